@@ -1,0 +1,41 @@
+# Two set-up commands, each self-sufficient and order-independent:
+#   make run   - create .venv, install, show the classic worked solution
+#   make test  - create .venv if needed, install test extras, run the suite
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: run test bench venv install install-test clean
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "attn-tutor needs Python >= 3.11")'
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: $(PY) pyproject.toml
+	$(PIP) -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) -e '.[test]'
+	@touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PIP) -e '.[bench]'
+	@touch $@
+
+venv: $(PY)
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+run: $(VENV)/.installed
+	$(VENV)/bin/attn-tutor explain single-head-3x4
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist

@@ -1,0 +1,159 @@
+"""The normalized, validated exercise the engines compute on.
+
+Pure data: exact :class:`fractions.Fraction` entries, tuples, no I/O, no
+numpy, no sympy.  The YAML loader (:mod:`tutor.exercise`) builds it from a
+file in either the per-head or the fused form; engines and renderers only
+ever see this shape.
+
+Convention (as in hand calculation): row vectors; a token is a row of ``x``
+and a projection is ``x @ W`` with ``W`` of shape ``[d_in, d_out]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Literal
+
+Vector = tuple[Fraction, ...]
+Matrix = tuple[Vector, ...]
+BoolMatrix = tuple[tuple[bool, ...], ...]
+MaskKind = Literal["none", "causal", "matrix"]
+
+
+def shape(m: Matrix) -> tuple[int, int]:
+    """``(rows, cols)`` of a non-empty rectangular matrix."""
+    return (len(m), len(m[0]) if m else 0)
+
+
+def transpose(m: Matrix) -> Matrix:
+    """``m^T``: ``[r, c] -> [c, r]``."""
+    return tuple(zip(*m))
+
+
+@dataclass(frozen=True)
+class Head:
+    """One attention head's projections (math convention, ``x @ W + b``).
+
+    Shapes: ``w_q``, ``w_k`` ``[d_in, d_k]``; ``w_v`` ``[d_in, d_v]``;
+    biases ``[d_k]``/``[d_v]`` or ``None``.  ``d_in`` is ``d_model`` for
+    ``w_q`` and ``d_kv`` (the width of ``x_kv``) for ``w_k``/``w_v``.
+    """
+
+    w_q: Matrix
+    w_k: Matrix
+    w_v: Matrix
+    b_q: Vector | None = None
+    b_k: Vector | None = None
+    b_v: Vector | None = None
+
+    @property
+    def d_k(self) -> int:
+        return len(self.w_q[0])
+
+    @property
+    def d_v(self) -> int:
+        return len(self.w_v[0])
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A validated exercise.
+
+    Shapes: ``x`` ``[L, d_model]``; ``x_kv`` ``[L_k, d_kv]`` or ``None``
+    (self-attention: K and V come from ``x``); ``w_o`` ``[num_heads*d_v, d_out]``
+    or ``None``; ``b_o`` ``[d_out]``; ``mask`` ``[L, L_k]`` (True = the query
+    row may attend to that key column) or ``None``; ``key_padding`` ``[L_k]``
+    (False = padding key) or ``None``.
+    """
+
+    id: str
+    title: str
+    x: Matrix
+    heads: tuple[Head, ...]
+    description: str = ""
+    x_kv: Matrix | None = None
+    tokens: tuple[str, ...] | None = None
+    kv_tokens: tuple[str, ...] | None = None
+    w_o: Matrix | None = None
+    b_o: Vector | None = None
+    mask_kind: MaskKind = "none"
+    mask: BoolMatrix | None = None
+    key_padding: tuple[bool, ...] | None = None
+    fused: bool = False
+    tags: tuple[str, ...] = ()
+    difficulty: int | None = None
+    source: str = field(default="", compare=False)  # file path or "bundled:ID"
+
+    # sizes, named once ------------------------------------------------------
+    @property
+    def L(self) -> int:
+        return len(self.x)
+
+    @property
+    def d_model(self) -> int:
+        return len(self.x[0])
+
+    @property
+    def kv(self) -> Matrix:
+        """The sequence K and V are projected from: ``x_kv`` or ``x``."""
+        return self.x_kv if self.x_kv is not None else self.x
+
+    @property
+    def L_k(self) -> int:
+        return len(self.kv)
+
+    @property
+    def num_heads(self) -> int:
+        return len(self.heads)
+
+    @property
+    def d_out(self) -> int:
+        if self.w_o is not None:
+            return len(self.w_o[0])
+        return sum(h.d_v for h in self.heads)
+
+    @property
+    def is_cross(self) -> bool:
+        return self.x_kv is not None
+
+    @property
+    def has_mask(self) -> bool:
+        """True when a mask or key padding applies (the ``masked`` step exists)."""
+        return self.mask is not None or self.key_padding is not None
+
+    @property
+    def query_labels(self) -> tuple[str, ...]:
+        return self.tokens or tuple(f"t{i + 1}" for i in range(self.L))
+
+    @property
+    def key_labels(self) -> tuple[str, ...]:
+        if self.x_kv is None:
+            return self.query_labels
+        return self.kv_tokens or tuple(f"s{j + 1}" for j in range(self.L_k))
+
+    def allowed(self) -> BoolMatrix | None:
+        """``[L, L_k]`` booleans, True = may attend: ``mask AND key_padding``.
+
+        ``None`` when neither a mask nor key padding applies.
+        """
+        if not self.has_mask:
+            return None
+        rows = []
+        for i in range(self.L):
+            rows.append(
+                tuple(
+                    (self.mask is None or self.mask[i][j])
+                    and (self.key_padding is None or self.key_padding[j])
+                    for j in range(self.L_k)
+                )
+            )
+        return tuple(rows)
+
+
+def causal(L_q: int, L_k: int) -> BoolMatrix:
+    """Top-left aligned causal mask ``[L_q, L_k]``: key ``j`` visible to query ``i`` iff ``j <= i``.
+
+    Same alignment as PyTorch's ``scaled_dot_product_attention(is_causal=True)``.
+    """
+    return tuple(tuple(j <= i for j in range(L_k)) for i in range(L_q))
