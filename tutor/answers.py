@@ -1,0 +1,824 @@
+"""The safe answer parser, and the comparisons that grade a parsed answer.
+
+Pure: no I/O, no printing, no numpy.  What a learner types at the practice
+prompt, and every entry of a solution file, goes through :func:`parse_entry`
+(one number), :func:`parse_row` / :func:`parse_matrix` (a row or a matrix
+typed on one line) or :func:`entry_from_value` / :func:`matrix_from_value`
+(a value a YAML reader already split up).
+
+The grammar is fixed and small, read by a hand-written recursive-descent
+parser that builds exact sympy objects directly.  Nothing is ever evaluated
+as code: there is no ``eval``, ``exec`` or ``compile``, and no text is ever
+handed to ``sympify``/``parse_expr``; sympy only ever receives Python ints
+and the sympy objects built from them.  ::
+
+    entry   := [+|-] ("inf" | "∞")                    (alone: -inf, +inf, ∞, .inf)
+             | expr
+    expr    := term (("+" | "-") term)*
+    term    := unary (("*" | "/") unary)*             ("×", "·", "⋅" are "*"; "÷" is "/")
+    unary   := ("+" | "-") unary | power              ("−" is "-")
+    power   := atom [("^" | "**") unary]              (right-associative: 2^3^2 = 2^9)
+    atom    := number | "e" | "E" | "(" expr ")"
+             | ("sqrt" | "exp") "(" expr ")"
+             | "√" atom                              (√2, √(2), √√16)
+    number  := digits ["." digits] [exponent] | "." digits [exponent]
+    exponent:= ("e" | "E") ["+" | "-"] digits
+
+As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
+There is no implicit multiplication (``2e`` and ``2sqrt(2)`` are errors).
+
+Exactness: ``0.1`` is the rational 1/10 (read from its text, never through a
+binary float), but an entry containing any decimal literal (a ``.`` or an
+exponent: ``0.45``, ``1e-3``) is *not exact* -- it claims a rounded value.
+
+Resource guards (each breach is an :class:`~tutor.errors.AnswerError`, never
+a hang): an entry has at most :data:`MAX_ENTRY_CHARS` characters and a typed
+matrix :data:`MAX_MATRIX_CHARS`; a number literal at most :data:`MAX_DIGITS`
+digits and a decimal exponent at most :data:`MAX_DECIMAL_EXPONENT`; nesting
+at most :data:`MAX_DEPTH`; a power's exponent must be a whole number or a
+half with magnitude at most :data:`MAX_POWER` (``e^x`` is ``exp(x)`` and
+takes any real ``x``); ``exp``'s argument at most :data:`MAX_EXP_ARGUMENT`
+in magnitude; every intermediate value at most :data:`MAX_MAGNITUDE`.
+
+>>> parse_entry("1/(1 + 2*exp(sqrt(2)))").expr
+1/(1 + 2*exp(sqrt(2)))
+>>> e = parse_entry("-0.4500"); (e.expr, e.is_exact, e.places)
+(-9/20, False, 4)
+>>> [[e.text for e in row] for row in parse_matrix("1 -1; 2 - 1, 3")]
+[['1', '-1'], ['2 - 1', '3']]
+>>> parse_matrix("1 2; 3")
+Traceback (most recent call last):
+...
+tutor.errors.AnswerError: row 2 has 1 entries, but row 1 has 2
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+
+from tutor.errors import AnswerError
+
+if TYPE_CHECKING:  # sympy is imported lazily: fast-start commands never load it
+    import sympy
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "MESSAGES",
+    "Entry",
+    "Matrix",
+    "close",
+    "entry_from_value",
+    "matrix_from_value",
+    "parse_entry",
+    "parse_matrix",
+    "parse_row",
+    "rounding_interval",
+]
+
+# Every user-facing template of this module (to move to tutor.messages).
+MESSAGES: dict[str, str] = {
+    "answer.empty": "no answer given",
+    "answer.too_long": "the answer has {length} characters; at most {limit} are allowed",
+    "answer.unexpected": 'unexpected "{token}" at column {column} in "{text}"',
+    "answer.unexpected_char": 'unexpected character "{char}" at column {column} in "{text}"',
+    "answer.unexpected_end": 'the answer "{text}" ends too early (expected {expected})',
+    "answer.unclosed": 'the "(" at column {column} in "{text}" is never closed',
+    "answer.unmatched": 'unmatched ")" at column {column} in "{text}"',
+    "answer.unknown_name": 'unknown name "{name}" at column {column} in "{text}" (known: sqrt, exp, e, inf)',
+    "answer.needs_parens": '"{name}" at column {column} in "{text}" needs parentheses, e.g. {name}(2)',
+    "answer.nan": '"{name}" at column {column} in "{text}" is not a number',
+    "answer.inf_alone": 'inf at column {column} in "{text}" must stand alone, as inf or -inf',
+    "answer.too_deep": 'nesting deeper than {limit} levels at column {column} in "{text}"',
+    "answer.number_too_long": 'the number at column {column} in "{text}" has more than {limit} digits',
+    "answer.decimal_exponent": 'the exponent of the number at column {column} in "{text}" is beyond ±{limit}',
+    "answer.power_form": 'the power at column {column} in "{text}" needs a whole-number or half exponent (e.g. 2, -1, 1/2)',
+    "answer.power_too_large": 'the exponent at column {column} in "{text}" is beyond ±{limit}',
+    "answer.exp_range": 'the argument of exp at column {column} in "{text}" is beyond ±{limit}',
+    "answer.too_large": 'the value at column {column} in "{text}" is too large',
+    "answer.div_zero": 'division by zero at column {column} in "{text}"',
+    "answer.sqrt_negative": 'square root of a negative number at column {column} in "{text}"',
+    "answer.not_real": '"{text}" is not a finite real number',
+    "answer.not_text": "expected text, found {found}",
+    "answer.bool": "{value} is not a number (true/false are not allowed in a matrix)",
+    "answer.bad_value": "expected a number or text, found {found}",
+    "answer.int_too_long": "the whole number has more than {limit} digits",
+    "matrix.entry": "row {row}, entry {entry}: {message}",
+    "matrix.row_entry": "entry {entry}: {message}",
+    "matrix.empty_entry": "row {row}, entry {entry} is empty",
+    "matrix.row_empty_entry": "entry {entry} is empty",
+    "matrix.empty_row": "row {row} is empty",
+    "matrix.ragged": "row {row} has {found} entries, but row 1 has {expected}",
+    "matrix.no_rows": "no rows given",
+    "matrix.one_row": "expected one row, found {found} rows",
+    "matrix.too_many": "the matrix has more than {limit} entries",
+    "matrix.bracket_unclosed": 'the "[" at column {column} is never closed',
+    "matrix.bracket_unmatched": 'unmatched "]" at column {column}',
+    "matrix.bracket_outside": 'unexpected "{char}" at column {column} outside the brackets',
+    "matrix.bracket_deep": 'brackets nested too deeply at column {column} (a matrix is [[1, 2], [3, 4]])',
+    "matrix.bracket_mixed": "mix of bracketed rows and bare entries; write every row in brackets, e.g. [[1, 2], [3, 4]]",
+    "matrix.not_list": "expected a matrix (a list of rows), found {found}",
+    "matrix.row_not_list": "row {row}: expected a list of numbers, found {found}",
+}
+
+MAX_ENTRY_CHARS = 2_000
+MAX_MATRIX_CHARS = 100_000
+MAX_ENTRIES = 4_096
+MAX_DIGITS = 100
+MAX_DECIMAL_EXPONENT = 400
+MAX_DEPTH = 50
+MAX_POWER = 64
+MAX_POWER_BITS = 20_000
+MAX_EXP_ARGUMENT = 1_000
+MAX_MAGNITUDE = 1e300
+
+#: The quiz's default: accepts any answer rounded to 2 decimal places.
+DEFAULT_TOLERANCE = 0.005 + 1e-12
+#: Exact entries must match to this relative (and absolute) precision.
+EXACT_REL_TOL = 1e-9
+EXACT_ABS_TOL = 1e-12
+
+
+def _fail(key: str, **fields: Any) -> NoReturn:
+    raise AnswerError(MESSAGES[key].format(**fields))
+
+
+def _show(text: str, limit: int = 60) -> str:
+    """``text`` on one line, control characters escaped, cut at ``limit``."""
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+# --- the entry value -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One parsed number.
+
+    ``text`` is what was written (stripped); ``expr`` its exact sympy value
+    (``-oo`` for ``-inf``); ``is_exact`` is False when any decimal literal
+    appears; ``places`` is the number of decimal places written when the
+    whole entry is one decimal literal with an optional sign, else ``None``.
+    With an exponent, ``places`` counts the places of the value, so that the
+    claim is always ``± 0.5·10^-places``: ``1e-3`` has 3, ``1.5E2`` has -1.
+
+    >>> parse_entry("0.45").places, parse_entry("1").places, parse_entry("2*0.5").places
+    (2, None, None)
+    >>> parse_entry("-inf").value()
+    -inf
+    """
+
+    text: str
+    expr: sympy.Expr
+    is_exact: bool
+    places: int | None = None
+
+    def value(self) -> float:
+        """The value as a float (from 30 significant digits); ±inf for ±oo."""
+        return self._float
+
+    @cached_property
+    def _float(self) -> float:
+        import sympy
+
+        if self.expr == sympy.oo:
+            return math.inf
+        if self.expr == -sympy.oo:
+            return -math.inf
+        return float(self.expr.evalf(30))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+Matrix = tuple[tuple[Entry, ...], ...]
+
+
+# --- tokens --------------------------------------------------------------------
+
+
+class _Tok(NamedTuple):
+    kind: str  # "num", "name", "op", "end"
+    text: str  # as written ("**", "−", "×" ...)
+    op: str  # normalised operator ("^", "-", "*" ...), or the name, or ""
+    col: int  # 1-based column in the original text
+
+
+_NUMBER = re.compile(r"(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?|\.(?P<frac2>[0-9]+)(?:[eE](?P<exp2>[+-]?[0-9]+))?")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPS = {
+    "+": "+", "-": "-", "−": "-", "*": "*", "×": "*", "·": "*", "⋅": "*",
+    "/": "/", "÷": "/", "^": "^", "(": "(", ")": ")", "√": "√",
+}  # fmt: skip
+_INF_ALONE = re.compile(r"(?P<sign>[+\-−]?)\s*(?:\.?(?:inf|Inf|INF)|infinity|Infinity|∞)")
+_INF_NAMES = {"inf", "Inf", "INF", "infinity", "Infinity", "oo"}
+_NAN_NAMES = {"nan", "NaN", "NAN"}
+
+
+def _tokenize(text: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        if c.isdigit() and c in "0123456789" or (c == "." and i + 1 < n and text[i + 1] in "0123456789"):
+            m = _NUMBER.match(text, i)
+            assert m is not None
+            toks.append(_Tok("num", m.group(), "", i + 1))
+            i = m.end()
+        elif c.isascii() and (c.isalpha() or c == "_"):
+            m = _NAME.match(text, i)
+            assert m is not None
+            toks.append(_Tok("name", m.group(), m.group(), i + 1))
+            i = m.end()
+        elif c == "∞":
+            toks.append(_Tok("name", c, "inf", i + 1))
+            i += 1
+        elif text.startswith("**", i):
+            toks.append(_Tok("op", "**", "^", i + 1))
+            i += 2
+        elif c in _OPS:
+            toks.append(_Tok("op", c, _OPS[c], i + 1))
+            i += 1
+        else:
+            _fail("answer.unexpected_char", char=_show(c), column=i + 1, text=_show(text))
+    toks.append(_Tok("end", "", "", n + 1))
+    return toks
+
+
+# --- the parser ------------------------------------------------------------------
+
+_Val = tuple["sympy.Expr", float]  # the exact value and a float shadow that guards magnitude
+
+
+class _Parser:
+    """Recursive descent over the tokens; builds ``(sympy value, float)`` pairs."""
+
+    def __init__(self, text: str, toks: list[_Tok]):
+        import sympy
+
+        self.sp = sympy
+        self.text = text
+        self.toks = toks
+        self.i = 0
+        self.depth = 0
+        self.inexact = False
+
+    # -- plumbing
+    def peek(self) -> _Tok:
+        return self.toks[self.i]
+
+    def take(self) -> _Tok:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def fail(self, key: str, tok: _Tok, **fields: Any) -> NoReturn:
+        _fail(key, column=tok.col, text=_show(self.text), **fields)
+
+    def unexpected(self, tok: _Tok, expected: str) -> NoReturn:
+        if tok.kind == "end":
+            _fail("answer.unexpected_end", text=_show(self.text), expected=expected)
+        if tok.op == ")":
+            self.fail("answer.unmatched", tok)
+        self.fail("answer.unexpected", tok, token=_show(tok.text))
+
+    @contextmanager
+    def deeper(self, tok: _Tok) -> Iterator[None]:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail("answer.too_deep", tok, limit=MAX_DEPTH)
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def shadow(self, tok: _Tok, expr: sympy.Expr, compute: Any) -> _Val:
+        """Pair ``expr`` with its float shadow; refuse values beyond the limit."""
+        try:
+            f = float(compute())
+        except OverflowError:
+            self.fail("answer.too_large", tok)
+        except (ZeroDivisionError, ValueError):  # the shadow underflowed: ask sympy
+            f = float(expr.evalf(20))
+        if not math.isfinite(f) or abs(f) > MAX_MAGNITUDE:
+            self.fail("answer.too_large", tok)
+        return expr, f
+
+    def sign(self, v: _Val) -> int:
+        """-1, 0 or 1: sympy's answer when it knows, else 30 digits' worth."""
+        expr, _ = v
+        if expr.is_zero:
+            return 0
+        if expr.is_positive:
+            return 1
+        if expr.is_negative:
+            return -1
+        f = expr.evalf(30)
+        return 0 if abs(f) < 1e-25 else (1 if f > 0 else -1)
+
+    # -- grammar
+    def entry(self) -> _Val:
+        v = self.expression()
+        t = self.peek()
+        if t.kind != "end":
+            self.unexpected(t, "the end")
+        return v
+
+    def expression(self) -> _Val:
+        left = self.term()
+        while (t := self.peek()).op in ("+", "-") and t.kind == "op":
+            self.take()
+            right = self.term()
+            if t.op == "+":
+                left = self.shadow(t, left[0] + right[0], lambda: left[1] + right[1])
+            else:
+                left = self.shadow(t, left[0] - right[0], lambda: left[1] - right[1])
+        return left
+
+    def term(self) -> _Val:
+        left = self.unary()
+        while (t := self.peek()).op in ("*", "/") and t.kind == "op":
+            self.take()
+            right = self.unary()
+            if t.op == "*":
+                left = self.shadow(t, left[0] * right[0], lambda: left[1] * right[1])
+            else:
+                if self.sign(right) == 0:
+                    self.fail("answer.div_zero", t)
+                left = self.shadow(t, left[0] / right[0], lambda: left[1] / right[1])
+        return left
+
+    def unary(self) -> _Val:
+        t = self.peek()
+        if t.kind == "op" and t.op in ("+", "-"):
+            self.take()
+            with self.deeper(t):
+                v = self.unary()
+            return v if t.op == "+" else (-v[0], -v[1])
+        return self.power()
+
+    def power(self) -> _Val:
+        base = self.atom()
+        t = self.peek()
+        if t.kind == "op" and t.op == "^":
+            self.take()
+            with self.deeper(t):
+                exponent = self.unary()
+            return self.pow(base, exponent, t)
+        return base
+
+    def atom(self) -> _Val:
+        t = self.take()
+        if t.kind == "num":
+            return self.number(t)
+        if t.kind == "op" and t.op == "(":
+            with self.deeper(t):
+                v = self.expression()
+            self.close(t)
+            return v
+        if t.kind == "op" and t.op == "√":
+            with self.deeper(t):
+                v = self.atom()
+            return self.sqrt(v, t)
+        if t.kind == "name":
+            name = t.op
+            if name in ("sqrt", "exp"):
+                lp = self.take()
+                if not (lp.kind == "op" and lp.op == "("):
+                    self.fail("answer.needs_parens", t, name=name)
+                with self.deeper(lp):
+                    v = self.expression()
+                self.close(lp)
+                return self.sqrt(v, t) if name == "sqrt" else self.exp(v, t)
+            if name in ("e", "E"):
+                return self.sp.E, math.e
+            if name in _INF_NAMES:
+                self.fail("answer.inf_alone", t)
+            if name in _NAN_NAMES:
+                self.fail("answer.nan", t, name=name)
+            self.fail("answer.unknown_name", t, name=_show(name, 20))
+        self.unexpected(t, "a number")
+
+    def close(self, opening: _Tok) -> None:
+        t = self.take()
+        if t.kind == "op" and t.op == ")":
+            return
+        if t.kind == "end":
+            self.fail("answer.unclosed", opening)
+        self.unexpected(t, '")"')
+
+    # -- values
+    def number(self, t: _Tok) -> _Val:
+        m = _NUMBER.fullmatch(t.text)
+        assert m is not None
+        whole = m["int"] or ""
+        frac = m["frac"] if m["int"] is not None else m["frac2"]
+        frac = frac or ""
+        exp_text = m["exp"] if m["int"] is not None else m["exp2"]
+        if len(whole) + len(frac) > MAX_DIGITS:
+            self.fail("answer.number_too_long", t, limit=MAX_DIGITS)
+        is_decimal = "." in t.text or exp_text is not None
+        if exp_text is not None and (len(exp_text.lstrip("+-")) > 6 or abs(int(exp_text)) > MAX_DECIMAL_EXPONENT):
+            self.fail("answer.decimal_exponent", t, limit=MAX_DECIMAL_EXPONENT)
+        exponent = int(exp_text) if exp_text is not None else 0
+        shift = exponent - len(frac)  # value = digits · 10^shift
+        digits = int(whole + frac)
+        if is_decimal:
+            self.inexact = True
+            value = self.sp.Rational(digits * 10 ** max(shift, 0), 10 ** max(-shift, 0))
+            return self.shadow(t, value, lambda: float(t.text))
+        return self.shadow(t, self.sp.Integer(digits), lambda: float(digits))
+
+    def sqrt(self, v: _Val, t: _Tok) -> _Val:
+        s = self.sign(v)
+        if s < 0:
+            self.fail("answer.sqrt_negative", t)
+        if s == 0:
+            return self.sp.Integer(0), 0.0
+        return self.shadow(t, self.sp.sqrt(v[0]), lambda: math.sqrt(abs(v[1])))
+
+    def exp(self, v: _Val, t: _Tok) -> _Val:
+        if abs(v[1]) > MAX_EXP_ARGUMENT:
+            self.fail("answer.exp_range", t, limit=MAX_EXP_ARGUMENT)
+        return self.shadow(t, self.sp.exp(v[0]), lambda: math.exp(v[1]))
+
+    def pow(self, base: _Val, exponent: _Val, t: _Tok) -> _Val:
+        sp = self.sp
+        b, x = base[0], exponent[0]
+        if b == sp.E:
+            return self.exp(exponent, t)
+        if not (x.is_Rational and x.q in (1, 2)):
+            self.fail("answer.power_form", t)
+        if abs(x) > MAX_POWER:
+            self.fail("answer.power_too_large", t, limit=MAX_POWER)
+        bits = sum(r.p.bit_length() + r.q.bit_length() for r in b.atoms(sp.Rational))
+        if bits * abs(x) > MAX_POWER_BITS:
+            self.fail("answer.too_large", t)
+        s = self.sign(base)
+        if x.q == 2 and s < 0:
+            self.fail("answer.sqrt_negative", t)
+        if s == 0 and x < 0:
+            self.fail("answer.div_zero", t)
+        if s == 0:
+            return (sp.Integer(1), 1.0) if x == 0 else (sp.Integer(0), 0.0)
+        if x.q == 1:
+            return self.shadow(t, sp.Pow(b, x), lambda: base[1] ** int(x))
+        return self.shadow(t, sp.Pow(b, x), lambda: abs(base[1]) ** float(x))
+
+
+def _places(m: re.Match[str]) -> int:
+    frac = (m["frac"] if m["int"] is not None else m["frac2"]) or ""
+    exp_text = m["exp"] if m["int"] is not None else m["exp2"]
+    return len(frac) - (int(exp_text) if exp_text is not None else 0)
+
+
+def parse_entry(text: str) -> Entry:
+    """Parse one number in the answer grammar (see the module docstring).
+
+    >>> parse_entry("3*sqrt(2)/4").expr
+    3*sqrt(2)/4
+    >>> parse_entry("0.1").expr, parse_entry("0.1").is_exact
+    (1/10, False)
+    >>> parse_entry("2 + * 3")
+    Traceback (most recent call last):
+    ...
+    tutor.errors.AnswerError: unexpected "*" at column 5 in "2 + * 3"
+    """
+    if not isinstance(text, str):
+        _fail("answer.not_text", found=type(text).__name__)
+    if len(text) > MAX_ENTRY_CHARS:
+        _fail("answer.too_long", length=len(text), limit=MAX_ENTRY_CHARS)
+    stripped = text.strip()
+    if not stripped:
+        _fail("answer.empty")
+    if m := _INF_ALONE.fullmatch(stripped):
+        import sympy
+
+        return Entry(stripped, -sympy.oo if m["sign"] in ("-", "−") else sympy.oo, True, None)
+    toks = _tokenize(text)
+    parser = _Parser(text, toks)
+    expr, _ = parser.entry()
+    value = expr.evalf(30)
+    if not (value.is_real and value.is_finite) or abs(value) > MAX_MAGNITUDE:
+        _fail("answer.not_real", text=_show(stripped))
+    places = None
+    body = toks[1:] if toks[0].kind == "op" and toks[0].op in ("+", "-") else toks
+    if parser.inexact and len(body) == 2 and body[0].kind == "num":
+        num = _NUMBER.fullmatch(body[0].text)
+        assert num is not None
+        places = _places(num)
+    return Entry(stripped, expr, not parser.inexact, places)
+
+
+# --- values a YAML/JSON reader already split ---------------------------------------
+
+
+def entry_from_value(value: object) -> Entry:
+    """One entry from a loaded YAML/JSON value: an int, a str, or a float.
+
+    A str (including a YAML reader's ``str`` subclass that keeps a plain
+    scalar's text) is parsed as written, so ``"0.4500"`` keeps its 4 places.
+    A float is re-parsed from its shortest ``repr`` (``0.45`` → 2 places; a
+    YAML loader that already turned ``0.4500`` into a float has lost the
+    trailing zeros).  Booleans, ``None`` and anything else are refused.
+
+    >>> entry_from_value(3).expr, entry_from_value(0.25).places, entry_from_value("1/3").expr
+    (3, 2, 1/3)
+    """
+    if isinstance(value, bool):
+        _fail("answer.bool", value=str(value).lower())
+    if isinstance(value, int):
+        if value.bit_length() > MAX_DIGITS * 10 // 3:
+            _fail("answer.int_too_long", limit=MAX_DIGITS)
+        return parse_entry(str(value))
+    if isinstance(value, float):
+        return parse_entry(repr(value))
+    if isinstance(value, str):
+        return parse_entry(str(value))
+    _fail("answer.bad_value", found=_describe(value))
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _check_shape(rows: Sequence[Sequence[Entry]]) -> None:
+    if not rows:
+        _fail("matrix.no_rows")
+    for r, row in enumerate(rows, start=1):
+        if not row:
+            _fail("matrix.empty_row", row=r)
+    for r, row in enumerate(rows[1:], start=2):
+        if len(row) != len(rows[0]):
+            _fail("matrix.ragged", row=r, found=len(row), expected=len(rows[0]))
+
+
+def matrix_from_value(value: object) -> Matrix:
+    """A matrix from a loaded YAML/JSON list of lists (see :func:`entry_from_value`).
+
+    >>> [[e.text for e in row] for row in matrix_from_value([[1, "1/2"], [0.25, "-inf"]])]
+    [['1', '1/2'], ['0.25', '-inf']]
+    """
+    if not isinstance(value, (list, tuple)):
+        _fail("matrix.not_list", found=_describe(value))
+    rows: list[tuple[Entry, ...]] = []
+    count = 0
+    for r, row in enumerate(value, start=1):
+        if not isinstance(row, (list, tuple)):
+            _fail("matrix.row_not_list", row=r, found=_describe(row))
+        count += len(row)
+        if count > MAX_ENTRIES:
+            _fail("matrix.too_many", limit=MAX_ENTRIES)
+        entries = []
+        for c, v in enumerate(row, start=1):
+            try:
+                entries.append(entry_from_value(v))
+            except AnswerError as err:
+                _fail("matrix.entry", row=r, entry=c, message=str(err))
+        rows.append(tuple(entries))
+    _check_shape(rows)
+    return tuple(rows)
+
+
+# --- matrices typed on one line ------------------------------------------------------
+
+_BINARY_START = "*/^×·⋅÷"
+_SIGNS = "+-−"
+_ENDS_WITH_FUNCTION = re.compile(r"(?<![A-Za-z0-9_])(?:sqrt|exp)$")
+
+
+def _split_depth0(text: str, seps: str) -> list[str]:
+    """Split ``text`` at characters in ``seps`` outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(depth - 1, 0)
+        elif c in seps and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _chunks(text: str) -> list[str]:
+    """The pieces of ``text`` between runs of whitespace outside parentheses."""
+    chunks, depth, current = [], 0, []
+    for c in text:
+        if c.isspace() and depth == 0:
+            if current:
+                chunks.append("".join(current))
+                current = []
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(depth - 1, 0)
+        current.append(c)
+    if current:
+        chunks.append("".join(current))
+    return chunks
+
+
+def _joins(before: str, after: str) -> bool:
+    """Whether the whitespace between two chunks is inside one entry."""
+    if before[-1] in _SIGNS or before[-1] in _BINARY_START or before[-1] == "√" or before.endswith("**"):
+        return True
+    if _ENDS_WITH_FUNCTION.search(before):
+        return True
+    return after[0] in _BINARY_START or after in ("+", "-", "−")
+
+
+def split_entries(row: str) -> list[str]:
+    """Split one row's text into the texts of its entries.
+
+    If a comma appears outside parentheses, commas separate the entries
+    (``1 + 2, 3`` is 3 and 3).  Otherwise whitespace outside parentheses
+    separates them, except next to an operator: a gap does not separate when
+    the text before it ends with an operator (``+ - * / ^ √`` or ``sqrt``/
+    ``exp``), or the text after it starts with ``* / ^`` or is a lone ``+`` or
+    ``-``.  So a sign glued to a number starts a new entry and a spaced
+    operator does not.
+
+    >>> split_entries("1 -1"), split_entries("1 - 1"), split_entries("1/(1 + 2) 3")
+    (['1', '-1'], ['1 - 1'], ['1/(1 + 2)', '3'])
+    """
+    parts = _split_depth0(row, ",")
+    if len(parts) > 1:
+        return [p.strip() for p in parts]
+    chunks = _chunks(row)
+    entries: list[str] = []
+    for chunk in chunks:
+        if entries and _joins(entries[-1], chunk):
+            entries[-1] += " " + chunk
+        else:
+            entries.append(chunk)
+    return entries
+
+
+def _bracket_groups(text: str, offset: int) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """Depth-1 ``[...]`` groups of ``text`` (inner text, column of "[") and the
+    non-separator characters found outside them."""
+    groups: list[tuple[str, int]] = []
+    outside: list[tuple[str, int]] = []
+    depth, start = 0, 0
+    for i, c in enumerate(text):
+        if c == "[":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "]":
+            if depth == 0:
+                _fail("matrix.bracket_unmatched", column=offset + i + 1)
+            depth -= 1
+            if depth == 0:
+                groups.append((text[start + 1 : i], offset + start + 2))
+        elif depth == 0 and not (c.isspace() or c in ",;"):
+            outside.append((c, offset + i + 1))
+    if depth:
+        _fail("matrix.bracket_unclosed", column=offset + start + 1)
+    return groups, outside
+
+
+def _row_texts(text: str) -> list[str]:
+    """Split a whole matrix's text into the texts of its rows."""
+    if "[" not in text and "]" not in text:
+        return [r for r in _split_depth0(text, ";\n\r") if r.strip()]
+    groups, outside = _bracket_groups(text, 0)
+    if outside:
+        if groups:
+            _fail("matrix.bracket_mixed")
+        char, col = outside[0]
+        _fail("matrix.bracket_outside", char=_show(char), column=col)
+    if len(groups) == 1:
+        inner, col = groups[0]
+        if "[" in inner:  # [[1, 2], [3, 4]]: the outer pair wraps the rows
+            rows, inside = _bracket_groups(inner, col - 1)
+            if inside:
+                _fail("matrix.bracket_mixed")
+        else:  # [1, 2] or [1 2; 3 4]
+            return [r for r in _split_depth0(inner, ";\n\r") if r.strip()]
+    else:  # [1, 2], [3, 4]
+        rows = groups
+    for inner, col in rows:
+        if "[" in inner:
+            _fail("matrix.bracket_deep", column=col + inner.index("["))
+    return [inner for inner, _ in rows]
+
+
+def _parse_rows(text: str, *, one_row: bool) -> Matrix:
+    if not isinstance(text, str):
+        _fail("answer.not_text", found=type(text).__name__)
+    if len(text) > MAX_MATRIX_CHARS:
+        _fail("answer.too_long", length=len(text), limit=MAX_MATRIX_CHARS)
+    if not text.strip():
+        _fail("answer.empty")
+    row_texts = _row_texts(text)
+    if one_row and len(row_texts) != 1:
+        _fail("matrix.one_row", found=len(row_texts))
+    rows: list[tuple[Entry, ...]] = []
+    count = 0
+    for r, row_text in enumerate(row_texts, start=1):
+        entries = []
+        texts = split_entries(row_text)
+        count += len(texts)
+        if count > MAX_ENTRIES:
+            _fail("matrix.too_many", limit=MAX_ENTRIES)
+        for c, entry_text in enumerate(texts, start=1):
+            if not entry_text:
+                _fail("matrix.row_empty_entry" if one_row else "matrix.empty_entry", row=r, entry=c)
+            try:
+                entries.append(parse_entry(entry_text))
+            except AnswerError as err:
+                _fail("matrix.row_entry" if one_row else "matrix.entry", row=r, entry=c, message=str(err))
+        rows.append(tuple(entries))
+    _check_shape(rows)
+    return tuple(rows)
+
+
+def parse_matrix(text: str) -> Matrix:
+    """Parse a matrix typed on one line (or several).
+
+    Rows are separated by ``;`` or line breaks (blank rows are ignored), or
+    written in brackets: ``[[1, 1], [2, 2]]``, ``[1, 1], [2, 2]``,
+    ``[1 1; 2 2]``.  Entries within a row follow :func:`split_entries`.
+    Ragged rows are an error naming the row.
+
+    >>> [[e.text for e in row] for row in parse_matrix("1 -1; 2 - 1 3")]
+    [['1', '-1'], ['2 - 1', '3']]
+    """
+    return _parse_rows(text, one_row=False)
+
+
+def parse_row(text: str) -> tuple[Entry, ...]:
+    """Parse one row (for row-by-row input): ``1 1``, ``1, 1`` or ``[1, 1]``.
+
+    A trailing ``,`` after the closing bracket (``[1, 1],``, as when pasting
+    a line of ``[[1, 1],\\n [2, 2]]``) is ignored.
+
+    >>> [e.text for e in parse_row("[1, 1/2],")]
+    ['1', '1/2']
+    """
+    if isinstance(text, str):
+        stripped = text.strip()
+        if stripped.endswith(",") and stripped[:-1].rstrip().endswith("]"):
+            text = stripped[:-1]
+    return _parse_rows(text, one_row=True)[0]
+
+
+# --- comparisons ---------------------------------------------------------------------
+
+
+def close(entry: Entry, expected: float, *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+    """Whether ``entry`` is a right answer for ``expected``.
+
+    Infinite values match only the same infinity.  An exact entry must equal
+    ``expected`` to :data:`EXACT_REL_TOL` (relative; :data:`EXACT_ABS_TOL`
+    near zero); an entry with decimals passes within ``tolerance``.
+
+    >>> close(parse_entry("0.45"), 0.4502), close(parse_entry("9/20"), 0.4502)
+    (True, False)
+    """
+    v = entry.value()
+    if math.isnan(expected):
+        return False
+    if math.isinf(v) or math.isinf(expected):
+        return v == expected
+    if entry.is_exact:
+        return math.isclose(v, expected, rel_tol=EXACT_REL_TOL, abs_tol=EXACT_ABS_TOL)
+    return abs(v - expected) <= tolerance
+
+
+def rounding_interval(entry: Entry) -> tuple[float, float]:
+    """The values ``entry`` claims: ``v ± 0.5·10^-places`` for a decimal
+    written to ``places`` places, else the zero-width ``(v, v)``.
+
+    Only a lone decimal literal carries a rounding claim; an expression that
+    contains decimals (``1.41/2``) claims its value exactly.
+
+    >>> rounding_interval(parse_entry("0.45")), rounding_interval(parse_entry("1/2"))
+    ((0.445, 0.455), (0.5, 0.5))
+    """
+    if entry.places is None or not entry.expr.is_Rational:
+        v = entry.value()
+        return v, v
+    exact = Fraction(int(entry.expr.p), int(entry.expr.q))
+    half = Fraction(1, 2) * Fraction(10) ** -entry.places
+    return float(exact - half), float(exact + half)
