@@ -1,0 +1,318 @@
+"""Exact entries of attention steps: rationals, surds, -inf, and structured softmax mixes.
+
+Every value attention produces from rational inputs has one of these forms:
+
+* :class:`Rat` - a rational (Q, K, V, scores; anything a mask or a tie makes rational);
+* :class:`Surd` - ``q·sqrt(t)``, ``t`` square-free (scaled scores: ``scores / sqrt(d_k)``);
+* :class:`NegInf` - a masked score;
+* :class:`Mix` - ``Σ_j c_j·exp(a_j) / Σ_j exp(a_j)`` over the unmasked keys of one
+  query row, with ``a_j = u_j·sqrt(t)`` (``u_j`` rational): an attention weight
+  (``c`` = indicator of key ``j``), a head-output entry (``c`` = a column of V),
+  or one head's share of an output-projection entry (``c = V W_O[:, j]``);
+* :class:`MixSum` - ``Σ_h Mix_h + const``: an entry of the output projection.
+
+Keeping softmax in this structure (terms over the row's shared denominator
+``Z_i``) is what makes the engine fast at the size limits: floats come from the
+structure with max subtraction, exact strings are printed from it directly,
+and a sympy expression is built only on request (:meth:`Exact.to_sympy`).
+Strings are in the answer grammar of :mod:`tutor.answers` (``sqrt``, ``exp``,
+``e``, ``-inf``), e.g. ``1/(1 + 2*exp(sqrt(2)))``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:  # sympy is imported lazily: building an exact value never needs it
+    import sympy
+
+
+def square_free(n: int) -> tuple[int, int]:
+    """``n = s²·t`` with ``t`` square-free; returns ``(s, t)``.  ``n >= 1``."""
+    s, t, p = 1, n, 2
+    while p * p <= t:
+        while t % (p * p) == 0:
+            t //= p * p
+            s *= p
+        p += 1
+    return s, t
+
+
+def frac_text(q: Fraction) -> str:
+    """``3``, ``-2/5`` (as sympy prints a Rational)."""
+    return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def surd_text(q: Fraction, t: int) -> str:
+    """``q·sqrt(t)`` as sympy prints it: ``sqrt(2)``, ``-3*sqrt(2)/4``, ``1/2`` (t = 1)."""
+    if t == 1 or q == 0:
+        return frac_text(q)
+    p, n = q.numerator, q.denominator
+    head = "sqrt({})".format(t) if abs(p) == 1 else f"{abs(p)}*sqrt({t})"
+    return ("-" if p < 0 else "") + head + (f"/{n}" if n != 1 else "")
+
+
+def _exp_text(u: Fraction, t: int) -> str:
+    if u == 1 and t == 1:
+        return "e"
+    return f"exp({surd_text(u, t)})"
+
+
+def sum_text(terms: Iterable[str]) -> str:
+    """Join terms with `` + `` / `` - ``: ``["1", "-exp(2)"]`` -> ``1 - exp(2)``."""
+    out = ""
+    for term in terms:
+        if not out:
+            out = term
+        elif term.startswith("-"):
+            out += " - " + term[1:]
+        else:
+            out += " + " + term
+    return out or "0"
+
+
+class Exact:
+    """An exact entry.  ``str()`` gives the answer-grammar text."""
+
+    __slots__ = ()
+
+    def value(self) -> float:
+        """The entry as a float64 (``-inf`` for a masked score)."""
+        raise NotImplementedError
+
+    def to_sympy(self) -> "sympy.Expr":
+        """The entry as a sympy expression (imports sympy)."""
+        raise NotImplementedError
+
+    def __float__(self) -> float:
+        return self.value()
+
+
+@dataclass(frozen=True, slots=True)
+class Rat(Exact):
+    q: Fraction
+
+    def __str__(self) -> str:
+        return frac_text(self.q)
+
+    def value(self) -> float:
+        return float(self.q)
+
+    def to_sympy(self) -> "sympy.Expr":
+        import sympy
+
+        return sympy.Rational(self.q.numerator, self.q.denominator)
+
+
+@dataclass(frozen=True, slots=True)
+class Surd(Exact):
+    """``q·sqrt(t)`` with ``t >= 2`` square-free."""
+
+    q: Fraction
+    t: int
+
+    def __str__(self) -> str:
+        return surd_text(self.q, self.t)
+
+    def value(self) -> float:
+        return float(self.q) * math.sqrt(self.t)
+
+    def to_sympy(self) -> "sympy.Expr":
+        import sympy
+
+        return sympy.Rational(self.q.numerator, self.q.denominator) * sympy.sqrt(self.t)
+
+
+@dataclass(frozen=True, slots=True)
+class NegInf(Exact):
+    def __str__(self) -> str:
+        return "-inf"
+
+    def value(self) -> float:
+        return -math.inf
+
+    def to_sympy(self) -> "sympy.Expr":
+        import sympy
+
+        return -sympy.oo
+
+
+NEG_INF = NegInf()
+ZERO = Rat(Fraction(0))
+
+
+def surd(u: Fraction, t: int) -> Rat | Surd:
+    """``u·sqrt(t)`` in lowest form (a :class:`Rat` when ``t == 1`` or ``u == 0``)."""
+    return Rat(u) if t == 1 or u == 0 else Surd(u, t)
+
+
+_frac = Fraction  # n/d reduced
+
+
+class SoftmaxRow:
+    """The exponents of one query row: ``a_j = (n_j / den)·sqrt(t)``; ``None`` = masked key.
+
+    Shared by every entry the row produces (weights, head output, output share).
+    Exponents are integers over one denominator, so grouping equal exponents
+    and subtracting them is integer work.
+    """
+
+    def __init__(self, nums: tuple[int | None, ...], den: int, t: int):
+        self.nums, self.den, self.t = nums, den, t
+        self.live = tuple(j for j, x in enumerate(nums) if x is not None)
+        self.top: int = max((nums[j] for j in self.live), default=0)  # type: ignore[type-var]
+        self.distinct = len({nums[j] for j in self.live}) == len(self.live)
+        self._exp: dict[int, str] = {}
+
+    def u(self, j: int) -> Fraction:
+        """The rational part ``u_j`` of exponent ``a_j = u_j·sqrt(t)``."""
+        return _frac(self.nums[j], self.den)  # type: ignore[arg-type]
+
+    @cached_property
+    def shifted(self) -> tuple[float, ...]:
+        """``exp(a_j - max a)`` for live keys, 0 for masked ones (max subtraction: no overflow)."""
+        r = math.sqrt(self.t) / self.den
+        return tuple(0.0 if x is None else math.exp((x - self.top) * r) for x in self.nums)
+
+    @cached_property
+    def z(self) -> float:
+        """``Σ_j exp(a_j - max a)``: at least 1 when the row has a live key."""
+        return math.fsum(self.shifted)
+
+    def term(self, c: Fraction, d: int) -> str:
+        """``c·exp((d/den)·sqrt t)`` as text; the exp part is cached per row."""
+        if d == 0:
+            return frac_text(c)
+        e = self._exp.get(d)
+        if e is None:
+            e = self._exp[d] = _exp_text(_frac(d, self.den), self.t)
+        p, n = c.numerator, c.denominator
+        body = e if abs(p) == 1 else f"{abs(p)}*{e}"
+        return ("-" if p < 0 else "") + body + (f"/{n}" if n != 1 else "")
+
+    def groups(self, cnums: tuple[int, ...], cden: int, ref: int) -> tuple[list[str], list[str]]:
+        """Terms of ``Σ c_j exp(a_j)`` and ``Σ exp(a_j)``, both divided by ``exp(a_ref)``."""
+        num: dict[int, int] = {}
+        den: dict[int, int] = {}
+        for j in self.live:
+            d = self.nums[j] - ref  # type: ignore[operator]
+            num[d] = num.get(d, 0) + cnums[j]
+            den[d] = den.get(d, 0) + 1
+        order = sorted(den, key=lambda d: (d != 0, d))
+        return (
+            [self.term(_frac(num[d], cden), d) for d in order if num[d] != 0],
+            [self.term(Fraction(den[d]), d) for d in order],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Mix(Exact):
+    """``Σ_j c_j·exp(a_j) / Σ_j exp(a_j)`` over the live keys of ``row``, ``c_j = cnums[j]/cden``.
+
+    Build with :func:`mix`, which returns a :class:`Rat` when the value is rational.
+    """
+
+    row: SoftmaxRow
+    cnums: tuple[int, ...]
+    cden: int
+
+    @property
+    def coeffs(self) -> tuple[Fraction, ...]:
+        return tuple(_frac(c, self.cden) for c in self.cnums)
+
+    def value(self) -> float:
+        s = self.row.shifted
+        return math.fsum(c * s[j] for j, c in enumerate(self.cnums) if c) / (self.cden * self.row.z)
+
+    def _ref(self) -> int:
+        nz = {self.row.nums[j] for j in self.row.live if self.cnums[j] != 0}
+        if len(nz) == 1:  # one exponent in the numerator: divide by it, so it reads c/(...)
+            return nz.pop()  # type: ignore[return-value]
+        return self.row.top
+
+    def __str__(self) -> str:
+        num, den = self.row.groups(self.cnums, self.cden, self._ref())
+        num_text = sum_text(num)
+        if len(num) > 1 or "/" in num_text:
+            num_text = f"({num_text})"
+        return f"{num_text}/({sum_text(den)})"
+
+    def to_sympy(self) -> "sympy.Expr":
+        import sympy
+
+        r = sympy.sqrt(self.row.t)
+        live = self.row.live
+
+        def e(j: int) -> "sympy.Expr":
+            return sympy.exp(sympy.Rational(self.row.nums[j], self.row.den) * r)  # type: ignore[arg-type]
+
+        num = sympy.Add(*(sympy.Rational(c, self.cden) * e(j) for j, c in enumerate(self.cnums) if c and j in live))
+        return num / sympy.Add(*(e(j) for j in live))
+
+
+def mix(row: SoftmaxRow, cnums: tuple[int, ...], cden: int = 1) -> Rat | Mix:
+    """``Σ_j c_j·softmax(a)_j`` with ``c_j = cnums[j]/cden``, exactly.
+
+    Rational when the row's exponents make it so: grouping keys by equal
+    exponent, if every group's coefficient sum is the same multiple λ of its
+    size, the value is λ.  A fully masked row gives 0 (the contract: zero
+    weights and a zero output row).
+    """
+    live = row.live
+    if not live:
+        return ZERO
+    if row.distinct:  # every group is one key: rational iff all live coefficients are equal
+        first = cnums[live[0]]
+        if all(cnums[j] == first for j in live):
+            return Rat(_frac(first, cden))
+        return Mix(row, cnums, cden)
+    sums: dict[int, list[int]] = {}
+    for j in live:
+        acc = sums.setdefault(row.nums[j], [0, 0])  # type: ignore[arg-type]
+        acc[0] += cnums[j]
+        acc[1] += 1
+    (s0, n0), *rest = sums.values()
+    if all(s * n0 == s0 * n for s, n in rest):
+        return Rat(_frac(s0, n0 * cden))
+    return Mix(row, cnums, cden)
+
+
+@dataclass(frozen=True, slots=True)
+class MixSum(Exact):
+    """``Σ_h part_h + const``: an output-projection entry (one :class:`Mix` per head)."""
+
+    parts: tuple[Mix, ...]
+    const: Fraction
+
+    def value(self) -> float:
+        return math.fsum([p.value() for p in self.parts] + [float(self.const)])
+
+    def __str__(self) -> str:
+        terms = [str(p) for p in self.parts]
+        if self.const:
+            terms.append(frac_text(self.const))
+        return sum_text(terms)
+
+    def to_sympy(self) -> "sympy.Expr":
+        import sympy
+
+        return sympy.Add(*(p.to_sympy() for p in self.parts)) + sympy.Rational(self.const.numerator, self.const.denominator)
+
+
+def mix_sum(parts: Iterable[Rat | Mix], const: Fraction) -> Rat | Mix | MixSum:
+    """Fold rational parts into ``const``; a lone part with no constant stays a :class:`Mix`."""
+    mixes = []
+    for p in parts:
+        if isinstance(p, Rat):
+            const += p.q
+        else:
+            mixes.append(p)
+    if not mixes:
+        return Rat(const)
+    if len(mixes) == 1 and const == 0:
+        return mixes[0]
+    return MixSum(tuple(mixes), const)

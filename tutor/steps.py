@@ -1,0 +1,109 @@
+"""Step and Solution records shared by the engines, the renderers and the grader.
+
+A :class:`Step` is one named stage of the attention computation (the ids of
+the contract: ``q``, ``k``, ``v``, ``scores``, ``scaled``, ``masked``,
+``weights``, ``head_output`` per head; ``concat``, ``output`` for the layer),
+holding its exact matrix, its shape, its formula and the operands that make
+its shape annotation.  Records only: no computing, no printing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+from .exactnum import Exact
+from .model import Exercise
+
+StepId = Literal["q", "k", "v", "scores", "scaled", "masked", "weights", "head_output", "concat", "output"]
+HEAD_STEPS: tuple[StepId, ...] = ("q", "k", "v", "scores", "scaled", "masked", "weights", "head_output")
+LAYER_STEPS: tuple[StepId, ...] = ("concat", "output")
+STEP_IDS: tuple[StepId, ...] = HEAD_STEPS + LAYER_STEPS
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A named matrix in a shape annotation: ``W_Q [4×2]``; ``shape`` may be 1-D (a bias)."""
+
+    name: str
+    shape: tuple[int, ...]
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return self.name
+        return f"{self.name} [{'×'.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: ``exact`` is ``[rows][cols]`` of :class:`Exact`; ``value`` its floats.
+
+    ``formula`` and ``annotation`` use Unicode notation (``·``, ``ᵀ``, ``√``,
+    ``×``, ``→``); renderers transliterate it for ASCII-only streams.
+    """
+
+    id: StepId
+    head: int | None
+    formula: str
+    operands: tuple[Operand, ...]
+    op: str  # the operator between operands in the annotation: "·", "/", "softmax", ...
+    exact: tuple[tuple[Exact, ...], ...]
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.exact), len(self.exact[0]) if self.exact else 0)
+
+    @property
+    def result(self) -> Operand:
+        name = {"scores": "scores", "head_output": f"head_{self.head}"}.get(self.id, self.id)
+        name = {"q": "Q", "k": "K", "v": "V"}.get(name, name)
+        return Operand(name, self.shape)
+
+    @cached_property
+    def value(self) -> tuple[tuple[float, ...], ...]:
+        """Float64 values of ``exact`` (``-inf`` for a masked score)."""
+        return tuple(tuple(e.value() for e in row) for row in self.exact)
+
+    def annotation(self) -> str:
+        """``X [3×4] · W_Q [4×2] → Q [3×2]``."""
+        parts = [str(o) for o in self.operands]
+        if self.op in ("softmax",):
+            left = f"softmax({parts[0]})"
+        elif self.op == "concat":
+            left = "[" + ", ".join(parts) + "]"
+        else:
+            left = parts[0]
+            for o in parts[1:]:
+                sep = "+" if o.startswith("b_") else self.op
+                left += f" {sep} {o}"
+        return f"{left} → {self.result}"
+
+
+@dataclass(frozen=True)
+class Solution:
+    """Every step of an exercise, in the contract's order (head 0's steps first)."""
+
+    exercise: Exercise
+    steps: tuple[Step, ...]
+
+    def step(self, id: StepId, head: int | None = None) -> Step:
+        """The step ``id`` of ``head`` (``None`` for layer steps).  Raises ``KeyError``."""
+        for s in self.steps:
+            if s.id == id and s.head == head:
+                return s
+        raise KeyError((id, head))
+
+    def for_head(self, head: int) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.head == head)
+
+    @property
+    def layer_steps(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.head is None)
+
+    @property
+    def final(self) -> Step:
+        """The layer's result: ``output``, else ``concat``, else head 0's output."""
+        return self.steps[-1]
