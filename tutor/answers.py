@@ -55,8 +55,9 @@ tutor.errors.AnswerError: row 2 has 1 entries, but row 1 has 2
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
@@ -120,7 +121,6 @@ MESSAGES: dict[str, str] = {
     "matrix.too_many": "the matrix has more than {limit} entries",
     "matrix.bracket_unclosed": 'the "[" at column {column} is never closed',
     "matrix.bracket_unmatched": 'unmatched "]" at column {column}',
-    "matrix.bracket_outside": 'unexpected "{char}" at column {column} outside the brackets',
     "matrix.bracket_deep": 'brackets nested too deeply at column {column} (a matrix is [[1, 2], [3, 4]])',
     "matrix.bracket_mixed": "mix of bracketed rows and bare entries; write every row in brackets, e.g. [[1, 2], [3, 4]]",
     "matrix.not_list": "expected a matrix (a list of rows), found {found}",
@@ -302,10 +302,11 @@ class _Parser:
         finally:
             self.depth -= 1
 
-    def shadow(self, tok: _Tok, expr: sympy.Expr, compute: Any) -> _Val:
-        """Pair ``expr`` with its float shadow; refuse values beyond the limit."""
+    def shadow(self, tok: _Tok, expr: sympy.Expr, compute: Callable[..., float], *args: float) -> _Val:
+        """Pair ``expr`` with its float shadow ``compute(*args)``; refuse values
+        beyond :data:`MAX_MAGNITUDE`."""
         try:
-            f = float(compute())
+            f = float(compute(*args))
         except OverflowError:
             self.fail("answer.too_large", tok)
         except (ZeroDivisionError, ValueError):  # the shadow underflowed: ask sympy
@@ -340,9 +341,9 @@ class _Parser:
             self.take()
             right = self.term()
             if t.op == "+":
-                left = self.shadow(t, left[0] + right[0], lambda: left[1] + right[1])
+                left = self.shadow(t, left[0] + right[0], operator.add, left[1], right[1])
             else:
-                left = self.shadow(t, left[0] - right[0], lambda: left[1] - right[1])
+                left = self.shadow(t, left[0] - right[0], operator.sub, left[1], right[1])
         return left
 
     def term(self) -> _Val:
@@ -351,11 +352,11 @@ class _Parser:
             self.take()
             right = self.unary()
             if t.op == "*":
-                left = self.shadow(t, left[0] * right[0], lambda: left[1] * right[1])
+                left = self.shadow(t, left[0] * right[0], operator.mul, left[1], right[1])
             else:
                 if self.sign(right) == 0:
                     self.fail("answer.div_zero", t)
-                left = self.shadow(t, left[0] / right[0], lambda: left[1] / right[1])
+                left = self.shadow(t, left[0] / right[0], operator.truediv, left[1], right[1])
         return left
 
     def unary(self) -> _Val:
@@ -436,8 +437,8 @@ class _Parser:
         if is_decimal:
             self.inexact = True
             value = self.sp.Rational(digits * 10 ** max(shift, 0), 10 ** max(-shift, 0))
-            return self.shadow(t, value, lambda: float(t.text))
-        return self.shadow(t, self.sp.Integer(digits), lambda: float(digits))
+            return self.shadow(t, value, float, t.text)
+        return self.shadow(t, self.sp.Integer(digits), float, digits)
 
     def sqrt(self, v: _Val, t: _Tok) -> _Val:
         s = self.sign(v)
@@ -445,12 +446,12 @@ class _Parser:
             self.fail("answer.sqrt_negative", t)
         if s == 0:
             return self.sp.Integer(0), 0.0
-        return self.shadow(t, self.sp.sqrt(v[0]), lambda: math.sqrt(abs(v[1])))
+        return self.shadow(t, self.sp.sqrt(v[0]), math.sqrt, abs(v[1]))
 
     def exp(self, v: _Val, t: _Tok) -> _Val:
         if abs(v[1]) > MAX_EXP_ARGUMENT:
             self.fail("answer.exp_range", t, limit=MAX_EXP_ARGUMENT)
-        return self.shadow(t, self.sp.exp(v[0]), lambda: math.exp(v[1]))
+        return self.shadow(t, self.sp.exp(v[0]), math.exp, v[1])
 
     def pow(self, base: _Val, exponent: _Val, t: _Tok) -> _Val:
         sp = self.sp
@@ -472,8 +473,8 @@ class _Parser:
         if s == 0:
             return (sp.Integer(1), 1.0) if x == 0 else (sp.Integer(0), 0.0)
         if x.q == 1:
-            return self.shadow(t, sp.Pow(b, x), lambda: base[1] ** int(x))
-        return self.shadow(t, sp.Pow(b, x), lambda: abs(base[1]) ** float(x))
+            return self.shadow(t, sp.Pow(b, x), operator.pow, base[1], int(x))
+        return self.shadow(t, sp.Pow(b, x), operator.pow, abs(base[1]), float(x))
 
 
 def _places(m: re.Match[str]) -> int:
@@ -618,28 +619,30 @@ def _split_depth0(text: str, seps: str) -> list[str]:
     return parts
 
 
-def _chunks(text: str) -> list[str]:
-    """The pieces of ``text`` between runs of whitespace outside parentheses."""
-    chunks, depth, current = [], 0, []
-    for c in text:
+def _chunks(text: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of ``text`` between runs of whitespace outside
+    parentheses."""
+    spans, depth, start = [], 0, None
+    for i, c in enumerate(text):
         if c.isspace() and depth == 0:
-            if current:
-                chunks.append("".join(current))
-                current = []
+            if start is not None:
+                spans.append((start, i))
+                start = None
             continue
+        if start is None:
+            start = i
         if c == "(":
             depth += 1
         elif c == ")":
             depth = max(depth - 1, 0)
-        current.append(c)
-    if current:
-        chunks.append("".join(current))
-    return chunks
+    if start is not None:
+        spans.append((start, len(text)))
+    return spans
 
 
 def _joins(before: str, after: str) -> bool:
     """Whether the whitespace between two chunks is inside one entry."""
-    if before[-1] in _SIGNS or before[-1] in _BINARY_START or before[-1] == "√" or before.endswith("**"):
+    if before[-1] in _SIGNS or before[-1] in _BINARY_START or before[-1] == "√":
         return True
     if _ENDS_WITH_FUNCTION.search(before):
         return True
@@ -655,7 +658,7 @@ def split_entries(row: str) -> list[str]:
     the text before it ends with an operator (``+ - * / ^ √`` or ``sqrt``/
     ``exp``), or the text after it starts with ``* / ^`` or is a lone ``+`` or
     ``-``.  So a sign glued to a number starts a new entry and a spaced
-    operator does not.
+    operator does not.  Each entry's text is sliced from ``row`` as written.
 
     >>> split_entries("1 -1"), split_entries("1 - 1"), split_entries("1/(1 + 2) 3")
     (['1', '-1'], ['1 - 1'], ['1/(1 + 2)', '3'])
@@ -663,19 +666,19 @@ def split_entries(row: str) -> list[str]:
     parts = _split_depth0(row, ",")
     if len(parts) > 1:
         return [p.strip() for p in parts]
-    chunks = _chunks(row)
-    entries: list[str] = []
-    for chunk in chunks:
-        if entries and _joins(entries[-1], chunk):
-            entries[-1] += " " + chunk
+    spans: list[tuple[int, int]] = []
+    for start, end in _chunks(row):
+        if spans and _joins(row[spans[-1][0] : spans[-1][1]], row[start:end]):
+            spans[-1] = (spans[-1][0], end)
         else:
-            entries.append(chunk)
-    return entries
+            spans.append((start, end))
+    return [row[start:end] for start, end in spans]
 
 
 def _bracket_groups(text: str, offset: int) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-    """Depth-1 ``[...]`` groups of ``text`` (inner text, column of "[") and the
-    non-separator characters found outside them."""
+    """The depth-1 ``[...]`` groups of ``text`` as (inner text, column of the
+    inner text's first character), and the characters other than whitespace,
+    ``,`` and ``;`` found outside them.  ``offset`` + index + 1 is a column."""
     groups: list[tuple[str, int]] = []
     outside: list[tuple[str, int]] = []
     depth, start = 0, 0
@@ -702,11 +705,8 @@ def _row_texts(text: str) -> list[str]:
     if "[" not in text and "]" not in text:
         return [r for r in _split_depth0(text, ";\n\r") if r.strip()]
     groups, outside = _bracket_groups(text, 0)
-    if outside:
-        if groups:
-            _fail("matrix.bracket_mixed")
-        char, col = outside[0]
-        _fail("matrix.bracket_outside", char=_show(char), column=col)
+    if outside:  # any bracket makes every row bracketed
+        _fail("matrix.bracket_mixed")
     if len(groups) == 1:
         inner, col = groups[0]
         if "[" in inner:  # [[1, 2], [3, 4]]: the outer pair wraps the rows
