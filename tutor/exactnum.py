@@ -194,8 +194,12 @@ class SoftmaxRow:
         body = e if abs(p) == 1 else f"{abs(p)}*{e}"
         return ("-" if p < 0 else "") + body + (f"/{n}" if n != 1 else "")
 
-    def groups(self, cnums: tuple[int, ...], cden: int, ref: int) -> tuple[list[str], list[str]]:
-        """Terms of ``Σ c_j exp(a_j)`` and ``Σ exp(a_j)``, both divided by ``exp(a_ref)``."""
+    def ratio_text(self, cnums: tuple[int, ...], cden: int, ref: int) -> str:
+        """``Σ c_j exp(a_j) / Σ exp(a_j)`` as text, numerator and denominator divided by ``exp(a_ref)``.
+
+        Equal exponents are grouped; a common denominator k of the numerator's
+        coefficients moves to the denominator: ``(3 + e)/(2*(1 + e))``.
+        """
         num: dict[int, int] = {}
         den: dict[int, int] = {}
         for j in self.live:
@@ -203,10 +207,13 @@ class SoftmaxRow:
             num[d] = num.get(d, 0) + cnums[j]
             den[d] = den.get(d, 0) + 1
         order = sorted(den, key=lambda d: (d != 0, d))
-        return (
-            [self.term(_frac(num[d], cden), d) for d in order if num[d] != 0],
-            [self.term(Fraction(den[d]), d) for d in order],
-        )
+        coeffs = [(Fraction(num[d], cden), d) for d in order if num[d] != 0]
+        k = math.lcm(*(c.denominator for c, _ in coeffs))
+        num_text = sum_text(self.term(c * k, d) for c, d in coeffs)
+        den_text = sum_text(self.term(Fraction(den[d]), d) for d in order)
+        if len(coeffs) > 1:
+            num_text = f"({num_text})"
+        return f"{num_text}/({den_text})" if k == 1 else f"{num_text}/({k}*({den_text}))"
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,11 +242,7 @@ class Mix(Exact):
         return self.row.top
 
     def __str__(self) -> str:
-        num, den = self.row.groups(self.cnums, self.cden, self._ref())
-        num_text = sum_text(num)
-        if len(num) > 1 or "/" in num_text:
-            num_text = f"({num_text})"
-        return f"{num_text}/({sum_text(den)})"
+        return self.row.ratio_text(self.cnums, self.cden, self._ref())
 
     def to_sympy(self) -> "sympy.Expr":
         import sympy

@@ -122,6 +122,8 @@ EN: dict[str, str] = {
     "explain.decimal": "decimal",
     "explain.heatmap": "Attention weights, head {head} (darker = more weight)",
     "explain.flow": "Dimension flow",
+    "explain.flow.each_head": "(the same for each of the {heads} heads)",
+    "explain.columns": "columns {first}–{last} of {total}",
     "explain.masked_entry": "masked",
     "explain.no_head": "there is no head {head}; this exercise has heads 0 to {last}",
     "explain.exact_list": "Exact entries",

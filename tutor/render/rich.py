@@ -1,0 +1,248 @@
+"""The worked solution for a terminal, with rich.
+
+Everything is written to the :class:`rich.console.Console` passed in; nothing
+here prints by itself.  Works without colour (``NO_COLOR``: every highlight is
+also a word or a symbol), on ASCII-only streams (notation and box drawing are
+transliterated) and in narrow terminals (wide tables are split into column
+groups; numbers are never cut).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.columns import Columns
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from ..exactnum import frac_text
+from ..messages import t
+from ..model import Exercise, Matrix
+from ..steps import Solution, Step
+from .text import asciify, decimal, is_plain, pretty, reflow
+
+INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
+_SHADES = " ░▒▓█"
+
+
+class RichRenderer:
+    """Renders solutions onto one console at one precision."""
+
+    def __init__(self, console: Console, precision: int = 4):
+        self.console = console
+        self.places = precision
+        enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
+        self.unicode = enc.startswith("utf")
+        self.box = box.ROUNDED if self.unicode else box.ASCII
+
+    # -- primitives ---------------------------------------------------------
+    def tx(self, text: str) -> str:
+        return text if self.unicode else asciify(text)
+
+    def notation(self, exact: str) -> str:
+        """An exact entry as shown: ``2√2`` on a Unicode stream, the answer grammar ``2*sqrt(2)`` otherwise."""
+        return pretty(exact) if self.unicode else exact
+
+    def print(self, *items: object, style: str | None = None) -> None:
+        self.console.print(*items, style=style)
+
+    def line(self, text: str, style: str = "") -> None:
+        self.console.print(Text(self.tx(text), style=style))
+
+    def _chunks(self, label_width: int, widths: Sequence[int]) -> list[range]:
+        """Split columns into groups whose table fits the console width."""
+        budget = max(self.console.width - 4 - label_width - 3, 10)
+        groups, start, used = [], 0, 0
+        for j, w in enumerate(widths):
+            need = w + 3
+            if used and used + need > budget:
+                groups.append(range(start, j))
+                start, used = j, 0
+            used += need
+        groups.append(range(start, len(widths)))
+        return groups
+
+    def tables(self, rows: Sequence[Sequence[str]], row_labels: Sequence[str], col_labels: Sequence[str],
+               *, title: str = "", styles: Sequence[Sequence[str]] | None = None) -> list[RenderableType]:
+        """A labelled table of preformatted cells, split into column groups that fit the width."""
+        rows = [[self.tx(c) for c in r] for r in rows]
+        row_labels = [self.tx(r) for r in row_labels]
+        col_labels = [self.tx(c) for c in col_labels]
+        label_w = max([len(r) for r in row_labels] + [1])
+        widths = [max([len(col_labels[j])] + [max(len(x) for x in rows[i][j].split("\n")) for i in range(len(rows))])
+                  for j in range(len(col_labels))]
+        groups = self._chunks(label_w, widths)
+        out: list[RenderableType] = []
+        for cols in groups:
+            caption = self.tx(title)
+            if len(groups) > 1:
+                caption += "  (" + self.tx(t("explain.columns", first=cols.start + 1, last=cols.stop, total=len(col_labels))) + ")"
+            table = Table(box=self.box, show_lines=any("\n" in c for r in rows for c in r), padding=(0, 1), expand=False)
+            table.add_column("", style="bold", no_wrap=True)
+            for j in cols:
+                table.add_column(col_labels[j], justify="right", no_wrap=True, min_width=widths[j])
+            for i, r in enumerate(rows):
+                table.add_row(row_labels[i], *(Text(r[j], style=styles[i][j] if styles else "") for j in cols))
+            out.append(Group(Text(caption, style="bold"), table) if caption else table)
+        return out
+
+    def matrix(self, *args: object, **kwargs: object) -> None:
+        for item in self.tables(*args, **kwargs):  # type: ignore[arg-type]
+            self.console.print(Padding(item, (0, 0, 0, 2)))
+
+    # -- pieces -------------------------------------------------------------
+    def inputs(self, named: Sequence[tuple[str, Matrix, Sequence[str]]]) -> None:
+        """Input matrices side by side where the width allows."""
+        items: list[RenderableType] = []
+        for name, m, row_labels in named:
+            cells = [[self.notation(frac_text(v)) for v in row] for row in m]
+            shape = f"[{len(m)}×{len(m[0])}]" if len(m) > 1 or name[0] != "b" else f"[{len(m[0])}]"
+            items += self.tables(cells, row_labels, [f"d{j + 1}" for j in range(len(m[0]))], title=f"{name} {shape}")
+        self.console.print(Padding(Columns(items, padding=(0, 3)), (0, 0, 0, 2)))
+
+    def step_cells(self, step: Step) -> tuple[list[list[str]], list[tuple[str, list[tuple[str, str]]]]]:
+        """Cells for the table, and the exact entries too long to fit in a cell (grouped by text)."""
+        exact = [[str(e) for e in row] for row in step.exact]
+        value = step.value
+        long = any(not is_plain(x) and len(pretty(x)) > INLINE_EXACT for row in exact for x in row)
+        cells, listed = [], {}
+        for i, row in enumerate(exact):
+            out = []
+            for j, x in enumerate(row):
+                d = decimal(value[i][j], self.places)
+                if is_plain(x):
+                    out.append(self.notation(x))
+                elif long:
+                    out.append(d)
+                    listed.setdefault(x, []).append((step.row_labels[i], step.col_labels[j]))
+                else:
+                    out.append(f"{self.notation(x)}\n{d}")
+            cells.append(out)
+        return cells, list(listed.items())
+
+    def step(self, number: int, step: Step, ex: Exercise) -> None:
+        title = t(f"step.{step.id}.title")
+        self.console.print()
+        self.line(f"{number}. {title}", "bold")
+        self.line(f"   {step.formula}", "cyan")
+        self.line(f"   {step.annotation()}", "magenta")
+        cells, listed = self.step_cells(step)
+        styles = None
+        if step.id in ("masked", "weights"):
+            styles = [["dim" if v == float("-inf") or (step.id == "weights" and v == 0) else "" for v in row] for row in step.value]
+        self.matrix(cells, step.row_labels, step.col_labels, styles=styles)
+        if listed:
+            self.line(f"   {t('explain.exact_list')}:", "bold")
+            for text, where in listed:
+                places = ", ".join(f"({r}, {c})" for r, c in where)
+                v = decimal(next(step.value[step.row_labels.index(r)][step.col_labels.index(c)] for r, c in where[:1]), self.places)
+                self.console.print(Padding(Text(self.tx(f"{places}: {self.notation(text)} ≈ {v}")), (0, 0, 0, 5)))
+        for sentence in self.why(step, ex):
+            self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3)))
+        if step.id == "weights":
+            self.heatmap(step)
+
+    def why(self, step: Step, ex: Exercise) -> list[str]:
+        out = []
+        if step.id in ("k", "v") and ex.is_cross:
+            out.append(t("step.k.why.cross"))
+        if step.id == "output" and ex.num_heads == 1:
+            out.append(t("step.output.why.nohead"))
+        else:
+            out.append(t(f"step.{step.id}.why"))
+        if step.id == "masked":
+            full = [step.row_labels[i] for i, row in enumerate(step.value) if all(v == float("-inf") for v in row)]
+            if full:
+                out.append(t("step.masked.why.full", rows=", ".join(full)))
+        return out
+
+    def heatmap(self, step: Step) -> None:
+        """The weights as shades (darker = more weight), each with its value, so no colour is needed."""
+        shades = _SHADES if self.unicode else " .:#@"
+        cells, styles = [], []
+        for row in step.value:
+            out, st = [], []
+            for v in row:
+                level = 0 if v <= 0 else min(4, 1 + int(v * 4 - 1e-12))
+                out.append(f"{shades[level] * 2} {decimal(v, 2)}")
+                grey = 255 - int(round(v * 180))
+                st.append(f"on rgb({grey},{grey},255)" if v > 0 else "")
+            cells.append(out)
+            styles.append(st)
+        self.matrix(cells, step.row_labels, step.col_labels, title=t("explain.heatmap", head=step.head), styles=styles)
+
+    # -- whole solution -----------------------------------------------------
+    def header(self, sol: Solution) -> None:
+        ex = sol.exercise
+        h0 = ex.heads[0]
+        self.console.rule(Text(self.tx(ex.title), style="bold"), style="blue", characters="─" if self.unicode else "-")
+        self.line(t("explain.exercise", id=ex.id) + (f"  ({ex.source})" if ex.source else ""), "dim")
+        if ex.description:
+            self.console.print(Padding(Text(self.tx(reflow(ex.description))), (0, 0, 0, 2)))
+        self.line(t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads,
+                    d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out), "bold")
+        if ex.mask_kind == "causal":
+            self.line(t("explain.mask.causal"))
+        elif ex.mask_kind == "matrix":
+            self.line(t("explain.mask.matrix"))
+        if ex.key_padding is not None:
+            pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
+            self.line(t("explain.mask.padding", keys=", ".join(pads) or "-"))
+        self.console.print()
+        named = [("X", ex.x, ex.query_labels)]
+        if ex.x_kv is not None:
+            named.append(("X_kv", ex.x_kv, ex.key_labels))
+        self.inputs(named)
+
+    def weights_of(self, ex: Exercise, h: int) -> None:
+        head = ex.heads[h]
+        named = [(name, m, [f"r{i + 1}" for i in range(len(m))])
+                 for name, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
+        named += [(name, (b,), [""]) for name, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v)) if b is not None]
+        self.inputs(named)
+
+    def solution(self, sol: Solution, head: int | None = None) -> None:
+        ex = sol.exercise
+        self.header(sol)
+        heads = range(ex.num_heads) if head is None else [head]
+        number = 0
+        for h in heads:
+            self.console.print()
+            self.console.rule(Text(self.tx(t("explain.head", head=h)), style="bold"), style="blue",
+                              characters="─" if self.unicode else "-")
+            self.weights_of(ex, h)
+            for step in sol.for_head(h):
+                number += 1
+                self.step(number, step, ex)
+        if sol.layer_steps:
+            self.console.print()
+            self.console.rule(Text(self.tx(t("explain.layer")), style="bold"), style="blue",
+                              characters="─" if self.unicode else "-")
+            if ex.w_o is not None:
+                named = [("W_O", ex.w_o, [f"r{i + 1}" for i in range(len(ex.w_o))])]
+                if ex.b_o is not None:
+                    named.append(("b_O", (ex.b_o,), [""]))
+                self.inputs(named)
+            for step in sol.layer_steps:
+                number += 1
+                self.step(number, step, ex)
+        self.flow(sol)
+
+    def flow(self, sol: Solution) -> None:
+        ex = sol.exercise
+        self.console.print()
+        self.line(t("explain.flow"), "bold")
+        for step in sol.for_head(0):
+            self.line(f"  {step.annotation()}")
+        if ex.num_heads > 1:
+            self.line(f"  {t('explain.flow.each_head', heads=ex.num_heads)}", "dim")
+        for step in sol.layer_steps:
+            self.line(f"  {step.annotation()}")
+
+
+def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4) -> None:
+    """Print the worked solution of ``sol`` on ``console``."""
+    RichRenderer(console, precision).solution(sol, head)

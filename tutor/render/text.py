@@ -1,0 +1,54 @@
+"""Text helpers shared by the renderers: pretty notation, ASCII fallback, decimals."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+
+_ASCII = {
+    "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",
+    "∞": "inf", "≈": "~", "≤": "<=", "≥": ">=", "≠": "!=", "—": "--", "–": "-", "…": "...",
+    "█": "#", "▓": "#", "▒": "+", "░": ".", "•": "*", "✓": "ok", "✗": "x", "‘": "'", "’": "'",
+    "“": '"', "”": '"', "╶": "-", "─": "-", "│": "|", "├": "+", "└": "+",
+}
+_ASCII_RE = re.compile("|".join(sorted(map(re.escape, _ASCII), key=len, reverse=True)))
+_SQRT = re.compile(r"sqrt\((\d+)\)")
+_COEF_SQRT = re.compile(r"(\d)\*sqrt\((\d+)\)")
+
+
+def asciify(text: str) -> str:
+    """``√2 · Kᵀ → [3×2]`` -> ``sqrt2 * K^T -> [3x2]``; any other non-ASCII is decomposed or ``?``."""
+    text = re.sub(r"(\d)√", r"\1*√", text)
+    text = re.sub(r"√(\w+)", r"sqrt(\1)", text)
+    text = _ASCII_RE.sub(lambda m: _ASCII[m.group(0)], text)
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKD", text).encode("ascii", "replace").decode("ascii")
+
+
+def pretty(exact: str) -> str:
+    """Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)``."""
+    text = _COEF_SQRT.sub(r"\1√\2", exact)
+    return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
+
+
+def reflow(text: str) -> str:
+    """Join the lines of each paragraph (Markdown semantics); paragraphs stay apart."""
+    paragraphs = re.split(r"\n\s*\n", text.strip())
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def decimal(v: float, places: int) -> str:
+    """``v`` to ``places`` decimals; ``-inf`` as ``−∞``; never ``-0.0000``."""
+    if math.isinf(v):
+        return "−∞" if v < 0 else "∞"
+    text = f"{v:.{places}f}"
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return text.replace("-", "−")
+
+
+def is_plain(exact: str) -> bool:
+    """True when the exact text says all there is and no decimal is needed: an integer or ``-inf``."""
+    return exact == "-inf" or exact.lstrip("-").isdigit()
