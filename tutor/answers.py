@@ -26,6 +26,15 @@ and the sympy objects built from them.  ::
 
 As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
 There is no implicit multiplication (``2e`` and ``2sqrt(2)`` are errors).
+``inf`` (also ``-inf``, ``+inf``, ``∞``, ``infinity``, YAML's ``-.inf``) is
+only allowed as a whole entry, for a masked score.
+
+Matrices: rows are separated by ``;`` or line breaks, or each row is in
+brackets (``[[1, 2], [3, 4]]``, ``[1, 2], [3, 4]``, ``[1 2; 3 4]``).  Within
+a row, commas separate the entries if there is any comma outside
+parentheses; otherwise whitespace outside parentheses does, except next to
+an operator: ``1 -1`` is two entries, ``1 - 1`` is one (see
+:func:`split_entries`).
 
 Exactness: ``0.1`` is the rational 1/10 (read from its text, never through a
 binary float), but an entry containing any decimal literal (a ``.`` or an
@@ -316,7 +325,9 @@ class _Parser:
         return expr, f
 
     def sign(self, v: _Val) -> int:
-        """-1, 0 or 1: sympy's answer when it knows, else 30 digits' worth."""
+        """-1, 0 or 1: sympy's answer when it knows; else the value to 30
+        digits, where below 1e-25 counts as zero (a zero sympy did not
+        simplify, such as ``(1 + sqrt(2))^2 - 3 - 2*sqrt(2)``)."""
         expr, _ = v
         if expr.is_zero:
             return 0
