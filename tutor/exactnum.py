@@ -165,8 +165,13 @@ class SoftmaxRow:
         self.nums, self.den, self.t = nums, den, t
         self.live = tuple(j for j, x in enumerate(nums) if x is not None)
         self.top: int = max((nums[j] for j in self.live), default=0)  # type: ignore[type-var]
-        self.distinct = len({nums[j] for j in self.live}) == len(self.live)
+        groups: dict[int, list[int]] = {}
+        for j in self.live:
+            groups.setdefault(nums[j], []).append(j)  # type: ignore[arg-type]
+        self.groups = {e: tuple(js) for e, js in sorted(groups.items())}  # exponent -> keys, ascending
+        self.distinct = len(self.groups) == len(self.live)
         self._exp: dict[int, str] = {}
+        self._den: dict[int, str] = {}
 
     def u(self, j: int) -> Fraction:
         """The rational part ``u_j`` of exponent ``a_j = u_j·sqrt(t)``."""
@@ -183,35 +188,39 @@ class SoftmaxRow:
         """``Σ_j exp(a_j - max a)``: at least 1 when the row has a live key."""
         return math.fsum(self.shifted)
 
-    def term(self, c: Fraction, d: int) -> str:
-        """``c·exp((d/den)·sqrt t)`` as text; the exp part is cached per row."""
+    def term(self, c: int, d: int) -> str:
+        """``c·exp((d/den)·sqrt t)`` as text for an integer ``c``; the exp part is cached per row."""
         if d == 0:
-            return frac_text(c)
+            return str(c)
         e = self._exp.get(d)
         if e is None:
-            e = self._exp[d] = _exp_text(_frac(d, self.den), self.t)
-        p, n = c.numerator, c.denominator
-        body = e if abs(p) == 1 else f"{abs(p)}*{e}"
-        return ("-" if p < 0 else "") + body + (f"/{n}" if n != 1 else "")
+            e = self._exp[d] = _exp_text(Fraction(d, self.den), self.t)
+        if c == 1:
+            return e
+        return f"-{e}" if c == -1 else f"{c}*{e}"
 
     def ratio_text(self, cnums: tuple[int, ...], cden: int, ref: int) -> str:
         """``Σ c_j exp(a_j) / Σ exp(a_j)`` as text, numerator and denominator divided by ``exp(a_ref)``.
 
-        Equal exponents are grouped; a common denominator k of the numerator's
-        coefficients moves to the denominator: ``(3 + e)/(2*(1 + e))``.
+        Equal exponents are grouped (the ``ref`` group first, then ascending);
+        the numerator's coefficients are made integers, their common
+        denominator k moving down: ``(3 + e)/(2*(1 + e))``.  The denominator's
+        text depends only on ``ref`` and is cached.
         """
-        num: dict[int, int] = {}
-        den: dict[int, int] = {}
-        for j in self.live:
-            d = self.nums[j] - ref  # type: ignore[operator]
-            num[d] = num.get(d, 0) + cnums[j]
-            den[d] = den.get(d, 0) + 1
-        order = sorted(den, key=lambda d: (d != 0, d))
-        coeffs = [(Fraction(num[d], cden), d) for d in order if num[d] != 0]
-        k = math.lcm(*(c.denominator for c, _ in coeffs))
-        num_text = sum_text(self.term(c * k, d) for c, d in coeffs)
-        den_text = sum_text(self.term(Fraction(den[d]), d) for d in order)
-        if len(coeffs) > 1:
+        groups = self.groups
+        order = [ref] + [e for e in groups if e != ref]
+        if self.distinct:
+            num = [(cnums[groups[e][0]], e - ref) for e in order]
+        else:
+            num = [(sum(cnums[j] for j in groups[e]), e - ref) for e in order]
+        num = [(c, d) for c, d in num if c]
+        g = math.gcd(cden, *(c for c, _ in num))  # c/cden = (c/g) / k
+        k = cden // g
+        num_text = sum_text([self.term(c // g, d) for c, d in num])
+        den_text = self._den.get(ref)
+        if den_text is None:
+            den_text = self._den[ref] = sum_text([self.term(len(self.groups[e]), e - ref) for e in order])
+        if len(num) > 1:
             num_text = f"({num_text})"
         return f"{num_text}/({den_text})" if k == 1 else f"{num_text}/({k}*({den_text}))"
 
@@ -236,9 +245,10 @@ class Mix(Exact):
         return math.fsum(c * s[j] for j, c in enumerate(self.cnums) if c) / (self.cden * self.row.z)
 
     def _ref(self) -> int:
-        nz = {self.row.nums[j] for j in self.row.live if self.cnums[j] != 0}
-        if len(nz) == 1:  # one exponent in the numerator: divide by it, so it reads c/(...)
-            return nz.pop()  # type: ignore[return-value]
+        nums, cnums = self.row.nums, self.cnums
+        nz = [nums[j] for j in self.row.live if cnums[j]]
+        if nz and nz.count(nz[0]) == len(nz):  # one exponent in the numerator: divide by it, so it reads c/(...)
+            return nz[0]  # type: ignore[return-value]
         return self.row.top
 
     def __str__(self) -> str:

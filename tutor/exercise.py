@@ -63,6 +63,10 @@ def parse_entry(value: Any) -> Fraction:
     a ``Fraction``, or a float (read from its shortest repr).  Raises
     ``PydanticCustomError`` (type ``tutor``) with the message and a hint.
     """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit() and len(text) <= MAX_ENTRY_CHARS:  # the common case, fast
+            return Fraction(int(text))
     expected = t("expected.number")
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
         hint = t("hint.quote_fraction") if isinstance(value, dict) else ""

@@ -80,8 +80,8 @@ def compact(obj: Any, indent: int = 0) -> str:
     if isinstance(obj, dict) and obj:
         items = (f"{inner}{json.dumps(k)}: {compact(v, indent + 1)}" for k, v in obj.items())
         return "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(obj, list) and obj and any(isinstance(v, (dict, list)) and v for v in obj):
-        if all(isinstance(v, list) and not any(isinstance(x, (dict, list)) for x in v) for v in obj):
+    if isinstance(obj, list) and obj and isinstance(obj[0], (dict, list)):
+        if isinstance(obj[0], list) and not (obj[0] and isinstance(obj[0][0], (dict, list))):  # a matrix
             return "[\n" + ",\n".join(inner + json.dumps(v) for v in obj) + "\n" + pad + "]"
         return "[\n" + ",\n".join(inner + compact(v, indent + 1) for v in obj) + "\n" + pad + "]"
     return json.dumps(obj)
