@@ -26,7 +26,6 @@ from .model import Exercise, Matrix, Vector
 from .steps import Operand, Solution, Step
 
 
-
 @dataclass(frozen=True)
 class QMat:
     """An exact rational matrix ``num / den``: integers ``[n][m]`` over one denominator.
@@ -110,7 +109,7 @@ def solve(ex: Exercise) -> Solution:
     for h, head in enumerate(ex.heads):
         d_k, d_v = head.d_k, head.d_v
 
-        def proj(sid: str, sym: str, x: Matrix, w: Matrix, b: Vector | None, src: str, rows: tuple[str, ...]) -> QMat:
+        def proj(sid: str, sym: str, x: Matrix, w: Matrix, b: Vector | None, src: str, rows: tuple[str, ...], h: int = h) -> QMat:
             m = (QMat.of(x) @ QMat.of(w)).plus(b)  # [n, d_in]·[d_in, d] -> [n, d]
             ops = (Operand(src, (len(x), len(x[0]))), Operand(f"W_{sym}", (len(w), len(w[0]))))
             formula = f"{sym} = {src}·W_{sym}"

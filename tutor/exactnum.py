@@ -22,10 +22,11 @@ Strings are in the answer grammar of :mod:`tutor.answers` (``sqrt``, ``exp``,
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # sympy is imported lazily: building an exact value never needs it
     import sympy
@@ -52,7 +53,7 @@ def surd_text(q: Fraction, t: int) -> str:
     if t == 1 or q == 0:
         return frac_text(q)
     p, n = q.numerator, q.denominator
-    head = "sqrt({})".format(t) if abs(p) == 1 else f"{abs(p)}*sqrt({t})"
+    head = f"sqrt({t})" if abs(p) == 1 else f"{abs(p)}*sqrt({t})"
     return ("-" if p < 0 else "") + head + (f"/{n}" if n != 1 else "")
 
 
@@ -84,7 +85,7 @@ class Exact:
         """The entry as a float64 (``-inf`` for a masked score)."""
         raise NotImplementedError
 
-    def to_sympy(self) -> "sympy.Expr":
+    def to_sympy(self) -> sympy.Expr:
         """The entry as a sympy expression (imports sympy)."""
         raise NotImplementedError
 
@@ -102,7 +103,7 @@ class Rat(Exact):
     def value(self) -> float:
         return float(self.q)
 
-    def to_sympy(self) -> "sympy.Expr":
+    def to_sympy(self) -> sympy.Expr:
         import sympy
 
         return sympy.Rational(self.q.numerator, self.q.denominator)
@@ -121,7 +122,7 @@ class Surd(Exact):
     def value(self) -> float:
         return float(self.q) * math.sqrt(self.t)
 
-    def to_sympy(self) -> "sympy.Expr":
+    def to_sympy(self) -> sympy.Expr:
         import sympy
 
         return sympy.Rational(self.q.numerator, self.q.denominator) * sympy.sqrt(self.t)
@@ -135,7 +136,7 @@ class NegInf(Exact):
     def value(self) -> float:
         return -math.inf
 
-    def to_sympy(self) -> "sympy.Expr":
+    def to_sympy(self) -> sympy.Expr:
         import sympy
 
         return -sympy.oo
@@ -254,13 +255,13 @@ class Mix(Exact):
     def __str__(self) -> str:
         return self.row.ratio_text(self.cnums, self.cden, self._ref())
 
-    def to_sympy(self) -> "sympy.Expr":
+    def to_sympy(self) -> sympy.Expr:
         import sympy
 
         r = sympy.sqrt(self.row.t)
         live = self.row.live
 
-        def e(j: int) -> "sympy.Expr":
+        def e(j: int) -> sympy.Expr:
             return sympy.exp(sympy.Rational(self.row.nums[j], self.row.den) * r)  # type: ignore[arg-type]
 
         num = sympy.Add(*(sympy.Rational(c, self.cden) * e(j) for j, c in enumerate(self.cnums) if c and j in live))
@@ -310,7 +311,7 @@ class MixSum(Exact):
             terms.append(frac_text(self.const))
         return sum_text(terms)
 
-    def to_sympy(self) -> "sympy.Expr":
+    def to_sympy(self) -> sympy.Expr:
         import sympy
 
         return sympy.Add(*(p.to_sympy() for p in self.parts)) + sympy.Rational(self.const.numerator, self.const.denominator)

@@ -16,9 +16,10 @@ regular expressions and :class:`fractions.Fraction`.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from fractions import Fraction
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -76,7 +77,7 @@ def parse_entry(value: Any) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise _fail(expected, value, t("hint.not_finite"))
         return Fraction(repr(value))
     if not isinstance(value, str):
@@ -163,7 +164,7 @@ MatrixField = Annotated[list[Annotated[list[Entry], Field(min_length=1)]], Field
 VectorField = Annotated[list[Entry], Field(min_length=1)]
 MaskName = Literal["none", "causal"]
 MaskField = Annotated[
-    Union[Annotated[MaskName, Tag("#name")], Annotated[list[list[Flag]], Tag("#matrix")]],
+    Annotated[MaskName, Tag("#name")] | Annotated[list[list[Flag]], Tag("#matrix")],
     Discriminator(lambda v: "#name" if isinstance(v, str) else "#matrix"),
 ]
 

@@ -148,6 +148,8 @@ EN: dict[str, str] = {
     "cli.error": "error: {message}",
     "cli.interrupted": "interrupted",
     "cli.bad_format": "unknown format '{found}'; choose one of {choices}",
+    # --- practice, check, stats (issue 4) --------------------------------------
+    # --- validate, new, schema, packs, handouts (issue 5) ----------------------
 }
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -57,7 +57,7 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 class _ComposeOnly(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """Safe loader (libyaml's when present) that leaves every plain scalar untyped (tag ``str``)."""
 
-    yaml_implicit_resolvers: dict = {}
+    yaml_implicit_resolvers: ClassVar[dict] = {}
 
 
 def plain_value(text: str) -> Any:

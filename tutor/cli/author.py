@@ -1,0 +1,3 @@
+"""`validate`, `new`, `schema` (issue 5)."""
+
+from __future__ import annotations

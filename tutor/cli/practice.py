@@ -1,0 +1,3 @@
+"""`practice`, `check` and `stats` (issue 4)."""
+
+from __future__ import annotations
