@@ -148,7 +148,8 @@ EN: dict[str, str] = {
     "cli.error": "error: {message}",
     "cli.interrupted": "interrupted",
     "cli.bad_format": "unknown format '{found}'; choose one of {choices}",
-    # --- practice, check, stats (issue 4) --------------------------------------
+    # --- practice, stats (issue 4) ---------------------------------------------
+    # --- diagnose, check (issue 4) ----------------------------------------------
     # --- validate, new, schema, packs, handouts (issue 5) ----------------------
 }
 

@@ -1,3 +1,3 @@
-"""`practice`, `check` and `stats` (issue 4)."""
+"""`practice` and `stats` (issue 4)."""
 
 from __future__ import annotations
