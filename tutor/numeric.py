@@ -98,7 +98,8 @@ def _softmax_inplace(x: NDArray, axis: int = -1) -> NDArray:
     """Softmax of a float array, in place; returns ``x``.  See :func:`softmax`."""
     m = x.max(axis=axis, keepdims=True, initial=-np.inf)  # [..., 1]
     m[m == -np.inf] = 0  # all -inf row: subtract 0, exp gives zeros, not NaN
-    x -= m  # [...]
+    with np.errstate(over="ignore"):  # -3e38 - 3e38 -> -inf in float32: exp gives the right 0
+        x -= m  # [...]
     np.exp(x, out=x)  # [...]
     s = x.sum(axis=axis, keepdims=True)  # [..., 1]
     s[s == 0] = 1  # an all-zero row stays zero
@@ -368,13 +369,14 @@ def _sdpa_blocked(
     kT = k.swapaxes(-1, -2)  # [N, d_k, L_k]  a view
     if mask is not None:
         mask = np.broadcast_to(mask, batch + (L_q, L_k))  # [..., L_q, L_k]  a view, never copied whole
+        mask = mask.reshape((batch or (1,)) + (L_q, L_k))  # [..., L_q, L_k]  at least one batch axis; a view
     out = np.empty((N, L_q, d_v), dtype=dt)  # [N, L_q, d_v]
     neg_inf = dt.type(-np.inf)
     nb = max(1, DEFAULT_BLOCK_SIZE**2 // (min(bq, L_q) * min(bk, L_k) or 1))
     for n0 in range(0, N, nb):
         n1 = min(n0 + nb, N)
         # the mask rows of slices n0..n1, gathered block by block below
-        where_n = np.unravel_index(np.arange(n0, n1), batch) if mask is not None else ()
+        where_n = np.unravel_index(np.arange(n0, n1), batch or (1,)) if mask is not None else ()
         for i0 in range(0, L_q, bq):
             i1 = min(i0 + bq, L_q)
             qb = q[n0:n1, i0:i1] * dt.type(scale)  # [nb, bq, d_k]
@@ -393,7 +395,8 @@ def _sdpa_blocked(
                     np.copyto(s, neg_inf, where=~mb)  # [nb, bq, bk]
                 m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # [nb, bq, 1]
                 m_safe = np.where(m_new == neg_inf, 0, m_new)  # [nb, bq, 1]  all masked so far: shift by 0
-                s -= m_safe  # [nb, bq, bk]
+                with np.errstate(over="ignore"):  # a -inf difference is the right answer: exp gives 0
+                    s -= m_safe  # [nb, bq, bk]
                 np.exp(s, out=s)  # [nb, bq, bk]  p = exp(s - m')
                 alpha = np.exp(m - m_safe)  # [nb, bq, 1]  rescale factor exp(m - m'); 0 while m = -inf
                 l *= alpha  # [nb, bq, 1]
