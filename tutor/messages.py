@@ -1,6 +1,6 @@
 """Every user-facing sentence, in one catalogue.
 
-Code asks for text by key: ``t("loader.required")``; templates use
+Code asks for text by key: ``t("schema.required")``; templates use
 ``str.format`` fields.  A translation is another dict with the same keys,
 registered in :data:`CATALOGS` and chosen with ``ATTN_TUTOR_LANG``; a key a
 translation lacks falls back to English.  Notation (``Q K^T``, shapes,

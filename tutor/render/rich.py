@@ -91,7 +91,7 @@ class RichRenderer:
 
     def matrix(self, *args: object, **kwargs: object) -> None:
         for item in self.tables(*args, **kwargs):  # type: ignore[arg-type]
-            self.console.print(Padding(item, (0, 0, 0, 2)))
+            self.console.print(Padding(item, (0, 0, 0, 2), expand=False))
 
     # -- pieces -------------------------------------------------------------
     def inputs(self, named: Sequence[tuple[str, Matrix, Sequence[str]]]) -> None:
@@ -101,7 +101,7 @@ class RichRenderer:
             cells = [[self.notation(frac_text(v)) for v in row] for row in m]
             shape = f"[{len(m)}×{len(m[0])}]" if len(m) > 1 or name[0] != "b" else f"[{len(m[0])}]"
             items += self.tables(cells, row_labels, [f"d{j + 1}" for j in range(len(m[0]))], title=f"{name} {shape}")
-        self.console.print(Padding(Columns(items, padding=(0, 3)), (0, 0, 0, 2)))
+        self.console.print(Padding(Columns(items, padding=(0, 3)), (0, 0, 0, 2), expand=False))
 
     def step_cells(self, step: Step) -> tuple[list[list[str]], list[tuple[str, list[tuple[str, str]]]]]:
         """Cells for the table, and the exact entries too long to fit in a cell (grouped by text)."""
@@ -139,9 +139,9 @@ class RichRenderer:
             for text, where in listed:
                 places = ", ".join(f"({r}, {c})" for r, c in where)
                 v = decimal(next(step.value[step.row_labels.index(r)][step.col_labels.index(c)] for r, c in where[:1]), self.places)
-                self.console.print(Padding(Text(self.tx(f"{places}: {self.notation(text)} ≈ {v}")), (0, 0, 0, 5)))
+                self.console.print(Padding(Text(self.tx(f"{places}: {self.notation(text)} ≈ {v}")), (0, 0, 0, 5), expand=False))
         for sentence in self.why(step, ex):
-            self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3)))
+            self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
         if step.id == "weights":
             self.heatmap(step)
 
@@ -181,7 +181,7 @@ class RichRenderer:
         self.console.rule(Text(self.tx(ex.title), style="bold"), style="blue", characters="─" if self.unicode else "-")
         self.line(t("explain.exercise", id=ex.id) + (f"  ({ex.source})" if ex.source else ""), "dim")
         if ex.description:
-            self.console.print(Padding(Text(self.tx(reflow(ex.description))), (0, 0, 0, 2)))
+            self.console.print(Padding(Text(self.tx(reflow(ex.description))), (0, 0, 0, 2), expand=False))
         self.line(t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads,
                     d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out), "bold")
         if ex.mask_kind == "causal":

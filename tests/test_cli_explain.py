@@ -1,0 +1,276 @@
+"""`attn-tutor explain` and `attn-tutor list`, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tutor.cli import main
+
+from .conftest import EXERCISES, REPO
+
+GOLDEN = REPO / "tests" / "golden"
+BUNDLED_IDS = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_process(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    """The CLI in a fresh interpreter, as a user's shell would start it."""
+    full_env = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-m", "tutor", *argv], capture_output=True, env=full_env, cwd=REPO)
+
+
+# --- the classic example -------------------------------------------------------
+
+def test_json_classic_every_step_by_hand(capsys):
+    code, out, err = run(capsys, "explain", "single-head-3x4", "--format", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    steps = {s["id"]: s for s in doc["steps"]}
+    assert [s["id"] for s in doc["steps"]] == ["q", "k", "v", "scores", "scaled", "weights", "head_output"]
+    assert all(s["head"] == 0 for s in doc["steps"])
+    # Q = K = V = X W: rows (1,0,1,0)·W = (1,1); (0,2,0,2)·W = (2,2); (1,1,1,1)·W = (2,2)
+    for sid in ("q", "k", "v"):
+        assert steps[sid]["exact"] == [["1", "1"], ["2", "2"], ["2", "2"]]
+        assert steps[sid]["shape"] == [3, 2]
+    assert steps["scores"]["exact"] == [["2", "4", "4"], ["4", "8", "8"], ["4", "8", "8"]]
+    assert steps["scaled"]["exact"][0] == ["sqrt(2)", "2*sqrt(2)", "2*sqrt(2)"]
+    assert steps["scaled"]["value"][1][1] == pytest.approx(8 / math.sqrt(2), abs=1e-15)
+    # softmax of (√2, 2√2, 2√2): w0 = 1 / (1 + 2 e^{√2})
+    w0 = 1 / (1 + 2 * math.exp(math.sqrt(2)))
+    w1 = (1 - w0) / 2
+    assert steps["weights"]["exact"][0] == ["1/(1 + 2*exp(sqrt(2)))", "1/(2 + exp(-sqrt(2)))", "1/(2 + exp(-sqrt(2)))"]
+    assert steps["weights"]["value"][0] == pytest.approx([w0, w1, w1], abs=1e-14)
+    assert round(steps["weights"]["value"][0][0], 4) == 0.1084
+    # head output row 0: w0·1 + w1·2 + w1·2
+    assert steps["head_output"]["value"][0] == pytest.approx([w0 + 4 * w1] * 2, abs=1e-14)
+    assert steps["head_output"]["exact"][0][0] == "(4 + exp(-sqrt(2)))/(2 + exp(-sqrt(2)))"
+    assert doc["exercise"]["id"] == "single-head-3x4"
+    assert doc["exercise"]["d_k"] == 2 and doc["exercise"]["L"] == 3
+
+
+def test_json_masked_values_are_null(capsys):
+    code, out, _ = run(capsys, "explain", "two-head-causal-3x4", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    masked = [s for s in doc["steps"] if s["id"] == "masked"]
+    assert [s["head"] for s in masked] == [0, 1]
+    for s in masked:
+        for i in range(3):
+            for j in range(3):
+                if j > i:  # causal: key j hidden from query i
+                    assert s["exact"][i][j] == "-inf" and s["value"][i][j] is None
+                else:
+                    assert s["value"][i][j] is not None
+    assert [s["id"] for s in doc["steps"]][-2:] == ["concat", "output"]
+    assert doc["steps"][-1]["head"] is None
+
+
+def test_head_option_keeps_layer_steps(capsys):
+    code, out, _ = run(capsys, "explain", "two-head-causal-3x4", "--head", "1", "--format", "json")
+    assert code == 0
+    heads = [s["head"] for s in json.loads(out)["steps"]]
+    assert set(heads) == {1, None}
+
+
+def test_rich_classic_golden(capsys):
+    """What a learner reads, to the character (width 100, no colour)."""
+    code, out, err = run(capsys, "explain", "single-head-3x4")
+    assert code == 0 and err == ""
+    golden = GOLDEN / "explain-single-head-3x4.txt"
+    if os.environ.get("ATTN_TUTOR_UPDATE_GOLDEN") == "1":  # pragma: no cover - regenerating by hand
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(out)
+    assert out == golden.read_text()
+
+
+def test_rich_classic_shows_the_essentials(capsys):
+    _, out, _ = run(capsys, "explain", "single-head-3x4")
+    assert "X [3×4] · W_Q [4×2] → Q [3×2]" in out
+    assert "1/(1 + 2·exp(√2)) ≈ 0.1084" in out
+    assert "variance d_k" in out  # why 1/√d_k
+    assert "Dimension flow" in out
+    assert "Attention weights, head 0" in out  # the heatmap
+
+
+def test_precision_option(capsys):
+    _, out, _ = run(capsys, "explain", "single-head-3x4", "--precision", "6")
+    assert "0.108383" in out  # 1/(1 + 2e^√2) = 0.1083834...
+
+
+@pytest.mark.parametrize("exercise_id", BUNDLED_IDS)
+def test_every_bundled_exercise_explains(capsys, exercise_id):
+    code, out, err = run(capsys, "explain", exercise_id)
+    assert code == 0 and err == "" and "Traceback" not in out
+
+
+def test_output_projection_says_it_is_linear(capsys):
+    _, out, _ = run(capsys, "explain", "two-head-fused-3x4")
+    assert "no non-linearity" in out
+
+
+def test_fully_masked_row_is_explained(capsys):
+    _, out, _ = run(capsys, "explain", "fully-masked-row-3x3")
+    assert "Row t3 may attend to no key at all" in out
+
+
+# --- terminals: ASCII, narrow, no colour --------------------------------------
+
+def test_ascii_stream_has_no_unicode_and_keeps_exact_forms():
+    r = run_process("explain", "two-head-causal-3x4", PYTHONIOENCODING="ascii", COLUMNS="80")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
+    assert "X [3x4] * W_Q [4x2] -> Q [3x2]" in out
+    assert "1/(1 + exp(8*sqrt(2)))" in out
+    assert "+----" in out
+
+
+def test_narrow_terminal_never_cuts_numbers():
+    r = run_process("explain", "two-head-fused-3x4", COLUMNS="60", NO_COLOR="1")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert max(len(line) for line in out.splitlines()) <= 60
+    # every decimal of the output projection appears whole
+    doc = json.loads(run_process("explain", "two-head-fused-3x4", "--format", "json").stdout)
+    output = next(s for s in doc["steps"] if s["id"] == "output")
+    for row in output["value"]:
+        for v in row:
+            assert f"{v:.4f}" in out or str(int(v)) in out
+
+
+def test_no_color_output_has_no_escape_codes():
+    r = run_process("explain", "single-head-3x4", NO_COLOR="1", FORCE_COLOR="")
+    assert b"\x1b[" not in r.stdout
+
+
+# --- list ------------------------------------------------------------------------
+
+def test_list_json_has_every_bundled_exercise(capsys):
+    code, out, _ = run(capsys, "list", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert sorted(r["id"] for r in rows) == BUNDLED_IDS
+    assert len(rows) >= 6
+    classic = next(r for r in rows if r["id"] == "single-head-3x4")
+    assert (classic["L"], classic["L_k"], classic["d_model"], classic["heads"], classic["mask"]) == (3, 3, 4, 1, "none")
+    cross = next(r for r in rows if r["id"] == "cross-attention-2x3")
+    assert cross["L"] != cross["L_k"]
+
+
+def test_list_rich(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    for exercise_id in BUNDLED_IDS:
+        assert exercise_id in out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["list"], ["list", "--format", "json"]])
+def test_fast_commands_import_neither_sympy_nor_numpy(argv):
+    code = (
+        "import sys, io, contextlib\n"
+        "from tutor.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main({argv!r})\n"
+        "print(sorted(m for m in ('sympy', 'numpy') if m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+# --- errors ----------------------------------------------------------------------
+
+def test_malformed_file_exits_2_with_file_line_messages(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: bad\ntitle: t\nx: [[1, yes], [0, 1]]\nheads:\n  - w_q: [[1], [0], [1]]\n    w_k: [[1], [0]]\n    w_v: [[1], [0]]\n")
+    code, out, err = run(capsys, "explain", str(bad))
+    assert code == 2 and out == ""
+    assert err.splitlines()[0] == (
+        f"error: {bad}:3:9: x[0][1]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
+        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)"
+    )
+    assert "Traceback" not in err
+
+
+def test_shape_error_names_both_sides(tmp_path, capsys):
+    bad = tmp_path / "shape.yaml"
+    bad.write_text("id: bad\ntitle: t\nx: [[1, 0, 1, 0]]\nheads:\n  - w_q: [[1], [0], [1]]\n    w_k: [[1], [0], [1], [0]]\n    w_v: [[1], [0], [1], [0]]\n")
+    code, _, err = run(capsys, "explain", str(bad))
+    assert code == 2
+    assert err == f"error: {bad}:5:10: heads[0].w_q: w_q has 3 rows but x has 4 columns (d_model)\n"
+
+
+def test_unknown_exercise(capsys):
+    code, out, err = run(capsys, "explain", "no-such-exercise")
+    assert code == 2 and out == ""
+    assert err == "error: no exercise 'no-such-exercise': not a bundled id, nor a file (run `attn-tutor list` to see the ids)\n"
+
+
+def test_missing_path(capsys, tmp_path):
+    code, _, err = run(capsys, "explain", str(tmp_path / "nope.yaml"))
+    assert code == 2 and "nope.yaml" in err
+
+
+def test_head_out_of_range_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "explain", "single-head-3x4", "--head", "1")
+    assert code == 2
+    assert "there is no head 1" in err
+
+
+def test_bad_format_is_a_usage_error(capsys):
+    code, _, _ = run(capsys, "explain", "single-head-3x4", "--format", "xml")
+    assert code == 2
+
+
+def test_broken_pipe_is_quiet():
+    p = subprocess.Popen([sys.executable, "-m", "tutor", "explain", "two-head-fused-3x4"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    p.stdout.read(10)
+    p.stdout.close()
+    err = p.stderr.read()
+    p.wait(timeout=30)
+    assert b"Traceback" not in err
+
+
+# --- the message catalogue ---------------------------------------------------------
+
+def test_every_message_key_used_exists():
+    import re
+
+    from tutor.messages import EN
+
+    used = set()
+    for path in (REPO / "tutor").rglob("*.py"):
+        used |= set(re.findall(r'\bt\(\s*"([a-z0-9_.]+)"', path.read_text()))
+    missing = sorted(k for k in used if k not in EN)
+    assert missing == []
+
+
+def test_every_step_has_a_title_and_a_reason():
+    from tutor.messages import EN
+    from tutor.steps import STEP_IDS
+
+    for sid in STEP_IDS:
+        assert f"step.{sid}.title" in EN and f"step.{sid}.why" in EN
+
+
+def test_bundled_exercises_ship_in_the_wheel():
+    text = (REPO / "pyproject.toml").read_text()
+    assert '"exercises" = "tutor/exercises"' in text
+
+
+def test_bundled_dir_found_from_installed_or_source():
+    from tutor.catalog import bundled_dir
+
+    assert sorted(p.stem for p in Path(bundled_dir()).glob("*.yaml")) == BUNDLED_IDS
