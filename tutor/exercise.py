@@ -66,7 +66,7 @@ def parse_entry(value: Any) -> Fraction:
     """
     if isinstance(value, str):
         text = value.strip()
-        if text.isdigit() and len(text) <= MAX_ENTRY_CHARS:  # the common case, fast
+        if text.isascii() and text.isdigit() and len(text) <= MAX_ENTRY_CHARS:  # the common case, fast
             return Fraction(int(text))
     expected = t("expected.number")
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
@@ -329,8 +329,8 @@ def _check(f: ExerciseFile, doc: Document) -> tuple[list[Problem], model.Exercis
         c.add(("kv_tokens",), "form.kv_tokens")
     c.length(("kv_tokens",), f.kv_tokens, L_k, "L_k (rows of x_kv)")
     c.length(("key_padding",), f.key_padding, L_k, "L_k (keys)")
-    if isinstance(f.mask, list) and (len(f.mask) != L or len(f.mask[0]) != L_k):
-        c.add(("mask",), "shape.mask", found=f"[{len(f.mask)} × {len(f.mask[0])}]", L=L, L_k=L_k)
+    if isinstance(f.mask, list) and (len(f.mask) != L or not f.mask or len(f.mask[0]) != L_k):
+        c.add(("mask",), "shape.mask", found=f"[{len(f.mask)} × {len(f.mask[0]) if f.mask else 0}]", L=L, L_k=L_k)
 
     fused_fields = [n for n in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v") if getattr(f, n) is not None]
     heads: list[model.Head] = []
@@ -344,7 +344,7 @@ def _check(f: ExerciseFile, doc: Document) -> tuple[list[Problem], model.Exercis
             ok &= c.rows(p + ("w_v",), h.w_v, d_kv, kv_name, kv_dim)
             d_k, d_v = _cols(h.w_q), _cols(h.w_v)
             if _cols(h.w_k) != d_k:
-                c.add(p + ("w_k",), "shape.len", field="w_k", found=f"{_cols(h.w_k)} columns", expected_what="d_k (columns of w_q)", expected=d_k)
+                c.add(p + ("w_k",), "shape.cols", field="w_k", found=_cols(h.w_k), expected_what="d_k (columns of w_q)", expected=d_k)
                 ok = False
             c.length(p + ("b_q",), h.b_q, d_k, "d_k")
             c.length(p + ("b_k",), h.b_k, d_k, "d_k")
@@ -372,7 +372,7 @@ def _check(f: ExerciseFile, doc: Document) -> tuple[list[Problem], model.Exercis
                     c.add((n,), "shape.divisible", field=n, found=_cols(getattr(f, n)), heads=H)
                     ok = False
             if _cols(f.w_k) != _cols(f.w_q):
-                c.add(("w_k",), "shape.len", field="w_k", found=f"{_cols(f.w_k)} columns", expected_what="the columns of w_q", expected=_cols(f.w_q))
+                c.add(("w_k",), "shape.cols", field="w_k", found=_cols(f.w_k), expected_what="the columns of w_q", expected=_cols(f.w_q))
                 ok = False
             d_k, d_v = _cols(f.w_q) // H, _cols(f.w_v) // H
             c.length(("b_q",), f.b_q, H * d_k, "num_heads·d_k")
