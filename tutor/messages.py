@@ -38,7 +38,7 @@ EN: dict[str, str] = {
     "schema.unknown.hint": "did you mean '{suggestion}'?",
     "schema.unknown.hint.none": "see `attn-tutor schema` for the fields",
     "schema.expected": "expected {expected}, found {found}",
-    "schema.empty": "expected at least one {item}, found an empty list",
+    "schema.empty": "expected {item}, found an empty list",
     "expected.list": "a list",
     "expected.matrix": "a matrix (a list of rows)",
     "expected.row": "a row (a list of numbers)",
@@ -149,6 +149,14 @@ EN: dict[str, str] = {
     "cli.interrupted": "interrupted",
     "cli.bad_format": "unknown format '{found}'; choose one of {choices}",
     # --- practice, stats (issue 4) ---------------------------------------------
+    "store.unwritable": "cannot create the folder of the progress file {path}: {reason}",
+    "store.unreadable": "cannot read the progress file {path}: {reason}",
+    "store.not_file": "{path} is not a file, so it cannot hold progress (set ATTN_TUTOR_HOME to use another folder)",
+    "store.foreign": "{path} is not an attn-tutor progress file; it was left untouched (move it away, or set ATTN_TUTOR_HOME to use another folder)",
+    "store.corrupt": "the progress file {path} is damaged; it was left untouched (move it away to start afresh, or set ATTN_TUTOR_HOME to use another folder)",
+    "store.newer": "the progress file {path} was written by a newer attn-tutor (schema {version}; this one reads up to {known}); upgrade attn-tutor",
+    "store.locked": "the progress file {path} stayed locked by another session; try again",
+    "store.failed": "cannot use the progress file {path}: {reason}",
     # --- diagnose, check (issue 4) ----------------------------------------------
     "diagnose.no_b_q": "You left out the bias b_Q: Q = X·W_Q + b_Q.",
     "diagnose.no_b_k": "You left out the bias b_K: K = X·W_K + b_K.",
