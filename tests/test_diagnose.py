@@ -1,0 +1,376 @@
+"""The misconception catalogue: every misconception recognised from a wrong
+answer made by hand in the test (plain Python arithmetic written here, never
+the pipeline under test), at the step where it happens and at later steps.
+
+Hand-made exercise E (d_model = 3, d_k = 2, a mask), worked on paper:
+    Q = [[2, 1], [0, 1], [1, 1]]   K = [[2, 1], [0, 1], [1, 2]]   V = [[4, 2], [0, 1], [1, 3]]
+    scores = Q Kᵀ = [[5, 1, 4], [1, 1, 2], [3, 1, 3]]
+The classic single-head-3x4: Q = K = V = [[1, 1], [2, 2], [2, 2]], scores
+[[2, 4, 4], [4, 8, 8], [4, 8, 8]], d_k = 2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tutor.catalog import resolve
+from tutor.diagnose import MISCONCEPTIONS, Diagnosis, diagnose, wrong_cells
+from tutor.exact import solve
+from tutor.exercise import exercise_from_data
+from tutor.messages import EN
+
+INF = math.inf
+TOL = 0.005
+
+
+# --- an independent oracle: plain Python, no numpy ------------------------------------
+
+
+def mm(a, b):
+    return [[sum(a[i][k] * b[k][j] for k in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+
+
+def tr(a):
+    return [list(r) for r in zip(*a)]
+
+
+def scale(a, f):
+    return [[x * f for x in r] for r in a]
+
+
+def softmax_row(r):
+    live = [x for x in r if x != -INF]
+    if not live:
+        return [0.0] * len(r)
+    z = sum(math.exp(x) for x in live)
+    return [0.0 if x == -INF else math.exp(x) / z for x in r]
+
+
+def softmax_rows(a):
+    return [softmax_row(r) for r in a]
+
+
+def where(ok, a, other):
+    return [[a[i][j] if ok[i][j] else other for j in range(len(a[0]))] for i in range(len(a))]
+
+
+def rnd(a, p):
+    return [[round(x, p) for x in r] for r in a]
+
+
+def keys(ds: list[Diagnosis]) -> list[str]:
+    return [d.key for d in ds]
+
+
+T, F = True, False
+E_MASK = [[T, F, T], [T, T, F], [F, T, T]]
+E_DATA = {
+    "id": "hand-e", "title": "E",
+    "x": [[1, 0, 1], [0, 1, 0], [1, 1, 0]],
+    "heads": [{"w_q": [[1, 0], [0, 1], [1, 1]], "w_k": [[1, 1], [0, 1], [1, 0]], "w_v": [[1, 2], [0, 1], [3, 0]]}],
+}
+Q = [[2, 1], [0, 1], [1, 1]]
+K = [[2, 1], [0, 1], [1, 2]]
+V = [[4, 2], [0, 1], [1, 3]]
+S = [[5, 1, 4], [1, 1, 2], [3, 1, 3]]
+R2 = math.sqrt(2)
+
+
+@pytest.fixture(scope="module")
+def e():
+    return solve(exercise_from_data(E_DATA))
+
+
+@pytest.fixture(scope="module")
+def em():
+    return solve(exercise_from_data({**E_DATA, "mask": E_MASK}))
+
+
+@pytest.fixture(scope="module")
+def classic():
+    return solve(resolve("single-head-3x4"))
+
+
+def test_hand_values_of_e(e):
+    assert [[float(x) for x in r] for r in e.step("q", 0).value] == Q
+    assert [[float(x) for x in r] for r in e.step("k", 0).value] == K
+    assert [[float(x) for x in r] for r in e.step("v", 0).value] == V
+    assert [[float(x) for x in r] for r in e.step("scores", 0).value] == S
+
+
+# --- scaling ---------------------------------------------------------------------------
+
+
+def test_no_scaling_at_scaled_weights_and_output(classic):
+    scores = [[2, 4, 4], [4, 8, 8], [4, 8, 8]]
+    d = diagnose(classic, "scaled", 0, scores, tolerance=TOL)
+    assert d == [Diagnosis("no_scaling", "You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+                           tuple((i, j) for i in range(3) for j in range(3)))]
+    # weights from unscaled scores, row 1: e^2 / (e^2 + 2 e^4) = 0.0634, written to 2 places
+    w = softmax_rows(scores)
+    assert round(w[0][0], 4) == 0.0634
+    assert keys(diagnose(classic, "weights", 0, rnd(w, 2), tolerance=TOL)) == ["no_scaling"]
+    out = mm(w, [[1, 1], [2, 2], [2, 2]])
+    assert keys(diagnose(classic, "head_output", 0, rnd(out, 3), tolerance=TOL)) == ["no_scaling"]
+
+
+def test_scale_by_sqrt_d_model(e):
+    ans = scale(S, 1 / math.sqrt(3))
+    d = diagnose(e, "scaled", 0, rnd(ans, 3), tolerance=TOL)
+    assert keys(d) == ["scale_sqrt_d_model"]
+    assert d[0].message == ("You divided by sqrt(d_model) = sqrt(3); divide by sqrt(d_k) of the head instead: "
+                            "scaled = scores / sqrt(2).")
+    assert keys(diagnose(e, "weights", 0, rnd(softmax_rows(ans), 3), tolerance=TOL)) == ["scale_sqrt_d_model"]
+
+
+def test_scale_by_one_over_d_k_is_dividing_by_d_k(e):
+    ans = [[2.5, 0.5, 2], [0.5, 0.5, 1], [1.5, 0.5, 1.5]]  # S / 2
+    d = diagnose(e, "scaled", 0, ans, tolerance=TOL)
+    assert keys(d) == ["scale_d_k"]
+    assert d[0].message == "You divided by d_k = 2 instead of its square root: scaled = scores / sqrt(2)."
+    assert keys(diagnose(e, "head_output", 0, mm(softmax_rows(ans), V), tolerance=TOL)) == ["scale_d_k"]
+
+
+def test_scale_by_d_k_is_multiplying_by_d_k(e):
+    ans = [[10, 2, 8], [2, 2, 4], [6, 2, 6]]  # S * 2
+    assert keys(diagnose(e, "scaled", 0, ans, tolerance=TOL)) == ["scale_times_d_k"]
+    assert keys(diagnose(e, "weights", 0, softmax_rows(ans), tolerance=TOL)) == ["scale_times_d_k"]
+
+
+def test_scale_times_sqrt_d_k(e):
+    ans = scale(S, R2)
+    assert keys(diagnose(e, "scaled", 0, rnd(ans, 2), tolerance=TOL)) == ["scale_times_sqrt_d_k"]
+
+
+def test_kq_instead_of_qk():
+    sol = solve(resolve("cross-attention-2x3"))
+    # Q = x W_Q = [[1, 0], [0, 1]]; K = x_kv W_K = [[1, 0], [0, 1], [1, 1]]: K Qᵀ is [3×2]
+    kq = [[1, 0], [0, 1], [1, 1]]
+    d = diagnose(sol, "scores", 0, kq, tolerance=TOL)
+    assert keys(d) == ["kq_transposed", "transposed"]
+    assert d[0].message == "You computed K·Qᵀ instead of Q·Kᵀ: scores = Q·Kᵀ, one row per query and one column per key."
+    assert d[0].cells == ()
+    # and carried into the weights: softmax of (K Qᵀ)/√2 along rows, [3×2]
+    w = softmax_rows(scale(kq, 1 / R2))
+    assert keys(diagnose(sol, "weights", 0, rnd(w, 2), tolerance=TOL)) == ["kq_transposed"]
+
+
+# --- masks -------------------------------------------------------------------------------
+
+
+def test_mask_inverted(em):
+    a = scale(S, 1 / R2)
+    inverted = where([[not x for x in r] for r in E_MASK], a, -INF)
+    assert keys(diagnose(em, "masked", 0, rnd(inverted, 3), tolerance=TOL)) == ["mask_inverted"]
+    assert keys(diagnose(em, "weights", 0, rnd(softmax_rows(inverted), 3), tolerance=TOL)) == ["mask_inverted"]
+
+
+def test_mask_zero_instead_of_minus_inf(em):
+    a = scale(S, 1 / R2)
+    zeroed = where(E_MASK, a, 0.0)
+    d = diagnose(em, "masked", 0, rnd(zeroed, 3), tolerance=TOL)
+    assert keys(d) == ["mask_zero"]
+    assert d[0].cells == ((0, 1), (1, 2), (2, 0))
+    assert keys(diagnose(em, "weights", 0, rnd(softmax_rows(zeroed), 3), tolerance=TOL)) == ["mask_zero"]
+
+
+def test_mask_after_softmax_without_renormalising(em):
+    w = where(E_MASK, softmax_rows(scale(S, 1 / R2)), 0.0)
+    assert keys(diagnose(em, "weights", 0, rnd(w, 3), tolerance=TOL)) == ["mask_after_softmax"]
+    assert keys(diagnose(em, "head_output", 0, rnd(mm(w, V), 3), tolerance=TOL)) == ["mask_after_softmax"]
+
+
+def test_mask_forgotten(em):
+    w = softmax_rows(scale(S, 1 / R2))
+    assert keys(diagnose(em, "weights", 0, rnd(w, 3), tolerance=TOL)) == ["no_mask"]
+
+
+def test_key_padding_on_rows_instead_of_columns():
+    sol = solve(resolve("padding-4x2"))
+    # Q = x = [[1,0],[0,1],[1,1],[0,0]]; K = x + b_k = [[1,1],[0,2],[1,2],[0,1]]; PAD is token 4.
+    q = [[1, 0], [0, 1], [1, 1], [0, 0]]
+    k = [[1, 1], [0, 2], [1, 2], [0, 1]]
+    a = scale(mm(q, tr(k)), 1 / R2)
+    rows_masked = [r if i < 3 else [-INF] * 4 for i, r in enumerate(a)]  # the PAD row, not the PAD column
+    d = diagnose(sol, "masked", 0, rnd(rows_masked, 3), tolerance=TOL)
+    assert keys(d) == ["padding_rows"]
+    assert d[0].message.startswith("You applied the key padding to query rows")
+    w = softmax_rows(rows_masked)
+    assert w[3] == [0.0] * 4
+    assert keys(diagnose(sol, "weights", 0, rnd(w, 3), tolerance=TOL)) == ["padding_rows"]
+
+
+# --- softmax --------------------------------------------------------------------------------
+
+
+def test_softmax_over_columns(e):
+    a = scale(S, 1 / R2)
+    w = tr(softmax_rows(tr(a)))
+    d = diagnose(e, "weights", 0, rnd(w, 2), tolerance=TOL)
+    assert keys(d) == ["softmax_columns"]
+    assert d[0].message == ("You took the softmax down each column; take it along each row (over the keys), "
+                            "so that every row of weights sums to 1.")
+
+
+def test_exp_not_normalised(e):
+    w = [[math.exp(x / R2) for x in r] for r in S]
+    assert keys(diagnose(e, "weights", 0, rnd(w, 3), tolerance=TOL)) == ["not_normalised"]
+
+
+def test_scaled_scores_rounded_too_early(classic):
+    a = rnd(scale([[2, 4, 4], [4, 8, 8], [4, 8, 8]], 1 / R2), 2)  # [[1.41, 2.83, 2.83], [2.83, 5.66, 5.66], ...]
+    assert a[0] == [1.41, 2.83, 2.83]
+    w = softmax_rows(a)
+    right = softmax_rows(scale([[2, 4, 4], [4, 8, 8], [4, 8, 8]], 1 / R2))
+    assert max(abs(w[i][j] - right[i][j]) for i in range(3) for j in range(3)) > 2e-4
+    assert keys(diagnose(classic, "weights", 0, rnd(w, 5), tolerance=1e-5)) == ["rounded_scaled"]
+
+
+def test_weights_rounded_too_early(e):
+    w = rnd(softmax_rows(scale(S, 1 / R2)), 2)
+    out = mm(w, V)
+    d = diagnose(e, "head_output", 0, rnd(out, 4), tolerance=1e-4)
+    assert keys(d) == ["rounded_weights"]
+    assert d[0].message == ("You rounded the weights to 2 decimals before multiplying by V; "
+                            "keep full precision until the final answer.")
+
+
+# --- outputs ----------------------------------------------------------------------------------
+
+
+def test_weights_times_k(e):
+    w = softmax_rows(scale(S, 1 / R2))
+    d = diagnose(e, "head_output", 0, rnd(mm(w, K), 2), tolerance=TOL)
+    assert keys(d) == ["times_k"]
+    assert d[0].message == "You multiplied the weights by K; the head output is weights·V."
+
+
+def test_heads_concatenated_in_wrong_order():
+    sol = solve(resolve("two-head-dk1-3x4"))
+    h0 = [list(r) for r in sol.step("head_output", 0).value]
+    h1 = [list(r) for r in sol.step("head_output", 1).value]
+    wrong = [b + a for a, b in zip(h0, h1)]  # [head_1, head_0]
+    d = diagnose(sol, "concat", None, rnd(wrong, 3), tolerance=TOL)
+    assert keys(d) == ["heads_order"]
+    assert d[0].message.startswith("You concatenated the heads in the wrong order")
+
+
+def test_missing_biases():
+    sol = solve(resolve("two-head-fused-3x4"))
+    x = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+    w_q1 = [[0, 1], [1, 0], [1, 0], [0, 1]]  # columns 2-3 of the fused w_q; head 1 has b_q = [1, 0]
+    d = diagnose(sol, "q", 1, mm(x, w_q1), tolerance=TOL)
+    assert keys(d) == ["no_b_q"] and d[0].message == "You left out the bias b_Q: Q = X·W_Q + b_Q."
+    w_v0 = [[1, 0], [0, 1], [0, 0], [0, 0]]  # head 0 has b_v = [0.5, 0]
+    assert keys(diagnose(sol, "v", 0, mm(x, w_v0), tolerance=TOL)) == ["no_b_v"]
+    out = [list(r) for r in sol.step("output", None).value]
+    no_b_o = [r[:3] + [r[3] - 1] for r in out]  # b_o = [0, 0, 0, 1]
+    d = diagnose(sol, "output", None, rnd(no_b_o, 3), tolerance=TOL)
+    assert keys(d) == ["no_b_o"]
+    assert d[0].cells == ((0, 3), (1, 3), (2, 3))
+    pad = solve(resolve("padding-4x2"))  # b_k = [0, 1]; w_k = I, so K without it is x
+    assert keys(diagnose(pad, "k", 0, [[1, 0], [0, 1], [1, 1], [0, 0]], tolerance=TOL)) == ["no_b_k"]
+
+
+def test_missing_bias_propagates_to_scores():
+    pad = solve(resolve("padding-4x2"))
+    q = [[1, 0], [0, 1], [1, 1], [0, 0]]
+    assert keys(diagnose(pad, "scores", 0, mm(q, tr(q)), tolerance=TOL)) == ["no_b_k"]
+
+
+# --- generic ---------------------------------------------------------------------------------------
+
+
+def test_transposed_answer(e):
+    d = diagnose(e, "scores", 0, tr(S), tolerance=TOL)
+    assert keys(d) == ["kq_transposed", "transposed"]  # for scores K Qᵀ is (Q Kᵀ)ᵀ: both explain it
+    w = softmax_rows(scale(S, 1 / R2))
+    d = diagnose(e, "weights", 0, rnd(tr(w), 3), tolerance=TOL)
+    assert keys(d) == ["transposed"]
+    assert d[0].message == "Your weights is transposed; write it as [3×3], swapping rows and columns."
+    assert keys(diagnose(e, "v", 0, tr(V), tolerance=TOL)) == ["transposed"]
+
+
+def test_single_wrong_entry_points_at_the_products(classic):
+    d = diagnose(classic, "scores", 0, [[2, 5, 4], [4, 8, 8], [4, 8, 8]], tolerance=TOL)
+    assert d == [Diagnosis("single_entry", "scores[t1, t2] should be q_t1 · k_t2 = 1·2 + 1·2 = 4; you wrote 5.", ((0, 1),))]
+    d = diagnose(classic, "q", 0, [[1, 1], [2, 3], [2, 2]], tolerance=TOL)
+    assert d[0].message == "Q[t2, d2] should be x_t2 · W_Q[:, 2] = 0·0 + 2·0 + 0·1 + 2·1 = 2; you wrote 3."
+    d = diagnose(classic, "scaled", 0, [[1.41, 2.83, 2.83], [2.83, 5.66, 5.66], [2.83, 5.66, 5.0]], tolerance=TOL)
+    assert d[0].message == "scaled[t3, t3] should be scores[t3, t3] / √2 = 8/√2 ≈ 5.6569; you wrote 5."
+    d = diagnose(classic, "weights", 0, [[0.11, 0.45, 0.45], [0.03, 0.49, 0.49], [0.03, 0.49, 0.40]], tolerance=TOL)
+    assert d[0].message == ("weights[t3, t3] should be exp(5.6569) / (exp(2.8284) + exp(5.6569) + exp(5.6569)) "
+                            "≈ 0.4856; you wrote 0.4.")
+    assert d[0].cells == ((2, 2),)
+
+
+def test_single_wrong_masked_entry(em):
+    a = rnd(where(E_MASK, scale(S, 1 / R2), -INF), 3)
+    a[0][0] = 1.0
+    d = diagnose(em, "masked", 0, a, tolerance=TOL)
+    assert d[0].message == ("masked[t1, t1] should be the scaled score 3.5355, since query t1 may attend to key t1; "
+                            "you wrote 1.")
+    a = rnd(where(E_MASK, scale(S, 1 / R2), -INF), 3)
+    a[0][1] = 0.7
+    d = diagnose(em, "masked", 0, a, tolerance=TOL)
+    assert d[0].message == "masked[t1, t2] should be -inf, since query t1 may not attend to key t2; you wrote 0.7."
+
+
+def test_right_answer_and_unexplained_answer_give_nothing(classic):
+    right = [list(r) for r in classic.step("weights", 0).value]
+    assert diagnose(classic, "weights", 0, rnd(right, 2), tolerance=TOL) == []
+    assert diagnose(classic, "weights", 0, [[0.5, 0.25, 0.25]] * 3, tolerance=TOL) == []
+
+
+def test_a_misconception_that_changes_nothing_explains_nothing(classic):
+    # classic has no bias, no mask and Q = K: transposing the scores changes nothing
+    d = diagnose(classic, "scores", 0, [[2, 4, 4], [4, 8, 9], [4, 8, 8]], tolerance=TOL)
+    assert keys(d) == ["single_entry"]
+
+
+def test_minus_inf_matches_only_minus_inf(em):
+    a = rnd(where(E_MASK, scale(S, 1 / R2), -1e9), 3)  # a big negative number is not -inf
+    assert "mask_zero" not in keys(diagnose(em, "masked", 0, a, tolerance=TOL))
+    assert wrong_cells(em, "masked", 0, a, tolerance=TOL) == [(0, 1), (1, 2), (2, 0)]
+
+
+def test_wrong_cells(classic):
+    assert wrong_cells(classic, "scores", 0, [[2, 5, 4], [4, 8, 8], [4, 8, 7]], tolerance=TOL) == [(0, 1), (2, 2)]
+    assert wrong_cells(classic, "scores", 0, [[2, 4, 4], [4, 8, 8], [4, 8, 8]], tolerance=TOL) == []
+    assert wrong_cells(classic, "scores", 0, [[2, 4], [4, 8]], tolerance=TOL) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_unknown_step_and_ragged_answer(classic):
+    with pytest.raises(KeyError):
+        diagnose(classic, "masked", 0, [[1]], tolerance=TOL)
+    with pytest.raises(ValueError):
+        diagnose(classic, "scores", 0, [[1, 2], [3]], tolerance=TOL)
+
+
+# --- the catalogue itself ------------------------------------------------------------------------
+
+TESTED = {
+    "no_scaling", "scale_sqrt_d_model", "scale_d_k", "scale_times_d_k", "scale_times_sqrt_d_k", "kq_transposed",
+    "mask_inverted", "mask_zero", "mask_after_softmax", "no_mask", "padding_rows", "softmax_columns",
+    "not_normalised", "rounded_scaled", "rounded_weights", "times_k", "heads_order", "no_b_q", "no_b_k",
+    "no_b_v", "no_b_o", "transposed",
+}
+
+
+def test_every_misconception_has_a_test_and_a_message():
+    names = [m.key for m in MISCONCEPTIONS]
+    assert len(names) == len(set(names))
+    assert set(names) == TESTED
+    for m in MISCONCEPTIONS:
+        assert m.message in EN
+        assert EN[m.message].endswith(".")
+    assert "diagnose.single_entry" in EN
+
+
+def test_applies_to_names_real_steps():
+    from tutor.steps import STEP_IDS
+
+    for m in MISCONCEPTIONS:
+        assert set(m.applies_to) <= set(STEP_IDS), m.key
