@@ -2,11 +2,14 @@
 
 The contract is ``docs/exercise-format.md``.  Loading goes in three passes,
 each collecting *every* problem it finds, each with file, line, column and
-field:
+field, and all three run on whatever the earlier ones left valid, so one
+run reports every mistake (:func:`validate_document`):
 
 1. :func:`tutor.yamlread.parse_yaml` - YAML syntax and YAML traps;
 2. :class:`ExerciseFile` (pydantic, ``extra="forbid"``) - fields and entry types;
-3. :func:`_check` - the two forms, shapes that must chain, and the limits.
+   when it fails, each field is validated on its own (:func:`_partial`);
+3. :func:`_check` - the two forms, shapes that must chain, and the limits,
+   on the fields that are valid.
 
 The result is a :class:`tutor.model.Exercise` with exact ``Fraction`` entries.
 No entry is ever evaluated as code: numbers are read from their text by
@@ -16,9 +19,12 @@ regular expressions and :class:`fractions.Fraction`.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
+from dataclasses import dataclass
 from fractions import Fraction
+from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -28,6 +34,7 @@ from pydantic import (
     Field,
     PlainValidator,
     Tag,
+    TypeAdapter,
     ValidationError,
     WithJsonSchema,
 )
@@ -96,7 +103,7 @@ def parse_entry(value: Any) -> Fraction:
     if text.lower() in _YAML11_BOOL:
         raise _fail(expected, value, t("hint.yaml11_bool", text=text))
     if _SEXAGESIMAL.fullmatch(text):
-        raise _fail(expected, value, t("hint.base60"))
+        raise _fail(expected, value, t("hint.base60.text", text=text))
     if _RADIX.fullmatch(text):
         raise _fail(expected, value, t("hint.radix"))
     if _NOT_FINITE.fullmatch(text):
@@ -237,27 +244,101 @@ def _expected_for(path: Path) -> str:
     return t("expected.list")
 
 
+def _clean(loc: tuple[Any, ...]) -> Path:
+    """A pydantic location without the discriminator tags (``#name``/``#matrix``)."""
+    return tuple(p for p in loc if not (isinstance(p, str) and p.startswith("#")))
+
+
+def _related(path: Path, poisoned: set[Path]) -> bool:
+    """True when ``path`` is at, below, or (not the top level) above a value a YAML problem replaced."""
+    for q in poisoned:
+        if path[: len(q)] == q or (path and q[: len(path)] == path):
+            return True
+    return False
+
+
 def _problems_from(err: ValidationError, doc: Document) -> list[Problem]:
     problems = []
     for e in err.errors():
-        path: Path = tuple(p for p in e["loc"] if not (isinstance(p, str) and p.startswith("#")))
+        path = _clean(e["loc"])
         kind = e["type"]
+        if doc.poisoned and _related(path, doc.poisoned):
+            continue  # already reported by the YAML pass (a tag, a recursive alias, too deep)
+        if kind == "missing" and path[:-1] in doc.merged:
+            continue  # probably meant to come from the (reported) merge key
         if kind == "tutor":
             problems.append(doc.problem(path, e["ctx"]["message"], e["ctx"].get("hint", "")))
         elif kind == "missing":
-            problems.append(doc.problem(path, t("schema.required")))
+            problems.append(doc.problem(path, t("schema.required"), t("schema.required.hint")))
         elif kind == "extra_forbidden":
             level = "heads" if "heads" in path else ""
             close = difflib.get_close_matches(str(path[-1]), sorted(_FIELD_NAMES[level]), n=1, cutoff=0.6)
             hint = t("schema.unknown.hint", suggestion=close[0]) if close else t("schema.unknown.hint.none")
             problems.append(doc.problem(path, t("schema.unknown"), hint, key=True))
         elif kind == "too_short":
-            problems.append(doc.problem(path, t("schema.empty", item=_expected_for(path + (0,)))))
+            problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
         elif kind == "literal_error":
             problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(e["input"]))))
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
     return problems
+
+
+def _hint(key: str, **fields: Any) -> str:
+    """The fix hint for message ``key`` (its ``.hint`` sentence), or ``""``."""
+    try:
+        return t(key + ".hint", **fields)
+    except KeyError:
+        return ""
+
+
+# --- the valid part of an invalid file --------------------------------------
+
+
+@functools.cache
+def _adapter(cls: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    info = cls.model_fields[name]
+    return TypeAdapter(Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation)
+
+
+def _fields(cls: type[BaseModel], data: dict[str, Any], base: Path, bad: set[Path]) -> SimpleNamespace:
+    """Each field of ``cls`` validated on its own: a valid value, its default when absent, else ``None`` (path in ``bad``)."""
+    out = SimpleNamespace()
+    for name, info in cls.model_fields.items():
+        if name not in data:
+            if info.is_required():
+                bad.add(base + (name,))
+            setattr(out, name, None if info.is_required() else info.get_default(call_default_factory=True))
+            continue
+        try:
+            setattr(out, name, _adapter(cls, name).validate_python(data[name]))
+        except ValidationError:
+            setattr(out, name, None)
+            bad.add(base + (name,))
+    return out
+
+
+def _partial(data: dict[str, Any]) -> tuple[SimpleNamespace, set[Path]]:
+    """The fields of an invalid exercise that are valid, so the cross-field checks can run on them.
+
+    A field that is invalid or missing is ``None`` and its path is in the
+    returned set; a head of the per-head form is checked field by field too
+    (an invalid head is ``None``).
+    """
+    bad: set[Path] = set()
+    f = _fields(ExerciseFile, data, (), bad)
+    raw = data.get("heads")
+    if ("heads",) in bad and isinstance(raw, list) and raw:
+        bad.discard(("heads",))
+        heads: list[SimpleNamespace | None] = []
+        for i, h in enumerate(raw):
+            if isinstance(h, dict):
+                heads.append(_fields(HeadBlock, h, ("heads", i), bad))
+            else:
+                heads.append(None)
+                bad.add(("heads", i))
+        f.heads = heads
+    return f, bad
 
 
 # --- forms, shapes and limits -----------------------------------------------
@@ -273,119 +354,166 @@ def _cols(m: list[list[Fraction]]) -> int:
 
 
 class _Checker:
-    """Cross-field checks; every problem is recorded, the first per chain stops that chain."""
+    """Cross-field checks; every problem is recorded, the first per chain stops that chain.
 
-    def __init__(self, f: ExerciseFile, doc: Document):
-        self.f, self.doc, self.problems = f, doc, []
+    ``bad`` holds the paths of fields already reported invalid (or missing):
+    checks that need them are skipped, so one mistake is reported once.
+    """
+
+    def __init__(self, doc: Document, bad: set[Path]):
+        self.doc, self.bad, self.problems = doc, bad, []
+
+    def val(self, path: Path, value: Any) -> Any:
+        """``value``, or ``None`` when the field at ``path`` is known to be invalid."""
+        return None if path in self.bad else value
 
     def add(self, path: Path, key: str, **fields: Any) -> None:
-        self.problems.append(self.doc.problem(path, t(key, **fields)))
+        self.problems.append(self.doc.problem(path, t(key, **fields), _hint(key, **fields)))
 
-    def ragged(self, path: Path, m: list[list[Any]] | None) -> bool:
-        if m is None:
-            return False
+    def ragged(self, path: Path, m: list[list[Any]] | None) -> None:
+        """Report the first row whose length differs from row 1's; the matrix is then invalid."""
+        if m is None or path in self.bad:
+            return
         for r, row in enumerate(m[1:], start=1):
             if len(row) != len(m[0]):
                 self.add(path + (r,), "shape.ragged", row=r + 1, found=len(row), expected=len(m[0]))
-                return True
-        return False
+                self.bad.add(path)
+                return
 
-    def limit(self, path: Path, what: str, found: int) -> None:
-        if found > LIMITS[what]:
+    def limit(self, path: Path, what: str, found: int | None) -> None:
+        if found is not None and found > LIMITS[what]:
             self.add(path, "limit", what=what, found=found, limit=LIMITS[what])
 
-    def rows(self, path: Path, m: list[list[Fraction]], expected: int, other: str, name: str) -> bool:
-        if len(m) != expected:
+    def rows(self, path: Path, m: list[list[Fraction]] | None, expected: int | None, other: str, name: str) -> bool:
+        """False when ``m`` is unknown or its row count is not ``expected`` (reported)."""
+        if m is None:
+            return False
+        if expected is not None and len(m) != expected:
             self.add(path, "shape.rows", field=path[-1], found=len(m), other=other, expected=expected, name=name)
             return False
         return True
 
-    def length(self, path: Path, v: list[Any] | None, expected: int, what: str) -> None:
-        if v is not None and len(v) != expected:
+    def length(self, path: Path, v: list[Any] | None, expected: int | None, what: str) -> None:
+        if v is not None and expected is not None and len(v) != expected:
             self.add(path, "shape.len", field=path[-1], found=len(v), expected_what=what, expected=expected)
 
+    def same_cols(self, path: Path, m: list[list[Fraction]] | None, expected: int | None, what: str) -> bool:
+        if m is None or expected is None:
+            return m is not None
+        if _cols(m) != expected:
+            self.add(path, "shape.cols", field=path[-1], found=_cols(m), expected_what=what, expected=expected)
+            return False
+        return True
 
-def _check(f: ExerciseFile, doc: Document) -> tuple[list[Problem], model.Exercise | None]:
-    c = _Checker(f, doc)
-    bad = any(
-        [c.ragged((name,), getattr(f, name)) for name in ("x", "x_kv", "w_q", "w_k", "w_v", "w_o")]
-        + [c.ragged((name,), f.mask) for name in ("mask",) if isinstance(f.mask, list)]
-        + [c.ragged(("heads", i, name), getattr(h, name)) for i, h in enumerate(f.heads or []) for name in ("w_q", "w_k", "w_v")]
-    )
-    if bad:
-        return c.problems, None
 
-    L, d_model = len(f.x), _cols(f.x)
-    kv = f.x_kv if f.x_kv is not None else f.x
-    kv_name, kv_dim = ("x_kv", "d_kv") if f.x_kv is not None else ("x", "d_model")
-    L_k, d_kv = len(kv), _cols(kv)
+def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Problem], model.Exercise | None]:
+    """Forms, shapes that must chain, and limits, on the fields of ``f`` that are valid.
+
+    ``f`` is an :class:`ExerciseFile`, or the valid part of an invalid file
+    (:func:`_partial`) with the invalid fields' paths in ``bad``.  The
+    exercise is built only when every field is valid and nothing is found.
+    """
+    c = _Checker(doc, set(bad or ()))
+    for name in ("x", "x_kv", "w_q", "w_k", "w_v", "w_o"):
+        c.ragged((name,), getattr(f, name))
+    if isinstance(f.mask, list):
+        c.ragged(("mask",), f.mask)
+    for i, h in enumerate(f.heads or []):
+        for name in ("w_q", "w_k", "w_v"):
+            if h is not None:
+                c.ragged(("heads", i, name), getattr(h, name))
+
+    x = c.val(("x",), f.x)
+    x_kv = c.val(("x_kv",), f.x_kv)
+    cross = f.x_kv is not None or ("x_kv",) in c.bad
+    L, d_model = (len(x), _cols(x)) if x is not None else (None, None)
+    if cross:
+        kv_name, kv_dim = "x_kv", "d_kv"
+        L_k, d_kv = (len(x_kv), _cols(x_kv)) if x_kv is not None else (None, None)
+    else:
+        kv_name, kv_dim = "x", "d_model"
+        L_k, d_kv = L, d_model
     c.limit(("x",), "L", L)
     c.limit(("x",), "d_model", d_model)
-    if f.x_kv is not None:
+    if x_kv is not None:
         c.limit(("x_kv",), "L_k", L_k)
         c.limit(("x_kv",), "d_kv", d_kv)
     c.length(("tokens",), f.tokens, L, "L (rows of x)")
-    if f.kv_tokens is not None and f.x_kv is None:
+    if f.kv_tokens is not None and not cross:
         c.add(("kv_tokens",), "form.kv_tokens")
     c.length(("kv_tokens",), f.kv_tokens, L_k, "L_k (rows of x_kv)")
     c.length(("key_padding",), f.key_padding, L_k, "L_k (keys)")
-    if isinstance(f.mask, list) and (len(f.mask) != L or not f.mask or len(f.mask[0]) != L_k):
-        c.add(("mask",), "shape.mask", found=f"[{len(f.mask)} × {len(f.mask[0]) if f.mask else 0}]", L=L, L_k=L_k)
+    mask = c.val(("mask",), f.mask)
+    if isinstance(mask, list) and L is not None and L_k is not None and (len(mask) != L or any(len(r) != L_k for r in mask)):
+        c.add(("mask",), "shape.mask", found=f"[{len(mask)} × {len(mask[0]) if mask else 0}]", L=L, L_k=L_k)
 
-    fused_fields = [n for n in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v") if getattr(f, n) is not None]
+    fused_fields = [n for n in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v") if getattr(f, n) is not None or (n,) in c.bad]
+    heads_given = f.heads is not None or ("heads",) in c.bad
+    num_heads_given = f.num_heads is not None or ("num_heads",) in c.bad
     heads: list[model.Head] = []
-    if f.heads is not None and (fused_fields or f.num_heads is not None and f.num_heads != len(f.heads)):
+    if heads_given and (fused_fields or f.heads is not None and f.num_heads is not None and f.num_heads != len(f.heads)):
         c.add(("heads",), "form.both")
     elif f.heads is not None:
+        dims0: tuple[int | None, int | None] = (None, None)
         for i, h in enumerate(f.heads):
             p: Path = ("heads", i)
-            ok = c.rows(p + ("w_q",), h.w_q, d_model, "x", "d_model")
-            ok &= c.rows(p + ("w_k",), h.w_k, d_kv, kv_name, kv_dim)
-            ok &= c.rows(p + ("w_v",), h.w_v, d_kv, kv_name, kv_dim)
-            d_k, d_v = _cols(h.w_q), _cols(h.w_v)
-            if _cols(h.w_k) != d_k:
-                c.add(p + ("w_k",), "shape.cols", field="w_k", found=_cols(h.w_k), expected_what="d_k (columns of w_q)", expected=d_k)
-                ok = False
+            if h is None:
+                continue
+            w_q, w_k, w_v = (c.val(p + (n,), getattr(h, n)) for n in ("w_q", "w_k", "w_v"))
+            ok = c.rows(p + ("w_q",), w_q, d_model, "x", "d_model")
+            ok &= c.rows(p + ("w_k",), w_k, d_kv, kv_name, kv_dim)
+            ok &= c.rows(p + ("w_v",), w_v, d_kv, kv_name, kv_dim)
+            d_k = _cols(w_q) if w_q is not None else None
+            d_v = _cols(w_v) if w_v is not None else None
+            ok &= c.same_cols(p + ("w_k",), w_k, d_k, "d_k (columns of w_q)")
             c.length(p + ("b_q",), h.b_q, d_k, "d_k")
             c.length(p + ("b_k",), h.b_k, d_k, "d_k")
             c.length(p + ("b_v",), h.b_v, d_v, "d_v")
             c.limit(p + ("w_q",), "d_k", d_k)
             c.limit(p + ("w_v",), "d_v", d_v)
-            if heads and (d_k, d_v) != (heads[0].d_k, heads[0].d_v):
-                what, found, exp = ("d_k", d_k, heads[0].d_k) if d_k != heads[0].d_k else ("d_v", d_v, heads[0].d_v)
-                c.add(p, "shape.head_dims", what=what, found=found, expected=exp)
+            if i == 0:
+                dims0 = (d_k, d_v)
+            else:
+                for what, found, expected in (("d_k", d_k, dims0[0]), ("d_v", d_v, dims0[1])):
+                    if found is not None and expected is not None and found != expected:
+                        c.add(p, "shape.head_dims", what=what, found=found, expected=expected)
+                        break
             if ok:
-                heads.append(model.Head(*(tuple(map(tuple, m)) for m in (h.w_q, h.w_k, h.w_v)),
+                heads.append(model.Head(*(tuple(map(tuple, m)) for m in (w_q, w_k, w_v)),
                                         *(tuple(b) if b is not None else None for b in (h.b_q, h.b_k, h.b_v))))
     elif f.num_heads is not None:
         H = f.num_heads
-        missing = [n for n in ("w_q", "w_k", "w_v") if getattr(f, n) is None]
-        for n in missing:
-            c.add((), "form.fused_missing", field=n)
+        for n in ("w_q", "w_k", "w_v"):
+            if getattr(f, n) is None and (n,) not in c.bad:
+                c.add((), "form.fused_missing", field=n)
         c.limit(("num_heads",), "heads", H)
-        if not missing and H <= LIMITS["heads"]:
-            ok = c.rows(("w_q",), f.w_q, d_model, "x", "d_model")
-            ok &= c.rows(("w_k",), f.w_k, d_kv, kv_name, kv_dim)
-            ok &= c.rows(("w_v",), f.w_v, d_kv, kv_name, kv_dim)
-            for n in ("w_q", "w_v"):
-                if _cols(getattr(f, n)) % H:
-                    c.add((n,), "shape.divisible", field=n, found=_cols(getattr(f, n)), heads=H)
+        if H <= LIMITS["heads"]:
+            w_q, w_k, w_v = (c.val((n,), getattr(f, n)) for n in ("w_q", "w_k", "w_v"))
+            ok = c.rows(("w_q",), w_q, d_model, "x", "d_model")
+            ok &= c.rows(("w_k",), w_k, d_kv, kv_name, kv_dim)
+            ok &= c.rows(("w_v",), w_v, d_kv, kv_name, kv_dim)
+            for n, m in (("w_q", w_q), ("w_v", w_v)):
+                if m is not None and _cols(m) % H:
+                    c.add((n,), "shape.divisible", field=n, found=_cols(m), heads=H)
                     ok = False
-            if _cols(f.w_k) != _cols(f.w_q):
-                c.add(("w_k",), "shape.cols", field="w_k", found=_cols(f.w_k), expected_what="the columns of w_q", expected=_cols(f.w_q))
-                ok = False
-            d_k, d_v = _cols(f.w_q) // H, _cols(f.w_v) // H
-            c.length(("b_q",), f.b_q, H * d_k, "num_heads·d_k")
-            c.length(("b_k",), f.b_k, H * d_k, "num_heads·d_k")
-            c.length(("b_v",), f.b_v, H * d_v, "num_heads·d_v")
-            c.limit(("w_q",), "d_k", d_k)
-            c.limit(("w_v",), "d_v", d_v)
+            ok &= c.same_cols(("w_k",), w_k, _cols(w_q) if w_q is not None else None, "the columns of w_q")
+            width_k = _cols(w_q) if w_q is not None else None
+            width_v = _cols(w_v) if w_v is not None else None
+            c.length(("b_q",), f.b_q, width_k, "num_heads·d_k (columns of w_q)")
+            c.length(("b_k",), f.b_k, width_k, "num_heads·d_k (columns of w_q)")
+            c.length(("b_v",), f.b_v, width_v, "num_heads·d_v (columns of w_v)")
+            c.limit(("w_q",), "d_k", width_k // H if width_k is not None else None)
+            c.limit(("w_v",), "d_v", width_v // H if width_v is not None else None)
             if ok:
+                d_k, d_v = width_k // H, width_v // H  # type: ignore[operator]
+
                 def bias(b: list[Fraction] | None, h: int, n: int) -> model.Vector | None:
                     return tuple(b[h * n:(h + 1) * n]) if b is not None else None
-                heads = [model.Head(_split(f.w_q, h, d_k), _split(f.w_k, h, d_k), _split(f.w_v, h, d_v),
+                heads = [model.Head(_split(w_q, h, d_k), _split(w_k, h, d_k), _split(w_v, h, d_v),
                                     bias(f.b_q, h, d_k), bias(f.b_k, h, d_k), bias(f.b_v, h, d_v))
                          for h in range(H)]
+    elif num_heads_given or heads_given:
+        pass  # num_heads or heads is invalid (reported): the form cannot be told
     elif fused_fields:
         c.add((fused_fields[0],), "form.needs_fused", field=fused_fields[0])
     else:
@@ -393,34 +521,36 @@ def _check(f: ExerciseFile, doc: Document) -> tuple[list[Problem], model.Exercis
     if f.heads is not None:
         c.limit(("heads",), "heads", len(f.heads))
 
-    complete = bool(heads) and len(heads) == (len(f.heads) if f.heads is not None else f.num_heads)
-    if f.w_o is not None and complete:
+    expected_heads = len(f.heads) if f.heads is not None else f.num_heads
+    complete = bool(heads) and len(heads) == expected_heads
+    w_o = c.val(("w_o",), f.w_o)
+    if w_o is not None:
         concat_width = sum(h.d_v for h in heads)
-        if len(f.w_o) != concat_width:
-            c.add(("w_o",), "shape.w_o_rows", found=len(f.w_o), expected=concat_width)
-        c.limit(("w_o",), "d_out", _cols(f.w_o))
+        if complete and len(w_o) != concat_width:
+            c.add(("w_o",), "shape.w_o_rows", found=len(w_o), expected=concat_width)
+        c.limit(("w_o",), "d_out", _cols(w_o))
     if f.b_o is not None:
-        if f.w_o is None:
+        if f.w_o is None and ("w_o",) not in c.bad:
             c.add(("b_o",), "form.b_o_alone")
-        else:
-            c.length(("b_o",), f.b_o, _cols(f.w_o), "d_out (columns of w_o)")
-    if f.w_o is None and heads:
+        elif w_o is not None:
+            c.length(("b_o",), f.b_o, _cols(w_o), "d_out (columns of w_o)")
+    if f.w_o is None and ("w_o",) not in c.bad and heads:
         c.limit(("heads",) if f.heads is not None else ("w_v",), "d_out", sum(h.d_v for h in heads))
 
-    if c.problems:
+    if c.problems or c.bad or x is None:
         return c.problems, None
     mask_kind: model.MaskKind = "none"
-    mask: model.BoolMatrix | None = None
+    mask_m: model.BoolMatrix | None = None
     if f.mask == "causal":
-        mask_kind, mask = "causal", model.causal(L, L_k)
+        mask_kind, mask_m = "causal", model.causal(L, L_k)  # type: ignore[arg-type]
     elif isinstance(f.mask, list):
-        mask_kind, mask = "matrix", tuple(tuple(r) for r in f.mask)
+        mask_kind, mask_m = "matrix", tuple(tuple(r) for r in f.mask)
     ex = model.Exercise(
         id=f.id, title=f.title, description=f.description,
-        x=tuple(map(tuple, f.x)), x_kv=tuple(map(tuple, f.x_kv)) if f.x_kv is not None else None,
+        x=tuple(map(tuple, x)), x_kv=tuple(map(tuple, x_kv)) if x_kv is not None else None,
         tokens=tuple(f.tokens) if f.tokens else None, kv_tokens=tuple(f.kv_tokens) if f.kv_tokens else None,
-        heads=tuple(heads), w_o=tuple(map(tuple, f.w_o)) if f.w_o is not None else None,
-        b_o=tuple(f.b_o) if f.b_o is not None else None, mask_kind=mask_kind, mask=mask,
+        heads=tuple(heads), w_o=tuple(map(tuple, w_o)) if w_o is not None else None,
+        b_o=tuple(f.b_o) if f.b_o is not None else None, mask_kind=mask_kind, mask=mask_m,
         key_padding=tuple(f.key_padding) if f.key_padding is not None else None,
         fused=f.num_heads is not None and f.heads is None, tags=tuple(f.tags), difficulty=f.difficulty,
         source=doc.filename,
@@ -431,19 +561,77 @@ def _check(f: ExerciseFile, doc: Document) -> tuple[list[Problem], model.Exercis
 # --- public entry points ----------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Validation:
+    """Everything found in one exercise file: its problems, its warnings, and the exercise when there are no problems.
+
+    Problems are in file order.  Warnings (a leading zero, ``010``) do not
+    stop a file from loading.
+    """
+
+    file: str
+    problems: tuple[Problem, ...]
+    warnings: tuple[Problem, ...] = ()
+    exercise: model.Exercise | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exercise is not None
+
+
+def _in_file_order(problems: list[Problem]) -> tuple[Problem, ...]:
+    unique = list(dict.fromkeys(problems))
+    return tuple(sorted(unique, key=lambda p: (p.line is None, p.line or 0, p.column or 0)))
+
+
+def validate_document(doc: Document) -> Validation:
+    """Every problem of a parsed document at once: YAML, fields and entries, then shapes and limits.
+
+    Shapes and limits are checked on the fields that are valid even when
+    others are not, so one pass reports every mistake, each once.  A document
+    without a value (a syntax error, a refused alias expansion) has only its
+    YAML problems.
+    """
+    problems = list(doc.problems)
+    warnings = tuple(doc.warnings)
+    if doc.value is None:
+        if not problems:
+            problems.append(Problem(doc.filename, 1, 1, "", t("yaml.empty"), t("yaml.empty.hint")))
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    if not isinstance(doc.value, dict):
+        problems.append(doc.problem((), t("yaml.top_level", found=describe(doc.value)), t("yaml.top_level.hint")))
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    try:
+        f: Any = ExerciseFile.model_validate(doc.value)
+        bad: set[Path] = set()
+    except ValidationError as err:
+        problems += _problems_from(err, doc)
+        f, bad = _partial(doc.value)
+    found, ex = _check(f, doc, bad)
+    problems += found
+    if problems:
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    return Validation(doc.filename, (), warnings, ex)
+
+
+def validate_text(text: str, filename: str = "<text>") -> Validation:
+    """:func:`validate_document` of YAML text; never raises for bad input."""
+    return validate_document(parse_yaml(text, filename))
+
+
+def validate_file(path: str, display: str | None = None) -> Validation:
+    """Read and validate one file; never raises for bad input (an unreadable file is a problem)."""
+    name = display or str(path)
+    text, problems = read_text(path, display)
+    if text is None:
+        return Validation(name, tuple(problems))
+    return validate_text(text, name)
+
+
 def check_document(doc: Document) -> tuple[list[Problem], model.Exercise | None]:
     """All problems of a parsed document, and the exercise when there are none."""
-    if doc.problems:
-        return doc.problems, None
-    if not isinstance(doc.value, dict):
-        if doc.value is None:
-            return [Problem(doc.filename, 1, 1, "", t("yaml.empty"), t("yaml.empty.hint"))], None
-        return [doc.problem((), t("yaml.top_level", found=describe(doc.value)))], None
-    try:
-        f = ExerciseFile.model_validate(doc.value)
-    except ValidationError as err:
-        return _problems_from(err, doc), None
-    return _check(f, doc)
+    v = validate_document(doc)
+    return list(v.problems), v.exercise
 
 
 def parse_exercise(text: str, filename: str = "<text>") -> model.Exercise:
@@ -456,10 +644,8 @@ def parse_exercise(text: str, filename: str = "<text>") -> model.Exercise:
 
 def exercise_problems(path: str, display: str | None = None) -> tuple[list[Problem], model.Exercise | None]:
     """Read and check one file; never raises for bad input."""
-    text, problems = read_text(path, display)
-    if text is None:
-        return problems, None
-    return check_document(parse_yaml(text, display or str(path)))
+    v = validate_file(path, display)
+    return list(v.problems), v.exercise
 
 
 def load_exercise(path: str, display: str | None = None) -> model.Exercise:

@@ -12,12 +12,16 @@ types every plain scalar itself by the YAML 1.2 core rules:
 * everything else, and every quoted scalar -> ``str``.
 
 It also catches what PyYAML lets through silently: duplicate keys, merge keys,
-aliases that expand past a size limit, recursive aliases, and explicit tags.
-Each problem is a :class:`tutor.errors.Problem` with a 1-based line and column.
+aliases that expand past a size limit (refused before the document is walked),
+recursive aliases, nesting deeper than any exercise needs, and explicit tags;
+and it warns about plain integers with a leading zero (``010`` is ten here,
+eight to YAML 1.1 tools).  Each problem is a :class:`tutor.errors.Problem`
+with a 1-based line and column.
 """
 
 from __future__ import annotations
 
+import decimal
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -31,6 +35,7 @@ Path = tuple[str | int, ...]
 
 MAX_FILE_BYTES = 1_000_000
 MAX_VALUES = 100_000  # scalars and collections after alias expansion
+MAX_DEPTH = 12  # the deepest value of an exercise is heads[i].w_q[r][c]: 5 levels
 
 
 class YNum(str):
@@ -49,6 +54,9 @@ _NUMBER = re.compile(
     r"|[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
     r"|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
 )
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9]+")
+_EXPONENT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE](?P<exp>[-+]?[0-9]+)")
+_YAML11_FLOAT = re.compile(r"[-+]?([0-9][0-9_]*)?\.[0-9_]*[eE][-+][0-9]+")  # PyYAML needs a dot and a signed exponent
 _STR_TAG = "tag:yaml.org,2002:str"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
@@ -79,6 +87,11 @@ class Document:
 
     ``marks[path]`` is the (line, column) of the value at ``path``;
     ``key_marks[path]`` that of the mapping key that introduced it.
+    ``poisoned`` holds the paths whose value a reported problem replaced
+    (by ``None``), so later passes do not report them a second time;
+    ``merged`` the mappings that had a merge key (their missing fields may
+    have been meant to come from it).  ``warnings`` are not errors: the file
+    still loads.
     """
 
     filename: str
@@ -86,6 +99,9 @@ class Document:
     marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
     key_marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    poisoned: set[Path] = field(default_factory=set)
+    merged: set[Path] = field(default_factory=set)
 
     def where(self, path: Path, *, key: bool = False) -> tuple[int | None, int | None]:
         """Position of ``path`` (its key's if ``key``), else of its nearest ancestor."""
@@ -158,27 +174,49 @@ class _Walker:
         self.count = 0
         self.active: set[int] = set()
 
+    def poison(self, path: Path, message: str, hint: str = "") -> None:
+        self.doc.problems.append(self.doc.problem(path, message, hint))
+        self.doc.poisoned.add(path)
+
+    def yaml11_reading(self, text: str, path: Path) -> None:
+        """Warn when a YAML 1.1 tool would read this plain number differently (``010``, ``1e3``)."""
+        if _LEADING_ZERO.fullmatch(text):
+            number = str(int(text))
+            self.doc.warnings.append(self.doc.problem(
+                path, t("yaml.leading_zero", text=text, value=number), t("yaml.leading_zero.hint", value=number)))
+        elif (m := _EXPONENT.fullmatch(text)) and not _YAML11_FLOAT.fullmatch(text) and abs(int(m["exp"])) <= 20:
+            number = format(decimal.Decimal(text), "f")
+            number = number.rstrip("0").rstrip(".") if "." in number else number
+            self.doc.warnings.append(self.doc.problem(
+                path, t("yaml.exponent", text=text, value=number), t("yaml.exponent.hint", value=number)))
+
     def walk(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
-        if self.count > MAX_VALUES:
+        if self.count > MAX_VALUES:  # not reached after _expanded_size; kept as a guard
             raise _TooBig(path)
         self.doc.marks.setdefault(path, _mark(node))
         if id(node) in self.active:
-            self.doc.problems.append(self.doc.problem(path, t("yaml.recursive_alias")))
+            self.poison(path, t("yaml.recursive_alias"), t("yaml.recursive_alias.hint"))
             return None
         if isinstance(node, yaml.ScalarNode):
             if node.tag != _STR_TAG:
-                self.doc.problems.append(self.doc.problem(path, t("yaml.tag", tag=_tag(node.tag)), t("yaml.tag.hint")))
+                self.poison(path, t("yaml.tag", tag=_tag(node.tag)), t("yaml.tag.hint"))
                 return None
-            return plain_value(node.value) if not node.style else node.value  # plain: None (Python) or "" (libyaml)
+            if node.style:  # quoted or block scalar: text  (plain: None (Python) or "" (libyaml))
+                return node.value
+            self.yaml11_reading(node.value, path)
+            return plain_value(node.value)
+        if len(path) >= MAX_DEPTH:
+            self.poison(path, t("yaml.too_deep", limit=MAX_DEPTH), t("yaml.too_deep.hint"))
+            return None
         self.active.add(id(node))
         try:
             if isinstance(node, yaml.SequenceNode):
                 if node.tag != _SEQ_TAG:
-                    self.doc.problems.append(self.doc.problem(path, t("yaml.tag", tag=_tag(node.tag)), t("yaml.tag.hint")))
+                    self.poison(path, t("yaml.tag", tag=_tag(node.tag)), t("yaml.tag.hint"))
                 return [self.walk(child, path + (i,)) for i, child in enumerate(node.value)]
             if node.tag != _MAP_TAG:
-                self.doc.problems.append(self.doc.problem(path, t("yaml.tag", tag=_tag(node.tag)), t("yaml.tag.hint")))
+                self.poison(path, t("yaml.tag", tag=_tag(node.tag)), t("yaml.tag.hint"))
             return self._mapping(node, path)
         finally:
             self.active.discard(id(node))
@@ -191,13 +229,14 @@ class _Walker:
                 line, col = _mark(key_node)
                 self.doc.problems.append(
                     Problem(self.doc.filename, line, col, format_path(path),
-                            t("yaml.key_type", found=_describe_node(key_node)))
+                            t("yaml.key_type", found=_describe_node(key_node)), t("yaml.key_type.hint"))
                 )
                 continue
             key = key_node.value
             child = path + (key,)
             self.doc.key_marks.setdefault(child, _mark(key_node))
             if key == "<<" and not key_node.style:
+                self.doc.merged.add(path)
                 line, col = _mark(key_node)
                 self.doc.problems.append(
                     Problem(self.doc.filename, line, col, format_path(path) or "<<",
@@ -217,15 +256,81 @@ class _Walker:
         return out
 
 
-def _syntax_problem(filename: str, err: yaml.YAMLError, text: str) -> Problem:
+def _tab_lines(text: str) -> list[tuple[int, int]]:
+    """``(line, column)`` of the first tab in each line's indentation (1-based)."""
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent:
+            out.append((n, indent.index("\t") + 1))
+    return out
+
+
+def _syntax_problems(filename: str, err: yaml.YAMLError, text: str) -> list[Problem]:
+    """The parser's error; a tab is reported at every line indented with one, not only the first."""
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     col = mark.column + 1 if mark is not None else None
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
     at_tab = mark is not None and 0 <= mark.index < len(text) and text[mark.index] == "\t"
     if at_tab or "'\\t'" in problem or "\t" in problem:
-        return Problem(filename, line, col, "", t("yaml.tab"), t("yaml.tab.hint"))
-    return Problem(filename, line, col, "", t("yaml.syntax", problem=problem))
+        tabs = _tab_lines(text)
+        if line is not None and all(n != line for n, _ in tabs):
+            tabs = sorted(tabs + [(line, col or 1)])
+        return [Problem(filename, n, c, "", t("yaml.tab"), t("yaml.tab.hint")) for n, c in tabs or [(line, col)]]
+    return [Problem(filename, line, col, "", t("yaml.syntax", problem=problem), t("yaml.syntax.hint"))]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [v for _, v in node.value]
+    return []
+
+
+def _expanded_size(root: yaml.Node) -> dict[int, int]:
+    """How many values each node expands to with its aliases followed (capped just past the limit).
+
+    Linear in the number of *distinct* nodes, so an alias bomb is measured at
+    once, without expanding it.  Iterative (no recursion limit); a recursive
+    alias counts as one value (the walker reports it).
+    """
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_.discard(key)
+            sizes[key] = min(MAX_VALUES + 1, 1 + sum(sizes.get(id(c), 1) for c in _children(node)))
+            continue
+        if key in sizes or key in open_:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            sizes[key] = 1
+            continue
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in sizes and id(c) not in open_)
+    return sizes
+
+
+def _too_big(doc: Document, root: yaml.Node, sizes: dict[int, int]) -> Problem:
+    """The alias-expansion problem, at the top-level key where the count passes the limit."""
+    hint = t("yaml.alias_expansion.fix")
+    message = t("yaml.alias_expansion", limit=MAX_VALUES)
+    if isinstance(root, yaml.MappingNode):
+        total = 1
+        for key_node, value_node in root.value:
+            total += sizes.get(id(value_node), 1)
+            if total > MAX_VALUES:
+                line, col = _mark(key_node)
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else ""
+                return Problem(doc.filename, line, col, name, message, hint)
+    line, col = _mark(root)
+    return Problem(doc.filename, line, col, "", message, hint)
 
 
 def parse_yaml(text: str, filename: str) -> Document:
@@ -234,10 +339,17 @@ def parse_yaml(text: str, filename: str) -> Document:
     try:
         node = yaml.compose(text, Loader=_ComposeOnly)
     except yaml.YAMLError as err:
-        doc.problems.append(_syntax_problem(filename, err, text))
+        doc.problems.extend(_syntax_problems(filename, err, text))
+        return doc
+    except RecursionError:  # the pure-Python composer recurses once per nesting level
+        doc.problems.append(Problem(filename, None, None, "", t("yaml.too_deep", limit=MAX_DEPTH), t("yaml.too_deep.hint")))
         return doc
     if node is None:
         doc.problems.append(Problem(filename, 1, 1, "", t("yaml.empty"), t("yaml.empty.hint")))
+        return doc
+    sizes = _expanded_size(node)
+    if sizes[id(node)] > MAX_VALUES:
+        doc.problems.append(_too_big(doc, node, sizes))
         return doc
     try:
         doc.value = _Walker(doc).walk(node, ())
