@@ -274,3 +274,34 @@ def test_bundled_dir_found_from_installed_or_source():
     from tutor.catalog import bundled_dir
 
     assert sorted(p.stem for p in Path(bundled_dir()).glob("*.yaml")) == BUNDLED_IDS
+
+
+# --- the two engines check each other ------------------------------------------------
+
+def test_explain_refuses_when_the_engines_disagree(capsys, monkeypatch):
+    import tutor.numeric as numeric
+
+    real = numeric.run_exercise
+
+    def off_by_a_little(ex, dtype=None):
+        run = real(ex)
+        run.weights[0, 0, 0] += 1e-6  # a bug in one engine
+        return run
+
+    monkeypatch.setattr(numeric, "run_exercise", off_by_a_little)
+    for fmt in ("rich", "json"):
+        code, out, err = run(capsys, "explain", "single-head-3x4", "--format", fmt)
+        assert code == 2 and out == ""
+        assert err.startswith("error: the exact engine and the NumPy core disagree at step weights (head 0), entry (0, 0)")
+        assert "no solution is printed" in err
+
+
+def test_production_view_names_the_reshapes(capsys):
+    _, out, _ = run(capsys, "explain", "two-head-fused-3x4")
+    assert "Production view" in out
+    assert "[B, L, 3, H, d_h] = [1, 3, 3, 2, 2]" in out
+    assert "permute(2, 0, 3, 1, 4)" in out
+    assert "[B, H, L, L] = [1, 2, 3, 3]" in out
+    _, out, _ = run(capsys, "explain", "two-head-fused-3x4", "--format", "json")
+    names = [p["name"] for p in json.loads(out)["production"]]
+    assert names[:4] == ["x", "qkv", "view", "permute"] and names[-1] == "out_proj"

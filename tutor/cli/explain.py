@@ -35,6 +35,9 @@ def explain(
     if head is not None and head >= ex.num_heads:
         raise typer.BadParameter(t("explain.no_head", head=head, last=ex.num_heads - 1), param_hint="--head")
     sol = solve(ex)
+    from ..verify import verify
+
+    verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt is ExplainFormat.json:
         from ..render.json import dumps
 

@@ -70,8 +70,12 @@ def step_dict(step: Step) -> dict[str, Any]:
 
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
+    from ..numeric import exercise_trace
+
     steps = [s for s in sol.steps if head is None or s.head in (head, None)]
-    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps]}
+    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note}
+                  for p in exercise_trace(sol.exercise)]
+    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production}
 
 
 def compact(obj: Any, indent: int = 0) -> str:
@@ -82,7 +86,8 @@ def compact(obj: Any, indent: int = 0) -> str:
         return "{\n" + ",\n".join(items) + "\n" + pad + "}"
     if isinstance(obj, list) and obj and isinstance(obj[0], (dict, list)):
         if isinstance(obj[0], list) and not (obj[0] and isinstance(obj[0][0], (dict, list))):  # a matrix
-            return "[\n" + ",\n".join(inner + json.dumps(v) for v in obj) + "\n" + pad + "]"
+            rows = json.dumps(obj)[1:-1].replace("], [", "],\n" + inner + "[")  # one encoder call per matrix
+            return "[\n" + inner + rows + "\n" + pad + "]"
         return "[\n" + ",\n".join(inner + compact(v, indent + 1) for v in obj) + "\n" + pad + "]"
     return json.dumps(obj)
 

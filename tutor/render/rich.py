@@ -241,6 +241,22 @@ class RichRenderer:
             self.line(f"  {t('explain.flow.each_head', heads=ex.num_heads)}", "dim")
         for step in sol.layer_steps:
             self.line(f"  {step.annotation()}")
+        self.production(ex)
+
+    def production(self, ex: Exercise) -> None:
+        """The same layer as production code runs it: batched tensors, reshapes and transposes named."""
+        from ..numeric import exercise_trace
+
+        self.console.print()
+        self.line(t("explain.production"), "bold")
+        table = Table.grid(padding=(0, 2))
+        table.add_column(no_wrap=True, style="bold")
+        table.add_column(overflow="fold")
+        for step in exercise_trace(ex):
+            shape = Text(self.tx(f"{step.symbolic} = {step.concrete}"))
+            shape.append("\n" + self.tx(step.note), style="dim")
+            table.add_row(step.name, shape)
+        self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
 
 
 def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4) -> None:
