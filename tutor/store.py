@@ -1,0 +1,407 @@
+"""The progress store: one SQLite file of every answered practice step.
+
+Where: ``$ATTN_TUTOR_HOME/progress.sqlite3`` when ``ATTN_TUTOR_HOME`` is set,
+else ``platformdirs.user_data_dir("attn-tutor")/progress.sqlite3``.
+
+Guarantees:
+
+* every answer is committed by :meth:`Store.record` before it returns, so a
+  killed process loses nothing already answered;
+* two sessions may write at once: WAL journal, a busy timeout, and every
+  write in its own ``BEGIN IMMEDIATE`` transaction;
+* the file is ours only if its header carries :data:`APPLICATION_ID` and a
+  schema version this code knows (``PRAGMA application_id`` /
+  ``PRAGMA user_version``) and our tables are there.  Anything else -- a text
+  file, a damaged database, another program's database, a newer schema -- is
+  a :class:`~tutor.errors.StoreError` naming the file, and the file is never
+  written to.  Only a missing or empty file (no tables at all) is initialised.
+
+Schema (version 1)::
+
+    sessions(id, exercise, mode, tolerance, started, ended)
+    answers(id, session -> sessions.id, at, exercise, step, head, outcome,
+            attempt, hints, diagnosis, diagnosis_text, answer)
+
+``outcome`` is ``correct``, ``wrong``, ``shown`` (revealed: a miss) or
+``skipped`` (not counted).  ``attempt`` is the 1-based try at that step in
+that session; ``diagnosis`` the key of the first diagnosis of a wrong answer.
+
+The summaries (:class:`Stats`) and the choice of what to practise next
+(:func:`recommend`) are pure functions of the rows.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from .errors import StoreError
+from .messages import t
+from .steps import STEP_IDS
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x41545554  # "ATUT" in the database header
+FILENAME = "progress.sqlite3"
+BUSY_TIMEOUT_MS = 10_000
+_MAGIC = b"SQLite format 3\x00"
+_TABLES = {"sessions", "answers"}
+
+Outcome = Literal["correct", "wrong", "shown", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("correct", "wrong", "shown", "skipped")
+
+_SCHEMA = """
+CREATE TABLE sessions (
+    id        INTEGER PRIMARY KEY,
+    exercise  TEXT NOT NULL,
+    mode      TEXT NOT NULL,
+    tolerance REAL NOT NULL,
+    started   TEXT NOT NULL,
+    ended     TEXT
+);
+CREATE TABLE answers (
+    id             INTEGER PRIMARY KEY,
+    session        INTEGER NOT NULL REFERENCES sessions(id),
+    at             TEXT NOT NULL,
+    exercise       TEXT NOT NULL,
+    step           TEXT NOT NULL,
+    head           INTEGER,
+    outcome        TEXT NOT NULL CHECK (outcome IN ('correct', 'wrong', 'shown', 'skipped')),
+    attempt        INTEGER NOT NULL,
+    hints          INTEGER NOT NULL DEFAULT 0,
+    diagnosis      TEXT,
+    diagnosis_text TEXT,
+    answer         TEXT
+);
+CREATE INDEX answers_by_step ON answers(step, outcome);
+"""
+
+
+def home() -> Path:
+    """The user's attn-tutor data directory: ``ATTN_TUTOR_HOME``, else the platform's user data dir."""
+    env = os.environ.get("ATTN_TUTOR_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("attn-tutor", appauthor=False))
+
+
+def default_path() -> Path:
+    """Where the progress store lives: ``home() / progress.sqlite3``."""
+    return home() / FILENAME
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One answered step, as recorded: what was asked, how it went, what was typed."""
+
+    exercise: str
+    step: str
+    head: int | None
+    outcome: Outcome
+    attempt: int = 1
+    hints: int = 0
+    diagnosis: str | None = None
+    diagnosis_text: str | None = None
+    answer: str | None = None
+
+
+# --- summaries (pure) -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """Counts for one step kind (``q``, ``scores``, ...) over every exercise and head."""
+
+    step: str
+    correct: int = 0
+    wrong: int = 0
+    shown: int = 0
+    skipped: int = 0
+    first_try: int = 0
+
+    @property
+    def graded(self) -> int:
+        """Answers that count for accuracy: right, wrong, or revealed with ``show`` (a miss)."""
+        return self.correct + self.wrong + self.shown
+
+    @property
+    def accuracy(self) -> float | None:
+        """``correct / graded``; ``None`` when nothing was graded."""
+        return self.correct / self.graded if self.graded else None
+
+    @property
+    def score(self) -> float:
+        """Accuracy smoothed towards 1/2 (``(correct + 1) / (graded + 2)``): an
+        unpractised step scores 0.5, below a step mostly right and above one mostly wrong."""
+        return (self.correct + 1) / (self.graded + 2)
+
+
+@dataclass(frozen=True)
+class DiagnosisCount:
+    """How often a diagnosis was given, with the latest sentence given for it."""
+
+    key: str
+    count: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Everything ``attn-tutor stats`` reports, computed from the store's rows."""
+
+    sessions: int = 0
+    answers: int = 0
+    steps: tuple[StepStats, ...] = ()
+    diagnoses: tuple[DiagnosisCount, ...] = ()
+    practised: dict[tuple[str, str], int] = field(default_factory=dict)  # (exercise, step) -> graded answers
+
+    def step(self, step: str) -> StepStats:
+        """The counts for ``step`` (zeros when never practised)."""
+        for s in self.steps:
+            if s.step == step:
+                return s
+        return StepStats(step)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What to practise next: the weakest step kind, and an exercise that trains it."""
+
+    step: str
+    exercise: str
+    stats: StepStats
+
+
+def recommend(stats: Stats, exercises: Sequence[tuple[str, Iterable[str], int | None]]) -> Recommendation | None:
+    """The weakest step kind among those ``exercises`` train, and the exercise to train it on.
+
+    ``exercises`` are ``(id, step kinds it has, difficulty)``.  The weakest
+    step has the lowest :attr:`StepStats.score` (ties: earliest in the
+    computation); among the exercises that have it, the one least practised on
+    that step, then the easiest, then by id.  ``None`` when there are no exercises.
+    """
+    kinds = {ex_id: set(steps) for ex_id, steps, _ in exercises}
+    available = [s for s in STEP_IDS if any(s in k for k in kinds.values())]
+    if not available:
+        return None
+    weakest = min(available, key=lambda s: (stats.step(s).score, STEP_IDS.index(s)))
+    candidates = [(stats.practised.get((ex_id, weakest), 0), diff if diff is not None else 3, ex_id)
+                  for ex_id, _, diff in exercises if weakest in kinds[ex_id]]
+    return Recommendation(weakest, min(candidates)[2], stats.step(weakest))
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+class Store:
+    """An open progress store.  Use :meth:`open`; close with :meth:`close` or ``with``."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+
+    # -- opening -----------------------------------------------------------------
+    @classmethod
+    def open(cls, path: Path | str | None = None) -> Store:
+        """Open the store at ``path`` (default :func:`default_path`), creating it if missing.
+
+        Raises :class:`StoreError` for a file that is not ours (see the module
+        docstring); such a file is left exactly as it was.
+        """
+        path = Path(path) if path is not None else default_path()
+        _check_header(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(t("store.unwritable", path=path, reason=err.strerror or err)) from None
+        conn = _connect(path)
+        try:
+            _adopt(conn, path)
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, path)
+
+    @classmethod
+    def open_existing(cls, path: Path | str | None = None) -> Store | None:
+        """Like :meth:`open`, but ``None`` (and nothing created) when there is no store yet."""
+        path = Path(path) if path is not None else default_path()
+        if not path.exists():
+            return None
+        return cls.open(path)
+
+    def close(self) -> None:
+        """Close the connection (every answer is already committed)."""
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------
+    def _write(self, sql: str, args: Sequence[object]) -> int:
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                cur = self.conn.execute(sql, args)
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as err:
+            raise _error(self.path, err) from None
+        return cur.lastrowid or 0
+
+    def begin_session(self, exercise: str, *, mode: str, tolerance: float) -> int:
+        """Start a practice session; returns its id (committed at once)."""
+        return self._write("INSERT INTO sessions (exercise, mode, tolerance, started) VALUES (?, ?, ?, ?)",
+                           (exercise, mode, tolerance, _now()))
+
+    def end_session(self, session: int) -> None:
+        """Mark a session finished (a killed session simply has no end time)."""
+        self._write("UPDATE sessions SET ended = ? WHERE id = ?", (_now(), session))
+
+    def record(self, session: int, a: Attempt) -> None:
+        """Store one answered step and commit it before returning."""
+        if a.outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {a.outcome!r}")
+        self._write(
+            "INSERT INTO answers (session, at, exercise, step, head, outcome, attempt, hints, diagnosis, diagnosis_text, answer)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session, _now(), a.exercise, a.step, a.head, a.outcome, a.attempt, a.hints, a.diagnosis, a.diagnosis_text, a.answer),
+        )
+
+    # -- reading --------------------------------------------------------------------
+    def attempts(self) -> list[Attempt]:
+        """Every recorded answer, oldest first."""
+        rows = self._read("SELECT exercise, step, head, outcome, attempt, hints, diagnosis, diagnosis_text, answer"
+                          " FROM answers ORDER BY id")
+        return [Attempt(*row) for row in rows]
+
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
+        try:
+            return self.conn.execute(sql, args).fetchall()
+        except sqlite3.Error as err:
+            raise _error(self.path, err) from None
+
+    def stats(self, top: int = 5) -> Stats:
+        """Accuracy by step kind, the ``top`` most frequent diagnoses, practice per (exercise, step)."""
+        (sessions,), = self._read("SELECT COUNT(*) FROM sessions")
+        by_step = {
+            step: StepStats(step, correct, wrong, shown, skipped, first)
+            for step, correct, wrong, shown, skipped, first in self._read(
+                "SELECT step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
+                " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM answers GROUP BY step")
+        }
+        order = {s: i for i, s in enumerate(STEP_IDS)}
+        steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
+        diagnoses = tuple(
+            DiagnosisCount(key, count, text or "")
+            for key, count, text in self._read(
+                "SELECT diagnosis, COUNT(*),"
+                " (SELECT b.diagnosis_text FROM answers b WHERE b.diagnosis = a.diagnosis ORDER BY b.id DESC LIMIT 1)"
+                " FROM answers a WHERE diagnosis IS NOT NULL GROUP BY diagnosis ORDER BY COUNT(*) DESC, diagnosis LIMIT ?",
+                (top,))
+        )
+        practised = {(ex, step): n for ex, step, n in self._read(
+            "SELECT exercise, step, COUNT(*) FROM answers WHERE outcome != 'skipped' GROUP BY exercise, step")}
+        answers = sum(s.graded + s.skipped for s in steps)
+        return Stats(sessions, answers, steps, diagnoses, practised)
+
+
+# --- opening, checked ------------------------------------------------------------------
+
+
+def _error(path: Path, err: sqlite3.Error) -> StoreError:
+    """One sentence for an SQLite failure on ``path``."""
+    text = str(err)
+    if isinstance(err, sqlite3.OperationalError) and "locked" in text:
+        return StoreError(t("store.locked", path=path))
+    if isinstance(err, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
+        return StoreError(t("store.corrupt", path=path))
+    return StoreError(t("store.failed", path=path, reason=text))
+
+
+def _check_header(path: Path) -> None:
+    """Refuse, before SQLite touches it, a path that is not a file or a file that is not SQLite."""
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise StoreError(t("store.not_file", path=path))
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(_MAGIC))
+    except OSError as err:
+        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+    if head and head != _MAGIC:
+        raise StoreError(t("store.foreign", path=path))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as err:
+        raise _error(path, err) from None
+    return conn
+
+
+def _identity(conn: sqlite3.Connection) -> tuple[int, int, set[str]]:
+    (app_id,), = conn.execute("PRAGMA application_id").fetchall()
+    (version,), = conn.execute("PRAGMA user_version").fetchall()
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return app_id, version, tables
+
+
+def _verify(path: Path, app_id: int, version: int, tables: set[str]) -> bool:
+    """True when the file is ours and current; False when it is empty; raises otherwise."""
+    if app_id == 0 and version == 0 and not tables:
+        return False
+    if app_id != APPLICATION_ID:
+        raise StoreError(t("store.foreign", path=path))
+    if version > SCHEMA_VERSION:
+        raise StoreError(t("store.newer", path=path, version=version, known=SCHEMA_VERSION))
+    if version < 1 or not _TABLES <= tables:
+        raise StoreError(t("store.corrupt", path=path))
+    return True
+
+
+def _adopt(conn: sqlite3.Connection, path: Path) -> None:
+    """Check that the open file is ours, or initialise it when empty; then switch to WAL.
+
+    The check reads only.  Initialising happens inside ``BEGIN IMMEDIATE``
+    and looks again, so two sessions starting at once create the schema once.
+    """
+    try:
+        if not _verify(path, *_identity(conn)):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if not _verify(path, *_identity(conn)):
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        (mode,), = conn.execute("PRAGMA journal_mode").fetchall()
+        if str(mode).lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.Error as err:
+        raise _error(path, err) from None
