@@ -1,0 +1,688 @@
+"""The practice drill as a pure state machine: ``handle(state, event) -> (state, effects)``.
+
+No I/O: the CLI reads a line, turns it into an event with :func:`read_event`
+(or sends :class:`EndOfInput` / :class:`Interrupt`), calls :func:`handle`, and
+carries out the effects in order -- :class:`Record` goes to the progress store
+(before the feedback that follows it is shown, so an answer is saved before
+the learner reads the verdict), everything else to the renderer, and the last
+:class:`Prompt` says what to ask next.
+
+A session walks the chosen steps in the order of the solution (head 0's steps,
+then head 1's, ..., then ``concat`` and ``output``).  In ``matrix`` mode an
+answer is a whole matrix on one line (``1 1; 2 2; 2 2``), or row by row: a
+first line holding one row of a taller matrix starts row-by-row input, which
+an empty line ends.  In ``entry`` mode every entry is asked for in turn, and
+after a wrong answer only the wrong entries are asked again.  Typed text goes
+through :mod:`tutor.answers` only.
+
+>>> from tutor.catalog import resolve; from tutor.exact import solve
+>>> state, effects = start(solve(resolve("single-head-3x4")), steps=("q",))
+>>> state, effects = handle(state, read_event("1 1; 2 2; 2 2"))
+>>> [type(e).__name__ for e in effects]
+['Record', 'Correct', 'Summary']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import TYPE_CHECKING, Literal
+
+from .answers import DEFAULT_TOLERANCE, Entry, close, parse_entry, parse_matrix, parse_row
+from .errors import AnswerError
+from .exactnum import Exact, Rat, frac_text
+from .messages import t
+from .model import Matrix as FracMatrix
+from .steps import Solution, Step
+
+if TYPE_CHECKING:
+    from .diagnose import Diagnosis
+
+Mode = Literal["matrix", "entry"]
+Outcome = Literal["correct", "wrong", "shown", "skipped"]
+COMMANDS = ("hint", "shape", "show", "skip", "quit", "help")
+Cell = tuple[int, int]
+Answered = tuple[tuple[Entry, ...], ...]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a session grades: ``mode`` (``matrix`` or ``entry``) and the decimal ``tolerance``."""
+
+    mode: Mode = "matrix"
+    tolerance: float = DEFAULT_TOLERANCE
+
+
+# --- events --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A typed line that is not a command (possibly empty: it ends row-by-row input)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """One of :data:`COMMANDS`."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class EndOfInput:
+    """The input stream ended (Ctrl-D, or the end of a piped script)."""
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    """Ctrl-C."""
+
+
+Event = Answer | Command | EndOfInput | Interrupt
+
+
+def read_event(line: str) -> Answer | Command:
+    """A typed line as an event: a command word (any case, surrounding blanks ignored) or an answer.
+
+    >>> read_event("  Hint "), read_event("1 1; 2 2")
+    (Command(name='hint'), Answer(text='1 1; 2 2'))
+    """
+    word = line.strip().lower()
+    return Command(word) if word in COMMANDS else Answer(line.rstrip("\r\n"))
+
+
+# --- effects ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Input:
+    """A matrix a step needs, as the prompt shows it: exact texts, floats and labels."""
+
+    name: str
+    exact: tuple[tuple[str, ...], ...]
+    value: tuple[tuple[float, ...], ...]
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.exact), len(self.exact[0]))
+
+
+@dataclass(frozen=True)
+class Present:
+    """Show a new step: its title, formula and inputs (never its result's shape)."""
+
+    step: Step
+    number: int
+    total: int
+    inputs: tuple[Input, ...]
+    multi_head: bool
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Ask for input.  ``row`` (1-based) during row-by-row input; ``cell`` in entry mode."""
+
+    step: Step
+    multi_head: bool
+    row: int | None = None
+    cell: Cell | None = None
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Typed text that is not an answer: one line saying what and where; nothing was graded."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class RowByRow:
+    """Row 1 was read as the first row of a row-by-row answer."""
+
+    rows: int
+
+
+@dataclass(frozen=True)
+class Correct:
+    """The answer is right (``attempt`` is the 1-based try)."""
+
+    step: Step
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """The answer is wrong.
+
+    ``wrong`` are the wrong cells when the shape is right (``None`` when it
+    is not); ``inexact`` the wrong cells whose exact form (``3``, ``1/2``) is
+    within the tolerance but not equal: they need decimals; ``diagnoses`` the
+    misconceptions that explain the answer, most specific first; ``retry``
+    the cells asked again in entry mode.
+    """
+
+    step: Step
+    answer: Answered
+    wrong: tuple[Cell, ...] | None
+    inexact: tuple[Cell, ...]
+    diagnoses: tuple[Diagnosis, ...]
+    attempt: int
+    retry: tuple[Cell, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hint:
+    """Hint number ``level``: 1 is the formula, 2 one entry worked out; 3 and on: no more hints."""
+
+    step: Step
+    level: int
+    formula: str = ""
+    cell: Cell | None = None
+    work: str = ""
+
+
+@dataclass(frozen=True)
+class ShapeInfo:
+    """Reveal the shape of the step's result, and how it follows from the inputs."""
+
+    step: Step
+
+
+@dataclass(frozen=True)
+class Reveal:
+    """Show the right answer (after ``show``); the step counts as missed."""
+
+    step: Step
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The step was skipped (not counted)."""
+
+    step: Step
+
+
+@dataclass(frozen=True)
+class Help:
+    """List the commands and the answer formats."""
+
+    mode: Mode
+
+
+@dataclass(frozen=True)
+class Record:
+    """Save one answered step (the CLI commits it to the store at once)."""
+
+    step: str
+    head: int | None
+    outcome: Outcome
+    attempt: int
+    hints: int
+    diagnosis: str | None = None
+    diagnosis_text: str | None = None
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """How one step of the session ended; ``outcome`` is ``None`` when it was not reached."""
+
+    step: Step
+    outcome: Literal["correct", "shown", "skipped"] | None = None
+    attempts: int = 0
+    hints: int = 0
+    diagnoses: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The session is over: one :class:`Result` per chosen step, and why it ended."""
+
+    results: tuple[Result, ...]
+    reason: Literal["done", "quit", "end", "interrupt"]
+
+
+Effect = (Present | Prompt | Invalid | RowByRow | Correct | Wrong | Hint | ShapeInfo | Reveal | Skipped | Help
+          | Record | Summary)
+
+
+# --- state ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class State:
+    """Where a session is.  Build with :func:`start`; never mutate (use :func:`handle`)."""
+
+    sol: Solution
+    steps: tuple[Step, ...]
+    settings: Settings = Settings()
+    index: int = 0
+    attempts: int = 0  # wrong answers at the current step
+    hints: int = 0  # hints given at the current step
+    diagnoses: tuple[str, ...] = ()  # diagnosis keys at the current step
+    last_wrong: tuple[Cell, ...] = ()
+    rows: Answered = ()  # matrix mode: rows typed so far, row by row
+    grid: tuple[tuple[Entry | None, ...], ...] = ()  # entry mode: entries typed so far
+    todo: tuple[Cell, ...] = ()  # entry mode: cells still to ask
+    results: tuple[Result, ...] = ()
+    done: bool = False
+    multi_head: bool = field(default=False)
+
+    @property
+    def step(self) -> Step:
+        """The step being asked."""
+        return self.steps[self.index]
+
+
+def select(sol: Solution, steps: Sequence[str] | None = None, head: int | None = None) -> tuple[Step, ...]:
+    """The steps of ``sol`` a session asks, in order: only ``steps`` (ids) if given, only
+    ``head``'s per-head steps if given (layer steps are kept, as in ``explain --head``)."""
+    chosen = []
+    for s in sol.steps:
+        if steps is not None and s.id not in steps:
+            continue
+        if head is not None and s.head is not None and s.head != head:
+            continue
+        chosen.append(s)
+    return tuple(chosen)
+
+
+def start(sol: Solution, settings: Settings = Settings(), *, steps: Sequence[str] | None = None,
+          head: int | None = None) -> tuple[State, list[Effect]]:
+    """A new session over :func:`select`'s steps, and its first effects."""
+    chosen = select(sol, steps, head)
+    state = State(sol, chosen, settings, multi_head=sol.exercise.num_heads > 1)
+    if not chosen:
+        return replace(state, done=True), [Summary((), "done")]
+    state = _begin(state)
+    return state, [_present(state), _prompt(state)]
+
+
+def handle(state: State, event: Event) -> tuple[State, list[Effect]]:
+    """The next state and the effects of ``event``.  A finished state ignores every event."""
+    if state.done:
+        return state, []
+    if isinstance(event, Interrupt):
+        return _finish(_drop_pending(state), "interrupt")
+    if isinstance(event, EndOfInput):
+        effects: list[Effect] = []
+        if state.rows:  # a script that ends without the blank line after its last row
+            state, effects = _grade(state, state.rows, _rows_text(state.rows))
+            effects = [e for e in effects if not isinstance(e, (Present, Prompt, Summary))]
+            if state.done:
+                return state, effects + [Summary(state.results, "done")]
+        state, end = _finish(_drop_pending(state), "end")
+        return state, effects + end
+    if isinstance(event, Command):
+        return _command(state, event.name)
+    if state.settings.mode == "entry":
+        return _entry(state, event.text)
+    return _matrix(state, event.text)
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def _command(state: State, name: str) -> tuple[State, list[Effect]]:
+    step = state.step
+    if name == "quit":
+        return _finish(_drop_pending(state), "quit")
+    if name == "help":
+        return state, [Help(state.settings.mode), _prompt(state)]
+    if name == "shape":
+        return state, [ShapeInfo(step), _prompt(state)]
+    if name == "hint":
+        level = state.hints + 1
+        state = replace(state, hints=level)
+        if level == 1:
+            return state, [Hint(step, 1, formula=step.formula), _prompt(state)]
+        if level == 2:
+            i, j = _hint_cell(state)
+            return state, [Hint(step, 2, cell=(i, j), work=worked_entry(state.sol, step, i, j)), _prompt(state)]
+        return state, [Hint(step, level), _prompt(state)]
+    outcome: Literal["shown", "skipped"] = "shown" if name == "show" else "skipped"
+    record = Record(step.id, step.head, outcome, state.attempts + 1, state.hints)
+    shown: Effect = Reveal(step) if outcome == "shown" else Skipped(step)
+    state = replace(state, results=state.results + (Result(step, outcome, state.attempts, state.hints, state.diagnoses),))
+    state, more = _advance(state)
+    return state, [record, shown] + more
+
+
+def _hint_cell(state: State) -> Cell:
+    """The entry a hint works out: the one being asked (entry mode), else the first one
+    answered wrong, else the first with a finite value."""
+    if state.todo:
+        return state.todo[0]
+    if state.last_wrong:
+        return state.last_wrong[0]
+    value = state.step.value
+    for i, row in enumerate(value):
+        for j, v in enumerate(row):
+            if math.isfinite(v):
+                return (i, j)
+    return (0, 0)
+
+
+# --- answers -----------------------------------------------------------------------------------
+
+
+def _matrix(state: State, text: str) -> tuple[State, list[Effect]]:
+    step = state.step
+    rows_needed = step.shape[0]
+    if not state.rows:
+        if not text.strip():
+            return state, [_prompt(state)]
+        stripped = text.strip()
+        if stripped.startswith("[[") and "]]" not in stripped:  # the first line of a pasted [[...],\n [...]]
+            return _add_row(state, stripped[1:])
+        try:
+            m = parse_matrix(text)
+        except AnswerError as err:
+            return state, [Invalid(str(err)), _prompt(state)]
+        if len(m) == 1 and rows_needed > 1:
+            state = replace(state, rows=m)
+            return state, [RowByRow(len(m)), _prompt(state)]
+        return _grade(state, m, text.strip())
+    if not text.strip():
+        return _grade(state, state.rows, _rows_text(state.rows))
+    return _add_row(state, text)
+
+
+def _add_row(state: State, text: str) -> tuple[State, list[Effect]]:
+    """One more row of a row-by-row answer; a row ending in ``]]`` ends the matrix."""
+    number = len(state.rows) + 1
+    stripped = text.strip()
+    ends = stripped.endswith("]]")
+    if ends:
+        stripped = stripped[:-1]
+    try:
+        row = parse_row(stripped)
+    except AnswerError as err:
+        return state, [Invalid(t("practice.bad_row", row=number, message=str(err))), _prompt(state)]
+    if state.rows and len(row) != len(state.rows[0]):
+        message = t("practice.ragged_row", row=number, found=len(row), expected=len(state.rows[0]))
+        return state, [Invalid(message), _prompt(state)]
+    state = replace(state, rows=state.rows + (row,))
+    if ends:
+        return _grade(state, state.rows, _rows_text(state.rows))
+    effects: list[Effect] = [RowByRow(len(state.rows))] if number == 1 else []
+    return state, effects + [_prompt(state)]
+
+
+def _entry(state: State, text: str) -> tuple[State, list[Effect]]:
+    if not text.strip():
+        return state, [_prompt(state)]
+    i, j = state.todo[0]
+    step = state.step
+    try:
+        entry = parse_entry(text)
+    except AnswerError as err:
+        message = t("practice.bad_entry", row=step.row_labels[i], col=step.col_labels[j], message=str(err))
+        return state, [Invalid(message), _prompt(state)]
+    grid = tuple(tuple(entry if (r, c) == (i, j) else e for c, e in enumerate(row)) for r, row in enumerate(state.grid))
+    state = replace(state, grid=grid, todo=state.todo[1:])
+    if state.todo:
+        return state, [_prompt(state)]
+    answered: Answered = tuple(tuple(e for e in row if e is not None) for row in grid)
+    return _grade(state, answered, "; ".join(", ".join(e.text for e in row) for row in answered))
+
+
+def _rows_text(rows: Answered) -> str:
+    return "; ".join(", ".join(e.text for e in row) for row in rows)
+
+
+def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effect]]:
+    """Grade a complete answer: right entries by :func:`tutor.answers.close`, wrong ones explained by
+    :func:`tutor.diagnose.diagnose`."""
+    step = state.step
+    tol = state.settings.tolerance
+    attempt = state.attempts + 1
+    shape = (len(answer), len(answer[0]))
+    wrong: tuple[Cell, ...] | None = None
+    if shape == step.shape:
+        wrong = tuple((i, j) for i, row in enumerate(answer) for j, e in enumerate(row)
+                      if not close(e, step.value[i][j], tolerance=tol))
+        if not wrong:
+            record = Record(step.id, step.head, "correct", attempt, state.hints, answer=text)
+            state = replace(state, results=state.results + (
+                Result(step, "correct", state.attempts, state.hints, state.diagnoses),))
+            state, more = _advance(state)
+            return state, [record, Correct(step, attempt)] + more
+    from .diagnose import diagnose
+
+    floats = [[e.value() for e in row] for row in answer]
+    diagnoses = tuple(diagnose(state.sol, step.id, step.head, floats, tolerance=tol))
+    inexact = tuple((i, j) for i, j in wrong or () if answer[i][j].is_exact
+                    and math.isfinite(step.value[i][j]) and abs(answer[i][j].value() - step.value[i][j]) <= tol)
+    first = diagnoses[0] if diagnoses else None
+    record = Record(step.id, step.head, "wrong", attempt, state.hints,
+                    first.key if first else None, first.message if first else None, text)
+    keys = state.diagnoses + tuple(d.key for d in diagnoses[:1] if d.key not in state.diagnoses)
+    state = replace(state, attempts=attempt, diagnoses=keys, last_wrong=wrong or (), rows=())
+    retry: tuple[Cell, ...] = ()
+    if state.settings.mode == "entry":
+        assert wrong is not None  # entry mode always answers the step's shape
+        retry = wrong
+        bad = set(wrong)
+        grid = tuple(tuple(None if (i, j) in bad else e for j, e in enumerate(row)) for i, row in enumerate(answer))
+        state = replace(state, grid=grid, todo=wrong)
+    return state, [record, Wrong(step, answer, wrong, inexact, diagnoses, attempt, retry), _prompt(state)]
+
+
+# --- moving on --------------------------------------------------------------------------------------
+
+
+def _begin(state: State) -> State:
+    """Reset the per-step fields for the step at ``state.index``."""
+    rows, cols = state.step.shape
+    state = replace(state, attempts=0, hints=0, diagnoses=(), last_wrong=(), rows=(), grid=(), todo=())
+    if state.settings.mode == "entry":
+        state = replace(state, grid=tuple((None,) * cols for _ in range(rows)),
+                        todo=tuple((i, j) for i in range(rows) for j in range(cols)))
+    return state
+
+
+def _advance(state: State) -> tuple[State, list[Effect]]:
+    index = state.index + 1
+    if index >= len(state.steps):
+        state = replace(state, index=index - 1, done=True)
+        return state, [Summary(state.results, "done")]
+    state = _begin(replace(state, index=index))
+    return state, [_present(state), _prompt(state)]
+
+
+def _drop_pending(state: State) -> State:
+    return replace(state, rows=(), todo=(), grid=())
+
+
+def _finish(state: State, reason: Literal["done", "quit", "end", "interrupt"]) -> tuple[State, list[Effect]]:
+    reached = {(r.step.id, r.step.head) for r in state.results}
+    results = state.results + tuple(Result(s) for s in state.steps if (s.id, s.head) not in reached)
+    order = {(s.id, s.head): n for n, s in enumerate(state.steps)}
+    results = tuple(sorted(results, key=lambda r: order[r.step.id, r.step.head]))
+    state = replace(state, done=True, results=results)
+    return state, [Summary(results, reason)]
+
+
+def _prompt(state: State) -> Prompt:
+    if state.settings.mode == "entry" and state.todo:
+        return Prompt(state.step, state.multi_head, cell=state.todo[0])
+    if state.rows:
+        return Prompt(state.step, state.multi_head, row=len(state.rows) + 1)
+    return Prompt(state.step, state.multi_head)
+
+
+# --- what a step needs ------------------------------------------------------------------------------
+
+
+def result_name(step: Step) -> str:
+    """The name of a step's result: ``Q``, ``scores``, ``head_1``, ``output``."""
+    return step.result.name
+
+
+def _frac_input(name: str, m: FracMatrix, rows: Sequence[str], cols: Sequence[str]) -> Input:
+    return Input(name, tuple(tuple(frac_text(x) for x in row) for row in m),
+                 tuple(tuple(float(x) for x in row) for row in m), tuple(rows), tuple(cols))
+
+
+def _step_input(step: Step, name: str | None = None) -> Input:
+    return Input(name or result_name(step), tuple(tuple(str(e) for e in row) for row in step.exact),
+                 step.value, step.row_labels, step.col_labels)
+
+
+def _dims(prefix: str, n: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{i + 1}" for i in range(n))
+
+
+def inputs_for(sol: Solution, step: Step) -> tuple[Input, ...]:
+    """The matrices ``step`` is computed from, as the learner has them (the right values
+    of the earlier steps): e.g. ``Q`` and ``K`` for ``scores``, ``X``, ``W_Q`` (and ``b_Q``) for ``q``."""
+    ex = sol.exercise
+    h = step.head
+    if step.id in ("q", "k", "v"):
+        hd = ex.heads[h or 0]
+        sym = step.id.upper()
+        w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[step.id]
+        x, x_name, labels = (ex.x, "X", ex.query_labels) if step.id == "q" or not ex.is_cross else (ex.kv, "X_kv", ex.key_labels)
+        out = [_frac_input(x_name, x, labels, _dims("d", len(x[0]))),
+               _frac_input(f"W_{sym}", w, _dims("r", len(w)), _dims("d", len(w[0])))]
+        if b is not None:
+            out.append(_frac_input(f"b_{sym}", (b,), ("",), _dims("d", len(b))))
+        return tuple(out)
+    if step.id == "scores":
+        return (_step_input(sol.step("q", h)), _step_input(sol.step("k", h)))
+    if step.id == "scaled":
+        return (_step_input(sol.step("scores", h)),)
+    if step.id == "masked":
+        allowed = ex.allowed()
+        assert allowed is not None
+        m = Input("M", tuple(tuple("0" if a else "-inf" for a in row) for row in allowed),
+                  tuple(tuple(0.0 if a else -math.inf for a in row) for row in allowed), ex.query_labels, ex.key_labels)
+        return (_step_input(sol.step("scaled", h)), m)
+    if step.id == "weights":
+        return (_step_input(sol.step("masked" if ex.has_mask else "scaled", h)),)
+    if step.id == "head_output":
+        return (_step_input(sol.step("weights", h)), _step_input(sol.step("v", h)))
+    if step.id == "concat":
+        return tuple(_step_input(sol.step("head_output", hh)) for hh in range(ex.num_heads))
+    # output
+    assert ex.w_o is not None
+    src = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
+    out = [_step_input(src), _frac_input("W_O", ex.w_o, _dims("r", len(ex.w_o)), _dims("o", len(ex.w_o[0])))]
+    if ex.b_o is not None:
+        out.append(_frac_input("b_O", (ex.b_o,), ("",), _dims("o", len(ex.b_o))))
+    return tuple(out)
+
+
+def _present(state: State) -> Present:
+    return Present(state.step, state.index + 1, len(state.steps), inputs_for(state.sol, state.step), state.multi_head)
+
+
+# --- one entry, worked out ------------------------------------------------------------------------------
+
+
+def _dec(v: float, places: int = 4) -> str:
+    if math.isinf(v):
+        return "-inf" if v < 0 else "inf"
+    text = f"{v:.{places}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def _factor(e: Exact | Fraction, value: float) -> str:
+    """An operand in a product: a short exact rational as written (parenthesised when it has a
+    sign or a slash), otherwise its decimal."""
+    if isinstance(e, Fraction):
+        e = Rat(e)
+    if isinstance(e, Rat) and len(frac_text(e.q)) <= 6:
+        text = frac_text(e.q)
+        return f"({text})" if "/" in text or text.startswith("-") else text
+    text = _dec(value)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _total(e: Exact, value: float) -> str:
+    """``= 4``, ``= 2*sqrt(2) ≈ 2.8284``, ``≈ 0.1084``: the result of a worked entry."""
+    if isinstance(e, Rat):
+        return f"= {frac_text(e.q)}"
+    if math.isinf(value):
+        return "= -inf"
+    text = str(e)
+    if len(text) <= 16:
+        return f"= {text} ≈ {_dec(value)}"
+    return f"≈ {_dec(value)}"
+
+
+def _dot(pairs: Sequence[tuple[str, str]]) -> str:
+    return " + ".join(f"{a}·{b}" for a, b in pairs)
+
+
+def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:
+    """Entry ``(i, j)`` of ``step`` worked out with its products, in answer-grammar notation:
+    ``scores[t1, t2] = Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4``."""
+    ex = sol.exercise
+    h = step.head
+    rl, cl = step.row_labels[i], step.col_labels[j]
+    name = result_name(step)
+    here = f"{name}[{rl}, {cl}]"
+    exact, value = step.exact[i][j], step.value[i][j]
+    if step.id in ("q", "k", "v"):
+        hd = ex.heads[h or 0]
+        sym = step.id.upper()
+        w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[step.id]
+        x, xn = (ex.x, "X") if step.id == "q" or not ex.is_cross else (ex.kv, "X_kv")
+        pairs = [(_factor(x[i][k], float(x[i][k])), _factor(w[k][j], float(w[k][j]))) for k in range(len(w))]
+        bias = f" + b_{sym}[{cl}]" if b is not None else ""
+        bias_value = f" + {_factor(b[j], float(b[j]))}" if b is not None else ""
+        return f"{here} = {xn}[{rl}, :]·W_{sym}[:, {cl}]{bias} = {_dot(pairs)}{bias_value} {_total(exact, value)}"
+    if step.id == "scores":
+        q, k = sol.step("q", h), sol.step("k", h)
+        pairs = [(_factor(q.exact[i][n], q.value[i][n]), _factor(k.exact[j][n], k.value[j][n])) for n in range(q.shape[1])]
+        return f"{here} = Q[{rl}, :]·K[{cl}, :] = {_dot(pairs)} {_total(exact, value)}"
+    if step.id == "scaled":
+        s = sol.step("scores", h)
+        d_k = ex.heads[h or 0].d_k
+        return f"{here} = scores[{rl}, {cl}] / sqrt({d_k}) = {_factor(s.exact[i][j], s.value[i][j])} / sqrt({d_k}) {_total(exact, value)}"
+    if step.id == "masked":
+        s = sol.step("scaled", h)
+        if math.isinf(value):
+            return f"{here} = scaled[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
+        return f"{here} = scaled[{rl}, {cl}] + 0 {_total(exact, value)}  ({t('practice.work.kept', row=rl, col=cl)})"
+    if step.id == "weights":
+        src = sol.step("masked" if ex.has_mask else "scaled", h)
+        row = src.value[i]
+        head = f"{here} = exp({src.id}[{rl}, {cl}]) / Σ_k exp({src.id}[{rl}, k])"
+        if math.isinf(row[j]):
+            return f"{head} = 0  ({t('practice.work.blocked', row=rl, col=cl)})"
+        live = [v for v in row if not math.isinf(v)]
+        top = max(live)
+        shift = top if top > 20 else 0.0  # keep exp() readable: divide top and bottom by exp(max)
+        def ex_(v: float) -> str:
+            return f"exp({_dec(v)} - {_dec(shift)})" if shift else f"exp({_dec(v)})"
+        terms = [ex_(v) if not math.isinf(v) else "0" for v in row]
+        values = [_dec(math.exp(v - shift)) if not math.isinf(v) else "0" for v in row]
+        return (f"{head} = {ex_(row[j])} / ({' + '.join(terms)}) = {_dec(math.exp(row[j] - shift))} / "
+                f"({' + '.join(values)}) {_total(exact, value)}")
+    if step.id == "head_output":
+        w, v = sol.step("weights", h), sol.step("v", h)
+        pairs = [(_factor(w.exact[i][k], w.value[i][k]), _factor(v.exact[k][j], v.value[k][j])) for k in range(w.shape[1])]
+        return f"{here} = weights[{rl}, :]·V[:, {cl}] = {_dot(pairs)} {_total(exact, value)}"
+    if step.id == "concat":
+        col = j
+        for hh, hd in enumerate(ex.heads):
+            if col < hd.d_v:
+                src = sol.step("head_output", hh)
+                return f"{here} = head_{hh}[{rl}, {src.col_labels[col]}] {_total(exact, value)}"
+            col -= hd.d_v
+    assert ex.w_o is not None
+    src = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
+    pairs = [(_factor(src.exact[i][k], src.value[i][k]), _factor(ex.w_o[k][j], float(ex.w_o[k][j])))
+             for k in range(len(ex.w_o))]
+    bias = f" + b_O[{cl}]" if ex.b_o is not None else ""
+    bias_value = f" + {_factor(ex.b_o[j], float(ex.b_o[j]))}" if ex.b_o is not None else ""
+    return f"{here} = {result_name(src)}[{rl}, :]·W_O[:, {cl}]{bias} = {_dot(pairs)}{bias_value} {_total(exact, value)}"
