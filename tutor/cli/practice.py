@@ -1,3 +1,241 @@
-"""`practice` and `stats` (issue 4)."""
+"""`practice` and `stats` (issue 4).
+
+``practice`` drives the pure state machine of :mod:`tutor.quiz`: it reads one
+line at a time from a stream (a terminal, with line editing, or any piped
+text: one answer per line), turns it into an event, and carries out the
+effects -- each :class:`tutor.quiz.Record` committed to the progress store
+before the feedback after it is shown.  Ctrl-C and the end of input end the
+session with its summary and exit code 0.
+"""
 
 from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, TextIO
+
+import typer
+
+from ..messages import t
+from . import app, console, write
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..model import Exercise
+    from ..quiz import State
+    from ..render.quiz import QuizRenderer
+    from ..store import Store
+
+
+class PracticeMode(str, Enum):
+    matrix = "matrix"
+    entry = "entry"
+
+
+class StatsFormat(str, Enum):
+    rich = "rich"
+    json = "json"
+
+
+def step_kinds(ex: Exercise) -> set[str]:
+    """The step ids an exercise has, without solving it (the contract's rules)."""
+    kinds = {"q", "k", "v", "scores", "scaled", "weights", "head_output"}
+    if ex.has_mask:
+        kinds.add("masked")
+    if ex.num_heads > 1:
+        kinds.add("concat")
+    if ex.w_o is not None:
+        kinds.add("output")
+    return kinds
+
+
+def _recommend(store: Store | None):  # -> tuple[Stats, Recommendation | None]
+    from ..catalog import bundled
+    from ..store import Stats, recommend
+
+    stats = store.stats() if store is not None else Stats()
+    return stats, recommend(stats, [(ex.id, step_kinds(ex), ex.difficulty) for ex in bundled()])
+
+
+def _parse_steps(text: str | None) -> list[str] | None:
+    from ..steps import STEP_IDS
+
+    if text is None:
+        return None
+    names = [s.strip().lower() for s in text.split(",") if s.strip()]
+    unknown = [s for s in names if s not in STEP_IDS]
+    if unknown or not names:
+        raise typer.BadParameter(t("practice.bad_steps", found=", ".join(unknown) or text, known=", ".join(STEP_IDS)),
+                                 param_hint="--steps")
+    return names
+
+
+@app.command(help=t("cli.practice.help"))
+def practice(
+    exercise: Annotated[str | None, typer.Argument(help=t("cli.practice.exercise"), show_default=False)] = None,
+    steps: Annotated[str | None, typer.Option("--steps", help=t("cli.practice.steps"), show_default=False)] = None,
+    head: Annotated[int | None, typer.Option("--head", help=t("cli.practice.head"), min=0, show_default=False)] = None,
+    mode: Annotated[PracticeMode, typer.Option("--mode", help=t("cli.practice.mode"))] = PracticeMode.matrix,
+    tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.practice.tolerance"),
+                                                    show_default=False)] = None,
+) -> None:
+    from ..answers import DEFAULT_TOLERANCE
+    from ..catalog import resolve
+    from ..exact import solve
+    from ..quiz import Settings, select, start
+    from ..render.quiz import QuizRenderer
+    from ..store import Store
+
+    chosen = _parse_steps(steps)
+    if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
+        raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
+    store = Store.open()  # a damaged or foreign store stops here, before any question
+    try:
+        picked = ""
+        if exercise is None:
+            _, rec = _recommend(store)
+            if rec is None:
+                raise typer.BadParameter(t("practice.no_bundled"), param_hint="EXERCISE")
+            exercise = rec.exercise
+            why = (t("stats.next.weak", step=rec.step, right=rec.stats.correct, graded=rec.stats.graded)
+                   if rec.stats.graded else t("stats.next.new", step=rec.step))
+            picked = t("practice.picked", exercise=rec.exercise, why=why)
+        ex = resolve(exercise)
+        if head is not None and head >= ex.num_heads:
+            raise typer.BadParameter(t("explain.no_head", head=head, last=ex.num_heads - 1), param_hint="--head")
+        sol = solve(ex)
+        if chosen is not None:
+            missing = [s for s in chosen if s not in step_kinds(ex)]
+            if missing:
+                raise typer.BadParameter(t("practice.missing_steps", steps=", ".join(missing), id=ex.id,
+                                           has=", ".join(s.id for s in sol.steps if s.head in (0, None))),
+                                         param_hint="--steps")
+        settings = Settings(mode.value, tolerance if tolerance is not None else DEFAULT_TOLERANCE)  # type: ignore[arg-type]
+        total = len(select(sol, chosen, head))
+        out = console()
+        renderer = QuizRenderer(out)
+        renderer.intro(ex, total, settings, picked)
+        state, effects = start(sol, settings, steps=chosen, head=head)
+        session = store.begin_session(ex.id, mode=settings.mode, tolerance=settings.tolerance)
+        try:
+            drive(state, effects, renderer, store, session, ex.id, sys.stdin, out)
+        finally:
+            store.end_session(session)
+    finally:
+        store.close()
+
+
+def _prepare(stream: TextIO) -> None:
+    """Undecodable bytes in piped input become U+FFFD (then a parse error), never a crash."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(errors="replace")
+        except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
+            pass
+
+
+def drive(state: State, effects: list, renderer: QuizRenderer, store: Store, session: int, exercise_id: str,
+          stream: TextIO, out: Console) -> State:
+    """Run a session to its end: carry out ``effects``, read the next line, repeat.
+
+    From a terminal, lines are read with ``input()`` (line editing); from
+    anything else with ``stream.readline()``, echoing each line after its
+    prompt so that the transcript reads as typed.  Returns the final state.
+    """
+    from ..quiz import EndOfInput, Interrupt, Prompt, Record, handle, read_event
+    from ..store import Attempt
+
+    interactive = stream is sys.stdin and stream.isatty()
+    if interactive:
+        try:  # input() gets line editing and history only once readline is loaded
+            import readline  # noqa: F401
+        except ImportError:  # pragma: no cover - Windows without pyreadline
+            pass
+    else:
+        _prepare(stream)
+    while True:
+        try:
+            prompt = None
+            for effect in effects:
+                if isinstance(effect, Record):
+                    store.record(session, Attempt(exercise_id, effect.step, effect.head, effect.outcome, effect.attempt,
+                                                  effect.hints, effect.diagnosis, effect.diagnosis_text, effect.answer))
+                elif isinstance(effect, Prompt):
+                    prompt = effect
+                else:
+                    renderer.show(effect)
+            if state.done or prompt is None:
+                return state
+            text = renderer.prompt(prompt)
+            if interactive:
+                from rich.text import Text
+
+                try:
+                    line: str | None = out.input(Text(text))
+                except EOFError:
+                    out.print()
+                    line = None
+            else:
+                out.print(text, end="", markup=False, highlight=False)
+                out.file.flush()
+                line = stream.readline()
+                if line == "":
+                    out.print()
+                    line = None
+                else:
+                    line = line.rstrip("\r\n")
+                    renderer.echo("", line)
+            event = EndOfInput() if line is None else read_event(line)
+        except KeyboardInterrupt:
+            out.print()
+            event = Interrupt()
+        state, effects = handle(state, event)
+
+
+@app.command(help=t("cli.stats.help"))
+def stats(
+    fmt: Annotated[StatsFormat, typer.Option("--format", help=t("cli.opt.format"))] = StatsFormat.rich,
+) -> None:
+    from ..store import Store, default_path
+
+    path = default_path()
+    store = Store.open_existing(path)
+    try:
+        data, rec = _recommend(store)
+    finally:
+        if store is not None:
+            store.close()
+    doc = stats_dict(data, rec, str(path))
+    if fmt is StatsFormat.json:
+        import json
+
+        write(json.dumps(doc, indent=1, ensure_ascii=False))
+        return
+    from ..render.quiz import render_stats
+
+    render_stats(doc, console())
+
+
+def stats_dict(data, rec, path: str) -> dict:
+    """The stats as plain data: what ``--format json`` prints and the terminal view renders."""
+    steps = [
+        {"step": s.step, "correct": s.correct, "wrong": s.wrong, "shown": s.shown, "skipped": s.skipped,
+         "first_try": s.first_try, "graded": s.graded,
+         "accuracy": None if s.accuracy is None else round(s.accuracy, 4)}
+        for s in data.steps
+    ]
+    nxt = None
+    if rec is not None:
+        nxt = {"step": rec.step, "exercise": rec.exercise, "correct": rec.stats.correct, "graded": rec.stats.graded,
+               "accuracy": None if rec.stats.accuracy is None else round(rec.stats.accuracy, 4),
+               "command": f"attn-tutor practice {rec.exercise}"}
+    return {
+        "store": path,
+        "sessions": data.sessions,
+        "answers": data.answers,
+        "steps": steps,
+        "diagnoses": [{"key": d.key, "count": d.count, "message": d.message} for d in data.diagnoses],
+        "next": nxt,
+    }
