@@ -45,6 +45,8 @@ __all__ = [
     "diagnose",
     "diagnose_claim",
     "matches",
+    "num_text",
+    "off_cells",
     "recompute",
     "right_value",
     "wrong_cells",
@@ -95,7 +97,8 @@ class Claim:
 
     Shapes: ``lo``, ``hi`` ``[rows, cols]`` float64 (``-inf`` for a masked
     score, then ``lo == hi == -inf``); ``texts`` how each entry was written
-    (for "you wrote ..."), or ``None`` to print the midpoint.
+    (for "you wrote ..."), or ``None`` to print the midpoint.  ``NaN``
+    bounds mark an entry that is not given (it matches anything).
     """
 
     lo: Array
@@ -124,7 +127,7 @@ class Claim:
         if self.texts is not None:
             return self.texts[i][j]
         lo, hi = self.lo[i, j], self.hi[i, j]
-        return _num(lo if lo == hi else (lo + hi) / 2)
+        return num_text(lo if lo == hi else (lo + hi) / 2)
 
 
 def _array(m: Sequence[Sequence[float]] | Array) -> Array:
@@ -138,15 +141,18 @@ def matches(value: Array, claim: Claim) -> bool:
     """Whether ``value`` (``[r, c]``) lies in ``claim`` entry by entry.
 
     Same shape required; ``-inf`` matches only ``-inf``; a finite value may
-    miss an interval by a relative :data:`EPS` (float round-off).
+    miss an interval by a relative :data:`EPS` (float round-off); an entry
+    the claim leaves out (``NaN`` bounds) matches anything.
     """
     if value.shape != claim.shape:
         return False
     with np.errstate(invalid="ignore"):
-        inf = np.isinf(value) | np.isinf(claim.lo) | np.isinf(claim.hi)  # [r, c]
+        given = ~(np.isnan(claim.lo) | np.isnan(claim.hi))  # [r, c], False = entry not given
+        inf = given & (np.isinf(value) | np.isinf(claim.lo) | np.isinf(claim.hi))  # [r, c]
         if not np.array_equal(value[inf], claim.lo[inf]) or not np.array_equal(value[inf], claim.hi[inf]):
             return False
-        v, lo, hi = value[~inf], claim.lo[~inf], claim.hi[~inf]  # [n]
+        live = given & ~inf  # [r, c]
+        v, lo, hi = value[live], claim.lo[live], claim.hi[live]  # [n]
         slack = EPS * np.maximum(1.0, np.abs(v))  # [n]
         return bool(np.all((lo - slack <= v) & (v <= hi + slack)))
 
@@ -161,8 +167,8 @@ def _same(a: Array, b: Array) -> bool:
     return bool(np.allclose(a[~inf], b[~inf], rtol=EPS, atol=1e-12))
 
 
-def _num(v: float, places: int = 4) -> str:
-    """``5``, ``0.4458``, ``-inf``: a float as a learner would write it."""
+def num_text(v: float, places: int = 4) -> str:
+    """``5``, ``0.4458``, ``-inf``: a float as a learner would write it (at most ``places`` decimals)."""
     if math.isinf(v):
         return "-inf" if v < 0 else "inf"
     if float(v).is_integer() and abs(v) < 1e15:
@@ -408,7 +414,7 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
 
 
 def _q(x: Fraction) -> str:
-    return frac_text(x) if x.denominator == 1 or len(frac_text(x)) <= 5 else _num(float(x))
+    return frac_text(x) if x.denominator == 1 or len(frac_text(x)) <= 5 else num_text(float(x))
 
 
 def _dot(terms: Sequence[tuple[str, str]], total: str, approx: bool, extra: str = "") -> str:
@@ -423,7 +429,7 @@ def _dot(terms: Sequence[tuple[str, str]], total: str, approx: bool, extra: str 
 
 
 def _exact_row(step: Step, i: int) -> list[str]:
-    return [str(e) if isinstance(e, Rat) and len(str(e)) <= 5 else _num(e.value()) for e in step.exact[i]]
+    return [str(e) if isinstance(e, Rat) and len(str(e)) <= 5 else num_text(e.value()) for e in step.exact[i]]
 
 
 def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
@@ -433,7 +439,7 @@ def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
     value = step.value[i][j]
     exact = step.exact[i][j]
     is_rat = isinstance(exact, Rat)
-    total = str(exact) if is_rat and len(str(exact)) <= 8 else _num(value)
+    total = str(exact) if is_rat and len(str(exact)) <= 8 else num_text(value)
     rl, cl = step.row_labels, step.col_labels
     if step.id in ("q", "k", "v"):
         hd = ex.heads[h or 0]
@@ -455,20 +461,20 @@ def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
     if step.id == "masked":
         if math.isinf(value):
             return t("diagnose.entry.blocked", row=rl[i], col=cl[j])
-        return t("diagnose.entry.kept", row=rl[i], col=cl[j], value=_num(value))
+        return t("diagnose.entry.kept", row=rl[i], col=cl[j], value=num_text(value))
     if step.id == "weights":
         src = sol.step("masked" if ex.has_mask else "scaled", h)
         row = src.value[i]
         if math.isinf(row[j]):
             return t("diagnose.entry.blocked_weight", row=rl[i], col=cl[j])
-        live = [_num(s) for s in row if not math.isinf(s)]
+        live = [num_text(s) for s in row if not math.isinf(s)]
         if len(live) <= 4:
-            return f"exp({_num(row[j])}) / ({' + '.join(f'exp({s})' for s in live)}) ≈ {_num(value)}"
-        return f"exp({src.id}[{rl[i]}, {cl[j]}]) / Σ_k exp({src.id}[{rl[i]}, k]) ≈ {_num(value)}"
+            return f"exp({num_text(row[j])}) / ({' + '.join(f'exp({s})' for s in live)}) ≈ {num_text(value)}"
+        return f"exp({src.id}[{rl[i]}, {cl[j]}]) / Σ_k exp({src.id}[{rl[i]}, k]) ≈ {num_text(value)}"
     if step.id == "head_output":
         w, v = sol.step("weights", h).value[i], sol.step("v", h)
-        terms = [(_num(w[k]), _exact_row(v, k)[j]) for k in range(len(w))]
-        return f"weights_{rl[i]} · V[:, {j + 1}] = {_dot(terms, _num(value), not is_rat)}"
+        terms = [(num_text(w[k]), _exact_row(v, k)[j]) for k in range(len(w))]
+        return f"weights_{rl[i]} · V[:, {j + 1}] = {_dot(terms, num_text(value), not is_rat)}"
     if step.id == "concat":
         width = [hd.d_v for hd in ex.heads]
         hh, col = 0, j
@@ -479,15 +485,15 @@ def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
     # output
     src = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
     row = src.value[i]
-    terms = [(_num(row[k]), _q(ex.w_o[k][j])) for k in range(len(row))]  # type: ignore[index]
+    terms = [(num_text(row[k]), _q(ex.w_o[k][j])) for k in range(len(row))]  # type: ignore[index]
     extra = f" + {_q(ex.b_o[j])}" if ex.b_o is not None else ""
     lhs = f"{'concat' if ex.num_heads > 1 else 'head_0'}_{rl[i]} · W_O[:, {j + 1}]" + (f" + b_O[{j + 1}]" if ex.b_o is not None else "")
-    return f"{lhs} = {_dot(terms, _num(value), not is_rat, extra)}"
+    return f"{lhs} = {_dot(terms, num_text(value), not is_rat, extra)}"
 
 
 def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, right: Array) -> Diagnosis | None:
     """The diagnosis for an answer with exactly one entry off, else ``None``."""
-    cells = _off(right, claim)
+    cells = off_cells(right, claim)
     if cells is None or len(cells) != 1:
         return None
     (i, j), = cells
@@ -497,8 +503,9 @@ def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, r
     return Diagnosis("single_entry", message, ((i, j),))
 
 
-def _off(right: Array, claim: Claim) -> list[tuple[int, int]] | None:
-    """The entries of ``claim`` that ``right`` misses; ``None`` when the shapes differ."""
+def off_cells(right: Array, claim: Claim) -> list[tuple[int, int]] | None:
+    """The 0-based cells where ``right`` (``[r, c]``) lies outside ``claim``,
+    row by row; ``None`` when the shapes differ."""
     if right.shape != claim.shape:
         return None
     r, c = right.shape
@@ -570,7 +577,7 @@ def wrong_cells(sol: Solution, step_id: str, head: int | None, answer: Sequence[
     ragged or empty answer.
     """
     claim = Claim.around(answer, tolerance)
-    off = _off(right_value(sol, step_id, head), claim)
+    off = off_cells(right_value(sol, step_id, head), claim)
     if off is None:
         r, c = claim.shape
         return [(i, j) for i in range(r) for j in range(c)]

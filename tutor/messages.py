@@ -234,6 +234,7 @@ EN: dict[str, str] = {
     "practice.status.shown": "shown (missed)",
     "practice.status.skipped": "skipped",
     "practice.status.unreached": "not reached",
+    "practice.status.left": "not finished, {wrong} wrong",
     "practice.status.hints": ", {hints} hint(s)",
     "practice.saved": "Your answers are saved; attn-tutor stats shows your progress.",
     "stats.empty": "No practice recorded yet.",

@@ -1,0 +1,413 @@
+"""`attn-tutor check`: the errata auditor, through the CLI (exact lines, exit
+codes) and the library.  Right values are hand calculations written here
+(the classic example: scores [2, 4, 4] / √2, softmax with math.exp)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tutor.cli.check  # noqa: F401  registers `check` (until tutor/cli/__init__.py imports it)
+from tutor.check import CARRIED, INDEPENDENT, ROUNDING, audit
+from tutor.cli import main
+from tutor.errors import ExerciseError
+from tutor.solution_file import read_solution
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data" / "check"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def check_text(tmp_path: Path, text: str, name: str = "sol.yaml") -> tuple[int, list[str], list[str]]:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def audit_text(text: str, base: Path = DATA):
+    return audit(read_solution(text, "sol.yaml", base=base))
+
+
+# --- the sample files ---------------------------------------------------------------------
+
+
+def test_blog_post_numbers(capsys, monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, err = run(capsys, "check", "blog-single-head-3x4.yaml")
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        "Checking blog-single-head-3x4.yaml against exercise single-head-3x4: Three tokens, d_model = 4, one head with d_k = 2",
+        "Source: the seed blog post's worked example",
+        "",
+        "Steps (each entry judged within the rounding it is written to)",
+        "  ✗ wrong    weights      3 of 3 entries off",
+        "  ✗ wrong    head_output  2 of 6 entries off; carries the error in weights forward",
+        "",
+        "First wrong step: weights",
+        "  [t1, t1]: you wrote 0.016, the right value is 0.1084",
+        "  [t1, t2]: you wrote 0.492, the right value is 0.4458",
+        "  [t1, t3]: you wrote 0.492, the right value is 0.4458",
+        "  No known misconception explains it.",
+        "  What follows from it:",
+        "    ✗ head_output: carries the error forward (recomputed from your weights, it matches what you wrote)",
+        "",
+        "Plausibility (no recomputation needed)",
+        "  ✓ every given matrix has the size of its step",
+        "  ✓ every row of weights sums to 1 within rounding",
+        "  ✓ every entry of weights lies between 0 and 1",
+        "  ✓ every column of head_output lies within that column of V",
+        "",
+        "✗ wrong: 2 of 2 given steps are wrong; 0 of 4 plausibility checks fail. The first wrong step is weights.",
+    ]
+
+
+def test_blog_first_row_by_hand():
+    # scores row t1 = [2, 4, 4]; scaled by 1/√2; softmax: e^(√2) vs e^(2√2)
+    a, b = math.exp(2 / math.sqrt(2)), math.exp(4 / math.sqrt(2))
+    right = [a / (a + 2 * b), b / (a + 2 * b)]
+    assert [round(x, 4) for x in right] == [0.1084, 0.4458]
+    # forgetting the scaling gives e^2 / (e^2 + 2 e^4) = 0.0634, not the blog's 0.016
+    assert round(math.exp(2) / (math.exp(2) + 2 * math.exp(4)), 4) == 0.0634
+    report = audit(read_solution((DATA / "blog-single-head-3x4.yaml").read_text(), "blog.yaml", base=DATA))
+    weights, out = report.steps
+    assert weights.wrong == ((0, 0), (0, 1), (0, 2)) and weights.diagnoses == ()
+    # 1.984 = 0.016·1 + 0.984·2 follows from the blog's own weights; the right value is 1.8916
+    assert out.wrong == ((0, 0), (0, 1))
+    assert round(right[0] * 1 + 2 * right[1] * 2, 4) == 1.8916
+    assert (out.follows, out.source) == (CARRIED, ("weights", 0))
+    assert report.exit_code == 1
+
+
+def test_classic_correct_solution(capsys, monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, err = run(capsys, "check", "classic-correct.yaml")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert "  ✓ correct  scaled       9 entries right" in lines
+    assert "  ✓ correct  head_output  6 entries right" in lines
+    assert "  ✓ every column of head_output lies within that column of your V" in lines
+    assert lines[-1] == "✓ correct: every given step is right and plausible (7 of the 7 steps of the exercise given)."
+    assert "✗" not in out
+
+
+def test_homework_that_forgot_the_scaling(capsys, monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, _ = run(capsys, "check", "homework-no-scaling.yaml")
+    assert code == 1
+    lines = out.splitlines()
+    i = lines.index("First wrong step: scaled")
+    assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is 1.4142",
+                                  "  [t1, t2]: you wrote 4, the right value is 2.8284"]
+    assert "  … and 3 more" in lines
+    assert "  Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2)." in lines
+    assert "    ✗ weights: carries the error forward (recomputed from your scaled, it matches what you wrote)" in lines
+    assert "  ✗ wrong    weights      9 of 9 entries off; carries the error in scaled forward" in lines
+    assert "  ✓ correct  scores       9 entries right" in lines
+
+
+def test_homework_weights_alone_are_diagnosed_as_no_scaling():
+    # the same homework's weights without the steps before them: diagnosed from the weights alone
+    report = audit_text("exercise: single-head-3x4\nweights: [[0.06, 0.47, 0.47], [0.01, 0.50, 0.50], [0.01, 0.50, 0.50]]\n")
+    (w,) = report.steps
+    assert [d.key for d in w.diagnoses] == ["no_scaling"]
+    assert w.follows is None
+
+
+def test_malformed_file_is_unusable(capsys, monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, err = run(capsys, "check", "malformed.yaml")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        'error: malformed.yaml:3:25: scores[1][1]: unknown name "eight" at column 1 in "eight" (known: sqrt, exp, e, inf)',
+        "error: malformed.yaml:4:1: weigths: 'weigths' is not a step name (did you mean 'weights'?)",
+        "error: malformed.yaml:5:1: concat: the exercise has one head, so it has no 'concat' step",
+    ]
+
+
+def test_two_heads_mask_set_to_zero(capsys, monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, _ = run(capsys, "check", "two-head-causal-mask-zero.yaml")
+    assert code == 1
+    lines = out.splitlines()
+    assert "  ✓ correct  masked (head 0)       9 entries right" in lines
+    assert "  ✗ wrong    masked (head 1)       3 of 9 entries off" in lines
+    assert "First wrong step: masked (head 1)" in lines
+    assert "  [t1, t2]: you wrote 0, the right value is -inf" in lines
+    assert ("  Diagnosis: You set the masked scores to 0; set them to -inf, so that they get zero weight "
+            "after the softmax.") in lines
+    assert "    • not given, but they inherit the error: concat" in lines
+    assert ("  ✗ weights (head 1) gives weight where the mask blocks (it must be 0 there): "
+            "[t1, t2] = 0.3333, [t1, t3] = 0.3333, [t2, t3] = 0.0035") in lines
+    assert "  ✗ wrong    output                3 of 12 entries off; carries the error in head_output (head 1) forward" in lines
+
+
+def test_json_format(capsys, monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, _ = run(capsys, "check", "blog-single-head-3x4.yaml", "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert (doc["verdict"], doc["exit_code"], doc["exercise"]) == ("wrong", 1, "single-head-3x4")
+    assert doc["first_wrong"] == {"id": "weights", "head": 0}
+    w, o = doc["steps"]
+    assert w["written"][0] == ["0.016", "0.492", "0.492"] and w["written"][1] == [None, None, None]
+    assert [round(x, 4) for x in w["expected"][0]] == [0.1084, 0.4458, 0.4458]
+    assert w["wrong_cells"] == [[0, 0], [0, 1], [0, 2]]
+    assert (w["line"], w["column"]) == (5, 10)
+    assert (o["follows"], o["source"]) == ("carried", {"id": "weights", "head": 0})
+    assert {f["check"] for f in doc["plausibility"]} == {"shape", "row_sums", "weights_range", "column_range"}
+    assert out.isascii()
+
+
+def test_json_masked_and_correct(capsys, monkeypatch):
+    monkeypatch.chdir(DATA)
+    code, out, _ = run(capsys, "check", "two-head-causal-mask-zero.yaml", "--format", "json")
+    doc = json.loads(out)
+    masked0 = doc["steps"][0]
+    assert masked0["verdict"] == "correct" and masked0["expected"][0][1] == "-inf"
+    assert doc["steps"][2]["diagnoses"][0]["key"] == "mask_zero"
+    assert doc["steps"][2]["diagnoses"][0]["cells"] == [[0, 1], [0, 2], [1, 2]]
+
+
+# --- exercise lookup -----------------------------------------------------------------------
+
+
+def test_exercise_path_is_relative_to_the_solution_file(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # homework-no-scaling names ../../../exercises/single-head-3x4.yaml
+    code, out, _ = run(capsys, "check", str(DATA / "homework-no-scaling.yaml"))
+    assert code == 1 and "First wrong step: scaled" in out
+
+
+def test_exercise_option_overrides(capsys, tmp_path):
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: two-head-causal-3x4\nq: [[1, 1], [2, 2], [2, 2]]\n")
+    code, out, err = run(capsys, "check", str(sol), "--exercise", "single-head-3x4")
+    assert (code, err) == (0, "")
+    assert "against exercise single-head-3x4" in out
+
+
+def test_missing_or_unknown_exercise(capsys, tmp_path):
+    sol = tmp_path / "s.yaml"
+    sol.write_text("q: [[1, 1], [2, 2], [2, 2]]\n")
+    code, out, err = run(capsys, "check", str(sol))
+    assert code == 2
+    assert err == (f"error: {sol}:1:1: no 'exercise' field: the file must name its exercise (add e.g. "
+                   "`exercise: single-head-3x4` (a bundled id or a path relative to this file), or pass --exercise)\n")
+    sol.write_text("exercise: no-such-thing\n")
+    code, _, err = run(capsys, "check", str(sol))
+    assert code == 2
+    assert err == (f"error: {sol}:1:11: exercise: no exercise 'no-such-thing': not a bundled id, nor a file "
+                   "(run `attn-tutor list` to see the ids)\n")
+    sol.write_text("exercise: nowhere/e.yaml\n")
+    code, _, err = run(capsys, "check", str(sol))
+    assert code == 2 and f"{sol}:1:11: exercise: no exercise file 'nowhere/e.yaml'" in err
+
+
+def test_unreadable_and_not_yaml(capsys, tmp_path):
+    code, _, err = run(capsys, "check", str(tmp_path / "none.yaml"))
+    assert code == 2 and err.startswith("error: ") and "cannot read the file" in err
+    bad = tmp_path / "b.yaml"
+    bad.write_text("exercise: [unclosed\n")
+    code, _, err = run(capsys, "check", str(bad))
+    assert code == 2 and "not valid YAML" in err and "Traceback" not in err
+    bad.write_text("- 1\n- 2\n")
+    code, _, err = run(capsys, "check", str(bad))
+    assert code == 2 and "expected a mapping of fields at the top level, found a list" in err
+
+
+# --- the form of the file --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("exercise: two-head-causal-3x4\nweights: [[1, 0, 0], [1, 0, 0], [1, 0, 0]]\n",
+     "sol.yaml:2:1: weights: the exercise has 2 heads, so 'weights' must go under heads:, one mapping per head "
+     "(write heads: [{weights: …}, …] with head 0 first)"),
+    ("exercise: two-head-causal-3x4\nheads:\n  - concat: [[1]]\n",
+     "sol.yaml:3:5: heads[0].concat: 'concat' is a step of the whole layer; give it at the top level, not under heads:"),
+    ("exercise: two-head-causal-3x4\nheads: [{}, {}, {}]\n",
+     "sol.yaml:2:8: heads: heads lists 3 heads, but the exercise has 2"),
+    ("exercise: single-head-3x4\nmasked: [[1]]\n",
+     "sol.yaml:2:1: masked: the exercise has no mask or key padding, so it has no 'masked' step"),
+    ("exercise: single-head-3x4\noutput: [[1]]\n",
+     "sol.yaml:2:1: output: the exercise has no w_o, so it has no 'output' step (the result is the concatenation)"),
+    ("exercise: single-head-3x4\nscores: [[2, 4, 4], [4, 8]]\n",
+     "sol.yaml:2:21: scores[1]: row 2 has 2 entries but row 1 has 3"),
+    ("exercise: single-head-3x4\nscores: 4\n",
+     "sol.yaml:2:9: scores: expected a matrix (a list of rows), found the number 4"),
+    ("exercise: single-head-3x4\nscores: [[2, true, 4]]\n",
+     "sol.yaml:2:14: scores[0][1]: true is not a number (true/false are not allowed in a matrix)"),
+    ("exercise: single-head-3x4\nscores: [[~, ~]]\n",
+     "sol.yaml:2:9: scores: every entry is ~ (not given); leave the step out instead"),
+    ("exercise: single-head-3x4\nq: [[\"__import__('os').system('echo hi')\"]]\n",
+     'sol.yaml:2:6: q[0][0]: unexpected character "\'" at column 12 in "__import__(\'os\').system(\'echo hi\')"'),
+    ("exercise: single-head-3x4\nsoftmax: [[1]]\n",
+     "sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are q, k, v, scores, scaled, masked, weights, "
+     "head_output, concat, output, exercise, title, source, heads)"),
+])
+def test_unusable_files(text, message):
+    with pytest.raises(ExerciseError) as err:
+        read_solution(text, "sol.yaml", base=DATA)
+    assert str(err.value).splitlines()[0] == message
+
+
+def test_yes_is_text_and_refused(tmp_path):
+    # YAML 1.2: `yes` is the text "yes", which the answer grammar does not know
+    with pytest.raises(ExerciseError, match=r'sol.yaml:2:14: scores\[0\]\[1\]: unknown name "yes"'):
+        read_solution("exercise: single-head-3x4\nscores: [[2, yes, 4]]\n", "sol.yaml")
+
+
+def test_nothing_typed_runs_as_code(tmp_path, capsys):
+    marker = tmp_path / "ran"
+    sol = tmp_path / "s.yaml"
+    sol.write_text(f'exercise: single-head-3x4\nq: [["open(\'{marker}\', \'w\')", 1], [2, 2], [2, 2]]\n')
+    code, _, err = run(capsys, "check", str(sol))
+    assert code == 2 and "error:" in err
+    assert not marker.exists()
+
+
+# --- rounding as written ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("entry", "ok"), [
+    ("1.41", True), ("1.414", True), ("1.4142", True), ("1.41421", True), ("1.42", False), ("1.4", True),
+    ("1.41422", False), ("'sqrt(2)'", True), ("'2/sqrt(2)'", True), ("'1.41'", True), ("'1/sqrt(3)'", False),
+    ("1", False), ("'1.414/1'", True),
+])
+def test_a_decimal_claims_its_rounding_interval(entry, ok):
+    # scaled[t1, t1] = 2/√2 = √2 = 1.41421356…
+    text = f"exercise: single-head-3x4\nscaled: [[{entry}, ~, ~], [~, ~, ~], [~, ~, ~]]\n"
+    report = audit_text(text)
+    assert report.steps[0].ok is ok
+
+
+def test_trailing_zeros_count():
+    # 0.45 claims [0.445, 0.455] and takes 0.4458; 0.4500 claims [0.44995, 0.45005] and does not
+    row = "[~, ~, ~], [~, ~, ~]"
+    assert audit_text(f"exercise: single-head-3x4\nweights: [[~, 0.45, ~], {row}]\n").ok
+    assert not audit_text(f"exercise: single-head-3x4\nweights: [[~, 0.4500, ~], {row}]\n").ok
+
+
+def test_rounded_too_early_is_recognised():
+    # scaled written to one place (right as written), weights computed from those to 4 places:
+    # softmax([1.4, 2.8, 2.8]) = 0.1098, not 0.1084
+    w = [math.exp(1.4) / (math.exp(1.4) + 2 * math.exp(2.8)), math.exp(2.8) / (math.exp(1.4) + 2 * math.exp(2.8))]
+    assert round(w[0], 4) == 0.1098
+    text = (f"exercise: single-head-3x4\nscaled: [[1.4, 2.8, 2.8], [~, ~, ~], [~, ~, ~]]\n"
+            f"weights: [[{w[0]:.4f}, {w[1]:.4f}, {w[1]:.4f}], [~, ~, ~], [~, ~, ~]]\n")
+    report = audit_text(text)
+    scaled, weights = report.steps
+    assert scaled.ok and not weights.ok
+    assert weights.follows == ROUNDING
+
+
+def test_later_step_wrong_on_its_own():
+    # weights are the no-scaling ones; head_output rows are neither right nor what those weights give
+    text = ("exercise: single-head-3x4\n"
+            "weights: [[0.06, 0.47, 0.47], [0.01, 0.50, 0.50], [0.01, 0.50, 0.50]]\n"
+            "head_output: [[1.5, 1.5], [1.99, 1.99], [1.99, 1.99]]\n")
+    report = audit_text(text)
+    w, out = report.steps
+    assert (out.follows, out.source) == (INDEPENDENT, None)
+    assert out.wrong == ((0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1))
+
+
+# --- plausibility ------------------------------------------------------------------------------------
+
+
+def test_row_sums_within_n_half_units(capsys, tmp_path):
+    # 0.50 + 0.30 + 0.10 = 0.90: 3 entries at 2 places allow ±0.015
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: single-head-3x4\nweights: [[0.50, 0.30, 0.10], [~, ~, ~], [~, ~, ~]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 1
+    assert "  ✗ row t1 of weights sums to 0.9, not 1 (rounding allows ±0.015)" in out.splitlines()
+    # 0.33 + 0.33 + 0.33 = 0.99 is within ±0.015
+    report = audit_text("exercise: single-head-3x4\nweights: [[0.33, 0.33, 0.33], [~, ~, ~], [~, ~, ~]]\n")
+    assert [f.ok for f in report.findings if f.check == "row_sums"] == [True]
+
+
+def test_fully_masked_row_sums_to_zero():
+    text = ("exercise: fully-masked-row-3x3\n"
+            "weights: [[~, ~, ~], [~, ~, ~], [0, 0, 0]]\nhead_output: [[~, ~], [~, ~], [0, 0]]\n")
+    report = audit_text(text)
+    assert report.ok, [f.message for f in report.findings if not f.ok]
+
+
+def test_output_outside_the_range_of_v(capsys, tmp_path):
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: single-head-3x4\nhead_output: [[2.5, 1.9], [1.97, 1.97], [1.97, 1.97]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 1
+    assert ("  ✗ head_output leaves the range of V, which a weighted average cannot: "
+            "[t1, d1] = 2.5 is outside [1, 2] (column d1)") in out.splitlines()
+
+
+def test_range_uses_the_authors_v():
+    # the author's V column d1 is [1, 2, 3]: 2.5 is inside it (but head_output is still wrong)
+    text = ("exercise: single-head-3x4\nv: [[1, 1], [2, 2], [3, 2]]\n"
+            "head_output: [[2.5, 1.89], [~, ~], [~, ~]]\n")
+    report = audit_text(text)
+    col = [f for f in report.findings if f.check == "column_range"]
+    assert [f.ok for f in col] == [True] and "your V" in col[0].message
+
+
+def test_wrong_shape_is_a_finding_and_a_diagnosis(capsys, tmp_path):
+    # K Qᵀ in cross-attention is [3×2], not [2×3]
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: cross-attention-2x3\nscores: [[1, 0], [0, 1], [1, 1]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 1
+    lines = out.splitlines()
+    assert "  ✗ wrong    scores  size [3×2], but the step is [2×3]" in lines
+    assert "  ✗ scores is [3×2], but Q [2×2] · Kᵀ [2×3] → scores [2×3]" in lines
+    assert ("  Diagnosis: You computed K·Qᵀ instead of Q·Kᵀ: scores = Q·Kᵀ, one row per query and one column "
+            "per key.") in lines
+
+
+def test_weights_outside_zero_one():
+    report = audit_text("exercise: single-head-3x4\nweights: [[1.2, -0.1, -0.1], [~, ~, ~], [~, ~, ~]]\n")
+    bad = [f for f in report.findings if not f.ok]
+    assert [f.check for f in bad] == ["weights_range"]
+    assert bad[0].message == "weights has entries outside [0, 1]: [t1, t1] = 1.2, [t1, t2] = -0.1, [t1, t3] = -0.1"
+
+
+def test_key_padding_column_must_get_no_weight():
+    # padding-4x2: key PAD (column 4) is padding; row t1 giving it weight fails the mask check
+    text = "exercise: padding-4x2\nweights: [[0.25, 0.25, 0.25, 0.25], [~, ~, ~, ~], [~, ~, ~, ~], [~, ~, ~, ~]]\n"
+    report = audit_text(text)
+    masked = [f for f in report.findings if f.check == "masked_zero"]
+    assert [f.ok for f in masked] == [False] and masked[0].cells == ((0, 3),)
+
+
+# --- terminals ---------------------------------------------------------------------------------------
+
+
+def run_process(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    code = "import sys, tutor.cli.check\nfrom tutor.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    full = {**os.environ, **env}
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, cwd=DATA, env=full)
+
+
+def test_ascii_console_gets_words_and_ascii_symbols():
+    r = run_process("check", "homework-no-scaling.yaml", PYTHONIOENCODING="ascii", NO_COLOR="1", COLUMNS="100")
+    assert r.returncode == 1, r.stderr
+    out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
+    assert "  x wrong     scaled       9 of 9 entries off" in out
+    assert "  ok correct  q            6 entries right" in out
+    assert "scaled = scores / sqrt(2)." in out
+
+
+def test_no_color_has_no_escape_codes():
+    r = run_process("check", "blog-single-head-3x4.yaml", NO_COLOR="1", FORCE_COLOR="")
+    assert r.returncode == 1
+    assert b"\x1b[" not in r.stdout

@@ -1,0 +1,214 @@
+"""A check report for a terminal (rich) or for scripts (JSON).
+
+Nothing here prints by itself: :func:`render` writes to the
+:class:`rich.console.Console` passed in; :func:`dumps` returns text.  Every
+verdict is a word as well as a symbol and a colour (``✓ correct`` /
+``✗ wrong``), so it reads the same under ``NO_COLOR``; on a stream that is
+not UTF-8 the notation falls back to ASCII (:func:`tutor.render.text.asciify`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from ..check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck, cell_name, inputs, label
+from ..diagnose import num_text
+from ..exactnum import Rat
+from ..messages import t
+from .text import asciify
+
+MAX_ENTRIES_SHOWN = 6
+
+
+class CheckRenderer:
+    def __init__(self, console: Console):
+        self.console = console
+        enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
+        self.unicode = enc.startswith("utf")
+
+    def tx(self, text: str) -> str:
+        return text if self.unicode else asciify(text)
+
+    def line(self, text: str, style: str = "", indent: int = 0) -> None:
+        self.console.print(Text(" " * indent + self.tx(text), style=style), soft_wrap=True)
+
+    def verdict(self, ok: bool) -> tuple[str, str]:
+        return ("✓ " + t("check.correct"), "green") if ok else ("✗ " + t("check.wrong"), "red")
+
+    # -- pieces ------------------------------------------------------------------
+    def name(self, r: Report, key: tuple[str, int | None]) -> str:
+        return label(r.exercise, *key)
+
+    def step_line(self, r: Report, s: StepCheck, width: int) -> None:
+        word, style = self.verdict(s.ok)
+        rows, cols = s.given.shape
+        if not s.shape_ok:
+            detail = t("check.step.shape", found=_dims(s.given.shape), expected=_dims(s.expected.shape))
+        elif s.ok:
+            detail = t("check.step.ok", count=_count(s))
+        else:
+            detail = t("check.step.off", wrong=len(s.wrong), count=_count(s))
+        if s.follows == CARRIED and s.source is not None:
+            detail += "; " + t("check.step.carried", source=self.name(r, s.source))
+        elif s.follows == INDEPENDENT:
+            detail += "; " + t("check.step.independent")
+        words = [self.tx(self.verdict(ok)[0]) for ok in (True, False)]
+        pad = max(map(len, words))
+        self.console.print(Text.assemble(
+            "  ", (f"{self.tx(word):<{pad}}", style), f"  {self.tx(self.name(r, s.key)):<{width}}  ",
+            self.tx(detail)), soft_wrap=True)
+        if s.follows == INDEPENDENT:
+            for d in s.diagnoses:
+                self.line(d.message, "italic", indent=15)
+
+    def first(self, r: Report, s: StepCheck) -> None:
+        self.console.print()
+        self.line(t("check.first", step=self.name(r, s.key)), "bold")
+        if s.shape_ok:
+            sol = r.sol
+            step = sol.step(*s.key)  # type: ignore[arg-type]
+            texts = s.given.texts()
+            for i, j in s.wrong[:MAX_ENTRIES_SHOWN]:
+                exact = step.exact[i][j]
+                right = str(exact) if isinstance(exact, Rat) and len(str(exact)) <= 8 else num_text(s.expected[i, j])
+                self.line(t("check.entry", cell=cell_name(sol, *s.key, i, j), found=texts[i][j], right=right), indent=2)
+            if len(s.wrong) > MAX_ENTRIES_SHOWN:
+                self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)
+        for d in s.diagnoses:
+            self.line(t("check.diagnosis", message=d.message), "bold", indent=2)
+        if not s.diagnoses:
+            self.line(t("check.no_diagnosis"), indent=2)
+        if s.follows == ROUNDING:
+            self.line(t("check.rounding", inputs=self.inputs(r, s)), indent=2)
+        later = [k for k in r.affected]
+        if not later:
+            return
+        self.line(t("check.follows"), indent=2)
+        judged = {c.key: c for c in r.steps}
+        missing = []
+        for key in later:
+            c = judged.get(key)
+            name = self.name(r, key)
+            if c is None:
+                missing.append(name)
+            elif c.ok:
+                self.line("✓ " + t("check.follows.right", step=name), "green", indent=4)
+            elif c.follows == CARRIED:
+                self.line("✗ " + t("check.follows.carried", step=name, source=self.name(r, c.source)), "red", indent=4)  # type: ignore[arg-type]
+            else:
+                self.line("✗ " + t("check.follows.independent", step=name), "red", indent=4)
+        if missing:
+            self.line("• " + t("check.follows.not_given", steps=", ".join(missing)), indent=4)
+
+    def inputs(self, r: Report, s: StepCheck) -> str:
+        return ", ".join(self.name(r, k) for k in inputs(r.exercise, *s.key))
+
+    # -- whole report --------------------------------------------------------------
+    def report(self, r: Report) -> None:
+        ex = r.exercise
+        self.line(t("check.heading", file=r.solution.file, id=ex.id, title=ex.title), "bold")
+        if r.solution.source:
+            self.line(t("check.source", source=r.solution.source), "dim")
+        self.console.print()
+        if not r.steps:
+            self.line(t("check.no_steps"))
+        else:
+            self.line(t("check.steps"), "bold")
+            width = max(len(self.tx(self.name(r, s.key))) for s in r.steps)
+            for s in r.steps:
+                self.step_line(r, s, width)
+        if r.first_wrong is not None:
+            self.first(r, r.first_wrong)
+        if r.findings:
+            self.console.print()
+            self.line(t("check.plausibility"), "bold")
+            for f in r.findings:
+                word = "✓" if f.ok else "✗"
+                self.line(f"{word} {f.message}", "green" if f.ok else "red", indent=2)
+        self.console.print()
+        if r.ok:
+            self.line("✓ " + t("check.verdict.ok", count=len(r.steps), total=len(r.sol.steps)), "bold green")
+        else:
+            wrong = sum(not s.ok for s in r.steps)
+            failed = sum(not f.ok for f in r.findings)
+            text = "✗ " + t("check.verdict.bad", wrong=wrong, count=len(r.steps), failed=failed, checks=len(r.findings))
+            if r.first_wrong is not None:
+                text += " " + t("check.verdict.first", step=self.name(r, r.first_wrong.key))
+            self.line(text, "bold red")
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return f"[{shape[0]}×{shape[1]}]"
+
+
+def _count(s: StepCheck) -> int:
+    return sum(e is not None for row in s.given.entries for e in row)
+
+
+def render(report: Report, console: Console) -> None:
+    """Print ``report`` on ``console``."""
+    CheckRenderer(console).report(report)
+
+
+# --- JSON -----------------------------------------------------------------------------------
+
+
+def _value(v: float) -> float | str | None:
+    if math.isnan(v):
+        return None
+    if math.isinf(v):
+        return "-inf" if v < 0 else "inf"
+    return v
+
+
+def _key(ex: Any, key: tuple[str, int | None] | None) -> dict[str, Any] | None:
+    return None if key is None else {"id": key[0], "head": key[1]}
+
+
+def report_dict(r: Report) -> dict[str, Any]:
+    """The report as plain data: ``verdict``, ``exit_code``, ``steps``,
+    ``first_wrong``, ``affected``, ``plausibility``.  Matrices are lists of
+    rows; ``-inf`` is the string ``"-inf"``; an entry not given is ``null``."""
+    ex = r.exercise
+    steps = []
+    for s in r.steps:
+        steps.append({
+            "id": s.given.id,
+            "head": s.given.head,
+            "field": s.given.field,
+            "line": s.given.line,
+            "column": s.given.column,
+            "verdict": "correct" if s.ok else "wrong",
+            "shape": list(s.given.shape),
+            "expected_shape": list(s.expected.shape),
+            "written": [[None if e is None else e.text for e in row] for row in s.given.entries],
+            "expected": [[_value(float(v)) for v in row] for row in s.expected],
+            "wrong_cells": [list(c) for c in s.wrong],
+            "diagnoses": [{"key": d.key, "message": d.message, "cells": [list(c) for c in d.cells]} for d in s.diagnoses],
+            "follows": s.follows,
+            "source": _key(ex, s.source),
+        })
+    return {
+        "file": r.solution.file,
+        "exercise": ex.id,
+        "source": r.solution.source or None,
+        "verdict": "correct" if r.ok else "wrong",
+        "exit_code": r.exit_code,
+        "first_wrong": None if r.first_wrong is None else _key(ex, r.first_wrong.key),
+        "affected": [{"id": k[0], "head": k[1], "given": any(s.key == k for s in r.steps)} for k in r.affected],
+        "steps": steps,
+        "plausibility": [{"check": f.check, "id": f.id or None, "head": f.head, "ok": f.ok, "message": f.message,
+                          "cells": [list(c) for c in f.cells]} for f in r.findings],
+    }
+
+
+def dumps(r: Report) -> str:
+    """The report as JSON text (ASCII-safe)."""
+    from .json import compact
+
+    return compact(report_dict(r))

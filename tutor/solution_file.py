@@ -1,0 +1,314 @@
+"""The solution-file format: a claimed worked solution for one exercise.
+
+The contract is the "Solution files" section of ``docs/exercise-format.md``::
+
+    exercise: single-head-3x4        # a bundled id, or a path relative to this file
+    q: [[1, 1], [2, 2], [2, 2]]       # one head: per-head steps at the top level
+    weights: [[0.11, 0.45, 0.45], …]
+
+    exercise: two-head-causal-3x4
+    heads:                           # several heads: one mapping per head, in order
+      - weights: …
+    output: …
+
+Any subset of the steps may be given.  Entries are numbers or strings in the
+answer grammar (:mod:`tutor.answers`), read from their text (``0.4500`` keeps
+its four places).  Beyond the contract (compatible additions): ``source`` and
+``title`` (text, shown in the report), a ``heads`` list shorter than the
+number of heads (the heads not listed are not given), and ``~`` (null) for an
+entry the source did not print.
+
+Reading never evaluates anything: the YAML is composed safely by
+:func:`tutor.yamlread.parse_yaml` and every entry goes through the answer
+parser.  Every problem is collected with its file, line and column and raised
+together as one :class:`tutor.errors.ExerciseError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .answers import DEFAULT_TOLERANCE, Entry, entry_from_value, rounding_interval
+from .errors import AnswerError, ExerciseError, NotFoundError, Problem
+from .messages import t
+from .model import Exercise
+from .steps import HEAD_STEPS, LAYER_STEPS, StepId
+from .yamlread import Document, Path as YPath, describe, parse_yaml, read_text
+
+#: Fields a solution file may have besides the steps.
+META_FIELDS = ("exercise", "title", "source", "heads")
+#: A step matrix larger than this is refused (the exercise limits are 16 × 32).
+MAX_SIDE = 64
+
+
+@dataclass(frozen=True)
+class GivenStep:
+    """One step as the file gives it.
+
+    ``entries`` is ``[rows][cols]``; ``None`` marks an entry not given (``~``).
+    ``field`` is the step's path in the file (``heads[1].weights``); ``line``
+    and ``column`` (1-based) where its value starts.
+    """
+
+    id: StepId
+    head: int | None
+    entries: tuple[tuple[Entry | None, ...], ...]
+    field: str
+    line: int | None
+    column: int | None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.entries), len(self.entries[0]))
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` float64 ``[rows, cols]``: the values each entry claims.
+
+        A decimal written to ``p`` places claims ``± 0.5·10^-p``; an exact
+        entry (integer, fraction, ``sqrt(2)/2``, ``-inf``) claims itself; an
+        expression containing decimals (``1.41/2``) claims its value within
+        the quiz's default tolerance (:data:`tutor.answers.DEFAULT_TOLERANCE`);
+        an entry not given has ``NaN`` bounds.
+        """
+        r, c = self.shape
+        lo = np.full((r, c), np.nan)  # [r, c]
+        hi = np.full((r, c), np.nan)  # [r, c]
+        for i, row in enumerate(self.entries):
+            for j, e in enumerate(row):
+                if e is None:
+                    continue
+                if e.places is not None or e.is_exact:
+                    lo[i, j], hi[i, j] = rounding_interval(e)
+                else:
+                    v = e.value()
+                    lo[i, j], hi[i, j] = v - DEFAULT_TOLERANCE, v + DEFAULT_TOLERANCE
+        return lo, hi
+
+    def texts(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple("~" if e is None else e.text for e in row) for row in self.entries)
+
+    def values(self) -> np.ndarray:
+        """The written values as float64 ``[rows, cols]`` (``NaN`` where not given)."""
+        return np.array([[math.nan if e is None else e.value() for e in row] for row in self.entries], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class SolutionFile:
+    """A parsed solution file: its exercise and the steps it gives, in the contract's order."""
+
+    file: str
+    exercise: Exercise
+    steps: tuple[GivenStep, ...]
+    title: str = ""
+    source: str = ""
+
+    def given(self, id: str, head: int | None) -> GivenStep | None:
+        for s in self.steps:
+            if s.id == id and s.head == head:
+                return s
+        return None
+
+
+def _order(ex: Exercise) -> list[tuple[str, int | None]]:
+    out: list[tuple[str, int | None]] = [(s, h) for h in range(ex.num_heads) for s in HEAD_STEPS]
+    return out + [(s, None) for s in LAYER_STEPS]
+
+
+def step_exists(ex: Exercise, id: str, head: int | None) -> bool:
+    """Whether the exercise has the step: ``masked`` needs a mask, ``concat`` two heads, ``output`` w_o."""
+    if id == "masked":
+        return ex.has_mask
+    if id == "concat":
+        return ex.num_heads > 1
+    if id == "output":
+        return ex.w_o is not None
+    return True
+
+
+class _Reader:
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self.problems: list[Problem] = []
+
+    def add(self, path: YPath, message: str, hint: str = "", *, key: bool = False) -> None:
+        self.problems.append(self.doc.problem(path, message, hint, key=key))
+
+    def matrix(self, path: YPath, value: Any) -> tuple[tuple[Entry | None, ...], ...] | None:
+        if not isinstance(value, list) or not value:
+            self.add(path, t("schema.expected", expected=t("expected.matrix"), found=describe(value)))
+            return None
+        if len(value) > MAX_SIDE:
+            self.add(path, t("solution.too_large", limit=MAX_SIDE))
+            return None
+        rows: list[tuple[Entry | None, ...]] = []
+        ok = True
+        for r, row in enumerate(value):
+            if not isinstance(row, list) or not row:
+                self.add(path + (r,), t("schema.expected", expected=t("expected.row"), found=describe(row)))
+                ok = False
+                continue
+            if len(row) > MAX_SIDE:
+                self.add(path + (r,), t("solution.too_large", limit=MAX_SIDE))
+                ok = False
+                continue
+            entries: list[Entry | None] = []
+            for c, v in enumerate(row):
+                if v is None:
+                    entries.append(None)
+                    continue
+                try:
+                    entries.append(entry_from_value(v))
+                except AnswerError as err:
+                    self.add(path + (r, c), str(err))
+                    ok = False
+            rows.append(tuple(entries))
+        if not ok:
+            return None
+        for r, row in enumerate(rows[1:], start=1):
+            if len(row) != len(rows[0]):
+                self.add(path + (r,), t("shape.ragged", row=r + 1, found=len(row), expected=len(rows[0])))
+                return None
+        if all(e is None for row in rows for e in row):
+            self.add(path, t("solution.all_missing"))
+            return None
+        return tuple(rows)
+
+
+def _suggest(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return t("schema.unknown.hint", suggestion=close[0]) if close else t("solution.unknown.hint", steps=", ".join(choices))
+
+
+def _resolve_exercise(name: str, base: Path, r: _Reader, path: YPath) -> Exercise | None:
+    from .catalog import looks_like_path, resolve
+
+    if looks_like_path(name):
+        target = Path(name) if Path(name).is_absolute() else base / name
+        if not target.is_file():
+            r.add(path, t("solution.exercise_missing", path=name, where=str(base)))
+            return None
+        return resolve(str(target))
+    try:
+        return resolve(name)
+    except NotFoundError:
+        r.add(path, t("catalog.not_found", name=name), t("catalog.not_found.hint"))
+        return None
+
+
+def read_solution(text: str, filename: str, *, base: Path | None = None, exercise: Exercise | None = None) -> SolutionFile:
+    """Parse solution-file text.
+
+    ``base`` is the folder a relative ``exercise:`` path is taken from (the
+    solution file's own folder); ``exercise``, when given, overrides the
+    file's ``exercise:`` (the ``--exercise`` option).  Raises
+    :class:`ExerciseError` listing every problem (file:line:col), or the
+    exercise's own :class:`ExerciseError`/:class:`NotFoundError`.
+    """
+    doc = parse_yaml(text, filename)
+    if doc.problems:
+        raise ExerciseError(doc.problems)
+    if not isinstance(doc.value, dict):
+        raise ExerciseError([doc.problem((), t("yaml.top_level", found=describe(doc.value)))])
+    data: dict[str, Any] = doc.value
+    r = _Reader(doc)
+
+    if exercise is None:
+        name = data.get("exercise")
+        if name is None:
+            r.add((), t("solution.no_exercise"), t("solution.no_exercise.hint"))
+        elif not isinstance(name, str) or not name.strip():
+            r.add(("exercise",), t("schema.expected", expected=t("expected.text"), found=describe(name)))
+        else:
+            exercise = _resolve_exercise(name.strip(), base or Path("."), r, ("exercise",))
+    for meta in ("title", "source"):
+        if meta in data and not isinstance(data[meta], str):
+            r.add((meta,), t("schema.expected", expected=t("expected.text"), found=describe(data[meta])))
+    if exercise is None:
+        raise ExerciseError(r.problems)
+
+    ex = exercise
+    names = list(HEAD_STEPS) + list(LAYER_STEPS)
+    found: dict[tuple[str, int | None], GivenStep] = {}
+
+    def take(path: YPath, id: str, head: int | None, value: Any) -> None:
+        if not step_exists(ex, id, head):
+            r.add(path, t(f"solution.no_step.{id}"), key=True)
+            return
+        m = r.matrix(path, value)
+        if m is not None:
+            line, col = doc.where(path)
+            found[id, head] = GivenStep(id, head, m, _field(path), line, col)  # type: ignore[arg-type]
+
+    top_head_steps = [k for k in data if k in HEAD_STEPS]
+    if top_head_steps and ex.num_heads > 1:
+        for k in top_head_steps:
+            r.add((k,), t("solution.needs_heads", step=k, heads=ex.num_heads), t("solution.needs_heads.hint", step=k), key=True)
+    if top_head_steps and "heads" in data:
+        r.add(("heads",), t("solution.both_forms"), key=True)
+    for key, value in data.items():
+        if key in META_FIELDS:
+            continue
+        if key in LAYER_STEPS:
+            take((key,), key, None, value)
+        elif key in HEAD_STEPS:
+            if ex.num_heads == 1 and "heads" not in data:
+                take((key,), key, 0, value)
+        else:
+            r.add((key,), t("solution.unknown", name=key), _suggest(key, names + list(META_FIELDS)), key=True)
+
+    heads = data.get("heads")
+    if heads is not None:
+        if not isinstance(heads, list):
+            r.add(("heads",), t("schema.expected", expected=t("expected.list"), found=describe(heads)))
+        else:
+            if len(heads) > ex.num_heads:
+                r.add(("heads",), t("solution.too_many_heads", found=len(heads), heads=ex.num_heads))
+            for h, block in enumerate(heads[: ex.num_heads]):
+                p: YPath = ("heads", h)
+                if block is None:
+                    continue
+                if not isinstance(block, dict):
+                    r.add(p, t("schema.expected", expected=t("expected.mapping"), found=describe(block)))
+                    continue
+                for key, value in block.items():
+                    if key in HEAD_STEPS:
+                        take(p + (key,), key, h, value)
+                    elif key in LAYER_STEPS:
+                        r.add(p + (key,), t("solution.layer_in_head", step=key), key=True)
+                    else:
+                        r.add(p + (key,), t("solution.unknown", name=key), _suggest(key, list(HEAD_STEPS)), key=True)
+
+    if r.problems:
+        raise ExerciseError(r.problems)
+    steps = tuple(found[k] for k in _order(ex) if k in found)
+    return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""))
+
+
+def _field(path: YPath) -> str:
+    from .yamlread import format_path
+
+    return format_path(path)
+
+
+def load_solution(path: str, *, exercise: str | None = None) -> SolutionFile:
+    """Read the solution file at ``path``; ``exercise`` (an id or a path, taken
+    from the current folder) overrides the file's ``exercise:``.
+
+    Raises :class:`ExerciseError` (unreadable, not YAML, bad steps or
+    entries, with file:line:col) or :class:`NotFoundError` (no such exercise).
+    """
+    text, problems = read_text(path)
+    if text is None:
+        raise ExerciseError(problems)
+    override = None
+    if exercise is not None:
+        from .catalog import resolve
+
+        override = resolve(exercise)
+    return read_solution(text, str(path), base=Path(path).resolve().parent, exercise=override)
