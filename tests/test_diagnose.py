@@ -306,6 +306,24 @@ def test_single_wrong_entry_points_at_the_products(classic):
     assert d[0].cells == ((2, 2),)
 
 
+def test_single_wrong_entry_with_bias_heads_and_output_projection():
+    sol = solve(resolve("two-head-fused-3x4"))
+    # V head 0 = x W_V + b_V, b_V = [1/2, 0]: V[t1, d1] = 1·1 + 0·0 + 1·0 + 0·0 + 1/2 = 3/2
+    v = [list(r) for r in sol.step("v", 0).value]
+    assert v[0][0] == 1.5
+    v[0][0] = 2.5
+    d = diagnose(sol, "v", 0, v, tolerance=TOL)
+    assert d[0].message == "V[t1, d1] should be x_t1 · W_V[:, 1] + b_V[1] = 1·1 + 0·0 + 1·0 + 0·0 + (1/2) = 3/2; you wrote 2.5."
+    c = [list(r) for r in sol.step("concat", None).value]
+    c[1][2] += 1
+    d = diagnose(sol, "concat", None, rnd(c, 4), tolerance=TOL)
+    assert d[0].message.startswith("concat[t2, h1.d1] should be head_1[t2, d1] ≈ ")
+    big = solve(exercise_from_data({"id": "neg", "title": "n", "x": [[-1, 2]],
+                                    "heads": [{"w_q": [[-3], [1]], "w_k": [[1], [1]], "w_v": [[1], [1]]}]}))
+    d = diagnose(big, "q", 0, [[4]], tolerance=TOL)  # (-1)·(-3) + 2·1 = 5
+    assert d[0].message == "Q[t1, d1] should be x_t1 · W_Q[:, 1] = (-1)·(-3) + 2·1 = 5; you wrote 4."
+
+
 def test_single_wrong_masked_entry(em):
     a = rnd(where(E_MASK, scale(S, 1 / R2), -INF), 3)
     a[0][0] = 1.0

@@ -419,12 +419,15 @@ def _q(x: Fraction) -> str:
 
 def _dot(terms: Sequence[tuple[str, str]], total: str, approx: bool, extra: str = "") -> str:
     """``1·2 + 1·2 = 4`` (at most 8 products shown; zero products left out beyond that)."""
-    shown = [f"{a}·{b}" for a, b in terms]
+    def f(x: str) -> str:
+        return f"({x})" if x.startswith("-") or "/" in x else x
+
+    shown = [f"{f(a)}·{f(b)}" for a, b in terms]
     if len(shown) > 8:
-        shown = [f"{a}·{b}" for a, b in terms if a not in ("0", "0.0") and b not in ("0", "0.0")] or ["0"]
+        shown = [f"{f(a)}·{f(b)}" for a, b in terms if a != "0" and b != "0"] or ["0"]
         if len(shown) > 8:
             shown = shown[:8] + ["…"]
-    text = " + ".join(shown) + extra
+    text = " + ".join(shown) + (f" + {f(extra)}" if extra else "")
     return f"{text} {'≈' if approx else '='} {total}"
 
 
@@ -447,7 +450,7 @@ def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
                         "v": (hd.w_v, hd.b_v, ex.kv, "V")}[step.id]
         src = "x_kv" if ex.is_cross and step.id != "q" else "x"
         terms = [(_q(x[i][k]), _q(w[k][j])) for k in range(len(w))]
-        extra = f" + {_q(b[j])}" if b is not None else ""
+        extra = _q(b[j]) if b is not None else ""
         lhs = f"{src}_{rl[i]} · W_{sym}[:, {j + 1}]" + (f" + b_{sym}[{j + 1}]" if b is not None else "")
         return f"{lhs} = {_dot(terms, total, not is_rat, extra)}"
     if step.id == "scores":
@@ -481,12 +484,12 @@ def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
         while col >= width[hh]:
             col -= width[hh]
             hh += 1
-        return f"head_{hh}[{rl[i]}, {col + 1}] {'=' if is_rat else '≈'} {total}"
+        return f"head_{hh}[{rl[i]}, d{col + 1}] {'=' if is_rat else '≈'} {total}"
     # output
     src = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
     row = src.value[i]
     terms = [(num_text(row[k]), _q(ex.w_o[k][j])) for k in range(len(row))]  # type: ignore[index]
-    extra = f" + {_q(ex.b_o[j])}" if ex.b_o is not None else ""
+    extra = _q(ex.b_o[j]) if ex.b_o is not None else ""
     lhs = f"{'concat' if ex.num_heads > 1 else 'head_0'}_{rl[i]} · W_O[:, {j + 1}]" + (f" + b_O[{j + 1}]" if ex.b_o is not None else "")
     return f"{lhs} = {_dot(terms, num_text(value), not is_rat, extra)}"
 
