@@ -231,7 +231,8 @@ class Record:
 
 @dataclass(frozen=True)
 class Result:
-    """How one step of the session ended; ``outcome`` is ``None`` when it was not reached."""
+    """How one step of the session ended; ``outcome`` is ``None`` when it was not finished
+    (``attempts`` and ``hints`` then say whether it was begun)."""
 
     step: Step
     outcome: Literal["correct", "shown", "skipped"] | None = None
@@ -503,7 +504,10 @@ def _drop_pending(state: State) -> State:
 
 def _finish(state: State, reason: Literal["done", "quit", "end", "interrupt"]) -> tuple[State, list[Effect]]:
     reached = {(r.step.id, r.step.head) for r in state.results}
-    results = state.results + tuple(Result(s) for s in state.steps if (s.id, s.head) not in reached)
+    current = state.step if not state.done else None  # the step being asked keeps its tries and hints
+    results = state.results + tuple(
+        Result(s, None, state.attempts, state.hints, state.diagnoses) if s is current else Result(s)
+        for s in state.steps if (s.id, s.head) not in reached)
     order = {(s.id, s.head): n for n, s in enumerate(state.steps)}
     results = tuple(sorted(results, key=lambda r: order[r.step.id, r.step.head]))
     state = replace(state, done=True, results=results)

@@ -108,7 +108,8 @@ class QuizRenderer:
 
     def echo(self, prompt: str, line: str) -> None:
         """A line read from a non-terminal stream, shown after its prompt (so a transcript reads as typed)."""
-        self.console.print(Text(prompt + self.tx(line)))
+        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
+        self.console.print(Text(prompt + self.tx(shown)))
 
     def on_present(self, p: quiz.Present) -> None:
         step = p.step
@@ -156,7 +157,7 @@ class QuizRenderer:
             self.line(t("practice.inexact", cells=where, example=f"{step.value[i][j]:.2f}"))
         if e.diagnoses:
             self.line(t("practice.diagnosis", message=e.diagnoses[0].message), "bold")
-        elif not e.inexact:
+        elif e.wrong is not None and not e.inexact:
             self.line(t("practice.no_diagnosis"))
         if e.retry:
             self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
@@ -187,8 +188,13 @@ class QuizRenderer:
         for table in self.r.tables(cells, step.row_labels, step.col_labels):
             self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
         for text, where in listed:
-            places = ", ".join(f"({r_}, {c})" for r_, c in where)
-            self.line(f"{places}: {self.r.notation(text)}", indent=3)
+            places = ", ".join(f"({r_}, {c})" for r_, c in where) + ":"
+            exact = self.tx(self.r.notation(text))
+            if len(self.tx(places)) + 1 + len(exact) <= self.console.width - 3:
+                self.line(f"{places} {exact}", indent=3)
+            else:  # the exact form on a line of its own rather than broken after the places
+                self.line(places, indent=3)
+                self.line(exact, indent=5)
 
     def on_skipped(self, s: quiz.Skipped) -> None:
         self.line(t("practice.skipped"), "dim")
@@ -225,6 +231,8 @@ class QuizRenderer:
             text = t("practice.status.shown")
         elif r.outcome == "skipped":
             text = t("practice.status.skipped")
+        elif r.attempts:
+            text = t("practice.status.left", wrong=r.attempts)
         else:
             text = t("practice.status.unreached")
         if r.hints:

@@ -1,0 +1,470 @@
+"""`attn-tutor practice` and `attn-tutor stats` as scripted sessions: piped stdin,
+exact output lines, the progress store on disk, and a process killed mid-session.
+
+Every number a learner types here is a hand calculation made in this file
+(the classic example: Q = K = V = [[1, 1], [2, 2], [2, 2]], scores = Q Qᵀ,
+scaled = scores / √2, weights = row-wise softmax, output = weights V).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import select
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tutor.cli import main
+
+from .conftest import REPO
+
+R2 = math.sqrt(2)
+Q = [[1, 1], [2, 2], [2, 2]]
+SCORES = [[sum(a * b for a, b in zip(qi, kj)) for kj in Q] for qi in Q]  # Q·Kᵀ with K = Q
+SCALED = [[s / R2 for s in row] for row in SCORES]
+
+
+def softmax(row):
+    e = [math.exp(v - max(row)) for v in row]
+    return [x / sum(e) for x in e]
+
+
+WEIGHTS = [softmax(row) for row in SCALED]
+OUTPUT = [[sum(w[k] * Q[k][j] for k in range(3)) for j in range(2)] for w in WEIGHTS]  # weights·V, V = Q
+
+
+def typed(m, places=2):
+    return "; ".join(" ".join(f"{v:.{places}f}" for v in row) for row in m)
+
+
+def practise(capsys, monkeypatch, stdin: str, *argv: str) -> tuple[int, list[str], str]:
+    """Run `attn-tutor practice ARGV` with ``stdin`` piped in; output lines without trailing blanks."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(["practice", *argv])
+    out, err = capsys.readouterr()
+    return code, [line.rstrip() for line in out.splitlines()], err
+
+
+def stats(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["stats", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def store_path() -> Path:
+    return Path(os.environ["ATTN_TUTOR_HOME"]) / "progress.sqlite3"
+
+
+def rows(sql: str) -> list[tuple]:
+    conn = sqlite3.connect(store_path())
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def run_process(*argv: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tutor", *argv], input=stdin, capture_output=True,
+                          env={**os.environ, **env}, cwd=REPO, timeout=120)
+
+
+# --- the classic drill: the learner forgets 1/sqrt(d_k) --------------------------------------
+
+HEADER = [
+    "Practice: Three tokens, d_model = 4, one head with d_k = 2 (single-head-3x4, 2 steps)",
+    'Type each matrix on one line, rows separated by ";" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or',
+    "row by row ending with an empty line.",
+    "Commands: hint, shape, show, skip, quit, help.",
+]
+SCORES_STEP = [
+    "",
+    "Step 1 of 2: Scores Q·Kᵀ",
+    "   scores = Q·Kᵀ",
+    "  Q [3×2]            K [3×2]",
+    "  ╭────┬────┬────╮   ╭────┬────┬────╮",
+    "  │    │ d1 │ d2 │   │    │ d1 │ d2 │",
+    "  ├────┼────┼────┤   ├────┼────┼────┤",
+    "  │ t1 │  1 │  1 │   │ t1 │  1 │  1 │",
+    "  │ t2 │  2 │  2 │   │ t2 │  2 │  2 │",
+    "  │ t3 │  2 │  2 │   │ t3 │  2 │  2 │",
+    "  ╰────┴────┴────╯   ╰────┴────┴────╯",
+]
+SCALED_STEP = [
+    "",
+    "Step 2 of 2: Scaled scores",
+    "   scaled = scores / √d_k,  √d_k = √2",
+    "  scores [3×3]",
+    "  ╭────┬────┬────┬────╮",
+    "  │    │ t1 │ t2 │ t3 │",
+    "  ├────┼────┼────┼────┤",
+    "  │ t1 │  2 │  4 │  4 │",
+    "  │ t2 │  4 │  8 │  8 │",
+    "  │ t3 │  4 │  8 │  8 │",
+    "  ╰────┴────┴────┴────╯",
+]
+
+
+def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatch):
+    unscaled = "2 4 4; 4 8 8; 4 8 8"
+    code, out, err = practise(capsys, monkeypatch, f"{unscaled}\n{unscaled}\nquit\n",
+                              "single-head-3x4", "--steps", "scores,scaled")
+    assert (code, err) == (0, "")
+    assert out == HEADER + SCORES_STEP + [
+        "scores> 2 4 4; 4 8 8; 4 8 8",
+        "✓ Right.",
+    ] + SCALED_STEP + [
+        "scaled> 2 4 4; 4 8 8; 4 8 8",
+        "✗ Not yet: 9 of 9 entries are wrong (marked ✗).",
+        "  Your scaled",
+        "  ╭────┬─────┬─────┬─────╮",
+        "  │    │  t1 │  t2 │  t3 │",
+        "  ├────┼─────┼─────┼─────┤",
+        "  │ t1 │ 2 ✗ │ 4 ✗ │ 4 ✗ │",
+        "  │ t2 │ 4 ✗ │ 8 ✗ │ 8 ✗ │",
+        "  │ t3 │ 4 ✗ │ 8 ✗ │ 8 ✗ │",
+        "  ╰────┴─────┴─────┴─────╯",
+        "Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "Type the matrix again, or hint, show, skip.",
+        "scaled> quit",
+        "",
+        "Session ended.",
+        "1 of 2 steps right (1 at the first try), 0 shown, 0 skipped.",
+        "   1. scores  right at the first try",
+        "   2. scaled  not finished, 1 wrong",
+        "Your answers are saved; attn-tutor stats shows your progress.",
+    ]
+    assert rows("SELECT step, outcome, attempt, diagnosis, answer FROM answers ORDER BY id") == [
+        ("scores", "correct", 1, None, unscaled),
+        ("scaled", "wrong", 1, "no_scaling", unscaled),
+    ]
+    # ... and stats shows it
+    code, text, err = stats(capsys)
+    assert (code, err) == (0, "")
+    assert [line.rstrip() for line in text.splitlines()] == [
+        "Progress: 1 session(s), 2 answer(s).",
+        "",
+        "Accuracy by step",
+        "  ╭────────┬───────┬─────────┬──────────┬───────┬─────────╮",
+        "  │ step   │ right │ answers │ accuracy │ shown │ skipped │",
+        "  ├────────┼───────┼─────────┼──────────┼───────┼─────────┤",
+        "  │ scores │     1 │       1 │     100% │     0 │       0 │",
+        "  │ scaled │     0 │       1 │       0% │     0 │       0 │",
+        "  ╰────────┴───────┴─────────┴──────────┴───────┴─────────╯",
+        "",
+        "Most frequent mistakes",
+        "  1×  You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "",
+        # scaled scores (0+1)/(1+2) = 0.33 < 0.5 of the unpractised steps; single-head-3x4 was
+        # already practised on it, so the other difficulty-1 exercise comes next
+        "Practise next: scaled, your weakest step (0 of 1 right), with single-head-dk4-2x4:",
+        "  attn-tutor practice single-head-dk4-2x4",
+        f"Progress file: {store_path()}",
+    ]
+    code, text, _ = stats(capsys, "--format", "json")
+    doc = json.loads(text)
+    assert doc["store"] == str(store_path())
+    assert (doc["sessions"], doc["answers"]) == (1, 2)
+    assert doc["steps"] == [
+        {"step": "scores", "correct": 1, "wrong": 0, "shown": 0, "skipped": 0, "first_try": 1, "graded": 1, "accuracy": 1.0},
+        {"step": "scaled", "correct": 0, "wrong": 1, "shown": 0, "skipped": 0, "first_try": 0, "graded": 1, "accuracy": 0.0},
+    ]
+    assert doc["diagnoses"] == [{"key": "no_scaling", "count": 1,
+                                 "message": "You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2)."}]
+    assert doc["next"] == {"step": "scaled", "exercise": "single-head-dk4-2x4", "correct": 0, "graded": 1,
+                           "accuracy": 0.0, "command": "attn-tutor practice single-head-dk4-2x4"}
+
+
+def test_the_whole_classic_example_end_to_end(capsys, monkeypatch):
+    script = [
+        "1 1; 2 2; 2 2",  # Q
+        "1 1", "2 2", "2 2", "",  # K, row by row
+        "[[1, 1], [2, 2], [2, 2]]",  # V
+        "; ".join(" ".join(str(v) for v in row) for row in SCORES),
+        typed(SCORES),  # forgot the scaling
+        typed(SCALED),
+        typed(WEIGHTS),
+        typed(OUTPUT),
+    ]
+    code, out, err = practise(capsys, monkeypatch, "\n".join(script) + "\n", "single-head-3x4")
+    assert (code, err) == (0, "")
+    assert [line for line in out if line.startswith(("✓", "✗", "Diagnosis"))] == [
+        "✓ Right.", "✓ Right.", "✓ Right.", "✓ Right.",
+        "✗ Not yet: 9 of 9 entries are wrong (marked ✗).",
+        "Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "✓ Right, at try 2.", "✓ Right.", "✓ Right.",
+    ]
+    assert out[-10:] == [
+        "Session complete.",
+        "7 of 7 steps right (6 at the first try), 0 shown, 0 skipped.",
+        "   1. Q        right at the first try",
+        "   2. K        right at the first try",
+        "   3. V        right at the first try",
+        "   4. scores   right at the first try",
+        "   5. scaled   right after 1 wrong",
+        "   6. weights  right at the first try",
+        "   7. head_0   right at the first try",
+        "Your answers are saved; attn-tutor stats shows your progress.",
+    ]
+    assert rows("SELECT COUNT(*), SUM(outcome = 'correct') FROM answers") == [(8, 7)]
+    assert rows("SELECT ended IS NOT NULL FROM sessions") == [(1,)]
+
+
+def test_end_of_input_ends_with_the_summary_and_exit_0(capsys, monkeypatch):
+    code, out, err = practise(capsys, monkeypatch, "1 1; 2 2; 2 2\n", "single-head-3x4", "--steps", "q,k")
+    assert (code, err) == (0, "")
+    assert out[-7:] == [
+        "K>",
+        "",
+        "End of input: session ended.",
+        "1 of 2 steps right (1 at the first try), 0 shown, 0 skipped.",
+        "   1. Q  right at the first try",
+        "   2. K  not reached",
+        "Your answers are saved; attn-tutor stats shows your progress.",
+    ]
+    assert rows("SELECT step, outcome FROM answers") == [("q", "correct")]
+
+
+def test_commands_at_the_prompt(capsys, monkeypatch):
+    script = "help\nshape\nhint\nhint\nhint\nshow\nskip\n"
+    code, out, _ = practise(capsys, monkeypatch, script, "single-head-3x4", "--steps", "scores,scaled")
+    assert code == 0
+    start = out.index("scores> help")
+    assert out[start:start + 30] == [
+        "scores> help",
+        'Type each matrix on one line, rows separated by ";" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or',
+        "row by row ending with an empty line.",
+        "Numbers: 2, -1/3, 0.45, sqrt(2), 2*sqrt(2), exp(1), e, 1/(1 + 2*exp(sqrt(2))), -inf for a masked",
+        "score.",
+        "  hint   the formula; again: one entry worked out",
+        "  shape  the shape of the answer",
+        "  show   show the answer and move on (counted as missed)",
+        "  skip   move on without answering (not counted)",
+        "  quit   end the session (your answers are saved)",
+        "  help   this list",
+        "scores> shape",
+        "scores is [3×3]: 3 rows, 3 columns.",
+        "   Q [3×2] · Kᵀ [2×3] → scores [3×3]",
+        "scores> hint",
+        "Hint: scores = Q·Kᵀ",
+        "   Entry (i, j) is the dot product of row i of Q with row j of K (column j of Kᵀ): one row per",
+        "   query, one column per key.",
+        "scores> hint",
+        "Hint: one entry worked out:",
+        "   scores[t1, t1] = Q[t1, :]·K[t1, :] = 1·1 + 1·1 = 2",  # q_t1·k_t1 = 1·1 + 1·1
+        "scores> hint",
+        "No more hints for this step: type show to see the answer, or skip.",
+        "scores> show",
+        "The answer: scores [3×3] (counted as missed)",
+        "  ╭────┬────┬────┬────╮",
+        "  │    │ t1 │ t2 │ t3 │",
+        "  ├────┼────┼────┼────┤",
+        "  │ t1 │  2 │  4 │  4 │",
+        "  │ t2 │  4 │  8 │  8 │",
+    ]
+    assert "scaled> skip" in out and "Skipped." in out
+    assert out[-4:-1] == ["0 of 2 steps right (0 at the first try), 1 shown, 1 skipped.",
+                          "   1. scores  shown (missed), 3 hint(s)", "   2. scaled  skipped"]
+    assert rows("SELECT step, outcome, hints FROM answers ORDER BY id") == [("scores", "shown", 3), ("scaled", "skipped", 0)]
+
+
+def test_bad_typed_input_is_one_line_and_a_new_prompt(capsys, monkeypatch):
+    bad = ["1 1; 2 2; 2 x", "((", "[[1, 2", "1/0", "2^1000", "exp(5000)", "__import__('os')", "1 1; 2 2; 2 é",
+           "\x00", "9" * 500, "1 1; 2 2; 2"]
+    code, out, err = practise(capsys, monkeypatch, "\n".join(bad) + "\nquit\n", "single-head-3x4", "--steps", "q")
+    assert code == 0 and err == ""
+    complaints = [line for line in out if line.startswith("Not an answer: ")]
+    assert len(complaints) == len(bad)
+    assert complaints[0] == 'Not an answer: row 3, entry 2: unknown name "x" at column 1 in "x" (known: sqrt, exp, e, inf). Type'
+    for line in bad:
+        shown = line.replace("\x00", "\\x00")  # control characters are echoed visibly
+        assert f"Q> {shown}"[:90] in "\n".join(out)
+    assert rows("SELECT COUNT(*) FROM answers") == [(0,)]  # nothing was graded
+
+
+def test_entry_mode(capsys, monkeypatch):
+    code, out, _ = practise(capsys, monkeypatch, "1\n1\n2\n2\n2\n3\n2\n", "single-head-3x4", "--steps", "q",
+                            "--mode", "entry")
+    assert code == 0
+    prompts = [line for line in out if "]> " in line]
+    assert prompts == ["Q[t1, d1]> 1", "Q[t1, d2]> 1", "Q[t2, d1]> 2", "Q[t2, d2]> 2", "Q[t3, d1]> 2",
+                       "Q[t3, d2]> 3", "Q[t3, d2]> 2"]
+    assert "Type the 1 entries marked ✗ again, or hint, show, skip." in out
+    assert "✓ Right, at try 2." in out
+
+
+def test_head_and_tolerance_options(capsys, monkeypatch):
+    # head 1 of the causal exercise: X·W_Q[:, 2:4]; W_Q's columns 3 and 4 are (0,1,0,1) and (1,0,1,0)
+    x = [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]
+    wq = [[0, 1], [1, 0], [0, 1], [1, 0]]
+    q1 = [[sum(x[i][k] * wq[k][j] for k in range(4)) for j in range(2)] for i in range(3)]
+    text = "; ".join(" ".join(str(v) for v in row) for row in q1)
+    code, out, _ = practise(capsys, monkeypatch, text + "\n", "two-head-causal-3x4", "--steps", "q", "--head", "1")
+    assert code == 0
+    assert "Step 1 of 1, head 1: Queries Q" in out and "✓ Right." in out and f"Q (head 1)> {text}" in out
+    # --tolerance 0.05 accepts one decimal
+    code, out, _ = practise(capsys, monkeypatch, typed(SCALED, 1) + "\n", "single-head-3x4", "--steps", "scaled",
+                            "--tolerance", "0.05")
+    assert "✓ Right." in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["single-head-3x4", "--steps", "q,nope"], "unknown step 'nope'"),
+    (["single-head-3x4", "--steps", "masked"], "exercise single-head-3x4 has no step masked"),
+    (["single-head-3x4", "--head", "1"], "there is no head 1"),
+    (["single-head-3x4", "--tolerance", "0"], "the tolerance must be a number above 0"),
+    (["single-head-3x4", "--tolerance", "nan"], "the tolerance must be a number above 0"),
+    (["single-head-3x4", "--mode", "rows"], "'rows' is not one of"),
+    (["no-such-exercise"], "error: no exercise 'no-such-exercise'"),
+])
+def test_bad_options_exit_2_without_asking(capsys, monkeypatch, argv, message):
+    code, out, err = practise(capsys, monkeypatch, "1\n", *argv)
+    assert code == 2
+    assert message in " ".join(err.split())
+    assert not any(line.startswith("Step ") for line in out)
+    assert "Traceback" not in err
+
+
+def test_without_an_exercise_the_weakest_step_picks_it(capsys, monkeypatch):
+    code, out, _ = practise(capsys, monkeypatch, "quit\n")
+    assert code == 0
+    assert out[0] == "Practising single-head-3x4: it trains q, not practised yet."
+    assert out[1].startswith("Practice: Three tokens")
+
+
+# --- the store on disk ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"not a database at all\n", b"SQLite format 3\x00" + b"\x07" * 2000])
+@pytest.mark.parametrize("command", [["practice", "single-head-3x4"], ["stats"]])
+def test_damaged_or_foreign_store_is_one_error_and_left_untouched(capsys, monkeypatch, content, command):
+    path = store_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("1 1; 2 2; 2 2\n"))
+    code = main(command)
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""  # not a single question asked
+    assert len(err.splitlines()) == 1
+    assert err.startswith((f"error: {path} is not an attn-tutor progress file; it was left untouched",
+                           f"error: the progress file {path} is damaged; it was left untouched"))
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in path.parent.iterdir()) == ["progress.sqlite3"]
+
+
+def test_another_programs_sqlite_file_is_refused(capsys, monkeypatch):
+    path = store_path()
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    code, out, err = practise(capsys, monkeypatch, "", "single-head-3x4")
+    assert code == 2 and out == []
+    assert err == (f"error: {path} is not an attn-tutor progress file; it was left untouched "
+                   "(move it away, or set ATTN_TUTOR_HOME to use another folder)\n")
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_stats_with_no_store_creates_nothing(capsys):
+    code, out, _ = stats(capsys)
+    assert code == 0
+    assert out.splitlines()[0] == "No practice recorded yet."
+    assert "attn-tutor practice single-head-3x4" in out
+    assert not store_path().parent.exists()
+
+
+def _read_until(proc: subprocess.Popen, needle: bytes, timeout: float = 60) -> bytes:
+    got = b""
+    deadline = time.monotonic() + timeout
+    while needle not in got:
+        left = deadline - time.monotonic()
+        assert left > 0, got.decode(errors="replace")
+        ready, _, _ = select.select([proc.stdout], [], [], left)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            assert chunk, got.decode(errors="replace")
+            got += chunk
+    return got
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_killed_session_keeps_every_answer_given():
+    proc = subprocess.Popen([sys.executable, "-m", "tutor", "practice", "single-head-3x4"], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        _read_until(proc, b"Q> ")
+        proc.stdin.write(b"1 1; 2 2; 2 2\n")
+        proc.stdin.flush()
+        _read_until(proc, b"K> ")
+        proc.stdin.write(b"9 9; 2 2; 2 2\n")  # a wrong answer is an answer too
+        proc.stdin.flush()
+        _read_until(proc, b"Type the matrix again")
+        proc.stdin.write(b"1 1\n2 2\n")  # half a matrix, row by row: not an answer yet
+        proc.stdin.flush()
+        _read_until(proc, b"K row 3> ")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    assert rows("SELECT step, outcome, attempt, answer FROM answers ORDER BY id") == [
+        ("q", "correct", 1, "1 1; 2 2; 2 2"), ("k", "wrong", 1, "9 9; 2 2; 2 2")]
+    assert rows("SELECT ended FROM sessions") == [(None,)]
+    # and the store opens cleanly afterwards
+    r = run_process("stats", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["answers"] == 2
+
+
+# --- what the learner reads, under constraints -------------------------------------------------
+
+
+def test_ascii_stream_no_colour_and_60_columns():
+    script = (typed(SCORES) + "\n" + "show\n").encode()  # forgets the scaling, then reveals
+    r = run_process("practice", "single-head-3x4", "--steps", "scaled,weights", stdin=script + b"show\n",
+                    PYTHONIOENCODING="ascii", COLUMNS="60", NO_COLOR="1", TERM="xterm-256color")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode("ascii")  # raises on any non-ASCII byte
+    assert "\x1b[" not in out
+    assert max(len(line) for line in out.splitlines()) <= 60
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert "  | t1 | 2.00 [x] | 4.00 [x] | 4.00 [x] |" in lines
+    assert "Diagnosis: You forgot to divide by sqrt(d_k): scaled =" in lines
+    # revealed numbers are whole, never cut: the exact form and its 4-decimal value
+    assert "2*sqrt(2)" in out and "5.6569" in out
+    for w in (WEIGHTS[0][0], WEIGHTS[0][1], WEIGHTS[1][0], WEIGHTS[1][1]):
+        assert f"{w:.4f}" in out
+    # the long exact forms of the weights are listed whole, each on one line
+    assert "     1/(2 + exp(-2*sqrt(2)))" in lines
+    assert r.stderr == b""
+
+
+def test_undecodable_piped_bytes_are_a_message_not_a_crash():
+    r = run_process("practice", "single-head-3x4", "--steps", "q", stdin=b"\xff\xfe 1\n1 1; 2 2; 2 2\n")
+    assert r.returncode == 0 and r.stderr == b""
+    out = r.stdout.decode()
+    assert "Not an answer: " in out and "✓ Right." in out
+
+
+def test_help_for_each_command(capsys):
+    for command, options in (("practice", ["--steps", "--head", "--mode", "--tolerance"]), ("stats", ["--format"])):
+        code = main([command, "--help"])
+        out, _ = capsys.readouterr()
+        assert code == 0
+        for option in options:
+            assert option in out
