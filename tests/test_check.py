@@ -411,3 +411,83 @@ def test_no_color_has_no_escape_codes():
     r = run_process("check", "blog-single-head-3x4.yaml", NO_COLOR="1", FORCE_COLOR="")
     assert r.returncode == 1
     assert b"\x1b[" not in r.stdout
+
+
+def test_empty_file(tmp_path, capsys):
+    sol = tmp_path / "s.yaml"
+    sol.write_text("")
+    code, _, err = run(capsys, "check", str(sol))
+    assert code == 2
+    assert err == (f"error: {sol}:1:1: the file is empty (a solution file needs at least `exercise: ID` and one "
+                   "step, e.g. `scores: [[2, 4], [4, 8]]`)\n")
+
+
+# --- never a traceback -------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10, 10), st.floats(allow_nan=True),
+                     st.sampled_from(["1/3", "-inf", "sqrt(2)", "x", "", "1e999", "2^99", "0.4500", "exp(1000)"]))
+_values = st.recursive(_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(
+    st.sampled_from(["q", "weights", "masked", "heads", "concat", "output", "zz"]), c, max_size=3), max_leaves=20)
+_files = st.dictionaries(
+    st.sampled_from(["exercise", "q", "k", "scores", "scaled", "masked", "weights", "head_output", "concat",
+                     "output", "heads", "source", "wat"]),
+    _values, max_size=5,
+).map(lambda d: {**d, "exercise": d.get("exercise", "two-head-causal-3x4")})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_files)
+def test_any_structure_is_a_report_or_an_error(data):
+    import yaml
+
+    from tutor.errors import TutorError
+
+    text = yaml.safe_dump(data)
+    try:
+        report = audit(read_solution(text, "sol.yaml", base=DATA))
+    except TutorError as err:
+        assert str(err)
+        return
+    assert report.exit_code in (0, 1)
+
+
+_SHAPES = {"q": (3, 2), "k": (3, 2), "v": (3, 2), "scores": (3, 3), "scaled": (3, 3), "weights": (3, 3),
+           "head_output": (3, 2)}
+_entries = st.one_of(st.integers(-1000, 1000), st.just("-inf"), st.just(None), st.just("1/3"),
+                     st.floats(-1e6, 1e6).map(lambda x: f"{x:.3f}"), st.floats(0, 1).map(lambda x: f"{x:.2f}"))
+
+
+@st.composite
+def _right_shaped(draw):
+    steps = draw(st.lists(st.sampled_from(sorted(_SHAPES)), min_size=1, max_size=7, unique=True))
+    lines = ["exercise: single-head-3x4"]
+    for s in steps:
+        r, c = _SHAPES[s]
+        rows = [[draw(_entries) for _ in range(c)] for _ in range(r)]
+        if all(e is None for row in rows for e in row):
+            rows[0][0] = 1
+        lines.append(f"{s}: " + json.dumps(rows).replace("null", "~"))
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_right_shaped())
+def test_any_numbers_give_a_full_report(text):
+    import io
+
+    from rich.console import Console
+
+    from tutor.render.check import dumps, render
+
+    report = audit(read_solution(text, "sol.yaml", base=DATA))
+    assert report.exit_code in (0, 1)
+    render(report, Console(file=io.StringIO(), width=100))
+    json.loads(dumps(report))
+
+
+def test_minus_inf_in_weights_fails_the_row_sum():
+    report = audit_text("exercise: single-head-3x4\nweights: [[-inf, 0.5, 0.5], [~, ~, ~], [~, ~, ~]]\n")
+    assert [f.ok for f in report.findings if f.check == "row_sums"] == [False]

@@ -287,7 +287,9 @@ def _plausibility(sol: Solution, sf: SolutionFile) -> list[Finding]:
                 if np.isnan(lo[i]).any():
                     continue
                 target = 0.0 if right_shape and allowed is not None and not allowed[i].any() else 1.0
-                total, allow = float(mid[i].sum()), float(((hi[i] - lo[i]) / 2).sum())
+                with np.errstate(invalid="ignore"):  # an infinite entry has no width, and fails the sum
+                    total = float(np.where(np.isinf(lo[i]), lo[i], mid[i]).sum())
+                    allow = float(np.where(np.isinf(lo[i]), 0.0, (hi[i] - lo[i]) / 2).sum())
                 if abs(total - target) > allow + 1e-9:
                     row = sol.step("weights", g.head).row_labels[i] if right_shape else str(i + 1)  # type: ignore[arg-type]
                     bad_rows.append((i, t("check.row_sum.bad", step=name, row=row, total=_short(total),
@@ -372,7 +374,8 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
 
         sol = solve(sf.exercise)
     ex = sol.exercise
-    carry = _carry(sol, sf)
+    with np.errstate(invalid="ignore", over="ignore"):  # the author's values may hold ±inf: NaN never matches
+        carry = _carry(sol, sf)
     judged: list[StepCheck] = []
     wrong_keys: list[Key] = []
     for g in sf.steps:

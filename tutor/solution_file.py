@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +212,8 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
     """
     doc = parse_yaml(text, filename)
     if doc.problems:
-        raise ExerciseError(doc.problems)
+        raise ExerciseError([replace(p, hint=t("solution.empty.hint")) if p.message == t("yaml.empty") else p
+                             for p in doc.problems])
     if not isinstance(doc.value, dict):
         raise ExerciseError([doc.problem((), t("yaml.top_level", found=describe(doc.value)))])
     data: dict[str, Any] = doc.value

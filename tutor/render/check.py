@@ -112,6 +112,8 @@ class CheckRenderer:
     def report(self, r: Report) -> None:
         ex = r.exercise
         self.line(t("check.heading", file=r.solution.file, id=ex.id, title=ex.title), "bold")
+        if r.solution.title:
+            self.line(r.solution.title, "dim")
         if r.solution.source:
             self.line(t("check.source", source=r.solution.source), "dim")
         self.console.print()
@@ -196,6 +198,7 @@ def report_dict(r: Report) -> dict[str, Any]:
     return {
         "file": r.solution.file,
         "exercise": ex.id,
+        "title": r.solution.title or None,
         "source": r.solution.source or None,
         "verdict": "correct" if r.ok else "wrong",
         "exit_code": r.exit_code,
