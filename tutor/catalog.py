@@ -1,21 +1,37 @@
-"""Where exercises come from: the bundled folder, or a path.
+"""Where exercises come from: the bundled folder, exercise packs, or a path.
 
-``resolve("single-head-3x4")`` finds a bundled exercise by id;
-``resolve("my/file.yaml")`` loads a file.  Bundled files are named
-``<id>.yaml``; they ship inside the wheel as ``tutor/exercises``.
+``resolve("single-head-3x4")`` finds an exercise by id; ``resolve("my/file.yaml")``
+loads a file.  Bundled files are named ``<id>.yaml``; they ship inside the
+wheel as ``tutor/exercises``.
+
+Exercise packs are more folders searched after the bundled one: the folders
+given on the command line (``--exercises DIR``, passed in as ``folders``) and
+those in ``ATTN_TUTOR_PATH`` (separated by :data:`os.pathsep`).  Every
+``*.yaml``/``*.yml`` below a pack folder is read (hidden folders such as
+``.github`` are skipped, and so are solution files, which start with
+``exercise:``).  An id defined twice is a problem naming both files - never
+silently shadowed - and a broken file is a problem that does not stop the
+others from being listed.  Pure: nothing here prints.
 """
 
 from __future__ import annotations
 
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .errors import ExerciseError, NotFoundError
-from .exercise import load_exercise
+from .errors import ExerciseError, NotFoundError, Problem
+from .exercise import Validation, load_exercise, validate_document
 from .messages import t
 from .model import Exercise
+from .yamlread import parse_yaml, read_text
 
 _SUFFIXES = (".yaml", ".yml")
+ENV_PATH = "ATTN_TUTOR_PATH"
+BUNDLED = "bundled"
 
 
 def bundled_dir() -> Path:
@@ -30,21 +46,169 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix in _SUFFIXES and p.is_file()) if folder.is_dir() else []
 
 
+def yaml_files(folder: Path) -> list[Path]:
+    """Every ``*.yaml``/``*.yml`` file below ``folder``, sorted; hidden folders and files are skipped."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [Path(root) / f for f in files if f.endswith(_SUFFIXES) and not f.startswith(".")]
+    return sorted(found)
+
+
 def looks_like_path(name: str) -> bool:
+    """True when ``name`` names a file rather than an id (a YAML suffix, a separator, or an existing file)."""
     return name.endswith(_SUFFIXES) or "/" in name or "\\" in name or Path(name).is_file()
 
 
-def resolve(name: str) -> Exercise:
-    """The exercise named by a bundled id or a file path.
+# --- packs -------------------------------------------------------------------
 
-    Raises :class:`NotFoundError` when neither matches, and
-    :class:`ExerciseError` when the file is invalid.
+
+@dataclass(frozen=True)
+class Folder:
+    """One place exercises come from: ``label`` is ``bundled`` or the folder as given."""
+
+    path: Path
+    label: str
+
+    @property
+    def bundled(self) -> bool:
+        return self.label == BUNDLED
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An exercise found in a folder, with the file it came from."""
+
+    exercise: Exercise
+    folder: Folder
+    file: Path
+
+    @property
+    def source(self) -> str:
+        """Where it comes from, as ``list`` shows it: ``bundled`` or the pack folder."""
+        return self.folder.label
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every exercise of the bundled folder and the packs, and every problem found on the way.
+
+    ``entries`` are sorted by id; an id defined in two files appears twice
+    (once per file) and is named in ``problems``, as is every broken file.
+    """
+
+    entries: tuple[Entry, ...]
+    problems: tuple[Problem, ...]
+    folders: tuple[Folder, ...]
+
+    def find(self, exercise_id: str) -> list[Entry]:
+        """The entries with this id (more than one when it clashes)."""
+        return [e for e in self.entries if e.exercise.id == exercise_id]
+
+
+def env_folders(environ: dict[str, str] | None = None) -> list[Path]:
+    """The folders named in ``ATTN_TUTOR_PATH`` (``os.pathsep``-separated; empty parts ignored)."""
+    value = (os.environ if environ is None else environ).get(ENV_PATH, "")
+    return [Path(part) for part in value.split(os.pathsep) if part.strip()]
+
+
+def search_folders(folders: Iterable[str | Path] = (), environ: dict[str, str] | None = None) -> list[Folder]:
+    """The bundled folder, then ``folders`` (``--exercises``), then ``ATTN_TUTOR_PATH``; each once."""
+    out = [Folder(bundled_dir(), BUNDLED)]
+    seen = {out[0].path.resolve()}
+    for p in [Path(f) for f in folders] + env_folders(environ):
+        key = p.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(Folder(p, str(p)))
+    return out
+
+
+def _display(folder: Folder, file: Path) -> str:
+    return f"bundled:{file.relative_to(folder.path).as_posix()}" if folder.bundled else str(file)
+
+
+def is_solution_file(value: object) -> bool:
+    """True for a solution file (what ``attn-tutor check`` reads): ``exercise:`` at the top, no ``id``."""
+    return isinstance(value, dict) and "exercise" in value and "id" not in value
+
+
+def read_exercise_file(file: Path, display: str | None = None) -> Validation | None:
+    """Validate one exercise file; ``None`` for a solution file, which is not an exercise."""
+    name = display or str(file)
+    text, problems = read_text(str(file), name)
+    if text is None:
+        return Validation(name, tuple(problems))
+    doc = parse_yaml(text, name)
+    if not doc.problems and is_solution_file(doc.value):
+        return None
+    return validate_document(doc)
+
+
+def load_catalog(folders: Iterable[str | Path] = (), environ: dict[str, str] | None = None) -> Catalog:
+    """Read the bundled folder and every pack; never raises for a bad pack or file.
+
+    A folder that does not exist, an unreadable or invalid file, and an id
+    defined twice each become a :class:`Problem`; the valid exercises are
+    all listed.
+    """
+    places = search_folders(folders, environ)
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    first: dict[str, Entry] = {}
+    for folder in places:
+        if not folder.path.is_dir():
+            problems.append(Problem(str(folder.path), None, None, "", t("catalog.no_folder"),
+                                    t("catalog.no_folder.hint", sep=os.pathsep)))
+            continue
+        files = _files(folder.path) if folder.bundled else yaml_files(folder.path)
+        for file in files:
+            checked = read_exercise_file(file, _display(folder, file))
+            if checked is None:
+                continue
+            if checked.exercise is None:
+                problems.extend(checked.problems)
+                continue
+            entry = Entry(checked.exercise, folder, file)
+            if entry.exercise.id in first:
+                other = first[entry.exercise.id]
+                problems.append(Problem(_display(folder, file), None, None, "id",
+                                        t("catalog.duplicate_id", id=entry.exercise.id, first=other.exercise.source,
+                                          second=entry.exercise.source), t("catalog.duplicate_id.hint")))
+            else:
+                first[entry.exercise.id] = entry
+            entries.append(entry)
+    entries.sort(key=lambda e: (e.exercise.id, places.index(e.folder), str(e.file)))
+    return Catalog(tuple(entries), tuple(problems), tuple(places))
+
+
+def _has_packs(folders: Sequence[str | Path], environ: dict[str, str] | None) -> bool:
+    return bool(list(folders) or env_folders(environ))
+
+
+# --- one exercise ----------------------------------------------------------------
+
+
+def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> Exercise:
+    """The exercise named by an id (bundled or in a pack) or a file path.
+
+    Raises :class:`NotFoundError` when nothing matches or when the id is
+    defined in two files (naming both), and :class:`ExerciseError` when the
+    file is invalid.
     """
     if looks_like_path(name):
         path = Path(name)
         if not path.exists():
             raise NotFoundError(t("catalog.not_found", name=name))
         return load_exercise(str(path))
+    if _has_packs(folders, environ):
+        found = load_catalog(folders, environ).find(name)
+        if len(found) > 1:
+            raise NotFoundError(t("catalog.duplicate_id", id=name, first=found[0].exercise.source,
+                                  second=found[1].exercise.source) + f" ({t('catalog.duplicate_id.hint')})")
+        if found:
+            return found[0].exercise
+        raise NotFoundError(t("catalog.not_found", name=name) + f" ({t('catalog.not_found.hint')})")
     folder = bundled_dir()
     direct = [folder / f"{name}{s}" for s in _SUFFIXES if (folder / f"{name}{s}").is_file()]
     for path in direct + _files(folder):
@@ -60,3 +224,14 @@ def resolve(name: str) -> Exercise:
 def bundled() -> list[Exercise]:
     """Every bundled exercise, sorted by id.  Raises :class:`ExerciseError` for a broken one."""
     return sorted((load_exercise(str(p), display=f"bundled:{p.name}") for p in _files(bundled_dir())), key=lambda e: e.id)
+
+
+def exercises(folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> list[Exercise]:
+    """Every exercise of the bundled folder and the packs, sorted by id; broken files and clashes left out.
+
+    For commands that pick from the catalogue (``practice``); :func:`load_catalog`
+    has the problems too.
+    """
+    entries = load_catalog(folders, environ).entries
+    count = Counter(e.exercise.id for e in entries)
+    return [e.exercise for e in entries if count[e.exercise.id] == 1]

@@ -9,11 +9,14 @@ import typer
 
 from ..messages import t
 from . import ExerciseArg, app, console, write
+from .author import BlankOpt, ExercisesOpt, ExportOpt
 
 
 class ExplainFormat(str, Enum):
     rich = "rich"
     json = "json"
+    markdown = "markdown"
+    html = "html"
 
 
 class ListFormat(str, Enum):
@@ -27,18 +30,25 @@ def explain(
     head: Annotated[int | None, typer.Option("--head", help=t("cli.opt.head"), min=0)] = None,
     precision: Annotated[int, typer.Option("--precision", help=t("cli.opt.precision"), min=0, max=15)] = 4,
     fmt: Annotated[ExplainFormat, typer.Option("--format", help=t("cli.opt.format"))] = ExplainFormat.rich,
+    exercises: ExercisesOpt = None,
+    blank: BlankOpt = False,
+    export: ExportOpt = None,
 ) -> None:
     from ..catalog import resolve
     from ..exact import solve
 
-    ex = resolve(exercise)
+    ex = resolve(exercise, exercises or ())
     if head is not None and head >= ex.num_heads:
         raise typer.BadParameter(t("explain.no_head", head=head, last=ex.num_heads - 1), param_hint="--head")
     sol = solve(ex)
     from ..verify import verify
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
-    if fmt is ExplainFormat.json:
+    if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
+        from .author import handout
+
+        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export)
+    elif fmt is ExplainFormat.json:
         from ..render.json import dumps
 
         write(dumps(sol, head))
@@ -51,30 +61,19 @@ def explain(
 @app.command("list", help=t("cli.list.help"))
 def list_(
     fmt: Annotated[ListFormat, typer.Option("--format", help=t("cli.opt.format"))] = ListFormat.rich,
+    exercises: ExercisesOpt = None,
 ) -> None:
-    from ..catalog import bundled
+    from ..catalog import load_catalog
+    from .author import catalog_rows, report_catalog_problems
 
-    exercises = bundled()
-    rows = [
-        {
-            "id": ex.id,
-            "title": ex.title,
-            "L": ex.L,
-            "L_k": ex.L_k,
-            "d_model": ex.d_model,
-            "heads": ex.num_heads,
-            "mask": ex.mask_kind if ex.key_padding is None else (ex.mask_kind + "+padding" if ex.mask_kind != "none" else "padding"),
-            "cross": ex.is_cross,
-            "difficulty": ex.difficulty,
-            "tags": list(ex.tags),
-        }
-        for ex in exercises
-    ]
+    cat = load_catalog(exercises or ())
+    rows = catalog_rows(cat)
+    report_catalog_problems(cat)  # broken pack files and clashing ids: on stderr, the rest is still listed
     if fmt is ListFormat.json:
         import json
 
         write(json.dumps(rows, indent=1))
         return
-    from ..render.listing import render_list
+    from ..render.catalog import render_catalog
 
-    render_list(rows, console())
+    render_catalog(rows, console())
