@@ -1,0 +1,323 @@
+"""Write new exercises whose intermediate numbers are small enough for paper.
+
+``generate(Spec(tokens=3, d_model=4, heads=1, d_k=2, seed=7))`` returns the
+text of a commented, valid exercise file.  The same spec (same seed) always
+gives the same text.
+
+How the numbers stay small: ``x`` holds small integers (``{0, 1}`` at
+difficulty 1-2) with no all-zero row, and every column of every weight
+matrix has only one or two non-zero entries (``1``, or ``±1`` from
+difficulty 2), so each entry of ``Q = x·W_Q`` (and of K and V) is a sum of
+at most two small products.  Candidates are drawn from a seeded
+:class:`random.Random`; the first whose Q, K, V and scores ``Q·Kᵀ`` stay
+within the difficulty's bounds, and whose scores are not all equal, is
+kept (else the candidate with the smallest numbers).  The file says what
+the ranges turned out to be.  Pure: no printing, no files.
+"""
+
+from __future__ import annotations
+
+import random
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .exercise import LIMITS
+
+MASKS = ("none", "causal", "padding")
+TRIES = 200  # candidates drawn at most, fewer for big exercises (see _tries)
+WORK = 3_000_000  # multiplications spent on candidates at most
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What to generate.  ``cross`` is ``L_k`` for cross-attention (K and V from ``x_kv``), else ``None``."""
+
+    tokens: int = 3
+    d_model: int = 4
+    heads: int = 1
+    d_k: int = 2
+    mask: str = "none"
+    cross: int | None = None
+    seed: int = 0
+    difficulty: int | None = None
+    id: str | None = None
+    title: str | None = None
+
+    def check(self) -> None:
+        """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown."""
+        for name, value, limit in (("tokens", self.tokens, LIMITS["L"]), ("d_model", self.d_model, LIMITS["d_model"]),
+                                   ("heads", self.heads, LIMITS["heads"]), ("d_k", self.d_k, LIMITS["d_k"]),
+                                   ("cross", self.cross or 1, LIMITS["L_k"]), ("difficulty", self.difficulty or 1, 5)):
+            if not 1 <= value <= limit:
+                raise ValueError(f"{name} must be between 1 and {limit}, found {value}")
+        if self.heads * self.d_k > LIMITS["d_out"]:
+            raise ValueError(f"heads x d_k must be at most {LIMITS['d_out']} (the heads are concatenated into the output), "
+                             f"found {self.heads} x {self.d_k} = {self.heads * self.d_k}")
+        if self.mask not in MASKS:
+            raise ValueError(f"mask must be one of {', '.join(MASKS)}, found {self.mask!r}")
+        if self.mask == "padding" and (self.cross or self.tokens) < 2:
+            raise ValueError("padding needs at least two keys: one to pad and one to attend")
+
+    @property
+    def level(self) -> int:
+        """The difficulty: given, else 1 plus one for each of several heads, a mask, cross-attention."""
+        if self.difficulty is not None:
+            return self.difficulty
+        return min(5, 1 + (self.heads > 1) + (self.mask != "none") + (self.cross is not None))
+
+    @property
+    def L_k(self) -> int:
+        return self.cross if self.cross is not None else self.tokens
+
+
+@dataclass(frozen=True)
+class _Level:
+    x: tuple[int, ...]  # values of x, repeated to weight them
+    w: tuple[int, ...]  # non-zero values of the weights
+    qkv: int  # bound on |Q|, |K|, |V|
+    scores: int  # bound on |scores|
+
+
+_LEVELS = {
+    1: _Level((0, 1, 1), (1,), 2, 4),
+    2: _Level((0, 1, 1), (1, 1, -1), 2, 4),
+    3: _Level((0, 0, 1, 1, 2), (1, 1, -1), 3, 6),
+    4: _Level((-1, 0, 0, 1, 1, 2), (1, 1, -1), 3, 8),
+    5: _Level((-2, -1, 0, 1, 1, 2), (1, -1, 2), 4, 12),
+}
+
+Matrix = list[list[int]]
+
+
+def _matmul(a: Matrix, b: Matrix) -> Matrix:
+    """``[n, m] @ [m, p] -> [n, p]`` on Python ints."""
+    cols = list(zip(*b))  # [p][m]
+    return [[sum(x * y for x, y in zip(row, col)) for col in cols] for row in a]
+
+
+def _inputs(rng: random.Random, rows: int, cols: int, values: Sequence[int]) -> Matrix:
+    """``[rows, cols]`` entries from ``values``; no all-zero row."""
+    out = []
+    for _ in range(rows):
+        row = [0] * cols
+        while not any(row):
+            row = [values[rng.randrange(len(values))] for _ in range(cols)]
+        out.append(row)
+    return out
+
+
+def _weight(rng: random.Random, d_in: int, d_out: int, values: Sequence[int]) -> Matrix:
+    """``[d_in, d_out]``: each column has one or two non-zero entries."""
+    w = [[0] * d_out for _ in range(d_in)]
+    for c in range(d_out):
+        k = 1 if d_in == 1 else 1 + rng.randrange(2)
+        for r in rng.sample(range(d_in), k):
+            w[r][c] = values[rng.randrange(len(values))]
+    return w
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    x: Matrix
+    x_kv: Matrix | None
+    heads: tuple[tuple[Matrix, Matrix, Matrix], ...]
+    qkv: tuple[int, int]  # smallest and largest entry of Q, K, V
+    scores: tuple[int, int]  # smallest and largest score
+    flat: bool  # some head's scores are all equal, or its V is all zero
+
+    def cost(self, level: _Level) -> tuple[int, int, int, int]:
+        q = max(abs(v) for v in self.qkv)
+        s = max(abs(v) for v in self.scores)
+        return (int(self.flat), max(0, q - level.qkv) + max(0, s - level.scores), s, q)
+
+
+def _candidate(rng: random.Random, spec: Spec, level: _Level) -> _Candidate:
+    x = _inputs(rng, spec.tokens, spec.d_model, level.x)  # [L, d_model]
+    x_kv = _inputs(rng, spec.cross, spec.d_model, level.x) if spec.cross is not None else None  # [L_k, d_kv]
+    kv = x_kv if x_kv is not None else x
+    heads, qkv, scores, flat = [], [], [], False
+    for _ in range(spec.heads):
+        w_q, w_k, w_v = (_weight(rng, spec.d_model, spec.d_k, level.w) for _ in range(3))  # [d, d_k] each
+        q, k, v = _matmul(x, w_q), _matmul(kv, w_k), _matmul(kv, w_v)  # [L, d_k], [L_k, d_k], [L_k, d_k]
+        s = _matmul(q, [list(c) for c in zip(*k)])  # [L, d_k]·[d_k, L_k] -> [L, L_k]
+        heads.append((w_q, w_k, w_v))
+        qkv += [e for m in (q, k, v) for row in m for e in row]
+        scores += [e for row in s for e in row]
+        flat |= len({e for row in s for e in row}) == 1 or not any(e for row in v for e in row)
+    return _Candidate(x, x_kv, tuple(heads), (min(qkv), max(qkv)), (min(scores), max(scores)), flat)
+
+
+def _tries(spec: Spec) -> int:
+    """How many candidates to draw: :data:`TRIES`, fewer when one costs many multiplications."""
+    L, L_k, d, d_k = spec.tokens, spec.L_k, spec.d_model, spec.d_k
+    work = spec.heads * (L * d * d_k + 2 * L_k * d * d_k + L * L_k * d_k)  # Q, K, V, then scores
+    return max(5, min(TRIES, WORK // work))
+
+
+def _pick(spec: Spec) -> _Candidate:
+    rng = random.Random(spec.seed)
+    level = _LEVELS[spec.level]
+    best: _Candidate | None = None
+    for _ in range(_tries(spec)):
+        c = _candidate(rng, spec, level)
+        if c.cost(level)[:2] == (0, 0):
+            return c
+        if best is None or c.cost(level) < best.cost(level):
+            best = c
+    assert best is not None
+    return best
+
+
+# --- the file ------------------------------------------------------------------
+
+_WORDS = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight"}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{_WORDS.get(n, str(n))} {noun}{'' if n == 1 else 's'}"
+
+
+def default_id(spec: Spec) -> str:
+    """``gen-3x4-h1-dk2-s7`` (+ ``-causal``/``-padding``, ``-cross3``)."""
+    parts = [f"gen-{spec.tokens}x{spec.d_model}-h{spec.heads}-dk{spec.d_k}"]
+    if spec.mask != "none":
+        parts.append(spec.mask)
+    if spec.cross is not None:
+        parts.append(f"cross{spec.cross}")
+    parts.append(f"s{spec.seed}")
+    return "-".join(parts)
+
+
+def default_title(spec: Spec) -> str:
+    """``Three tokens, d_model = 4, one head with d_k = 2`` and the mask or cross-attention."""
+    heads = "one head" if spec.heads == 1 else f"{_count(spec.heads, 'head').lower()}"
+    title = f"{_count(spec.tokens, 'token')}, d_model = {spec.d_model}, {heads} with d_k = {spec.d_k}"
+    if spec.cross is not None:
+        title += f", cross-attention over {spec.cross} keys"
+    if spec.mask != "none":
+        title += f", {spec.mask} mask" if spec.mask == "causal" else ", key padding"
+    return title
+
+
+def _row(values: Sequence[int], width: int) -> str:
+    return "[" + ", ".join(f"{v:>{width}}" for v in values) + "]"
+
+
+def _matrix(m: Matrix, indent: int) -> str:
+    """Flow-style rows, one per line, aligned under the first: ``[[1, 0],\\n    [0, 1]]``."""
+    width = max(len(str(v)) for row in m for v in row)
+    pad = " " * (indent + 1)
+    return "[" + f",\n{pad}".join(_row(r, width) for r in m) + "]"
+
+
+def _quote(text: str) -> str:
+    """A YAML double-quoted scalar on one line (a newline becomes a space)."""
+    one_line = " ".join(text.split())
+    return '"' + one_line.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _range(lo: int, hi: int) -> str:
+    return f"{lo} to {hi}" if lo != hi else str(lo)
+
+
+def command_line(spec: Spec) -> str:
+    """The ``attn-tutor new`` command that writes this exercise again."""
+    parts = ["attn-tutor new", f"--tokens {spec.tokens}", f"--d-model {spec.d_model}", f"--heads {spec.heads}",
+             f"--d-k {spec.d_k}", f"--mask {spec.mask}"]
+    if spec.cross is not None:
+        parts.append(f"--cross {spec.cross}")
+    if spec.difficulty is not None:
+        parts.append(f"--difficulty {spec.difficulty}")
+    parts.append(f"--seed {spec.seed}")
+    return " ".join(parts)
+
+
+def generate(spec: Spec) -> str:
+    """The text of a new, commented exercise file for ``spec`` (deterministic for its seed).
+
+    Raises ``ValueError`` for a spec outside the format's limits.
+    """
+    spec.check()
+    c = _pick(spec)
+    L, L_k, d, d_k, H = spec.tokens, spec.L_k, spec.d_model, spec.d_k, spec.heads
+    tokens = [f"t{i + 1}" for i in range(L)]
+    kv_tokens = [f"s{j + 1}" for j in range(L_k)]
+    padding = None
+    if spec.mask == "padding":
+        padding = [True] * (L_k - 1) + [False]
+        if spec.cross is not None:
+            kv_tokens[-1] = "PAD"
+        else:
+            tokens[-1] = "PAD"
+    x_values = sorted({v for row in c.x + (c.x_kv or []) for v in row})
+    w_values = sorted({v for head in c.heads for m in head for row in m for v in row})
+    root = "sqrt(%d)" % d_k
+    scale = {1: "sqrt(1) = 1, so nothing is scaled", 4: "sqrt(4) = 2, an exact halving",
+             9: "sqrt(9) = 3", 16: "sqrt(16) = 4"}.get(d_k, f"{root}, so the scaled scores carry a {root}")
+    why = (
+        "Small integers on purpose, so that Q, K, V and the scores can be worked out on paper: "
+        f"x uses only {{{', '.join(map(str, x_values))}}}, and each column of a weight matrix has one or two "
+        f"non-zero entries from {{{', '.join(str(v) for v in w_values if v)}}}. Every entry of Q, K and V is an "
+        f"integer from {_range(*c.qkv)}, and every score Q K^T an integer from {_range(*c.scores)}. "
+        f"Scaling divides by sqrt(d_k) = {scale}; from the softmax on, a calculator helps."
+    )
+    out = [
+        f"# Written by `{command_line(spec)}`;",
+        "# the same command (the same seed) writes the same exercise again.",
+        "#",
+        *textwrap.wrap(why, 78, initial_indent="# ", subsequent_indent="# "),
+        "#",
+        "# Check it:        attn-tutor validate FILE",
+        "# Worked solution: attn-tutor explain FILE   (--format markdown for a handout)",
+        "",
+        "# id: a unique name (lowercase letters, digits and '-'); `attn-tutor explain ID` finds it.",
+        f"id: {spec.id or default_id(spec)}",
+        "# title: one line, shown above the worked solution.",
+        f"title: {_quote(spec.title or default_title(spec))}",
+        "# description: Markdown shown above the worked solution (optional).",
+        "description: |",
+        f"  Generated with seed {spec.seed}. Compute Q, K and V, the scores Q K^T, the",
+        "  scaled scores, the softmax weights row by row, and each head's output.",
+        "# tokens: one label per row of x.",
+        f"tokens: [{', '.join(tokens)}]",
+        f"# x: the input sequence, [L x d_model] = [{L} x {d}]; each row is one token.",
+        f"x: {_matrix(c.x, 3)}",
+    ]
+    if c.x_kv is not None:
+        out += [
+            "# kv_tokens: one label per row of x_kv.",
+            f"kv_tokens: [{', '.join(kv_tokens)}]",
+            f"# x_kv: cross-attention: K and V come from this sequence, [L_k x d_kv] = [{L_k} x {d}].",
+            f"x_kv: {_matrix(c.x_kv, 6)}",
+        ]
+    src = "x_kv" if c.x_kv is not None else "x"
+    out += [
+        "# heads: one block per head (the per-head form). Row vectors, as on paper:",
+        f"#   Q = x W_Q with w_q [d_model x d_k] = [{d} x {d_k}];",
+        f"#   K = {src} W_K and V = {src} W_V with w_k, w_v [{d} x {d_k}].",
+        "heads:",
+    ]
+    for h, (w_q, w_k, w_v) in enumerate(c.heads):
+        out += [
+            f"  # head {h}",
+            f"  - w_q: {_matrix(w_q, 9)}",
+            f"    w_k: {_matrix(w_k, 9)}",
+            f"    w_v: {_matrix(w_v, 9)}",
+        ]
+    if spec.mask == "causal":
+        out += ["# mask: causal: query i may attend key j only when j <= i (top-left aligned).", "mask: causal"]
+    if padding is not None:
+        out += ["# key_padding: one true/false per key; false marks a padding key that no query may attend.",
+                f"key_padding: [{', '.join('true' if p else 'false' for p in padding)}]"]
+    tags = ["generated", "single-head" if H == 1 else "multi-head"]
+    tags += {"causal": ["mask", "causal"], "padding": ["mask", "padding"]}.get(spec.mask, [])
+    tags += ["cross-attention"] if spec.cross is not None else []
+    out += [
+        "# tags: free labels, shown by `attn-tutor list --format json`.",
+        f"tags: [{', '.join(tags)}]",
+        "# difficulty: 1 (easy) to 5.",
+        f"difficulty: {spec.level}",
+        "",
+    ]
+    return "\n".join(out)
