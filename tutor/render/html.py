@@ -1,0 +1,81 @@
+"""Standalone pages of the rich output (HTML, SVG) and the blank worksheet layout.
+
+The page is exactly what ``attn-tutor explain`` prints in a terminal,
+recorded by a :class:`rich.console.Console` (``record=True``) that writes to
+a string, then exported with ``export_html``/``export_svg``.  A worksheet
+(``blank=True``) keeps the layout - inputs, formulas, shapes, the reasons -
+and leaves every step's table empty (and drops the heatmap of the weights,
+which would give them away).  Returns text; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+
+from rich.console import Console
+
+from ..steps import Solution, Step
+from .rich import RichRenderer
+
+_PAGE = """<!DOCTYPE html>
+<html>
+<head>
+<meta charset="UTF-8">
+<title>{title}</title>
+<style>
+{{stylesheet}}
+body {{{{
+    color: {{foreground}};
+    background-color: {{background}};
+}}}}
+</style>
+</head>
+<body>
+    <pre style="font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace"><code style="font-family:inherit">{{code}}</code></pre>
+</body>
+</html>
+"""
+EXPORT_WIDTH = 100  # columns of an exported page, whatever the terminal's width
+BLANK_WIDTH = 8  # characters of writing space per cell of a worksheet
+
+
+class BlankRichRenderer(RichRenderer):
+    """The rich layout with every step's result left empty: a worksheet."""
+
+    def step_cells(self, step: Step) -> tuple[list[list[str]], list[tuple[str, list[tuple[str, str]]]]]:
+        rows, cols = step.shape
+        return [[" " * BLANK_WIDTH] * cols for _ in range(rows)], []
+
+    def heatmap(self, step: Step) -> None:
+        return None  # the shades would show the answer
+
+
+def renderer(console: Console, precision: int = 4, blank: bool = False) -> RichRenderer:
+    """The rich renderer for an answer key, or for a worksheet when ``blank``."""
+    return (BlankRichRenderer if blank else RichRenderer)(console, precision)
+
+
+def recording_console(width: int = EXPORT_WIDTH) -> Console:
+    """A console that records what is printed on it, writes nowhere else, and has a fixed width."""
+    return Console(record=True, file=io.StringIO(), width=width, highlight=False, soft_wrap=False)
+
+
+def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
+           width: int = EXPORT_WIDTH) -> Console:
+    """A recording console holding the rich output of ``sol`` (a worksheet when ``blank``)."""
+    console = recording_console(width)
+    renderer(console, precision, blank).solution(sol, head)
+    return console
+
+
+def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
+    """A standalone HTML page of the rich output, titled with the exercise's title."""
+    title = html.escape(sol.exercise.title).replace("{", "{{").replace("}", "}}")
+    page = _PAGE.format(title=title)
+    return record(sol, head=head, precision=precision, blank=blank).export_html(inline_styles=True, code_format=page)
+
+
+def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
+    """A standalone SVG image of the rich output, titled with the exercise's title."""
+    return record(sol, head=head, precision=precision, blank=blank).export_svg(title=sol.exercise.title)

@@ -1,0 +1,313 @@
+"""The worked solution as a Markdown handout (or a blank worksheet).
+
+Math is written for KaTeX and GitHub: ``$…$`` inline, ``$$…$$`` blocks on
+lines of their own, matrices as ``bmatrix``.  Exact entries come from
+sympy's LaTeX printer (each entry's :meth:`~tutor.exactnum.Exact.to_sympy`,
+cached by its text, since many entries repeat); a matrix with more than
+:data:`EXACT_CELLS` entries that are not all plain numbers is shown in
+decimals only, so a handout at the size limits takes seconds, not minutes.
+With ``blank=True`` the layout is the same but every step's matrix is left
+empty (the inputs are still shown): a worksheet.
+
+Returns text; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
+from ..messages import t
+from ..model import Exercise, Matrix
+from ..steps import Operand, Solution, Step
+from .text import reflow
+
+if TYPE_CHECKING:
+    import sympy
+
+EXACT_CELLS = 64  # larger matrices of softmax expressions are shown in decimals only
+BLANK_CELL = r"\qquad"
+
+
+def _mix_sympy(m: Mix) -> sympy.Expr:
+    """A softmax mix in the form the terminal prints: divided by one term's exponential.
+
+    ``Σ c_j e^{a_j} / Σ e^{a_j}`` with numerator and denominator divided by
+    ``e^{a_ref}`` (the numerator's exponent when it has only one, else the
+    row's largest), and the coefficients' common denominator moved down:
+    ``1/(1 + 2e^{√2})`` rather than ``e^{√2}/(e^{√2} + 2e^{2√2})``.  Equal
+    in value to :meth:`Mix.to_sympy` (a test checks it).
+    """
+    import sympy
+
+    row, live = m.row, m.row.live
+    nz = [row.nums[j] for j in live if m.cnums[j]]
+    ref = nz[0] if nz and all(n == nz[0] for n in nz) else row.top
+    root = sympy.sqrt(row.t)
+
+    def e(j: int) -> sympy.Expr:
+        return sympy.exp(sympy.Rational(row.nums[j] - ref, row.den) * root)  # type: ignore[operator]
+
+    g = math.gcd(m.cden, *(m.cnums[j] for j in live))
+    k = m.cden // g
+    num = sympy.Add(*(sympy.Integer(m.cnums[j] // g) * e(j) for j in live if m.cnums[j]))
+    den = sympy.Add(*(e(j) for j in live))
+    return num / (sympy.Mul(k, den, evaluate=False) if k != 1 else den)
+
+
+def exact_sympy(e: Exact) -> sympy.Expr:
+    """The sympy expression a handout prints for ``e`` (:meth:`Exact.to_sympy`, mixes in the terminal's form)."""
+    import sympy
+
+    if isinstance(e, Mix):
+        return _mix_sympy(e)
+    if isinstance(e, MixSum):
+        return sympy.Add(*(_mix_sympy(p) for p in e.parts)) + sympy.Rational(e.const.numerator, e.const.denominator)
+    return e.to_sympy()
+
+
+class _Latex:
+    """sympy's LaTeX for exact entries, cached by the entry's text."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, str] = {}
+
+    def __call__(self, e: Exact) -> str:
+        key = str(e)
+        out = self.cache.get(key)
+        if out is None:
+            import sympy  # only when a handout is asked for
+
+            out = self.cache[key] = sympy.latex(exact_sympy(e))
+        return out
+
+
+def _fraction_latex(latex: _Latex, q: Fraction) -> str:
+    return latex(Rat(q))
+
+
+def _decimal(v: float, places: int) -> str:
+    if math.isinf(v):
+        return r"-\infty" if v < 0 else r"\infty"
+    text = f"{v:.{places}f}"
+    if text.startswith("-") and float(text) == 0:
+        text = text[1:]
+    return text
+
+
+def bmatrix(rows: Sequence[Sequence[str]]) -> str:
+    r"""``\begin{bmatrix} a & b \\ c & d \end{bmatrix}`` of preformatted LaTeX cells."""
+    return r"\begin{bmatrix} " + r" \\ ".join(" & ".join(r) for r in rows) + r" \end{bmatrix}"
+
+
+def _escape(text: str) -> str:
+    """Plain text inside Markdown: ``_`` and ``*`` would start emphasis (code spans are left as they are)."""
+    parts = re.split(r"(`[^`]*`)", text)
+    return "".join(p if p.startswith("`") else re.sub(r"([_*\\])", r"\\\1", p) for p in parts)
+
+
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def tex_name(name: str) -> str:
+    r"""An operand's name in LaTeX: ``W_Q`` -> ``W_{Q}``, ``Kᵀ`` -> ``K^\top``, ``head_0`` -> ``\text{head}_{0}``, ``√2`` -> ``\sqrt{2}``."""
+    if name.startswith("√"):
+        return rf"\sqrt{{{name[1:]}}}"
+    top = name.endswith("ᵀ")
+    base = name.rstrip("ᵀ")
+    stem, _, sub = base.partition("_")
+    if _WORD.fullmatch(stem):
+        stem = r"\text{" + stem + "}"
+    if sub:
+        stem += "_{" + (r"\text{" + sub + "}" if len(sub) > 1 else sub) + "}"
+    return stem + (r"^\top" if top else "")
+
+
+def _shape(o: Operand) -> str:
+    return r"\,[" + r" \times ".join(map(str, o.shape)) + "]" if o.shape else ""
+
+
+def annotation(step: Step) -> str:
+    r"""The shape annotation in LaTeX: ``X\,[3 \times 4] \cdot W_{Q}\,[4 \times 2] \to Q\,[3 \times 2]``."""
+    parts = [tex_name(o.name) + _shape(o) for o in step.operands]
+    if step.op == "softmax":
+        left = rf"\operatorname{{softmax}}({parts[0]})"
+    elif step.op == "concat":
+        left = "[" + ", ".join(parts) + "]"
+    else:
+        op = {"·": r"\cdot", "/": "/", "+": "+"}.get(step.op, step.op)
+        left = parts[0]
+        for o, text in zip(step.operands[1:], parts[1:]):
+            left += f" {'+' if o.name.startswith('b_') else op} {text}"
+    return rf"{left} \to {tex_name(step.result.name)}{_shape(step.result)}"
+
+
+def formula(step: Step, ex: Exercise) -> str:
+    """The step's formula in LaTeX (the same formula as :attr:`Step.formula`)."""
+    names = [o.name for o in step.operands]
+    bias = next((tex_name(n) for n in names if n.startswith("b_")), None)
+    plus = f" + {bias}" if bias else ""
+    if step.id in ("q", "k", "v"):
+        return rf"{tex_name(step.result.name)} = {tex_name(names[0])} {tex_name(names[1])}{plus}"
+    if step.id == "scores":
+        return r"\text{scores} = Q K^\top"
+    if step.id == "scaled":
+        d_k = ex.heads[step.head or 0].d_k
+        root = names[1][1:]  # "√2" -> "2"
+        return rf"\text{{scaled}} = \frac{{\text{{scores}}}}{{\sqrt{{d_k}}}}, \quad \sqrt{{d_k}} = \sqrt{{{d_k}}}" + (
+            "" if root == str(d_k) else rf" = {_sqrt_latex(d_k)}")
+    if step.id == "masked":
+        return (r"\text{masked} = \text{scaled} + M, \quad M_{ij} = "
+                r"\begin{cases} 0 & \text{if query } i \text{ may attend key } j \\ -\infty & \text{otherwise} \end{cases}")
+    if step.id == "weights":
+        src = rf"\text{{{names[0]}}}"
+        return rf"\text{{weights}}_{{ij}} = \frac{{\exp({src}_{{ij}})}}{{\sum_k \exp({src}_{{ik}})}}"
+    if step.id == "head_output":
+        return rf"\text{{head}}_{{{step.head}}} = \text{{weights}}\, V"
+    if step.id == "concat":
+        return r"\text{concat} = [" + ", ".join(tex_name(n) for n in names) + "]"
+    if step.id == "output":
+        return rf"\text{{output}} = {tex_name(names[0])}\, W_{{O}}{plus}"
+    return step.formula
+
+
+def _sqrt_latex(n: int) -> str:
+    from ..exactnum import square_free
+
+    s, r = square_free(n)
+    if r == 1:
+        return str(s)
+    return rf"{s}\sqrt{{{r}}}" if s != 1 else rf"\sqrt{{{r}}}"
+
+
+def _plain(e: Exact) -> bool:
+    return isinstance(e, (Rat, Surd, NegInf))
+
+
+class MarkdownRenderer:
+    """Builds the Markdown of one solution at one precision; ``blank`` leaves the answers empty."""
+
+    def __init__(self, precision: int = 4, blank: bool = False):
+        self.places = precision
+        self.blank = blank
+        self.latex = _Latex()
+        self.lines: list[str] = []
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def block(self, tex: str) -> None:
+        self.add("$$", tex, "$$", "")
+
+    def input_matrix(self, m: Matrix) -> str:
+        return bmatrix([[_fraction_latex(self.latex, v) for v in row] for row in m])
+
+    def inputs(self, named: Sequence[tuple[str, Matrix]]) -> None:
+        self.block(r",\quad ".join(f"{tex_name(name)} = {self.input_matrix(m)}" for name, m in named))
+
+    def values(self, step: Step) -> tuple[str, bool]:
+        """``name = [exact] ≈ [decimals]`` (``[blank]`` on a worksheet), and whether only decimals are shown."""
+        name = tex_name(step.result.name)
+        rows, cols = step.shape
+        if self.blank:
+            return f"{name} = " + bmatrix([[BLANK_CELL] * cols for _ in range(rows)]), False
+        cells = [e for row in step.exact for e in row]
+        if all(isinstance(e, NegInf) or (isinstance(e, Rat) and e.q.denominator == 1) for e in cells):
+            return f"{name} = " + bmatrix([[self.latex(e) for e in row] for row in step.exact]), False
+        decimals = bmatrix([[_decimal(v, self.places) for v in row] for row in step.value])
+        if len(cells) > EXACT_CELLS and not all(_plain(e) for e in cells):
+            return rf"{name} \approx {decimals}", True
+        return f"{name} = " + bmatrix([[self.latex(e) for e in row] for row in step.exact]) + rf" \approx {decimals}", False
+
+    def step(self, number: int, step: Step, ex: Exercise) -> None:
+        self.add(f"### {number}. {t(f'step.{step.id}.title')}", "")
+        self.add(f"${formula(step, ex)}$", "", f"${annotation(step)}$", "")
+        if step.id == "scores":
+            self.add(_escape(t("handout.scores_axes", rows=", ".join(step.row_labels), cols=", ".join(step.col_labels))), "")
+        tex, decimals_only = self.values(step)
+        self.block(tex)
+        if decimals_only:
+            self.add(_escape(t("handout.decimals_only", id=ex.id)), "")
+        for sentence in self.why(step, ex):
+            self.add(f"> {_escape(sentence)}", "")
+
+    def why(self, step: Step, ex: Exercise) -> list[str]:
+        out = []
+        if step.id in ("k", "v") and ex.is_cross:
+            out.append(t("step.k.why.cross"))
+        if step.id == "output" and ex.num_heads == 1:
+            out.append(t("step.output.why.nohead"))
+        else:
+            out.append(t(f"step.{step.id}.why"))
+        return out
+
+    def header(self, sol: Solution) -> None:
+        ex = sol.exercise
+        h0 = ex.heads[0]
+        self.add(f"# {_escape(ex.title)}", "")
+        self.add(f"*{_escape(t('explain.exercise', id=ex.id))}*", "")
+        if self.blank:
+            self.add(_escape(t("handout.worksheet", id=ex.id)), "")
+        if ex.description:
+            self.add(reflow(ex.description), "")
+        self.add(_escape(t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads,
+                           d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out)), "")
+        if ex.mask_kind == "causal":
+            self.add(_escape(t("explain.mask.causal")), "")
+        elif ex.mask_kind == "matrix":
+            self.add(_escape(t("explain.mask.matrix")), "")
+            self.block("M = " + bmatrix([[r"\text{T}" if v else r"\text{F}" for v in row] for row in ex.mask or ()]))
+        if ex.key_padding is not None:
+            pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
+            self.add(_escape(t("explain.mask.padding", keys=", ".join(pads) or "-")), "")
+        named: list[tuple[str, Matrix]] = [("X", ex.x)]
+        if ex.x_kv is not None:
+            named.append(("X_kv", ex.x_kv))
+        self.inputs(named)
+        self.add(_escape(t("handout.rows", name="X", labels=", ".join(ex.query_labels))), "")
+        if ex.x_kv is not None:
+            self.add(_escape(t("handout.rows", name="X_kv", labels=", ".join(ex.key_labels))), "")
+
+    def weights_of(self, ex: Exercise, h: int) -> None:
+        head = ex.heads[h]
+        named = [(n, m) for n, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
+        named += [(n, (b,)) for n, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v)) if b is not None]
+        self.inputs(named)
+
+    def solution(self, sol: Solution, head: int | None = None) -> str:
+        ex = sol.exercise
+        self.header(sol)
+        number = 0
+        for h in (range(ex.num_heads) if head is None else [head]):
+            self.add(f"## {t('explain.head', head=h)}", "")
+            self.weights_of(ex, h)
+            for step in sol.for_head(h):
+                number += 1
+                self.step(number, step, ex)
+        if sol.layer_steps:
+            self.add(f"## {t('explain.layer')}", "")
+            if ex.w_o is not None:
+                named: list[tuple[str, Matrix]] = [("W_O", ex.w_o)]
+                if ex.b_o is not None:
+                    named.append(("b_O", (ex.b_o,)))
+                self.inputs(named)
+            for step in sol.layer_steps:
+                number += 1
+                self.step(number, step, ex)
+        self.add(f"## {t('explain.flow')}", "")
+        for step in sol.for_head(0):
+            self.add(f"- ${annotation(step)}$")
+        if ex.num_heads > 1:
+            self.add(f"- {_escape(t('explain.flow.each_head', heads=ex.num_heads))}")
+        for step in sol.layer_steps:
+            self.add(f"- ${annotation(step)}$")
+        return "\n".join(self.lines).rstrip("\n") + "\n"
+
+
+def render_markdown(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
+    """The worked solution of ``sol`` as Markdown (a worksheet when ``blank``)."""
+    return MarkdownRenderer(precision, blank).solution(sol, head)
