@@ -183,8 +183,18 @@ def test_mask_after_softmax_without_renormalising(em):
 
 
 def test_mask_forgotten(em):
-    w = softmax_rows(scale(S, 1 / R2))
+    a = scale(S, 1 / R2)
+    assert keys(diagnose(em, "masked", 0, rnd(a, 3), tolerance=TOL)) == ["no_mask"]
+    w = softmax_rows(a)
     assert keys(diagnose(em, "weights", 0, rnd(w, 3), tolerance=TOL)) == ["no_mask"]
+
+
+def test_diagnose_doctest():
+    import doctest
+
+    import tutor.diagnose
+
+    assert doctest.testmod(tutor.diagnose).failed == 0
 
 
 def test_key_padding_on_rows_instead_of_columns():
@@ -392,3 +402,16 @@ def test_applies_to_names_real_steps():
 
     for m in MISCONCEPTIONS:
         assert set(m.applies_to) <= set(STEP_IDS), m.key
+
+
+def test_no_scaling_carries_into_concat_and_output_of_every_head():
+    sol = solve(resolve("two-head-causal-3x4"))
+    # by hand from the exercise: per-head Q, K, V (fused columns 0-1 and 2-3), causal mask, W_O = I
+    qs = [[[2, 0], [0, 4], [2, 2]], [[0, 2], [4, 0], [2, 2]]]
+    k = [[2, 0], [0, 4], [2, 2]]
+    v = [[1, 0], [0, 2], [1, 1]]
+    causal = [[j <= i for j in range(3)] for i in range(3)]
+    heads = [mm(softmax_rows(where(causal, mm(q, tr(k)), -INF)), v) for q in qs]  # no 1/√2
+    concat = [a + b for a, b in zip(*heads)]
+    assert keys(diagnose(sol, "concat", None, rnd(concat, 3), tolerance=TOL)) == ["no_scaling"]
+    assert keys(diagnose(sol, "output", None, rnd(concat, 3), tolerance=TOL)) == ["no_scaling"]
