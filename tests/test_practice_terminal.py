@@ -1,0 +1,99 @@
+"""`attn-tutor practice` in a real terminal (a pseudo-terminal driven by pexpect):
+prompts, line editing, Ctrl-C and Ctrl-D end the session cleanly with exit code 0,
+and what was answered is in the store."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+pexpect = pytest.importorskip("pexpect")
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+EXE = REPO / ".venv" / "bin" / "attn-tutor"
+COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # SGR colour codes
+
+
+def spawn(*argv: str, **env: str):
+    exe = str(EXE) if EXE.exists() else sys.executable
+    args = list(argv) if EXE.exists() else ["-m", "tutor", *argv]
+    full = {**os.environ, "TERM": "xterm-256color", **env}
+    full.pop("COLUMNS", None)  # the terminal's own size
+    return pexpect.spawn(exe, args, env=full, cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 100))
+
+
+def answers() -> list[tuple]:
+    path = Path(os.environ["ATTN_TUTOR_HOME"]) / "progress.sqlite3"
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT step, outcome, attempt FROM answers ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_ctrl_c_ends_with_the_summary_and_keeps_the_answers():
+    child = spawn("practice", "single-head-3x4")
+    child.expect_exact("Step 1 of 7: Queries Q")
+    child.expect_exact("Q> ")
+    child.sendline("1 1; 2 2; 2 2")
+    child.expect_exact("Right.")
+    child.expect_exact("K> ")
+    child.sendline("9 9; 2 2; 2 2")
+    child.expect_exact("Not yet: 2 of 6 entries are wrong")
+    child.expect_exact("K> ")
+    child.sendintr()
+    child.expect_exact("Interrupted: session ended.")
+    child.expect_exact("1 of 7 steps right (1 at the first try), 0 shown, 0 skipped.")
+    child.expect_exact("2. K        not finished, 1 wrong")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and child.signalstatus is None
+    assert "Traceback" not in child.before
+    assert answers() == [("q", "correct", 1), ("k", "wrong", 1)]
+
+
+def test_ctrl_d_ends_the_session_cleanly():
+    child = spawn("practice", "single-head-3x4", "--steps", "scores")
+    child.expect_exact("scores> ")
+    child.sendeof()
+    child.expect_exact("End of input: session ended.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_line_editing_and_no_colour_under_no_color():
+    child = spawn("practice", "single-head-3x4", "--steps", "scores", NO_COLOR="1")
+    child.expect_exact("scores> ")
+    child.send("2 4 4; 4 8 8; 4 8 9")
+    child.send("\x7f")  # backspace: the 9 becomes an 8
+    child.sendline("8")
+    child.expect_exact("Right.")
+    child.expect_exact("Session complete.")
+    child.expect(pexpect.EOF)
+    transcript = child.before
+    child.close()
+    assert child.exitstatus == 0
+    assert answers() == [("scores", "correct", 1)]
+    assert not COLOUR.search(transcript)
+
+
+def test_wrong_entries_are_marked_not_only_coloured():
+    child = spawn("practice", "single-head-3x4", "--steps", "scaled")  # colours allowed here
+    child.expect_exact("scaled> ")
+    child.sendline("2 4 4; 4 8 8; 4 8 8")
+    child.expect_exact("You forgot to divide by sqrt(d_k)")
+    text = child.before
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    assert plain.count("✗") == 2 + 9  # the headline (twice) and each of the 9 entries
