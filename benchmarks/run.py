@@ -1,0 +1,248 @@
+"""NumPy core vs PyTorch CPU, measured side by side in one run (``make bench``).
+
+Prints, for each case, the best warm time of each side, their ratio
+(NumPy / PyTorch), the target and PASS or MISS; then the peak memory and
+time of the blocked path against the plain path.  See benchmarks/README.md.
+
+Fairness rules kept here:
+  * both sides get the same inputs and weights, and the outputs are compared
+    before anything is timed (a benchmark of two different computations
+    would prove nothing);
+  * PyTorch gets as many threads as NumPy's BLAS (threadpoolctl reads it);
+  * each side is timed alone (never both at once: they share the cores), warm,
+    best of several runs, the sides taking turns call by call so drift hits both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import os
+import platform
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from tutor.numeric import DEFAULT_BLOCK_SIZE, MultiHeadAttention, scaled_dot_product_attention  # noqa: E402
+
+try:
+    import torch
+    import torch.nn.functional as F
+    from threadpoolctl import threadpool_info, threadpool_limits
+except ImportError as exc:  # pragma: no cover - a message, not a crash
+    sys.exit(
+        f"benchmarks need torch==2.13.0 and threadpoolctl ({exc}); "
+        "run: .venv/bin/python -m pip install torch==2.13.0 threadpoolctl"
+    )
+
+TIME_TARGET = 1.5  # NumPy / PyTorch
+MEMORY_TARGET = 0.25  # blocked peak / plain peak
+BLOCKED_TIME_TARGET = 1.5  # blocked time / plain time
+
+
+def best_time(fn: Callable[[], object], runs: int) -> float:
+    """Best wall time of ``runs`` calls of ``fn`` after two warm-up calls."""
+    return best_times({"fn": fn}, runs, 1)["fn"]
+
+
+def best_times(fns: dict[str, Callable[[], object]], runs: int, rounds: int) -> dict[str, float]:
+    """Best wall time (seconds) of each function, timed one at a time, interleaved.
+
+    Each function is warmed twice, then the functions take turns, one call each,
+    ``runs * rounds`` times: a busy spell on the shared machine hits every side
+    alike instead of whichever happened to be running.
+    """
+    for fn in fns.values():
+        fn()
+        fn()
+    best = dict.fromkeys(fns, math.inf)
+    for _ in range(runs * rounds):
+        for name, fn in fns.items():
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def side_by_side(numpy_fn: Callable[[], object], torch_fn: Callable[[], object], runs: int, rounds: int) -> tuple[float, float]:
+    """Best times (seconds) of the two sides, one side at a time, interleaved."""
+    best = best_times({"numpy": numpy_fn, "torch": torch_fn}, runs, rounds)
+    return best["numpy"], best["torch"]
+
+
+def verdict(measured: float, target: float) -> str:
+    return "PASS" if measured <= target else "MISS"
+
+
+def ms(t: float) -> str:
+    return f"{t * 1e3:8.1f} ms"
+
+
+def line(label: str, t_np: float, t_torch: float) -> str:
+    ratio = t_np / t_torch
+    return (
+        f"  {label:<44} numpy {ms(t_np)}   torch {ms(t_torch)}   ratio {ratio:5.2f}"
+        f"   target <= {TIME_TARGET}   {verdict(ratio, TIME_TARGET)}"
+    )
+
+
+def blas_report() -> tuple[int, str]:
+    """NumPy's BLAS (library, version, kernel, threads) as threadpoolctl sees it."""
+    import numpy  # noqa: F401  (already loaded; threadpoolctl inspects loaded libraries)
+
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas" and "numpy" in i.get("filepath", "")]
+    if not blas:
+        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if not blas:
+        return os.cpu_count() or 1, "no BLAS found by threadpoolctl"
+    b = blas[0]
+    text = (
+        f"{b.get('internal_api')} {b.get('version')} (kernel {b.get('architecture', '?')}, "
+        f"{b.get('threading_layer', '?')} threads: {b.get('num_threads')}) from {os.path.basename(b.get('filepath', ''))}"
+    )
+    return int(b.get("num_threads") or 1), text
+
+
+def layer_case(B: int, L: int, D: int, H: int, runs: int, rounds: int) -> tuple[str, float]:
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(D, H, batch_first=True, dtype=torch.float32).eval()
+    with torch.no_grad():
+        mha.in_proj_bias.normal_()
+        mha.out_proj.bias.normal_()
+    params = (mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias)
+    layer = MultiHeadAttention.from_torch_layout(*(p.detach().numpy() for p in params), H)
+    x = np.random.default_rng(0).standard_normal((B, L, D), dtype=np.float32)
+    xt = torch.from_numpy(x)
+
+    def run_torch():
+        return mha(xt, xt, xt, need_weights=True, average_attn_weights=False)
+
+    with torch.inference_mode():
+        out_t, w_t = run_torch()
+        out_n, w_n = layer(x)
+        err = max(np.abs(out_n - out_t.numpy()).max(), np.abs(w_n - w_t.numpy()).max())
+        assert out_n.dtype == np.float32 and err < 1e-4, f"the two sides disagree ({err:.2e})"
+        best = best_times(
+            {"numpy": lambda: layer(x), "torch": run_torch, "fast": lambda: mha(xt, xt, xt, need_weights=False)},
+            runs, rounds,
+        )
+    t_np, t_torch, t_fast = best["numpy"], best["torch"], best["fast"]
+    label = f"layer forward B={B} L={L} d_model={D} H={H} f32"
+    text = line(label, t_np, t_torch)
+    text += f"\n    (both return output and per-head weights; max |diff| {err:.1e}. For reference, PyTorch"
+    text += f"\n     without weights, need_weights=False on its fast path: {ms(t_fast).strip()}, ratio {t_np / t_fast:.2f})"
+    return text, t_np / t_torch
+
+
+def sdpa_case(B: int, H: int, L: int, d: int, runs: int, rounds: int, blas_threads: int) -> tuple[str, list[float]]:
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((B, H, L, d), dtype=np.float32) for _ in range(3))
+    qt, kt, vt = map(torch.from_numpy, (q, k, v))
+    with torch.inference_mode():
+        ref = F.scaled_dot_product_attention(qt, kt, vt).numpy()
+        plain = lambda: scaled_dot_product_attention(q, k, v)  # noqa: E731
+        blocked = lambda: scaled_dot_product_attention(q, k, v, block_size=DEFAULT_BLOCK_SIZE)  # noqa: E731
+        err = max(np.abs(plain()[0] - ref).max(), np.abs(blocked()[0] - ref).max())
+        assert err < 1e-4, f"the two sides disagree ({err:.2e})"
+        run_torch = lambda: F.scaled_dot_product_attention(qt, kt, vt)  # noqa: E731
+        best = best_times({"plain": plain, "blocked": blocked, "torch": run_torch}, runs, rounds)
+    t_plain, t_blocked, t_torch = best["plain"], best["blocked"], best["torch"]
+    text = line(f"sdpa plain   B={B} H={H} L={L} d_k={d} f32", t_plain, t_torch) + "\n"
+    text += line(f"sdpa blocked B={B} H={H} L={L} d_k={d} f32", t_blocked, t_torch)
+    text += "\n    (PyTorch's CPU SDPA is a fused flash kernel that returns the output only; the plain"
+    text += "\n     path also forms and returns the [B, H, L, L] weights, the blocked path does not)"
+
+    # An experiment, not what the core does: split the batch over Python threads,
+    # one BLAS thread each (the way PyTorch's kernel splits work over its threads).
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(blas_threads) as pool:
+        parts = np.array_split(np.arange(B), blas_threads)
+
+        def threaded():
+            return list(pool.map(lambda ix: scaled_dot_product_attention(q[ix], k[ix], v[ix], block_size=DEFAULT_BLOCK_SIZE), parts))
+
+        t_thr = best_time(threaded, runs)
+    text += (
+        f"\n    experiment (not in the core): {blas_threads} Python threads x 1 BLAS thread over the batch,"
+        f"\n     blocked path: {ms(t_thr).strip()}, ratio {t_thr / t_torch:.2f}"
+    )
+    return text, [t_plain / t_torch, t_blocked / t_torch]
+
+
+def peak_bytes(fn: Callable[[], object]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    del result
+    return peak
+
+
+def memory_case(L: int, d: int, runs: int, rounds: int) -> tuple[str, bool]:
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((L, d), dtype=np.float32) for _ in range(3))
+    plain = lambda: scaled_dot_product_attention(q, k, v)  # noqa: E731
+    blocked = lambda: scaled_dot_product_attention(q, k, v, block_size=DEFAULT_BLOCK_SIZE)  # noqa: E731
+    err = np.abs(plain()[0] - blocked()[0]).max()
+    assert err < 1e-4, f"blocked and plain disagree ({err:.2e})"
+    m_plain, m_blocked = peak_bytes(plain), peak_bytes(blocked)
+    t_blocked, t_plain = side_by_side(blocked, plain, runs, rounds)
+    mem_ratio, time_ratio = m_blocked / m_plain, t_blocked / t_plain
+    mib = lambda b: f"{b / 2**20:8.1f} MiB"  # noqa: E731
+    text = (
+        f"  blocked vs plain, L_q = L_k = {L}, d_k = {d}, f32, block_size = {DEFAULT_BLOCK_SIZE}"
+        f" (peak by tracemalloc, which sees NumPy's buffers)\n"
+        f"    peak memory   plain {mib(m_plain)}   blocked {mib(m_blocked)}   ratio {mem_ratio:6.3f}"
+        f"   target <= {MEMORY_TARGET}   {verdict(mem_ratio, MEMORY_TARGET)}\n"
+        f"    time          plain {ms(t_plain)}   blocked {ms(t_blocked)}   ratio {time_ratio:6.2f}"
+        f"   target <= {BLOCKED_TIME_TARGET}   {verdict(time_ratio, BLOCKED_TIME_TARGET)}"
+    )
+    return text, mem_ratio <= MEMORY_TARGET and time_ratio <= BLOCKED_TIME_TARGET
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="timed calls per side per round (the best is kept)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds (calls per side = runs x rounds)")
+    args = ap.parse_args(argv)
+
+    threads, blas = blas_report()
+    torch.set_num_threads(threads)
+    # need_weights=True never takes the MHA fast path; the need_weights=False reference line does.
+    print("attn-tutor benchmark: NumPy core vs PyTorch CPU (ratio = NumPy time / PyTorch time)")
+    print(f"  machine : {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"  numpy   : {np.__version__}, BLAS {blas}")
+    print(f"  torch   : {torch.__version__}, threads {torch.get_num_threads()} (set equal to the BLAS threads)")
+    print(f"  timing  : warm, best of {args.runs * args.rounds} calls per side, one side at a time, sides taking turns")
+    print(f"  load    : {os.getloadavg()[0]:.2f} (1-minute load average before the run; other work on the cores skews both sides)")
+    print()
+    ratios = []
+    for B, L, D, H in ((4, 512, 512, 8), (1, 2048, 256, 4)):
+        text, r = layer_case(B, L, D, H, args.runs, args.rounds)
+        print(text)
+        ratios.append(r)
+    text, rs = sdpa_case(4, 8, 512, 64, args.runs, args.rounds, threads)
+    print(text)
+    ratios += rs
+    print()
+    text, mem_ok = memory_case(8192, 64, max(2, args.runs // 2), args.rounds)
+    print(text)
+    missed = sum(r > TIME_TARGET for r in ratios) + (not mem_ok)
+    print(f"  load    : {os.getloadavg()[0]:.2f} after the run")
+    print()
+    print("all targets met" if not missed else f"{missed} target(s) missed - see benchmarks/README.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
