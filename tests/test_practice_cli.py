@@ -80,7 +80,7 @@ def run_process(*argv: str, stdin: bytes = b"", **env: str) -> subprocess.Comple
 # --- the classic drill: the learner forgets 1/sqrt(d_k) --------------------------------------
 
 HEADER = [
-    "Practice: Three tokens, d_model = 4, one head with d_k = 2 (single-head-3x4, 2 steps)",
+    "Practice: Three tokens, d_model = 4, one head with d_k = 2 (single-head-3x4, steps to do: 2)",
     'Type each matrix on one line, rows separated by ";" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or',
     "row by row ending with an empty line.",
     "Commands: hint, shape, show, skip, quit, help.",
@@ -123,7 +123,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatc
         "✓ Right.",
     ] + SCALED_STEP + [
         "scaled> 2 4 4; 4 8 8; 4 8 8",
-        "✗ Not yet: 9 of 9 entries are wrong (marked ✗).",
+        "✗ Not yet: 9 of 9 entries wrong (marked ✗).",
         "  Your scaled",
         "  ╭────┬─────┬─────┬─────╮",
         "  │    │  t1 │  t2 │  t3 │",
@@ -137,7 +137,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatc
         "scaled> quit",
         "",
         "Session ended.",
-        "1 of 2 steps right (1 at the first try), 0 shown, 0 skipped.",
+        "Steps right: 1 of 2 (1 at the first try); shown: 0; skipped: 0.",
         "   1. scores  right at the first try",
         "   2. scaled  not finished, 1 wrong",
         "Your answers are saved; attn-tutor stats shows your progress.",
@@ -198,13 +198,13 @@ def test_the_whole_classic_example_end_to_end(capsys, monkeypatch):
     assert (code, err) == (0, "")
     assert [line for line in out if line.startswith(("✓", "✗", "Diagnosis"))] == [
         "✓ Right.", "✓ Right.", "✓ Right.", "✓ Right.",
-        "✗ Not yet: 9 of 9 entries are wrong (marked ✗).",
+        "✗ Not yet: 9 of 9 entries wrong (marked ✗).",
         "Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
         "✓ Right, at try 2.", "✓ Right.", "✓ Right.",
     ]
     assert out[-10:] == [
         "Session complete.",
-        "7 of 7 steps right (6 at the first try), 0 shown, 0 skipped.",
+        "Steps right: 7 of 7 (6 at the first try); shown: 0; skipped: 0.",
         "   1. Q        right at the first try",
         "   2. K        right at the first try",
         "   3. V        right at the first try",
@@ -225,7 +225,7 @@ def test_end_of_input_ends_with_the_summary_and_exit_0(capsys, monkeypatch):
         "K>",
         "",
         "End of input: session ended.",
-        "1 of 2 steps right (1 at the first try), 0 shown, 0 skipped.",
+        "Steps right: 1 of 2 (1 at the first try); shown: 0; skipped: 0.",
         "   1. Q  right at the first try",
         "   2. K  not reached",
         "Your answers are saved; attn-tutor stats shows your progress.",
@@ -271,7 +271,7 @@ def test_commands_at_the_prompt(capsys, monkeypatch):
         "  │ t2 │  4 │  8 │  8 │",
     ]
     assert "scaled> skip" in out and "Skipped." in out
-    assert out[-4:-1] == ["0 of 2 steps right (0 at the first try), 1 shown, 1 skipped.",
+    assert out[-4:-1] == ["Steps right: 0 of 2 (0 at the first try); shown: 1; skipped: 1.",
                           "   1. scores  shown (missed), 3 hint(s)", "   2. scaled  skipped"]
     assert rows("SELECT step, outcome, hints FROM answers ORDER BY id") == [("scores", "shown", 3), ("scaled", "skipped", 0)]
 
@@ -297,7 +297,7 @@ def test_entry_mode(capsys, monkeypatch):
     prompts = [line for line in out if "]> " in line]
     assert prompts == ["Q[t1, d1]> 1", "Q[t1, d2]> 1", "Q[t2, d1]> 2", "Q[t2, d2]> 2", "Q[t3, d1]> 2",
                        "Q[t3, d2]> 3", "Q[t3, d2]> 2"]
-    assert "Type the 1 entries marked ✗ again, or hint, show, skip." in out
+    assert "Type again each entry marked ✗ (1 to retype), or hint, show, skip." in out
     assert "✓ Right, at try 2." in out
 
 
@@ -331,6 +331,29 @@ def test_bad_options_exit_2_without_asking(capsys, monkeypatch, argv, message):
     assert message in " ".join(err.split())
     assert not any(line.startswith("Step ") for line in out)
     assert "Traceback" not in err
+
+
+def test_an_exercise_file_by_path(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("id: mine\ntitle: One token\nx: [[1, 2]]\nheads:\n  - w_q: [[1], [1]]\n"
+                    "    w_k: [[1], [0]]\n    w_v: [[0], [1]]\n")
+    # Q = 1 + 2 = 3, K = 1, V = 2; one key: scores 3, scaled 3/1 = 3, weight 1, output 2
+    code, out, _ = practise(capsys, monkeypatch, "3\n1\n2\n3\n3\n1\n2\n", str(path))
+    assert code == 0
+    assert out[0] == "Practice: One token (mine, steps to do: 7)"
+    assert out.count("✓ Right.") == 7
+
+
+def test_two_sessions_at_once_both_saved():
+    script = b"1 1; 2 2; 2 2\n1 1; 2 2; 2 2\n1 1; 2 2; 2 2\n2 4 4; 4 8 8; 4 8 8\nquit\n"
+    procs = [subprocess.Popen([sys.executable, "-m", "tutor", "practice", "single-head-3x4"], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(script, timeout=120)
+        assert p.returncode == 0 and err == b"", err
+        assert out.decode().count("✓ Right.") == 4
+    assert rows("SELECT session, COUNT(*) FROM answers GROUP BY session") == [(1, 4), (2, 4)]
 
 
 def test_without_an_exercise_the_weakest_step_picks_it(capsys, monkeypatch):

@@ -412,7 +412,8 @@ def test_worked_entries_by_hand():
 
 LINES = st.one_of(
     st.sampled_from(["hint", "shape", "show", "skip", "help", "", "1 1; 2 2; 2 2", "1 1", "2 2", "[[1, 1],",
-                     "2 4 4; 4 8 8; 4 8 8", "-inf", "sqrt(2)", "1/0", "((", "]]"]),
+                     "2 4 4; 4 8 8; 4 8 8", "-inf", "sqrt(2)", "1/0", "((", "]]", "inf -inf; 1 1; 2 2", "1",
+                     "1 2 3 4 5 6 7", "1; 2; 3; 4", "1e300 -1e300; 0 0; 0 0"]),
     st.text(max_size=30),
 )
 
