@@ -14,25 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tutor import quiz
-from tutor.answers import DEFAULT_TOLERANCE
 from tutor.catalog import resolve
 from tutor.exact import solve
 from tutor.quiz import (
     Answer,
     Command,
-    Correct,
     EndOfInput,
-    Hint,
     Interrupt,
-    Invalid,
-    Present,
     Prompt,
     Record,
-    Reveal,
-    RowByRow,
     Settings,
-    ShapeInfo,
-    Skipped,
     Summary,
     Wrong,
     handle,
@@ -371,7 +362,7 @@ def test_entry_mode_asks_each_entry_then_only_the_wrong_ones():
     assert effects[-2].message.startswith('entry (t2, d2): unknown name "x"')
     assert effects[-1].cell == (1, 1)
     state, effects = run(state, "2", "2", "3")
-    wrong = [e for e in effects if isinstance(e, Wrong)][0]
+    wrong = next(e for e in effects if isinstance(e, Wrong))
     assert wrong.wrong == ((2, 1),) and wrong.retry == ((2, 1),)
     assert effects[-1].cell == (2, 1)
     # the hint works out the entry being asked: Q[t3, d2] = 1·0 + 1·0 + 1·1 + 1·1 = 2

@@ -30,7 +30,14 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
-from .answers import DEFAULT_TOLERANCE, Entry, close, parse_entry, parse_matrix, parse_row
+from .answers import (
+    DEFAULT_TOLERANCE,
+    Entry,
+    close,
+    parse_entry,
+    parse_matrix,
+    parse_row,
+)
 from .errors import AnswerError
 from .exactnum import Exact, Rat, frac_text
 from .messages import t
@@ -454,7 +461,8 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
             state = replace(state, results=state.results + (
                 Result(step, "correct", state.attempts, state.hints, state.diagnoses),))
             state, more = _advance(state)
-            return state, [record, Correct(step, attempt)] + more
+            effects: list[Effect] = [record, Correct(step, attempt)]
+            return state, effects + more
     from .diagnose import diagnose
 
     floats = [[e.value() for e in row] for row in answer]
@@ -626,15 +634,32 @@ def _dot(pairs: Sequence[tuple[str, str]]) -> str:
     return " + ".join(f"{a}·{b}" for a, b in pairs)
 
 
+def _weights_work(src: Step, i: int, j: int) -> str:
+    """``exp(a_ij) / (exp(a_i1) + …) = 4.1133 / (4.1133 + …)`` for a weights entry (not masked)."""
+    row = src.value[i]
+    top = max(v for v in row if not math.isinf(v))
+    shift = top if top > 20 else 0.0  # keep exp() readable: divide top and bottom by exp(max)
+
+    def power(v: float) -> str:
+        if math.isinf(v):
+            return "0"
+        return f"exp({_dec(v)} - {_dec(shift)})" if shift else f"exp({_dec(v)})"
+
+    def number(v: float) -> str:
+        return "0" if math.isinf(v) else _dec(math.exp(v - shift))
+
+    return (f"{power(row[j])} / ({' + '.join(power(v) for v in row)}) = "
+            f"{number(row[j])} / ({' + '.join(number(v) for v in row)})")
+
+
 def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:
     """Entry ``(i, j)`` of ``step`` worked out with its products, in answer-grammar notation:
     ``scores[t1, t2] = Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4``."""
     ex = sol.exercise
     h = step.head
     rl, cl = step.row_labels[i], step.col_labels[j]
-    name = result_name(step)
-    here = f"{name}[{rl}, {cl}]"
-    exact, value = step.exact[i][j], step.value[i][j]
+    here = f"{result_name(step)}[{rl}, {cl}]"
+    total = _total(step.exact[i][j], step.value[i][j])
     if step.id in ("q", "k", "v"):
         hd = ex.heads[h or 0]
         sym = step.id.upper()
@@ -643,50 +668,41 @@ def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:
         pairs = [(_factor(x[i][k], float(x[i][k])), _factor(w[k][j], float(w[k][j]))) for k in range(len(w))]
         bias = f" + b_{sym}[{cl}]" if b is not None else ""
         bias_value = f" + {_factor(b[j], float(b[j]))}" if b is not None else ""
-        return f"{here} = {xn}[{rl}, :]·W_{sym}[:, {cl}]{bias} = {_dot(pairs)}{bias_value} {_total(exact, value)}"
+        return f"{here} = {xn}[{rl}, :]·W_{sym}[:, {cl}]{bias} = {_dot(pairs)}{bias_value} {total}"
     if step.id == "scores":
         q, k = sol.step("q", h), sol.step("k", h)
         pairs = [(_factor(q.exact[i][n], q.value[i][n]), _factor(k.exact[j][n], k.value[j][n])) for n in range(q.shape[1])]
-        return f"{here} = Q[{rl}, :]·K[{cl}, :] = {_dot(pairs)} {_total(exact, value)}"
+        return f"{here} = Q[{rl}, :]·K[{cl}, :] = {_dot(pairs)} {total}"
     if step.id == "scaled":
-        s = sol.step("scores", h)
+        scores = sol.step("scores", h)
         d_k = ex.heads[h or 0].d_k
-        return f"{here} = scores[{rl}, {cl}] / sqrt({d_k}) = {_factor(s.exact[i][j], s.value[i][j])} / sqrt({d_k}) {_total(exact, value)}"
+        score = _factor(scores.exact[i][j], scores.value[i][j])
+        return f"{here} = scores[{rl}, {cl}] / sqrt({d_k}) = {score} / sqrt({d_k}) {total}"
     if step.id == "masked":
-        s = sol.step("scaled", h)
-        if math.isinf(value):
+        if math.isinf(step.value[i][j]):
             return f"{here} = scaled[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
-        return f"{here} = scaled[{rl}, {cl}] + 0 {_total(exact, value)}  ({t('practice.work.kept', row=rl, col=cl)})"
+        return f"{here} = scaled[{rl}, {cl}] + 0 {total}  ({t('practice.work.kept', row=rl, col=cl)})"
     if step.id == "weights":
-        src = sol.step("masked" if ex.has_mask else "scaled", h)
-        row = src.value[i]
-        head = f"{here} = exp({src.id}[{rl}, {cl}]) / Σ_k exp({src.id}[{rl}, k])"
-        if math.isinf(row[j]):
+        scores = sol.step("masked" if ex.has_mask else "scaled", h)
+        head = f"{here} = exp({scores.id}[{rl}, {cl}]) / Σ_k exp({scores.id}[{rl}, k])"
+        if math.isinf(scores.value[i][j]):
             return f"{head} = 0  ({t('practice.work.blocked', row=rl, col=cl)})"
-        live = [v for v in row if not math.isinf(v)]
-        top = max(live)
-        shift = top if top > 20 else 0.0  # keep exp() readable: divide top and bottom by exp(max)
-        def ex_(v: float) -> str:
-            return f"exp({_dec(v)} - {_dec(shift)})" if shift else f"exp({_dec(v)})"
-        terms = [ex_(v) if not math.isinf(v) else "0" for v in row]
-        values = [_dec(math.exp(v - shift)) if not math.isinf(v) else "0" for v in row]
-        return (f"{head} = {ex_(row[j])} / ({' + '.join(terms)}) = {_dec(math.exp(row[j] - shift))} / "
-                f"({' + '.join(values)}) {_total(exact, value)}")
+        return f"{head} = {_weights_work(scores, i, j)} {total}"
     if step.id == "head_output":
-        w, v = sol.step("weights", h), sol.step("v", h)
-        pairs = [(_factor(w.exact[i][k], w.value[i][k]), _factor(v.exact[k][j], v.value[k][j])) for k in range(w.shape[1])]
-        return f"{here} = weights[{rl}, :]·V[:, {cl}] = {_dot(pairs)} {_total(exact, value)}"
+        weights, values = sol.step("weights", h), sol.step("v", h)
+        pairs = [(_factor(weights.exact[i][k], weights.value[i][k]), _factor(values.exact[k][j], values.value[k][j]))
+                 for k in range(weights.shape[1])]
+        return f"{here} = weights[{rl}, :]·V[:, {cl}] = {_dot(pairs)} {total}"
     if step.id == "concat":
         col = j
         for hh, hd in enumerate(ex.heads):
             if col < hd.d_v:
-                src = sol.step("head_output", hh)
-                return f"{here} = head_{hh}[{rl}, {src.col_labels[col]}] {_total(exact, value)}"
+                return f"{here} = head_{hh}[{rl}, {sol.step('head_output', hh).col_labels[col]}] {total}"
             col -= hd.d_v
-    assert ex.w_o is not None
-    src = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
-    pairs = [(_factor(src.exact[i][k], src.value[i][k]), _factor(ex.w_o[k][j], float(ex.w_o[k][j])))
+    assert ex.w_o is not None  # output
+    heads = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
+    pairs = [(_factor(heads.exact[i][k], heads.value[i][k]), _factor(ex.w_o[k][j], float(ex.w_o[k][j])))
              for k in range(len(ex.w_o))]
     bias = f" + b_O[{cl}]" if ex.b_o is not None else ""
     bias_value = f" + {_factor(ex.b_o[j], float(ex.b_o[j]))}" if ex.b_o is not None else ""
-    return f"{here} = {result_name(src)}[{rl}, :]·W_O[:, {cl}]{bias} = {_dot(pairs)}{bias_value} {_total(exact, value)}"
+    return f"{here} = {result_name(heads)}[{rl}, :]·W_O[:, {cl}]{bias} = {_dot(pairs)}{bias_value} {total}"

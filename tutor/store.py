@@ -36,9 +36,9 @@ import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 from .errors import StoreError
 from .messages import t
@@ -97,7 +97,7 @@ def default_path() -> Path:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ class Store:
         """Close the connection (every answer is already committed)."""
         self.conn.close()
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -306,7 +306,7 @@ class Store:
                 "SELECT step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
                 " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM answers GROUP BY step")
         }
-        order = {s: i for i, s in enumerate(STEP_IDS)}
+        order: dict[str, int] = {s: i for i, s in enumerate(STEP_IDS)}
         steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
         diagnoses = tuple(
             DiagnosisCount(key, count, text or "")

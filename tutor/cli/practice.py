@@ -144,7 +144,7 @@ def drive(state: State, effects: list, renderer: QuizRenderer, store: Store, ses
     anything else with ``stream.readline()``, echoing each line after its
     prompt so that the transcript reads as typed.  Returns the final state.
     """
-    from ..quiz import EndOfInput, Interrupt, Prompt, Record, handle, read_event
+    from ..quiz import EndOfInput, Event, Interrupt, Prompt, Record, handle, read_event
     from ..store import Attempt
 
     interactive = stream is sys.stdin and stream.isatty()
@@ -187,7 +187,7 @@ def drive(state: State, effects: list, renderer: QuizRenderer, store: Store, ses
                 else:
                     line = line.rstrip("\r\n")
                     renderer.echo("", line)
-            event = EndOfInput() if line is None else read_event(line)
+            event: Event = EndOfInput() if line is None else read_event(line)
         except KeyboardInterrupt:
             out.print()
             event = Interrupt()
