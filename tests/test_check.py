@@ -29,12 +29,6 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def check_text(tmp_path: Path, text: str, name: str = "sol.yaml") -> tuple[int, list[str], list[str]]:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
 def audit_text(text: str, base: Path = DATA):
     return audit(read_solution(text, "sol.yaml", base=base))
 
@@ -172,6 +166,7 @@ def test_json_format(capsys, monkeypatch):
 def test_json_masked_and_correct(capsys, monkeypatch):
     monkeypatch.chdir(DATA)
     code, out, _ = run(capsys, "check", "two-head-causal-mask-zero.yaml", "--format", "json")
+    assert code == 1
     doc = json.loads(out)
     masked0 = doc["steps"][0]
     assert masked0["verdict"] == "correct" and masked0["expected"][0][1] == "-inf"
@@ -199,7 +194,7 @@ def test_exercise_option_overrides(capsys, tmp_path):
 def test_missing_or_unknown_exercise(capsys, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("q: [[1, 1], [2, 2], [2, 2]]\n")
-    code, out, err = run(capsys, "check", str(sol))
+    code, _, err = run(capsys, "check", str(sol))
     assert code == 2
     assert err == (f"error: {sol}:1:1: no 'exercise' field: the file must name its exercise (add e.g. "
                    "`exercise: single-head-3x4` (a bundled id or a path relative to this file), or pass --exercise)\n")
@@ -230,8 +225,8 @@ def test_unreadable_and_not_yaml(capsys, tmp_path):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("exercise: two-head-causal-3x4\nweights: [[1, 0, 0], [1, 0, 0], [1, 0, 0]]\n",
-     "sol.yaml:2:1: weights: the exercise has 2 heads, so 'weights' must go under heads:, one mapping per head "
-     "(write heads: [{weights: …}, …] with head 0 first)"),
+     ("sol.yaml:2:1: weights: the exercise has 2 heads, so 'weights' must go under heads:, one mapping per head "
+      "(write heads: [{weights: …}, …] with head 0 first)")),
     ("exercise: two-head-causal-3x4\nheads:\n  - concat: [[1]]\n",
      "sol.yaml:3:5: heads[0].concat: 'concat' is a step of the whole layer; give it at the top level, not under heads:"),
     ("exercise: two-head-causal-3x4\nheads: [{}, {}, {}]\n",
@@ -251,8 +246,8 @@ def test_unreadable_and_not_yaml(capsys, tmp_path):
     ("exercise: single-head-3x4\nq: [[\"__import__('os').system('echo hi')\"]]\n",
      'sol.yaml:2:6: q[0][0]: unexpected character "\'" at column 12 in "__import__(\'os\').system(\'echo hi\')"'),
     ("exercise: single-head-3x4\nsoftmax: [[1]]\n",
-     "sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are q, k, v, scores, scaled, masked, weights, "
-     "head_output, concat, output, exercise, title, source, heads)"),
+     ("sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are q, k, v, scores, scaled, masked, weights, "
+      "head_output, concat, output, exercise, title, source, heads)")),
 ])
 def test_unusable_files(text, message):
     with pytest.raises(ExerciseError) as err:
@@ -316,7 +311,7 @@ def test_later_step_wrong_on_its_own():
             "weights: [[0.06, 0.47, 0.47], [0.01, 0.50, 0.50], [0.01, 0.50, 0.50]]\n"
             "head_output: [[1.5, 1.5], [1.99, 1.99], [1.99, 1.99]]\n")
     report = audit_text(text)
-    w, out = report.steps
+    _, out = report.steps
     assert (out.follows, out.source) == (INDEPENDENT, None)
     assert out.wrong == ((0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1))
 
@@ -395,7 +390,7 @@ def test_key_padding_column_must_get_no_weight():
 def run_process(*argv: str, **env: str) -> subprocess.CompletedProcess:
     code = "import sys, tutor.cli.check\nfrom tutor.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     full = {**os.environ, **env}
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, cwd=DATA, env=full)
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, cwd=DATA, env=full, check=False)
 
 
 def test_ascii_console_gets_words_and_ascii_symbols():
@@ -424,8 +419,8 @@ def test_empty_file(tmp_path, capsys):
 
 # --- never a traceback -------------------------------------------------------------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-10, 10), st.floats(allow_nan=True),
                      st.sampled_from(["1/3", "-inf", "sqrt(2)", "x", "", "1e999", "2^99", "0.4500", "exp(1000)"]))

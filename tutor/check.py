@@ -29,7 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diagnose import Claim, Diagnosis, diagnose_claim, matches, off_cells, right_value, softmax
+from .diagnose import (
+    Claim,
+    Diagnosis,
+    diagnose_claim,
+    matches,
+    off_cells,
+    right_value,
+    softmax,
+)
 from .messages import t
 from .model import Exercise
 from .solution_file import GivenStep, SolutionFile, step_exists
@@ -175,7 +183,7 @@ def upstream(ex: Exercise, key: Key) -> set[Key]:
 # --- carrying the author's own values forward ----------------------------------------------
 
 
-def _f(m) -> Array:  # noqa: ANN001
+def _f(m) -> Array:
     return np.array([[float(x) for x in row] for row in m], dtype=np.float64)
 
 
@@ -212,6 +220,7 @@ def _carry(sol: Solution, sf: SolutionFile) -> dict[Key, tuple[Array, Array]]:
             S, dS = carried["scores", head]
             got = (S / math.sqrt(hd.d_k), dS / math.sqrt(hd.d_k))  # [L, L_k]
         elif id == "masked":
+            assert allowed is not None  # the masked step exists only with a mask
             A, dA = carried["scaled", head]
             got = (np.where(allowed, A, -np.inf), np.where(allowed, dA, 0.0))  # [L, L_k]
         elif id == "weights":
@@ -322,7 +331,7 @@ def _plausibility(sol: Solution, sf: SolutionFile) -> list[Finding]:
                 v_lo = v_hi = right_value(sol, "v", g.head)
                 whose = t("check.v.true")
             lo, hi, mid = _half(g)
-            live_rows = np.ones(g.shape[0], bool) if allowed is None else allowed.any(axis=1)  # [L]
+            live_rows = np.ones(g.shape[0], bool) if allowed is None else np.asarray(allowed.any(axis=1))  # [L]
             bad: list[tuple[int, int]] = []
             texts = []
             for j in range(g.shape[1]):
@@ -395,6 +404,7 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
         given_ups = [k for k in ups if sf.given(*k) is not None]
         wrong_ups = [k for k in wrong_keys if k in ups]
         consistent = bool(given_ups) and _consistent(g, *carry[key])
+        follows: str | None
         if wrong_ups:
             follows = CARRIED if consistent else INDEPENDENT
             source = max(wrong_ups, key=lambda k: order(ex).index(k)) if consistent else None

@@ -250,7 +250,7 @@ def trace(sol: Solution, v: Variant = Variant()) -> dict[tuple[str, int | None],
     heads: list[Array | None] = []
 
     def bias(name: str, b: Sequence[Fraction] | None) -> Array | float:
-        return 0.0 if b is None or name in v.drop else _fv(b)  # type: ignore[return-value]
+        return 0.0 if b is None or name in v.drop else np.array([float(x) for x in b])  # [d]
 
     for h, hd in enumerate(ex.heads):
         d_k = hd.d_k
@@ -305,7 +305,7 @@ def trace(sol: Solution, v: Variant = Variant()) -> dict[tuple[str, int | None],
     if ex.num_heads > 1:
         out["concat", None] = C
     if ex.w_o is not None and C.shape[1] == len(ex.w_o):
-        b_o = 0.0 if ex.b_o is None or "b_o" in v.drop else _fv(ex.b_o)
+        b_o = bias("b_o", ex.b_o)
         out["output", None] = C @ _f(ex.w_o) + b_o  # [L, H·d_v]·[H·d_v, d_out] -> [L, d_out]
     return out
 
@@ -354,6 +354,10 @@ def _transposed(sol: Solution, step_id: str, head: int | None) -> Array | None:
 
 # --- the catalogue ------------------------------------------------------------------
 
+_QS: tuple[StepId, ...] = ("q", "scores")
+_KS: tuple[StepId, ...] = ("k", "scores")
+_VS: tuple[StepId, ...] = ("v",)
+_SCORES: tuple[StepId, ...] = ("scores",)
 _AFTER_SCALED: tuple[StepId, ...] = ("scaled", "masked", "weights", "head_output", "concat", "output")
 _AFTER_MASKED: tuple[StepId, ...] = ("masked", "weights", "head_output", "concat", "output")
 _AFTER_WEIGHTS: tuple[StepId, ...] = ("weights", "head_output", "concat", "output")
@@ -367,10 +371,10 @@ def _m(key: str, applies_to: tuple[StepId, ...], fn: Recompute) -> Misconception
 
 #: The catalogue, most specific first: :func:`diagnose` reports matches in this order.
 MISCONCEPTIONS: tuple[Misconception, ...] = (
-    _m("no_b_q", ("q", "scores") + _AFTER_SCALED, _varied(Variant(drop=frozenset({"b_q"})), "b_q")),
-    _m("no_b_k", ("k", "scores") + _AFTER_SCALED, _varied(Variant(drop=frozenset({"b_k"})), "b_k")),
-    _m("no_b_v", ("v",) + _AFTER_OUTPUT, _varied(Variant(drop=frozenset({"b_v"})), "b_v")),
-    _m("kq_transposed", ("scores",) + _AFTER_SCALED, _varied(Variant(kq=True))),
+    _m("no_b_q", _QS + _AFTER_SCALED, _varied(Variant(drop=frozenset({"b_q"})), "b_q")),
+    _m("no_b_k", _KS + _AFTER_SCALED, _varied(Variant(drop=frozenset({"b_k"})), "b_k")),
+    _m("no_b_v", _VS + _AFTER_OUTPUT, _varied(Variant(drop=frozenset({"b_v"})), "b_v")),
+    _m("kq_transposed", _SCORES + _AFTER_SCALED, _varied(Variant(kq=True))),
     _m("no_scaling", _AFTER_SCALED, _varied(Variant(scale="none"))),
     _m("scale_sqrt_d_model", _AFTER_SCALED, _varied(Variant(scale="sqrt_dmodel"))),
     _m("scale_d_k", _AFTER_SCALED, _varied(Variant(scale="dk"))),
@@ -466,17 +470,17 @@ def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
             return t("diagnose.entry.blocked", row=rl[i], col=cl[j])
         return t("diagnose.entry.kept", row=rl[i], col=cl[j], value=num_text(value))
     if step.id == "weights":
-        src = sol.step("masked" if ex.has_mask else "scaled", h)
-        row = src.value[i]
-        if math.isinf(row[j]):
+        before = sol.step("masked" if ex.has_mask else "scaled", h)
+        srow = before.value[i]
+        if math.isinf(srow[j]):
             return t("diagnose.entry.blocked_weight", row=rl[i], col=cl[j])
-        live = [num_text(s) for s in row if not math.isinf(s)]
+        live = [num_text(s) for s in srow if not math.isinf(s)]
         if len(live) <= 4:
-            return f"exp({num_text(row[j])}) / ({' + '.join(f'exp({s})' for s in live)}) ≈ {num_text(value)}"
-        return f"exp({src.id}[{rl[i]}, {cl[j]}]) / Σ_k exp({src.id}[{rl[i]}, k]) ≈ {num_text(value)}"
+            return f"exp({num_text(srow[j])}) / ({' + '.join(f'exp({s})' for s in live)}) ≈ {num_text(value)}"
+        return f"exp({before.id}[{rl[i]}, {cl[j]}]) / Σ_k exp({before.id}[{rl[i]}, k]) ≈ {num_text(value)}"
     if step.id == "head_output":
-        w, v = sol.step("weights", h).value[i], sol.step("v", h)
-        terms = [(num_text(w[k]), _exact_row(v, k)[j]) for k in range(len(w))]
+        wrow, vstep = sol.step("weights", h).value[i], sol.step("v", h)
+        terms = [(num_text(wrow[k]), _exact_row(vstep, k)[j]) for k in range(len(wrow))]
         return f"weights_{rl[i]} · V[:, {j + 1}] = {_dot(terms, num_text(value), not is_rat)}"
     if step.id == "concat":
         width = [hd.d_v for hd in ex.heads]
@@ -486,9 +490,10 @@ def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
             hh += 1
         return f"head_{hh}[{rl[i]}, d{col + 1}] {'=' if is_rat else '≈'} {total}"
     # output
-    src = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
-    row = src.value[i]
-    terms = [(num_text(row[k]), _q(ex.w_o[k][j])) for k in range(len(row))]  # type: ignore[index]
+    assert ex.w_o is not None  # the output step exists only with w_o
+    before = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
+    orow = before.value[i]
+    terms = [(num_text(orow[k]), _q(ex.w_o[k][j])) for k in range(len(orow))]
     extra = _q(ex.b_o[j]) if ex.b_o is not None else ""
     lhs = f"{'concat' if ex.num_heads > 1 else 'head_0'}_{rl[i]} · W_O[:, {j + 1}]" + (f" + b_O[{j + 1}]" if ex.b_o is not None else "")
     return f"{lhs} = {_dot(terms, num_text(value), not is_rat, extra)}"

@@ -39,7 +39,8 @@ from .errors import AnswerError, ExerciseError, NotFoundError, Problem
 from .messages import t
 from .model import Exercise
 from .steps import HEAD_STEPS, LAYER_STEPS, StepId
-from .yamlread import Document, Path as YPath, describe, parse_yaml, read_text
+from .yamlread import Document, describe, parse_yaml, read_text
+from .yamlread import Path as YPath
 
 #: Fields a solution file may have besides the steps.
 META_FIELDS = ("exercise", "title", "source", "heads")

@@ -9,14 +9,22 @@ not UTF-8 the notation falls back to ASCII (:func:`tutor.render.text.asciify`).
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-from ..check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck, cell_name, inputs, label
+from ..check import (
+    CARRIED,
+    INDEPENDENT,
+    ROUNDING,
+    Report,
+    StepCheck,
+    cell_name,
+    inputs,
+    label,
+)
 from ..diagnose import num_text
 from ..exactnum import Rat
 from ..messages import t
@@ -46,7 +54,6 @@ class CheckRenderer:
 
     def step_line(self, r: Report, s: StepCheck, width: int) -> None:
         word, style = self.verdict(s.ok)
-        rows, cols = s.given.shape
         if not s.shape_ok:
             detail = t("check.step.shape", found=_dims(s.given.shape), expected=_dims(s.expected.shape))
         elif s.ok:
