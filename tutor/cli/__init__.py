@@ -43,8 +43,9 @@ ExerciseArg = Annotated[str, typer.Argument(help="A bundled exercise id or a YAM
 
 # Commands live in one module per area and register themselves on `app`.
 from . import author as _author  # noqa: F401  validate, new, schema
+from . import check as _check  # noqa: F401  check
 from . import explain as _explain  # noqa: F401  explain, list
-from . import practice as _practice  # noqa: F401  practice, check, stats
+from . import practice as _practice  # noqa: F401  practice, stats
 
 
 def main(argv: list[str] | None = None) -> int:
