@@ -8,10 +8,11 @@ How the numbers stay small: ``x`` holds small integers (``{0, 1}`` at
 difficulty 1-2) with no all-zero row, and every column of every weight
 matrix has only one or two non-zero entries (``1``, or ``±1`` from
 difficulty 2), so each entry of ``Q = x·W_Q`` (and of K and V) is a sum of
-at most two small products.  Candidates are drawn from a seeded
-:class:`random.Random`; the first whose Q, K, V and scores ``Q·Kᵀ`` stay
-within the difficulty's bounds, and whose scores are not all equal, is
-kept (else the candidate with the smallest numbers).  The file says what
+at most two small products.  Inputs and weights are drawn from a seeded
+:class:`random.Random` (each head's weights until its Q, K, V and scores
+``Q·Kᵀ`` stay within the difficulty's bounds and its scores are not all
+equal); the first draw within bounds is kept, else the one with the
+smallest numbers.  The file says what
 the ranges turned out to be.  Pure: no printing, no files.
 """
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from .exercise import LIMITS
 
 MASKS = ("none", "causal", "padding")
-TRIES = 200  # candidates drawn at most, fewer for big exercises (see _tries)
+TRIES = 200  # ten times the inputs x drawn at most, fewer for big exercises (see _x_tries)
 WORK = 3_000_000  # multiplications spent on candidates at most
 
 
@@ -72,19 +73,25 @@ class Spec:
 
 
 @dataclass(frozen=True)
-class _Level:
+class Level:
+    """What a difficulty allows: the values of x and of the weights, and the bounds kept on Q, K, V and scores."""
+
     x: tuple[int, ...]  # values of x, repeated to weight them
     w: tuple[int, ...]  # non-zero values of the weights
     qkv: int  # bound on |Q|, |K|, |V|
-    scores: int  # bound on |scores|
+    scores: int  # bound on |scores| for d_k <= 2
+
+    def score_bound(self, d_k: int) -> int:
+        """The bound on |scores|: a score is a sum of d_k products, so it grows with every two more terms."""
+        return self.scores * max(1, (d_k + 1) // 2)
 
 
-_LEVELS = {
-    1: _Level((0, 1, 1), (1,), 2, 4),
-    2: _Level((0, 1, 1), (1, 1, -1), 2, 4),
-    3: _Level((0, 0, 1, 1, 2), (1, 1, -1), 3, 6),
-    4: _Level((-1, 0, 0, 1, 1, 2), (1, 1, -1), 3, 8),
-    5: _Level((-2, -1, 0, 1, 1, 2), (1, -1, 2), 4, 12),
+LEVELS = {
+    1: Level((0, 1, 1), (1,), 2, 4),
+    2: Level((0, 1, 1), (1, 1, -1), 2, 4),
+    3: Level((0, 0, 1, 1, 2), (1, 1, -1), 3, 6),
+    4: Level((-1, 0, 0, 1, 1, 2), (1, 1, -1), 3, 8),
+    5: Level((-2, -1, 0, 1, 1, 2), (1, -1, 2), 4, 12),
 }
 
 Matrix = list[list[int]]
@@ -118,49 +125,80 @@ def _weight(rng: random.Random, d_in: int, d_out: int, values: Sequence[int]) ->
 
 
 @dataclass(frozen=True)
+class _Head:
+    w: tuple[Matrix, Matrix, Matrix]  # w_q, w_k, w_v
+    qkv: tuple[int, int]  # smallest and largest entry of Q, K, V
+    scores: tuple[int, int]  # smallest and largest score
+    flat: bool  # the scores are all equal (and need not be), or V is all zero
+
+    def cost(self, level: Level) -> tuple[int, int, int, int]:
+        """Lexicographic: flat first, then how far past the bounds, then the largest score and entry."""
+        q = max(abs(v) for v in self.qkv)
+        s = max(abs(v) for v in self.scores)
+        d_k = len(self.w[0][0])
+        return (int(self.flat), max(0, q - level.qkv) + max(0, s - level.score_bound(d_k)), s, q)
+
+
+@dataclass(frozen=True)
 class _Candidate:
     x: Matrix
     x_kv: Matrix | None
-    heads: tuple[tuple[Matrix, Matrix, Matrix], ...]
-    qkv: tuple[int, int]  # smallest and largest entry of Q, K, V
-    scores: tuple[int, int]  # smallest and largest score
-    flat: bool  # some head's scores are all equal, or its V is all zero
+    heads: tuple[_Head, ...]
 
-    def cost(self, level: _Level) -> tuple[int, int, int, int]:
-        q = max(abs(v) for v in self.qkv)
-        s = max(abs(v) for v in self.scores)
-        return (int(self.flat), max(0, q - level.qkv) + max(0, s - level.scores), s, q)
+    def cost(self, level: Level) -> tuple[int, ...]:
+        costs = [h.cost(level) for h in self.heads]
+        return (max(c[0] for c in costs), sum(c[1] for c in costs), max(c[2] for c in costs), max(c[3] for c in costs))
 
+    @property
+    def qkv(self) -> tuple[int, int]:
+        return min(h.qkv[0] for h in self.heads), max(h.qkv[1] for h in self.heads)
 
-def _candidate(rng: random.Random, spec: Spec, level: _Level) -> _Candidate:
-    x = _inputs(rng, spec.tokens, spec.d_model, level.x)  # [L, d_model]
-    x_kv = _inputs(rng, spec.cross, spec.d_model, level.x) if spec.cross is not None else None  # [L_k, d_kv]
-    kv = x_kv if x_kv is not None else x
-    heads, qkv, scores, flat = [], [], [], False
-    for _ in range(spec.heads):
-        w_q, w_k, w_v = (_weight(rng, spec.d_model, spec.d_k, level.w) for _ in range(3))  # [d, d_k] each
-        q, k, v = _matmul(x, w_q), _matmul(kv, w_k), _matmul(kv, w_v)  # [L, d_k], [L_k, d_k], [L_k, d_k]
-        s = _matmul(q, [list(c) for c in zip(*k)])  # [L, d_k]·[d_k, L_k] -> [L, L_k]
-        heads.append((w_q, w_k, w_v))
-        qkv += [e for m in (q, k, v) for row in m for e in row]
-        scores += [e for row in s for e in row]
-        flat |= len({e for row in s for e in row}) == 1 or not any(e for row in v for e in row)
-    return _Candidate(x, x_kv, tuple(heads), (min(qkv), max(qkv)), (min(scores), max(scores)), flat)
+    @property
+    def scores(self) -> tuple[int, int]:
+        return min(h.scores[0] for h in self.heads), max(h.scores[1] for h in self.heads)
 
 
-def _tries(spec: Spec) -> int:
-    """How many candidates to draw: :data:`TRIES`, fewer when one costs many multiplications."""
+def _head(rng: random.Random, x: Matrix, kv: Matrix, spec: Spec, level: Level) -> _Head:
+    w_q, w_k, w_v = (_weight(rng, spec.d_model, spec.d_k, level.w) for _ in range(3))  # [d, d_k] each
+    q, k, v = _matmul(x, w_q), _matmul(kv, w_k), _matmul(kv, w_v)  # [L, d_k], [L_k, d_k], [L_k, d_k]
+    s = _matmul(q, [list(c) for c in zip(*k)])  # [L, d_k]·[d_k, L_k] -> [L, L_k]
+    qkv = [e for m in (q, k, v) for row in m for e in row]
+    scores = [e for row in s for e in row]
+    same_inputs = all(r == x[0] for r in x) and all(r == kv[0] for r in kv)  # then equal scores cannot be avoided
+    flat = (len(set(scores)) == 1 and len(scores) > 1 and not same_inputs) or not any(e for row in v for e in row)
+    return _Head((w_q, w_k, w_v), (min(qkv), max(qkv)), (min(scores), max(scores)), flat)
+
+
+HEAD_TRIES = 40  # weight draws per head for one x
+
+
+def _x_tries(spec: Spec) -> int:
+    """How many inputs x to draw: fewer when one head's draws cost many multiplications (:data:`WORK`)."""
     L, L_k, d, d_k = spec.tokens, spec.L_k, spec.d_model, spec.d_k
-    work = spec.heads * (L * d * d_k + 2 * L_k * d * d_k + L * L_k * d_k)  # Q, K, V, then scores
-    return max(5, min(TRIES, WORK // work))
+    per_head = L * d * d_k + 2 * L_k * d * d_k + L * L_k * d_k  # Q, K, V, then scores
+    return max(1, min(TRIES // 10, WORK // (spec.heads * HEAD_TRIES * per_head)))
 
 
 def _pick(spec: Spec) -> _Candidate:
+    """Draw x, then each head's weights until that head is within bounds; the first x whose heads all are wins."""
     rng = random.Random(spec.seed)
-    level = _LEVELS[spec.level]
+    level = LEVELS[spec.level]
     best: _Candidate | None = None
-    for _ in range(_tries(spec)):
-        c = _candidate(rng, spec, level)
+    for _ in range(_x_tries(spec)):
+        x = _inputs(rng, spec.tokens, spec.d_model, level.x)  # [L, d_model]
+        x_kv = _inputs(rng, spec.cross, spec.d_model, level.x) if spec.cross is not None else None  # [L_k, d_kv]
+        kv = x_kv if x_kv is not None else x
+        heads = []
+        for _ in range(spec.heads):
+            head = _head(rng, x, kv, spec, level)
+            for _ in range(HEAD_TRIES - 1):
+                if head.cost(level)[:2] == (0, 0):
+                    break
+                other = _head(rng, x, kv, spec, level)
+                if other.cost(level) < head.cost(level):
+                    head = other
+            heads.append(head)
+        c = _Candidate(x, x_kv, tuple(heads))
         if c.cost(level)[:2] == (0, 0):
             return c
         if best is None or c.cost(level) < best.cost(level):
@@ -251,7 +289,7 @@ def generate(spec: Spec) -> str:
         else:
             tokens[-1] = "PAD"
     x_values = sorted({v for row in c.x + (c.x_kv or []) for v in row})
-    w_values = sorted({v for head in c.heads for m in head for row in m for v in row})
+    w_values = sorted({v for head in c.heads for m in head.w for row in m for v in row})
     root = "sqrt(%d)" % d_k
     scale = {1: "sqrt(1) = 1, so nothing is scaled", 4: "sqrt(4) = 2, an exact halving",
              9: "sqrt(9) = 3", 16: "sqrt(16) = 4"}.get(d_k, f"{root}, so the scaled scores carry a {root}")
@@ -298,7 +336,7 @@ def generate(spec: Spec) -> str:
         f"#   K = {src} W_K and V = {src} W_V with w_k, w_v [{d} x {d_k}].",
         "heads:",
     ]
-    for h, (w_q, w_k, w_v) in enumerate(c.heads):
+    for h, (w_q, w_k, w_v) in enumerate(head.w for head in c.heads):
         out += [
             f"  # head {h}",
             f"  - w_q: {_matrix(w_q, 9)}",
