@@ -157,7 +157,9 @@ def combine_masks(
     ``[B, 1, 1, L_k]``.  ``None`` when both are ``None``.
 
     Raises ``TypeError`` for a non-boolean mask and :class:`ShapeError` when the
-    shapes do not fit each other.
+    shapes do not fit each other.  Source: PyTorch docs of
+    ``nn.MultiheadAttention`` (``attn_mask``, ``key_padding_mask``, both
+    True = blocked there) and of SDPA (``attn_mask``, True = may attend).
     """
     m4 = None
     if mask is not None:
@@ -582,7 +584,8 @@ class MultiHeadAttention:
 
         Raises :class:`ShapeError` when the heads differ in ``d_k`` or ``d_v``:
         a batched layer splits one projection into equal heads, so such an
-        exercise is for the exact engine only.
+        exercise is for the exact engine only.  Source: Vaswani et al. 2017,
+        section 3.2.2 (heads concatenated, then ``W^O``).
         """
         heads = ex.heads
         d_ks = sorted({h.d_k for h in heads})
