@@ -291,8 +291,8 @@ def test_error_messages(key: str) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("2e", 'unexpected "e" at column 2'),  # no implicit multiplication
-        ("2sqrt(2)", 'unexpected "sqrt" at column 2'),
+        ("2e", 'unexpected "e" at column 2'),  # no implicit multiplication by a name (2e3 is a number)
+        ("2 3", 'unexpected "3" at column 3'),
         ("1.2.3", 'unexpected ".3" at column 4'),
         ("sqrt2", 'unknown name "sqrt2"'),
         ("()", 'unmatched ")" at column 2'),
@@ -963,3 +963,19 @@ def test_generated_matrices_parse_entry_by_entry(rows: list[list[Node]], between
             value = want[2]
             assert isinstance(value, sympy.Expr)
             assert abs(got.expr.evalf(30) - value.evalf(30)) <= 1e-20 * max(1, abs(value.evalf(30)))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2√2", 2 * sympy.sqrt(2)),  # exactly as explain's tables print it
+        ("3√2/2", 3 * sympy.sqrt(2) / 2),
+        ("-2√2", -2 * sympy.sqrt(2)),
+        ("2sqrt(2)", 2 * sympy.sqrt(2)),
+        ("2exp(-√2)", 2 * sympy.exp(-sympy.sqrt(2))),
+        ("2(1 + e)", 2 + 2 * sympy.E),
+        ("1/(1 + 2·exp(√2))", 1 / (1 + 2 * sympy.exp(sympy.sqrt(2)))),
+    ],
+)
+def test_implicit_multiplication_before_a_root_exp_or_parenthesis(text, expected):
+    assert sympy.simplify(parse_entry(text).expr - expected) == 0

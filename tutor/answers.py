@@ -25,7 +25,8 @@ and the sympy objects built from them.  ::
     exponent:= ("e" | "E") ["+" | "-"] digits
 
 As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
-There is no implicit multiplication (``2e`` and ``2sqrt(2)`` are errors).
+A number or a closing parenthesis directly before ``√``, ``sqrt``, ``exp`` or ``(`` multiplies
+(``2√2`` is ``2*sqrt(2)``, as explain prints it); before a name it does not (``2e`` is an error).
 ``inf`` (also ``-inf``, ``+inf``, ``∞``, ``infinity``, YAML's ``-.inf``) is
 only allowed as a whole entry, for a masked score.
 
@@ -359,7 +360,14 @@ class _Parser:
 
     def term(self) -> _Val:
         left = self.unary()
-        while (t := self.peek()).op in ("*", "/") and t.kind == "op":
+        while True:
+            t = self.peek()
+            if self.implicit(t):  # 2√2, 3sqrt(2), 2exp(1), 2(1 + e): a product, as the tables print it
+                right = self.power()
+                left = self.shadow(t, left[0] * right[0], operator.mul, left[1], right[1])
+                continue
+            if not (t.kind == "op" and t.op in ("*", "/")):
+                break
             self.take()
             right = self.unary()
             if t.op == "*":
@@ -369,6 +377,11 @@ class _Parser:
                     self.fail("answer.div_zero", t)
                 left = self.shadow(t, left[0] / right[0], operator.truediv, left[1], right[1])
         return left
+
+    @staticmethod
+    def implicit(t: _Tok) -> bool:
+        """Whether ``t`` starts a factor written without ``*``: ``√``, ``sqrt``, ``exp`` or ``(``."""
+        return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in ("sqrt", "exp"))
 
     def unary(self) -> _Val:
         t = self.peek()
