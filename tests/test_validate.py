@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import time
 from pathlib import Path
@@ -330,3 +331,40 @@ def test_random_byte_flips_never_crash():
             except UnicodeDecodeError:
                 continue
             assert isinstance(validate_text(text, "b.yaml"), Validation)
+
+
+# --- the documentation -----------------------------------------------------------------
+
+
+DOCS = REPO / "docs"
+
+
+def test_exercise_examples_in_the_format_doc_are_valid():
+    blocks = re.findall(r"```yaml\n(.*?)```", (DOCS / "exercise-format.md").read_text(encoding="utf-8"), flags=re.S)
+    examples = [b for b in blocks if b.startswith("id: ")]
+    assert len(examples) == 3
+    for block in examples:
+        v = validate_text(block, "exercise-format.md")
+        assert v.ok and v.warnings == (), [str(p) for p in v.problems]
+
+
+def test_schema_command_prints_the_loaders_schema(capsys):
+    from tutor.exercise import ExerciseFile, json_schema
+
+    code, out, _ = run(capsys, "schema")
+    schema = json.loads(out)
+    assert code == 0 and schema == json_schema()
+    assert set(schema["properties"]) == set(ExerciseFile.model_fields)
+    assert schema["additionalProperties"] is False and schema["required"] == ["id", "title", "x"]
+    assert schema["$defs"]["HeadBlock"]["additionalProperties"] is False
+
+
+def test_every_new_command_is_documented_and_has_help(capsys):
+    guide = (DOCS / "authoring.md").read_text(encoding="utf-8")
+    for command in ("validate", "new", "schema"):
+        assert f"attn-tutor {command}" in guide
+        code, out, _ = run(capsys, command, "--help")
+        assert code == 0 and "Usage" in out
+    for option in ("--exercises", "--blank", "--export", "--format markdown", "--format html", "ATTN_TUTOR_PATH",
+                   "yaml-language-server", "yaml.schemas"):
+        assert option in guide
