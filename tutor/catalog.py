@@ -72,6 +72,7 @@ class Folder:
 
     @property
     def bundled(self) -> bool:
+        """True for the folder of bundled exercises."""
         return self.label == BUNDLED
 
 

@@ -576,6 +576,7 @@ class Validation:
 
     @property
     def ok(self) -> bool:
+        """True when the file is a valid exercise (warnings allowed)."""
         return self.exercise is not None
 
 

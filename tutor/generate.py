@@ -69,6 +69,7 @@ class Spec:
 
     @property
     def L_k(self) -> int:
+        """The number of keys: ``cross``, else ``tokens``."""
         return self.cross if self.cross is not None else self.tokens
 
 
@@ -146,15 +147,18 @@ class _Candidate:
     heads: tuple[_Head, ...]
 
     def cost(self, level: Level) -> tuple[int, ...]:
+        """The heads' costs combined: any flat head, the total excess over the bounds, the largest numbers."""
         costs = [h.cost(level) for h in self.heads]
         return (max(c[0] for c in costs), sum(c[1] for c in costs), max(c[2] for c in costs), max(c[3] for c in costs))
 
     @property
     def qkv(self) -> tuple[int, int]:
+        """Smallest and largest entry of Q, K, V over all heads."""
         return min(h.qkv[0] for h in self.heads), max(h.qkv[1] for h in self.heads)
 
     @property
     def scores(self) -> tuple[int, int]:
+        """Smallest and largest score over all heads."""
         return min(h.scores[0] for h in self.heads), max(h.scores[1] for h in self.heads)
 
 

@@ -41,11 +41,15 @@ ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.expo
 
 
 class ValidateFormat(str, Enum):
+    """Output of `validate`: lines for people, JSON for CI."""
+
     text = "text"
     json = "json"
 
 
 class MaskChoice(str, Enum):
+    """`new --mask`."""
+
     none = "none"
     causal = "causal"
     padding = "padding"
@@ -129,6 +133,7 @@ def validate(
     paths: Annotated[list[Path], typer.Argument(help=t("cli.validate.paths"), show_default=False)],
     fmt: Annotated[ValidateFormat, typer.Option("--format", help=t("cli.opt.format"))] = ValidateFormat.text,
 ) -> None:
+    """Validate files and folders; exit 0 when all are valid, 2 otherwise."""
     results, extra = validate_paths(paths)
     by_file: dict[str, list[Problem]] = {}
     for p in extra:
@@ -185,6 +190,7 @@ def new(
                                                 dir_okay=False)] = None,
     force: Annotated[bool, typer.Option("--force", help=t("cli.new.force"))] = False,
 ) -> None:
+    """Write a generated exercise to ``-o FILE`` (never over an existing one without ``--force``) or stdout."""
     from ..errors import TutorError
     from ..exercise import validate_text
     from ..generate import Spec, generate
@@ -221,6 +227,7 @@ def new(
 
 @app.command(help=t("cli.schema.help"))
 def schema() -> None:
+    """Print the JSON Schema of the exercise format."""
     from ..exercise import json_schema
 
     write(json.dumps(json_schema(), indent=2, ensure_ascii=False))

@@ -44,10 +44,12 @@ class BlankRichRenderer(RichRenderer):
     """The rich layout with every step's result left empty: a worksheet."""
 
     def step_cells(self, step: Step) -> tuple[list[list[str]], list[tuple[str, list[tuple[str, str]]]]]:
+        """Empty cells, wide enough to write in; nothing listed below the table."""
         rows, cols = step.shape
         return [[" " * BLANK_WIDTH] * cols for _ in range(rows)], []
 
     def heatmap(self, step: Step) -> None:
+        """No heatmap on a worksheet."""
         return None  # the shades would show the answer
 
 

@@ -198,15 +198,19 @@ class MarkdownRenderer:
         self.lines: list[str] = []
 
     def add(self, *lines: str) -> None:
+        """Append lines of Markdown."""
         self.lines.extend(lines)
 
     def block(self, tex: str) -> None:
+        """A display-math block: ``$$``, the LaTeX on one line, ``$$``."""
         self.add("$$", tex, "$$", "")
 
     def input_matrix(self, m: Matrix) -> str:
+        """An input matrix (exact rationals) as a ``bmatrix``."""
         return bmatrix([[_fraction_latex(self.latex, v) for v in row] for row in m])
 
     def inputs(self, named: Sequence[tuple[str, Matrix]]) -> None:
+        """Named input matrices side by side in one block: ``X = [...], W_Q = [...]``."""
         self.block(r",\quad ".join(f"{tex_name(name)} = {self.input_matrix(m)}" for name, m in named))
 
     def values(self, step: Step) -> tuple[str, bool]:
@@ -224,6 +228,7 @@ class MarkdownRenderer:
         return f"{name} = " + bmatrix([[self.latex(e) for e in row] for row in step.exact]) + rf" \approx {decimals}", False
 
     def step(self, number: int, step: Step, ex: Exercise) -> None:
+        """One step: its title, formula, shape annotation, values (or blanks) and why it is there."""
         self.add(f"### {number}. {t(f'step.{step.id}.title')}", "")
         self.add(f"${formula(step, ex)}$", "", f"${annotation(step)}$", "")
         if step.id == "scores":
@@ -236,6 +241,7 @@ class MarkdownRenderer:
             self.add(f"> {_escape(sentence)}", "")
 
     def why(self, step: Step, ex: Exercise) -> list[str]:
+        """The sentences that explain the step (as the terminal shows them)."""
         out = []
         if step.id in ("k", "v") and ex.is_cross:
             out.append(t("step.k.why.cross"))
@@ -246,6 +252,7 @@ class MarkdownRenderer:
         return out
 
     def header(self, sol: Solution) -> None:
+        """Title, id, description, sizes, mask, and the input sequence(s)."""
         ex = sol.exercise
         h0 = ex.heads[0]
         self.add(f"# {_escape(ex.title)}", "")
@@ -273,12 +280,14 @@ class MarkdownRenderer:
             self.add(_escape(t("handout.rows", name="X_kv", labels=", ".join(ex.key_labels))), "")
 
     def weights_of(self, ex: Exercise, h: int) -> None:
+        """Head ``h``'s weights and biases."""
         head = ex.heads[h]
         named = [(n, m) for n, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
         named += [(n, (b,)) for n, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v)) if b is not None]
         self.inputs(named)
 
     def solution(self, sol: Solution, head: int | None = None) -> str:
+        """The whole handout (only ``head`` when given; the layer steps are always kept)."""
         ex = sol.exercise
         self.header(sol)
         number = 0
