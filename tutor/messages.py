@@ -377,7 +377,6 @@ EN: dict[str, str] = {
     "handout.rows": "Rows of {name}: {labels}.",
     "handout.scores_axes": "Rows are the queries ({rows}); columns are the keys ({cols}).",
     "handout.decimals_only": "Too large to print exactly here; the exact entries: `attn-tutor explain {id} --format json`.",
-    "handout.worksheet.title": "Worksheet",
     "handout.bad_suffix": "cannot export to '{found}'; the file name must end in one of {choices}",
     "handout.wrote": "wrote {path}",
     "handout.blank_json": "--blank makes a worksheet for reading; use it with --format rich, markdown or html, or --export",
