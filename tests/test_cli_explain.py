@@ -208,7 +208,8 @@ def test_shape_error_names_both_sides(tmp_path, capsys):
     bad.write_text("id: bad\ntitle: t\nx: [[1, 0, 1, 0]]\nheads:\n  - w_q: [[1], [0], [1]]\n    w_k: [[1], [0], [1], [0]]\n    w_v: [[1], [0], [1], [0]]\n")
     code, _, err = run(capsys, "explain", str(bad))
     assert code == 2
-    assert err == f"error: {bad}:5:10: heads[0].w_q: w_q has 3 rows but x has 4 columns (d_model)\n"
+    assert err == (f"error: {bad}:5:10: heads[0].w_q: w_q has 3 rows but x has 4 columns (d_model) "
+                   "(w_q needs one row per column of x: 4 rows)\n")
 
 
 def test_unknown_exercise(capsys):

@@ -382,24 +382,26 @@ def _verify(path: Path, app_id: int, version: int, tables: set[str]) -> bool:
 def _adopt(conn: sqlite3.Connection, path: Path) -> None:
     """Check that the open file is ours, or initialise it when empty; then switch to WAL.
 
-    The check reads only.  Initialising happens inside ``BEGIN IMMEDIATE``
-    and looks again, so two sessions starting at once create the schema once.
+    The check and the initialisation share one ``BEGIN IMMEDIATE``
+    transaction, so a session never reads a schema another session is
+    half-way through creating (separate reads of the application id, the
+    version and the tables could see it half-made and call the file foreign),
+    and two sessions starting at once create it once.
     """
     try:
-        if not _verify(path, *_identity(conn)):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if not _verify(path, *_identity(conn)):
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not _verify(path, *_identity(conn)):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
         (mode,), = conn.execute("PRAGMA journal_mode").fetchall()
         if str(mode).lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
