@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -40,6 +41,12 @@ def write(text: str) -> None:
 
 
 ExerciseArg = Annotated[str, typer.Argument(help="A bundled exercise id or a YAML file path.")]
+# Options shared by explain, list and practice: defined once.
+ExercisesOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--exercises", help=t("cli.opt.exercises"), exists=True, file_okay=False, dir_okay=True,
+                 show_default=False),
+]
 
 # Commands live in one module per area and register themselves on `app`.
 from . import author as _author  # noqa: F401  validate, new, schema

@@ -30,12 +30,6 @@ if TYPE_CHECKING:
     from ..steps import Solution
 
 
-# Options shared with `explain`, `list` (and `practice`): defined once.
-ExercisesOpt = Annotated[
-    list[Path] | None,
-    typer.Option("--exercises", help=t("cli.opt.exercises"), exists=True, file_okay=False, dir_okay=True,
-                 show_default=False),
-]
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
 

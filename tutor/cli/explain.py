@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from ..messages import t
-from . import ExerciseArg, app, console, write
-from .author import BlankOpt, ExercisesOpt, ExportOpt
+from . import ExerciseArg, ExercisesOpt, app, console, write
+from .author import BlankOpt, ExportOpt
 
 
 class ExplainFormat(str, Enum):

@@ -11,13 +11,15 @@ session with its summary and exit code 0.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
 from ..messages import t
-from . import app, console, write
+from . import ExercisesOpt, app, console, write
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,12 +52,12 @@ def step_kinds(ex: Exercise) -> set[str]:
     return kinds
 
 
-def _recommend(store: Store | None):  # -> tuple[Stats, Recommendation | None]
-    from ..catalog import bundled
+def _recommend(store: Store | None, folders: Sequence[Path] = ()):  # -> tuple[Stats, Recommendation | None]
+    from ..catalog import exercises
     from ..store import Stats, recommend
 
     stats = store.stats() if store is not None else Stats()
-    return stats, recommend(stats, [(ex.id, step_kinds(ex), ex.difficulty) for ex in bundled()])
+    return stats, recommend(stats, [(ex.id, step_kinds(ex), ex.difficulty) for ex in exercises(folders)])
 
 
 def _parse_steps(text: str | None) -> list[str] | None:
@@ -79,6 +81,7 @@ def practice(
     mode: Annotated[PracticeMode, typer.Option("--mode", help=t("cli.practice.mode"))] = PracticeMode.matrix,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.practice.tolerance"),
                                                     show_default=False)] = None,
+    exercises: ExercisesOpt = None,
 ) -> None:
     from ..answers import DEFAULT_TOLERANCE
     from ..catalog import resolve
@@ -94,14 +97,14 @@ def practice(
     try:
         picked = ""
         if exercise is None:
-            _, rec = _recommend(store)
+            _, rec = _recommend(store, exercises or ())
             if rec is None:
                 raise typer.BadParameter(t("practice.no_bundled"), param_hint="EXERCISE")
             exercise = rec.exercise
             why = (t("stats.next.weak", step=rec.step, right=rec.stats.correct, graded=rec.stats.graded)
                    if rec.stats.graded else t("stats.next.new", step=rec.step))
             picked = t("practice.picked", exercise=rec.exercise, why=why)
-        ex = resolve(exercise)
+        ex = resolve(exercise, exercises or ())
         if head is not None and head >= ex.num_heads:
             raise typer.BadParameter(t("explain.no_head", head=head, last=ex.num_heads - 1), param_hint="--head")
         sol = solve(ex)
