@@ -10,7 +10,8 @@ Fairness rules kept here:
     would prove nothing);
   * PyTorch gets as many threads as NumPy's BLAS (threadpoolctl reads it);
   * each side is timed alone (never both at once: they share the cores), warm,
-    best of several runs, the sides taking turns call by call so drift hits both.
+    best of several runs, in turns of several calls with a rest between turns
+    so that neither side runs while the other's idle threads still spin.
 """
 
 from __future__ import annotations
@@ -47,28 +48,30 @@ MEMORY_TARGET = 0.25  # blocked peak / plain peak
 BLOCKED_TIME_TARGET = 1.5  # blocked time / plain time
 
 
-def best_time(fn: Callable[[], object], runs: int) -> float:
-    """Best wall time of ``runs`` calls of ``fn`` after two warm-up calls."""
-    return best_times({"fn": fn}, runs, 1)["fn"]
+SETTLE = 0.3  # seconds of rest before a side's turn: idle worker threads stop spinning
 
 
 def best_times(fns: dict[str, Callable[[], object]], runs: int, rounds: int) -> dict[str, float]:
-    """Best wall time (seconds) of each function, timed one at a time, interleaved.
+    """Best wall time (seconds) of each function: one side at a time, sides in turns.
 
-    Each function is warmed twice, then the functions take turns, one call each,
-    ``runs * rounds`` times: a busy spell on the shared machine hits every side
-    alike instead of whichever happened to be running.
+    In each of ``rounds`` rounds every function gets a turn: a rest of
+    ``SETTLE`` seconds, one warm-up call, then ``runs`` timed calls.  The rest
+    matters: after a call OpenBLAS's worker threads spin for a while (and
+    PyTorch's OpenMP threads too), and a side timed while the other side's
+    pool still spins loses a core - calling the sides alternately, call by
+    call, slowed PyTorch's SDPA from 15 ms to 24-28 ms here.  Rounds spread a
+    busy spell of the machine over both sides.
     """
-    for fn in fns.values():
-        fn()
-        fn()
     best = dict.fromkeys(fns, math.inf)
-    for _ in range(runs * rounds):
+    for _ in range(rounds):
         for name, fn in fns.items():
-            gc.collect()
-            t0 = time.perf_counter()
+            time.sleep(SETTLE)
             fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
+            for _ in range(runs):
+                gc.collect()
+                t0 = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - t0)
     return best
 
 
@@ -76,6 +79,48 @@ def side_by_side(numpy_fn: Callable[[], object], torch_fn: Callable[[], object],
     """Best times (seconds) of the two sides, one side at a time, interleaved."""
     best = best_times({"numpy": numpy_fn, "torch": torch_fn}, runs, rounds)
     return best["numpy"], best["torch"]
+
+
+def _busy_jiffies() -> int | None:
+    """CPU time (clock ticks) all processes spent, from /proc/stat; None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle
+
+
+class OthersCPU:
+    """How much of the machine other processes took while a case ran.
+
+    Both sides split work over both cores and wait for the slower thread
+    (OpenMP in PyTorch, pthreads in OpenBLAS), so a busy neighbour slows them
+    unevenly and by up to 20x (seen here): a ratio measured while others were
+    busy means little, whichever way it leans.
+    """
+
+    def __enter__(self) -> OthersCPU:
+        self.t0, self.j0, self.self0 = time.perf_counter(), _busy_jiffies(), sum(os.times()[:2])
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self.t0
+        j1 = _busy_jiffies()
+        self.share = None
+        if self.j0 is not None and j1 is not None and wall > 0:
+            busy = (j1 - self.j0) / os.sysconf("SC_CLK_TCK")
+            mine = sum(os.times()[:2]) - self.self0
+            self.share = max(0.0, busy - mine) / (wall * (os.cpu_count() or 1))
+
+    def note(self) -> str:
+        if self.share is None:
+            return ""
+        text = f"\n    other processes used {self.share:.0%} of the CPU meanwhile"
+        if self.share > 0.05:
+            text += " - these timings are not trustworthy; rerun on an idle machine"
+        return text
 
 
 def verdict(measured: float, target: float) -> str:
@@ -168,7 +213,7 @@ def sdpa_case(B: int, H: int, L: int, d: int, runs: int, rounds: int, blas_threa
         def threaded():
             return list(pool.map(lambda ix: scaled_dot_product_attention(q[ix], k[ix], v[ix], block_size=DEFAULT_BLOCK_SIZE), parts))
 
-        t_thr = best_time(threaded, runs)
+        t_thr = best_times({"threaded": threaded}, runs, rounds)["threaded"]
     text += (
         f"\n    experiment (not in the core): {blas_threads} Python threads x 1 BLAS thread over the batch,"
         f"\n     blocked path: {ms(t_thr).strip()}, ratio {t_thr / t_torch:.2f}"
@@ -212,8 +257,8 @@ def memory_case(L: int, d: int, runs: int, rounds: int) -> tuple[str, bool]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7, help="timed calls per side per round (the best is kept)")
-    ap.add_argument("--rounds", type=int, default=5, help="rounds (calls per side = runs x rounds)")
+    ap.add_argument("--runs", type=int, default=4, help="timed calls per side per round (the best is kept)")
+    ap.add_argument("--rounds", type=int, default=10, help="rounds (calls per side = runs x rounds)")
     args = ap.parse_args(argv)
 
     threads, blas = blas_report()
@@ -223,20 +268,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  machine : {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"  numpy   : {np.__version__}, BLAS {blas}")
     print(f"  torch   : {torch.__version__}, threads {torch.get_num_threads()} (set equal to the BLAS threads)")
-    print(f"  timing  : warm, best of {args.runs * args.rounds} calls per side, one side at a time, sides taking turns")
+    print(f"  timing  : warm, best of {args.runs * args.rounds} calls per side; one side at a time, {args.runs} calls a turn, a {SETTLE} s rest between turns")
     print(f"  load    : {os.getloadavg()[0]:.2f} (1-minute load average before the run; other work on the cores skews both sides)")
     print()
     ratios = []
     for B, L, D, H in ((4, 512, 512, 8), (1, 2048, 256, 4)):
-        text, r = layer_case(B, L, D, H, args.runs, args.rounds)
-        print(text)
+        with OthersCPU() as others:
+            text, r = layer_case(B, L, D, H, args.runs, args.rounds)
+        print(text + others.note())
         ratios.append(r)
-    text, rs = sdpa_case(4, 8, 512, 64, args.runs, args.rounds, threads)
-    print(text)
+    with OthersCPU() as others:
+        text, rs = sdpa_case(4, 8, 512, 64, args.runs, args.rounds, threads)
+    print(text + others.note())
     ratios += rs
     print()
-    text, mem_ok = memory_case(8192, 64, max(2, args.runs // 2), args.rounds)
-    print(text)
+    with OthersCPU() as others:
+        text, mem_ok = memory_case(8192, 64, max(2, args.runs // 2), args.rounds)
+    print(text + others.note())
     missed = sum(r > TIME_TARGET for r in ratios) + (not mem_ok)
     print(f"  load    : {os.getloadavg()[0]:.2f} after the run")
     print()

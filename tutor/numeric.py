@@ -63,10 +63,17 @@ __all__ = [
     "softmax",
 ]
 
-#: Query and key block size that suits the blocked path on a CPU: a
-#: ``[512, 512]`` float32 score block is 1 MiB, about one core's L2 cache.
-#: Chosen by ``benchmarks/run.py``; pass ``block_size=DEFAULT_BLOCK_SIZE``.
-DEFAULT_BLOCK_SIZE = 512
+#: Query and key block size that suits the blocked path on a CPU: pass
+#: ``block_size=DEFAULT_BLOCK_SIZE``.  Measured with ``benchmarks/run.py``'s
+#: case (L = 8192, d_k = 64, float32, 2 cores): 1024 ran in ~170 ms, 512 in
+#: ~190 ms, 2048 in ~190 ms, the plain path in ~205 ms; bigger GEMMs thread
+#: better, smaller score blocks stay in cache.  A block is 4 MiB in float32.
+DEFAULT_BLOCK_SIZE = 1024
+
+#: How many scores one batch chunk of the blocked path may hold: the batch
+#: slices are taken a few at a time so that ``slices·bq·bk`` stays about this
+#: (1 MiB of float32, cache-sized) when the blocks themselves are small.
+_BATCH_CHUNK_SCORES = 512 * 512
 
 _Record = Callable[[str, NDArray], None]
 
@@ -241,7 +248,10 @@ def scaled_dot_product_attention(
     ``[L_q, L_k]`` weights and returns ``(output, None)``; the output equals
     the plain path's to rounding (1e-12 relative in float64).  With dropout,
     the keep mask is drawn per score block, in block order, so it matches the
-    plain path only when one block covers everything.
+    plain path only when one block covers everything (``N_q >= L_q``,
+    ``N_k >= L_k``, and all batch slices together hold at most ``512²``
+    scores).  Memory: about ``max(N_q·N_k, 512²)`` scores at a time, plus
+    the output.
 
     Dtypes: float32/float64 preserved (the common dtype of q, k, v; integers
     are computed in float64).
@@ -356,7 +366,7 @@ def _sdpa_blocked(
     by ``exp(m - m')``.  At the end ``out = acc / l``.
 
     The batch axes are flattened to ``N`` and taken ``nb`` slices at a time,
-    with ``nb·bq·bk`` about ``max(bq·bk, DEFAULT_BLOCK_SIZE²)`` - a score block
+    with ``nb·bq·bk`` about ``max(bq·bk, 512²)`` - a score block
     that stays in cache (one slice at a time is 1.5x faster than all 32 at
     once at ``[4, 8, 512, 512]``), while tiny problems stay vectorized.
     Memory: one ``[nb, bq, bk]`` score block plus ``[nb, bq, d]`` accumulators.
@@ -374,7 +384,7 @@ def _sdpa_blocked(
         mask = mask.reshape((batch or (1,)) + (L_q, L_k))  # [..., L_q, L_k]  at least one batch axis; a view
     out = np.empty((N, L_q, d_v), dtype=dt)  # [N, L_q, d_v]
     neg_inf = dt.type(-np.inf)
-    nb = max(1, DEFAULT_BLOCK_SIZE**2 // (min(bq, L_q) * min(bk, L_k) or 1))
+    nb = max(1, _BATCH_CHUNK_SCORES // (min(bq, L_q) * min(bk, L_k) or 1))
     for n0 in range(0, N, nb):
         n1 = min(n0 + nb, N)
         # the mask rows of slices n0..n1, gathered block by block below
