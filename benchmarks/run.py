@@ -26,12 +26,17 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Self
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tutor.numeric import DEFAULT_BLOCK_SIZE, MultiHeadAttention, scaled_dot_product_attention  # noqa: E402
+from tutor.numeric import (
+    DEFAULT_BLOCK_SIZE,
+    MultiHeadAttention,
+    scaled_dot_product_attention,
+)
 
 try:
     import torch
@@ -101,7 +106,7 @@ class OthersCPU:
     busy means little, whichever way it leans.
     """
 
-    def __enter__(self) -> OthersCPU:
+    def __enter__(self) -> Self:
         self.t0, self.j0, self.self0 = time.perf_counter(), _busy_jiffies(), sum(os.times()[:2])
         return self
 
@@ -193,11 +198,11 @@ def sdpa_case(B: int, H: int, L: int, d: int, runs: int, rounds: int, blas_threa
     qt, kt, vt = map(torch.from_numpy, (q, k, v))
     with torch.inference_mode():
         ref = F.scaled_dot_product_attention(qt, kt, vt).numpy()
-        plain = lambda: scaled_dot_product_attention(q, k, v)  # noqa: E731
-        blocked = lambda: scaled_dot_product_attention(q, k, v, block_size=DEFAULT_BLOCK_SIZE)  # noqa: E731
+        plain = lambda: scaled_dot_product_attention(q, k, v)
+        blocked = lambda: scaled_dot_product_attention(q, k, v, block_size=DEFAULT_BLOCK_SIZE)
         err = max(np.abs(plain()[0] - ref).max(), np.abs(blocked()[0] - ref).max())
         assert err < 1e-4, f"the two sides disagree ({err:.2e})"
-        run_torch = lambda: F.scaled_dot_product_attention(qt, kt, vt)  # noqa: E731
+        run_torch = lambda: F.scaled_dot_product_attention(qt, kt, vt)
         best = best_times({"plain": plain, "blocked": blocked, "torch": run_torch}, runs, rounds)
     t_plain, t_blocked, t_torch = best["plain"], best["blocked"], best["torch"]
     text = line(f"sdpa plain   B={B} H={H} L={L} d_k={d} f32", t_plain, t_torch) + "\n"
@@ -236,14 +241,14 @@ def peak_bytes(fn: Callable[[], object]) -> int:
 def memory_case(L: int, d: int, runs: int, rounds: int) -> tuple[str, bool]:
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((L, d), dtype=np.float32) for _ in range(3))
-    plain = lambda: scaled_dot_product_attention(q, k, v)  # noqa: E731
-    blocked = lambda: scaled_dot_product_attention(q, k, v, block_size=DEFAULT_BLOCK_SIZE)  # noqa: E731
+    plain = lambda: scaled_dot_product_attention(q, k, v)
+    blocked = lambda: scaled_dot_product_attention(q, k, v, block_size=DEFAULT_BLOCK_SIZE)
     err = np.abs(plain()[0] - blocked()[0]).max()
     assert err < 1e-4, f"blocked and plain disagree ({err:.2e})"
     m_plain, m_blocked = peak_bytes(plain), peak_bytes(blocked)
     t_blocked, t_plain = side_by_side(blocked, plain, runs, rounds)
     mem_ratio, time_ratio = m_blocked / m_plain, t_blocked / t_plain
-    mib = lambda b: f"{b / 2**20:8.1f} MiB"  # noqa: E731
+    mib = lambda b: f"{b / 2**20:8.1f} MiB"
     text = (
         f"  blocked vs plain, L_q = L_k = {L}, d_k = {d}, f32, block_size = {DEFAULT_BLOCK_SIZE}"
         f" (peak by tracemalloc, which sees NumPy's buffers)\n"

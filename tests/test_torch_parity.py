@@ -56,12 +56,12 @@ def require_torch():
 
 
 torch = require_torch()
-import torch.nn.functional as F  # noqa: E402
+import torch.nn.functional as F
 
-TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
+TOL = {np.float32: {"rtol": 1e-5, "atol": 1e-5}, np.float64: {"rtol": 1e-12, "atol": 1e-12}}
 TORCH_DTYPE = {np.float32: torch.float32, np.float64: torch.float64}
 # ATTN_TUTOR_EXAMPLES=2000 for a long soak; the default keeps the suite quick
-HYPO = settings(max_examples=int(os.environ.get("ATTN_TUTOR_EXAMPLES", 80)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+HYPO = settings(max_examples=int(os.environ.get("ATTN_TUTOR_EXAMPLES", "80")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.fixture(autouse=True)
@@ -163,7 +163,7 @@ def _torch_mha(E, H, bias, kdim, dtype, rng):
     with torch.no_grad():
         for p in m.parameters():
             p.copy_(t(rng.standard_normal(tuple(p.shape)).astype(dtype) * 0.5))
-    as_np = lambda p: None if p is None else p.detach().numpy()  # noqa: E731
+    as_np = lambda p: None if p is None else p.detach().numpy()
     out_b = m.out_proj.bias if bias else None
     if m._qkv_same_embed_dim:
         layer = MultiHeadAttention.from_torch_layout(
@@ -317,7 +317,7 @@ def _cross_exercise() -> Exercise:
 
 def _to_torch(ex: Exercise):
     """nn.MultiheadAttention with the exercise's weights: W.T per nn.Linear, heads stacked by rows."""
-    f = lambda m: np.array(m, dtype=object).astype(np.float64)  # noqa: E731
+    f = lambda m: np.array(m, dtype=object).astype(np.float64)
     E, H = ex.d_model, ex.num_heads
     m = torch.nn.MultiheadAttention(E, H, batch_first=True, kdim=len(ex.x_kv[0]), vdim=len(ex.x_kv[0]),
                                     dtype=torch.float64).eval()

@@ -75,7 +75,7 @@ DEFAULT_BLOCK_SIZE = 1024
 #: (1 MiB of float32, cache-sized) when the blocks themselves are small.
 _BATCH_CHUNK_SCORES = 512 * 512
 
-_Record = Callable[[str, NDArray], None]
+_Record = Callable[[str, NDArray], object]
 
 
 # --------------------------------------------------------------------------- #
@@ -201,8 +201,10 @@ def combine_masks(
 # --------------------------------------------------------------------------- #
 # scaled dot-product attention
 # --------------------------------------------------------------------------- #
-def _dropout_inplace(w: NDArray, p: float, rng: np.random.Generator) -> None:
+def _dropout_inplace(w: NDArray, p: float, rng: np.random.Generator | None) -> None:
     """Inverted dropout on ``w`` in place: keep with prob ``1 - p``, scale by ``1 / (1 - p)``."""
+    if rng is None:
+        rng = np.random.default_rng()
     if p >= 1.0:
         w[...] = 0  # PyTorch: dropout with p = 1 zeroes everything
         return
@@ -266,7 +268,7 @@ def scaled_dot_product_attention(
         if a.ndim < 2:
             raise ShapeError(f"{name} must have at least 2 axes [..., L, d], got {_shape_text(a.shape)}")
     L_q, d_k = qa.shape[-2:]
-    L_k, d_v = va.shape[-2:]
+    L_k = va.shape[-2]
     if ka.shape[-1] != d_k:
         raise ShapeError(
             f"q {_shape_text(qa.shape)} and k {_shape_text(ka.shape)} differ in d_k: "
@@ -749,7 +751,7 @@ class MultiHeadAttention:
             kv = x  # [B, L, D]
         L_k = kv.shape[1]
         allowed = self._allowed(mask, key_padding, B, L, L_k)  # [B|1, H|1, L, L_k] or None
-        w = lambda a: a if a.dtype == dt else a.astype(dt)  # noqa: E731  weights in the compute dtype
+        w = lambda a: a if a.dtype == dt else a.astype(dt)
         rec = record or (lambda name, a: None)
         rec("x", x)
 
@@ -846,19 +848,16 @@ class MultiHeadAttention:
                     f"key_padding must be [B, L_k] = [{B}, {L_k}], got {_shape_text(p.shape)}"
                 )
             p4 = combine_masks(None, p)  # [B, 1, 1, L_k]
-        parts = [a for a in (m4, p4) if a is not None]
-        allowed = parts[0]
-        if len(parts) == 2:
-            try:
-                allowed = np.logical_and(m4, p4)  # [B, H|1, L, L_k]
-            except ValueError:
-                allowed = None
-        if allowed is None or not _fits(allowed.shape, (B, self.num_heads, L, L_k)):
+        target = (B, self.num_heads, L, L_k)
+        if m4 is not None and not _fits(m4.shape, target):
             raise ShapeError(
-                f"mask {_shape_text(np.shape(mask))} does not broadcast to "
-                f"[B, H, L, L_k] = {_shape_text((B, self.num_heads, L, L_k))}"
+                f"mask {_shape_text(m4.shape)} does not broadcast to [B, H, L, L_k] = {_shape_text(target)}"
             )
-        return allowed
+        if m4 is None:
+            return p4  # [B, 1, 1, L_k]
+        if p4 is None:
+            return m4  # [B|1, H|1, L, L_k]
+        return np.logical_and(m4, p4)  # [B, H|1, L, L_k]  both fit the target, so they fit each other
 
     # the shape trace --------------------------------------------------------
     def shape_trace(
@@ -887,7 +886,6 @@ class MultiHeadAttention:
             raise ValueError("self-attention has L_k = L and d_kv = d_model; pass cross=True")
         fused = not cross and self.w_qkv is not None
         Lk = "L_k" if cross else "L"
-        Dkv = "D_kv" if cross else "D"
         dk, dv = ("d_h", "d_h") if self.d_k == self.d_v else ("d_k", "d_v")
         sizes = {
             "B": B, "L": L, "L_k": L if L_k is None else L_k, "D": self.d_model, "D_kv": self.d_kv,
