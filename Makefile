@@ -21,7 +21,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	@touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(PIP) -e '.[bench]'
+	$(PIP) torch==2.13.0
 	@touch $@
 
 venv: $(PY)
@@ -35,6 +35,7 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
 bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/exact_limits.py
 	$(PY) benchmarks/run.py
 
 clean:

@@ -25,7 +25,6 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Self
 
 import numpy as np
@@ -41,7 +40,7 @@ from tutor.numeric import (
 try:
     import torch
     import torch.nn.functional as F
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from threadpoolctl import threadpool_info
 except ImportError as exc:  # pragma: no cover - a message, not a crash
     sys.exit(
         f"benchmarks need torch==2.13.0 and threadpoolctl ({exc}); "
@@ -210,19 +209,6 @@ def sdpa_case(B: int, H: int, L: int, d: int, runs: int, rounds: int, blas_threa
     text += "\n    (PyTorch's CPU SDPA is a fused flash kernel that returns the output only; the plain"
     text += "\n     path also forms and returns the [B, H, L, L] weights, the blocked path does not)"
 
-    # An experiment, not what the core does: split the batch over Python threads,
-    # one BLAS thread each (the way PyTorch's kernel splits work over its threads).
-    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(blas_threads) as pool:
-        parts = np.array_split(np.arange(B), blas_threads)
-
-        def threaded():
-            return list(pool.map(lambda ix: scaled_dot_product_attention(q[ix], k[ix], v[ix], block_size=DEFAULT_BLOCK_SIZE), parts))
-
-        t_thr = best_times({"threaded": threaded}, runs, rounds)["threaded"]
-    text += (
-        f"\n    experiment (not in the core): {blas_threads} Python threads x 1 BLAS thread over the batch,"
-        f"\n     blocked path: {ms(t_thr).strip()}, ratio {t_thr / t_torch:.2f}"
-    )
     return text, [t_plain / t_torch, t_blocked / t_torch]
 
 

@@ -751,3 +751,51 @@ def test_parity_tests_fail_without_torch_only_when_required(no_torch, required, 
     else:
         assert done.returncode in (0, 5), text  # 5: the whole module skipped, nothing collected
         assert "SKIPPED" in text and "torch==2.13.0" in text and "passed" not in text
+
+
+# --- the thread-pool path (large batches) -------------------------------------------
+
+def test_large_batches_run_on_threads_and_match_the_single_threaded_result(monkeypatch):
+    """Batch slices of a large problem run on a thread pool; results equal one thread's."""
+    from tutor import numeric
+
+    monkeypatch.setattr(numeric, "_workers", lambda: 2)  # a pool even on a one-core machine
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((4, 2, 256, 16)) for _ in range(3))  # 4·2·256·256 scores: above the threshold
+    mask = rng.random((4, 1, 256, 256)) > 0.2
+    mask[0, 0, 3] = False  # a fully masked row on the threaded path too
+    assert 4 * 2 * 256 * 256 >= numeric._PARALLEL_MIN_SCORES
+    calls = []
+    real = numeric._in_parallel
+    monkeypatch.setattr(numeric, "_in_parallel", lambda n, work, **kw: (calls.append(n), real(n, work, **kw)))
+    out_t, w_t = numeric.scaled_dot_product_attention(q, k, v, mask)
+    blk_t, _ = numeric.scaled_dot_product_attention(q, k, v, mask, block_size=64)
+    assert calls == [8, 8]
+    monkeypatch.setattr(numeric, "_PARALLEL_MIN_SCORES", 1 << 60)  # now everything runs in one call
+    out_1, w_1 = numeric.scaled_dot_product_attention(q, k, v, mask)
+    blk_1, _ = numeric.scaled_dot_product_attention(q, k, v, mask, block_size=64)
+    np.testing.assert_allclose(out_t, out_1, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w_t, w_1, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(blk_t, blk_1, rtol=1e-12, atol=1e-12)
+    assert np.all(w_t[0, :, 3] == 0) and np.all(out_t[0, :, 3] == 0)
+    # and independently of the core: a plain float64 softmax written here
+    s = np.einsum("bhqd,bhkd->bhqk", q, k) / 4.0
+    s = np.where(mask, s, -np.inf)
+    m = np.max(s, axis=-1, keepdims=True)
+    m[np.isinf(m)] = 0
+    e = np.exp(s - m)
+    z = e.sum(axis=-1, keepdims=True)
+    z[z == 0] = 1
+    np.testing.assert_allclose(w_t, e / z, rtol=1e-12, atol=1e-12)
+
+
+def test_a_worker_error_reaches_the_caller(monkeypatch):
+    from tutor import numeric
+
+    monkeypatch.setattr(numeric, "_workers", lambda: 2)  # a pool even on a one-core machine
+    def work(a, b):
+        if a > 0:
+            raise ValueError("boom in a worker")
+
+    with pytest.raises(ValueError, match="boom in a worker"):
+        numeric._in_parallel(4, work)

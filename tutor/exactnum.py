@@ -172,7 +172,7 @@ class SoftmaxRow:
         self.groups = {e: tuple(js) for e, js in sorted(groups.items())}  # exponent -> keys, ascending
         self.distinct = len(self.groups) == len(self.live)
         self._exp: dict[int, str] = {}
-        self._den: dict[int, str] = {}
+        self._den: dict[int, tuple[tuple[int, ...], tuple[str, ...], str]] = {}
 
     def u(self, j: int) -> Fraction:
         """The rational part ``u_j`` of exponent ``a_j = u_j·sqrt(t)``."""
@@ -193,35 +193,64 @@ class SoftmaxRow:
         """``c·exp((d/den)·sqrt t)`` as text for an integer ``c``; the exp part is cached per row."""
         if d == 0:
             return str(c)
-        e = self._exp.get(d)
-        if e is None:
-            e = self._exp[d] = _exp_text(Fraction(d, self.den), self.t)
+        e = self._exp_of(d)
         if c == 1:
             return e
         return f"-{e}" if c == -1 else f"{c}*{e}"
+
+    def _layout(self, ref: int) -> tuple[tuple[int, ...], tuple[str, ...], str]:
+        """For divisor ``exp(a_ref)``: the exponent groups in print order (``ref`` first, then
+        ascending), the text of each group's ``exp(...)`` (``""`` for ``ref``), and the denominator."""
+        cached = self._den.get(ref)
+        if cached is None:
+            order = (ref, *(e for e in self.groups if e != ref))
+            exps = tuple("" if e == ref else self._exp_of(e - ref) for e in order)
+            den = sum_text([self.term(len(self.groups[e]), e - ref) for e in order])
+            cached = self._den[ref] = (order, exps, den)
+        return cached
+
+    def _exp_of(self, d: int) -> str:
+        e = self._exp.get(d)
+        if e is None:
+            e = self._exp[d] = _exp_text(Fraction(d, self.den), self.t)
+        return e
 
     def ratio_text(self, cnums: tuple[int, ...], cden: int, ref: int) -> str:
         """``Σ c_j exp(a_j) / Σ exp(a_j)`` as text, numerator and denominator divided by ``exp(a_ref)``.
 
         Equal exponents are grouped (the ``ref`` group first, then ascending);
         the numerator's coefficients are made integers, their common
-        denominator k moving down: ``(3 + e)/(2*(1 + e))``.  The denominator's
-        text depends only on ``ref`` and is cached.
+        denominator k moving down: ``(3 + e)/(2*(1 + e))``.  The layout of a
+        row (group order, exp texts, denominator) depends only on ``ref`` and
+        is cached; this is the hot loop of ``explain`` at the size limits.
         """
+        order, exps, den_text = self._layout(ref)
         groups = self.groups
-        order = [ref] + [e for e in groups if e != ref]
         if self.distinct:
-            num = [(cnums[groups[e][0]], e - ref) for e in order]
+            coeffs = [cnums[groups[e][0]] for e in order]
         else:
-            num = [(sum(cnums[j] for j in groups[e]), e - ref) for e in order]
-        num = [(c, d) for c, d in num if c]
-        g = math.gcd(cden, *(c for c, _ in num))  # c/cden = (c/g) / k
+            coeffs = [sum(cnums[j] for j in groups[e]) for e in order]
+        g = math.gcd(cden, *coeffs)  # c/cden = (c/g) / k
         k = cden // g
-        num_text = sum_text([self.term(c // g, d) for c, d in num])
-        den_text = self._den.get(ref)
-        if den_text is None:
-            den_text = self._den[ref] = sum_text([self.term(len(self.groups[e]), e - ref) for e in order])
-        if len(num) > 1:
+        parts: list[str] = []
+        for c, x in zip(coeffs, exps):
+            if not c:
+                continue
+            c //= g
+            if not x:
+                term = str(c)
+            elif c == 1:
+                term = x
+            elif c == -1:
+                term = "-" + x
+            else:
+                term = f"{c}*{x}"
+            if parts:
+                parts.append(" - " + term[1:] if term[0] == "-" else " + " + term)
+            else:
+                parts.append(term)
+        num_text = "".join(parts) if parts else "0"
+        if len(parts) > 1:
             num_text = f"({num_text})"
         return f"{num_text}/({den_text})" if k == 1 else f"{num_text}/({k}*({den_text}))"
 

@@ -75,40 +75,42 @@ def parse_entry(value: Any) -> Fraction:
         text = value.strip()
         if text.isascii() and text.isdigit() and len(text) <= MAX_ENTRY_CHARS:  # the common case, fast
             return Fraction(int(text))
-    expected = t("expected.number")
+    def bad(hint: str = "") -> PydanticCustomError:  # worded only when an entry is wrong
+        return _fail(t("expected.number"), value, hint)
+
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
         hint = t("hint.quote_fraction") if isinstance(value, dict) else ""
-        raise _fail(expected, value, hint)
+        raise bad(hint)
     if isinstance(value, Fraction):
         return value
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise _fail(expected, value, t("hint.not_finite"))
+            raise bad(t("hint.not_finite"))
         return Fraction(repr(value))
     if not isinstance(value, str):
-        raise _fail(expected, value)
+        raise bad()
     text = value.strip()
     if len(text) > MAX_ENTRY_CHARS:
-        raise _fail(expected, value, t("hint.too_long", limit=MAX_ENTRY_CHARS))
+        raise bad(t("hint.too_long", limit=MAX_ENTRY_CHARS))
     if m := _DECIMAL.fullmatch(text):
         if m["exp"] is not None and abs(int(m["exp"])) > MAX_EXPONENT:
-            raise _fail(expected, value, t("hint.exponent", limit=MAX_EXPONENT))
+            raise bad(t("hint.exponent", limit=MAX_EXPONENT))
         return Fraction(text)
     if m := _FRACTION.fullmatch(text):
         if int(m["den"]) == 0:
-            raise _fail(expected, value, t("hint.div_zero"))
+            raise bad(t("hint.div_zero"))
         return Fraction(int(m["num"]), int(m["den"]))
     if text.lower() in _YAML11_BOOL:
-        raise _fail(expected, value, t("hint.yaml11_bool", text=text))
+        raise bad(t("hint.yaml11_bool", text=text))
     if _SEXAGESIMAL.fullmatch(text):
-        raise _fail(expected, value, t("hint.base60.text", text=text))
+        raise bad(t("hint.base60.text", text=text))
     if _RADIX.fullmatch(text):
-        raise _fail(expected, value, t("hint.radix"))
+        raise bad(t("hint.radix"))
     if _NOT_FINITE.fullmatch(text):
-        raise _fail(expected, value, t("hint.not_finite"))
-    raise _fail(expected, value)
+        raise bad(t("hint.not_finite"))
+    raise bad()
 
 
 def _parse_bool(value: Any) -> bool:

@@ -38,6 +38,8 @@ Conventions
 from __future__ import annotations
 
 import math
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -74,6 +76,43 @@ DEFAULT_BLOCK_SIZE = 1024
 #: slices are taken a few at a time so that ``slices·bq·bk`` stays about this
 #: (1 MiB of float32, cache-sized) when the blocks themselves are small.
 _BATCH_CHUNK_SCORES = 512 * 512
+# Below this many scores (batch · L_q · L_k) a thread pool costs more than it saves.
+_PARALLEL_MIN_SCORES = 1 << 18
+_pool_lock = threading.Lock()
+_pool = None  # concurrent.futures.ThreadPoolExecutor, made on first use
+
+
+def _workers() -> int:
+    return min(os.cpu_count() or 1, 8)
+
+
+def _in_parallel(n: int, work: Callable[[int, int], None], *, chunk: int = 1) -> None:
+    """Run ``work(a, b)`` over ``range(n)`` in chunks, on a thread pool, like PyTorch's intra-op threads.
+
+    NumPy releases the GIL in matmul and ufuncs, so batch slices run side by
+    side.  Meanwhile BLAS is held to one thread (threadpoolctl), so the pool
+    and BLAS do not both spawn a thread per core.  That limit is process-wide
+    while the call lasts: a BLAS call made at the same time by another thread
+    of the same program runs single-threaded (slower, never wrong).  Falls
+    back to one call when there is one core or one chunk.
+    """
+    workers = _workers()
+    bounds = list(range(0, n, max(chunk, 1))) + [n]
+    spans = [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    if workers < 2 or len(spans) < 2:
+        work(0, n)
+        return
+    global _pool
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tutor-attention")
+    with threadpool_limits(1, user_api="blas"):
+        for future in [_pool.submit(work, a, b) for a, b in spans]:
+            future.result()  # re-raises a worker's exception here
 
 _Record = Callable[[str, NDArray], object]
 
@@ -332,20 +371,37 @@ def _sdpa_plain(
     dropout_p: float,
     rng: np.random.Generator | None,
 ) -> tuple[NDArray, NDArray]:
-    """The textbook path; forms the full ``[..., L_q, L_k]`` weights."""
-    qs = q * q.dtype.type(scale)  # [..., L_q, d_k]  scale folded into q: L_q·d_k multiplies, not L_q·L_k
-    w = qs @ k.swapaxes(-1, -2)  # [..., L_q, L_k]  scores
-    if w.shape[:-2] != batch:  # the mask has batch axes q and k lack
-        w = np.broadcast_to(w, batch + w.shape[-2:]).copy()  # [..., L_q, L_k]
-    if mask is not None:
-        np.copyto(w, -np.inf, where=~mask)  # [..., L_q, L_k]  masked_fill(~mask, -inf)
-    _softmax_inplace(w)  # [..., L_q, L_k]  weights
-    if dropout_p > 0:
-        _dropout_inplace(w, dropout_p, rng)  # [..., L_q, L_k]
-    out = w @ v  # [..., L_q, d_v]
-    if out.shape[:-2] != batch:
-        out = np.broadcast_to(out, batch + out.shape[-2:]).copy()  # [..., L_q, d_v]
-    return out, w
+    """The textbook path; forms the full ``[..., L_q, L_k]`` weights.
+
+    Batch slices run on a thread pool when the problem is large and there is
+    no dropout (so a seeded ``rng`` draws in one order); see :func:`_in_parallel`.
+    """
+    L_q, d_k = q.shape[-2:]
+    L_k, d_v = v.shape[-2:]
+    N = math.prod(batch)
+    dt = q.dtype
+    qf = np.broadcast_to(q, batch + (L_q, d_k)).reshape(N, L_q, d_k)  # [N, L_q, d_k]  a view unless broadcast
+    kT = np.broadcast_to(k, batch + (L_k, d_k)).reshape(N, L_k, d_k).swapaxes(-1, -2)  # [N, d_k, L_k]
+    vf = np.broadcast_to(v, batch + (L_k, d_v)).reshape(N, L_k, d_v)  # [N, L_k, d_v]
+    blocked = None if mask is None else ~np.broadcast_to(mask, batch + (L_q, L_k)).reshape(N, L_q, L_k)  # [N, L_q, L_k]
+    w = np.empty((N, L_q, L_k), dtype=dt)  # [N, L_q, L_k]  scores, then weights
+    out = np.empty((N, L_q, d_v), dtype=dt)  # [N, L_q, d_v]
+
+    def work(a: int, b: int) -> None:
+        qs = qf[a:b] * dt.type(scale)  # [n, L_q, d_k]  scale folded into q: L_q·d_k multiplies, not L_q·L_k
+        np.matmul(qs, kT[a:b], out=w[a:b])  # [n, L_q, L_k]  scores
+        if blocked is not None:
+            np.copyto(w[a:b], -np.inf, where=blocked[a:b])  # [n, L_q, L_k]  masked_fill(~mask, -inf)
+        _softmax_inplace(w[a:b])  # [n, L_q, L_k]  weights
+        if dropout_p > 0:
+            _dropout_inplace(w[a:b], dropout_p, rng)  # [n, L_q, L_k]
+        np.matmul(w[a:b], vf[a:b], out=out[a:b])  # [n, L_q, d_v]
+
+    if dropout_p == 0 and N * L_q * L_k >= _PARALLEL_MIN_SCORES:
+        _in_parallel(N, work, chunk=max(1, N // (4 * _workers())))
+    else:
+        work(0, N)
+    return out.reshape(batch + (L_q, d_v)), w.reshape(batch + (L_q, L_k))
 
 
 def _sdpa_blocked(
@@ -387,8 +443,8 @@ def _sdpa_blocked(
     out = np.empty((N, L_q, d_v), dtype=dt)  # [N, L_q, d_v]
     neg_inf = dt.type(-np.inf)
     nb = max(1, _BATCH_CHUNK_SCORES // (min(bq, L_q) * min(bk, L_k) or 1))
-    for n0 in range(0, N, nb):
-        n1 = min(n0 + nb, N)
+
+    def work(n0: int, n1: int) -> None:  # batch slices n0..n1, one query block after another
         # the mask rows of slices n0..n1, gathered block by block below
         where_n = np.unravel_index(np.arange(n0, n1), batch or (1,)) if mask is not None else ()
         for i0 in range(0, L_q, bq):
@@ -422,6 +478,12 @@ def _sdpa_blocked(
                 m = m_new
             l[l == 0] = 1  # a fully masked row: acc is 0, output 0
             np.divide(acc, l, out=out[n0:n1, i0:i1])  # [nb, bq, d_v]
+
+    if dropout_p == 0 and N * L_q * L_k >= _PARALLEL_MIN_SCORES:
+        _in_parallel(N, work, chunk=nb)  # each chunk of nb slices on its own thread
+    else:
+        for n0 in range(0, N, nb):
+            work(n0, min(n0 + nb, N))
     return out.reshape(batch + (L_q, d_v))  # [..., L_q, d_v]
 
 

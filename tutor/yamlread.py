@@ -66,6 +66,11 @@ class _ComposeOnly(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: igno
     """Safe loader (libyaml's when present) that leaves every plain scalar untyped (tag ``str``)."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {}
+    _DEFAULT_TAGS: ClassVar[dict] = {yaml.ScalarNode: _STR_TAG, yaml.SequenceNode: _SEQ_TAG, yaml.MappingNode: _MAP_TAG}
+
+    def resolve(self, kind: type, value: object, implicit: object) -> str:
+        """An untagged node's tag: the default of its kind (typing happens in :func:`plain_value`)."""
+        return self._DEFAULT_TAGS[kind]
 
 
 def plain_value(text: str) -> Any:
@@ -96,7 +101,7 @@ class Document:
 
     filename: str
     value: Any = None
-    marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    marks: dict[Path, tuple[int, int] | yaml.Node] = field(default_factory=dict)  # a node: its start mark, read lazily
     key_marks: dict[Path, tuple[int, int]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
@@ -110,7 +115,8 @@ class Document:
         p = path
         while True:
             if p in self.marks:
-                return self.marks[p]
+                m = self.marks[p]
+                return _mark(m) if isinstance(m, yaml.Node) else m
             if not p:
                 return (None, None)
             p = p[:-1]
@@ -194,7 +200,7 @@ class _Walker:
         self.count += 1
         if self.count > MAX_VALUES:  # not reached after _expanded_size; kept as a guard
             raise _TooBig(path)
-        self.doc.marks.setdefault(path, _mark(node))
+        self.doc.marks.setdefault(path, node)  # the mark is computed only if a problem needs it
         if id(node) in self.active:
             self.poison(path, t("yaml.recursive_alias"), t("yaml.recursive_alias.hint"))
             return None
@@ -347,10 +353,11 @@ def parse_yaml(text: str, filename: str) -> Document:
     if node is None:
         doc.problems.append(Problem(filename, 1, 1, "", t("yaml.empty"), t("yaml.empty.hint")))
         return doc
-    sizes = _expanded_size(node)
-    if sizes[id(node)] > MAX_VALUES:
-        doc.problems.append(_too_big(doc, node, sizes))
-        return doc
+    if "*" in text:  # only an alias can make the document larger than its text
+        sizes = _expanded_size(node)
+        if sizes[id(node)] > MAX_VALUES:
+            doc.problems.append(_too_big(doc, node, sizes))
+            return doc
     try:
         doc.value = _Walker(doc).walk(node, ())
     except _TooBig as too_big:
