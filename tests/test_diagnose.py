@@ -305,14 +305,15 @@ def test_transposed_answer(e):
 
 def test_single_wrong_entry_points_at_the_products(classic):
     d = diagnose(classic, "scores", 0, [[2, 5, 4], [4, 8, 8], [4, 8, 8]], tolerance=TOL)
-    assert d == [Diagnosis("single_entry", "scores[t1, t2] should be q_t1 · k_t2 = 1·2 + 1·2 = 4; you wrote 5.", ((0, 1),))]
+    assert d == [Diagnosis("single_entry", "scores[t1, t2] should be Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4; you wrote 5.", ((0, 1),))]
     d = diagnose(classic, "q", 0, [[1, 1], [2, 3], [2, 2]], tolerance=TOL)
-    assert d[0].message == "Q[t2, d2] should be x_t2 · W_Q[:, 2] = 0·0 + 2·0 + 0·1 + 2·1 = 2; you wrote 3."
+    assert d[0].message == "Q[t2, d2] should be X[t2, :]·W_Q[:, d2] = 0·0 + 2·0 + 0·1 + 2·1 = 2; you wrote 3."
     d = diagnose(classic, "scaled", 0, [[1.41, 2.83, 2.83], [2.83, 5.66, 5.66], [2.83, 5.66, 5.0]], tolerance=TOL)
-    assert d[0].message == "scaled[t3, t3] should be scores[t3, t3] / √2 = 8/√2 ≈ 5.6569; you wrote 5."
+    assert d[0].message == "scaled[t3, t3] should be scores[t3, t3] / sqrt(2) = 8 / sqrt(2) = 4*sqrt(2) ≈ 5.6569; you wrote 5."
     d = diagnose(classic, "weights", 0, [[0.11, 0.45, 0.45], [0.03, 0.49, 0.49], [0.03, 0.49, 0.40]], tolerance=TOL)
-    assert d[0].message == ("weights[t3, t3] should be exp(5.6569) / (exp(2.8284) + exp(5.6569) + exp(5.6569)) "
-                            "≈ 0.4856; you wrote 0.4.")
+    assert d[0].message == ("weights[t3, t3] should be exp(scaled[t3, t3]) / Σ_k exp(scaled[t3, k]) = "
+                            "exp(5.6569) / (exp(2.8284) + exp(5.6569) + exp(5.6569)) = "
+                            "286.2468 / (16.9188 + 286.2468 + 286.2468) ≈ 0.4856; you wrote 0.4.")
     assert d[0].cells == ((2, 2),)
 
 
@@ -323,7 +324,7 @@ def test_single_wrong_entry_with_bias_heads_and_output_projection():
     assert v[0][0] == 1.5
     v[0][0] = 2.5
     d = diagnose(sol, "v", 0, v, tolerance=TOL)
-    assert d[0].message == "V[t1, d1] should be x_t1 · W_V[:, 1] + b_V[1] = 1·1 + 0·0 + 1·0 + 0·0 + (1/2) = 3/2; you wrote 2.5."
+    assert d[0].message == "V[t1, d1] should be X[t1, :]·W_V[:, d1] + b_V[d1] = 1·1 + 0·0 + 1·0 + 0·0 + (1/2) = 3/2; you wrote 2.5."
     c = [list(r) for r in sol.step("concat", None).value]
     c[1][2] += 1
     d = diagnose(sol, "concat", None, rnd(c, 4), tolerance=TOL)
@@ -331,19 +332,19 @@ def test_single_wrong_entry_with_bias_heads_and_output_projection():
     big = solve(exercise_from_data({"id": "neg", "title": "n", "x": [[-1, 2]],
                                     "heads": [{"w_q": [[-3], [1]], "w_k": [[1], [1]], "w_v": [[1], [1]]}]}))
     d = diagnose(big, "q", 0, [[4]], tolerance=TOL)  # (-1)·(-3) + 2·1 = 5
-    assert d[0].message == "Q[t1, d1] should be x_t1 · W_Q[:, 1] = (-1)·(-3) + 2·1 = 5; you wrote 4."
+    assert d[0].message == "Q[t1, d1] should be X[t1, :]·W_Q[:, d1] = (-1)·(-3) + 2·1 = 5; you wrote 4."
 
 
 def test_single_wrong_masked_entry(em):
     a = rnd(where(E_MASK, scale(S, 1 / R2), -INF), 3)
     a[0][0] = 1.0
     d = diagnose(em, "masked", 0, a, tolerance=TOL)
-    assert d[0].message == ("masked[t1, t1] should be the scaled score 3.5355, since query t1 may attend to key t1; "
-                            "you wrote 1.")
+    assert d[0].message == ("masked[t1, t1] should be scaled[t1, t1] + 0 = 5*sqrt(2)/2 ≈ 3.5355  "
+                            "(query t1 may attend to key t1); you wrote 1.")
     a = rnd(where(E_MASK, scale(S, 1 / R2), -INF), 3)
     a[0][1] = 0.7
     d = diagnose(em, "masked", 0, a, tolerance=TOL)
-    assert d[0].message == "masked[t1, t2] should be -inf, since query t1 may not attend to key t2; you wrote 0.7."
+    assert d[0].message == "masked[t1, t2] should be scaled[t1, t2] + (-inf) = -inf  (query t1 may not attend to key t2); you wrote 0.7."
 
 
 def test_right_answer_and_unexplained_answer_give_nothing(classic):

@@ -32,9 +32,9 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from .exactnum import Rat, frac_text
 from .messages import t
 from .steps import Solution, Step, StepId
+from .worked import entry_work
 
 __all__ = [
     "MISCONCEPTIONS",
@@ -417,88 +417,6 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
 # --- a single slipped entry ---------------------------------------------------------------
 
 
-def _q(x: Fraction) -> str:
-    return frac_text(x) if x.denominator == 1 or len(frac_text(x)) <= 5 else num_text(float(x))
-
-
-def _dot(terms: Sequence[tuple[str, str]], total: str, approx: bool, extra: str = "") -> str:
-    """``1·2 + 1·2 = 4`` (at most 8 products shown; zero products left out beyond that)."""
-    def f(x: str) -> str:
-        return f"({x})" if x.startswith("-") or "/" in x else x
-
-    shown = [f"{f(a)}·{f(b)}" for a, b in terms]
-    if len(shown) > 8:
-        shown = [f"{f(a)}·{f(b)}" for a, b in terms if a != "0" and b != "0"] or ["0"]
-        if len(shown) > 8:
-            shown = shown[:8] + ["…"]
-    text = " + ".join(shown) + (f" + {f(extra)}" if extra else "")
-    return f"{text} {'≈' if approx else '='} {total}"
-
-
-def _exact_row(step: Step, i: int) -> list[str]:
-    return [str(e) if isinstance(e, Rat) and len(str(e)) <= 5 else num_text(e.value()) for e in step.exact[i]]
-
-
-def _entry_formula(sol: Solution, step: Step, i: int, j: int) -> str:
-    """How entry ``(i, j)`` of ``step`` is made, worked out: ``q_t1 · k_t2 = 1·2 + 1·2 = 4``."""
-    ex = sol.exercise
-    h = step.head
-    value = step.value[i][j]
-    exact = step.exact[i][j]
-    is_rat = isinstance(exact, Rat)
-    total = str(exact) if is_rat and len(str(exact)) <= 8 else num_text(value)
-    rl, cl = step.row_labels, step.col_labels
-    if step.id in ("q", "k", "v"):
-        hd = ex.heads[h or 0]
-        w, b, x, sym = {"q": (hd.w_q, hd.b_q, ex.x, "Q"), "k": (hd.w_k, hd.b_k, ex.kv, "K"),
-                        "v": (hd.w_v, hd.b_v, ex.kv, "V")}[step.id]
-        src = "x_kv" if ex.is_cross and step.id != "q" else "x"
-        terms = [(_q(x[i][k]), _q(w[k][j])) for k in range(len(w))]
-        extra = _q(b[j]) if b is not None else ""
-        lhs = f"{src}_{rl[i]} · W_{sym}[:, {j + 1}]" + (f" + b_{sym}[{j + 1}]" if b is not None else "")
-        return f"{lhs} = {_dot(terms, total, not is_rat, extra)}"
-    if step.id == "scores":
-        q, k = sol.step("q", h), sol.step("k", h)
-        terms = list(zip(_exact_row(q, i), _exact_row(k, j)))
-        return f"q_{rl[i]} · k_{cl[j]} = {_dot(terms, total, not is_rat)}"
-    if step.id == "scaled":
-        d_k = ex.heads[h or 0].d_k
-        s = sol.step("scores", h).exact[i][j]
-        return f"scores[{rl[i]}, {cl[j]}] / √{d_k} = {s}/√{d_k} {'=' if is_rat else '≈'} {total}"
-    if step.id == "masked":
-        if math.isinf(value):
-            return t("diagnose.entry.blocked", row=rl[i], col=cl[j])
-        return t("diagnose.entry.kept", row=rl[i], col=cl[j], value=num_text(value))
-    if step.id == "weights":
-        before = sol.step("masked" if ex.has_mask else "scaled", h)
-        srow = before.value[i]
-        if math.isinf(srow[j]):
-            return t("diagnose.entry.blocked_weight", row=rl[i], col=cl[j])
-        live = [num_text(s) for s in srow if not math.isinf(s)]
-        if len(live) <= 4:
-            return f"exp({num_text(srow[j])}) / ({' + '.join(f'exp({s})' for s in live)}) ≈ {num_text(value)}"
-        return f"exp({before.id}[{rl[i]}, {cl[j]}]) / Σ_k exp({before.id}[{rl[i]}, k]) ≈ {num_text(value)}"
-    if step.id == "head_output":
-        wrow, vstep = sol.step("weights", h).value[i], sol.step("v", h)
-        terms = [(num_text(wrow[k]), _exact_row(vstep, k)[j]) for k in range(len(wrow))]
-        return f"weights_{rl[i]} · V[:, {j + 1}] = {_dot(terms, num_text(value), not is_rat)}"
-    if step.id == "concat":
-        width = [hd.d_v for hd in ex.heads]
-        hh, col = 0, j
-        while col >= width[hh]:
-            col -= width[hh]
-            hh += 1
-        return f"head_{hh}[{rl[i]}, d{col + 1}] {'=' if is_rat else '≈'} {total}"
-    # output
-    assert ex.w_o is not None  # the output step exists only with w_o
-    before = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
-    orow = before.value[i]
-    terms = [(num_text(orow[k]), _q(ex.w_o[k][j])) for k in range(len(orow))]
-    extra = _q(ex.b_o[j]) if ex.b_o is not None else ""
-    lhs = f"{'concat' if ex.num_heads > 1 else 'head_0'}_{rl[i]} · W_O[:, {j + 1}]" + (f" + b_O[{j + 1}]" if ex.b_o is not None else "")
-    return f"{lhs} = {_dot(terms, num_text(value), not is_rat, extra)}"
-
-
 def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, right: Array) -> Diagnosis | None:
     """The diagnosis for an answer with exactly one entry off, else ``None``."""
     cells = off_cells(right, claim)
@@ -507,7 +425,7 @@ def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, r
     (i, j), = cells
     step = sol.step(step_id, head)  # type: ignore[arg-type]
     message = t("diagnose.single_entry", name=_name(step), row=step.row_labels[i], col=step.col_labels[j],
-                formula=_entry_formula(sol, step, i, j), found=claim.text(i, j))
+                formula=entry_work(sol, step, i, j), found=claim.text(i, j))
     return Diagnosis("single_entry", message, ((i, j),))
 
 

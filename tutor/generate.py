@@ -294,7 +294,7 @@ def generate(spec: Spec) -> str:
             tokens[-1] = "PAD"
     x_values = sorted({v for row in c.x + (c.x_kv or []) for v in row})
     w_values = sorted({v for head in c.heads for m in head.w for row in m for v in row})
-    root = "sqrt(%d)" % d_k
+    root = f"sqrt({d_k})"
     scale = {1: "sqrt(1) = 1, so nothing is scaled", 4: "sqrt(4) = 2, an exact halving",
              9: "sqrt(9) = 3", 16: "sqrt(16) = 4"}.get(d_k, f"{root}, so the scaled scores carry a {root}")
     why = (

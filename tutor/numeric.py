@@ -37,6 +37,7 @@ Conventions
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import threading
@@ -98,7 +99,7 @@ def _in_parallel(n: int, work: Callable[[int, int], None], *, chunk: int = 1) ->
     """
     workers = _workers()
     bounds = list(range(0, n, max(chunk, 1))) + [n]
-    spans = [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    spans = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
     if workers < 2 or len(spans) < 2:
         work(0, n)
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -41,7 +42,17 @@ def write(text: str) -> None:
 
 
 ExerciseArg = Annotated[str, typer.Argument(help="A bundled exercise id or a YAML file path.")]
-# Options shared by explain, list and practice: defined once.
+# Options shared by several commands: defined once.
+
+
+class Format(str, Enum):
+    """`--format` of list, check, stats and validate: for people, or JSON for scripts and CI."""
+
+    rich = "rich"
+    json = "json"
+
+
+FormatOpt = Annotated[Format, typer.Option("--format", help=t("cli.opt.format"))]
 ExercisesOpt = Annotated[
     list[Path] | None,
     typer.Option("--exercises", help=t("cli.opt.exercises"), exists=True, file_okay=False, dir_okay=True,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..messages import t
-from . import app, console, write
+from . import Format, FormatOpt, app, console, write
 
 if TYPE_CHECKING:
     from ..catalog import Catalog
@@ -33,12 +33,6 @@ if TYPE_CHECKING:
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
 
-
-class ValidateFormat(str, Enum):
-    """Output of `validate`: lines for people, JSON for CI."""
-
-    text = "text"
-    json = "json"
 
 
 class MaskChoice(str, Enum):
@@ -125,7 +119,7 @@ def warning_text(p: Problem) -> str:
 @app.command(help=t("cli.validate.help"))
 def validate(
     paths: Annotated[list[Path], typer.Argument(help=t("cli.validate.paths"), show_default=False)],
-    fmt: Annotated[ValidateFormat, typer.Option("--format", help=t("cli.opt.format"))] = ValidateFormat.text,
+    fmt: FormatOpt = Format.rich,
 ) -> None:
     """Validate files and folders; exit 0 when all are valid, 2 otherwise."""
     results, extra = validate_paths(paths)
@@ -135,7 +129,7 @@ def validate(
     invalid = sum(1 for r in results if not r.ok or by_file.get(r.file))
     problems = sum(len(r.problems) for r in results) + len(extra)
     ok = problems == 0 and bool(results)
-    if fmt is ValidateFormat.json:
+    if fmt is Format.json:
         files = [
             {"file": r.file, "valid": r.ok and not by_file.get(r.file), "id": r.exercise.id if r.exercise else None,
              "problems": [_problem_dict(p, "error") for p in list(r.problems) + by_file.pop(r.file, [])],

@@ -7,31 +7,25 @@ Exit codes: 0 every given step right and plausible; 1 something is wrong;
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated
 
 import typer
 
 from ..messages import t
-from . import app, console, write
-
-
-class CheckFormat(str, Enum):
-    rich = "rich"
-    json = "json"
+from . import Format, FormatOpt, app, console, write
 
 
 @app.command(help=t("cli.check.help"))
 def check(
     solution: Annotated[str, typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
-    fmt: Annotated[CheckFormat, typer.Option("--format", help=t("cli.opt.format"))] = CheckFormat.rich,
+    fmt: FormatOpt = Format.rich,
 ) -> None:
     from ..check import audit
     from ..solution_file import load_solution
 
     report = audit(load_solution(solution, exercise=exercise))
-    if fmt is CheckFormat.json:
+    if fmt is Format.json:
         from ..render.check import dumps
 
         write(dumps(report))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..messages import t
-from . import ExerciseArg, ExercisesOpt, app, console, write
+from . import ExerciseArg, ExercisesOpt, Format, FormatOpt, app, console, write
 from .author import BlankOpt, ExportOpt
 
 
@@ -18,10 +18,6 @@ class ExplainFormat(str, Enum):
     markdown = "markdown"
     html = "html"
 
-
-class ListFormat(str, Enum):
-    rich = "rich"
-    json = "json"
 
 
 @app.command(help=t("cli.explain.help"))
@@ -60,7 +56,7 @@ def explain(
 
 @app.command("list", help=t("cli.list.help"))
 def list_(
-    fmt: Annotated[ListFormat, typer.Option("--format", help=t("cli.opt.format"))] = ListFormat.rich,
+    fmt: FormatOpt = Format.rich,
     exercises: ExercisesOpt = None,
 ) -> None:
     from ..catalog import load_catalog
@@ -69,7 +65,7 @@ def list_(
     cat = load_catalog(exercises or ())
     rows = catalog_rows(cat)
     report_catalog_problems(cat)  # broken pack files and clashing ids: on stderr, the rest is still listed
-    if fmt is ListFormat.json:
+    if fmt is Format.json:
         import json
 
         write(json.dumps(rows, indent=1))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from ..messages import t
-from . import ExercisesOpt, app, console, write
+from . import ExercisesOpt, Format, FormatOpt, app, console, write
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,10 +34,6 @@ class PracticeMode(str, Enum):
     matrix = "matrix"
     entry = "entry"
 
-
-class StatsFormat(str, Enum):
-    rich = "rich"
-    json = "json"
 
 
 def step_kinds(ex: Exercise) -> set[str]:
@@ -199,7 +195,7 @@ def drive(state: State, effects: list, renderer: QuizRenderer, store: Store, ses
 
 @app.command(help=t("cli.stats.help"))
 def stats(
-    fmt: Annotated[StatsFormat, typer.Option("--format", help=t("cli.opt.format"))] = StatsFormat.rich,
+    fmt: FormatOpt = Format.rich,
 ) -> None:
     from ..store import Store, default_path
 
@@ -211,7 +207,7 @@ def stats(
         if store is not None:
             store.close()
     doc = stats_dict(data, rec, str(path))
-    if fmt is StatsFormat.json:
+    if fmt is Format.json:
         import json
 
         write(json.dumps(doc, indent=1, ensure_ascii=False))

@@ -50,7 +50,7 @@ class BlankRichRenderer(RichRenderer):
 
     def heatmap(self, step: Step) -> None:
         """No heatmap on a worksheet."""
-        return None  # the shades would show the answer
+        return  # the shades would show the answer
 
 
 def renderer(console: Console, precision: int = 4, blank: bool = False) -> RichRenderer:

@@ -24,7 +24,7 @@ from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..messages import t
 from ..model import Exercise, Matrix
 from ..steps import Operand, Solution, Step
-from .text import reflow
+from .text import reflow, why
 
 if TYPE_CHECKING:
     import sympy
@@ -237,19 +237,8 @@ class MarkdownRenderer:
         self.block(tex)
         if decimals_only:
             self.add(_escape(t("handout.decimals_only", id=ex.id)), "")
-        for sentence in self.why(step, ex):
+        for sentence in why(step, ex):
             self.add(f"> {_escape(sentence)}", "")
-
-    def why(self, step: Step, ex: Exercise) -> list[str]:
-        """The sentences that explain the step (as the terminal shows them)."""
-        out = []
-        if step.id in ("k", "v") and ex.is_cross:
-            out.append(t("step.k.why.cross"))
-        if step.id == "output" and ex.num_heads == 1:
-            out.append(t("step.output.why.nohead"))
-        else:
-            out.append(t(f"step.{step.id}.why"))
-        return out
 
     def header(self, sol: Solution) -> None:
         """Title, id, description, sizes, mask, and the input sequence(s)."""

@@ -22,7 +22,7 @@ from ..exactnum import frac_text
 from ..messages import t
 from ..model import Exercise, Matrix
 from ..steps import Solution, Step
-from .text import asciify, decimal, is_plain, pretty, reflow
+from .text import asciify, decimal, is_plain, pretty, reflow, why
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
 _SHADES = " ░▒▓█"
@@ -140,24 +140,10 @@ class RichRenderer:
                 places = ", ".join(f"({r}, {c})" for r, c in where)
                 v = decimal(next(step.value[step.row_labels.index(r)][step.col_labels.index(c)] for r, c in where[:1]), self.places)
                 self.console.print(Padding(Text(self.tx(f"{places}: {self.notation(text)} ≈ {v}")), (0, 0, 0, 5), expand=False))
-        for sentence in self.why(step, ex):
+        for sentence in why(step, ex):
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
         if step.id == "weights":
             self.heatmap(step)
-
-    def why(self, step: Step, ex: Exercise) -> list[str]:
-        out = []
-        if step.id in ("k", "v") and ex.is_cross:
-            out.append(t("step.k.why.cross"))
-        if step.id == "output" and ex.num_heads == 1:
-            out.append(t("step.output.why.nohead"))
-        else:
-            out.append(t(f"step.{step.id}.why"))
-        if step.id == "masked":
-            full = [step.row_labels[i] for i, row in enumerate(step.value) if all(v == float("-inf") for v in row)]
-            if full:
-                out.append(t("step.masked.why.full", rows=", ".join(full)))
-        return out
 
     def heatmap(self, step: Step) -> None:
         """The weights as shades (darker = more weight), each with its value, so no colour is needed."""
