@@ -2,12 +2,15 @@
 
 Layers (dependencies point downwards only)::
 
-    cli            thin Typer layer
-    render, quiz, store, exercise (schema + YAML loader)
-    answers, diagnose
-    steps          Step / Solution records
-    exact, numeric the sympy engine and the NumPy mirror of PyTorch
-    model, errors, messages
+    cli                      the thin Typer layer (one module of commands per area)
+    render, quiz, store      output (a Console passed in), the practice drill, progress
+    check, verify, catalog   the errata auditor, engine agreement, where exercises come from
+    diagnose, worked         the misconception catalogue, an entry worked out
+    answers                  the safe parser for typed answers
+    exercise, yamlread       the schema and the one loader (YAML 1.2 typing, positions)
+    exact, numeric           the exact engine and the NumPy mirror of PyTorch
+    steps, exactnum          Step/Solution records and exact entries
+    model, errors, messages  the validated exercise, error types, every sentence
 """
 
 __version__ = "0.1.0"

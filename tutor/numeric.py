@@ -419,10 +419,10 @@ def _sdpa_blocked(
 ) -> NDArray:
     """Online softmax over key blocks for each query block (Dao et al. 2022, Alg. 1).
 
-    Per query block it keeps a running row max ``m``, a running row sum ``l``
+    Per query block it keeps a running row max ``m``, a running row sum ``ell`` (ℓ)
     of ``exp(s - m)`` and an accumulator ``acc = Σ exp(s - m) v``; when a new
-    key block raises the max to ``m'``, the old ``l`` and ``acc`` are rescaled
-    by ``exp(m - m')``.  At the end ``out = acc / l``.
+    key block raises the max to ``m'``, the old ``ell`` and ``acc`` are rescaled
+    by ``exp(m - m')``.  At the end ``out = acc / ell``.
 
     The batch axes are flattened to ``N`` and taken ``nb`` slices at a time,
     with ``nb·bq·bk`` about ``max(bq·bk, 512²)`` - a score block
@@ -452,7 +452,7 @@ def _sdpa_blocked(
             i1 = min(i0 + bq, L_q)
             qb = q[n0:n1, i0:i1] * dt.type(scale)  # [nb, bq, d_k]
             m = np.full((n1 - n0, i1 - i0, 1), neg_inf, dtype=dt)  # [nb, bq, 1]  running max
-            l = np.zeros((n1 - n0, i1 - i0, 1), dtype=dt)  # [nb, bq, 1]  running sum
+            ell = np.zeros((n1 - n0, i1 - i0, 1), dtype=dt)  # [nb, bq, 1]  running sum (ℓ in Dao et al.)
             acc = np.zeros((n1 - n0, i1 - i0, d_v), dtype=dt)  # [nb, bq, d_v]  running Σ p v
             for j0 in range(0, L_k, bk):
                 j1 = min(j0 + bk, L_k)
@@ -470,15 +470,15 @@ def _sdpa_blocked(
                     s -= m_safe  # [nb, bq, bk]
                 np.exp(s, out=s)  # [nb, bq, bk]  p = exp(s - m')
                 alpha = np.exp(m - m_safe)  # [nb, bq, 1]  rescale factor exp(m - m'); 0 while m = -inf
-                l *= alpha  # [nb, bq, 1]
-                l += s.sum(axis=-1, keepdims=True)  # [nb, bq, 1]
+                ell *= alpha  # [nb, bq, 1]
+                ell += s.sum(axis=-1, keepdims=True)  # [nb, bq, 1]
                 acc *= alpha  # [nb, bq, d_v]
                 if dropout_p > 0:
                     _dropout_inplace(s, dropout_p, rng)  # [nb, bq, bk]  after the sum, as FlashAttention
                 acc += s @ v[n0:n1, j0:j1]  # [nb, bq, d_v]
                 m = m_new
-            l[l == 0] = 1  # a fully masked row: acc is 0, output 0
-            np.divide(acc, l, out=out[n0:n1, i0:i1])  # [nb, bq, d_v]
+            ell[ell == 0] = 1  # a fully masked row: acc is 0, output 0
+            np.divide(acc, ell, out=out[n0:n1, i0:i1])  # [nb, bq, d_v]
 
     if dropout_p == 0 and N * L_q * L_k >= _PARALLEL_MIN_SCORES:
         _in_parallel(N, work, chunk=nb)  # each chunk of nb slices on its own thread
