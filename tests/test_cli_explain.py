@@ -306,3 +306,69 @@ def test_production_view_names_the_reshapes(capsys):
     _, out, _ = run(capsys, "explain", "two-head-fused-3x4", "--format", "json")
     names = [p["name"] for p in json.loads(out)["production"]]
     assert names[:4] == ["x", "qkv", "view", "permute"] and names[-1] == "out_proj"
+
+
+# --- what a new user tried -----------------------------------------------------------
+
+def test_a_closed_pipe_keeps_the_commands_exit_code():
+    """`check … | head -1`: the reader leaves, the verdict (exit 1: a step is wrong) stays."""
+    for solution, expected in (("blog-single-head-3x4.yaml", 1), ("classic-correct.yaml", 0)):
+        p = subprocess.Popen([sys.executable, "-m", "tutor", "check", f"tests/data/check/{solution}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+        p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(timeout=60) == expected and b"Traceback" not in err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["list"], ["explain", "single-head-3x4", "--format", "json"], ["schema"]])
+def test_an_unwritable_output_is_one_error_line(argv):
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "tutor", *argv], stdout=full, stderr=subprocess.PIPE, cwd=REPO)
+    assert r.returncode == 2
+    assert r.stderr.decode() == "error: cannot write the output: No space left on device\n"
+
+
+def test_token_labels_are_shown_as_written_never_as_markup(tmp_path, capsys):
+    path = tmp_path / "markup.yaml"
+    path.write_text('id: markup\ntitle: "[bold]t[/bold]"\ntokens: ["[/]", "[red]b[/red]"]\nx: [[1, 0], [0, 1]]\n'
+                    "heads:\n  - {w_q: [[1], [0]], w_k: [[1], [0]], w_v: [[1], [1]]}\n")
+    code, out, err = run(capsys, "explain", str(path))
+    assert code == 0 and err == ""
+    assert "│ [/] │" in out and "[red]b[/red]" in out and "[bold]t[/bold]" in out
+
+
+def test_entries_beyond_a_million_are_refused(tmp_path, capsys):
+    path = tmp_path / "big.yaml"
+    path.write_text("id: big\ntitle: t\nx: [[1234567890123456789012345678901234567890, 1]]\n"
+                    "heads:\n  - {w_q: [[1], [1]], w_k: [[1], [1]], w_v: [[1], [1]]}\n")
+    code, out, err = run(capsys, "explain", str(path))
+    assert code == 2 and out == ""
+    assert err.rstrip().endswith("(entries are limited to ±1,000,000)")
+
+
+def test_explain_given_a_solution_file_says_so(capsys):
+    code, _, err = run(capsys, "explain", "tests/data/check/classic-correct.yaml")
+    assert code == 2
+    assert err == ("error: tests/data/check/classic-correct.yaml:2:1: exercise: this is a solution file (it names the "
+                   "exercise it solves), not an exercise (audit it with `attn-tutor check "
+                   "tests/data/check/classic-correct.yaml`)\n")
+
+
+def test_version(capsys):
+    from tutor import __version__
+
+    code, out, _ = run(capsys, "--version")
+    assert (code, out) == (0, f"attn-tutor {__version__}\n")
+
+
+def test_dimension_flow_follows_the_head_shown(capsys):
+    _, out, _ = run(capsys, "explain", "two-head-causal-3x4", "--head", "1")
+    per_head = out[out.index("Dimension flow"):out.index("(the same for each of the 2 heads)")]
+    assert "weights [3×3] · V [3×2] → head_1 [3×2]" in per_head and "head_0" not in per_head
+
+
+def test_one_head_wording(capsys):
+    code, _, err = run(capsys, "explain", "single-head-3x4", "--head", "1")
+    assert code == 2 and "this exercise has one head, head 0" in err

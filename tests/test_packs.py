@@ -142,10 +142,32 @@ def test_list_shows_the_source_of_each_exercise(pack, capsys, monkeypatch):
     assert (code, err) == (0, "")
     lines = [line.rstrip() for line in out.splitlines()]
     assert lines[0] == "Exercises (bundled and packs)"
-    assert lines[2] == "  id                     title                       L   L_k   d_model   heads   mask      source"
-    assert "  my-first               My first exercise           3     3         4       1   none      pack" in lines
-    assert "  my-second              Second                      3     3         4       1   none      pack" in lines
-    assert sum(1 for line in lines if line.endswith("bundled")) == len(BUNDLED_IDS)
+    # at 100 columns the titles do not fit a table: two lines per exercise, the id never cut
+    i = lines.index("my-first  L=3 L_k=3 d_model=4 heads=1 mask=none  (pack)")
+    assert lines[i + 1] == "  My first exercise"
+    assert "my-second  L=3 L_k=3 d_model=4 heads=1 mask=none  (pack)" in lines
+    assert sum(1 for line in lines if line.endswith("(bundled)")) == len(BUNDLED_IDS)
+
+
+def test_list_is_a_table_when_it_fits(pack, capsys, monkeypatch):
+    monkeypatch.chdir(pack.parent)
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "list", "--exercises", "pack")
+    lines = [line.rstrip() for line in out.splitlines()]
+    header = next(line for line in lines if line.lstrip().startswith("id "))
+    assert header.split() == ["id", "title", "L", "L_k", "d_model", "heads", "mask", "source"]
+    row = next(line for line in lines if line.lstrip().startswith("my-first "))
+    assert row.split() == ["my-first", "My", "first", "exercise", "3", "3", "4", "1", "none", "pack"]
+    assert "…" not in out
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_list_never_cuts_an_id(pack, capsys, monkeypatch, width):
+    monkeypatch.setenv("COLUMNS", str(width))
+    code, out, _ = run(capsys, "list", "--exercises", str(pack))
+    assert code == 0 and "…" not in out
+    for exercise_id in [*BUNDLED_IDS, "my-first", "my-second"]:
+        assert any(line.startswith(exercise_id + " ") for line in out.splitlines()), exercise_id
 
 
 def test_list_json_has_the_source(pack, capsys):

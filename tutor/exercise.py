@@ -48,6 +48,7 @@ from .yamlread import Document, Path, YNum, describe, parse_yaml, read_text
 LIMITS = {"L": 16, "L_k": 16, "d_model": 32, "d_kv": 32, "d_k": 32, "d_v": 32, "d_out": 32, "heads": 8}
 MAX_ENTRY_CHARS = 40
 MAX_EXPONENT = 20
+MAX_MAGNITUDE = 10**6  # a hand calculation has no use for larger entries; tables stay readable
 
 # --- entries ---------------------------------------------------------------
 
@@ -64,6 +65,17 @@ def _fail(expected: str, found: Any, hint: str = "") -> PydanticCustomError:
 
 
 def parse_entry(value: Any) -> Fraction:
+    """Read one matrix entry exactly, and refuse magnitudes beyond :data:`MAX_MAGNITUDE`.
+
+    See :func:`_read_entry` for what is accepted.  Raises ``PydanticCustomError``.
+    """
+    q = _read_entry(value)
+    if abs(q) > MAX_MAGNITUDE:
+        raise _fail(t("expected.number"), value, t("hint.magnitude", limit=f"{MAX_MAGNITUDE:,}"))
+    return q
+
+
+def _read_entry(value: Any) -> Fraction:
     """Read one matrix entry exactly.
 
     Accepts an int, a :class:`YNum` or string holding an integer, a decimal
@@ -603,6 +615,10 @@ def validate_document(doc: Document) -> Validation:
         return Validation(doc.filename, _in_file_order(problems), warnings)
     if not isinstance(doc.value, dict):
         problems.append(doc.problem((), t("yaml.top_level", found=describe(doc.value)), t("yaml.top_level.hint")))
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    if "exercise" in doc.value and "id" not in doc.value and "x" not in doc.value:  # a solution file, given by mistake
+        problems.append(doc.problem(("exercise",), t("exercise.is_solution"), t("exercise.is_solution.hint", file=doc.filename),
+                                    key=True))
         return Validation(doc.filename, _in_file_order(problems), warnings)
     try:
         f: Any = ExerciseFile.model_validate(doc.value)

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from ..steps import Solution
 
 
-BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
-ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
 
 
 

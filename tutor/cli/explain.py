@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from enum import Enum
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..messages import t
-from . import ExerciseArg, ExercisesOpt, Format, FormatOpt, app, console, write
-from .author import BlankOpt, ExportOpt
+from . import ExerciseArg, ExercisesOpt, Format, FormatOpt, app, check_head, console, write
+
+BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
+ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
 
 
 class ExplainFormat(str, Enum):
@@ -34,8 +37,7 @@ def explain(
     from ..exact import solve
 
     ex = resolve(exercise, exercises or ())
-    if head is not None and head >= ex.num_heads:
-        raise typer.BadParameter(t("explain.no_head", head=head, last=ex.num_heads - 1), param_hint="--head")
+    check_head(head, ex.num_heads)
     sol = solve(ex)
     from ..verify import verify
 

@@ -6,30 +6,44 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from ..messages import t
 from .text import asciify
 
 
 def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
-    """One row per exercise: id, title, L, L_k, d_model, heads, mask, and its source (``bundled`` or the pack folder)."""
+    """Every exercise: id, title, L, L_k, d_model, heads, mask, and its source (``bundled`` or the pack folder).
+
+    A table when it fits the width with nothing wrapped or cut; otherwise two
+    lines per exercise (the id and sizes, then the title), so an id a user has
+    to type is never cut, whatever the width.
+    """
     uni = (console.encoding or "").lower().replace("-", "").startswith("utf")
     tx = (lambda s: s) if uni else asciify
     if not rows:
         console.print(t("list.empty"))
         return
     packs = any(r["source"] != "bundled" for r in rows)
-    table = Table(title=tx(t("list.title.packs" if packs else "list.title")), box=box.SIMPLE_HEAD if uni else box.ASCII,
-                  title_justify="left")
-    table.add_column(t("list.col.id"), no_wrap=True, style="bold")
-    table.add_column(t("list.col.title"), overflow="fold")
-    for name in ("L", "L_k", "d_model"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column(t("list.col.heads"), justify="right", no_wrap=True)
-    table.add_column(t("list.col.mask"), no_wrap=True)
-    table.add_column(t("list.col.source"), overflow="fold", min_width=7)
-    for r in rows:
-        table.add_row(r["id"], tx(r["title"]), str(r["L"]), str(r["L_k"]), str(r["d_model"]), str(r["heads"]), r["mask"],
-                      tx(r["source"]))
-    console.print(table)
+    title = tx(t("list.title.packs" if packs else "list.title"))
+    headers = [t("list.col.id"), t("list.col.title"), "L", "L_k", "d_model", t("list.col.heads"), t("list.col.mask"),
+               t("list.col.source")]
+    cells = [[r["id"], tx(r["title"]), str(r["L"]), str(r["L_k"]), str(r["d_model"]), str(r["heads"]), r["mask"],
+              tx(r["source"])] for r in rows]
+    table = Table(title=title, box=box.SIMPLE_HEAD if uni else box.ASCII, title_justify="left")
+    for i, h in enumerate(headers):
+        table.add_column(h, no_wrap=True, justify="right" if 2 <= i <= 5 else "left", style="bold" if i == 0 else "")
+    for c in cells:
+        table.add_row(*c)
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    console.print(Text(title, style="bold"))
+    for c in cells:
+        line = Text(c[0], style="bold")
+        line.append(f"  L={c[2]} L_k={c[3]} d_model={c[4]} {headers[5]}={c[5]} {headers[6]}={c[6]}  ({c[7]})")
+        console.print(line)
+        console.print(Text("  " + c[1], style="dim"))

@@ -215,13 +215,14 @@ class RichRenderer:
             for step in sol.layer_steps:
                 number += 1
                 self.step(number, step, ex)
-        self.flow(sol)
+        self.flow(sol, head)
 
-    def flow(self, sol: Solution) -> None:
+    def flow(self, sol: Solution, head: int | None = None) -> None:
+        """Every step's shape annotation, for one head (the one shown, else head 0) and the layer."""
         ex = sol.exercise
         self.console.print()
         self.line(t("explain.flow"), "bold")
-        for step in sol.for_head(0):
+        for step in sol.for_head(head or 0):
             self.line(f"  {step.annotation()}")
         if ex.num_heads > 1:
             self.line(f"  {t('explain.flow.each_head', heads=ex.num_heads)}", "dim")
