@@ -10,6 +10,7 @@ groups; numbers are never cut).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 
 from rich import box
 from rich.columns import Columns
@@ -41,6 +42,24 @@ class RichRenderer:
     # -- primitives ---------------------------------------------------------
     def tx(self, text: str) -> str:
         return text if self.unicode else asciify(text)
+
+    def equals(self, exact: str, value: float) -> str:
+        """``= 0.5000`` when the decimal is the exact value, else ``≈ 0.3333``."""
+        shown = decimal(value, self.places)
+        try:
+            q = Fraction(exact)  # only plain rationals parse; exp/sqrt forms raise
+        except ValueError:
+            return f"≈ {shown}"
+        return f"{'=' if (q * 10**self.places).denominator == 1 else '≈'} {shown}"
+
+    def rule(self, title: str) -> None:
+        """A section rule; a title too long for the width goes on its own line above a plain rule."""
+        characters = "─" if self.unicode else "-"
+        if len(title) + 8 > self.console.width:
+            self.console.print(Text(self.tx(title), style="bold"))
+            self.console.rule(style="blue", characters=characters)
+        else:
+            self.console.rule(Text(self.tx(title), style="bold"), style="blue", characters=characters)
 
     def notation(self, exact: str) -> str:
         """An exact entry as shown: ``2√2`` on a Unicode stream, the answer grammar ``2*sqrt(2)`` otherwise."""
@@ -79,7 +98,8 @@ class RichRenderer:
         for cols in groups:
             caption = self.tx(title)
             if len(groups) > 1:
-                caption += "  (" + self.tx(t("explain.columns", first=cols.start + 1, last=cols.stop, total=len(col_labels))) + ")"
+                key = "explain.column" if len(cols) == 1 else "explain.columns"
+                caption += "  (" + self.tx(t(key, first=cols.start + 1, last=cols.stop, total=len(col_labels))) + ")"
             table = Table(box=self.box, show_lines=any("\n" in c for r in rows for c in r), padding=(0, 1), expand=False)
             table.add_column("", style="bold", no_wrap=True)
             for j in cols:
@@ -136,10 +156,21 @@ class RichRenderer:
         self.matrix(cells, step.row_labels, step.col_labels, styles=styles)
         if listed:
             self.line(f"   {t('explain.exact_list')}:", "bold")
+            rows = []
             for text, where in listed:
                 places = ", ".join(f"({r}, {c})" for r, c in where)
-                v = decimal(next(step.value[step.row_labels.index(r)][step.col_labels.index(c)] for r, c in where[:1]), self.places)
-                self.console.print(Padding(Text(self.tx(f"{places}: {self.notation(text)} ≈ {v}")), (0, 0, 0, 5), expand=False))
+                v = step.value[step.row_labels.index(where[0][0])][step.col_labels.index(where[0][1])]
+                rows.append((self.tx(places + ":"), self.tx(f"{self.notation(text)} {self.equals(text, v)}")))
+            if max(len(a) + len(b) for a, b in rows) + 6 <= self.console.width:
+                for a, b in rows:
+                    self.console.print(Padding(Text(f"{a} {b}"), (0, 0, 0, 5), expand=False))
+            else:  # too wide for one line: a grid, so wrapped lines keep their column (a hanging indent)
+                grid = Table.grid(padding=(0, 1))
+                grid.add_column(max_width=max(12, self.console.width // 3))
+                grid.add_column()
+                for a, b in rows:
+                    grid.add_row(Text(a), Text(b))
+                self.console.print(Padding(grid, (0, 0, 0, 5), expand=False))
         for sentence in why(step, ex):
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
         if step.id == "weights":
@@ -164,7 +195,7 @@ class RichRenderer:
     def header(self, sol: Solution) -> None:
         ex = sol.exercise
         h0 = ex.heads[0]
-        self.console.rule(Text(self.tx(ex.title), style="bold"), style="blue", characters="─" if self.unicode else "-")
+        self.rule(ex.title)
         self.line(t("explain.exercise", id=ex.id) + (f"  ({ex.source})" if ex.source else ""), "dim")
         if ex.description:
             self.console.print(Padding(Text(self.tx(reflow(ex.description))), (0, 0, 0, 2), expand=False))
@@ -197,16 +228,14 @@ class RichRenderer:
         number = 0
         for h in heads:
             self.console.print()
-            self.console.rule(Text(self.tx(t("explain.head", head=h)), style="bold"), style="blue",
-                              characters="─" if self.unicode else "-")
+            self.rule(t("explain.head", head=h))
             self.weights_of(ex, h)
             for step in sol.for_head(h):
                 number += 1
                 self.step(number, step, ex)
         if sol.layer_steps:
             self.console.print()
-            self.console.rule(Text(self.tx(t("explain.layer")), style="bold"), style="blue",
-                              characters="─" if self.unicode else "-")
+            self.rule(t("explain.layer"))
             if ex.w_o is not None:
                 named = [("W_O", ex.w_o, [f"r{i + 1}" for i in range(len(ex.w_o))])]
                 if ex.b_o is not None:
