@@ -378,13 +378,115 @@ def test_unknown_step_and_ragged_answer(classic):
         diagnose(classic, "scores", 0, [[1, 2], [3]], tolerance=TOL)
 
 
+# --- the output projection, the softmax, fully masked rows, the mask too early ----------------------
+
+
+def test_output_projection_with_w_o_transposed():
+    # E (no mask) with a square W_O that is not symmetric, and a bias: output = head_0·W_O + b_O
+    w_o, b_o = [[1, 2], [0, 1]], [1, -1]
+    sol = solve(exercise_from_data({**E_DATA, "w_o": w_o, "b_o": b_o}))
+    head = mm(softmax_rows(scale(S, 1 / R2)), V)
+    right = [[x + b for x, b in zip(r, b_o)] for r in mm(head, w_o)]
+    assert max(abs(a - b) for r1, r2 in zip(right, sol.step("output", None).value) for a, b in zip(r1, r2)) < 1e-9
+    # nn.Linear's convention read into this file: x·weightᵀ, i.e. head_0·W_Oᵀ + b_O
+    wrong = [[x + b for x, b in zip(r, b_o)] for r in mm(head, tr(w_o))]
+    d = diagnose(sol, "output", None, rnd(wrong, 3), tolerance=TOL)
+    assert keys(d) == ["w_o_transposed"]
+    assert d[0].message == ("You multiplied by W_O transposed, as nn.Linear does with its weight stored [d_out, d_in]; "
+                            "here W_O is written [d_in, d_out] (one row per column of head_0), so "
+                            "output = head_0·W_O + b_O with no transpose.")
+    assert d[0].cells == ((0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1))  # W_O[0][1] = 2 vs 0 moves every entry
+
+
+def test_w_o_transposed_needs_a_square_w_o():
+    (m,) = [m for m in MISCONCEPTIONS if m.key == "w_o_transposed"]
+    wide = solve(exercise_from_data({**E_DATA, "w_o": [[1, 0, 1], [0, 1, 1]]}))  # [2×3]: W_Oᵀ does not chain
+    assert m.recompute(wide, "output", None) is None
+    # the bundled two-head causal exercise has W_O = I: transposing it changes nothing, so it explains
+    # no wrong answer there (the recomputed output is the right one)
+    eye = solve(resolve("two-head-causal-3x4"))
+    right = [list(r) for r in eye.step("output", None).value]
+    got = m.recompute(eye, "output", None).tolist()
+    assert all(r1 == pytest.approx(r2, abs=1e-12) for r1, r2 in zip(got, right, strict=True))
+    assert "w_o_transposed" not in keys(diagnose(eye, "output", None, [r[::-1] for r in right], tolerance=TOL))
+
+
+def test_softmax_skipped(e, em):
+    a = scale(S, 1 / R2)  # the scaled scores, used as they are
+    d = diagnose(e, "head_output", 0, rnd(mm(a, V), 3), tolerance=TOL)
+    assert keys(d) == ["no_softmax"]
+    assert d[0].message == ("You skipped the softmax and used the scaled scores as weights; take exp of each score "
+                            "and divide by its row's sum first: weights_ij = exp(s_ij) / Σ_k exp(s_ik), "
+                            "then head_output = weights·V.")
+    assert keys(diagnose(e, "weights", 0, rnd(a, 3), tolerance=TOL)) == ["no_softmax"]
+    # with a mask, a blocked key takes no part: its score counts 0, not -inf (which has no product)
+    kept = where(E_MASK, a, 0.0)
+    assert keys(diagnose(em, "weights", 0, rnd(kept, 3), tolerance=TOL)) == ["no_softmax"]
+    assert keys(diagnose(em, "head_output", 0, rnd(mm(kept, V), 3), tolerance=TOL)) == ["no_softmax"]
+
+
+# fully-masked-row-3x3 by hand: x = I, so Q = W_Q, K = W_K, V = W_V
+FM_Q = [[1, 1], [1, 0], [0, 1]]
+FM_K = [[1, 0], [0, 1], [1, 1]]
+FM_V = [[1, 0], [0, 1], [1, 1]]
+FM_MASK = [[T, T, F], [T, T, T], [F, F, F]]  # query t3 may attend to no key
+
+
+def test_uniform_weights_on_a_fully_masked_row():
+    sol = solve(resolve("fully-masked-row-3x3"))
+    assert [[float(x) for x in r] for r in sol.step("q", 0).value] == FM_Q
+    assert [[float(x) for x in r] for r in sol.step("k", 0).value] == FM_K
+    assert [[float(x) for x in r] for r in sol.step("v", 0).value] == FM_V
+    s = mm(FM_Q, tr(FM_K))
+    assert s == [[1, 1, 2], [1, 0, 1], [0, 1, 1]]
+    w = softmax_rows(where(FM_MASK, scale(s, 1 / R2), -INF))
+    assert w[0][:2] == [0.5, 0.5] and w[2] == [0.0, 0.0, 0.0]
+    # masked_fill(-1e9) instead of -inf: the softmax of three equal numbers, 1/3 each
+    uniform = w[:2] + [[1 / 3] * 3]
+    d = diagnose(sol, "weights", 0, rnd(uniform, 4), tolerance=5e-5)
+    assert keys(d) == ["empty_row_uniform"]
+    assert d[0].cells == ((2, 0), (2, 1), (2, 2))
+    assert d[0].message == ("You gave uniform weights (1/3 each) to a query that may attend to no key (t3); its "
+                            "weights are all 0 and its output row is 0. Uniform weights are what the softmax gives "
+                            "when blocked scores are filled with a large negative number instead of -inf.")
+    out = mm(uniform, FM_V)
+    assert [round(x, 12) for x in out[2]] == [round(2 / 3, 12)] * 2  # the mean of V's rows
+    assert keys(diagnose(sol, "head_output", 0, rnd(out, 4), tolerance=5e-5)) == ["empty_row_uniform"]
+
+
+def test_uniform_weights_carry_into_the_output_projection():
+    base = {"id": "fm", "title": "fm", "x": [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "mask": FM_MASK,
+            "heads": [{"w_q": FM_Q, "w_k": FM_K, "w_v": FM_V}]}
+    w_o = [[1, 0], [1, 1]]
+    sol = solve(exercise_from_data({**base, "w_o": w_o}))
+    w = softmax_rows(where(FM_MASK, scale(mm(FM_Q, tr(FM_K)), 1 / R2), -INF))
+    out = mm(mm(w[:2] + [[1 / 3] * 3], FM_V), w_o)
+    assert keys(diagnose(sol, "output", None, rnd(out, 4), tolerance=5e-5)) == ["empty_row_uniform"]
+    # an exercise where every query may attend to some key has no such row to get wrong
+    (m,) = [m for m in MISCONCEPTIONS if m.key == "empty_row_uniform"]
+    assert m.recompute(solve(exercise_from_data({**E_DATA, "mask": E_MASK})), "weights", 0) is None
+
+
+def test_mask_applied_in_the_scaled_step(e, em):
+    early = where(E_MASK, scale(S, 1 / R2), -INF)
+    d = diagnose(em, "scaled", 0, rnd(early, 3), tolerance=TOL)
+    assert keys(d) == ["mask_in_scaled"]
+    assert d[0].cells == ((0, 1), (1, 2), (2, 0))
+    assert d[0].message == ("You applied the mask in the scaled step; scaled = scores / sqrt(2) at every entry, "
+                            "and the blocked entries become -inf only in the next step (masked = scaled + M).")
+    # the same matrix is right one step later
+    assert diagnose(em, "masked", 0, rnd(early, 3), tolerance=TOL) == []
+    (m,) = [m for m in MISCONCEPTIONS if m.key == "mask_in_scaled"]
+    assert m.recompute(e, "scaled", 0) is None  # no mask, nothing to apply early
+
+
 # --- the catalogue itself ------------------------------------------------------------------------
 
 TESTED = {
     "no_scaling", "scale_sqrt_d_model", "scale_d_k", "scale_times_d_k", "scale_times_sqrt_d_k", "kq_transposed",
     "mask_inverted", "mask_zero", "mask_after_softmax", "no_mask", "padding_rows", "softmax_columns",
     "not_normalised", "rounded_scaled", "rounded_weights", "times_k", "heads_order", "no_b_q", "no_b_k",
-    "no_b_v", "no_b_o", "transposed",
+    "no_b_v", "no_b_o", "transposed", "w_o_transposed", "no_softmax", "empty_row_uniform", "mask_in_scaled",
 }
 
 

@@ -188,22 +188,33 @@ class Variant:
     "dk") or multiplied by ("times_dk", "times_sqrt_dk").  ``mask``: "right",
     "none" (forgotten), "inverted", "zero" (blocked scores set to 0),
     "after_softmax" (weights zeroed after the softmax, not renormalised),
-    "padding_rows" (key padding applied to query rows).  ``softmax_axis``: -1
-    rows (right) or 0 columns.  ``normalise``: False = exp without dividing by
-    the row sum.  ``round_scaled``/``round_weights``: decimals kept before the
+    "padding_rows" (key padding applied to query rows).  ``softmax``: False =
+    no softmax at all, the (masked) scaled scores are the weights, a blocked
+    score counting 0 (``-inf`` times a value has no value; a learner who
+    skips the softmax drops the blocked keys).  ``softmax_axis``: -1 rows
+    (right) or 0 columns.  ``normalise``: False = exp without dividing by the
+    row sum.  ``empty_rows``: the weights of a row whose every score is
+    blocked, "zero" (right) or "uniform" (1/L_k each: what a softmax gives
+    when the blocked scores are filled with a large negative number instead
+    of -inf).  ``round_scaled``/``round_weights``: decimals kept before the
     next step (None = full precision).  ``values``: "v" or "k" (weights·K).
+    ``w_o_transposed``: the output projection uses W_Oᵀ (nn.Linear's
+    ``x @ weight.T`` with the weight read as [d_out, d_in]; square W_O only).
     ``drop``: biases left out (``b_q``, ``b_k``, ``b_v``, ``b_o``).
     """
 
     scale: str = "sqrt_dk"
     kq: bool = False
     mask: str = "right"
+    softmax: bool = True
     softmax_axis: int = -1
     normalise: bool = True
+    empty_rows: str = "zero"
     round_scaled: int | None = None
     round_weights: int | None = None
     values: str = "v"
     heads_reversed: bool = False
+    w_o_transposed: bool = False
     drop: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -286,9 +297,15 @@ def trace(sol: Solution, v: Variant = Variant()) -> dict[tuple[str, int | None],
                 A = np.where(ok, A, -np.inf)  # [L, L_k]
             if v.mask != "after_softmax":
                 out["masked", h] = A
-        W = softmax(A, v.softmax_axis, normalise=v.normalise)  # [L, L_k]
+        if v.softmax:
+            W = softmax(A, v.softmax_axis, normalise=v.normalise)  # [L, L_k]
+        else:
+            W = np.where(np.isinf(A), 0.0, A)  # [L, L_k], the scores themselves, a blocked one counting 0
         if allowed is not None and v.mask == "after_softmax":
             W = np.where(ok, W, 0.0)  # [L, L_k], not renormalised
+        if v.empty_rows == "uniform":
+            empty = np.all(np.isneginf(A), axis=-1)  # [L], rows whose every score is blocked
+            W = np.where(empty[:, None], 1.0 / W.shape[1], W)  # [L, L_k]
         out["weights", h] = W
         W = _round(W, v.round_weights)  # [L, L_k]
         Vs = K if v.values == "k" else V  # [L_k, d_k] or [L_k, d_v]
@@ -304,9 +321,12 @@ def trace(sol: Solution, v: Variant = Variant()) -> dict[tuple[str, int | None],
     C = np.hstack(order)  # type: ignore[arg-type]  # [L, H·d_v]
     if ex.num_heads > 1:
         out["concat", None] = C
-    if ex.w_o is not None and C.shape[1] == len(ex.w_o):
+    W_O = None if ex.w_o is None else _f(ex.w_o)  # [H·d_v, d_out]
+    if W_O is not None and v.w_o_transposed:
+        W_O = W_O.T if W_O.shape[0] == W_O.shape[1] else None  # [d_out, H·d_v]: chains only when square
+    if W_O is not None and C.shape[1] == W_O.shape[0]:
         b_o = bias("b_o", ex.b_o)
-        out["output", None] = C @ _f(ex.w_o) + b_o  # [L, H·d_v]·[H·d_v, d_out] -> [L, d_out]
+        out["output", None] = C @ W_O + b_o  # [L, H·d_v]·[H·d_v, d_out] -> [L, d_out]
     return out
 
 
@@ -327,7 +347,9 @@ def _varied(v: Variant, *needs: str) -> Recompute:
     """A misconception function: the pipeline with ``v``'s knobs turned.
 
     ``needs`` names what must exist for it to apply: ``"mask"``, ``"padding"``,
-    ``"heads"`` (more than one), or a bias field (``"b_q"``...).
+    ``"heads"`` (more than one), ``"empty_row"`` (a query row that may attend
+    to no key), ``"square_w_o"`` (a W_O with as many rows as columns), or a
+    bias field (``"b_q"``...).
     """
 
     def run(sol: Solution, step_id: str, head: int | None) -> Array | None:
@@ -338,6 +360,10 @@ def _varied(v: Variant, *needs: str) -> Recompute:
             if need == "padding" and ex.key_padding is None:
                 return None
             if need == "heads" and ex.num_heads < 2:
+                return None
+            if need == "empty_row" and not _empty_rows(sol):
+                return None
+            if need == "square_w_o" and (ex.w_o is None or len(ex.w_o) != len(ex.w_o[0])):
                 return None
             if need == "b_o" and ex.b_o is None:
                 return None
@@ -350,6 +376,19 @@ def _varied(v: Variant, *needs: str) -> Recompute:
 
 def _transposed(sol: Solution, step_id: str, head: int | None) -> Array | None:
     return right_value(sol, step_id, head).T  # [cols, rows]
+
+
+def _mask_in_scaled(sol: Solution, step_id: str, head: int | None) -> Array | None:
+    """``scaled`` with the mask already applied: the right ``masked`` step, written one step early."""
+    if step_id != "scaled" or not sol.exercise.has_mask:
+        return None
+    return right_value(sol, "masked", head)  # [L, L_k], -inf where blocked
+
+
+def _empty_rows(sol: Solution) -> list[int]:
+    """The 0-based query rows that may attend to no key at all."""
+    allowed = sol.exercise.allowed()
+    return [] if allowed is None else [i for i, row in enumerate(allowed) if not any(row)]
 
 
 # --- the catalogue ------------------------------------------------------------------
@@ -382,15 +421,19 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("scale_times_sqrt_d_k", _AFTER_SCALED, _varied(Variant(scale="times_sqrt_dk"))),
     _m("mask_inverted", _AFTER_MASKED, _varied(Variant(mask="inverted"), "mask")),
     _m("mask_zero", _AFTER_MASKED, _varied(Variant(mask="zero"), "mask")),
+    _m("mask_in_scaled", ("scaled",), _mask_in_scaled),
     _m("padding_rows", _AFTER_MASKED, _varied(Variant(mask="padding_rows"), "padding")),
     _m("no_mask", _AFTER_MASKED, _varied(Variant(mask="none"), "mask")),
     _m("mask_after_softmax", _AFTER_WEIGHTS, _varied(Variant(mask="after_softmax"), "mask")),
+    _m("empty_row_uniform", _AFTER_WEIGHTS, _varied(Variant(empty_rows="uniform"), "empty_row")),
     _m("softmax_columns", _AFTER_WEIGHTS, _varied(Variant(softmax_axis=0))),
     _m("not_normalised", _AFTER_WEIGHTS, _varied(Variant(normalise=False))),
+    _m("no_softmax", _AFTER_WEIGHTS, _varied(Variant(softmax=False))),
     _m("rounded_scaled", _AFTER_WEIGHTS, _varied(Variant(round_scaled=2))),
     _m("rounded_weights", _AFTER_OUTPUT, _varied(Variant(round_weights=2))),
     _m("times_k", _AFTER_OUTPUT, _varied(Variant(values="k"))),
     _m("heads_order", ("concat", "output"), _varied(Variant(heads_reversed=True), "heads")),
+    _m("w_o_transposed", ("output",), _varied(Variant(w_o_transposed=True), "square_w_o")),
     _m("no_b_o", ("output",), _varied(Variant(drop=frozenset({"b_o"})), "b_o")),
     _m("transposed", _ALL, _transposed),
 )
@@ -410,8 +453,10 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     h = ex.heads[head or 0]
     step = sol.step(step_id, head)  # type: ignore[arg-type]
     rows, cols = step.shape
+    empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": _name(step), "head": head,
-            "rows": rows, "cols": cols, "places": 2}
+            "rows": rows, "cols": cols, "places": 2, "L_k": ex.L_k, "empty_rows": empty,
+            "src": "concat" if ex.num_heads > 1 else "head_0", "b_o": " + b_O" if ex.b_o is not None else ""}
 
 
 # --- a single slipped entry ---------------------------------------------------------------
