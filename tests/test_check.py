@@ -17,6 +17,7 @@ import tutor.cli.check  # noqa: F401  registers `check` (until tutor/cli/__init_
 from tutor.check import CARRIED, INDEPENDENT, ROUNDING, audit
 from tutor.cli import main
 from tutor.errors import ExerciseError
+from tutor.exercise import validate_text
 from tutor.solution_file import read_solution
 
 REPO = Path(__file__).resolve().parents[1]
@@ -163,6 +164,23 @@ def test_json_format(capsys, monkeypatch):
     assert out.isascii()
 
 
+def test_json_title_and_source(capsys, monkeypatch, tmp_path):
+    # title: the exercise's (as the rich heading prints it); source: the solution file's `source:`, else null
+    monkeypatch.chdir(DATA)
+    code, out, _ = run(capsys, "check", "blog-single-head-3x4.yaml", "--format", "json")
+    doc = json.loads(out)
+    assert (doc["title"], doc["source"], doc["solution_title"]) == (
+        "Three tokens, d_model = 4, one head with d_k = 2", "the seed blog post's worked example", None)
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: two-head-causal-3x4\ntitle: homework 3\nheads: [{q: [[2, 0], [0, 4], [2, 2]]}]\n")
+    code, out, _ = run(capsys, "check", str(sol), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0
+    assert (doc["title"], doc["source"], doc["solution_title"]) == (
+        "Two heads of d_k = 2, causal mask, output projection", None, "homework 3")
+    assert doc["warnings"] == []
+
+
 def test_json_masked_and_correct(capsys, monkeypatch):
     monkeypatch.chdir(DATA)
     code, out, _ = run(capsys, "check", "two-head-causal-mask-zero.yaml", "--format", "json")
@@ -255,10 +273,50 @@ def test_unusable_files(text, message):
     assert str(err.value).splitlines()[0] == message
 
 
-def test_yes_is_text_and_refused(tmp_path):
-    # YAML 1.2: `yes` is the text "yes", which the answer grammar does not know
-    with pytest.raises(ExerciseError, match=r'sol.yaml:2:14: scores\[0\]\[1\]: unknown name "yes"'):
-        read_solution("exercise: single-head-3x4\nscores: [[2, yes, 4]]\n", "sol.yaml")
+@pytest.mark.parametrize("entry", ["yes", "no", "on", "off", "Yes", "1:20", "0x10"])
+def test_yaml11_traps_are_worded_as_the_exercise_loader_words_them(entry):
+    # YAML 1.2 reads `yes` as the text "yes" (YAML 1.1 tools: true), `1:20` as text (YAML 1.1: 80);
+    # the solution reader says so exactly as the exercise loader does for the same entry
+    with pytest.raises(ExerciseError) as err:
+        read_solution(f"exercise: single-head-3x4\nscores: [[2, {entry}, 4]]\n", "sol.yaml")
+    (problem,) = err.value.problems
+    loader = validate_text(f"id: e\ntitle: e\nx: [[2, {entry}, 4]]\nheads: [{{w_q: [[1]], w_k: [[1]], w_v: [[1]]}}]\n")
+    (expected,) = [p for p in loader.problems if p.field == "x[0][1]"]
+    assert (problem.line, problem.column, problem.field) == (2, 14, "scores[0][1]")
+    assert (problem.message, problem.hint) == (expected.message, expected.hint)
+    assert "YAML 1.1" in problem.hint or "hexadecimal" in problem.hint
+
+
+def test_yes_gets_the_yaml11_hint(tmp_path, capsys):
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: single-head-3x4\nscores: [[2, yes, 4], [4, 8, 8], [4, 8, 8]]\n")
+    code, out, err = run(capsys, "check", str(sol))
+    assert (code, out) == (2, "")
+    assert err == (f"error: {sol}:2:14: scores[0][1]: expected a number (integer, decimal, or a fraction such as "
+                   "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); "
+                   "write a number)\n")
+
+
+def test_leading_zero_warns_as_the_exercise_loader_does(tmp_path, capsys):
+    # 010 is ten in YAML 1.2 (eight for YAML 1.1 tools): scores[t2, t2] is 2·2 + 2·2 = 8, so 010 is wrong
+    text = "exercise: single-head-3x4\nscores: [[2, 4, 4], [4, 010, 8], [4, 8, 8]]\n"
+    sf = read_solution(text, "sol.yaml")
+    assert sf.steps[0].entries[1][1].value() == 10
+    (warning,) = sf.warnings
+    loader = validate_text("id: e\ntitle: e\nx: [[010]]\nheads: [{w_q: [[1]], w_k: [[1]], w_v: [[1]]}]\n")
+    (expected,) = loader.warnings
+    assert (warning.line, warning.column, warning.field) == (2, 25, "scores[1][1]")
+    assert (warning.message, warning.hint) == (expected.message, expected.hint)
+    sol = tmp_path / "s.yaml"
+    sol.write_text(text)
+    code, out, err = run(capsys, "check", str(sol))
+    assert code == 1 and "First wrong step: scores" in out
+    assert err == (f"{sol}:2:25: warning: scores[1][1]: 010 has a leading zero: read as 10 (YAML 1.2), but YAML 1.1 "
+                   "tools such as PyYAML read it as octal (write 10)\n")
+    code, out, err = run(capsys, "check", str(sol), "--format", "json")
+    assert (code, err) == (1, "")
+    (w,) = json.loads(out)["warnings"]
+    assert (w["line"], w["column"], w["field"], w["hint"]) == (2, 25, "scores[1][1]", "write 10")
 
 
 def test_nothing_typed_runs_as_code(tmp_path, capsys):
@@ -338,6 +396,111 @@ def test_fully_masked_row_sums_to_zero():
     assert report.ok, [f.message for f in report.findings if not f.ok]
 
 
+def test_row_sum_wording_names_the_fully_masked_row(capsys, tmp_path):
+    # fully-masked-row-3x3: row t1 may attend t1, t2 (scores 1, 1: weights 1/2, 1/2), t3 to no key
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: fully-masked-row-3x3\nweights: [[0.5, 0.5, 0], [~, ~, ~], [0, 0, 0]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 0
+    assert ("  ✓ every row of weights sums to 1 within rounding, or to 0 for a query that may attend to no key (t3)"
+            in out.splitlines())
+    sol.write_text("exercise: fully-masked-row-3x3\nweights: [[0.5, 0.5, 0], [~, ~, ~], [~, ~, ~]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 0 and "  ✓ every row of weights sums to 1 within rounding" in out.splitlines()
+
+
+def test_uniform_weights_on_a_fully_masked_row_are_flagged(capsys, tmp_path):
+    # by hand: Q = W_Q, K = W_K (x = I); scores row t1 = [1, 1, 2], t2 = [1, 0, 1]; t3 may attend to nothing.
+    # masked_fill(-1e9) gives t3 the softmax of three equal numbers: 1/3 each, summing to 1 instead of 0
+    r2 = math.sqrt(2)
+    z = 2 * math.exp(1 / r2) + 1
+    t2 = [math.exp(1 / r2) / z, 1 / z, math.exp(1 / r2) / z]
+    row2 = ", ".join(f"{w:.4f}" for w in t2)
+    sol = tmp_path / "s.yaml"
+    sol.write_text(f"exercise: fully-masked-row-3x3\n"
+                   f"weights: [[0.5000, 0.5000, 0], [{row2}], [0.3333, 0.3333, 0.3333]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 1
+    lines = out.splitlines()
+    assert ("  ✗ row t3 of weights sums to 0.9999, not 0: query t3 may attend to no key, so its weights are all 0 "
+            "(rounding allows ±0.00015)") in lines
+    assert ("  ✗ weights gives weight where the mask blocks (it must be 0 there): "
+            "[t3, t1] = 0.3333, [t3, t2] = 0.3333, [t3, t3] = 0.3333") in lines
+    assert ("  Diagnosis: You gave uniform weights (1/3 each) to a query that may attend to no key (t3); its weights "
+            "are all 0 and its output row is 0. Uniform weights are what the softmax gives when blocked scores are "
+            "filled with a large negative number instead of -inf.") in lines
+    assert "  ✗ wrong    weights  3 of 9 entries off" in lines
+
+
+def test_mask_applied_in_the_scaled_step_is_diagnosed(capsys, tmp_path):
+    # two-head-causal-3x4, head 0 by hand: Q = K = [[2, 0], [0, 4], [2, 2]], scores = Q Kᵀ
+    q = [[2, 0], [0, 4], [2, 2]]
+    scaled = [[sum(a * b for a, b in zip(qi, kj)) / math.sqrt(2) for kj in q] for qi in q]
+    assert [[round(v, 4) for v in r] for r in scaled] == [[2.8284, 0, 2.8284], [0, 11.3137, 5.6569],
+                                                         [2.8284, 5.6569, 5.6569]]
+    early = [[f"{v:.4f}" if j <= i else "-inf" for j, v in enumerate(r)] for i, r in enumerate(scaled)]
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: two-head-causal-3x4\nheads:\n  - scaled: " + json.dumps(early) + "\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 1
+    lines = out.splitlines()
+    i = lines.index("First wrong step: scaled (head 0)")
+    assert lines[i + 1:i + 5] == [
+        "  [t1, t2]: you wrote -inf, the right value is 0",
+        "  [t1, t3]: you wrote -inf, the right value is 2.8284",
+        "  [t2, t3]: you wrote -inf, the right value is 5.6569",
+        "  Diagnosis: You applied the mask in the scaled step; scaled = scores / sqrt(2) at every entry, and the "
+        "blocked entries become -inf only in the next step (masked = scaled + M).",
+    ]
+    assert "No known misconception explains it." not in out
+
+
+def test_whole_numbers_for_rounded_values_are_exact_claims(capsys, tmp_path):
+    # two-head-causal-3x4, head 0, row t2: masked = [0, 16/√2, -inf], so the weights are
+    # 1/(1 + e^(8√2)) = 0.000012 and 0.999988: `0` and `1` claim exactly 0 and 1, and are wrong
+    small = 1 / (1 + math.exp(16 / math.sqrt(2)))
+    assert (f"{small:.6f}", f"{1 - small:.6f}") == ("0.000012", "0.999988")
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: two-head-causal-3x4\nheads:\n  - weights: [[1, 0, 0], [0, 1, 0], [0.0287, 0.4856, 0.4856]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 1  # the verdict stands: integers are exact claims
+    lines = out.splitlines()
+    i = lines.index("First wrong step: weights (head 0)")
+    assert lines[i + 1:i + 4] == [
+        "  [t2, t1]: you wrote 0, an exact claim; the value is 0.000012 — write 0.0000 for a rounded value",
+        "  [t2, t2]: you wrote 1, an exact claim; the value is 0.999988 — write 1.0000 for a rounded value",
+        "  What follows from it:",
+    ]
+    code, out, _ = run(capsys, "check", str(sol), "--format", "json")
+    (w,) = json.loads(out)["steps"]
+    assert [c["cell"] for c in w["exact_claims"]] == [[1, 0], [1, 1]]
+    # one such entry alone: the note, not a worked single-entry slip
+    report = audit_text("exercise: two-head-causal-3x4\nheads:\n  - weights: [[1, 0, 0], [0, 1.0000, 0], [0.0287, 0.4856, 0.4856]]\n")
+    (w,) = report.steps
+    assert w.wrong == ((1, 0),) and w.diagnoses == ()
+    assert w.exact_claims[0][1].startswith("[t2, t1]: you wrote 0, an exact claim; the value is 0.000012")
+
+
+def test_a_whole_number_far_from_the_value_is_just_wrong():
+    # weights[t1, t1] of the classic is 0.1084: 0 is not its rounding at 4 places, so no note
+    report = audit_text("exercise: single-head-3x4\nweights: [[0, 0.4458, 0.4458], [~, ~, ~], [~, ~, ~]]\n")
+    (w,) = report.steps
+    assert w.wrong == ((0, 0),) and w.exact_claims == ()
+
+
+def test_a_later_wrong_step_shows_its_exact_claims(capsys, tmp_path):
+    # scaled is wrong first (not divided by √2); the weights, right but for two whole numbers, show their notes
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: two-head-causal-3x4\nheads:\n"
+                   "  - scaled: [[4, 0, 4], [0, 16, 8], [4, 8, 8]]\n"
+                   "    weights: [[1, 0, 0], [0, 1, 0], [0.0287, 0.4856, 0.4856]]\n")
+    code, out, _ = run(capsys, "check", str(sol))
+    assert code == 1
+    lines = out.splitlines()
+    i = lines.index("  ✗ wrong    weights (head 0)  2 of 9 entries off; wrong on its own, not only because of an earlier step")
+    assert lines[i + 1].strip() == "[t2, t1]: you wrote 0, an exact claim; the value is 0.000012 — write 0.0000 for a rounded value"
+
+
 def test_output_outside_the_range_of_v(capsys, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nhead_output: [[2.5, 1.9], [1.97, 1.97], [1.97, 1.97]]\n")
@@ -415,6 +578,35 @@ def test_empty_file(tmp_path, capsys):
     assert code == 2
     assert err == (f"error: {sol}:1:1: the file is empty (a solution file needs at least `exercise: ID` and one "
                    "step, e.g. `scores: [[2, 4], [4, 8]]`)\n")
+
+
+@pytest.mark.parametrize("text", [
+    "exercise: single-head-3x4\n",
+    "# no steps yet\nexercise: single-head-3x4\nsource: a draft\n",
+    "exercise: two-head-causal-3x4\nheads: [{}, ~]\n",
+    "exercise: two-head-causal-3x4\nheads: []\n",
+])
+def test_a_file_without_steps_is_unusable(tmp_path, capsys, text):
+    sol = tmp_path / "s.yaml"
+    sol.write_text(text)
+    line = 2 if text.startswith("#") else 1
+    code, out, err = run(capsys, "check", str(sol))
+    assert (code, out) == (2, "")
+    assert err == (f"error: {sol}:{line}:1: the file gives no step to check (a solution file needs at least "
+                   "`exercise: ID` and one step, e.g. `scores: [[2, 4], [4, 8]]`)\n")
+
+
+def test_an_exercise_file_is_named_as_such(capsys):
+    path = str(REPO / "exercises" / "single-head-3x4.yaml")  # line 1 is a comment; the fields start at line 2
+    expected = (f"error: {path}:2:1: this is an exercise file (it has id, x, heads[].w_q and no 'exercise' field), "
+                f"not a solution file (to see its solution run `attn-tutor explain {path}`; to check a solution, "
+                "write a solution file as docs/exercise-format.md describes)\n")
+    code, out, err = run(capsys, "check", path)
+    assert (code, out, err) == (2, "", expected)
+    code, out, err = run(capsys, "check", path, "--exercise", "single-head-3x4")  # still not a solution
+    assert (code, out, err) == (2, "", expected)
+    with pytest.raises(ExerciseError, match=r"it has x, num_heads, w_q, w_k, w_v, w_o and no 'exercise' field"):
+        read_solution((REPO / "exercises" / "two-head-fused-3x4.yaml").read_text().replace("id:", "#"), "e.yaml")
 
 
 # --- never a traceback -------------------------------------------------------------------------------

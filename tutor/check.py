@@ -12,6 +12,10 @@ solution, each entry within the rounding its author wrote (``0.45`` claims
   the author wrote, allowing for the rounding of those inputs.  A step that
   matches is "carried"; one that does not is "independently" wrong; a first
   wrong step that matches its author's rounded inputs was "rounded too early";
+* for every wrong entry written as an exact number (``0``, ``1``, ``1/3``)
+  whose value rounds to it, a note that an exact number claims exactly that
+  value (``0`` for 0.000012 is wrong; ``0.0000`` is right): the verdict
+  stands, the note says why;
 * the plausibility checks that need no recomputation: every weights row sums
   to 1 within ``Σ 0.5·10^-p`` of its entries (0 for a fully masked row);
   weights lie in [0, 1]; entries the mask blocks are 0 after the softmax;
@@ -60,7 +64,10 @@ class StepCheck:
     (it matches what the author's own wrong earlier values give),
     ``"rounding"`` (it matches the author's earlier values, which are right
     but were rounded), ``"independent"`` (it matches neither), or ``None``;
-    ``source`` the earlier wrong given step it carries forward.
+    ``source`` the earlier wrong given step it carries forward;
+    ``exact_claims`` the wrong cells written as exact numbers whose value
+    rounds to what was written, each with its note (``[t2, t1]: you wrote
+    0, an exact claim; the value is 0.000012 — write 0.0000 ...``).
     """
 
     given: GivenStep
@@ -69,6 +76,7 @@ class StepCheck:
     diagnoses: tuple[Diagnosis, ...]
     follows: str | None = None
     source: Key | None = None
+    exact_claims: tuple[tuple[tuple[int, int], str], ...] = ()
 
     @property
     def key(self) -> Key:
@@ -292,20 +300,30 @@ def _plausibility(sol: Solution, sf: SolutionFile) -> list[Finding]:
         if g.id == "weights":
             lo, hi, mid = _half(g)
             bad_rows = []
+            empty_rows = []  # labels of the checked rows that may attend to no key (they sum to 0)
             for i in range(g.shape[0]):
                 if np.isnan(lo[i]).any():
                     continue
-                target = 0.0 if right_shape and allowed is not None and not allowed[i].any() else 1.0
+                row = sol.step("weights", g.head).row_labels[i] if right_shape else str(i + 1)  # type: ignore[arg-type]
+                empty = right_shape and allowed is not None and not allowed[i].any()
+                if empty:
+                    empty_rows.append(row)
                 with np.errstate(invalid="ignore"):  # an infinite entry has no width, and fails the sum
                     total = float(np.where(np.isinf(lo[i]), lo[i], mid[i]).sum())
                     allow = float(np.where(np.isinf(lo[i]), 0.0, (hi[i] - lo[i]) / 2).sum())
-                if abs(total - target) > allow + 1e-9:
-                    row = sol.step("weights", g.head).row_labels[i] if right_shape else str(i + 1)  # type: ignore[arg-type]
-                    bad_rows.append((i, t("check.row_sum.bad", step=name, row=row, total=_short(total),
-                                          target=int(target), allow=_short(allow))))
+                if abs(total - (0.0 if empty else 1.0)) > allow + 1e-9:
+                    if empty:
+                        message = t("check.row_sum.bad_empty", step=name, row=row, total=_short(total), allow=_short(allow))
+                    else:
+                        message = t("check.row_sum.bad", step=name, row=row, total=_short(total), target=1,
+                                    allow=_short(allow))
+                    bad_rows.append((i, message))
             for i, message in bad_rows:
                 out.append(Finding("row_sums", g.id, g.head, False, message, tuple((i, j) for j in range(g.shape[1]))))
-            if not bad_rows:
+            if not bad_rows and empty_rows:
+                out.append(Finding("row_sums", g.id, g.head, True,
+                                   t("check.row_sum.ok_empty", step=name, rows=", ".join(empty_rows))))
+            elif not bad_rows:
                 out.append(Finding("row_sums", g.id, g.head, True, t("check.row_sum.ok", step=name)))
             with np.errstate(invalid="ignore"):
                 outside = [(int(i), int(j)) for i, j in zip(*np.nonzero((hi < -1e-12) | (lo > 1 + 1e-12)))]
@@ -361,6 +379,35 @@ def _short(v: float) -> str:
     return "0" if text in ("-0", "") else text
 
 
+def _exact_claims(sol: Solution, g: GivenStep, expected: Array,
+                  wrong: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[int, int], str], ...]:
+    """The wrong cells of ``g`` written as exact numbers that the value rounds to, with a note each.
+
+    "Rounds to" at the most places the author wrote in this step (4 when
+    none): ``0`` for 0.000012 is noted (``0.0000`` would be right), ``0``
+    for 0.3 is not (it is simply wrong).
+    """
+    places = max((e.places for row in g.entries for e in row if e is not None and e.places), default=4)
+    half = 0.5 * 10.0 ** -places
+    out = []
+    for i, j in wrong:
+        e = g.entries[i][j]
+        v = float(expected[i, j])
+        if e is None or not e.is_exact or not math.isfinite(v):
+            continue
+        w = e.value()
+        if not math.isfinite(w) or abs(v - w) > half + 1e-12 * max(1.0, abs(v)):
+            continue
+        digits = min(15, max(places + 2, 1 - math.floor(math.log10(abs(v - w))))) if v != w else places + 2
+        value = f"{v:.{digits}f}".rstrip("0").rstrip(".")
+        rounded = f"{v:.{places}f}"
+        if rounded.startswith("-") and float(rounded) == 0:
+            rounded = rounded[1:]
+        out.append(((i, j), t("check.exact_claim", cell=cell_name(sol, g.id, g.head, i, j), found=e.text,
+                              value=value, rounded=rounded)))
+    return tuple(out)
+
+
 def _cells(sol: Solution, g: GivenStep, cells: list[tuple[int, int]], mid: Array, limit: int = 4) -> str:
     texts = g.texts()
     shown = [f"{cell_name(sol, g.id, g.head, i, j)} = {texts[i][j]}" for i, j in cells[:limit]]
@@ -399,7 +446,11 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
         if not wrong and g.shape == expected.shape:
             judged.append(StepCheck(g, expected, (), ()))
             continue
+        exact = _exact_claims(sol, g, expected, wrong) if g.shape == expected.shape else ()
         diagnoses = tuple(diagnose_claim(sol, g.id, g.head, claim))
+        noted = {cell for cell, _ in exact}
+        # a slip in one entry that is only an exact number for a rounded value: the note says it better
+        diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= noted))
         ups = upstream(ex, key)
         given_ups = [k for k in ups if sf.given(*k) is not None]
         wrong_ups = [k for k in wrong_keys if k in ups]
@@ -410,7 +461,7 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
             source = max(wrong_ups, key=lambda k: order(ex).index(k)) if consistent else None
         else:
             follows, source = (ROUNDING if consistent else None), None
-        judged.append(StepCheck(g, expected, wrong, diagnoses, follows, source))
+        judged.append(StepCheck(g, expected, wrong, diagnoses, follows, source, exact))
         wrong_keys.append(key)
     first = next((s for s in judged if not s.ok), None)
     affected: tuple[Key, ...] = ()

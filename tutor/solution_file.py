@@ -16,7 +16,15 @@ answer grammar (:mod:`tutor.answers`), read from their text (``0.4500`` keeps
 its four places).  Beyond the contract (compatible additions): ``source`` and
 ``title`` (text, shown in the report), a ``heads`` list shorter than the
 number of heads (the heads not listed are not given), and ``~`` (null) for an
-entry the source did not print.
+entry the source did not print.  A file must give at least one step: one
+that names its exercise and nothing else checks nothing, and is refused.
+
+YAML 1.1 traps are treated as the exercise loader treats them
+(:mod:`tutor.exercise`, same message keys): an entry ``yes``/``no``/``on``/
+``off``, ``1:20`` or ``0x10`` is refused with the hint that YAML 1.1 tools
+read it otherwise, and a plain ``010`` or ``1e3`` loads with a warning
+(:attr:`SolutionFile.warnings`).  An exercise file given where a solution
+file belongs is named as such.
 
 Reading never evaluates anything: the YAML is composed safely by
 :func:`tutor.yamlread.parse_yaml` and every entry goes through the answer
@@ -36,6 +44,7 @@ import numpy as np
 
 from .answers import DEFAULT_TOLERANCE, Entry, entry_from_value, rounding_interval
 from .errors import AnswerError, ExerciseError, NotFoundError, Problem
+from .exercise import _RADIX, _SEXAGESIMAL, _YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
 from .model import Exercise
 from .steps import HEAD_STEPS, LAYER_STEPS, StepId
@@ -101,13 +110,18 @@ class GivenStep:
 
 @dataclass(frozen=True)
 class SolutionFile:
-    """A parsed solution file: its exercise and the steps it gives, in the contract's order."""
+    """A parsed solution file: its exercise and the steps it gives, in the contract's order.
+
+    ``warnings`` are problems that do not stop the file from loading (a
+    plain ``010``, read as ten where YAML 1.1 tools read eight).
+    """
 
     file: str
     exercise: Exercise
     steps: tuple[GivenStep, ...]
     title: str = ""
     source: str = ""
+    warnings: tuple[Problem, ...] = ()
 
     def given(self, id: str, head: int | None) -> GivenStep | None:
         for s in self.steps:
@@ -166,7 +180,11 @@ class _Reader:
                 try:
                     entries.append(entry_from_value(v))
                 except AnswerError as err:
-                    self.add(path + (r, c), str(err))
+                    hint = _yaml11_hint(v)
+                    if hint:  # worded as the exercise loader words it
+                        self.add(path + (r, c), t("schema.expected", expected=t("expected.number"), found=describe(v)), hint)
+                    else:
+                        self.add(path + (r, c), str(err))
                     ok = False
             rows.append(tuple(entries))
         if not ok:
@@ -179,6 +197,35 @@ class _Reader:
             self.add(path, t("solution.all_missing"))
             return None
         return tuple(rows)
+
+
+def _yaml11_hint(value: Any) -> str:
+    """The exercise loader's hint for an entry YAML 1.1 tools read as something else, or ``""``."""
+    if not isinstance(value, str):
+        return ""
+    text = value.strip()
+    if text.lower() in _YAML11_BOOL:
+        return t("hint.yaml11_bool", text=text)
+    if _SEXAGESIMAL.fullmatch(text):
+        return t("hint.base60.text", text=text)
+    if _RADIX.fullmatch(text):
+        return t("hint.radix")
+    return ""
+
+
+#: Fields only an exercise file has (``title`` and ``heads`` are shared with solution files).
+_EXERCISE_FIELDS = ("id", "x", "x_kv", "num_heads", "w_q", "w_k", "w_v", "w_o", "mask", "key_padding")
+
+
+def _exercise_fields(data: dict[str, Any]) -> list[str]:
+    """The exercise-only fields of a file without ``exercise:``: non-empty means it is an exercise file."""
+    if "exercise" in data:
+        return []
+    found = [k for k in _EXERCISE_FIELDS if k in data]
+    heads = data.get("heads")
+    if isinstance(heads, list) and any(isinstance(h, dict) and {"w_q", "w_k", "w_v"} & set(h) for h in heads):
+        found.append("heads[].w_q")
+    return found
 
 
 def _suggest(name: str, choices: list[str]) -> str:
@@ -218,6 +265,9 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
     if not isinstance(doc.value, dict):
         raise ExerciseError([doc.problem((), t("yaml.top_level", found=describe(doc.value)))])
     data: dict[str, Any] = doc.value
+    if fields := _exercise_fields(data):
+        raise ExerciseError([doc.problem((), t("solution.is_exercise", fields=", ".join(fields)),
+                                         t("solution.is_exercise.hint", file=filename))])
     r = _Reader(doc)
 
     if exercise is None:
@@ -286,10 +336,13 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
                     else:
                         r.add(p + (key,), t("solution.unknown", name=key), _suggest(key, list(HEAD_STEPS)), key=True)
 
+    if not found and not r.problems:
+        r.add((), t("solution.no_steps"), t("solution.empty.hint"))
     if r.problems:
         raise ExerciseError(r.problems)
     steps = tuple(found[k] for k in _order(ex) if k in found)
-    return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""))
+    return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""),
+                        tuple(doc.warnings))
 
 
 def _field(path: YPath) -> str:

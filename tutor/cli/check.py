@@ -2,17 +2,22 @@
 
 Exit codes: 0 every given step right and plausible; 1 something is wrong;
 2 the file is unusable (raised as a :class:`tutor.errors.TutorError`, which
-:func:`tutor.cli.main` prints as ``error: file:line:col: ...``).
+:func:`tutor.cli.main` prints as ``error: file:line:col: ...``).  The file's
+warnings (a plain ``010``) do not change the exit code: they are
+``file:line:col: warning: ...`` lines on stderr, or the ``warnings`` of the
+JSON report.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from ..messages import t
 from . import Format, FormatOpt, app, console, write
+from .author import warning_text
 
 
 @app.command(help=t("cli.check.help"))
@@ -32,5 +37,7 @@ def check(
     else:
         from ..render.check import render
 
+        for p in report.solution.warnings:
+            sys.stderr.write(warning_text(p) + "\n")
         render(report, console())
     raise typer.Exit(report.exit_code)

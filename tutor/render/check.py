@@ -72,6 +72,9 @@ class CheckRenderer:
         if s.follows == INDEPENDENT:
             for d in s.diagnoses:
                 self.line(d.message, "italic", indent=15)
+        if s is not r.first_wrong:  # the first wrong step lists its notes with its entries
+            for _, note in s.exact_claims:
+                self.line(note, "italic", indent=15)
 
     def first(self, r: Report, s: StepCheck) -> None:
         self.console.print()
@@ -80,7 +83,11 @@ class CheckRenderer:
             sol = r.sol
             step = sol.step(*s.key)  # type: ignore[arg-type]
             texts = s.given.texts()
+            notes = dict(s.exact_claims)
             for i, j in s.wrong[:MAX_ENTRIES_SHOWN]:
+                if (i, j) in notes:
+                    self.line(notes[i, j], indent=2)
+                    continue
                 exact = step.exact[i][j]
                 right = str(exact) if isinstance(exact, Rat) and len(str(exact)) <= 8 else num_text(s.expected[i, j])
                 self.line(t("check.entry", cell=cell_name(sol, *s.key, i, j), found=texts[i][j], right=right), indent=2)
@@ -88,7 +95,7 @@ class CheckRenderer:
                 self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)
         for d in s.diagnoses:
             self.line(t("check.diagnosis", message=d.message), "bold", indent=2)
-        if not s.diagnoses:
+        if not s.diagnoses and len(s.exact_claims) < len(s.wrong):  # exact claims alone are explained by their notes
             self.line(t("check.no_diagnosis"), indent=2)
         if s.follows == ROUNDING:
             self.line(t("check.rounding", inputs=self.inputs(r, s)), indent=2)
@@ -180,9 +187,19 @@ def _key(ex: Any, key: tuple[str, int | None] | None) -> dict[str, Any] | None:
 
 
 def report_dict(r: Report) -> dict[str, Any]:
-    """The report as plain data: ``verdict``, ``exit_code``, ``steps``,
-    ``first_wrong``, ``affected``, ``plausibility``.  Matrices are lists of
-    rows; ``-inf`` is the string ``"-inf"``; an entry not given is ``null``."""
+    """The report as plain data.
+
+    ``file`` the solution file; ``exercise`` the exercise id and ``title``
+    its title; ``source`` the solution file's ``source:`` (who wrote the
+    numbers), ``null`` when it has none, and ``solution_title`` its
+    ``title:``, ``null`` likewise; ``verdict``, ``exit_code``, ``steps``
+    (each with ``exact_claims``: wrong cells written as exact numbers for a
+    rounded value, with their note), ``first_wrong``, ``affected``,
+    ``plausibility``; ``warnings`` the file's warnings (a plain ``010``),
+    each with ``file``, ``line``, ``column``, ``field``, ``message``,
+    ``hint``.  Matrices are lists of rows; ``-inf`` is the string
+    ``"-inf"``; an entry not given is ``null``.
+    """
     ex = r.exercise
     steps = []
     for s in r.steps:
@@ -201,12 +218,14 @@ def report_dict(r: Report) -> dict[str, Any]:
             "diagnoses": [{"key": d.key, "message": d.message, "cells": [list(c) for c in d.cells]} for d in s.diagnoses],
             "follows": s.follows,
             "source": _key(ex, s.source),
+            "exact_claims": [{"cell": list(c), "message": m} for c, m in s.exact_claims],
         })
     return {
         "file": r.solution.file,
         "exercise": ex.id,
-        "title": r.solution.title or None,
+        "title": ex.title,
         "source": r.solution.source or None,
+        "solution_title": r.solution.title or None,
         "verdict": "correct" if r.ok else "wrong",
         "exit_code": r.exit_code,
         "first_wrong": None if r.first_wrong is None else _key(ex, r.first_wrong.key),
@@ -214,6 +233,8 @@ def report_dict(r: Report) -> dict[str, Any]:
         "steps": steps,
         "plausibility": [{"check": f.check, "id": f.id or None, "head": f.head, "ok": f.ok, "message": f.message,
                           "cells": [list(c) for c in f.cells]} for f in r.findings],
+        "warnings": [{"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
+                      "hint": p.hint} for p in r.solution.warnings],
     }
 
 
