@@ -54,10 +54,10 @@ MAX_MAGNITUDE = 10**6  # a hand calculation has no use for larger entries; table
 
 _DECIMAL = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE](?P<exp>[-+]?[0-9]+))?")
 _FRACTION = re.compile(r"(?P<num>[-+]?[0-9]+)\s*/\s*(?P<den>[-+]?[0-9]+)")
-_RADIX = re.compile(r"[-+]?0[oOxXbB][0-9a-fA-F_]+")
-_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
+RADIX = re.compile(r"[-+]?0[oOxXbB][0-9a-fA-F_]+")
+SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
 _NOT_FINITE = re.compile(r"[-+]?\.?(inf|infinity|nan)", re.IGNORECASE)
-_YAML11_BOOL = {"yes", "no", "on", "off", "y", "n"}
+YAML11_BOOL = {"yes", "no", "on", "off", "y", "n"}
 
 
 def _fail(expected: str, found: Any, hint: str = "") -> PydanticCustomError:
@@ -114,11 +114,11 @@ def _read_entry(value: Any) -> Fraction:
         if int(m["den"]) == 0:
             raise bad(t("hint.div_zero"))
         return Fraction(int(m["num"]), int(m["den"]))
-    if text.lower() in _YAML11_BOOL:
+    if text.lower() in YAML11_BOOL:
         raise bad(t("hint.yaml11_bool", text=text))
-    if _SEXAGESIMAL.fullmatch(text):
+    if SEXAGESIMAL.fullmatch(text):
         raise bad(t("hint.base60.text", text=text))
-    if _RADIX.fullmatch(text):
+    if RADIX.fullmatch(text):
         raise bad(t("hint.radix"))
     if _NOT_FINITE.fullmatch(text):
         raise bad(t("hint.not_finite"))
@@ -128,7 +128,7 @@ def _read_entry(value: Any) -> Fraction:
 def _parse_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    hint = t("hint.yaml11_flag", text=value) if isinstance(value, str) and value.lower() in _YAML11_BOOL else ""
+    hint = t("hint.yaml11_flag", text=value) if isinstance(value, str) and value.lower() in YAML11_BOOL else ""
     raise _fail(t("expected.boolean"), value, hint)
 
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from .answers import DEFAULT_TOLERANCE, Entry, entry_from_value, rounding_interval
 from .errors import AnswerError, ExerciseError, NotFoundError, Problem
-from .exercise import _RADIX, _SEXAGESIMAL, _YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
+from .exercise import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
 from .model import Exercise
 from .steps import HEAD_STEPS, LAYER_STEPS, StepId
@@ -204,11 +204,11 @@ def _yaml11_hint(value: Any) -> str:
     if not isinstance(value, str):
         return ""
     text = value.strip()
-    if text.lower() in _YAML11_BOOL:
+    if text.lower() in YAML11_BOOL:
         return t("hint.yaml11_bool", text=text)
-    if _SEXAGESIMAL.fullmatch(text):
+    if SEXAGESIMAL.fullmatch(text):
         return t("hint.base60.text", text=text)
-    if _RADIX.fullmatch(text):
+    if RADIX.fullmatch(text):
         return t("hint.radix")
     return ""
 
