@@ -18,9 +18,11 @@ from tutor.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,
     Attempt,
+    Recorder,
     Stats,
     StepStats,
     Store,
+    StoreLockedError,
     default_path,
     recommend,
 )
@@ -252,6 +254,51 @@ def test_two_concurrent_writers_lose_nothing(tmp_path):
     assert sorted(r.attempt for r in rows if r.exercise == "a") == list(range(1, n + 1))
     assert stats.sessions == 2
     assert stats.step("q").correct == n  # i odd: n/2 per writer
+
+
+def lock(path: Path) -> sqlite3.Connection:
+    """Another connection holding the write lock of ``path`` until it commits."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    return conn
+
+
+def test_a_locked_file_fails_a_write_after_the_busy_timeout(tmp_path):
+    path = tmp_path / "p.sqlite3"
+    with Store.open(path, busy_timeout_ms=50) as store:
+        s = store.begin_session("x", mode="matrix", tolerance=0.005)
+        other = lock(path)
+        with pytest.raises(StoreLockedError) as info:
+            store.record(s, Attempt("x", "q", 0, "correct"))
+        assert str(info.value) == f"the progress file {path} stayed locked by another session; try again"
+        assert info.value.path == path
+        other.execute("COMMIT")
+        other.close()
+
+
+def test_the_recorder_keeps_what_a_locked_file_refuses_and_writes_it_later_in_order(tmp_path):
+    path = tmp_path / "p.sqlite3"
+    with Store.open(path, busy_timeout_ms=50) as store:
+        s = store.begin_session("x", mode="matrix", tolerance=0.005)
+        recorder = Recorder(store, s)
+        assert recorder.add(Attempt("x", "q", 0, "wrong", 1, answer="9 9")) is True
+        other = lock(path)
+        assert recorder.add(Attempt("x", "q", 0, "correct", 2)) is False
+        assert recorder.add(Attempt("x", "k", 0, "skipped", 1)) is False
+        assert [(a.step, a.attempt) for a in recorder.pending] == [("q", 2), ("k", 1)]
+        assert isinstance(recorder.error, StoreLockedError)
+        waiting = [a.at for a in recorder.pending]  # stamped when given
+        assert recorder.flush() is False  # still locked: nothing lost, nothing written twice
+        other.execute("COMMIT")
+        other.close()
+        assert recorder.add(Attempt("x", "v", 0, "correct", 1)) is True
+        assert recorder.pending == [] and recorder.error is None
+        got = [(a.step, a.outcome, a.attempt) for a in store.attempts()]
+        ats = [a.at for a in store.attempts()]
+    assert got == [("q", "wrong", 1), ("q", "correct", 2), ("k", "skipped", 1), ("v", "correct", 1)]
+    assert ats[1:3] == waiting  # the time each was given, not the time it was written
+    with Store.open(path) as store, pytest.raises(ValueError):
+        Recorder(store, s).add(Attempt("x", "q", 0, "great"))  # type: ignore[arg-type]
 
 
 # --- what to practise next ----------------------------------------------------------------------

@@ -7,6 +7,9 @@ Guarantees:
 
 * every answer is committed by :meth:`Store.record` before it returns, so a
   killed process loses nothing already answered;
+* an answer the file cannot take yet (locked by another program for longer
+  than the busy timeout, a full disk) is kept by a :class:`Recorder` and
+  written before the next one, never dropped;
 * two sessions may write at once: WAL journal, a busy timeout, and every
   write in its own ``BEGIN IMMEDIATE`` transaction;
 * the file is ours only if its header carries :data:`APPLICATION_ID` and a
@@ -35,7 +38,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, Self
@@ -81,6 +84,14 @@ CREATE INDEX answers_by_step ON answers(step, outcome);
 """
 
 
+class StoreLockedError(StoreError):
+    """The progress file stayed locked by another program for longer than the busy timeout."""
+
+    def __init__(self, message: str, path: Path):
+        super().__init__(message)
+        self.path = path
+
+
 def home() -> Path:
     """The user's attn-tutor data directory: ``ATTN_TUTOR_HOME``, else the platform's user data dir."""
     env = os.environ.get("ATTN_TUTOR_HOME")
@@ -113,6 +124,7 @@ class Attempt:
     diagnosis: str | None = None
     diagnosis_text: str | None = None
     answer: str | None = None
+    at: str | None = None  # when it was answered (ISO 8601, UTC); None: when it is written
 
 
 # --- summaries (pure) -------------------------------------------------------------
@@ -212,9 +224,11 @@ class Store:
 
     # -- opening -----------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path | str | None = None) -> Store:
+    def open(cls, path: Path | str | None = None, *, busy_timeout_ms: int | None = None) -> Store:
         """Open the store at ``path`` (default :func:`default_path`), creating it if missing.
 
+        A write waits up to ``busy_timeout_ms`` (default :data:`BUSY_TIMEOUT_MS`)
+        for another program's lock before failing with :class:`StoreLockedError`.
         Raises :class:`StoreError` for a file that is not ours (see the module
         docstring); such a file is left exactly as it was.
         """
@@ -224,7 +238,7 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StoreError(t("store.unwritable", path=path, reason=err.strerror or err)) from None
-        conn = _connect(path)
+        conn = _connect(path, BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms)
         try:
             _adopt(conn, path)
         except BaseException:
@@ -281,13 +295,13 @@ class Store:
         self._write(
             "INSERT INTO answers (session, at, exercise, step, head, outcome, attempt, hints, diagnosis, diagnosis_text, answer)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (session, _now(), a.exercise, a.step, a.head, a.outcome, a.attempt, a.hints, a.diagnosis, a.diagnosis_text, a.answer),
+            (session, a.at or _now(), a.exercise, a.step, a.head, a.outcome, a.attempt, a.hints, a.diagnosis, a.diagnosis_text, a.answer),
         )
 
     # -- reading --------------------------------------------------------------------
     def attempts(self) -> list[Attempt]:
         """Every recorded answer, oldest first."""
-        rows = self._read("SELECT exercise, step, head, outcome, attempt, hints, diagnosis, diagnosis_text, answer"
+        rows = self._read("SELECT exercise, step, head, outcome, attempt, hints, diagnosis, diagnosis_text, answer, at"
                           " FROM answers ORDER BY id")
         return [Attempt(*row) for row in rows]
 
@@ -322,14 +336,51 @@ class Store:
         return Stats(sessions, answers, steps, diagnoses, practised)
 
 
+class Recorder:
+    """A session's answers on their way to the store, none ever dropped.
+
+    :meth:`add` writes an answer at once, after any still waiting.  When
+    the store cannot take it (:class:`StoreError`: the file locked by another
+    program for longer than the busy timeout, a full disk) the answer stays
+    in :attr:`pending`, in order, and :attr:`error` says why; the next
+    :meth:`add` or :meth:`flush` tries again.  Each answer keeps the time it
+    was given, not the time it was written.
+    """
+
+    def __init__(self, store: Store, session: int):
+        self.store = store
+        self.session = session
+        self.pending: list[Attempt] = []
+        self.error: StoreError | None = None
+
+    def add(self, a: Attempt) -> bool:
+        """Write ``a`` (and any answer still waiting); ``True`` when nothing is left waiting."""
+        if a.outcome not in OUTCOMES:
+            raise ValueError(f"unknown outcome {a.outcome!r}")
+        self.pending.append(a if a.at is not None else replace(a, at=_now()))
+        return self.flush()
+
+    def flush(self) -> bool:
+        """Write the waiting answers, oldest first; stop at the first failure.  ``True`` when all are written."""
+        while self.pending:
+            try:
+                self.store.record(self.session, self.pending[0])
+            except StoreError as err:
+                self.error = err
+                return False
+            self.pending.pop(0)
+        self.error = None
+        return True
+
+
 # --- opening, checked ------------------------------------------------------------------
 
 
 def _error(path: Path, err: sqlite3.Error) -> StoreError:
     """One sentence for an SQLite failure on ``path``."""
     text = str(err)
-    if isinstance(err, sqlite3.OperationalError) and "locked" in text:
-        return StoreError(t("store.locked", path=path))
+    if isinstance(err, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return StoreLockedError(t("store.locked", path=path), path)
     if isinstance(err, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
         return StoreError(t("store.corrupt", path=path))
     return StoreError(t("store.failed", path=path, reason=text))
@@ -350,10 +401,10 @@ def _check_header(path: Path) -> None:
         raise StoreError(t("store.foreign", path=path))
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     except sqlite3.Error as err:
         raise _error(path, err) from None
     return conn
