@@ -150,7 +150,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatc
     code, text, err = stats(capsys)
     assert (code, err) == (0, "")
     assert [line.rstrip() for line in text.splitlines()] == [
-        "Progress: 1 session(s), 2 answer(s).",
+        "Progress: 1 session, 2 answers.",
         "",
         "Accuracy by step",
         "  ╭────────┬───────┬─────────┬──────────┬───────┬─────────╮",
@@ -272,7 +272,7 @@ def test_commands_at_the_prompt(capsys, monkeypatch):
     ]
     assert "scaled> skip" in out and "Skipped." in out
     assert out[-4:-1] == ["Steps right: 0 of 2 (0 at the first try); shown: 1; skipped: 1.",
-                          "   1. scores  shown (missed), 3 hint(s)", "   2. scaled  skipped"]
+                          "   1. scores  shown (missed), 3 hints", "   2. scaled  skipped"]
     assert rows("SELECT step, outcome, hints FROM answers ORDER BY id") == [("scores", "shown", 3), ("scaled", "skipped", 0)]
 
 
@@ -284,9 +284,13 @@ def test_bad_typed_input_is_one_line_and_a_new_prompt(capsys, monkeypatch):
     complaints = [line for line in out if line.startswith("Not an answer: ")]
     assert len(complaints) == len(bad)
     assert complaints[0] == 'Not an answer: row 3, entry 2: unknown name "x" at column 1 in "x" (known: sqrt, exp, e, inf). Type'
-    for line in bad:
+    for line in bad[:-2]:
         shown = line.replace("\x00", "\\x00")  # control characters are echoed visibly
-        assert f"Q> {shown}"[:90] in "\n".join(out)
+        assert f"Q> {shown}" in out
+    # 500 characters: the first 200 echoed, then the length; too long for the rest of the prompt's
+    # line, they start on the next one, wrapped at the width
+    assert "\n".join(["Q>", "9" * 100, "9" * 100, "… (500 characters)"]) in "\n".join(out)
+    assert max(len(line) for line in out) <= 100
     assert rows("SELECT COUNT(*) FROM answers") == [(0,)]  # nothing was graded
 
 
@@ -491,3 +495,267 @@ def test_help_for_each_command(capsys):
         assert code == 0
         for option in options:
             assert option in out
+
+
+# --- problems a new user found ------------------------------------------------------------------
+
+STDIN_CLOSED = ("error: standard input is closed, and practice reads your answers from it: run it in a terminal to "
+                "type them, or pipe a file of answers (attn-tutor practice EXERCISE < answers.txt)\n")
+
+
+def test_closed_stdin_is_one_error_before_any_session(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", None)  # what Python makes of `<&-`
+    code = main(["practice", "single-head-3x4"])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", STDIN_CLOSED)
+    assert not store_path().parent.exists()  # no session started, nothing written
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="closes file descriptor 0")
+def test_closed_stdin_in_a_real_process():
+    r = subprocess.run([sys.executable, "-m", "tutor", "practice", "single-head-3x4"], preexec_fn=lambda: os.close(0),
+                       capture_output=True, check=False, cwd=REPO, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr.decode()) == (2, b"", STDIN_CLOSED)
+    assert not store_path().parent.exists()
+
+
+# head 1 of the causal exercise, by hand (see tests/test_quiz.py): masked1 = [[0, -inf, -inf],
+# [4√2, 0, -inf], [2√2, 4√2, 4√2]]; the mask-as-zero weights are softmax([0, 0, 0]) = 1/3 each and
+# softmax([4√2, 0, 0]) = e^{4√2}/(e^{4√2} + 2) ≈ 0.9931, 1/(e^{4√2} + 2) ≈ 0.0035
+def test_a_weight_on_a_masked_key_is_wrong_however_small(capsys, monkeypatch):
+    mask_zero = "0.3333 0.3333 0.3333; 0.9931 0.0035 0.0035; 0.0287 0.4856 0.4856"
+    e = math.exp(4 * R2)
+    assert (f"{e / (e + 2):.4f}", f"{1 / (e + 2):.4f}") == ("0.9931", "0.0035")
+    code, out, _ = practise(capsys, monkeypatch, mask_zero + "\nquit\n", "two-head-causal-3x4", "--head", "1",
+                            "--steps", "weights")
+    assert code == 0
+    start = out.index(f"weights (head 1)> {mask_zero}")
+    assert out[start + 1:start + 16] == [
+        "✗ Not yet: 4 of 9 entries wrong (marked ✗).",
+        "  Your weights",
+        "  ╭────┬──────────┬──────────┬──────────╮",
+        "  │    │       t1 │       t2 │       t3 │",
+        "  ├────┼──────────┼──────────┼──────────┤",
+        "  │ t1 │ 0.3333 ✗ │ 0.3333 ✗ │ 0.3333 ✗ │",
+        "  │ t2 │   0.9931 │   0.0035 │ 0.0035 ✗ │",
+        "  │ t3 │   0.0287 │   0.4856 │   0.4856 │",
+        "  ╰────┴──────────┴──────────┴──────────╯",
+        "(t2, t3): a masked key (the query may not attend to it) gets a weight of exactly 0, not just close",
+        "to 0.",
+        "Diagnosis: You set the masked scores to 0; set them to -inf, so that they get zero weight after the",
+        "softmax.",
+        "Type the matrix again, or hint, show, skip.",
+        "weights (head 1)> quit",
+    ]
+
+
+class Script(io.StringIO):
+    """Piped answers; ``actions[n]`` runs just before line ``n`` (1-based) is read."""
+
+    def __init__(self, text: str, actions: dict):
+        super().__init__(text)
+        self.actions = actions
+        self.read = 0
+
+    def readline(self, *args):  # type: ignore[override]
+        self.read += 1
+        if self.read in self.actions:
+            self.actions[self.read]()
+        return super().readline(*args)
+
+
+class Locker:
+    """A second connection that takes and releases the progress file's write lock."""
+
+    conn: sqlite3.Connection | None = None
+
+    def take(self) -> None:
+        self.conn = sqlite3.connect(store_path(), isolation_level=None)
+        self.conn.execute("BEGIN EXCLUSIVE")
+
+    def release(self) -> None:
+        if self.conn is not None:
+            self.conn.execute("COMMIT")
+            self.conn.close()
+            self.conn = None
+
+
+def unwrapped(lines: list[str]) -> str:
+    return " ".join(" ".join(lines).split())
+
+
+def test_a_locked_progress_file_does_not_end_the_session_and_loses_nothing(capsys, monkeypatch):
+    from tutor import store
+
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 100)
+    locker = Locker()
+    stdin = Script("1 1; 2 2; 2 2\n9 9; 2 2; 2 2\n1 1; 2 2; 2 2\n1 1; 2 2; 2 2\nquit\n",
+                   {1: locker.take, 4: locker.release})  # locked while Q and K (twice) are answered
+    monkeypatch.setattr(sys, "stdin", stdin)
+    try:
+        code = main(["practice", "single-head-3x4"])
+    finally:
+        locker.release()
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    warning = (f"Not saved yet: the progress file {store_path()} is locked by another program. Your answer is kept, "
+               "and saved with your next answer or at the end.")
+    text = unwrapped(out.splitlines())
+    assert text.count(warning) == 3
+    assert text.count("✓ Right.") == 2 and text.count("✓ Right, at try 2.") == 1  # the session went on
+    assert [line.rstrip() for line in out.splitlines()][-3:] == [
+        "   6. weights  not reached", "   7. head_0   not reached",
+        "Your answers are saved; attn-tutor stats shows your progress."]
+    assert rows("SELECT step, outcome, attempt, answer FROM answers ORDER BY id") == [
+        ("q", "correct", 1, "1 1; 2 2; 2 2"), ("k", "wrong", 1, "9 9; 2 2; 2 2"), ("k", "correct", 2, "1 1; 2 2; 2 2"),
+        ("v", "correct", 1, "1 1; 2 2; 2 2")]
+    assert rows("SELECT ended IS NOT NULL FROM sessions") == [(1,)]
+
+
+def test_answers_still_unsaved_at_the_end_are_counted_after_the_summary(capsys, monkeypatch):
+    from tutor import store
+
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 100)
+    locker = Locker()
+    monkeypatch.setattr(sys, "stdin", Script("1 1; 2 2; 2 2\nskip\nquit\n", {1: locker.take}))
+    try:
+        code = main(["practice", "single-head-3x4", "--steps", "q,k,v"])
+        out, err = capsys.readouterr()
+    finally:
+        locker.release()
+    assert code == 2
+    assert err == f"error: 2 answers could not be saved: the progress file {store_path()} is locked by another program\n"
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[-5:] == [
+        "Session ended.",
+        "Steps right: 1 of 3 (1 at the first try); shown: 0; skipped: 1.",
+        "   1. Q  right at the first try",
+        "   2. K  skipped",
+        "   3. V  not reached",
+    ]  # the summary, and no claim that the answers are saved
+    assert unwrapped(lines).count("Not saved yet: ") == 2
+    assert rows("SELECT COUNT(*) FROM answers") == [(0,)]
+
+
+def test_a_huge_piped_line_is_echoed_cut(capsys, monkeypatch):
+    code, out, _ = practise(capsys, monkeypatch, "1" * 200_000 + "\nquit\n", "single-head-3x4", "--steps", "q")
+    assert code == 0
+    # echoed after its prompt: 200 characters, then the cut, wrapped at 100 columns
+    start = out.index("Q>")
+    assert out[start:start + 5] == [
+        "Q>", "1" * 100, "1" * 100, "… (200000 characters)",
+        "Not an answer: the answer has 200000 characters; at most 100000 are allowed. Type it again (or"]
+    assert max(len(line) for line in out) <= 100
+
+
+def test_hints_and_sessions_are_counted_in_words(capsys, monkeypatch):
+    code, out, _ = practise(capsys, monkeypatch, "hint\nshow\n", "single-head-3x4", "--steps", "q")
+    assert out[-2] == "   1. Q  shown (missed), 1 hint"
+    _, text, _ = stats(capsys)
+    assert text.splitlines()[0] == "Progress: 1 session, 1 answer."
+    practise(capsys, monkeypatch, "skip\n", "single-head-3x4", "--steps", "q")
+    _, text, _ = stats(capsys)
+    assert text.splitlines()[0] == "Progress: 2 sessions, 2 answers."
+
+
+def test_two_mistakes_giving_the_same_numbers_are_both_shown(capsys, monkeypatch):
+    # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k
+    code, out, _ = practise(capsys, monkeypatch, "1 2 2; 2 4 4; 2 4 4\nquit\n", "single-head-3x4", "--steps", "scaled")
+    start = out.index("scaled> 1 2 2; 2 4 4; 2 4 4")
+    assert out[start + 10:start + 16] == [
+        "Diagnosis: this answer matches two mistakes, which give the same numbers here:",
+        "  • You divided by sqrt(d_model) = sqrt(4); divide by sqrt(d_k) of the head instead: scaled = scores",
+        "    / sqrt(2).",
+        "  • You divided by d_k = 2 instead of its square root: scaled = scores / sqrt(2).",
+        "Type the matrix again, or hint, show, skip.",
+        "scaled> quit",
+    ]
+
+
+def test_an_input_table_shows_one_form_throughout(capsys, monkeypatch):
+    # the weights of the classic example: row t1 = [1/(1 + 2e^√2), 1/(2 + e^-√2), 1/(2 + e^-√2)];
+    # the first is longer than 16 characters, so the whole table is in decimals
+    w = WEIGHTS
+    code, out, _ = practise(capsys, monkeypatch, "quit\n", "single-head-3x4", "--steps", "head_output")
+    start = out.index("   head_0 = weights·V")
+    assert out[start + 1:start + 10] == [
+        "  weights [3×3]                       V [3×2]",
+        "  ╭────┬────────┬────────┬────────╮   ╭────┬────┬────╮",
+        "  │    │     t1 │     t2 │     t3 │   │    │ d1 │ d2 │",
+        "  ├────┼────────┼────────┼────────┤   ├────┼────┼────┤",
+        f"  │ t1 │ {w[0][0]:.4f} │ {w[0][1]:.4f} │ {w[0][2]:.4f} │   │ t1 │  1 │  1 │",
+        f"  │ t2 │ {w[1][0]:.4f} │ {w[1][1]:.4f} │ {w[1][2]:.4f} │   │ t2 │  2 │  2 │",
+        f"  │ t3 │ {w[2][0]:.4f} │ {w[2][1]:.4f} │ {w[2][2]:.4f} │   │ t3 │  2 │  2 │",
+        "  ╰────┴────────┴────────┴────────╯   ╰────┴────┴────╯",
+        "head_0> quit",
+    ]
+    # the scaled scores (√2, 2√2, 4√2: all short) are exact over decimal, every one of them
+    code, out, _ = practise(capsys, monkeypatch, "quit\n", "single-head-3x4", "--steps", "weights")
+    start = out.index("  scaled [3×3]")
+    assert out[start + 1:start + 12] == [
+        "  ╭────┬────────┬────────┬────────╮",
+        "  │    │     t1 │     t2 │     t3 │",
+        "  ├────┼────────┼────────┼────────┤",
+        "  │ t1 │     √2 │    2√2 │    2√2 │",
+        f"  │    │ {R2:.4f} │ {2 * R2:.4f} │ {2 * R2:.4f} │",
+        "  ├────┼────────┼────────┼────────┤",
+        "  │ t2 │    2√2 │    4√2 │    4√2 │",
+        f"  │    │ {2 * R2:.4f} │ {4 * R2:.4f} │ {4 * R2:.4f} │",
+        "  ├────┼────────┼────────┼────────┤",
+        "  │ t3 │    2√2 │    4√2 │    4√2 │",
+        f"  │    │ {2 * R2:.4f} │ {4 * R2:.4f} │ {4 * R2:.4f} │",
+    ]
+
+
+def seed_store() -> None:
+    from tutor.store import Attempt, Store
+
+    with Store.open(store_path()) as s:
+        session = s.begin_session("two-head-causal-3x4", mode="matrix", tolerance=0.005)
+        for step in ("q", "scaled", "masked", "head_output", "concat", "output"):
+            s.record(session, Attempt("two-head-causal-3x4", step, 0, "correct"))
+        s.record(session, Attempt("two-head-causal-3x4", "head_output", 0, "shown"))
+
+
+def test_stats_at_60_columns_cuts_nothing(capsys, monkeypatch):
+    seed_store()
+    monkeypatch.setenv("COLUMNS", "60")
+    code, text, err = stats(capsys)
+    assert (code, err) == (0, "")
+    lines = [line.rstrip() for line in text.splitlines()]
+    assert lines[:19] == [
+        "Progress: 1 session, 7 answers.",
+        "",
+        "Accuracy by step",
+        "  ╭─────────────┬───────┬─────────┬──────────┬───────╮",
+        "  │ step        │ right │ answers │ accuracy │ shown │",
+        "  ├─────────────┼───────┼─────────┼──────────┼───────┤",
+        "  │ q           │     1 │       1 │     100% │     0 │",
+        "  │ scaled      │     1 │       1 │     100% │     0 │",
+        "  │ masked      │     1 │       1 │     100% │     0 │",
+        "  │ head_output │     1 │       2 │      50% │     1 │",  # 1 right of 2 (one shown)
+        "  │ concat      │     1 │       1 │     100% │     0 │",
+        "  │ output      │     1 │       1 │     100% │     0 │",
+        "  ╰─────────────┴───────┴─────────┴──────────┴───────╯",
+        "  ╭─────────────┬─────────╮",
+        "  │ step        │ skipped │",
+        "  ├─────────────┼─────────┤",
+        "  │ q           │       0 │",
+        "  │ scaled      │       0 │",
+        "  │ masked      │       0 │",
+    ]
+    assert "…" not in text and max(len(line) for line in lines) <= 60
+
+
+@pytest.mark.parametrize("columns", [40, 30, 20])
+def test_stats_when_narrow_keeps_every_header_and_step_whole(capsys, monkeypatch, columns):
+    seed_store()
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, text, _ = stats(capsys)
+    assert code == 0 and "…" not in text
+    words = set(text.replace("│", " ").replace(":", " ").replace(",", " ").split())
+    assert {"step", "right", "answers", "accuracy", "shown", "skipped"} <= words or columns == 20
+    assert {"q", "scaled", "masked", "head_output", "concat", "output"} <= words
+    assert "attn-tutor practice single-head-3x4" in text  # the command, never broken
+    body = text.split("Practise next")[0]
+    assert max(len(line.rstrip()) for line in body.splitlines()) <= columns

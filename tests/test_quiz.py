@@ -427,3 +427,98 @@ def test_any_input_keeps_a_consistent_state(lines, mode, interrupt):
     if effects:
         assert isinstance(effects[-1], Summary)
         assert len(effects[-1].results) == 3
+
+
+# --- entries a mask fixes are exact: no tolerance ----------------------------------------------------
+# Head 1 of the causal exercise, by hand: Q1 = X·W_Q[:, 2:4] = [[0, 2], [4, 0], [2, 2]],
+# K1 = X·W_K[:, 2:4] = [[2, 0], [0, 4], [2, 2]], scores1 = Q1·K1ᵀ = [[0, 8, 4], [8, 0, 8], [4, 8, 8]],
+# masked1 = scores1 / √2 with -inf above the diagonal = [[0, -inf, -inf], [4√2, 0, -inf], [2√2, 4√2, 4√2]].
+
+E = math.exp
+W1_T2 = [E(4 * R2) / (E(4 * R2) + 1), 1 / (E(4 * R2) + 1), 0.0]  # ≈ 0.9965, 0.0035, 0
+W1_T3 = softmax([2 * R2, 4 * R2, 4 * R2])  # ≈ 0.0287, 0.4856, 0.4856
+
+
+def test_a_weight_on_a_masked_key_must_be_exactly_zero():
+    sol = causal()
+    state, _ = start(sol, steps=["weights"], head=1)
+    # the mask-as-zero answer (softmax of [0, 0, 0] and [4√2, 0, 0]): [t2, t3] is 0.0035, within
+    # the tolerance of the right 0, but key t3 is masked for query t2
+    typed = "0.3333 0.3333 0.3333; 0.9931 0.0035 0.0035; 0.0287 0.4856 0.4856"
+    _, effects = handle(state, Answer(typed))
+    wrong = effects[1]
+    assert wrong.wrong == ((0, 0), (0, 1), (0, 2), (1, 2))
+    assert wrong.blocked == ((1, 2),)  # the one masked cell the tolerance would have passed
+    assert wrong.inexact == ()
+    assert [d.key for d in wrong.diagnoses] == ["mask_zero"]
+    # a tiny weight on a masked key is wrong even when everything else is right
+    t3 = " ".join(f"{v:.4f}" for v in W1_T3)
+    _, effects = handle(state, Answer(f"1 0 0; {W1_T2[0]:.4f} {W1_T2[1]:.4f} 0.004; {t3}"))
+    assert effects[1].wrong == ((1, 2),) and effects[1].blocked == ((1, 2),)
+    assert effects[1].diagnoses == ()
+    # exactly 0, however written, is right; the allowed entries keep the tolerance (0.9965 typed as 0.997)
+    for zero in ("0", "0.00", "-0", "0/3"):
+        _, effects = handle(state, Answer(f"1 {zero} {zero}; 0.997 0.0035 {zero}; {t3}"))
+        assert kinds(effects) == ["Record", "Correct", "Summary"], zero
+
+
+def test_only_the_masked_cells_of_masked_and_weights_are_exact_by_construction():
+    sol = causal()
+    above = frozenset({(0, 1), (0, 2), (1, 2)})  # causal: key j > query i is masked
+    assert quiz.blocked_cells(sol, sol.step("weights", 1)) == above
+    assert quiz.blocked_cells(sol, sol.step("masked", 0)) == above
+    for step in ("scaled", "head_output"):
+        assert quiz.blocked_cells(sol, sol.step(step, 0)) == frozenset()
+    assert quiz.blocked_cells(classic(), classic().step("weights", 0)) == frozenset()  # no mask
+    # the weight 1 on query t1's only key is exact too, but follows from the zeros: it keeps the tolerance
+    state, _ = start(sol, steps=["weights"], head=1)
+    t3 = " ".join(f"{v:.4f}" for v in W1_T3)
+    _, effects = handle(state, Answer(f"0.998 0 0; 0.9965 0.0035 0; {t3}"))
+    assert kinds(effects)[1] == "Correct"
+
+
+def test_a_masked_score_near_but_not_minus_inf_is_wrong():
+    sol = causal()
+    state, _ = start(sol, steps=["masked"], head=1)
+    _, effects = handle(state, Answer("0 -1e300 -inf; 4*sqrt(2) 0 -inf; 2*sqrt(2) 4*sqrt(2) 4*sqrt(2)"))
+    assert effects[1].wrong == ((0, 1),) and effects[1].blocked == ()  # not within any tolerance of -inf
+
+
+# --- mistakes the answer cannot tell apart ------------------------------------------------------------
+
+
+def test_two_mistakes_with_the_same_numbers_are_both_named():
+    # scores / sqrt(d_model) = scores / sqrt(4) and scores / d_k = scores / 2: the same matrix
+    state, _ = start(classic(), steps=["scaled"])
+    _, effects = handle(state, Answer("1 2 2; 2 4 4; 2 4 4"))
+    wrong = effects[1]
+    assert [d.key for d in wrong.diagnoses] == ["scale_sqrt_d_model", "scale_d_k"]
+    assert wrong.alike == 2 and [d.key for d in wrong.shown] == ["scale_sqrt_d_model", "scale_d_k"]
+    assert effects[0].diagnosis == "scale_sqrt_d_model"  # the store keeps the first
+
+
+def test_two_mistakes_that_only_round_alike_show_the_first():
+    # head 0 of the causal exercise: scores0 = [[4, ., .], [0, 16, .], [4, 8, 8]] (Q0 = K0 = [[2, 0], [0, 4], [2, 2]]).
+    # scores·d_k gives row t3 softmax([8, 16, 16]) = 0.0002, 0.4999, 0.4999; scores·√d_k gives
+    # softmax([4√2, 8√2, 8√2]) = 0.0017, 0.4991, 0.4991: both within 0.005, but not the same matrix
+    t3 = softmax([8, 16, 16])
+    state, _ = start(causal(), steps=["weights"], head=0)
+    _, effects = handle(state, Answer("1 0 0; 0 1 0; " + " ".join(f"{v:.4f}" for v in t3)))
+    wrong = effects[1]
+    assert [d.key for d in wrong.diagnoses] == ["scale_times_d_k", "scale_times_sqrt_d_k"]
+    assert wrong.alike == 1 and [d.key for d in wrong.shown] == ["scale_times_d_k"]
+
+
+def test_a_single_diagnosis_is_alike_with_itself_only():
+    state, _ = start(classic(), steps=["scaled"])
+    _, effects = handle(state, Answer("2 4 4; 4 8 8; 4 8 8"))
+    assert effects[1].alike == 1 and [d.key for d in effects[1].shown] == ["no_scaling"]
+
+
+def test_a_ragged_row_says_entry_or_entries():
+    state, _ = start(classic(), steps=["q"])
+    state, _ = handle(state, Answer("1 1"))
+    _, effects = handle(state, Answer("2"))
+    assert effects[0].message == "row 2 has 1 entry, but row 1 has 2"
+    _, effects = handle(state, Answer("2 2 2"))
+    assert effects[0].message == "row 2 has 3 entries, but row 1 has 2"

@@ -169,9 +169,13 @@ class Wrong:
 
     ``wrong`` are the wrong cells when the shape is right (``None`` when it
     is not); ``inexact`` the wrong cells whose exact form (``3``, ``1/2``) is
-    within the tolerance but not equal: they need decimals; ``diagnoses`` the
-    misconceptions that explain the answer, most specific first; ``retry``
-    the cells asked again in entry mode.
+    within the tolerance but not equal: they need decimals; ``blocked`` the
+    wrong cells a mask blocks whose entry is within the tolerance of the right
+    ``0`` (a weight must be exactly 0 there: see :func:`blocked_cells`);
+    ``diagnoses`` the misconceptions that explain the answer, most specific
+    first; ``alike`` how many of the first diagnoses recompute the very same
+    matrix (1 to 3: the mistakes the answer cannot tell apart, all shown);
+    ``retry`` the cells asked again in entry mode.
     """
 
     step: Step
@@ -181,6 +185,13 @@ class Wrong:
     diagnoses: tuple[Diagnosis, ...]
     attempt: int
     retry: tuple[Cell, ...] = ()
+    blocked: tuple[Cell, ...] = ()
+    alike: int = 1
+
+    @property
+    def shown(self) -> tuple[Diagnosis, ...]:
+        """The diagnoses to show: the first and those indistinguishable from it."""
+        return self.diagnoses[: self.alike]
 
 
 @dataclass(frozen=True)
@@ -414,7 +425,8 @@ def _add_row(state: State, text: str) -> tuple[State, list[Effect]]:
     except AnswerError as err:
         return state, [Invalid(t("practice.bad_row", row=number, message=str(err))), _prompt(state)]
     if state.rows and len(row) != len(state.rows[0]):
-        message = t("practice.ragged_row", row=number, found=len(row), expected=len(state.rows[0]))
+        found = t("practice.entries.one" if len(row) == 1 else "practice.entries.other", count=len(row))
+        message = t("practice.ragged_row", row=number, found=found, expected=len(state.rows[0]))
         return state, [Invalid(message), _prompt(state)]
     state = replace(state, rows=state.rows + (row,))
     if ends:
@@ -445,17 +457,68 @@ def _rows_text(rows: Answered) -> str:
     return "; ".join(", ".join(e.text for e in row) for row in rows)
 
 
+def blocked_cells(sol: Solution, step: Step) -> frozenset[Cell]:
+    """The cells of ``step`` whose value a mask fixes exactly: the keys a query may not attend
+    to, in ``masked`` (``-inf``) and ``weights`` (``0``).  Every other step, and an exercise
+    without a mask, has none.
+
+    These entries are exact by construction, not computed, so no rounding
+    tolerance applies to them: a weight of 0.0035 on a masked key is wrong.
+    Other entries that come out exact (a weight of 1 on a query's only
+    allowed key, whole-number products) are still graded with the tolerance:
+    a decimal near them is an honest rounding of a computation.
+    """
+    allowed = sol.exercise.allowed()  # [L, L_k], True = may attend
+    if allowed is None or step.id not in ("masked", "weights"):
+        return frozenset()
+    return frozenset((i, j) for i, row in enumerate(allowed) for j, ok in enumerate(row) if not ok)
+
+
+def _right(entry: Entry, expected: float, strict: bool, tolerance: float) -> bool:
+    """Whether ``entry`` is right for ``expected``: equal for a ``strict`` (mask-fixed) cell, else
+    :func:`tutor.answers.close`."""
+    return entry.value() == expected if strict else close(entry, expected, tolerance=tolerance)
+
+
+def _alike(sol: Solution, step: Step, diagnoses: Sequence[Diagnosis], limit: int = 3) -> int:
+    """How many of the leading ``diagnoses`` recompute the same matrix as the first (at most ``limit``):
+    mistakes that give the same numbers here, which the answer cannot tell apart."""
+    if len(diagnoses) < 2:
+        return len(diagnoses)
+    import numpy as np
+
+    from .diagnose import MISCONCEPTIONS
+
+    recompute = {m.key: m.recompute for m in MISCONCEPTIONS}
+    if diagnoses[0].key not in recompute:
+        return 1
+    first = recompute[diagnoses[0].key](sol, step.id, step.head)  # [rows, cols] or None
+    if first is None:
+        return 1
+    count = 1
+    for d in diagnoses[1:]:
+        if count == limit:
+            break
+        if d.key not in recompute:
+            continue
+        got = recompute[d.key](sol, step.id, step.head)  # [rows, cols] or None
+        if got is not None and got.shape == first.shape and bool(np.allclose(got, first, rtol=1e-9, atol=1e-12)):
+            count += 1
+    return count
+
+
 def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effect]]:
-    """Grade a complete answer: right entries by :func:`tutor.answers.close`, wrong ones explained by
-    :func:`tutor.diagnose.diagnose`."""
+    """Grade a complete answer: right entries by :func:`tutor.answers.close` (mask-fixed entries
+    exactly, see :func:`blocked_cells`), wrong ones explained by :func:`tutor.diagnose.diagnose`."""
     step = state.step
     tol = state.settings.tolerance
     attempt = state.attempts + 1
     shape = (len(answer), len(answer[0]))
     wrong: tuple[Cell, ...] | None = None
+    strict = blocked_cells(state.sol, step)
     if shape == step.shape:
         wrong = tuple((i, j) for i, row in enumerate(answer) for j, e in enumerate(row)
-                      if not close(e, step.value[i][j], tolerance=tol))
+                      if not _right(e, step.value[i][j], (i, j) in strict, tol))
         if not wrong:
             record = Record(step.id, step.head, "correct", attempt, state.hints, answer=text)
             state = replace(state, results=state.results + (
@@ -467,8 +530,10 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
 
     floats = [[e.value() for e in row] for row in answer]
     diagnoses = tuple(diagnose(state.sol, step.id, step.head, floats, tolerance=tol))
-    inexact = tuple((i, j) for i, j in wrong or () if answer[i][j].is_exact
-                    and math.isfinite(step.value[i][j]) and abs(answer[i][j].value() - step.value[i][j]) <= tol)
+    near = tuple((i, j) for i, j in wrong or ()
+                 if math.isfinite(step.value[i][j]) and abs(answer[i][j].value() - step.value[i][j]) <= tol)
+    blocked = tuple(c for c in near if c in strict)
+    inexact = tuple((i, j) for i, j in near if answer[i][j].is_exact and (i, j) not in strict)
     first = diagnoses[0] if diagnoses else None
     record = Record(step.id, step.head, "wrong", attempt, state.hints,
                     first.key if first else None, first.message if first else None, text)
@@ -481,7 +546,9 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
         bad = set(wrong)
         grid = tuple(tuple(None if (i, j) in bad else e for j, e in enumerate(row)) for i, row in enumerate(answer))
         state = replace(state, grid=grid, todo=wrong)
-    return state, [record, Wrong(step, answer, wrong, inexact, diagnoses, attempt, retry), _prompt(state)]
+    wrong_effect = Wrong(step, answer, wrong, inexact, diagnoses, attempt, retry, blocked,
+                         _alike(state.sol, step, diagnoses))
+    return state, [record, wrong_effect, _prompt(state)]
 
 
 # --- moving on --------------------------------------------------------------------------------------

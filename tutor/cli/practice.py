@@ -6,6 +6,13 @@ text: one answer per line), turns it into an event, and carries out the
 effects -- each :class:`tutor.quiz.Record` committed to the progress store
 before the feedback after it is shown.  Ctrl-C and the end of input end the
 session with its summary and exit code 0.
+
+An answer the store cannot take (the file locked by another program past the
+busy timeout) does not end the session: a one-line warning says it is not
+saved yet, and a :class:`tutor.store.Recorder` keeps it and writes it with a
+later answer or at the end.  Only when some still cannot be written at the
+end does the session end with an error naming how many (exit code 2), after
+its summary.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from ..errors import StoreError, TutorError
 from ..messages import t
 from . import ExercisesOpt, Format, FormatOpt, app, console, write
 
@@ -27,13 +35,24 @@ if TYPE_CHECKING:
     from ..model import Exercise
     from ..quiz import State
     from ..render.quiz import QuizRenderer
-    from ..store import Store
+    from ..store import Recorder, Store
+
+
+class InputClosedError(TutorError):
+    """Standard input is closed (``<&-``): there is nothing to read answers from."""
 
 
 class PracticeMode(str, Enum):
     matrix = "matrix"
     entry = "entry"
 
+
+def _answer_stream() -> TextIO:
+    """The stream answers are read from: standard input, refused when it is closed."""
+    stream = sys.stdin
+    if stream is None or getattr(stream, "closed", False):
+        raise InputClosedError(t("practice.stdin_closed"))
+    return stream
 
 
 def step_kinds(ex: Exercise) -> set[str]:
@@ -83,12 +102,13 @@ def practice(
     from ..catalog import resolve
     from ..exact import solve
     from ..quiz import Settings, select, start
-    from ..render.quiz import QuizRenderer
-    from ..store import Store
+    from ..render.quiz import QuizRenderer, plural
+    from ..store import Recorder, Store
 
     chosen = _parse_steps(steps)
     if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
         raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
+    stream = _answer_stream()  # before the store is opened: a session that cannot read leaves no trace
     store = Store.open()  # a damaged or foreign store stops here, before any question
     try:
         picked = ""
@@ -117,12 +137,34 @@ def practice(
         renderer.intro(ex, total, settings, picked)
         state, effects = start(sol, settings, steps=chosen, head=head)
         session = store.begin_session(ex.id, mode=settings.mode, tolerance=settings.tolerance)
+        recorder = Recorder(store, session)
+        finished = False
         try:
-            drive(state, effects, renderer, store, session, ex.id, sys.stdin, out)
+            drive(state, effects, renderer, recorder, ex.id, stream, out)  # flushes the recorder at the summary
+            finished = True
         finally:
-            store.end_session(session)
+            if not finished and not recorder.flush():  # broken off by another error: still save what is waiting,
+                unsaved = plural("practice.unsaved.end", len(recorder.pending), reason=_why_unsaved(recorder))
+                sys.stderr.write(t("cli.error", message=unsaved) + "\n")  # and never lose it silently
+            if not recorder.pending:
+                try:
+                    store.end_session(session)
+                except StoreError:  # only the end time is lost: the session reads as one that was killed
+                    pass
+        if recorder.pending:
+            raise StoreError(plural("practice.unsaved.end", len(recorder.pending), reason=_why_unsaved(recorder)))
     finally:
         store.close()
+
+
+def _why_unsaved(recorder: Recorder) -> str:
+    """Why the recorder's answers are waiting, as a clause (no advice to try again: they are retried)."""
+    from ..store import StoreLockedError
+
+    err = recorder.error
+    if isinstance(err, StoreLockedError):
+        return t("store.busy", path=err.path)
+    return str(err)
 
 
 def _prepare(stream: TextIO) -> None:
@@ -135,15 +177,17 @@ def _prepare(stream: TextIO) -> None:
             pass
 
 
-def drive(state: State, effects: list, renderer: QuizRenderer, store: Store, session: int, exercise_id: str,
+def drive(state: State, effects: list, renderer: QuizRenderer, recorder: Recorder, exercise_id: str,
           stream: TextIO, out: Console) -> State:
     """Run a session to its end: carry out ``effects``, read the next line, repeat.
 
     From a terminal, lines are read with ``input()`` (line editing); from
     anything else with ``stream.readline()``, echoing each line after its
-    prompt so that the transcript reads as typed.  Returns the final state.
+    prompt so that the transcript reads as typed.  Every answer goes to
+    ``recorder``; one it cannot write yet gets a warning and stays in it.
+    Returns the final state.
     """
-    from ..quiz import EndOfInput, Event, Interrupt, Prompt, Record, handle, read_event
+    from ..quiz import EndOfInput, Event, Interrupt, Prompt, Record, Summary, handle, read_event
     from ..store import Attempt
 
     interactive = stream is sys.stdin and stream.isatty()
@@ -159,11 +203,16 @@ def drive(state: State, effects: list, renderer: QuizRenderer, store: Store, ses
             prompt = None
             for effect in effects:
                 if isinstance(effect, Record):
-                    store.record(session, Attempt(exercise_id, effect.step, effect.head, effect.outcome, effect.attempt,
-                                                  effect.hints, effect.diagnosis, effect.diagnosis_text, effect.answer))
+                    saved = recorder.add(Attempt(exercise_id, effect.step, effect.head, effect.outcome, effect.attempt,
+                                                 effect.hints, effect.diagnosis, effect.diagnosis_text, effect.answer))
+                    if not saved:
+                        renderer.unsaved_warning(_why_unsaved(recorder))
                 elif isinstance(effect, Prompt):
                     prompt = effect
                 else:
+                    if isinstance(effect, Summary):  # the last chance to save what is still waiting
+                        recorder.flush()
+                        renderer.unsaved = len(recorder.pending)
                     renderer.show(effect)
             if state.done or prompt is None:
                 return state
@@ -185,7 +234,7 @@ def drive(state: State, effects: list, renderer: QuizRenderer, store: Store, ses
                     line = None
                 else:
                     line = line.rstrip("\r\n")
-                    renderer.echo("", line)
+                    renderer.echo(text, line)
             event: Event = EndOfInput() if line is None else read_event(line)
         except KeyboardInterrupt:
             out.print()

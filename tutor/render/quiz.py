@@ -25,10 +25,16 @@ from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pretty
 
 PLACES = 4
+ECHO_CHARS = 200  # longest typed line echoed in full; a longer one is cut, with its length
 
 
 def _shape(shape: tuple[int, int]) -> str:
     return f"[{shape[0]}×{shape[1]}]"
+
+
+def plural(key: str, count: int, **fields: object) -> str:
+    """The sentence ``key.one`` (count 1) or ``key.other``, with ``count`` filled in."""
+    return t(f"{key}.one" if count == 1 else f"{key}.other", count=count, **fields)
 
 
 class QuizRenderer:
@@ -40,6 +46,7 @@ class QuizRenderer:
         self.places = precision
         self.wrong_mark = "✗" if self.r.unicode else "[x]"
         self.right_mark = "✓" if self.r.unicode else "ok"
+        self.unsaved = 0  # answers the store could not take by the end (set by the CLI before the summary)
 
     # -- primitives ---------------------------------------------------------------
     def tx(self, text: str) -> str:
@@ -53,18 +60,33 @@ class QuizRenderer:
             item = Padding(item, (0, 0, 0, indent), expand=False)
         self.console.print(item)
 
-    def cell(self, exact: str, value: float) -> str:
-        """An entry in a table: exact when short (with its decimal below when not an integer),
-        else its decimal."""
-        if is_plain(exact):
-            return self.r.notation(exact)
-        if len(pretty(exact)) > INLINE_EXACT:
-            return decimal(value, self.places)
-        return f"{self.r.notation(exact)}\n{decimal(value, self.places)}"
+    def bullet(self, text: str) -> None:
+        """One item of a list, its wrapped lines aligned after the bullet."""
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        grid.add_row(self.tx("•"), Text(self.tx(text)))
+        self.console.print(Padding(grid, (0, 0, 0, 2), expand=False))
+
+    def cells(self, exact: Sequence[Sequence[str]], value: Sequence[Sequence[float]]) -> list[list[str]]:
+        """A matrix's table cells, in one form for the whole table (the rule of ``explain``):
+        integers (and ``-inf``) as themselves; the other entries as their exact form over their
+        decimal when every such exact form is short (at most ``INLINE_EXACT`` characters),
+        else all as decimals."""
+        long = any(not is_plain(x) and len(pretty(x)) > INLINE_EXACT for row in exact for x in row)
+
+        def cell(x: str, v: float) -> str:
+            if is_plain(x):
+                return self.r.notation(x)
+            if long:
+                return decimal(v, self.places)
+            return f"{self.r.notation(x)}\n{decimal(v, self.places)}"
+
+        return [[cell(x, v) for x, v in zip(er, vr)] for er, vr in zip(exact, value)]
 
     def matrix_tables(self, name: str, exact: Sequence[Sequence[str]], value: Sequence[Sequence[float]],
                       rows: Sequence[str], cols: Sequence[str]) -> list[RenderableType]:
-        cells = [[self.cell(x, v) for x, v in zip(er, vr)] for er, vr in zip(exact, value)]
+        cells = self.cells(exact, value)
         shape = (len(exact), len(exact[0]))
         title = f"{name} [{shape[1]}]" if name.startswith("b_") else f"{name} {_shape(shape)}"
         return self.r.tables(cells, rows, cols, title=title)
@@ -107,9 +129,16 @@ class QuizRenderer:
         return self.tx(text) + " "
 
     def echo(self, prompt: str, line: str) -> None:
-        """A line read from a non-terminal stream, shown after its prompt (so a transcript reads as typed)."""
-        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
-        self.console.print(Text(prompt + self.tx(shown)))
+        """A line read from a non-terminal stream, shown after its prompt (so a transcript reads as
+        typed).  ``prompt`` is already on the screen: the echo is wrapped as if it followed it.
+        Control characters are shown escaped; a line over :data:`ECHO_CHARS` characters is cut,
+        with its length."""
+        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line[:ECHO_CHARS])
+        if len(line) > ECHO_CHARS:
+            shown += t("practice.echo.cut", length=len(line))
+        lines = Text(prompt + self.tx(shown)).wrap(self.console, self.console.width)
+        lines[0] = lines[0][len(prompt):]
+        self.console.print(Text("\n").join(lines))
 
     def on_present(self, p: quiz.Present) -> None:
         step = p.step
@@ -155,14 +184,26 @@ class QuizRenderer:
             where = ", ".join(f"({step.row_labels[i]}, {step.col_labels[j]})" for i, j in e.inexact)
             i, j = e.inexact[0]
             self.line(t("practice.inexact", cells=where, example=f"{step.value[i][j]:.2f}"))
-        if e.diagnoses:
-            self.line(t("practice.diagnosis", message=e.diagnoses[0].message), "bold")
-        elif e.wrong is not None and not e.inexact:
+        if e.blocked:
+            where = ", ".join(f"({step.row_labels[i]}, {step.col_labels[j]})" for i, j in e.blocked)
+            self.line(t("practice.blocked", cells=where))
+        shown = e.shown
+        if len(shown) == 1:
+            self.line(t("practice.diagnosis", message=shown[0].message), "bold")
+        elif shown:
+            self.line(t(f"practice.diagnosis.alike.{len(shown)}"), "bold")
+            for d in shown:
+                self.bullet(d.message)
+        elif e.wrong is not None and not e.inexact and not e.blocked:
             self.line(t("practice.no_diagnosis"))
         if e.retry:
             self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
         else:
             self.line(t("practice.retry"), "dim")
+
+    def unsaved_warning(self, reason: str) -> None:
+        """The store could not take the answer just given: it is kept, and saved later."""
+        self.line(t("practice.unsaved", reason=reason), "bold yellow")
 
     def on_hint(self, h: quiz.Hint) -> None:
         step = h.step
@@ -220,7 +261,7 @@ class QuizRenderer:
         width = max(len(self.tx(self.label(r.step, multi))) for r in results)
         for n, r in enumerate(results, start=1):
             self.line(f"{n:>2}. {self.tx(self.label(r.step, multi)):<{width}}  {self.status(r)}", indent=2)
-        if any(r.outcome is not None for r in results):
+        if any(r.outcome is not None for r in results) and not self.unsaved:
             self.line(t("practice.saved"), "dim")
 
     def status(self, r: quiz.Result) -> str:
@@ -236,7 +277,7 @@ class QuizRenderer:
         else:
             text = t("practice.status.unreached")
         if r.hints:
-            text += t("practice.status.hints", hints=r.hints)
+            text += plural("practice.status.hints", r.hints)
         return text
 
 
@@ -261,17 +302,12 @@ def render_stats(data: dict, console: Console) -> None:
     if not data["answers"]:
         line(t("stats.empty"), "bold")
     else:
-        line(t("stats.header", sessions=data["sessions"], answers=data["answers"]), "bold")
+        line(t("stats.header", sessions=plural("stats.sessions", data["sessions"]),
+               answers=plural("stats.answers", data["answers"])), "bold")
         console.print()
         line(t("stats.by_step"), "bold")
-        table = Table(box=r.box, padding=(0, 1), expand=False)
-        table.add_column(t("stats.col.step"), no_wrap=True, style="bold")
-        for key in ("stats.col.right", "stats.col.graded", "stats.col.accuracy", "stats.col.shown", "stats.col.skipped"):
-            table.add_column(tx(t(key)), justify="right", no_wrap=True)
-        for s in data["steps"]:
-            table.add_row(s["step"], str(s["correct"]), str(s["graded"]), percent(s["accuracy"]), str(s["shown"]),
-                          str(s["skipped"]))
-        console.print(Padding(table, (0, 0, 0, 2), expand=False))
+        for item in _step_tables(data["steps"], r):
+            console.print(Padding(item, (0, 0, 0, 2), expand=False))
         if data["diagnoses"]:
             console.print()
             line(t("stats.diagnoses"), "bold")
@@ -286,8 +322,50 @@ def render_stats(data: dict, console: Console) -> None:
         else:
             why = t("stats.next.new", step=nxt["step"])
         line(t("stats.next", why=why, exercise=nxt["exercise"]), "bold")
-        console.print(Padding(Text(nxt["command"]), (0, 0, 0, 2), expand=False))
+        if len(nxt["command"]) + 2 <= console.width:
+            console.print(Padding(Text(nxt["command"]), (0, 0, 0, 2), expand=False))
+        else:  # a command is never broken over lines: it is copied whole
+            console.print(Text(nxt["command"]), soft_wrap=True)
     line(t("stats.file", path=data["store"]), "dim")
+
+
+_STAT_COLUMNS = (("stats.col.right", "correct"), ("stats.col.graded", "graded"), ("stats.col.accuracy", "accuracy"),
+                 ("stats.col.shown", "shown"), ("stats.col.skipped", "skipped"))
+
+
+def _step_tables(steps: Sequence[dict], r: RichRenderer) -> list[RenderableType]:
+    """The accuracy-by-step table, split into tables that each fit the console (every one
+    repeating the step column): no header or step name is ever cut.  Where not even one
+    column fits beside the step names, one line of text per step instead."""
+    tx = r.tx
+    names = [tx(s["step"]) for s in steps]
+    header = tx(t("stats.col.step"))
+    columns = [(tx(t(key)), [percent(s[field]) if field == "accuracy" else str(s[field]) for s in steps])
+               for key, field in _STAT_COLUMNS]
+    step_w = max([len(header)] + [len(n) for n in names])
+    widths = [max([len(h)] + [len(c) for c in cells]) for h, cells in columns]
+    budget = r.console.width - 2  # the indent
+
+    def width(group: Sequence[int]) -> int:  # borders: one per column and one more; padding: 1 each side
+        return step_w + sum(widths[j] for j in group) + 3 * (len(group) + 1) + 1
+
+    groups: list[list[int]] = [[]]
+    for j in range(len(columns)):
+        if groups[-1] and width(groups[-1] + [j]) > budget:
+            groups.append([])
+        groups[-1].append(j)
+    if any(width(group) > budget for group in groups):
+        return [Text(f"{name}: " + ", ".join(f"{h} {cells[i]}" for h, cells in columns)) for i, name in enumerate(names)]
+    out: list[RenderableType] = []
+    for group in groups:
+        table = Table(box=r.box, padding=(0, 1), expand=False)
+        table.add_column(header, no_wrap=True, style="bold", min_width=step_w)
+        for j in group:
+            table.add_column(columns[j][0], justify="right", no_wrap=True, min_width=widths[j])
+        for i, name in enumerate(names):
+            table.add_row(name, *(columns[j][1][i] for j in group))
+        out.append(table)
+    return out
 
 
 def percent(x: float | None) -> str:
