@@ -645,3 +645,25 @@ def test_random_exercises_match_numpy_and_sympy(ex):
     sol = solve(ex)
     check_against_numpy(sol)
     check_exact_entries(sol)
+
+
+def test_floats_survive_cancellation():
+    """2 - 2/(1 + 2e^(-8√2)) cancels 4 digits in float64; the engine's value is still right to 1e-14 relative."""
+    import mpmath
+
+    from tutor.exactnum import SoftmaxRow, mix, mix_sum
+
+    row = SoftmaxRow((0, -8, -8), 1, 2)  # exponents 0, -8√2, -8√2
+    entry = mix_sum([mix(row, (-2, 0, 0), 1)], Fraction(2))
+    with mpmath.workdps(60):
+        e = mpmath.exp(-8 * mpmath.sqrt(2))
+        truth = float(4 * e / (1 + 2 * e))  # the same number, written without the cancellation
+    assert entry.value() == pytest.approx(truth, rel=1e-14)
+    assert str(entry) == "-2/(1 + 2*exp(-8*sqrt(2))) + 2"
+    # a mix whose own numerator cancels: coefficients +1 and -1 on nearly equal exponents
+    row2 = SoftmaxRow((0, -1), 10**6, 2)  # exponents 0 and -√2·1e-6
+    m = mix(row2, (1, -1), 1)
+    with mpmath.workdps(60):
+        a = mpmath.exp(-mpmath.sqrt(2) / 10**6)
+        truth2 = float((1 - a) / (1 + a))
+    assert m.value() == pytest.approx(truth2, rel=1e-14)

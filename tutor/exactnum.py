@@ -28,7 +28,8 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # sympy is imported lazily: building an exact value never needs it
+if TYPE_CHECKING:  # sympy and mpmath are imported lazily: building an exact value never needs them
+    import mpmath
     import sympy
 
 
@@ -74,6 +75,11 @@ def sum_text(terms: Iterable[str]) -> str:
         else:
             out += " + " + term
     return out or "0"
+
+
+def _cancels(total: float, terms: list[float]) -> bool:
+    """True when a float sum lost 3 or more digits to cancellation (|sum| < 1e-3 · its largest term)."""
+    return abs(total) < 1e-3 * max((abs(x) for x in terms), default=0.0)
 
 
 class Exact:
@@ -272,7 +278,30 @@ class Mix(Exact):
 
     def value(self) -> float:
         s = self.row.shifted
-        return math.fsum(c * s[j] for j, c in enumerate(self.cnums) if c) / (self.cden * self.row.z)
+        terms = [c * s[j] for j, c in enumerate(self.cnums) if c]
+        num = math.fsum(terms)
+        if _cancels(num, terms):  # mixed signs cancelled: recompute from the exact exponents
+            return float(self.precise() / (self.cden * self.row.z))
+        return num / (self.cden * self.row.z)
+
+    def precise(self, digits: int = 40) -> mpmath.mpf:
+        """``Σ c_j exp(a_j - max a)`` times ``cden·Z``… i.e. the value times ``cden·Z``, at ``digits`` digits."""
+        import mpmath
+
+        with mpmath.workdps(digits):
+            r = mpmath.sqrt(self.row.t) / self.row.den
+            top = self.row.top
+            return mpmath.fsum(c * mpmath.exp((self.row.nums[j] - top) * r)  # type: ignore[operator]
+                               for j, c in enumerate(self.cnums) if c and j in self.row.live)
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        """The entry at ``digits`` significant digits (mpmath), for sums that cancel."""
+        import mpmath
+
+        with mpmath.workdps(digits):
+            r = mpmath.sqrt(self.row.t) / self.row.den
+            z = mpmath.fsum(mpmath.exp((self.row.nums[j] - self.row.top) * r) for j in self.row.live)  # type: ignore[operator]
+            return self.precise(digits) / (self.cden * z)
 
     def _ref(self) -> int:
         nums, cnums = self.row.nums, self.cnums
@@ -332,7 +361,15 @@ class MixSum(Exact):
     const: Fraction
 
     def value(self) -> float:
-        return math.fsum([p.value() for p in self.parts] + [float(self.const)])
+        terms = [p.value() for p in self.parts] + [float(self.const)]
+        v = math.fsum(terms)
+        if _cancels(v, terms):  # e.g. 2 - 2/(1 + 2e^(-8√2)): recompute at 40 digits
+            import mpmath
+
+            with mpmath.workdps(40):
+                exact = mpmath.fsum([p.precise_value(40) for p in self.parts]) + mpmath.mpf(self.const.numerator) / self.const.denominator
+                return float(exact)
+        return v
 
     def __str__(self) -> str:
         terms = [str(p) for p in self.parts]
