@@ -658,7 +658,7 @@ def test_floats_survive_cancellation():
     with mpmath.workdps(60):
         e = mpmath.exp(-8 * mpmath.sqrt(2))
         truth = float(4 * e / (1 + 2 * e))  # the same number, written without the cancellation
-    assert entry.value() == pytest.approx(truth, rel=1e-14)
+    assert entry.value() == pytest.approx(truth, rel=1e-14, abs=0)
     assert str(entry) == "-2/(1 + 2*exp(-8*sqrt(2))) + 2"
     # a mix whose own numerator cancels: coefficients +1 and -1 on nearly equal exponents
     row2 = SoftmaxRow((0, -1), 10**6, 2)  # exponents 0 and -√2·1e-6
@@ -666,4 +666,4 @@ def test_floats_survive_cancellation():
     with mpmath.workdps(60):
         a = mpmath.exp(-mpmath.sqrt(2) / 10**6)
         truth2 = float((1 - a) / (1 + a))
-    assert m.value() == pytest.approx(truth2, rel=1e-14)
+    assert m.value() == pytest.approx(truth2, rel=1e-14, abs=0)
