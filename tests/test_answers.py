@@ -250,6 +250,7 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "matrix.empty_entry": (parse_matrix, "1, , 2", "row 1, entry 2 is empty"),
     "matrix.row_empty_entry": (parse_row, "1, 2,", "entry 3 is empty"),
     "matrix.empty_row": (parse_matrix, "[[1, 2], []]", "row 2 is empty"),
+    "matrix.empty_between": (parse_matrix, "1 1;;2 2", "row 2 is empty (two \";\" in a row?); write every row"),
     "matrix.ragged": (parse_matrix, "1 2 3; 4 5", "row 2 has 2 entries, but row 1 has 3"),
     "matrix.no_rows": (parse_matrix, "[]", "no rows given"),
     "matrix.one_row": (parse_row, "1 2; 3 4", "expected one row, found 2 rows"),
@@ -557,9 +558,9 @@ def test_parse_row(text: str, expected: list[str]) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("1 2; 3", "row 2 has 1 entries, but row 1 has 2"),
-        ("[[1, 2], [3]]", "row 2 has 1 entries, but row 1 has 2"),
-        ("1 2\n3 4\n5", "row 3 has 1 entries, but row 1 has 2"),
+        ("1 2; 3", "row 2 has 1 entry, but row 1 has 2"),
+        ("[[1, 2], [3]]", "row 2 has 1 entry, but row 1 has 2"),
+        ("1 2\n3 4\n5", "row 3 has 1 entry, but row 1 has 2"),
         ("1 2; 3 4 5", "row 2 has 3 entries, but row 1 has 2"),
         ("1,2;3,,4", "row 2, entry 2 is empty"),
         ("[1, 2]]", 'unmatched "]" at column 7'),
@@ -643,7 +644,7 @@ def test_entry_from_value_refuses(value: object, message: str) -> None:
 def test_matrix_from_value() -> None:
     m = matrix_from_value([[1, "1/2"], [0.25, "-inf"]])
     assert [[e.expr for e in row] for row in m] == [[1, Rational(1, 2)], [Rational(1, 4), -oo]]
-    with pytest.raises(AnswerError, match="^row 2 has 1 entries, but row 1 has 2$"):
+    with pytest.raises(AnswerError, match="^row 2 has 1 entry, but row 1 has 2$"):
         matrix_from_value([[1, 2], [3]])
     with pytest.raises(AnswerError, match="^row 2, entry 1: true is not a number"):
         matrix_from_value([[1], [True]])
@@ -979,3 +980,14 @@ def test_generated_matrices_parse_entry_by_entry(rows: list[list[Node]], between
 )
 def test_implicit_multiplication_before_a_root_exp_or_parenthesis(text, expected):
     assert sympy.simplify(parse_entry(text).expr - expected) == 0
+
+
+@pytest.mark.parametrize(("text", "row"), [("1 1;;2 2; 2 2", 2), (";1 1", 1), ("[1 2;; 3 4]", 2), ("1 1; ; 2 2", 2)])
+def test_an_empty_row_between_semicolons_is_an_error(text, row):
+    with pytest.raises(AnswerError, match=f'^row {row} is empty \\(two ";" in a row\\?\\); write every row$'):
+        parse_matrix(text)
+
+
+@pytest.mark.parametrize("text", ["1 1; 2 2;", "1 1\n\n2 2", "1 1;\n2 2\n"])
+def test_a_trailing_semicolon_and_blank_lines_are_fine(text):
+    assert [[e.value() for e in row] for row in parse_matrix(text)] == [[1, 1], [2, 2]]

@@ -173,7 +173,7 @@ def test_unparseable_text_is_not_an_attempt():
     assert 'row 3, entry 2: unknown name "x"' in effects[0].message
     assert after == state
     after, effects = handle(state, Answer("1 1; 2 2; 2"))
-    assert effects[0].message == "row 3 has 1 entries, but row 1 has 2"
+    assert effects[0].message == "row 3 has 1 entry, but row 1 has 2"
 
 
 def test_blank_line_alone_asks_again():

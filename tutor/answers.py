@@ -59,7 +59,7 @@ in magnitude; every intermediate value at most :data:`MAX_MAGNITUDE`.
 >>> parse_matrix("1 2; 3")
 Traceback (most recent call last):
 ...
-tutor.errors.AnswerError: row 2 has 1 entries, but row 1 has 2
+tutor.errors.AnswerError: row 2 has 1 entry, but row 1 has 2
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ MESSAGES: dict[str, str] = {
     "matrix.empty_entry": "row {row}, entry {entry} is empty",
     "matrix.row_empty_entry": "entry {entry} is empty",
     "matrix.empty_row": "row {row} is empty",
-    "matrix.ragged": "row {row} has {found} entries, but row 1 has {expected}",
+    "matrix.ragged": "row {row} has {found}, but row 1 has {expected}",
+    "matrix.empty_between": "row {row} is empty (two \";\" in a row?); write every row",
     "matrix.no_rows": "no rows given",
     "matrix.one_row": "expected one row, found {found} rows",
     "matrix.too_many": "the matrix has more than {limit} entries",
@@ -591,7 +592,7 @@ def _check_shape(rows: Sequence[Sequence[Entry]]) -> None:
             _fail("matrix.empty_row", row=r)
     for r, row in enumerate(rows[1:], start=2):
         if len(row) != len(rows[0]):
-            _fail("matrix.ragged", row=r, found=len(row), expected=len(rows[0]))
+            _fail("matrix.ragged", row=r, found=_entries(len(row)), expected=len(rows[0]))
 
 
 def matrix_from_value(value: object) -> Matrix:
@@ -724,10 +725,27 @@ def _bracket_groups(text: str, offset: int) -> tuple[list[tuple[str, int]], list
     return groups, outside
 
 
+def _entries(n: int) -> str:
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
+def _split_rows(text: str) -> list[str]:
+    """Rows separated by ``;`` or line breaks.  Blank lines and one trailing ``;`` are
+    ignored; an empty row between two ``;`` (``1 1;;2 2``) is an error, not dropped."""
+    pieces = _split_depth0(text, ";")
+    rows: list[str] = []
+    for n, piece in enumerate(pieces):
+        lines = [r for r in _split_depth0(piece, "\n\r") if r.strip()]
+        if not lines and n < len(pieces) - 1:
+            _fail("matrix.empty_between", row=len(rows) + 1)
+        rows += lines
+    return rows
+
+
 def _row_texts(text: str) -> list[str]:
     """Split a whole matrix's text into the texts of its rows."""
     if "[" not in text and "]" not in text:
-        return [r for r in _split_depth0(text, ";\n\r") if r.strip()]
+        return _split_rows(text)
     groups, outside = _bracket_groups(text, 0)
     if outside:  # any bracket makes every row bracketed
         _fail("matrix.bracket_mixed")
@@ -738,7 +756,7 @@ def _row_texts(text: str) -> list[str]:
             if inside:
                 _fail("matrix.bracket_mixed")
         else:  # [1, 2] or [1 2; 3 4]
-            return [r for r in _split_depth0(inner, ";\n\r") if r.strip()]
+            return _split_rows(inner)
     else:  # [1, 2], [3, 4]
         rows = groups
     for inner, col in rows:
