@@ -63,6 +63,10 @@ class AnswerError(TutorError, ValueError):
     """A typed answer is not in the answer grammar, or has the wrong shape."""
 
 
+class InputClosedError(TutorError):
+    """Standard input is closed (``<&-``): there is nothing to read answers from."""
+
+
 class StoreError(TutorError):
     """The progress store cannot be opened or written (corrupt, foreign, locked)."""
 

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
-from ..errors import StoreError, TutorError
+from ..errors import InputClosedError, StoreError
 from ..messages import t
-from . import ExercisesOpt, Format, FormatOpt, app, console, write
+from . import ExercisesOpt, Format, FormatOpt, app, check_head, console, write
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from ..quiz import State
     from ..render.quiz import QuizRenderer
     from ..store import Recorder, Store
-
-
-class InputClosedError(TutorError):
-    """Standard input is closed (``<&-``): there is nothing to read answers from."""
 
 
 class PracticeMode(str, Enum):
@@ -121,8 +117,7 @@ def practice(
                    if rec.stats.graded else t("stats.next.new", step=rec.step))
             picked = t("practice.picked", exercise=rec.exercise, why=why)
         ex = resolve(exercise, exercises or ())
-        if head is not None and head >= ex.num_heads:
-            raise typer.BadParameter(t("explain.no_head", head=head, last=ex.num_heads - 1), param_hint="--head")
+        check_head(head, ex.num_heads)
         sol = solve(ex)
         if chosen is not None:
             missing = [s for s in chosen if s not in step_kinds(ex)]
