@@ -372,3 +372,12 @@ def test_dimension_flow_follows_the_head_shown(capsys):
 def test_one_head_wording(capsys):
     code, _, err = run(capsys, "explain", "single-head-3x4", "--head", "1")
     assert code == 2 and "this exercise has one head, head 0" in err
+
+
+@pytest.mark.parametrize("exercise_id", BUNDLED_IDS)
+def test_the_engines_agree_on_every_bundled_exercise(exercise_id):
+    from tutor.catalog import resolve
+    from tutor.exact import solve
+    from tutor.verify import verify
+
+    verify(solve(resolve(exercise_id)))  # raises EngineMismatchError on any step beyond 1e-9
