@@ -169,6 +169,9 @@ EN: dict[str, str] = {
     "store.locked": "the progress file {path} stayed locked by another session; try again",
     "store.busy": "the progress file {path} is locked by another program",
     "store.failed": "cannot use the progress file {path}: {reason}",
+    # the progress store, hardened (issue 8: F.17-F.20)
+    "store.readonly": "the progress file {path} cannot be written ({reason}), and practice saves every answer in it: make it writable, or set ATTN_TUTOR_HOME to a writable folder",
+    "store.trigger": "the progress file {path} holds a trigger, which attn-tutor never creates and which would run on every answer saved; it was left untouched (move it away to start afresh, or set ATTN_TUTOR_HOME to use another folder)",
     "cli.practice.help": "Drill an exercise step by step: type each matrix, get told what is wrong and why.",
     "cli.practice.exercise": "A bundled exercise id or a YAML file path (default: the one that trains your weakest step).",
     "cli.practice.steps": "Only these steps, comma-separated (q,k,v,scores,scaled,masked,weights,head_output,concat,output).",
