@@ -26,6 +26,7 @@ from tutor.store import (
     StepStats,
     Store,
     StoreDamagedError,
+    StoreFullError,
     StoreLockedError,
     default_path,
     recommend,
@@ -433,6 +434,73 @@ def test_the_learners_cut_store_stops_practice_and_stats_alike(tmp_path, capsys,
         assert listing(path.parent) == before, argv
 
 
+def damage_under(path: Path) -> None:
+    """Damage ``path`` while a session has it open, as another program or a failing disk would:
+    the answers table's page is overwritten, and a commit by another connection makes every
+    other connection read pages afresh."""
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0  # every page in the file itself
+        (root,), = other.execute("SELECT rootpage FROM sqlite_master WHERE name = 'answers'").fetchall()
+        (page,), = other.execute("PRAGMA page_size").fetchall()
+        with path.open("r+b") as f:
+            f.seek((root - 1) * page)
+            f.write(b"\xff" * page)
+        other.execute("UPDATE sessions SET mode = mode")
+    finally:
+        other.close()
+
+
+def test_damage_found_by_a_write_stops_every_later_write(tmp_path):
+    path = tmp_path / "p.sqlite3"
+    with Store.open(path) as store:
+        s = store.begin_session("x", mode="matrix", tolerance=0.005)
+        recorder = Recorder(store, s)
+        assert recorder.add(Attempt("x", "q", 0, "correct")) is True
+        damage_under(path)
+        assert recorder.add(Attempt("x", "k", 0, "wrong", answer="9 9")) is False
+        assert isinstance(recorder.error, StoreDamagedError) and recorder.lost
+        assert recorder.error.reason == f"the progress file {path} turned out to be damaged, so nothing more is written to it"
+        after = listing(tmp_path)
+        assert recorder.add(Attempt("x", "k", 0, "correct", 2)) is False
+        assert recorder.flush() is False
+        with pytest.raises(StoreDamagedError):
+            store.end_session(s)
+        assert listing(tmp_path) == after  # not one more byte written once the damage was found
+        assert [(a.step, a.attempt) for a in recorder.pending] == [("k", 1), ("k", 2)]  # kept, in order
+
+
+def test_damage_found_mid_session_keeps_the_session_going_and_never_claims_saved(capsys, monkeypatch):
+    from tutor.cli import main
+
+    from .test_practice_cli import Script, store_path, unwrapped
+
+    # Q right; K wrong; (the file is damaged); K right; V right; quit
+    stdin = Script("1 1; 2 2; 2 2\n9 9; 2 2; 2 2\n1 1; 2 2; 2 2\n1 1; 2 2; 2 2\nquit\n",
+                   {3: lambda: damage_under(store_path())})
+    monkeypatch.setattr(sys, "stdin", stdin)
+    code = main(["practice", "single-head-3x4", "--steps", "q,k,v"])
+    out, err = capsys.readouterr()
+    path = store_path()
+    reason = f"the progress file {path} turned out to be damaged, so nothing more is written to it"
+    assert code == 2
+    assert err == f"error: 2 answers could not be saved: {reason}\n"
+    text = unwrapped(out.splitlines())
+    assert text.count(f"Not saved: {reason}. Nothing more from this session will be saved; "
+                      "the summary lists what was not.") == 2
+    assert "saved with your next answer" not in text and "Your answers are saved" not in text
+    assert text.count("✓ Right.") == 2  # the session went on to its end
+    assert [line.rstrip() for line in out.splitlines()][-4:] == [
+        "Steps right: 3 of 3 (2 at the first try); shown: 0; skipped: 0.",
+        "   1. Q  right at the first try",
+        "   2. K  right after 1 wrong; not saved: answer 2",
+        "   3. V  right at the first try; not saved: answer 1",
+    ]
+    code = main(["stats"])
+    out, err = capsys.readouterr()
+    assert (code, out, err) == (2, "", f"error: the progress file {path} {DAMAGED}\n")
+
+
 # --- issue 8: a foreign file with no table is not empty (F.19) ------------------------------------
 
 
@@ -735,3 +803,106 @@ def test_practice_on_a_read_only_folder_is_one_error_before_any_question(tmp_pat
     code = main(["stats", "--format", "json"])
     out, err = capsys.readouterr()
     assert (code, err, json.loads(out)["answers"]) == (0, "", 2)
+
+
+# --- issue 8: a full disk loses nothing that could be saved (F.20) ------------------------------
+
+
+def test_a_full_file_keeps_answers_and_writes_them_in_order_once_there_is_room(tmp_path):
+    """SQLITE_FULL made deterministic with ``PRAGMA max_page_count`` (the file may not grow)."""
+    path = tmp_path / "p.sqlite3"
+    with Store.open(path) as store:
+        s = store.begin_session("x", mode="matrix", tolerance=0.005)
+        recorder = Recorder(store, s)
+        assert recorder.add(Attempt("x", "q", 0, "wrong", 1, answer="9 9")) is True
+        (pages,), = store.conn.execute("PRAGMA page_count").fetchall()
+        store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        big = "9 " * 5000  # needs pages the file may not have
+        assert recorder.add(Attempt("x", "q", 0, "wrong", 2, answer=big)) is False
+        assert isinstance(recorder.error, StoreFullError) and not recorder.lost
+        assert str(recorder.error) == f"the disk holding the progress file {path} is full; free some space, then try again"
+        assert recorder.error.reason == f"the disk holding the progress file {path} is full"
+        assert recorder.add(Attempt("x", "q", 0, "correct", 3)) is False  # small, but not before the one waiting
+        waiting = [a.at for a in recorder.pending]
+        store.conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+        assert recorder.add(Attempt("x", "k", 0, "correct", 1)) is True
+        rows = store.attempts()
+    assert [(a.step, a.attempt, a.outcome) for a in rows] == [("q", 1, "wrong"), ("q", 2, "wrong"), ("q", 3, "correct"),
+                                                             ("k", 1, "correct")]
+    assert rows[1].answer == big and [a.at for a in rows[1:3]] == waiting
+
+
+FULL_DISK = textwrap.dedent("""
+    import io, json, os, sqlite3, subprocess, sys
+    disk, size, fill_at, free_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", disk], check=True)
+    os.environ["ATTN_TUTOR_HOME"] = os.path.join(disk, "home")
+    filler = os.path.join(disk, "filler")
+
+    def fill():
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\\0" * 4096)
+        except OSError:  # ENOSPC: the disk is full
+            pass
+        os.close(fd)
+
+    class Script(io.StringIO):
+        def __init__(self, text, actions):
+            super().__init__(text)
+            self.actions, self.read = actions, 0
+        def readline(self, *args):
+            self.read += 1
+            if self.read in self.actions:
+                self.actions[self.read]()
+            return super().readline(*args)
+
+    wrong = "9" + " " * 1500 + "9; 2 2; 2 2\\n"  # 1.5 kB: the file must grow to take these
+    from tutor.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    sys.stdout, sys.stderr = out, err
+    sys.stdin = Script(wrong * 46 + "1 1; 2 2; 2 2\\nquit\\n", {fill_at: fill, free_at: lambda: os.unlink(filler)})
+    code = main(["practice", "single-head-3x4", "--steps", "q"])
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    conn = sqlite3.connect(os.path.join(disk, "home", "progress.sqlite3"))
+    rows = conn.execute("SELECT attempt, outcome FROM answers ORDER BY id").fetchall()
+    print(json.dumps([code, out.getvalue(), err.getvalue(), rows]))
+""")
+
+
+def full_disk_run(tmp_path: Path, fill_at: int, free_at: int) -> tuple[int, str, str, list]:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    r = subprocess.run(["unshare", "-rm", sys.executable, "-c", FULL_DISK, str(disk), "256k", str(fill_at), str(free_at)],
+                       cwd=REPO, capture_output=True, text=True, check=False, timeout=300)
+    assert r.returncode == 0, r.stderr
+    code, out, err, rows = json.loads(r.stdout)
+    return code, out, err, [tuple(row) for row in rows]
+
+
+@needs_mount
+@pytest.mark.parametrize(("fill_at", "free_at"), [(10, 30), (20, 44), (40, 47)])
+def test_answers_kept_while_the_disk_is_full_are_all_saved_once_space_is_freed(tmp_path, fill_at, free_at):
+    """F.20 on a real 256 kB tmpfs: 47 answers of 1.5 kB; the disk is filled before answer
+    ``fill_at`` and freed before answer ``free_at``.  The old store lost some that could be
+    saved: the write-ahead log had grown to fill the disk itself and could not be checkpointed."""
+    from .test_practice_cli import unwrapped
+
+    code, out, err, rows = full_disk_run(tmp_path, fill_at, free_at)
+    assert (code, err) == (0, "")
+    assert rows == [(n, "wrong") for n in range(1, 47)] + [(47, "correct")]
+    text = unwrapped(out.splitlines())
+    assert "Not saved yet: the disk holding the progress file" in text  # it was full for a while
+    assert out.splitlines()[-1] == "Your answers are saved; attn-tutor stats shows your progress."
+
+
+@needs_mount
+def test_answers_that_cannot_be_saved_are_each_named_in_the_summary(tmp_path):
+    code, out, err, rows = full_disk_run(tmp_path, 5, 1000)  # filled, never freed
+    saved = len(rows)
+    assert 4 <= saved < 47 and rows == [(n, "wrong") for n in range(1, saved + 1)]
+    home = tmp_path / "disk" / "home" / "progress.sqlite3"
+    assert code == 2
+    assert err == f"error: {47 - saved} answers could not be saved: the disk holding the progress file {home} is full\n"
+    assert out.splitlines()[-1] == f"   1. Q  right after 46 wrong; not saved: answers {saved + 1}-47"

@@ -9,7 +9,9 @@ Guarantees:
   killed process loses nothing already answered;
 * an answer the file cannot take yet (locked by another program for longer
   than the busy timeout, a full disk) is kept by a :class:`Recorder` and
-  written before the next one, never dropped;
+  written before the next one, never dropped while the process lives; a full
+  disk first gets the write-ahead log checkpointed and truncated (the log
+  itself is often what fills a nearly full disk), then the write is retried;
 * two sessions may write at once: WAL journal, a busy timeout, and every
   write in its own ``BEGIN IMMEDIATE`` transaction;
 * the file is ours only if its header carries :data:`APPLICATION_ID` and a
@@ -87,9 +89,11 @@ _MAGIC = b"SQLite format 3\x00"
 _HEADER = 100  # bytes of the database header
 _WAL_HEADER = 32  # bytes of a -wal file's header: a -wal no longer than this holds no frame
 _TABLES = {"sessions", "answers"}
+_WAL_PAGES = 8  # checkpoint the write-ahead log once it holds this many pages (SQLite's default: 1000)
+_WAL_LIMIT = 64 * 1024  # and truncate it back to this many bytes when it restarts
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html) that call for their own sentence
-_BUSY, _LOCKED, _READONLY, _CORRUPT, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 14, 26
+_BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
 
 Outcome = Literal["correct", "wrong", "shown", "skipped"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "wrong", "shown", "skipped")
@@ -130,13 +134,23 @@ class StoreLockedError(StoreError):
         self.reason = t("store.busy", path=path)  # why an answer waits, as a clause
 
 
-class StoreDamagedError(StoreError):
-    """The progress file is damaged (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a failed
-    ``quick_check``, a truncated file); it is not written to."""
+class StoreFullError(StoreError):
+    """The disk holding the progress file is full (``SQLITE_FULL``); the write may succeed later."""
 
     def __init__(self, message: str, path: Path):
         super().__init__(message)
         self.path = path
+        self.reason = t("store.full.reason", path=path)
+
+
+class StoreDamagedError(StoreError):
+    """The progress file is damaged (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a failed
+    ``quick_check``, a truncated file).  Nothing is written to it any more."""
+
+    def __init__(self, message: str, path: Path, reason: str | None = None):
+        super().__init__(message)
+        self.path = path
+        self.reason = reason or message
 
 
 def home() -> Path:
@@ -271,6 +285,7 @@ class Store:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self.damaged: StoreDamagedError | None = None  # set when a write found the file damaged: no more writes
         self._cleanup = cleanup
 
     # -- opening -----------------------------------------------------------------
@@ -336,13 +351,30 @@ class Store:
 
     # -- writing -------------------------------------------------------------------
     def _write(self, sql: str, args: Sequence[object]) -> int:
-        """Run one statement in its own ``BEGIN IMMEDIATE`` transaction."""
+        """Run one statement in its own ``BEGIN IMMEDIATE`` transaction.
+
+        A full disk gets the write-ahead log checkpointed and truncated, then
+        one more try.  A damaged file (found by this write) is never written
+        again: every later write raises the same :class:`StoreDamagedError`
+        without touching it."""
         if self.readonly:
             raise ValueError("this store was opened read-only")
-        try:
-            return self._transaction(sql, args)
-        except sqlite3.Error as err:
-            raise _error(self.path, err) from None
+        if self.damaged is not None:
+            raise self.damaged
+        again = True
+        while True:
+            try:
+                return self._transaction(sql, args)
+            except sqlite3.Error as err:
+                error = _error(self.path, err)
+            if isinstance(error, StoreDamagedError):
+                self.damaged = StoreDamagedError(t("store.damaged_now", path=self.path), self.path,
+                                                 t("store.damaged_now.reason", path=self.path))
+                raise self.damaged
+            if isinstance(error, StoreFullError) and again and self._reclaim():
+                again = False
+                continue
+            raise error
 
     def _transaction(self, sql: str, args: Sequence[object]) -> int:
         self.conn.execute("BEGIN IMMEDIATE")
@@ -358,6 +390,15 @@ class Store:
             raise
         return cur.lastrowid or 0
 
+    def _reclaim(self) -> bool:
+        """Checkpoint the write-ahead log into the file and truncate it: on a nearly full
+        disk the log's own growth is what fails.  ``True`` when the log was emptied."""
+        try:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error:
+            return False
+        return busy == 0
+
     def begin_session(self, exercise: str, *, mode: str, tolerance: float) -> int:
         """Start a practice session; returns its id (committed at once)."""
         return self._write("INSERT INTO sessions (exercise, mode, tolerance, started) VALUES (?, ?, ?, ?)",
@@ -370,8 +411,8 @@ class Store:
     def record(self, session: int, a: Attempt) -> None:
         """Store one answered step and commit it before returning.
 
-        Raises :class:`StoreLockedError`, :class:`StoreDamagedError` or
-        :class:`StoreError` when the file does not take it."""
+        Raises :class:`StoreLockedError`, :class:`StoreFullError`,
+        :class:`StoreDamagedError` or :class:`StoreError` when the file does not take it."""
         if a.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {a.outcome!r}")
         self._write(
@@ -425,7 +466,9 @@ class Recorder:
     the store cannot take it (:class:`StoreError`: the file locked by another
     program for longer than the busy timeout, a full disk) the answer stays
     in :attr:`pending`, in order, and :attr:`error` says why; the next
-    :meth:`add` or :meth:`flush` tries again.  Each answer keeps the time it
+    :meth:`add` or :meth:`flush` tries again.  When the file turned out to be
+    damaged (:attr:`lost`), nothing more is written to it: the answers stay in
+    :attr:`pending` for the caller to report.  Each answer keeps the time it
     was given, not the time it was written.
     """
 
@@ -454,6 +497,12 @@ class Recorder:
         self.error = None
         return True
 
+    @property
+    def lost(self) -> bool:
+        """``True`` when the waiting answers cannot be written by this process any more
+        (the file turned out to be damaged), ``False`` while a later try may succeed."""
+        return isinstance(self.error, StoreDamagedError)
+
 
 # --- opening, checked ------------------------------------------------------------------
 
@@ -465,6 +514,8 @@ def _error(path: Path, err: sqlite3.Error) -> StoreError:
         return StoreLockedError(t("store.locked", path=path), path)
     if code in (_CORRUPT, _NOTADB):
         return StoreDamagedError(t("store.corrupt", path=path), path)
+    if code == _FULL:
+        return StoreFullError(t("store.full", path=path), path)
     if code == _READONLY:
         return StoreError(t("store.readonly", path=path, reason=str(err)))
     return StoreError(t("store.failed", path=path, reason=str(err)))
@@ -527,6 +578,10 @@ def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA trusted_schema = OFF")  # views and triggers in the file may call no function with side effects
+        # Keep the write-ahead log small: on a nearly full disk an ever-growing log (a copy of every page
+        # written, until a checkpoint at 1000 pages) is what fills it, and cannot be checkpointed then.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
     except sqlite3.Error as err:
         raise _error(path, err) from None
     return conn
