@@ -629,10 +629,10 @@ def test_answers_still_unsaved_at_the_end_are_counted_after_the_summary(capsys, 
     assert lines[-5:] == [
         "Session ended.",
         "Steps right: 1 of 3 (1 at the first try); shown: 0; skipped: 1.",
-        "   1. Q  right at the first try",
-        "   2. K  skipped",
+        "   1. Q  right at the first try; not saved: answer 1",
+        "   2. K  skipped; not saved: answer 1",
         "   3. V  not reached",
-    ]  # the summary, and no claim that the answers are saved
+    ]  # the summary marks each answer not saved, and makes no claim that the answers are saved
     assert unwrapped(lines).count("Not saved yet: ") == 2
     assert rows("SELECT COUNT(*) FROM answers") == [(0,)]
 

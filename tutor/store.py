@@ -9,15 +9,46 @@ Guarantees:
   killed process loses nothing already answered;
 * an answer the file cannot take yet (locked by another program for longer
   than the busy timeout, a full disk) is kept by a :class:`Recorder` and
-  written before the next one, never dropped;
+  written before the next one, never dropped while the process lives; a full
+  disk first gets the write-ahead log checkpointed and truncated (the log
+  itself is often what fills a nearly full disk), then the write is retried;
 * two sessions may write at once: WAL journal, a busy timeout, and every
   write in its own ``BEGIN IMMEDIATE`` transaction;
 * the file is ours only if its header carries :data:`APPLICATION_ID` and a
   schema version this code knows (``PRAGMA application_id`` /
-  ``PRAGMA user_version``) and our tables are there.  Anything else -- a text
-  file, a damaged database, another program's database, a newer schema -- is
-  a :class:`~tutor.errors.StoreError` naming the file, and the file is never
-  written to.  Only a missing or empty file (no tables at all) is initialised.
+  ``PRAGMA user_version``), our tables are there, it holds no trigger (a
+  trigger would run on every answer saved), and ``PRAGMA quick_check`` finds
+  it intact.  Anything else -- a text file, a damaged or truncated database,
+  another program's database, a newer schema -- is a
+  :class:`~tutor.errors.StoreError` naming the file, and the file is never
+  written to.  Only a missing file, or one with no schema object at all and
+  no application id or version set, is initialised;
+* the checks read the file through a read-only connection, so a file that
+  is refused keeps every byte, and its ``-wal`` file too (a read-write
+  connection would checkpoint another program's log into its file on close);
+* :meth:`Store.open_existing` (``stats``) only ever reads: it opens the file
+  read-only and works on a read-only folder or file system.
+
+Reading a file read-only (``mode=ro``).  A WAL database needs its ``-shm``
+(and ``-wal``) file to be read; SQLite creates them when they are missing,
+which a read-only folder refuses ("unable to open database file").  Then:
+
+* with no ``-wal`` file holding frames, the file is opened ``immutable=1``:
+  SQLite reads the database file alone, without locks.  Nothing is missed
+  (there is no log to read) -- but SQLite also cannot see a writer that
+  starts meanwhile; on a read-only file system there is none, and the answers
+  are read in one go;
+* with a ``-wal`` file holding frames (a session was killed, then the folder
+  became read-only: a backup, a snapshot), ``immutable=1`` would silently
+  leave out the answers in the log, so the database and its log are copied
+  into a temporary folder and the copy is read.
+
+The checks before a file is known to be ours also read a WAL-mode file
+``immutable=1`` when it has no ``-wal`` frames, so that no ``-wal``/``-shm``
+file is left next to a file that is refused.  Such a read could in theory
+race a checkpoint of a session that starts and ends meanwhile; the file's
+size and modification time are compared before and after, and the check is
+repeated through SQLite's locks when they differ.
 
 Schema (version 1)::
 
@@ -35,9 +66,12 @@ The summaries (:class:`Stats`) and the choice of what to practise next
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import sqlite3
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,7 +86,14 @@ APPLICATION_ID = 0x41545554  # "ATUT" in the database header
 FILENAME = "progress.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
 _MAGIC = b"SQLite format 3\x00"
+_HEADER = 100  # bytes of the database header
+_WAL_HEADER = 32  # bytes of a -wal file's header: a -wal no longer than this holds no frame
 _TABLES = {"sessions", "answers"}
+_WAL_PAGES = 8  # checkpoint the write-ahead log once it holds this many pages (SQLite's default: 1000)
+_WAL_LIMIT = 64 * 1024  # and truncate it back to this many bytes when it restarts
+
+# SQLite's primary result codes (https://sqlite.org/rescode.html) that call for their own sentence
+_BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
 
 Outcome = Literal["correct", "wrong", "shown", "skipped"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "wrong", "shown", "skipped")
@@ -90,6 +131,26 @@ class StoreLockedError(StoreError):
     def __init__(self, message: str, path: Path):
         super().__init__(message)
         self.path = path
+        self.reason = t("store.busy", path=path)  # why an answer waits, as a clause
+
+
+class StoreFullError(StoreError):
+    """The disk holding the progress file is full (``SQLITE_FULL``); the write may succeed later."""
+
+    def __init__(self, message: str, path: Path):
+        super().__init__(message)
+        self.path = path
+        self.reason = t("store.full.reason", path=path)
+
+
+class StoreDamagedError(StoreError):
+    """The progress file is damaged (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``, a failed
+    ``quick_check``, a truncated file).  Nothing is written to it any more."""
+
+    def __init__(self, message: str, path: Path, reason: str | None = None):
+        super().__init__(message)
+        self.path = path
+        self.reason = reason or message
 
 
 def home() -> Path:
@@ -216,28 +277,41 @@ def recommend(stats: Stats, exercises: Sequence[tuple[str, Iterable[str], int | 
 
 
 class Store:
-    """An open progress store.  Use :meth:`open`; close with :meth:`close` or ``with``."""
+    """An open progress store.  Use :meth:`open` (to practise: read and write) or
+    :meth:`open_existing` (to read only); close with :meth:`close` or ``with``."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path):
+    def __init__(self, conn: sqlite3.Connection, path: Path, *, readonly: bool = False,
+                 cleanup: Callable[[], None] | None = None):
         self.conn = conn
         self.path = path
+        self.readonly = readonly
+        self.damaged: StoreDamagedError | None = None  # set when a write found the file damaged: no more writes
+        self._cleanup = cleanup
 
     # -- opening -----------------------------------------------------------------
     @classmethod
     def open(cls, path: Path | str | None = None, *, busy_timeout_ms: int | None = None) -> Store:
-        """Open the store at ``path`` (default :func:`default_path`), creating it if missing.
+        """Open the store at ``path`` (default :func:`default_path`) to read and write, creating it if missing.
 
-        A write waits up to ``busy_timeout_ms`` (default :data:`BUSY_TIMEOUT_MS`)
-        for another program's lock before failing with :class:`StoreLockedError`.
-        Raises :class:`StoreError` for a file that is not ours (see the module
-        docstring); such a file is left exactly as it was.
+        An existing file is checked first, through a read-only connection:
+        it must be ours (see the module docstring) and pass ``PRAGMA
+        quick_check``.  A write waits up to ``busy_timeout_ms`` (default
+        :data:`BUSY_TIMEOUT_MS`) for another program's lock before failing
+        with :class:`StoreLockedError`.  Raises :class:`StoreError` for a file
+        that is not ours, damaged (:class:`StoreDamagedError`), newer, or that
+        cannot be written (a read-only file or folder); such a file is left
+        exactly as it was.
         """
         path = Path(path) if path is not None else default_path()
         _check_header(path)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise StoreError(t("store.unwritable", path=path, reason=err.strerror or err)) from None
+        if path.exists() and path.stat().st_size > 0:
+            _inspect(path)  # before any read-write connection exists
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise StoreError(t("store.unwritable", path=path, reason=err.strerror or err)) from None
+        _check_writable(path)
         conn = _connect(path, BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms)
         try:
             _adopt(conn, path)
@@ -248,15 +322,26 @@ class Store:
 
     @classmethod
     def open_existing(cls, path: Path | str | None = None) -> Store | None:
-        """Like :meth:`open`, but ``None`` (and nothing created) when there is no store yet."""
+        """Open the store at ``path`` read-only, to read it; ``None`` when there is none yet
+        (no file, or a file with nothing in it).  Nothing is created or written, so it
+        works on a read-only folder.  Raises :class:`StoreError` as :meth:`open` does."""
         path = Path(path) if path is not None else default_path()
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return None
-        return cls.open(path)
+        _check_header(path)
+        if path.stat().st_size == 0 or not _inspect(path):
+            return None
+        conn, cleanup = _open_read(path)
+        return cls(conn, path, readonly=True, cleanup=cleanup)
 
     def close(self) -> None:
         """Close the connection (every answer is already committed)."""
-        self.conn.close()
+        try:
+            self.conn.close()
+        finally:
+            if self._cleanup is not None:
+                self._cleanup()
+                self._cleanup = None
 
     def __enter__(self) -> Self:
         return self
@@ -266,18 +351,53 @@ class Store:
 
     # -- writing -------------------------------------------------------------------
     def _write(self, sql: str, args: Sequence[object]) -> int:
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
+        """Run one statement in its own ``BEGIN IMMEDIATE`` transaction.
+
+        A full disk gets the write-ahead log checkpointed and truncated, then
+        one more try.  A damaged file (found by this write) is never written
+        again: every later write raises the same :class:`StoreDamagedError`
+        without touching it."""
+        if self.readonly:
+            raise ValueError("this store was opened read-only")
+        if self.damaged is not None:
+            raise self.damaged
+        again = True
+        while True:
             try:
-                cur = self.conn.execute(sql, args)
-                self.conn.execute("COMMIT")
-            except BaseException:
-                if self.conn.in_transaction:
+                return self._transaction(sql, args)
+            except sqlite3.Error as err:
+                error = _error(self.path, err)
+            if isinstance(error, StoreDamagedError):
+                self.damaged = StoreDamagedError(t("store.damaged_now", path=self.path), self.path,
+                                                 t("store.damaged_now.reason", path=self.path))
+                raise self.damaged
+            if isinstance(error, StoreFullError) and again and self._reclaim():
+                again = False
+                continue
+            raise error
+
+    def _transaction(self, sql: str, args: Sequence[object]) -> int:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            cur = self.conn.execute(sql, args)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                try:
                     self.conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as err:
-            raise _error(self.path, err) from None
+                except sqlite3.Error:  # the first error is the one to report
+                    pass
+            raise
         return cur.lastrowid or 0
+
+    def _reclaim(self) -> bool:
+        """Checkpoint the write-ahead log into the file and truncate it: on a nearly full
+        disk the log's own growth is what fails.  ``True`` when the log was emptied."""
+        try:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error:
+            return False
+        return busy == 0
 
     def begin_session(self, exercise: str, *, mode: str, tolerance: float) -> int:
         """Start a practice session; returns its id (committed at once)."""
@@ -289,7 +409,10 @@ class Store:
         self._write("UPDATE sessions SET ended = ? WHERE id = ?", (_now(), session))
 
     def record(self, session: int, a: Attempt) -> None:
-        """Store one answered step and commit it before returning."""
+        """Store one answered step and commit it before returning.
+
+        Raises :class:`StoreLockedError`, :class:`StoreFullError`,
+        :class:`StoreDamagedError` or :class:`StoreError` when the file does not take it."""
         if a.outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {a.outcome!r}")
         self._write(
@@ -343,7 +466,9 @@ class Recorder:
     the store cannot take it (:class:`StoreError`: the file locked by another
     program for longer than the busy timeout, a full disk) the answer stays
     in :attr:`pending`, in order, and :attr:`error` says why; the next
-    :meth:`add` or :meth:`flush` tries again.  Each answer keeps the time it
+    :meth:`add` or :meth:`flush` tries again.  When the file turned out to be
+    damaged (:attr:`lost`), nothing more is written to it: the answers stay in
+    :attr:`pending` for the caller to report.  Each answer keeps the time it
     was given, not the time it was written.
     """
 
@@ -372,62 +497,243 @@ class Recorder:
         self.error = None
         return True
 
+    @property
+    def lost(self) -> bool:
+        """``True`` when the waiting answers cannot be written by this process any more
+        (the file turned out to be damaged), ``False`` while a later try may succeed."""
+        return isinstance(self.error, StoreDamagedError)
+
 
 # --- opening, checked ------------------------------------------------------------------
 
 
 def _error(path: Path, err: sqlite3.Error) -> StoreError:
-    """One sentence for an SQLite failure on ``path``."""
-    text = str(err)
-    if isinstance(err, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+    """One sentence for an SQLite failure on ``path``, chosen by SQLite's result code."""
+    code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+    if code in (_BUSY, _LOCKED):
         return StoreLockedError(t("store.locked", path=path), path)
-    if isinstance(err, sqlite3.DatabaseError) and ("not a database" in text or "malformed" in text):
-        return StoreError(t("store.corrupt", path=path))
-    return StoreError(t("store.failed", path=path, reason=text))
+    if code in (_CORRUPT, _NOTADB):
+        return StoreDamagedError(t("store.corrupt", path=path), path)
+    if code == _FULL:
+        return StoreFullError(t("store.full", path=path), path)
+    if code == _READONLY:
+        return StoreError(t("store.readonly", path=path, reason=str(err)))
+    return StoreError(t("store.failed", path=path, reason=str(err)))
+
+
+def _header(path: Path) -> bytes:
+    """The first :data:`_HEADER` bytes of ``path`` (fewer when the file is shorter)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(_HEADER)
+    except OSError as err:
+        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
 
 
 def _check_header(path: Path) -> None:
     """Refuse, before SQLite touches it, a path that is not a file or a file that is not SQLite."""
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return
     if not path.is_file():
         raise StoreError(t("store.not_file", path=path))
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(_MAGIC))
-    except OSError as err:
-        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+    head = _header(path)[:len(_MAGIC)]
     if head and head != _MAGIC:
         raise StoreError(t("store.foreign", path=path))
 
 
+def _wal_frames(path: Path) -> bool:
+    """Whether ``path``'s ``-wal`` file may hold committed pages (it exists and is longer than its header)."""
+    try:
+        return os.stat(f"{path}-wal").st_size > _WAL_HEADER
+    except OSError:
+        return False
+
+
+def _fingerprint(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _unchanged(path: Path, before: tuple[int, int, int] | None) -> bool:
+    """No checkpoint wrote ``path`` and no writer began a log since ``before`` was taken."""
+    return _fingerprint(path) == before and not _wal_frames(path)
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse before connecting when the file, or the folder its ``-wal``/``-shm`` files go in, cannot be written."""
+    for target in (path, path.parent):
+        if target.exists() and not os.access(target, os.W_OK):
+            statvfs = getattr(os, "statvfs", None)
+            read_only_fs = statvfs is not None and bool(statvfs(target).f_flag & getattr(os, "ST_RDONLY", 1))
+            reason = os.strerror(errno.EROFS if read_only_fs else errno.EACCES)
+            raise StoreError(t("store.readonly", path=path, reason=reason))
+
+
 def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A read-write connection (autocommit; transactions are explicit)."""
     try:
         conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA trusted_schema = OFF")  # views and triggers in the file may call no function with side effects
+        # Keep the write-ahead log small: on a nearly full disk an ever-growing log (a copy of every page
+        # written, until a checkpoint at 1000 pages) is what fills it, and cannot be checkpointed then.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit = {_WAL_LIMIT}")
     except sqlite3.Error as err:
         raise _error(path, err) from None
     return conn
 
 
-def _identity(conn: sqlite3.Connection) -> tuple[int, int, set[str]]:
+def _connect_ro(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro``, optionally ``immutable=1``: see the module docstring),
+    with the file opened: raises :class:`sqlite3.Error` (``SQLITE_CANTOPEN`` for a WAL file
+    whose ``-shm`` cannot be created, ``SQLITE_CORRUPT`` ...) for the caller to word."""
+    uri = path.absolute().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    try:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()  # SQLite opens the file lazily: open it now
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _nothing() -> None:
+    pass
+
+
+def _open_read(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
+    """A read-only connection to ``path``, and what to do after closing it.
+
+    ``mode=ro`` first; when SQLite cannot open it so (a WAL file in a
+    read-only folder, without its ``-shm``), ``immutable=1`` if no ``-wal``
+    file holds frames, else a copy of the file and its ``-wal`` in a
+    temporary folder (removed by the returned callable)."""
+    try:
+        return _connect_ro(path), _nothing
+    except sqlite3.Error as err:
+        if (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF != _CANTOPEN:
+            raise _error(path, err) from None
+    if _wal_frames(path):
+        return _open_copy(path)
+    try:
+        return _connect_ro(path, immutable=True), _nothing
+    except sqlite3.Error as err:
+        raise _error(path, err) from None
+
+
+def _open_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
+    """Read ``path`` and its ``-wal`` from a copy in a temporary folder (the original folder
+    is read-only and SQLite cannot open the log there)."""
+    folder = Path(tempfile.mkdtemp(prefix="attn-tutor-"))
+
+    def cleanup() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+    copy = folder / FILENAME
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(f"{path}-wal", f"{copy}-wal")
+        return _connect_ro(copy), cleanup
+    except OSError as err:
+        cleanup()
+        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+    except sqlite3.Error as err:
+        cleanup()
+        raise _error(path, err) from None
+
+
+def _identity(conn: sqlite3.Connection) -> tuple[int, int, list[tuple[str, str]]]:
+    """``(application_id, user_version, [(type, name) of every schema object])``."""
     (app_id,), = conn.execute("PRAGMA application_id").fetchall()
     (version,), = conn.execute("PRAGMA user_version").fetchall()
-    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return app_id, version, tables
+    objects = [(str(kind), str(name)) for kind, name in conn.execute("SELECT type, name FROM sqlite_master")]
+    return app_id, version, objects
 
 
-def _verify(path: Path, app_id: int, version: int, tables: set[str]) -> bool:
-    """True when the file is ours and current; False when it is empty; raises otherwise."""
-    if app_id == 0 and version == 0 and not tables:
+def _verify(path: Path, app_id: int, version: int, objects: list[tuple[str, str]]) -> bool:
+    """True when the file is ours and current; False when it is empty; raises otherwise.
+
+    Empty means no schema object at all (a view, a trigger, an index or a
+    virtual table is something) and no application id or version set."""
+    if not objects and app_id == 0 and version == 0:
         return False
     if app_id != APPLICATION_ID:
         raise StoreError(t("store.foreign", path=path))
     if version > SCHEMA_VERSION:
         raise StoreError(t("store.newer", path=path, version=version, known=SCHEMA_VERSION))
-    if version < 1 or not _TABLES <= tables:
-        raise StoreError(t("store.corrupt", path=path))
+    if version < 1 or not _TABLES <= {name for kind, name in objects if kind == "table"}:
+        raise StoreDamagedError(t("store.corrupt", path=path), path)
+    if any(kind == "trigger" for kind, _ in objects):
+        raise StoreError(t("store.trigger", path=path))
     return True
+
+
+def _judge(conn: sqlite3.Connection, path: Path, *, whole: bool) -> bool:
+    """Whether the file behind ``conn`` is ours (True) or empty (False), checked with
+    ``PRAGMA quick_check``; raises :class:`StoreError` otherwise.  ``whole``: the
+    database file alone holds every page (no ``-wal`` frames), so its size must be
+    a whole number of pages -- a shorter one was cut."""
+    try:
+        conn.execute("BEGIN")  # one snapshot for every check
+        try:
+            ours = _verify(path, *_identity(conn))
+            (page,), = conn.execute("PRAGMA page_size").fetchall()
+            problems = conn.execute("PRAGMA quick_check(1)").fetchall()
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+    except sqlite3.Error as err:
+        raise _error(path, err) from None
+    cut = whole and bool(page) and (_fingerprint(path) or (0, 0, 0))[1] % page != 0
+    if problems != [("ok",)] or cut:
+        if ours:
+            raise StoreDamagedError(t("store.corrupt", path=path), path)
+        raise StoreError(t("store.foreign", path=path))
+    return ours
+
+
+def _inspect(path: Path) -> bool:
+    """Check an existing, non-empty file before anything else opens it: ours (True),
+    empty (False), else :class:`StoreError`.  Reads only.
+
+    A WAL-mode file with no ``-wal`` frames is read ``immutable=1``, which
+    creates no ``-wal``/``-shm`` file beside it.  Its size and modification
+    time before and after, and the absence of ``-wal`` frames after, tell
+    whether a writer began meanwhile (a checkpoint writes the file only after
+    frames were written to the log); if so it is read again, in the end
+    through SQLite's locks."""
+    for _ in range(3):
+        if _header(path)[18:19] != b"\x02" or _wal_frames(path):
+            break
+        before = _fingerprint(path)
+        try:
+            conn = _connect_ro(path, immutable=True)
+        except sqlite3.Error as err:
+            if _unchanged(path, before):
+                raise _error(path, err) from None
+            continue
+        try:
+            verdict = _judge(conn, path, whole=True)
+        except StoreError:
+            if _unchanged(path, before):
+                raise
+            continue
+        finally:
+            conn.close()
+        if _unchanged(path, before):
+            return verdict
+    whole = not _wal_frames(path)
+    conn, cleanup = _open_read(path)
+    try:
+        return _judge(conn, path, whole=whole)
+    finally:
+        conn.close()
+        cleanup()
 
 
 def _adopt(conn: sqlite3.Connection, path: Path) -> None:
@@ -437,7 +743,9 @@ def _adopt(conn: sqlite3.Connection, path: Path) -> None:
     transaction, so a session never reads a schema another session is
     half-way through creating (separate reads of the application id, the
     version and the tables could see it half-made and call the file foreign),
-    and two sessions starting at once create it once.
+    and two sessions starting at once create it once.  (The file was already
+    checked by :func:`_inspect` when it had any content; this repeats only the
+    cheap identity check, for a file another session created meanwhile.)
     """
     try:
         conn.execute("BEGIN IMMEDIATE")

@@ -8,11 +8,13 @@ before the feedback after it is shown.  Ctrl-C and the end of input end the
 session with its summary and exit code 0.
 
 An answer the store cannot take (the file locked by another program past the
-busy timeout) does not end the session: a one-line warning says it is not
-saved yet, and a :class:`tutor.store.Recorder` keeps it and writes it with a
-later answer or at the end.  Only when some still cannot be written at the
-end does the session end with an error naming how many (exit code 2), after
-its summary.
+busy timeout, a full disk) does not end the session: a one-line warning says
+it is not saved yet, and a :class:`tutor.store.Recorder` keeps it and writes
+it with a later answer or at the end.  When a write finds the file damaged,
+nothing more is written to it and the warning says so (the session goes on).
+Only when some answers still cannot be written at the end does the session
+end with an error naming how many (exit code 2), after its summary, which
+marks each answer not saved.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def practice(
     if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
         raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
     stream = _answer_stream()  # before the store is opened: a session that cannot read leaves no trace
-    store = Store.open()  # a damaged or foreign store stops here, before any question
+    store = Store.open()  # a damaged, foreign or read-only store stops here, before any question
     try:
         picked = ""
         if exercise is None:
@@ -154,12 +156,8 @@ def practice(
 
 def _why_unsaved(recorder: Recorder) -> str:
     """Why the recorder's answers are waiting, as a clause (no advice to try again: they are retried)."""
-    from ..store import StoreLockedError
-
     err = recorder.error
-    if isinstance(err, StoreLockedError):
-        return t("store.busy", path=err.path)
-    return str(err)
+    return str(getattr(err, "reason", None) or err)
 
 
 def _prepare(stream: TextIO) -> None:
@@ -201,13 +199,13 @@ def drive(state: State, effects: list, renderer: QuizRenderer, recorder: Recorde
                     saved = recorder.add(Attempt(exercise_id, effect.step, effect.head, effect.outcome, effect.attempt,
                                                  effect.hints, effect.diagnosis, effect.diagnosis_text, effect.answer))
                     if not saved:
-                        renderer.unsaved_warning(_why_unsaved(recorder))
+                        renderer.unsaved_warning(_why_unsaved(recorder), lost=recorder.lost)
                 elif isinstance(effect, Prompt):
                     prompt = effect
                 else:
                     if isinstance(effect, Summary):  # the last chance to save what is still waiting
                         recorder.flush()
-                        renderer.unsaved = len(recorder.pending)
+                        renderer.unsaved = tuple(recorder.pending)
                     renderer.show(effect)
             if state.done or prompt is None:
                 return state

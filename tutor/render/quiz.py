@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.columns import Columns
 from rich.console import Console, RenderableType
@@ -23,6 +24,9 @@ from ..model import Exercise
 from ..steps import Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pretty
+
+if TYPE_CHECKING:
+    from ..store import Attempt
 
 PLACES = 4
 ECHO_CHARS = 200  # longest typed line echoed in full; a longer one is cut, with its length
@@ -46,7 +50,7 @@ class QuizRenderer:
         self.places = precision
         self.wrong_mark = "✗" if self.r.unicode else "[x]"
         self.right_mark = "✓" if self.r.unicode else "ok"
-        self.unsaved = 0  # answers the store could not take by the end (set by the CLI before the summary)
+        self.unsaved: Sequence[Attempt] = ()  # answers the store could not take by the end (set by the CLI before the summary)
 
     # -- primitives ---------------------------------------------------------------
     def tx(self, text: str) -> str:
@@ -201,9 +205,10 @@ class QuizRenderer:
         else:
             self.line(t("practice.retry"), "dim")
 
-    def unsaved_warning(self, reason: str) -> None:
-        """The store could not take the answer just given: it is kept, and saved later."""
-        self.line(t("practice.unsaved", reason=reason), "bold yellow")
+    def unsaved_warning(self, reason: str, lost: bool = False) -> None:
+        """The store could not take the answer just given: it is kept, and saved later --
+        or, when ``lost`` (the file turned out to be damaged), not saved at all."""
+        self.line(t("practice.unsaved.lost" if lost else "practice.unsaved", reason=reason), "bold yellow")
 
     def on_hint(self, h: quiz.Hint) -> None:
         step = h.step
@@ -260,7 +265,9 @@ class QuizRenderer:
         multi = len({r.step.head for r in results if r.step.head is not None}) > 1
         width = max(len(self.tx(self.label(r.step, multi))) for r in results)
         for n, r in enumerate(results, start=1):
-            self.line(f"{n:>2}. {self.tx(self.label(r.step, multi)):<{width}}  {self.status(r)}", indent=2)
+            tries = [a.attempt for a in self.unsaved if (a.step, a.head) == (r.step.id, r.step.head)]
+            unsaved = plural("practice.status.unsaved", len(tries), tries=_runs(tries)) if tries else ""
+            self.line(f"{n:>2}. {self.tx(self.label(r.step, multi)):<{width}}  {self.status(r)}{unsaved}", indent=2)
         if any(r.outcome is not None for r in results) and not self.unsaved:
             self.line(t("practice.saved"), "dim")
 
@@ -279,6 +286,17 @@ class QuizRenderer:
         if r.hints:
             text += plural("practice.status.hints", r.hints)
         return text
+
+
+def _runs(numbers: Sequence[int]) -> str:
+    """``1, 2, 3, 5`` as ``1-3, 5``."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _hint_fields(step: Step) -> dict[str, object]:
