@@ -46,6 +46,7 @@ from .messages import t
 from .model import Exercise
 from .solution_file import GivenStep, SolutionFile, step_exists
 from .steps import HEAD_STEPS, LAYER_STEPS, Solution
+from .worked import fixed
 
 Key = tuple[str, "int | None"]
 Array = np.ndarray
@@ -384,10 +385,13 @@ def _exact_claims(sol: Solution, g: GivenStep, expected: Array,
     """The wrong cells of ``g`` written as exact numbers that the value rounds to, with a note each.
 
     "Rounds to" at the most places the author wrote in this step (4 when
-    none): ``0`` for 0.000012 is noted (``0.0000`` would be right), ``0``
-    for 0.3 is not (it is simply wrong).
+    none, and at least 1, so that what the note suggests is a decimal: an
+    entry such as ``1e1`` is written to -1 places): ``0`` for 0.000012 is
+    noted (``0.0000`` would be right), ``0`` for 0.3 is not (it is simply
+    wrong).
     """
-    places = max((e.places for row in g.entries for e in row if e is not None and e.places), default=4)
+    written = [e.places for row in g.entries for e in row if e is not None and e.places is not None]
+    places = max(1, max(written, default=4))
     half = 0.5 * 10.0 ** -places
     out = []
     for i, j in wrong:
@@ -399,10 +403,8 @@ def _exact_claims(sol: Solution, g: GivenStep, expected: Array,
         if not math.isfinite(w) or abs(v - w) > half + 1e-12 * max(1.0, abs(v)):
             continue
         digits = min(15, max(places + 2, 1 - math.floor(math.log10(abs(v - w))))) if v != w else places + 2
-        value = f"{v:.{digits}f}".rstrip("0").rstrip(".")
-        rounded = f"{v:.{places}f}"
-        if rounded.startswith("-") and float(rounded) == 0:
-            rounded = rounded[1:]
+        value = fixed(v, digits).rstrip("0").rstrip(".")
+        rounded = fixed(v, places)
         out.append(((i, j), t("check.exact_claim", cell=cell_name(sol, g.id, g.head, i, j), found=e.text,
                               value=value, rounded=rounded)))
     return tuple(out)
