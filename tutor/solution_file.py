@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -283,30 +285,31 @@ def _suggest(name: str, choices: list[str]) -> str:
     return t("schema.unknown.hint", suggestion=close[0]) if close else t("solution.unknown.hint", steps=", ".join(choices))
 
 
-def _resolve_exercise(name: str, base: Path, r: _Reader, path: YPath) -> Exercise | None:
-    from .catalog import looks_like_path, resolve
+def _resolve_exercise(name: str, base: Path, r: _Reader, path: YPath, folders: Sequence[str | Path]) -> Exercise | None:
+    """The exercise ``exercise:`` names (:func:`tutor.catalog.resolve_reference`: only exercise files
+    below ``base``, in a pack or bundled are read); a problem at ``path`` when it names none."""
+    from .catalog import RefusedReference, resolve_reference
 
-    if looks_like_path(name):
-        target = Path(name) if Path(name).is_absolute() else base / name
-        if not target.is_file():
-            r.add(path, t("solution.exercise_missing", path=name, where=str(base)))
-            return None
-        return resolve(str(target))
     try:
-        return resolve(name)
-    except NotFoundError:
-        r.add(path, t("catalog.not_found", name=name), t("catalog.not_found.hint"))
-        return None
+        return resolve_reference(name, base, folders)
+    except RefusedReference as err:
+        r.add(path, err.message, err.hint)
+    except NotFoundError as err:  # an id defined twice, naming both files
+        r.add(path, str(err))
+    return None
 
 
-def read_solution(text: str, filename: str, *, base: Path | None = None, exercise: Exercise | None = None) -> SolutionFile:
+def read_solution(text: str, filename: str, *, base: Path | None = None, exercise: Exercise | None = None,
+                  folders: Sequence[str | Path] = ()) -> SolutionFile:
     """Parse solution-file text.
 
     ``base`` is the folder a relative ``exercise:`` path is taken from (the
-    solution file's own folder); ``exercise``, when given, overrides the
-    file's ``exercise:`` (the ``--exercise`` option).  Raises
-    :class:`ExerciseError` listing every problem (file:line:col), or the
-    exercise's own :class:`ExerciseError`/:class:`NotFoundError`.
+    solution file's own folder); only exercise files in it or below, in a
+    pack (``folders``, ``ATTN_TUTOR_PATH``) or bundled are read, and an id is
+    looked up among the bundled exercises and the packs.  ``exercise``, when
+    given, overrides the file's ``exercise:`` (the ``--exercise`` option).
+    Raises :class:`ExerciseError` listing every problem (file:line:col); a
+    problem with the exercise named never quotes that file's content.
     """
     doc = parse_yaml(text, filename)
     if doc.problems:
@@ -327,7 +330,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
         elif not isinstance(name, str) or not name.strip():
             r.add(("exercise",), t("schema.expected", expected=t("expected.text"), found=describe(name)))
         else:
-            exercise = _resolve_exercise(name.strip(), base or Path("."), r, ("exercise",))
+            exercise = _resolve_exercise(name.strip(), base or Path(os.path.abspath(".")), r, ("exercise",), folders)
     for meta in ("title", "source"):
         if meta in data and not isinstance(data[meta], str):
             r.add((meta,), t("schema.expected", expected=t("expected.text"), found=describe(data[meta])))
@@ -401,9 +404,11 @@ def _field(path: YPath) -> str:
     return format_path(path)
 
 
-def load_solution(path: str, *, exercise: str | None = None) -> SolutionFile:
+def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[str | Path] = ()) -> SolutionFile:
     """Read the solution file at ``path``; ``exercise`` (an id or a path, taken
-    from the current folder) overrides the file's ``exercise:``.
+    from the current folder: named on the command line, so read as ``explain``
+    reads it) overrides the file's ``exercise:``; ``folders`` are packs
+    (``--exercises``) searched for ids and allowed for paths.
 
     Raises :class:`ExerciseError` (unreadable, not YAML, bad steps or
     entries, with file:line:col) or :class:`NotFoundError` (no such exercise).
@@ -415,5 +420,7 @@ def load_solution(path: str, *, exercise: str | None = None) -> SolutionFile:
     if exercise is not None:
         from .catalog import resolve
 
-        override = resolve(exercise)
-    return read_solution(text, str(path), base=Path(path).resolve().parent, exercise=override)
+        override = resolve(exercise, folders)
+    # the folder as named (not through a symbolic link to the file): the tree the solution is in
+    base = Path(os.path.abspath(path)).parent
+    return read_solution(text, str(path), base=base, exercise=override, folders=folders)

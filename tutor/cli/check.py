@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from ..messages import t
-from . import EXIT_WRONG, Format, FormatOpt, SolutionWrong, app, console, write
+from . import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, app, console, write
 from .author import warning_text
 
 
@@ -27,11 +27,12 @@ def check(
     solution: Annotated[str, typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
     fmt: FormatOpt = Format.rich,
+    exercises: ExercisesOpt = None,
 ) -> None:
     from ..check import audit
     from ..solution_file import load_solution
 
-    report = audit(load_solution(solution, exercise=exercise))
+    report = audit(load_solution(solution, exercise=exercise, folders=exercises or ()))
     if fmt is Format.json:
         from ..render.check import dumps
 
