@@ -63,7 +63,7 @@ def test_blog_post_numbers(capsys, monkeypatch):
         "  ✓ every entry of weights lies between 0 and 1",
         "  ✓ every column of head_output lies within that column of V",
         "",
-        "✗ wrong: 2 of 2 given steps are wrong; 0 of 4 plausibility checks fail. The first wrong step is weights.",
+        "✗ wrong: 2 of 2 given steps are wrong; every plausibility check passes. The first wrong step is weights.",
     ]
 
 
@@ -219,8 +219,9 @@ def test_missing_or_unknown_exercise(capsys, tmp_path):
     sol.write_text("exercise: no-such-thing\n")
     code, _, err = run(capsys, "check", str(sol))
     assert code == 2
-    assert err == (f"error: {sol}:1:11: exercise: no exercise 'no-such-thing': not a bundled id, nor a file "
-                   "(run `attn-tutor list` to see the ids)\n")
+    assert err == (f"error: {sol}:1:11: exercise: no exercise has the id 'no-such-thing' (bundled, or in a pack "
+                   "given with --exercises or ATTN_TUTOR_PATH) (run `attn-tutor list` to see the ids; name a file by "
+                   "its path, ending in .yaml)\n")
     sol.write_text("exercise: nowhere/e.yaml\n")
     code, _, err = run(capsys, "check", str(sol))
     assert code == 2 and f"{sol}:1:11: exercise: no exercise file 'nowhere/e.yaml'" in err

@@ -292,9 +292,15 @@ def test_explain_refuses_when_the_engines_disagree(capsys, monkeypatch):
     monkeypatch.setattr(numeric, "run_exercise", off_by_a_little)
     for fmt in ("rich", "json"):
         code, out, err = run(capsys, "explain", "single-head-3x4", "--format", fmt)
-        assert code == 2 and out == ""
+        assert code == 2
         assert err.startswith("error: the exact engine and the NumPy core disagree at step weights (head 0), entry (0, 0)")
         assert "no solution is printed" in err
+        if fmt == "rich":
+            assert out == ""
+        else:  # no solution, but the error document a script parses (issue 8, G.24)
+            doc = json.loads(out)
+            assert (doc["error"], doc["exit_code"]) == ("input", 2) and "steps" not in doc
+            assert doc["errors"][0]["message"] == err.splitlines()[0].removeprefix("error: ")
 
 
 def test_production_view_names_the_reshapes(capsys):

@@ -412,7 +412,7 @@ def test_ragged_rows_in_x():
 def test_ragged_rows_in_a_weight():
     p = only(BASE.replace("    w_v: [[1, 0], [1, 0]", "    w_v: [[1, 0], [1]"))
     assert where(p) == ("f.yaml", 7, 19, "heads[0].w_v[1]")
-    assert "row 2 has 1 entries but row 1 has 2" in p.message
+    assert "row 2 has 1 entry but row 1 has 2" in p.message  # one entry, not "1 entries" (issue 8, G.25)
 
 
 def test_shapes_that_do_not_chain():

@@ -11,6 +11,7 @@ markdown > tests/golden/single-head-3x4.md`` (and ``--blank`` for
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -194,8 +195,12 @@ def test_blank_rich_worksheet_in_the_terminal(capsys):
 def test_handout_option_errors_exit_2(args, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "explain", "single-head-3x4", *args)
-    assert code == 2 and out == ""
+    assert code == 2
     assert message in " ".join(err.replace("│", " ").split())
+    if "json" in args:  # --format json: stdout has the error document (issue 8, G.24)
+        assert json.loads(out)["error"] == "usage" and message in json.loads(out)["errors"][0]["message"]
+    else:
+        assert out == ""
 
 
 def test_json_output_is_unchanged_by_the_new_options(capsys):

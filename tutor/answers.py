@@ -12,7 +12,7 @@ as code: there is no ``eval``, ``exec`` or ``compile``, and no text is ever
 handed to ``sympify``/``parse_expr``; sympy only ever receives Python ints
 and the sympy objects built from them.  ::
 
-    entry   := [+|-] ("inf" | "∞")                    (alone: -inf, +inf, ∞, .inf)
+    entry   := [+|-] ("inf" | "∞" | "oo")             (alone: -inf, +inf, ∞, .inf, sympy's -oo)
              | expr
     expr    := term (("+" | "-") term)*
     term    := unary (("*" | "/") unary)*             ("×", "·", "⋅" are "*"; "÷" is "/")
@@ -228,7 +228,7 @@ _OPS = {
     "+": "+", "-": "-", "−": "-", "*": "*", "×": "*", "·": "*", "⋅": "*",
     "/": "/", "÷": "/", "^": "^", "(": "(", ")": ")", "√": "√",
 }  # fmt: skip
-_INF_ALONE = re.compile(r"(?P<sign>[+\-−]?)\s*(?:\.?(?:inf|Inf|INF)|infinity|Infinity|∞)")
+_INF_ALONE = re.compile(r"(?P<sign>[+\-−]?)\s*(?:\.?(?:inf|Inf|INF)|infinity|Infinity|∞|oo)")  # oo: sympy's
 _INF_NAMES = {"inf", "Inf", "INF", "infinity", "Infinity", "oo"}
 _NAN_NAMES = {"nan", "NaN", "NAN"}
 

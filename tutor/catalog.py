@@ -17,6 +17,8 @@ others from being listed.  Pure: nothing here prints.
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -202,6 +204,15 @@ def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, st
         if not path.exists():
             raise NotFoundError(t("catalog.not_found", name=name))
         return load_exercise(str(path))
+    return resolve_id(name, folders, environ)
+
+
+def resolve_id(name: str, folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> Exercise:
+    """The exercise with id ``name``: bundled, or in a pack (``folders``, ``ATTN_TUTOR_PATH``).
+
+    Raises :class:`UnknownId` (a :class:`NotFoundError`) when no exercise has
+    the id, and :class:`NotFoundError` when two do.
+    """
     if _has_packs(folders, environ):
         found = load_catalog(folders, environ).find(name)
         if len(found) > 1:
@@ -209,7 +220,7 @@ def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, st
                                   second=found[1].exercise.source) + f" ({t('catalog.duplicate_id.hint')})")
         if found:
             return found[0].exercise
-        raise NotFoundError(t("catalog.not_found", name=name) + f" ({t('catalog.not_found.hint')})")
+        raise UnknownId(t("catalog.not_found", name=name) + f" ({t('catalog.not_found.hint')})")
     folder = bundled_dir()
     direct = [folder / f"{name}{s}" for s in _SUFFIXES if (folder / f"{name}{s}").is_file()]
     for path in direct + _files(folder):
@@ -219,7 +230,84 @@ def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, st
             continue
         if ex.id == name:
             return ex
-    raise NotFoundError(t("catalog.not_found", name=name) + f" ({t('catalog.not_found.hint')})")
+    raise UnknownId(t("catalog.not_found", name=name) + f" ({t('catalog.not_found.hint')})")
+
+
+class UnknownId(NotFoundError):
+    """No exercise, bundled or in a pack, has the id asked for."""
+
+
+class RefusedReference(NotFoundError):
+    """An exercise named inside another file (a solution's ``exercise:``) that is not read.
+
+    ``message`` and ``hint`` never quote the named file's content.
+    """
+
+    def __init__(self, message: str, hint: str = ""):
+        super().__init__(message)
+        self.message, self.hint = message, hint
+
+
+#: What an exercise id looks like (the schema's ``id``): anything else a file names is a path.
+_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
+def names_a_file(name: str) -> bool:
+    """True when ``name``, as written in a file, is a path rather than an id: anything but an
+    id's lowercase letters, digits and ``-`` (``ex.yaml``, ``../ex``, ``notes.txt``), decided by
+    the text alone, never by what exists in the current folder."""
+    return _ID.fullmatch(name) is None
+
+
+def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (),
+                      environ: dict[str, str] | None = None) -> Exercise:
+    """The exercise a file refers to by ``name`` (a solution file's ``exercise:``): an id, bundled
+    or in a pack, or a path taken from ``base`` (the referring file's folder).
+
+    What such a file names is not trusted (a student's solution names it, and
+    ``check`` reports go back to students): a path is read only when, with
+    every symbolic link followed, it is a regular ``.yaml``/``.yml`` file
+    inside ``base`` or below, inside a pack folder (``folders``,
+    ``ATTN_TUTOR_PATH``) or among the bundled exercises, and it is used only
+    when it is a valid exercise.  Raises :class:`RefusedReference` otherwise
+    (outside those folders - whether or not the file exists -, missing, not a
+    regular file, not YAML, not a valid exercise) and :class:`NotFoundError`
+    for an unknown or clashing id; no message quotes the named file's content.
+    """
+    if not names_a_file(name):
+        try:
+            return resolve_id(name, folders, environ)
+        except UnknownId:
+            raise RefusedReference(t("reference.unknown_id", name=name), t("reference.unknown_id.hint")) from None
+    roots = [base] + [f.path for f in search_folders(folders, environ)]
+    try:
+        target = Path(os.path.realpath(base / name))  # an absolute name replaces base
+        inside = any(_within(target, Path(os.path.realpath(r))) for r in roots)
+    except (OSError, ValueError):  # a NUL character, a name too long for the system
+        raise RefusedReference(t("reference.bad_name", path=name)) from None
+    if not inside:
+        raise RefusedReference(t("reference.outside", path=name, where=base), t("reference.outside.hint"))
+    try:
+        mode: int | None = target.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except (OSError, ValueError) as err:
+        raise RefusedReference(t("reference.unreadable", path=name, reason=getattr(err, "strerror", None) or err)) from None
+    if mode is None:
+        raise RefusedReference(t("solution.exercise_missing", path=name, where=str(base)))
+    if not stat.S_ISREG(mode):  # a folder, a FIFO, a device: never opened
+        raise RefusedReference(t("reference.not_file", path=name))
+    if target.suffix not in _SUFFIXES:
+        raise RefusedReference(t("reference.not_yaml", path=name))
+    try:
+        return load_exercise(str(target), display=name)
+    except ExerciseError as err:  # its problems would quote it: say only that it is not an exercise
+        raise RefusedReference(t("reference.invalid", path=name, count=len(err.problems)),
+                               t("reference.invalid.hint", path=target)) from None
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def bundled() -> list[Exercise]:

@@ -42,10 +42,11 @@ from .diagnose import (
     right_value,
     softmax,
 )
-from .messages import t
+from .messages import plural, t
 from .model import Exercise
 from .solution_file import GivenStep, SolutionFile, step_exists
 from .steps import HEAD_STEPS, LAYER_STEPS, Solution
+from .worked import fixed
 
 Key = tuple[str, "int | None"]
 Array = np.ndarray
@@ -251,29 +252,39 @@ def _carry(sol: Solution, sf: SolutionFile) -> dict[Key, tuple[Array, Array]]:
         result[key] = (val, slack)
         g = sf.given(*key)
         if g is not None and g.shape == val.shape:
-            lo, hi = g.bounds()
+            lo, hi = g.bounds(nan_as_missing=True)
             with np.errstate(invalid="ignore"):  # -inf - -inf: masked entries have no width
                 mid = np.where(np.isinf(lo), lo, (lo + hi) / 2)  # [r, c]
                 half = np.where(np.isinf(lo), 0.0, (hi - lo) / 2)  # [r, c]
-            missing = np.isnan(lo)
-            carried[key] = (np.where(missing, val, mid), np.where(missing, slack, half))
+            nan = g.nan_cells()  # [r, c]: written as NaN, carried forward as NaN (as PyTorch would)
+            missing = np.isnan(lo) & ~nan
+            carried[key] = (np.where(nan, np.nan, np.where(missing, val, mid)),
+                            np.where(nan | missing, np.where(nan, 0.0, slack), half))
         else:
             carried[key] = (val, slack)
     return result
 
 
 def _consistent(g: GivenStep, value: Array, slack: Array) -> bool:
+    """Whether what ``g`` writes follows from ``value`` (recomputed from the author's inputs) within ``slack``.
+
+    An entry written as NaN follows only from a NaN (a NaN input row
+    carried forward), and a NaN follows only into an entry written as NaN.
+    """
     if g.shape != value.shape:
         return False
-    lo, hi = g.bounds()
-    return matches(value, Claim(lo - slack, hi + slack))
+    nan = g.nan_cells()  # [r, c]
+    if not np.array_equal(nan & np.isnan(value), nan):
+        return False
+    lo, hi = g.bounds(nan_as_missing=True)
+    return matches(np.where(nan, 0.0, value), Claim(lo - slack, hi + slack))
 
 
 # --- plausibility ------------------------------------------------------------------------------
 
 
 def _half(g: GivenStep) -> tuple[Array, Array, Array]:
-    lo, hi = g.bounds()
+    lo, hi = g.bounds(nan_as_missing=True)  # a NaN entry is judged in its step, not by the plausibility checks
     with np.errstate(invalid="ignore"):
         return lo, hi, (lo + hi) / 2
 
@@ -297,14 +308,19 @@ def _plausibility(sol: Solution, sf: SolutionFile) -> list[Finding]:
     for g in sf.steps:
         name = label(ex, g.id, g.head)
         right_shape = g.shape == sol.step(g.id, g.head).shape  # type: ignore[arg-type]
+        nan = g.nan_cells()  # [r, c]: NaN entries are left out of the checks below, and said so
+        apart = t("check.nan.apart") if nan.any() else ""
         if g.id == "weights":
             lo, hi, mid = _half(g)
             bad_rows = []
             empty_rows = []  # labels of the checked rows that may attend to no key (they sum to 0)
             for i in range(g.shape[0]):
+                row = sol.step("weights", g.head).row_labels[i] if right_shape else str(i + 1)  # type: ignore[arg-type]
+                if nan[i].any():
+                    bad_rows.append((i, t("check.row_sum.nan", step=name, row=row)))
+                    continue
                 if np.isnan(lo[i]).any():
                     continue
-                row = sol.step("weights", g.head).row_labels[i] if right_shape else str(i + 1)  # type: ignore[arg-type]
                 empty = right_shape and allowed is not None and not allowed[i].any()
                 if empty:
                     empty_rows.append(row)
@@ -331,7 +347,7 @@ def _plausibility(sol: Solution, sf: SolutionFile) -> list[Finding]:
                 out.append(Finding("weights_range", g.id, g.head, False, t(
                     "check.range01.bad", step=name, cells=_cells(sol, g, outside, mid)), tuple(outside)))
             else:
-                out.append(Finding("weights_range", g.id, g.head, True, t("check.range01.ok", step=name)))
+                out.append(Finding("weights_range", g.id, g.head, True, t("check.range01.ok", step=name) + apart))
             if allowed is not None and right_shape:
                 with np.errstate(invalid="ignore"):
                     leak = [(int(i), int(j)) for i, j in zip(*np.nonzero(~allowed & ((lo > 1e-12) | (hi < -1e-12))))]
@@ -339,10 +355,10 @@ def _plausibility(sol: Solution, sf: SolutionFile) -> list[Finding]:
                     out.append(Finding("masked_zero", g.id, g.head, False, t(
                         "check.masked_zero.bad", step=name, cells=_cells(sol, g, leak, mid)), tuple(leak)))
                 else:
-                    out.append(Finding("masked_zero", g.id, g.head, True, t("check.masked_zero.ok", step=name)))
+                    out.append(Finding("masked_zero", g.id, g.head, True, t("check.masked_zero.ok", step=name) + apart))
         if g.id == "head_output" and right_shape:
             gv = sf.given("v", g.head)
-            if gv is not None and gv.shape == sol.step("v", g.head).shape and not np.isnan(gv.bounds()[0]).any():
+            if gv is not None and gv.shape == sol.step("v", g.head).shape and not np.isnan(gv.bounds(nan_as_missing=True)[0]).any():
                 v_lo, v_hi = gv.bounds()
                 whose = t("check.v.yours")
             else:
@@ -366,7 +382,7 @@ def _plausibility(sol: Solution, sf: SolutionFile) -> list[Finding]:
                 out.append(Finding("column_range", g.id, g.head, False, t(
                     "check.column.bad", step=name, cells="; ".join(texts), whose=whose), tuple(bad)))
             else:
-                out.append(Finding("column_range", g.id, g.head, True, t("check.column.ok", step=name, whose=whose)))
+                out.append(Finding("column_range", g.id, g.head, True, t("check.column.ok", step=name, whose=whose) + apart))
     return out
 
 
@@ -384,10 +400,13 @@ def _exact_claims(sol: Solution, g: GivenStep, expected: Array,
     """The wrong cells of ``g`` written as exact numbers that the value rounds to, with a note each.
 
     "Rounds to" at the most places the author wrote in this step (4 when
-    none): ``0`` for 0.000012 is noted (``0.0000`` would be right), ``0``
-    for 0.3 is not (it is simply wrong).
+    none, and at least 1, so that what the note suggests is a decimal: an
+    entry such as ``1e1`` is written to -1 places): ``0`` for 0.000012 is
+    noted (``0.0000`` would be right), ``0`` for 0.3 is not (it is simply
+    wrong).
     """
-    places = max((e.places for row in g.entries for e in row if e is not None and e.places), default=4)
+    written = [e.places for row in g.entries for e in row if e is not None and e.places is not None]
+    places = max(1, max(written, default=4))
     half = 0.5 * 10.0 ** -places
     out = []
     for i, j in wrong:
@@ -399,13 +418,41 @@ def _exact_claims(sol: Solution, g: GivenStep, expected: Array,
         if not math.isfinite(w) or abs(v - w) > half + 1e-12 * max(1.0, abs(v)):
             continue
         digits = min(15, max(places + 2, 1 - math.floor(math.log10(abs(v - w))))) if v != w else places + 2
-        value = f"{v:.{digits}f}".rstrip("0").rstrip(".")
-        rounded = f"{v:.{places}f}"
-        if rounded.startswith("-") and float(rounded) == 0:
-            rounded = rounded[1:]
+        value = fixed(v, digits).rstrip("0").rstrip(".")
+        rounded = fixed(v, places)
         out.append(((i, j), t("check.exact_claim", cell=cell_name(sol, g.id, g.head, i, j), found=e.text,
                               value=value, rounded=rounded)))
     return tuple(out)
+
+
+#: The steps whose row is a query's: a query that may attend to no key has a zero row there (NaN in PyTorch's MHA).
+_QUERY_ROWS = ("weights", "head_output", "concat", "output")
+
+
+def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
+    """Why each entry written as NaN is wrong: one note for the rows of queries
+    that may attend to no key (PyTorch's ``nn.MultiheadAttention`` prints NaN
+    there), one for any other NaN.  ``[]`` without NaN or with a wrong shape."""
+    nan = g.nan_cells()  # [r, c]
+    if not nan.any() or g.shape != expected.shape:
+        return []
+    ex = sol.exercise
+    allowed = None if ex.allowed() is None else np.array(ex.allowed(), dtype=bool)  # [L, L_k]
+    empty = set() if allowed is None or g.id not in _QUERY_ROWS else {int(i) for i in np.nonzero(~allowed.any(axis=1))[0]}
+    cells = [(int(i), int(j)) for i, j in zip(*np.nonzero(nan))]
+    in_empty = [c for c in cells if c[0] in empty]
+    other = [c for c in cells if c[0] not in empty]
+    name = label(ex, g.id, g.head)
+    out = []
+    if in_empty:
+        labels = sol.step(g.id, g.head).row_labels  # type: ignore[arg-type]
+        rows = sorted({i for i, _ in in_empty})
+        out.append(Diagnosis("nan_empty_row", plural("check.nan.empty_row", len(rows), step=name,
+                                                     rows=", ".join(labels[i] for i in rows)), tuple(in_empty)))
+    if other:
+        out.append(Diagnosis("nan", t("check.nan.elsewhere", step=name, cells=_cells(sol, g, other, expected)),
+                             tuple(other)))
+    return out
 
 
 def _cells(sol: Solution, g: GivenStep, cells: list[tuple[int, int]], mid: Array, limit: int = 4) -> str:
@@ -447,7 +494,10 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
             judged.append(StepCheck(g, expected, (), ()))
             continue
         exact = _exact_claims(sol, g, expected, wrong) if g.shape == expected.shape else ()
-        diagnoses = tuple(diagnose_claim(sol, g.id, g.head, claim))
+        nan = g.nan_cells()
+        if nan.any():  # the misconceptions are judged on the numbers written; each NaN gets its own note
+            claim = Claim(*g.bounds(nan_as_missing=True), g.texts())
+        diagnoses = tuple(_nan_notes(sol, g, expected)) + tuple(diagnose_claim(sol, g.id, g.head, claim))
         noted = {cell for cell, _ in exact}
         # a slip in one entry that is only an exact number for a rounded value: the note says it better
         diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= noted))

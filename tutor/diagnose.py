@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from .messages import t
 from .steps import Solution, Step, StepId
-from .worked import entry_work
+from .worked import entry_work, fixed
 
 __all__ = [
     "MISCONCEPTIONS",
@@ -173,7 +173,9 @@ def num_text(v: float, places: int = 4) -> str:
         return "-inf" if v < 0 else "inf"
     if float(v).is_integer() and abs(v) < 1e15:
         return str(int(v))
-    text = f"{v:.{places}f}".rstrip("0").rstrip(".")
+    text = fixed(v, places)
+    if places > 0:
+        text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
 

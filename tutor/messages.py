@@ -10,12 +10,14 @@ numbers) is not wording and is not translated.
 from __future__ import annotations
 
 import os
+import string
+from numbers import Integral
 
 EN: dict[str, str] = {
     # --- files and YAML ------------------------------------------------------
     "file.unreadable": "cannot read the file: {reason}",
     "file.not_utf8": "the file is not UTF-8 text (byte {offset})",
-    "file.too_large": "the file is {size} bytes; the limit is {limit}",
+    "file.too_large": "the file is {size:bytes}; the limit is {limit}",
     "yaml.syntax": "not valid YAML: {problem}",
     "yaml.tab": "a tab character where YAML expects spaces",
     "yaml.tab.hint": "indent with spaces; YAML does not allow tabs there",
@@ -25,7 +27,7 @@ EN: dict[str, str] = {
     "yaml.duplicate_key.hint": "keep one of them; YAML keeps only the last, silently",
     "yaml.merge_key": "merge keys (<<) are not supported",
     "yaml.merge_key.hint": "reuse a whole value with an alias instead, e.g. w_k: *w_q",
-    "yaml.alias_expansion": "aliases expand to more than {limit} values",
+    "yaml.alias_expansion": "aliases expand to more than {limit:values}",
     "yaml.alias_expansion.hint": "the file is refused before it is read in full",
     "yaml.recursive_alias": "an alias refers to the value that contains it",
     "yaml.tag": "expected a plain value, found the YAML tag {tag}",
@@ -64,7 +66,7 @@ EN: dict[str, str] = {
     "hint.base60": "YAML 1.1 read 1:20 as base 60; write the number itself",
     "hint.radix": "hexadecimal and octal numbers are not allowed in a matrix",
     "hint.not_finite": "only finite numbers are allowed",
-    "hint.too_long": "an entry may have at most {limit} characters",
+    "hint.too_long": "an entry may have at most {limit:characters}",
     "hint.exponent": "exponents are limited to ±{limit}",
     "hint.magnitude": "entries are limited to ±{limit}",
     "hint.div_zero": "a fraction cannot divide by zero",
@@ -77,12 +79,12 @@ EN: dict[str, str] = {
     "form.needs_fused": "{field} needs the fused form (num_heads with w_q, w_k, w_v)",
     "form.b_o_alone": "b_o is the bias of the output projection, but there is no w_o",
     "form.kv_tokens": "kv_tokens labels the rows of x_kv, but there is no x_kv",
-    "shape.ragged": "row {row} has {found} entries but row 1 has {expected}",
-    "shape.rows": "{field} has {found} rows but {other} has {expected} columns ({name})",
-    "shape.len": "{field} has {found} entries but {expected_what} is {expected}",
-    "shape.divisible": "{field} has {found} columns, which num_heads = {heads} does not divide",
+    "shape.ragged": "row {row} has {found:entries} but row 1 has {expected}",
+    "shape.rows": "{field} has {found:rows} but {other} has {expected:columns} ({name})",
+    "shape.len": "{field} has {found:entries} but {expected_what} is {expected}",
+    "shape.divisible": "{field} has {found:columns}, which num_heads = {heads} does not divide",
     "shape.head_dims": "{what} is {found} in this head but {expected} in head 0; every head must have the same {what}",
-    "shape.w_o_rows": "w_o has {found} rows but the heads concatenate to {expected} columns (num_heads·d_v)",
+    "shape.w_o_rows": "w_o has {found:rows} but the heads concatenate to {expected:columns} (num_heads·d_v)",
     "shape.mask": "mask is {found} but must be [L × L_k] = [{L} × {L_k}]",
     "limit": "{what} is {found}, above the limit of {limit}",
     # --- catalogue -----------------------------------------------------------
@@ -107,7 +109,7 @@ EN: dict[str, str] = {
     "step.scores.why": "Entry (i, j) is the dot product q_i·k_j: how well query i matches key j. Rows are queries, columns are keys.",
     "step.scaled.why": "If the entries of q and k have variance 1, q·k has variance d_k; dividing by sqrt(d_k) brings it back to 1 so the softmax does not saturate into a near one-hot row with vanishing gradients. It uses the head's d_k, not d_model.",
     "step.masked.why": "Blocked pairs get -inf, so exp(-inf) = 0 and they take no weight; the softmax renormalises over the keys that remain.",
-    "step.masked.why.full": "Row {rows} may attend to no key at all: its weights are all zero and its output row is zero (PyTorch's nn.MultiheadAttention gives NaN there; scaled_dot_product_attention gives zeros).",
+    "step.masked.why.full": "Row {rows} may attend to no key at all: its weights are all zero and its head output row is zero (PyTorch's nn.MultiheadAttention gives NaN there with need_weights=True, its default, and on its inference fast path; scaled_dot_product_attention gives zeros).",
     "step.weights.why": "Softmax along each row (over the keys, axis -1) turns scores into weights that are positive and sum to 1: how much query i takes from each key.",
     "step.head_output.why": "Each output row is a weighted average of the rows of V, so each column stays between the smallest and largest value of that column of V.",
     "step.concat.why": "The heads are placed side by side, head 0 first: [L × h·d_v]. Each head looked at the input through its own projections.",
@@ -125,7 +127,7 @@ EN: dict[str, str] = {
     "explain.decimal": "decimal",
     "explain.heatmap": "Attention weights, head {head} (darker = more weight)",
     "explain.flow": "Dimension flow",
-    "explain.flow.each_head": "(the same for each of the {heads} heads)",
+    "explain.flow.each_head": "(the same for each of the {heads:heads})",
     "explain.columns": "columns {first}–{last} of {total}",
     "explain.column": "column {first} of {total}",
     "explain.masked_entry": "masked",
@@ -159,6 +161,8 @@ EN: dict[str, str] = {
     "cli.opt.version": "Show the version and exit.",
     "cli.output_failed": "cannot write the output: {reason}",
     "cli.bad_format": "unknown format '{found}'; choose one of {choices}",
+    "cli.aborted": "stopped: the input ended or was interrupted",
+    "cli.internal": "internal error: {kind} at {where}. This is a bug in attn-tutor; please report it with the command and the files it read (ATTN_TUTOR_DEBUG=1 prints the traceback)",
     # --- practice, stats (issue 4) ---------------------------------------------
     "store.unwritable": "cannot create the folder of the progress file {path}: {reason}",
     "store.unreadable": "cannot read the progress file {path}: {reason}",
@@ -194,7 +198,7 @@ EN: dict[str, str] = {
     "practice.unsaved": "Not saved yet: {reason}. Your answer is kept, and saved with your next answer or at the end.",
     "practice.unsaved.end.one": "{count} answer could not be saved: {reason}",
     "practice.unsaved.end.other": "{count} answers could not be saved: {reason}",
-    "practice.echo.cut": "… ({length} characters)",
+    "practice.echo.cut": "… ({length:characters})",
     "practice.picked": "Practising {exercise}: it trains {why}.",
     "practice.intro": "Practice: {title} ({id}, steps to do: {total})",
     "practice.how.matrix": "Type each matrix on one line, rows separated by \";\" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or row by row ending with an empty line.",
@@ -210,13 +214,11 @@ EN: dict[str, str] = {
     "practice.invalid": "Not an answer: {message}. Type it again (or help).",
     "practice.bad_row": "row {row}: {message}",
     "practice.bad_entry": "entry ({row}, {col}): {message}",
-    "practice.ragged_row": "row {row} has {found}, but row 1 has {expected}",
-    "practice.entries.one": "{count} entry",
-    "practice.entries.other": "{count} entries",
+    "practice.ragged_row": "row {row} has {found:entries}, but row 1 has {expected}",
     "practice.rows": "Row {rows} read; type the next row, and an empty line after the last one.",
     "practice.correct": "Right.",
     "practice.correct.retry": "Right, at try {attempt}.",
-    "practice.wrong": "Not yet: {wrong} of {total} entries wrong (marked {mark}).",
+    "practice.wrong": "Not yet: {wrong} of {total:entries} wrong (marked {mark}).",
     "practice.wrong.shape": "Not yet: your answer is {shape}, but this step's result has another shape (type shape to see it).",
     "practice.your_answer": "Your {name}",
     "practice.inexact": "{cells}: close, but a whole number, fraction or exact form must be exact; write a decimal such as {example} instead.",
@@ -243,7 +245,7 @@ EN: dict[str, str] = {
     "practice.hint.output": "Entry (i, j) is the dot product of row i of {src} with column j of {w}{bias}.",
     "practice.work.blocked": "query {row} may not attend to key {col}",
     "practice.work.kept": "query {row} may attend to key {col}",
-    "practice.shape": "{name} is {shape}: {rows} rows, {cols} columns.",
+    "practice.shape": "{name} is {shape}: {rows:rows}, {cols:columns}.",
     "practice.reveal": "The answer: {name} {shape} (counted as missed)",
     "practice.skipped": "Skipped.",
     "practice.help.hint": "the formula; again: one entry worked out",
@@ -303,8 +305,8 @@ EN: dict[str, str] = {
     "diagnose.mask_after_softmax": "You applied the mask after the softmax without renormalising; set the blocked scores to -inf before the softmax, so each row still sums to 1.",
     "diagnose.softmax_columns": "You took the softmax down each column; take it along each row (over the keys), so that every row of weights sums to 1.",
     "diagnose.not_normalised": "You did not divide by the row sum: weights_ij = exp(s_ij) / Σ_k exp(s_ik).",
-    "diagnose.rounded_scaled": "You rounded the scaled scores to {places} decimals before the softmax; keep full precision until the final answer.",
-    "diagnose.rounded_weights": "You rounded the weights to {places} decimals before multiplying by V; keep full precision until the final answer.",
+    "diagnose.rounded_scaled": "You rounded the scaled scores to {places:decimals} before the softmax; keep full precision until the final answer.",
+    "diagnose.rounded_weights": "You rounded the weights to {places:decimals} before multiplying by V; keep full precision until the final answer.",
     "diagnose.times_k": "You multiplied the weights by K; the head output is weights·V.",
     "diagnose.heads_order": "You concatenated the heads in the wrong order; head 0 comes first: concat = [head_0, head_1, …].",
     "diagnose.transposed": "Your {step} is transposed; write it as [{rows}×{cols}], swapping rows and columns.",
@@ -316,17 +318,27 @@ EN: dict[str, str] = {
     "solution.no_exercise": "no 'exercise' field: the file must name its exercise",
     "solution.no_exercise.hint": "add e.g. `exercise: single-head-3x4` (a bundled id or a path relative to this file), or pass --exercise",
     "solution.exercise_missing": "no exercise file '{path}' (relative paths are taken from {where})",
+    "reference.unknown_id": "no exercise has the id '{name}' (bundled, or in a pack given with --exercises or ATTN_TUTOR_PATH)",
+    "reference.unknown_id.hint": "run `attn-tutor list` to see the ids; name a file by its path, ending in .yaml",
+    "reference.outside": "'{path}' is outside the folder of this file ({where}), the exercise packs and the bundled exercises, so it is not read",
+    "reference.outside.hint": "name a bundled id, an exercise file in this folder or below, or one in a pack given with --exercises or ATTN_TUTOR_PATH",
+    "reference.bad_name": "'{path}' is not a usable file name",
+    "reference.unreadable": "cannot read '{path}': {reason}",
+    "reference.not_file": "'{path}' is not a regular file, so it is not read as an exercise",
+    "reference.not_yaml": "'{path}' is not an exercise file: an exercise file's name ends in .yaml or .yml",
+    "reference.invalid": "'{path}' is not a valid exercise file ({count:problems})",
+    "reference.invalid.hint": "`attn-tutor validate {path}` lists them",
     "solution.unknown": "'{name}' is not a step name",
     "solution.unknown.hint": "the steps are {steps}",
-    "solution.needs_heads": "the exercise has {heads} heads, so '{step}' must go under heads:, one mapping per head",
+    "solution.needs_heads": "the exercise has {heads:heads}, so '{step}' must go under heads:, one mapping per head",
     "solution.needs_heads.hint": "write heads: [{{{step}: …}}, …] with head 0 first",
     "solution.both_forms": "per-head steps are given both at the top level and under heads:; use one of the two",
-    "solution.too_many_heads": "heads lists {found} heads, but the exercise has {heads}",
+    "solution.too_many_heads": "heads lists {found:heads}, but the exercise has {heads}",
     "solution.layer_in_head": "'{step}' is a step of the whole layer; give it at the top level, not under heads:",
     "solution.no_step.masked": "the exercise has no mask or key padding, so it has no 'masked' step",
     "solution.no_step.concat": "the exercise has one head, so it has no 'concat' step",
     "solution.no_step.output": "the exercise has no w_o, so it has no 'output' step (the result is the concatenation)",
-    "solution.too_large": "more than {limit} rows or columns; no step of an exercise is that large",
+    "solution.too_large": "more than {limit:rows} or columns; no step of an exercise is that large",
     "solution.all_missing": "every entry is ~ (not given); leave the step out instead",
     "solution.empty.hint": "a solution file needs at least `exercise: ID` and one step, e.g. `scores: [[2, 4], [4, 8]]`",
     "solution.no_steps": "the file gives no step to check",
@@ -339,8 +351,8 @@ EN: dict[str, str] = {
     "check.no_steps": "The file gives no steps.",
     "check.correct": "correct",
     "check.wrong": "wrong",
-    "check.step.ok": "{count} entries right",
-    "check.step.off": "{wrong} of {count} entries off",
+    "check.step.ok": "{count:entries} right",
+    "check.step.off": "{wrong} of {count:entries} off",
     "check.step.shape": "size {found}, but the step is {expected}",
     "check.step.carried": "carries the error in {source} forward",
     "check.step.independent": "wrong on its own, not only because of an earlier step",
@@ -363,6 +375,11 @@ EN: dict[str, str] = {
     "check.row_sum.ok_empty": "every row of {step} sums to 1 within rounding, or to 0 for a query that may attend to no key ({rows})",
     "check.row_sum.bad_empty": "row {row} of {step} sums to {total}, not 0: query {row} may attend to no key, so its weights are all 0 (rounding allows ±{allow})",
     "check.exact_claim": "{cell}: you wrote {found}, an exact claim; the value is {value} — write {rounded} for a rounded value",
+    "check.nan.empty_row.one": "{step} has nan in row {rows}, a query that may attend to no key. nn.MultiheadAttention returns NaN for such a row with need_weights=True (its default) and on its inference fast path: the softmax of a row of -inf is 0/0. Here, as in scaled_dot_product_attention, that query's weights are 0 and its head output is 0.",
+    "check.nan.empty_row.other": "{step} has nan in rows {rows}, queries that may attend to no key. nn.MultiheadAttention returns NaN for such rows with need_weights=True (its default) and on its inference fast path: the softmax of a row of -inf is 0/0. Here, as in scaled_dot_product_attention, those queries' weights are 0 and their head outputs are 0.",
+    "check.nan.apart": ", apart from its nan entries",
+    "check.row_sum.nan": "row {row} of {step} has nan, so it has no sum (a row of weights sums to 1, or to 0 for a query that may attend to no key)",
+    "check.nan.elsewhere": "nan is not a number, and {step} has a number there: {cells}",
     "check.range01.ok": "every entry of {step} lies between 0 and 1",
     "check.range01.bad": "{step} has entries outside [0, 1]: {cells}",
     "check.masked_zero.ok": "{step} is 0 wherever the mask blocks",
@@ -372,8 +389,14 @@ EN: dict[str, str] = {
     "check.column.bad_cell": "{cell} = {value} is outside [{low}, {high}] (column {col})",
     "check.v.yours": "your V",
     "check.v.true": "V",
-    "check.verdict.ok": "correct: every given step is right and plausible ({count} of the {total} steps of the exercise given).",
-    "check.verdict.bad": "wrong: {wrong} of {count} given steps are wrong; {failed} of {checks} plausibility checks fail.",
+    "check.verdict.ok": "correct: every given step is right and plausible ({count} of the {total:steps} of the exercise given).",
+    "check.verdict.bad": "wrong: {steps}; {checks}.",
+    "check.verdict.steps.none": "every given step is right",
+    "check.verdict.steps.one": "{count} of {given:given_steps} is wrong",
+    "check.verdict.steps.other": "{count} of {given:given_steps} are wrong",
+    "check.verdict.checks.none": "every plausibility check passes",
+    "check.verdict.checks.one": "{count} of {total:checks} fails",
+    "check.verdict.checks.other": "{count} of {total:checks} fail",
     "check.verdict.first": "The first wrong step is {step}.",
     "cli.check.help": "Audit a written solution (homework, a blog post, an answer key) against its exercise.",
     "cli.check.solution": "The solution file (YAML) to check.",
@@ -381,11 +404,11 @@ EN: dict[str, str] = {
     # --- validate, new, schema, packs, handouts (issue 5) ----------------------
     "yaml.leading_zero": "{text} has a leading zero: read as {value} (YAML 1.2), but YAML 1.1 tools such as PyYAML read it as octal",
     "yaml.leading_zero.hint": "write {value}",
-    "yaml.too_deep": "lists or mappings nested more than {limit} levels deep",
+    "yaml.too_deep": "lists or mappings nested more than {limit:levels} deep",
     "yaml.too_deep.hint": "a matrix is a list of rows, e.g. [[1, 0], [0, 1]]",
     "schema.empty_list": "expected at least one entry, found an empty list",
     "schema.empty_list.hint": "each entry is {item}",
-    "shape.cols": "{field} has {found} columns but {expected_what} is {expected}",
+    "shape.cols": "{field} has {found:columns} but {expected_what} is {expected}",
     "hint.base60.text": "YAML 1.1 read {text} as a number in base 60; write the number itself",
     "yaml.exponent": "{text} has an exponent: read as {value} (YAML 1.2), but YAML 1.1 tools such as PyYAML read it as text",
     "yaml.exponent.hint": "write {value}",
@@ -396,13 +419,13 @@ EN: dict[str, str] = {
     "yaml.syntax.hint": "check the brackets, quotes and indentation here and on the line before",
     "schema.required.hint": "add it; `attn-tutor schema` lists every field and its shape",
     "shape.ragged.hint": "give every row of the matrix the same number of entries",
-    "shape.rows.hint": "{field} needs one row per column of {other}: {expected} rows",
-    "shape.cols.hint": "give {field} {expected} columns",
-    "shape.len.hint": "give {field} {expected} entries",
+    "shape.rows.hint": "{field} needs one row per column of {other}: {expected:rows}",
+    "shape.cols.hint": "give {field} {expected:columns}",
+    "shape.len.hint": "give {field} {expected:entries}",
     "shape.divisible.hint": "in the fused form head h uses columns h·d to (h+1)·d, so the columns must be a multiple of {heads}",
     "shape.head_dims.hint": "give every head the same {what}",
-    "shape.w_o_rows.hint": "give w_o {expected} rows, one per column of the concatenated heads",
-    "shape.mask.hint": "one row per query and one column per key: {L} rows of {L_k} entries, true where the query may attend the key",
+    "shape.w_o_rows.hint": "give w_o {expected:rows}, one per column of the concatenated heads",
+    "shape.mask.hint": "one row per query and one column per key: {L:rows} of {L_k:entries}, true where the query may attend the key",
     "limit.hint": "the limits keep an exercise small enough for paper and for the exact engine; make {what} at most {limit}",
     "form.both.hint": "keep one form: heads (a list of w_q, w_k, w_v per head) or num_heads with fused w_q, w_k, w_v",
     "form.neither.hint": "`attn-tutor new` writes a complete example to start from",
@@ -419,6 +442,12 @@ EN: dict[str, str] = {
     "handout.decimals_only": "Too large to print exactly here; the exact entries: `attn-tutor explain {id} --format json`.",
     "handout.bad_suffix": "cannot export to '{found}'; the file name must end in one of {choices}",
     "handout.wrote": "wrote {path}",
+    "handout.format_clash": "--export {path} writes {kind} (from its suffix), so --format {found} would be ignored; leave out --format (or give {formats}), or change the file name",
+    "handout.kind.html": "an HTML page of the terminal output",
+    "handout.kind.svg": "an SVG picture of the terminal output",
+    "handout.kind.md": "Markdown",
+    "handout.not_file": "{path} exists and is not a regular file; export to a file name",
+    "cli.opt.force_export": "Overwrite the file given with --export.",
     "handout.blank_json": "--blank makes a worksheet for reading; use it with --format rich, markdown or html, or --export",
     "validate.no_files": "no *.yaml or *.yml files in this folder",
     "validate.no_files.hint": "hidden folders (such as .github) are skipped",
@@ -427,7 +456,7 @@ EN: dict[str, str] = {
     "validate.solution_file.hint": "check it with `attn-tutor check {file}`",
     "validate.warning": "warning",
     "validate.summary": "files checked: {files}; valid: {valid}; invalid: {invalid}; problems: {problems}",
-    "new.too_wide": "--heads {heads} with --d-k {d_k} concatenate to {product} columns; the limit of d_out is 32",
+    "new.too_wide": "--heads {heads} with --d-k {d_k} concatenate to {product:columns}; the limit of d_out is 32",
     "new.padding_keys": "--mask padding needs at least two keys (--tokens, or --cross): one to pad, one to attend",
     "new.bad_id": "the id must be lowercase letters, digits and '-', starting with a letter or digit (at most 64), found '{found}'",
     "new.exists": "{path} already exists; choose another file or add --force to overwrite it",
@@ -456,6 +485,36 @@ EN: dict[str, str] = {
     "cli.opt.export": "Write a standalone page to this file instead: .html, .svg (the terminal output) or .md.",
 }
 
+# --- counted nouns (issue 8): `{n:entries}` in a template, or plural("count.entries", n) ----
+EN.update({
+    "count.entries.one": "{count} entry",
+    "count.entries.other": "{count} entries",
+    "count.rows.one": "{count} row",
+    "count.rows.other": "{count} rows",
+    "count.columns.one": "{count} column",
+    "count.columns.other": "{count} columns",
+    "count.heads.one": "{count} head",
+    "count.heads.other": "{count} heads",
+    "count.decimals.one": "{count} decimal",
+    "count.decimals.other": "{count} decimals",
+    "count.given_steps.one": "{count} given step",
+    "count.given_steps.other": "{count} given steps",
+    "count.checks.one": "{count} plausibility check",
+    "count.checks.other": "{count} plausibility checks",
+    "count.problems.one": "{count} problem",
+    "count.problems.other": "{count} problems",
+    "count.steps.one": "{count} step",
+    "count.steps.other": "{count} steps",
+    "count.bytes.one": "{count} byte",
+    "count.bytes.other": "{count} bytes",
+    "count.values.one": "{count} value",
+    "count.values.other": "{count} values",
+    "count.characters.one": "{count} character",
+    "count.characters.other": "{count} characters",
+    "count.levels.one": "{count} level",
+    "count.levels.other": "{count} levels",
+})
+
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 
@@ -468,7 +527,61 @@ def language() -> str:
 def t(key: str, /, **fields: object) -> str:
     """The sentence for ``key`` in the current language, with ``fields`` filled in.
 
-    Raises ``KeyError`` for an unknown key (a programming error, caught by tests).
+    A field whose format spec names a counted noun, ``{found:rows}``, is
+    written with that noun in the form its number takes: ``1 row``,
+    ``2 rows`` (the catalogue's ``count.rows.one`` / ``count.rows.other``,
+    through :func:`plural`).  Raises ``KeyError`` for an unknown key (a
+    programming error, caught by tests).
     """
     template = CATALOGS[language()].get(key) or EN[key]
-    return template.format(**fields) if fields else template
+    return _FORMATTER.format(template, **fields) if fields else template
+
+
+# --- counts in sentences ------------------------------------------------------------
+# One mechanism for every number that a word agrees with.  A sentence that
+# changes with a count has a form per plural category (``key.one``,
+# ``key.other``), chosen by :func:`plural`; a counted noun inside a sentence
+# is a format spec, ``{found:rows}``, rendered as ``count.rows.<category>``.
+# English has the categories ``one`` (exactly 1) and ``other``; a translation
+# with more (``few``, ``many``) adds them to :func:`plural_category` and its
+# catalogue, and falls back to ``other`` for a form it lacks.
+
+
+def plural_category(count: int, lang: str | None = None) -> str:
+    """The plural category of ``count`` in ``lang`` (default: the language in use): ``one`` or ``other``."""
+    return "one" if count == 1 else "other"
+
+
+def plural(key: str, count: int, /, **fields: object) -> str:
+    """The form of ``key`` for ``count``: ``key.one`` (``1 entry``) or ``key.other`` (``2 entries``).
+
+    ``count`` fills the ``{count}`` field; ``fields`` the others.  A form
+    missing from the language in use falls back to its ``other`` form, then
+    to English.  Raises ``KeyError`` when ``key`` has no ``other`` form.
+
+    >>> plural("count.entries", 1), plural("count.entries", 2), plural("count.entries", 0)
+    ('1 entry', '2 entries', '0 entries')
+    """
+    return _FORMATTER.format(_form(key, plural_category(count)), count=count, **fields)
+
+
+def _form(key: str, category: str) -> str:
+    """The template of ``key`` for a plural category, falling back to ``other``, then to English."""
+    catalog = CATALOGS[language()]
+    form = f"{key}.{category}"
+    return catalog.get(form) or catalog.get(f"{key}.other") or EN.get(form) or EN[f"{key}.other"]
+
+
+class _CatalogFormatter(string.Formatter):
+    """``str.format`` plus counted nouns: ``{n:rows}`` is :func:`plural` of ``count.rows``
+    (a count given as text, ``over 1000000``, takes the ``other`` form)."""
+
+    def format_field(self, value: object, format_spec: str) -> str:
+        if format_spec and f"count.{format_spec}.other" in EN:
+            if isinstance(value, Integral) and not isinstance(value, bool):
+                return plural(f"count.{format_spec}", int(value))
+            return _FORMATTER.format(_form(f"count.{format_spec}", "other"), count=value)  # text: "over 1000000"
+        return super().format_field(value, format_spec)
+
+
+_FORMATTER = _CatalogFormatter()

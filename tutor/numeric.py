@@ -630,8 +630,8 @@ class MultiHeadAttention:
         self.w_o = None if w_o is None else _matrix(w_o, dt, "w_o")  # [H·d_v, d_out]
         if self.w_o is not None and self.w_o.shape[0] != hv:
             raise ShapeError(
-                f"w_o {_shape_text(self.w_o.shape)} must have H·d_v = {hv} rows "
-                "(the merged heads)"
+                f"w_o {_shape_text(self.w_o.shape)} must have one row per column of the merged heads "
+                f"(H·d_v = {hv})"
             )
         self.d_out = hv if self.w_o is None else self.w_o.shape[1]
         self.b_o = _vector(b_o, self.d_out, dt, "b_o")  # [d_out]

@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -57,18 +60,53 @@ META_FIELDS = ("exercise", "title", "source", "heads")
 MAX_SIDE = 64
 
 
+#: NaN as a solution file may hold it: YAML's ``.nan``, and ``nan`` / ``NaN`` as
+#: Python, NumPy and PyTorch print it (``nn.MultiheadAttention`` does, for a
+#: query that may attend to no key).
+_NAN_TEXT = re.compile(r"[+-]?\.?nan", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class NanEntry:
+    """An entry written as NaN (``nan``, ``.nan``): not a number, so wrong wherever it stands.
+
+    It is read here, before the answer parser (which refuses NaN in a typed
+    answer), so that a pasted PyTorch result gets a report rather than an
+    unusable file.  Same fields as :class:`tutor.answers.Entry` where the
+    auditor reads them: ``text``, ``is_exact`` (False), ``places`` (None),
+    :meth:`value` (NaN).
+    """
+
+    text: str
+    is_exact: bool = False
+    places: int | None = None
+
+    def value(self) -> float:
+        return math.nan
+
+
+def nan_entry(value: Any) -> NanEntry | None:
+    """The :class:`NanEntry` for a YAML value that is NaN (``.nan``, ``nan``, ``NaN``, a float NaN), else ``None``."""
+    if isinstance(value, float) and math.isnan(value):
+        return NanEntry("nan")
+    if isinstance(value, str) and _NAN_TEXT.fullmatch(value.strip()):
+        return NanEntry(value.strip())
+    return None
+
+
 @dataclass(frozen=True)
 class GivenStep:
     """One step as the file gives it.
 
-    ``entries`` is ``[rows][cols]``; ``None`` marks an entry not given (``~``).
+    ``entries`` is ``[rows][cols]``; ``None`` marks an entry not given (``~``),
+    a :class:`NanEntry` one written as NaN.
     ``field`` is the step's path in the file (``heads[1].weights``); ``line``
     and ``column`` (1-based) where its value starts.
     """
 
     id: StepId
     head: int | None
-    entries: tuple[tuple[Entry | None, ...], ...]
+    entries: tuple[tuple[Entry | NanEntry | None, ...], ...]
     field: str
     line: int | None
     column: int | None
@@ -77,14 +115,17 @@ class GivenStep:
     def shape(self) -> tuple[int, int]:
         return (len(self.entries), len(self.entries[0]))
 
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+    def bounds(self, *, nan_as_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` float64 ``[rows, cols]``: the values each entry claims.
 
         A decimal written to ``p`` places claims ``± 0.5·10^-p``; an exact
         entry (integer, fraction, ``sqrt(2)/2``, ``-inf``) claims itself; an
         expression containing decimals (``1.41/2``) claims its value within
         the quiz's default tolerance (:data:`tutor.answers.DEFAULT_TOLERANCE`);
-        an entry not given has ``NaN`` bounds.
+        an entry not given has ``NaN`` bounds.  An entry written as NaN
+        claims no value at all: the empty interval ``(+inf, -inf)``, which
+        no value lies in (with ``nan_as_missing``: ``NaN`` bounds, as if not
+        given, for the checks that look only at the numbers written).
         """
         r, c = self.shape
         lo = np.full((r, c), np.nan)  # [r, c]
@@ -93,6 +134,10 @@ class GivenStep:
             for j, e in enumerate(row):
                 if e is None:
                     continue
+                if isinstance(e, NanEntry):
+                    if not nan_as_missing:
+                        lo[i, j], hi[i, j] = math.inf, -math.inf
+                    continue
                 if e.places is not None or e.is_exact:
                     lo[i, j], hi[i, j] = rounding_interval(e)
                 else:
@@ -100,11 +145,15 @@ class GivenStep:
                     lo[i, j], hi[i, j] = v - DEFAULT_TOLERANCE, v + DEFAULT_TOLERANCE
         return lo, hi
 
+    def nan_cells(self) -> np.ndarray:
+        """``[rows, cols]`` bool: True where the entry is written as NaN."""
+        return np.array([[isinstance(e, NanEntry) for e in row] for row in self.entries], dtype=bool)
+
     def texts(self) -> tuple[tuple[str, ...], ...]:
         return tuple(tuple("~" if e is None else e.text for e in row) for row in self.entries)
 
     def values(self) -> np.ndarray:
-        """The written values as float64 ``[rows, cols]`` (``NaN`` where not given)."""
+        """The written values as float64 ``[rows, cols]`` (``NaN`` where not given or written as NaN)."""
         return np.array([[math.nan if e is None else e.value() for e in row] for row in self.entries], dtype=np.float64)
 
 
@@ -154,14 +203,14 @@ class _Reader:
     def add(self, path: YPath, message: str, hint: str = "", *, key: bool = False) -> None:
         self.problems.append(self.doc.problem(path, message, hint, key=key))
 
-    def matrix(self, path: YPath, value: Any) -> tuple[tuple[Entry | None, ...], ...] | None:
+    def matrix(self, path: YPath, value: Any) -> tuple[tuple[Entry | NanEntry | None, ...], ...] | None:
         if not isinstance(value, list) or not value:
             self.add(path, t("schema.expected", expected=t("expected.matrix"), found=describe(value)))
             return None
         if len(value) > MAX_SIDE:
             self.add(path, t("solution.too_large", limit=MAX_SIDE))
             return None
-        rows: list[tuple[Entry | None, ...]] = []
+        rows: list[tuple[Entry | NanEntry | None, ...]] = []
         ok = True
         for r, row in enumerate(value):
             if not isinstance(row, list) or not row:
@@ -172,10 +221,13 @@ class _Reader:
                 self.add(path + (r,), t("solution.too_large", limit=MAX_SIDE))
                 ok = False
                 continue
-            entries: list[Entry | None] = []
+            entries: list[Entry | NanEntry | None] = []
             for c, v in enumerate(row):
                 if v is None:
                     entries.append(None)
+                    continue
+                if (nan := nan_entry(v)) is not None:  # before the answer parser, which refuses NaN
+                    entries.append(nan)
                     continue
                 try:
                     entries.append(entry_from_value(v))
@@ -233,30 +285,31 @@ def _suggest(name: str, choices: list[str]) -> str:
     return t("schema.unknown.hint", suggestion=close[0]) if close else t("solution.unknown.hint", steps=", ".join(choices))
 
 
-def _resolve_exercise(name: str, base: Path, r: _Reader, path: YPath) -> Exercise | None:
-    from .catalog import looks_like_path, resolve
+def _resolve_exercise(name: str, base: Path, r: _Reader, path: YPath, folders: Sequence[str | Path]) -> Exercise | None:
+    """The exercise ``exercise:`` names (:func:`tutor.catalog.resolve_reference`: only exercise files
+    below ``base``, in a pack or bundled are read); a problem at ``path`` when it names none."""
+    from .catalog import RefusedReference, resolve_reference
 
-    if looks_like_path(name):
-        target = Path(name) if Path(name).is_absolute() else base / name
-        if not target.is_file():
-            r.add(path, t("solution.exercise_missing", path=name, where=str(base)))
-            return None
-        return resolve(str(target))
     try:
-        return resolve(name)
-    except NotFoundError:
-        r.add(path, t("catalog.not_found", name=name), t("catalog.not_found.hint"))
-        return None
+        return resolve_reference(name, base, folders)
+    except RefusedReference as err:
+        r.add(path, err.message, err.hint)
+    except NotFoundError as err:  # an id defined twice, naming both files
+        r.add(path, str(err))
+    return None
 
 
-def read_solution(text: str, filename: str, *, base: Path | None = None, exercise: Exercise | None = None) -> SolutionFile:
+def read_solution(text: str, filename: str, *, base: Path | None = None, exercise: Exercise | None = None,
+                  folders: Sequence[str | Path] = ()) -> SolutionFile:
     """Parse solution-file text.
 
     ``base`` is the folder a relative ``exercise:`` path is taken from (the
-    solution file's own folder); ``exercise``, when given, overrides the
-    file's ``exercise:`` (the ``--exercise`` option).  Raises
-    :class:`ExerciseError` listing every problem (file:line:col), or the
-    exercise's own :class:`ExerciseError`/:class:`NotFoundError`.
+    solution file's own folder); only exercise files in it or below, in a
+    pack (``folders``, ``ATTN_TUTOR_PATH``) or bundled are read, and an id is
+    looked up among the bundled exercises and the packs.  ``exercise``, when
+    given, overrides the file's ``exercise:`` (the ``--exercise`` option).
+    Raises :class:`ExerciseError` listing every problem (file:line:col); a
+    problem with the exercise named never quotes that file's content.
     """
     doc = parse_yaml(text, filename)
     if doc.problems:
@@ -277,7 +330,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
         elif not isinstance(name, str) or not name.strip():
             r.add(("exercise",), t("schema.expected", expected=t("expected.text"), found=describe(name)))
         else:
-            exercise = _resolve_exercise(name.strip(), base or Path("."), r, ("exercise",))
+            exercise = _resolve_exercise(name.strip(), base or Path(os.path.abspath(".")), r, ("exercise",), folders)
     for meta in ("title", "source"):
         if meta in data and not isinstance(data[meta], str):
             r.add((meta,), t("schema.expected", expected=t("expected.text"), found=describe(data[meta])))
@@ -351,9 +404,11 @@ def _field(path: YPath) -> str:
     return format_path(path)
 
 
-def load_solution(path: str, *, exercise: str | None = None) -> SolutionFile:
+def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[str | Path] = ()) -> SolutionFile:
     """Read the solution file at ``path``; ``exercise`` (an id or a path, taken
-    from the current folder) overrides the file's ``exercise:``.
+    from the current folder: named on the command line, so read as ``explain``
+    reads it) overrides the file's ``exercise:``; ``folders`` are packs
+    (``--exercises``) searched for ids and allowed for paths.
 
     Raises :class:`ExerciseError` (unreadable, not YAML, bad steps or
     entries, with file:line:col) or :class:`NotFoundError` (no such exercise).
@@ -365,5 +420,7 @@ def load_solution(path: str, *, exercise: str | None = None) -> SolutionFile:
     if exercise is not None:
         from .catalog import resolve
 
-        override = resolve(exercise)
-    return read_solution(text, str(path), base=Path(path).resolve().parent, exercise=override)
+        override = resolve(exercise, folders)
+    # the folder as named (not through a symbolic link to the file): the tree the solution is in
+    base = Path(os.path.abspath(path)).parent
+    return read_solution(text, str(path), base=base, exercise=override, folders=folders)

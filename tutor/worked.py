@@ -15,11 +15,22 @@ from .messages import t
 from .steps import Solution, Step
 
 
-def _dec(v: float, places: int = 4) -> str:
-    if math.isinf(v):
-        return "-inf" if v < 0 else "inf"
-    text = f"{v:.{places}f}"
+def fixed(v: float, places: int) -> str:
+    """``v`` rounded to ``places`` decimal places, as text; never ``-0``.
+
+    ``places`` may be 0 or negative (an entry such as ``1e1`` is written to
+    -1 places: to the tens): ``fixed(12.5, 2) == "12.50"``,
+    ``fixed(12.5, 0) == "12"``, ``fixed(17.0, -1) == "20"``.  ``inf``,
+    ``-inf`` and ``nan`` for the values that are not finite.
+    """
+    if not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("-inf" if v < 0 else "inf")
+    text = f"{v:.{places}f}" if places > 0 else f"{round(v, places):.0f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def _dec(v: float, places: int = 4) -> str:
+    return fixed(v, places)
 
 
 def _factor(e: Exact | Fraction, value: float) -> str:

@@ -4,7 +4,8 @@ The only package that imports typer: ``app`` and :func:`main` here, the
 commands in one module per area (``explain``, ``practice``, ``author``).
 Commands import what they compute with inside their bodies, so ``attn-tutor --help`` and ``attn-tutor list`` never
 import sympy or numpy.  Every :class:`tutor.errors.TutorError` becomes a
-one-line ``error: ...`` on stderr and exit code 2, in :func:`main` only.
+one-line ``error: ...`` on stderr and exit code 2, and every exit code is
+decided, in :func:`main` only (1 means only "the solution checked is wrong").
 """
 
 from __future__ import annotations
@@ -84,6 +85,21 @@ ExercisesOpt = Annotated[
                  show_default=False),
 ]
 
+#: Exit codes.  1 is the verdict "the solution is wrong" of ``check`` and
+#: nothing else: it is returned only for :class:`SolutionWrong`, and every
+#: other way out that would give 1 (an uncaught exception, ``sys.exit(1)``,
+#: a click abort) is mapped to 2 or 3 by :func:`main`.
+EXIT_OK, EXIT_WRONG, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class SolutionWrong(Exception):
+    """Raised by ``check`` (only) when the solution it audited is wrong: exit code 1.
+
+    Neither a :class:`TutorError` (exit 2) nor a ``SystemExit``: :func:`main`
+    is the one place that turns it into :data:`EXIT_WRONG`.
+    """
+
+
 # Commands live in one module per area and register themselves on `app`.
 # The order of these imports is the order of the commands in `attn-tutor --help`.
 # isort: off
@@ -144,35 +160,139 @@ class _GuardedStdout:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code.
+    """Run the CLI; returns the exit code: 0 done, 1 ``check`` found the solution
+    wrong, 2 a usage error or unusable input, 3 attn-tutor itself failed (a bug).
 
-    Typer reports usage errors itself (exit 2); here every :class:`TutorError`
-    becomes ``error: ...`` lines on stderr with its exit code (2), never a
-    traceback.  Output goes through :class:`_GuardedStdout`.
+    Every outcome passes through here (Typer runs with ``standalone_mode=False``):
+    usage errors are shown as Typer shows them, every :class:`TutorError`
+    becomes ``error: ...`` lines on stderr, any other exception one
+    ``internal error`` line naming its type and place (the traceback only with
+    ``ATTN_TUTOR_DEBUG=1``), never a traceback and never exit code 1.  With
+    ``--format json`` on the command line, an error also prints one JSON
+    document on stdout (:func:`error_document`).  Output goes through
+    :class:`_GuardedStdout`.
     """
+    args = sys.argv[1:] if argv is None else list(argv)
     real = sys.stdout
     guarded = _GuardedStdout(real) if real is not None else None
     if guarded is not None:
         sys.stdout = guarded  # type: ignore[assignment]
     try:
         try:
-            app(args=argv, prog_name="attn-tutor")
-        finally:
-            if guarded is not None:
-                guarded.flush()  # inside the try: a failing last flush is reported like any write
-    except SystemExit as done:
-        code = done.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
-    except TutorError as err:
-        for line in str(err).splitlines():
-            sys.stderr.write(t("cli.error", message=line) + "\n")
-        return err.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write(t("cli.interrupted") + "\n")
-        return 130
+            try:
+                result = app(args=args, prog_name="attn-tutor", standalone_mode=False)
+            finally:
+                if guarded is not None:
+                    guarded.flush()  # inside the try: a failing last flush is reported like any write
+        except SolutionWrong:
+            return EXIT_WRONG
+        except SystemExit as done:  # sys.exit() below a command (click exits 1 on a broken pipe)
+            return _not_wrong(done.code)
+        except TutorError as err:
+            return _fail(args, "input", err.exit_code, str(err), getattr(err, "problems", None))
+        except KeyboardInterrupt:
+            sys.stderr.write(t("cli.interrupted") + "\n")
+            return 130
+        except typer.Abort:  # click's answer to end of input inside a prompt
+            return _fail(args, "input", EXIT_INPUT, t("cli.aborted"))
+        except Exception as err:  # noqa: BLE001 - the one place every failure is reported
+            if _is_usage_error(err):
+                _show_usage_error(err)
+                return _fail(args, "usage", EXIT_INPUT, err.format_message(), echo=False)  # type: ignore[attr-defined]
+            return _internal_error(args, err)
+        return _not_wrong(result)
     finally:
         sys.stdout = real
-    return 0
+
+
+def _not_wrong(code: object) -> int:
+    """An exit code from ``typer.Exit``/``sys.exit``, with 1 (reserved for :class:`SolutionWrong`) made 2."""
+    if code is None:
+        return EXIT_OK
+    if not isinstance(code, int) or isinstance(code, bool) or code == EXIT_WRONG:
+        return EXIT_INPUT
+    return code
+
+
+def _is_usage_error(err: BaseException) -> bool:
+    """True for click's usage errors and the like (``BadParameter``, ``NoSuchOption``), by their interface."""
+    return callable(getattr(err, "format_message", None)) and isinstance(getattr(err, "exit_code", None), int)
+
+
+def _show_usage_error(err: Exception) -> None:
+    """Print a usage error on stderr exactly as Typer does in its standalone mode."""
+    from typer import core
+
+    if getattr(core, "HAS_RICH", False) and getattr(app, "rich_markup_mode", None) is not None:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(err)  # type: ignore[arg-type]
+    else:
+        err.show()  # type: ignore[attr-defined]
+
+
+def _fail(args: list[str], kind: str, code: int, message: str, problems: object = None, *, echo: bool = True) -> int:
+    """Report an error: ``error:`` lines on stderr (unless already shown), the JSON document with --format json."""
+    if echo:
+        for line in message.splitlines() or [message]:
+            sys.stderr.write(t("cli.error", message=line) + "\n")
+    if wants_json(args):
+        try:
+            write(error_document(kind, code, message, problems))
+        except (TutorError, OSError):  # stdout itself is the problem: stderr has said it
+            pass
+    return code
+
+
+def _internal_error(args: list[str], err: Exception) -> int:
+    """An exception attn-tutor did not expect: one line naming its type and where it was raised."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if "tutor" in Path(f.filename).parts]
+    where = "?"
+    if frames:
+        parts = Path(frames[-1].filename).parts
+        inside = parts[len(parts) - 1 - parts[::-1].index("tutor"):]  # from the package folder down
+        where = f"{'/'.join(inside)}:{frames[-1].lineno}"
+    if os.environ.get("ATTN_TUTOR_DEBUG"):
+        traceback.print_exception(err, file=sys.stderr)
+    message = t("cli.internal", kind=type(err).__name__, where=where)
+    sys.stderr.write(message + "\n")
+    return _fail(args, "internal", EXIT_INTERNAL, message, echo=False)
+
+
+def wants_json(args: list[str]) -> bool:
+    """True when the command line asks for ``--format json`` (``--format json`` or ``--format=json``)."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--format=json" or (arg == "--format" and args[i + 1:i + 2] == ["json"]):
+            return True
+    return False
+
+
+def error_document(kind: str, code: int, message: str, problems: object = None) -> str:
+    """The JSON document a ``--format json`` command prints on stdout when it fails.
+
+    ``{"error": kind, "exit_code": code, "errors": [...]}``: ``kind`` is
+    ``"input"`` (an unusable file, an unknown exercise, a damaged store),
+    ``"usage"`` (a bad option or argument) or ``"internal"`` (a bug in
+    attn-tutor); each error has ``file``, ``line``, ``column`` (``null`` when
+    it has no place), ``field``, ``message``, ``hint``, ``severity``
+    (``"error"``) and ``text`` (the whole line as stderr shows it after
+    ``error:``) - the shape of ``validate --format json``'s problems.  A
+    command's normal JSON output never has an ``error`` key.
+    """
+    import json
+
+    from .author import _problem_dict
+
+    if isinstance(problems, (list, tuple)) and problems:
+        errors = [_problem_dict(p, "error") for p in problems]
+    else:
+        errors = [{"file": None, "line": None, "column": None, "field": "", "message": line, "hint": "",
+                   "severity": "error", "text": line} for line in (message.splitlines() or [message])]
+    return json.dumps({"error": kind, "exit_code": code, "errors": errors}, indent=1)
 
 
 def run() -> None:  # pragma: no cover - the console script

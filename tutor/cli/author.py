@@ -222,6 +222,35 @@ def schema() -> None:
 # --- handouts (used by `explain`) -------------------------------------------------------
 
 EXPORT_SUFFIXES = (".html", ".htm", ".svg", ".md")
+#: The ``--format`` values each kind of export is: an HTML or SVG page is the terminal output.
+EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": ("rich",), ".md": ("markdown",)}
+
+
+def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:
+    """Refuse an ``--export`` that cannot be honoured, before anything is computed.
+
+    Usage errors (exit 2): a suffix that is not one of :data:`EXPORT_SUFFIXES`,
+    and a ``--format`` given explicitly that the export is not (``--export
+    x.html --format json``: the suffix decides what is written, so the format
+    would be ignored).  :class:`TutorError` (exit 2): the file exists and
+    ``force`` is False (as ``new -o``), or it exists and is not a regular
+    file (a FIFO would block the write; refused even with ``force``).
+    """
+    from ..errors import TutorError
+
+    suffix = export.suffix.lower()
+    if suffix not in EXPORT_SUFFIXES:
+        raise typer.BadParameter(t("handout.bad_suffix", found=export.suffix or export.name,
+                                   choices=", ".join(EXPORT_SUFFIXES)), param_hint="--export")
+    if explicit and fmt not in EXPORT_FORMATS[suffix]:
+        kind = t(f"handout.kind.{'html' if suffix == '.htm' else suffix[1:]}")
+        raise typer.BadParameter(t("handout.format_clash", path=export, found=fmt, kind=kind,
+                                   formats=" or ".join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
+                                 param_hint="--format")
+    if export.exists() and not export.is_file():
+        raise TutorError(t("handout.not_file", path=export))
+    if export.exists() and not force:
+        raise TutorError(t("new.exists", path=export))
 
 
 def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None) -> None:

@@ -1,11 +1,13 @@
 """`check`: the errata auditor for written solutions (issue 4).
 
-Exit codes: 0 every given step right and plausible; 1 something is wrong;
+Exit codes: 0 every given step right and plausible; 1 something is wrong
+(raised as :class:`tutor.cli.SolutionWrong`, the only way to exit code 1);
 2 the file is unusable (raised as a :class:`tutor.errors.TutorError`, which
-:func:`tutor.cli.main` prints as ``error: file:line:col: ...``).  The file's
-warnings (a plain ``010``) do not change the exit code: they are
-``file:line:col: warning: ...`` lines on stderr, or the ``warnings`` of the
-JSON report.
+:func:`tutor.cli.main` prints as ``error: file:line:col: ...``, and with
+``--format json`` also as the error document on stdout); 3 attn-tutor
+itself failed.  The file's warnings (a plain ``010``) do not change the
+exit code: they are ``file:line:col: warning: ...`` lines on stderr, or the
+``warnings`` of the JSON report.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Annotated
 import typer
 
 from ..messages import t
-from . import Format, FormatOpt, app, console, write
+from . import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, app, console, write
 from .author import warning_text
 
 
@@ -25,11 +27,12 @@ def check(
     solution: Annotated[str, typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
     fmt: FormatOpt = Format.rich,
+    exercises: ExercisesOpt = None,
 ) -> None:
     from ..check import audit
     from ..solution_file import load_solution
 
-    report = audit(load_solution(solution, exercise=exercise))
+    report = audit(load_solution(solution, exercise=exercise, folders=exercises or ()))
     if fmt is Format.json:
         from ..render.check import dumps
 
@@ -40,4 +43,5 @@ def check(
         for p in report.solution.warnings:
             sys.stderr.write(warning_text(p) + "\n")
         render(report, console())
-    raise typer.Exit(report.exit_code)
+    if report.exit_code == EXIT_WRONG:
+        raise SolutionWrong()  # exit code 1, the one way to it

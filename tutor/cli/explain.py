@@ -13,6 +13,7 @@ from . import ExerciseArg, ExercisesOpt, Format, FormatOpt, app, check_head, con
 
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
+ForceOpt = Annotated[bool, typer.Option("--force", help=t("cli.opt.force_export"))]
 
 
 class ExplainFormat(str, Enum):
@@ -25,6 +26,7 @@ class ExplainFormat(str, Enum):
 
 @app.command(help=t("cli.explain.help"))
 def explain(
+    ctx: typer.Context,
     exercise: ExerciseArg,
     head: Annotated[int | None, typer.Option("--head", help=t("cli.opt.head"), min=0)] = None,
     precision: Annotated[int, typer.Option("--precision", help=t("cli.opt.precision"), min=0, max=15)] = 4,
@@ -32,9 +34,16 @@ def explain(
     exercises: ExercisesOpt = None,
     blank: BlankOpt = False,
     export: ExportOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     from ..catalog import resolve
     from ..exact import solve
+
+    if export is not None:
+        from .author import check_export
+
+        source = ctx.get_parameter_source("fmt")
+        check_export(export, fmt.value, explicit=source is not None and source.name != "DEFAULT", force=force)
 
     ex = resolve(exercise, exercises or ())
     check_head(head, ex.num_heads)

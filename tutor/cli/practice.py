@@ -99,8 +99,9 @@ def practice(
     from ..answers import DEFAULT_TOLERANCE
     from ..catalog import resolve
     from ..exact import solve
+    from ..messages import plural
     from ..quiz import Settings, select, start
-    from ..render.quiz import QuizRenderer, plural
+    from ..render.quiz import QuizRenderer
     from ..store import Recorder, Store
 
     chosen = _parse_steps(steps)

@@ -27,7 +27,7 @@ from ..check import (
 )
 from ..diagnose import num_text
 from ..exactnum import Rat
-from ..messages import t
+from ..messages import plural, t
 from .text import asciify
 
 MAX_ENTRIES_SHOWN = 6
@@ -152,7 +152,11 @@ class CheckRenderer:
         else:
             wrong = sum(not s.ok for s in r.steps)
             failed = sum(not f.ok for f in r.findings)
-            text = "✗ " + t("check.verdict.bad", wrong=wrong, count=len(r.steps), failed=failed, checks=len(r.findings))
+            steps = (plural("check.verdict.steps", wrong, given=len(r.steps)) if wrong
+                     else t("check.verdict.steps.none"))
+            checks = (plural("check.verdict.checks", failed, total=len(r.findings)) if failed
+                      else t("check.verdict.checks.none"))
+            text = "✗ " + t("check.verdict.bad", steps=steps, checks=checks)
             if r.first_wrong is not None:
                 text += " " + t("check.verdict.first", step=self.name(r, r.first_wrong.key))
             self.line(text, "bold red")

@@ -24,6 +24,7 @@ from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..messages import t
 from ..model import Exercise, Matrix
 from ..steps import Operand, Solution, Step
+from ..worked import fixed
 from .text import reflow, why
 
 if TYPE_CHECKING:
@@ -93,10 +94,7 @@ def _fraction_latex(latex: _Latex, q: Fraction) -> str:
 def _decimal(v: float, places: int) -> str:
     if math.isinf(v):
         return r"-\infty" if v < 0 else r"\infty"
-    text = f"{v:.{places}f}"
-    if text.startswith("-") and float(text) == 0:
-        text = text[1:]
-    return text
+    return fixed(v, places)
 
 
 def bmatrix(rows: Sequence[Sequence[str]]) -> str:

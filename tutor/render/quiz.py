@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import quiz
-from ..messages import t
+from ..messages import plural, t
 from ..model import Exercise
 from ..steps import Step
 from .rich import INLINE_EXACT, RichRenderer
@@ -34,11 +34,6 @@ ECHO_CHARS = 200  # longest typed line echoed in full; a longer one is cut, with
 
 def _shape(shape: tuple[int, int]) -> str:
     return f"[{shape[0]}×{shape[1]}]"
-
-
-def plural(key: str, count: int, **fields: object) -> str:
-    """The sentence ``key.one`` (count 1) or ``key.other``, with ``count`` filled in."""
-    return t(f"{key}.one" if count == 1 else f"{key}.other", count=count, **fields)
 
 
 class QuizRenderer:

@@ -9,6 +9,7 @@ import unicodedata
 from ..messages import t
 from ..model import Exercise
 from ..steps import Step
+from ..worked import fixed
 
 _ASCII = {
     "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",
@@ -47,10 +48,7 @@ def decimal(v: float, places: int) -> str:
     """``v`` to ``places`` decimals; ``-inf`` as ``−∞``; never ``-0.0000``."""
     if math.isinf(v):
         return "−∞" if v < 0 else "∞"
-    text = f"{v:.{places}f}"
-    if text.startswith("-") and float(text) == 0:
-        text = text[1:]
-    return text.replace("-", "−")
+    return fixed(v, places).replace("-", "−")
 
 
 def is_plain(exact: str) -> bool:
