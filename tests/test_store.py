@@ -429,7 +429,11 @@ def test_the_learners_cut_store_stops_practice_and_stats_alike(tmp_path, capsys,
         monkeypatch.setattr(sys, "stdin", io.StringIO("1 1; 2 2; 2 2\nquit\n"))
         code = main(argv)
         out, err = capsys.readouterr()
-        assert (code, out) == (2, ""), argv  # not a single question asked, no claim that anything is saved
+        assert code == 2, argv
+        if "json" in argv:  # --format json: the error is also a JSON document on stdout (G.24)
+            assert [e["message"] for e in json.loads(out)["errors"]] == [f"the progress file {path} {DAMAGED}"]
+        else:
+            assert out == "", argv  # not a single question asked, no claim that anything is saved
         assert err == f"error: the progress file {path} {DAMAGED}\n", argv
         assert listing(path.parent) == before, argv
 
@@ -716,7 +720,8 @@ def test_a_damaged_store_on_a_read_only_file_system_is_reported_as_damaged(tmp_p
     cut(path, path.stat().st_size - 100)
     (code, out, err), (pcode, pout, perr) = read_only_run(source, tmp_path / "ro")
     message = f"error: the progress file {tmp_path / 'ro' / 'progress.sqlite3'} {DAMAGED}\n"
-    assert (code, out, err) == (2, "", message)
+    assert (code, err) == (2, message)
+    assert [e["message"] for e in json.loads(out)["errors"]] == [message[len("error: "):-1]]  # stats --format json (G.24)
     assert (pcode, pout, perr) == (2, "", message)  # damaged comes before read-only: the more useful news
 
 
