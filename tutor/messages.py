@@ -159,6 +159,8 @@ EN: dict[str, str] = {
     "cli.opt.version": "Show the version and exit.",
     "cli.output_failed": "cannot write the output: {reason}",
     "cli.bad_format": "unknown format '{found}'; choose one of {choices}",
+    # streams and terminals (issue 8: E.13, E.14)
+    "cli.stdout_closed": "standard output is closed",
     # --- practice, stats (issue 4) ---------------------------------------------
     "store.unwritable": "cannot create the folder of the progress file {path}: {reason}",
     "store.unreadable": "cannot read the progress file {path}: {reason}",

@@ -10,13 +10,12 @@ JSON report.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from ..messages import t
-from . import Format, FormatOpt, app, console, write
+from . import Format, FormatOpt, app, console, warn, write_document
 from .author import warning_text
 
 
@@ -33,11 +32,11 @@ def check(
     if fmt is Format.json:
         from ..render.check import dumps
 
-        write(dumps(report))
+        write_document(dumps(report))
     else:
         from ..render.check import render
 
         for p in report.solution.warnings:
-            sys.stderr.write(warning_text(p) + "\n")
+            warn(warning_text(p))
         render(report, console())
     raise typer.Exit(report.exit_code)
