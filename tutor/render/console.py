@@ -29,14 +29,29 @@ from . import MIN_WIDTH
 class SafeConsole(Console):
     """A rich console whose rendered text never holds a raw control character (newlines and tabs excepted)."""
 
+    _escaping = False  # inside an outermost render: every segment passes through it, so nested ones need not check
+
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        """Rich's rendering, with the text of every non-control segment escaped (idempotent, so nesting is harmless)."""
-        for segment in super().render(renderable, options):
-            text = segment.text
-            if segment.control or text.isprintable():
-                yield segment
-            else:
-                yield Segment(shown(text, keep="\n\t"), segment.style, segment.control)
+        """Rich's rendering, with the text of every non-control segment escaped.
+
+        Only the outermost call (``print`` -> ``render``) escapes: the
+        segments of nested renders (a table's cells) all come out through it.
+        """
+        if self._escaping:
+            return super().render(renderable, options)
+        return self._escaped(renderable, options)
+
+    def _escaped(self, renderable: RenderableType, options: ConsoleOptions | None) -> Iterable[Segment]:
+        self._escaping = True
+        try:
+            for segment in super().render(renderable, options):
+                text = segment.text
+                if segment.control or text.isprintable():
+                    yield segment
+                else:
+                    yield Segment(shown(text, keep="\n\t"), segment.style, segment.control)
+        finally:
+            self._escaping = False
 
 
 def make_console(**options: Any) -> SafeConsole:
