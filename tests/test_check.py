@@ -24,6 +24,12 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "check"
 
 
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch):
+    """The report's lines whole: these tests compare content; wrapping at the width is tested in test_terminal.py."""
+    monkeypatch.setenv("COLUMNS", "400")
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()

@@ -41,6 +41,12 @@ from tutor.render.text import decimal
 from tutor.solution_file import NanEntry, read_solution
 from tutor.worked import fixed
 
+
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch):
+    """The report's lines whole: these tests compare content; wrapping at the width is tested in test_terminal.py."""
+    monkeypatch.setenv("COLUMNS", "400")
+
 REPO = Path(__file__).resolve().parents[1]
 EXERCISES = REPO / "exercises"
 

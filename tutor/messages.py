@@ -163,6 +163,8 @@ EN: dict[str, str] = {
     "cli.bad_format": "unknown format '{found}'; choose one of {choices}",
     "cli.aborted": "stopped: the input ended or was interrupted",
     "cli.internal": "internal error: {kind} at {where}. This is a bug in attn-tutor; please report it with the command and the files it read (ATTN_TUTOR_DEBUG=1 prints the traceback)",
+    # streams and terminals (issue 8: E.13, E.14)
+    "cli.stdout_closed": "standard output is closed",
     # --- practice, stats (issue 4) ---------------------------------------------
     "store.unwritable": "cannot create the folder of the progress file {path}: {reason}",
     "store.unreadable": "cannot read the progress file {path}: {reason}",

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
+from .textsafe import shown
+
 Vector = tuple[Fraction, ...]
 Matrix = tuple[Vector, ...]
 BoolMatrix = tuple[tuple[bool, ...], ...]
@@ -84,6 +86,24 @@ class Exercise:
     tags: tuple[str, ...] = ()
     difficulty: int | None = None
     source: str = field(default="", compare=False)  # file path or "bundled:ID"
+
+    def __post_init__(self) -> None:
+        """Text from the file, as it is shown: control and bidi characters escaped (:func:`tutor.textsafe.shown`).
+
+        Every renderer and format (terminal, JSON, Markdown, HTML, the labels
+        of every step) shows these fields, so they are made safe once, here:
+        a title or token label can neither drive the terminal (set its title,
+        clear the screen, print a link) nor reorder the text after it.  The
+        description keeps its newlines and tabs (it is Markdown); a title, a
+        label, a tag or the file name is one line.
+        """
+        for name in ("title", "source"):
+            object.__setattr__(self, name, shown(getattr(self, name)))
+        object.__setattr__(self, "description", shown(self.description, keep="\n\t"))
+        for name in ("tokens", "kv_tokens", "tags"):
+            labels = getattr(self, name)
+            if labels is not None:
+                object.__setattr__(self, name, tuple(shown(label) for label in labels))
 
     # sizes, named once ------------------------------------------------------
     @property

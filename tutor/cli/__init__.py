@@ -10,6 +10,7 @@ decided, in :func:`main` only (1 means only "the solution checked is wrong").
 
 from __future__ import annotations
 
+import codecs
 import os
 import sys
 from collections.abc import Callable
@@ -21,6 +22,8 @@ import typer
 
 from ..errors import TutorError
 from ..messages import t
+from ..render import MIN_WIDTH
+from ..textsafe import shown, shown_stream
 
 app = typer.Typer(
     help=t("cli.help"),
@@ -31,17 +34,44 @@ app = typer.Typer(
 )
 
 
-def console(stderr: bool = False):  # -> rich.console.Console
-    """The console commands print to; width, colour and encoding come from the environment."""
-    from rich.console import Console
+def console(stderr: bool = False):  # -> tutor.render.console.SafeConsole
+    """The console commands print to; colour and encoding come from the environment.
 
-    # markup=False: text from exercise files (token labels, titles) is shown as written, never as rich markup
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, markup=False)
+    Its width is the terminal's (or ``COLUMNS``), never under
+    :data:`tutor.render.MIN_WIDTH`; markup is off (text from exercise files,
+    token labels and titles, is shown as written, never as rich markup); the
+    text it renders never holds a raw control character.
+    """
+    from ..render.console import make_console
+
+    return make_console(stderr=stderr)
 
 
 def write(text: str) -> None:
-    """Write machine-readable output verbatim (no wrapping, no markup)."""
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    """Write lines for people on stdout verbatim (no wrapping, no markup), control characters escaped."""
+    sys.stdout.write(shown(text if text.endswith("\n") else text + "\n", keep="\n\t"))
+
+
+def write_document(text: str) -> None:
+    """Write a machine-readable document (JSON, Markdown, HTML, YAML) on stdout.
+
+    Control characters are escaped (a document is text: newlines and tabs
+    stay).  On a stream that is not UTF-8 (``PYTHONIOENCODING=ascii``,
+    ``LC_ALL=C``) the document is written as UTF-8 bytes, as a file of that
+    format is read; JSON is ASCII anyway.
+    """
+    text = shown(text if text.endswith("\n") else text + "\n", keep="\n\t")
+    document = getattr(sys.stdout, "write_document", None)  # the guarded stdout of main(); a test's capture has none
+    if document is not None:
+        document(text)
+    else:
+        sys.stdout.write(text)
+
+
+def warn(text: str) -> None:
+    """Write ``text`` on stderr, one line per line, control characters escaped (a file name may hold any)."""
+    for line in text.split("\n"):
+        sys.stderr.write(shown(line, keep="\t") + "\n")
 
 
 ExerciseArg = Annotated[str, typer.Argument(help="A bundled exercise id or a YAML file path.")]
@@ -114,31 +144,76 @@ class OutputError(TutorError):
     """Standard output cannot be written (a full disk, a closed file)."""
 
 
-class _GuardedStdout:
-    """Standard output that survives a reader going away.
+def _transliterate(err: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: a character the stream cannot encode, in ASCII (``√`` -> ``sqrt``, else ``\\u2026``)."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    from ..render.text import asciify
 
-    When the reader of a pipe quits (``attn-tutor check … | head -1``), later
-    writes are dropped and the command runs to its end, so its exit code
-    still says what it found (``check``: 1 when a step is wrong), not what
-    happened to the pipe.  Any other write error (``> /dev/full``) becomes one
-    ``error:`` line and exit 2.  Either way fd 1 is pointed at /dev/null so
-    the interpreter's last flush cannot fail again.
+    return asciify(err.object[err.start:err.end]), err.end
+
+
+codecs.register_error("attn-tutor-ascii", _transliterate)
+
+
+def _is_utf(encoding: str | None) -> bool:
+    try:
+        return codecs.lookup(encoding or "utf-8").name.startswith("utf")
+    except LookupError:
+        return False
+
+
+class _GuardedStream:
+    """A standard stream as the commands see it: never raw control characters, never an encoding crash,
+    never a silent loss of output.
+
+    - Text is escaped by :func:`tutor.textsafe.shown_stream` (only colour
+      sequences pass), the last line of defence behind the renderers.
+    - On a stream that is not UTF-8, characters it cannot encode are
+      transliterated (``…`` -> ``...``, ``√`` -> ``sqrt``) or written as
+      ``\\uXXXX``; :meth:`write_document` writes UTF-8 bytes instead.
+    - When the reader of a pipe quits (``attn-tutor check … | head -1``),
+      later writes are dropped and the command runs to its end, so its exit
+      code still says what it found (``check``: 1 when a step is wrong), not
+      what happened to the pipe.  Any other write error (``> /dev/full``) or
+      a closed stream (``>&-``) is a :class:`OutputError`, and stays recorded
+      in :attr:`failure` even where a library swallows the exception (click
+      probes its stream with an empty write), so :func:`main` always reports
+      it: one ``error:`` line and exit 2.  Either way fd 1 is pointed at
+      /dev/null so the interpreter's last flush cannot fail again.
+    - ``required=False`` (stderr): writes that fail are dropped; there is
+      nowhere left to report them, and the exit code still tells.
     """
 
-    def __init__(self, stream: TextIO):
+    def __init__(self, stream: TextIO | None, *, required: bool = True):
         self._stream = stream
+        self.required = required
         self.broken = False
+        self.failure: str | None = None
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+        self.errors = getattr(stream, "errors", None) or "strict"
+        self._utf = _is_utf(self.encoding)
 
     def _silence(self) -> None:
         self.broken = True
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())
+            os.dup2(devnull, self._stream.fileno())  # type: ignore[union-attr]
+            os.close(devnull)
         except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
             pass
 
+    def _fail(self, reason: str) -> None:
+        self.broken = True
+        if self.required:
+            self.failure = reason
+            raise OutputError(t("cli.output_failed", reason=reason))
+
     def _guard(self, call: Callable[[], object]) -> None:
         if self.broken:
+            return
+        if self._stream is None:
+            self._fail(t("cli.stdout_closed"))
             return
         try:
             call()
@@ -146,17 +221,80 @@ class _GuardedStdout:
             self._silence()
         except OSError as err:
             self._silence()
-            raise OutputError(t("cli.output_failed", reason=err.strerror or err)) from None
+            self._fail(str(err.strerror or err))
+        except ValueError:  # "I/O operation on closed file"
+            self._fail(t("cli.stdout_closed"))
 
     def write(self, text: str) -> int:
-        self._guard(lambda: self._stream.write(text))
+        if not isinstance(text, str):  # as a text stream does (click probes with b"")
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if not text:  # nothing to write: never an error (click probes with "")
+            return 0
+        out = shown_stream(text)
+        if not self._utf:
+            out = out.encode(self.encoding, "attn-tutor-ascii").decode(self.encoding)
+        self._guard(lambda: self._stream.write(out))  # type: ignore[union-attr]
         return len(text)
 
-    def flush(self) -> None:
-        self._guard(self._stream.flush)
+    def write_document(self, text: str) -> None:
+        """Write ``text`` (already escaped) as it is: UTF-8 bytes when the stream has another encoding."""
+        buffer = getattr(self._stream, "buffer", None)
+        if self._utf or buffer is None:
+            self.write(text)
+            return
 
-    def __getattr__(self, name: str) -> object:  # encoding, isatty, fileno, ... as the real stream
+        def put() -> None:
+            self._stream.flush()  # type: ignore[union-attr]
+            buffer.write(text.encode("utf-8", "backslashreplace"))
+            buffer.flush()
+
+        self._guard(put)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._guard(self._stream.flush)
+
+    def isatty(self) -> bool:
+        return self._stream is not None and not self.broken and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> object:  # fileno, closed, ... as the real stream
+        if name == "buffer" or self._stream is None:  # every write goes through write(): no way around it
+            raise AttributeError(name)
         return getattr(self._stream, name)
+
+
+_GuardedStdout = _GuardedStream  # the name of its first version
+
+
+def _plug_closed_descriptors() -> None:
+    """Point a closed fd 0, 1 or 2 at /dev/null, so that no file opened later takes its number.
+
+    With ``>&-`` the next file opened (the progress store) would get fd 1,
+    and anything written to "standard output" below Python would land in it.
+    Python's ``sys.stdout`` stays ``None``: the command still knows it is closed.
+    """
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, mode)
+                if null != fd:
+                    os.dup2(null, fd)
+                    os.close(null)
+            except OSError:  # pragma: no cover - no /dev/null
+                pass
+
+
+def _clamp_columns() -> str | None:
+    """``COLUMNS`` below :data:`MIN_WIDTH` (``COLUMNS=0``) raised to it, for every console (typer's help too).
+
+    Returns the value to restore afterwards.
+    """
+    value = os.environ.get("COLUMNS")
+    if value is not None and value.strip().isdigit() and int(value) < MIN_WIDTH:
+        os.environ["COLUMNS"] = str(MIN_WIDTH)
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,39 +308,56 @@ def main(argv: list[str] | None = None) -> int:
     ``ATTN_TUTOR_DEBUG=1``), never a traceback and never exit code 1.  With
     ``--format json`` on the command line, an error also prints one JSON
     document on stdout (:func:`error_document`).  Output goes through
-    :class:`_GuardedStdout`.
+    :class:`_GuardedStream` (stdout and stderr): text is escaped, encodable,
+    and an output that cannot be written is one error line and exit 2.
     """
     args = sys.argv[1:] if argv is None else list(argv)
-    real = sys.stdout
-    guarded = _GuardedStdout(real) if real is not None else None
-    if guarded is not None:
-        sys.stdout = guarded  # type: ignore[assignment]
+    _plug_closed_descriptors()
+    real_out, real_err = sys.stdout, sys.stderr
+    out = _GuardedStream(real_out, required=True)
+    sys.stdout, sys.stderr = out, _GuardedStream(real_err, required=False)  # type: ignore[assignment]
+    columns = _clamp_columns()
+    try:
+        code = _run(args)
+        if out.failure is not None and code != EXIT_INPUT:  # also when a library swallowed the OutputError
+            sys.stderr.write(t("cli.error", message=t("cli.output_failed", reason=out.failure)) + "\n")
+            code = EXIT_INPUT
+        return code
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
+
+
+def _run(args: list[str]) -> int:
+    """Run the app on ``args`` with the guarded streams in place; every way out becomes an exit code."""
     try:
         try:
-            try:
-                result = app(args=args, prog_name="attn-tutor", standalone_mode=False)
-            finally:
-                if guarded is not None:
-                    guarded.flush()  # inside the try: a failing last flush is reported like any write
-        except SolutionWrong:
-            return EXIT_WRONG
-        except SystemExit as done:  # sys.exit() below a command (click exits 1 on a broken pipe)
-            return _not_wrong(done.code)
-        except TutorError as err:
-            return _fail(args, "input", err.exit_code, str(err), getattr(err, "problems", None))
-        except KeyboardInterrupt:
-            sys.stderr.write(t("cli.interrupted") + "\n")
-            return 130
-        except typer.Abort:  # click's answer to end of input inside a prompt
-            return _fail(args, "input", EXIT_INPUT, t("cli.aborted"))
-        except Exception as err:  # noqa: BLE001 - the one place every failure is reported
-            if _is_usage_error(err):
-                _show_usage_error(err)
-                return _fail(args, "usage", EXIT_INPUT, err.format_message(), echo=False)  # type: ignore[attr-defined]
-            return _internal_error(args, err)
-        return _not_wrong(result)
-    finally:
-        sys.stdout = real
+            result = app(args=args, prog_name="attn-tutor", standalone_mode=False)
+        finally:
+            sys.stdout.flush()  # inside the try: a failing last flush is reported like any write
+    except SolutionWrong:
+        return EXIT_WRONG
+    except SystemExit as done:  # sys.exit() below a command (click exits 1 on a broken pipe)
+        return _not_wrong(done.code)
+    except OutputError as err:  # stdout is the problem: no JSON document can follow on it
+        sys.stderr.write(t("cli.error", message=str(err)) + "\n")
+        return EXIT_INPUT
+    except TutorError as err:
+        return _fail(args, "input", err.exit_code, str(err), getattr(err, "problems", None))
+    except KeyboardInterrupt:
+        sys.stderr.write(t("cli.interrupted") + "\n")
+        return 130
+    except typer.Abort:  # click's answer to end of input inside a prompt
+        return _fail(args, "input", EXIT_INPUT, t("cli.aborted"))
+    except Exception as err:  # noqa: BLE001 - the one place every failure is reported
+        if _is_usage_error(err):
+            _show_usage_error(err)
+            return _fail(args, "usage", EXIT_INPUT, err.format_message(), echo=False)  # type: ignore[attr-defined]
+        return _internal_error(args, err)
+    return _not_wrong(result)
 
 
 def _not_wrong(code: object) -> int:
@@ -235,7 +390,7 @@ def _fail(args: list[str], kind: str, code: int, message: str, problems: object 
     """Report an error: ``error:`` lines on stderr (unless already shown), the JSON document with --format json."""
     if echo:
         for line in message.splitlines() or [message]:
-            sys.stderr.write(t("cli.error", message=line) + "\n")
+            sys.stderr.write(t("cli.error", message=shown(line, keep="\t")) + "\n")
     if wants_json(args):
         try:
             write(error_document(kind, code, message, problems))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..messages import t
-from . import Format, FormatOpt, app, console, write
+from ..textsafe import shown
+from . import Format, FormatOpt, app, console, warn, write, write_document
 
 if TYPE_CHECKING:
     from ..catalog import Catalog
@@ -135,10 +135,10 @@ def validate(
             for r in results
         ]
         other = [_problem_dict(p, "error") for ps in by_file.values() for p in ps]
-        write(json.dumps({"valid": ok, "files": files, "problems": other,
+        write_document(json.dumps({"valid": ok, "files": files, "problems": other,
                           "summary": {"files": len(results), "valid": len(results) - invalid, "invalid": invalid,
                                       "problems": problems, "warnings": sum(len(r.warnings) for r in results)}},
-                         indent=1, ensure_ascii=False))
+                         indent=1))  # ASCII (non-ASCII and control characters as \u escapes): safe on any stream
     else:
         for r in results:
             for p in r.problems:
@@ -152,7 +152,7 @@ def validate(
                 write(str(p))
         summary = t("validate.summary", files=len(results), valid=len(results) - invalid, invalid=invalid,
                     problems=problems)
-        sys.stderr.write(summary + "\n")
+        warn(summary)
     raise typer.Exit(0 if ok else 2)
 
 
@@ -196,7 +196,7 @@ def new(
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid
         raise TutorError("\n".join(str(p) for p in checked.problems))
     if output is None:
-        write(text)
+        write_document(text)
         return
     if output.exists() and not force:
         raise TutorError(t("new.exists", path=output))
@@ -205,7 +205,7 @@ def new(
         output.write_text(text, encoding="utf-8")
     except OSError as err:
         raise TutorError(t("new.unwritable", path=output, reason=err.strerror or str(err))) from err
-    sys.stderr.write(t("new.wrote", path=output, id=checked.exercise.id if checked.exercise else "") + "\n")
+    warn(t("new.wrote", path=output, id=checked.exercise.id if checked.exercise else ""))
 
 
 # --- schema --------------------------------------------------------------------------
@@ -216,7 +216,7 @@ def schema() -> None:
     """Print the JSON Schema of the exercise format."""
     from ..exercise import json_schema
 
-    write(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+    write_document(json.dumps(json_schema(), indent=2))
 
 
 # --- handouts (used by `explain`) -------------------------------------------------------
@@ -274,19 +274,19 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
         else:
             text = export_html(sol, head=head, precision=precision, blank=blank)
         try:
-            export.write_text(text, encoding="utf-8")
+            export.write_text(shown(text, keep="\n\t"), encoding="utf-8")  # a page is read with cat too
         except OSError as err:
             from ..errors import TutorError
 
             raise TutorError(t("new.unwritable", path=export, reason=err.strerror or str(err))) from err
-        sys.stderr.write(t("handout.wrote", path=export) + "\n")
+        warn(t("handout.wrote", path=export))
         return
     if fmt == "json":
         raise typer.BadParameter(t("handout.blank_json"), param_hint="--blank")
     if fmt == "markdown":
-        write(render_markdown(sol, head=head, precision=precision, blank=blank))
+        write_document(render_markdown(sol, head=head, precision=precision, blank=blank))
     elif fmt == "html":
-        write(export_html(sol, head=head, precision=precision, blank=blank))
+        write_document(export_html(sol, head=head, precision=precision, blank=blank))
     else:
         renderer(console(), precision, blank).solution(sol, head)
 
@@ -319,4 +319,4 @@ def catalog_rows(cat: Catalog) -> list[dict[str, Any]]:
 def report_catalog_problems(cat: Catalog) -> None:
     """Each problem of the packs (a broken file, an id defined twice) as one ``warning:`` line on stderr."""
     for p in cat.problems:
-        sys.stderr.write(f"{t('validate.warning')}: {p}\n")
+        warn(f"{t('validate.warning')}: {p}")

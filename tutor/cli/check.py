@@ -12,13 +12,12 @@ exit code: they are ``file:line:col: warning: ...`` lines on stderr, or the
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from ..messages import t
-from . import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, app, console, write
+from . import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, app, console, warn, write_document
 from .author import warning_text
 
 
@@ -36,12 +35,12 @@ def check(
     if fmt is Format.json:
         from ..render.check import dumps
 
-        write(dumps(report))
+        write_document(dumps(report))
     else:
         from ..render.check import render
 
         for p in report.solution.warnings:
-            sys.stderr.write(warning_text(p) + "\n")
+            warn(warning_text(p))
         render(report, console())
     if report.exit_code == EXIT_WRONG:
         raise SolutionWrong()  # exit code 1, the one way to it

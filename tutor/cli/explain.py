@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..messages import t
-from . import ExerciseArg, ExercisesOpt, Format, FormatOpt, app, check_head, console, write
+from . import ExerciseArg, ExercisesOpt, Format, FormatOpt, app, check_head, console, write_document
 
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
@@ -58,7 +58,7 @@ def explain(
     elif fmt is ExplainFormat.json:
         from ..render.json import dumps
 
-        write(dumps(sol, head))
+        write_document(dumps(sol, head))
     else:
         from ..render.rich import render
 
@@ -79,7 +79,7 @@ def list_(
     if fmt is Format.json:
         import json
 
-        write(json.dumps(rows, indent=1))
+        write_document(json.dumps(rows, indent=1))
         return
     from ..render.catalog import render_catalog
 

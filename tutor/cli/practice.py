@@ -29,7 +29,7 @@ import typer
 
 from ..errors import InputClosedError, StoreError
 from ..messages import t
-from . import ExercisesOpt, Format, FormatOpt, app, check_head, console, write
+from . import ExercisesOpt, Format, FormatOpt, app, check_head, console, warn, write_document
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -143,7 +143,7 @@ def practice(
         finally:
             if not finished and not recorder.flush():  # broken off by another error: still save what is waiting,
                 unsaved = plural("practice.unsaved.end", len(recorder.pending), reason=_why_unsaved(recorder))
-                sys.stderr.write(t("cli.error", message=unsaved) + "\n")  # and never lose it silently
+                warn(t("cli.error", message=unsaved))  # and never lose it silently
             if not recorder.pending:
                 try:
                     store.end_session(session)
@@ -253,7 +253,7 @@ def stats(
     if fmt is Format.json:
         import json
 
-        write(json.dumps(doc, indent=1, ensure_ascii=False))
+        write_document(json.dumps(doc, indent=1))  # ASCII: safe on any stream
         return
     from ..render.quiz import render_stats
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..messages import t
+from ..textsafe import shown
 from .text import asciify
 
 
@@ -22,7 +23,7 @@ def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
     to type is never cut, whatever the width.
     """
     uni = (console.encoding or "").lower().replace("-", "").startswith("utf")
-    tx = (lambda s: s) if uni else asciify
+    tx = shown if uni else (lambda s: asciify(shown(s)))  # a pack's titles and folder names are text from files
     if not rows:
         console.print(t("list.empty"))
         return
@@ -30,7 +31,7 @@ def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
     title = tx(t("list.title.packs" if packs else "list.title"))
     headers = [t("list.col.id"), t("list.col.title"), "L", "L_k", "d_model", t("list.col.heads"), t("list.col.mask"),
                t("list.col.source")]
-    cells = [[r["id"], tx(r["title"]), str(r["L"]), str(r["L_k"]), str(r["d_model"]), str(r["heads"]), r["mask"],
+    cells = [[tx(r["id"]), tx(r["title"]), str(r["L"]), str(r["L_k"]), str(r["d_model"]), str(r["heads"]), r["mask"],
               tx(r["source"])] for r in rows]
     table = Table(title=title, box=box.SIMPLE_HEAD if uni else box.ASCII, title_justify="left")
     for i, h in enumerate(headers):

@@ -5,6 +5,10 @@ Nothing here prints by itself: :func:`render` writes to the
 verdict is a word as well as a symbol and a colour (``✓ correct`` /
 ``✗ wrong``), so it reads the same under ``NO_COLOR``; on a stream that is
 not UTF-8 the notation falls back to ASCII (:func:`tutor.render.text.asciify`).
+Lines are wrapped at the console's width between words, under their own
+indent, so a number is never broken over two lines (one wider than the
+whole line is folded, never cut); text from the solution file is shown with
+its control characters escaped.
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ from ..check import (
 from ..diagnose import num_text
 from ..exactnum import Rat
 from ..messages import plural, t
+from ..textsafe import shown
 from .text import asciify
 
 MAX_ENTRIES_SHOWN = 6
+MIN_ROOM = 10  # fewest columns a wrapped text is given beside its prefix; less, and it goes below
+_MARKS = ("✓ ", "✗ ", "• ", "ok ", "x ", "* ")  # and their ASCII forms (asciify)
 
 
 class CheckRenderer:
@@ -40,10 +47,39 @@ class CheckRenderer:
         self.unicode = enc.startswith("utf")
 
     def tx(self, text: str) -> str:
+        """``text`` as this console shows it: control characters escaped, ASCII when the stream is not UTF-8."""
+        text = shown(text, keep="\n")
         return text if self.unicode else asciify(text)
 
     def line(self, text: str, style: str = "", indent: int = 0) -> None:
-        self.console.print(Text(" " * indent + self.tx(text), style=style), soft_wrap=True)
+        """One paragraph, wrapped between words at the console's width; wrapped lines keep the indent
+        (and, after a leading mark ``✓``/``✗``/``•``, start under the text, not under the mark)."""
+        text = self.tx(text)
+        mark = next((m for m in _MARKS if text.startswith(m)), "")
+        self.hanging(Text(" " * indent + mark, style=style), Text(text[len(mark):], style=style))
+
+    def hanging(self, prefix: Text, body: Text) -> None:
+        """``prefix`` then ``body`` wrapped at the width, its later lines indented to the prefix's width.
+
+        Where the prefix leaves less than :data:`MIN_ROOM` columns, the body
+        goes on the lines below it, indented by 4.  Lines end without padding.
+        """
+        width = self.console.width
+        hang = prefix.cell_len
+        if width - hang < MIN_ROOM and body.plain:
+            prefix.rstrip()
+            self.console.print(prefix)
+            prefix, hang = Text(" " * 4), 4
+        lines = body.wrap(self.console, max(width - hang, 1), overflow="fold")
+        out = Text()
+        for k, piece in enumerate(lines):
+            piece.rstrip()
+            if k:
+                out.append("\n" + " " * hang)
+            else:
+                out.append_text(prefix)
+            out.append_text(piece)
+        self.console.print(out, soft_wrap=True)  # wrapped here already
 
     def verdict(self, ok: bool) -> tuple[str, str]:
         return ("✓ " + t("check.correct"), "green") if ok else ("✗ " + t("check.wrong"), "red")
@@ -66,9 +102,8 @@ class CheckRenderer:
             detail += "; " + t("check.step.independent")
         words = [self.tx(self.verdict(ok)[0]) for ok in (True, False)]
         pad = max(map(len, words))
-        self.console.print(Text.assemble(
-            "  ", (f"{self.tx(word):<{pad}}", style), f"  {self.tx(self.name(r, s.key)):<{width}}  ",
-            self.tx(detail)), soft_wrap=True)
+        prefix = Text.assemble("  ", (f"{self.tx(word):<{pad}}", style), f"  {self.tx(self.name(r, s.key)):<{width}}  ")
+        self.hanging(prefix, Text(self.tx(detail)))  # the detail wraps under itself
         if s.follows == INDEPENDENT:
             for d in s.diagnoses:
                 self.line(d.message, "italic", indent=15)
@@ -125,11 +160,11 @@ class CheckRenderer:
     # -- whole report --------------------------------------------------------------
     def report(self, r: Report) -> None:
         ex = r.exercise
-        self.line(t("check.heading", file=r.solution.file, id=ex.id, title=ex.title), "bold")
+        self.line(t("check.heading", file=shown(r.solution.file), id=ex.id, title=ex.title), "bold")
         if r.solution.title:
-            self.line(r.solution.title, "dim")
+            self.line(shown(r.solution.title), "dim")
         if r.solution.source:
-            self.line(t("check.source", source=r.solution.source), "dim")
+            self.line(t("check.source", source=shown(r.solution.source)), "dim")
         self.console.print()
         if not r.steps:
             self.line(t("check.no_steps"))

@@ -16,6 +16,7 @@ import io
 from rich.console import Console
 
 from ..steps import Solution, Step
+from .console import make_console
 from .rich import RichRenderer
 
 _PAGE = """<!DOCTYPE html>
@@ -59,8 +60,12 @@ def renderer(console: Console, precision: int = 4, blank: bool = False) -> RichR
 
 
 def recording_console(width: int = EXPORT_WIDTH) -> Console:
-    """A console that records what is printed on it, writes nowhere else, and has a fixed width."""
-    return Console(record=True, file=io.StringIO(), width=width, highlight=False, soft_wrap=False)
+    """A console that records what is printed on it, writes nowhere else, and has a fixed width.
+
+    The same kind as the terminal's (:func:`tutor.render.console.make_console`):
+    no markup, and no raw control character in what it records.
+    """
+    return make_console(record=True, file=io.StringIO(), width=width)
 
 
 def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,

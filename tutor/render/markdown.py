@@ -102,10 +102,30 @@ def bmatrix(rows: Sequence[Sequence[str]]) -> str:
     return r"\begin{bmatrix} " + r" \\ ".join(" & ".join(r) for r in rows) + r" \end{bmatrix}"
 
 
+_CODE_SPAN = re.compile(r"(`[^`\n]*`)")  # split() puts the spans at the odd indices
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>&$~|#])")
+_BLOCK_START = re.compile(r"^(\s*)([-+=>]|\d+(?=[.)]))")
+
+
 def _escape(text: str) -> str:
-    """Plain text inside Markdown: ``_`` and ``*`` would start emphasis (code spans are left as they are)."""
-    parts = re.split(r"(`[^`]*`)", text)
-    return "".join(p if p.startswith("`") else re.sub(r"([_*\\])", r"\\\1", p) for p in parts)
+    """Plain text (a title, token labels, a sentence of the catalogue) inside Markdown, shown as written.
+
+    Every character that could start Markdown or HTML -- emphasis ``_ *``,
+    links ``[ ]``, raw HTML and entities ``< > &``, math ``$``, strike-through
+    ``~``, table cells ``|``, headings ``#``, a stray backtick -- is
+    backslash-escaped, as is a list, quote or heading marker at the start;
+    a code span (a command in backticks) is left as it is, and is inert
+    anyway.  A title ``<script>`` lands in the ``.md`` as ``\\<script\\>``.
+    """
+    parts = _CODE_SPAN.split(text)
+    out = "".join(p if i % 2 else _MD_SPECIAL.sub(r"\\\1", p) for i, p in enumerate(parts))
+    return _BLOCK_START.sub(lambda m: m[1] + (m[2] + "\\" if m[2][0].isdigit() else "\\" + m[2]), out, count=1)
+
+
+def _markdown(text: str) -> str:
+    """Markdown from a file (a description): its syntax is kept, but raw HTML and entities show as text."""
+    parts = _CODE_SPAN.split(text)
+    return "".join(p if i % 2 else re.sub(r"([<&])", r"\\\1", p) for i, p in enumerate(parts))
 
 
 _WORD = re.compile(r"[A-Za-z]{2,}")
@@ -247,7 +267,7 @@ class MarkdownRenderer:
         if self.blank:
             self.add(_escape(t("handout.worksheet", id=ex.id)), "")
         if ex.description:
-            self.add(reflow(ex.description), "")
+            self.add(_markdown(reflow(ex.description)), "")
         self.add(_escape(t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads,
                            d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out)), "")
         if ex.mask_kind == "causal":

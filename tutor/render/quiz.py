@@ -335,10 +335,11 @@ def render_stats(data: dict, console: Console) -> None:
         else:
             why = t("stats.next.new", step=nxt["step"])
         line(t("stats.next", why=why, exercise=nxt["exercise"]), "bold")
-        if len(nxt["command"]) + 2 <= console.width:
-            console.print(Padding(Text(nxt["command"]), (0, 0, 0, 2), expand=False))
+        command = tx(nxt["command"])  # the exercise id comes from the store
+        if len(command) + 2 <= console.width:
+            console.print(Padding(Text(command), (0, 0, 0, 2), expand=False))
         else:  # a command is never broken over lines: it is copied whole
-            console.print(Text(nxt["command"]), soft_wrap=True)
+            console.print(Text(command), soft_wrap=True)
     line(t("stats.file", path=data["store"]), "dim")
 
 

@@ -4,7 +4,9 @@ Everything is written to the :class:`rich.console.Console` passed in; nothing
 here prints by itself.  Works without colour (``NO_COLOR``: every highlight is
 also a word or a symbol), on ASCII-only streams (notation and box drawing are
 transliterated) and in narrow terminals (wide tables are split into column
-groups; numbers are never cut).
+groups; a number too wide for the terminal is folded onto the next line,
+never cut or ended with an ellipsis).  Text from a file reaches the console
+with its control characters escaped (:meth:`RichRenderer.tx`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from ..exactnum import frac_text
 from ..messages import t
 from ..model import Exercise, Matrix
 from ..steps import Solution, Step
+from ..textsafe import shown
 from .text import asciify, decimal, is_plain, pretty, reflow, why
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
+GRID_WIDTH = 60  # narrower than this, the exact entries listed below a table are stacked, not in two columns
 _SHADES = " ░▒▓█"
 
 
@@ -41,6 +45,9 @@ class RichRenderer:
 
     # -- primitives ---------------------------------------------------------
     def tx(self, text: str) -> str:
+        """``text`` as this console shows it: control characters escaped (newlines kept for layout),
+        then transliterated to ASCII when the stream is not UTF-8."""
+        text = shown(text, keep="\n")
         return text if self.unicode else asciify(text)
 
     def equals(self, exact: str, value: float) -> str:
@@ -101,9 +108,10 @@ class RichRenderer:
                 key = "explain.column" if len(cols) == 1 else "explain.columns"
                 caption += "  (" + self.tx(t(key, first=cols.start + 1, last=cols.stop, total=len(col_labels))) + ")"
             table = Table(box=self.box, show_lines=any("\n" in c for r in rows for c in r), padding=(0, 1), expand=False)
-            table.add_column("", style="bold", no_wrap=True)
+            # fold, never cut: wider than the terminal, a label or a number goes on over the next line
+            table.add_column("", style="bold", overflow="fold")
             for j in cols:
-                table.add_column(col_labels[j], justify="right", no_wrap=True, min_width=widths[j])
+                table.add_column(col_labels[j], justify="right", overflow="fold")
             for i, r in enumerate(rows):
                 table.add_row(row_labels[i], *(Text(r[j], style=styles[i][j] if styles else "") for j in cols))
             out.append(Group(Text(caption, style="bold"), table) if caption else table)
@@ -128,7 +136,8 @@ class RichRenderer:
         exact = [[str(e) for e in row] for row in step.exact]
         value = step.value
         long = any(not is_plain(x) and len(pretty(x)) > INLINE_EXACT for row in exact for x in row)
-        cells, listed = [], {}
+        cells: list[list[str]] = []
+        listed: dict[str, list[tuple[str, str]]] = {}
         for i, row in enumerate(exact):
             out = []
             for j, x in enumerate(row):
@@ -164,13 +173,17 @@ class RichRenderer:
             if max(len(a) + len(b) for a, b in rows) + 6 <= self.console.width:
                 for a, b in rows:
                     self.console.print(Padding(Text(f"{a} {b}"), (0, 0, 0, 5), expand=False))
-            else:  # too wide for one line: a grid, so wrapped lines keep their column (a hanging indent)
+            elif self.console.width >= GRID_WIDTH:  # too wide for one line: a grid, so wrapped lines keep their column
                 grid = Table.grid(padding=(0, 1))
-                grid.add_column(max_width=max(12, self.console.width // 3))
-                grid.add_column()
+                grid.add_column(max_width=max(12, self.console.width // 3), overflow="fold")
+                grid.add_column(overflow="fold")
                 for a, b in rows:
                     grid.add_row(Text(a), Text(b))
                 self.console.print(Padding(grid, (0, 0, 0, 5), expand=False))
+            else:  # narrow: the places, then the entry below them, wrapped between words (a number only folds)
+                for a, b in rows:
+                    self.console.print(Padding(Text(a, overflow="fold"), (0, 0, 0, 5), expand=False))
+                    self.console.print(Padding(Text(b, overflow="fold"), (0, 0, 0, 7), expand=False))
         for sentence in why(step, ex):
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
         if step.id == "weights":
@@ -266,7 +279,7 @@ class RichRenderer:
         self.console.print()
         self.line(t("explain.production"), "bold")
         table = Table.grid(padding=(0, 2))
-        table.add_column(no_wrap=True, style="bold")
+        table.add_column(style="bold", overflow="fold")
         table.add_column(overflow="fold")
         for step in exercise_trace(ex):
             shape = Text(self.tx(f"{step.symbolic} = {step.concrete}"))

@@ -23,13 +23,22 @@ _COEF_SQRT = re.compile(r"(\d)\*sqrt\((\d+)\)")
 
 
 def asciify(text: str) -> str:
-    """``√2 · Kᵀ → [3×2]`` -> ``sqrt2 * K^T -> [3x2]``; any other non-ASCII is decomposed or ``?``."""
+    """``√2 · Kᵀ → [3×2]`` -> ``sqrt2 * K^T -> [3x2]``; any other non-ASCII character loses its accents
+    (``é`` -> ``e``) or, with nothing left in ASCII, is written as its code point (``х`` -> ``\\u0445``)."""
     text = re.sub(r"(\d)√", r"\1*√", text)
     text = re.sub(r"√(\w+)", r"sqrt(\1)", text)
     text = _ASCII_RE.sub(lambda m: _ASCII[m.group(0)], text)
     if text.isascii():
         return text
-    return unicodedata.normalize("NFKD", text).encode("ascii", "replace").decode("ascii")
+    return "".join(ch if ch.isascii() else _ascii_char(ch) for ch in text)
+
+
+def _ascii_char(ch: str) -> str:
+    """One non-ASCII character in ASCII: its compatibility decomposition without the accents, else ``\\uXXXX``."""
+    base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+    if base and base.isascii() and base.isprintable():
+        return base
+    return ch.encode("ascii", "backslashreplace").decode("ascii")
 
 
 def pretty(exact: str) -> str:

@@ -1,0 +1,63 @@
+"""The one kind of rich console every renderer writes to.
+
+:class:`SafeConsole` escapes control characters (:func:`tutor.textsafe.shown`)
+in the text of everything it renders, after layout, as a last line of
+defence: the renderers already escape text from files before laying it out
+(so widths stay right), and whatever one of them forgets still reaches the
+terminal, the recording of an HTML or SVG page, only as visible escapes
+(laid out for the shorter raw text, so such a line may be cropped or
+misaligned, never raw).  Only rich's own control segments pass unchanged.
+
+:func:`make_console` is the factory: markup and highlighting off (text from a
+file is shown as written, never read as rich markup), and a width of at least
+:data:`MIN_WIDTH` columns whatever ``COLUMNS`` or the terminal says (at
+``COLUMNS=0`` rich would print nothing, or wrap a word per character).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+
+from ..textsafe import shown
+from . import MIN_WIDTH
+
+
+class SafeConsole(Console):
+    """A rich console whose rendered text never holds a raw control character (newlines and tabs excepted)."""
+
+    _escaping = False  # inside an outermost render: every segment passes through it, so nested ones need not check
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        """Rich's rendering, with the text of every non-control segment escaped.
+
+        Only the outermost call (``print`` -> ``render``) escapes: the
+        segments of nested renders (a table's cells) all come out through it.
+        """
+        if self._escaping:
+            return super().render(renderable, options)
+        return self._escaped(renderable, options)
+
+    def _escaped(self, renderable: RenderableType, options: ConsoleOptions | None) -> Iterable[Segment]:
+        self._escaping = True
+        try:
+            for segment in super().render(renderable, options):
+                text = segment.text
+                if segment.control or text.isprintable():
+                    yield segment
+                else:
+                    yield Segment(shown(text, keep="\n\t"), segment.style, segment.control)
+        finally:
+            self._escaping = False
+
+
+def make_console(**options: Any) -> SafeConsole:
+    """A :class:`SafeConsole` (markup, highlighting and soft wrapping off unless given) at least :data:`MIN_WIDTH` wide."""
+    settings: dict[str, Any] = {"highlight": False, "soft_wrap": False, "markup": False, **options}
+    console = SafeConsole(**settings)
+    if console.width < MIN_WIDTH:
+        console.width = MIN_WIDTH
+    return console
