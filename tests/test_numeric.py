@@ -758,20 +758,21 @@ def test_parity_tests_fail_without_torch_only_when_required(no_torch, required, 
 def test_large_batches_run_on_threads_and_match_the_single_threaded_result(monkeypatch):
     """Batch slices of a large problem run on a thread pool; results equal one thread's."""
     from tutor import numeric
+    from tutor.numeric import _common
 
-    monkeypatch.setattr(numeric, "_workers", lambda: 2)  # a pool even on a one-core machine
+    monkeypatch.setattr(_common, "_workers", lambda: 2)  # a pool even on a one-core machine
     rng = np.random.default_rng(7)
     q, k, v = (rng.standard_normal((4, 2, 256, 16)) for _ in range(3))  # 4·2·256·256 scores: above the threshold
     mask = rng.random((4, 1, 256, 256)) > 0.2
     mask[0, 0, 3] = False  # a fully masked row on the threaded path too
-    assert 4 * 2 * 256 * 256 >= numeric._PARALLEL_MIN_SCORES
+    assert 4 * 2 * 256 * 256 >= _common._PARALLEL_MIN_SCORES
     calls = []
-    real = numeric._in_parallel
-    monkeypatch.setattr(numeric, "_in_parallel", lambda n, work, **kw: (calls.append(n), real(n, work, **kw)))
+    real = _common._in_parallel
+    monkeypatch.setattr(_common, "_in_parallel", lambda n, work, **kw: (calls.append(n), real(n, work, **kw)))
     out_t, w_t = numeric.scaled_dot_product_attention(q, k, v, mask)
     blk_t, _ = numeric.scaled_dot_product_attention(q, k, v, mask, block_size=64)
     assert calls == [8, 8]
-    monkeypatch.setattr(numeric, "_PARALLEL_MIN_SCORES", 1 << 60)  # now everything runs in one call
+    monkeypatch.setattr(_common, "_PARALLEL_MIN_SCORES", 1 << 60)  # now everything runs in one call
     out_1, w_1 = numeric.scaled_dot_product_attention(q, k, v, mask)
     blk_1, _ = numeric.scaled_dot_product_attention(q, k, v, mask, block_size=64)
     np.testing.assert_allclose(out_t, out_1, rtol=1e-12, atol=1e-12)
@@ -790,12 +791,12 @@ def test_large_batches_run_on_threads_and_match_the_single_threaded_result(monke
 
 
 def test_a_worker_error_reaches_the_caller(monkeypatch):
-    from tutor import numeric
+    from tutor.numeric import _common
 
-    monkeypatch.setattr(numeric, "_workers", lambda: 2)  # a pool even on a one-core machine
+    monkeypatch.setattr(_common, "_workers", lambda: 2)  # a pool even on a one-core machine
     def work(a, b):
         if a > 0:
             raise ValueError("boom in a worker")
 
     with pytest.raises(ValueError, match="boom in a worker"):
-        numeric._in_parallel(4, work)
+        _common._in_parallel(4, work)

@@ -1,0 +1,63 @@
+"""The NumPy core: a mirror of production attention (no torch, no sympy, no I/O).
+
+Modules: :mod:`.functional` (softmax, masks, scaled dot-product attention),
+:mod:`.blocked` (the memory-bounded online-softmax path), :mod:`.layer` (the
+batched multi-head layer, and an exercise run through it), :mod:`.trace`
+(the forward pass as shapes), :mod:`.replay` (one exercise step by step in
+float64, with the knobs a misconception turns: what diagnosis replays and
+``check`` carries the author's values through).
+
+What the hand calculation does one head and one token at a time, this module
+does the way production code does it: batched tensors, one fused QKV
+projection split into heads by ``reshape``/``transpose``, a boolean mask, a
+stable softmax, ``weights @ V``, heads merged back, output projection.  The
+tests check every function here against PyTorch 2.13 and against values
+worked out by hand.
+
+Sources
+    * Scaled dot-product and multi-head attention: Vaswani et al. 2017,
+      "Attention Is All You Need", eq. (1) and section 3.2.2.
+    * Layouts, mask polarity, causal alignment, dropout scaling: the PyTorch
+      docs of ``torch.nn.functional.scaled_dot_product_attention`` and
+      ``torch.nn.MultiheadAttention``.
+    * The blocked path (online softmax over key blocks): Dao 2023,
+      "FlashAttention-2", Algorithm 1 (after Milakov & Gimelshein 2018).
+
+Conventions
+    * Row vectors, math convention: a projection is ``x @ W + b`` with ``W``
+      of shape ``[d_in, d_out]`` (PyTorch's ``nn.Linear`` stores ``W.T``).
+    * Every boolean mask here means **True = may attend** (the polarity of
+      SDPA's boolean ``attn_mask``).  ``nn.MultiheadAttention``'s boolean
+      ``attn_mask`` and ``key_padding_mask`` mean the opposite (True =
+      blocked); pass ``~mask`` there.  A key-padding vector here is True for a
+      real key and False for padding, as ``key_padding`` in an exercise file.
+    * A query row that may attend to no key gets zero weights and a zero
+      context row.  ``F.scaled_dot_product_attention`` does the same since
+      PyTorch 2.5; ``nn.MultiheadAttention`` returns NaN for such rows (output
+      and weights) when ``need_weights=True`` or on its fast path, and
+      ``out_proj.bias`` as the output row with ``need_weights=False`` off the
+      fast path - which is what :class:`MultiHeadAttention` returns too.
+    * float32 stays float32 and float64 stays float64; integer inputs are
+      computed in float64.
+"""
+
+
+from __future__ import annotations
+
+from .blocked import DEFAULT_BLOCK_SIZE
+from .functional import causal_mask, combine_masks, scaled_dot_product_attention, softmax
+from .layer import ExerciseRun, MultiHeadAttention, exercise_trace, run_exercise
+from .trace import TraceStep
+
+__all__ = [
+    "DEFAULT_BLOCK_SIZE",
+    "ExerciseRun",
+    "MultiHeadAttention",
+    "TraceStep",
+    "causal_mask",
+    "combine_masks",
+    "exercise_trace",
+    "run_exercise",
+    "scaled_dot_product_attention",
+    "softmax",
+]
