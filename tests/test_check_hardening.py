@@ -39,7 +39,7 @@ from tutor.messages import EN, plural, t
 from tutor.render.check import dumps, render
 from tutor.render.text import decimal
 from tutor.solution_file import NanEntry, read_solution
-from tutor.worked import fixed
+from tutor.decimals import fixed
 
 
 @pytest.fixture(autouse=True)

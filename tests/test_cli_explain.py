@@ -383,7 +383,7 @@ def test_one_head_wording(capsys):
 @pytest.mark.parametrize("exercise_id", BUNDLED_IDS)
 def test_the_engines_agree_on_every_bundled_exercise(exercise_id):
     from tutor.catalog import resolve
-    from tutor.exact import solve
+    from tutor.steps import solve
     from tutor.verify import verify
 
     verify(solve(resolve(exercise_id)))  # raises EngineMismatchError on any step beyond 1e-9

@@ -17,7 +17,7 @@ import pytest
 
 from tutor.catalog import resolve
 from tutor.diagnose import MISCONCEPTIONS, Diagnosis, diagnose, wrong_cells
-from tutor.exact import solve
+from tutor.steps import solve
 from tutor.exercise import exercise_from_data
 from tutor.messages import EN
 
@@ -500,11 +500,28 @@ def test_every_misconception_has_a_test_and_a_message():
     assert "diagnose.single_entry" in EN
 
 
-def test_applies_to_names_real_steps():
-    from tutor.steps import STEP_IDS
+def test_every_misconception_can_show_up_at_some_step():
+    """A variant's knobs are read by some step kind (else it could never be recognised);
+    a misconception that is not a variant names real steps."""
+    from tutor.steps import CATALOGUE, STEP_IDS
 
+    read = set().union(*(k.varies for k in CATALOGUE))
     for m in MISCONCEPTIONS:
-        assert set(m.applies_to) <= set(STEP_IDS), m.key
+        if m.variant is None:
+            assert m.steps and set(m.steps) <= set(STEP_IDS), m.key
+        else:
+            assert m.variant.turned() and m.variant.turned() <= read, m.key
+
+
+def test_where_a_misconception_applies_follows_the_step_graph():
+    """no_scaling turns the scale, so it applies from `scaled` on, and not to Q, K, V or the scores."""
+    ex = resolve("two-head-causal-3x4")
+    m = next(m for m in MISCONCEPTIONS if m.key == "no_scaling")
+    got = {key for key in [(s, h) for h in (0, 1) for s in ("q", "k", "v", "scores", "scaled", "masked", "weights",
+                                                           "head_output")] + [("concat", None), ("output", None)]
+           if m.applies(ex, key)}
+    assert got == {(s, h) for h in (0, 1) for s in ("scaled", "masked", "weights", "head_output")} | {
+        ("concat", None), ("output", None)}
 
 
 def test_no_scaling_carries_into_concat_and_output_of_every_head():

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from tutor import answers
 from tutor.errors import ShapeError
-from tutor.exact import QMat, matmul, solve
+from tutor.exact import QMat, matmul
+from tutor.steps import solve
 from tutor.exactnum import (
     Mix,
     NegInf,

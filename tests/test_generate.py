@@ -1,6 +1,6 @@
 """`attn-tutor new`: generated exercises validate, are deterministic, and keep Q, K, V and scores small integers.
 
-The oracle is the exact engine (``tutor.exact.solve``), not the generator's
+The oracle is the exact engine (``tutor.steps.solve``), not the generator's
 own arithmetic: the numbers a learner will compute are read off the worked
 solution of the file as the loader reads it.
 """
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tutor.cli import main
-from tutor.exact import solve
+from tutor.steps import solve
 from tutor.exactnum import Rat
 from tutor.exercise import load_exercise, validate_text
 from tutor.generate import LEVELS, MASKS, Spec, default_id, generate

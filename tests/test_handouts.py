@@ -21,7 +21,7 @@ import sympy
 
 from tutor.catalog import resolve
 from tutor.cli import main
-from tutor.exact import solve
+from tutor.steps import solve
 from tutor.exercise import parse_exercise
 from tutor.generate import Spec, generate
 from tutor.render.html import export_html, export_svg

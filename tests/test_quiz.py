@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tutor import quiz
 from tutor.catalog import resolve
-from tutor.exact import solve
+from tutor.steps import solve
 from tutor.quiz import (
     Answer,
     Command,

@@ -46,7 +46,7 @@ from .messages import plural, t
 from .model import Exercise
 from .solution_file import GivenStep, SolutionFile, step_exists
 from .steps import HEAD_STEPS, LAYER_STEPS, Solution
-from .worked import fixed
+from .decimals import fixed
 
 Key = tuple[str, "int | None"]
 Array = np.ndarray
@@ -469,11 +469,11 @@ def _cells(sol: Solution, g: GivenStep, cells: list[tuple[int, int]], mid: Array
 def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
     """Judge every step ``sf`` gives against the exact solution of its exercise.
 
-    ``sol`` defaults to :func:`tutor.exact.solve` of ``sf.exercise``.
+    ``sol`` defaults to :func:`tutor.steps.solve` of ``sf.exercise``.
     Returns a :class:`Report`; raises nothing for a parsed file.
     """
     if sol is None:
-        from .exact import solve
+        from .steps import solve
 
         sol = solve(sf.exercise)
     ex = sol.exercise

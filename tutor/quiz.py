@@ -15,7 +15,7 @@ an empty line ends.  In ``entry`` mode every entry is asked for in turn, and
 after a wrong answer only the wrong entries are asked again.  Typed text goes
 through :mod:`tutor.answers` only.
 
->>> from tutor.catalog import resolve; from tutor.exact import solve
+>>> from tutor.catalog import resolve; from tutor.steps import solve
 >>> state, effects = start(solve(resolve("single-head-3x4")), steps=("q",))
 >>> state, effects = handle(state, read_event("1 1; 2 2; 2 2"))
 >>> [type(e).__name__ for e in effects]
@@ -42,7 +42,7 @@ from .exactnum import frac_text
 from .messages import t
 from .model import Matrix as FracMatrix
 from .steps import Solution, Step
-from .worked import worked_entry
+from .steps import worked_entry
 
 if TYPE_CHECKING:
     from .diagnose import Diagnosis

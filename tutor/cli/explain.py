@@ -37,7 +37,7 @@ def explain(
     force: ForceOpt = False,
 ) -> None:
     from ..catalog import resolve
-    from ..exact import solve
+    from ..steps import solve
 
     if export is not None:
         from .author import check_export

@@ -98,7 +98,7 @@ def practice(
 ) -> None:
     from ..answers import DEFAULT_TOLERANCE
     from ..catalog import resolve
-    from ..exact import solve
+    from ..steps import solve
     from ..messages import plural
     from ..quiz import Settings, select, start
     from ..render.quiz import QuizRenderer

@@ -24,7 +24,7 @@ from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..messages import t
 from ..model import Exercise, Matrix
 from ..steps import Operand, Solution, Step
-from ..worked import fixed
+from ..decimals import fixed
 from .text import reflow, why
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import unicodedata
 from ..messages import t
 from ..model import Exercise
 from ..steps import Step
-from ..worked import fixed
+from ..decimals import fixed
 
 _ASCII = {
     "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",

@@ -1,25 +1,22 @@
 """Step and Solution records shared by the engines, the renderers and the grader.
 
-A :class:`Step` is one named stage of the attention computation (the ids of
-the contract: ``q``, ``k``, ``v``, ``scores``, ``scaled``, ``masked``,
-``weights``, ``head_output`` per head; ``concat``, ``output`` for the layer),
-holding its exact matrix, its shape, its formula and the operands that make
-its shape annotation.  Records only: no computing, no printing.
+A :class:`Step` is one computed stage of the attention computation: its
+catalogue id (``q``, ``scores``, ``weights`` ...; :mod:`tutor.steps.catalogue`
+says what each one is), the head it belongs to (``None`` for a layer step),
+its exact matrix, its formula and the operands that make its shape
+annotation.  Records only: no computing, no printing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
 
-from .exactnum import Exact
-from .model import Exercise
+from ..exactnum import Exact
+from ..model import Exercise
 
-StepId = Literal["q", "k", "v", "scores", "scaled", "masked", "weights", "head_output", "concat", "output"]
-HEAD_STEPS: tuple[StepId, ...] = ("q", "k", "v", "scores", "scaled", "masked", "weights", "head_output")
-LAYER_STEPS: tuple[StepId, ...] = ("concat", "output")
-STEP_IDS: tuple[StepId, ...] = HEAD_STEPS + LAYER_STEPS
+#: A step's place in an exercise: ``(id, head)``, ``head`` ``None`` for a layer step.
+Key = tuple[str, "int | None"]
 
 
 @dataclass(frozen=True)
@@ -39,18 +36,26 @@ class Operand:
 class Step:
     """One step: ``exact`` is ``[rows][cols]`` of :class:`Exact`; ``value`` its floats.
 
-    ``formula`` and ``annotation`` use Unicode notation (``·``, ``ᵀ``, ``√``,
-    ``×``, ``→``); renderers transliterate it for ASCII-only streams.
+    ``name`` is what the step's result is called (``Q``, ``scores``,
+    ``head_1``); ``op`` the operator between operands in the annotation
+    (``·``, ``/``, ``+``, ``softmax``, ``concat``).  ``formula`` and
+    :meth:`annotation` use Unicode notation (``·``, ``ᵀ``, ``√``, ``×``,
+    ``→``); renderers transliterate it for ASCII-only streams.
     """
 
-    id: StepId
+    id: str
     head: int | None
+    name: str
     formula: str
     operands: tuple[Operand, ...]
-    op: str  # the operator between operands in the annotation: "·", "/", "softmax", ...
+    op: str
     exact: tuple[tuple[Exact, ...], ...]
     row_labels: tuple[str, ...]
     col_labels: tuple[str, ...]
+
+    @property
+    def key(self) -> Key:
+        return (self.id, self.head)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -58,9 +63,7 @@ class Step:
 
     @property
     def result(self) -> Operand:
-        name = {"scores": "scores", "head_output": f"head_{self.head}"}.get(self.id, self.id)
-        name = {"q": "Q", "k": "K", "v": "V"}.get(name, name)
-        return Operand(name, self.shape)
+        return Operand(self.name, self.shape)
 
     @cached_property
     def value(self) -> tuple[tuple[float, ...], ...]:
@@ -70,7 +73,7 @@ class Step:
     def annotation(self) -> str:
         """``X [3×4] · W_Q [4×2] → Q [3×2]``."""
         parts = [str(o) for o in self.operands]
-        if self.op in ("softmax",):
+        if self.op == "softmax":
             left = f"softmax({parts[0]})"
         elif self.op == "concat":
             left = "[" + ", ".join(parts) + "]"
@@ -84,17 +87,24 @@ class Step:
 
 @dataclass(frozen=True)
 class Solution:
-    """Every step of an exercise, in the contract's order (head 0's steps first)."""
+    """Every step of an exercise, in the catalogue's order (head 0's steps first, then the layer's)."""
 
     exercise: Exercise
     steps: tuple[Step, ...]
 
-    def step(self, id: StepId, head: int | None = None) -> Step:
+    def step(self, id: str, head: int | None = None) -> Step:
         """The step ``id`` of ``head`` (``None`` for layer steps).  Raises ``KeyError``."""
         for s in self.steps:
             if s.id == id and s.head == head:
                 return s
         raise KeyError((id, head))
+
+    def get(self, key: Key) -> Step | None:
+        """The step at ``key``, or ``None`` when the exercise has no such step."""
+        try:
+            return self.step(*key)
+        except KeyError:
+            return None
 
     def for_head(self, head: int) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if s.head == head)

@@ -1,0 +1,44 @@
+"""Decimals as text: the one place a float becomes the digits a learner reads.
+
+Pure: no I/O.  Every renderer, hint, diagnosis and report formats numbers
+through these functions, so a rule (never ``-0``, places ≤ 0 round to tens,
+a value that is not finite named) holds everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def fixed(v: float, places: int) -> str:
+    """``v`` rounded to ``places`` decimal places, as text; never ``-0``.
+
+    ``places`` may be 0 or negative (an entry such as ``1e1`` is written to
+    -1 places: to the tens): ``fixed(12.5, 2) == "12.50"``,
+    ``fixed(12.5, 0) == "12"``, ``fixed(17.0, -1) == "20"``.  ``inf``,
+    ``-inf`` and ``nan`` for the values that are not finite.
+    """
+    if not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("-inf" if v < 0 else "inf")
+    text = f"{v:.{places}f}" if places > 0 else f"{round(v, places):.0f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def trimmed(v: float, places: int = 4) -> str:
+    """``5``, ``0.4458``, ``-inf``: at most ``places`` decimals, trailing zeros dropped, never ``-0``.
+
+    How a learner writes a number: a whole number has no decimals.
+    """
+    if not math.isfinite(v):
+        return fixed(v, places)
+    if float(v).is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    text = fixed(v, places).rstrip("0").rstrip(".") if places > 0 else fixed(v, places)
+    return "0" if text in ("-0", "") else text
+
+
+def pretty(v: float, places: int) -> str:
+    """:func:`fixed` in notation: ``−0.5000`` with a minus sign, ``−∞`` for a masked score."""
+    if math.isinf(v):
+        return "−∞" if v < 0 else "∞"
+    return fixed(v, places).replace("-", "−")

@@ -1,0 +1,394 @@
+"""One exercise, step by step, in float64: the float pipeline that diagnosis replays and ``check`` carries.
+
+The step catalogue (:mod:`tutor.steps`) walks an exercise's steps in order
+and calls one function of this module per step with a :class:`Replay`: the
+exercise, a :class:`Variant` (the knobs a misconception turns; the defaults
+compute the right answer) and the values of the steps before.  Each function
+returns the step's ``[rows, cols]`` float64 matrix (``-inf`` marks a masked
+score), or ``None`` when the variant makes the step impossible (shapes that
+no longer chain): the walk then leaves it, and everything after it, out.
+
+``check`` walks the same functions over the author's own values (a step the
+author wrote replaces the computed one), and with :attr:`Replay.slack` set
+each ``*_slack`` function says how far the inputs' rounding can move the
+result (first-order bounds: a product adds ``|A|·δB + δA·|B| + δA·δB``; a
+softmax row moves by at most ``w·(exp(2·max δ) - 1)``).
+
+Formulas: Vaswani et al. 2017, eq. 1 (``softmax(Q Kᵀ / √d_k) V``) and §3.2.2
+(``Concat(head_0, …) W_O``), row-vector convention ``Q = X W_Q + b_Q``.
+Pure: no I/O.  The softmax is :func:`tutor.numeric.softmax`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .functional import softmax
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tutor.model import Exercise
+
+    from .layer import ExerciseRun
+
+Array = NDArray[np.float64]
+Key = tuple[str, "int | None"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The knobs a misconception turns; the defaults compute the right answer.
+
+    ``scale``: what the scores are divided by ("sqrt_dk", "none", "sqrt_dmodel",
+    "dk") or multiplied by ("times_dk", "times_sqrt_dk").  ``kq``: ``K·Qᵀ``
+    instead of ``Q·Kᵀ``.  ``mask``: "right", "none" (forgotten), "inverted",
+    "zero" (blocked scores set to 0), "after_softmax" (weights zeroed after
+    the softmax, not renormalised), "padding_rows" (key padding applied to
+    query rows).  ``softmax``: False = no softmax at all, the (masked) scaled
+    scores are the weights, a blocked score counting 0 (``-inf`` times a
+    value has no value; a learner who skips the softmax drops the blocked
+    keys).  ``softmax_axis``: -1 rows (right) or 0 columns.  ``normalise``:
+    False = exp without dividing by the row sum.  ``empty_rows``: the
+    weights of a row whose every score is blocked, "zero" (right) or
+    "uniform" (1/L_k each: what a softmax gives when the blocked scores are
+    filled with a large negative number instead of -inf).
+    ``round_scaled``/``round_weights``: decimals kept when the step is used
+    by the next one (None = full precision).  ``values``: "v" or "k"
+    (weights·K).  ``heads_reversed``: concatenated last head first.
+    ``w_o_transposed``: the output projection uses W_Oᵀ (nn.Linear's ``x @
+    weight.T`` with the weight read as [d_out, d_in]; square W_O only).
+    ``drop``: biases left out (``b_q``, ``b_k``, ``b_v``, ``b_o``).
+    """
+
+    scale: str = "sqrt_dk"
+    kq: bool = False
+    mask: str = "right"
+    softmax: bool = True
+    softmax_axis: int = -1
+    normalise: bool = True
+    empty_rows: str = "zero"
+    round_scaled: int | None = None
+    round_weights: int | None = None
+    values: str = "v"
+    heads_reversed: bool = False
+    w_o_transposed: bool = False
+    drop: frozenset[str] = field(default_factory=frozenset)
+
+    def turned(self) -> frozenset[str]:
+        """The names of the knobs this variant sets away from the right answer."""
+        right = Variant()
+        return frozenset(name for name in self.__dataclass_fields__ if getattr(self, name) != getattr(right, name))
+
+
+RIGHT = Variant()
+
+#: When a step is read as the input of the next one, the knob that rounds it.
+_ROUNDED = {"scaled": "round_scaled", "weights": "round_weights"}
+
+
+def floats(m: Sequence[Sequence[Fraction]]) -> Array:
+    """Exact rationals ``[r][c]`` as float64 ``[r, c]``."""
+    return np.array([[float(x) for x in row] for row in m], dtype=np.float64)
+
+
+def _vector(v: Sequence[Fraction] | None) -> Array | None:
+    return None if v is None else np.array([float(x) for x in v], dtype=np.float64)
+
+
+@dataclass
+class Replay:
+    """The state of one walk: the exercise, the variant, and every step computed so far.
+
+    ``values[(id, head)]`` is a step's ``[rows, cols]`` float64 value as the
+    next steps read it (for ``check``: the author's where given); ``slack``,
+    when not ``None``, the half-widths those values may be off by;
+    ``computed``, when carrying an author's values, each step as computed
+    from the carried inputs and its slack.
+    """
+
+    ex: Exercise
+    variant: Variant = RIGHT
+    values: dict[Key, Array] = field(default_factory=dict)
+    slack: dict[Key, Array] | None = None
+    computed: dict[Key, tuple[Array, Array]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.x = floats(self.ex.x)  # [L, d_model]
+        self.kv = floats(self.ex.kv)  # [L_k, d_kv]
+        allowed = self.ex.allowed()
+        self.allowed = None if allowed is None else np.array(allowed, dtype=bool)  # [L, L_k], True = may attend
+
+    def input(self, id: str, head: int | None) -> Array | None:
+        """Step ``(id, head)`` as the next step reads it (rounded where the variant says so), or ``None``."""
+        value = self.values.get((id, head))
+        knob = _ROUNDED.get(id)
+        if value is None or knob is None or getattr(self.variant, knob) is None:
+            return value
+        return np.round(value, getattr(self.variant, knob))
+
+    def delta(self, id: str, head: int | None) -> Array:
+        """The slack of step ``(id, head)`` (zeros when the walk carries none)."""
+        assert self.slack is not None
+        return self.slack[id, head]
+
+    def bias(self, name: str, b: Sequence[Fraction] | None) -> Array | float:
+        """A bias as floats, or 0 when there is none or the variant drops it."""
+        return 0.0 if b is None or name in self.variant.drop else _vector(b)  # type: ignore[return-value]
+
+
+def _mul_slack(A: Array, dA: Array, B: Array, dB: Array) -> Array:
+    """How far ``A @ B`` moves when ``A`` and ``B`` move by up to ``dA`` and ``dB``: ``[n, m]·[m, p] -> [n, p]``."""
+    return np.abs(A) @ dB + dA @ np.abs(B) + dA @ dB
+
+
+# --- q, k, v ------------------------------------------------------------------------------
+
+
+def project(r: Replay, id: str, head: int | None) -> Array:
+    """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``."""
+    hd = r.ex.heads[head or 0]
+    w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
+    x = r.x if id == "q" else r.kv  # [n, d_in]
+    return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
+
+
+def q(r: Replay, head: int | None) -> Array:
+    return project(r, "q", head)
+
+
+def k(r: Replay, head: int | None) -> Array:
+    return project(r, "k", head)
+
+
+def v(r: Replay, head: int | None) -> Array:
+    return project(r, "v", head)
+
+
+def q_slack(r: Replay, head: int | None) -> Array:
+    """Q, K, V come from the exercise: no slack."""
+    return np.zeros_like(r.values["q", head])
+
+
+def k_slack(r: Replay, head: int | None) -> Array:
+    return np.zeros_like(r.values["k", head])
+
+
+def v_slack(r: Replay, head: int | None) -> Array:
+    return np.zeros_like(r.values["v", head])
+
+
+# --- scores, scaled, masked ---------------------------------------------------------------
+
+
+def scores(r: Replay, head: int | None) -> Array | None:
+    """``Q·Kᵀ`` ``[L, L_k]`` (``K·Qᵀ`` ``[L_k, L]`` under ``kq``)."""
+    Q, K = r.input("q", head), r.input("k", head)
+    if Q is None or K is None:
+        return None
+    return K @ Q.T if r.variant.kq else Q @ K.T  # [L_k, L] or [L, d_k]·[d_k, L_k] -> [L, L_k]
+
+
+def scores_slack(r: Replay, head: int | None) -> Array:
+    return _mul_slack(r.values["q", head], r.delta("q", head), r.values["k", head].T, r.delta("k", head).T)
+
+
+def _scale_factor(r: Replay, head: int | None) -> float:
+    d_k = r.ex.heads[head or 0].d_k
+    return {
+        "sqrt_dk": 1 / math.sqrt(d_k), "none": 1.0, "sqrt_dmodel": 1 / math.sqrt(r.ex.d_model),
+        "dk": 1 / d_k, "times_dk": float(d_k), "times_sqrt_dk": math.sqrt(d_k),
+    }[r.variant.scale]
+
+
+def scaled(r: Replay, head: int | None) -> Array | None:
+    """``scores / √d_k`` (or the variant's constant): ``[L, L_k]``."""
+    S = r.input("scores", head)
+    return None if S is None else S * _scale_factor(r, head)
+
+
+def scaled_slack(r: Replay, head: int | None) -> Array:
+    return r.delta("scores", head) * abs(_scale_factor(r, head))
+
+
+def _keep(r: Replay, A: Array) -> Array | None:
+    """The ``[L, L_k]`` booleans the variant applies (True = may attend), or ``None`` if it cannot apply."""
+    ex, v = r.ex, r.variant
+    assert r.allowed is not None
+    if A.shape != r.allowed.shape:
+        return None
+    if v.mask == "inverted":
+        return ~r.allowed
+    if v.mask == "padding_rows":
+        if ex.key_padding is None or ex.L != ex.L_k:
+            return None
+        mask = np.ones(A.shape, bool) if ex.mask is None else np.array(ex.mask, dtype=bool)  # [L, L_k]
+        return mask & np.array(ex.key_padding, dtype=bool)[:, None]  # padding on rows: [L, 1]
+    return r.allowed
+
+
+def masked(r: Replay, head: int | None) -> Array | None:
+    """``scaled + M``: ``-inf`` where the mask blocks (``[L, L_k]``); ``None`` under "after_softmax"."""
+    A = r.input("scaled", head)
+    if A is None or r.variant.mask == "after_softmax":
+        return None
+    keep = _keep(r, A)
+    if keep is None:
+        return None
+    if r.variant.mask == "none":
+        return A
+    return np.where(keep, A, 0.0 if r.variant.mask == "zero" else -np.inf)  # [L, L_k]
+
+
+def masked_slack(r: Replay, head: int | None) -> Array:
+    assert r.allowed is not None
+    return np.where(r.allowed, r.delta("scaled", head), 0.0)  # [L, L_k]
+
+
+# --- weights, head output ---------------------------------------------------------------------
+
+
+def _weights_source(r: Replay, head: int | None) -> tuple[str, Array | None]:
+    if r.ex.has_mask and ("masked", head) in r.values:
+        return "masked", r.input("masked", head)
+    return "scaled", r.input("scaled", head)
+
+
+def weights(r: Replay, head: int | None) -> Array | None:
+    """``softmax`` of each row of the masked (or scaled) scores: ``[L, L_k]``; a fully masked row is 0."""
+    v = r.variant
+    src, A = _weights_source(r, head)
+    if A is None:
+        return None
+    if r.ex.has_mask and src == "scaled" and v.mask != "after_softmax":  # the mask could not be applied
+        return None
+    if not v.softmax:
+        W = np.where(np.isinf(A), 0.0, A)  # [L, L_k], the scores themselves, a blocked one counting 0
+    elif not v.normalise:
+        W = np.exp(A)  # [L, L_k], the numerators only
+    else:
+        W = softmax(A, axis=v.softmax_axis)  # [L, L_k]
+    if v.mask == "after_softmax" and r.allowed is not None:
+        keep = _keep(r, A)
+        if keep is None:
+            return None
+        W = np.where(keep, W, 0.0)  # [L, L_k], not renormalised
+    if v.empty_rows == "uniform":
+        empty = np.all(np.isneginf(A), axis=-1)  # [L], rows whose every score is blocked
+        W = np.where(empty[:, None], 1.0 / W.shape[1], W)  # [L, L_k]
+    return W
+
+
+def weights_slack(r: Replay, head: int | None) -> Array:
+    src, _ = _weights_source(r, head)
+    A, dA, W = r.values[src, head], r.delta(src, head), r.values["weights", head]
+    live = np.where(np.isinf(A), 0.0, dA)  # [L, L_k]
+    spread = np.max(live, axis=-1, keepdims=True)  # [L, 1]
+    return W * np.expm1(2 * spread)  # [L, L_k]
+
+
+def head_output(r: Replay, head: int | None) -> Array | None:
+    """``weights·V`` (``weights·K`` under ``values="k"``): ``[L, L_k]·[L_k, d_v]`` -> ``[L, d_v]``."""
+    W = r.input("weights", head)
+    Vs = r.input("k" if r.variant.values == "k" else "v", head)
+    if W is None or Vs is None or W.shape[1] != Vs.shape[0]:
+        return None
+    return W @ Vs
+
+
+def head_output_slack(r: Replay, head: int | None) -> Array:
+    return _mul_slack(r.values["weights", head], r.delta("weights", head), r.values["v", head], r.delta("v", head))
+
+
+# --- concat, output --------------------------------------------------------------------------------
+
+
+def concat(r: Replay, head: int | None = None) -> Array | None:
+    """The head outputs side by side (last head first under ``heads_reversed``): ``[L, H·d_v]``."""
+    outs = [r.input("head_output", h) for h in range(r.ex.num_heads)]
+    if any(o is None for o in outs):
+        return None
+    order = outs[::-1] if r.variant.heads_reversed else outs
+    return np.hstack(order)  # type: ignore[arg-type]
+
+
+def concat_slack(r: Replay, head: int | None = None) -> Array:
+    return np.hstack([r.delta("head_output", h) for h in range(r.ex.num_heads)])
+
+
+def _heads(r: Replay) -> Array | None:
+    return r.input("concat", None) if r.ex.num_heads > 1 else r.input("head_output", 0)
+
+
+def _w_o(r: Replay) -> Array | None:
+    assert r.ex.w_o is not None
+    W_O = floats(r.ex.w_o)  # [H·d_v, d_out]
+    if r.variant.w_o_transposed:
+        return W_O.T if W_O.shape[0] == W_O.shape[1] else None  # [d_out, H·d_v]: chains only when square
+    return W_O
+
+
+def output(r: Replay, head: int | None = None) -> Array | None:
+    """``concat·W_O + b_O``: ``[L, H·d_v]·[H·d_v, d_out]`` -> ``[L, d_out]``."""
+    C, W_O = _heads(r), _w_o(r)
+    if C is None or W_O is None or C.shape[1] != W_O.shape[0]:
+        return None
+    return C @ W_O + r.bias("b_o", r.ex.b_o)
+
+
+def output_slack(r: Replay, head: int | None = None) -> Array:
+    src = ("concat", None) if r.ex.num_heads > 1 else ("head_output", 0)
+    return r.delta(*src) @ np.abs(floats(r.ex.w_o))  # type: ignore[arg-type]
+
+
+# --- each step read off the production layer (checks the exact engine) ---------------------------
+#
+# ``run`` is :func:`tutor.numeric.run_exercise`'s batched forward with the batch axis dropped:
+# q, k, v ``[H, L, d]``, scores ``[H, L, L_k]`` (already divided by √d_k), weights ``[H, L, L_k]``,
+# context ``[L, H·d_v]``, output ``[L, d_out]``.
+
+
+def q_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.q[head]
+
+
+def k_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.k[head]
+
+
+def v_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.v[head]
+
+
+def scores_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.scores[head] * math.sqrt(ex.heads[head or 0].d_k)  # [L, L_k], the scale undone
+
+
+def scaled_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.scores[head]
+
+
+def masked_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return np.where(np.array(ex.allowed(), dtype=bool), run.scores[head], -np.inf)  # [L, L_k]
+
+
+def weights_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.weights[head]
+
+
+def head_output_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    offset = sum(hd.d_v for hd in ex.heads[:head])
+    return run.context[:, offset:offset + ex.heads[head or 0].d_v]  # [L, d_v], head's columns
+
+
+def concat_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.context
+
+
+def output_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    return run.output

@@ -1,0 +1,208 @@
+"""Scaled dot-product attention, one head: scores, scaled, masked, weights, head output.
+
+``head = softmax(Q Kᵀ / √d_k + M) V`` (Vaswani et al. 2017, eq. 1; the
+mask ``M`` as in PyTorch's ``scaled_dot_product_attention``: 0 where a query
+may attend a key, ``-inf`` where it may not).  A query row that may attend
+to no key gets zero weights and a zero output row.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import exact
+from ..exact import QMat, Scaled
+from ..messages import t
+from ..model import Exercise
+from .kind import Build, Input, StepKind, always, dims, given_step
+from .records import Key, Operand, Solution, Step
+from .worked import dot, factor, softmax_row, total
+
+
+def _has_mask(ex: Exercise) -> bool:
+    return ex.has_mask
+
+
+def _score_source(ex: Exercise, head: int | None) -> Key:
+    """What the softmax reads: the masked scores when the exercise has a mask, else the scaled ones."""
+    return ("masked", head) if ex.has_mask else ("scaled", head)
+
+
+# --- scores ---------------------------------------------------------------------------------
+
+
+def _scores(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    Q, K = bd.data["q", h], bd.data["k", h]
+    assert isinstance(Q, QMat) and isinstance(K, QMat)
+    S = exact.scores(Q, K)  # [L, d_k]·[d_k, L_k] -> [L, L_k]
+    bd.data["scores", h] = S
+    d_k = ex.heads[h or 0].d_k
+    ops = (Operand("Q", (ex.L, d_k)), Operand("Kᵀ", (d_k, ex.L_k)))
+    return Step("scores", h, "scores", "scores = Q·Kᵀ", ops, "·", S.exact(), ex.query_labels, ex.key_labels)
+
+
+def _scores_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    q, k = sol.step("q", step.head), sol.step("k", step.head)
+    pairs = [(factor(q.exact[i][n], q.value[i][n]), factor(k.exact[j][n], k.value[j][n])) for n in range(q.shape[1])]
+    return f"Q[{step.row_labels[i]}, :]·K[{step.col_labels[j]}, :] = {dot(pairs)} {total(step.exact[i][j], step.value[i][j])}"
+
+
+SCORES = StepKind(
+    id="scores", scope="head", op="·", exists=always,
+    inputs=lambda ex, head: (("q", head), ("k", head)),
+    build=_scores, varies=frozenset({"kq"}), work=_scores_work,
+    given=lambda sol, step: (given_step(sol.step("q", step.head)), given_step(sol.step("k", step.head))),
+    latex=r"\text{scores} = Q K^\top", axes_note=True,
+)
+
+
+# --- scaled ---------------------------------------------------------------------------------
+
+
+def _scaled(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    S = bd.data["scores", h]
+    assert isinstance(S, QMat)
+    d_k = ex.heads[h or 0].d_k
+    sc = exact.scale(S, d_k)  # [L, L_k] = U·√t
+    bd.data["scaled", h] = sc
+    s, t_ = sc.s, sc.t
+    root = f"√{d_k}" + (f" = {s}" if t_ == 1 else (f" = {s}√{t_}" if s != 1 else ""))
+    ops = (Operand("scores", (ex.L, ex.L_k)), Operand(f"√{d_k}", ()))
+    return Step("scaled", h, "scaled", f"scaled = scores / √d_k,  √d_k = {root}", ops, "/", sc.exact(),
+                ex.query_labels, ex.key_labels)
+
+
+def _scaled_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    scores = sol.step("scores", step.head)
+    d_k = sol.exercise.heads[step.head or 0].d_k
+    score = factor(scores.exact[i][j], scores.value[i][j])
+    return (f"scores[{step.row_labels[i]}, {step.col_labels[j]}] / sqrt({d_k}) = {score} / sqrt({d_k}) "
+            f"{total(step.exact[i][j], step.value[i][j])}")
+
+
+SCALED = StepKind(
+    id="scaled", scope="head", op="/", exists=always,
+    inputs=lambda ex, head: (("scores", head),),
+    build=_scaled, varies=frozenset({"scale"}), work=_scaled_work,
+    given=lambda sol, step: (given_step(sol.step("scores", step.head)),),
+    latex=r"\text{scaled} = \frac{\text{scores}}{\sqrt{d_k}}, \quad \sqrt{d_k} = \sqrt{$d_k}$root",
+)
+
+
+# --- masked ---------------------------------------------------------------------------------
+
+
+def _masked(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    sc = bd.data["scaled", h]
+    assert isinstance(sc, Scaled)
+    live = exact.mask(sc, bd.allowed)  # [L, L_k], None where blocked
+    bd.data["masked", h] = live
+    ops = (Operand("scaled", (ex.L, ex.L_k)), Operand("M", (ex.L, ex.L_k)))
+    return Step("masked", h, "masked", "masked = scaled + M,  M_ij = 0 if query i may attend key j, else −∞",
+                ops, "+", exact.masked_exact(live, sc), ex.query_labels, ex.key_labels)
+
+
+def _masked_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    rl, cl = step.row_labels[i], step.col_labels[j]
+    if math.isinf(step.value[i][j]):
+        return f"scaled[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
+    return f"scaled[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.kept', row=rl, col=cl)})"
+
+
+def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
+    ex = sol.exercise
+    allowed = ex.allowed()
+    assert allowed is not None  # the step exists only with a mask
+    m = Input("M", tuple(tuple("0" if a else "-inf" for a in row) for row in allowed),
+              tuple(tuple(0.0 if a else -math.inf for a in row) for row in allowed), ex.query_labels, ex.key_labels)
+    return (given_step(sol.step("scaled", step.head)), m)
+
+
+def _masked_why(step: Step, ex: Exercise) -> list[str]:
+    out = [t("step.masked.why")]
+    full = [step.row_labels[i] for i, row in enumerate(step.value) if all(math.isinf(v) for v in row)]
+    if full:
+        out.append(t("step.masked.why.full", rows=", ".join(full)))
+    return out
+
+
+MASKED = StepKind(
+    id="masked", scope="head", op="+", exists=_has_mask,
+    inputs=lambda ex, head: (("scaled", head),),
+    build=_masked, varies=frozenset({"mask", "round_scaled"}), work=_masked_work, given=_masked_given,
+    why=_masked_why, fixed_by_mask=-math.inf,
+    latex=(r"\text{masked} = \text{scaled} + M, \quad M_{ij} = "
+           r"\begin{cases} 0 & \text{if query } i \text{ may attend key } j \\ -\infty & \text{otherwise} \end{cases}"),
+)
+
+
+# --- weights --------------------------------------------------------------------------------
+
+
+def _weights(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    sc = bd.data["scaled", h]
+    assert isinstance(sc, Scaled)
+    live = bd.data["masked", h] if ex.has_mask else exact.mask(sc, None)
+    rows = exact.softmax_rows(live, sc)  # type: ignore[arg-type]
+    bd.data["weights", h] = rows
+    src = _score_source(ex, h)[0]
+    return Step("weights", h, "weights", f"weights_ij = exp({src}_ij) / Σ_k exp({src}_ik)",
+                (Operand(src, (ex.L, ex.L_k)),), "softmax", exact.weights(rows, ex.L_k),
+                ex.query_labels, ex.key_labels)
+
+
+def _weights_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    rl, cl = step.row_labels[i], step.col_labels[j]
+    scores = sol.step(*_score_source(sol.exercise, step.head))
+    head = f"exp({scores.id}[{rl}, {cl}]) / Σ_k exp({scores.id}[{rl}, k])"
+    if math.isinf(scores.value[i][j]):
+        return f"{head} = 0  ({t('practice.work.blocked', row=rl, col=cl)})"
+    return f"{head} = {softmax_row(scores, i, j)} {total(step.exact[i][j], step.value[i][j])}"
+
+
+WEIGHTS = StepKind(
+    id="weights", scope="head", op="softmax", exists=always,
+    inputs=lambda ex, head: (_score_source(ex, head),),
+    build=_weights,
+    varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "round_scaled"}),
+    work=_weights_work,
+    given=lambda sol, step: (given_step(sol.step(*_score_source(sol.exercise, step.head))),),
+    latex=r"\text{weights}_{ij} = \frac{\exp(\text{$src}_{ij})}{\sum_k \exp(\text{$src}_{ik})}",
+    fixed_by_mask=0.0, heatmap=True, checks=("row_sums", "weights_range", "masked_zero"),
+)
+
+
+# --- head output ------------------------------------------------------------------------------
+
+
+def _head_output(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    rows, V = bd.data["weights", h], bd.data["v", h]
+    assert isinstance(V, QMat)
+    out = exact.attend(rows, V)  # type: ignore[arg-type]  # [L, L_k]·[L_k, d_v] -> [L, d_v]
+    bd.data["head_output", h] = out
+    d_v = ex.heads[h or 0].d_v
+    return Step("head_output", h, f"head_{h}", f"head_{h} = weights·V",
+                (Operand("weights", (ex.L, ex.L_k)), Operand("V", (ex.L_k, d_v))), "·", out,
+                ex.query_labels, dims("d", d_v))
+
+
+def _head_output_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    weights, values = sol.step("weights", step.head), sol.step("v", step.head)
+    pairs = [(factor(weights.exact[i][k], weights.value[i][k]), factor(values.exact[k][j], values.value[k][j]))
+             for k in range(weights.shape[1])]
+    return (f"weights[{step.row_labels[i]}, :]·V[:, {step.col_labels[j]}] = {dot(pairs)} "
+            f"{total(step.exact[i][j], step.value[i][j])}")
+
+
+HEAD_OUTPUT = StepKind(
+    id="head_output", scope="head", op="·", exists=always,
+    inputs=lambda ex, head: (("weights", head), ("v", head)),
+    build=_head_output, varies=frozenset({"values", "round_weights"}), work=_head_output_work,
+    given=lambda sol, step: (given_step(sol.step("weights", step.head)), given_step(sol.step("v", step.head))),
+    latex=r"\text{head}_{$head} = \text{weights}\, V", checks=("column_range",),
+)

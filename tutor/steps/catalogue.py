@@ -1,0 +1,167 @@
+"""The step catalogue: every kind of step in order, and the walks over an exercise's steps.
+
+:data:`CATALOGUE` lists the kinds in the order of the exercise contract (per
+head: ``q``, ``k``, ``v``, ``scores``, ``scaled``, ``masked``, ``weights``,
+``head_output``; then the layer: ``concat``, ``output``).  Everything that
+asks "which steps does this exercise have, in what order, computed from
+what" asks here:
+
+* :func:`keys`: an exercise's steps in order (head 0's steps, head 1's, ...,
+  then the layer's), only those it has;
+* :func:`inputs`, :func:`upstream`, :func:`downstream`: the step graph;
+* :func:`solve`: the exact walk (every step's :attr:`StepKind.build`);
+* :func:`replay`: the float walk (every step's :meth:`StepKind.floats`), under
+  a misconception's variant, optionally over an author's own values;
+* :func:`worked_entry`: one entry worked out, by its kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from ..model import Exercise
+from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
+from .kind import Build, StepKind
+from .layer import CONCAT, OUTPUT
+from .projection import K, Q, V
+from .records import Key, Solution, Step
+from .worked import entry_name
+
+if TYPE_CHECKING:  # numpy only for the float walk
+    from numpy.typing import NDArray
+
+    from ..numeric.replay import Replay, Variant
+
+#: Every step kind, in the contract's order.
+CATALOGUE: tuple[StepKind, ...] = (Q, K, V, SCORES, SCALED, MASKED, WEIGHTS, HEAD_OUTPUT, CONCAT, OUTPUT)
+KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
+#: The step ids, in order; those of one head, those of the layer.
+STEP_IDS: tuple[str, ...] = tuple(KINDS)
+HEAD_STEPS: tuple[str, ...] = tuple(k.id for k in CATALOGUE if k.scope == "head")
+LAYER_STEPS: tuple[str, ...] = tuple(k.id for k in CATALOGUE if k.scope == "layer")
+
+
+def kind(id: str) -> StepKind:
+    """The kind of step ``id``.  Raises ``KeyError`` for an id the catalogue does not have."""
+    return KINDS[id]
+
+
+def exists(ex: Exercise, key: Key) -> bool:
+    """Whether ``ex`` has the step ``key``: a known id, a head it has (``None`` for a layer step)."""
+    id, head = key
+    k = KINDS.get(id)
+    if k is None or not k.exists(ex):
+        return False
+    if k.scope == "layer":
+        return head is None
+    return head is not None and 0 <= head < ex.num_heads
+
+
+def keys(ex: Exercise) -> list[Key]:
+    """Every step ``ex`` has, in order: each head's steps (head 0 first), then the layer's."""
+    per_head = [(k.id, h) for h in range(ex.num_heads) for k in CATALOGUE if k.scope == "head" and k.exists(ex)]
+    return per_head + [(k.id, None) for k in CATALOGUE if k.scope == "layer" and k.exists(ex)]
+
+
+def inputs(ex: Exercise, key: Key) -> tuple[Key, ...]:
+    """The steps ``key`` is computed from (``q``, ``k``, ``v`` come from the exercise: none)."""
+    return KINDS[key[0]].inputs(ex, key[1])
+
+
+def upstream(ex: Exercise, key: Key) -> set[Key]:
+    """Every step ``key`` depends on, directly or not."""
+    out: set[Key] = set()
+    todo = list(inputs(ex, key))
+    while todo:
+        k = todo.pop()
+        if k not in out:
+            out.add(k)
+            todo += inputs(ex, k)
+    return out
+
+
+def downstream(ex: Exercise, start: Iterable[Key]) -> list[Key]:
+    """The steps of ``ex`` that are ``start`` or depend on one of them, in order."""
+    marked = set(start)
+    out = []
+    for key in keys(ex):
+        if key in marked or any(i in marked for i in inputs(ex, key)):
+            marked.add(key)
+            out.append(key)
+    return out
+
+
+# --- the walks ------------------------------------------------------------------------------
+
+
+def solve(ex: Exercise) -> Solution:
+    """Every step of ``ex``, exactly, in order (:func:`keys`).
+
+    Shapes: ``q [L, d_k]``, ``k [L_k, d_k]``, ``v [L_k, d_v]``, ``scores``/
+    ``scaled``/``masked``/``weights`` ``[L, L_k]``, ``head_output [L, d_v]``,
+    ``concat [L, num_heads·d_v]`` (only with more than one head), ``output
+    [L, d_out]`` (only with ``w_o``).  Source of the math: :mod:`tutor.exact`.
+    """
+    bd = Build(ex)
+    for key in keys(ex):
+        bd.steps[key] = KINDS[key[0]].build(bd, key[1])
+    return Solution(ex, tuple(bd.steps.values()))
+
+
+Given = Callable[[Key], "tuple[NDArray, NDArray] | None"]
+
+
+def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None = None) -> Replay:
+    """Every step of ``ex`` in float64, as computed under ``variant`` (the right answer by default).
+
+    The result's ``values`` maps each key to its ``[rows, cols]`` float64
+    value; a step the variant cannot reach (shapes that no longer chain) is
+    absent, and so is everything computed from it.
+
+    With ``given`` (``check``): after each step is computed from the values
+    before it, ``given(key)`` may return ``(mid, half)``, the author's own
+    value of that step (``NaN`` where the author left an entry out) and the
+    half-width each entry claims; the author's entries then replace the
+    computed ones for the steps after.  The result's ``computed`` maps each
+    key to ``(value from the carried inputs [r, c], slack [r, c])``: what the
+    author's inputs give and how far their rounding can move it.
+    Source of the math: :mod:`tutor.numeric.replay`.
+    """
+    import numpy as np
+
+    from ..numeric.replay import RIGHT, Replay
+
+    r = Replay(ex, variant or RIGHT, slack={} if given is not None else None)
+    for key in keys(ex):
+        k, head = KINDS[key[0]], key[1]
+        value = k.floats(r, head)
+        if value is None:
+            continue
+        r.values[key] = value
+        if given is None:
+            continue
+        assert r.slack is not None
+        with np.errstate(invalid="ignore", over="ignore"):  # the author's values may hold ±inf
+            slack = np.nan_to_num(k.slack(r, head), nan=0.0, posinf=1e300)
+        r.computed[key] = (value, slack)
+        r.slack[key] = slack
+        author = given(key)
+        if author is not None and author[0].shape == value.shape:
+            mid, half = author
+            missing = np.isnan(mid)
+            r.values[key] = np.where(missing, value, mid)
+            r.slack[key] = np.where(missing, slack, half)
+    return r
+
+
+def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:
+    """Entry ``(i, j)`` of ``step`` worked out with its products, in answer-grammar notation:
+    ``scores[t1, t2] = Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4``."""
+    return f"{entry_name(step, i, j)} = {entry_work(sol, step, i, j)}"
+
+
+def entry_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    """How entry ``(i, j)`` of ``step`` is made from the steps before it, with its value:
+    ``Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4`` (the right-hand side of :func:`worked_entry`)."""
+    return KINDS[step.id].work(sol, step, i, j)

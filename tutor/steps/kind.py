@@ -1,0 +1,159 @@
+"""What a step kind is: the one record every engine, renderer, drill and check looks up.
+
+A :class:`StepKind` holds everything that is true of one kind of step
+(``scores``, ``weights`` ...) whatever the exercise: whether an exercise has
+it, which earlier steps it is computed from, how the exact engine and the
+float pipeline compute it, how one of its entries is worked out, what the
+learner is given to compute it, its names, its message keys and its
+formula's LaTeX.  The kinds themselves are defined in
+:mod:`tutor.steps.projection`, :mod:`tutor.steps.attention` and
+:mod:`tutor.steps.layer`, and put in order in :mod:`tutor.steps.catalogue`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Literal
+
+from ..exactnum import frac_text
+from ..messages import t
+from ..model import BoolMatrix, Exercise
+from .records import Key, Solution, Step
+
+if TYPE_CHECKING:  # numpy is not needed to describe a step
+    from numpy.typing import NDArray
+
+    from ..numeric.layer import ExerciseRun
+    from ..numeric.replay import Replay
+
+Scope = Literal["head", "layer"]
+
+
+@dataclass(frozen=True)
+class Input:
+    """A matrix the learner is given for a step, as a prompt shows it: exact texts, floats, labels."""
+
+    name: str
+    exact: tuple[tuple[str, ...], ...]
+    value: tuple[tuple[float, ...], ...]
+    row_labels: tuple[str, ...]
+    col_labels: tuple[str, ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.exact), len(self.exact[0]))
+
+
+class Build:
+    """The exact engine's state while :func:`tutor.steps.solve` walks an exercise.
+
+    ``data[key]`` keeps what a later step needs of an earlier one beyond its
+    matrix (a :class:`tutor.exact.QMat`, the softmax rows ...); ``steps[key]``
+    the finished :class:`Step`.
+    """
+
+    def __init__(self, ex: Exercise):
+        self.ex = ex
+        self.allowed: BoolMatrix | None = ex.allowed()
+        self.data: dict[Key, object] = {}
+        self.steps: dict[Key, Step] = {}
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """One kind of step.
+
+    ``id``: the contract's step id; ``scope``: ``"head"`` (one per head) or
+    ``"layer"``; ``op``: the operator of its shape annotation.
+
+    What exists and depends on what:
+      ``exists(ex)``: whether the exercise has this step;
+      ``inputs(ex, head)``: the earlier steps it is computed from (``q``, ``k``,
+      ``v`` have none: they come from the exercise).
+
+    How it is computed (each engine's function, called by the walkers of
+    :mod:`tutor.steps.catalogue`):
+      ``build(b, head)``: the exact step (:mod:`tutor.exact` does the math);
+      :meth:`floats`, :meth:`slack`, :meth:`production`: the float pipeline's
+      functions of the same name in :mod:`tutor.numeric.replay` (``<id>``,
+      ``<id>_slack``, ``<id>_production``; found by name, so that describing
+      a step never imports numpy); ``varies``: the
+      :class:`~tutor.numeric.replay.Variant` knobs ``floats`` reads (a
+      misconception that turns one of them can show up from this step on).
+
+    How it is taught:
+      ``work(sol, step, i, j)``: entry ``(i, j)`` worked out with its products;
+      ``given(sol, step)``: the matrices the learner is given for it;
+      ``why(step, ex)``: the sentences that say why it is there;
+      ``latex``: its formula for handouts, a template with the fields
+      ``{result}``, ``{head}``, ``{src}``, ``{d_k}``, ``{root}`` (``""``: the
+      product of its operands); ``fixed_by_mask``: the value a mask forces on
+      a blocked entry (``-inf`` or ``0``; exact by construction, never
+      rounded); ``heatmap``: shown as shades too; ``axes_note``: a handout
+      says which axis is which; ``checks``: the plausibility checks ``check``
+      runs on it.  Messages: ``step.<id>.title``, ``step.<id>.why``,
+      ``solution.no_step.<id>`` (a step an exercise may lack).
+    """
+
+    id: str
+    scope: Scope
+    op: str
+    exists: Callable[[Exercise], bool]
+    inputs: Callable[[Exercise, int | None], tuple[Key, ...]]
+    build: Callable[[Build, int | None], Step]
+    work: Callable[[Solution, Step, int, int], str]
+    given: Callable[[Solution, Step], tuple[Input, ...]]
+    why: Callable[[Step, Exercise], list[str]] = field(default=lambda step, ex: [t(f"step.{step.id}.why")])
+    varies: frozenset[str] = frozenset()
+    latex: str = ""
+    fixed_by_mask: float | None = None
+    heatmap: bool = False
+    axes_note: bool = False
+    checks: tuple[str, ...] = ()
+
+    def floats(self, r: Replay, head: int | None) -> NDArray | None:
+        """The step in float64 under ``r.variant`` (:mod:`tutor.numeric.replay`), ``None`` where it cannot be reached."""
+        from ..numeric import replay
+
+        return getattr(replay, self.id)(r, head)  # type: ignore[no-any-return]
+
+    def slack(self, r: Replay, head: int | None) -> NDArray:
+        """How far the step moves when its inputs move by ``r.slack`` (first-order bounds)."""
+        from ..numeric import replay
+
+        return getattr(replay, f"{self.id}_slack")(r, head)  # type: ignore[no-any-return]
+
+    def production(self, run: ExerciseRun, ex: Exercise, head: int | None) -> NDArray:
+        """The step read off the batched layer's run (:func:`tutor.numeric.run_exercise`)."""
+        from ..numeric import replay
+
+        return getattr(replay, f"{self.id}_production")(run, ex, head)  # type: ignore[no-any-return]
+
+    @property
+    def title(self) -> str:
+        """``"Scores Q·Kᵀ"``: the step's title in the message catalogue."""
+        return t(f"step.{self.id}.title")
+
+
+def always(ex: Exercise) -> bool:
+    """``exists`` of a step every exercise has."""
+    return True
+
+
+def dims(prefix: str, n: int) -> tuple[str, ...]:
+    """Column labels ``d1 … dn`` (or another prefix)."""
+    return tuple(f"{prefix}{i + 1}" for i in range(n))
+
+
+def given_matrix(name: str, m: Sequence[Sequence[Fraction]], rows: Sequence[str], cols: Sequence[str]) -> Input:
+    """An exercise matrix (exact rationals) as the learner is given it."""
+    return Input(name, tuple(tuple(frac_text(x) for x in row) for row in m),
+                 tuple(tuple(float(x) for x in row) for row in m), tuple(rows), tuple(cols))
+
+
+def given_step(step: Step) -> Input:
+    """An earlier step's right value as the learner is given it."""
+    return Input(step.name, tuple(tuple(str(e) for e in row) for row in step.exact),
+                 step.value, step.row_labels, step.col_labels)
