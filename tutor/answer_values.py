@@ -500,7 +500,7 @@ def rational(q: Fraction) -> Value:
     p, d = q.numerator, q.denominator
     if p.bit_length() - d.bit_length() > 996 and abs(q) > _TOP_Q:  # 2^996 < 1e300 < 2^997
         raise Refused("answer.too_large")
-    return Value(_iv_q(q, WORK_PREC), ((1, q),))
+    return Value(_iv_q(q, WORK_PREC), ((1, q),), need=_resolution(q))
 
 
 _TOP_Q = Fraction(MAX_MAGNITUDE)
@@ -554,8 +554,24 @@ def _need_sum(r: Interval, *parts: Value) -> float:
 
 
 def _finish(v: Value, need: float) -> Value:
-    v.need = max(0.0, need)
+    v.need = max(0.0, need, _own_need(v))
     return _bounded(v)
+
+
+def _resolution(c: Fraction) -> int:
+    """Bits of relative precision that tell ``c`` from its neighbours of the same size:
+    ``1000000001/1000000000`` needs 30, ``1/3`` 2."""
+    return max(c.numerator.bit_length(), c.denominator.bit_length())
+
+
+def _own_need(v: Value) -> int:
+    """The bits an exact form's own numbers need to be seen (their digits)."""
+    if v.lin is not None:
+        return max((_resolution(c) + n.bit_length() // 2 for n, c in v.lin), default=0)
+    if v.mono is not None:
+        r, n, lin = v.mono
+        return max(_resolution(r) + n.bit_length() // 2, *(_resolution(c) + k.bit_length() // 2 for k, c in lin))
+    return 0
 
 
 # --- operations ---------------------------------------------------------------------------

@@ -94,10 +94,9 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
-from tutor.errors import AnswerError
-
 from tutor import answer_values as V
-from tutor.answer_values import MAX_EXACT_DIGITS, MAX_MAGNITUDE, MIN_MAGNITUDE_EXP10, Refused, Value
+from tutor.answer_values import MAX_MAGNITUDE, Refused, Value
+from tutor.errors import AnswerError
 
 if TYPE_CHECKING:  # sympy (and mpmath, by answer_values) are imported lazily: fast-start commands never load them
     import sympy
@@ -106,6 +105,7 @@ if TYPE_CHECKING:  # sympy (and mpmath, by answer_values) are imported lazily: f
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "MAX_MAGNITUDE",
     "MESSAGES",
     "Entry",
     "Matrix",
@@ -286,13 +286,6 @@ def _to_sympy(root: Value) -> sympy.Expr:
     def lin(terms: tuple[tuple[int, Fraction], ...]) -> sympy.Expr:
         return sympy.Add(*(rational(c) * root_of(n) for n, c in terms))
 
-    def power(base: sympy.Expr, k: sympy.Expr) -> sympy.Expr:
-        """``base^k`` unevaluated (evaluating asks sympy's assumptions about ``base``), but
-        ``exp(x)^k`` as ``exp(k·x)``, so that a product cancels as sympy's own would."""
-        if isinstance(base, sympy.exp):
-            return sympy.exp(k * base.args[0], evaluate=False)
-        return sympy.Pow(base, k, evaluate=False)
-
     built: dict[int, sympy.Expr] = {}
     size: dict[int, int] = {}
     stack = [root]
@@ -308,35 +301,70 @@ def _to_sympy(root: Value) -> sympy.Expr:
             built[id(v)], size[id(v)] = rational(r) * root_of(n) * sympy.exp(lin(exponent)), 1
         else:
             assert v.tree is not None
-            kids = [k for k in v.tree[1:] if isinstance(k, type(root)) and id(k) not in built]
+            kids = [k for k in v.tree[1:] if isinstance(k, Value) and id(k) not in built]
             if kids:
                 stack.extend(kids)
                 continue
             op, a = v.tree[0], built[id(v.tree[1])]
             b = built.get(id(v.tree[2])) if op in ("+", "-", "*", "/") else None
-            size[id(v)] = 1 + sum(size[id(k)] for k in v.tree[1:] if isinstance(k, type(root)))
-            if size[id(v)] <= _SYMPY_EVALUATES:  # small: as sympy itself builds it (x/x is 1)
-                built[id(v)] = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
-                                "neg": lambda: -a, "sqrt": lambda: sympy.sqrt(a), "exp": lambda: sympy.exp(a),
-                                "pow": lambda: a ** sympy.Integer(v.tree[2])}[op]()
-            elif op == "+":
-                built[id(v)] = sympy.Add(a, b)
-            elif op == "-":
-                built[id(v)] = sympy.Add(a, -b)
-            elif op == "*":
-                built[id(v)] = sympy.Mul(a, b)
-            elif op == "/":
-                built[id(v)] = sympy.Mul(a, power(b, sympy.Integer(-1)))
-            elif op == "neg":
-                built[id(v)] = -a
-            elif op == "sqrt":
-                built[id(v)] = power(a, sympy.Rational(1, 2))
-            elif op == "exp":
-                built[id(v)] = sympy.exp(a, evaluate=False)
-            else:  # pow
-                built[id(v)] = power(a, sympy.Integer(v.tree[2]))
+            size[id(v)] = 1 + sum(size[id(k)] for k in v.tree[1:] if isinstance(k, Value))
+            built[id(v)] = _sympy_op(v.tree, a, b, evaluate=size[id(v)] <= _SYMPY_EVALUATES)
         stack.pop()
     return built[id(root)]
+
+
+def _sympy_op(tree: tuple[Any, ...], a: sympy.Expr, b: sympy.Expr | None, *, evaluate: bool) -> sympy.Expr:
+    """One operation of a :class:`Value` tree on the built operands ``a`` (and ``b``).
+
+    Evaluated (as sympy itself builds it: ``x/x`` is 1) for a small sub-expression; else
+    without the evaluation that asks sympy's assumptions about its operands.
+    """
+    import sympy
+
+    op = tree[0]
+    if op in ("+", "-", "*", "/"):
+        assert b is not None
+    if evaluate:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        if op == "neg":
+            return -a
+        if op == "sqrt":
+            return sympy.sqrt(a)
+        if op == "exp":
+            return sympy.exp(a)
+        return a ** sympy.Integer(tree[2])
+    if op == "+":
+        return sympy.Add(a, b)
+    if op == "-":
+        return sympy.Add(a, sympy.Mul(-1, b))
+    if op == "*":
+        return sympy.Mul(a, b)
+    if op == "/":
+        return sympy.Mul(a, _power(b, sympy.Integer(-1)))
+    if op == "neg":
+        return -a
+    if op == "sqrt":
+        return _power(a, sympy.Rational(1, 2))
+    if op == "exp":
+        return sympy.exp(a, evaluate=False)
+    return _power(a, sympy.Integer(tree[2]))
+
+
+def _power(base: sympy.Expr, k: sympy.Expr) -> sympy.Expr:
+    """``base^k`` unevaluated (evaluating asks sympy's assumptions about ``base``), but
+    ``exp(x)^k`` as ``exp(k·x)``, so that a product cancels as sympy's own would."""
+    import sympy
+
+    if isinstance(base, sympy.exp):
+        return sympy.exp(k * base.args[0], evaluate=False)
+    return sympy.Pow(base, k, evaluate=False)
 
 
 Matrix = tuple[tuple[Entry, ...], ...]
