@@ -51,7 +51,7 @@ def sigmoid_text(levels: int) -> str:
 
 
 def sigmoid_value(levels: int) -> mpmath.mpf:
-    with mpmath.workdps(60):
+    with mpmath.workdps(100):
         s = mpmath.mpf(0)
         for i in range(levels):
             s = 1 / (1 + mpmath.exp((i + 1) % 3 - s))
@@ -132,10 +132,12 @@ def test_nested_sigmoids_are_graded_to_their_value(levels: int) -> None:
     entry = parse_entry(sigmoid_text(levels))
     assert entry.is_exact
     assert entry.value() == pytest.approx(float(sigmoid_value(levels)), rel=1e-15)
-    lo, hi = entry.number.interval(200)  # type: ignore[union-attr]
-    with mpmath.workdps(60):
+    with mpmath.workdps(100):
         truth = sigmoid_value(levels)
-        assert mpmath.mpf(lo) <= truth <= mpmath.mpf(hi)
+        for prec in (256, 1000):
+            lo, hi = entry.number.interval(prec)  # type: ignore[union-attr]
+            assert mpmath.mpf(lo) - mpmath.mpf(10) ** -95 <= truth <= mpmath.mpf(hi) + mpmath.mpf(10) ** -95
+        assert mpmath.mpf(hi) - mpmath.mpf(lo) < mpmath.mpf(10) ** -290  # 1,000 bits: about 300 digits
 
 
 def test_a_sigmoid_deeper_than_the_nesting_limit_is_refused() -> None:

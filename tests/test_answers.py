@@ -9,7 +9,6 @@ import ast
 import math
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -365,13 +364,15 @@ SLOW_CANDIDATES = [
 
 
 @pytest.mark.parametrize("text", SLOW_CANDIDATES, ids=range(len(SLOW_CANDIDATES)))
-def test_pathological_input_is_fast(text: str) -> None:
-    start = time.perf_counter()
+def test_pathological_input_is_refused_or_graded(text: str) -> None:
+    """Each is refused with the parser's own error or parsed to a finite value.  How fast
+    is benchmarks/answers_budget.py's business (no timing assertion here)."""
     try:
-        parse_entry(text)
-    except AnswerError:
-        pass
-    assert time.perf_counter() - start < 1.0
+        entry = parse_entry(text)
+    except AnswerError as err:
+        assert "\n" not in str(err)
+        return
+    assert math.isfinite(entry.value())
 
 
 def test_big_but_fine_values_parse() -> None:
@@ -595,10 +596,9 @@ def test_matrix_errors(text: str, message: str) -> None:
 
 def test_matrix_size_limits() -> None:
     big = "; ".join([" ".join(["1/(1 + 2*exp(sqrt(2)))"] * 32)] * 16)  # the largest scores-like step
-    start = time.perf_counter()
-    m = parse_matrix(big)
+    m = parse_matrix(big)  # its time: benchmarks/answers_budget.py (a full-size matrix line)
     assert (len(m), len(m[0])) == (16, 32)
-    assert time.perf_counter() - start < 2.0
+    assert all(e.value() == pytest.approx(1 / (1 + 2 * math.exp(math.sqrt(2))), rel=1e-15) for row in m for e in row)
     with pytest.raises(AnswerError, match="at most 100000"):
         parse_matrix("1 " * 50_001)
 

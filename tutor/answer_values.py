@@ -29,10 +29,7 @@ A value carries
   that is a value within about 10^-77 of zero relative to its parts;
 
 * a **tree** (the operation and its operands) for a value without an exact
-  form, to rebuild it at a higher precision or as a sympy expression;
-
-* ``need``: how many bits of relative precision show every part of the
-  value (see :func:`equals_exact`).
+  form, to rebuild it at a higher precision or as a sympy expression.
 
 Resource bounds, each refused with a :class:`Refused` that the parser turns
 into an :class:`~tutor.errors.AnswerError` naming the column:
@@ -54,7 +51,6 @@ of 2,000 characters has at most about 1,000 operations.
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from math import gcd, isqrt
 from typing import Any
@@ -84,10 +80,11 @@ MIN_MAGNITUDE_EXP10 = 600
 MAX_TERMS = 4
 #: Bits of the interval every value carries.
 WORK_PREC = 256
-#: Bits of relative precision an exact claim is compared at, at most (see :func:`equals_exact`).
-MAX_CHECK_PREC = 2_560
-#: Bits of working precision used to reach it, at most.
-MAX_EVAL_PREC = 4_096
+#: Bits of relative precision an exact claim is compared at, when it is not decided
+#: exactly (see :func:`equals_exact`): about 635 significant digits.
+CHECK_PREC = 2_112
+#: Bits of working precision used to reach it, at most (two tries: 2,176 and 4,352).
+MAX_EVAL_PREC = 4_352
 
 _SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
 
@@ -186,15 +183,24 @@ def _iv_mono(m: Mono, prec: int) -> Interval:
 
 
 def _iv_exp(a: Interval, prec: int) -> Interval:
-    """``exp`` of an interval; of a point, one ``exp`` at 8 more bits widened by an
-    ulp of ``prec`` each way (mpmath's ``exp`` is good to about one ulp)."""
-    lo, hi = a
-    if lo != hi:
-        return _I.mpi_exp(a, prec)
+    """``exp`` of an interval with one ``exp`` (of its midpoint, at 8 more bits: mpmath's
+    ``exp`` is good to about one ulp), widened by ``2h + 2^-prec`` relatively for a half-width
+    ``h <= 2^-8`` (``exp(m ± h)`` lies within ``exp(m)·(1 ± 2h)``); a wider one by two."""
     L = _L
-    x = L.mpf_exp(lo, prec + 8, L.round_nearest)
-    ulp = L.mpf_shift(L.mpf_abs(x), -prec)
-    return L.mpf_sub(x, ulp, prec, L.round_floor), L.mpf_add(x, ulp, prec, L.round_ceiling)
+    lo, hi = a
+    if lo == hi:
+        h = L.fzero
+        mid = lo
+    else:
+        h = L.mpf_shift(L.mpf_sub(hi, lo, 64, L.round_ceiling), -1)
+        hl = _lg(h)
+        if hl is not None and hl > -8:
+            return _I.mpi_exp(a, prec)
+        mid = L.mpf_shift(L.mpf_add(lo, hi, prec + 16, L.round_nearest), -1)
+    x = L.mpf_exp(mid, prec + 8, L.round_nearest)
+    rel = L.mpf_add(L.mpf_shift(h, 1), L.mpf_shift(L.fone, -prec), 64, L.round_ceiling)
+    d = L.mpf_mul(L.mpf_abs(x), rel, 64, L.round_ceiling)
+    return L.mpf_sub(x, d, prec, L.round_floor), L.mpf_add(x, d, prec, L.round_ceiling)
 
 
 def _lg(x: Any) -> int | None:
@@ -382,15 +388,15 @@ def _mono_inverse(m: Mono) -> Mono:
 class Value:
     """One parsed value; see the module docstring.  Built by the functions below."""
 
-    __slots__ = ("iv", "lin", "mono", "need", "tree")
+    __slots__ = ("fine", "iv", "lin", "mono", "tree")
 
     def __init__(self, iv: Interval, lin: Lin | None = None, mono: Mono | None = None,
-                 need: float = 0.0, tree: tuple[Any, ...] | None = None):
+                 tree: tuple[Any, ...] | None = None):
         self.iv = iv
         self.lin = lin
         self.mono = mono
-        self.need = need
         self.tree = tree
+        self.fine: tuple[int, Interval] | None = None  # the last interval computed above WORK_PREC
 
     @property
     def fraction(self) -> Fraction | None:
@@ -412,10 +418,19 @@ class Value:
         return self.mono is not None and self.mono == (1, 1, ((1, 1),))
 
     def float(self) -> float:
+        """The value as a float: from the fraction, else from an interval narrow enough
+        to round it (the 256-bit one unless the value cancelled more than 190 bits)."""
         q = self.fraction
         if q is not None:
             return float(q)
-        return _L.to_float(_I.mpi_mid(self.iv, 64))
+        iv = self.iv
+        work = CHECK_PREC + 64
+        while not _narrow(iv, 60) and work <= MAX_EVAL_PREC:
+            iv = self.interval(work)
+            if _contains_zero(iv):  # zero, or so near it that 0.0 is its float
+                break
+            work *= 2
+        return _L.to_float(_I.mpi_mid(iv, 64))
 
     def sign(self) -> int:
         """-1, 0 or 1: exact for an exact form, else from the interval (0 when it contains 0)."""
@@ -426,28 +441,62 @@ class Value:
         return _iv_sign(self.iv)
 
     def interval(self, prec: int) -> Interval:
-        """An interval containing the value, computed at ``prec`` bits (no recursion:
-        a left-leaning chain of a thousand sums is fine)."""
-        if prec == WORK_PREC:
+        """An interval containing the value, about ``2^-prec`` of it wide.
+
+        Each part is computed only as precisely as the whole needs it (a
+        summand 10^-300 times smaller than the sum needs 1,000 bits less; the
+        argument of ``exp`` needs absolute precision), so a tiny part of an
+        entry costs little however many operations it holds.  No recursion:
+        a left-leaning chain of a thousand sums is fine.
+        """
+        if prec <= WORK_PREC:
             return self.iv
-        memo: dict[int, Interval] = {}
+        if self.fine is not None and self.fine[0] == prec:
+            return self.fine[1]
+        nodes: list[Value] = []  # every node, parents before their operands
         stack: list[Value] = [self]
         while stack:
-            v = stack[-1]
-            if id(v) in memo:
-                stack.pop()
-                continue
+            v = stack.pop()
+            nodes.append(v)
+            if v.tree is not None:
+                stack.extend(k for k in v.tree[1:] if isinstance(k, Value))
+        # errors of n operations add up to n ulps at most: log2(n) guard bits, once, at the top
+        req: dict[int, int] = {id(self): prec + len(nodes).bit_length() + 4}
+        for v in nodes:
             if v.tree is None:
-                memo[id(v)] = _exact_iv(v, prec)
-                stack.pop()
                 continue
-            kids = [k for k in v.tree[1:] if isinstance(k, Value) and id(k) not in memo]
-            if kids:
-                stack.extend(kids)
-                continue
-            memo[id(v)] = _apply(v.tree, memo, prec)
-            stack.pop()
-        return memo[id(self)]
+            op, r = v.tree[0], req[id(v)]
+            lv = _lg_iv(v.iv)
+            for k in v.tree[1:]:
+                if not isinstance(k, Value):
+                    continue
+                lk = _lg_iv(k.iv)
+                if op in ("+", "-") and lk is not None and lv is not None:
+                    need = r + lk - lv + 1  # the same absolute precision as the sum
+                elif op == "exp":
+                    need = r + max(0, lk or 0) + 1  # absolute precision of the argument
+                elif op == "pow":
+                    need = r + v.tree[2].bit_length()
+                else:
+                    need = r + 1
+                req[id(k)] = max(req.get(id(k), 0), min(MAX_EVAL_PREC, max(64, need)))
+        order = nodes
+        memo: dict[int, Interval] = {}
+        forms: dict[tuple[Any, ...], Interval] = {}  # exact forms met twice (exp(3/7) in two sums) cost once
+        for v in reversed(order):
+            if id(v) not in memo:
+                p = req[id(v)]
+                if v.tree is None:
+                    p = -(-p // 64) * 64  # whole words: two copies of exp(3/7) ask alike
+                    key = (v.lin, v.mono, p)
+                    got = forms.get(key)
+                    if got is None:
+                        got = forms[key] = _exact_iv(v, p)
+                    memo[id(v)] = got
+                else:
+                    memo[id(v)] = _apply(v.tree, memo, p)
+        self.fine = (prec, memo[id(self)])
+        return self.fine[1]
 
 
 def _exact_iv(v: Value, prec: int) -> Interval:
@@ -500,7 +549,7 @@ def rational(q: Fraction) -> Value:
     p, d = q.numerator, q.denominator
     if p.bit_length() - d.bit_length() > 996 and abs(q) > _TOP_Q:  # 2^996 < 1e300 < 2^997
         raise Refused("answer.too_large")
-    return Value(_iv_q(q, WORK_PREC), ((1, q),), need=_resolution(q))
+    return Value(_iv_q(q, WORK_PREC), ((1, q),))
 
 
 _TOP_Q = Fraction(MAX_MAGNITUDE)
@@ -540,40 +589,6 @@ def _check_iv(iv: Interval, rational: bool) -> None:
         raise Refused("answer.too_small", limit=MIN_MAGNITUDE_EXP10)
 
 
-def _need_sum(r: Interval, *parts: Value) -> float:
-    """Bits of relative precision of ``r = Σ parts`` that show every part (and what it shows)."""
-    lr = _lg_iv(r)
-    if lr is None or _contains_zero(r):
-        return 0.0
-    need = 0.0
-    for p in parts:
-        lp = _lg_iv(p.iv)
-        if lp is not None:
-            need = max(need, p.need + lr - lp + 1)
-    return need
-
-
-def _finish(v: Value, need: float) -> Value:
-    v.need = max(0.0, need, _own_need(v))
-    return _bounded(v)
-
-
-def _resolution(c: Fraction) -> int:
-    """Bits of relative precision that tell ``c`` from its neighbours of the same size:
-    ``1000000001/1000000000`` needs 30, ``1/3`` 2."""
-    return max(c.numerator.bit_length(), c.denominator.bit_length())
-
-
-def _own_need(v: Value) -> int:
-    """The bits an exact form's own numbers need to be seen (their digits)."""
-    if v.lin is not None:
-        return max((_resolution(c) + n.bit_length() // 2 for n, c in v.lin), default=0)
-    if v.mono is not None:
-        r, n, lin = v.mono
-        return max(_resolution(r) + n.bit_length() // 2, *(_resolution(c) + k.bit_length() // 2 for k, c in lin))
-    return 0
-
-
 # --- operations ---------------------------------------------------------------------------
 
 
@@ -596,7 +611,7 @@ def add(a: Value, b: Value, sign: int = 1) -> Value:
                 v = _exact_lin(()) if not part else _exact_mono((part[0][1], part[0][0], l1), iv)
     if v is None:
         v = Value(iv, tree=("+" if sign > 0 else "-", a, b))
-    return _finish(v, _need_sum(v.iv, a, b))
+    return _bounded(v)
 
 
 def neg(a: Value) -> Value:
@@ -610,7 +625,6 @@ def neg(a: Value) -> Value:
         v = Value(iv, mono=(-a.mono[0], a.mono[1], a.mono[2]))
     else:
         v = Value(iv, tree=("neg", a))
-    v.need = a.need
     return v
 
 
@@ -629,11 +643,13 @@ def mul(a: Value, b: Value) -> Value:
     qa, qb = a.fraction, b.fraction
     if qa is not None and qb is not None:
         return rational(qa * qb)
+    if qa == 0 or qb == 0:  # 0·x is 0 exactly, whatever x is
+        return rational(Fraction(0))
     iv = _I.mpi_mul(a.iv, b.iv, WORK_PREC)
     v = _product(a, b, iv) or Value(iv, tree=("*", a, b))
     if v.lin == ():
         v.iv = (_L.fzero, _L.fzero)
-    return _finish(v, max(a.need, b.need))
+    return _bounded(v)
 
 
 def div(a: Value, b: Value) -> Value:
@@ -643,6 +659,8 @@ def div(a: Value, b: Value) -> Value:
     qa, qb = a.fraction, b.fraction
     if qa is not None and qb is not None:
         return rational(qa / qb)
+    if qa == 0:
+        return rational(Fraction(0))
     iv = _I.mpi_div(a.iv, b.iv, WORK_PREC)
     inverse: Value | None = None
     if b.lin is not None:
@@ -654,7 +672,7 @@ def div(a: Value, b: Value) -> Value:
     v = _product(a, inverse, iv) if inverse is not None else None
     if v is None:
         v = Value(iv, tree=("/", a, b))
-    return _finish(v, max(a.need, b.need))
+    return _bounded(v)
 
 
 def sqrt(a: Value) -> Value:
@@ -675,7 +693,7 @@ def sqrt(a: Value) -> Value:
         v = _exact_mono((c, n, _lin_scale(a.mono[2], Fraction(1, 2))), iv)
     if v is None:
         v = Value(iv, tree=("sqrt", a))
-    return _finish(v, a.need + 1)
+    return _bounded(v)
 
 
 def exp(a: Value, limit: float) -> Value:
@@ -687,8 +705,7 @@ def exp(a: Value, limit: float) -> Value:
         v = _exact_mono((Fraction(1), 1, a.lin), iv) if a.lin else rational(Fraction(1))
     else:
         v = Value(iv, tree=("exp", a))
-    la = _lg_iv(a.iv)
-    return _finish(v, a.need - la if la is not None else 0.0)
+    return _bounded(v)
 
 
 def power(a: Value, k: Fraction) -> Value:
@@ -727,7 +744,7 @@ def power(a: Value, k: Fraction) -> Value:
         v = _exact_power(a, m, iv)
     if v is None:
         v = Value(iv, tree=("pow", a, m))
-    return _finish(v, a.need)
+    return _bounded(v)
 
 
 def _check_power_size(a: Value, m: int) -> None:
@@ -774,31 +791,37 @@ def _exact_power(a: Value, m: int, iv: Interval) -> Value | None:
 def equals_exact(v: Value, true: Any) -> bool:
     """Whether ``v`` is exactly the true value ``true`` (a :class:`tutor.exactnum.Exact`).
 
-    * A rational true value (:class:`~tutor.exactnum.Rat`) and ``v`` with an
-      exact ``lin`` form: the rationals compare as fractions (a ``lin`` with a
-      square root is irrational: never equal).
-    * A surd ``q·√t`` (:class:`~tutor.exactnum.Surd`) and a ``lin``: equal
+    Decided exactly where the forms allow:
+
+    * a rational true value (:class:`~tutor.exactnum.Rat`) and ``v`` with a
+      ``lin`` form: the rationals compare as fractions (a ``lin`` with a
+      square root is irrational: never equal);
+    * a surd ``q·√t`` (:class:`~tutor.exactnum.Surd`) and a ``lin``: equal
       exactly when ``v`` is one term ``c·√n`` with the sign of ``q`` and
       ``c²·n = q²·t``.
-    * Anything else -- a softmax value (:class:`~tutor.exactnum.Mix`,
-      :class:`~tutor.exactnum.MixSum`), or an entry with ``exp`` or a
-      quotient of sums -- is compared numerically with an interval of ``v``
-      at ``P`` bits of relative precision, ``P = v.need + 64`` (at least 128,
-      at most :data:`MAX_CHECK_PREC`), the true value computed at more than
-      that.  ``v.need`` is the precision that shows every part of the entry:
-      each sum ``a + b`` needs ``log2(|a + b| / |b|)`` more bits than ``b``
-      needs to show ``b``, and ``exp(a)`` needs ``-log2|a|`` more than ``a``.
-      So an entry that is the true value plus a term, times ``(1 + t)``, or
-      with a shifted exponent differs from it by a part the comparison sees,
-      however small (every value is at least 10^-600 and at most 10^300, so
-      ``P`` stays under 2,500 bits).  Two *different* closed forms built of
-      rationals of at most 600 digits, square roots and ``exp`` would have to
-      agree to 64 bits beyond every part they are made of: no such identity
-      is known, and none is found in practice.
 
-    A value this cannot confirm (its interval stays wider than ``2^-P`` of
-    it, at :data:`MAX_EVAL_PREC` bits) is not equal: an exact claim must be
-    checkable.
+    Anything else -- a softmax value (:class:`~tutor.exactnum.Mix`,
+    :class:`~tutor.exactnum.MixSum`), or an entry with ``exp`` or a quotient
+    of sums -- is compared numerically.  Intervals at 256 bits that do not
+    overlap decide "not equal" at once (a wrong answer costs nothing more);
+    otherwise ``v`` is evaluated to :data:`CHECK_PREC` = 2,112 bits of
+    relative precision (each part only as precisely as the whole needs it)
+    and equals the true value when they agree to that precision.  A value
+    that intervals cannot narrow to 2^-2112 of the true value by
+    :data:`MAX_EVAL_PREC` bits is not equal: an exact claim must be
+    checkable; a true value 0 is equalled by a ``v`` that 2,176-bit
+    intervals cannot tell from zero (the parser's own rule, taken further).
+
+    Why distinct values cannot collide in practice: every part an entry is
+    made of is at least 10^-600 in magnitude -- a rational has at most 600
+    digits, so a nonzero one is at least 10^-599, and any other value below
+    10^-600 is refused -- and the true values of the engine are far below
+    10^10.  An entry that differs from the true value by one of its parts
+    (an added term, a factor ``1 + t``, a shifted exponent ``exp(a + t)``)
+    therefore differs from it by more than 2^-2048 relatively, which 2,112
+    bits see.  Only a construction whose parts cancel to far below 10^-600
+    (a Taylor remainder such as ``exp(t) - 1 - t - t²/2``) could hide a
+    difference; no value a person computes by hand does.
     """
     from .exactnum import NegInf, Rat, Surd
 
@@ -812,17 +835,16 @@ def equals_exact(v: Value, true: Any) -> bool:
             return False
         n, c = v.lin[0]
         return (c > 0) == (true.q > 0) and c * c * n == true.q * true.q * true.t
-    prec = min(MAX_CHECK_PREC, max(128, math.ceil(v.need) + 64))
-    low = _true_ball(true, WORK_PREC - 16)
-    if not _overlap(v.iv, low):
+    if not _overlap(v.iv, _true_ball(true, WORK_PREC - 16)):
         return False
-    if prec <= WORK_PREC - 64 and _narrow(v.iv, prec):
-        return True
-    ball = _true_ball(true, prec + 32)
-    work = prec + 64
+    zero = isinstance(true, Rat) and true.q == 0
+    ball = _true_ball(true, CHECK_PREC + 32)
+    work = CHECK_PREC + 64
     while work <= MAX_EVAL_PREC:
         got = v.interval(work)
-        if _narrow(got, prec):
+        if zero:
+            return _contains_zero(got)
+        if _narrow(got, CHECK_PREC):
             return _overlap(got, ball)
         work *= 2
     return False
