@@ -184,8 +184,22 @@ def test_exact_zeros_are_found_without_numerics() -> None:
 def test_a_value_without_exact_form_that_intervals_cannot_tell_from_zero_is_taken_as_zero() -> None:
     zero = "exp(sqrt(2))/(1+exp(sqrt(2))) + 1/(1+exp(sqrt(2))) - 1"
     assert parse_entry(zero).value() == pytest.approx(0, abs=1e-70)
-    assert "division by zero at column 2" in refused(f"1/({zero})")
+    assert "division by a value that cannot be told from zero at column 2" in refused(f"1/({zero})")
+    text = f"(2 + {zero})^-1 + ({zero})^-2"
+    assert f"cannot be told from zero at column {text.rindex('^') + 1} " in refused(text)
     assert parse_entry(f"sqrt({zero})").fraction == 0
+    assert equals_exactly(parse_entry(zero), Rat(Fraction(0)))  # the same rule, at 2,176 bits
+    assert not equals_exactly(parse_entry(f"{zero} + 1/10^40"), Rat(Fraction(0)))
+
+
+def test_a_value_that_cancels_beyond_256_bits_still_has_its_float_and_its_verdict() -> None:
+    """exp(690) is near 1e299: at 256 bits, B - B' is an interval some 1e223 wide."""
+    w = classic().step("weights", 0).exact[0][0]
+    big = "exp(690) + exp(689) + exp(688)"
+    same = "exp(688) + exp(689) + exp(690)"
+    assert parse_entry(f"0.1 + ({big}) - ({same})").value() == pytest.approx(0.1, rel=1e-15)
+    assert equals_exactly(parse_entry(f"{w} + ({big}) - ({same})"), w)
+    assert not equals_exactly(parse_entry(f"{w} + ({big}) - ({same}) + (10^-50)^11"), w)  # 10^-550 more
 
 
 def test_answers_doctests() -> None:

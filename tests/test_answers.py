@@ -246,6 +246,12 @@ ERRORS: dict[str, tuple[object, object, str]] = {
         "write it as a decimal",
     ),
     "answer.div_zero": (parse_entry, "1/(2-2)", 'division by zero at column 2 in "1/(2-2)"'),
+    "answer.div_near_zero": (
+        parse_entry,
+        "1/((exp(690)+1) - exp(690))",  # 1, but 256-bit intervals of 10^299-sized parts cannot see it
+        'division by a value that cannot be told from zero at column 2 in "1/((exp(690)+1) - exp(690))" '
+        "(it cancels to within 1e-77 of its parts)",
+    ),
     "answer.sqrt_negative": (parse_entry, "sqrt(1-2)", 'square root of a negative number at column 1 in "sqrt(1-2)"'),
     "answer.not_text": (parse_entry, 3, "expected text, found int"),
     "answer.bool": (entry_from_value, True, "true is not a number (true/false are not allowed in a matrix)"),

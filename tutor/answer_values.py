@@ -655,7 +655,7 @@ def mul(a: Value, b: Value) -> Value:
 def div(a: Value, b: Value) -> Value:
     """``a / b``; refuses a divisor that is (or is taken as) zero."""
     if b.sign() == 0:
-        raise Refused("answer.div_zero")
+        raise Refused("answer.div_zero" if b.exact else "answer.div_near_zero")
     qa, qb = a.fraction, b.fraction
     if qa is not None and qb is not None:
         return rational(qa / qb)
@@ -718,7 +718,7 @@ def power(a: Value, k: Fraction) -> Value:
     if k.denominator == 2 and s < 0:
         raise Refused("answer.sqrt_negative")
     if s == 0 and k < 0:
-        raise Refused("answer.div_zero")
+        raise Refused("answer.div_zero" if a.exact else "answer.div_near_zero")
     if s == 0:
         return rational(Fraction(1 if k == 0 else 0))
     if k.denominator == 2:

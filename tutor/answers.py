@@ -67,7 +67,8 @@ naming the column, never graded late:
 * signs and zero tests (division by zero, the square root of a negative
   number) are exact for rationals and surd/exp forms, and otherwise come from
   the value's 256-bit interval: a value whose interval contains 0 is taken as
-  zero (within about 10^-77 of it, relative to its parts).  sympy's
+  zero (within about 10^-77 of it, relative to its parts: its square root is
+  0, and dividing by it is refused as "cannot be told from zero").  sympy's
   assumption system is never asked, so nesting ``1/(1 + exp(…))`` costs the
   same at every level.
 
@@ -143,6 +144,7 @@ MESSAGES: dict[str, str] = {
     "answer.too_small": 'the value at column {column} in "{text}" is too small to check exactly (not zero, but below 1e-{limit}); write it as a decimal',
     "answer.too_close": 'the value at column {column} in "{text}" is too close to zero to check exactly; write it as a decimal',
     "answer.div_zero": 'division by zero at column {column} in "{text}"',
+    "answer.div_near_zero": 'division by a value that cannot be told from zero at column {column} in "{text}" (it cancels to within 1e-77 of its parts)',
     "answer.sqrt_negative": 'square root of a negative number at column {column} in "{text}"',
     "answer.not_real": '"{text}" is not a finite real number',
     "answer.not_text": "expected text, found {found}",
