@@ -77,7 +77,7 @@ def cases() -> dict[str, str]:
         # long sums of big powers
         "sum of prime^64 to 2,000 chars": fill(lambda i: f"{PRIMES[i]}^64"),
         "sum of prime^-8 to 2,000 chars": fill(lambda i: f"{PRIMES[i]}^-8"),
-        "sum of (100 digits)^3": fill(f"{N100}^3"),
+        "sum of (90 digits)^3": fill(f"{N100[:90]}^3"),
         "sum of (1/(100 digits))^5": fill(lambda i: f"(1/{N100[:-3]}{i:03d})^5"),
         # deep nesting and long chains
         "sigmoid, 25 levels (the nesting limit)": sigmoid(25),

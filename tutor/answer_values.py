@@ -25,8 +25,11 @@ A value carries
   rounded down and upper bound rounded up, at :data:`WORK_PREC` bits) that
   contains the value.  Signs and zero tests of values without an exact form
   come from it: a value whose interval contains 0 is *taken as zero* (a
-  division by it is a division by zero; its square root is 0).  At 256 bits
-  that is a value within about 10^-77 of zero relative to its parts;
+  division by it is refused as "cannot be told from zero"; its square root
+  is 0).  At 256 bits that is a value within about 10^-77 of zero relative
+  to its parts.  A value's float, and the comparison of an exact claim
+  (:func:`equals_exact`), re-evaluate the tree at a higher precision when
+  this interval is too wide for them;
 
 * a **tree** (the operation and its operands) for a value without an exact
   form, to rebuild it at a higher precision or as a sympy expression.
@@ -36,8 +39,9 @@ into an :class:`~tutor.errors.AnswerError` naming the column:
 
 * every exact number held -- a rational, each coefficient and radicand of an
   exact form -- has at most :data:`MAX_EXACT_BITS` bits in numerator and
-  denominator together: anything over :data:`MAX_EXACT_DIGITS` digits is
-  "too large to check exactly" (every rational of up to 600 digits fits);
+  denominator together, else it is "too large to check exactly (over 600
+  digits)": every number of up to :data:`MAX_EXACT_DIGITS` digits fits, and
+  every number refused has more;
 * an exact form has at most :data:`MAX_TERMS` terms (beyond, the value keeps
   its interval and tree and loses its exact form: nothing is refused);
 * every value has magnitude at most :data:`MAX_MAGNITUDE`; one that is not
@@ -45,8 +49,11 @@ into an :class:`~tutor.errors.AnswerError` naming the column:
   has magnitude at least 10^-600 (:data:`MIN_MAGNITUDE_EXP10`).
 
 So one operation costs at most a few big-integer operations on 2,000-bit
-numbers, a square-root test, or one interval operation at 256 bits; an entry
-of 2,000 characters has at most about 1,000 operations.
+numbers, a few square-root tests, or one interval operation at 256 bits; an
+entry of 2,000 characters has at most about 1,000 operations.  Re-evaluating
+a tree at :data:`CHECK_PREC` bits (for an exact claim the 256-bit intervals
+cannot decide, or a float after a cancellation) costs one more pass, each
+part computed only as precisely as the whole needs it.
 """
 
 from __future__ import annotations
