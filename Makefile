@@ -35,6 +35,7 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest
 
 bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/answers_budget.py
 	$(PY) benchmarks/exact_limits.py
 	$(PY) benchmarks/run.py
 

@@ -9,7 +9,6 @@ import ast
 import math
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -237,7 +236,24 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "answer.power_too_large": (parse_entry, "2^65", 'the exponent at column 2 in "2^65" is beyond ±64'),
     "answer.exp_range": (parse_entry, "exp(1001)", 'the argument of exp at column 1 in "exp(1001)" is beyond ±1000'),
     "answer.too_large": (parse_entry, "1e300*10", 'the value at column 6 in "1e300*10" is too large'),
+    "answer.too_large_exact": (
+        parse_entry,
+        "(10^-50)^64",
+        'the value at column 9 in "(10^-50)^64" is too large to check exactly (over 600 digits); write it as a decimal',
+    ),
+    "answer.too_small": (
+        parse_entry,
+        "exp(-1000)^2",
+        'the value at column 11 in "exp(-1000)^2" is too small to check exactly (not zero, but below 1e-600); '
+        "write it as a decimal",
+    ),
     "answer.div_zero": (parse_entry, "1/(2-2)", 'division by zero at column 2 in "1/(2-2)"'),
+    "answer.div_near_zero": (
+        parse_entry,
+        "1/((exp(690)+1) - exp(690))",  # 1, but 256-bit intervals of 10^299-sized parts cannot see it
+        'division by a value that cannot be told from zero at column 2 in "1/((exp(690)+1) - exp(690))" '
+        "(it cancels to within 1e-77 of its parts)",
+    ),
     "answer.sqrt_negative": (parse_entry, "sqrt(1-2)", 'square root of a negative number at column 1 in "sqrt(1-2)"'),
     "answer.not_text": (parse_entry, 3, "expected text, found int"),
     "answer.bool": (entry_from_value, True, "true is not a number (true/false are not allowed in a matrix)"),
@@ -272,9 +288,12 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "matrix.not_list": (matrix_from_value, "1 2", "expected a matrix (a list of rows), found str"),
     "matrix.row_not_list": (matrix_from_value, [1, 2], "row 1: expected a list of numbers, found int"),
 }
-# A backstop no input is known to reach: every path to a non-real or
-# non-finite value is refused earlier with a more precise message.
-BACKSTOPS = {"answer.not_real"}
+# Backstops no input is known to reach: every path to a non-real or
+# non-finite value is refused earlier with a more precise message; a sum of
+# three or four independent square roots (coefficients of at most 600 digits)
+# that 4,096-bit intervals cannot tell from zero would need a near-identity
+# nobody has found.
+BACKSTOPS = {"answer.not_real", "answer.too_close"}
 
 
 def test_every_message_has_a_golden_example() -> None:
@@ -353,13 +372,15 @@ SLOW_CANDIDATES = [
 
 
 @pytest.mark.parametrize("text", SLOW_CANDIDATES, ids=range(len(SLOW_CANDIDATES)))
-def test_pathological_input_is_fast(text: str) -> None:
-    start = time.perf_counter()
+def test_pathological_input_is_refused_or_graded(text: str) -> None:
+    """Each is refused with the parser's own error or parsed to a finite value.  How fast
+    is benchmarks/answers_budget.py's business (no timing assertion here)."""
     try:
-        parse_entry(text)
-    except AnswerError:
-        pass
-    assert time.perf_counter() - start < 1.0
+        entry = parse_entry(text)
+    except AnswerError as err:
+        assert "\n" not in str(err)
+        return
+    assert math.isfinite(entry.value())
 
 
 def test_big_but_fine_values_parse() -> None:
@@ -583,10 +604,9 @@ def test_matrix_errors(text: str, message: str) -> None:
 
 def test_matrix_size_limits() -> None:
     big = "; ".join([" ".join(["1/(1 + 2*exp(sqrt(2)))"] * 32)] * 16)  # the largest scores-like step
-    start = time.perf_counter()
-    m = parse_matrix(big)
+    m = parse_matrix(big)  # its time: benchmarks/answers_budget.py (a full-size matrix line)
     assert (len(m), len(m[0])) == (16, 32)
-    assert time.perf_counter() - start < 2.0
+    assert all(e.value() == pytest.approx(1 / (1 + 2 * math.exp(math.sqrt(2))), rel=1e-15) for row in m for e in row)
     with pytest.raises(AnswerError, match="at most 100000"):
         parse_matrix("1 " * 50_001)
 

@@ -7,10 +7,12 @@ typed on one line) or :func:`entry_from_value` / :func:`matrix_from_value`
 (a value a YAML reader already split up).
 
 The grammar is fixed and small, read by a hand-written recursive-descent
-parser that builds exact sympy objects directly.  Nothing is ever evaluated
-as code: there is no ``eval``, ``exec`` or ``compile``, and no text is ever
-handed to ``sympify``/``parse_expr``; sympy only ever receives Python ints
-and the sympy objects built from them.  ::
+parser that builds bounded values (:mod:`tutor.answer_values`: exact
+rationals and surd/exp forms where cheap, an interval for every value) as it
+goes.  Nothing is ever evaluated as code: there is no ``eval``, ``exec`` or
+``compile``, and no text is ever handed to ``sympify``/``parse_expr``; sympy
+is not used to parse or grade at all (:attr:`Entry.expr` builds a sympy
+expression on request, from Python ints).  ::
 
     entry   := [+|-] ("inf" | "∞" | "oo")             (alone: -inf, +inf, ∞, .inf, sympy's -oo)
              | expr
@@ -41,14 +43,34 @@ Exactness: ``0.1`` is the rational 1/10 (read from its text, never through a
 binary float), but an entry containing any decimal literal (a ``.`` or an
 exponent: ``0.45``, ``1e-3``) is *not exact* -- it claims a rounded value.
 
-Resource guards (each breach is an :class:`~tutor.errors.AnswerError`, never
-a hang): an entry has at most :data:`MAX_ENTRY_CHARS` characters and a typed
-matrix :data:`MAX_MATRIX_CHARS`; a number literal at most :data:`MAX_DIGITS`
-digits and a decimal exponent at most :data:`MAX_DECIMAL_EXPONENT`; nesting
-at most :data:`MAX_DEPTH`; a power's exponent must be a whole number or a
-half with magnitude at most :data:`MAX_POWER` (``e^x`` is ``exp(x)`` and
-takes any real ``x``); ``exp``'s argument at most :data:`MAX_EXP_ARGUMENT`
-in magnitude; every intermediate value at most :data:`MAX_MAGNITUDE`.
+Resource guards: every entry is graded within a fixed budget (well under
+100 ms for any entry inside these limits; ``make bench`` runs
+``benchmarks/answers_budget.py`` over the worst entries we could build), and
+an entry beyond a limit is refused with an :class:`~tutor.errors.AnswerError`
+naming the column, never graded late:
+
+* an entry has at most :data:`MAX_ENTRY_CHARS` characters, a typed matrix
+  :data:`MAX_MATRIX_CHARS` and :data:`MAX_ENTRIES` entries; a number literal
+  at most :data:`MAX_DIGITS` digits and a decimal exponent at most
+  :data:`MAX_DECIMAL_EXPONENT`; nesting at most :data:`MAX_DEPTH` levels;
+* a power's exponent is a whole number or a half of magnitude at most
+  :data:`MAX_POWER` (``e^x`` is ``exp(x)`` and takes any real ``x``);
+  ``exp``'s argument is at most :data:`MAX_EXP_ARGUMENT` in magnitude;
+* the *size of every number the entry creates*, not one power at a time:
+  every exact rational (and every coefficient and radicand of an exact
+  surd/exp form) has at most :data:`~tutor.answer_values.MAX_EXACT_DIGITS`
+  (600) digits in numerator and denominator together -- beyond, "too large
+  to check exactly; write it as a decimal" (``166 × (10^-64)^64``,
+  ``sqrt(1e-93^64+1)``); every intermediate value is at most
+  :data:`MAX_MAGNITUDE` in magnitude and, when it is not rational and not
+  zero, at least 10^-600 ("too small to check exactly");
+* signs and zero tests (division by zero, the square root of a negative
+  number) are exact for rationals and surd/exp forms, and otherwise come from
+  the value's 256-bit interval: a value whose interval contains 0 is taken as
+  zero (within about 10^-77 of it, relative to its parts: its square root is
+  0, and dividing by it is refused as "cannot be told from zero").  sympy's
+  assumption system is never asked, so nesting ``1/(1 + exp(…))`` costs the
+  same at every level.
 
 >>> parse_entry("1/(1 + 2*exp(sqrt(2)))").expr
 1/(1 + 2*exp(sqrt(2)))
@@ -65,27 +87,32 @@ tutor.errors.AnswerError: row 2 has 1 entry, but row 1 has 2
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
+from tutor import answer_values as V
+from tutor.answer_values import MAX_MAGNITUDE, Refused, Value
 from tutor.errors import AnswerError
 
-if TYPE_CHECKING:  # sympy is imported lazily: fast-start commands never load it
+if TYPE_CHECKING:  # sympy (and mpmath, by answer_values) are imported lazily: fast-start commands never load them
     import sympy
+
+    from tutor.exactnum import Exact
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "MAX_MAGNITUDE",
     "MESSAGES",
     "Entry",
     "Matrix",
     "close",
     "entry_from_value",
+    "equals_exactly",
     "matrix_from_value",
     "parse_entry",
     "parse_matrix",
@@ -113,7 +140,11 @@ MESSAGES: dict[str, str] = {
     "answer.power_too_large": 'the exponent at column {column} in "{text}" is beyond ±{limit}',
     "answer.exp_range": 'the argument of exp at column {column} in "{text}" is beyond ±{limit}',
     "answer.too_large": 'the value at column {column} in "{text}" is too large',
+    "answer.too_large_exact": 'the value at column {column} in "{text}" is too large to check exactly (over {limit} digits); write it as a decimal',
+    "answer.too_small": 'the value at column {column} in "{text}" is too small to check exactly (not zero, but below 1e-{limit}); write it as a decimal',
+    "answer.too_close": 'the value at column {column} in "{text}" is too close to zero to check exactly; write it as a decimal',
     "answer.div_zero": 'division by zero at column {column} in "{text}"',
+    "answer.div_near_zero": 'division by a value that cannot be told from zero at column {column} in "{text}" (it cancels to within 1e-77 of its parts)',
     "answer.sqrt_negative": 'square root of a negative number at column {column} in "{text}"',
     "answer.not_real": '"{text}" is not a finite real number',
     "answer.not_text": "expected text, found {found}",
@@ -145,9 +176,7 @@ MAX_DIGITS = 100
 MAX_DECIMAL_EXPONENT = 400
 MAX_DEPTH = 50
 MAX_POWER = 64
-MAX_POWER_BITS = 20_000
 MAX_EXP_ARGUMENT = 1_000
-MAX_MAGNITUDE = 1e300
 
 #: The quiz's default: accepts any answer rounded to 2 decimal places.
 DEFAULT_TOLERANCE = 0.005 + 1e-12
@@ -173,12 +202,15 @@ def _show(text: str, limit: int = 60) -> str:
 class Entry:
     """One parsed number.
 
-    ``text`` is what was written (stripped); ``expr`` its exact sympy value
-    (``-oo`` for ``-inf``); ``is_exact`` is False when any decimal literal
-    appears; ``places`` is the number of decimal places written when the
-    whole entry is one decimal literal with an optional sign, else ``None``.
-    With an exponent, ``places`` counts the places of the value, so that the
-    claim is always ``± 0.5·10^-places``: ``1e-3`` has 3, ``1.5E2`` has -1.
+    ``text`` is what was written (stripped); ``is_exact`` is False when any
+    decimal literal appears; ``places`` is the number of decimal places
+    written when the whole entry is one decimal literal with an optional
+    sign, else ``None``.  With an exponent, ``places`` counts the places of
+    the value, so that the claim is always ``± 0.5·10^-places``: ``1e-3`` has
+    3, ``1.5E2`` has -1.  ``infinity`` is -1 for ``-inf``, 1 for ``inf``, else
+    0; ``number`` is the bounded value the parser built (``None`` for an
+    infinity; see :mod:`tutor.answer_values`).  Two entries are equal when
+    they were written alike.
 
     >>> parse_entry("0.45").places, parse_entry("1").places, parse_entry("2*0.5").places
     (2, None, None)
@@ -187,26 +219,154 @@ class Entry:
     """
 
     text: str
-    expr: sympy.Expr
     is_exact: bool
     places: int | None = None
+    infinity: int = 0
+    number: Value | None = field(default=None, compare=False, repr=False)
 
     def value(self) -> float:
-        """The value as a float (from 30 significant digits); ±inf for ±oo."""
+        """The value as a float (rounded from its interval); ±inf for an infinity."""
         return self._float
 
     @cached_property
     def _float(self) -> float:
+        if self.infinity:
+            return self.infinity * math.inf
+        assert self.number is not None
+        return self.number.float()
+
+    @property
+    def fraction(self) -> Fraction | None:
+        """The exact value when it is rational (``0.45`` is 9/20), else ``None``."""
+        return None if self.number is None else self.number.fraction
+
+    @cached_property
+    def expr(self) -> sympy.Expr:
+        """The value as a sympy expression (``-oo`` for ``-inf``), built on first use.
+
+        Built from the parser's exact forms and, for the rest, without
+        sympy's automatic evaluation where that is what explodes
+        (reciprocals, powers, ``exp`` of a sum): nothing sympy evaluates
+        numerically while building, however deep the entry.
+        """
         import sympy
 
-        if self.expr == sympy.oo:
-            return math.inf
-        if self.expr == -sympy.oo:
-            return -math.inf
-        return float(self.expr.evalf(30))
+        if self.infinity:
+            return sympy.oo if self.infinity > 0 else -sympy.oo
+        assert self.number is not None
+        return _to_sympy(self.number)
 
     def __str__(self) -> str:
         return self.text
+
+
+#: A sub-expression with at most this many operations beyond the exact forms is built
+#: with sympy's evaluation (cheap at this size); a larger one without it where it explodes.
+_SYMPY_EVALUATES = 12
+
+
+def _to_sympy(root: Value) -> sympy.Expr:
+    """``root`` as a sympy expression (iteratively: a chain of a thousand sums is fine).
+
+    Exact forms become sympy's exact objects; a small sub-expression is built
+    with sympy's evaluation (so ``exp(e)/exp(e)`` is 1, as sympy makes it); a
+    large one without the evaluation that asks sympy's assumptions about
+    nested ``exp`` (three times the work per level of ``1/(1 + exp(…))``).
+    """
+    import sympy
+
+    def rational(c: Fraction) -> sympy.Expr:
+        return sympy.Rational(c.numerator, c.denominator)
+
+    def root_of(n: int) -> sympy.Expr:
+        if n == 1:
+            return sympy.Integer(1)
+        if n.bit_length() <= 64:
+            return sympy.sqrt(sympy.Integer(n))
+        return sympy.Pow(sympy.Integer(n), sympy.Rational(1, 2), evaluate=False)  # no factoring
+
+    def lin(terms: tuple[tuple[int, Fraction], ...]) -> sympy.Expr:
+        return sympy.Add(*(rational(c) * root_of(n) for n, c in terms))
+
+    built: dict[int, sympy.Expr] = {}
+    size: dict[int, int] = {}
+    stack = [root]
+    while stack:
+        v = stack[-1]
+        if id(v) in built:
+            stack.pop()
+            continue
+        if v.lin is not None:
+            built[id(v)], size[id(v)] = lin(v.lin), 1
+        elif v.mono is not None:
+            r, n, exponent = v.mono
+            built[id(v)], size[id(v)] = rational(r) * root_of(n) * sympy.exp(lin(exponent)), 1
+        else:
+            assert v.tree is not None
+            kids = [k for k in v.tree[1:] if isinstance(k, Value) and id(k) not in built]
+            if kids:
+                stack.extend(kids)
+                continue
+            op, a = v.tree[0], built[id(v.tree[1])]
+            b = built.get(id(v.tree[2])) if op in ("+", "-", "*", "/") else None
+            size[id(v)] = 1 + sum(size[id(k)] for k in v.tree[1:] if isinstance(k, Value))
+            built[id(v)] = _sympy_op(v.tree, a, b, evaluate=size[id(v)] <= _SYMPY_EVALUATES)
+        stack.pop()
+    return built[id(root)]
+
+
+def _sympy_op(tree: tuple[Any, ...], a: sympy.Expr, b: sympy.Expr | None, *, evaluate: bool) -> sympy.Expr:
+    """One operation of a :class:`Value` tree on the built operands ``a`` (and ``b``).
+
+    Evaluated (as sympy itself builds it: ``x/x`` is 1) for a small sub-expression; else
+    without the evaluation that asks sympy's assumptions about its operands.
+    """
+    import sympy
+
+    op = tree[0]
+    if op in ("+", "-", "*", "/"):
+        assert b is not None
+    if evaluate:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            return a / b
+        if op == "neg":
+            return -a
+        if op == "sqrt":
+            return sympy.sqrt(a)
+        if op == "exp":
+            return sympy.exp(a)
+        return a ** sympy.Integer(tree[2])
+    if op == "+":
+        return sympy.Add(a, b)
+    if op == "-":
+        return sympy.Add(a, sympy.Mul(-1, b))
+    if op == "*":
+        return sympy.Mul(a, b)
+    if op == "/":
+        return sympy.Mul(a, _power(b, sympy.Integer(-1)))
+    if op == "neg":
+        return -a
+    if op == "sqrt":
+        return _power(a, sympy.Rational(1, 2))
+    if op == "exp":
+        return sympy.exp(a, evaluate=False)
+    return _power(a, sympy.Integer(tree[2]))
+
+
+def _power(base: sympy.Expr, k: sympy.Expr) -> sympy.Expr:
+    """``base^k`` unevaluated (evaluating asks sympy's assumptions about ``base``), but
+    ``exp(x)^k`` as ``exp(k·x)``, so that a product cancels as sympy's own would."""
+    import sympy
+
+    if isinstance(base, sympy.exp):
+        return sympy.exp(k * base.args[0], evaluate=False)
+    return sympy.Pow(base, k, evaluate=False)
 
 
 Matrix = tuple[tuple[Entry, ...], ...]
@@ -268,16 +428,13 @@ def _tokenize(text: str) -> list[_Tok]:
 
 # --- the parser ------------------------------------------------------------------
 
-_Val = tuple["sympy.Expr", float]  # the exact value and a float shadow that guards magnitude
-
 
 class _Parser:
-    """Recursive descent over the tokens; builds ``(sympy value, float)`` pairs."""
+    """Recursive descent over the tokens; builds bounded values
+    (:class:`tutor.answer_values.Value`) as it goes -- never sympy objects."""
 
     def __init__(self, text: str, toks: list[_Tok]):
-        import sympy
-
-        self.sp = sympy
+        V.load()
         self.text = text
         self.toks = toks
         self.i = 0
@@ -313,70 +470,42 @@ class _Parser:
         finally:
             self.depth -= 1
 
-    def shadow(self, tok: _Tok, expr: sympy.Expr, compute: Callable[..., float], *args: float) -> _Val:
-        """Pair ``expr`` with its float shadow ``compute(*args)``; refuse values
-        beyond :data:`MAX_MAGNITUDE`."""
+    def op(self, tok: _Tok, fn: Callable[..., Value], *args: Any) -> Value:
+        """``fn(*args)``, a bound breached becoming the error at ``tok``'s column."""
         try:
-            f = float(compute(*args))
-        except OverflowError:
-            self.fail("answer.too_large", tok)
-        except (ZeroDivisionError, ValueError):  # the shadow underflowed: ask sympy
-            f = float(expr.evalf(20))
-        if not math.isfinite(f) or abs(f) > MAX_MAGNITUDE:
-            self.fail("answer.too_large", tok)
-        return expr, f
-
-    def sign(self, v: _Val) -> int:
-        """-1, 0 or 1: sympy's answer when it knows; else the value to 30
-        digits, where below 1e-25 counts as zero (a zero sympy did not
-        simplify, such as ``(1 + sqrt(2))^2 - 3 - 2*sqrt(2)``)."""
-        expr, _ = v
-        if expr.is_zero:
-            return 0
-        if expr.is_positive:
-            return 1
-        if expr.is_negative:
-            return -1
-        f = expr.evalf(30)
-        return 0 if abs(f) < 1e-25 else (1 if f > 0 else -1)
+            return fn(*args)
+        except Refused as refused:
+            self.fail(refused.key, tok, **refused.fields)
 
     # -- grammar
-    def entry(self) -> _Val:
+    def entry(self) -> Value:
         v = self.expression()
         t = self.peek()
         if t.kind != "end":
             self.unexpected(t, "the end")
         return v
 
-    def expression(self) -> _Val:
+    def expression(self) -> Value:
         left = self.term()
         while (t := self.peek()).op in ("+", "-") and t.kind == "op":
             self.take()
             right = self.term()
-            if t.op == "+":
-                left = self.shadow(t, left[0] + right[0], operator.add, left[1], right[1])
-            else:
-                left = self.shadow(t, left[0] - right[0], operator.sub, left[1], right[1])
+            left = self.op(t, V.add, left, right, 1 if t.op == "+" else -1)
         return left
 
-    def term(self) -> _Val:
+    def term(self) -> Value:
         left = self.unary()
         while True:
             t = self.peek()
             if self.implicit(t):  # 2√2, 3sqrt(2), 2exp(1), 2(1 + e): a product, as the tables print it
                 right = self.power()
-                left = self.shadow(t, left[0] * right[0], operator.mul, left[1], right[1])
+                left = self.op(t, V.mul, left, right)
                 continue
             if not (t.kind == "op" and t.op in ("*", "/")):
                 break
             self.take()
             right = self.unary()
-            if t.op == "*":
-                left = self.shadow(t, left[0] * right[0], operator.mul, left[1], right[1])
-            else:
-                if self.sign(right) == 0:
-                    self.fail("answer.div_zero", t)
-                left = self.shadow(t, left[0] / right[0], operator.truediv, left[1], right[1])
+            left = self.op(t, V.mul if t.op == "*" else V.div, left, right)
         return left
 
     @staticmethod
@@ -384,16 +513,16 @@ class _Parser:
         """Whether ``t`` starts a factor written without ``*``: ``√``, ``sqrt``, ``exp`` or ``(``."""
         return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in ("sqrt", "exp"))
 
-    def unary(self) -> _Val:
+    def unary(self) -> Value:
         t = self.peek()
         if t.kind == "op" and t.op in ("+", "-"):
             self.take()
             with self.deeper(t):
                 v = self.unary()
-            return v if t.op == "+" else (-v[0], -v[1])
+            return v if t.op == "+" else V.neg(v)
         return self.power()
 
-    def power(self) -> _Val:
+    def power(self) -> Value:
         base = self.atom()
         t = self.peek()
         if t.kind == "op" and t.op == "^":
@@ -403,7 +532,7 @@ class _Parser:
             return self.pow(base, exponent, t)
         return base
 
-    def atom(self) -> _Val:
+    def atom(self) -> Value:
         t = self.take()
         if t.kind == "num":
             return self.number(t)
@@ -415,7 +544,7 @@ class _Parser:
         if t.kind == "op" and t.op == "√":
             with self.deeper(t):
                 v = self.atom()
-            return self.sqrt(v, t)
+            return self.op(t, V.sqrt, v)
         if t.kind == "name":
             name = t.op
             if name in ("sqrt", "exp"):
@@ -425,9 +554,9 @@ class _Parser:
                 with self.deeper(lp):
                     v = self.expression()
                 self.close(lp)
-                return self.sqrt(v, t) if name == "sqrt" else self.exp(v, t)
+                return self.op(t, V.sqrt, v) if name == "sqrt" else self.exp(v, t)
             if name in ("e", "E"):
-                return self.sp.E, math.e
+                return V.e()
             if name in _INF_NAMES:
                 self.fail("answer.inf_alone", t)
             if name in _NAN_NAMES:
@@ -444,7 +573,7 @@ class _Parser:
         self.unexpected(t, '")"')
 
     # -- values
-    def number(self, t: _Tok) -> _Val:
+    def number(self, t: _Tok) -> Value:
         m = _NUMBER.fullmatch(t.text)
         assert m is not None
         whole = m["int"] or ""
@@ -453,53 +582,27 @@ class _Parser:
         exp_text = m["exp"] if m["int"] is not None else m["exp2"]
         if len(whole) + len(frac) > MAX_DIGITS:
             self.fail("answer.number_too_long", t, limit=MAX_DIGITS)
-        is_decimal = "." in t.text or exp_text is not None
         if exp_text is not None and (len(exp_text.lstrip("+-")) > 6 or abs(int(exp_text)) > MAX_DECIMAL_EXPONENT):
             self.fail("answer.decimal_exponent", t, limit=MAX_DECIMAL_EXPONENT)
+        if "." in t.text or exp_text is not None:
+            self.inexact = True
         exponent = int(exp_text) if exp_text is not None else 0
         shift = exponent - len(frac)  # value = digits · 10^shift
         digits = int(whole + frac)
-        if is_decimal:
-            self.inexact = True
-            value = self.sp.Rational(digits * 10 ** max(shift, 0), 10 ** max(-shift, 0))
-            return self.shadow(t, value, float, t.text)
-        return self.shadow(t, self.sp.Integer(digits), float, digits)
+        return self.op(t, V.rational, Fraction(digits * 10 ** max(shift, 0), 10 ** max(-shift, 0)))
 
-    def sqrt(self, v: _Val, t: _Tok) -> _Val:
-        s = self.sign(v)
-        if s < 0:
-            self.fail("answer.sqrt_negative", t)
-        if s == 0:
-            return self.sp.Integer(0), 0.0
-        return self.shadow(t, self.sp.sqrt(v[0]), math.sqrt, abs(v[1]))
+    def exp(self, v: Value, t: _Tok) -> Value:
+        return self.op(t, V.exp, v, MAX_EXP_ARGUMENT)
 
-    def exp(self, v: _Val, t: _Tok) -> _Val:
-        if abs(v[1]) > MAX_EXP_ARGUMENT:
-            self.fail("answer.exp_range", t, limit=MAX_EXP_ARGUMENT)
-        return self.shadow(t, self.sp.exp(v[0]), math.exp, v[1])
-
-    def pow(self, base: _Val, exponent: _Val, t: _Tok) -> _Val:
-        sp = self.sp
-        b, x = base[0], exponent[0]
-        if b == sp.E:
+    def pow(self, base: Value, exponent: Value, t: _Tok) -> Value:
+        if base.is_e():
             return self.exp(exponent, t)
-        if not (x.is_Rational and x.q in (1, 2)):
+        x = exponent.fraction
+        if x is None or x.denominator not in (1, 2):
             self.fail("answer.power_form", t)
         if abs(x) > MAX_POWER:
             self.fail("answer.power_too_large", t, limit=MAX_POWER)
-        bits = sum(r.p.bit_length() + r.q.bit_length() for r in b.atoms(sp.Rational))
-        if bits * abs(x) > MAX_POWER_BITS:
-            self.fail("answer.too_large", t)
-        s = self.sign(base)
-        if x.q == 2 and s < 0:
-            self.fail("answer.sqrt_negative", t)
-        if s == 0 and x < 0:
-            self.fail("answer.div_zero", t)
-        if s == 0:
-            return (sp.Integer(1), 1.0) if x == 0 else (sp.Integer(0), 0.0)
-        if x.q == 1:
-            return self.shadow(t, sp.Pow(b, x), operator.pow, base[1], int(x))
-        return self.shadow(t, sp.Pow(b, x), operator.pow, abs(base[1]), float(x))
+        return self.op(t, V.power, base, x)
 
 
 def _places(m: re.Match[str]) -> int:
@@ -528,14 +631,11 @@ def parse_entry(text: str) -> Entry:
     if not stripped:
         _fail("answer.empty")
     if m := _INF_ALONE.fullmatch(stripped):
-        import sympy
-
-        return Entry(stripped, -sympy.oo if m["sign"] in ("-", "−") else sympy.oo, True, None)
+        return Entry(stripped, True, None, -1 if m["sign"] in ("-", "−") else 1)
     toks = _tokenize(text)
     parser = _Parser(text, toks)
-    expr, _ = parser.entry()
-    value = expr.evalf(30)
-    if not (value.is_real and value.is_finite) or abs(value) > MAX_MAGNITUDE:
+    number = parser.entry()
+    if not math.isfinite(number.float()):
         _fail("answer.not_real", text=_show(stripped))
     places = None
     body = toks[1:] if toks[0].kind == "op" and toks[0].op in ("+", "-") else toks
@@ -543,7 +643,7 @@ def parse_entry(text: str) -> Entry:
         num = _NUMBER.fullmatch(body[0].text)
         assert num is not None
         places = _places(num)
-    return Entry(stripped, expr, not parser.inexact, places)
+    return Entry(stripped, not parser.inexact, places, 0, number)
 
 
 # --- values a YAML/JSON reader already split ---------------------------------------
@@ -828,12 +928,16 @@ def parse_row(text: str) -> tuple[Entry, ...]:
 # --- comparisons ---------------------------------------------------------------------
 
 
-def close(entry: Entry, expected: float, *, tolerance: float = DEFAULT_TOLERANCE) -> bool:
+def close(entry: Entry, expected: float, *, tolerance: float = DEFAULT_TOLERANCE, exact: Exact | None = None) -> bool:
     """Whether ``entry`` is a right answer for ``expected``.
 
-    Infinite values match only the same infinity.  An exact entry must equal
-    ``expected`` to :data:`EXACT_REL_TOL` (relative; :data:`EXACT_ABS_TOL`
-    near zero); an entry with decimals passes within ``tolerance``.
+    Infinite values match only the same infinity.  An entry with decimals
+    passes within ``tolerance``.  An exact entry claims exactly its value:
+    given the true value ``exact`` (from :mod:`tutor.exactnum`) it must equal
+    it (:func:`equals_exactly`: ``1000000001/1000000000`` is not 1); given
+    only the float ``expected``, it must equal that float to
+    :data:`EXACT_REL_TOL` (relative; :data:`EXACT_ABS_TOL` near zero), which
+    is what a float can tell.
 
     >>> close(parse_entry("0.45"), 0.4502), close(parse_entry("9/20"), 0.4502)
     (True, False)
@@ -841,11 +945,38 @@ def close(entry: Entry, expected: float, *, tolerance: float = DEFAULT_TOLERANCE
     v = entry.value()
     if math.isnan(expected):
         return False
+    if entry.is_exact and exact is not None:
+        return equals_exactly(entry, exact)
     if math.isinf(v) or math.isinf(expected):
         return v == expected
     if entry.is_exact:
         return math.isclose(v, expected, rel_tol=EXACT_REL_TOL, abs_tol=EXACT_ABS_TOL)
     return abs(v - expected) <= tolerance
+
+
+def equals_exactly(entry: Entry, true: Exact) -> bool:
+    """Whether the value of ``entry`` (exact or with decimals: ``0.0`` is 0) is exactly ``true``.
+
+    ``-inf`` equals only a masked score; rationals compare as fractions; a
+    one-term surd such as ``3*sqrt(2)/4`` compares with a surd by its square;
+    the rest (softmax values, entries with ``exp``) compare at a precision
+    that shows every part of the entry -- see
+    :func:`tutor.answer_values.equals_exact` for the bounds and the argument
+    that distinct values do not collide.
+
+    >>> from fractions import Fraction
+    >>> from tutor.exactnum import Rat
+    >>> equals_exactly(parse_entry("1000000001/1000000000"), Rat(Fraction(1)))
+    False
+    >>> equals_exactly(parse_entry("2/2"), Rat(Fraction(1))), equals_exactly(parse_entry("1.0"), Rat(Fraction(1)))
+    (True, True)
+    """
+    from tutor.exactnum import NegInf
+
+    if entry.infinity:
+        return entry.infinity < 0 and isinstance(true, NegInf)
+    assert entry.number is not None
+    return V.equals_exact(entry.number, true)
 
 
 def rounding_interval(entry: Entry) -> tuple[float, float]:
@@ -858,9 +989,9 @@ def rounding_interval(entry: Entry) -> tuple[float, float]:
     >>> rounding_interval(parse_entry("0.45")), rounding_interval(parse_entry("1/2"))
     ((0.445, 0.455), (0.5, 0.5))
     """
-    if entry.places is None or not entry.expr.is_Rational:
+    exact = entry.fraction
+    if entry.places is None or exact is None:
         v = entry.value()
         return v, v
-    exact = Fraction(int(entry.expr.p), int(entry.expr.q))
     half = Fraction(1, 2) * Fraction(10) ** -entry.places
     return float(exact - half), float(exact + half)

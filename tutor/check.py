@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .answers import equals_exactly
 from .diagnose import (
     Claim,
     Diagnosis,
@@ -455,6 +456,23 @@ def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
     return out
 
 
+def _exact_verdict(sol: Solution, g: GivenStep, off: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """The wrong cells of ``g`` (right shape): an entry written exactly (``1/3``, ``sqrt(2)/2``,
+    ``-inf``) is right only if it *is* the true value (:func:`tutor.answers.equals_exactly`:
+    ``1000000001/1000000000`` is not 1, though the floats agree to 1e-9); a decimal is right
+    within its rounding (``off``, from the float bounds).  Row by row."""
+    exact = sol.step(g.id, g.head).exact  # type: ignore[arg-type]
+    bad = set(off)
+    for i, row in enumerate(g.entries):
+        for j, e in enumerate(row):
+            if e is not None and e.is_exact:
+                if equals_exactly(e, exact[i][j]):
+                    bad.discard((i, j))
+                else:
+                    bad.add((i, j))
+    return tuple(sorted(bad))
+
+
 def _cells(sol: Solution, g: GivenStep, cells: list[tuple[int, int]], mid: Array, limit: int = 4) -> str:
     texts = g.texts()
     shown = [f"{cell_name(sol, g.id, g.head, i, j)} = {texts[i][j]}" for i, j in cells[:limit]]
@@ -489,7 +507,7 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
         if g.shape != expected.shape:
             wrong = tuple((i, j) for i in range(g.shape[0]) for j in range(g.shape[1]))
         else:
-            wrong = tuple(off_cells(expected, claim) or ())
+            wrong = _exact_verdict(sol, g, tuple(off_cells(expected, claim) or ()))
         if not wrong and g.shape == expected.shape:
             judged.append(StepCheck(g, expected, (), ()))
             continue

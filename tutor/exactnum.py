@@ -95,6 +95,11 @@ class Exact:
         """The entry as a sympy expression (imports sympy)."""
         raise NotImplementedError
 
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        """The entry at ``digits`` significant digits (mpmath; ``-inf`` for a masked score),
+        for comparing an exact claim beyond a float's precision."""
+        raise NotImplementedError
+
     def __float__(self) -> float:
         return self.value()
 
@@ -108,6 +113,12 @@ class Rat(Exact):
 
     def value(self) -> float:
         return float(self.q)
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        with mpmath.workdps(digits):
+            return mpmath.mpf(self.q.numerator) / self.q.denominator
 
     def to_sympy(self) -> sympy.Expr:
         import sympy
@@ -128,6 +139,12 @@ class Surd(Exact):
     def value(self) -> float:
         return float(self.q) * math.sqrt(self.t)
 
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        with mpmath.workdps(digits):
+            return mpmath.mpf(self.q.numerator) / self.q.denominator * mpmath.sqrt(self.t)
+
     def to_sympy(self) -> sympy.Expr:
         import sympy
 
@@ -141,6 +158,11 @@ class NegInf(Exact):
 
     def value(self) -> float:
         return -math.inf
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        return mpmath.mpf("-inf")
 
     def to_sympy(self) -> sympy.Expr:
         import sympy
@@ -370,6 +392,12 @@ class MixSum(Exact):
                 exact = mpmath.fsum([p.precise_value(40) for p in self.parts]) + mpmath.mpf(self.const.numerator) / self.const.denominator
                 return float(exact)
         return v
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        with mpmath.workdps(digits):
+            return mpmath.fsum([p.precise_value(digits) for p in self.parts]) + mpmath.mpf(self.const.numerator) / self.const.denominator
 
     def __str__(self) -> str:
         terms = [str(p) for p in self.parts]

@@ -33,12 +33,13 @@ from .answers import (
     DEFAULT_TOLERANCE,
     Entry,
     close,
+    equals_exactly,
     parse_entry,
     parse_matrix,
     parse_row,
 )
 from .errors import AnswerError
-from .exactnum import frac_text
+from .exactnum import Exact, frac_text
 from .messages import t
 from .model import Matrix as FracMatrix
 from .steps import Solution, Step
@@ -473,10 +474,13 @@ def blocked_cells(sol: Solution, step: Step) -> frozenset[Cell]:
     return frozenset((i, j) for i, row in enumerate(allowed) for j, ok in enumerate(row) if not ok)
 
 
-def _right(entry: Entry, expected: float, strict: bool, tolerance: float) -> bool:
-    """Whether ``entry`` is right for ``expected``: equal for a ``strict`` (mask-fixed) cell, else
-    :func:`tutor.answers.close`."""
-    return entry.value() == expected if strict else close(entry, expected, tolerance=tolerance)
+def _right(entry: Entry, expected: float, true: Exact, strict: bool, tolerance: float) -> bool:
+    """Whether ``entry`` is right for the true value ``true`` (``expected`` is its float): exactly
+    equal for a ``strict`` (mask-fixed) cell -- ``1e-400`` is not the 0 a mask fixes, though its
+    float is --, else :func:`tutor.answers.close` (an exact entry equal to ``true`` exactly)."""
+    if strict:
+        return equals_exactly(entry, true)
+    return close(entry, expected, tolerance=tolerance, exact=true)
 
 
 def _alike(sol: Solution, step: Step, diagnoses: Sequence[Diagnosis], limit: int = 3) -> int:
@@ -517,7 +521,7 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
     strict = blocked_cells(state.sol, step)
     if shape == step.shape:
         wrong = tuple((i, j) for i, row in enumerate(answer) for j, e in enumerate(row)
-                      if not _right(e, step.value[i][j], (i, j) in strict, tol))
+                      if not _right(e, step.value[i][j], step.exact[i][j], (i, j) in strict, tol))
         if not wrong:
             record = Record(step.id, step.head, "correct", attempt, state.hints, answer=text)
             state = replace(state, results=state.results + (

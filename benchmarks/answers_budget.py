@@ -1,0 +1,188 @@
+"""Answer grading budget: the worst entries we can build, each graded well under 100 ms.
+
+Target (issue 8, A): every entry a learner types or a solution file holds is
+parsed and graded within a fixed budget -- well under 100 ms for any entry
+inside the documented limits (``tutor/answers.py``, "Resource guards") -- or
+refused at once.  Before the fix, ``sqrt(1e-93^64+1)`` took ~40 s, a sum of
+80 prime powers ~100 s, ``166 × (10^-64)^64`` ~17 s and a 12-level nested
+sigmoid ~30 s (each level tripled it).
+
+Each case below is an entry (or a matrix line) built to be as slow as we
+could make it inside the limits: the issue's inputs, long sums of big
+powers, deep nesting, 2,000-character entries, 100-digit literals with
+400-digit exponents, sqrt/exp chains, products of sums of square roots
+(exact surd arithmetic), divisions by such sums, and exact claims that agree
+with the true value to 256 bits, so that the comparison must look at ~2,000
+bits.  "Graded" is what practice and ``check`` do with an entry: parse it,
+then compare it with a true value of the exact engine
+(:func:`tutor.answers.close` with ``exact=``: a softmax weight, the costliest
+kind).  Every case is timed warm, best of ``--runs`` (wall clock; the process
+CPU time is printed beside it, less disturbed by other work on the machine).
+
+The full-size matrix line (4,096 entries, under 100,000 characters) is
+reported per entry and in total; its total is not an entry's budget.
+
+Run:  .venv/bin/python benchmarks/answers_budget.py [--runs N]   (also part of ``make bench``)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from tutor.answers import MAX_ENTRY_CHARS, MAX_MATRIX_CHARS, close, parse_entry, parse_matrix  # noqa: E402
+from tutor.catalog import resolve  # noqa: E402
+from tutor.errors import AnswerError  # noqa: E402
+from tutor.exact import solve  # noqa: E402
+
+BUDGET = 0.100  # seconds per entry
+PRIMES = [p for p in range(2, 2000) if all(p % d for d in range(2, int(p**0.5) + 1))]
+N100 = "9" * 100
+
+
+def fill(unit: str | Callable[[int], str], sep: str = "+", limit: int = MAX_ENTRY_CHARS) -> str:
+    """``unit`` repeated with ``sep`` up to ``limit`` characters (``unit(i)`` when callable)."""
+    parts: list[str] = []
+    while True:
+        nxt = unit(len(parts)) if callable(unit) else unit
+        if len(sep.join([*parts, nxt])) > limit:
+            return sep.join(parts)
+        parts.append(nxt)
+
+
+def sigmoid(levels: int) -> str:
+    s = "0"
+    for i in range(levels):
+        s = f"1/(1+exp({(i + 1) % 3}-{s}))"
+    return s
+
+
+def cases() -> dict[str, str]:
+    w = "1/(1 + 2*exp(sqrt(2)))"  # the classic weight [t1, t1]: what the exact claims below aim at
+    exps = fill(lambda i: f"exp({i + 1}/7)", limit=MAX_ENTRY_CHARS - 80)
+    half = fill(lambda i: f"exp({i + 1}/7)", limit=MAX_ENTRY_CHARS // 2 - 60)
+    big = fill(lambda i: f"exp({690 - i}/1)", limit=MAX_ENTRY_CHARS // 2 - 60)  # terms near 1e300
+    return {
+        # the issue's inputs
+        "issue: sqrt(1e-93^64+1)": "sqrt(1e-93^64+1)",
+        "issue: 80 prime powers": "+".join(f"{p}^64" for p in PRIMES[:80]),
+        "issue: 166 × (10^-64)^64": "166 × (10^-64)^64",
+        "issue: sigmoid, 12 levels": sigmoid(12),
+        "issue: sigmoid, 13 levels": sigmoid(13),
+        # long sums of big powers
+        "sum of prime^64 to 2,000 chars": fill(lambda i: f"{PRIMES[i]}^64"),
+        "sum of prime^-8 to 2,000 chars": fill(lambda i: f"{PRIMES[i]}^-8"),
+        "sum of (90 digits)^3": fill(f"{N100[:90]}^3"),
+        "sum of (1/(100 digits))^5": fill(lambda i: f"(1/{N100[:-3]}{i:03d})^5"),
+        # deep nesting and long chains
+        "sigmoid, 25 levels (the nesting limit)": sigmoid(25),
+        "sqrt chain, 24 deep": "sqrt(" * 24 + "2" + ")" * 24,
+        "sqrt(exp(...)) chain": "sqrt(exp(" * 12 + "1/3" + "))" * 12,
+        "exp(sqrt(...)) chain": "exp(sqrt(" * 12 + "5" + "))" * 12,
+        "(-)^49 nesting": "-(" * 24 + "1" + ")" * 24,
+        # maximal entries
+        "1+1+...+1": fill("1"),
+        "e+e+...+e": fill("e"),
+        "√2+√2+...": fill("√2"),
+        "sum of sqrt(1..n)": fill(lambda i: f"sqrt({i + 1})"),
+        "sum of exp(k/7)": fill(lambda i: f"exp({i + 1}/7)"),
+        "exp(√3)/(1+exp(√2)) summed": fill("exp(√3)/(1+exp(√2))"),
+        "product of exp(√2)": fill("exp(√2)", "*"),
+        "(1+e)^-64 summed": fill("(1+e)^-64"),
+        "sqrt(1+e) product": fill("sqrt(1+e)", "*"),
+        # 100-digit literals with 400-digit exponents
+        "100-digit decimals e-400, summed": fill(f"9.{N100[:99]}e-400"),
+        "100-digit decimals e-2, product": fill(f"9.{N100[:99]}e-2", "*"),
+        "√(100-digit) summed": fill(f"√{N100}"),
+        "√(100 digits)·√(100 digits)": fill(f"√{N100[:-1]}7*√{N100[:-1]}3"),
+        # exact surd arithmetic at its widest (4 terms)
+        "(√2+√3+√5+√7) product": fill("(√2+√3+√5+√7)", "*"),
+        "(√2+√3+√5)^64 product": fill("(√2+√3+√5)^64", "*"),
+        "(1+√2) product": fill("(1+√2)", "*"),
+        "1/(√2+√3) summed": fill("1/(√2+√3)"),
+        "1/(√2+√3-√5-1/10) summed": fill("1/(√2+√3-√5-1/10)"),
+        "(√p+√q) products, 100-digit p, q": fill(f"(√{N100[:-1]}7+√{N100[:-1]}1)", "*"),
+        # exact claims right to 256 bits: the comparison must look at ~1,000-2,000 bits
+        "claim + 10^-300·(sum of exps)": f"{w} + ({exps})*(10^-50)^6",
+        "claim + 10^-580·(sum of exps)": f"{w} + ({exps})*exp(-1000)*(10^-12)^12",
+        "claim·(1+10^-298) with 100-digit parts": f"{w}*({'1' + '0' * 99}+(10^-50)^4)/{'1' + '0' * 99}",
+        "claim·S/S + 10^-550 (S: sum of exps)": f"{w}*({half})/({half}) + (10^-50)^11",
+        "claim + S - S + 10^-550": f"{w} + ({half}) - ({'+'.join(reversed(half.split('+')))}) + (10^-50)^11",
+        "claim + B - B + 10^-550 (B near 1e300)": f"{w} + ({big}) - ({'+'.join(reversed(big.split('+')))}) + (10^-50)^11",
+    }
+
+
+def old_candidates() -> dict[str, str]:
+    """The resource tests of tests/test_answers.py (formerly timed there, under 1 s each)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+    from test_answers import SLOW_CANDIDATES
+
+    return {f"tests' slow candidate {i}": text for i, text in enumerate(SLOW_CANDIDATES)}
+
+
+def timed(f: Callable[[], object], runs: int) -> tuple[float, float, object]:
+    best_wall = best_cpu = float("inf")
+    out: object = None
+    for _ in range(runs):
+        w0, c0 = time.perf_counter(), time.process_time()
+        try:
+            out = f()
+        except AnswerError as err:
+            out = err
+        best_wall = min(best_wall, time.perf_counter() - w0)
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    return best_wall, best_cpu, out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    true = solve(resolve("single-head-3x4")).step("weights", 0).exact[0][0]  # 1/(1 + 2*exp(sqrt(2)))
+    expected = true.value()
+    parse_entry("1")  # warm: mpmath's import
+
+    def grade(text: str) -> object:
+        entry = parse_entry(text)
+        return close(entry, expected, exact=true), entry.value()
+
+    load = os.getloadavg()[0]
+    print(f"Answer grading budget: {BUDGET * 1000:.0f} ms per entry; best of {args.runs}; "
+          f"load average {load:.2f} on {os.cpu_count()} CPUs")
+    print(f"{'case':42} {'chars':>5} {'wall ms':>8} {'cpu ms':>7} {'/budget':>7}  outcome")
+    rows = []
+    for name, text in {**cases(), **old_candidates()}.items():
+        assert len(text) <= MAX_ENTRY_CHARS or name.startswith("tests'"), (name, len(text))
+        wall, cpu, out = timed(lambda text=text: grade(text), args.runs)
+        if isinstance(out, AnswerError):
+            outcome = "refused: " + str(out)[:60]
+        else:
+            right, value = out  # type: ignore[misc]
+            outcome = f"graded {'right' if right else 'wrong'}, value {value:.6g}"
+        rows.append((wall, name))
+        print(f"{name:42} {len(text):5d} {wall * 1000:8.2f} {cpu * 1000:7.2f} {wall / BUDGET:7.3f}  {outcome}")
+
+    unit = "exp(√2)/(1+2·exp(√3))"
+    line = "; ".join(", ".join([unit] * 64) for _ in range(64))
+    assert len(line) <= MAX_MATRIX_CHARS
+    wall, cpu, out = timed(lambda: parse_matrix(line), max(1, args.runs // 2))
+    n = 64 * 64
+    print(f"\nfull-size matrix line: {n} entries, {len(line)} chars: {wall * 1000:.0f} ms in all, "
+          f"{wall / n * 1e6:.0f} µs per entry (cpu {cpu * 1000:.0f} ms)")
+
+    worst, name = max(rows)
+    verdict = "PASS" if worst < BUDGET else "MISS"
+    print(f"\nslowest entry: {name}: {worst * 1000:.2f} ms = {worst / BUDGET:.3f} of the {BUDGET * 1000:.0f} ms budget "
+          f"({verdict})")
+    if load > 1.5:
+        print("note: the machine was busy (load average above); times can be up to 2x the idle ones")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

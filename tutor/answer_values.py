@@ -1,0 +1,888 @@
+"""Bounded values for the answer parser: exact where that is cheap, intervals everywhere.
+
+:mod:`tutor.answers` reads a typed answer into a tree of :class:`Value` nodes,
+one per operation, built as it parses.  No sympy is involved (a sympy
+expression is built only on request, by :attr:`tutor.answers.Entry.expr`):
+sympy's automatic evaluation and its assumption system made short inputs take
+minutes (``sqrt(1e-93^64+1)`` factored a 6,000-digit integer; each level of a
+nested ``1/(1+exp(…))`` tripled the time).  Here every operation costs a
+bounded amount of work.
+
+A value carries
+
+* an **exact form** when it has one of these shapes (else ``None``):
+
+  - ``lin``: ``Σ c·√n`` -- rational coefficients ``c``, integer radicands
+    ``n`` (``n = 1`` is the rational part; a rational is one term, zero is no
+    term).  Radicands are kept pairwise *incompatible* (``n·m`` never a
+    perfect square: two compatible terms merge, found by :func:`math.isqrt`,
+    never by factoring), so the square roots are linearly independent over
+    the rationals and a ``lin`` is zero exactly when it has no term;
+  - ``mono``: ``r·√n·exp(L)`` with ``L`` a non-empty ``lin`` (``e``,
+    ``exp(√2)``, ``3·exp(-1/2)``): never zero, its sign is ``r``'s;
+
+* an **interval** (:mod:`mpmath.libmp` interval arithmetic, lower bound
+  rounded down and upper bound rounded up, at :data:`WORK_PREC` bits) that
+  contains the value.  Signs and zero tests of values without an exact form
+  come from it: a value whose interval contains 0 is *taken as zero* (a
+  division by it is refused as "cannot be told from zero"; its square root
+  is 0).  At 256 bits that is a value within about 10^-77 of zero relative
+  to its parts.  A value's float, and the comparison of an exact claim
+  (:func:`equals_exact`), re-evaluate the tree at a higher precision when
+  this interval is too wide for them;
+
+* a **tree** (the operation and its operands) for a value without an exact
+  form, to rebuild it at a higher precision or as a sympy expression.
+
+Resource bounds, each refused with a :class:`Refused` that the parser turns
+into an :class:`~tutor.errors.AnswerError` naming the column:
+
+* every exact number held -- a rational, each coefficient and radicand of an
+  exact form -- has at most :data:`MAX_EXACT_BITS` bits in numerator and
+  denominator together, else it is "too large to check exactly (over 600
+  digits)": every number of up to :data:`MAX_EXACT_DIGITS` digits fits, and
+  every number refused has more;
+* an exact form has at most :data:`MAX_TERMS` terms (beyond, the value keeps
+  its interval and tree and loses its exact form: nothing is refused);
+* every value has magnitude at most :data:`MAX_MAGNITUDE`; one that is not
+  rational (rationals are bounded by their digits) and not (taken as) zero
+  has magnitude at least 10^-600 (:data:`MIN_MAGNITUDE_EXP10`).
+
+So one operation costs at most a few big-integer operations on 2,000-bit
+numbers, a few square-root tests, or one interval operation at 256 bits; an
+entry of 2,000 characters has at most about 1,000 operations.  Re-evaluating
+a tree at :data:`CHECK_PREC` bits (for an exact claim the 256-bit intervals
+cannot decide, or a float after a cancellation) costs one more pass, each
+part computed only as precisely as the whole needs it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import gcd, isqrt
+from typing import Any
+
+__all__ = [
+    "MAX_EXACT_BITS",
+    "MAX_EXACT_DIGITS",
+    "MAX_MAGNITUDE",
+    "MIN_MAGNITUDE_EXP10",
+    "MAX_TERMS",
+    "WORK_PREC",
+    "Refused",
+    "Value",
+]
+
+#: Every exact number an answer creates has at most this many decimal digits
+#: (numerator and denominator together).
+MAX_EXACT_DIGITS = 600
+#: ... checked as bits: a number over 2,000 bits has more than 600 digits, and
+#: every number of up to 600 digits has at most 1,995 bits.
+MAX_EXACT_BITS = 2_000
+#: Every value, and every intermediate value, is at most this in magnitude ...
+MAX_MAGNITUDE = 1e300
+#: ... and, unless it is rational or (taken as) zero, at least 10^-MIN_MAGNITUDE_EXP10.
+MIN_MAGNITUDE_EXP10 = 600
+#: An exact form with more terms than this is kept as an interval only.
+MAX_TERMS = 4
+#: Bits of the interval every value carries.
+WORK_PREC = 256
+#: Bits of relative precision an exact claim is compared at, when it is not decided
+#: exactly (see :func:`equals_exact`): about 635 significant digits.
+CHECK_PREC = 2_112
+#: Bits of working precision used to reach it, at most (two tries: 2,176 and 4,352).
+MAX_EVAL_PREC = 4_352
+
+_SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
+
+Lin = tuple[tuple[int, Fraction], ...]  # Σ c·√n, n = 1 first when present
+Mono = tuple[Fraction, int, Lin]  # r·√n·exp(L)
+Interval = tuple[Any, Any]  # (lower, upper) as mpmath mpf tuples
+
+
+class Refused(Exception):
+    """An operation the bounds refuse: ``key`` is a message key of
+    :data:`tutor.answers.MESSAGES`, ``fields`` its fields besides column and text."""
+
+    def __init__(self, key: str, **fields: Any):
+        super().__init__(key)
+        self.key = key
+        self.fields = fields
+
+
+# --- mpmath's interval primitives, loaded on first use ------------------------------------
+
+_L: Any = None  # mpmath.libmp
+_I: Any = None  # mpmath.libmp.libmpi
+_FLOOR: Any = None  # 10^-600 as an mpf
+_TOP: Any = None  # MAX_MAGNITUDE as an mpf
+
+
+def load() -> None:
+    """Import mpmath's low-level interval functions (a few ms, once)."""
+    global _L, _I, _FLOOR, _TOP
+    if _L is None:
+        from mpmath import libmp
+        from mpmath.libmp import libmpi
+
+        _FLOOR = libmp.mpf_div(libmp.fone, libmp.from_int(10**MIN_MAGNITUDE_EXP10), 64, libmp.round_floor)
+        _TOP = libmp.from_float(MAX_MAGNITUDE)
+        _I = libmpi
+        _L = libmp
+
+
+def _iv_q(q: Fraction, prec: int) -> Interval:
+    p, d = q.numerator, q.denominator
+    L = _L
+    if d == 1:
+        return L.from_int(p, prec, L.round_floor), L.from_int(p, prec, L.round_ceiling)
+    P, D = L.from_int(p), L.from_int(d)
+    return L.mpf_div(P, D, prec, L.round_floor), L.mpf_div(P, D, prec, L.round_ceiling)
+
+
+def _iv_sqrt(a: Interval, prec: int) -> Interval:
+    L = _L
+    lo, hi = a
+    if L.mpf_sign(lo) < 0:  # a value taken as zero may dip below it
+        lo = L.fzero
+    if L.mpf_sign(hi) < 0:
+        hi = L.fzero
+    if lo != hi:
+        return _I.mpi_sqrt((lo, hi), prec)
+    down = L.mpf_sqrt(lo, prec, L.round_floor)  # correctly rounded: the root is below down + 1 ulp
+    if not down[1]:
+        return down, down
+    return down, L.mpf_add(down, L.mpf_shift(L.fone, down[2]), prec, L.round_ceiling)
+
+
+_ROOTS: dict[tuple[int, int], Interval] = {}
+
+
+def _iv_root(n: int, prec: int) -> Interval:
+    """``√n`` for an integer ``n >= 1`` (small ones remembered: √2 comes often)."""
+    key = (n, prec)
+    got = _ROOTS.get(key)
+    if got is None:
+        got = _iv_sqrt((_L.from_int(n),) * 2, prec)
+        if n.bit_length() <= 64:
+            if len(_ROOTS) >= 4096:
+                _ROOTS.clear()
+            _ROOTS[key] = got
+    return got
+
+
+def _iv_lin(lin: Lin, prec: int) -> Interval:
+    total: Interval = (_L.fzero, _L.fzero)
+    for n, c in lin:
+        term = _iv_q(c, prec)
+        if n != 1:
+            term = _I.mpi_mul(term, _iv_root(n, prec), prec)
+        total = _I.mpi_add(total, term, prec)
+    return total
+
+
+def _iv_mono(m: Mono, prec: int) -> Interval:
+    r, n, lin = m
+    v = _I.mpi_mul(_iv_q(r, prec), _iv_exp(_iv_lin(lin, prec + 20), prec), prec)
+    if n != 1:
+        v = _I.mpi_mul(v, _iv_root(n, prec), prec)
+    return v
+
+
+def _iv_exp(a: Interval, prec: int) -> Interval:
+    """``exp`` of an interval with one ``exp`` (of its midpoint, at 8 more bits: mpmath's
+    ``exp`` is good to about one ulp), widened by ``2h + 2^-prec`` relatively for a half-width
+    ``h <= 2^-8`` (``exp(m ± h)`` lies within ``exp(m)·(1 ± 2h)``); a wider one by two."""
+    L = _L
+    lo, hi = a
+    if lo == hi:
+        h = L.fzero
+        mid = lo
+    else:
+        h = L.mpf_shift(L.mpf_sub(hi, lo, 64, L.round_ceiling), -1)
+        hl = _lg(h)
+        if hl is not None and hl > -8:
+            return _I.mpi_exp(a, prec)
+        mid = L.mpf_shift(L.mpf_add(lo, hi, prec + 16, L.round_nearest), -1)
+    x = L.mpf_exp(mid, prec + 8, L.round_nearest)
+    rel = L.mpf_add(L.mpf_shift(h, 1), L.mpf_shift(L.fone, -prec), 64, L.round_ceiling)
+    d = L.mpf_mul(L.mpf_abs(x), rel, 64, L.round_ceiling)
+    return L.mpf_sub(x, d, prec, L.round_floor), L.mpf_add(x, d, prec, L.round_ceiling)
+
+
+def _lg(x: Any) -> int | None:
+    """An upper bound of log2|x| within 1 (``None`` for 0) of an mpf tuple."""
+    _sign, man, exp, bc = x
+    return None if not man else exp + bc
+
+
+def _lg_iv(a: Interval) -> int | None:
+    lo, hi = _lg(a[0]), _lg(a[1])
+    if lo is None:
+        return hi
+    return lo if hi is None else max(lo, hi)
+
+
+def _contains_zero(a: Interval) -> bool:
+    return _L.mpf_sign(a[0]) <= 0 <= _L.mpf_sign(a[1])
+
+
+def _iv_sign(a: Interval) -> int:
+    if _L.mpf_sign(a[0]) > 0:
+        return 1
+    if _L.mpf_sign(a[1]) < 0:
+        return -1
+    return 0
+
+
+# --- exact forms --------------------------------------------------------------------------
+
+
+def _bits(c: Fraction) -> int:
+    return c.numerator.bit_length() + c.denominator.bit_length()
+
+
+def _check(c: Fraction) -> Fraction:
+    if c.numerator.bit_length() + c.denominator.bit_length() > MAX_EXACT_BITS:
+        raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
+    return c
+
+
+def _check_n(n: int) -> int:
+    if n.bit_length() > MAX_EXACT_BITS:
+        raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
+    return n
+
+
+def _radical(n: int) -> tuple[int, int]:
+    """``n = k²·m`` (``n >= 1``) with the squares of small primes moved out of ``m``;
+    ``m == 1`` exactly when ``n`` is a perfect square.  No factoring."""
+    s = isqrt(n)
+    if s * s == n:
+        return s, 1
+    k = 1
+    for p in _SMALL_PRIMES:
+        pp = p * p
+        if pp > n:
+            break
+        while n % pp == 0:
+            n //= pp
+            k *= p
+    return k, n
+
+
+def _sqrt_q(q: Fraction) -> tuple[Fraction, int]:
+    """``√q = c·√n`` for a rational ``q >= 0`` (``n == 1``: ``√q`` is rational)."""
+    a, b = q.numerator, q.denominator
+    k, n = _radical(_check_n(a * b))  # √(a/b) = √(a·b)/b
+    return _check(Fraction(k, b)), n
+
+
+def _merge(terms: dict[int, Fraction], n: int, c: Fraction) -> None:
+    """Add ``c·√n`` into ``terms``, merging with a compatible radicand (``n·m`` a square)."""
+    if n in terms:
+        terms[n] = _check(terms[n] + c)
+        return
+    if n != 1:
+        for m in terms:
+            if m == 1:
+                continue
+            s = isqrt(n * m)
+            if s * s == n * m:  # √n = (s/m)·√m
+                terms[m] = _check(terms[m] + c * Fraction(s, m))
+                return
+    terms[n] = c
+
+
+def _lin(terms: dict[int, Fraction]) -> Lin | None:
+    out = tuple(sorted((n, c) for n, c in terms.items() if c))
+    return out if len(out) <= MAX_TERMS else None
+
+
+def lin_add(a: Lin, b: Lin, sign: int = 1) -> Lin | None:
+    """``a + sign·b``; ``None`` when the sum has more than :data:`MAX_TERMS` terms."""
+    terms = dict(a)
+    for n, c in b:
+        _merge(terms, n, c if sign > 0 else -c)
+    return _lin(terms)
+
+
+def _term_mul(n1: int, c1: Fraction, n2: int, c2: Fraction) -> tuple[int, Fraction]:
+    g = gcd(n1, n2)
+    n = _check_n((n1 // g) * (n2 // g))
+    c = c1 * c2 * g
+    s = isqrt(n)
+    if s * s == n:
+        return 1, _check(c * s)
+    return n, _check(c)
+
+
+def lin_mul(a: Lin, b: Lin) -> Lin | None:
+    if len(a) * len(b) > MAX_TERMS * MAX_TERMS:
+        return None
+    terms: dict[int, Fraction] = {}
+    for n1, c1 in a:
+        for n2, c2 in b:
+            _merge(terms, *_term_mul(n1, c1, n2, c2))
+    return _lin(terms)
+
+
+def lin_inverse(a: Lin) -> Lin | None:
+    """``1/a`` for a non-zero ``a`` of one or two terms (the conjugate), else ``None``."""
+    if len(a) == 1:
+        n, c = a[0]
+        return ((n, _check(1 / (c * n) if n != 1 else 1 / c)),)
+    if len(a) == 2:
+        (n1, c1), (n2, c2) = a
+        d = _check(c1 * c1 * n1 - c2 * c2 * n2)  # ≠ 0: √n1 and √n2 are independent
+        return lin_add(((n1, _check(c1 / d)),), ((n2, _check(c2 / d)),), -1)
+    return None
+
+
+def _lin_scale(a: Lin, k: Fraction) -> Lin:
+    return tuple((n, _check(c * k)) for n, c in a if c * k)
+
+
+def _lin_sign(a: Lin, iv: Interval) -> int:
+    if not a:
+        return 0
+    if len(a) == 1:
+        return 1 if a[0][1] > 0 else -1
+    if len(a) == 2:  # c1√n1 + c2√n2: compare the squares
+        (n1, c1), (n2, c2) = a
+        s1, s2 = (1 if c1 > 0 else -1), (1 if c2 > 0 else -1)
+        if s1 == s2:
+            return s1
+        return s1 if c1 * c1 * n1 > c2 * c2 * n2 else s2
+    s = _iv_sign(iv)
+    prec = 4 * WORK_PREC
+    while s == 0 and prec <= MAX_EVAL_PREC:  # non-zero (independent roots): look closer
+        s = _iv_sign(_iv_lin(a, prec))
+        prec *= 4
+    if s == 0:
+        raise Refused("answer.too_close")
+    return s
+
+
+def _mono_mul(a: Mono, b: Mono, iv: Interval) -> Value | None:
+    n, c = _term_mul(a[1], a[0], b[1], b[0])
+    lin = lin_add(a[2], b[2])
+    if lin is None:
+        return None
+    if not lin:
+        return _exact_lin(((n, c),), iv)
+    return _exact_mono((c, n, lin), iv)
+
+
+def _as_mono(v: Value) -> Mono | None:
+    """A value as ``r·√n·exp(L)`` (``L`` may be empty for a one-term lin), else ``None``."""
+    if v.mono is not None:
+        return v.mono
+    if v.lin is not None and len(v.lin) == 1:
+        n, c = v.lin[0]
+        return c, n, ()
+    return None
+
+
+def _mono_inverse(m: Mono) -> Mono:
+    r, n, lin = m
+    return _check(1 / (r * n)), n, tuple((k, -c) for k, c in lin)
+
+
+# --- the value ----------------------------------------------------------------------------
+
+
+class Value:
+    """One parsed value; see the module docstring.  Built by the functions below."""
+
+    __slots__ = ("fine", "iv", "lin", "mono", "tree")
+
+    def __init__(self, iv: Interval, lin: Lin | None = None, mono: Mono | None = None,
+                 tree: tuple[Any, ...] | None = None):
+        self.iv = iv
+        self.lin = lin
+        self.mono = mono
+        self.tree = tree
+        self.fine: tuple[int, Interval] | None = None  # the last interval computed above WORK_PREC
+
+    @property
+    def fraction(self) -> Fraction | None:
+        """The exact rational value, or ``None`` when the value is not (known to be) rational."""
+        lin = self.lin
+        if lin is None:
+            return None
+        if not lin:
+            return Fraction(0)
+        if len(lin) == 1 and lin[0][0] == 1:
+            return lin[0][1]
+        return None
+
+    @property
+    def exact(self) -> bool:
+        return self.lin is not None or self.mono is not None
+
+    def is_e(self) -> bool:
+        return self.mono is not None and self.mono == (1, 1, ((1, 1),))
+
+    def float(self) -> float:
+        """The value as a float: from the fraction, else from an interval narrow enough
+        to round it (the 256-bit one unless the value cancelled more than 190 bits)."""
+        q = self.fraction
+        if q is not None:
+            return float(q)
+        iv = self.iv
+        work = CHECK_PREC + 64
+        while not _narrow(iv, 60) and work <= MAX_EVAL_PREC:
+            iv = self.interval(work)
+            if _contains_zero(iv):  # zero, or so near it that 0.0 is its float
+                break
+            work *= 2
+        return _L.to_float(_I.mpi_mid(iv, 64))
+
+    def sign(self) -> int:
+        """-1, 0 or 1: exact for an exact form, else from the interval (0 when it contains 0)."""
+        if self.lin is not None:
+            return _lin_sign(self.lin, self.iv)
+        if self.mono is not None:
+            return 1 if self.mono[0] > 0 else -1
+        return _iv_sign(self.iv)
+
+    def interval(self, prec: int) -> Interval:
+        """An interval containing the value, about ``2^-prec`` of it wide.
+
+        Each part is computed only as precisely as the whole needs it (a
+        summand 10^-300 times smaller than the sum needs 1,000 bits less; the
+        argument of ``exp`` needs absolute precision), so a tiny part of an
+        entry costs little however many operations it holds.  No recursion:
+        a left-leaning chain of a thousand sums is fine.
+        """
+        if prec <= WORK_PREC:
+            return self.iv
+        if self.fine is not None and self.fine[0] == prec:
+            return self.fine[1]
+        nodes: list[Value] = []  # every node, parents before their operands
+        stack: list[Value] = [self]
+        while stack:
+            v = stack.pop()
+            nodes.append(v)
+            if v.tree is not None:
+                stack.extend(k for k in v.tree[1:] if isinstance(k, Value))
+        # errors of n operations add up to n ulps at most: log2(n) guard bits, once, at the top
+        req: dict[int, int] = {id(self): prec + len(nodes).bit_length() + 4}
+        for v in nodes:
+            if v.tree is None:
+                continue
+            op, r = v.tree[0], req[id(v)]
+            lv = _lg_iv(v.iv)
+            for k in v.tree[1:]:
+                if not isinstance(k, Value):
+                    continue
+                lk = _lg_iv(k.iv)
+                if op in ("+", "-") and lk is not None and lv is not None:
+                    need = r + lk - lv + 1  # the same absolute precision as the sum
+                elif op == "exp":
+                    need = r + max(0, lk or 0) + 1  # absolute precision of the argument
+                elif op == "pow":
+                    need = r + v.tree[2].bit_length()
+                else:
+                    need = r + 1
+                req[id(k)] = max(req.get(id(k), 0), min(MAX_EVAL_PREC, max(64, need)))
+        order = nodes
+        memo: dict[int, Interval] = {}
+        forms: dict[tuple[Any, ...], Interval] = {}  # exact forms met twice (exp(3/7) in two sums) cost once
+        for v in reversed(order):
+            if id(v) not in memo:
+                p = req[id(v)]
+                if v.tree is None:
+                    p = -(-p // 64) * 64  # whole words: two copies of exp(3/7) ask alike
+                    key = (v.lin, v.mono, p)
+                    got = forms.get(key)
+                    if got is None:
+                        got = forms[key] = _exact_iv(v, p)
+                    memo[id(v)] = got
+                else:
+                    memo[id(v)] = _apply(v.tree, memo, p)
+        self.fine = (prec, memo[id(self)])
+        return self.fine[1]
+
+
+def _exact_iv(v: Value, prec: int) -> Interval:
+    if v.lin is not None:
+        q = v.fraction
+        return _iv_q(q, prec) if q is not None else _iv_lin(v.lin, prec)
+    assert v.mono is not None
+    return _iv_mono(v.mono, prec)
+
+
+def _apply(tree: tuple[Any, ...], memo: dict[int, Interval], prec: int) -> Interval:
+    op = tree[0]
+    a = memo[id(tree[1])]
+    if op == "+":
+        return _I.mpi_add(a, memo[id(tree[2])], prec)
+    if op == "-":
+        return _I.mpi_sub(a, memo[id(tree[2])], prec)
+    if op == "*":
+        return _I.mpi_mul(a, memo[id(tree[2])], prec)
+    if op == "/":
+        return _I.mpi_div(a, memo[id(tree[2])], prec)
+    if op == "neg":
+        return _I.mpi_neg(a, prec)
+    if op == "sqrt":
+        return _iv_sqrt(a, prec)
+    if op == "exp":
+        return _iv_exp(a, prec)
+    assert op == "pow"
+    return _I.mpi_pow_int(a, tree[2], prec)
+
+
+def _exact_lin(lin: Lin, iv: Interval | None = None) -> Value:
+    if not lin:
+        return Value((_L.fzero, _L.fzero), ())
+    if len(lin) == 1 and lin[0][0] == 1:
+        return Value(_iv_q(lin[0][1], WORK_PREC), lin)
+    return Value(iv if iv is not None else _iv_lin(lin, WORK_PREC), lin)
+
+
+def _exact_mono(m: Mono, iv: Interval | None = None) -> Value:
+    return Value(iv if iv is not None else _iv_mono(m, WORK_PREC), mono=m)
+
+
+def rational(q: Fraction) -> Value:
+    """A rational value (a number literal).  Raises :class:`Refused` over the bound."""
+    load()
+    if not q:
+        return Value((_L.fzero, _L.fzero), ())
+    _check(q)
+    p, d = q.numerator, q.denominator
+    if p.bit_length() - d.bit_length() > 996 and abs(q) > _TOP_Q:  # 2^996 < 1e300 < 2^997
+        raise Refused("answer.too_large")
+    return Value(_iv_q(q, WORK_PREC), ((1, q),))
+
+
+_TOP_Q = Fraction(MAX_MAGNITUDE)
+
+
+_E: Value | None = None
+
+
+def e() -> Value:
+    """The constant e (one shared value: values are never changed once built)."""
+    global _E
+    load()
+    if _E is None:
+        _E = _exact_mono((Fraction(1), 1, ((1, Fraction(1)),)))
+    return _E
+
+
+def _bounded(v: Value) -> Value:
+    """Refuse a value beyond :data:`MAX_MAGNITUDE` or (not rational, not zero) below 10^-600."""
+    _check_iv(v.iv, v.fraction is not None)
+    return v
+
+
+def _check_iv(iv: Interval, rational: bool) -> None:
+    lo, hi = iv
+    lg_lo, lg_hi = _lg(lo), _lg(hi)
+    if (lg_lo is not None and lg_hi is not None and max(lg_lo, lg_hi) < 990
+            and (rational or min(lg_lo, lg_hi) > -1990) and _L.mpf_sign(lo) == _L.mpf_sign(hi)):
+        return  # well inside both bounds
+    L = _L
+    big = L.mpf_abs(lo) if L.mpf_cmp(L.mpf_abs(lo), L.mpf_abs(hi)) > 0 else L.mpf_abs(hi)
+    if L.mpf_cmp(big, _TOP) > 0:
+        mid = L.to_float(_I.mpi_mid(iv, 64))
+        if not abs(mid) <= MAX_MAGNITUDE:
+            raise Refused("answer.too_large")
+    if not rational and not _contains_zero(iv) and L.mpf_cmp(big, _FLOOR) < 0:
+        raise Refused("answer.too_small", limit=MIN_MAGNITUDE_EXP10)
+
+
+# --- operations ---------------------------------------------------------------------------
+
+
+def add(a: Value, b: Value, sign: int = 1) -> Value:
+    """``a + b`` (``sign = -1``: ``a - b``)."""
+    qa, qb = a.fraction, b.fraction
+    if qa is not None and qb is not None:
+        return rational(qa + qb if sign > 0 else qa - qb)
+    iv = _I.mpi_add(a.iv, b.iv, WORK_PREC) if sign > 0 else _I.mpi_sub(a.iv, b.iv, WORK_PREC)
+    v: Value | None = None
+    if a.lin is not None and b.lin is not None:
+        lin = lin_add(a.lin, b.lin, sign)
+        if lin is not None:
+            v = _exact_lin(lin, iv)
+    elif a.mono is not None and b.mono is not None:
+        (r1, n1, l1), (r2, n2, l2) = a.mono, b.mono
+        if lin_add(l1, l2, -1) == ():  # the same exp(L): add the r·√n parts
+            part = lin_add(((n1, r1),), ((n2, r2),), sign)
+            if part is not None and len(part) <= 1:
+                v = _exact_lin(()) if not part else _exact_mono((part[0][1], part[0][0], l1), iv)
+    if v is None:
+        v = Value(iv, tree=("+" if sign > 0 else "-", a, b))
+    return _bounded(v)
+
+
+def neg(a: Value) -> Value:
+    q = a.fraction
+    if q is not None:
+        return rational(-q)
+    iv = _I.mpi_neg(a.iv)
+    if a.lin is not None:
+        v = Value(iv, tuple((n, -c) for n, c in a.lin))
+    elif a.mono is not None:
+        v = Value(iv, mono=(-a.mono[0], a.mono[1], a.mono[2]))
+    else:
+        v = Value(iv, tree=("neg", a))
+    return v
+
+
+def _product(a: Value, b: Value, iv: Interval) -> Value | None:
+    """``a·b`` in an exact form, or ``None``."""
+    if a.lin is not None and b.lin is not None:
+        lin = lin_mul(a.lin, b.lin)
+        return None if lin is None else _exact_lin(lin, iv)
+    ma, mb = _as_mono(a), _as_mono(b)
+    if ma is not None and mb is not None:
+        return _mono_mul(ma, mb, iv)
+    return None
+
+
+def mul(a: Value, b: Value) -> Value:
+    qa, qb = a.fraction, b.fraction
+    if qa is not None and qb is not None:
+        return rational(qa * qb)
+    if qa == 0 or qb == 0:  # 0·x is 0 exactly, whatever x is
+        return rational(Fraction(0))
+    iv = _I.mpi_mul(a.iv, b.iv, WORK_PREC)
+    v = _product(a, b, iv) or Value(iv, tree=("*", a, b))
+    if v.lin == ():
+        v.iv = (_L.fzero, _L.fzero)
+    return _bounded(v)
+
+
+def div(a: Value, b: Value) -> Value:
+    """``a / b``; refuses a divisor that is (or is taken as) zero."""
+    if b.sign() == 0:
+        raise Refused("answer.div_zero" if b.exact else "answer.div_near_zero")
+    qa, qb = a.fraction, b.fraction
+    if qa is not None and qb is not None:
+        return rational(qa / qb)
+    if qa == 0:
+        return rational(Fraction(0))
+    iv = _I.mpi_div(a.iv, b.iv, WORK_PREC)
+    inverse: Value | None = None
+    if b.lin is not None:
+        inv = lin_inverse(b.lin)
+        if inv is not None:
+            inverse = Value(iv, inv)  # only its exact form is used
+    elif b.mono is not None:
+        inverse = Value(iv, mono=_mono_inverse(b.mono))
+    v = _product(a, inverse, iv) if inverse is not None else None
+    if v is None:
+        v = Value(iv, tree=("/", a, b))
+    return _bounded(v)
+
+
+def sqrt(a: Value) -> Value:
+    """``√a``; refuses a negative ``a``; 0 when ``a`` is (taken as) zero."""
+    s = a.sign()
+    if s < 0:
+        raise Refused("answer.sqrt_negative")
+    if s == 0:
+        return rational(Fraction(0))
+    iv = _iv_sqrt(a.iv, WORK_PREC)
+    v: Value | None = None
+    q = a.fraction
+    if q is not None:
+        c, n = _sqrt_q(q)
+        v = _exact_lin(((n, c),), iv)
+    elif a.mono is not None and a.mono[1] == 1:  # √(r·exp(L)) = √r·exp(L/2)
+        c, n = _sqrt_q(a.mono[0])
+        v = _exact_mono((c, n, _lin_scale(a.mono[2], Fraction(1, 2))), iv)
+    if v is None:
+        v = Value(iv, tree=("sqrt", a))
+    return _bounded(v)
+
+
+def exp(a: Value, limit: float) -> Value:
+    """``exp(a)``; refuses ``|a| > limit``."""
+    if not abs(a.float()) <= limit:
+        raise Refused("answer.exp_range", limit=int(limit))
+    iv = _iv_exp(a.iv, WORK_PREC)
+    if a.lin is not None:
+        v = _exact_mono((Fraction(1), 1, a.lin), iv) if a.lin else rational(Fraction(1))
+    else:
+        v = Value(iv, tree=("exp", a))
+    return _bounded(v)
+
+
+def power(a: Value, k: Fraction) -> Value:
+    """``a^k`` for a whole or half ``k`` (the parser bounds ``|k|``).
+
+    Refuses a half power of a negative number, a negative power of zero, and a
+    result over the bounds -- estimated *before* computing it.
+    """
+    s = a.sign()
+    if k.denominator == 2 and s < 0:
+        raise Refused("answer.sqrt_negative")
+    if s == 0 and k < 0:
+        raise Refused("answer.div_zero" if a.exact else "answer.div_near_zero")
+    if s == 0:
+        return rational(Fraction(1 if k == 0 else 0))
+    if k.denominator == 2:
+        a, k = sqrt(a), k * 2
+    m = int(k)
+    if m == 0:
+        return rational(Fraction(1))
+    if m < 0:
+        a, m = div(rational(Fraction(1)), a), -m
+    if m == 1:
+        return a
+    q = a.fraction
+    if q is not None:
+        if (_bits(q) - 2) * m > MAX_EXACT_BITS:
+            _check_iv(_I.mpi_pow_int(a.iv, m, WORK_PREC), True)  # (10^50)^64: too large, not just long
+            raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
+        return rational(q**m)
+    iv = _I.mpi_pow_int(a.iv, m, WORK_PREC)
+    _check_iv(iv, a.fraction is not None)  # the magnitude first: (10^50)^64 is too large, whatever its digits
+    _check_power_size(a, m)
+    v: Value | None = None
+    if a.lin is not None or a.mono is not None:
+        v = _exact_power(a, m, iv)
+    if v is None:
+        v = Value(iv, tree=("pow", a, m))
+    return _bounded(v)
+
+
+def _check_power_size(a: Value, m: int) -> None:
+    """Refuse ``a^m`` when its exact form would surely exceed the bound."""
+    if a.lin is not None:
+        terms = a.lin
+    elif a.mono is not None:
+        terms = ((a.mono[1], a.mono[0]),)
+    else:
+        return
+    biggest = max((_bits(c) + n.bit_length() // 2 for n, c in terms), default=0)
+    if len(terms) == 1 and (biggest - 2) * m > MAX_EXACT_BITS:
+        raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
+
+
+def _exact_power(a: Value, m: int, iv: Interval) -> Value | None:
+    if a.mono is not None:
+        r, n, lin = a.mono
+        rr = _check(r**m)
+        if n != 1:  # (√n)^m = n^(m//2)·√n^(m%2)
+            half, odd = divmod(m, 2)
+            rr = _check(rr * n**half)
+            if not odd:
+                n = 1
+        lin2 = _lin_scale(lin, Fraction(m))
+        return _exact_mono((rr, n, lin2), iv)
+    assert a.lin is not None
+    result: Lin | None = ((1, Fraction(1)),)
+    base: Lin | None = a.lin
+    while m and result is not None and base is not None:
+        if m & 1:
+            result = lin_mul(result, base)
+        m >>= 1
+        if m:
+            base = lin_mul(base, base)
+    if result is None or base is None:
+        return None
+    return _exact_lin(result, iv)
+
+
+# --- comparing with a true value ----------------------------------------------------------
+
+
+def equals_exact(v: Value, true: Any) -> bool:
+    """Whether ``v`` is exactly the true value ``true`` (a :class:`tutor.exactnum.Exact`).
+
+    Decided exactly where the forms allow:
+
+    * a rational true value (:class:`~tutor.exactnum.Rat`) and ``v`` with a
+      ``lin`` form: the rationals compare as fractions (a ``lin`` with a
+      square root is irrational: never equal);
+    * a surd ``q·√t`` (:class:`~tutor.exactnum.Surd`) and a ``lin``: equal
+      exactly when ``v`` is one term ``c·√n`` with the sign of ``q`` and
+      ``c²·n = q²·t``.
+
+    Anything else -- a softmax value (:class:`~tutor.exactnum.Mix`,
+    :class:`~tutor.exactnum.MixSum`), or an entry with ``exp`` or a quotient
+    of sums -- is compared numerically.  Intervals at 256 bits that do not
+    overlap decide "not equal" at once (a wrong answer costs nothing more);
+    otherwise ``v`` is evaluated to :data:`CHECK_PREC` = 2,112 bits of
+    relative precision (each part only as precisely as the whole needs it)
+    and equals the true value when they agree to that precision.  A value
+    that intervals cannot narrow to 2^-2112 of the true value by
+    :data:`MAX_EVAL_PREC` bits is not equal: an exact claim must be
+    checkable; a true value 0 is equalled by a ``v`` that 2,176-bit
+    intervals cannot tell from zero (the parser's own rule, taken further).
+
+    Why distinct values cannot collide in practice: every part an entry is
+    made of is at least 10^-600 in magnitude -- a rational has at most 600
+    digits, so a nonzero one is at least 10^-599, and any other value below
+    10^-600 is refused -- and the true values of the engine are far below
+    10^10.  An entry that differs from the true value by one of its parts
+    (an added term, a factor ``1 + t``, a shifted exponent ``exp(a + t)``)
+    therefore differs from it by more than 2^-2048 relatively, which 2,112
+    bits see.  Only a construction whose parts cancel to far below 10^-600
+    (a Taylor remainder such as ``exp(t) - 1 - t - t²/2``) could hide a
+    difference; no value a person computes by hand does.
+    """
+    from .exactnum import NegInf, Rat, Surd
+
+    load()
+    if isinstance(true, NegInf):
+        return False
+    if isinstance(true, Rat) and v.lin is not None:
+        return v.fraction == true.q
+    if isinstance(true, Surd) and v.lin is not None:
+        if len(v.lin) != 1:
+            return False
+        n, c = v.lin[0]
+        return (c > 0) == (true.q > 0) and c * c * n == true.q * true.q * true.t
+    if not _overlap(v.iv, _true_ball(true, WORK_PREC - 16)):
+        return False
+    zero = isinstance(true, Rat) and true.q == 0
+    ball = _true_ball(true, CHECK_PREC + 32)
+    work = CHECK_PREC + 64
+    while work <= MAX_EVAL_PREC:
+        got = v.interval(work)
+        if zero:
+            return _contains_zero(got)
+        if _narrow(got, CHECK_PREC):
+            return _overlap(got, ball)
+        work *= 2
+    return False
+
+
+def _narrow(a: Interval, prec: int) -> bool:
+    """Whether ``a`` is a point or at most ``2^-prec`` of its magnitude wide."""
+    width = _I.mpi_delta(a, 64)
+    if not width[1]:
+        return True
+    lg = _lg_iv(a)
+    lw = _lg(width)
+    return lg is not None and lw is not None and lw <= lg - prec
+
+
+def _overlap(a: Interval, b: Interval) -> bool:
+    return _L.mpf_cmp(a[0], b[1]) <= 0 and _L.mpf_cmp(b[0], a[1]) <= 0
+
+
+def _true_ball(true: Any, prec: int) -> Interval:
+    """An interval around an exact engine value at about ``prec`` bits; its width is
+    estimated from two evaluations 40 bits apart (softmax sums may cancel)."""
+    from .exactnum import Rat, Surd
+
+    if isinstance(true, Rat):
+        return _iv_q(true.q, prec)
+    if isinstance(true, Surd):
+        return _I.mpi_mul(_iv_q(true.q, prec), _iv_root(true.t, prec), prec)
+    digits = int(prec * 0.30103) + 5
+    a = true.precise_value(digits)._mpf_
+    b = true.precise_value(digits + 12)._mpf_
+    L = _L
+    slack = L.mpf_add(L.mpf_abs(L.mpf_sub(a, b, prec + 16)), L.mpf_shift(L.mpf_abs(b), -prec), prec + 16, L.round_ceiling)
+    return L.mpf_sub(b, slack, prec + 16, L.round_floor), L.mpf_add(b, slack, prec + 16, L.round_ceiling)
