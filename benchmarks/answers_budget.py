@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from tutor.answers import MAX_ENTRY_CHARS, MAX_MATRIX_CHARS, close, parse_entry, parse_matrix  # noqa: E402
 from tutor.catalog import resolve  # noqa: E402
 from tutor.errors import AnswerError  # noqa: E402
-from tutor.exact import solve  # noqa: E402
+from tutor.steps import solve  # noqa: E402
 
 BUDGET = 0.100  # seconds per entry
 PRIMES = [p for p in range(2, 2000) if all(p % d for d in range(2, int(p**0.5) + 1))]

@@ -29,7 +29,7 @@ from tutor.answers import close, equals_exactly, parse_entry, parse_matrix
 from tutor.catalog import resolve
 from tutor.cli import main
 from tutor.errors import AnswerError
-from tutor.exact import solve
+from tutor.steps import solve
 from tutor.exactnum import NEG_INF, Mix, MixSum, Rat, SoftmaxRow, Surd, mix
 from tutor.quiz import Answer, handle, start
 

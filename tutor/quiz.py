@@ -39,11 +39,9 @@ from .answers import (
     parse_row,
 )
 from .errors import AnswerError
-from .exactnum import Exact, frac_text
+from .exactnum import Exact
 from .messages import t
-from .model import Matrix as FracMatrix
-from .steps import Solution, Step
-from .steps import worked_entry
+from .steps import KINDS, Input, Solution, Step, worked_entry
 
 if TYPE_CHECKING:
     from .diagnose import Diagnosis
@@ -104,21 +102,6 @@ def read_event(line: str) -> Answer | Command:
 
 
 # --- effects ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Input:
-    """A matrix a step needs, as the prompt shows it: exact texts, floats and labels."""
-
-    name: str
-    exact: tuple[tuple[str, ...], ...]
-    value: tuple[tuple[float, ...], ...]
-    row_labels: tuple[str, ...]
-    col_labels: tuple[str, ...]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (len(self.exact), len(self.exact[0]))
 
 
 @dataclass(frozen=True)
@@ -459,8 +442,8 @@ def _rows_text(rows: Answered) -> str:
 
 def blocked_cells(sol: Solution, step: Step) -> frozenset[Cell]:
     """The cells of ``step`` whose value a mask fixes exactly: the keys a query may not attend
-    to, in ``masked`` (``-inf``) and ``weights`` (``0``).  Every other step, and an exercise
-    without a mask, has none.
+    to, in the steps whose kind says what a mask fixes there (:attr:`tutor.steps.StepKind.fixed_by_mask`:
+    ``masked`` ``-inf``, ``weights`` ``0``).  Every other step, and an exercise without a mask, has none.
 
     These entries are exact by construction, not computed, so no rounding
     tolerance applies to them: a weight of 0.0035 on a masked key is wrong.
@@ -469,7 +452,7 @@ def blocked_cells(sol: Solution, step: Step) -> frozenset[Cell]:
     a decimal near them is an honest rounding of a computation.
     """
     allowed = sol.exercise.allowed()  # [L, L_k], True = may attend
-    if allowed is None or step.id not in ("masked", "weights"):
+    if allowed is None or KINDS[step.id].fixed_by_mask is None:
         return frozenset()
     return frozenset((i, j) for i, row in enumerate(allowed) for j, ok in enumerate(row) if not ok)
 
@@ -605,61 +588,13 @@ def _prompt(state: State) -> Prompt:
 
 def result_name(step: Step) -> str:
     """The name of a step's result: ``Q``, ``scores``, ``head_1``, ``output``."""
-    return step.result.name
-
-
-def _frac_input(name: str, m: FracMatrix, rows: Sequence[str], cols: Sequence[str]) -> Input:
-    return Input(name, tuple(tuple(frac_text(x) for x in row) for row in m),
-                 tuple(tuple(float(x) for x in row) for row in m), tuple(rows), tuple(cols))
-
-
-def _step_input(step: Step, name: str | None = None) -> Input:
-    return Input(name or result_name(step), tuple(tuple(str(e) for e in row) for row in step.exact),
-                 step.value, step.row_labels, step.col_labels)
-
-
-def _dims(prefix: str, n: int) -> tuple[str, ...]:
-    return tuple(f"{prefix}{i + 1}" for i in range(n))
+    return step.name
 
 
 def inputs_for(sol: Solution, step: Step) -> tuple[Input, ...]:
     """The matrices ``step`` is computed from, as the learner has them (the right values
     of the earlier steps): e.g. ``Q`` and ``K`` for ``scores``, ``X``, ``W_Q`` (and ``b_Q``) for ``q``."""
-    ex = sol.exercise
-    h = step.head
-    if step.id in ("q", "k", "v"):
-        hd = ex.heads[h or 0]
-        sym = step.id.upper()
-        w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[step.id]
-        x, x_name, labels = (ex.x, "X", ex.query_labels) if step.id == "q" or not ex.is_cross else (ex.kv, "X_kv", ex.key_labels)
-        out = [_frac_input(x_name, x, labels, _dims("d", len(x[0]))),
-               _frac_input(f"W_{sym}", w, _dims("r", len(w)), _dims("d", len(w[0])))]
-        if b is not None:
-            out.append(_frac_input(f"b_{sym}", (b,), ("",), _dims("d", len(b))))
-        return tuple(out)
-    if step.id == "scores":
-        return (_step_input(sol.step("q", h)), _step_input(sol.step("k", h)))
-    if step.id == "scaled":
-        return (_step_input(sol.step("scores", h)),)
-    if step.id == "masked":
-        allowed = ex.allowed()
-        assert allowed is not None
-        m = Input("M", tuple(tuple("0" if a else "-inf" for a in row) for row in allowed),
-                  tuple(tuple(0.0 if a else -math.inf for a in row) for row in allowed), ex.query_labels, ex.key_labels)
-        return (_step_input(sol.step("scaled", h)), m)
-    if step.id == "weights":
-        return (_step_input(sol.step("masked" if ex.has_mask else "scaled", h)),)
-    if step.id == "head_output":
-        return (_step_input(sol.step("weights", h)), _step_input(sol.step("v", h)))
-    if step.id == "concat":
-        return tuple(_step_input(sol.step("head_output", hh)) for hh in range(ex.num_heads))
-    # output
-    assert ex.w_o is not None
-    src = sol.step("concat", None) if ex.num_heads > 1 else sol.step("head_output", 0)
-    out = [_step_input(src), _frac_input("W_O", ex.w_o, _dims("r", len(ex.w_o)), _dims("o", len(ex.w_o[0])))]
-    if ex.b_o is not None:
-        out.append(_frac_input("b_O", (ex.b_o,), ("",), _dims("o", len(ex.b_o))))
-    return tuple(out)
+    return KINDS[step.id].given(sol, step)
 
 
 def _present(state: State) -> Present:

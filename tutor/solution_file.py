@@ -50,7 +50,7 @@ from .errors import AnswerError, ExerciseError, NotFoundError, Problem
 from .exercise import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
 from .model import Exercise
-from .steps import HEAD_STEPS, LAYER_STEPS, StepId
+from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, keys
 from .yamlread import Document, describe, parse_yaml, read_text
 from .yamlread import Path as YPath
 
@@ -104,7 +104,7 @@ class GivenStep:
     and ``column`` (1-based) where its value starts.
     """
 
-    id: StepId
+    id: str
     head: int | None
     entries: tuple[tuple[Entry | NanEntry | None, ...], ...]
     field: str
@@ -177,22 +177,6 @@ class SolutionFile:
             if s.id == id and s.head == head:
                 return s
         return None
-
-
-def _order(ex: Exercise) -> list[tuple[str, int | None]]:
-    out: list[tuple[str, int | None]] = [(s, h) for h in range(ex.num_heads) for s in HEAD_STEPS]
-    return out + [(s, None) for s in LAYER_STEPS]
-
-
-def step_exists(ex: Exercise, id: str, head: int | None) -> bool:
-    """Whether the exercise has the step: ``masked`` needs a mask, ``concat`` two heads, ``output`` w_o."""
-    if id == "masked":
-        return ex.has_mask
-    if id == "concat":
-        return ex.num_heads > 1
-    if id == "output":
-        return ex.w_o is not None
-    return True
 
 
 class _Reader:
@@ -342,7 +326,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
     found: dict[tuple[str, int | None], GivenStep] = {}
 
     def take(path: YPath, id: str, head: int | None, value: Any) -> None:
-        if not step_exists(ex, id, head):
+        if not KINDS[id].exists(ex):
             r.add(path, t(f"solution.no_step.{id}"), key=True)
             return
         m = r.matrix(path, value)
@@ -393,7 +377,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
         r.add((), t("solution.no_steps"), t("solution.empty.hint"))
     if r.problems:
         raise ExerciseError(r.problems)
-    steps = tuple(found[k] for k in _order(ex) if k in found)
+    steps = tuple(found[k] for k in keys(ex) if k in found)
     return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""),
                         tuple(doc.warnings))
 

@@ -8,13 +8,11 @@ solution where they disagree.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .errors import EngineMismatchError
 from .messages import t
-from .steps import Solution
+from .steps import KINDS, Solution
 
 RTOL = 1e-9
 ATOL = 1e-9
@@ -37,28 +35,14 @@ def _compare(sol: Solution, step_id: str, head: int | None, reference: np.ndarra
 def verify(sol: Solution) -> None:
     """Check every step of ``sol`` against the NumPy core to ``1e-9`` (relative and absolute).
 
-    Raises :class:`tutor.errors.EngineMismatchError` naming the first step,
-    head and entry where the engines disagree (a bug in one of them).
+    Each step is read off the batched layer's run by its kind
+    (:meth:`tutor.steps.StepKind.production`).  Raises
+    :class:`tutor.errors.EngineMismatchError` naming the first step, head and
+    entry where the engines disagree (a bug in one of them).
     """
-    from .numeric import run_exercise
+    from . import numeric
 
     ex = sol.exercise
-    run = run_exercise(ex)  # q, k, v [H, L, d]; scores, weights [H, L, L_k]; context [L, H·d_v]
-    allowed = ex.allowed()
-    offset = 0
-    for h, head in enumerate(ex.heads):
-        _compare(sol, "q", h, run.q[h])
-        _compare(sol, "k", h, run.k[h])
-        _compare(sol, "v", h, run.v[h])
-        scaled = run.scores[h]  # [L, L_k], already divided by √d_k
-        _compare(sol, "scores", h, scaled * math.sqrt(head.d_k))
-        _compare(sol, "scaled", h, scaled)
-        if allowed is not None:
-            _compare(sol, "masked", h, np.where(np.array(allowed, dtype=bool), scaled, -np.inf))
-        _compare(sol, "weights", h, run.weights[h])
-        _compare(sol, "head_output", h, run.context[:, offset:offset + head.d_v])
-        offset += head.d_v
-    if ex.num_heads > 1:
-        _compare(sol, "concat", None, run.context)
-    if ex.w_o is not None:
-        _compare(sol, "output", None, run.output)
+    run = numeric.run_exercise(ex)  # q, k, v [H, L, d]; scores, weights [H, L, L_k]; context [L, H·d_v]
+    for step in sol.steps:
+        _compare(sol, step.id, step.head, KINDS[step.id].production(run, ex, step.head))

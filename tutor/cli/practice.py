@@ -54,15 +54,10 @@ def _answer_stream() -> TextIO:
 
 
 def step_kinds(ex: Exercise) -> set[str]:
-    """The step ids an exercise has, without solving it (the contract's rules)."""
-    kinds = {"q", "k", "v", "scores", "scaled", "weights", "head_output"}
-    if ex.has_mask:
-        kinds.add("masked")
-    if ex.num_heads > 1:
-        kinds.add("concat")
-    if ex.w_o is not None:
-        kinds.add("output")
-    return kinds
+    """The step ids an exercise has, without solving it (the catalogue's rules)."""
+    from ..steps import CATALOGUE
+
+    return {k.id for k in CATALOGUE if k.exists(ex)}
 
 
 def _recommend(store: Store | None, folders: Sequence[Path] = ()):  # -> tuple[Stats, Recommendation | None]
@@ -98,10 +93,10 @@ def practice(
 ) -> None:
     from ..answers import DEFAULT_TOLERANCE
     from ..catalog import resolve
-    from ..steps import solve
     from ..messages import plural
     from ..quiz import Settings, select, start
     from ..render.quiz import QuizRenderer
+    from ..steps import solve
     from ..store import Recorder, Store
 
     chosen = _parse_steps(steps)

@@ -19,19 +19,12 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..check import (
-    CARRIED,
-    INDEPENDENT,
-    ROUNDING,
-    Report,
-    StepCheck,
-    cell_name,
-    inputs,
-    label,
-)
+from ..check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
 from ..diagnose import num_text
 from ..exactnum import Rat
 from ..messages import plural, t
+from ..plausibility import cell_name, label
+from ..steps import inputs
 from ..textsafe import shown
 from .text import asciify
 
@@ -155,7 +148,7 @@ class CheckRenderer:
             self.line("• " + t("check.follows.not_given", steps=", ".join(missing)), indent=4)
 
     def inputs(self, r: Report, s: StepCheck) -> str:
-        return ", ".join(self.name(r, k) for k in inputs(r.exercise, *s.key))
+        return ", ".join(self.name(r, k) for k in inputs(r.exercise, s.key))
 
     # -- whole report --------------------------------------------------------------
     def report(self, r: Report) -> None:

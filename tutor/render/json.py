@@ -12,9 +12,8 @@ import math
 from typing import Any
 
 from ..exactnum import frac_text
-from ..messages import t
 from ..model import Exercise, Matrix, Vector
-from ..steps import Solution, Step
+from ..steps import KINDS, Solution, Step
 
 
 def _m(m: Matrix | None) -> list[list[str]] | None:
@@ -60,7 +59,7 @@ def step_dict(step: Step) -> dict[str, Any]:
     return {
         "id": step.id,
         "head": step.head,
-        "title": t(f"step.{step.id}.title"),
+        "title": KINDS[step.id].title,
         "formula": step.formula,
         "shape": list(step.shape),
         "annotation": step.annotation(),

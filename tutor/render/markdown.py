@@ -18,13 +18,14 @@ import math
 import re
 from collections.abc import Sequence
 from fractions import Fraction
+from string import Template
 from typing import TYPE_CHECKING
 
+from ..decimals import fixed
 from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..messages import t
 from ..model import Exercise, Matrix
-from ..steps import Operand, Solution, Step
-from ..decimals import fixed
+from ..steps import KINDS, Operand, Solution, Step
 from .text import reflow, why
 
 if TYPE_CHECKING:
@@ -165,32 +166,21 @@ def annotation(step: Step) -> str:
 
 
 def formula(step: Step, ex: Exercise) -> str:
-    """The step's formula in LaTeX (the same formula as :attr:`Step.formula`)."""
+    """The step's formula in LaTeX (the same formula as :attr:`Step.formula`), from its kind's template.
+
+    A kind without a template is the product of its operands (``Q = X W_Q + b_Q``).
+    """
     names = [o.name for o in step.operands]
     bias = next((tex_name(n) for n in names if n.startswith("b_")), None)
-    plus = f" + {bias}" if bias else ""
-    if step.id in ("q", "k", "v"):
-        return rf"{tex_name(step.result.name)} = {tex_name(names[0])} {tex_name(names[1])}{plus}"
-    if step.id == "scores":
-        return r"\text{scores} = Q K^\top"
-    if step.id == "scaled":
-        d_k = ex.heads[step.head or 0].d_k
-        root = names[1][1:]  # "√2" -> "2"
-        return rf"\text{{scaled}} = \frac{{\text{{scores}}}}{{\sqrt{{d_k}}}}, \quad \sqrt{{d_k}} = \sqrt{{{d_k}}}" + (
-            "" if root == str(d_k) else rf" = {_sqrt_latex(d_k)}")
-    if step.id == "masked":
-        return (r"\text{masked} = \text{scaled} + M, \quad M_{ij} = "
-                r"\begin{cases} 0 & \text{if query } i \text{ may attend key } j \\ -\infty & \text{otherwise} \end{cases}")
-    if step.id == "weights":
-        src = rf"\text{{{names[0]}}}"
-        return rf"\text{{weights}}_{{ij}} = \frac{{\exp({src}_{{ij}})}}{{\sum_k \exp({src}_{{ik}})}}"
-    if step.id == "head_output":
-        return rf"\text{{head}}_{{{step.head}}} = \text{{weights}}\, V"
-    if step.id == "concat":
-        return r"\text{concat} = [" + ", ".join(tex_name(n) for n in names) + "]"
-    if step.id == "output":
-        return rf"\text{{output}} = {tex_name(names[0])}\, W_{{O}}{plus}"
-    return step.formula
+    template = KINDS[step.id].latex or "$result = $op0 $op1$plus"
+    d_k = ex.heads[step.head or 0].d_k
+    fields = {
+        "result": tex_name(step.name), "op0": tex_name(names[0]), "op1": tex_name(names[1]) if len(names) > 1 else "",
+        "plus": f" + {bias}" if bias else "", "operands": ", ".join(tex_name(n) for n in names),
+        "head": str(step.head), "src": names[0], "d_k": str(d_k),
+        "root": "" if _sqrt_latex(d_k) == rf"\sqrt{{{d_k}}}" else f" = {_sqrt_latex(d_k)}",
+    }
+    return Template(template).substitute(fields)
 
 
 def _sqrt_latex(n: int) -> str:
@@ -247,9 +237,9 @@ class MarkdownRenderer:
 
     def step(self, number: int, step: Step, ex: Exercise) -> None:
         """One step: its title, formula, shape annotation, values (or blanks) and why it is there."""
-        self.add(f"### {number}. {t(f'step.{step.id}.title')}", "")
+        self.add(f"### {number}. {KINDS[step.id].title}", "")
         self.add(f"${formula(step, ex)}$", "", f"${annotation(step)}$", "")
-        if step.id == "scores":
+        if KINDS[step.id].axes_note:
             self.add(_escape(t("handout.scores_axes", rows=", ".join(step.row_labels), cols=", ".join(step.col_labels))), "")
         tex, decimals_only = self.values(step)
         self.block(tex)

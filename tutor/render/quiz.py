@@ -21,7 +21,7 @@ from rich.text import Text
 from .. import quiz
 from ..messages import plural, t
 from ..model import Exercise
-from ..steps import Step
+from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pretty
 
@@ -107,7 +107,7 @@ class QuizRenderer:
 
     def head_suffix(self, step: Step, multi_head: bool) -> str:
         """`` (head 1)`` for a per-head step of a multi-head exercise, else nothing."""
-        if multi_head and step.head is not None and step.id != "head_output":
+        if multi_head and step.head is not None and not KINDS[step.id].names_head:
             return t("practice.label.head", head=step.head)
         return ""
 
@@ -298,7 +298,7 @@ def _hint_fields(step: Step) -> dict[str, object]:
     ops = step.operands
     return {"src": ops[0].name, "w": ops[1].name if len(ops) > 1 else "",
             "bias": t("practice.hint.bias", b=ops[2].name) if len(ops) > 2 else "",
-            "d_k": ops[1].name.lstrip("√") if step.id == "scaled" else ""}
+            "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else ""}  # the operand √d_k
 
 
 # --- stats ---------------------------------------------------------------------------

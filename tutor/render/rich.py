@@ -24,7 +24,7 @@ from rich.text import Text
 from ..exactnum import frac_text
 from ..messages import t
 from ..model import Exercise, Matrix
-from ..steps import Solution, Step
+from ..steps import KINDS, Solution, Step
 from ..textsafe import shown
 from .text import asciify, decimal, is_plain, pretty, reflow, why
 
@@ -153,15 +153,16 @@ class RichRenderer:
         return cells, list(listed.items())
 
     def step(self, number: int, step: Step, ex: Exercise) -> None:
-        title = t(f"step.{step.id}.title")
+        kind = KINDS[step.id]
+        title = kind.title
         self.console.print()
         self.line(f"{number}. {title}", "bold")
         self.line(f"   {step.formula}", "cyan")
         self.line(f"   {step.annotation()}", "magenta")
         cells, listed = self.step_cells(step)
         styles = None
-        if step.id in ("masked", "weights"):
-            styles = [["dim" if v == float("-inf") or (step.id == "weights" and v == 0) else "" for v in row] for row in step.value]
+        if kind.fixed_by_mask is not None:  # the entries a mask fixes, dimmed (and readable without colour)
+            styles = [["dim" if v == float("-inf") or v == kind.fixed_by_mask else "" for v in row] for row in step.value]
         self.matrix(cells, step.row_labels, step.col_labels, styles=styles)
         if listed:
             self.line(f"   {t('explain.exact_list')}:", "bold")
@@ -186,7 +187,7 @@ class RichRenderer:
                     self.console.print(Padding(Text(b, overflow="fold"), (0, 0, 0, 7), expand=False))
         for sentence in why(step, ex):
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
-        if step.id == "weights":
+        if kind.heatmap:
             self.heatmap(step)
 
     def heatmap(self, step: Step) -> None:

@@ -6,10 +6,9 @@ import math
 import re
 import unicodedata
 
-from ..messages import t
-from ..model import Exercise
-from ..steps import Step
 from ..decimals import fixed
+from ..model import Exercise
+from ..steps import KINDS, Step
 
 _ASCII = {
     "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",
@@ -67,12 +66,4 @@ def is_plain(exact: str) -> bool:
 
 def why(step: Step, ex: Exercise) -> list[str]:
     """The sentences that say why a step exists (and what a fully masked row gives), for every renderer."""
-    out = []
-    if step.id in ("k", "v") and ex.is_cross:
-        out.append(t("step.k.why.cross"))
-    out.append(t("step.output.why.nohead") if step.id == "output" and ex.num_heads == 1 else t(f"step.{step.id}.why"))
-    if step.id == "masked":
-        full = [step.row_labels[i] for i, row in enumerate(step.value) if all(math.isinf(v) for v in row)]
-        if full:
-            out.append(t("step.masked.why.full", rows=", ".join(full)))
-    return out
+    return KINDS[step.id].why(step, ex)

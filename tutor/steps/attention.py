@@ -204,5 +204,5 @@ HEAD_OUTPUT = StepKind(
     inputs=lambda ex, head: (("weights", head), ("v", head)),
     build=_head_output, varies=frozenset({"values", "round_weights"}), work=_head_output_work,
     given=lambda sol, step: (given_step(sol.step("weights", step.head)), given_step(sol.step("v", step.head))),
-    latex=r"\text{head}_{$head} = \text{weights}\, V", checks=("column_range",),
+    latex=r"\text{head}_{$head} = \text{weights}\, V", checks=("column_range",), names_head=True,
 )

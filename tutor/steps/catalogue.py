@@ -109,7 +109,7 @@ def solve(ex: Exercise) -> Solution:
     return Solution(ex, tuple(bd.steps.values()))
 
 
-Given = Callable[[Key], "tuple[NDArray, NDArray] | None"]
+Given = Callable[[Key], "tuple[NDArray, NDArray, NDArray] | None"]
 
 
 def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None = None) -> Replay:
@@ -120,10 +120,10 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
     absent, and so is everything computed from it.
 
     With ``given`` (``check``): after each step is computed from the values
-    before it, ``given(key)`` may return ``(mid, half)``, the author's own
-    value of that step (``NaN`` where the author left an entry out) and the
-    half-width each entry claims; the author's entries then replace the
-    computed ones for the steps after.  The result's ``computed`` maps each
+    before it, ``given(key)`` may return ``(mid, half, missing)``, the
+    author's own value of that step, the half-width each entry claims, and
+    the entries the author left out (booleans); the author's entries then
+    replace the computed ones for the steps after.  The result's ``computed`` maps each
     key to ``(value from the carried inputs [r, c], slack [r, c])``: what the
     author's inputs give and how far their rounding can move it.
     Source of the math: :mod:`tutor.numeric.replay`.
@@ -148,8 +148,7 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
         r.slack[key] = slack
         author = given(key)
         if author is not None and author[0].shape == value.shape:
-            mid, half = author
-            missing = np.isnan(mid)
+            mid, half, missing = author
             r.values[key] = np.where(missing, value, mid)
             r.slack[key] = np.where(missing, slack, half)
     return r

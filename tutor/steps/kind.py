@@ -87,6 +87,7 @@ class StepKind:
       ``work(sol, step, i, j)``: entry ``(i, j)`` worked out with its products;
       ``given(sol, step)``: the matrices the learner is given for it;
       ``why(step, ex)``: the sentences that say why it is there;
+      ``names_head``: its result's name already says the head (``head_1``);
       ``latex``: its formula for handouts, a template with the fields
       ``{result}``, ``{head}``, ``{src}``, ``{d_k}``, ``{root}`` (``""``: the
       product of its operands); ``fixed_by_mask``: the value a mask forces on
@@ -110,6 +111,7 @@ class StepKind:
     latex: str = ""
     fixed_by_mask: float | None = None
     heatmap: bool = False
+    names_head: bool = False
     axes_note: bool = False
     checks: tuple[str, ...] = ()
 
