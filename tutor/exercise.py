@@ -43,7 +43,7 @@ from pydantic_core import PydanticCustomError
 from . import model
 from .errors import ExerciseError, Problem
 from .messages import t
-from .yamlread import Document, Path, YNum, describe, parse_yaml, read_text
+from .yamlread import Document, Path, YNum, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 
 LIMITS = {"L": 16, "L_k": 16, "d_model": 32, "d_kv": 32, "d_k": 32, "d_v": 32, "d_out": 32, "heads": 8}
 MAX_ENTRY_CHARS = 40
@@ -58,6 +58,7 @@ RADIX = re.compile(r"[-+]?0[oOxXbB][0-9a-fA-F_]+")
 SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
 _NOT_FINITE = re.compile(r"[-+]?\.?(inf|infinity|nan)", re.IGNORECASE)
 YAML11_BOOL = {"yes", "no", "on", "off", "y", "n"}
+MINUS_SIGN = "\u2212"  # typographic minus, as pasted from papers and slides: read as '-' wherever numbers are read
 
 
 def _fail(expected: str, found: Any, hint: str = "") -> PydanticCustomError:
@@ -103,7 +104,7 @@ def _read_entry(value: Any) -> Fraction:
         return Fraction(repr(value))
     if not isinstance(value, str):
         raise bad()
-    text = value.strip()
+    text = value.strip().replace(MINUS_SIGN, "-")
     if len(text) > MAX_ENTRY_CHARS:
         raise bad(t("hint.too_long", limit=MAX_ENTRY_CHARS))
     if m := _DECIMAL.fullmatch(text):
@@ -141,8 +142,12 @@ def _parse_text(value: Any) -> str:
 def _parse_int(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, YNum) and re.fullmatch(r"[-+]?[0-9]+", value):
-        return int(value)
+    if isinstance(value, str) and len(value) > MAX_ENTRY_CHARS:  # never converted: Python refuses over 4,300 digits
+        raise _fail(t("expected.integer"), value, t("hint.too_long", limit=MAX_ENTRY_CHARS))
+    if isinstance(value, str) and (isinstance(value, YNum) or MINUS_SIGN in value):
+        text = value.strip().replace(MINUS_SIGN, "-")
+        if re.fullmatch(r"[-+]?[0-9]+", text):
+            return int(text)
     raise _fail(t("expected.integer"), value)
 
 
@@ -271,8 +276,48 @@ def _related(path: Path, poisoned: set[Path]) -> bool:
     return False
 
 
-def _problems_from(err: ValidationError, doc: Document) -> list[Problem]:
+def _meant(err: ValidationError, data: Any) -> dict[Path, Path]:
+    """Unknown keys that only look like a known field the mapping lacks: ``{key path: field path}``.
+
+    ``x`` written with a Cyrillic ``х``, or ``title`` with a zero-width
+    space: the mistake is reported once, at the unknown key (with the code
+    points and "did you mean"), not a second time as a missing field or a
+    missing form.  (A misspelling such as ``titel`` is only a guess, and its
+    missing field is still reported.)
+    """
+    out: dict[Path, Path] = {}
+    for e in err.errors():
+        path = _clean(e["loc"])
+        if e["type"] != "extra_forbidden" or not path:
+            continue
+        known = _FIELD_NAMES["heads" if "heads" in path else ""]
+        suggestion = ascii_look_alike(str(path[-1]))
+        if suggestion not in known or suggestion == path[-1]:
+            continue
+        parent: Any = data
+        for part in path[:-1]:
+            parent = parent[part] if isinstance(parent, (dict, list)) else None
+        if not isinstance(parent, dict) or suggestion in parent:
+            continue
+        if len(path) == 1 and _other_form(suggestion, parent):
+            continue  # 'wq' beside heads: not the fused form's w_q, which would make the file mix both forms
+        out[path] = path[:-1] + (suggestion,)
+    return out
+
+
+_FUSED = {"num_heads", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v"}
+
+
+def _other_form(name: str, data: dict[str, Any]) -> bool:
+    """True when top-level field ``name`` belongs to the other form than the one ``data`` uses."""
+    if name in _FUSED:
+        return "heads" in data
+    return name == "heads" and any(k in data for k in _FUSED)
+
+
+def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] | None = None) -> list[Problem]:
     problems = []
+    standing_in = set((meant or {}).values())
     for e in err.errors():
         path = _clean(e["loc"])
         kind = e["type"]
@@ -280,15 +325,15 @@ def _problems_from(err: ValidationError, doc: Document) -> list[Problem]:
             continue  # already reported by the YAML pass (a tag, a recursive alias, too deep)
         if kind == "missing" and path[:-1] in doc.merged:
             continue  # probably meant to come from the (reported) merge key
+        if kind == "missing" and path in standing_in:
+            continue  # an unknown key stands for it: reported there, with "did you mean"
         if kind == "tutor":
             problems.append(doc.problem(path, e["ctx"]["message"], e["ctx"].get("hint", "")))
         elif kind == "missing":
             problems.append(doc.problem(path, t("schema.required"), t("schema.required.hint")))
         elif kind == "extra_forbidden":
-            level = "heads" if "heads" in path else ""
-            close = difflib.get_close_matches(str(path[-1]), sorted(_FIELD_NAMES[level]), n=1, cutoff=0.6)
-            hint = t("schema.unknown.hint", suggestion=close[0]) if close else t("schema.unknown.hint.none")
-            problems.append(doc.problem(path, t("schema.unknown"), hint, key=True))
+            problems.append(doc.problem(path, *unknown_field(str(path[-1]), _FIELD_NAMES["heads" if "heads" in path else ""]),
+                                        key=True))
         elif kind == "too_short":
             problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
         elif kind == "literal_error":
@@ -296,6 +341,25 @@ def _problems_from(err: ValidationError, doc: Document) -> list[Problem]:
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
     return problems
+
+
+def _suggest(key: str, known: set[str]) -> str | None:
+    """The known field ``key`` probably stands for: its look-alike ASCII spelling, else the closest name."""
+    looks = ascii_look_alike(key)
+    if looks in known:
+        return looks
+    close = difflib.get_close_matches(looks, sorted(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_field(key: str, known: set[str] | list[str]) -> tuple[str, str]:
+    """The message and hint for an unknown key: the closest known name, and the code points of any
+    invisible or look-alike character in it (``'x\\u200b'``: U+200B ZERO WIDTH SPACE) that explain the error."""
+    names = codepoints(key)
+    close = _suggest(key, set(known))
+    hint = t("schema.unknown.hint", suggestion=close) if close else t("schema.unknown.hint.none")
+    message = t("schema.unknown.codepoints", name=shown(key), names=names) if names else t("schema.unknown")
+    return message, hint
 
 
 def _hint(key: str, **fields: Any) -> str:
@@ -624,8 +688,10 @@ def validate_document(doc: Document) -> Validation:
         f: Any = ExerciseFile.model_validate(doc.value)
         bad: set[Path] = set()
     except ValidationError as err:
-        problems += _problems_from(err, doc)
+        meant = _meant(err, doc.value)
+        problems += _problems_from(err, doc, meant)
         f, bad = _partial(doc.value)
+        bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
     found, ex = _check(f, doc, bad)
     problems += found
     if problems:

@@ -444,6 +444,28 @@ EN: dict[str, str] = {
     "cli.opt.exercises": "A folder of more exercises (an exercise pack); may be repeated. ATTN_TUTOR_PATH adds more.",
     "cli.opt.blank": "A worksheet: the same layout with every step's answer left empty.",
     "cli.opt.export": "Write a standalone page to this file instead: .html, .svg (the terminal output) or .md.",
+    # --- issue 8: files, numbers and shapes (B.3, B.4, C.7, C.8, D.12, G.21, G.23, G.25) ---
+    "file.not_regular": "cannot read the file: it is {kind}, not a regular file",
+    "file.kind.directory": "a directory",
+    "file.kind.fifo": "a named pipe (FIFO)",
+    "file.kind.socket": "a socket",
+    "file.kind.device": "a device",
+    "file.kind.other": "a special file",
+    "file.too_large.at": "the file is {size} bytes, over the limit of {limit}; the limit is passed here",
+    "file.too_large.hint": "an exercise or solution file is a few kilobytes; split or shorten it",
+    "file.not_utf8.at": "the file is not UTF-8 text: byte {byte} here cannot be decoded",
+    "file.not_utf8.hint": "save the file as UTF-8; most editors offer it when saving",
+    "yaml.bad_character": "the character {char} is not allowed in YAML",
+    "yaml.bad_character.hint": "delete it; it may be invisible in your editor",
+    "catalog.file_failed": "this file could not be read ({reason}); the other exercises are still loaded",
+    "catalog.file_failed.hint": "please report this bug with the file",
+    "new.bad_title": "the title may not contain the control character {char}",
+    "char.control": "(a control character)",
+    "char.invisible": "{char} (invisible)",
+    "char.looks_like": "{char} (looks like '{ascii}')",
+    "found.number.cut": "the number {value}... ({length} characters)",
+    "found.text.codepoints": "the text {value}, with {names}",
+    "schema.unknown.codepoints": "unknown field {name}: it has {names}",
 }
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
