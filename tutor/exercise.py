@@ -49,6 +49,12 @@ LIMITS = {"L": 16, "L_k": 16, "d_model": 32, "d_kv": 32, "d_k": 32, "d_v": 32, "
 MAX_ENTRY_CHARS = 40
 MAX_EXPONENT = 20
 MAX_MAGNITUDE = 10**6  # a hand calculation has no use for larger entries; tables stay readable
+# The exact engine writes each matrix over one common denominator (tutor.exact.QMat); bounding it keeps every
+# integer the engine forms below ~1e180 (products of x, weights, biases, w_o over L, d <= 32), so exact texts stay
+# printable and nothing overflows a float: an entry, and the entries of one matrix or vector together, need a
+# denominator of at most 10^24 (1e-20 written with four more digits, 1.234e-20, still fits).
+MAX_DENOMINATOR_DIGITS = 24
+MAX_DENOMINATOR = 10**MAX_DENOMINATOR_DIGITS
 
 # --- entries ---------------------------------------------------------------
 
@@ -66,13 +72,17 @@ def _fail(expected: str, found: Any, hint: str = "") -> PydanticCustomError:
 
 
 def parse_entry(value: Any) -> Fraction:
-    """Read one matrix entry exactly, and refuse magnitudes beyond :data:`MAX_MAGNITUDE`.
+    """Read one matrix entry exactly; refuse magnitudes beyond :data:`MAX_MAGNITUDE` and
+    denominators (in lowest terms) beyond :data:`MAX_DENOMINATOR`.
 
     See :func:`_read_entry` for what is accepted.  Raises ``PydanticCustomError``.
     """
     q = _read_entry(value)
     if abs(q) > MAX_MAGNITUDE:
         raise _fail(t("expected.number"), value, t("hint.magnitude", limit=f"{MAX_MAGNITUDE:,}"))
+    if q.denominator > MAX_DENOMINATOR:
+        raise _fail(t("expected.number"), value, t("hint.denominator", digits=len(str(q.denominator)),
+                                                   limit=MAX_DENOMINATOR_DIGITS))
     return q
 
 
@@ -458,6 +468,23 @@ class _Checker:
                 self.bad.add(path)
                 return
 
+    def denominators(self, path: Path, values: list[Any] | None) -> None:
+        """Report the first entry at which the common denominator of ``values`` (a matrix or a
+        vector) passes :data:`MAX_DENOMINATOR`; the field is then invalid."""
+        if values is None or path in self.bad:
+            return
+        rows = values if values and isinstance(values[0], list) else [values]
+        common = 1
+        for r, row in enumerate(rows):
+            for col, q in enumerate(row):
+                common = math.lcm(common, q.denominator)
+                if common > MAX_DENOMINATOR:
+                    at = path + ((r, col) if rows is values else (col,))
+                    self.add(at, "limit.denominator", field=path[-1], digits=len(str(common)),
+                             limit=MAX_DENOMINATOR_DIGITS)
+                    self.bad.add(path)
+                    return
+
     def limit(self, path: Path, what: str, found: int | None) -> None:
         if found is not None and found > LIMITS[what]:
             self.add(path, "limit", what=what, found=found, limit=LIMITS[what])
@@ -500,6 +527,12 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
         for name in ("w_q", "w_k", "w_v"):
             if h is not None:
                 c.ragged(("heads", i, name), getattr(h, name))
+    for name in ("x", "x_kv", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "w_o", "b_o"):
+        c.denominators((name,), getattr(f, name))
+    for i, h in enumerate(f.heads or []):
+        for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
+            if h is not None:
+                c.denominators(("heads", i, name), getattr(h, name))
 
     x = c.val(("x",), f.x)
     x_kv = c.val(("x_kv",), f.x_kv)
