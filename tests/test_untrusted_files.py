@@ -23,9 +23,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -35,7 +34,7 @@ from tutor.exercise import validate_file, validate_text
 from tutor.solution_file import load_solution
 from tutor.yamlread import MAX_FILE_BYTES, parse_yaml, read_text
 
-from .conftest import EXERCISES, REPO
+from .conftest import REPO
 
 CLASSIC = """id: classic
 title: "Three tokens, d_model = 4, one head with d_k = 2"
