@@ -332,6 +332,20 @@ def test_the_minus_sign_in_a_whole_number_field():
     assert p.message.startswith("expected a whole number from 1 to 5")  # read as -2: out of range, not "not a number"
 
 
+@pytest.mark.parametrize(("key", "named"), [
+    ("s\u0441ores", "U+0441 CYRILLIC SMALL LETTER ES (looks like 'c')"),
+    ("q\u200b", "U+200B ZERO WIDTH SPACE (invisible)"),
+])
+def test_a_look_alike_step_name_in_a_solution_file(tmp_path, capsys, key, named):
+    path = tmp_path / "sol.yaml"
+    path.write_text(f"exercise: single-head-3x4\n{key}: [[1, 1], [2, 2], [2, 2]]\n")
+    code, out, err = run(capsys, "check", str(path))
+    assert code == 2
+    meant = ascii(key)[1:-1]
+    assert f"sol.yaml:2:1: {meant}: '{meant}' is not a step name: it has {named} (did you mean '" in err
+    assert err.isascii()
+
+
 def test_the_minus_sign_reads_the_same_in_exercise_and_solution_files(tmp_path):
     ex = tmp_path / "ex.yaml"
     ex.write_text(exercise(w_v_entry="\u22121"))

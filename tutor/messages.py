@@ -470,6 +470,7 @@ EN: dict[str, str] = {
     "shape.both": "{field} is [{rows} × {cols}] but must be [{row_size} × {col_size}] = [{R} × {C}] ({row_size}: {row_evidence}; {col_size}: {col_evidence})",
     "shape.both.hint": "give {field} {R} rows of {C} entries",
     "shape.w_o_evidence": "w_o ({rows} rows for {heads} heads)",
+    "solution.unknown.codepoints": "{name} is not a step name: it has {names}",
     "char.control": "(a control character)",
     "char.invisible": "{char} (invisible)",
     "char.looks_like": "{char} (looks like '{ascii}')",
