@@ -582,10 +582,17 @@ def test_kv_tokens_without_x_kv():
 
 
 def test_cross_attention_shapes_chain_through_x_kv():
-    text = BASE + "x_kv: [[1, 0, 0], [0, 1, 0]]\n"  # d_kv = 3, but w_k and w_v have 4 rows
-    found = problems(text)
-    assert [where(p) for p in found] == [("f.yaml", 6, 10, "heads[0].w_k"), ("f.yaml", 7, 10, "heads[0].w_v")]
-    assert found[0].message == "w_k has 4 rows but x_kv has 3 columns (d_kv)"
+    text = BASE.replace("    w_k: [[1, 0], [1, 0], [0, 1], [0, 1]]", "    w_k: [[1, 0], [1, 0], [0, 1]]") + \
+        "x_kv: [[1, 0, 0], [0, 1, 0]]\n"  # d_kv = 3 (x_kv and w_k agree), but w_v has 4 rows
+    p = only(text)
+    assert where(p) == ("f.yaml", 7, 10, "heads[0].w_v")
+    assert p.message == "w_v has 4 rows but x_kv has 3 columns (d_kv)"
+
+
+def test_x_kv_outvoted_by_w_k_and_w_v():
+    p = only(BASE + "x_kv: [[1, 0, 0], [0, 1, 0]]\n")  # 3 columns; w_k and w_v have 4 rows
+    assert where(p) == ("f.yaml", 8, 7, "x_kv")
+    assert p.message == "x_kv has 3 columns but d_kv (rows of w_k and w_v) is 4"
 
 
 CROSS = BASE.replace("    w_k: [[1, 0], [1, 0], [0, 1], [0, 1]]", "    w_k: [[1, 0], [0, 1]]").replace(
@@ -830,7 +837,7 @@ def test_several_shape_problems_reported_at_once():
     text = BASE + (
         "tokens: [a, b]\n"  # 8
         "mask: [[true]]\n"  # 9
-        "key_padding: [true]\n"  # 10
+        "key_padding: [true, true, true, true]\n"  # 10: each disagrees with x (3 rows) in its own way
         "w_o: [[1], [1], [1]]\n"  # 11
     )
     found = problems(text)

@@ -73,7 +73,7 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
     "mask-and-padding.yaml": (2, [
         "{f}:9:7: mask: mask is [2 × 2] but must be [L × L_k] = [3 × 3] "
         "(one row per query and one column per key: 3 rows of 3 entries, true where the query may attend the key)",
-        "{f}:10:14: key_padding: key_padding has 2 entries but L_k (rows of x) is 3 (give key_padding 3 entries)",
+        "{f}:10:14: key_padding: key_padding has 4 entries but L_k (rows of x) is 3 (give key_padding 3 entries)",
     ]),
     "limits.yaml": (2, [
         "{f}:4:4: x: L is 17, above the limit of 16 "
@@ -104,7 +104,7 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
         f"{{f}}:7:20: heads[0].w_k[1][0]: {NUMBER}, found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
         "{f}:9:7: mask: mask is [2 × 2] but must be [L × L_k] = [3 × 3] "
         "(one row per query and one column per key: 3 rows of 3 entries, true where the query may attend the key)",
-        "{f}:10:14: key_padding: key_padding has 2 entries but L_k (rows of x) is 3 (give key_padding 3 entries)",
+        "{f}:10:14: key_padding: key_padding has 4 entries but L_k (rows of x) is 3 (give key_padding 3 entries)",
         "{f}:11:1: tokns: unknown field (did you mean 'tokens'?)",
         "{f}:12:13: difficulty: expected a whole number from 1 to 5, found the number 7",
     ]),

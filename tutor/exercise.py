@@ -478,9 +478,9 @@ class _Sizes:
     """Every size of an exercise decided from the fields that agree on it, not from the first one read.
 
     Each field says what it implies (``w_k`` with 3 columns: d_k = 3); a size
-    is the value most fields agree on (the input ``x``/``x_kv`` counting
-    twice), ties going to the input, then the weights, then the biases and
-    labels, then the mask and ``w_o``, then the file order.  A field that disagrees is reported once, with the fields
+    is the value most fields agree on, ties going to the input (``x``,
+    ``x_kv``), then the weights, then the biases and labels, then the mask and
+    ``w_o``, then the file order.  A field that disagrees is reported once, with the fields
     that agree named as the evidence, so one wrong field is one problem and
     the fields it disagrees with are not blamed for it.
     """
@@ -497,6 +497,13 @@ class _Sizes:
         claims = self.claims.setdefault(size, [])
         if all(c.path != path for c in claims):
             claims.append(_Claim(value, path, what, rank, label))
+
+    def withdraw(self, size: str, path: Path) -> None:
+        """Take back ``path``'s say on ``size`` and decide it again, when other fields say something."""
+        claims = self.claims.get(size, [])
+        if any(c.path != path for c in claims):
+            self.claims[size] = [c for c in claims if c.path != path]
+            self.decide(size)
 
     def per_head(self, size: str, width: int) -> int | Fraction:
         """What a width says of ``size``: itself, or for a fused width its share per head (not whole: it cannot win)."""
@@ -519,9 +526,7 @@ class _Sizes:
         if not claims:
             self.decided[size] = None
             return None
-        votes: Counter[int | Fraction] = Counter()
-        for c in claims:
-            votes[c.value] += 2 if c.rank == 0 else 1  # the input counts twice: it is what the weights must fit
+        votes = Counter(c.value for c in claims)
         best = max(votes.values())
         value = min((c for c in claims if votes[c.value] == best), key=self._order).value
         self.decided[size] = value  # type: ignore[assignment]
@@ -724,12 +729,22 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
 
     # --- the input sizes: from x, x_kv, the labels, the mask and the rows of the weights
     for path, m, rows, _ in weights:
-        anchor = next((cl.value for cl in s.claims.get(rows, []) if cl.rank == 0), None)
-        if anchor is not None and len(m) != anchor and _cols(m) == anchor:
-            continue  # its columns fit x: it is laid out transposed, and its rows say nothing of d_model
         s.claim(rows, len(m), path, "rows", 1)
     for size in ("L", "L_k", "d_model", "d_kv"):
         s.decide(size)
+    for name, m, rows, cols in (("x", x, "L", "d_model"), ("x_kv", x_kv, "L_k", "d_kv")):
+        if m is None:
+            continue
+        others_r = {cl.value for cl in s.claims.get(rows, []) if cl.path != (name,)}
+        others_c = {cl.value for cl in s.claims.get(cols, []) if cl.path != (name,)}
+        if len(m) != _cols(m) and others_r == {_cols(m)} and others_c == {len(m)}:  # every other field reads it transposed
+            s.withdraw(rows, (name,))
+            s.withdraw(cols, (name,))
+        # a sequence outvoted on one of its sizes says nothing about the other (as a weight with wrong rows)
+        elif s.decided[cols] != _cols(m) and s.decided[rows] == len(m):
+            s.withdraw(rows, (name,))
+        elif s.decided[rows] != len(m) and s.decided[cols] == _cols(m):
+            s.withdraw(cols, (name,))
 
     # --- each weight's layout from its rows; then d_k and d_v from the weights laid out right and the biases
     layout: dict[Path, str] = {}
@@ -754,12 +769,13 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
     for size in ("d_k", "d_v", "wk", "wv"):
         if not s.claims.get(size):  # only transposed weights say: their rows
             for path, m, _, cols in weights:
-                if cols == size and layout[path] == "transposed?":
+                if cols == size and layout[path] == "transposed?" and isinstance(s.per_head(size, len(m)), int):
                     s.claim(size, s.per_head(size, len(m)), path, "rows", 1)
         s.decide(size)
     for path, m, _, cols in weights:
-        if layout[path] == "transposed?":
-            layout[path] = "transposed" if s.width(cols) in (None, len(m)) else "rows"
+        if layout[path] == "transposed?":  # its transpose must fit the others (and split into whole heads)
+            fits = s.width(cols) == len(m) or s.width(cols) is None and isinstance(s.per_head(cols, len(m)), int)
+            layout[path] = "transposed" if fits else "rows"
     if per_head:
         width_v = H * s.decided["d_v"] if s.decided["d_v"] is not None else None
     else:
@@ -770,8 +786,8 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
     if w_o is not None:
         d_out_from = _cols(w_o)
         if width_v is not None and len(w_o) != width_v:
-            # out_proj.weight of nn.Linear is [d_out × num_heads·d_v], d_out usually d_model (or as b_o says)
-            pinned = {s.decided["d_model"]} | ({len(f.b_o)} if f.b_o is not None else set())
+            # out_proj.weight of nn.Linear is [d_out × num_heads·d_v]: d_out as b_o says, else usually d_model
+            pinned = {len(f.b_o)} if f.b_o is not None else {s.decided["d_model"]}
             if _cols(w_o) == width_v and len(w_o) in pinned:
                 wo_layout, d_out_from = "transposed", len(w_o)
             else:
@@ -795,10 +811,23 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
 
     for name, rows, cols in (("x", "L", "d_model"), ("x_kv", "L_k", "d_kv")):
         m = x if name == "x" else x_kv
-        if m is not None and len(m) != s.decided[rows]:
+        R, C = s.decided[rows], s.decided[cols]
+        if m is not None and len(m) != R and _cols(m) != C and (len(m), _cols(m)) == (C, R):
+            c.problems.append(doc.problem((name,), t("shape.transposed", field=name, rows=len(m), cols=_cols(m),
+                                                     row_size=rows, col_size=cols), t("shape.transposed.x.hint")))
+        elif m is not None and len(m) != R and _cols(m) != C and R is not None and C is not None:
+            c.add((name,), "shape.both", field=name, rows=len(m), cols=_cols(m), row_size=rows, col_size=cols, R=R, C=C,
+                  row_evidence=s.evidence(rows, (name,)), col_evidence=s.evidence(cols, (name,)))
+        elif m is not None and len(m) != s.decided[rows]:
             disagrees((name,), len(m), "rows", rows)
         elif m is not None and _cols(m) != s.decided[cols]:
             disagrees((name,), _cols(m), "columns", cols)
+            outvoting = [w for w in weights if w[2] == cols and len(w[1]) == s.decided[cols]]
+            if outvoting and all(_cols(w[1]) == _cols(m) for w in outvoting):  # or are they nn.Linear's [out, in]?
+                problem = c.problems.pop()
+                c.problems.append(Problem(problem.file, problem.line, problem.column, problem.field, problem.message,
+                                          t("shape.cols.or_transposed.hint", field=name, expected=s.decided[cols],
+                                            weights=_and([format_path(w[0][-1:]) for w in outvoting]))))
     for name, size in (("tokens", "L"), ("kv_tokens", "L_k"), ("key_padding", LK)):
         v = getattr(f, name)
         if v is not None and (name != "kv_tokens" or cross) and len(v) != s.decided[size]:
