@@ -600,27 +600,6 @@ class _Checker:
         if found is not None and found > LIMITS[what]:
             self.add(path, "limit", what=what, found=found, limit=LIMITS[what])
 
-    def rows(self, path: Path, m: list[list[Fraction]] | None, expected: int | None, other: str, name: str) -> bool:
-        """False when ``m`` is unknown or its row count is not ``expected`` (reported)."""
-        if m is None:
-            return False
-        if expected is not None and len(m) != expected:
-            self.add(path, "shape.rows", field=path[-1], found=len(m), other=other, expected=expected, name=name)
-            return False
-        return True
-
-    def length(self, path: Path, v: list[Any] | None, expected: int | None, what: str) -> None:
-        if v is not None and expected is not None and len(v) != expected:
-            self.add(path, "shape.len", field=path[-1], found=len(v), expected_what=what, expected=expected)
-
-    def same_cols(self, path: Path, m: list[list[Fraction]] | None, expected: int | None, what: str) -> bool:
-        if m is None or expected is None:
-            return m is not None
-        if _cols(m) != expected:
-            self.add(path, "shape.cols", field=path[-1], found=_cols(m), expected_what=what, expected=expected)
-            return False
-        return True
-
 
 def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Problem], model.Exercise | None]:
     """Forms, shapes that must chain, and limits, on the fields of ``f`` that are valid.
@@ -804,7 +783,7 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
     # --- every field that disagrees with what the others agree on, once
     def disagrees(path: Path, found: int, what: str, size: str, name: str = "") -> None:
         evidence = s.evidence(size, path)
-        name = name or shown[size.rstrip("0123456789")]  # d_k0 (head 0's d_k) reads d_k
+        name = name or shown[size]
         expected_what = f"{name} ({evidence})" if evidence else name
         key = {"rows": "shape.rows.dim", "columns": "shape.cols", "entries": "shape.len"}[what]
         c.add(path, key, field=path[-1], found=found, expected_what=expected_what, expected=s.width(size))
@@ -821,13 +800,14 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
         elif m is not None and len(m) != s.decided[rows]:
             disagrees((name,), len(m), "rows", rows)
         elif m is not None and _cols(m) != s.decided[cols]:
-            disagrees((name,), _cols(m), "columns", cols)
             outvoting = [w for w in weights if w[2] == cols and len(w[1]) == s.decided[cols]]
             if outvoting and all(_cols(w[1]) == _cols(m) for w in outvoting):  # or are they nn.Linear's [out, in]?
-                problem = c.problems.pop()
-                c.problems.append(Problem(problem.file, problem.line, problem.column, problem.field, problem.message,
-                                          t("shape.cols.or_transposed.hint", field=name, expected=s.decided[cols],
-                                            weights=_and([format_path(w[0][-1:]) for w in outvoting]))))
+                c.problems.append(doc.problem((name,), t("shape.cols", field=name, found=_cols(m), expected=C,
+                                                         expected_what=f"{cols} ({s.evidence(cols, (name,))})"),
+                                              t("shape.cols.or_transposed.hint", field=name, expected=C,
+                                                weights=_and([format_path(w[0][-1:]) for w in outvoting]))))
+            else:
+                disagrees((name,), _cols(m), "columns", cols)
     for name, size in (("tokens", "L"), ("kv_tokens", "L_k"), ("key_padding", LK)):
         v = getattr(f, name)
         if v is not None and (name != "kv_tokens" or cross) and len(v) != s.decided[size]:
@@ -853,11 +833,10 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
             continue
         if layout[path] == "transposed":
             c.add(path, "shape.transposed", field=path[-1], rows=len(m), cols=_cols(m), row_size=shown[rows],
-                  col_size=shown[cols.rstrip("0123456789")])
+                  col_size=shown[cols])
         elif layout[path] == "rows" and C is not None and _cols(m) != C:
             c.add(path, "shape.both", field=path[-1], rows=len(m), cols=_cols(m), row_size=shown[rows],
-                  col_size=shown[cols.rstrip("0123456789")], R=R, C=C, row_evidence=s.evidence(rows, path),
-                  col_evidence=s.evidence(cols, path))
+                  col_size=shown[cols], R=R, C=C, row_evidence=s.evidence(rows, path), col_evidence=s.evidence(cols, path))
         elif layout[path] == "rows":
             source = next((cl for cl in s.agree(rows) if cl.path in (("x",), ("x_kv",))), None)
             if source is not None:
