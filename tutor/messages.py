@@ -14,8 +14,6 @@ import os
 EN: dict[str, str] = {
     # --- files and YAML ------------------------------------------------------
     "file.unreadable": "cannot read the file: {reason}",
-    "file.not_utf8": "the file is not UTF-8 text (byte {offset})",
-    "file.too_large": "the file is {size} bytes; the limit is {limit}",
     "yaml.syntax": "not valid YAML: {problem}",
     "yaml.tab": "a tab character where YAML expects spaces",
     "yaml.tab.hint": "indent with spaces; YAML does not allow tabs there",
