@@ -455,7 +455,7 @@ def test_fused_w_k_columns_must_match_w_q():
     )
     p = only(text)
     assert where(p) == ("f.yaml", 6, 6, "w_k")
-    assert "w_k has 2 columns" in p.message and "the columns of w_q is 4" in p.message
+    assert p.message == "w_k has 2 columns but num_heads·d_k (columns of w_q) is 4"
 
 
 def test_fused_form_missing_weights():
@@ -535,7 +535,7 @@ def test_b_o_length():
 def test_bias_length_in_a_head():
     p = only(BASE + "    b_q: [1, 2, 3]\n")
     assert where(p) == ("f.yaml", 8, 10, "heads[0].b_q")
-    assert "b_q has 3 entries but d_k is 2" in p.message
+    assert p.message == "b_q has 3 entries but d_k (columns of w_q and w_k) is 2"
 
 
 @pytest.mark.parametrize(
@@ -566,7 +566,7 @@ def test_unknown_mask_name():
 def test_key_padding_length():
     p = only(BASE + "key_padding: [true, false]\n")
     assert where(p) == ("f.yaml", 8, 14, "key_padding")
-    assert p.message == "key_padding has 2 entries but L_k (keys) is 3"
+    assert p.message == "key_padding has 2 entries but L_k (rows of x) is 3"
 
 
 def test_tokens_length():
@@ -582,25 +582,40 @@ def test_kv_tokens_without_x_kv():
 
 
 def test_cross_attention_shapes_chain_through_x_kv():
-    text = BASE + "x_kv: [[1, 0, 0], [0, 1, 0]]\n"  # d_kv = 3, but w_k and w_v have 4 rows
-    found = problems(text)
-    assert [where(p) for p in found] == [("f.yaml", 6, 10, "heads[0].w_k"), ("f.yaml", 7, 10, "heads[0].w_v")]
-    assert found[0].message == "w_k has 4 rows but x_kv has 3 columns (d_kv)"
+    text = BASE.replace("    w_k: [[1, 0], [1, 0], [0, 1], [0, 1]]", "    w_k: [[1, 0], [1, 0], [0, 1]]") + \
+        "x_kv: [[1, 0, 0], [0, 1, 0]]\n"  # d_kv = 3 (x_kv and w_k agree), but w_v has 4 rows
+    p = only(text)
+    assert where(p) == ("f.yaml", 7, 10, "heads[0].w_v")
+    assert p.message == "w_v has 4 rows but x_kv has 3 columns (d_kv)"
 
 
-def test_cross_attention_kv_tokens_and_padding_count_keys():
-    text = BASE.replace("    w_k: [[1, 0], [1, 0], [0, 1], [0, 1]]", "    w_k: [[1, 0], [0, 1]]").replace(
-        "    w_v: [[1, 0], [1, 0], [0, 1], [0, 1]]", "    w_v: [[1, 0], [0, 1]]"
-    ) + "x_kv: [[1, 0], [0, 1]]\nkv_tokens: [a, b, c]\nkey_padding: [true, true, false]\nmask: [[true, true, true], [true, true, true], [true, true, true]]\n"
-    found = problems(text)
-    assert [where(p) for p in found] == [
-        ("f.yaml", 9, 12, "kv_tokens"),
-        ("f.yaml", 10, 14, "key_padding"),
-        ("f.yaml", 11, 7, "mask"),
-    ]
-    assert "L_k (rows of x_kv) is 2" in found[0].message
-    assert "L_k (keys) is 2" in found[1].message
-    assert "[3 × 3] but must be [L × L_k] = [3 × 2]" in found[2].message
+def test_x_kv_outvoted_by_w_k_and_w_v():
+    p = only(BASE + "x_kv: [[1, 0, 0], [0, 1, 0]]\n")  # 3 columns; w_k and w_v have 4 rows
+    assert where(p) == ("f.yaml", 8, 7, "x_kv")
+    assert p.message == "x_kv has 3 columns but d_kv (rows of w_k and w_v) is 4"
+
+
+CROSS = BASE.replace("    w_k: [[1, 0], [1, 0], [0, 1], [0, 1]]", "    w_k: [[1, 0], [0, 1]]").replace(
+    "    w_v: [[1, 0], [1, 0], [0, 1], [0, 1]]", "    w_v: [[1, 0], [0, 1]]") + "x_kv: [[1, 0], [0, 1]]\n"  # L_k = 2, line 8
+
+
+@pytest.mark.parametrize(("extra", "field", "message"), [
+    ("kv_tokens: [a, b, c]\n", "kv_tokens", "kv_tokens has 3 entries but L_k (rows of x_kv) is 2"),
+    ("key_padding: [true, true, false]\n", "key_padding", "key_padding has 3 entries but L_k (rows of x_kv) is 2"),
+    ("mask: [[true, true, true], [true, true, true], [true, true, true]]\n", "mask",
+     "mask is [3 × 3] but must be [L × L_k] = [3 × 2]"),
+])
+def test_cross_attention_kv_tokens_and_padding_count_keys(extra, field, message):
+    p = only(CROSS + extra)
+    assert (where(p), p.message) == (("f.yaml", 9, len(field) + 3, field), message)
+
+
+def test_the_keys_counted_by_three_fields_outvote_x_kv():
+    """kv_tokens, key_padding and the mask all have 3 keys: x_kv's 2 rows are the one mistake, reported once."""
+    p = only(CROSS + "kv_tokens: [a, b, c]\nkey_padding: [true, true, false]\n"
+                     "mask: [[true, true, true], [true, true, true], [true, true, true]]\n")
+    assert where(p) == ("f.yaml", 8, 7, "x_kv")
+    assert p.message == "x_kv has 2 rows but L_k (entries of kv_tokens and key_padding, columns of mask) is 3"
 
 
 # --- limits -----------------------------------------------------------------
@@ -822,7 +837,7 @@ def test_several_shape_problems_reported_at_once():
     text = BASE + (
         "tokens: [a, b]\n"  # 8
         "mask: [[true]]\n"  # 9
-        "key_padding: [true]\n"  # 10
+        "key_padding: [true, true, true, true]\n"  # 10: each disagrees with x (3 rows) in its own way
         "w_o: [[1], [1], [1]]\n"  # 11
     )
     found = problems(text)

@@ -66,13 +66,14 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
         "{f}:5:5: x[1]: row 2 has 3 entries but row 1 has 4 (give every row of the matrix the same number of entries)",
     ]),
     "shapes-do-not-chain.yaml": (2, [
-        "{f}:6:10: heads[0].w_q: w_q has 3 rows but x has 4 columns (d_model) (w_q needs one row per column of x: 4 rows)",
-        "{f}:7:10: heads[0].w_k: w_k has 3 columns but d_k (columns of w_q) is 2 (give w_k 2 columns)",
+        # w_q's rows are wrong, so its columns say nothing about d_k: w_k (3 columns) is not blamed for them
+        "{f}:6:10: heads[0].w_q: w_q is [3 × 2] but must be [d_model × d_k] = [4 × 3] "
+        "(d_model: columns of x, rows of w_k and w_v; d_k: columns of w_k) (give w_q 4 rows of 3 entries)",
     ]),
     "mask-and-padding.yaml": (2, [
         "{f}:9:7: mask: mask is [2 × 2] but must be [L × L_k] = [3 × 3] "
         "(one row per query and one column per key: 3 rows of 3 entries, true where the query may attend the key)",
-        "{f}:10:14: key_padding: key_padding has 2 entries but L_k (keys) is 3 (give key_padding 3 entries)",
+        "{f}:10:14: key_padding: key_padding has 4 entries but L_k (rows of x) is 3 (give key_padding 3 entries)",
     ]),
     "limits.yaml": (2, [
         "{f}:4:4: x: L is 17, above the limit of 16 "
@@ -103,7 +104,7 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
         f"{{f}}:7:20: heads[0].w_k[1][0]: {NUMBER}, found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
         "{f}:9:7: mask: mask is [2 × 2] but must be [L × L_k] = [3 × 3] "
         "(one row per query and one column per key: 3 rows of 3 entries, true where the query may attend the key)",
-        "{f}:10:14: key_padding: key_padding has 2 entries but L_k (keys) is 3 (give key_padding 3 entries)",
+        "{f}:10:14: key_padding: key_padding has 4 entries but L_k (rows of x) is 3 (give key_padding 3 entries)",
         "{f}:11:1: tokns: unknown field (did you mean 'tokens'?)",
         "{f}:12:13: difficulty: expected a whole number from 1 to 5, found the number 7",
     ]),

@@ -115,12 +115,17 @@ def env_folders(environ: dict[str, str] | None = None) -> list[Path]:
     return [Path(part) for part in value.split(os.pathsep) if part.strip()]
 
 
+def real_path(path: str | Path) -> str:
+    """``path`` with every symbolic link resolved; never raises (a symlink loop stays as far as it resolves)."""
+    return os.path.realpath(path)
+
+
 def search_folders(folders: Iterable[str | Path] = (), environ: dict[str, str] | None = None) -> list[Folder]:
     """The bundled folder, then ``folders`` (``--exercises``), then ``ATTN_TUTOR_PATH``; each once."""
     out = [Folder(bundled_dir(), BUNDLED)]
-    seen = {out[0].path.resolve()}
+    seen = {real_path(out[0].path)}
     for p in [Path(f) for f in folders] + env_folders(environ):
-        key = p.resolve()
+        key = real_path(p)
         if key not in seen:
             seen.add(key)
             out.append(Folder(p, str(p)))
@@ -137,8 +142,22 @@ def is_solution_file(value: object) -> bool:
 
 
 def read_exercise_file(file: Path, display: str | None = None) -> Validation | None:
-    """Validate one exercise file; ``None`` for a solution file, which is not an exercise."""
+    """Validate one exercise file; ``None`` for a solution file, which is not an exercise.
+
+    Never raises for what the file holds: a file that is not a regular file
+    (a FIFO, a device, a directory, a symlink loop) or cannot be read is a
+    problem, and so - as a last guard, so that one file never stops a pack
+    from loading - is an unexpected error while reading it.
+    """
     name = display or str(file)
+    try:
+        return _read_exercise_file(file, name)
+    except Exception as err:  # a bug in reading one file: reported with the file, never raised to the pack
+        return Validation(name, (Problem(name, None, None, "", t("catalog.file_failed", reason=type(err).__name__),
+                                         t("catalog.file_failed.hint")),))
+
+
+def _read_exercise_file(file: Path, name: str) -> Validation | None:
     text, problems = read_text(str(file), name)
     if text is None:
         return Validation(name, tuple(problems))
@@ -201,7 +220,7 @@ def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, st
     """
     if looks_like_path(name):
         path = Path(name)
-        if not path.exists():
+        if not os.path.lexists(path):  # a broken link or a symlink loop exists, and is reported when read
             raise NotFoundError(t("catalog.not_found", name=name))
         return load_exercise(str(path))
     return resolve_id(name, folders, environ)

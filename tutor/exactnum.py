@@ -209,8 +209,10 @@ class SoftmaxRow:
     @cached_property
     def shifted(self) -> tuple[float, ...]:
         """``exp(a_j - max a)`` for live keys, 0 for masked ones (max subtraction: no overflow)."""
-        r = math.sqrt(self.t) / self.den
-        return tuple(0.0 if x is None else math.exp((x - self.top) * r) for x in self.nums)
+        root, den, top = math.sqrt(self.t), self.den, self.top
+        # (x - top) / den is an int division, correctly rounded whatever the size of the integers
+        # (x - top) * (root / den) would turn a numerator or denominator beyond 1e308 into a float and overflow
+        return tuple(0.0 if x is None else math.exp((x - top) / den * root) for x in self.nums)
 
     @cached_property
     def z(self) -> float:
@@ -299,12 +301,15 @@ class Mix(Exact):
         return tuple(_frac(c, self.cden) for c in self.cnums)
 
     def value(self) -> float:
-        s = self.row.shifted
-        terms = [c * s[j] for j, c in enumerate(self.cnums) if c]
+        s, cden = self.row.shifted, self.cden
+        terms = [c / cden * s[j] for j, c in enumerate(self.cnums) if c]  # c / cden: an int division, never overflows
         num = math.fsum(terms)
         if _cancels(num, terms):  # mixed signs cancelled: recompute from the exact exponents
-            return float(self.precise() / (self.cden * self.row.z))
-        return num / (self.cden * self.row.z)
+            import mpmath
+
+            with mpmath.workdps(40):
+                return float(self.precise() / cden / self.row.z)
+        return num / self.row.z
 
     def precise(self, digits: int = 40) -> mpmath.mpf:
         """``Σ c_j exp(a_j - max a)`` times ``cden·Z``… i.e. the value times ``cden·Z``, at ``digits`` digits."""

@@ -22,6 +22,7 @@ import difflib
 import functools
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 from types import SimpleNamespace
@@ -43,12 +44,29 @@ from pydantic_core import PydanticCustomError
 from . import model
 from .errors import ExerciseError, Problem
 from .messages import t
-from .yamlread import Document, Path, YNum, describe, parse_yaml, read_text
+from .yamlread import (
+    Document,
+    Path,
+    YNum,
+    ascii_look_alike,
+    codepoints,
+    describe,
+    format_path,
+    parse_yaml,
+    read_text,
+    shown,
+)
 
 LIMITS = {"L": 16, "L_k": 16, "d_model": 32, "d_kv": 32, "d_k": 32, "d_v": 32, "d_out": 32, "heads": 8}
 MAX_ENTRY_CHARS = 40
 MAX_EXPONENT = 20
 MAX_MAGNITUDE = 10**6  # a hand calculation has no use for larger entries; tables stay readable
+# The exact engine writes each matrix over one common denominator (tutor.exact.QMat); bounding it keeps every
+# integer the engine forms below ~1e180 (products of x, weights, biases, w_o over L, d <= 32), so exact texts stay
+# printable and nothing overflows a float: an entry, and the entries of one matrix or vector together, need a
+# denominator of at most 10^24 (1e-20 written with four more digits, 1.234e-20, still fits).
+MAX_DENOMINATOR_DIGITS = 24
+MAX_DENOMINATOR = 10**MAX_DENOMINATOR_DIGITS
 
 # --- entries ---------------------------------------------------------------
 
@@ -58,6 +76,7 @@ RADIX = re.compile(r"[-+]?0[oOxXbB][0-9a-fA-F_]+")
 SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
 _NOT_FINITE = re.compile(r"[-+]?\.?(inf|infinity|nan)", re.IGNORECASE)
 YAML11_BOOL = {"yes", "no", "on", "off", "y", "n"}
+MINUS_SIGN = "\u2212"  # typographic minus, as pasted from papers and slides: read as '-' wherever numbers are read
 
 
 def _fail(expected: str, found: Any, hint: str = "") -> PydanticCustomError:
@@ -65,13 +84,17 @@ def _fail(expected: str, found: Any, hint: str = "") -> PydanticCustomError:
 
 
 def parse_entry(value: Any) -> Fraction:
-    """Read one matrix entry exactly, and refuse magnitudes beyond :data:`MAX_MAGNITUDE`.
+    """Read one matrix entry exactly; refuse magnitudes beyond :data:`MAX_MAGNITUDE` and
+    denominators (in lowest terms) beyond :data:`MAX_DENOMINATOR`.
 
     See :func:`_read_entry` for what is accepted.  Raises ``PydanticCustomError``.
     """
     q = _read_entry(value)
     if abs(q) > MAX_MAGNITUDE:
         raise _fail(t("expected.number"), value, t("hint.magnitude", limit=f"{MAX_MAGNITUDE:,}"))
+    if q.denominator > MAX_DENOMINATOR:
+        raise _fail(t("expected.number"), value, t("hint.denominator", digits=len(str(q.denominator)),
+                                                   limit=MAX_DENOMINATOR_DIGITS))
     return q
 
 
@@ -103,7 +126,7 @@ def _read_entry(value: Any) -> Fraction:
         return Fraction(repr(value))
     if not isinstance(value, str):
         raise bad()
-    text = value.strip()
+    text = value.strip().replace(MINUS_SIGN, "-")
     if len(text) > MAX_ENTRY_CHARS:
         raise bad(t("hint.too_long", limit=MAX_ENTRY_CHARS))
     if m := _DECIMAL.fullmatch(text):
@@ -141,8 +164,12 @@ def _parse_text(value: Any) -> str:
 def _parse_int(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, YNum) and re.fullmatch(r"[-+]?[0-9]+", value):
-        return int(value)
+    if isinstance(value, str) and len(value) > MAX_ENTRY_CHARS:  # never converted: Python refuses over 4,300 digits
+        raise _fail(t("expected.integer"), value, t("hint.too_long", limit=MAX_ENTRY_CHARS))
+    if isinstance(value, str) and (isinstance(value, YNum) or MINUS_SIGN in value):
+        text = value.strip().replace(MINUS_SIGN, "-")
+        if re.fullmatch(r"[-+]?[0-9]+", text):
+            return int(text)
     raise _fail(t("expected.integer"), value)
 
 
@@ -271,8 +298,53 @@ def _related(path: Path, poisoned: set[Path]) -> bool:
     return False
 
 
-def _problems_from(err: ValidationError, doc: Document) -> list[Problem]:
+def _meant(err: ValidationError, data: Any) -> dict[Path, Path]:
+    """Unknown keys that only look like a known field the mapping lacks: ``{key path: field path}``.
+
+    ``x`` written with a Cyrillic ``х``, or ``title`` with a zero-width
+    space: the mistake is reported once, at the unknown key (with the code
+    points and "did you mean"), not a second time as a missing field or a
+    missing form.  (A misspelling such as ``titel`` is only a guess, and its
+    missing field is still reported.)
+    """
+    out: dict[Path, Path] = {}
+    for e in err.errors():
+        path = _clean(e["loc"])
+        if e["type"] != "extra_forbidden" or not path:
+            continue
+        known = _FIELD_NAMES["heads" if "heads" in path else ""]
+        suggestion = ascii_look_alike(str(path[-1]))
+        if suggestion not in known or suggestion == path[-1]:
+            continue
+        parent: Any = data
+        for part in path[:-1]:
+            if isinstance(parent, dict):
+                parent = parent.get(part)
+            elif isinstance(parent, list) and isinstance(part, int) and part < len(parent):
+                parent = parent[part]
+            else:
+                parent = None
+        if not isinstance(parent, dict) or suggestion in parent:
+            continue
+        if len(path) == 1 and _other_form(suggestion, parent):
+            continue  # 'wq' beside heads: not the fused form's w_q, which would make the file mix both forms
+        out[path] = path[:-1] + (suggestion,)
+    return out
+
+
+_FUSED = {"num_heads", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v"}
+
+
+def _other_form(name: str, data: dict[str, Any]) -> bool:
+    """True when top-level field ``name`` belongs to the other form than the one ``data`` uses."""
+    if name in _FUSED:
+        return "heads" in data
+    return name == "heads" and any(k in data for k in _FUSED)
+
+
+def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] | None = None) -> list[Problem]:
     problems = []
+    standing_in = set((meant or {}).values())
     for e in err.errors():
         path = _clean(e["loc"])
         kind = e["type"]
@@ -280,15 +352,15 @@ def _problems_from(err: ValidationError, doc: Document) -> list[Problem]:
             continue  # already reported by the YAML pass (a tag, a recursive alias, too deep)
         if kind == "missing" and path[:-1] in doc.merged:
             continue  # probably meant to come from the (reported) merge key
+        if kind == "missing" and path in standing_in:
+            continue  # an unknown key stands for it: reported there, with "did you mean"
         if kind == "tutor":
             problems.append(doc.problem(path, e["ctx"]["message"], e["ctx"].get("hint", "")))
         elif kind == "missing":
             problems.append(doc.problem(path, t("schema.required"), t("schema.required.hint")))
         elif kind == "extra_forbidden":
-            level = "heads" if "heads" in path else ""
-            close = difflib.get_close_matches(str(path[-1]), sorted(_FIELD_NAMES[level]), n=1, cutoff=0.6)
-            hint = t("schema.unknown.hint", suggestion=close[0]) if close else t("schema.unknown.hint.none")
-            problems.append(doc.problem(path, t("schema.unknown"), hint, key=True))
+            problems.append(doc.problem(path, *unknown_field(str(path[-1]), _FIELD_NAMES["heads" if "heads" in path else ""]),
+                                        key=True))
         elif kind == "too_short":
             problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
         elif kind == "literal_error":
@@ -296,6 +368,25 @@ def _problems_from(err: ValidationError, doc: Document) -> list[Problem]:
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
     return problems
+
+
+def _suggest(key: str, known: set[str]) -> str | None:
+    """The known field ``key`` probably stands for: its look-alike ASCII spelling, else the closest name."""
+    looks = ascii_look_alike(key)
+    if looks in known:
+        return looks
+    close = difflib.get_close_matches(looks, sorted(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_field(key: str, known: set[str] | list[str]) -> tuple[str, str]:
+    """The message and hint for an unknown key: the closest known name, and the code points of any
+    invisible or look-alike character in it (``'x\\u200b'``: U+200B ZERO WIDTH SPACE) that explain the error."""
+    names = codepoints(key)
+    close = _suggest(key, set(known))
+    hint = t("schema.unknown.hint", suggestion=close) if close else t("schema.unknown.hint.none")
+    message = t("schema.unknown.codepoints", name=shown(key), names=names) if names else t("schema.unknown")
+    return message, hint
 
 
 def _hint(key: str, **fields: Any) -> str:
@@ -367,6 +458,100 @@ def _cols(m: list[list[Fraction]]) -> int:
     return len(m[0])
 
 
+@dataclass
+class _Claim:
+    """One field's say on one size: ``value`` from its ``what`` (rows, columns, entries, a head's size)."""
+
+    value: int | Fraction
+    path: Path
+    what: str
+    rank: int  # ties go to the lowest rank: 0 the input (x, x_kv), 1 weights and heads, 2 biases and labels, 3 mask, w_o
+    label: str = ""  # how it reads as evidence, when not "{what} of {field}"
+
+
+def _and(parts: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+class _Sizes:
+    """Every size of an exercise decided from the fields that agree on it, not from the first one read.
+
+    Each field says what it implies (``w_k`` with 3 columns: d_k = 3); a size
+    is the value most fields agree on, ties going to the input (``x``,
+    ``x_kv``), then the weights, then the biases and labels, then the mask and
+    ``w_o``, then the file order.  A field that disagrees is reported once, with the fields
+    that agree named as the evidence, so one wrong field is one problem and
+    the fields it disagrees with are not blamed for it.
+    """
+
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self.one_head = False  # the per-head form with one head: heads[0].w_q reads w_q everywhere
+        self.scale: dict[str, int] = {}  # fused widths are claimed per head (width / num_heads) and shown whole
+        self.claims: dict[str, list[_Claim]] = {}
+        self.decided: dict[str, int | None] = {}
+
+    def claim(self, size: str, value: int | Fraction, path: Path, what: str, rank: int, label: str = "") -> None:
+        """``path`` says ``size`` is ``value``; a field has one say per size (its first)."""
+        claims = self.claims.setdefault(size, [])
+        if all(c.path != path for c in claims):
+            claims.append(_Claim(value, path, what, rank, label))
+
+    def withdraw(self, size: str, path: Path) -> None:
+        """Take back ``path``'s say on ``size`` and decide it again, when other fields say something."""
+        claims = self.claims.get(size, [])
+        if any(c.path != path for c in claims):
+            self.claims[size] = [c for c in claims if c.path != path]
+            self.decide(size)
+
+    def per_head(self, size: str, width: int) -> int | Fraction:
+        """What a width says of ``size``: itself, or for a fused width its share per head (not whole: it cannot win)."""
+        scale = self.scale.get(size, 1)
+        share = Fraction(width, scale)
+        return int(share) if share.denominator == 1 else share
+
+    def width(self, size: str) -> int | None:
+        """The decided ``size`` as a field shows it: a fused width is num_heads times the per-head size."""
+        value = self.decided.get(size)
+        return None if value is None else value * self.scale.get(size, 1)
+
+    def _order(self, c: _Claim) -> tuple[int, int, int]:
+        line, col = self.doc.where(c.path)
+        return (c.rank, line if line is not None else 1 << 30, col or 0)
+
+    def decide(self, size: str) -> int | None:
+        """The value most claims agree on (whole numbers only); ``None`` when nothing says."""
+        claims = [c for c in self.claims.get(size, []) if isinstance(c.value, int)]
+        if not claims:
+            self.decided[size] = None
+            return None
+        votes = Counter(c.value for c in claims)
+        best = max(votes.values())
+        value = min((c for c in claims if votes[c.value] == best), key=self._order).value
+        self.decided[size] = value  # type: ignore[assignment]
+        return value  # type: ignore[return-value]
+
+    def agree(self, size: str, value: int | None = None) -> list[_Claim]:
+        value = self.decided.get(size) if value is None else value
+        return sorted((c for c in self.claims.get(size, []) if c.value == value), key=self._order)
+
+    def evidence(self, size: str, near: Path) -> str:
+        """The fields that agree on ``size``, as read from the field at ``near``: ``columns of w_q and entries of b_q``."""
+        groups: dict[str, list[str]] = {}  # "columns" -> ["w_q", "w_k"]: "columns of w_q and w_k"
+        for c in self.agree(size):
+            if c.path != near:
+                groups.setdefault(c.label or c.what, []).append("" if c.label else _near(c.path, near, self.one_head))
+        return ", ".join(what if names == [""] * len(names) else f"{what} of {_and(names)}" for what, names in groups.items())
+
+
+def _near(path: Path, near: Path, one_head: bool = False) -> str:
+    """``path`` as read from a field at ``near``: ``w_q`` in the same head (or when there is one), ``heads[0].w_q`` from another."""
+    if path[:1] == ("heads",) and (path[:2] == near[:2] or one_head):
+        return format_path(path[2:])
+    return format_path(path)
+
+
 class _Checker:
     """Cross-field checks; every problem is recorded, the first per chain stops that chain.
 
@@ -394,30 +579,26 @@ class _Checker:
                 self.bad.add(path)
                 return
 
+    def denominators(self, path: Path, values: list[Any] | None) -> None:
+        """Report the first entry at which the common denominator of ``values`` (a matrix or a
+        vector) passes :data:`MAX_DENOMINATOR`; the field is then invalid."""
+        if values is None or path in self.bad:
+            return
+        rows = values if values and isinstance(values[0], list) else [values]
+        common = 1
+        for r, row in enumerate(rows):
+            for col, q in enumerate(row):
+                common = math.lcm(common, q.denominator)
+                if common > MAX_DENOMINATOR:
+                    at = path + ((r, col) if rows is values else (col,))
+                    self.add(at, "limit.denominator", field=path[-1], digits=len(str(common)),
+                             limit=MAX_DENOMINATOR_DIGITS)
+                    self.bad.add(path)
+                    return
+
     def limit(self, path: Path, what: str, found: int | None) -> None:
         if found is not None and found > LIMITS[what]:
             self.add(path, "limit", what=what, found=found, limit=LIMITS[what])
-
-    def rows(self, path: Path, m: list[list[Fraction]] | None, expected: int | None, other: str, name: str) -> bool:
-        """False when ``m`` is unknown or its row count is not ``expected`` (reported)."""
-        if m is None:
-            return False
-        if expected is not None and len(m) != expected:
-            self.add(path, "shape.rows", field=path[-1], found=len(m), other=other, expected=expected, name=name)
-            return False
-        return True
-
-    def length(self, path: Path, v: list[Any] | None, expected: int | None, what: str) -> None:
-        if v is not None and expected is not None and len(v) != expected:
-            self.add(path, "shape.len", field=path[-1], found=len(v), expected_what=what, expected=expected)
-
-    def same_cols(self, path: Path, m: list[list[Fraction]] | None, expected: int | None, what: str) -> bool:
-        if m is None or expected is None:
-            return m is not None
-        if _cols(m) != expected:
-            self.add(path, "shape.cols", field=path[-1], found=_cols(m), expected_what=what, expected=expected)
-            return False
-        return True
 
 
 def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Problem], model.Exercise | None]:
@@ -436,65 +617,70 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
         for name in ("w_q", "w_k", "w_v"):
             if h is not None:
                 c.ragged(("heads", i, name), getattr(h, name))
+    for name in ("x", "x_kv", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "w_o", "b_o"):
+        c.denominators((name,), getattr(f, name))
+    for i, h in enumerate(f.heads or []):
+        for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
+            if h is not None:
+                c.denominators(("heads", i, name), getattr(h, name))
 
     x = c.val(("x",), f.x)
     x_kv = c.val(("x_kv",), f.x_kv)
     cross = f.x_kv is not None or ("x_kv",) in c.bad
-    L, d_model = (len(x), _cols(x)) if x is not None else (None, None)
-    if cross:
-        kv_name, kv_dim = "x_kv", "d_kv"
-        L_k, d_kv = (len(x_kv), _cols(x_kv)) if x_kv is not None else (None, None)
-    else:
-        kv_name, kv_dim = "x", "d_model"
-        L_k, d_kv = L, d_model
-    c.limit(("x",), "L", L)
-    c.limit(("x",), "d_model", d_model)
+    LK, KV = ("L_k", "d_kv") if cross else ("L", "d_model")  # self-attention: the keys are the queries
+    shown = {"L": "L", "L_k": "L_k", "d_model": "d_model", "d_kv": "d_kv", "wk": "num_heads·d_k", "wv": "num_heads·d_v",
+             "d_k": "d_k", "d_v": "d_v", "d_out": "d_out"}
+    s = _Sizes(doc)
+
+    # --- the sequences and their labels
+    if x is not None:
+        s.claim("L", len(x), ("x",), "rows", 0)
+        s.claim("d_model", _cols(x), ("x",), "columns", 0)
+        c.limit(("x",), "L", len(x))
+        c.limit(("x",), "d_model", _cols(x))
     if x_kv is not None:
-        c.limit(("x_kv",), "L_k", L_k)
-        c.limit(("x_kv",), "d_kv", d_kv)
-    c.length(("tokens",), f.tokens, L, "L (rows of x)")
+        s.claim("L_k", len(x_kv), ("x_kv",), "rows", 0)
+        s.claim("d_kv", _cols(x_kv), ("x_kv",), "columns", 0)
+        c.limit(("x_kv",), "L_k", len(x_kv))
+        c.limit(("x_kv",), "d_kv", _cols(x_kv))
+    if f.tokens is not None:
+        s.claim("L", len(f.tokens), ("tokens",), "entries", 2)
     if f.kv_tokens is not None and not cross:
         c.add(("kv_tokens",), "form.kv_tokens")
-    c.length(("kv_tokens",), f.kv_tokens, L_k, "L_k (rows of x_kv)")
-    c.length(("key_padding",), f.key_padding, L_k, "L_k (keys)")
+    elif f.kv_tokens is not None:
+        s.claim("L_k", len(f.kv_tokens), ("kv_tokens",), "entries", 2)
+    if f.key_padding is not None:
+        s.claim(LK, len(f.key_padding), ("key_padding",), "entries", 2)
     mask = c.val(("mask",), f.mask)
-    if isinstance(mask, list) and L is not None and L_k is not None and (len(mask) != L or any(len(r) != L_k for r in mask)):
-        c.add(("mask",), "shape.mask", found=f"[{len(mask)} × {len(mask[0]) if mask else 0}]", L=L, L_k=L_k)
+    if isinstance(mask, list):
+        s.claim("L", len(mask), ("mask",), "rows", 3)
+        if mask:
+            s.claim(LK, len(mask[0]), ("mask",), "columns", 3)
 
+    # --- the form, and the weights each form has: (field, matrix, size of its rows, size of its columns)
     fused_fields = [n for n in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v") if getattr(f, n) is not None or (n,) in c.bad]
     heads_given = f.heads is not None or ("heads",) in c.bad
     num_heads_given = f.num_heads is not None or ("num_heads",) in c.bad
-    heads: list[model.Head] = []
+    weights: list[tuple[Path, list[list[Fraction]], str, str]] = []
+    biases: list[tuple[Path, list[Fraction], str]] = []
+    per_head = fused = False
+    H = 0
     if heads_given and (fused_fields or f.heads is not None and f.num_heads is not None and f.num_heads != len(f.heads)):
         c.add(("heads",), "form.both")
     elif f.heads is not None:
-        dims0: tuple[int | None, int | None] = (None, None)
+        per_head, H = True, len(f.heads)
+        s.one_head = H == 1
         for i, h in enumerate(f.heads):
-            p: Path = ("heads", i)
             if h is None:
                 continue
-            w_q, w_k, w_v = (c.val(p + (n,), getattr(h, n)) for n in ("w_q", "w_k", "w_v"))
-            ok = c.rows(p + ("w_q",), w_q, d_model, "x", "d_model")
-            ok &= c.rows(p + ("w_k",), w_k, d_kv, kv_name, kv_dim)
-            ok &= c.rows(p + ("w_v",), w_v, d_kv, kv_name, kv_dim)
-            d_k = _cols(w_q) if w_q is not None else None
-            d_v = _cols(w_v) if w_v is not None else None
-            ok &= c.same_cols(p + ("w_k",), w_k, d_k, "d_k (columns of w_q)")
-            c.length(p + ("b_q",), h.b_q, d_k, "d_k")
-            c.length(p + ("b_k",), h.b_k, d_k, "d_k")
-            c.length(p + ("b_v",), h.b_v, d_v, "d_v")
-            c.limit(p + ("w_q",), "d_k", d_k)
-            c.limit(p + ("w_v",), "d_v", d_v)
-            if i == 0:
-                dims0 = (d_k, d_v)
-            else:
-                for what, found, expected in (("d_k", d_k, dims0[0]), ("d_v", d_v, dims0[1])):
-                    if found is not None and expected is not None and found != expected:
-                        c.add(p, "shape.head_dims", what=what, found=found, expected=expected)
-                        break
-            if ok:
-                heads.append(model.Head(*(tuple(map(tuple, m)) for m in (w_q, w_k, w_v)),
-                                        *(tuple(b) if b is not None else None for b in (h.b_q, h.b_k, h.b_v))))
+            p: Path = ("heads", i)
+            for name, rows, cols in (("w_q", "d_model", "d_k"), ("w_k", KV, "d_k"), ("w_v", KV, "d_v")):
+                m = c.val(p + (name,), getattr(h, name))
+                if m is not None:
+                    weights.append((p + (name,), m, rows, cols))
+            for name, size in (("b_q", "d_k"), ("b_k", "d_k"), ("b_v", "d_v")):
+                if getattr(h, name) is not None:
+                    biases.append((p + (name,), getattr(h, name), size))
     elif f.num_heads is not None:
         H = f.num_heads
         for n in ("w_q", "w_k", "w_v"):
@@ -502,30 +688,15 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
                 c.add((), "form.fused_missing", field=n)
         c.limit(("num_heads",), "heads", H)
         if H <= LIMITS["heads"]:
-            w_q, w_k, w_v = (c.val((n,), getattr(f, n)) for n in ("w_q", "w_k", "w_v"))
-            ok = c.rows(("w_q",), w_q, d_model, "x", "d_model")
-            ok &= c.rows(("w_k",), w_k, d_kv, kv_name, kv_dim)
-            ok &= c.rows(("w_v",), w_v, d_kv, kv_name, kv_dim)
-            for n, m in (("w_q", w_q), ("w_v", w_v)):
-                if m is not None and _cols(m) % H:
-                    c.add((n,), "shape.divisible", field=n, found=_cols(m), heads=H)
-                    ok = False
-            ok &= c.same_cols(("w_k",), w_k, _cols(w_q) if w_q is not None else None, "the columns of w_q")
-            width_k = _cols(w_q) if w_q is not None else None
-            width_v = _cols(w_v) if w_v is not None else None
-            c.length(("b_q",), f.b_q, width_k, "num_heads·d_k (columns of w_q)")
-            c.length(("b_k",), f.b_k, width_k, "num_heads·d_k (columns of w_q)")
-            c.length(("b_v",), f.b_v, width_v, "num_heads·d_v (columns of w_v)")
-            c.limit(("w_q",), "d_k", width_k // H if width_k is not None else None)
-            c.limit(("w_v",), "d_v", width_v // H if width_v is not None else None)
-            if ok:
-                d_k, d_v = width_k // H, width_v // H  # type: ignore[operator]
-
-                def bias(b: list[Fraction] | None, h: int, n: int) -> model.Vector | None:
-                    return tuple(b[h * n:(h + 1) * n]) if b is not None else None
-                heads = [model.Head(_split(w_q, h, d_k), _split(w_k, h, d_k), _split(w_v, h, d_v),
-                                    bias(f.b_q, h, d_k), bias(f.b_k, h, d_k), bias(f.b_v, h, d_v))
-                         for h in range(H)]
+            fused = True
+            for name, rows, cols in (("w_q", "d_model", "wk"), ("w_k", KV, "wk"), ("w_v", KV, "wv")):
+                m = c.val((name,), getattr(f, name))
+                if m is not None:
+                    weights.append(((name,), m, rows, cols))
+            for name, size in (("b_q", "wk"), ("b_k", "wk"), ("b_v", "wv")):
+                if getattr(f, name) is not None:
+                    biases.append(((name,), getattr(f, name), size))
+            s.scale = {"wk": H, "wv": H}
     elif num_heads_given or heads_given:
         pass  # num_heads or heads is invalid (reported): the form cannot be told
     elif fused_fields:
@@ -535,24 +706,185 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
     if f.heads is not None:
         c.limit(("heads",), "heads", len(f.heads))
 
-    expected_heads = len(f.heads) if f.heads is not None else f.num_heads
-    complete = bool(heads) and len(heads) == expected_heads
+    # --- the input sizes: from x, x_kv, the labels, the mask and the rows of the weights
+    for path, m, rows, _ in weights:
+        s.claim(rows, len(m), path, "rows", 1)
+    for size in ("L", "L_k", "d_model", "d_kv"):
+        s.decide(size)
+    for name, m, rows, cols in (("x", x, "L", "d_model"), ("x_kv", x_kv, "L_k", "d_kv")):
+        if m is None:
+            continue
+        others_r = {cl.value for cl in s.claims.get(rows, []) if cl.path != (name,)}
+        others_c = {cl.value for cl in s.claims.get(cols, []) if cl.path != (name,)}
+        if len(m) != _cols(m) and others_r == {_cols(m)} and others_c == {len(m)}:  # every other field reads it transposed
+            s.withdraw(rows, (name,))
+            s.withdraw(cols, (name,))
+        # a sequence outvoted on one of its sizes says nothing about the other (as a weight with wrong rows)
+        elif s.decided[cols] != _cols(m) and s.decided[rows] == len(m):
+            s.withdraw(rows, (name,))
+        elif s.decided[rows] != len(m) and s.decided[cols] == _cols(m):
+            s.withdraw(cols, (name,))
+
+    # --- each weight's layout from its rows; then d_k and d_v from the weights laid out right and the biases
+    layout: dict[Path, str] = {}
+    for path, m, rows, cols in weights:
+        want = s.decided[rows]
+        if want is None or len(m) == want:
+            layout[path] = "ok"
+            s.claim(cols, s.per_head(cols, _cols(m)), path, "columns", 1)
+        elif _cols(m) == want and len(m) != want:
+            layout[path] = "transposed?"  # [d_k × d_model] for [d_model × d_k]: nn.Linear's layout
+        else:
+            layout[path] = "rows"  # its columns say nothing: its layout is not the one the format asks for
+    for path, v, size in biases:
+        s.claim(size, s.per_head(size, len(v)), path, "entries", 2)
     w_o = c.val(("w_o",), f.w_o)
+    if w_o is not None and fused:
+        s.claim("wv", s.per_head("wv", len(w_o)), ("w_o",), "rows", 3)
+    elif w_o is not None and per_head and H:  # every head has the same d_v, so w_o has num_heads·d_v rows
+        per = Fraction(len(w_o), H)
+        s.claim("d_v", int(per) if per.denominator == 1 else per, ("w_o",), "rows", 3,
+                label=t("shape.w_o_evidence", rows=len(w_o), heads=H) if H > 1 else "")
+    for size in ("d_k", "d_v", "wk", "wv"):
+        if not s.claims.get(size):  # only transposed weights say: their rows
+            for path, m, _, cols in weights:
+                if cols == size and layout[path] == "transposed?" and isinstance(s.per_head(size, len(m)), int):
+                    s.claim(size, s.per_head(size, len(m)), path, "rows", 1)
+        s.decide(size)
+    for path, m, _, cols in weights:
+        if layout[path] == "transposed?":  # its transpose must fit the others (and split into whole heads)
+            fits = s.width(cols) == len(m) or s.width(cols) is None and isinstance(s.per_head(cols, len(m)), int)
+            layout[path] = "transposed" if fits else "rows"
+    if per_head:
+        width_v = H * s.decided["d_v"] if s.decided["d_v"] is not None else None
+    else:
+        width_v = s.width("wv")
+
+    # --- the output projection
+    wo_layout = "ok"
     if w_o is not None:
-        concat_width = sum(h.d_v for h in heads)
-        if complete and len(w_o) != concat_width:
-            c.add(("w_o",), "shape.w_o_rows", found=len(w_o), expected=concat_width)
-        c.limit(("w_o",), "d_out", _cols(w_o))
+        d_out_from = _cols(w_o)
+        if width_v is not None and len(w_o) != width_v:
+            # out_proj.weight of nn.Linear is [d_out × num_heads·d_v]: d_out as b_o says, else usually d_model
+            pinned = {len(f.b_o)} if f.b_o is not None else {s.decided["d_model"]}
+            if _cols(w_o) == width_v and len(w_o) in pinned:
+                wo_layout, d_out_from = "transposed", len(w_o)
+            else:
+                wo_layout = "rows"
+        s.claim("d_out", d_out_from, ("w_o",), "columns" if wo_layout != "transposed" else "rows", 1)
+        c.limit(("w_o",), "d_out", d_out_from)
     if f.b_o is not None:
         if f.w_o is None and ("w_o",) not in c.bad:
             c.add(("b_o",), "form.b_o_alone")
         elif w_o is not None:
-            c.length(("b_o",), f.b_o, _cols(w_o), "d_out (columns of w_o)")
-    if f.w_o is None and ("w_o",) not in c.bad and heads:
-        c.limit(("heads",) if f.heads is not None else ("w_v",), "d_out", sum(h.d_v for h in heads))
+            s.claim("d_out", len(f.b_o), ("b_o",), "entries", 2)
+    s.decide("d_out")
 
-    if c.problems or c.bad or x is None:
+    # --- every field that disagrees with what the others agree on, once
+    def disagrees(path: Path, found: int, what: str, size: str, name: str = "") -> None:
+        evidence = s.evidence(size, path)
+        name = name or shown[size]
+        expected_what = f"{name} ({evidence})" if evidence else name
+        key = {"rows": "shape.rows.dim", "columns": "shape.cols", "entries": "shape.len"}[what]
+        c.add(path, key, field=path[-1], found=found, expected_what=expected_what, expected=s.width(size))
+
+    for name, rows, cols in (("x", "L", "d_model"), ("x_kv", "L_k", "d_kv")):
+        m = x if name == "x" else x_kv
+        R, C = s.decided[rows], s.decided[cols]
+        if m is not None and len(m) != R and _cols(m) != C and (len(m), _cols(m)) == (C, R):
+            c.problems.append(doc.problem((name,), t("shape.transposed", field=name, rows=len(m), cols=_cols(m),
+                                                     row_size=rows, col_size=cols), t("shape.transposed.x.hint")))
+        elif m is not None and len(m) != R and _cols(m) != C and R is not None and C is not None:
+            c.add((name,), "shape.both", field=name, rows=len(m), cols=_cols(m), row_size=rows, col_size=cols, R=R, C=C,
+                  row_evidence=s.evidence(rows, (name,)), col_evidence=s.evidence(cols, (name,)))
+        elif m is not None and len(m) != s.decided[rows]:
+            disagrees((name,), len(m), "rows", rows)
+        elif m is not None and _cols(m) != s.decided[cols]:
+            outvoting = [w for w in weights if w[2] == cols and len(w[1]) == s.decided[cols]]
+            if outvoting and all(_cols(w[1]) == _cols(m) for w in outvoting):  # or are they nn.Linear's [out, in]?
+                c.problems.append(doc.problem((name,), t("shape.cols", field=name, found=_cols(m), expected=C,
+                                                         expected_what=f"{cols} ({s.evidence(cols, (name,))})"),
+                                              t("shape.cols.or_transposed.hint", field=name, expected=C,
+                                                weights=_and([format_path(w[0][-1:]) for w in outvoting]))))
+            else:
+                disagrees((name,), _cols(m), "columns", cols)
+    for name, size in (("tokens", "L"), ("kv_tokens", "L_k"), ("key_padding", LK)):
+        v = getattr(f, name)
+        if v is not None and (name != "kv_tokens" or cross) and len(v) != s.decided[size]:
+            disagrees((name,), len(v), "entries", size, "L_k" if name == "key_padding" else "")
+    L, L_k = s.decided["L"], s.decided[LK]
+    if isinstance(mask, list) and L is not None and L_k is not None and (len(mask) != L or any(len(r) != L_k for r in mask)):
+        c.add(("mask",), "shape.mask", found=f"[{len(mask)} × {len(mask[0]) if mask else 0}]", L=L, L_k=L_k)
+    done: set[Path] = set()  # fields already reported with their head
+    for i in range(H if per_head and H > 1 else 0):
+        for size in ("d_k", "d_v"):  # a head that agrees with itself on another size: one report, at the head
+            mine = [cl for cl in s.claims.get(size, []) if cl.path[:2] == ("heads", i)]
+            others = [cl for cl in s.agree(size) if cl.path[:2] != ("heads", i)]
+            values = {cl.value for cl in mine}
+            if len(values) == 1 and s.decided[size] not in values and others:
+                heads_agreeing = list(dict.fromkeys(f"head {cl.path[1]}" for cl in others if cl.path[0] == "heads"))
+                c.add(("heads", i), "shape.head_dims", what=size, found=mine[0].value, expected=s.decided[size],
+                      others=_and(heads_agreeing + [cl.label for cl in others if cl.path[0] != "heads"]))
+                done.update(cl.path for cl in mine)
+                break
+    for path, m, rows, cols in weights:
+        R, C = s.decided[rows], s.width(cols)
+        if path in done:
+            continue
+        if layout[path] == "transposed":
+            c.add(path, "shape.transposed", field=path[-1], rows=len(m), cols=_cols(m), row_size=shown[rows],
+                  col_size=shown[cols])
+        elif layout[path] == "rows" and C is not None and _cols(m) != C:
+            c.add(path, "shape.both", field=path[-1], rows=len(m), cols=_cols(m), row_size=shown[rows],
+                  col_size=shown[cols], R=R, C=C, row_evidence=s.evidence(rows, path), col_evidence=s.evidence(cols, path))
+        elif layout[path] == "rows":
+            source = next((cl for cl in s.agree(rows) if cl.path in (("x",), ("x_kv",))), None)
+            if source is not None:
+                c.add(path, "shape.rows", field=path[-1], found=len(m), other=source.path[0], expected=R, name=shown[rows])
+            else:
+                disagrees(path, len(m), "rows", rows)
+        elif C is not None and _cols(m) != C:
+            disagrees(path, _cols(m), "columns", cols)
+    for path, v, size in biases:
+        if path not in done and s.width(size) is not None and len(v) != s.width(size):
+            disagrees(path, len(v), "entries", size)
+    if per_head:
+        for size in ("d_k", "d_v"):
+            agreeing = s.agree(size)
+            if agreeing and agreeing[0].value > LIMITS[size]:  # type: ignore[operator]
+                c.limit(agreeing[0].path, size, agreeing[0].value)  # type: ignore[arg-type]
+    if fused:
+        for size, what in (("wk", "d_k"), ("wv", "d_v")):
+            claims = s.claims.get(size, [])
+            if s.decided.get(size) is not None:
+                c.limit(("w_q",) if size == "wk" else ("w_v",), what, s.decided[size])
+            elif claims:  # no field's width is a multiple of num_heads
+                first = next((cl for cl in sorted(claims, key=s._order) if cl.path[0] in ("w_q", "w_k", "w_v")), claims[0])
+                width = int(first.value * H)
+                c.add(first.path, "shape.divisible", field=first.path[-1], found=width, heads=H)
+    if w_o is not None and wo_layout == "transposed":
+        c.add(("w_o",), "shape.transposed", field="w_o", rows=len(w_o), cols=_cols(w_o), row_size=shown["wv"],
+              col_size="d_out")
+    elif w_o is not None and wo_layout == "rows":
+        c.add(("w_o",), "shape.w_o_rows", found=len(w_o), expected=width_v)
+    if f.b_o is not None and w_o is not None and s.decided["d_out"] is not None and len(f.b_o) != s.decided["d_out"]:
+        disagrees(("b_o",), len(f.b_o), "entries", "d_out")
+    if f.w_o is None and ("w_o",) not in c.bad and width_v is not None:
+        c.limit(("heads",) if per_head else ("w_v",), "d_out", width_v)
+
+    if c.problems or c.bad or x is None or not (per_head or fused):
         return c.problems, None
+    L, L_k = len(x), len(x_kv) if x_kv is not None else len(x)
+    if per_head:
+        heads = [model.Head(*(tuple(map(tuple, m)) for m in (h.w_q, h.w_k, h.w_v)),
+                            *(tuple(b) if b is not None else None for b in (h.b_q, h.b_k, h.b_v))) for h in f.heads]
+    else:
+        d_k, d_v = _cols(f.w_q) // H, _cols(f.w_v) // H
+
+        def bias(b: list[Fraction] | None, h: int, n: int) -> model.Vector | None:
+            return tuple(b[h * n:(h + 1) * n]) if b is not None else None
+        heads = [model.Head(_split(f.w_q, h, d_k), _split(f.w_k, h, d_k), _split(f.w_v, h, d_v),
+                            bias(f.b_q, h, d_k), bias(f.b_k, h, d_k), bias(f.b_v, h, d_v)) for h in range(H)]
     mask_kind: model.MaskKind = "none"
     mask_m: model.BoolMatrix | None = None
     if f.mask == "causal":
@@ -624,8 +956,10 @@ def validate_document(doc: Document) -> Validation:
         f: Any = ExerciseFile.model_validate(doc.value)
         bad: set[Path] = set()
     except ValidationError as err:
-        problems += _problems_from(err, doc)
+        meant = _meant(err, doc.value)
+        problems += _problems_from(err, doc, meant)
         f, bad = _partial(doc.value)
+        bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
     found, ex = _check(f, doc, bad)
     problems += found
     if problems:

@@ -51,7 +51,7 @@ from .exercise import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what 
 from .messages import t
 from .model import Exercise
 from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, keys
-from .yamlread import Document, describe, parse_yaml, read_text
+from .yamlread import Document, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 from .yamlread import Path as YPath
 
 #: Fields a solution file may have besides the steps.
@@ -265,8 +265,15 @@ def _exercise_fields(data: dict[str, Any]) -> list[str]:
 
 
 def _suggest(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    looks = ascii_look_alike(name)  # a Cyrillic 'с' in 'sсores', a zero-width space: what it was meant to be
+    close = [looks] if looks in choices else difflib.get_close_matches(looks, choices, n=1, cutoff=0.6)
     return t("schema.unknown.hint", suggestion=close[0]) if close else t("solution.unknown.hint", steps=", ".join(choices))
+
+
+def _unknown(name: str) -> str:
+    """'x' is not a step name; with the code points of any invisible or look-alike character in it."""
+    names = codepoints(name)
+    return t("solution.unknown.codepoints", name=shown(name), names=names) if names else t("solution.unknown", name=name)
 
 
 def _resolve_exercise(name: str, base: Path, r: _Reader, path: YPath, folders: Sequence[str | Path]) -> Exercise | None:
@@ -349,7 +356,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
             if ex.num_heads == 1 and "heads" not in data:
                 take((key,), key, 0, value)
         else:
-            r.add((key,), t("solution.unknown", name=key), _suggest(key, names + list(META_FIELDS)), key=True)
+            r.add((key,), _unknown(key), _suggest(key, names + list(META_FIELDS)), key=True)
 
     heads = data.get("heads")
     if heads is not None:
@@ -371,7 +378,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
                     elif key in LAYER_STEPS:
                         r.add(p + (key,), t("solution.layer_in_head", step=key), key=True)
                     else:
-                        r.add(p + (key,), t("solution.unknown", name=key), _suggest(key, list(HEAD_STEPS)), key=True)
+                        r.add(p + (key,), _unknown(key), _suggest(key, list(HEAD_STEPS)), key=True)
 
     if not found and not r.problems:
         r.add((), t("solution.no_steps"), t("solution.empty.hint"))

@@ -22,7 +22,10 @@ with a 1-based line and column.
 from __future__ import annotations
 
 import decimal
+import os
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -36,6 +39,8 @@ Path = tuple[str | int, ...]
 MAX_FILE_BYTES = 1_000_000
 MAX_VALUES = 100_000  # scalars and collections after alias expansion
 MAX_DEPTH = 12  # the deepest value of an exercise is heads[i].w_q[r][c]: 5 levels
+MAX_SHOWN = 40  # a value quoted in a message is cut to this many characters
+MAX_NUMBER_TEXT = 100  # no YAML 1.1 warning is worked out for a plain number longer than this (it is an error anyway)
 
 
 class YNum(str):
@@ -133,6 +138,8 @@ def format_path(path: Path) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
+            if codepoints(part):  # an invisible or look-alike character in a key: shown as an escape
+                part = ascii(part)[1:-1]
             out += f".{part}" if out else part
     return out
 
@@ -157,16 +164,84 @@ def _describe_node(node: yaml.Node) -> str:
     return describe(node.value)
 
 
+# Letters that look like ASCII ones (Cyrillic, Greek) and dashes that look like '-':
+# what a key or value was probably meant to say.
+_LOOK_ALIKE = str.maketrans({
+    **dict(zip("\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0455\u0456\u0458\u04bb\u0501\u051b\u051d\u043a",
+               "aeopcyxsijhdqwk")),  # Cyrillic а е о р с у х ѕ і ј һ ԁ ԛ ԝ к
+    **dict(zip("\u0410\u0412\u0415\u0405\u0406\u0408\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425",
+               "ABESIJKMHOPCTX")),  # Cyrillic А В Е Ѕ І Ј К М Н О Р С Т Х
+    **dict(zip("\u03b9\u03ba\u03bd\u03bf\u03c1\u03c5\u03c7", "ikvopux")),  # Greek ι κ ν ο ρ υ χ
+    **dict(zip("\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
+               "ABEZHIKMNOPTYX")),  # Greek Α Β Ε Ζ Η Ι Κ Μ Ν Ο Ρ Τ Υ Χ
+    **dict.fromkeys("\u2010\u2011\u2012\u2013\u2212", "-"),  # hyphens, en dash, minus sign
+})
+
+
+def codepoint(ch: str) -> str:
+    """``U+200B ZERO WIDTH SPACE``: a character by its code point and Unicode name (control characters: the number alone)."""
+    name = unicodedata.name(ch, "") or (t("char.control") if unicodedata.category(ch) == "Cc" else "")
+    return f"U+{ord(ch):04X} {name}" if name else f"U+{ord(ch):04X}"
+
+
+def shown(text: str) -> str:
+    """``text`` quoted, every non-ASCII or control character as an escape: ``'x\\u200b'``; long text cut."""
+    if len(text) > MAX_SHOWN:
+        text = text[: MAX_SHOWN - 3] + "..."
+    return ascii(text)
+
+
+def codepoints(text: str, limit: int = 3) -> str:
+    """The non-ASCII and control characters of ``text`` named: ``U+200B ZERO WIDTH SPACE (invisible)``,
+    ``U+0445 CYRILLIC SMALL LETTER HA (looks like 'x')``, ...; ``""`` if there are none."""
+    found = list(dict.fromkeys(ch for ch in text if not (" " <= ch <= "~")))
+    names = []
+    for ch in found[:limit]:
+        looks = ascii_look_alike(ch)
+        if not looks:
+            names.append(t("char.invisible", char=codepoint(ch)))
+        elif looks != ch and looks.isascii():
+            names.append(t("char.looks_like", char=codepoint(ch), ascii=looks))
+        else:
+            names.append(codepoint(ch))
+    if len(found) > limit:
+        names.append("...")
+    return ", ".join(names)
+
+
+def ascii_look_alike(text: str) -> str:
+    """What ``text`` looks like: invisible characters dropped, look-alike and full-width letters as ASCII.
+
+    ``'x\\u200b'`` -> ``'x'``; Cyrillic ``'\\u0445'`` -> ``'x'``; ``'\\u2212 1'`` -> ``'- 1'``.
+    """
+    text = unicodedata.normalize("NFKC", text).translate(_LOOK_ALIKE)
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Cc", "Mn", "Zs") or ch == " ")
+
+
+def _cut(text: str) -> tuple[str, int | None]:
+    """``text`` cut to :data:`MAX_SHOWN` characters, and its length when it was cut."""
+    return (text, None) if len(text) <= MAX_SHOWN else (text[: MAX_SHOWN - 3], len(text))
+
+
 def describe(value: Any) -> str:
-    """How a found value is named in messages: ``the text 'yes'``, ``a list``..."""
+    """How a found value is named in messages: ``the text 'yes'``, ``a list``...
+
+    Long values are cut (with their length); text with characters outside
+    printable ASCII is shown with escapes and the characters named by code
+    point, so an invisible or look-alike character explains the error.
+    """
     if value is None:
         return t("found.null")
     if isinstance(value, bool):
         return t("found.bool", value=str(value).lower())
     if isinstance(value, (YNum, int, float)):
-        return t("found.number", value=str(value))
+        text, length = _cut(str(value))
+        return t("found.number", value=text) if length is None else t("found.number.cut", value=text, length=length)
     if isinstance(value, str):
-        return t("found.text", value=value if len(value) <= 40 else value[:37] + "...")
+        names = codepoints(value)
+        if names:
+            return t("found.text.codepoints", value=shown(value), names=names)
+        return t("found.text", value=value if len(value) <= MAX_SHOWN else value[: MAX_SHOWN - 3] + "...")
     if isinstance(value, (list, tuple)):
         return t("found.list")
     if isinstance(value, dict):
@@ -174,20 +249,71 @@ def describe(value: Any) -> str:
     return t("found.text", value=str(value))
 
 
+def _alias_keys(text: str) -> dict[tuple[int, int, int], tuple[int, int]]:
+    """Where each alias used as a mapping key is written: ``(line, column, pair) -> (line, column)``.
+
+    The composer gives an alias the node of its anchor (and the anchor's
+    position), so the alias's own position is read from the parser's events:
+    a mapping is known by the (0-based) line and column where it starts, a
+    key by its pair's index.
+    """
+    out: dict[tuple[int, int, int], tuple[int, int]] = {}
+    stack: list[list[Any]] = []  # per open collection: [mapping start (line, col) or None for a list, children so far]
+    for event in yaml.parse(text, Loader=_ComposeOnly):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            mark = event.start_mark
+            stack.append([(mark.line, mark.column) if isinstance(event, yaml.MappingStartEvent) else None, 0])
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+            if stack:
+                stack[-1][1] += 1
+        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)) and stack:
+            start, seen = stack[-1]
+            if isinstance(event, yaml.AliasEvent) and start is not None and seen % 2 == 0:
+                out[(*start, seen // 2)] = (event.start_mark.line + 1, event.start_mark.column + 1)
+            stack[-1][1] += 1
+    return out
+
+
 class _Walker:
-    def __init__(self, doc: Document):
+    def __init__(self, doc: Document, text: str = ""):
         self.doc = doc
+        self.text = text
         self.count = 0
         self.active: set[int] = set()
+        self.keys_seen: set[int] = set()  # key nodes met so far: meeting one again means an alias
+        self.values_seen: set[int] = set()  # scalar value nodes met so far (an alias key may repeat one)
+        self._alias_keys: dict[tuple[int, int, int], tuple[int, int]] | None = None
+
+    def key_mark(self, mapping: yaml.MappingNode, pair: int, key_node: yaml.Node, alias: bool) -> tuple[int, int]:
+        """Where a key is written: its node's position, or for an alias the alias's own position."""
+        if alias and self.text:
+            if self._alias_keys is None:
+                try:
+                    self._alias_keys = _alias_keys(self.text)
+                except yaml.YAMLError:  # pragma: no cover - the text was composed already
+                    self._alias_keys = {}
+            found = self._alias_keys.get((mapping.start_mark.line, mapping.start_mark.column, pair))
+            if found is not None:
+                return found
+        return _mark(key_node)
 
     def poison(self, path: Path, message: str, hint: str = "") -> None:
         self.doc.problems.append(self.doc.problem(path, message, hint))
         self.doc.poisoned.add(path)
 
     def yaml11_reading(self, text: str, path: Path) -> None:
-        """Warn when a YAML 1.1 tool would read this plain number differently (``010``, ``1e3``)."""
+        """Warn when a YAML 1.1 tool would read this plain number differently (``010``, ``1e3``).
+
+        No text is converted to a number here unless it is short: a longer one
+        is an error where numbers are read (and Python refuses to convert
+        integers of more than 4,300 digits).
+        """
+        if len(text) > MAX_NUMBER_TEXT:
+            return
         if _LEADING_ZERO.fullmatch(text):
-            number = str(int(text))
+            sign = text[0] if text[0] in "+-" else ""
+            number = sign.replace("+", "") + (text.lstrip("+-").lstrip("0") or "0")
             self.doc.warnings.append(self.doc.problem(
                 path, t("yaml.leading_zero", text=text, value=number), t("yaml.leading_zero.hint", value=number)))
         elif (m := _EXPONENT.fullmatch(text)) and not _YAML11_FLOAT.fullmatch(text) and abs(int(m["exp"])) <= 20:
@@ -201,6 +327,8 @@ class _Walker:
         if self.count > MAX_VALUES:  # not reached after _expanded_size; kept as a guard
             raise _TooBig(path)
         self.doc.marks.setdefault(path, node)  # the mark is computed only if a problem needs it
+        if isinstance(node, yaml.ScalarNode):
+            self.values_seen.add(id(node))
         if id(node) in self.active:
             self.poison(path, t("yaml.recursive_alias"), t("yaml.recursive_alias.hint"))
             return None
@@ -230,7 +358,9 @@ class _Walker:
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
         out: dict[str, Any] = {}
         first_line: dict[str, int] = {}
-        for key_node, value_node in node.value:
+        for pair, (key_node, value_node) in enumerate(node.value):
+            alias = id(key_node) in self.keys_seen or id(key_node) in self.values_seen
+            self.keys_seen.add(id(key_node))
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != _STR_TAG:
                 line, col = _mark(key_node)
                 self.doc.problems.append(
@@ -250,14 +380,14 @@ class _Walker:
                 )
                 continue
             if key in first_line:
-                line, col = _mark(key_node)
+                line, col = self.key_mark(node, pair, key_node, alias)
                 self.doc.problems.append(
                     Problem(self.doc.filename, line, col, format_path(child),
                             t("yaml.duplicate_key", key=key, first=first_line[key]),
                             t("yaml.duplicate_key.hint"))
                 )
                 continue
-            first_line[key] = _mark(key_node)[0]
+            first_line[key] = self.key_mark(node, pair, key_node, alias)[0]
             out[key] = self.walk(value_node, child)
         return out
 
@@ -272,8 +402,33 @@ def _tab_lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _reader_problem(filename: str, err: yaml.reader.ReaderError, text: str) -> Problem:
+    """A character YAML does not allow (NUL, another control character), at its line and column.
+
+    libyaml gives the position as a byte offset into the UTF-8 text, PyYAML's
+    reader as a character index: either way it is checked against the
+    character named in the error, else the first occurrence of it is used.
+    """
+    ch = chr(err.character) if isinstance(err.character, int) else str(err.character)
+    index = -1
+    if isinstance(err.position, int):
+        candidates = [err.position]
+        if err.encoding != "unicode":  # libyaml: a byte offset
+            candidates.insert(0, len(text.encode("utf-8")[: err.position].decode("utf-8", "ignore")))
+        index = next((i for i in candidates if 0 <= i < len(text) and text[i] == ch), -1)
+    if index < 0:
+        index = text.find(ch)
+    line = col = None
+    if index >= 0:
+        line = text.count("\n", 0, index) + 1
+        col = index - (text.rfind("\n", 0, index) + 1) + 1
+    return Problem(filename, line, col, "", t("yaml.bad_character", char=codepoint(ch)), t("yaml.bad_character.hint"))
+
+
 def _syntax_problems(filename: str, err: yaml.YAMLError, text: str) -> list[Problem]:
     """The parser's error; a tab is reported at every line indented with one, not only the first."""
+    if isinstance(err, yaml.reader.ReaderError):
+        return [_reader_problem(filename, err, text)]
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     col = mark.column + 1 if mark is not None else None
@@ -359,7 +514,7 @@ def parse_yaml(text: str, filename: str) -> Document:
             doc.problems.append(_too_big(doc, node, sizes))
             return doc
     try:
-        doc.value = _Walker(doc).walk(node, ())
+        doc.value = _Walker(doc, text).walk(node, ())
     except _TooBig as too_big:
         doc.problems = [doc.problem(too_big.args[0], t("yaml.alias_expansion", limit=MAX_VALUES),
                                     t("yaml.alias_expansion.hint"))]
@@ -367,18 +522,57 @@ def parse_yaml(text: str, filename: str) -> Document:
     return doc
 
 
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based ``(line, column)`` of byte ``offset`` of UTF-8 ``data``; the column counts characters."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    before = data[start:offset]
+    if start == 0 and before.startswith(b"\xef\xbb\xbf"):  # a byte-order mark is not a column
+        before = before[3:]
+    return data.count(b"\n", 0, offset) + 1, len(before.decode("utf-8", "replace")) + 1
+
+
+_KINDS = ((stat.S_ISDIR, "file.kind.directory"), (stat.S_ISFIFO, "file.kind.fifo"), (stat.S_ISSOCK, "file.kind.socket"),
+          (stat.S_ISCHR, "file.kind.device"), (stat.S_ISBLK, "file.kind.device"))
+
+
+def _not_regular(mode: int) -> str:
+    return t(next((key for test, key in _KINDS if test(mode)), "file.kind.special"))
+
+
 def read_text(path: str, display: str | None = None) -> tuple[str | None, list[Problem]]:
-    """The UTF-8 text of ``path``, or problems (unreadable, too large, not UTF-8)."""
+    """The UTF-8 text of ``path``, or problems (unreadable, not a regular file, too large, not UTF-8).
+
+    Never blocks: the file is opened without waiting (``O_NONBLOCK``: a FIFO
+    with no writer does not hang the open) and read only when ``fstat`` says
+    it is a regular file, so a FIFO, a device or a directory is a problem,
+    not a hang.  A file too large or not UTF-8 is reported at the line and
+    column where it breaks the rule.
+    """
     name = display or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, flags)
+    except OSError as err:
+        return None, [Problem(name, None, None, "", t("file.unreadable", reason=err.strerror or str(err)))]
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, [Problem(name, None, None, "", t("file.not_regular", kind=_not_regular(info.st_mode)))]
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         return None, [Problem(name, None, None, "", t("file.unreadable", reason=err.strerror or str(err)))]
+    finally:
+        os.close(fd)
     if len(data) > MAX_FILE_BYTES:
-        return None, [Problem(name, None, None, "", t("file.too_large", size=f"over {MAX_FILE_BYTES}", limit=MAX_FILE_BYTES))]
+        size = max(info.st_size, len(data))
+        line, col = _position(data, MAX_FILE_BYTES)
+        return None, [Problem(name, line, col, "", t("file.too_large.at", size=f"{size:,}", limit=f"{MAX_FILE_BYTES:,}"),
+                              t("file.too_large.hint"))]
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
-        return data.decode("utf-8-sig"), []
+        return data[bom:].decode("utf-8"), []
     except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        return None, [Problem(name, line, None, "", t("file.not_utf8", offset=err.start))]
+        line, col = _position(data, bom + err.start)
+        return None, [Problem(name, line, col, "", t("file.not_utf8.at", byte=f"0x{data[bom + err.start]:02X}"),
+                              t("file.not_utf8.hint"))]

@@ -57,7 +57,7 @@ def _targets(paths: list[Path]) -> tuple[list[tuple[Path, bool]], list[Problem]]
             if not found:
                 problems.append(Problem(str(path), None, None, "", t("validate.no_files"), t("validate.no_files.hint")))
             files += [(f, False) for f in found]
-        elif path.exists():
+        elif os.path.lexists(path):  # a FIFO, a device, a broken link, a symlink loop: reported when read
             files.append((path, True))
         else:
             problems.append(Problem(str(path), None, None, "", t("validate.missing")))
@@ -71,7 +71,7 @@ def validate_paths(paths: list[Path]) -> tuple[list[Validation], list[Problem]]:
     directory are skipped) and the problems that belong to no single file's
     content: missing paths, empty directories, clashing ids.
     """
-    from ..catalog import bundled_dir, read_exercise_file, yaml_files
+    from ..catalog import bundled_dir, read_exercise_file, real_path, yaml_files
     from ..errors import Problem
     from ..exercise import Validation
 
@@ -87,8 +87,8 @@ def validate_paths(paths: list[Path]) -> tuple[list[Validation], list[Problem]]:
                 continue
         results.append(checked)
     seen: dict[str, str] = {}
-    bundled = {p.resolve() for p in yaml_files(bundled_dir())}
-    mine = {Path(r.file).resolve() for r in results}
+    bundled = {Path(real_path(p)) for p in yaml_files(bundled_dir())}
+    mine = {Path(real_path(r.file)) for r in results}  # realpath, not resolve(): a symlink loop must not raise
     for p in sorted(bundled - mine):
         checked = read_exercise_file(p, f"bundled:{p.name}")
         if checked is not None and checked.exercise is not None:
@@ -191,9 +191,14 @@ def new(
         raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
     if mask is MaskChoice.padding and (cross or tokens) < 2:
         raise typer.BadParameter(t("new.padding_keys"), param_hint="--mask")
+    if title is not None:
+        _check_title(title)
     text = generate(spec)
-    checked = validate_text(text, str(output) if output else "<new>")
+    checked = validate_text(text, "<new>")  # nothing is written until it is valid
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid
+        for p in checked.problems:
+            if p.field in ("id", "title"):
+                raise typer.BadParameter(p.message, param_hint=f"--{p.field}")
         raise TutorError("\n".join(str(p) for p in checked.problems))
     if output is None:
         write_document(text)
@@ -206,6 +211,20 @@ def new(
     except OSError as err:
         raise TutorError(t("new.unwritable", path=output, reason=err.strerror or str(err))) from err
     warn(t("new.wrote", path=output, id=checked.exercise.id if checked.exercise else ""))
+
+
+def _check_title(title: str) -> None:
+    """A usage error for a ``--title`` with a control character (ESC, NUL, ...): it would be written into the file.
+
+    Line breaks and tabs are fine: the title is written on one line, whitespace collapsed.
+    """
+    import unicodedata
+
+    from ..yamlread import codepoint
+
+    for ch in title:
+        if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r":
+            raise typer.BadParameter(t("new.bad_title", char=codepoint(ch)), param_hint="--title")
 
 
 # --- schema --------------------------------------------------------------------------

@@ -35,8 +35,6 @@ from .functional import softmax
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.model import Exercise
 
-    from .layer import ExerciseRun
-
 Array = NDArray[np.float64]
 Key = tuple[str, "int | None"]
 
@@ -345,50 +343,3 @@ def output_slack(r: Replay, head: int | None = None) -> Array:
     src = ("concat", None) if r.ex.num_heads > 1 else ("head_output", 0)
     return r.delta(*src) @ np.abs(floats(r.ex.w_o))  # type: ignore[arg-type]
 
-
-# --- each step read off the production layer (checks the exact engine) ---------------------------
-#
-# ``run`` is :func:`tutor.numeric.run_exercise`'s batched forward with the batch axis dropped:
-# q, k, v ``[H, L, d]``, scores ``[H, L, L_k]`` (already divided by √d_k), weights ``[H, L, L_k]``,
-# context ``[L, H·d_v]``, output ``[L, d_out]``.
-
-
-def q_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.q[head]
-
-
-def k_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.k[head]
-
-
-def v_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.v[head]
-
-
-def scores_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.scores[head] * math.sqrt(ex.heads[head or 0].d_k)  # [L, L_k], the scale undone
-
-
-def scaled_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.scores[head]
-
-
-def masked_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return np.where(np.array(ex.allowed(), dtype=bool), run.scores[head], -np.inf)  # [L, L_k]
-
-
-def weights_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.weights[head]
-
-
-def head_output_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    offset = sum(hd.d_v for hd in ex.heads[:head])
-    return run.context[:, offset:offset + ex.heads[head or 0].d_v]  # [L, d_v], head's columns
-
-
-def concat_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.context
-
-
-def output_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return run.output

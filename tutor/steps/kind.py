@@ -76,10 +76,12 @@ class StepKind:
     How it is computed (each engine's function, called by the walkers of
     :mod:`tutor.steps.catalogue`):
       ``build(b, head)``: the exact step (:mod:`tutor.exact` does the math);
-      :meth:`floats`, :meth:`slack`, :meth:`production`: the float pipeline's
-      functions of the same name in :mod:`tutor.numeric.replay` (``<id>``,
-      ``<id>_slack``, ``<id>_production``; found by name, so that describing
-      a step never imports numpy); ``varies``: the
+      :meth:`floats`, :meth:`slack`: the float pipeline's functions
+      ``<id>`` and ``<id>_slack`` in :mod:`tutor.numeric.replay`;
+      :meth:`production`, :meth:`rounding`: ``<id>_production`` and
+      ``<id>_rounding`` in :mod:`tutor.numeric.production`, the step read off
+      the batched layer and its float64 error bound (found by name, so that
+      describing a step never imports numpy); ``varies``: the
       :class:`~tutor.numeric.replay.Variant` knobs ``floats`` reads (a
       misconception that turns one of them can show up from this step on).
 
@@ -128,10 +130,16 @@ class StepKind:
         return getattr(replay, f"{self.id}_slack")(r, head)  # type: ignore[no-any-return]
 
     def production(self, run: ExerciseRun, ex: Exercise, head: int | None) -> NDArray:
-        """The step read off the batched layer's run (:func:`tutor.numeric.run_exercise`)."""
-        from ..numeric import replay
+        """The step read off the batched layer's run (:mod:`tutor.numeric.production`)."""
+        from ..numeric import production
 
-        return getattr(replay, f"{self.id}_production")(run, ex, head)  # type: ignore[no-any-return]
+        return getattr(production, f"{self.id}_production")(run, ex, head)  # type: ignore[no-any-return]
+
+    def rounding(self, r: Replay, head: int | None) -> NDArray:
+        """How far float64 rounding may move :meth:`production` on this exercise (:mod:`tutor.numeric.production`)."""
+        from ..numeric import production
+
+        return getattr(production, f"{self.id}_rounding")(r, head)  # type: ignore[no-any-return]
 
     @property
     def title(self) -> str:
