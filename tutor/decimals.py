@@ -42,3 +42,10 @@ def pretty(v: float, places: int) -> str:
     if math.isinf(v):
         return "−∞" if v < 0 else "∞"
     return fixed(v, places).replace("-", "−")
+
+
+def tex(v: float, places: int) -> str:
+    r""":func:`fixed` for LaTeX: ``-0.5000``, ``-\infty`` for a masked score."""
+    if math.isinf(v):
+        return r"-\infty" if v < 0 else r"\infty"
+    return fixed(v, places)

@@ -182,9 +182,8 @@ def _same(a: Array, b: Array) -> bool:
     return bool(np.allclose(a[~inf], b[~inf], rtol=EPS, atol=1e-12))
 
 
-def num_text(v: float, places: int = 4) -> str:
-    """``5``, ``0.4458``, ``-inf``: a float as a learner would write it (at most ``places`` decimals)."""
-    return trimmed(v, places)
+#: ``5``, ``0.4458``, ``-inf``: a float as a learner would write it (:func:`tutor.decimals.trimmed`).
+num_text = trimmed
 
 
 # --- the float pipeline (one: :func:`tutor.steps.replay` over :mod:`tutor.numeric.replay`) ---------

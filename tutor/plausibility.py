@@ -77,10 +77,6 @@ def dims(shape: tuple[int, int]) -> str:
     return f"[{shape[0]}×{shape[1]}]"
 
 
-def _short(v: float) -> str:
-    return trimmed(v, 6)
-
-
 # --- the checks ---------------------------------------------------------------------------
 
 
@@ -134,10 +130,10 @@ def _row_sums(c: _Given) -> list[Finding]:
             allow = float(np.where(np.isinf(lo[i]), 0.0, (hi[i] - lo[i]) / 2).sum())
         if abs(total - (0.0 if empty else 1.0)) > allow + 1e-9:
             if empty:
-                message = t("check.row_sum.bad_empty", step=c.name, row=row, total=_short(total), allow=_short(allow))
+                message = t("check.row_sum.bad_empty", step=c.name, row=row, total=trimmed(total, 6), allow=trimmed(allow, 6))
             else:
-                message = t("check.row_sum.bad", step=c.name, row=row, total=_short(total), target=1,
-                            allow=_short(allow))
+                message = t("check.row_sum.bad", step=c.name, row=row, total=trimmed(total, 6), target=1,
+                            allow=trimmed(allow, 6))
             bad_rows.append((i, message))
     out = [Finding("row_sums", g.id, g.head, False, message, tuple((i, j) for j in range(g.shape[1])))
            for i, message in bad_rows]
@@ -197,7 +193,7 @@ def _column_range(c: _Given) -> list[Finding]:
             if hi[i, j] < bottom - 1e-9 or lo[i, j] > top + 1e-9:
                 bad.append((i, j))
                 texts.append(t("check.column.bad_cell", cell=cell_name(sol, g.id, g.head, i, j),
-                               value=g.texts()[i][j], low=_short(bottom), high=_short(top), col=v_step.col_labels[j]))
+                               value=g.texts()[i][j], low=trimmed(bottom, 6), high=trimmed(top, 6), col=v_step.col_labels[j]))
     if bad:
         return [Finding("column_range", g.id, g.head, False, t(
             "check.column.bad", step=c.name, cells="; ".join(texts), whose=whose), tuple(bad))]

@@ -71,7 +71,7 @@ def _projection_rounding(r: Replay, id: str, head: int | None) -> Array:
     ex = r.ex
     hd = ex.heads[head or 0]
     w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
-    x = ex.x if id == "q" else ex.kv
+    x = ex.x if id == "q" else ex.kv  # step id: Q is projected from X, K and V from X_kv
     return gamma(len(x[0]) + 3) * (_abs(x) @ _abs(w) + _abs(b, (len(w[0]),)))  # [n, d]
 
 

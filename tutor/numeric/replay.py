@@ -152,7 +152,7 @@ def project(r: Replay, id: str, head: int | None) -> Array:
     """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``."""
     hd = r.ex.heads[head or 0]
     w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
-    x = r.x if id == "q" else r.kv  # [n, d_in]
+    x = r.x if id == "q" else r.kv  # [n, d_in]; step id: Q is projected from X, K and V from X_kv
     return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
 
 

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
-from ..diagnose import num_text
+from ..decimals import trimmed
 from ..exactnum import Rat
 from ..messages import plural, t
 from ..plausibility import cell_name, label
@@ -117,7 +117,7 @@ class CheckRenderer:
                     self.line(notes[i, j], indent=2)
                     continue
                 exact = step.exact[i][j]
-                right = str(exact) if isinstance(exact, Rat) and len(str(exact)) <= 8 else num_text(s.expected[i, j])
+                right = str(exact) if isinstance(exact, Rat) and len(str(exact)) <= 8 else trimmed(s.expected[i, j])
                 self.line(t("check.entry", cell=cell_name(sol, *s.key, i, j), found=texts[i][j], right=right), indent=2)
             if len(s.wrong) > MAX_ENTRIES_SHOWN:
                 self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)

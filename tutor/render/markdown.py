@@ -21,7 +21,7 @@ from fractions import Fraction
 from string import Template
 from typing import TYPE_CHECKING
 
-from ..decimals import fixed
+from ..decimals import tex
 from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..messages import t
 from ..model import Exercise, Matrix
@@ -90,12 +90,6 @@ class _Latex:
 
 def _fraction_latex(latex: _Latex, q: Fraction) -> str:
     return latex(Rat(q))
-
-
-def _decimal(v: float, places: int) -> str:
-    if math.isinf(v):
-        return r"-\infty" if v < 0 else r"\infty"
-    return fixed(v, places)
 
 
 def bmatrix(rows: Sequence[Sequence[str]]) -> str:
@@ -230,7 +224,7 @@ class MarkdownRenderer:
         cells = [e for row in step.exact for e in row]
         if all(isinstance(e, NegInf) or (isinstance(e, Rat) and e.q.denominator == 1) for e in cells):
             return f"{name} = " + bmatrix([[self.latex(e) for e in row] for row in step.exact]), False
-        decimals = bmatrix([[_decimal(v, self.places) for v in row] for row in step.value])
+        decimals = bmatrix([[tex(v, self.places) for v in row] for row in step.value])
         if len(cells) > EXACT_CELLS and not all(_plain(e) for e in cells):
             return rf"{name} \approx {decimals}", True
         return f"{name} = " + bmatrix([[self.latex(e) for e in row] for row in step.exact]) + rf" \approx {decimals}", False

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 
-from ..decimals import fixed
+from ..decimals import pretty as pretty_decimal
 from ..model import Exercise
 from ..steps import KINDS, Step
 
@@ -52,11 +51,8 @@ def reflow(text: str) -> str:
     return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
 
-def decimal(v: float, places: int) -> str:
-    """``v`` to ``places`` decimals; ``-inf`` as ``−∞``; never ``-0.0000``."""
-    if math.isinf(v):
-        return "−∞" if v < 0 else "∞"
-    return fixed(v, places).replace("-", "−")
+#: ``v`` to ``places`` decimals in notation (``−0.5000``, ``−∞``; never ``-0``): :func:`tutor.decimals.pretty`.
+decimal = pretty_decimal
 
 
 def is_plain(exact: str) -> bool:
