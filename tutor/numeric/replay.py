@@ -251,19 +251,19 @@ def masked_slack(r: Replay, head: int | None) -> Array:
 # --- weights, head output ---------------------------------------------------------------------
 
 
-def _weights_source(r: Replay, head: int | None) -> tuple[str, Array | None]:
-    if r.ex.has_mask and ("masked", head) in r.values:
-        return "masked", r.input("masked", head)
-    return "scaled", r.input("scaled", head)
+def _weights_source(r: Replay, head: int | None) -> Key:
+    """What the softmax reads: the masked scores when they were computed, else the scaled ones."""
+    return ("masked", head) if r.ex.has_mask and ("masked", head) in r.values else ("scaled", head)
 
 
 def weights(r: Replay, head: int | None) -> Array | None:
     """``softmax`` of each row of the masked (or scaled) scores: ``[L, L_k]``; a fully masked row is 0."""
     v = r.variant
-    src, A = _weights_source(r, head)
+    src = _weights_source(r, head)
+    A = r.input(*src)
     if A is None:
         return None
-    if r.ex.has_mask and src == "scaled" and v.mask != "after_softmax":  # the mask could not be applied
+    if r.ex.has_mask and src[0] != "masked" and v.mask != "after_softmax":  # step id: the mask could not be applied
         return None
     if not v.softmax:
         W = np.where(np.isinf(A), 0.0, A)  # [L, L_k], the scores themselves, a blocked one counting 0
@@ -283,8 +283,8 @@ def weights(r: Replay, head: int | None) -> Array | None:
 
 
 def weights_slack(r: Replay, head: int | None) -> Array:
-    src, _ = _weights_source(r, head)
-    A, dA, W = r.values[src, head], r.delta(src, head), r.values["weights", head]
+    src = _weights_source(r, head)
+    A, dA, W = r.values[src], r.delta(*src), r.values["weights", head]
     live = np.where(np.isinf(A), 0.0, dA)  # [L, L_k]
     spread = np.max(live, axis=-1, keepdims=True)  # [L, 1]
     return W * np.expm1(2 * spread)  # [L, L_k]

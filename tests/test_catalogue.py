@@ -1,0 +1,132 @@
+"""The step catalogue holds for every kind, and nothing outside it re-derives a step.
+
+* every kind has its functions in the float pipeline and the production
+  mirror (found by name), its messages, and a place in the graph;
+* the walks agree: ``solve`` gives the steps of ``keys(ex)`` in order, the
+  float walk reproduces the exact values, ``verify`` reads every step back;
+* outside ``tutor/steps/`` at most five comparisons of a step id remain,
+  each with a comment; one ``softmax`` definition in the package.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tutor.catalog import resolve
+from tutor.messages import EN
+from tutor.numeric import production, replay
+from tutor.steps import CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
+from tutor.steps import replay as walk
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "tutor"
+BUNDLED = sorted(p.stem for p in (REPO / "exercises").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("kind", CATALOGUE, ids=lambda k: k.id)
+def test_every_kind_has_its_functions_and_messages(kind):
+    for module, name in ((replay, kind.id), (replay, f"{kind.id}_slack"),
+                         (production, f"{kind.id}_production"), (production, f"{kind.id}_rounding")):
+        assert callable(getattr(module, name, None)), f"{module.__name__}.{name}"
+    for key in (f"step.{kind.id}.title", f"step.{kind.id}.why", f"practice.hint.{kind.id}"):
+        assert key in EN, key
+    assert kind.scope in ("head", "layer")
+    assert set(kind.checks) <= {"row_sums", "weights_range", "masked_zero", "column_range"}
+
+
+def test_steps_an_exercise_may_lack_say_why_in_a_solution_file():
+    for kind in CATALOGUE:
+        lacking = [ex for ex in BUNDLED if not kind.exists(resolve(ex))]
+        if lacking:
+            assert f"solution.no_step.{kind.id}" in EN, kind.id
+
+
+def test_the_order_is_the_contract_order():
+    assert STEP_IDS == ("q", "k", "v", "scores", "scaled", "masked", "weights", "head_output", "concat", "output")
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_solve_gives_the_steps_of_keys_in_order_and_the_graph_is_closed(name):
+    ex = resolve(name)
+    sol = solve(ex)
+    assert [s.key for s in sol.steps] == keys(ex)
+    seen: set = set()
+    for key in keys(ex):
+        assert exists(ex, key)
+        assert set(inputs(ex, key)) <= seen, key  # every input comes earlier
+        seen.add(key)
+    last = keys(ex)[-1]
+    assert upstream(ex, last) == set(keys(ex)) - {last}  # the final step depends on every other
+    assert downstream(ex, [keys(ex)[0]])[0] == keys(ex)[0]
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_the_float_walk_reproduces_the_exact_engine(name):
+    sol = solve(resolve(name))
+    values = walk(sol.exercise).values
+    assert set(values) == {s.key for s in sol.steps}
+    for s in sol.steps:
+        np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
+
+
+def test_exists_refuses_keys_the_exercise_has_not():
+    ex = resolve("single-head-3x4")  # one head, no mask, no W_O
+    assert exists(ex, ("q", 0)) and not exists(ex, ("q", 1)) and not exists(ex, ("q", None))
+    assert not exists(ex, ("masked", 0)) and not exists(ex, ("concat", None)) and not exists(ex, ("output", None))
+    assert not exists(ex, ("nonsense", 0))
+
+
+# --- nothing outside the catalogue re-derives a step -------------------------------------------------
+
+
+def _names_an_id(node: ast.expr) -> bool:
+    """``step.id``, ``g.id``, ``id``, ``step_id``, ``sid``, ``key[0]``: an expression that holds a step id."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "id"
+    if isinstance(node, ast.Name):
+        return node.id in ("id", "step_id", "sid")
+    if isinstance(node, ast.Subscript):  # key[0], src[0]
+        return isinstance(node.slice, ast.Constant) and node.slice.value == 0
+    return False
+
+
+def _step_id_comparisons() -> list[tuple[Path, int, str]]:
+    """Comparisons (``==``, ``!=``, ``in``, ``not in``) of a step id with a step-id string literal,
+    outside tutor/steps/ (``step.id == "weights"``, ``id in ("q", "k")``)."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        if "steps" in path.relative_to(PACKAGE).parts:
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            literals = [o.value for o in operands if isinstance(o, ast.Constant) and isinstance(o.value, str)]
+            literals += [e.value for o in operands if isinstance(o, (ast.Tuple, ast.List, ast.Set))
+                         for e in o.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if any(v in STEP_IDS for v in literals) and any(_names_an_id(o) for o in operands):
+                found.append((path, node.lineno, lines[node.lineno - 1]))
+    return found
+
+
+def test_at_most_five_step_id_comparisons_outside_the_catalogue_each_with_a_comment():
+    found = _step_id_comparisons()
+    assert len(found) <= 5, found
+    for path, line, text in found:
+        assert "#" in text, f"{path}:{line}: say why this step is special here"
+
+
+def test_one_softmax_in_the_package():
+    defs = [(p, n.name) for p in PACKAGE.rglob("*.py") for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(n, ast.FunctionDef) and n.name == "softmax"]
+    assert len(defs) == 1, defs
+
+
+def test_every_kind_is_reachable_by_its_id():
+    assert all(KINDS[k.id] is k for k in CATALOGUE)
+    assert len(KINDS) == len(CATALOGUE)
