@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .answers import equals_exactly
+from .answers import Entry, equals_exactly
 from .decimals import fixed
 from .diagnose import (
     Claim,
@@ -212,7 +212,7 @@ def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
     name = label(ex, g.id, g.head)
     out = []
     if in_empty:
-        labels = sol.step(g.id, g.head).row_labels  # type: ignore[arg-type]
+        labels = sol.step(g.id, g.head).row_labels
         rows = sorted({i for i, _ in in_empty})
         out.append(Diagnosis("nan_empty_row", plural("check.nan.empty_row", len(rows), step=name,
                                                      rows=", ".join(labels[i] for i in rows)), tuple(in_empty)))
@@ -227,11 +227,11 @@ def _exact_verdict(sol: Solution, g: GivenStep, off: tuple[tuple[int, int], ...]
     ``-inf``) is right only if it *is* the true value (:func:`tutor.answers.equals_exactly`:
     ``1000000001/1000000000`` is not 1, though the floats agree to 1e-9); a decimal is right
     within its rounding (``off``, from the float bounds).  Row by row."""
-    exact = sol.step(g.id, g.head).exact  # type: ignore[arg-type]
+    exact = sol.step(g.id, g.head).exact
     bad = set(off)
     for i, row in enumerate(g.entries):
         for j, e in enumerate(row):
-            if e is not None and e.is_exact:
+            if isinstance(e, Entry) and e.is_exact:  # a NaN entry is never exact
                 if equals_exactly(e, exact[i][j]):
                     bad.discard((i, j))
                 else:

@@ -136,7 +136,7 @@ class Claim:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.lo.shape  # type: ignore[return-value]
+        return self.lo.shape
 
     def text(self, i: int, j: int) -> str:
         if self.texts is not None:
@@ -194,7 +194,7 @@ def right_value(sol: Solution, step_id: str, head: int | None) -> Array:
 
     Raises ``KeyError`` when the exercise has no such step.
     """
-    return np.array(sol.step(step_id, head).value, dtype=np.float64)  # type: ignore[arg-type]
+    return np.array(sol.step(step_id, head).value, dtype=np.float64)
 
 
 def recompute(sol: Solution, step_id: str, head: int | None, v: Variant) -> Array | None:
@@ -301,7 +301,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
 def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     ex = sol.exercise
     h = ex.heads[head or 0]
-    step = sol.step(step_id, head)  # type: ignore[arg-type]
+    step = sol.step(step_id, head)
     rows, cols = step.shape
     empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
@@ -318,7 +318,7 @@ def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, r
     if cells is None or len(cells) != 1:
         return None
     (i, j), = cells
-    step = sol.step(step_id, head)  # type: ignore[arg-type]
+    step = sol.step(step_id, head)
     message = t("diagnose.single_entry", name=step.name, row=step.row_labels[i], col=step.col_labels[j],
                 formula=entry_work(sol, step, i, j), found=claim.text(i, j))
     return Diagnosis("single_entry", message, ((i, j),))

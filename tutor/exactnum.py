@@ -193,10 +193,12 @@ class SoftmaxRow:
     def __init__(self, nums: tuple[int | None, ...], den: int, t: int):
         self.nums, self.den, self.t = nums, den, t
         self.live = tuple(j for j, x in enumerate(nums) if x is not None)
-        self.top: int = max((nums[j] for j in self.live), default=0)  # type: ignore[type-var]
+        live_nums = [x for x in nums if x is not None]
+        self.top: int = max(live_nums, default=0)
         groups: dict[int, list[int]] = {}
-        for j in self.live:
-            groups.setdefault(nums[j], []).append(j)  # type: ignore[arg-type]
+        for j, x in enumerate(nums):
+            if x is not None:
+                groups.setdefault(x, []).append(j)
         self.groups = {e: tuple(js) for e, js in sorted(groups.items())}  # exponent -> keys, ascending
         self.distinct = len(self.groups) == len(self.live)
         self._exp: dict[int, str] = {}
@@ -347,7 +349,7 @@ class Mix(Exact):
         live = self.row.live
 
         def e(j: int) -> sympy.Expr:
-            return sympy.exp(sympy.Rational(self.row.nums[j], self.row.den) * r)  # type: ignore[arg-type]
+            return sympy.exp(sympy.Rational(self.row.nums[j], self.row.den) * r)
 
         num = sympy.Add(*(sympy.Rational(c, self.cden) * e(j) for j, c in enumerate(self.cnums) if c and j in live))
         return num / sympy.Add(*(e(j) for j in live))

@@ -93,7 +93,7 @@ def v_rounding(r: Replay, head: int | None) -> Array:
 def _scaled_rounding(r: Replay, head: int | None) -> Array:
     """The bound of the layer's scaled scores: Q's and K's errors carried, plus the dot product's rounding."""
     q, k = np.abs(r.values["q", head]), np.abs(r.values["k", head])
-    e_q, e_k = r.slack["q", head], r.slack["k", head]  # type: ignore[index]
+    e_q, e_k = r.delta("q", head), r.delta("k", head)
     d_k = r.ex.heads[head or 0].d_k
     e_s = e_q @ k.T + q @ e_k.T + e_q @ e_k.T + gamma(d_k + 2) * (q @ k.T)  # [L, L_k]
     return e_s / math.sqrt(d_k) + gamma(3) * np.abs(r.values["scores", head]) / math.sqrt(d_k)
@@ -121,7 +121,7 @@ def masked_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array
 
 
 def masked_rounding(r: Replay, head: int | None) -> Array:
-    return r.slack["scaled", head]  # type: ignore[index]  # blocked entries are -inf in both engines
+    return r.delta("scaled", head)  # blocked entries are -inf in both engines
 
 
 # --- weights, head output -----------------------------------------------------------------------------
@@ -139,7 +139,7 @@ def weights_rounding(r: Replay, head: int | None) -> Array:
     ex = r.ex
     allowed = ex.allowed()
     live = np.ones((ex.L, ex.L_k), dtype=bool) if allowed is None else np.array(allowed, dtype=bool)  # [L, L_k]
-    scaled, e_scaled = r.values["scaled", head], r.slack["scaled", head]  # type: ignore[index]
+    scaled, e_scaled = r.values["scaled", head], r.delta("scaled", head)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         s = np.where(live, scaled, -np.inf)  # [L, L_k]
         top = np.max(s, axis=1, keepdims=True)  # [L, 1]; -inf for a fully masked row
@@ -160,7 +160,7 @@ def head_output_production(run: ExerciseRun, ex: Exercise, head: int | None) -> 
 
 def head_output_rounding(r: Replay, head: int | None) -> Array:
     w, v = np.abs(r.values["weights", head]), np.abs(r.values["v", head])
-    e_w, e_v = r.slack["weights", head], r.slack["v", head]  # type: ignore[index]
+    e_w, e_v = r.delta("weights", head), r.delta("v", head)
     return e_w @ v + w @ e_v + e_w @ e_v + gamma(r.ex.L_k + 2) * (w @ v)  # [L, d_v]
 
 
@@ -172,7 +172,7 @@ def concat_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array
 
 
 def concat_rounding(r: Replay, head: int | None) -> Array:
-    return np.hstack([r.slack["head_output", h] for h in range(r.ex.num_heads)])  # type: ignore[index]
+    return np.hstack([r.delta("head_output", h) for h in range(r.ex.num_heads)])
 
 
 def output_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
@@ -183,6 +183,6 @@ def output_rounding(r: Replay, head: int | None) -> Array:
     ex = r.ex
     H = ex.num_heads
     c = np.abs(np.hstack([r.values["head_output", h] for h in range(H)]))  # [L, H·d_v]
-    e_c = np.hstack([r.slack["head_output", h] for h in range(H)])  # type: ignore[index]
+    e_c = np.hstack([r.delta("head_output", h) for h in range(H)])
     w_o = _abs(ex.w_o)  # [H·d_v, d_out]
     return e_c @ w_o + gamma(c.shape[1] + 3) * (c @ w_o + _abs(ex.b_o, (w_o.shape[1],)))  # [L, d_out]

@@ -109,7 +109,7 @@ class CheckRenderer:
         self.line(t("check.first", step=self.name(r, s.key)), "bold")
         if s.shape_ok:
             sol = r.sol
-            step = sol.step(*s.key)  # type: ignore[arg-type]
+            step = sol.step(*s.key)
             texts = s.given.texts()
             notes = dict(s.exact_claims)
             for i, j in s.wrong[:MAX_ENTRIES_SHOWN]:

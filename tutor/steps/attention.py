@@ -9,9 +9,11 @@ to no key gets zero weights and a zero output row.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 from .. import exact
-from ..exact import QMat, Scaled
+from ..exact import Exponents, QMat, Scaled
+from ..exactnum import SoftmaxRow
 from ..messages import t
 from ..model import Exercise
 from .kind import Build, Input, StepKind, always, dims, given_step
@@ -146,8 +148,8 @@ def _weights(bd: Build, h: int | None) -> Step:
     ex = bd.ex
     sc = bd.data["scaled", h]
     assert isinstance(sc, Scaled)
-    live = bd.data["masked", h] if ex.has_mask else exact.mask(sc, None)
-    rows = exact.softmax_rows(live, sc)  # type: ignore[arg-type]
+    live = cast(Exponents, bd.data["masked", h]) if ex.has_mask else exact.mask(sc, None)
+    rows = exact.softmax_rows(live, sc)
     bd.data["weights", h] = rows
     src = _score_source(ex, h)[0]
     return Step("weights", h, "weights", f"weights_ij = exp({src}_ij) / Σ_k exp({src}_ik)",
@@ -181,9 +183,8 @@ WEIGHTS = StepKind(
 
 def _head_output(bd: Build, h: int | None) -> Step:
     ex = bd.ex
-    rows, V = bd.data["weights", h], bd.data["v", h]
-    assert isinstance(V, QMat)
-    out = exact.attend(rows, V)  # type: ignore[arg-type]  # [L, L_k]·[L_k, d_v] -> [L, d_v]
+    rows, V = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h]), cast(QMat, bd.data["v", h])
+    out = exact.attend(rows, V)  # [L, L_k]·[L_k, d_v] -> [L, d_v]
     bd.data["head_output", h] = out
     d_v = ex.heads[h or 0].d_v
     return Step("head_output", h, f"head_{h}", f"head_{h} = weights·V",

@@ -121,25 +121,25 @@ class StepKind:
         """The step in float64 under ``r.variant`` (:mod:`tutor.numeric.replay`), ``None`` where it cannot be reached."""
         from ..numeric import replay
 
-        return getattr(replay, self.id)(r, head)  # type: ignore[no-any-return]
+        return getattr(replay, self.id)(r, head)
 
     def slack(self, r: Replay, head: int | None) -> NDArray:
         """How far the step moves when its inputs move by ``r.slack`` (first-order bounds)."""
         from ..numeric import replay
 
-        return getattr(replay, f"{self.id}_slack")(r, head)  # type: ignore[no-any-return]
+        return getattr(replay, f"{self.id}_slack")(r, head)
 
     def production(self, run: ExerciseRun, ex: Exercise, head: int | None) -> NDArray:
         """The step read off the batched layer's run (:mod:`tutor.numeric.production`)."""
         from ..numeric import production
 
-        return getattr(production, f"{self.id}_production")(run, ex, head)  # type: ignore[no-any-return]
+        return getattr(production, f"{self.id}_production")(run, ex, head)
 
     def rounding(self, r: Replay, head: int | None) -> NDArray:
         """How far float64 rounding may move :meth:`production` on this exercise (:mod:`tutor.numeric.production`)."""
         from ..numeric import production
 
-        return getattr(production, f"{self.id}_rounding")(r, head)  # type: ignore[no-any-return]
+        return getattr(production, f"{self.id}_rounding")(r, head)
 
     @property
     def title(self) -> str:

@@ -6,7 +6,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from .. import exact
+from ..exact import QMat
+from ..exactnum import SoftmaxRow
 from ..messages import t
 from ..model import Exercise
 from .kind import Build, Input, StepKind, dims, given_matrix, given_step
@@ -58,10 +62,11 @@ def _output(bd: Build, head: int | None) -> Step:
     ex = bd.ex
     assert ex.w_o is not None  # the step exists only with W_O
     d_out, width = len(ex.w_o[0]), len(ex.w_o)
-    heads = [(bd.data["weights", h], bd.data["v", h]) for h in range(ex.num_heads)]
-    out = exact.out_project(heads, ex.w_o, ex.b_o)  # type: ignore[arg-type]  # [L, H·d_v]·[H·d_v, d_out] -> [L, d_out]
+    heads = [(cast("tuple[SoftmaxRow, ...]", bd.data["weights", h]), cast(QMat, bd.data["v", h]))
+             for h in range(ex.num_heads)]
+    out = exact.out_project(heads, ex.w_o, ex.b_o)  # [L, H·d_v]·[H·d_v, d_out] -> [L, d_out]
     src = bd.steps[_heads_source(ex)].name
-    ops = (Operand(src, (ex.L, width)), Operand("W_O", (width, d_out)))
+    ops: tuple[Operand, ...] = (Operand(src, (ex.L, width)), Operand("W_O", (width, d_out)))
     formula = f"output = {src}·W_O"
     if ex.b_o is not None:
         ops += (Operand("b_O", (d_out,)),)

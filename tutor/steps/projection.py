@@ -31,7 +31,7 @@ def _kind(id: str) -> StepKind:
         x, src, rows, w, b = _parts(bd.ex, id, head)
         m = exact.project(x, w, b)  # [n, d_in]·[d_in, d] -> [n, d]
         bd.data[id, head] = m
-        ops = (Operand(src, (len(x), len(x[0]))), Operand(f"W_{sym}", (len(w), len(w[0]))))
+        ops: tuple[Operand, ...] = (Operand(src, (len(x), len(x[0]))), Operand(f"W_{sym}", (len(w), len(w[0]))))
         formula = f"{sym} = {src}·W_{sym}"
         if b is not None:
             ops += (Operand(f"b_{sym}", (len(b),)),)
