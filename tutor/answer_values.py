@@ -101,8 +101,8 @@ Interval = tuple[Any, Any]  # (lower, upper) as mpmath mpf tuples
 
 
 class Refused(Exception):
-    """An operation the bounds refuse: ``key`` is a message key of
-    :data:`tutor.answers.MESSAGES`, ``fields`` its fields besides column and text."""
+    """An operation the bounds refuse: ``key`` is a message key of the catalogue
+    (:mod:`tutor.messages`, ``answer.*``), ``fields`` its fields besides column and text."""
 
     def __init__(self, key: str, **fields: Any):
         super().__init__(key)

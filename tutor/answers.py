@@ -98,6 +98,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from tutor import answer_values as V
 from tutor.answer_values import MAX_MAGNITUDE, Refused, Value
 from tutor.errors import AnswerError
+from tutor.messages import t
 
 if TYPE_CHECKING:  # sympy (and mpmath, by answer_values) are imported lazily: fast-start commands never load them
     import sympy
@@ -107,7 +108,6 @@ if TYPE_CHECKING:  # sympy (and mpmath, by answer_values) are imported lazily: f
 __all__ = [
     "DEFAULT_TOLERANCE",
     "MAX_MAGNITUDE",
-    "MESSAGES",
     "Entry",
     "Matrix",
     "close",
@@ -119,55 +119,6 @@ __all__ = [
     "parse_row",
     "rounding_interval",
 ]
-
-# Every user-facing template of this module (to move to tutor.messages).
-MESSAGES: dict[str, str] = {
-    "answer.empty": "no answer given",
-    "answer.too_long": "the answer has {length} characters; at most {limit} are allowed",
-    "answer.unexpected": 'unexpected "{token}" at column {column} in "{text}"',
-    "answer.unexpected_char": 'unexpected character "{char}" at column {column} in "{text}"',
-    "answer.unexpected_end": 'the answer "{text}" ends too early (expected {expected})',
-    "answer.unclosed": 'the "(" at column {column} in "{text}" is never closed',
-    "answer.unmatched": 'unmatched ")" at column {column} in "{text}"',
-    "answer.unknown_name": 'unknown name "{name}" at column {column} in "{text}" (known: sqrt, exp, e, inf)',
-    "answer.needs_parens": '"{name}" at column {column} in "{text}" needs parentheses, e.g. {name}(2)',
-    "answer.nan": '"{name}" at column {column} in "{text}" is not a number',
-    "answer.inf_alone": 'inf at column {column} in "{text}" must stand alone, as inf or -inf',
-    "answer.too_deep": 'nesting deeper than {limit} levels at column {column} in "{text}"',
-    "answer.number_too_long": 'the number at column {column} in "{text}" has more than {limit} digits',
-    "answer.decimal_exponent": 'the exponent of the number at column {column} in "{text}" is beyond ±{limit}',
-    "answer.power_form": 'the power at column {column} in "{text}" needs a whole-number or half exponent (e.g. 2, -1, 1/2)',
-    "answer.power_too_large": 'the exponent at column {column} in "{text}" is beyond ±{limit}',
-    "answer.exp_range": 'the argument of exp at column {column} in "{text}" is beyond ±{limit}',
-    "answer.too_large": 'the value at column {column} in "{text}" is too large',
-    "answer.too_large_exact": 'the value at column {column} in "{text}" is too large to check exactly (over {limit} digits); write it as a decimal',
-    "answer.too_small": 'the value at column {column} in "{text}" is too small to check exactly (not zero, but below 1e-{limit}); write it as a decimal',
-    "answer.too_close": 'the value at column {column} in "{text}" is too close to zero to check exactly; write it as a decimal',
-    "answer.div_zero": 'division by zero at column {column} in "{text}"',
-    "answer.div_near_zero": 'division by a value that cannot be told from zero at column {column} in "{text}" (it cancels to within 1e-77 of its parts)',
-    "answer.sqrt_negative": 'square root of a negative number at column {column} in "{text}"',
-    "answer.not_real": '"{text}" is not a finite real number',
-    "answer.not_text": "expected text, found {found}",
-    "answer.bool": "{value} is not a number (true/false are not allowed in a matrix)",
-    "answer.bad_value": "expected a number or text, found {found}",
-    "answer.int_too_long": "the whole number has more than {limit} digits",
-    "matrix.entry": "row {row}, entry {entry}: {message}",
-    "matrix.row_entry": "entry {entry}: {message}",
-    "matrix.empty_entry": "row {row}, entry {entry} is empty",
-    "matrix.row_empty_entry": "entry {entry} is empty",
-    "matrix.empty_row": "row {row} is empty",
-    "matrix.ragged": "row {row} has {found}, but row 1 has {expected}",
-    "matrix.empty_between": "row {row} is empty (two \";\" in a row?); write every row",
-    "matrix.no_rows": "no rows given",
-    "matrix.one_row": "expected one row, found {found} rows",
-    "matrix.too_many": "the matrix has more than {limit} entries",
-    "matrix.bracket_unclosed": 'the "[" at column {column} is never closed',
-    "matrix.bracket_unmatched": 'unmatched "]" at column {column}',
-    "matrix.bracket_deep": 'brackets nested too deeply at column {column} (a matrix is [[1, 2], [3, 4]])',
-    "matrix.bracket_mixed": "mix of bracketed rows and bare entries; write every row in brackets, e.g. [[1, 2], [3, 4]]",
-    "matrix.not_list": "expected a matrix (a list of rows), found {found}",
-    "matrix.row_not_list": "row {row}: expected a list of numbers, found {found}",
-}
 
 MAX_ENTRY_CHARS = 2_000
 MAX_MATRIX_CHARS = 100_000
@@ -186,7 +137,8 @@ EXACT_ABS_TOL = 1e-12
 
 
 def _fail(key: str, **fields: Any) -> NoReturn:
-    raise AnswerError(MESSAGES[key].format(**fields))
+    """Raise the :class:`AnswerError` whose text is the catalogue's ``key`` (:mod:`tutor.messages`)."""
+    raise AnswerError(t(key, **fields))
 
 
 def _show(text: str, limit: int = 60) -> str:
@@ -453,9 +405,12 @@ class _Parser:
     def fail(self, key: str, tok: _Tok, **fields: Any) -> NoReturn:
         _fail(key, column=tok.col, text=_show(self.text), **fields)
 
-    def unexpected(self, tok: _Tok, expected: str) -> NoReturn:
+    def unexpected(self, tok: _Tok) -> NoReturn:
+        """Refuse ``tok``: a ``)`` without its ``(``, any other misplaced token, or the end of the text
+        where an operand was due (the only place the end is refused here: a missing ``)`` is
+        :meth:`close`'s, and :meth:`entry` reaches the end only after a whole expression)."""
         if tok.kind == "end":
-            _fail("answer.unexpected_end", text=_show(self.text), expected=expected)
+            _fail("answer.unexpected_end", text=_show(self.text))
         if tok.op == ")":
             self.fail("answer.unmatched", tok)
         self.fail("answer.unexpected", tok, token=_show(tok.text))
@@ -482,7 +437,7 @@ class _Parser:
         v = self.expression()
         t = self.peek()
         if t.kind != "end":
-            self.unexpected(t, "the end")
+            self.unexpected(t)
         return v
 
     def expression(self) -> Value:
@@ -562,7 +517,7 @@ class _Parser:
             if name in _NAN_NAMES:
                 self.fail("answer.nan", t, name=name)
             self.fail("answer.unknown_name", t, name=_show(name, 20))
-        self.unexpected(t, "a number")
+        self.unexpected(t)
 
     def close(self, opening: _Tok) -> None:
         t = self.take()
@@ -570,7 +525,7 @@ class _Parser:
             return
         if t.kind == "end":
             self.fail("answer.unclosed", opening)
-        self.unexpected(t, '")"')
+        self.unexpected(t)
 
     # -- values
     def number(self, t: _Tok) -> Value:
@@ -675,12 +630,13 @@ def entry_from_value(value: object) -> Entry:
 
 
 def _describe(value: object) -> str:
+    """What a loaded value is, as an error names it: the catalogue's ``found.*`` words, else its type's name."""
     if value is None:
-        return "nothing (null)"
+        return t("found.null")
     if isinstance(value, (list, tuple)):
-        return "a list"
+        return t("found.list")
     if isinstance(value, dict):
-        return "a mapping"
+        return t("found.mapping")
     return type(value).__name__
 
 
@@ -692,7 +648,7 @@ def _check_shape(rows: Sequence[Sequence[Entry]]) -> None:
             _fail("matrix.empty_row", row=r)
     for r, row in enumerate(rows[1:], start=2):
         if len(row) != len(rows[0]):
-            _fail("matrix.ragged", row=r, found=_entries(len(row)), expected=len(rows[0]))
+            _fail("matrix.ragged", row=r, found=len(row), expected=len(rows[0]))
 
 
 def matrix_from_value(value: object) -> Matrix:
@@ -823,10 +779,6 @@ def _bracket_groups(text: str, offset: int) -> tuple[list[tuple[str, int]], list
     if depth:
         _fail("matrix.bracket_unclosed", column=offset + start + 1)
     return groups, outside
-
-
-def _entries(n: int) -> str:
-    return f"{n} entry" if n == 1 else f"{n} entries"
 
 
 def _split_rows(text: str) -> list[str]:

@@ -409,7 +409,7 @@ def _add_row(state: State, text: str) -> tuple[State, list[Effect]]:
     except AnswerError as err:
         return state, [Invalid(t("practice.bad_row", row=number, message=str(err))), _prompt(state)]
     if state.rows and len(row) != len(state.rows[0]):
-        message = t("practice.ragged_row", row=number, found=len(row), expected=len(state.rows[0]))
+        message = t("matrix.ragged", row=number, found=len(row), expected=len(state.rows[0]))
         return state, [Invalid(message), _prompt(state)]
     state = replace(state, rows=state.rows + (row,))
     if ends:
