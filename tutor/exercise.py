@@ -43,7 +43,7 @@ from pydantic_core import PydanticCustomError
 
 from . import model
 from .errors import ExerciseError, Problem
-from .messages import t
+from .messages import join_and, t
 from .yamlread import (
     Document,
     Path,
@@ -199,7 +199,7 @@ _NUMBER_SCHEMA = {
         {"type": "string", "pattern": r"^\s*[-+]?[0-9]+\s*/\s*[-+]?[0-9]+\s*$"},
         {"type": "string", "pattern": r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$"},
     ],
-    "description": "an integer, a decimal (read exactly: 0.1 is 1/10) or a fraction as text (\"1/3\")",
+    "description": t("schema.field.number"),
 }
 
 Entry = Annotated[Fraction, PlainValidator(parse_entry), WithJsonSchema(_NUMBER_SCHEMA)]
@@ -222,42 +222,44 @@ class _Strict(BaseModel):
 
 
 class HeadBlock(_Strict):
-    """One head in the per-head form."""
+    """One head in the per-head form (the schema's description: ``schema.head``)."""
 
-    w_q: MatrixField = Field(description="[d_model, d_k]: Q = x W_Q + b_Q")
-    w_k: MatrixField = Field(description="[d_kv, d_k]: K = x_kv W_K + b_K (x_kv is x in self-attention)")
-    w_v: MatrixField = Field(description="[d_kv, d_v]: V = x_kv W_V + b_V")
-    b_q: VectorField | None = Field(None, description="[d_k]")
-    b_k: VectorField | None = Field(None, description="[d_k]")
-    b_v: VectorField | None = Field(None, description="[d_v]")
+    model_config = ConfigDict(json_schema_extra={"description": t("schema.head")})
+
+    w_q: MatrixField = Field(description=t("schema.field.heads.w_q"))
+    w_k: MatrixField = Field(description=t("schema.field.heads.w_k"))
+    w_v: MatrixField = Field(description=t("schema.field.heads.w_v"))
+    b_q: VectorField | None = Field(None, description=t("schema.field.heads.b_q"))
+    b_k: VectorField | None = Field(None, description=t("schema.field.heads.b_k"))
+    b_v: VectorField | None = Field(None, description=t("schema.field.heads.b_v"))
 
 
 class ExerciseFile(_Strict):
-    """An attn-tutor exercise (format v1). Row vectors: a projection is x @ W with W [d_in, d_out]."""
+    """An attn-tutor exercise file, format v1 (the schema's description: ``schema.exercise``)."""
 
-    model_config = ConfigDict(title="attn-tutor exercise (v1)")
+    model_config = ConfigDict(title="attn-tutor exercise (v1)", json_schema_extra={"description": t("schema.exercise")})
 
-    id: Slug = Field(description="unique name; `attn-tutor explain ID` finds it")
-    title: Text = Field(description="one line")
-    description: Text = Field("", description="Markdown shown above the worked solution")
-    x: MatrixField = Field(description="[L, d_model]: the input sequence; rows are tokens")
-    tokens: list[Text] | None = Field(None, description="L labels for the rows of x")
-    x_kv: MatrixField | None = Field(None, description="[L_k, d_kv]: cross-attention; K and V come from this sequence")
-    kv_tokens: list[Text] | None = Field(None, description="L_k labels for the rows of x_kv")
-    heads: Annotated[list[HeadBlock], Field(min_length=1)] | None = Field(None, description="per-head form")
-    num_heads: PositiveInt | None = Field(None, description="fused form: number of heads")
-    w_q: MatrixField | None = Field(None, description="fused form: [d_model, num_heads*d_k]; head h uses columns h*d_k:(h+1)*d_k")
-    w_k: MatrixField | None = Field(None, description="fused form: [d_kv, num_heads*d_k]")
-    w_v: MatrixField | None = Field(None, description="fused form: [d_kv, num_heads*d_v]")
-    b_q: VectorField | None = Field(None, description="fused form: [num_heads*d_k]")
-    b_k: VectorField | None = Field(None, description="fused form: [num_heads*d_k]")
-    b_v: VectorField | None = Field(None, description="fused form: [num_heads*d_v]")
-    w_o: MatrixField | None = Field(None, description="[num_heads*d_v, d_out]: output projection")
-    b_o: VectorField | None = Field(None, description="[d_out]: output bias")
-    mask: MaskField | None = Field(None, description="none, causal (key j visible to query i iff j <= i), or [L, L_k] booleans, true = may attend")
-    key_padding: list[Flag] | None = Field(None, description="L_k booleans; false marks a padding key no query may attend")
+    id: Slug = Field(description=t("schema.field.id"))
+    title: Text = Field(description=t("schema.field.title"))
+    description: Text = Field("", description=t("schema.field.description"))
+    x: MatrixField = Field(description=t("schema.field.x"))
+    tokens: list[Text] | None = Field(None, description=t("schema.field.tokens"))
+    x_kv: MatrixField | None = Field(None, description=t("schema.field.x_kv"))
+    kv_tokens: list[Text] | None = Field(None, description=t("schema.field.kv_tokens"))
+    heads: Annotated[list[HeadBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.heads"))
+    num_heads: PositiveInt | None = Field(None, description=t("schema.field.num_heads"))
+    w_q: MatrixField | None = Field(None, description=t("schema.field.w_q"))
+    w_k: MatrixField | None = Field(None, description=t("schema.field.w_k"))
+    w_v: MatrixField | None = Field(None, description=t("schema.field.w_v"))
+    b_q: VectorField | None = Field(None, description=t("schema.field.b_q"))
+    b_k: VectorField | None = Field(None, description=t("schema.field.b_k"))
+    b_v: VectorField | None = Field(None, description=t("schema.field.b_v"))
+    w_o: MatrixField | None = Field(None, description=t("schema.field.w_o"))
+    b_o: VectorField | None = Field(None, description=t("schema.field.b_o"))
+    mask: MaskField | None = Field(None, description=t("schema.field.mask"))
+    key_padding: list[Flag] | None = Field(None, description=t("schema.field.key_padding"))
     tags: list[Text] = Field(default_factory=list)
-    difficulty: Difficulty | None = Field(None, description="1 (easy) to 5")
+    difficulty: Difficulty | None = Field(None, description=t("schema.field.difficulty"))
 
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask"}
@@ -469,9 +471,8 @@ class _Claim:
     label: str = ""  # how it reads as evidence, when not "{what} of {field}"
 
 
-def _and(parts: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+#: How a claim's ``what`` reads as evidence.
+_WHAT = {"rows": "shape.evidence.rows", "columns": "shape.evidence.columns", "entries": "shape.evidence.entries"}
 
 
 class _Sizes:
@@ -541,8 +542,9 @@ class _Sizes:
         groups: dict[str, list[str]] = {}  # "columns" -> ["w_q", "w_k"]: "columns of w_q and w_k"
         for c in self.agree(size):
             if c.path != near:
-                groups.setdefault(c.label or c.what, []).append("" if c.label else _near(c.path, near, self.one_head))
-        return ", ".join(what if names == [""] * len(names) else f"{what} of {_and(names)}" for what, names in groups.items())
+                groups.setdefault(c.label or t(_WHAT[c.what]), []).append("" if c.label else _near(c.path, near, self.one_head))
+        return t("list.sep").join(what if names == [""] * len(names) else t("shape.evidence", what=what, fields=join_and(names))
+                                  for what, names in groups.items())
 
 
 def _near(path: Path, near: Path, one_head: bool = False) -> str:
@@ -784,7 +786,7 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
     def disagrees(path: Path, found: int, what: str, size: str, name: str = "") -> None:
         evidence = s.evidence(size, path)
         name = name or shown[size]
-        expected_what = f"{name} ({evidence})" if evidence else name
+        expected_what = t("shape.expected_what", name=name, evidence=evidence) if evidence else name
         key = {"rows": "shape.rows.dim", "columns": "shape.cols", "entries": "shape.len"}[what]
         c.add(path, key, field=path[-1], found=found, expected_what=expected_what, expected=s.width(size))
 
@@ -803,9 +805,9 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
             outvoting = [w for w in weights if w[2] == cols and len(w[1]) == s.decided[cols]]
             if outvoting and all(_cols(w[1]) == _cols(m) for w in outvoting):  # or are they nn.Linear's [out, in]?
                 c.problems.append(doc.problem((name,), t("shape.cols", field=name, found=_cols(m), expected=C,
-                                                         expected_what=f"{cols} ({s.evidence(cols, (name,))})"),
+                                                         expected_what=t("shape.expected_what", name=cols, evidence=s.evidence(cols, (name,)))),
                                               t("shape.cols.or_transposed.hint", field=name, expected=C,
-                                                weights=_and([format_path(w[0][-1:]) for w in outvoting]))))
+                                                weights=join_and([format_path(w[0][-1:]) for w in outvoting]))))
             else:
                 disagrees((name,), _cols(m), "columns", cols)
     for name, size in (("tokens", "L"), ("kv_tokens", "L_k"), ("key_padding", LK)):
@@ -822,9 +824,10 @@ def _check(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[list[Pr
             others = [cl for cl in s.agree(size) if cl.path[:2] != ("heads", i)]
             values = {cl.value for cl in mine}
             if len(values) == 1 and s.decided[size] not in values and others:
-                heads_agreeing = list(dict.fromkeys(f"head {cl.path[1]}" for cl in others if cl.path[0] == "heads"))
+                heads_agreeing = list(dict.fromkeys(t("shape.evidence.head", head=cl.path[1]) for cl in others
+                                                    if cl.path[0] == "heads"))
                 c.add(("heads", i), "shape.head_dims", what=size, found=mine[0].value, expected=s.decided[size],
-                      others=_and(heads_agreeing + [cl.label for cl in others if cl.path[0] != "heads"]))
+                      others=join_and(heads_agreeing + [cl.label for cl in others if cl.path[0] != "heads"]))
                 done.update(cl.path for cl in mine)
                 break
     for path, m, rows, cols in weights:
