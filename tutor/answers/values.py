@@ -1,8 +1,8 @@
 """Bounded values for the answer parser: exact where that is cheap, intervals everywhere.
 
-:mod:`tutor.answers` reads a typed answer into a tree of :class:`Value` nodes,
+:mod:`.grammar` reads a typed answer into a tree of :class:`Value` nodes,
 one per operation, built as it parses.  No sympy is involved (a sympy
-expression is built only on request, by :attr:`tutor.answers.Entry.expr`):
+expression is built only on request, by :attr:`.entry.Entry.expr`):
 sympy's automatic evaluation and its assumption system made short inputs take
 minutes (``sqrt(1e-93^64+1)`` factored a 6,000-digit integer; each level of a
 nested ``1/(1+exp(…))`` tripled the time).  Here every operation costs a
@@ -830,7 +830,7 @@ def equals_exact(v: Value, true: Any) -> bool:
     (a Taylor remainder such as ``exp(t) - 1 - t - t²/2``) could hide a
     difference; no value a person computes by hand does.
     """
-    from .exactnum import NegInf, Rat, Surd
+    from tutor.exactnum import NegInf, Rat, Surd
 
     load()
     if isinstance(true, NegInf):
@@ -874,7 +874,7 @@ def _overlap(a: Interval, b: Interval) -> bool:
 def _true_ball(true: Any, prec: int) -> Interval:
     """An interval around an exact engine value at about ``prec`` bits; its width is
     estimated from two evaluations 40 bits apart (softmax sums may cancel)."""
-    from .exactnum import Rat, Surd
+    from tutor.exactnum import Rat, Surd
 
     if isinstance(true, Rat):
         return _iv_q(true.q, prec)
