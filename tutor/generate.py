@@ -24,7 +24,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .exercise import LIMITS
+from .exercise.checks import LIMITS
 from .messages import plural, t
 
 MASKS = ("none", "causal", "padding")

@@ -609,7 +609,7 @@ EN.update({
     # lists in a sentence: "a", "a and b", "a, b and c" (join_and)
     "list.sep": ", ",
     "list.and": "{rest} and {last}",
-    # the evidence a shape problem names (tutor.exercise): "columns of w_q and w_k, entries of b_q"
+    # the evidence a shape problem names (tutor.exercise.sizes): "columns of w_q and w_k, entries of b_q"
     "shape.evidence": "{what} of {fields}",
     "shape.evidence.rows": "rows",
     "shape.evidence.columns": "columns",

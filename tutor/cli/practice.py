@@ -34,7 +34,7 @@ from . import ExercisesOpt, Format, FormatOpt, app, check_head, console, warn, w
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..model import Exercise
+    from ..exercise.record import Exercise
     from ..quiz import State
     from ..render.quiz import QuizRenderer
     from ..store import Recorder, Store

@@ -19,8 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import quiz
+from ..exercise.record import Exercise
 from ..messages import plural, t
-from ..model import Exercise
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pretty

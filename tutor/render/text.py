@@ -7,7 +7,7 @@ import re
 import unicodedata
 
 from ..decimals import fixed
-from ..model import Exercise
+from ..exercise.record import Exercise
 from ..steps import KINDS, Step
 
 _ASCII = {

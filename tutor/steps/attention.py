@@ -12,8 +12,8 @@ import math
 
 from .. import exact
 from ..exact import QMat, Scaled
+from ..exercise.record import Exercise
 from ..messages import t
-from ..model import Exercise
 from .kind import Build, Input, StepKind, always, dims, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import dot, factor, softmax_row, total

@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from .. import exact
+from ..exercise.record import Exercise
 from ..messages import t
-from ..model import Exercise
 from .kind import Build, Input, StepKind, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import dot, factor, total
