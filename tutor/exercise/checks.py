@@ -51,7 +51,8 @@ class _Checker:
     """
 
     def __init__(self, doc: Document, bad: set[Path]):
-        self.doc, self.bad, self.problems = doc, bad, []
+        self.doc, self.bad = doc, bad
+        self.problems: list[Problem] = []
 
     def val(self, path: Path, value: Any) -> Any:
         """``value``, or ``None`` when the field at ``path`` is known to be invalid."""
@@ -368,8 +369,13 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
         return c.problems, None
     L, L_k = len(x), len(x_kv) if x_kv is not None else len(x)
     if per_head:
-        heads = [record.Head(*(tuple(map(tuple, m)) for m in (h.w_q, h.w_k, h.w_v)),
-                            *(tuple(b) if b is not None else None for b in (h.b_q, h.b_k, h.b_v))) for h in f.heads]
+        def matrix(m: list[list[Fraction]]) -> record.Matrix:
+            return tuple(tuple(row) for row in m)
+
+        def vector(b: list[Fraction] | None) -> record.Vector | None:
+            return tuple(b) if b is not None else None
+        heads = [record.Head(matrix(h.w_q), matrix(h.w_k), matrix(h.w_v), vector(h.b_q), vector(h.b_k), vector(h.b_v))
+                 for h in f.heads]
     else:
         d_k, d_v = _cols(f.w_q) // H, _cols(f.w_v) // H
 

@@ -161,7 +161,8 @@ def unknown_field(key: str, known: set[str] | list[str]) -> tuple[str, str]:
 @functools.cache
 def _adapter(cls: type[BaseModel], name: str) -> TypeAdapter[Any]:
     info = cls.model_fields[name]
-    return TypeAdapter(Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation)
+    annotation: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return TypeAdapter(annotation)
 
 
 def _fields(cls: type[BaseModel], data: dict[str, Any], base: Path, bad: set[Path]) -> SimpleNamespace:
