@@ -2,7 +2,7 @@
 
 Target (issue 8, A): every entry a learner types or a solution file holds is
 parsed and graded within a fixed budget -- well under 100 ms for any entry
-inside the documented limits (``tutor/answers.py``, "Resource guards") -- or
+inside the documented limits (``tutor/answers/grammar.py``, "Resource guards") -- or
 refused at once.  Before the fix, ``sqrt(1e-93^64+1)`` took ~40 s, a sum of
 80 prime powers ~100 s, ``166 × (10^-64)^64`` ~17 s and a 12-level nested
 sigmoid ~30 s (each level tripled it).

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from tutor.cli import main
-from tutor.steps import solve
 from tutor.exactnum import Rat
 from tutor.exercise import load_exercise, validate_text
 from tutor.generate import LEVELS, MASKS, Spec, default_id, generate
+from tutor.steps import solve
 
 
 def specs(n: int, seed: int = 0, big: bool = False) -> list[Spec]:
@@ -208,3 +208,14 @@ def test_generated_values_are_exact_integers_as_written():
     ex = load_text(text)
     data = yaml.safe_load(text)
     assert [[Fraction(v) for v in row] for row in data["x"]] == [list(r) for r in ex.x]
+
+
+def test_default_titles_count_in_words_and_agree_with_their_numbers():
+    """The title is the catalogue's (new.title*): number words up to eight, a noun that agrees with its number."""
+    from tutor.generate import default_title
+
+    assert default_title(Spec()) == "Three tokens, d_model = 4, one head with d_k = 2"
+    assert default_title(Spec(tokens=12, heads=2, mask="causal")) == "12 tokens, d_model = 4, two heads with d_k = 2, causal mask"
+    assert default_title(Spec(tokens=1, cross=1, mask="padding")) == (
+        "One token, d_model = 4, one head with d_k = 2, cross-attention over 1 key, key padding")  # was "1 keys"
+    assert default_title(Spec(cross=3)).endswith(", cross-attention over 3 keys")

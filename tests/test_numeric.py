@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tutor.errors import ShapeError
-from tutor.model import Exercise, Head, causal
+from tutor.exercise.record import Exercise, Head, causal
 from tutor.numeric import (
     DEFAULT_BLOCK_SIZE,
     MultiHeadAttention,

@@ -14,15 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tutor import quiz
+from tutor.attempt import Attempt
 from tutor.catalog import resolve
-from tutor.steps import solve
 from tutor.quiz import (
     Answer,
     Command,
     EndOfInput,
     Interrupt,
     Prompt,
-    Record,
     Settings,
     Summary,
     Wrong,
@@ -30,6 +29,7 @@ from tutor.quiz import (
     read_event,
     start,
 )
+from tutor.steps import solve, worked_entry
 
 R2 = math.sqrt(2)
 Q = [[1, 1], [2, 2], [2, 2]]
@@ -117,9 +117,11 @@ def test_each_step_shows_what_it_is_computed_from():
 def test_right_answer_is_recorded_before_the_verdict_then_the_next_step():
     state, _ = start(classic())
     state, effects = handle(state, Answer("1 1; 2 2; 2 2"))
-    assert kinds(effects) == ["Record", "Correct", "Present", "Prompt"]
+    assert kinds(effects) == ["Attempt", "Correct", "Present", "Prompt"]
     record = effects[0]
-    assert (record.step, record.head, record.outcome, record.attempt, record.hints) == ("q", 0, "correct", 1, 0)
+    assert (record.exercise, record.step, record.head, record.outcome, record.attempt, record.hints) == (
+        "single-head-3x4", "q", 0, "correct", 1, 0)
+    assert record.at is None  # stamped by the store's Recorder, not by the pure drill
     assert record.answer == "1 1; 2 2; 2 2"
     assert effects[2].step.id == "k" and effects[2].number == 2
 
@@ -133,7 +135,7 @@ def test_bracketed_and_comma_forms_are_answers():
 def test_forgetting_sqrt_dk_is_named():
     state, _ = start(classic(), steps=["scaled"])
     state, effects = handle(state, Answer("2 4 4; 4 8 8; 4 8 8"))
-    assert kinds(effects) == ["Record", "Wrong", "Prompt"]
+    assert kinds(effects) == ["Attempt", "Wrong", "Prompt"]
     wrong = effects[1]
     assert wrong.wrong == tuple((i, j) for i in range(3) for j in range(3))  # every entry is off by √2
     assert wrong.diagnoses[0].key == "no_scaling"
@@ -142,7 +144,7 @@ def test_forgetting_sqrt_dk_is_named():
     assert effects[0].diagnosis_text == wrong.diagnoses[0].message
     # then the retry is right, at try 2
     state, effects = handle(state, Answer(dec(SCALED)))
-    assert kinds(effects) == ["Record", "Correct", "Summary"]
+    assert kinds(effects) == ["Attempt", "Correct", "Summary"]
     assert effects[0].attempt == 2 and effects[1].attempt == 2
     assert state.results[0].outcome == "correct" and state.results[0].attempts == 1
     assert state.results[0].diagnoses == ("no_scaling",)
@@ -198,7 +200,7 @@ def test_row_by_row_ends_with_an_empty_line():
     assert effects[0].message.startswith('row 3: entry 2: unknown name "x"')
     state, effects = handle(state, Answer("2 2"))
     state, effects = handle(state, Answer(""))
-    assert kinds(effects) == ["Record", "Correct", "Summary"]
+    assert kinds(effects) == ["Attempt", "Correct", "Summary"]
     assert effects[0].answer == "1, 1; 2, 2; 2, 2"
 
 
@@ -211,14 +213,14 @@ def test_too_many_rows_is_a_wrong_shape():
 def test_pasted_bracket_matrix_over_lines_ends_itself():
     state, _ = start(classic(), steps=["q"])
     state, effects = run(state, "[[1, 1],", " [2, 2],", " [2, 2]]")
-    assert kinds(effects)[-3:] == ["Record", "Correct", "Summary"]
+    assert kinds(effects)[-3:] == ["Attempt", "Correct", "Summary"]
 
 
 def test_end_of_input_grades_the_rows_already_typed():
     state, _ = start(classic(), steps=["q", "k"])
     state, effects = run(state, "1 1", "2 2", "2 2")
     state, effects = handle(state, EndOfInput())
-    assert kinds(effects) == ["Record", "Correct", "Summary"]
+    assert kinds(effects) == ["Attempt", "Correct", "Summary"]
     assert effects[-1].reason == "end"
     assert [r.outcome for r in effects[-1].results] == ["correct", None]
 
@@ -238,7 +240,7 @@ def test_hints_are_graded_formula_then_one_entry_then_no_more():
     state, effects = handle(state, Command("hint"))
     assert effects[0].level == 3
     state, effects = handle(state, Command("show"))
-    assert effects[0] == Record("scores", 0, "shown", 1, 3)
+    assert effects[0] == Attempt("single-head-3x4", "scores", 0, "shown", 1, 3)  # the store's own record
 
 
 def test_the_second_hint_works_out_the_first_wrong_entry():
@@ -259,7 +261,7 @@ def test_shape_reveals_only_the_shape():
 def test_show_reveals_records_a_miss_and_moves_on():
     state, _ = start(classic(), steps=["q", "k"])
     state, effects = handle(state, Command("show"))
-    assert kinds(effects) == ["Record", "Reveal", "Present", "Prompt"]
+    assert kinds(effects) == ["Attempt", "Reveal", "Present", "Prompt"]
     assert effects[0].outcome == "shown"
     assert state.results[0].outcome == "shown"
 
@@ -267,7 +269,7 @@ def test_show_reveals_records_a_miss_and_moves_on():
 def test_skip_records_and_moves_on():
     state, _ = start(classic(), steps=["q", "k"])
     state, effects = handle(state, Command("skip"))
-    assert kinds(effects) == ["Record", "Skipped", "Present", "Prompt"]
+    assert kinds(effects) == ["Attempt", "Skipped", "Present", "Prompt"]
     assert effects[0].outcome == "skipped"
 
 
@@ -370,7 +372,7 @@ def test_entry_mode_asks_each_entry_then_only_the_wrong_ones():
     state, effects = handle(state, Command("hint"))
     assert effects[0].work == "Q[t3, d2] = X[t3, :]·W_Q[:, d2] = 1·0 + 1·0 + 1·1 + 1·1 = 2"
     state, effects = handle(state, Answer("2"))
-    assert kinds(effects) == ["Record", "Correct", "Summary"]
+    assert kinds(effects) == ["Attempt", "Correct", "Summary"]
     assert effects[0].answer == "1, 1; 2, 2; 2, 2" and effects[0].attempt == 2
 
 
@@ -379,7 +381,7 @@ def test_entry_mode_asks_each_entry_then_only_the_wrong_ones():
 
 def test_worked_entries_by_hand():
     sol = classic()
-    w = quiz.worked_entry
+    w = worked_entry
     assert w(sol, sol.step("scaled", 0), 0, 1) == "scaled[t1, t2] = scores[t1, t2] / sqrt(2) = 4 / sqrt(2) = 2*sqrt(2) ≈ 2.8284"
     e1, e2 = math.exp(R2), math.exp(2 * R2)
     w0 = e1 / (e1 + 2 * e2)
@@ -459,7 +461,7 @@ def test_a_weight_on_a_masked_key_must_be_exactly_zero():
     # exactly 0, however written, is right; the allowed entries keep the tolerance (0.9965 typed as 0.997)
     for zero in ("0", "0.00", "-0", "0/3"):
         _, effects = handle(state, Answer(f"1 {zero} {zero}; 0.997 0.0035 {zero}; {t3}"))
-        assert kinds(effects) == ["Record", "Correct", "Summary"], zero
+        assert kinds(effects) == ["Attempt", "Correct", "Summary"], zero
 
 
 def test_only_the_masked_cells_of_masked_and_weights_are_exact_by_construction():

@@ -177,7 +177,7 @@ def test_an_exercise_holds_its_text_as_it_is_shown():
     from dataclasses import replace
     from fractions import Fraction
 
-    from tutor.model import Exercise, Head
+    from tutor.exercise.record import Exercise, Head
 
     one = ((Fraction(1),),)
     ex = Exercise(id="x", title="t\x1b[2J\u202e", x=one, heads=(Head(one, one, one),), description="a\nb\tc\x07",

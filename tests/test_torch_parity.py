@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tutor.model import Exercise, Head, causal
+from tutor.exercise.record import Exercise, Head, causal
 from tutor.numeric import (
     MultiHeadAttention,
     causal_mask,

@@ -26,9 +26,9 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import ExerciseError, NotFoundError, Problem
-from .exercise import Validation, load_exercise, validate_document
+from .exercise.load import Validation, load_exercise, validate_document
+from .exercise.record import Exercise
 from .messages import t
-from .model import Exercise
 from .yamlread import parse_yaml, read_text
 
 _SUFFIXES = (".yaml", ".yml")

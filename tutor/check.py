@@ -38,8 +38,8 @@ from .diagnose import (
     off_cells,
     right_value,
 )
+from .exercise.record import Exercise
 from .messages import plural, t
-from .model import Exercise
 from .plausibility import Finding, cell_name, cells_text, findings, label
 from .solution_file import GivenStep, SolutionFile
 from .steps import Key, Solution, keys, replay, upstream

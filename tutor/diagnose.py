@@ -32,8 +32,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .decimals import trimmed
+from .exercise.record import Exercise
 from .messages import t
-from .model import Exercise
 from .numeric.replay import Variant
 from .steps import KINDS, STEP_IDS, Key, Solution, downstream, entry_work, keys, replay
 

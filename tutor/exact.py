@@ -25,7 +25,7 @@ from math import lcm
 
 from .errors import ShapeError
 from .exactnum import NEG_INF, Exact, Rat, SoftmaxRow, mix, mix_sum, square_free, surd
-from .model import BoolMatrix, Matrix, Vector
+from .exercise.record import BoolMatrix, Matrix, Vector
 
 ExactMatrix = tuple[tuple[Exact, ...], ...]
 

@@ -18,12 +18,14 @@ the ranges turned out to be.  Pure: no printing, no files.
 
 from __future__ import annotations
 
+import math
 import random
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .exercise import LIMITS
+from .exercise.checks import LIMITS
+from .messages import plural, t
 
 MASKS = ("none", "causal", "padding")
 TRIES = 200  # ten times the inputs x drawn at most, fewer for big exercises (see _x_tries)
@@ -213,11 +215,12 @@ def _pick(spec: Spec) -> _Candidate:
 
 # --- the file ------------------------------------------------------------------
 
-_WORDS = {1: "One", 2: "Two", 3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven", 8: "Eight"}
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{_WORDS.get(n, str(n))} {noun}{'' if n == 1 else 's'}"
+def _word(n: int) -> str:
+    """``n`` as the catalogue spells it in a title (``three``, up to eight), else its digits."""
+    try:
+        return t(f"new.number.{n}")
+    except KeyError:
+        return str(n)
 
 
 def default_id(spec: Spec) -> str:
@@ -233,13 +236,15 @@ def default_id(spec: Spec) -> str:
 
 def default_title(spec: Spec) -> str:
     """``Three tokens, d_model = 4, one head with d_k = 2`` and the mask or cross-attention."""
-    heads = "one head" if spec.heads == 1 else f"{_count(spec.heads, 'head').lower()}"
-    title = f"{_count(spec.tokens, 'token')}, d_model = {spec.d_model}, {heads} with d_k = {spec.d_k}"
+    title = t("new.title", tokens=plural("new.title.tokens", spec.tokens, word=_word(spec.tokens)), d_model=spec.d_model,
+              heads=plural("new.title.heads", spec.heads, word=_word(spec.heads)), d_k=spec.d_k)
     if spec.cross is not None:
-        title += f", cross-attention over {spec.cross} keys"
-    if spec.mask != "none":
-        title += f", {spec.mask} mask" if spec.mask == "causal" else ", key padding"
-    return title
+        title += plural("new.title.cross", spec.cross)
+    if spec.mask == "causal":
+        title += t("new.title.causal")
+    elif spec.mask == "padding":
+        title += t("new.title.padding")
+    return title[:1].upper() + title[1:]
 
 
 def _row(values: Sequence[int], width: int) -> str:
@@ -260,7 +265,21 @@ def _quote(text: str) -> str:
 
 
 def _range(lo: int, hi: int) -> str:
-    return f"{lo} to {hi}" if lo != hi else str(lo)
+    return t("new.file.range", lo=lo, hi=hi) if lo != hi else str(lo)
+
+
+def _comment(text: str, indent: str = "") -> list[str]:
+    """``text`` as YAML comment lines, each of its lines behind ``# ``."""
+    return [f"{indent}# {line}" for line in text.split("\n")]
+
+
+def _scale(d_k: int) -> str:
+    """What dividing by ``sqrt(d_k)`` does to the numbers, for the file's opening comment."""
+    if d_k in (1, 4):
+        return t("new.file.scale.1") if d_k == 1 else t("new.file.scale.4")
+    if d_k in (9, 16):
+        return t("new.file.scale.square", d_k=d_k, root=math.isqrt(d_k))
+    return t("new.file.scale.surd", root=f"sqrt({d_k})")
 
 
 def command_line(spec: Spec) -> str:
@@ -294,71 +313,55 @@ def generate(spec: Spec) -> str:
             tokens[-1] = "PAD"
     x_values = sorted({v for row in c.x + (c.x_kv or []) for v in row})
     w_values = sorted({v for head in c.heads for m in head.w for row in m for v in row})
-    root = f"sqrt({d_k})"
-    scale = {1: "sqrt(1) = 1, so nothing is scaled", 4: "sqrt(4) = 2, an exact halving",
-             9: "sqrt(9) = 3", 16: "sqrt(16) = 4"}.get(d_k, f"{root}, so the scaled scores carry a {root}")
-    why = (
-        "Small integers on purpose, so that Q, K, V and the scores can be worked out on paper: "
-        f"x uses only {{{', '.join(map(str, x_values))}}}, and each column of a weight matrix has one or two "
-        f"non-zero entries from {{{', '.join(str(v) for v in w_values if v)}}}. Every entry of Q, K and V is an "
-        f"integer from {_range(*c.qkv)}, and every score Q K^T an integer from {_range(*c.scores)}. "
-        f"Scaling divides by sqrt(d_k) = {scale}; from the softmax on, a calculator helps."
-    )
+    why = t("new.file.why", x_values=", ".join(map(str, x_values)), w_values=", ".join(str(v) for v in w_values if v),
+            qkv=_range(*c.qkv), scores=_range(*c.scores), scale=_scale(d_k))
     out = [
-        f"# Written by `{command_line(spec)}`;",
-        "# the same command (the same seed) writes the same exercise again.",
+        *_comment(t("new.file.written_by", command=command_line(spec))),
         "#",
         *textwrap.wrap(why, 78, initial_indent="# ", subsequent_indent="# "),
         "#",
-        "# Check it:        attn-tutor validate FILE",
-        "# Worked solution: attn-tutor explain FILE   (--format markdown for a handout)",
+        *_comment(t("new.file.check")),
         "",
-        "# id: a unique name (lowercase letters, digits and '-'); `attn-tutor explain ID` finds it.",
+        *_comment(t("new.file.id")),
         f"id: {spec.id or default_id(spec)}",
-        "# title: one line, shown above the worked solution.",
+        *_comment(t("new.file.title")),
         f"title: {_quote(spec.title or default_title(spec))}",
-        "# description: Markdown shown above the worked solution (optional).",
+        *_comment(t("new.file.description")),
         "description: |",
-        f"  Generated with seed {spec.seed}. Compute Q, K and V, the scores Q K^T, the",
-        "  scaled scores, the softmax weights row by row, and each head's output.",
-        "# tokens: one label per row of x.",
+        *(f"  {line}" for line in t("new.file.description.text", seed=spec.seed).split("\n")),
+        *_comment(t("new.file.tokens")),
         f"tokens: [{', '.join(tokens)}]",
-        f"# x: the input sequence, [L x d_model] = [{L} x {d}]; each row is one token.",
+        *_comment(t("new.file.x", L=L, d_model=d)),
         f"x: {_matrix(c.x, 3)}",
     ]
     if c.x_kv is not None:
         out += [
-            "# kv_tokens: one label per row of x_kv.",
+            *_comment(t("new.file.kv_tokens")),
             f"kv_tokens: [{', '.join(kv_tokens)}]",
-            f"# x_kv: cross-attention: K and V come from this sequence, [L_k x d_kv] = [{L_k} x {d}].",
+            *_comment(t("new.file.x_kv", L_k=L_k, d_model=d)),
             f"x_kv: {_matrix(c.x_kv, 6)}",
         ]
     src = "x_kv" if c.x_kv is not None else "x"
-    out += [
-        "# heads: one block per head (the per-head form). Row vectors, as on paper:",
-        f"#   Q = x W_Q with w_q [d_model x d_k] = [{d} x {d_k}];",
-        f"#   K = {src} W_K and V = {src} W_V with w_k, w_v [{d} x {d_k}].",
-        "heads:",
-    ]
+    out += [*_comment(t("new.file.heads", src=src, d_model=d, d_k=d_k)), "heads:"]
     for h, (w_q, w_k, w_v) in enumerate(head.w for head in c.heads):
         out += [
-            f"  # head {h}",
+            *_comment(t("new.file.head", head=h), indent="  "),
             f"  - w_q: {_matrix(w_q, 9)}",
             f"    w_k: {_matrix(w_k, 9)}",
             f"    w_v: {_matrix(w_v, 9)}",
         ]
     if spec.mask == "causal":
-        out += ["# mask: causal: query i may attend key j only when j <= i (top-left aligned).", "mask: causal"]
+        out += [*_comment(t("new.file.mask")), "mask: causal"]
     if padding is not None:
-        out += ["# key_padding: one true/false per key; false marks a padding key that no query may attend.",
+        out += [*_comment(t("new.file.key_padding")),
                 f"key_padding: [{', '.join('true' if p else 'false' for p in padding)}]"]
     tags = ["generated", "single-head" if H == 1 else "multi-head"]
     tags += {"causal": ["mask", "causal"], "padding": ["mask", "padding"]}.get(spec.mask, [])
     tags += ["cross-attention"] if spec.cross is not None else []
     out += [
-        "# tags: free labels, shown by `attn-tutor list --format json`.",
+        *_comment(t("new.file.tags")),
         f"tags: [{', '.join(tags)}]",
-        "# difficulty: 1 (easy) to 5.",
+        *_comment(t("new.file.difficulty")),
         f"difficulty: {spec.level}",
         "",
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import string
+from collections.abc import Sequence
 from numbers import Integral
 
 EN: dict[str, str] = {
@@ -214,7 +215,6 @@ EN: dict[str, str] = {
     "practice.invalid": "Not an answer: {message}. Type it again (or help).",
     "practice.bad_row": "row {row}: {message}",
     "practice.bad_entry": "entry ({row}, {col}): {message}",
-    "practice.ragged_row": "row {row} has {found:entries}, but row 1 has {expected}",
     "practice.rows": "Row {rows} read; type the next row, and an empty line after the last one.",
     "practice.correct": "Right.",
     "practice.correct.retry": "Right, at try {attempt}.",
@@ -552,6 +552,145 @@ EN.update({
     "count.levels.other": "{count} levels",
 })
 
+# --- answers and typed matrices (issue 9: moved here from tutor.answers) ---------
+# Every error of the answer parser (tutor.answers): what a learner types at the
+# practice prompt, and every entry of a solution file.  ``{column}`` is 1-based;
+# ``{text}`` is the typed text, already made printable and cut.
+EN.update({
+    "answer.empty": "no answer given",
+    "answer.too_long": "the answer has {length:characters}; at most {limit} are allowed",
+    "answer.unexpected": 'unexpected "{token}" at column {column} in "{text}"',
+    "answer.unexpected_char": 'unexpected character "{char}" at column {column} in "{text}"',
+    "answer.unexpected_end": 'the answer "{text}" ends too early (expected a number)',
+    "answer.unclosed": 'the "(" at column {column} in "{text}" is never closed',
+    "answer.unmatched": 'unmatched ")" at column {column} in "{text}"',
+    "answer.unknown_name": 'unknown name "{name}" at column {column} in "{text}" (known: sqrt, exp, e, inf)',
+    "answer.needs_parens": '"{name}" at column {column} in "{text}" needs parentheses, e.g. {name}(2)',
+    "answer.nan": '"{name}" at column {column} in "{text}" is not a number',
+    "answer.inf_alone": 'inf at column {column} in "{text}" must stand alone, as inf or -inf',
+    "answer.too_deep": 'nesting deeper than {limit:levels} at column {column} in "{text}"',
+    "answer.number_too_long": 'the number at column {column} in "{text}" has more than {limit:digits}',
+    "answer.decimal_exponent": 'the exponent of the number at column {column} in "{text}" is beyond ±{limit}',
+    "answer.power_form": 'the power at column {column} in "{text}" needs a whole-number or half exponent (e.g. 2, -1, 1/2)',
+    "answer.power_too_large": 'the exponent at column {column} in "{text}" is beyond ±{limit}',
+    "answer.exp_range": 'the argument of exp at column {column} in "{text}" is beyond ±{limit}',
+    "answer.too_large": 'the value at column {column} in "{text}" is too large',
+    "answer.too_large_exact": 'the value at column {column} in "{text}" is too large to check exactly (over {limit:digits}); write it as a decimal',
+    "answer.too_small": 'the value at column {column} in "{text}" is too small to check exactly (not zero, but below 1e-{limit}); write it as a decimal',
+    "answer.too_close": 'the value at column {column} in "{text}" is too close to zero to check exactly; write it as a decimal',
+    "answer.div_zero": 'division by zero at column {column} in "{text}"',
+    "answer.div_near_zero": 'division by a value that cannot be told from zero at column {column} in "{text}" (it cancels to within 1e-77 of its parts)',
+    "answer.sqrt_negative": 'square root of a negative number at column {column} in "{text}"',
+    "answer.not_real": '"{text}" is not a finite real number',
+    "answer.not_text": "expected text, found {found}",
+    "answer.bool": "{value} is not a number (true/false are not allowed in a matrix)",
+    "answer.bad_value": "expected a number or text, found {found}",
+    "answer.int_too_long": "the whole number has more than {limit:digits}",
+    "matrix.entry": "row {row}, entry {entry}: {message}",
+    "matrix.row_entry": "entry {entry}: {message}",
+    "matrix.empty_entry": "row {row}, entry {entry} is empty",
+    "matrix.row_empty_entry": "entry {entry} is empty",
+    "matrix.empty_row": "row {row} is empty",
+    "matrix.ragged": "row {row} has {found:entries}, but row 1 has {expected}",
+    "matrix.empty_between": "row {row} is empty (two \";\" in a row?); write every row",
+    "matrix.no_rows": "no rows given",
+    "matrix.one_row": "expected one row, found {found:rows}",
+    "matrix.too_many": "the matrix has more than {limit:entries}",
+    "matrix.bracket_unclosed": 'the "[" at column {column} is never closed',
+    "matrix.bracket_unmatched": 'unmatched "]" at column {column}',
+    "matrix.bracket_deep": 'brackets nested too deeply at column {column} (a matrix is [[1, 2], [3, 4]])',
+    "matrix.bracket_mixed": "mix of bracketed rows and bare entries; write every row in brackets, e.g. [[1, 2], [3, 4]]",
+    "matrix.not_list": "expected a matrix (a list of rows), found {found}",
+    "matrix.row_not_list": "row {row}: expected a list of numbers, found {found}",
+})
+
+# --- sentences that were built outside the catalogue (issue 9) -----------------------
+EN.update({
+    # lists in a sentence: "a", "a and b", "a, b and c" (join_and)
+    "list.sep": ", ",
+    "list.and": "{rest} and {last}",
+    # the evidence a shape problem names (tutor.exercise.sizes): "columns of w_q and w_k, entries of b_q"
+    "shape.evidence": "{what} of {fields}",
+    "shape.evidence.rows": "rows",
+    "shape.evidence.columns": "columns",
+    "shape.evidence.entries": "entries",
+    "shape.evidence.head": "head {head}",
+    "shape.expected_what": "{name} ({evidence})",
+    # the file `attn-tutor new` writes (tutor.generate): its default title and its comments
+    "new.title": "{tokens}, d_model = {d_model}, {heads} with d_k = {d_k}",
+    "new.title.tokens.one": "{word} token",
+    "new.title.tokens.other": "{word} tokens",
+    "new.title.heads.one": "{word} head",
+    "new.title.heads.other": "{word} heads",
+    "new.title.cross.one": ", cross-attention over {count} key",
+    "new.title.cross.other": ", cross-attention over {count} keys",
+    "new.title.causal": ", causal mask",
+    "new.title.padding": ", key padding",
+    "new.number.1": "one",
+    "new.number.2": "two",
+    "new.number.3": "three",
+    "new.number.4": "four",
+    "new.number.5": "five",
+    "new.number.6": "six",
+    "new.number.7": "seven",
+    "new.number.8": "eight",
+    "new.file.written_by": "Written by `{command}`;\nthe same command (the same seed) writes the same exercise again.",
+    "new.file.why": "Small integers on purpose, so that Q, K, V and the scores can be worked out on paper: x uses only {{{x_values}}}, and each column of a weight matrix has one or two non-zero entries from {{{w_values}}}. Every entry of Q, K and V is an integer from {qkv}, and every score Q K^T an integer from {scores}. Scaling divides by sqrt(d_k) = {scale}; from the softmax on, a calculator helps.",
+    "new.file.range": "{lo} to {hi}",
+    "new.file.scale.1": "sqrt(1) = 1, so nothing is scaled",
+    "new.file.scale.4": "sqrt(4) = 2, an exact halving",
+    "new.file.scale.square": "sqrt({d_k}) = {root}",
+    "new.file.scale.surd": "{root}, so the scaled scores carry a {root}",
+    "new.file.check": "Check it:        attn-tutor validate FILE\nWorked solution: attn-tutor explain FILE   (--format markdown for a handout)",
+    "new.file.id": "id: a unique name (lowercase letters, digits and '-'); `attn-tutor explain ID` finds it.",
+    "new.file.title": "title: one line, shown above the worked solution.",
+    "new.file.description": "description: Markdown shown above the worked solution (optional).",
+    "new.file.description.text": "Generated with seed {seed}. Compute Q, K and V, the scores Q K^T, the\nscaled scores, the softmax weights row by row, and each head's output.",
+    "new.file.tokens": "tokens: one label per row of x.",
+    "new.file.x": "x: the input sequence, [L x d_model] = [{L} x {d_model}]; each row is one token.",
+    "new.file.kv_tokens": "kv_tokens: one label per row of x_kv.",
+    "new.file.x_kv": "x_kv: cross-attention: K and V come from this sequence, [L_k x d_kv] = [{L_k} x {d_model}].",
+    "new.file.heads": "heads: one block per head (the per-head form). Row vectors, as on paper:\n  Q = x W_Q with w_q [d_model x d_k] = [{d_model} x {d_k}];\n  K = {src} W_K and V = {src} W_V with w_k, w_v [{d_model} x {d_k}].",
+    "new.file.head": "head {head}",
+    "new.file.mask": "mask: causal: query i may attend key j only when j <= i (top-left aligned).",
+    "new.file.key_padding": "key_padding: one true/false per key; false marks a padding key that no query may attend.",
+    "new.file.tags": "tags: free labels, shown by `attn-tutor list --format json`.",
+    "new.file.difficulty": "difficulty: 1 (easy) to 5.",
+})
+
+# --- the JSON Schema of the exercise format (`attn-tutor schema`): what each field holds (issue 9) ---
+EN.update({
+    "schema.exercise": "An attn-tutor exercise (format v1). Row vectors: a projection is x @ W with W [d_in, d_out].",
+    "schema.head": "One head in the per-head form.",
+    "schema.field.heads.w_q": "[d_model, d_k]: Q = x W_Q + b_Q",
+    "schema.field.heads.w_k": "[d_kv, d_k]: K = x_kv W_K + b_K (x_kv is x in self-attention)",
+    "schema.field.heads.w_v": "[d_kv, d_v]: V = x_kv W_V + b_V",
+    "schema.field.heads.b_q": "[d_k]",
+    "schema.field.heads.b_k": "[d_k]",
+    "schema.field.heads.b_v": "[d_v]",
+    "schema.field.id": "unique name; `attn-tutor explain ID` finds it",
+    "schema.field.title": "one line",
+    "schema.field.description": "Markdown shown above the worked solution",
+    "schema.field.x": "[L, d_model]: the input sequence; rows are tokens",
+    "schema.field.tokens": "L labels for the rows of x",
+    "schema.field.x_kv": "[L_k, d_kv]: cross-attention; K and V come from this sequence",
+    "schema.field.kv_tokens": "L_k labels for the rows of x_kv",
+    "schema.field.heads": "per-head form",
+    "schema.field.num_heads": "fused form: number of heads",
+    "schema.field.w_q": "fused form: [d_model, num_heads*d_k]; head h uses columns h*d_k:(h+1)*d_k",
+    "schema.field.w_k": "fused form: [d_kv, num_heads*d_k]",
+    "schema.field.w_v": "fused form: [d_kv, num_heads*d_v]",
+    "schema.field.b_q": "fused form: [num_heads*d_k]",
+    "schema.field.b_k": "fused form: [num_heads*d_k]",
+    "schema.field.b_v": "fused form: [num_heads*d_v]",
+    "schema.field.w_o": "[num_heads*d_v, d_out]: output projection",
+    "schema.field.b_o": "[d_out]: output bias",
+    "schema.field.mask": "none, causal (key j visible to query i iff j <= i), or [L, L_k] booleans, true = may attend",
+    "schema.field.key_padding": "L_k booleans; false marks a padding key no query may attend",
+    "schema.field.difficulty": "1 (easy) to 5",
+    "schema.field.number": "an integer, a decimal (read exactly: 0.1 is 1/10) or a fraction as text (\"1/3\")",
+})
+
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 
@@ -601,6 +740,17 @@ def plural(key: str, count: int, /, **fields: object) -> str:
     """
     return _FORMATTER.format(_form(key, plural_category(count)), count=count, **fields)
 
+
+
+def join_and(parts: Sequence[str]) -> str:
+    """``parts`` as a list in a sentence: ``a``, ``a and b``, ``a, b and c`` (``list.sep``, ``list.and``).
+
+    >>> join_and(["w_q"]), join_and(["w_q", "w_k", "b_q"])
+    ('w_q', 'w_q, w_k and b_q')
+    """
+    if len(parts) == 1:
+        return parts[0]
+    return t("list.and", rest=t("list.sep").join(parts[:-1]), last=parts[-1])
 
 def _form(key: str, category: str) -> str:
     """The template of ``key`` for a plural category, falling back to ``other``, then to English."""

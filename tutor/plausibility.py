@@ -23,8 +23,8 @@ import numpy as np
 
 from .decimals import trimmed
 from .diagnose import right_value
+from .exercise.record import Exercise
 from .messages import t
-from .model import Exercise
 from .solution_file import GivenStep, SolutionFile
 from .steps import KINDS, Solution
 

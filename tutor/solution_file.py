@@ -20,7 +20,7 @@ entry the source did not print.  A file must give at least one step: one
 that names its exercise and nothing else checks nothing, and is refused.
 
 YAML 1.1 traps are treated as the exercise loader treats them
-(:mod:`tutor.exercise`, same message keys): an entry ``yes``/``no``/``on``/
+(:mod:`tutor.exercise.schema`, same message keys): an entry ``yes``/``no``/``on``/
 ``off``, ``1:20`` or ``0x10`` is refused with the hint that YAML 1.1 tools
 read it otherwise, and a plain ``010`` or ``1e3`` loads with a warning
 (:attr:`SolutionFile.warnings`).  An exercise file given where a solution
@@ -47,9 +47,9 @@ import numpy as np
 
 from .answers import DEFAULT_TOLERANCE, Entry, entry_from_value, rounding_interval
 from .errors import AnswerError, ExerciseError, NotFoundError, Problem
-from .exercise import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
+from .exercise.record import Exercise
+from .exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
-from .model import Exercise
 from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, keys
 from .yamlread import Document, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 from .yamlread import Path as YPath

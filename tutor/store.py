@@ -56,7 +56,8 @@ Schema (version 1)::
     answers(id, session -> sessions.id, at, exercise, step, head, outcome,
             attempt, hints, diagnosis, diagnosis_text, answer)
 
-``outcome`` is ``correct``, ``wrong``, ``shown`` (revealed: a miss) or
+Each row of ``answers`` is an :class:`tutor.attempt.Attempt` (the record the
+drill emits).  ``outcome`` is ``correct``, ``wrong``, ``shown`` (revealed: a miss) or
 ``skipped`` (not counted).  ``attempt`` is the 1-based try at that step in
 that session; ``diagnosis`` the key of the first diagnosis of a wrong answer.
 
@@ -75,8 +76,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Self
+from typing import Self
 
+from .attempt import OUTCOMES, Attempt  # the record the store writes and reads (shared with the quiz)
 from .errors import StoreError
 from .messages import t
 from .steps import STEP_IDS
@@ -94,9 +96,6 @@ _WAL_LIMIT = 64 * 1024  # and truncate it back to this many bytes when it restar
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html) that call for their own sentence
 _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
-
-Outcome = Literal["correct", "wrong", "shown", "skipped"]
-OUTCOMES: tuple[Outcome, ...] = ("correct", "wrong", "shown", "skipped")
 
 _SCHEMA = """
 CREATE TABLE sessions (
@@ -170,22 +169,6 @@ def default_path() -> Path:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One answered step, as recorded: what was asked, how it went, what was typed."""
-
-    exercise: str
-    step: str
-    head: int | None
-    outcome: Outcome
-    attempt: int = 1
-    hints: int = 0
-    diagnosis: str | None = None
-    diagnosis_text: str | None = None
-    answer: str | None = None
-    at: str | None = None  # when it was answered (ISO 8601, UTC); None: when it is written
 
 
 # --- summaries (pure) -------------------------------------------------------------

@@ -3,7 +3,7 @@
 ``practice`` drives the pure state machine of :mod:`tutor.quiz`: it reads one
 line at a time from a stream (a terminal, with line editing, or any piped
 text: one answer per line), turns it into an event, and carries out the
-effects -- each :class:`tutor.quiz.Record` committed to the progress store
+effects -- each :class:`tutor.attempt.Attempt` committed to the progress store
 before the feedback after it is shown.  Ctrl-C and the end of input end the
 session with its summary and exit code 0.
 
@@ -34,7 +34,7 @@ from . import ExercisesOpt, Format, FormatOpt, app, check_head, console, warn, w
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..model import Exercise
+    from ..exercise.record import Exercise
     from ..quiz import State
     from ..render.quiz import QuizRenderer
     from ..store import Recorder, Store
@@ -133,7 +133,7 @@ def practice(
         recorder = Recorder(store, session)
         finished = False
         try:
-            drive(state, effects, renderer, recorder, ex.id, stream, out)  # flushes the recorder at the summary
+            drive(state, effects, renderer, recorder, stream, out)  # flushes the recorder at the summary
             finished = True
         finally:
             if not finished and not recorder.flush():  # broken off by another error: still save what is waiting,
@@ -166,18 +166,19 @@ def _prepare(stream: TextIO) -> None:
             pass
 
 
-def drive(state: State, effects: list, renderer: QuizRenderer, recorder: Recorder, exercise_id: str,
-          stream: TextIO, out: Console) -> State:
+def drive(state: State, effects: list, renderer: QuizRenderer, recorder: Recorder, stream: TextIO,
+          out: Console) -> State:
     """Run a session to its end: carry out ``effects``, read the next line, repeat.
 
     From a terminal, lines are read with ``input()`` (line editing); from
     anything else with ``stream.readline()``, echoing each line after its
-    prompt so that the transcript reads as typed.  Every answer goes to
-    ``recorder``; one it cannot write yet gets a warning and stays in it.
+    prompt so that the transcript reads as typed.  Every answer (an
+    :class:`~tutor.attempt.Attempt` effect) goes to ``recorder``; one it
+    cannot write yet gets a warning and stays in it.
     Returns the final state.
     """
-    from ..quiz import EndOfInput, Event, Interrupt, Prompt, Record, Summary, handle, read_event
-    from ..store import Attempt
+    from ..attempt import Attempt
+    from ..quiz import EndOfInput, Event, Interrupt, Prompt, Summary, handle, read_event
 
     interactive = stream is sys.stdin and stream.isatty()
     if interactive:
@@ -191,9 +192,8 @@ def drive(state: State, effects: list, renderer: QuizRenderer, recorder: Recorde
         try:
             prompt = None
             for effect in effects:
-                if isinstance(effect, Record):
-                    saved = recorder.add(Attempt(exercise_id, effect.step, effect.head, effect.outcome, effect.attempt,
-                                                 effect.hints, effect.diagnosis, effect.diagnosis_text, effect.answer))
+                if isinstance(effect, Attempt):
+                    saved = recorder.add(effect)
                     if not saved:
                         renderer.unsaved_warning(_why_unsaved(recorder), lost=recorder.lost)
                 elif isinstance(effect, Prompt):

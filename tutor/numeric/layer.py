@@ -20,7 +20,7 @@ from ._common import _bool_array, _float_dtype, _Record, _shape_text
 from .functional import _softmax_inplace, causal_mask, combine_masks
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.model import Exercise
+    from tutor.exercise.record import Exercise
 
     from .trace import TraceStep
 
@@ -137,7 +137,7 @@ class MultiHeadAttention:
     # constructors ----------------------------------------------------------
     @classmethod
     def from_exercise(cls, ex: Exercise, dtype: DTypeLike = np.float64) -> MultiHeadAttention:
-        """The layer of a :class:`tutor.model.Exercise` (Fractions → ``dtype``).
+        """The layer of a :class:`tutor.exercise.Exercise` (Fractions → ``dtype``).
 
         Per-head ``w_q [d_model, d_k]`` etc. are laid side by side in head
         order (``w_q = [W_q¹ | W_q² | …]``).  A head without a bias gets

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.model import Exercise
+    from tutor.exercise.record import Exercise
 
     from .layer import ExerciseRun
     from .replay import Replay

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from .functional import softmax
 
 if TYPE_CHECKING:  # pragma: no cover
-    from tutor.model import Exercise
+    from tutor.exercise.record import Exercise
 
 Array = NDArray[np.float64]
 Key = tuple[str, "int | None"]

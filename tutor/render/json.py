@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ..exactnum import frac_text
-from ..model import Exercise, Matrix, Vector
+from ..exercise.record import Exercise, Matrix, Vector
 from ..steps import KINDS, Solution, Step
 
 

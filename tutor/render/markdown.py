@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from ..decimals import tex
 from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
+from ..exercise.record import Exercise, Matrix
 from ..messages import t
-from ..model import Exercise, Matrix
 from ..steps import KINDS, Operand, Solution, Step
 from .text import reflow, why
 

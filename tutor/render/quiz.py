@@ -19,14 +19,14 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import quiz
+from ..exercise.record import Exercise
 from ..messages import plural, t
-from ..model import Exercise
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pretty
 
 if TYPE_CHECKING:
-    from ..store import Attempt
+    from ..attempt import Attempt
 
 PLACES = 4
 ECHO_CHARS = 200  # longest typed line echoed in full; a longer one is cut, with its length
@@ -101,7 +101,7 @@ class QuizRenderer:
 
     def show(self, effect: quiz.Effect) -> None:
         """Render one effect (not :class:`quiz.Prompt`, which :meth:`prompt` turns into text,
-        nor :class:`quiz.Record`, which goes to the store)."""
+        nor :class:`~tutor.attempt.Attempt`, which goes to the store)."""
         method = getattr(self, "on_" + type(effect).__name__.lower())
         method(effect)
 

@@ -22,8 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..exactnum import frac_text
+from ..exercise.record import Exercise, Matrix
 from ..messages import t
-from ..model import Exercise, Matrix
 from ..steps import KINDS, Solution, Step
 from ..textsafe import shown
 from .text import asciify, decimal, is_plain, pretty, reflow, why

@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 from ..decimals import pretty as pretty_decimal
-from ..model import Exercise
+from ..exercise.record import Exercise
 from ..steps import KINDS, Step
 
 _ASCII = {

@@ -14,8 +14,8 @@ from typing import cast
 from .. import exact
 from ..exact import Exponents, QMat, Scaled
 from ..exactnum import SoftmaxRow
+from ..exercise.record import Exercise
 from ..messages import t
-from ..model import Exercise
 from .kind import Build, Input, StepKind, always, dims, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import dot, factor, softmax_row, total

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..model import Exercise
+from ..exercise.record import Exercise
 from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
 from .kind import Build, StepKind
 from .layer import CONCAT, OUTPUT

@@ -18,8 +18,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from ..exactnum import frac_text
+from ..exercise.record import BoolMatrix, Exercise
 from ..messages import t
-from ..model import BoolMatrix, Exercise
 from .records import Key, Solution, Step
 
 if TYPE_CHECKING:  # numpy is not needed to describe a step

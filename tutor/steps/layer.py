@@ -11,8 +11,8 @@ from typing import cast
 from .. import exact
 from ..exact import QMat
 from ..exactnum import SoftmaxRow
+from ..exercise.record import Exercise
 from ..messages import t
-from ..model import Exercise
 from .kind import Build, Input, StepKind, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import dot, factor, total

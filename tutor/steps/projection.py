@@ -8,8 +8,8 @@ self-attention; in cross-attention K and V come from the other sequence.
 from __future__ import annotations
 
 from .. import exact
+from ..exercise.record import Exercise, Head, Matrix, Vector
 from ..messages import t
-from ..model import Exercise, Head, Matrix, Vector
 from .kind import Build, StepKind, always, dims, given_matrix
 from .records import Operand, Solution, Step
 from .worked import dot, factor, total

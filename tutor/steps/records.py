@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..exactnum import Exact
-from ..model import Exercise
+from ..exercise.record import Exercise
 
 #: A step's place in an exercise: ``(id, head)``, ``head`` ``None`` for a layer step.
 Key = tuple[str, "int | None"]

@@ -1,7 +1,7 @@
-"""The normalized, validated exercise the engines compute on.
+"""The exercise record: the normalized, validated exercise the engines compute on.
 
 Pure data: exact :class:`fractions.Fraction` entries, tuples, no I/O, no
-numpy, no sympy.  The YAML loader (:mod:`tutor.exercise`) builds it from a
+numpy, no sympy, no pydantic.  The loader (:mod:`.load`) builds it from a
 file in either the per-head or the fused form; engines and renderers only
 ever see this shape.
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
-from .textsafe import shown
+from tutor.textsafe import shown
 
 Vector = tuple[Fraction, ...]
 Matrix = tuple[Vector, ...]

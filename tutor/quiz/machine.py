@@ -1,12 +1,5 @@
 """The practice drill as a pure state machine: ``handle(state, event) -> (state, effects)``.
 
-No I/O: the CLI reads a line, turns it into an event with :func:`read_event`
-(or sends :class:`EndOfInput` / :class:`Interrupt`), calls :func:`handle`, and
-carries out the effects in order -- :class:`Record` goes to the progress store
-(before the feedback that follows it is shown, so an answer is saved before
-the learner reads the verdict), everything else to the renderer, and the last
-:class:`Prompt` says what to ask next.
-
 A session walks the chosen steps in the order of the solution (head 0's steps,
 then head 1's, ..., then ``concat`` and ``output``).  In ``matrix`` mode an
 answer is a whole matrix on one line (``1 1; 2 2; 2 2``), or row by row: a
@@ -14,12 +7,6 @@ first line holding one row of a taller matrix starts row-by-row input, which
 an empty line ends.  In ``entry`` mode every entry is asked for in turn, and
 after a wrong answer only the wrong entries are asked again.  Typed text goes
 through :mod:`tutor.answers` only.
-
->>> from tutor.catalog import resolve; from tutor.steps import solve
->>> state, effects = start(solve(resolve("single-head-3x4")), steps=("q",))
->>> state, effects = handle(state, read_event("1 1; 2 2; 2 2"))
->>> [type(e).__name__ for e in effects]
-['Record', 'Correct', 'Summary']
 """
 
 from __future__ import annotations
@@ -27,30 +14,35 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from .answers import (
-    DEFAULT_TOLERANCE,
-    Entry,
-    close,
-    equals_exactly,
-    parse_entry,
-    parse_matrix,
-    parse_row,
+from tutor.answers import DEFAULT_TOLERANCE, Entry, parse_entry, parse_matrix, parse_row
+from tutor.attempt import Attempt, Outcome
+from tutor.errors import AnswerError
+from tutor.messages import t
+from tutor.steps import KINDS, Input, Solution, Step, worked_entry
+
+from .effects import (
+    Answered,
+    Cell,
+    Correct,
+    Effect,
+    Help,
+    Hint,
+    Invalid,
+    Mode,
+    Present,
+    Prompt,
+    Result,
+    Reveal,
+    RowByRow,
+    ShapeInfo,
+    Skipped,
+    Summary,
+    Wrong,
 )
-from .errors import AnswerError
-from .exactnum import Exact
-from .messages import t
-from .steps import KINDS, Input, Solution, Step, worked_entry
-
-if TYPE_CHECKING:
-    from .diagnose import Diagnosis
-
-Mode = Literal["matrix", "entry"]
-Outcome = Literal["correct", "wrong", "shown", "skipped"]
-COMMANDS = ("hint", "shape", "show", "skip", "quit", "help")
-Cell = tuple[int, int]
-Answered = tuple[tuple[Entry, ...], ...]
+from .events import Command, EndOfInput, Event, Interrupt
+from .grading import alike, blocked_cells, right
 
 
 @dataclass(frozen=True)
@@ -59,200 +51,6 @@ class Settings:
 
     mode: Mode = "matrix"
     tolerance: float = DEFAULT_TOLERANCE
-
-
-# --- events --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A typed line that is not a command (possibly empty: it ends row-by-row input)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Command:
-    """One of :data:`COMMANDS`."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class EndOfInput:
-    """The input stream ended (Ctrl-D, or the end of a piped script)."""
-
-
-@dataclass(frozen=True)
-class Interrupt:
-    """Ctrl-C."""
-
-
-Event = Answer | Command | EndOfInput | Interrupt
-
-
-def read_event(line: str) -> Answer | Command:
-    """A typed line as an event: a command word (any case, surrounding blanks ignored) or an answer.
-
-    >>> read_event("  Hint "), read_event("1 1; 2 2")
-    (Command(name='hint'), Answer(text='1 1; 2 2'))
-    """
-    word = line.strip().lower()
-    return Command(word) if word in COMMANDS else Answer(line.rstrip("\r\n"))
-
-
-# --- effects ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Present:
-    """Show a new step: its title, formula and inputs (never its result's shape)."""
-
-    step: Step
-    number: int
-    total: int
-    inputs: tuple[Input, ...]
-    multi_head: bool
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """Ask for input.  ``row`` (1-based) during row-by-row input; ``cell`` in entry mode."""
-
-    step: Step
-    multi_head: bool
-    row: int | None = None
-    cell: Cell | None = None
-
-
-@dataclass(frozen=True)
-class Invalid:
-    """Typed text that is not an answer: one line saying what and where; nothing was graded."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class RowByRow:
-    """Row 1 was read as the first row of a row-by-row answer."""
-
-    rows: int
-
-
-@dataclass(frozen=True)
-class Correct:
-    """The answer is right (``attempt`` is the 1-based try)."""
-
-    step: Step
-    attempt: int
-
-
-@dataclass(frozen=True)
-class Wrong:
-    """The answer is wrong.
-
-    ``wrong`` are the wrong cells when the shape is right (``None`` when it
-    is not); ``inexact`` the wrong cells whose exact form (``3``, ``1/2``) is
-    within the tolerance but not equal: they need decimals; ``blocked`` the
-    wrong cells a mask blocks whose entry is within the tolerance of the right
-    ``0`` (a weight must be exactly 0 there: see :func:`blocked_cells`);
-    ``diagnoses`` the misconceptions that explain the answer, most specific
-    first; ``alike`` how many of the first diagnoses recompute the very same
-    matrix (1 to 3: the mistakes the answer cannot tell apart, all shown);
-    ``retry`` the cells asked again in entry mode.
-    """
-
-    step: Step
-    answer: Answered
-    wrong: tuple[Cell, ...] | None
-    inexact: tuple[Cell, ...]
-    diagnoses: tuple[Diagnosis, ...]
-    attempt: int
-    retry: tuple[Cell, ...] = ()
-    blocked: tuple[Cell, ...] = ()
-    alike: int = 1
-
-    @property
-    def shown(self) -> tuple[Diagnosis, ...]:
-        """The diagnoses to show: the first and those indistinguishable from it."""
-        return self.diagnoses[: self.alike]
-
-
-@dataclass(frozen=True)
-class Hint:
-    """Hint number ``level``: 1 is the formula, 2 one entry worked out; 3 and on: no more hints."""
-
-    step: Step
-    level: int
-    formula: str = ""
-    cell: Cell | None = None
-    work: str = ""
-
-
-@dataclass(frozen=True)
-class ShapeInfo:
-    """Reveal the shape of the step's result, and how it follows from the inputs."""
-
-    step: Step
-
-
-@dataclass(frozen=True)
-class Reveal:
-    """Show the right answer (after ``show``); the step counts as missed."""
-
-    step: Step
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """The step was skipped (not counted)."""
-
-    step: Step
-
-
-@dataclass(frozen=True)
-class Help:
-    """List the commands and the answer formats."""
-
-    mode: Mode
-
-
-@dataclass(frozen=True)
-class Record:
-    """Save one answered step (the CLI commits it to the store at once)."""
-
-    step: str
-    head: int | None
-    outcome: Outcome
-    attempt: int
-    hints: int
-    diagnosis: str | None = None
-    diagnosis_text: str | None = None
-    answer: str | None = None
-
-
-@dataclass(frozen=True)
-class Result:
-    """How one step of the session ended; ``outcome`` is ``None`` when it was not finished
-    (``attempts`` and ``hints`` then say whether it was begun)."""
-
-    step: Step
-    outcome: Literal["correct", "shown", "skipped"] | None = None
-    attempts: int = 0
-    hints: int = 0
-    diagnoses: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The session is over: one :class:`Result` per chosen step, and why it ended."""
-
-    results: tuple[Result, ...]
-    reason: Literal["done", "quit", "end", "interrupt"]
-
-
-Effect = (Present | Prompt | Invalid | RowByRow | Correct | Wrong | Hint | ShapeInfo | Reveal | Skipped | Help
-          | Record | Summary)
 
 
 # --- state ------------------------------------------------------------------------------
@@ -350,7 +148,7 @@ def _command(state: State, name: str) -> tuple[State, list[Effect]]:
             return state, [Hint(step, 2, cell=(i, j), work=worked_entry(state.sol, step, i, j)), _prompt(state)]
         return state, [Hint(step, level), _prompt(state)]
     outcome: Literal["shown", "skipped"] = "shown" if name == "show" else "skipped"
-    record = Record(step.id, step.head, outcome, state.attempts + 1, state.hints)
+    record = _attempt(state, outcome, state.attempts + 1)
     shown: Effect = Reveal(step) if outcome == "shown" else Skipped(step)
     state = replace(state, results=state.results + (Result(step, outcome, state.attempts, state.hints, state.diagnoses),))
     state, more = _advance(state)
@@ -409,7 +207,7 @@ def _add_row(state: State, text: str) -> tuple[State, list[Effect]]:
     except AnswerError as err:
         return state, [Invalid(t("practice.bad_row", row=number, message=str(err))), _prompt(state)]
     if state.rows and len(row) != len(state.rows[0]):
-        message = t("practice.ragged_row", row=number, found=len(row), expected=len(state.rows[0]))
+        message = t("matrix.ragged", row=number, found=len(row), expected=len(state.rows[0]))
         return state, [Invalid(message), _prompt(state)]
     state = replace(state, rows=state.rows + (row,))
     if ends:
@@ -440,59 +238,6 @@ def _rows_text(rows: Answered) -> str:
     return "; ".join(", ".join(e.text for e in row) for row in rows)
 
 
-def blocked_cells(sol: Solution, step: Step) -> frozenset[Cell]:
-    """The cells of ``step`` whose value a mask fixes exactly: the keys a query may not attend
-    to, in the steps whose kind says what a mask fixes there (:attr:`tutor.steps.StepKind.fixed_by_mask`:
-    ``masked`` ``-inf``, ``weights`` ``0``).  Every other step, and an exercise without a mask, has none.
-
-    These entries are exact by construction, not computed, so no rounding
-    tolerance applies to them: a weight of 0.0035 on a masked key is wrong.
-    Other entries that come out exact (a weight of 1 on a query's only
-    allowed key, whole-number products) are still graded with the tolerance:
-    a decimal near them is an honest rounding of a computation.
-    """
-    allowed = sol.exercise.allowed()  # [L, L_k], True = may attend
-    if allowed is None or KINDS[step.id].fixed_by_mask is None:
-        return frozenset()
-    return frozenset((i, j) for i, row in enumerate(allowed) for j, ok in enumerate(row) if not ok)
-
-
-def _right(entry: Entry, expected: float, true: Exact, strict: bool, tolerance: float) -> bool:
-    """Whether ``entry`` is right for the true value ``true`` (``expected`` is its float): exactly
-    equal for a ``strict`` (mask-fixed) cell -- ``1e-400`` is not the 0 a mask fixes, though its
-    float is --, else :func:`tutor.answers.close` (an exact entry equal to ``true`` exactly)."""
-    if strict:
-        return equals_exactly(entry, true)
-    return close(entry, expected, tolerance=tolerance, exact=true)
-
-
-def _alike(sol: Solution, step: Step, diagnoses: Sequence[Diagnosis], limit: int = 3) -> int:
-    """How many of the leading ``diagnoses`` recompute the same matrix as the first (at most ``limit``):
-    mistakes that give the same numbers here, which the answer cannot tell apart."""
-    if len(diagnoses) < 2:
-        return len(diagnoses)
-    import numpy as np
-
-    from .diagnose import MISCONCEPTIONS
-
-    recompute = {m.key: m.recompute for m in MISCONCEPTIONS}
-    if diagnoses[0].key not in recompute:
-        return 1
-    first = recompute[diagnoses[0].key](sol, step.id, step.head)  # [rows, cols] or None
-    if first is None:
-        return 1
-    count = 1
-    for d in diagnoses[1:]:
-        if count == limit:
-            break
-        if d.key not in recompute:
-            continue
-        got = recompute[d.key](sol, step.id, step.head)  # [rows, cols] or None
-        if got is not None and got.shape == first.shape and bool(np.allclose(got, first, rtol=1e-9, atol=1e-12)):
-            count += 1
-    return count
-
-
 def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effect]]:
     """Grade a complete answer: right entries by :func:`tutor.answers.close` (mask-fixed entries
     exactly, see :func:`blocked_cells`), wrong ones explained by :func:`tutor.diagnose.diagnose`."""
@@ -504,15 +249,15 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
     strict = blocked_cells(state.sol, step)
     if shape == step.shape:
         wrong = tuple((i, j) for i, row in enumerate(answer) for j, e in enumerate(row)
-                      if not _right(e, step.value[i][j], step.exact[i][j], (i, j) in strict, tol))
+                      if not right(e, step.value[i][j], step.exact[i][j], (i, j) in strict, tol))
         if not wrong:
-            record = Record(step.id, step.head, "correct", attempt, state.hints, answer=text)
+            record = _attempt(state, "correct", attempt, answer=text)
             state = replace(state, results=state.results + (
                 Result(step, "correct", state.attempts, state.hints, state.diagnoses),))
             state, more = _advance(state)
             effects: list[Effect] = [record, Correct(step, attempt)]
             return state, effects + more
-    from .diagnose import diagnose
+    from tutor.diagnose import diagnose
 
     floats = [[e.value() for e in row] for row in answer]
     diagnoses = tuple(diagnose(state.sol, step.id, step.head, floats, tolerance=tol))
@@ -521,8 +266,8 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
     blocked = tuple(c for c in near if c in strict)
     inexact = tuple((i, j) for i, j in near if answer[i][j].is_exact and (i, j) not in strict)
     first = diagnoses[0] if diagnoses else None
-    record = Record(step.id, step.head, "wrong", attempt, state.hints,
-                    first.key if first else None, first.message if first else None, text)
+    record = _attempt(state, "wrong", attempt, diagnosis=first.key if first else None,
+                      diagnosis_text=first.message if first else None, answer=text)
     keys = state.diagnoses + tuple(d.key for d in diagnoses[:1] if d.key not in state.diagnoses)
     state = replace(state, attempts=attempt, diagnoses=keys, last_wrong=wrong or (), rows=())
     retry: tuple[Cell, ...] = ()
@@ -533,7 +278,7 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
         grid = tuple(tuple(None if (i, j) in bad else e for j, e in enumerate(row)) for i, row in enumerate(answer))
         state = replace(state, grid=grid, todo=wrong)
     wrong_effect = Wrong(step, answer, wrong, inexact, diagnoses, attempt, retry, blocked,
-                         _alike(state.sol, step, diagnoses))
+                         alike(state.sol, step, diagnoses))
     return state, [record, wrong_effect, _prompt(state)]
 
 
@@ -575,6 +320,14 @@ def _finish(state: State, reason: Literal["done", "quit", "end", "interrupt"]) -
     return state, [Summary(results, reason)]
 
 
+def _attempt(state: State, outcome: Outcome, attempt: int, *, diagnosis: str | None = None,
+             diagnosis_text: str | None = None, answer: str | None = None) -> Attempt:
+    """The effect that saves the current step's ``attempt``-th try (its hints so far included)."""
+    step = state.step
+    return Attempt(state.sol.exercise.id, step.id, step.head, outcome, attempt, state.hints, diagnosis, diagnosis_text,
+                   answer)
+
+
 def _prompt(state: State) -> Prompt:
     if state.settings.mode == "entry" and state.todo:
         return Prompt(state.step, state.multi_head, cell=state.todo[0])
@@ -599,5 +352,6 @@ def inputs_for(sol: Solution, step: Step) -> tuple[Input, ...]:
 
 def _present(state: State) -> Present:
     return Present(state.step, state.index + 1, len(state.steps), inputs_for(state.sol, state.step), state.multi_head)
+
 
 

@@ -1,8 +1,8 @@
 """Bounded values for the answer parser: exact where that is cheap, intervals everywhere.
 
-:mod:`tutor.answers` reads a typed answer into a tree of :class:`Value` nodes,
+:mod:`.grammar` reads a typed answer into a tree of :class:`Value` nodes,
 one per operation, built as it parses.  No sympy is involved (a sympy
-expression is built only on request, by :attr:`tutor.answers.Entry.expr`):
+expression is built only on request, by :attr:`.entry.Entry.expr`):
 sympy's automatic evaluation and its assumption system made short inputs take
 minutes (``sqrt(1e-93^64+1)`` factored a 6,000-digit integer; each level of a
 nested ``1/(1+exp(…))`` tripled the time).  Here every operation costs a
@@ -34,6 +34,9 @@ A value carries
 * a **tree** (the operation and its operands) for a value without an exact
   form, to rebuild it at a higher precision or as a sympy expression.
 
+The exact forms' arithmetic is :mod:`.forms`; the interval primitives are
+:mod:`.intervals`; this module builds values from both and bounds them.
+
 Resource bounds, each refused with a :class:`Refused` that the parser turns
 into an :class:`~tutor.errors.AnswerError` naming the column:
 
@@ -59,8 +62,41 @@ part computed only as precisely as the whole needs it.
 from __future__ import annotations
 
 from fractions import Fraction
-from math import gcd, isqrt
 from typing import Any
+
+from . import intervals
+from .forms import (
+    MAX_EXACT_BITS,
+    MAX_EXACT_DIGITS,
+    MAX_TERMS,
+    Lin,
+    Mono,
+    Refused,
+    bits,
+    checked,
+    lin_add,
+    lin_inverse,
+    lin_mul,
+    lin_scale,
+    mono_inverse,
+    sqrt_q,
+    term_mul,
+)
+from .intervals import (
+    Interval,
+    contains_zero,
+    iv_exp,
+    iv_lin,
+    iv_mono,
+    iv_q,
+    iv_root,
+    iv_sign,
+    iv_sqrt,
+    lg,
+    lg_iv,
+    narrow,
+    overlap,
+)
 
 __all__ = [
     "MAX_EXACT_BITS",
@@ -73,18 +109,10 @@ __all__ = [
     "Value",
 ]
 
-#: Every exact number an answer creates has at most this many decimal digits
-#: (numerator and denominator together).
-MAX_EXACT_DIGITS = 600
-#: ... checked as bits: a number over 2,000 bits has more than 600 digits, and
-#: every number of up to 600 digits has at most 1,995 bits.
-MAX_EXACT_BITS = 2_000
 #: Every value, and every intermediate value, is at most this in magnitude ...
 MAX_MAGNITUDE = 1e300
 #: ... and, unless it is rational or (taken as) zero, at least 10^-MIN_MAGNITUDE_EXP10.
 MIN_MAGNITUDE_EXP10 = 600
-#: An exact form with more terms than this is kept as an interval only.
-MAX_TERMS = 4
 #: Bits of the interval every value carries.
 WORK_PREC = 256
 #: Bits of relative precision an exact claim is compared at, when it is not decided
@@ -93,26 +121,7 @@ CHECK_PREC = 2_112
 #: Bits of working precision used to reach it, at most (two tries: 2,176 and 4,352).
 MAX_EVAL_PREC = 4_352
 
-_SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
-
-Lin = tuple[tuple[int, Fraction], ...]  # Σ c·√n, n = 1 first when present
-Mono = tuple[Fraction, int, Lin]  # r·√n·exp(L)
-Interval = tuple[Any, Any]  # (lower, upper) as mpmath mpf tuples
-
-
-class Refused(Exception):
-    """An operation the bounds refuse: ``key`` is a message key of
-    :data:`tutor.answers.MESSAGES`, ``fields`` its fields besides column and text."""
-
-    def __init__(self, key: str, **fields: Any):
-        super().__init__(key)
-        self.key = key
-        self.fields = fields
-
-
-# --- mpmath's interval primitives, loaded on first use ------------------------------------
-
-_L: Any = None  # mpmath.libmp
+_L: Any = None  # mpmath.libmp, once loaded (see :func:`load`)
 _I: Any = None  # mpmath.libmp.libmpi
 _FLOOR: Any = None  # 10^-600 as an mpf
 _TOP: Any = None  # MAX_MAGNITUDE as an mpf
@@ -122,6 +131,7 @@ def load() -> None:
     """Import mpmath's low-level interval functions (a few ms, once)."""
     global _L, _I, _FLOOR, _TOP
     if _L is None:
+        intervals.load()
         from mpmath import libmp
         from mpmath.libmp import libmpi
 
@@ -131,216 +141,7 @@ def load() -> None:
         _L = libmp
 
 
-def _iv_q(q: Fraction, prec: int) -> Interval:
-    p, d = q.numerator, q.denominator
-    L = _L
-    if d == 1:
-        return L.from_int(p, prec, L.round_floor), L.from_int(p, prec, L.round_ceiling)
-    P, D = L.from_int(p), L.from_int(d)
-    return L.mpf_div(P, D, prec, L.round_floor), L.mpf_div(P, D, prec, L.round_ceiling)
-
-
-def _iv_sqrt(a: Interval, prec: int) -> Interval:
-    L = _L
-    lo, hi = a
-    if L.mpf_sign(lo) < 0:  # a value taken as zero may dip below it
-        lo = L.fzero
-    if L.mpf_sign(hi) < 0:
-        hi = L.fzero
-    if lo != hi:
-        return _I.mpi_sqrt((lo, hi), prec)
-    down = L.mpf_sqrt(lo, prec, L.round_floor)  # correctly rounded: the root is below down + 1 ulp
-    if not down[1]:
-        return down, down
-    return down, L.mpf_add(down, L.mpf_shift(L.fone, down[2]), prec, L.round_ceiling)
-
-
-_ROOTS: dict[tuple[int, int], Interval] = {}
-
-
-def _iv_root(n: int, prec: int) -> Interval:
-    """``√n`` for an integer ``n >= 1`` (small ones remembered: √2 comes often)."""
-    key = (n, prec)
-    got = _ROOTS.get(key)
-    if got is None:
-        got = _iv_sqrt((_L.from_int(n),) * 2, prec)
-        if n.bit_length() <= 64:
-            if len(_ROOTS) >= 4096:
-                _ROOTS.clear()
-            _ROOTS[key] = got
-    return got
-
-
-def _iv_lin(lin: Lin, prec: int) -> Interval:
-    total: Interval = (_L.fzero, _L.fzero)
-    for n, c in lin:
-        term = _iv_q(c, prec)
-        if n != 1:
-            term = _I.mpi_mul(term, _iv_root(n, prec), prec)
-        total = _I.mpi_add(total, term, prec)
-    return total
-
-
-def _iv_mono(m: Mono, prec: int) -> Interval:
-    r, n, lin = m
-    v = _I.mpi_mul(_iv_q(r, prec), _iv_exp(_iv_lin(lin, prec + 20), prec), prec)
-    if n != 1:
-        v = _I.mpi_mul(v, _iv_root(n, prec), prec)
-    return v
-
-
-def _iv_exp(a: Interval, prec: int) -> Interval:
-    """``exp`` of an interval with one ``exp`` (of its midpoint, at 8 more bits: mpmath's
-    ``exp`` is good to about one ulp), widened by ``2h + 2^-prec`` relatively for a half-width
-    ``h <= 2^-8`` (``exp(m ± h)`` lies within ``exp(m)·(1 ± 2h)``); a wider one by two."""
-    L = _L
-    lo, hi = a
-    if lo == hi:
-        h = L.fzero
-        mid = lo
-    else:
-        h = L.mpf_shift(L.mpf_sub(hi, lo, 64, L.round_ceiling), -1)
-        hl = _lg(h)
-        if hl is not None and hl > -8:
-            return _I.mpi_exp(a, prec)
-        mid = L.mpf_shift(L.mpf_add(lo, hi, prec + 16, L.round_nearest), -1)
-    x = L.mpf_exp(mid, prec + 8, L.round_nearest)
-    rel = L.mpf_add(L.mpf_shift(h, 1), L.mpf_shift(L.fone, -prec), 64, L.round_ceiling)
-    d = L.mpf_mul(L.mpf_abs(x), rel, 64, L.round_ceiling)
-    return L.mpf_sub(x, d, prec, L.round_floor), L.mpf_add(x, d, prec, L.round_ceiling)
-
-
-def _lg(x: Any) -> int | None:
-    """An upper bound of log2|x| within 1 (``None`` for 0) of an mpf tuple."""
-    _sign, man, exp, bc = x
-    return None if not man else exp + bc
-
-
-def _lg_iv(a: Interval) -> int | None:
-    lo, hi = _lg(a[0]), _lg(a[1])
-    if lo is None:
-        return hi
-    return lo if hi is None else max(lo, hi)
-
-
-def _contains_zero(a: Interval) -> bool:
-    return _L.mpf_sign(a[0]) <= 0 <= _L.mpf_sign(a[1])
-
-
-def _iv_sign(a: Interval) -> int:
-    if _L.mpf_sign(a[0]) > 0:
-        return 1
-    if _L.mpf_sign(a[1]) < 0:
-        return -1
-    return 0
-
-
-# --- exact forms --------------------------------------------------------------------------
-
-
-def _bits(c: Fraction) -> int:
-    return c.numerator.bit_length() + c.denominator.bit_length()
-
-
-def _check(c: Fraction) -> Fraction:
-    if c.numerator.bit_length() + c.denominator.bit_length() > MAX_EXACT_BITS:
-        raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
-    return c
-
-
-def _check_n(n: int) -> int:
-    if n.bit_length() > MAX_EXACT_BITS:
-        raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
-    return n
-
-
-def _radical(n: int) -> tuple[int, int]:
-    """``n = k²·m`` (``n >= 1``) with the squares of small primes moved out of ``m``;
-    ``m == 1`` exactly when ``n`` is a perfect square.  No factoring."""
-    s = isqrt(n)
-    if s * s == n:
-        return s, 1
-    k = 1
-    for p in _SMALL_PRIMES:
-        pp = p * p
-        if pp > n:
-            break
-        while n % pp == 0:
-            n //= pp
-            k *= p
-    return k, n
-
-
-def _sqrt_q(q: Fraction) -> tuple[Fraction, int]:
-    """``√q = c·√n`` for a rational ``q >= 0`` (``n == 1``: ``√q`` is rational)."""
-    a, b = q.numerator, q.denominator
-    k, n = _radical(_check_n(a * b))  # √(a/b) = √(a·b)/b
-    return _check(Fraction(k, b)), n
-
-
-def _merge(terms: dict[int, Fraction], n: int, c: Fraction) -> None:
-    """Add ``c·√n`` into ``terms``, merging with a compatible radicand (``n·m`` a square)."""
-    if n in terms:
-        terms[n] = _check(terms[n] + c)
-        return
-    if n != 1:
-        for m in terms:
-            if m == 1:
-                continue
-            s = isqrt(n * m)
-            if s * s == n * m:  # √n = (s/m)·√m
-                terms[m] = _check(terms[m] + c * Fraction(s, m))
-                return
-    terms[n] = c
-
-
-def _lin(terms: dict[int, Fraction]) -> Lin | None:
-    out = tuple(sorted((n, c) for n, c in terms.items() if c))
-    return out if len(out) <= MAX_TERMS else None
-
-
-def lin_add(a: Lin, b: Lin, sign: int = 1) -> Lin | None:
-    """``a + sign·b``; ``None`` when the sum has more than :data:`MAX_TERMS` terms."""
-    terms = dict(a)
-    for n, c in b:
-        _merge(terms, n, c if sign > 0 else -c)
-    return _lin(terms)
-
-
-def _term_mul(n1: int, c1: Fraction, n2: int, c2: Fraction) -> tuple[int, Fraction]:
-    g = gcd(n1, n2)
-    n = _check_n((n1 // g) * (n2 // g))
-    c = c1 * c2 * g
-    s = isqrt(n)
-    if s * s == n:
-        return 1, _check(c * s)
-    return n, _check(c)
-
-
-def lin_mul(a: Lin, b: Lin) -> Lin | None:
-    if len(a) * len(b) > MAX_TERMS * MAX_TERMS:
-        return None
-    terms: dict[int, Fraction] = {}
-    for n1, c1 in a:
-        for n2, c2 in b:
-            _merge(terms, *_term_mul(n1, c1, n2, c2))
-    return _lin(terms)
-
-
-def lin_inverse(a: Lin) -> Lin | None:
-    """``1/a`` for a non-zero ``a`` of one or two terms (the conjugate), else ``None``."""
-    if len(a) == 1:
-        n, c = a[0]
-        return ((n, _check(1 / (c * n) if n != 1 else 1 / c)),)
-    if len(a) == 2:
-        (n1, c1), (n2, c2) = a
-        d = _check(c1 * c1 * n1 - c2 * c2 * n2)  # ≠ 0: √n1 and √n2 are independent
-        return lin_add(((n1, _check(c1 / d)),), ((n2, _check(c2 / d)),), -1)
-    return None
-
-
-def _lin_scale(a: Lin, k: Fraction) -> Lin:
-    return tuple((n, _check(c * k)) for n, c in a if c * k)
+# --- exact forms, with their intervals ------------------------------------------------------
 
 
 def _lin_sign(a: Lin, iv: Interval) -> int:
@@ -354,10 +155,10 @@ def _lin_sign(a: Lin, iv: Interval) -> int:
         if s1 == s2:
             return s1
         return s1 if c1 * c1 * n1 > c2 * c2 * n2 else s2
-    s = _iv_sign(iv)
+    s = iv_sign(iv)
     prec = 4 * WORK_PREC
     while s == 0 and prec <= MAX_EVAL_PREC:  # non-zero (independent roots): look closer
-        s = _iv_sign(_iv_lin(a, prec))
+        s = iv_sign(iv_lin(a, prec))
         prec *= 4
     if s == 0:
         raise Refused("answer.too_close")
@@ -365,7 +166,7 @@ def _lin_sign(a: Lin, iv: Interval) -> int:
 
 
 def _mono_mul(a: Mono, b: Mono, iv: Interval) -> Value | None:
-    n, c = _term_mul(a[1], a[0], b[1], b[0])
+    n, c = term_mul(a[1], a[0], b[1], b[0])
     lin = lin_add(a[2], b[2])
     if lin is None:
         return None
@@ -383,10 +184,6 @@ def _as_mono(v: Value) -> Mono | None:
         return c, n, ()
     return None
 
-
-def _mono_inverse(m: Mono) -> Mono:
-    r, n, lin = m
-    return _check(1 / (r * n)), n, tuple((k, -c) for k, c in lin)
 
 
 # --- the value ----------------------------------------------------------------------------
@@ -432,9 +229,9 @@ class Value:
             return float(q)
         iv = self.iv
         work = CHECK_PREC + 64
-        while not _narrow(iv, 60) and work <= MAX_EVAL_PREC:
+        while not narrow(iv, 60) and work <= MAX_EVAL_PREC:
             iv = self.interval(work)
-            if _contains_zero(iv):  # zero, or so near it that 0.0 is its float
+            if contains_zero(iv):  # zero, or so near it that 0.0 is its float
                 break
             work *= 2
         return _L.to_float(_I.mpi_mid(iv, 64))
@@ -445,7 +242,7 @@ class Value:
             return _lin_sign(self.lin, self.iv)
         if self.mono is not None:
             return 1 if self.mono[0] > 0 else -1
-        return _iv_sign(self.iv)
+        return iv_sign(self.iv)
 
     def interval(self, prec: int) -> Interval:
         """An interval containing the value, about ``2^-prec`` of it wide.
@@ -473,11 +270,11 @@ class Value:
             if v.tree is None:
                 continue
             op, r = v.tree[0], req[id(v)]
-            lv = _lg_iv(v.iv)
+            lv = lg_iv(v.iv)
             for k in v.tree[1:]:
                 if not isinstance(k, Value):
                     continue
-                lk = _lg_iv(k.iv)
+                lk = lg_iv(k.iv)
                 if op in ("+", "-") and lk is not None and lv is not None:
                     need = r + lk - lv + 1  # the same absolute precision as the sum
                 elif op == "exp":
@@ -509,9 +306,9 @@ class Value:
 def _exact_iv(v: Value, prec: int) -> Interval:
     if v.lin is not None:
         q = v.fraction
-        return _iv_q(q, prec) if q is not None else _iv_lin(v.lin, prec)
+        return iv_q(q, prec) if q is not None else iv_lin(v.lin, prec)
     assert v.mono is not None
-    return _iv_mono(v.mono, prec)
+    return iv_mono(v.mono, prec)
 
 
 def _apply(tree: tuple[Any, ...], memo: dict[int, Interval], prec: int) -> Interval:
@@ -528,9 +325,9 @@ def _apply(tree: tuple[Any, ...], memo: dict[int, Interval], prec: int) -> Inter
     if op == "neg":
         return _I.mpi_neg(a, prec)
     if op == "sqrt":
-        return _iv_sqrt(a, prec)
+        return iv_sqrt(a, prec)
     if op == "exp":
-        return _iv_exp(a, prec)
+        return iv_exp(a, prec)
     assert op == "pow"
     return _I.mpi_pow_int(a, tree[2], prec)
 
@@ -539,12 +336,12 @@ def _exact_lin(lin: Lin, iv: Interval | None = None) -> Value:
     if not lin:
         return Value((_L.fzero, _L.fzero), ())
     if len(lin) == 1 and lin[0][0] == 1:
-        return Value(_iv_q(lin[0][1], WORK_PREC), lin)
-    return Value(iv if iv is not None else _iv_lin(lin, WORK_PREC), lin)
+        return Value(iv_q(lin[0][1], WORK_PREC), lin)
+    return Value(iv if iv is not None else iv_lin(lin, WORK_PREC), lin)
 
 
 def _exact_mono(m: Mono, iv: Interval | None = None) -> Value:
-    return Value(iv if iv is not None else _iv_mono(m, WORK_PREC), mono=m)
+    return Value(iv if iv is not None else iv_mono(m, WORK_PREC), mono=m)
 
 
 def rational(q: Fraction) -> Value:
@@ -552,11 +349,11 @@ def rational(q: Fraction) -> Value:
     load()
     if not q:
         return Value((_L.fzero, _L.fzero), ())
-    _check(q)
+    checked(q)
     p, d = q.numerator, q.denominator
     if p.bit_length() - d.bit_length() > 996 and abs(q) > _TOP_Q:  # 2^996 < 1e300 < 2^997
         raise Refused("answer.too_large")
-    return Value(_iv_q(q, WORK_PREC), ((1, q),))
+    return Value(iv_q(q, WORK_PREC), ((1, q),))
 
 
 _TOP_Q = Fraction(MAX_MAGNITUDE)
@@ -582,7 +379,7 @@ def _bounded(v: Value) -> Value:
 
 def _check_iv(iv: Interval, rational: bool) -> None:
     lo, hi = iv
-    lg_lo, lg_hi = _lg(lo), _lg(hi)
+    lg_lo, lg_hi = lg(lo), lg(hi)
     if (lg_lo is not None and lg_hi is not None and max(lg_lo, lg_hi) < 990
             and (rational or min(lg_lo, lg_hi) > -1990) and _L.mpf_sign(lo) == _L.mpf_sign(hi)):
         return  # well inside both bounds
@@ -592,7 +389,7 @@ def _check_iv(iv: Interval, rational: bool) -> None:
         mid = L.to_float(_I.mpi_mid(iv, 64))
         if not abs(mid) <= MAX_MAGNITUDE:
             raise Refused("answer.too_large")
-    if not rational and not _contains_zero(iv) and L.mpf_cmp(big, _FLOOR) < 0:
+    if not rational and not contains_zero(iv) and L.mpf_cmp(big, _FLOOR) < 0:
         raise Refused("answer.too_small", limit=MIN_MAGNITUDE_EXP10)
 
 
@@ -675,7 +472,7 @@ def div(a: Value, b: Value) -> Value:
         if inv is not None:
             inverse = Value(iv, inv)  # only its exact form is used
     elif b.mono is not None:
-        inverse = Value(iv, mono=_mono_inverse(b.mono))
+        inverse = Value(iv, mono=mono_inverse(b.mono))
     v = _product(a, inverse, iv) if inverse is not None else None
     if v is None:
         v = Value(iv, tree=("/", a, b))
@@ -689,15 +486,15 @@ def sqrt(a: Value) -> Value:
         raise Refused("answer.sqrt_negative")
     if s == 0:
         return rational(Fraction(0))
-    iv = _iv_sqrt(a.iv, WORK_PREC)
+    iv = iv_sqrt(a.iv, WORK_PREC)
     v: Value | None = None
     q = a.fraction
     if q is not None:
-        c, n = _sqrt_q(q)
+        c, n = sqrt_q(q)
         v = _exact_lin(((n, c),), iv)
     elif a.mono is not None and a.mono[1] == 1:  # √(r·exp(L)) = √r·exp(L/2)
-        c, n = _sqrt_q(a.mono[0])
-        v = _exact_mono((c, n, _lin_scale(a.mono[2], Fraction(1, 2))), iv)
+        c, n = sqrt_q(a.mono[0])
+        v = _exact_mono((c, n, lin_scale(a.mono[2], Fraction(1, 2))), iv)
     if v is None:
         v = Value(iv, tree=("sqrt", a))
     return _bounded(v)
@@ -707,7 +504,7 @@ def exp(a: Value, limit: float) -> Value:
     """``exp(a)``; refuses ``|a| > limit``."""
     if not abs(a.float()) <= limit:
         raise Refused("answer.exp_range", limit=int(limit))
-    iv = _iv_exp(a.iv, WORK_PREC)
+    iv = iv_exp(a.iv, WORK_PREC)
     if a.lin is not None:
         v = _exact_mono((Fraction(1), 1, a.lin), iv) if a.lin else rational(Fraction(1))
     else:
@@ -739,7 +536,7 @@ def power(a: Value, k: Fraction) -> Value:
         return a
     q = a.fraction
     if q is not None:
-        if (_bits(q) - 2) * m > MAX_EXACT_BITS:
+        if (bits(q) - 2) * m > MAX_EXACT_BITS:
             _check_iv(_I.mpi_pow_int(a.iv, m, WORK_PREC), True)  # (10^50)^64: too large, not just long
             raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
         return rational(q**m)
@@ -762,7 +559,7 @@ def _check_power_size(a: Value, m: int) -> None:
         terms = ((a.mono[1], a.mono[0]),)
     else:
         return
-    biggest = max((_bits(c) + n.bit_length() // 2 for n, c in terms), default=0)
+    biggest = max((bits(c) + n.bit_length() // 2 for n, c in terms), default=0)
     if len(terms) == 1 and (biggest - 2) * m > MAX_EXACT_BITS:
         raise Refused("answer.too_large_exact", limit=MAX_EXACT_DIGITS)
 
@@ -770,13 +567,13 @@ def _check_power_size(a: Value, m: int) -> None:
 def _exact_power(a: Value, m: int, iv: Interval) -> Value | None:
     if a.mono is not None:
         r, n, lin = a.mono
-        rr = _check(r**m)
+        rr = checked(r**m)
         if n != 1:  # (√n)^m = n^(m//2)·√n^(m%2)
             half, odd = divmod(m, 2)
-            rr = _check(rr * n**half)
+            rr = checked(rr * n**half)
             if not odd:
                 n = 1
-        lin2 = _lin_scale(lin, Fraction(m))
+        lin2 = lin_scale(lin, Fraction(m))
         return _exact_mono((rr, n, lin2), iv)
     assert a.lin is not None
     result: Lin | None = ((1, Fraction(1)),)
@@ -830,7 +627,7 @@ def equals_exact(v: Value, true: Any) -> bool:
     (a Taylor remainder such as ``exp(t) - 1 - t - t²/2``) could hide a
     difference; no value a person computes by hand does.
     """
-    from .exactnum import NegInf, Rat, Surd
+    from tutor.exactnum import NegInf, Rat, Surd
 
     load()
     if isinstance(true, NegInf):
@@ -842,7 +639,7 @@ def equals_exact(v: Value, true: Any) -> bool:
             return False
         n, c = v.lin[0]
         return (c > 0) == (true.q > 0) and c * c * n == true.q * true.q * true.t
-    if not _overlap(v.iv, _true_ball(true, WORK_PREC - 16)):
+    if not overlap(v.iv, _true_ball(true, WORK_PREC - 16)):
         return False
     zero = isinstance(true, Rat) and true.q == 0
     ball = _true_ball(true, CHECK_PREC + 32)
@@ -850,36 +647,23 @@ def equals_exact(v: Value, true: Any) -> bool:
     while work <= MAX_EVAL_PREC:
         got = v.interval(work)
         if zero:
-            return _contains_zero(got)
-        if _narrow(got, CHECK_PREC):
-            return _overlap(got, ball)
+            return contains_zero(got)
+        if narrow(got, CHECK_PREC):
+            return overlap(got, ball)
         work *= 2
     return False
 
-
-def _narrow(a: Interval, prec: int) -> bool:
-    """Whether ``a`` is a point or at most ``2^-prec`` of its magnitude wide."""
-    width = _I.mpi_delta(a, 64)
-    if not width[1]:
-        return True
-    lg = _lg_iv(a)
-    lw = _lg(width)
-    return lg is not None and lw is not None and lw <= lg - prec
-
-
-def _overlap(a: Interval, b: Interval) -> bool:
-    return _L.mpf_cmp(a[0], b[1]) <= 0 and _L.mpf_cmp(b[0], a[1]) <= 0
 
 
 def _true_ball(true: Any, prec: int) -> Interval:
     """An interval around an exact engine value at about ``prec`` bits; its width is
     estimated from two evaluations 40 bits apart (softmax sums may cancel)."""
-    from .exactnum import Rat, Surd
+    from tutor.exactnum import Rat, Surd
 
     if isinstance(true, Rat):
-        return _iv_q(true.q, prec)
+        return iv_q(true.q, prec)
     if isinstance(true, Surd):
-        return _I.mpi_mul(_iv_q(true.q, prec), _iv_root(true.t, prec), prec)
+        return _I.mpi_mul(iv_q(true.q, prec), iv_root(true.t, prec), prec)
     digits = int(prec * 0.30103) + 5
     a = true.precise_value(digits)._mpf_
     b = true.precise_value(digits + 12)._mpf_

@@ -1,0 +1,76 @@
+"""What a learner types, read safely, and graded.
+
+Pure: no I/O, no printing, no numpy.  What a learner types at the practice
+prompt, and every entry of a solution file, goes through :func:`parse_entry`
+(one number), :func:`parse_row` / :func:`parse_matrix` (a row or a matrix
+typed on one line) or :func:`entry_from_value` / :func:`matrix_from_value`
+(a value a YAML reader already split up); :func:`close`,
+:func:`equals_exactly` and :func:`rounding_interval` grade what they return.
+Nothing is ever evaluated as code.
+
+* :mod:`.grammar` -- the answer language (its grammar, documented there
+  once), the tokens and the recursive-descent parser: :func:`parse_entry`;
+* :mod:`.values` -- the bounded values the parser builds: exact rationals
+  and surd/exp forms where cheap, a 256-bit interval for every value;
+* :mod:`.entry` -- :class:`Entry`, one parsed number (and its sympy form, on request);
+* :mod:`.matrix` -- a matrix's text split into rows and entries, and
+  matrices a YAML reader built;
+* :mod:`.grading` -- :func:`close`, :func:`equals_exactly`,
+  :func:`rounding_interval` and the tolerances.
+
+Every sentence these modules raise is a key of :mod:`tutor.messages`
+(``answer.*``, ``matrix.*``).
+
+>>> parse_entry("1/(1 + 2*exp(sqrt(2)))").expr
+1/(1 + 2*exp(sqrt(2)))
+>>> [[e.text for e in row] for row in parse_matrix("1 -1; 2 - 1, 3")]
+[['1', '-1'], ['2 - 1', '3']]
+"""
+
+from .entry import Entry, Matrix
+from .grading import DEFAULT_TOLERANCE, EXACT_ABS_TOL, EXACT_REL_TOL, close, equals_exactly, rounding_interval
+from .grammar import (
+    MAX_DECIMAL_EXPONENT,
+    MAX_DEPTH,
+    MAX_DIGITS,
+    MAX_ENTRY_CHARS,
+    MAX_EXP_ARGUMENT,
+    MAX_POWER,
+    parse_entry,
+)
+from .matrix import (
+    MAX_ENTRIES,
+    MAX_MATRIX_CHARS,
+    entry_from_value,
+    matrix_from_value,
+    parse_matrix,
+    parse_row,
+    split_entries,
+)
+from .values import MAX_MAGNITUDE
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "EXACT_ABS_TOL",
+    "EXACT_REL_TOL",
+    "MAX_DECIMAL_EXPONENT",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "MAX_ENTRIES",
+    "MAX_ENTRY_CHARS",
+    "MAX_EXP_ARGUMENT",
+    "MAX_MAGNITUDE",
+    "MAX_MATRIX_CHARS",
+    "MAX_POWER",
+    "Entry",
+    "Matrix",
+    "close",
+    "entry_from_value",
+    "equals_exactly",
+    "matrix_from_value",
+    "parse_entry",
+    "parse_matrix",
+    "parse_row",
+    "rounding_interval",
+    "split_entries",
+]

@@ -1,0 +1,389 @@
+"""The answer language: its grammar, its tokens, and the parser that reads one entry.
+
+This docstring is the one description of what a learner may type (entries
+and the layout of a matrix); :mod:`.matrix` splits a matrix's text into
+entries as described here, and :func:`parse_entry` reads each one.
+
+The grammar is fixed and small, read by a hand-written recursive-descent
+parser that builds bounded values (:mod:`.values`: exact
+rationals and surd/exp forms where cheap, an interval for every value) as it
+goes.  Nothing is ever evaluated as code: there is no ``eval``, ``exec`` or
+``compile``, and no text is ever handed to ``sympify``/``parse_expr``; sympy
+is not used to parse or grade at all (:attr:`.entry.Entry.expr` builds a sympy
+expression on request, from Python ints).  ::
+
+    entry   := [+|-] ("inf" | "∞" | "oo")             (alone: -inf, +inf, ∞, .inf, sympy's -oo)
+             | expr
+    expr    := term (("+" | "-") term)*
+    term    := unary (("*" | "/") unary)*             ("×", "·", "⋅" are "*"; "÷" is "/")
+    unary   := ("+" | "-") unary | power              ("−" is "-")
+    power   := atom [("^" | "**") unary]              (right-associative: 2^3^2 = 2^9)
+    atom    := number | "e" | "E" | "(" expr ")"
+             | ("sqrt" | "exp") "(" expr ")"
+             | "√" atom                              (√2, √(2), √√16)
+    number  := digits ["." digits] [exponent] | "." digits [exponent]
+    exponent:= ("e" | "E") ["+" | "-"] digits
+
+As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
+A number or a closing parenthesis directly before ``√``, ``sqrt``, ``exp`` or ``(`` multiplies
+(``2√2`` is ``2*sqrt(2)``, as explain prints it); before a name it does not (``2e`` is an error).
+``inf`` (also ``-inf``, ``+inf``, ``∞``, ``infinity``, YAML's ``-.inf``) is
+only allowed as a whole entry, for a masked score.
+
+Matrices: rows are separated by ``;`` or line breaks, or each row is in
+brackets (``[[1, 2], [3, 4]]``, ``[1, 2], [3, 4]``, ``[1 2; 3 4]``).  Within
+a row, commas separate the entries if there is any comma outside
+parentheses; otherwise whitespace outside parentheses does, except next to
+an operator: ``1 -1`` is two entries, ``1 - 1`` is one (see
+:func:`.matrix.split_entries`, which splits them).
+
+Exactness: ``0.1`` is the rational 1/10 (read from its text, never through a
+binary float), but an entry containing any decimal literal (a ``.`` or an
+exponent: ``0.45``, ``1e-3``) is *not exact* -- it claims a rounded value.
+
+Resource guards: every entry is graded within a fixed budget (well under
+100 ms for any entry inside these limits; ``make bench`` runs
+``benchmarks/answers_budget.py`` over the worst entries we could build), and
+an entry beyond a limit is refused with an :class:`~tutor.errors.AnswerError`
+naming the column, never graded late:
+
+* an entry has at most :data:`MAX_ENTRY_CHARS` characters, a typed matrix
+  :data:`.matrix.MAX_MATRIX_CHARS` and :data:`.matrix.MAX_ENTRIES` entries; a number literal
+  at most :data:`MAX_DIGITS` digits and a decimal exponent at most
+  :data:`MAX_DECIMAL_EXPONENT`; nesting at most :data:`MAX_DEPTH` levels;
+* a power's exponent is a whole number or a half of magnitude at most
+  :data:`MAX_POWER` (``e^x`` is ``exp(x)`` and takes any real ``x``);
+  ``exp``'s argument is at most :data:`MAX_EXP_ARGUMENT` in magnitude;
+* the *size of every number the entry creates*, not one power at a time:
+  every exact rational (and every coefficient and radicand of an exact
+  surd/exp form) has at most :data:`.values.MAX_EXACT_DIGITS`
+  (600) digits in numerator and denominator together -- beyond, "too large
+  to check exactly; write it as a decimal" (``166 × (10^-64)^64``,
+  ``sqrt(1e-93^64+1)``); every intermediate value is at most
+  :data:`.values.MAX_MAGNITUDE` in magnitude and, when it is not rational and not
+  zero, at least 10^-600 ("too small to check exactly");
+* signs and zero tests (division by zero, the square root of a negative
+  number) are exact for rationals and surd/exp forms, and otherwise come from
+  the value's 256-bit interval: a value whose interval contains 0 is taken as
+  zero (within about 10^-77 of it, relative to its parts: its square root is
+  0, and dividing by it is refused as "cannot be told from zero").  sympy's
+  assumption system is never asked, so nesting ``1/(1 + exp(…))`` costs the
+  same at every level.
+
+>>> parse_entry("1/(1 + 2*exp(sqrt(2)))").expr
+1/(1 + 2*exp(sqrt(2)))
+>>> e = parse_entry("-0.4500"); (e.expr, e.is_exact, e.places)
+(-9/20, False, 4)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Any, NamedTuple, NoReturn
+
+from tutor import messages
+from tutor.errors import AnswerError
+
+from . import values as V
+from .entry import Entry
+from .values import Refused, Value
+
+MAX_ENTRY_CHARS = 2_000
+MAX_DIGITS = 100
+MAX_DECIMAL_EXPONENT = 400
+MAX_DEPTH = 50
+MAX_POWER = 64
+MAX_EXP_ARGUMENT = 1_000
+
+
+def refuse(key: str, **fields: Any) -> NoReturn:
+    """Raise the :class:`AnswerError` whose text is the catalogue's ``key`` (:mod:`tutor.messages`)."""
+    raise AnswerError(messages.t(key, **fields))
+
+
+def printable(text: str, limit: int = 60) -> str:
+    """``text`` on one line, control characters escaped, cut at ``limit``."""
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+# --- tokens --------------------------------------------------------------------
+
+
+class _Tok(NamedTuple):
+    kind: str  # "num", "name", "op", "end"
+    text: str  # as written ("**", "−", "×" ...)
+    op: str  # normalised operator ("^", "-", "*" ...), or the name, or ""
+    col: int  # 1-based column in the original text
+
+
+_NUMBER = re.compile(r"(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?|\.(?P<frac2>[0-9]+)(?:[eE](?P<exp2>[+-]?[0-9]+))?")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPS = {
+    "+": "+", "-": "-", "−": "-", "*": "*", "×": "*", "·": "*", "⋅": "*",
+    "/": "/", "÷": "/", "^": "^", "(": "(", ")": ")", "√": "√",
+}  # fmt: skip
+_INF_ALONE = re.compile(r"(?P<sign>[+\-−]?)\s*(?:\.?(?:inf|Inf|INF)|infinity|Infinity|∞|oo)")  # oo: sympy's
+_INF_NAMES = {"inf", "Inf", "INF", "infinity", "Infinity", "oo"}
+_NAN_NAMES = {"nan", "NaN", "NAN"}
+
+
+def _tokenize(text: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        if c.isdigit() and c in "0123456789" or (c == "." and i + 1 < n and text[i + 1] in "0123456789"):
+            m = _NUMBER.match(text, i)
+            assert m is not None
+            toks.append(_Tok("num", m.group(), "", i + 1))
+            i = m.end()
+        elif c.isascii() and (c.isalpha() or c == "_"):
+            m = _NAME.match(text, i)
+            assert m is not None
+            toks.append(_Tok("name", m.group(), m.group(), i + 1))
+            i = m.end()
+        elif c == "∞":
+            toks.append(_Tok("name", c, "inf", i + 1))
+            i += 1
+        elif text.startswith("**", i):
+            toks.append(_Tok("op", "**", "^", i + 1))
+            i += 2
+        elif c in _OPS:
+            toks.append(_Tok("op", c, _OPS[c], i + 1))
+            i += 1
+        else:
+            refuse("answer.unexpected_char", char=printable(c), column=i + 1, text=printable(text))
+    toks.append(_Tok("end", "", "", n + 1))
+    return toks
+
+
+# --- the parser ------------------------------------------------------------------
+
+
+class _Parser:
+    """Recursive descent over the tokens; builds bounded values
+    (:class:`.values.Value`) as it goes -- never sympy objects."""
+
+    def __init__(self, text: str, toks: list[_Tok]):
+        V.load()
+        self.text = text
+        self.toks = toks
+        self.i = 0
+        self.depth = 0
+        self.inexact = False
+
+    # -- plumbing
+    def peek(self) -> _Tok:
+        return self.toks[self.i]
+
+    def take(self) -> _Tok:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def fail(self, key: str, tok: _Tok, **fields: Any) -> NoReturn:
+        refuse(key, column=tok.col, text=printable(self.text), **fields)
+
+    def unexpected(self, tok: _Tok) -> NoReturn:
+        """Refuse ``tok``: a ``)`` without its ``(``, any other misplaced token, or the end of the text
+        where an operand was due (the only place the end is refused here: a missing ``)`` is
+        :meth:`close`'s, and :meth:`entry` reaches the end only after a whole expression)."""
+        if tok.kind == "end":
+            refuse("answer.unexpected_end", text=printable(self.text))
+        if tok.op == ")":
+            self.fail("answer.unmatched", tok)
+        self.fail("answer.unexpected", tok, token=printable(tok.text))
+
+    @contextmanager
+    def deeper(self, tok: _Tok) -> Iterator[None]:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail("answer.too_deep", tok, limit=MAX_DEPTH)
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def op(self, tok: _Tok, fn: Callable[..., Value], *args: Any) -> Value:
+        """``fn(*args)``, a bound breached becoming the error at ``tok``'s column."""
+        try:
+            return fn(*args)
+        except Refused as refused:
+            self.fail(refused.key, tok, **refused.fields)
+
+    # -- grammar
+    def entry(self) -> Value:
+        v = self.expression()
+        t = self.peek()
+        if t.kind != "end":
+            self.unexpected(t)
+        return v
+
+    def expression(self) -> Value:
+        left = self.term()
+        while (t := self.peek()).op in ("+", "-") and t.kind == "op":
+            self.take()
+            right = self.term()
+            left = self.op(t, V.add, left, right, 1 if t.op == "+" else -1)
+        return left
+
+    def term(self) -> Value:
+        left = self.unary()
+        while True:
+            t = self.peek()
+            if self.implicit(t):  # 2√2, 3sqrt(2), 2exp(1), 2(1 + e): a product, as the tables print it
+                right = self.power()
+                left = self.op(t, V.mul, left, right)
+                continue
+            if not (t.kind == "op" and t.op in ("*", "/")):
+                break
+            self.take()
+            right = self.unary()
+            left = self.op(t, V.mul if t.op == "*" else V.div, left, right)
+        return left
+
+    @staticmethod
+    def implicit(t: _Tok) -> bool:
+        """Whether ``t`` starts a factor written without ``*``: ``√``, ``sqrt``, ``exp`` or ``(``."""
+        return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in ("sqrt", "exp"))
+
+    def unary(self) -> Value:
+        t = self.peek()
+        if t.kind == "op" and t.op in ("+", "-"):
+            self.take()
+            with self.deeper(t):
+                v = self.unary()
+            return v if t.op == "+" else V.neg(v)
+        return self.power()
+
+    def power(self) -> Value:
+        base = self.atom()
+        t = self.peek()
+        if t.kind == "op" and t.op == "^":
+            self.take()
+            with self.deeper(t):
+                exponent = self.unary()
+            return self.pow(base, exponent, t)
+        return base
+
+    def atom(self) -> Value:
+        t = self.take()
+        if t.kind == "num":
+            return self.number(t)
+        if t.kind == "op" and t.op == "(":
+            with self.deeper(t):
+                v = self.expression()
+            self.close(t)
+            return v
+        if t.kind == "op" and t.op == "√":
+            with self.deeper(t):
+                v = self.atom()
+            return self.op(t, V.sqrt, v)
+        if t.kind == "name":
+            name = t.op
+            if name in ("sqrt", "exp"):
+                lp = self.take()
+                if not (lp.kind == "op" and lp.op == "("):
+                    self.fail("answer.needs_parens", t, name=name)
+                with self.deeper(lp):
+                    v = self.expression()
+                self.close(lp)
+                return self.op(t, V.sqrt, v) if name == "sqrt" else self.exp(v, t)
+            if name in ("e", "E"):
+                return V.e()
+            if name in _INF_NAMES:
+                self.fail("answer.inf_alone", t)
+            if name in _NAN_NAMES:
+                self.fail("answer.nan", t, name=name)
+            self.fail("answer.unknown_name", t, name=printable(name, 20))
+        self.unexpected(t)
+
+    def close(self, opening: _Tok) -> None:
+        t = self.take()
+        if t.kind == "op" and t.op == ")":
+            return
+        if t.kind == "end":
+            self.fail("answer.unclosed", opening)
+        self.unexpected(t)
+
+    # -- values
+    def number(self, t: _Tok) -> Value:
+        m = _NUMBER.fullmatch(t.text)
+        assert m is not None
+        whole = m["int"] or ""
+        frac = m["frac"] if m["int"] is not None else m["frac2"]
+        frac = frac or ""
+        exp_text = m["exp"] if m["int"] is not None else m["exp2"]
+        if len(whole) + len(frac) > MAX_DIGITS:
+            self.fail("answer.number_too_long", t, limit=MAX_DIGITS)
+        if exp_text is not None and (len(exp_text.lstrip("+-")) > 6 or abs(int(exp_text)) > MAX_DECIMAL_EXPONENT):
+            self.fail("answer.decimal_exponent", t, limit=MAX_DECIMAL_EXPONENT)
+        if "." in t.text or exp_text is not None:
+            self.inexact = True
+        exponent = int(exp_text) if exp_text is not None else 0
+        shift = exponent - len(frac)  # value = digits · 10^shift
+        digits = int(whole + frac)
+        return self.op(t, V.rational, Fraction(digits * 10 ** max(shift, 0), 10 ** max(-shift, 0)))
+
+    def exp(self, v: Value, t: _Tok) -> Value:
+        return self.op(t, V.exp, v, MAX_EXP_ARGUMENT)
+
+    def pow(self, base: Value, exponent: Value, t: _Tok) -> Value:
+        if base.is_e():
+            return self.exp(exponent, t)
+        x = exponent.fraction
+        if x is None or x.denominator not in (1, 2):
+            self.fail("answer.power_form", t)
+        if abs(x) > MAX_POWER:
+            self.fail("answer.power_too_large", t, limit=MAX_POWER)
+        return self.op(t, V.power, base, x)
+
+
+def _places(m: re.Match[str]) -> int:
+    frac = (m["frac"] if m["int"] is not None else m["frac2"]) or ""
+    exp_text = m["exp"] if m["int"] is not None else m["exp2"]
+    return len(frac) - (int(exp_text) if exp_text is not None else 0)
+
+
+
+def parse_entry(text: str) -> Entry:
+    """Parse one number in the answer grammar (see the module docstring).
+
+    >>> parse_entry("3*sqrt(2)/4").expr
+    3*sqrt(2)/4
+    >>> parse_entry("0.1").expr, parse_entry("0.1").is_exact
+    (1/10, False)
+    >>> parse_entry("2 + * 3")
+    Traceback (most recent call last):
+    ...
+    tutor.errors.AnswerError: unexpected "*" at column 5 in "2 + * 3"
+    """
+    if not isinstance(text, str):
+        refuse("answer.not_text", found=type(text).__name__)
+    if len(text) > MAX_ENTRY_CHARS:
+        refuse("answer.too_long", length=len(text), limit=MAX_ENTRY_CHARS)
+    stripped = text.strip()
+    if not stripped:
+        refuse("answer.empty")
+    if m := _INF_ALONE.fullmatch(stripped):
+        return Entry(stripped, True, None, -1 if m["sign"] in ("-", "−") else 1)
+    toks = _tokenize(text)
+    parser = _Parser(text, toks)
+    number = parser.entry()
+    if not math.isfinite(number.float()):
+        refuse("answer.not_real", text=printable(stripped))
+    places = None
+    body = toks[1:] if toks[0].kind == "op" and toks[0].op in ("+", "-") else toks
+    if parser.inexact and len(body) == 2 and body[0].kind == "num":
+        num = _NUMBER.fullmatch(body[0].text)
+        assert num is not None
+        places = _places(num)
+    return Entry(stripped, not parser.inexact, places, 0, number)

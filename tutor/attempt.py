@@ -1,0 +1,43 @@
+"""One answered practice step: what the drill reports and the progress store keeps.
+
+The drill (:mod:`tutor.quiz`) emits an :class:`Attempt` among its effects
+each time a step is answered, shown or skipped; the caller hands it to the
+progress store (:mod:`tutor.store`), which writes it and reads it back.  Both
+import this module and neither imports the other.  Pure data: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["OUTCOMES", "Attempt", "Outcome"]
+
+#: How a step ended: answered right or wrong, revealed with ``show`` (a miss), or skipped (not counted).
+Outcome = Literal["correct", "wrong", "shown", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = ("correct", "wrong", "shown", "skipped")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One answered step, as recorded: what was asked, how it went, what was typed.
+
+    ``exercise`` is the exercise id; ``step`` the step id (``q``, ``scores``, …)
+    and ``head`` its head (``None`` for a layer step); ``attempt`` the 1-based
+    try at that step in its session and ``hints`` the hints taken before it;
+    ``diagnosis`` the key of the first diagnosis of a wrong answer and
+    ``diagnosis_text`` its sentence; ``answer`` the text typed (``None`` for
+    ``shown``/``skipped``); ``at`` when it was answered (ISO 8601, UTC) --
+    ``None`` until the store's :class:`~tutor.store.Recorder` stamps it.
+    """
+
+    exercise: str
+    step: str
+    head: int | None
+    outcome: Outcome
+    attempt: int = 1
+    hints: int = 0
+    diagnosis: str | None = None
+    diagnosis_text: str | None = None
+    answer: str | None = None
+    at: str | None = None

@@ -1,0 +1,319 @@
+"""Loading an exercise file: every problem, each at its place, and the exercise when there is none.
+
+Loading goes in three passes, each collecting *every* problem it finds, each
+with file, line, column and field, and all three run on whatever the earlier
+ones left valid, so one run reports every mistake (:func:`validate_document`):
+
+1. :func:`tutor.yamlread.parse_yaml` - YAML syntax and YAML traps;
+2. :class:`.schema.ExerciseFile` (pydantic, ``extra="forbid"``) - fields and
+   entry types; when it fails, each field is validated on its own
+   (:func:`partial`), and a key that only looks like a field (a Cyrillic
+   ``х``, a zero-width space) is named with its code points, once;
+3. :func:`.checks.check_fields` - the two forms, shapes that must chain,
+   and the limits, on the fields that are valid.
+
+The result is a :class:`.record.Exercise` with exact ``Fraction`` entries.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Annotated, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from tutor.errors import ExerciseError, Problem
+from tutor.messages import t
+from tutor.yamlread import Document, Path, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
+
+from .checks import check_fields
+from .record import Exercise
+from .schema import ExerciseFile, HeadBlock
+
+_MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask"}
+_FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields)}
+
+
+# --- pydantic errors -> problems --------------------------------------------
+
+
+def _expected_for(path: Path) -> str:
+    names = [p for p in path if isinstance(p, str)]
+    name = names[-1] if names else ""
+    depth = len(path) - (max(i for i, p in enumerate(path) if isinstance(p, str)) + 1) if names else 0
+    if name in _MATRIX_FIELDS:
+        return t("expected.matrix") if depth == 0 else t("expected.row")
+    if name == "heads" and depth == 1 or not path:
+        return t("expected.mapping")
+    return t("expected.list")
+
+
+def _clean(loc: tuple[Any, ...]) -> Path:
+    """A pydantic location without the discriminator tags (``#name``/``#matrix``)."""
+    return tuple(p for p in loc if not (isinstance(p, str) and p.startswith("#")))
+
+
+def _related(path: Path, poisoned: set[Path]) -> bool:
+    """True when ``path`` is at, below, or (not the top level) above a value a YAML problem replaced."""
+    for q in poisoned:
+        if path[: len(q)] == q or (path and q[: len(path)] == path):
+            return True
+    return False
+
+
+def _meant(err: ValidationError, data: Any) -> dict[Path, Path]:
+    """Unknown keys that only look like a known field the mapping lacks: ``{key path: field path}``.
+
+    ``x`` written with a Cyrillic ``х``, or ``title`` with a zero-width
+    space: the mistake is reported once, at the unknown key (with the code
+    points and "did you mean"), not a second time as a missing field or a
+    missing form.  (A misspelling such as ``titel`` is only a guess, and its
+    missing field is still reported.)
+    """
+    out: dict[Path, Path] = {}
+    for e in err.errors():
+        path = _clean(e["loc"])
+        if e["type"] != "extra_forbidden" or not path:
+            continue
+        known = _FIELD_NAMES["heads" if "heads" in path else ""]
+        suggestion = ascii_look_alike(str(path[-1]))
+        if suggestion not in known or suggestion == path[-1]:
+            continue
+        parent: Any = data
+        for part in path[:-1]:
+            if isinstance(parent, dict):
+                parent = parent.get(part)
+            elif isinstance(parent, list) and isinstance(part, int) and part < len(parent):
+                parent = parent[part]
+            else:
+                parent = None
+        if not isinstance(parent, dict) or suggestion in parent:
+            continue
+        if len(path) == 1 and _other_form(suggestion, parent):
+            continue  # 'wq' beside heads: not the fused form's w_q, which would make the file mix both forms
+        out[path] = path[:-1] + (suggestion,)
+    return out
+
+
+_FUSED = {"num_heads", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v"}
+
+
+def _other_form(name: str, data: dict[str, Any]) -> bool:
+    """True when top-level field ``name`` belongs to the other form than the one ``data`` uses."""
+    if name in _FUSED:
+        return "heads" in data
+    return name == "heads" and any(k in data for k in _FUSED)
+
+
+def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] | None = None) -> list[Problem]:
+    problems = []
+    standing_in = set((meant or {}).values())
+    for e in err.errors():
+        path = _clean(e["loc"])
+        kind = e["type"]
+        if doc.poisoned and _related(path, doc.poisoned):
+            continue  # already reported by the YAML pass (a tag, a recursive alias, too deep)
+        if kind == "missing" and path[:-1] in doc.merged:
+            continue  # probably meant to come from the (reported) merge key
+        if kind == "missing" and path in standing_in:
+            continue  # an unknown key stands for it: reported there, with "did you mean"
+        if kind == "tutor":
+            problems.append(doc.problem(path, e["ctx"]["message"], e["ctx"].get("hint", "")))
+        elif kind == "missing":
+            problems.append(doc.problem(path, t("schema.required"), t("schema.required.hint")))
+        elif kind == "extra_forbidden":
+            problems.append(doc.problem(path, *unknown_field(str(path[-1]), _FIELD_NAMES["heads" if "heads" in path else ""]),
+                                        key=True))
+        elif kind == "too_short":
+            problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
+        elif kind == "literal_error":
+            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(e["input"]))))
+        else:  # list_type, model_type, dict_type, ...
+            problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
+    return problems
+
+
+def _suggest(key: str, known: set[str]) -> str | None:
+    """The known field ``key`` probably stands for: its look-alike ASCII spelling, else the closest name."""
+    looks = ascii_look_alike(key)
+    if looks in known:
+        return looks
+    close = difflib.get_close_matches(looks, sorted(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_field(key: str, known: set[str] | list[str]) -> tuple[str, str]:
+    """The message and hint for an unknown key: the closest known name, and the code points of any
+    invisible or look-alike character in it (``'x\\u200b'``: U+200B ZERO WIDTH SPACE) that explain the error."""
+    names = codepoints(key)
+    close = _suggest(key, set(known))
+    hint = t("schema.unknown.hint", suggestion=close) if close else t("schema.unknown.hint.none")
+    message = t("schema.unknown.codepoints", name=shown(key), names=names) if names else t("schema.unknown")
+    return message, hint
+
+
+# --- the valid part of an invalid file --------------------------------------
+
+
+@functools.cache
+def _adapter(cls: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    info = cls.model_fields[name]
+    annotation: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return TypeAdapter(annotation)
+
+
+def _fields(cls: type[BaseModel], data: dict[str, Any], base: Path, bad: set[Path]) -> SimpleNamespace:
+    """Each field of ``cls`` validated on its own: a valid value, its default when absent, else ``None`` (path in ``bad``)."""
+    out = SimpleNamespace()
+    for name, info in cls.model_fields.items():
+        if name not in data:
+            if info.is_required():
+                bad.add(base + (name,))
+            setattr(out, name, None if info.is_required() else info.get_default(call_default_factory=True))
+            continue
+        try:
+            setattr(out, name, _adapter(cls, name).validate_python(data[name]))
+        except ValidationError:
+            setattr(out, name, None)
+            bad.add(base + (name,))
+    return out
+
+
+def partial(data: dict[str, Any]) -> tuple[SimpleNamespace, set[Path]]:
+    """The fields of an invalid exercise that are valid, so the cross-field checks can run on them.
+
+    A field that is invalid or missing is ``None`` and its path is in the
+    returned set; a head of the per-head form is checked field by field too
+    (an invalid head is ``None``).
+    """
+    bad: set[Path] = set()
+    f = _fields(ExerciseFile, data, (), bad)
+    raw = data.get("heads")
+    if ("heads",) in bad and isinstance(raw, list) and raw:
+        bad.discard(("heads",))
+        heads: list[SimpleNamespace | None] = []
+        for i, h in enumerate(raw):
+            if isinstance(h, dict):
+                heads.append(_fields(HeadBlock, h, ("heads", i), bad))
+            else:
+                heads.append(None)
+                bad.add(("heads", i))
+        f.heads = heads
+    return f, bad
+
+
+# --- public entry points ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Everything found in one exercise file: its problems, its warnings, and the exercise when there are no problems.
+
+    Problems are in file order.  Warnings (a leading zero, ``010``) do not
+    stop a file from loading.
+    """
+
+    file: str
+    problems: tuple[Problem, ...]
+    warnings: tuple[Problem, ...] = ()
+    exercise: Exercise | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the file is a valid exercise (warnings allowed)."""
+        return self.exercise is not None
+
+
+def _in_file_order(problems: list[Problem]) -> tuple[Problem, ...]:
+    unique = list(dict.fromkeys(problems))
+    return tuple(sorted(unique, key=lambda p: (p.line is None, p.line or 0, p.column or 0)))
+
+
+def validate_document(doc: Document) -> Validation:
+    """Every problem of a parsed document at once: YAML, fields and entries, then shapes and limits.
+
+    Shapes and limits are checked on the fields that are valid even when
+    others are not, so one pass reports every mistake, each once.  A document
+    without a value (a syntax error, a refused alias expansion) has only its
+    YAML problems.
+    """
+    problems = list(doc.problems)
+    warnings = tuple(doc.warnings)
+    if doc.value is None:
+        if not problems:
+            problems.append(Problem(doc.filename, 1, 1, "", t("yaml.empty"), t("yaml.empty.hint")))
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    if not isinstance(doc.value, dict):
+        problems.append(doc.problem((), t("yaml.top_level", found=describe(doc.value)), t("yaml.top_level.hint")))
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    if "exercise" in doc.value and "id" not in doc.value and "x" not in doc.value:  # a solution file, given by mistake
+        problems.append(doc.problem(("exercise",), t("exercise.is_solution"), t("exercise.is_solution.hint", file=doc.filename),
+                                    key=True))
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    try:
+        f: Any = ExerciseFile.model_validate(doc.value)
+        bad: set[Path] = set()
+    except ValidationError as err:
+        meant = _meant(err, doc.value)
+        problems += _problems_from(err, doc, meant)
+        f, bad = partial(doc.value)
+        bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
+    found, ex = check_fields(f, doc, bad)
+    problems += found
+    if problems:
+        return Validation(doc.filename, _in_file_order(problems), warnings)
+    return Validation(doc.filename, (), warnings, ex)
+
+
+def validate_text(text: str, filename: str = "<text>") -> Validation:
+    """:func:`validate_document` of YAML text; never raises for bad input."""
+    return validate_document(parse_yaml(text, filename))
+
+
+def validate_file(path: str, display: str | None = None) -> Validation:
+    """Read and validate one file; never raises for bad input (an unreadable file is a problem)."""
+    name = display or str(path)
+    text, problems = read_text(path, display)
+    if text is None:
+        return Validation(name, tuple(problems))
+    return validate_text(text, name)
+
+
+def check_document(doc: Document) -> tuple[list[Problem], Exercise | None]:
+    """All problems of a parsed document, and the exercise when there are none."""
+    v = validate_document(doc)
+    return list(v.problems), v.exercise
+
+
+def parse_exercise(text: str, filename: str = "<text>") -> Exercise:
+    """Parse exercise YAML text.  Raises :class:`ExerciseError` listing every problem."""
+    problems, ex = check_document(parse_yaml(text, filename))
+    if ex is None:
+        raise ExerciseError(problems)
+    return ex
+
+
+def exercise_problems(path: str, display: str | None = None) -> tuple[list[Problem], Exercise | None]:
+    """Read and check one file; never raises for bad input."""
+    v = validate_file(path, display)
+    return list(v.problems), v.exercise
+
+
+def load_exercise(path: str, display: str | None = None) -> Exercise:
+    """Load one exercise file.  Raises :class:`ExerciseError` listing every problem."""
+    problems, ex = exercise_problems(path, display)
+    if ex is None:
+        raise ExerciseError(problems)
+    return ex
+
+
+def exercise_from_data(data: dict[str, Any], filename: str = "<data>") -> Exercise:
+    """Build an exercise from already-loaded data (Python values); for programs and tests."""
+    problems, ex = check_document(Document(filename, value=data))
+    if ex is None:
+        raise ExerciseError(problems)
+    return ex
+

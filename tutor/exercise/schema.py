@@ -1,0 +1,244 @@
+"""The exercise file format (v1) as a pydantic schema: every field, and every entry read exactly.
+
+The contract is ``docs/exercise-format.md``; :func:`json_schema` prints it
+for editors (``attn-tutor schema``).  :class:`ExerciseFile` (``extra="forbid"``)
+checks the fields and the type of each entry; the shapes that must chain,
+the two forms and the limits are :mod:`.checks`'; :mod:`.load` runs both.
+
+No entry is ever evaluated as code: numbers are read from their text by
+regular expressions and :class:`fractions.Fraction` (:func:`parse_entry`),
+and the values YAML 1.1 read otherwise (``yes``, ``1:20``, ``0x1F``) are
+refused with a hint saying what they are now.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainValidator,
+    Tag,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError
+
+from tutor.messages import t
+from tutor.yamlread import YNum, describe
+
+MAX_ENTRY_CHARS = 40
+MAX_EXPONENT = 20
+MAX_MAGNITUDE = 10**6  # a hand calculation has no use for larger entries; tables stay readable
+# The exact engine writes each matrix over one common denominator (tutor.exact.QMat); bounding it keeps every
+# integer the engine forms below ~1e180 (products of x, weights, biases, w_o over L, d <= 32), so exact texts stay
+# printable and nothing overflows a float: an entry, and the entries of one matrix or vector together, need a
+# denominator of at most 10^24 (1e-20 written with four more digits, 1.234e-20, still fits).
+MAX_DENOMINATOR_DIGITS = 24
+MAX_DENOMINATOR = 10**MAX_DENOMINATOR_DIGITS
+
+# --- entries ---------------------------------------------------------------
+
+_DECIMAL = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE](?P<exp>[-+]?[0-9]+))?")
+_FRACTION = re.compile(r"(?P<num>[-+]?[0-9]+)\s*/\s*(?P<den>[-+]?[0-9]+)")
+RADIX = re.compile(r"[-+]?0[oOxXbB][0-9a-fA-F_]+")
+SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?")
+_NOT_FINITE = re.compile(r"[-+]?\.?(inf|infinity|nan)", re.IGNORECASE)
+YAML11_BOOL = {"yes", "no", "on", "off", "y", "n"}
+MINUS_SIGN = "\u2212"  # typographic minus, as pasted from papers and slides: read as '-' wherever numbers are read
+
+
+def _fail(expected: str, found: Any, hint: str = "") -> PydanticCustomError:
+    return PydanticCustomError("tutor", "{message}", {"message": t("schema.expected", expected=expected, found=describe(found)), "hint": hint})
+
+
+def parse_entry(value: Any) -> Fraction:
+    """Read one matrix entry exactly; refuse magnitudes beyond :data:`MAX_MAGNITUDE` and
+    denominators (in lowest terms) beyond :data:`MAX_DENOMINATOR`.
+
+    See :func:`_read_entry` for what is accepted.  Raises ``PydanticCustomError``.
+    """
+    q = _read_entry(value)
+    if abs(q) > MAX_MAGNITUDE:
+        raise _fail(t("expected.number"), value, t("hint.magnitude", limit=f"{MAX_MAGNITUDE:,}"))
+    if q.denominator > MAX_DENOMINATOR:
+        raise _fail(t("expected.number"), value, t("hint.denominator", digits=len(str(q.denominator)),
+                                                   limit=MAX_DENOMINATOR_DIGITS))
+    return q
+
+
+def _read_entry(value: Any) -> Fraction:
+    """Read one matrix entry exactly.
+
+    Accepts an int, a :class:`YNum` or string holding an integer, a decimal
+    (``0.1`` is 1/10), an exponent form (``1e3``) or a fraction (``"-2/5"``),
+    a ``Fraction``, or a float (read from its shortest repr).  Raises
+    ``PydanticCustomError`` (type ``tutor``) with the message and a hint.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit() and len(text) <= MAX_ENTRY_CHARS:  # the common case, fast
+            return Fraction(int(text))
+    def bad(hint: str = "") -> PydanticCustomError:  # worded only when an entry is wrong
+        return _fail(t("expected.number"), value, hint)
+
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        hint = t("hint.quote_fraction") if isinstance(value, dict) else ""
+        raise bad(hint)
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise bad(t("hint.not_finite"))
+        return Fraction(repr(value))
+    if not isinstance(value, str):
+        raise bad()
+    text = value.strip().replace(MINUS_SIGN, "-")
+    if len(text) > MAX_ENTRY_CHARS:
+        raise bad(t("hint.too_long", limit=MAX_ENTRY_CHARS))
+    if m := _DECIMAL.fullmatch(text):
+        if m["exp"] is not None and abs(int(m["exp"])) > MAX_EXPONENT:
+            raise bad(t("hint.exponent", limit=MAX_EXPONENT))
+        return Fraction(text)
+    if m := _FRACTION.fullmatch(text):
+        if int(m["den"]) == 0:
+            raise bad(t("hint.div_zero"))
+        return Fraction(int(m["num"]), int(m["den"]))
+    if text.lower() in YAML11_BOOL:
+        raise bad(t("hint.yaml11_bool", text=text))
+    if SEXAGESIMAL.fullmatch(text):
+        raise bad(t("hint.base60.text", text=text))
+    if RADIX.fullmatch(text):
+        raise bad(t("hint.radix"))
+    if _NOT_FINITE.fullmatch(text):
+        raise bad(t("hint.not_finite"))
+    raise bad()
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    hint = t("hint.yaml11_flag", text=value) if isinstance(value, str) and value.lower() in YAML11_BOOL else ""
+    raise _fail(t("expected.boolean"), value, hint)
+
+
+def _parse_text(value: Any) -> str:
+    if isinstance(value, str):  # YNum too: a title may be "2024"
+        return str(value)
+    raise _fail(t("expected.text"), value)
+
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and len(value) > MAX_ENTRY_CHARS:  # never converted: Python refuses over 4,300 digits
+        raise _fail(t("expected.integer"), value, t("hint.too_long", limit=MAX_ENTRY_CHARS))
+    if isinstance(value, str) and (isinstance(value, YNum) or MINUS_SIGN in value):
+        text = value.strip().replace(MINUS_SIGN, "-")
+        if re.fullmatch(r"[-+]?[0-9]+", text):
+            return int(text)
+    raise _fail(t("expected.integer"), value)
+
+
+def _parse_positive(value: Any) -> int:
+    n = _parse_int(value)
+    if n < 1:
+        raise _fail(t("expected.positive"), value)
+    return n
+
+
+def _parse_difficulty(value: Any) -> int:
+    n = _parse_int(value)
+    if not 1 <= n <= 5:
+        raise _fail(t("expected.difficulty"), value)
+    return n
+
+
+def _parse_slug(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"[a-z0-9][a-z0-9-]*", value) and len(value) <= 64:
+        return str(value)
+    raise _fail(t("expected.slug"), value)
+
+
+_NUMBER_SCHEMA = {
+    "oneOf": [
+        {"type": "number"},
+        {"type": "string", "pattern": r"^\s*[-+]?[0-9]+\s*/\s*[-+]?[0-9]+\s*$"},
+        {"type": "string", "pattern": r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$"},
+    ],
+    "description": t("schema.field.number"),
+}
+
+Entry = Annotated[Fraction, PlainValidator(parse_entry), WithJsonSchema(_NUMBER_SCHEMA)]
+Flag = Annotated[bool, PlainValidator(_parse_bool), WithJsonSchema({"type": "boolean"})]
+Text = Annotated[str, PlainValidator(_parse_text), WithJsonSchema({"type": "string"})]
+Slug = Annotated[str, PlainValidator(_parse_slug), WithJsonSchema({"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$", "maxLength": 64})]
+PositiveInt = Annotated[int, PlainValidator(_parse_positive), WithJsonSchema({"type": "integer", "minimum": 1})]
+Difficulty = Annotated[int, PlainValidator(_parse_difficulty), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 5})]
+MatrixField = Annotated[list[Annotated[list[Entry], Field(min_length=1)]], Field(min_length=1)]
+VectorField = Annotated[list[Entry], Field(min_length=1)]
+MaskName = Literal["none", "causal"]
+MaskField = Annotated[
+    Annotated[MaskName, Tag("#name")] | Annotated[list[list[Flag]], Tag("#matrix")],
+    Discriminator(lambda v: "#name" if isinstance(v, str) else "#matrix"),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HeadBlock(_Strict):
+    """One head in the per-head form (the schema's description: ``schema.head``)."""
+
+    model_config = ConfigDict(json_schema_extra={"description": t("schema.head")})
+
+    w_q: MatrixField = Field(description=t("schema.field.heads.w_q"))
+    w_k: MatrixField = Field(description=t("schema.field.heads.w_k"))
+    w_v: MatrixField = Field(description=t("schema.field.heads.w_v"))
+    b_q: VectorField | None = Field(None, description=t("schema.field.heads.b_q"))
+    b_k: VectorField | None = Field(None, description=t("schema.field.heads.b_k"))
+    b_v: VectorField | None = Field(None, description=t("schema.field.heads.b_v"))
+
+
+class ExerciseFile(_Strict):
+    """An attn-tutor exercise file, format v1 (the schema's description: ``schema.exercise``)."""
+
+    model_config = ConfigDict(title="attn-tutor exercise (v1)", json_schema_extra={"description": t("schema.exercise")})
+
+    id: Slug = Field(description=t("schema.field.id"))
+    title: Text = Field(description=t("schema.field.title"))
+    description: Text = Field("", description=t("schema.field.description"))
+    x: MatrixField = Field(description=t("schema.field.x"))
+    tokens: list[Text] | None = Field(None, description=t("schema.field.tokens"))
+    x_kv: MatrixField | None = Field(None, description=t("schema.field.x_kv"))
+    kv_tokens: list[Text] | None = Field(None, description=t("schema.field.kv_tokens"))
+    heads: Annotated[list[HeadBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.heads"))
+    num_heads: PositiveInt | None = Field(None, description=t("schema.field.num_heads"))
+    w_q: MatrixField | None = Field(None, description=t("schema.field.w_q"))
+    w_k: MatrixField | None = Field(None, description=t("schema.field.w_k"))
+    w_v: MatrixField | None = Field(None, description=t("schema.field.w_v"))
+    b_q: VectorField | None = Field(None, description=t("schema.field.b_q"))
+    b_k: VectorField | None = Field(None, description=t("schema.field.b_k"))
+    b_v: VectorField | None = Field(None, description=t("schema.field.b_v"))
+    w_o: MatrixField | None = Field(None, description=t("schema.field.w_o"))
+    b_o: VectorField | None = Field(None, description=t("schema.field.b_o"))
+    mask: MaskField | None = Field(None, description=t("schema.field.mask"))
+    key_padding: list[Flag] | None = Field(None, description=t("schema.field.key_padding"))
+    tags: list[Text] = Field(default_factory=list)
+    difficulty: Difficulty | None = Field(None, description=t("schema.field.difficulty"))
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the format, from the model the loader uses."""
+    schema = ExerciseFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
