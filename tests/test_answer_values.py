@@ -29,9 +29,9 @@ from tutor.answers import close, equals_exactly, parse_entry, parse_matrix
 from tutor.catalog import resolve
 from tutor.cli import main
 from tutor.errors import AnswerError
-from tutor.steps import solve
 from tutor.exactnum import NEG_INF, Mix, MixSum, Rat, SoftmaxRow, Surd, mix
 from tutor.quiz import Answer, handle, start
+from tutor.steps import solve
 
 PRIMES = [p for p in range(2, 420) if all(p % d for d in range(2, int(p**0.5) + 1))][:80]
 

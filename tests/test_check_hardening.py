@@ -33,13 +33,13 @@ from rich.console import Console
 
 from tutor.check import audit
 from tutor.cli import EXIT_INTERNAL, main
+from tutor.decimals import fixed
 from tutor.diagnose import num_text
 from tutor.errors import ExerciseError
 from tutor.messages import EN, plural, t
 from tutor.render.check import dumps, render
 from tutor.render.text import decimal
 from tutor.solution_file import NanEntry, read_solution
-from tutor.decimals import fixed
 
 
 @pytest.fixture(autouse=True)

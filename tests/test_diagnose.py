@@ -17,9 +17,9 @@ import pytest
 
 from tutor.catalog import resolve
 from tutor.diagnose import MISCONCEPTIONS, Diagnosis, diagnose, wrong_cells
-from tutor.steps import solve
 from tutor.exercise import exercise_from_data
 from tutor.messages import EN
+from tutor.steps import solve
 
 INF = math.inf
 TOL = 0.005

@@ -34,13 +34,12 @@ from rich.console import Console
 
 from tutor.cli import main
 from tutor.errors import EngineMismatchError
-from tutor.steps import solve
 from tutor.exactnum import SoftmaxRow, mix
 from tutor.exercise import MAX_DENOMINATOR, MAX_ENTRY_CHARS, MAX_EXPONENT, MAX_MAGNITUDE, validate_text
 from tutor.render.json import dumps
 from tutor.render.markdown import render_markdown
 from tutor.render.rich import render
-from tutor.steps import Solution
+from tutor.steps import Solution, solve
 from tutor.verify import verify
 
 EXAMPLES = int(os.environ.get("ATTN_TUTOR_FUZZ_EXAMPLES", "25"))

@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 from tutor import answers
 from tutor.errors import ShapeError
 from tutor.exact import QMat, matmul
-from tutor.steps import solve
 from tutor.exactnum import (
     Mix,
     NegInf,
@@ -38,6 +37,7 @@ from tutor.exactnum import (
     surd_text,
 )
 from tutor.exercise import exercise_from_data, load_exercise
+from tutor.steps import solve
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"

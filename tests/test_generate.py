@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from tutor.cli import main
-from tutor.steps import solve
 from tutor.exactnum import Rat
 from tutor.exercise import load_exercise, validate_text
 from tutor.generate import LEVELS, MASKS, Spec, default_id, generate
+from tutor.steps import solve
 
 
 def specs(n: int, seed: int = 0, big: bool = False) -> list[Spec]:

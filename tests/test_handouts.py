@@ -21,12 +21,12 @@ import sympy
 
 from tutor.catalog import resolve
 from tutor.cli import main
-from tutor.steps import solve
 from tutor.exercise import parse_exercise
 from tutor.generate import Spec, generate
 from tutor.render.html import export_html, export_svg
 from tutor.render.json import dumps
 from tutor.render.markdown import exact_sympy, render_markdown, tex_name
+from tutor.steps import solve
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden"

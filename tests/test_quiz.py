@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from tutor import quiz
 from tutor.catalog import resolve
-from tutor.steps import solve
 from tutor.quiz import (
     Answer,
     Command,
@@ -30,6 +29,7 @@ from tutor.quiz import (
     read_event,
     start,
 )
+from tutor.steps import solve
 
 R2 = math.sqrt(2)
 Q = [[1, 1], [2, 2], [2, 2]]
