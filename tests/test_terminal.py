@@ -562,7 +562,7 @@ def test_practice_with_a_closed_stdout_asks_nothing_and_records_nothing(tmp_path
 
 def test_a_closed_descriptor_is_never_reused_by_a_file_opened_later(tmp_path):
     """With ``>&-`` the next file opened (the progress store) would get fd 1, the number of standard output."""
-    code = ("import os, sys; from tutor.cli import _plug_closed_descriptors; _plug_closed_descriptors(); "
+    code = ("import os, sys; from tutor.cli.streams import plug_closed_descriptors; plug_closed_descriptors(); "
             f"f = open({str(tmp_path / 'store')!r}, 'w'); os.write(2, str(f.fileno()).encode())")
     r = subprocess.run(["sh", "-c", 'exec "$@" >&- <&-', "sh", sys.executable, "-c", code], capture_output=True,
                        cwd=REPO, timeout=60, check=False)
