@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TextIO
 
 import pytest
 
@@ -74,13 +74,13 @@ def cli(monkeypatch) -> Callable[..., Result]:
     """Run attn-tutor in this process: ``cli(*argv, input=None, env=None) -> Result(code, out, err)``.
 
     ``input`` is the text on standard input (``None``: empty, the end of
-    input at once); ``env`` sets variables for this run (``None`` as a value
+    input at once; or a stream of your own); ``env`` sets variables for this run (``None`` as a value
     removes one), on top of the pinned environment.  The streams are
     passed to :func:`tutor.cli.main`; each is a fresh ``StringIO``.
     """
     from tutor.cli import main
 
-    def run(*argv: object, input: str | None = None, env: Env | None = None) -> Result:
+    def run(*argv: object, input: str | TextIO | None = None, env: Env | None = None) -> Result:
         out, err = io.StringIO(), io.StringIO()
         with monkeypatch.context() as m:
             for name, value in (env or {}).items():
@@ -88,7 +88,8 @@ def cli(monkeypatch) -> Callable[..., Result]:
                     m.delenv(name, raising=False)
                 else:
                     m.setenv(name, value)
-            code = main([str(a) for a in argv], stdin=io.StringIO(input or ""), stdout=out, stderr=err)
+            stdin = io.StringIO(input or "") if input is None or isinstance(input, str) else input
+            code = main([str(a) for a in argv], stdin=stdin, stdout=out, stderr=err)
         return Result(code, out.getvalue(), err.getvalue())
 
     return run

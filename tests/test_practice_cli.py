@@ -759,3 +759,49 @@ def test_stats_when_narrow_keeps_every_header_and_step_whole(capsys, monkeypatch
     assert "attn-tutor practice single-head-3x4" in text  # the command, never broken
     body = text.split("Practise next")[0]
     assert max(len(line.rstrip()) for line in body.splitlines()) <= columns
+
+
+# --- Ctrl-C, however the process was started --------------------------------------------------
+
+
+class SignalWatchingInput(io.StringIO):
+    """Piped answers that note SIGINT's handler each time a line is read."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.handlers: list[object] = []
+
+    def readline(self, *args):
+        self.handlers.append(signal.getsignal(signal.SIGINT))
+        return super().readline(*args)
+
+
+def test_a_session_installs_its_ctrl_c_handler_and_restores_the_one_it_found(cli):
+    """SIGINT ignored (a background job): during the session Ctrl-C raises KeyboardInterrupt; after it, ignored again."""
+    answers = SignalWatchingInput("1 1; 2 2; 2 2\nquit\n")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k", input=answers)
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (code, err) == (0, "") and "Session ended." in out
+    assert answers.handlers == [signal.default_int_handler] * 2
+    assert after is signal.SIG_IGN
+
+
+class InterruptedInput(io.StringIO):
+    """Answers typed until Ctrl-C: the second read is interrupted."""
+
+    def readline(self, *args):
+        line = super().readline(*args)
+        if not line:
+            raise KeyboardInterrupt
+        return line
+
+
+def test_ctrl_c_while_reading_ends_with_the_summary_and_keeps_the_answers(cli):
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k", input=InterruptedInput("1 1; 2 2; 2 2\n"))
+    assert (code, err) == (0, "")
+    assert "Interrupted: session ended." in out and "Steps right: 1 of 2" in out
+    assert rows("SELECT step, outcome FROM answers") == [("q", "correct")]
