@@ -114,7 +114,7 @@ class Format(str, Enum):
     json = "json"
 
 
-ExerciseArg = Annotated[str, typer.Argument(help="A bundled exercise id or a YAML file path.")]
+ExerciseArg = Annotated[str, typer.Argument(help=t("cli.opt.exercise"))]
 FormatOpt = Annotated[Format, typer.Option("--format", help=t("cli.opt.format"))]
 ExercisesOpt = Annotated[
     list[Path] | None,
