@@ -107,7 +107,8 @@ def ctrl_c_interrupts() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if previous is not None:  # None: a handler set outside Python, which cannot be put back from here
+            signal.signal(signal.SIGINT, previous)
 
 
 def practise(sol: Solution, settings: Settings, *, store: Store, stream: TextIO, console: Console,

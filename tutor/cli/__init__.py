@@ -31,7 +31,7 @@ from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_desc
 __all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
 
 #: Every command: its name, the function that runs it, and the key of its help text,
-#: in the order ``attn-tutor --help`` lists them.
+#: in the order ``attn-tutor --help`` lists them (the order it has always shown).
 COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("explain", explain.explain, "cli.explain.help"),
     ("list", explain.list_, "cli.list.help"),
