@@ -1,12 +1,13 @@
 # Two set-up commands, each self-sufficient and order-independent:
 #   make run   - create .venv, install, show the classic worked solution
 #   make test  - create .venv if needed, install test extras, run the suite
+#   make lint  - ruff over the code and the tests, mypy over the package
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
 
-.PHONY: run test bench venv install install-test clean
+.PHONY: run test lint bench venv install install-test clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "attn-tutor needs Python >= 3.11")'
@@ -33,6 +34,10 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check tutor tests
+	$(VENV)/bin/mypy tutor
 
 bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/answers_budget.py

@@ -23,11 +23,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import tutor.cli.check  # noqa: F401  registers `check`
 from tutor import answers
 from tutor.answers import close, entry, equals_exactly, grading, grammar, matrix, parse_entry, parse_matrix, values
 from tutor.catalog import resolve
-from tutor.cli import main
 from tutor.errors import AnswerError
 from tutor.exactnum import NEG_INF, Mix, MixSum, Rat, SoftmaxRow, Surd, mix
 from tutor.quiz import Answer, handle, start
@@ -443,23 +441,22 @@ def test_practice_a_masked_weight_must_be_exactly_zero_however_small_its_float()
     assert type(effects[1]).__name__ == "Correct"
 
 
-def test_check_refuses_a_near_exact_claim(capsys, tmp_path) -> None:
+def test_check_refuses_a_near_exact_claim(cli, tmp_path) -> None:
     sol = tmp_path / "near.yaml"
     sol.write_text("exercise: single-head-3x4\nq: [[1000000001/1000000000, 1], [2, 2], [2, 2]]\n", encoding="utf-8")
-    code = main(["check", str(sol), "--format", "json"])
-    out = json.loads(capsys.readouterr().out)
+    code, text, _ = cli("check", sol, "--format", "json")
+    out = json.loads(text)
     assert code == 1
     (q,) = out["steps"]
     assert q["wrong_cells"] == [[0, 0]]
     # the same file with the exact value, and with a softmax weight written exactly, passes
     sol.write_text("exercise: single-head-3x4\nq: [[2/2, 1], [2, 2], [2, 2]]\n"
                    "weights: [['exp(-sqrt(2))/(exp(-sqrt(2)) + 2)', ~, ~], [~, ~, ~], [~, ~, ~]]\n", encoding="utf-8")
-    assert main(["check", str(sol)]) == 0
-    capsys.readouterr()
+    assert cli("check", sol).code == 0
     # and a weight that is the exact form plus 10^-300 does not
     sol.write_text("exercise: single-head-3x4\n"
                    "weights: [['1/(1 + 2*exp(sqrt(2))) + (10^-50)^6', ~, ~], [~, ~, ~], [~, ~, ~]]\n", encoding="utf-8")
-    assert main(["check", str(sol)]) == 1
+    assert cli("check", sol).code == 1
 
 
 def test_output_projection_values_compare_exactly() -> None:

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import tutor.cli.check  # noqa: F401  registers `check` (until tutor/cli/__init__.py imports it)
 from tutor.check import CARRIED, INDEPENDENT, ROUNDING, audit
-from tutor.cli import main
 from tutor.errors import ExerciseError
 from tutor.exercise import validate_text
 from tutor.solution_file import read_solution
@@ -30,12 +25,6 @@ def _wide_terminal(monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def audit_text(text: str, base: Path = DATA):
     return audit(read_solution(text, "sol.yaml", base=base))
 
@@ -43,9 +32,9 @@ def audit_text(text: str, base: Path = DATA):
 # --- the sample files ---------------------------------------------------------------------
 
 
-def test_blog_post_numbers(capsys, monkeypatch):
+def test_blog_post_numbers(cli, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, err = run(capsys, "check", "blog-single-head-3x4.yaml")
+    code, out, err = cli("check", "blog-single-head-3x4.yaml")
     assert (code, err) == (1, "")
     assert out.splitlines() == [
         "Checking blog-single-head-3x4.yaml against exercise single-head-3x4: Three tokens, d_model = 4, one head with d_k = 2",
@@ -90,9 +79,9 @@ def test_blog_first_row_by_hand():
     assert report.exit_code == 1
 
 
-def test_classic_correct_solution(capsys, monkeypatch):
+def test_classic_correct_solution(cli, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, err = run(capsys, "check", "classic-correct.yaml")
+    code, out, err = cli("check", "classic-correct.yaml")
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert "  ✓ correct  scaled       9 entries right" in lines
@@ -102,9 +91,9 @@ def test_classic_correct_solution(capsys, monkeypatch):
     assert "✗" not in out
 
 
-def test_homework_that_forgot_the_scaling(capsys, monkeypatch):
+def test_homework_that_forgot_the_scaling(cli, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, _ = run(capsys, "check", "homework-no-scaling.yaml")
+    code, out, _ = cli("check", "homework-no-scaling.yaml")
     assert code == 1
     lines = out.splitlines()
     i = lines.index("First wrong step: scaled")
@@ -125,9 +114,9 @@ def test_homework_weights_alone_are_diagnosed_as_no_scaling():
     assert w.follows is None
 
 
-def test_malformed_file_is_unusable(capsys, monkeypatch):
+def test_malformed_file_is_unusable(cli, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, err = run(capsys, "check", "malformed.yaml")
+    code, out, err = cli("check", "malformed.yaml")
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         'error: malformed.yaml:3:25: scores[1][1]: unknown name "eight" at column 1 in "eight" (known: sqrt, exp, e, inf)',
@@ -136,9 +125,9 @@ def test_malformed_file_is_unusable(capsys, monkeypatch):
     ]
 
 
-def test_two_heads_mask_set_to_zero(capsys, monkeypatch):
+def test_two_heads_mask_set_to_zero(cli, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, _ = run(capsys, "check", "two-head-causal-mask-zero.yaml")
+    code, out, _ = cli("check", "two-head-causal-mask-zero.yaml")
     assert code == 1
     lines = out.splitlines()
     assert "  ✓ correct  masked (head 0)       9 entries right" in lines
@@ -153,9 +142,9 @@ def test_two_heads_mask_set_to_zero(capsys, monkeypatch):
     assert "  ✗ wrong    output                3 of 12 entries off; carries the error in head_output (head 1) forward" in lines
 
 
-def test_json_format(capsys, monkeypatch):
+def test_json_format(cli, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, _ = run(capsys, "check", "blog-single-head-3x4.yaml", "--format", "json")
+    code, out, _ = cli("check", "blog-single-head-3x4.yaml", "--format", "json")
     assert code == 1
     doc = json.loads(out)
     assert (doc["verdict"], doc["exit_code"], doc["exercise"]) == ("wrong", 1, "single-head-3x4")
@@ -170,16 +159,16 @@ def test_json_format(capsys, monkeypatch):
     assert out.isascii()
 
 
-def test_json_title_and_source(capsys, monkeypatch, tmp_path):
+def test_json_title_and_source(cli, monkeypatch, tmp_path):
     # title: the exercise's (as the rich heading prints it); source: the solution file's `source:`, else null
     monkeypatch.chdir(DATA)
-    code, out, _ = run(capsys, "check", "blog-single-head-3x4.yaml", "--format", "json")
+    code, out, _ = cli("check", "blog-single-head-3x4.yaml", "--format", "json")
     doc = json.loads(out)
     assert (doc["title"], doc["source"], doc["solution_title"]) == (
         "Three tokens, d_model = 4, one head with d_k = 2", "the seed blog post's worked example", None)
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: two-head-causal-3x4\ntitle: homework 3\nheads: [{q: [[2, 0], [0, 4], [2, 2]]}]\n")
-    code, out, _ = run(capsys, "check", str(sol), "--format", "json")
+    code, out, _ = cli("check", str(sol), "--format", "json")
     doc = json.loads(out)
     assert code == 0
     assert (doc["title"], doc["source"], doc["solution_title"]) == (
@@ -187,9 +176,9 @@ def test_json_title_and_source(capsys, monkeypatch, tmp_path):
     assert doc["warnings"] == []
 
 
-def test_json_masked_and_correct(capsys, monkeypatch):
+def test_json_masked_and_correct(cli, monkeypatch):
     monkeypatch.chdir(DATA)
-    code, out, _ = run(capsys, "check", "two-head-causal-mask-zero.yaml", "--format", "json")
+    code, out, _ = cli("check", "two-head-causal-mask-zero.yaml", "--format", "json")
     assert code == 1
     doc = json.loads(out)
     masked0 = doc["steps"][0]
@@ -201,47 +190,47 @@ def test_json_masked_and_correct(capsys, monkeypatch):
 # --- exercise lookup -----------------------------------------------------------------------
 
 
-def test_exercise_path_is_relative_to_the_solution_file(capsys, monkeypatch, tmp_path):
+def test_exercise_path_is_relative_to_the_solution_file(cli, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # homework-no-scaling names ../../../exercises/single-head-3x4.yaml
-    code, out, _ = run(capsys, "check", str(DATA / "homework-no-scaling.yaml"))
+    code, out, _ = cli("check", str(DATA / "homework-no-scaling.yaml"))
     assert code == 1 and "First wrong step: scaled" in out
 
 
-def test_exercise_option_overrides(capsys, tmp_path):
+def test_exercise_option_overrides(cli, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: two-head-causal-3x4\nq: [[1, 1], [2, 2], [2, 2]]\n")
-    code, out, err = run(capsys, "check", str(sol), "--exercise", "single-head-3x4")
+    code, out, err = cli("check", str(sol), "--exercise", "single-head-3x4")
     assert (code, err) == (0, "")
     assert "against exercise single-head-3x4" in out
 
 
-def test_missing_or_unknown_exercise(capsys, tmp_path):
+def test_missing_or_unknown_exercise(cli, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("q: [[1, 1], [2, 2], [2, 2]]\n")
-    code, _, err = run(capsys, "check", str(sol))
+    code, _, err = cli("check", str(sol))
     assert code == 2
     assert err == (f"error: {sol}:1:1: no 'exercise' field: the file must name its exercise (add e.g. "
                    "`exercise: single-head-3x4` (a bundled id or a path relative to this file), or pass --exercise)\n")
     sol.write_text("exercise: no-such-thing\n")
-    code, _, err = run(capsys, "check", str(sol))
+    code, _, err = cli("check", str(sol))
     assert code == 2
     assert err == (f"error: {sol}:1:11: exercise: no exercise has the id 'no-such-thing' (bundled, or in a pack "
                    "given with --exercises or ATTN_TUTOR_PATH) (run `attn-tutor list` to see the ids; name a file by "
                    "its path, ending in .yaml)\n")
     sol.write_text("exercise: nowhere/e.yaml\n")
-    code, _, err = run(capsys, "check", str(sol))
+    code, _, err = cli("check", str(sol))
     assert code == 2 and f"{sol}:1:11: exercise: no exercise file 'nowhere/e.yaml'" in err
 
 
-def test_unreadable_and_not_yaml(capsys, tmp_path):
-    code, _, err = run(capsys, "check", str(tmp_path / "none.yaml"))
+def test_unreadable_and_not_yaml(cli, tmp_path):
+    code, _, err = cli("check", str(tmp_path / "none.yaml"))
     assert code == 2 and err.startswith("error: ") and "cannot read the file" in err
     bad = tmp_path / "b.yaml"
     bad.write_text("exercise: [unclosed\n")
-    code, _, err = run(capsys, "check", str(bad))
+    code, _, err = cli("check", str(bad))
     assert code == 2 and "not valid YAML" in err and "Traceback" not in err
     bad.write_text("- 1\n- 2\n")
-    code, _, err = run(capsys, "check", str(bad))
+    code, _, err = cli("check", str(bad))
     assert code == 2 and "expected a mapping of fields at the top level, found a list" in err
 
 
@@ -294,17 +283,17 @@ def test_yaml11_traps_are_worded_as_the_exercise_loader_words_them(entry):
     assert "YAML 1.1" in problem.hint or "hexadecimal" in problem.hint
 
 
-def test_yes_gets_the_yaml11_hint(tmp_path, capsys):
+def test_yes_gets_the_yaml11_hint(tmp_path, cli):
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nscores: [[2, yes, 4], [4, 8, 8], [4, 8, 8]]\n")
-    code, out, err = run(capsys, "check", str(sol))
+    code, out, err = cli("check", str(sol))
     assert (code, out) == (2, "")
     assert err == (f"error: {sol}:2:14: scores[0][1]: expected a number (integer, decimal, or a fraction such as "
                    "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); "
                    "write a number)\n")
 
 
-def test_leading_zero_warns_as_the_exercise_loader_does(tmp_path, capsys):
+def test_leading_zero_warns_as_the_exercise_loader_does(tmp_path, cli):
     # 010 is ten in YAML 1.2 (eight for YAML 1.1 tools): scores[t2, t2] is 2·2 + 2·2 = 8, so 010 is wrong
     text = "exercise: single-head-3x4\nscores: [[2, 4, 4], [4, 010, 8], [4, 8, 8]]\n"
     sf = read_solution(text, "sol.yaml")
@@ -316,21 +305,21 @@ def test_leading_zero_warns_as_the_exercise_loader_does(tmp_path, capsys):
     assert (warning.message, warning.hint) == (expected.message, expected.hint)
     sol = tmp_path / "s.yaml"
     sol.write_text(text)
-    code, out, err = run(capsys, "check", str(sol))
+    code, out, err = cli("check", str(sol))
     assert code == 1 and "First wrong step: scores" in out
     assert err == (f"{sol}:2:25: warning: scores[1][1]: 010 has a leading zero: read as 10 (YAML 1.2), but YAML 1.1 "
                    "tools such as PyYAML read it as octal (write 10)\n")
-    code, out, err = run(capsys, "check", str(sol), "--format", "json")
+    code, out, err = cli("check", str(sol), "--format", "json")
     assert (code, err) == (1, "")
     (w,) = json.loads(out)["warnings"]
     assert (w["line"], w["column"], w["field"], w["hint"]) == (2, 25, "scores[1][1]", "write 10")
 
 
-def test_nothing_typed_runs_as_code(tmp_path, capsys):
+def test_nothing_typed_runs_as_code(tmp_path, cli):
     marker = tmp_path / "ran"
     sol = tmp_path / "s.yaml"
     sol.write_text(f'exercise: single-head-3x4\nq: [["open(\'{marker}\', \'w\')", 1], [2, 2], [2, 2]]\n')
-    code, _, err = run(capsys, "check", str(sol))
+    code, _, err = cli("check", str(sol))
     assert code == 2 and "error:" in err
     assert not marker.exists()
 
@@ -384,11 +373,11 @@ def test_later_step_wrong_on_its_own():
 # --- plausibility ------------------------------------------------------------------------------------
 
 
-def test_row_sums_within_n_half_units(capsys, tmp_path):
+def test_row_sums_within_n_half_units(cli, tmp_path):
     # 0.50 + 0.30 + 0.10 = 0.90: 3 entries at 2 places allow ±0.015
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nweights: [[0.50, 0.30, 0.10], [~, ~, ~], [~, ~, ~]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1
     assert "  ✗ row t1 of weights sums to 0.9, not 1 (rounding allows ±0.015)" in out.splitlines()
     # 0.33 + 0.33 + 0.33 = 0.99 is within ±0.015
@@ -403,20 +392,20 @@ def test_fully_masked_row_sums_to_zero():
     assert report.ok, [f.message for f in report.findings if not f.ok]
 
 
-def test_row_sum_wording_names_the_fully_masked_row(capsys, tmp_path):
+def test_row_sum_wording_names_the_fully_masked_row(cli, tmp_path):
     # fully-masked-row-3x3: row t1 may attend t1, t2 (scores 1, 1: weights 1/2, 1/2), t3 to no key
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: fully-masked-row-3x3\nweights: [[0.5, 0.5, 0], [~, ~, ~], [0, 0, 0]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 0
     assert ("  ✓ every row of weights sums to 1 within rounding, or to 0 for a query that may attend to no key (t3)"
             in out.splitlines())
     sol.write_text("exercise: fully-masked-row-3x3\nweights: [[0.5, 0.5, 0], [~, ~, ~], [~, ~, ~]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 0 and "  ✓ every row of weights sums to 1 within rounding" in out.splitlines()
 
 
-def test_uniform_weights_on_a_fully_masked_row_are_flagged(capsys, tmp_path):
+def test_uniform_weights_on_a_fully_masked_row_are_flagged(cli, tmp_path):
     # by hand: Q = W_Q, K = W_K (x = I); scores row t1 = [1, 1, 2], t2 = [1, 0, 1]; t3 may attend to nothing.
     # masked_fill(-1e9) gives t3 the softmax of three equal numbers: 1/3 each, summing to 1 instead of 0
     r2 = math.sqrt(2)
@@ -426,7 +415,7 @@ def test_uniform_weights_on_a_fully_masked_row_are_flagged(capsys, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text(f"exercise: fully-masked-row-3x3\n"
                    f"weights: [[0.5000, 0.5000, 0], [{row2}], [0.3333, 0.3333, 0.3333]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1
     lines = out.splitlines()
     assert ("  ✗ row t3 of weights sums to 0.9999, not 0: query t3 may attend to no key, so its weights are all 0 "
@@ -439,7 +428,7 @@ def test_uniform_weights_on_a_fully_masked_row_are_flagged(capsys, tmp_path):
     assert "  ✗ wrong    weights  3 of 9 entries off" in lines
 
 
-def test_mask_applied_in_the_scaled_step_is_diagnosed(capsys, tmp_path):
+def test_mask_applied_in_the_scaled_step_is_diagnosed(cli, tmp_path):
     # two-head-causal-3x4, head 0 by hand: Q = K = [[2, 0], [0, 4], [2, 2]], scores = Q Kᵀ
     q = [[2, 0], [0, 4], [2, 2]]
     scaled = [[sum(a * b for a, b in zip(qi, kj)) / math.sqrt(2) for kj in q] for qi in q]
@@ -448,7 +437,7 @@ def test_mask_applied_in_the_scaled_step_is_diagnosed(capsys, tmp_path):
     early = [[f"{v:.4f}" if j <= i else "-inf" for j, v in enumerate(r)] for i, r in enumerate(scaled)]
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: two-head-causal-3x4\nheads:\n  - scaled: " + json.dumps(early) + "\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1
     lines = out.splitlines()
     i = lines.index("First wrong step: scaled (head 0)")
@@ -462,14 +451,14 @@ def test_mask_applied_in_the_scaled_step_is_diagnosed(capsys, tmp_path):
     assert "No known misconception explains it." not in out
 
 
-def test_whole_numbers_for_rounded_values_are_exact_claims(capsys, tmp_path):
+def test_whole_numbers_for_rounded_values_are_exact_claims(cli, tmp_path):
     # two-head-causal-3x4, head 0, row t2: masked = [0, 16/√2, -inf], so the weights are
     # 1/(1 + e^(8√2)) = 0.000012 and 0.999988: `0` and `1` claim exactly 0 and 1, and are wrong
     small = 1 / (1 + math.exp(16 / math.sqrt(2)))
     assert (f"{small:.6f}", f"{1 - small:.6f}") == ("0.000012", "0.999988")
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: two-head-causal-3x4\nheads:\n  - weights: [[1, 0, 0], [0, 1, 0], [0.0287, 0.4856, 0.4856]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1  # the verdict stands: integers are exact claims
     lines = out.splitlines()
     i = lines.index("First wrong step: weights (head 0)")
@@ -478,7 +467,7 @@ def test_whole_numbers_for_rounded_values_are_exact_claims(capsys, tmp_path):
         "  [t2, t2]: you wrote 1, an exact claim; the value is 0.999988 — write 1.0000 for a rounded value",
         "  What follows from it:",
     ]
-    code, out, _ = run(capsys, "check", str(sol), "--format", "json")
+    code, out, _ = cli("check", str(sol), "--format", "json")
     (w,) = json.loads(out)["steps"]
     assert [c["cell"] for c in w["exact_claims"]] == [[1, 0], [1, 1]]
     # one such entry alone: the note, not a worked single-entry slip
@@ -495,23 +484,23 @@ def test_a_whole_number_far_from_the_value_is_just_wrong():
     assert w.wrong == ((0, 0),) and w.exact_claims == ()
 
 
-def test_a_later_wrong_step_shows_its_exact_claims(capsys, tmp_path):
+def test_a_later_wrong_step_shows_its_exact_claims(cli, tmp_path):
     # scaled is wrong first (not divided by √2); the weights, right but for two whole numbers, show their notes
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: two-head-causal-3x4\nheads:\n"
                    "  - scaled: [[4, 0, 4], [0, 16, 8], [4, 8, 8]]\n"
                    "    weights: [[1, 0, 0], [0, 1, 0], [0.0287, 0.4856, 0.4856]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1
     lines = out.splitlines()
     i = lines.index("  ✗ wrong    weights (head 0)  2 of 9 entries off; wrong on its own, not only because of an earlier step")
     assert lines[i + 1].strip() == "[t2, t1]: you wrote 0, an exact claim; the value is 0.000012 — write 0.0000 for a rounded value"
 
 
-def test_output_outside_the_range_of_v(capsys, tmp_path):
+def test_output_outside_the_range_of_v(cli, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nhead_output: [[2.5, 1.9], [1.97, 1.97], [1.97, 1.97]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1
     assert ("  ✗ head_output leaves the range of V, which a weighted average cannot: "
             "[t1, d1] = 2.5 is outside [1, 2] (column d1)") in out.splitlines()
@@ -526,11 +515,11 @@ def test_range_uses_the_authors_v():
     assert [f.ok for f in col] == [True] and "your V" in col[0].message
 
 
-def test_wrong_shape_is_a_finding_and_a_diagnosis(capsys, tmp_path):
+def test_wrong_shape_is_a_finding_and_a_diagnosis(cli, tmp_path):
     # K Qᵀ in cross-attention is [3×2], not [2×3]
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: cross-attention-2x3\nscores: [[1, 0], [0, 1], [1, 1]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1
     lines = out.splitlines()
     assert "  ✗ wrong    scores  size [3×2], but the step is [2×3]" in lines
@@ -557,31 +546,25 @@ def test_key_padding_column_must_get_no_weight():
 # --- terminals ---------------------------------------------------------------------------------------
 
 
-def run_process(*argv: str, **env: str) -> subprocess.CompletedProcess:
-    code = "import sys, tutor.cli.check\nfrom tutor.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    full = {**os.environ, **env}
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, cwd=DATA, env=full, check=False)
-
-
-def test_ascii_console_gets_words_and_ascii_symbols():
-    r = run_process("check", "homework-no-scaling.yaml", PYTHONIOENCODING="ascii", NO_COLOR="1", COLUMNS="100")
-    assert r.returncode == 1, r.stderr
+def test_ascii_console_gets_words_and_ascii_symbols(cli_process):
+    r = cli_process("check", "homework-no-scaling.yaml", cwd=DATA, env={"PYTHONIOENCODING": "ascii", "NO_COLOR": "1", "COLUMNS": "100"})
+    assert r.code == 1, r.stderr
     out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
     assert "  x wrong     scaled       9 of 9 entries off" in out
     assert "  ok correct  q            6 entries right" in out
     assert "scaled = scores / sqrt(2)." in out
 
 
-def test_no_color_has_no_escape_codes():
-    r = run_process("check", "blog-single-head-3x4.yaml", NO_COLOR="1", FORCE_COLOR="")
-    assert r.returncode == 1
+def test_no_color_has_no_escape_codes(cli_process):
+    r = cli_process("check", "blog-single-head-3x4.yaml", cwd=DATA, env={"NO_COLOR": "1", "FORCE_COLOR": ""})
+    assert r.code == 1
     assert b"\x1b[" not in r.stdout
 
 
-def test_empty_file(tmp_path, capsys):
+def test_empty_file(tmp_path, cli):
     sol = tmp_path / "s.yaml"
     sol.write_text("")
-    code, _, err = run(capsys, "check", str(sol))
+    code, _, err = cli("check", str(sol))
     assert code == 2
     assert err == (f"error: {sol}:1:1: the file is empty (a solution file needs at least `exercise: ID` and one "
                    "step, e.g. `scores: [[2, 4], [4, 8]]`)\n")
@@ -593,24 +576,24 @@ def test_empty_file(tmp_path, capsys):
     "exercise: two-head-causal-3x4\nheads: [{}, ~]\n",
     "exercise: two-head-causal-3x4\nheads: []\n",
 ])
-def test_a_file_without_steps_is_unusable(tmp_path, capsys, text):
+def test_a_file_without_steps_is_unusable(tmp_path, cli, text):
     sol = tmp_path / "s.yaml"
     sol.write_text(text)
     line = 2 if text.startswith("#") else 1
-    code, out, err = run(capsys, "check", str(sol))
+    code, out, err = cli("check", str(sol))
     assert (code, out) == (2, "")
     assert err == (f"error: {sol}:{line}:1: the file gives no step to check (a solution file needs at least "
                    "`exercise: ID` and one step, e.g. `scores: [[2, 4], [4, 8]]`)\n")
 
 
-def test_an_exercise_file_is_named_as_such(capsys):
+def test_an_exercise_file_is_named_as_such(cli):
     path = str(REPO / "exercises" / "single-head-3x4.yaml")  # line 1 is a comment; the fields start at line 2
     expected = (f"error: {path}:2:1: this is an exercise file (it has id, x, heads[].w_q and no 'exercise' field), "
                 f"not a solution file (to see its solution run `attn-tutor explain {path}`; to check a solution, "
                 "write a solution file as docs/exercise-format.md describes)\n")
-    code, out, err = run(capsys, "check", path)
+    code, out, err = cli("check", path)
     assert (code, out, err) == (2, "", expected)
-    code, out, err = run(capsys, "check", path, "--exercise", "single-head-3x4")  # still not a solution
+    code, out, err = cli("check", path, "--exercise", "single-head-3x4")  # still not a solution
     assert (code, out, err) == (2, "", expected)
     with pytest.raises(ExerciseError, match=r"it has x, num_heads, w_q, w_k, w_v, w_o and no 'exercise' field"):
         read_solution((REPO / "exercises" / "two-head-fused-3x4.yaml").read_text().replace("id:", "#"), "e.yaml")

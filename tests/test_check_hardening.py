@@ -22,8 +22,6 @@ import math
 import os
 import re
 import string
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +30,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from tutor.check import audit
-from tutor.cli import EXIT_INTERNAL, main
+from tutor.cli import EXIT_INTERNAL
 from tutor.decimals import fixed
 from tutor.diagnose import num_text
 from tutor.errors import ExerciseError
@@ -51,19 +49,6 @@ REPO = Path(__file__).resolve().parents[1]
 EXERCISES = REPO / "exercises"
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_process(*argv: str, cwd: Path, timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
-    """The CLI in a child process: a hang fails the test (TimeoutExpired) instead of stopping the suite."""
-    code = "import sys\nfrom tutor.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, **env}, timeout=timeout, check=False)
-
-
 def report(text: str, base: Path = EXERCISES):
     return audit(read_solution(text, "sol.yaml", base=base))
 
@@ -79,10 +64,10 @@ def full_report(text: str, base: Path = EXERCISES) -> tuple[int, str, dict]:
 # --- B.5: places <= 0, and no crash ever exits 1 ----------------------------------------------
 
 
-def test_the_issue_input_is_a_report_not_a_crash(capsys, tmp_path):
+def test_the_issue_input_is_a_report_not_a_crash(cli, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nscores: [[3, 4, 4], [4, 8, 8], [4, 8, 1e1]]\n")
-    code, out, err = run(capsys, "check", str(sol))
+    code, out, err = cli("check", str(sol))
     # 3 for 2 is wrong; 1e1 claims [5, 15], which holds 8
     assert code == 1
     assert "  ✗ wrong    scores  1 of 9 entries off" in out
@@ -148,7 +133,7 @@ def test_any_exponent_or_nan_gives_a_full_report(text):
     assert code in (0, 1)
 
 
-def test_a_crash_is_exit_3_in_one_line_never_1(capsys, tmp_path, monkeypatch):
+def test_a_crash_is_exit_3_in_one_line_never_1(cli, tmp_path, monkeypatch):
     import tutor.check
 
     def broken(*args, **kwargs):
@@ -157,15 +142,15 @@ def test_a_crash_is_exit_3_in_one_line_never_1(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(tutor.check, "audit", broken)
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nscores: [[2, 4, 4], [4, 8, 8], [4, 8, 8]]\n")
-    code, out, err = run(capsys, "check", str(sol))
+    code, out, err = cli("check", str(sol))
     assert (code, out) == (EXIT_INTERNAL, "") and EXIT_INTERNAL == 3
     assert err.count("\n") == 1 and err.startswith("internal error: ValueError at tutor/")
     assert "Traceback" not in err and "root:x" not in err  # the exception's text is not echoed
-    code, out, err = run(capsys, "check", str(sol), "--format", "json")
+    code, out, err = cli("check", str(sol), "--format", "json")
     assert code == 3 and json.loads(out)["error"] == "internal" and json.loads(out)["exit_code"] == 3
 
 
-def test_exit_1_comes_only_from_the_verdict(capsys, monkeypatch):
+def test_exit_1_comes_only_from_the_verdict(cli, monkeypatch):
     import typer
 
     import tutor.cli.explain as explain
@@ -174,7 +159,7 @@ def test_exit_1_comes_only_from_the_verdict(capsys, monkeypatch):
         raise typer.Exit(1)
 
     monkeypatch.setattr(explain, "check_head", exits_1)
-    code, _, _ = run(capsys, "explain", "single-head-3x4")
+    code, _, _ = cli("explain", "single-head-3x4")
     assert code == 2  # a command ending with 1 without a verdict is not "the solution is wrong"
 
 
@@ -289,25 +274,26 @@ def tree(tmp_path):
     return tmp_path
 
 
-def check_names(tree: Path, name: str, *extra: str, **env: str) -> subprocess.CompletedProcess:
+def check_names(cli_process, tree: Path, name: str, *extra: str, **env: str):
+    """``check`` of a solution in ``tree/tree/`` naming ``name`` as its exercise, run from ``tree``."""
     (tree / "tree/s.yaml").write_text(f"exercise: {name}\nq: [[1, 1], [2, 2], [2, 2]]\n")
-    return run_process("check", "tree/s.yaml", *extra, cwd=tree, **env)
+    return cli_process("check", "tree/s.yaml", *extra, cwd=tree, env=env)
 
 
 @pytest.mark.parametrize("name", [
     "sub/ex.yaml", "./sub/ex.yaml", "sub/../sub/ex.yaml", "good-link.yaml", "{tree}/tree/sub/ex.yaml",
     "../pack/p.yaml", "{tree}/pack/p.yaml", "pack-ex", "single-head-3x4",
 ])
-def test_exercise_files_inside_the_tree_a_pack_or_bundled_are_read(tree, name):
-    done = check_names(tree, name.format(tree=tree), "--exercises", "pack")
-    assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert "✓ correct" in done.stdout
+def test_exercise_files_inside_the_tree_a_pack_or_bundled_are_read(cli_process, tree, name):
+    done = check_names(cli_process, tree, name.format(tree=tree), "--exercises", "pack")
+    assert (done.code, done.err) == (0, ""), done.err
+    assert "✓ correct" in done.out
 
 
-def test_a_pack_in_the_environment_counts_as_a_pack(tree):
+def test_a_pack_in_the_environment_counts_as_a_pack(cli_process, tree):
     for name in ("../pack/p.yaml", "pack-ex"):
-        assert check_names(tree, name).returncode == 2
-        assert check_names(tree, name, ATTN_TUTOR_PATH=str(tree / "pack")).returncode == 0
+        assert check_names(cli_process, tree, name).code == 2
+        assert check_names(cli_process, tree, name, ATTN_TUTOR_PATH=str(tree / "pack")).code == 0
 
 
 @pytest.mark.parametrize(("name", "message"), [
@@ -331,40 +317,40 @@ def test_a_pack_in_the_environment_counts_as_a_pack(tree):
     ('"x\\0.yaml"', "is not a usable file name"),  # a NUL character
     ("a/" * 3000 + "x.yaml", "cannot read 'a/a/a/"),  # a name too long for the system
 ])
-def test_other_files_are_refused_without_quoting_them(tree, name, message):
-    done = check_names(tree, name.format(tree=tree))
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.count("\n") == 1 and message in done.stderr
+def test_other_files_are_refused_without_quoting_them(cli_process, tree, name, message):
+    done = check_names(cli_process, tree, name.format(tree=tree))
+    assert done.code == 2 and done.out == ""
+    assert done.err.count("\n") == 1 and message in done.err
     for quoted in (SECRET, "secret_key", "api_token", "users", "root:", "Traceback"):
-        assert quoted not in done.stderr
-    json_done = run_process("check", "tree/s.yaml", "--format", "json", cwd=tree)
-    assert json_done.returncode == 2 and message in json.loads(json_done.stdout)["errors"][0]["message"]
-    assert SECRET not in json_done.stdout
+        assert quoted not in done.err
+    json_done = cli_process("check", "tree/s.yaml", "--format", "json", cwd=tree)
+    assert json_done.code == 2 and message in json.loads(json_done.out)["errors"][0]["message"]
+    assert SECRET not in json_done.out
 
 
-def test_a_file_in_the_current_folder_is_not_taken_for_an_id(tree):
+def test_a_file_in_the_current_folder_is_not_taken_for_an_id(cli_process, tree):
     (tree / "secret").write_text(f"{SECRET}\n")  # check runs in tmp/, the solution is in tmp/tree/
-    done = check_names(tree, "secret")
-    assert done.returncode == 2 and "no exercise has the id 'secret'" in done.stderr and SECRET not in done.stderr
+    done = check_names(cli_process, tree, "secret")
+    assert done.code == 2 and "no exercise has the id 'secret'" in done.err and SECRET not in done.err
 
 
 # --- G.22: --export ----------------------------------------------------------------------------------
 
 
-def test_export_refuses_an_existing_file_without_force(capsys, tmp_path):
+def test_export_refuses_an_existing_file_without_force(cli, tmp_path):
     page = tmp_path / "page.html"
     page.write_text("my notes")
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--export", str(page))
+    code, out, err = cli("explain", "single-head-3x4", "--export", str(page))
     assert (code, out) == (2, "") and page.read_text() == "my notes"
     assert err == f"error: {page} already exists; choose another file or add --force to overwrite it\n"
-    code, _, err = run(capsys, "explain", "single-head-3x4", "--export", str(page), "--force")
+    code, _, err = cli("explain", "single-head-3x4", "--export", str(page), "--force")
     assert code == 0 and page.read_text().startswith("<!DOCTYPE html>") and err == f"wrote {page}\n"
 
 
-def test_export_to_a_fifo_is_refused_even_with_force(tmp_path):
+def test_export_to_a_fifo_is_refused_even_with_force(cli_process, tmp_path):
     os.mkfifo(tmp_path / "page.html")
-    done = run_process("explain", "single-head-3x4", "--export", "page.html", "--force", cwd=tmp_path)
-    assert done.returncode == 2 and "page.html exists and is not a regular file" in done.stderr
+    done = cli_process("explain", "single-head-3x4", "--export", "page.html", "--force", cwd=tmp_path)
+    assert done.code == 2 and "page.html exists and is not a regular file" in done.err
 
 
 @pytest.mark.parametrize(("file", "fmt", "ok"), [
@@ -372,8 +358,8 @@ def test_export_to_a_fifo_is_refused_even_with_force(tmp_path):
     ("x.htm", "json", False), ("x.svg", "html", False), ("x.svg", "rich", True), ("x.md", "markdown", True),
     ("x.md", "html", False), ("x.md", "json", False),
 ])
-def test_export_with_a_format_it_does_not_write_is_a_usage_error(capsys, tmp_path, file, fmt, ok):
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--export", str(tmp_path / file), "--format", fmt)
+def test_export_with_a_format_it_does_not_write_is_a_usage_error(cli, tmp_path, file, fmt, ok):
+    code, out, err = cli("explain", "single-head-3x4", "--export", str(tmp_path / file), "--format", fmt)
     assert (code == 0) == ok and (tmp_path / file).exists() == ok
     if not ok:
         assert code == 2 and "would be ignored" in " ".join(err.replace("│", " ").split())
@@ -383,11 +369,11 @@ def test_export_with_a_format_it_does_not_write_is_a_usage_error(capsys, tmp_pat
 # --- G.24: --format json on an error ------------------------------------------------------------------
 
 
-def test_check_json_on_an_unusable_file(capsys, tmp_path):
+def test_check_json_on_an_unusable_file(cli, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nscores: [[2, 4, 4], [4, 8]]\nwat: 1\n")
     for fmt in (["--format", "json"], ["--format=json"]):
-        code, out, err = run(capsys, "check", str(sol), *fmt)
+        code, out, err = cli("check", str(sol), *fmt)
         assert code == 2
         doc = json.loads(out)
         assert (doc["error"], doc["exit_code"]) == ("input", 2)
@@ -408,11 +394,11 @@ def test_check_json_on_an_unusable_file(capsys, tmp_path):
     (["stats"], "input"),  # the progress file is not attn-tutor's
     (["check", "--bogus"], "usage"),
 ])
-def test_every_json_command_prints_an_error_document(capsys, tmp_path, monkeypatch, argv, kind):
+def test_every_json_command_prints_an_error_document(cli, tmp_path, argv, kind):
     home = Path(os.environ["ATTN_TUTOR_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "progress.sqlite3").write_text("not a database")
-    code, out, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv], "--format", "json")
+    code, out, err = cli(*[a.format(tmp=tmp_path) for a in argv], "--format", "json")
     assert code == 2 and err
     doc = json.loads(out)
     assert doc["error"] == kind and doc["exit_code"] == 2 and doc["errors"]
@@ -468,14 +454,14 @@ def test_counted_nouns_and_sentences():
     assert t("file.too_large.at", size=1000001, limit=1000000).startswith("the file is 1000001 bytes, over the limit")
 
 
-def test_one_entry_given_reads_right_in_a_report(capsys, tmp_path):
+def test_one_entry_given_reads_right_in_a_report(cli, tmp_path):
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nscores: [[3, ~, ~], [~, ~, ~], [~, ~, ~]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 1
     assert "  ✗ wrong    scores  1 of 1 entry off" in out
     assert out.rstrip().endswith("✗ wrong: 1 of 1 given step is wrong; every plausibility check passes. "
                                  "The first wrong step is scores.")
     sol.write_text("exercise: single-head-3x4\nscores: [[2, ~, ~], [~, ~, ~], [~, ~, ~]]\n")
-    code, out, _ = run(capsys, "check", str(sol))
+    code, out, _ = cli("check", str(sol))
     assert code == 0 and "  ✓ correct  scores  1 entry right" in out

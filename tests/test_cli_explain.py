@@ -11,30 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from tutor.cli import main
-
 from .conftest import EXERCISES, REPO
 
 GOLDEN = REPO / "tests" / "golden"
 BUNDLED_IDS = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_process(*argv: str, **env: str) -> subprocess.CompletedProcess:
-    """The CLI in a fresh interpreter, as a user's shell would start it."""
-    full_env = {**os.environ, **env}
-    return subprocess.run([sys.executable, "-m", "tutor", *argv], capture_output=True, env=full_env, cwd=REPO)
-
-
 # --- the classic example -------------------------------------------------------
 
-def test_json_classic_every_step_by_hand(capsys):
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--format", "json")
+def test_json_classic_every_step_by_hand(cli):
+    code, out, err = cli("explain", "single-head-3x4", "--format", "json")
     assert code == 0 and err == ""
     doc = json.loads(out)
     steps = {s["id"]: s for s in doc["steps"]}
@@ -60,8 +46,8 @@ def test_json_classic_every_step_by_hand(capsys):
     assert doc["exercise"]["d_k"] == 2 and doc["exercise"]["L"] == 3
 
 
-def test_json_masked_values_are_null(capsys):
-    code, out, _ = run(capsys, "explain", "two-head-causal-3x4", "--format", "json")
+def test_json_masked_values_are_null(cli):
+    code, out, _ = cli("explain", "two-head-causal-3x4", "--format", "json")
     assert code == 0
     doc = json.loads(out)
     masked = [s for s in doc["steps"] if s["id"] == "masked"]
@@ -77,16 +63,16 @@ def test_json_masked_values_are_null(capsys):
     assert doc["steps"][-1]["head"] is None
 
 
-def test_head_option_keeps_layer_steps(capsys):
-    code, out, _ = run(capsys, "explain", "two-head-causal-3x4", "--head", "1", "--format", "json")
+def test_head_option_keeps_layer_steps(cli):
+    code, out, _ = cli("explain", "two-head-causal-3x4", "--head", "1", "--format", "json")
     assert code == 0
     heads = [s["head"] for s in json.loads(out)["steps"]]
     assert set(heads) == {1, None}
 
 
-def test_rich_classic_golden(capsys):
+def test_rich_classic_golden(cli):
     """What a learner reads, to the character (width 100, no colour)."""
-    code, out, err = run(capsys, "explain", "single-head-3x4")
+    code, out, err = cli("explain", "single-head-3x4")
     assert code == 0 and err == ""
     golden = GOLDEN / "explain-single-head-3x4.txt"
     if os.environ.get("ATTN_TUTOR_UPDATE_GOLDEN") == "1":  # pragma: no cover - regenerating by hand
@@ -95,8 +81,8 @@ def test_rich_classic_golden(capsys):
     assert out == golden.read_text()
 
 
-def test_rich_classic_shows_the_essentials(capsys):
-    _, out, _ = run(capsys, "explain", "single-head-3x4")
+def test_rich_classic_shows_the_essentials(cli):
+    _, out, _ = cli("explain", "single-head-3x4")
     assert "X [3×4] · W_Q [4×2] → Q [3×2]" in out
     assert "1/(1 + 2·exp(√2)) ≈ 0.1084" in out
     assert "variance d_k" in out  # why 1/√d_k
@@ -104,60 +90,60 @@ def test_rich_classic_shows_the_essentials(capsys):
     assert "Attention weights, head 0" in out  # the heatmap
 
 
-def test_precision_option(capsys):
-    _, out, _ = run(capsys, "explain", "single-head-3x4", "--precision", "6")
+def test_precision_option(cli):
+    _, out, _ = cli("explain", "single-head-3x4", "--precision", "6")
     assert "0.108383" in out  # 1/(1 + 2e^√2) = 0.1083834...
 
 
 @pytest.mark.parametrize("exercise_id", BUNDLED_IDS)
-def test_every_bundled_exercise_explains(capsys, exercise_id):
-    code, out, err = run(capsys, "explain", exercise_id)
+def test_every_bundled_exercise_explains(cli, exercise_id):
+    code, out, err = cli("explain", exercise_id)
     assert code == 0 and err == "" and "Traceback" not in out
 
 
-def test_output_projection_says_it_is_linear(capsys):
-    _, out, _ = run(capsys, "explain", "two-head-fused-3x4")
+def test_output_projection_says_it_is_linear(cli):
+    _, out, _ = cli("explain", "two-head-fused-3x4")
     assert "no non-linearity" in out
 
 
-def test_fully_masked_row_is_explained(capsys):
-    _, out, _ = run(capsys, "explain", "fully-masked-row-3x3")
+def test_fully_masked_row_is_explained(cli):
+    _, out, _ = cli("explain", "fully-masked-row-3x3")
     assert "Row t3 may attend to no key at all" in out
 
 
 # --- terminals: ASCII, narrow, no colour --------------------------------------
 
-def test_ascii_stream_has_no_unicode_and_keeps_exact_forms():
-    r = run_process("explain", "two-head-causal-3x4", PYTHONIOENCODING="ascii", COLUMNS="80")
-    assert r.returncode == 0, r.stderr
+def test_ascii_stream_has_no_unicode_and_keeps_exact_forms(cli_process):
+    r = cli_process("explain", "two-head-causal-3x4", env={"PYTHONIOENCODING": "ascii", "COLUMNS": "80"})
+    assert r.code == 0, r.stderr
     out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
     assert "X [3x4] * W_Q [4x2] -> Q [3x2]" in out
     assert "1/(1 + exp(8*sqrt(2)))" in out
     assert "+----" in out
 
 
-def test_narrow_terminal_never_cuts_numbers():
-    r = run_process("explain", "two-head-fused-3x4", COLUMNS="60", NO_COLOR="1")
-    assert r.returncode == 0, r.stderr
+def test_narrow_terminal_never_cuts_numbers(cli_process):
+    r = cli_process("explain", "two-head-fused-3x4", env={"COLUMNS": "60", "NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
     out = r.stdout.decode()
     assert max(len(line) for line in out.splitlines()) <= 60
     # every decimal of the output projection appears whole
-    doc = json.loads(run_process("explain", "two-head-fused-3x4", "--format", "json").stdout)
+    doc = json.loads(cli_process("explain", "two-head-fused-3x4", "--format", "json").stdout)
     output = next(s for s in doc["steps"] if s["id"] == "output")
     for row in output["value"]:
         for v in row:
             assert f"{v:.4f}" in out or str(int(v)) in out
 
 
-def test_no_color_output_has_no_escape_codes():
-    r = run_process("explain", "single-head-3x4", NO_COLOR="1", FORCE_COLOR="")
+def test_no_color_output_has_no_escape_codes(cli_process):
+    r = cli_process("explain", "single-head-3x4", env={"NO_COLOR": "1", "FORCE_COLOR": ""})
     assert b"\x1b[" not in r.stdout
 
 
 # --- list ------------------------------------------------------------------------
 
-def test_list_json_has_every_bundled_exercise(capsys):
-    code, out, _ = run(capsys, "list", "--format", "json")
+def test_list_json_has_every_bundled_exercise(cli):
+    code, out, _ = cli("list", "--format", "json")
     assert code == 0
     rows = json.loads(out)
     assert sorted(r["id"] for r in rows) == BUNDLED_IDS
@@ -168,8 +154,8 @@ def test_list_json_has_every_bundled_exercise(capsys):
     assert cross["L"] != cross["L_k"]
 
 
-def test_list_rich(capsys):
-    code, out, _ = run(capsys, "list")
+def test_list_rich(cli):
+    code, out, _ = cli("list")
     assert code == 0
     for exercise_id in BUNDLED_IDS:
         assert exercise_id in out
@@ -191,10 +177,10 @@ def test_fast_commands_import_neither_sympy_nor_numpy(argv):
 
 # --- errors ----------------------------------------------------------------------
 
-def test_malformed_file_exits_2_with_file_line_messages(tmp_path, capsys):
+def test_malformed_file_exits_2_with_file_line_messages(tmp_path, cli):
     bad = tmp_path / "bad.yaml"
     bad.write_text("id: bad\ntitle: t\nx: [[1, yes], [0, 1]]\nheads:\n  - w_q: [[1], [0], [1]]\n    w_k: [[1], [0]]\n    w_v: [[1], [0]]\n")
-    code, out, err = run(capsys, "explain", str(bad))
+    code, out, err = cli("explain", str(bad))
     assert code == 2 and out == ""
     assert err.splitlines()[0] == (
         f"error: {bad}:3:9: x[0][1]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
@@ -203,34 +189,34 @@ def test_malformed_file_exits_2_with_file_line_messages(tmp_path, capsys):
     assert "Traceback" not in err
 
 
-def test_shape_error_names_both_sides(tmp_path, capsys):
+def test_shape_error_names_both_sides(tmp_path, cli):
     bad = tmp_path / "shape.yaml"
     bad.write_text("id: bad\ntitle: t\nx: [[1, 0, 1, 0]]\nheads:\n  - w_q: [[1], [0], [1]]\n    w_k: [[1], [0], [1], [0]]\n    w_v: [[1], [0], [1], [0]]\n")
-    code, _, err = run(capsys, "explain", str(bad))
+    code, _, err = cli("explain", str(bad))
     assert code == 2
     assert err == (f"error: {bad}:5:10: heads[0].w_q: w_q has 3 rows but x has 4 columns (d_model) "
                    "(w_q needs one row per column of x: 4 rows)\n")
 
 
-def test_unknown_exercise(capsys):
-    code, out, err = run(capsys, "explain", "no-such-exercise")
+def test_unknown_exercise(cli):
+    code, out, err = cli("explain", "no-such-exercise")
     assert code == 2 and out == ""
     assert err == "error: no exercise 'no-such-exercise': not a bundled id, nor a file (run `attn-tutor list` to see the ids)\n"
 
 
-def test_missing_path(capsys, tmp_path):
-    code, _, err = run(capsys, "explain", str(tmp_path / "nope.yaml"))
+def test_missing_path(cli, tmp_path):
+    code, _, err = cli("explain", str(tmp_path / "nope.yaml"))
     assert code == 2 and "nope.yaml" in err
 
 
-def test_head_out_of_range_is_a_usage_error(capsys):
-    code, _, err = run(capsys, "explain", "single-head-3x4", "--head", "1")
+def test_head_out_of_range_is_a_usage_error(cli):
+    code, _, err = cli("explain", "single-head-3x4", "--head", "1")
     assert code == 2
     assert "there is no head 1" in err
 
 
-def test_bad_format_is_a_usage_error(capsys):
-    code, _, _ = run(capsys, "explain", "single-head-3x4", "--format", "xml")
+def test_bad_format_is_a_usage_error(cli):
+    code, _, _ = cli("explain", "single-head-3x4", "--format", "xml")
     assert code == 2
 
 
@@ -279,7 +265,7 @@ def test_bundled_dir_found_from_installed_or_source():
 
 # --- the two engines check each other ------------------------------------------------
 
-def test_explain_refuses_when_the_engines_disagree(capsys, monkeypatch):
+def test_explain_refuses_when_the_engines_disagree(cli, monkeypatch):
     import tutor.numeric as numeric
 
     real = numeric.run_exercise
@@ -291,7 +277,7 @@ def test_explain_refuses_when_the_engines_disagree(capsys, monkeypatch):
 
     monkeypatch.setattr(numeric, "run_exercise", off_by_a_little)
     for fmt in ("rich", "json"):
-        code, out, err = run(capsys, "explain", "single-head-3x4", "--format", fmt)
+        code, out, err = cli("explain", "single-head-3x4", "--format", fmt)
         assert code == 2
         assert err.startswith("error: the exact engine and the NumPy core disagree at step weights (head 0), entry (0, 0)")
         assert "no solution is printed" in err
@@ -303,13 +289,13 @@ def test_explain_refuses_when_the_engines_disagree(capsys, monkeypatch):
             assert doc["errors"][0]["message"] == err.splitlines()[0].removeprefix("error: ")
 
 
-def test_production_view_names_the_reshapes(capsys):
-    _, out, _ = run(capsys, "explain", "two-head-fused-3x4")
+def test_production_view_names_the_reshapes(cli):
+    _, out, _ = cli("explain", "two-head-fused-3x4")
     assert "Production view" in out
     assert "[B, L, 3, H, d_h] = [1, 3, 3, 2, 2]" in out
     assert "permute(2, 0, 3, 1, 4)" in out
     assert "[B, H, L, L] = [1, 2, 3, 3]" in out
-    _, out, _ = run(capsys, "explain", "two-head-fused-3x4", "--format", "json")
+    _, out, _ = cli("explain", "two-head-fused-3x4", "--format", "json")
     names = [p["name"] for p in json.loads(out)["production"]]
     assert names[:4] == ["x", "qkv", "view", "permute"] and names[-1] == "out_proj"
 
@@ -336,47 +322,47 @@ def test_an_unwritable_output_is_one_error_line(argv):
     assert r.stderr.decode() == "error: cannot write the output: No space left on device\n"
 
 
-def test_token_labels_are_shown_as_written_never_as_markup(tmp_path, capsys):
+def test_token_labels_are_shown_as_written_never_as_markup(tmp_path, cli):
     path = tmp_path / "markup.yaml"
     path.write_text('id: markup\ntitle: "[bold]t[/bold]"\ntokens: ["[/]", "[red]b[/red]"]\nx: [[1, 0], [0, 1]]\n'
                     "heads:\n  - {w_q: [[1], [0]], w_k: [[1], [0]], w_v: [[1], [1]]}\n")
-    code, out, err = run(capsys, "explain", str(path))
+    code, out, err = cli("explain", str(path))
     assert code == 0 and err == ""
     assert "│ [/] │" in out and "[red]b[/red]" in out and "[bold]t[/bold]" in out
 
 
-def test_entries_beyond_a_million_are_refused(tmp_path, capsys):
+def test_entries_beyond_a_million_are_refused(tmp_path, cli):
     path = tmp_path / "big.yaml"
     path.write_text("id: big\ntitle: t\nx: [[1234567890123456789012345678901234567890, 1]]\n"
                     "heads:\n  - {w_q: [[1], [1]], w_k: [[1], [1]], w_v: [[1], [1]]}\n")
-    code, out, err = run(capsys, "explain", str(path))
+    code, out, err = cli("explain", str(path))
     assert code == 2 and out == ""
     assert err.rstrip().endswith("(entries are limited to ±1,000,000)")
 
 
-def test_explain_given_a_solution_file_says_so(capsys):
-    code, _, err = run(capsys, "explain", "tests/data/check/classic-correct.yaml")
+def test_explain_given_a_solution_file_says_so(cli):
+    code, _, err = cli("explain", "tests/data/check/classic-correct.yaml")
     assert code == 2
     assert err == ("error: tests/data/check/classic-correct.yaml:2:1: exercise: this is a solution file (it names the "
                    "exercise it solves), not an exercise (audit it with `attn-tutor check "
                    "tests/data/check/classic-correct.yaml`)\n")
 
 
-def test_version(capsys):
+def test_version(cli):
     from tutor import __version__
 
-    code, out, _ = run(capsys, "--version")
+    code, out, _ = cli("--version")
     assert (code, out) == (0, f"attn-tutor {__version__}\n")
 
 
-def test_dimension_flow_follows_the_head_shown(capsys):
-    _, out, _ = run(capsys, "explain", "two-head-causal-3x4", "--head", "1")
+def test_dimension_flow_follows_the_head_shown(cli):
+    _, out, _ = cli("explain", "two-head-causal-3x4", "--head", "1")
     per_head = out[out.index("Dimension flow"):out.index("(the same for each of the 2 heads)")]
     assert "weights [3×3] · V [3×2] → head_1 [3×2]" in per_head and "head_0" not in per_head
 
 
-def test_one_head_wording(capsys):
-    code, _, err = run(capsys, "explain", "single-head-3x4", "--head", "1")
+def test_one_head_wording(cli):
+    code, _, err = cli("explain", "single-head-3x4", "--head", "1")
     assert code == 2 and "this exercise has one head, head 0" in err
 
 

@@ -32,7 +32,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from tutor.cli import main
 from tutor.errors import EngineMismatchError
 from tutor.exactnum import SoftmaxRow, mix
 from tutor.exercise import MAX_DENOMINATOR, MAX_ENTRY_CHARS, MAX_EXPONENT, MAX_MAGNITUDE, validate_text
@@ -140,7 +139,7 @@ def test_a_cancelling_mix_with_huge_integers_is_computed_precisely():
     assert diff.value() == pytest.approx(-5e-331, rel=1e-9)
 
 
-def test_an_exercise_at_the_denominator_limit_explains(capsys, tmp_path):
+def test_an_exercise_at_the_denominator_limit_explains(cli, tmp_path):
     """Every matrix over its own 24-digit denominator: the engine's integers reach ~10^150."""
     dens = [10**24 - 1, 10**24 - 3, 999999999999999999999989, 10**24 - 11, 10**24 - 17]
     m = [f"[['12345678901234/{d}', 1000000], [-1000000, '-98765432109876/{d}']]" for d in dens]  # 39 characters
@@ -156,15 +155,14 @@ w_o: {m[4]}
     path = tmp_path / "limits.yaml"
     path.write_text(text)
     for argv in (["validate", str(path)], ["explain", str(path)], ["explain", str(path), "--format", "json"]):
-        code = main(argv)
-        out, err = capsys.readouterr()
+        code, out, err = cli(*argv)
         assert code == 0, err
 
 
 # --- the check against the NumPy core: as strict as float64 allows -------------------------------
 
 
-def test_scores_beyond_float64_precision_explain(capsys, tmp_path):
+def test_scores_beyond_float64_precision_explain(cli, tmp_path):
     """Scores 10^24 apart by 10^6: float64 sees them equal (weights 0.5/0.5), the exact weights are 1 and 0.
 
     Before, `explain` refused the file as an engine bug; the check now allows
@@ -180,8 +178,7 @@ heads:
 """
     path = tmp_path / "cancel.yaml"
     path.write_text(text)
-    code = main(["explain", str(path), "--format", "json"])
-    out, err = capsys.readouterr()
+    code, out, err = cli("explain", path, "--format", "json")
     assert code == 0, err
     weights = next(s for s in json.loads(out)["steps"] if s["id"] == "weights")
     assert weights["value"][0][:2] == [1.0, 0.0]  # exp(-10^6) is 0 in float64, but exactly it is not 0

@@ -16,8 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tutor.cli import main
-
 from .conftest import EXERCISES
 from .test_torch_parity import require_torch
 
@@ -124,11 +122,10 @@ def to_yaml(spec: dict, fused: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check(capsys, tmp_path, text: str, spec: dict) -> None:
+def check(cli, tmp_path, text: str, spec: dict) -> None:
     path = tmp_path / "ex.yaml"
     path.write_text(text)
-    code = main(["explain", str(path), "--format", "json"])
-    out, err = capsys.readouterr()
+    code, out, err = cli("explain", path, "--format", "json")
     assert code == 0, err
     got = json.loads(out)["steps"]
     want = oracle(spec)
@@ -144,9 +141,8 @@ def check(capsys, tmp_path, text: str, spec: dict) -> None:
 # --- bundled exercises: inputs read back from the JSON's exercise record ----------
 
 @pytest.mark.parametrize("path", sorted(EXERCISES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_bundled_exercise_matches_torch(capsys, tmp_path, path):
-    main(["explain", str(path), "--format", "json"])
-    ex = json.loads(capsys.readouterr()[0])["exercise"]
+def test_bundled_exercise_matches_torch(cli, tmp_path, path):
+    ex = json.loads(cli("explain", path, "--format", "json").out)["exercise"]
     F = lambda m: None if m is None else [[Fraction(v) for v in row] for row in m]  # noqa: E731
     Fv = lambda v: None if v is None else [Fraction(x) for x in v]  # noqa: E731
     spec = {
@@ -161,7 +157,7 @@ def test_bundled_exercise_matches_torch(capsys, tmp_path, path):
         import yaml
 
         spec["mask"] = yaml.safe_load(text)["mask"]
-    check(capsys, tmp_path, text, spec)
+    check(cli, tmp_path, text, spec)
 
 
 # --- any valid file ------------------------------------------------------------------
@@ -202,6 +198,6 @@ def exercises(draw):
 @settings(max_examples=int(os.environ.get("ATTN_TUTOR_EXAMPLES", "60")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(exercises())
-def test_any_valid_file_matches_torch(capsys, tmp_path, case):
+def test_any_valid_file_matches_torch(cli, tmp_path, case):
     spec, fused = case
-    check(capsys, tmp_path, to_yaml(spec, fused), spec)
+    check(cli, tmp_path, to_yaml(spec, fused), spec)

@@ -15,7 +15,6 @@ from fractions import Fraction
 import pytest
 import yaml
 
-from tutor.cli import main
 from tutor.exactnum import Rat
 from tutor.exercise import load_exercise, validate_text
 from tutor.generate import LEVELS, MASKS, Spec, default_id, generate
@@ -150,42 +149,36 @@ def test_title_and_id_are_written_safely():
 # --- the command ------------------------------------------------------------------------
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_new_prints_to_stdout_by_default(capsys):
-    code, out, err = run(capsys, "new", "--seed", "4")
+def test_new_prints_to_stdout_by_default(cli):
+    code, out, err = cli("new", "--seed", "4")
     assert (code, err) == (0, "")
     assert out == generate(Spec(seed=4))
 
 
-def test_new_writes_a_file_that_loads_and_validates(tmp_path, capsys):
+def test_new_writes_a_file_that_loads_and_validates(tmp_path, cli):
     target = tmp_path / "pack" / "mine.yaml"
-    code, out, err = run(capsys, "new", "--tokens", "4", "--d-model", "3", "--heads", "2", "--d-k", "1",
+    code, out, err = cli("new", "--tokens", "4", "--d-model", "3", "--heads", "2", "--d-k", "1",
                          "--mask", "causal", "--seed", "9", "--difficulty", "2", "-o", str(target))
     assert (code, out) == (0, "")
     assert err == f"wrote {target} (id gen-4x3-h2-dk1-causal-s9); check it with `attn-tutor validate {target}`\n"
     ex = load_exercise(str(target))
     assert (ex.L, ex.d_model, ex.num_heads, ex.mask_kind, ex.difficulty) == (4, 3, 2, "causal", 2)
-    assert run(capsys, "validate", str(target))[0] == 0
+    assert cli("validate", str(target))[0] == 0
 
 
-def test_new_refuses_to_overwrite_without_force(tmp_path, capsys):
+def test_new_refuses_to_overwrite_without_force(tmp_path, cli):
     target = tmp_path / "x.yaml"
     target.write_text("mine\n")
-    code, _, err = run(capsys, "new", "--seed", "1", "-o", str(target))
+    code, _, err = cli("new", "--seed", "1", "-o", str(target))
     assert code == 2
     assert err == f"error: {target} already exists; choose another file or add --force to overwrite it\n"
     assert target.read_text() == "mine\n"
-    assert run(capsys, "new", "--seed", "1", "-o", str(target), "--force")[0] == 0
+    assert cli("new", "--seed", "1", "-o", str(target), "--force")[0] == 0
     assert target.read_text() == generate(Spec(seed=1))
 
 
-def test_new_without_a_seed_writes_the_seed_it_used(capsys):
-    code, out, _ = run(capsys, "new")
+def test_new_without_a_seed_writes_the_seed_it_used(cli):
+    code, out, _ = cli("new")
     assert code == 0
     seed = int(re.search(r"--seed (\d+)`", out)[1])
     assert out == generate(Spec(seed=seed))
@@ -197,8 +190,8 @@ def test_new_without_a_seed_writes_the_seed_it_used(capsys):
     (["--id", "Not_A_Slug"], "the id must be lowercase letters"),
     (["--tokens", "17"], "--tokens"),
 ])
-def test_new_rejects_bad_options_with_exit_2(args, message, capsys):
-    code, out, err = run(capsys, "new", "--seed", "1", *args)
+def test_new_rejects_bad_options_with_exit_2(args, message, cli):
+    code, out, err = cli("new", "--seed", "1", *args)
     assert code == 2 and out == ""
     assert message in " ".join(err.replace("│", " ").split())  # typer's error box, unwrapped
 

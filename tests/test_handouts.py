@@ -20,7 +20,6 @@ import pytest
 import sympy
 
 from tutor.catalog import resolve
-from tutor.cli import main
 from tutor.exercise import parse_exercise
 from tutor.generate import Spec, generate
 from tutor.render.html import export_html, export_svg
@@ -33,25 +32,19 @@ GOLDEN = REPO / "tests" / "golden"
 BUNDLED_IDS = sorted(p.stem for p in (REPO / "exercises").glob("*.yaml"))
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 # --- Markdown ------------------------------------------------------------------------
 
 
-def test_markdown_of_the_classic_example_is_the_golden_file(capsys):
+def test_markdown_of_the_classic_example_is_the_golden_file(cli):
     golden = (GOLDEN / "single-head-3x4.md").read_text(encoding="utf-8")
     assert render_markdown(solve(resolve("single-head-3x4"))) == golden
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--format", "markdown")
+    code, out, err = cli("explain", "single-head-3x4", "--format", "markdown")
     assert (code, out, err) == (0, golden, "")
 
 
-def test_blank_markdown_of_the_classic_example_is_the_golden_worksheet(capsys):
+def test_blank_markdown_of_the_classic_example_is_the_golden_worksheet(cli):
     golden = (GOLDEN / "single-head-3x4.blank.md").read_text(encoding="utf-8")
-    code, out, _ = run(capsys, "explain", "single-head-3x4", "--format", "markdown", "--blank")
+    code, out, _ = cli("explain", "single-head-3x4", "--format", "markdown", "--blank")
     assert (code, out) == (0, golden)
 
 
@@ -122,8 +115,8 @@ def test_masked_entries_are_minus_infinity_and_layer_steps_appear():
     assert "## Head 1" in text
 
 
-def test_head_option_limits_the_heads_shown(capsys):
-    code, out, _ = run(capsys, "explain", "two-head-causal-3x4", "--format", "markdown", "--head", "1")
+def test_head_option_limits_the_heads_shown(cli):
+    code, out, _ = cli("explain", "two-head-causal-3x4", "--format", "markdown", "--head", "1")
     assert code == 0 and "## Head 1" in out and "## Head 0" not in out
 
 
@@ -139,8 +132,8 @@ def test_a_handout_at_the_size_limits_takes_seconds_not_minutes():
 # --- HTML, SVG, export ----------------------------------------------------------------
 
 
-def test_html_page_is_standalone_and_titled(capsys):
-    code, out, _ = run(capsys, "explain", "single-head-3x4", "--format", "html")
+def test_html_page_is_standalone_and_titled(cli):
+    code, out, _ = cli("explain", "single-head-3x4", "--format", "html")
     assert code == 0
     assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
     assert "<title>Three tokens, d_model = 4, one head with d_k = 2</title>" in out
@@ -153,19 +146,19 @@ def test_html_escapes_the_title():
     assert "<title>a &lt;b&gt; &amp; {c}</title>" in page
 
 
-def test_svg_export(tmp_path, capsys):
+def test_svg_export(tmp_path, cli):
     target = tmp_path / "classic.svg"
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--export", str(target))
+    code, out, err = cli("explain", "single-head-3x4", "--export", str(target))
     assert (code, out, err) == (0, "", f"wrote {target}\n")
     svg = target.read_text(encoding="utf-8")
     assert svg.startswith("<svg") and "Queries" in svg
     assert export_svg(solve(resolve("single-head-3x4"))) == svg
 
 
-def test_export_html_and_markdown_files(tmp_path, capsys):
+def test_export_html_and_markdown_files(tmp_path, cli):
     html_file, md_file = tmp_path / "a.html", tmp_path / "a.md"
-    assert run(capsys, "explain", "single-head-3x4", "--export", str(html_file))[0] == 0
-    assert run(capsys, "explain", "single-head-3x4", "--export", str(md_file))[0] == 0
+    assert cli("explain", "single-head-3x4", "--export", str(html_file))[0] == 0
+    assert cli("explain", "single-head-3x4", "--export", str(md_file))[0] == 0
     assert html_file.read_text(encoding="utf-8") == export_html(solve(resolve("single-head-3x4")))
     assert md_file.read_text(encoding="utf-8") == (GOLDEN / "single-head-3x4.md").read_text(encoding="utf-8")
 
@@ -178,8 +171,8 @@ def test_blank_html_worksheet_has_no_answers_and_no_heatmap():
     assert "Queries Q" in sheet and "X·W_Q" in sheet  # same layout: steps and formulas
 
 
-def test_blank_rich_worksheet_in_the_terminal(capsys):
-    code, out, _ = run(capsys, "explain", "single-head-3x4", "--blank")
+def test_blank_rich_worksheet_in_the_terminal(cli):
+    code, out, _ = cli("explain", "single-head-3x4", "--blank")
     assert code == 0
     assert "1. Queries Q" in out and "7. Head output" in out
     for answer in ("0.1084", "1.4142", "2√2", "1.8916"):
@@ -192,9 +185,9 @@ def test_blank_rich_worksheet_in_the_terminal(capsys):
     (["--export", "out.txt"], "cannot export to '.txt'"),
     (["--blank", "--format", "json"], "--blank makes a worksheet for reading"),
 ])
-def test_handout_option_errors_exit_2(args, message, capsys, tmp_path, monkeypatch):
+def test_handout_option_errors_exit_2(args, message, cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "explain", "single-head-3x4", *args)
+    code, out, err = cli("explain", "single-head-3x4", *args)
     assert code == 2
     assert message in " ".join(err.replace("│", " ").split())
     if "json" in args:  # --format json: stdout has the error document (issue 8, G.24)
@@ -203,6 +196,6 @@ def test_handout_option_errors_exit_2(args, message, capsys, tmp_path, monkeypat
         assert out == ""
 
 
-def test_json_output_is_unchanged_by_the_new_options(capsys):
-    code, out, _ = run(capsys, "explain", "two-head-fused-3x4", "--format", "json")
+def test_json_output_is_unchanged_by_the_new_options(cli):
+    code, out, _ = cli("explain", "two-head-fused-3x4", "--format", "json")
     assert code == 0 and out == dumps(solve(resolve("two-head-fused-3x4"))) + "\n"

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from tutor.catalog import env_folders, exercises, load_catalog, resolve, search_folders
-from tutor.cli import main
 from tutor.errors import ExerciseError, NotFoundError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,12 +40,6 @@ def pack(tmp_path: Path) -> Path:
     (folder / ".github" / "workflows" / "ci.yml").write_text("on: push\njobs: {}\n")
     (folder / "first.solution.yaml").write_text("exercise: my-first\nq: [[1, 1], [2, 2], [2, 2]]\n")
     return folder
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --- the catalogue ------------------------------------------------------------------------
@@ -136,9 +129,9 @@ def test_without_packs_resolve_is_unchanged():
 # --- the commands ------------------------------------------------------------------------
 
 
-def test_list_shows_the_source_of_each_exercise(pack, capsys, monkeypatch):
+def test_list_shows_the_source_of_each_exercise(pack, cli, monkeypatch):
     monkeypatch.chdir(pack.parent)
-    code, out, err = run(capsys, "list", "--exercises", "pack")
+    code, out, err = cli("list", "--exercises", "pack")
     assert (code, err) == (0, "")
     lines = [line.rstrip() for line in out.splitlines()]
     assert lines[0] == "Exercises (bundled and packs)"
@@ -149,10 +142,10 @@ def test_list_shows_the_source_of_each_exercise(pack, capsys, monkeypatch):
     assert sum(1 for line in lines if line.endswith("(bundled)")) == len(BUNDLED_IDS)
 
 
-def test_list_is_a_table_when_it_fits(pack, capsys, monkeypatch):
+def test_list_is_a_table_when_it_fits(pack, cli, monkeypatch):
     monkeypatch.chdir(pack.parent)
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = run(capsys, "list", "--exercises", "pack")
+    code, out, _ = cli("list", "--exercises", "pack")
     lines = [line.rstrip() for line in out.splitlines()]
     header = next(line for line in lines if line.lstrip().startswith("id "))
     assert header.split() == ["id", "title", "L", "L_k", "d_model", "heads", "mask", "source"]
@@ -162,26 +155,26 @@ def test_list_is_a_table_when_it_fits(pack, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("width", [40, 60, 80])
-def test_list_never_cuts_an_id(pack, capsys, monkeypatch, width):
+def test_list_never_cuts_an_id(pack, cli, monkeypatch, width):
     monkeypatch.setenv("COLUMNS", str(width))
-    code, out, _ = run(capsys, "list", "--exercises", str(pack))
+    code, out, _ = cli("list", "--exercises", str(pack))
     assert code == 0 and "…" not in out
     for exercise_id in [*BUNDLED_IDS, "my-first", "my-second"]:
         assert any(line.startswith(exercise_id + " ") for line in out.splitlines()), exercise_id
 
 
-def test_list_json_has_the_source(pack, capsys):
-    code, out, _ = run(capsys, "list", "--format", "json", "--exercises", str(pack))
+def test_list_json_has_the_source(pack, cli):
+    code, out, _ = cli("list", "--format", "json", "--exercises", str(pack))
     rows = {r["id"]: r for r in json.loads(out)}
     assert code == 0
     assert rows["my-first"]["source"] == str(pack) and rows["my-first"]["file"] == str(pack / "first.yaml")
     assert rows["single-head-3x4"]["source"] == "bundled"
 
 
-def test_list_reports_pack_problems_on_stderr_and_still_lists(pack, capsys):
+def test_list_reports_pack_problems_on_stderr_and_still_lists(pack, cli):
     (pack / "copy.yaml").write_text((EXERCISES / "padding-4x2.yaml").read_text())
     (pack / "broken.yaml").write_text("id: [\n")
-    code, out, err = run(capsys, "list", "--format", "json", "--exercises", str(pack))
+    code, out, err = cli("list", "--format", "json", "--exercises", str(pack))
     assert code == 0
     assert len(json.loads(out)) == len(BUNDLED_IDS) + 3  # the clashing copy is listed with its source
     assert err.splitlines() == [
@@ -192,27 +185,27 @@ def test_list_reports_pack_problems_on_stderr_and_still_lists(pack, capsys):
     ]
 
 
-def test_list_without_packs_shows_every_bundled_exercise(capsys):
-    code, out, err = run(capsys, "list", "--format", "json")
+def test_list_without_packs_shows_every_bundled_exercise(cli):
+    code, out, err = cli("list", "--format", "json")
     assert (code, err) == (0, "")
     rows = json.loads(out)
     assert [r["id"] for r in rows] == BUNDLED_IDS and {r["source"] for r in rows} == {"bundled"}
 
 
-def test_explain_finds_a_pack_exercise_by_id(pack, capsys):
-    code, out, _ = run(capsys, "explain", "my-second", "--exercises", str(pack), "--format", "json")
+def test_explain_finds_a_pack_exercise_by_id(pack, cli):
+    code, out, _ = cli("explain", "my-second", "--exercises", str(pack), "--format", "json")
     assert code == 0
     assert json.loads(out)["exercise"]["source"] == str(pack / "week2" / "second.yml")
 
 
-def test_explain_of_a_clashing_id_names_both_files(pack, capsys):
+def test_explain_of_a_clashing_id_names_both_files(pack, cli):
     shutil.copy(EXERCISES / "single-head-3x4.yaml", pack / "copy.yaml")
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--exercises", str(pack))
+    code, out, err = cli("explain", "single-head-3x4", "--exercises", str(pack))
     assert code == 2 and out == ""
     assert err == (f"error: exercise id 'single-head-3x4' is defined twice: bundled:single-head-3x4.yaml and "
                    f"{pack / 'copy.yaml'} ({CLASH_HINT})\n")
 
 
-def test_exercises_option_must_be_a_folder(tmp_path, capsys):
-    code, _, err = run(capsys, "list", "--exercises", str(tmp_path / "nope"))
+def test_exercises_option_must_be_a_folder(tmp_path, cli):
+    code, _, err = cli("list", "--exercises", str(tmp_path / "nope"))
     assert code == 2 and "--exercises" in err

@@ -23,8 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from tutor.cli import main
-
 from .conftest import REPO
 
 R2 = math.sqrt(2)
@@ -46,18 +44,14 @@ def typed(m, places=2):
     return "; ".join(" ".join(f"{v:.{places}f}" for v in row) for row in m)
 
 
-def practise(capsys, monkeypatch, stdin: str, *argv: str) -> tuple[int, list[str], str]:
+def practise(cli, stdin: str, *argv: str) -> tuple[int, list[str], str]:
     """Run `attn-tutor practice ARGV` with ``stdin`` piped in; output lines without trailing blanks."""
-    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    code = main(["practice", *argv])
-    out, err = capsys.readouterr()
+    code, out, err = cli("practice", *argv, input=stdin)
     return code, [line.rstrip() for line in out.splitlines()], err
 
 
-def stats(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(["stats", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+def stats(cli, *argv: str) -> tuple[int, str, str]:
+    return cli("stats", *argv)
 
 
 def store_path() -> Path:
@@ -70,11 +64,6 @@ def rows(sql: str) -> list[tuple]:
         return conn.execute(sql).fetchall()
     finally:
         conn.close()
-
-
-def run_process(*argv: str, stdin: bytes = b"", **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tutor", *argv], input=stdin, capture_output=True, check=False,
-                          env={**os.environ, **env}, cwd=REPO, timeout=120)
 
 
 # --- the classic drill: the learner forgets 1/sqrt(d_k) --------------------------------------
@@ -113,9 +102,9 @@ SCALED_STEP = [
 ]
 
 
-def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatch):
+def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     unscaled = "2 4 4; 4 8 8; 4 8 8"
-    code, out, err = practise(capsys, monkeypatch, f"{unscaled}\n{unscaled}\nquit\n",
+    code, out, err = practise(cli, f"{unscaled}\n{unscaled}\nquit\n",
                               "single-head-3x4", "--steps", "scores,scaled")
     assert (code, err) == (0, "")
     assert out == HEADER + SCORES_STEP + [
@@ -147,7 +136,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatc
         ("scaled", "wrong", 1, "no_scaling", unscaled),
     ]
     # ... and stats shows it
-    code, text, err = stats(capsys)
+    code, text, err = stats(cli)
     assert (code, err) == (0, "")
     assert [line.rstrip() for line in text.splitlines()] == [
         "Progress: 1 session, 2 answers.",
@@ -169,7 +158,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatc
         "  attn-tutor practice single-head-dk4-2x4",
         f"Progress file: {store_path()}",
     ]
-    code, text, _ = stats(capsys, "--format", "json")
+    code, text, _ = stats(cli, "--format", "json")
     doc = json.loads(text)
     assert doc["store"] == str(store_path())
     assert (doc["sessions"], doc["answers"]) == (1, 2)
@@ -183,7 +172,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(capsys, monkeypatc
                            "accuracy": 0.0, "command": "attn-tutor practice single-head-dk4-2x4"}
 
 
-def test_the_whole_classic_example_end_to_end(capsys, monkeypatch):
+def test_the_whole_classic_example_end_to_end(cli):
     script = [
         "1 1; 2 2; 2 2",  # Q
         "1 1", "2 2", "2 2", "",  # K, row by row
@@ -194,7 +183,7 @@ def test_the_whole_classic_example_end_to_end(capsys, monkeypatch):
         typed(WEIGHTS),
         typed(OUTPUT),
     ]
-    code, out, err = practise(capsys, monkeypatch, "\n".join(script) + "\n", "single-head-3x4")
+    code, out, err = practise(cli, "\n".join(script) + "\n", "single-head-3x4")
     assert (code, err) == (0, "")
     assert [line for line in out if line.startswith(("✓", "✗", "Diagnosis"))] == [
         "✓ Right.", "✓ Right.", "✓ Right.", "✓ Right.",
@@ -218,8 +207,8 @@ def test_the_whole_classic_example_end_to_end(capsys, monkeypatch):
     assert rows("SELECT ended IS NOT NULL FROM sessions") == [(1,)]
 
 
-def test_end_of_input_ends_with_the_summary_and_exit_0(capsys, monkeypatch):
-    code, out, err = practise(capsys, monkeypatch, "1 1; 2 2; 2 2\n", "single-head-3x4", "--steps", "q,k")
+def test_end_of_input_ends_with_the_summary_and_exit_0(cli):
+    code, out, err = practise(cli, "1 1; 2 2; 2 2\n", "single-head-3x4", "--steps", "q,k")
     assert (code, err) == (0, "")
     assert out[-7:] == [
         "K>",
@@ -233,9 +222,9 @@ def test_end_of_input_ends_with_the_summary_and_exit_0(capsys, monkeypatch):
     assert rows("SELECT step, outcome FROM answers") == [("q", "correct")]
 
 
-def test_commands_at_the_prompt(capsys, monkeypatch):
+def test_commands_at_the_prompt(cli):
     script = "help\nshape\nhint\nhint\nhint\nshow\nskip\n"
-    code, out, _ = practise(capsys, monkeypatch, script, "single-head-3x4", "--steps", "scores,scaled")
+    code, out, _ = practise(cli, script, "single-head-3x4", "--steps", "scores,scaled")
     assert code == 0
     start = out.index("scores> help")
     assert out[start:start + 30] == [
@@ -276,10 +265,10 @@ def test_commands_at_the_prompt(capsys, monkeypatch):
     assert rows("SELECT step, outcome, hints FROM answers ORDER BY id") == [("scores", "shown", 3), ("scaled", "skipped", 0)]
 
 
-def test_bad_typed_input_is_one_line_and_a_new_prompt(capsys, monkeypatch):
+def test_bad_typed_input_is_one_line_and_a_new_prompt(cli):
     bad = ["1 1; 2 2; 2 x", "((", "[[1, 2", "1/0", "2^1000", "exp(5000)", "__import__('os')", "1 1; 2 2; 2 é",
            "\x00", "9" * 500, "1 1; 2 2; 2"]
-    code, out, err = practise(capsys, monkeypatch, "\n".join(bad) + "\nquit\n", "single-head-3x4", "--steps", "q")
+    code, out, err = practise(cli, "\n".join(bad) + "\nquit\n", "single-head-3x4", "--steps", "q")
     assert code == 0 and err == ""
     complaints = [line for line in out if line.startswith("Not an answer: ")]
     assert len(complaints) == len(bad)
@@ -294,8 +283,8 @@ def test_bad_typed_input_is_one_line_and_a_new_prompt(capsys, monkeypatch):
     assert rows("SELECT COUNT(*) FROM answers") == [(0,)]  # nothing was graded
 
 
-def test_entry_mode(capsys, monkeypatch):
-    code, out, _ = practise(capsys, monkeypatch, "1\n1\n2\n2\n2\n3\n2\n", "single-head-3x4", "--steps", "q",
+def test_entry_mode(cli):
+    code, out, _ = practise(cli, "1\n1\n2\n2\n2\n3\n2\n", "single-head-3x4", "--steps", "q",
                             "--mode", "entry")
     assert code == 0
     prompts = [line for line in out if "]> " in line]
@@ -305,17 +294,17 @@ def test_entry_mode(capsys, monkeypatch):
     assert "✓ Right, at try 2." in out
 
 
-def test_head_and_tolerance_options(capsys, monkeypatch):
+def test_head_and_tolerance_options(cli):
     # head 1 of the causal exercise: X·W_Q[:, 2:4]; W_Q's columns 3 and 4 are (0,1,0,1) and (1,0,1,0)
     x = [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]
     wq = [[0, 1], [1, 0], [0, 1], [1, 0]]
     q1 = [[sum(x[i][k] * wq[k][j] for k in range(4)) for j in range(2)] for i in range(3)]
     text = "; ".join(" ".join(str(v) for v in row) for row in q1)
-    code, out, _ = practise(capsys, monkeypatch, text + "\n", "two-head-causal-3x4", "--steps", "q", "--head", "1")
+    code, out, _ = practise(cli, text + "\n", "two-head-causal-3x4", "--steps", "q", "--head", "1")
     assert code == 0
     assert "Step 1 of 1, head 1: Queries Q" in out and "✓ Right." in out and f"Q (head 1)> {text}" in out
     # --tolerance 0.05 accepts one decimal
-    code, out, _ = practise(capsys, monkeypatch, typed(SCALED, 1) + "\n", "single-head-3x4", "--steps", "scaled",
+    code, out, _ = practise(cli, typed(SCALED, 1) + "\n", "single-head-3x4", "--steps", "scaled",
                             "--tolerance", "0.05")
     assert "✓ Right." in out
 
@@ -329,20 +318,20 @@ def test_head_and_tolerance_options(capsys, monkeypatch):
     (["single-head-3x4", "--mode", "rows"], "'rows' is not one of"),
     (["no-such-exercise"], "error: no exercise 'no-such-exercise'"),
 ])
-def test_bad_options_exit_2_without_asking(capsys, monkeypatch, argv, message):
-    code, out, err = practise(capsys, monkeypatch, "1\n", *argv)
+def test_bad_options_exit_2_without_asking(cli, argv, message):
+    code, out, err = practise(cli, "1\n", *argv)
     assert code == 2
     assert message in " ".join(err.split())
     assert not any(line.startswith("Step ") for line in out)
     assert "Traceback" not in err
 
 
-def test_an_exercise_file_by_path(capsys, monkeypatch, tmp_path):
+def test_an_exercise_file_by_path(cli, tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("id: mine\ntitle: One token\nx: [[1, 2]]\nheads:\n  - w_q: [[1], [1]]\n"
                     "    w_k: [[1], [0]]\n    w_v: [[0], [1]]\n")
     # Q = 1 + 2 = 3, K = 1, V = 2; one key: scores 3, scaled 3/1 = 3, weight 1, output 2
-    code, out, _ = practise(capsys, monkeypatch, "3\n1\n2\n3\n3\n1\n2\n", str(path))
+    code, out, _ = practise(cli, "3\n1\n2\n3\n3\n1\n2\n", str(path))
     assert code == 0
     assert out[0] == "Practice: One token (mine, steps to do: 7)"
     assert out.count("✓ Right.") == 7
@@ -360,8 +349,8 @@ def test_two_sessions_at_once_both_saved():
     assert rows("SELECT session, COUNT(*) FROM answers GROUP BY session") == [(1, 4), (2, 4)]
 
 
-def test_without_an_exercise_the_weakest_step_picks_it(capsys, monkeypatch):
-    code, out, _ = practise(capsys, monkeypatch, "quit\n")
+def test_without_an_exercise_the_weakest_step_picks_it(cli):
+    code, out, _ = practise(cli, "quit\n")
     assert code == 0
     assert out[0] == "Practising single-head-3x4: it trains q, not practised yet."
     assert out[1].startswith("Practice: Three tokens")
@@ -372,13 +361,11 @@ def test_without_an_exercise_the_weakest_step_picks_it(capsys, monkeypatch):
 
 @pytest.mark.parametrize("content", [b"not a database at all\n", b"SQLite format 3\x00" + b"\x07" * 2000])
 @pytest.mark.parametrize("command", [["practice", "single-head-3x4"], ["stats"]])
-def test_damaged_or_foreign_store_is_one_error_and_left_untouched(capsys, monkeypatch, content, command):
+def test_damaged_or_foreign_store_is_one_error_and_left_untouched(cli, content, command):
     path = store_path()
     path.parent.mkdir(parents=True)
     path.write_bytes(content)
-    monkeypatch.setattr(sys, "stdin", io.StringIO("1 1; 2 2; 2 2\n"))
-    code = main(command)
-    out, err = capsys.readouterr()
+    code, out, err = cli(*command, input="1 1; 2 2; 2 2\n")
     assert code == 2
     assert out == ""  # not a single question asked
     assert len(err.splitlines()) == 1
@@ -388,7 +375,7 @@ def test_damaged_or_foreign_store_is_one_error_and_left_untouched(capsys, monkey
     assert sorted(p.name for p in path.parent.iterdir()) == ["progress.sqlite3"]
 
 
-def test_another_programs_sqlite_file_is_refused(capsys, monkeypatch):
+def test_another_programs_sqlite_file_is_refused(cli):
     path = store_path()
     path.parent.mkdir(parents=True)
     conn = sqlite3.connect(path)
@@ -396,15 +383,15 @@ def test_another_programs_sqlite_file_is_refused(capsys, monkeypatch):
     conn.commit()
     conn.close()
     before = hashlib.sha256(path.read_bytes()).hexdigest()
-    code, out, err = practise(capsys, monkeypatch, "", "single-head-3x4")
+    code, out, err = practise(cli, "", "single-head-3x4")
     assert code == 2 and out == []
     assert err == (f"error: {path} is not an attn-tutor progress file; it was left untouched "
                    "(move it away, or set ATTN_TUTOR_HOME to use another folder)\n")
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
-def test_stats_with_no_store_creates_nothing(capsys):
-    code, out, _ = stats(capsys)
+def test_stats_with_no_store_creates_nothing(cli):
+    code, out, _ = stats(cli)
     assert code == 0
     assert out.splitlines()[0] == "No practice recorded yet."
     assert "attn-tutor practice single-head-3x4" in out
@@ -426,7 +413,7 @@ def _read_until(proc: subprocess.Popen, needle: bytes, timeout: float = 60) -> b
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_a_killed_session_keeps_every_answer_given():
+def test_a_killed_session_keeps_every_answer_given(cli_process):
     proc = subprocess.Popen([sys.executable, "-m", "tutor", "practice", "single-head-3x4"], cwd=REPO,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
     try:
@@ -453,19 +440,18 @@ def test_a_killed_session_keeps_every_answer_given():
         ("q", "correct", 1, "1 1; 2 2; 2 2"), ("k", "wrong", 1, "9 9; 2 2; 2 2")]
     assert rows("SELECT ended FROM sessions") == [(None,)]
     # and the store opens cleanly afterwards
-    r = run_process("stats", "--format", "json")
-    assert r.returncode == 0, r.stderr
+    r = cli_process("stats", "--format", "json")
+    assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["answers"] == 2
 
 
 # --- what the learner reads, under constraints -------------------------------------------------
 
 
-def test_ascii_stream_no_colour_and_60_columns():
+def test_ascii_stream_no_colour_and_60_columns(cli_process):
     script = (typed(SCORES) + "\n" + "show\n").encode()  # forgets the scaling, then reveals
-    r = run_process("practice", "single-head-3x4", "--steps", "scaled,weights", stdin=script + b"show\n",
-                    PYTHONIOENCODING="ascii", COLUMNS="60", NO_COLOR="1", TERM="xterm-256color")
-    assert r.returncode == 0, r.stderr
+    r = cli_process("practice", "single-head-3x4", "--steps", "scaled,weights", input=script + b"show\n", env={"PYTHONIOENCODING": "ascii", "COLUMNS": "60", "NO_COLOR": "1", "TERM": "xterm-256color"})
+    assert r.code == 0, r.stderr
     out = r.stdout.decode("ascii")  # raises on any non-ASCII byte
     assert "\x1b[" not in out
     assert max(len(line) for line in out.splitlines()) <= 60
@@ -481,17 +467,16 @@ def test_ascii_stream_no_colour_and_60_columns():
     assert r.stderr == b""
 
 
-def test_undecodable_piped_bytes_are_a_message_not_a_crash():
-    r = run_process("practice", "single-head-3x4", "--steps", "q", stdin=b"\xff\xfe 1\n1 1; 2 2; 2 2\n")
-    assert r.returncode == 0 and r.stderr == b""
+def test_undecodable_piped_bytes_are_a_message_not_a_crash(cli_process):
+    r = cli_process("practice", "single-head-3x4", "--steps", "q", input=b"\xff\xfe 1\n1 1; 2 2; 2 2\n")
+    assert r.code == 0 and r.stderr == b""
     out = r.stdout.decode()
     assert "Not an answer: " in out and "✓ Right." in out
 
 
-def test_help_for_each_command(capsys):
+def test_help_for_each_command(cli):
     for command, options in (("practice", ["--steps", "--head", "--mode", "--tolerance"]), ("stats", ["--format"])):
-        code = main([command, "--help"])
-        out, _ = capsys.readouterr()
+        code, out, _ = cli(command, "--help")
         assert code == 0
         for option in options:
             assert option in out
@@ -503,10 +488,10 @@ STDIN_CLOSED = ("error: standard input is closed, and practice reads your answer
                 "type them, or pipe a file of answers (attn-tutor practice EXERCISE < answers.txt)\n")
 
 
-def test_closed_stdin_is_one_error_before_any_session(capsys, monkeypatch):
-    monkeypatch.setattr(sys, "stdin", None)  # what Python makes of `<&-`
-    code = main(["practice", "single-head-3x4"])
-    out, err = capsys.readouterr()
+def test_closed_stdin_is_one_error_before_any_session(cli):
+    closed = io.StringIO()
+    closed.close()  # as sys.stdin after `<&-` (None) or a stream closed under the program: see the real process below
+    code, out, err = cli("practice", "single-head-3x4", input=closed)
     assert (code, out, err) == (2, "", STDIN_CLOSED)
     assert not store_path().parent.exists()  # no session started, nothing written
 
@@ -522,11 +507,11 @@ def test_closed_stdin_in_a_real_process():
 # head 1 of the causal exercise, by hand (see tests/test_quiz.py): masked1 = [[0, -inf, -inf],
 # [4√2, 0, -inf], [2√2, 4√2, 4√2]]; the mask-as-zero weights are softmax([0, 0, 0]) = 1/3 each and
 # softmax([4√2, 0, 0]) = e^{4√2}/(e^{4√2} + 2) ≈ 0.9931, 1/(e^{4√2} + 2) ≈ 0.0035
-def test_a_weight_on_a_masked_key_is_wrong_however_small(capsys, monkeypatch):
+def test_a_weight_on_a_masked_key_is_wrong_however_small(cli):
     mask_zero = "0.3333 0.3333 0.3333; 0.9931 0.0035 0.0035; 0.0287 0.4856 0.4856"
     e = math.exp(4 * R2)
     assert (f"{e / (e + 2):.4f}", f"{1 / (e + 2):.4f}") == ("0.9931", "0.0035")
-    code, out, _ = practise(capsys, monkeypatch, mask_zero + "\nquit\n", "two-head-causal-3x4", "--head", "1",
+    code, out, _ = practise(cli, mask_zero + "\nquit\n", "two-head-causal-3x4", "--head", "1",
                             "--steps", "weights")
     assert code == 0
     start = out.index(f"weights (head 1)> {mask_zero}")
@@ -584,19 +569,17 @@ def unwrapped(lines: list[str]) -> str:
     return " ".join(" ".join(lines).split())
 
 
-def test_a_locked_progress_file_does_not_end_the_session_and_loses_nothing(capsys, monkeypatch):
+def test_a_locked_progress_file_does_not_end_the_session_and_loses_nothing(cli, monkeypatch):
     from tutor import store
 
     monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 100)
     locker = Locker()
     stdin = Script("1 1; 2 2; 2 2\n9 9; 2 2; 2 2\n1 1; 2 2; 2 2\n1 1; 2 2; 2 2\nquit\n",
                    {1: locker.take, 4: locker.release})  # locked while Q and K (twice) are answered
-    monkeypatch.setattr(sys, "stdin", stdin)
     try:
-        code = main(["practice", "single-head-3x4"])
+        code, out, err = cli("practice", "single-head-3x4", input=stdin)
     finally:
         locker.release()
-    out, err = capsys.readouterr()
     assert (code, err) == (0, "")
     warning = (f"Not saved yet: the progress file {store_path()} is locked by another program. Your answer is kept, "
                "and saved with your next answer or at the end.")
@@ -612,15 +595,14 @@ def test_a_locked_progress_file_does_not_end_the_session_and_loses_nothing(capsy
     assert rows("SELECT ended IS NOT NULL FROM sessions") == [(1,)]
 
 
-def test_answers_still_unsaved_at_the_end_are_counted_after_the_summary(capsys, monkeypatch):
+def test_answers_still_unsaved_at_the_end_are_counted_after_the_summary(cli, monkeypatch):
     from tutor import store
 
     monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 100)
     locker = Locker()
-    monkeypatch.setattr(sys, "stdin", Script("1 1; 2 2; 2 2\nskip\nquit\n", {1: locker.take}))
     try:
-        code = main(["practice", "single-head-3x4", "--steps", "q,k,v"])
-        out, err = capsys.readouterr()
+        code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k,v",
+                             input=Script("1 1; 2 2; 2 2\nskip\nquit\n", {1: locker.take}))
     finally:
         locker.release()
     assert code == 2
@@ -637,8 +619,8 @@ def test_answers_still_unsaved_at_the_end_are_counted_after_the_summary(capsys, 
     assert rows("SELECT COUNT(*) FROM answers") == [(0,)]
 
 
-def test_a_huge_piped_line_is_echoed_cut(capsys, monkeypatch):
-    code, out, _ = practise(capsys, monkeypatch, "1" * 200_000 + "\nquit\n", "single-head-3x4", "--steps", "q")
+def test_a_huge_piped_line_is_echoed_cut(cli):
+    code, out, _ = practise(cli, "1" * 200_000 + "\nquit\n", "single-head-3x4", "--steps", "q")
     assert code == 0
     # echoed after its prompt: 200 characters, then the cut, wrapped at 100 columns
     start = out.index("Q>")
@@ -648,19 +630,19 @@ def test_a_huge_piped_line_is_echoed_cut(capsys, monkeypatch):
     assert max(len(line) for line in out) <= 100
 
 
-def test_hints_and_sessions_are_counted_in_words(capsys, monkeypatch):
-    code, out, _ = practise(capsys, monkeypatch, "hint\nshow\n", "single-head-3x4", "--steps", "q")
+def test_hints_and_sessions_are_counted_in_words(cli):
+    code, out, _ = practise(cli, "hint\nshow\n", "single-head-3x4", "--steps", "q")
     assert out[-2] == "   1. Q  shown (missed), 1 hint"
-    _, text, _ = stats(capsys)
+    _, text, _ = stats(cli)
     assert text.splitlines()[0] == "Progress: 1 session, 1 answer."
-    practise(capsys, monkeypatch, "skip\n", "single-head-3x4", "--steps", "q")
-    _, text, _ = stats(capsys)
+    practise(cli, "skip\n", "single-head-3x4", "--steps", "q")
+    _, text, _ = stats(cli)
     assert text.splitlines()[0] == "Progress: 2 sessions, 2 answers."
 
 
-def test_two_mistakes_giving_the_same_numbers_are_both_shown(capsys, monkeypatch):
+def test_two_mistakes_giving_the_same_numbers_are_both_shown(cli):
     # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k
-    code, out, _ = practise(capsys, monkeypatch, "1 2 2; 2 4 4; 2 4 4\nquit\n", "single-head-3x4", "--steps", "scaled")
+    code, out, _ = practise(cli, "1 2 2; 2 4 4; 2 4 4\nquit\n", "single-head-3x4", "--steps", "scaled")
     start = out.index("scaled> 1 2 2; 2 4 4; 2 4 4")
     assert out[start + 10:start + 16] == [
         "Diagnosis: this answer matches two mistakes, which give the same numbers here:",
@@ -672,11 +654,11 @@ def test_two_mistakes_giving_the_same_numbers_are_both_shown(capsys, monkeypatch
     ]
 
 
-def test_an_input_table_shows_one_form_throughout(capsys, monkeypatch):
+def test_an_input_table_shows_one_form_throughout(cli):
     # the weights of the classic example: row t1 = [1/(1 + 2e^√2), 1/(2 + e^-√2), 1/(2 + e^-√2)];
     # the first is longer than 16 characters, so the whole table is in decimals
     w = WEIGHTS
-    code, out, _ = practise(capsys, monkeypatch, "quit\n", "single-head-3x4", "--steps", "head_output")
+    code, out, _ = practise(cli, "quit\n", "single-head-3x4", "--steps", "head_output")
     start = out.index("   head_0 = weights·V")
     assert out[start + 1:start + 10] == [
         "  weights [3×3]                       V [3×2]",
@@ -690,7 +672,7 @@ def test_an_input_table_shows_one_form_throughout(capsys, monkeypatch):
         "head_0> quit",
     ]
     # the scaled scores (√2, 2√2, 4√2: all short) are exact over decimal, every one of them
-    code, out, _ = practise(capsys, monkeypatch, "quit\n", "single-head-3x4", "--steps", "weights")
+    code, out, _ = practise(cli, "quit\n", "single-head-3x4", "--steps", "weights")
     start = out.index("  scaled [3×3]")
     assert out[start + 1:start + 12] == [
         "  ╭────┬────────┬────────┬────────╮",
@@ -717,10 +699,10 @@ def seed_store() -> None:
         s.record(session, Attempt("two-head-causal-3x4", "head_output", 0, "shown"))
 
 
-def test_stats_at_60_columns_cuts_nothing(capsys, monkeypatch):
+def test_stats_at_60_columns_cuts_nothing(cli, monkeypatch):
     seed_store()
     monkeypatch.setenv("COLUMNS", "60")
-    code, text, err = stats(capsys)
+    code, text, err = stats(cli)
     assert (code, err) == (0, "")
     lines = [line.rstrip() for line in text.splitlines()]
     assert lines[:19] == [
@@ -748,10 +730,10 @@ def test_stats_at_60_columns_cuts_nothing(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("columns", [40, 30, 20])
-def test_stats_when_narrow_keeps_every_header_and_step_whole(capsys, monkeypatch, columns):
+def test_stats_when_narrow_keeps_every_header_and_step_whole(cli, monkeypatch, columns):
     seed_store()
     monkeypatch.setenv("COLUMNS", str(columns))
-    code, text, _ = stats(capsys)
+    code, text, _ = stats(cli)
     assert code == 0 and "…" not in text
     words = set(text.replace("│", " ").replace(":", " ").replace(",", " ").split())
     assert {"step", "right", "answers", "accuracy", "shown", "skipped"} <= words or columns == 20
@@ -759,3 +741,65 @@ def test_stats_when_narrow_keeps_every_header_and_step_whole(capsys, monkeypatch
     assert "attn-tutor practice single-head-3x4" in text  # the command, never broken
     body = text.split("Practise next")[0]
     assert max(len(line.rstrip()) for line in body.splitlines()) <= columns
+
+
+# --- Ctrl-C, however the process was started --------------------------------------------------
+
+
+class SignalWatchingInput(io.StringIO):
+    """Piped answers that note SIGINT's handler each time a line is read."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.handlers: list[object] = []
+
+    def readline(self, *args):
+        self.handlers.append(signal.getsignal(signal.SIGINT))
+        return super().readline(*args)
+
+
+def test_a_session_installs_its_ctrl_c_handler_and_restores_the_one_it_found(cli):
+    """SIGINT ignored (a background job): during the session Ctrl-C raises KeyboardInterrupt; after it, ignored again."""
+    answers = SignalWatchingInput("1 1; 2 2; 2 2\nquit\n")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k", input=answers)
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (code, err) == (0, "") and "Session ended." in out
+    assert answers.handlers == [signal.default_int_handler] * 2
+    assert after is signal.SIG_IGN
+
+
+class InterruptedInput(io.StringIO):
+    """Answers typed until Ctrl-C: the second read is interrupted."""
+
+    def readline(self, *args):
+        line = super().readline(*args)
+        if not line:
+            raise KeyboardInterrupt
+        return line
+
+
+def test_ctrl_c_while_reading_ends_with_the_summary_and_keeps_the_answers(cli):
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k", input=InterruptedInput("1 1; 2 2; 2 2\n"))
+    assert (code, err) == (0, "")
+    assert "Interrupted: session ended." in out and "Steps right: 1 of 2" in out
+    assert rows("SELECT step, outcome FROM answers") == [("q", "correct")]
+
+
+# --- scripted sessions (these went through Typer's CliRunner before the shared fixture) --------------
+
+
+def test_practice_scripted_forgetting_the_scaling_then_correcting_it(cli):
+    """The learner forgets 1/sqrt(d_k) at `scaled`, is told so, corrects it, then quits."""
+    scores = "2 4 4; 4 8 8; 4 8 8"
+    r2 = math.sqrt(2)
+    scaled = "; ".join(" ".join(f"{v / r2:.2f}" for v in row) for row in ((2, 4, 4), (4, 8, 8), (4, 8, 8)))
+    answers = "\n".join([scores, scores, scaled, "quit"]) + "\n"  # scores; scaled: unscaled, then right
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "scores,scaled,weights", input=answers)
+    assert (code, err) == (0, "")
+    assert out.count("Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).") == 1
+    assert out.count("✓ Right") == 2  # scores at once, scaled at the second try
+    assert "Session ended." in out

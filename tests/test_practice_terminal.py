@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -21,12 +22,18 @@ EXE = REPO / ".venv" / "bin" / "attn-tutor"
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # SGR colour codes
 
 
-def spawn(*argv: str, **env: str):
+def spawn(*argv: str, preexec_fn=None, **env: str):
     exe = str(EXE) if EXE.exists() else sys.executable
     args = list(argv) if EXE.exists() else ["-m", "tutor", *argv]
     full = {**os.environ, "TERM": "xterm-256color", **env}
     full.pop("COLUMNS", None)  # the terminal's own size
-    return pexpect.spawn(exe, args, env=full, cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 100))
+    return pexpect.spawn(exe, args, env=full, cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 100),
+                         preexec_fn=preexec_fn)
+
+
+def as_a_background_job() -> None:
+    """What a non-interactive shell does to a job it starts with ``&`` (``make test &``): SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def answers() -> list[tuple]:
@@ -57,6 +64,23 @@ def test_ctrl_c_ends_with_the_summary_and_keeps_the_answers():
     assert child.exitstatus == 0 and child.signalstatus is None
     assert "Traceback" not in child.before
     assert answers() == [("q", "correct", 1), ("k", "wrong", 1)]
+
+
+def test_ctrl_c_ends_the_session_even_when_started_with_sigint_ignored():
+    """Started as a background job (SIGINT ignored, so Python installs no handler), Ctrl-C at the prompt
+    still ends the session with its summary: the session installs its own handler for its duration."""
+    child = spawn("practice", "single-head-3x4", "--steps", "q,k", preexec_fn=as_a_background_job)
+    child.expect_exact("Q> ")
+    child.sendline("1 1; 2 2; 2 2")
+    child.expect_exact("Right.")
+    child.expect_exact("K> ")
+    child.sendintr()
+    child.expect_exact("Interrupted: session ended.")
+    child.expect_exact("Steps right: 1 of 2 (1 at the first try); shown: 0; skipped: 0.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and child.signalstatus is None
+    assert answers() == [("q", "correct", 1)]
 
 
 def test_ctrl_d_ends_the_session_cleanly():

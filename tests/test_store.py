@@ -4,7 +4,6 @@ concurrent writers, and the pure summaries (counts worked out by hand)."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -413,11 +412,9 @@ def test_a_store_with_a_damaged_header_or_page_is_refused_and_left_untouched(tmp
     assert listing(tmp_path) == before
 
 
-def test_the_learners_cut_store_stops_practice_and_stats_alike(tmp_path, capsys, monkeypatch):
+def test_the_learners_cut_store_stops_practice_and_stats_alike(tmp_path, cli):
     """F.17 as found: `stats` called the store damaged while `practice` wrote into it and said
     "saved".  Now both say it is damaged, before any question, and neither writes."""
-    from tutor.cli import main
-
     from .test_practice_cli import store_path
 
     path = store_path()
@@ -426,9 +423,7 @@ def test_the_learners_cut_store_stops_practice_and_stats_alike(tmp_path, capsys,
     cut(path, path.stat().st_size - 100)
     before = listing(path.parent)
     for argv in (["practice", "single-head-3x4"], ["stats"], ["stats", "--format", "json"], ["practice"]):
-        monkeypatch.setattr(sys, "stdin", io.StringIO("1 1; 2 2; 2 2\nquit\n"))
-        code = main(argv)
-        out, err = capsys.readouterr()
+        code, out, err = cli(*argv, input="1 1; 2 2; 2 2\nquit\n")
         assert code == 2, argv
         if "json" in argv:  # --format json: the error is also a JSON document on stdout (G.24)
             assert [e["message"] for e in json.loads(out)["errors"]] == [f"the progress file {path} {DAMAGED}"]
@@ -474,17 +469,13 @@ def test_damage_found_by_a_write_stops_every_later_write(tmp_path):
         assert [(a.step, a.attempt) for a in recorder.pending] == [("k", 1), ("k", 2)]  # kept, in order
 
 
-def test_damage_found_mid_session_keeps_the_session_going_and_never_claims_saved(capsys, monkeypatch):
-    from tutor.cli import main
-
+def test_damage_found_mid_session_keeps_the_session_going_and_never_claims_saved(cli):
     from .test_practice_cli import Script, store_path, unwrapped
 
     # Q right; K wrong; (the file is damaged); K right; V right; quit
     stdin = Script("1 1; 2 2; 2 2\n9 9; 2 2; 2 2\n1 1; 2 2; 2 2\n1 1; 2 2; 2 2\nquit\n",
                    {3: lambda: damage_under(store_path())})
-    monkeypatch.setattr(sys, "stdin", stdin)
-    code = main(["practice", "single-head-3x4", "--steps", "q,k,v"])
-    out, err = capsys.readouterr()
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k,v", input=stdin)
     path = store_path()
     reason = f"the progress file {path} turned out to be damaged, so nothing more is written to it"
     assert code == 2
@@ -500,9 +491,7 @@ def test_damage_found_mid_session_keeps_the_session_going_and_never_claims_saved
         "   2. K  right after 1 wrong; not saved: answer 2",
         "   3. V  right at the first try; not saved: answer 1",
     ]
-    code = main(["stats"])
-    out, err = capsys.readouterr()
-    assert (code, out, err) == (2, "", f"error: the progress file {path} {DAMAGED}\n")
+    assert cli("stats") == (2, "", f"error: the progress file {path} {DAMAGED}\n")
 
 
 # --- issue 8: a foreign file with no table is not empty (F.19) ------------------------------------
@@ -785,10 +774,8 @@ def test_stats_writes_nothing_to_a_healthy_store(tmp_path):
     assert digest(path) == before
 
 
-def test_practice_on_a_read_only_folder_is_one_error_before_any_question(tmp_path, capsys, monkeypatch):
+def test_practice_on_a_read_only_folder_is_one_error_before_any_question(tmp_path, cli, monkeypatch):
     """Simulated (root may write anywhere): the folder reports no write access, as a read-only mount does."""
-    from tutor.cli import main
-
     from .test_practice_cli import store_path
 
     path = store_path()
@@ -798,15 +785,12 @@ def test_practice_on_a_read_only_folder_is_one_error_before_any_question(tmp_pat
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) in (path, path.parent) and mode == os.W_OK
                         else real(p, mode, **kw))
-    monkeypatch.setattr(sys, "stdin", io.StringIO("1 1; 2 2; 2 2\n"))
-    code = main(["practice", "single-head-3x4"])
-    out, err = capsys.readouterr()
+    code, out, err = cli("practice", "single-head-3x4", input="1 1; 2 2; 2 2\n")
     assert (code, out) == (2, "")
     assert err == (f"error: the progress file {path} cannot be written (Permission denied), and practice saves every "
                    "answer in it: make it writable, or set ATTN_TUTOR_HOME to a writable folder\n")
     assert listing(path.parent) == before
-    code = main(["stats", "--format", "json"])
-    out, err = capsys.readouterr()
+    code, out, err = cli("stats", "--format", "json")
     assert (code, err, json.loads(out)["answers"]) == (0, "", 2)
 
 

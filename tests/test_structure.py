@@ -124,13 +124,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-# The command modules import `app` from tutor.cli, which imports them to register their commands:
-# issue 9, item 4 (branch i9-cli) registers the commands explicitly and removes these edges.
-# Once they are gone, the test below says so: delete this set then.
-KNOWN = {("tutor.cli.author", "tutor.cli"), ("tutor.cli.check", "tutor.cli"), ("tutor.cli.explain", "tutor.cli"),
-         ("tutor.cli.practice", "tutor.cli")}
-
-
 def test_the_graph_sees_the_imports_it_must():
     """The graph is built right: edges it must have, and none from imports inside functions or for type checking."""
     graph = import_graph()
@@ -143,12 +136,7 @@ def test_the_graph_sees_the_imports_it_must():
 
 
 def test_no_import_cycle_inside_the_package():
-    graph = import_graph()
-    for edge in KNOWN:
-        assert edge[1] in graph[edge[0]], f"{edge} is gone: delete it from KNOWN"
-    for importer, imported in KNOWN:
-        graph[importer].discard(imported)
-    assert cycles(graph) == []
+    assert cycles(import_graph()) == []
 
 
 def test_a_cycle_is_found():

@@ -57,23 +57,6 @@ def unsafe(text: str) -> list[str]:
     return [c for c in text if c not in "\n\t" and unicodedata.category(c) in UNSAFE_CATEGORIES]
 
 
-def run(capsys, *argv: str, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
-    if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def run_process(*argv: str, stdin: bytes = b"", shell_redirect: str = "", **env: str) -> subprocess.CompletedProcess:
-    """The CLI in a fresh interpreter; ``shell_redirect`` (``>&-``) is applied by a shell."""
-    full = {**os.environ, **env}
-    command = [sys.executable, "-m", "tutor", *argv]
-    if shell_redirect:
-        command = ["sh", "-c", f'exec "$@" {shell_redirect}', "sh", *command]
-    return subprocess.run(command, input=stdin, capture_output=True, env=full, cwd=REPO, timeout=180, check=False)
-
-
 def yaml_str(text: str) -> str:
     """``text`` as a YAML double-quoted scalar, every character but printable ASCII escaped."""
     def one(c: str) -> str:
@@ -218,10 +201,10 @@ EVIL_COMMANDS = [
 
 
 @pytest.mark.parametrize("argv", EVIL_COMMANDS, ids=lambda a: " ".join(a))
-def test_text_from_files_never_reaches_the_terminal_raw(argv, evil, capsys):
+def test_text_from_files_never_reaches_the_terminal_raw(argv, evil, cli):
     args = [a.format(f=evil / "pack" / "evil.yaml", pack=evil / "pack", sol=evil / "sol.yaml",
                      missing=evil / "pack" / "no\x1b[2Jsuch\u202e.yaml") for a in argv]
-    code, out, err = run(capsys, *args)
+    code, out, err = cli(*args)
     assert code in (0, 1, 2) and "Traceback" not in err
     assert unsafe(out) == [] and unsafe(err) == []
     if argv[0] == "explain" and "{f}" in argv:
@@ -230,25 +213,24 @@ def test_text_from_files_never_reaches_the_terminal_raw(argv, evil, capsys):
             assert "\\x1b]0;pwned\\x07" in out and "\\u202e" in out
 
 
-def test_the_labels_show_escaped_in_their_table(evil, capsys):
-    code, out, _ = run(capsys, "explain", str(evil / "pack" / "evil.yaml"))
+def test_the_labels_show_escaped_in_their_table(evil, cli):
+    code, out, _ = cli("explain", str(evil / "pack" / "evil.yaml"))
     assert code == 0
     assert "│ a\\x1b[31m │" in out and "│ b\\x9b     │" in out and "│ c\\u202e   │" in out
 
 
-def test_exported_pages_are_escaped_too(evil, capsys):
+def test_exported_pages_are_escaped_too(evil, cli):
     for suffix in (".html", ".svg", ".md"):
         page = evil / f"page{suffix}"
-        code, out, err = run(capsys, "explain", str(evil / "pack" / "evil.yaml"), "--export", str(page))
+        code, out, err = cli("explain", str(evil / "pack" / "evil.yaml"), "--export", str(page))
         assert code == 0 and out == "" and unsafe(err) == []
         text = page.read_text(encoding="utf-8")
         assert unsafe(text) == [], suffix
         assert "<script>" not in text  # HTML and SVG escape it, Markdown backslash-escapes it
 
 
-def test_stored_rows_are_shown_escaped(capsys, monkeypatch):
-    code, _, _ = run(capsys, "practice", "single-head-3x4", "--steps", "scaled", stdin="2 4 4; 4 8 8; 4 8 8\nquit\n",
-                     monkeypatch=monkeypatch)
+def test_stored_rows_are_shown_escaped(cli):
+    code, _, _ = cli("practice", "single-head-3x4", "--steps", "scaled", input="2 4 4; 4 8 8; 4 8 8\nquit\n")
     assert code == 0
     store = Path(os.environ["ATTN_TUTOR_HOME"]) / "progress.sqlite3"
     conn = sqlite3.connect(store)
@@ -256,17 +238,16 @@ def test_stored_rows_are_shown_escaped(capsys, monkeypatch):
         conn.execute("UPDATE answers SET step = 'sc\x1b[5maled', diagnosis = 'k\x1b]0;X\x07', "
                      "diagnosis_text = 'msg \x1b[2J \u202e \x9b1m'")
     conn.close()
-    code, out, err = run(capsys, "stats")
+    code, out, err = cli("stats")
     assert code == 0 and unsafe(out + err) == []
     assert "sc\\x1b[5maled" in out and "msg \\x1b[2J \\u202e \\x9b1m" in out
-    code, out, err = run(capsys, "stats", "--format", "json")
+    code, out, err = cli("stats", "--format", "json")
     assert code == 0 and unsafe(out + err) == [] and out.isascii()
     assert json.loads(out)["steps"][0]["step"] == "sc\x1b[5maled"  # JSON escapes it, and reads back exactly
 
 
-def test_a_typed_answer_is_echoed_and_quoted_escaped(capsys, monkeypatch):
-    code, out, err = run(capsys, "practice", "single-head-3x4", "--steps", "q",
-                         stdin="1 \x1b]0;x\x07 1; 2 2; 2 2\n\x9b2J\nquit\n", monkeypatch=monkeypatch)
+def test_a_typed_answer_is_echoed_and_quoted_escaped(cli):
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 \x1b]0;x\x07 1; 2 2; 2 2\n\x9b2J\nquit\n")
     assert code == 0 and unsafe(out + err) == []
     assert "\\x1b]0;x\\x07" in out
 
@@ -284,16 +265,16 @@ def test_a_real_terminal_with_colour_gets_colour_and_nothing_else(tmp_path):
     assert "\u202e".encode() not in transcript and b"\x9b" not in transcript and b"\x07" not in transcript
 
 
-def test_error_messages_quote_file_names_escaped(tmp_path):
+def test_error_messages_quote_file_names_escaped(cli_process, tmp_path):
     """The one subprocess case: the error line on a real stderr, and a file name that is not UTF-8."""
     bad = tmp_path / os.fsdecode(b"bad\xff\x1b[2J.yaml")
     bad.write_text("id: [\n", encoding="utf-8")
-    r = run_process("validate", str(bad))
-    assert r.returncode == 2 and b"Traceback" not in r.stderr
+    r = cli_process("validate", str(bad))
+    assert r.code == 2 and b"Traceback" not in r.stderr
     out = (r.stdout + r.stderr).decode("utf-8")
     assert unsafe(out) == [] and "bad\\xff\\x1b[2J.yaml" in out
-    r = run_process("explain", str(tmp_path / "x\x1b]0;t\x07.yaml"))
-    assert r.returncode == 2 and unsafe(r.stderr.decode()) == [] and "x\\x1b]0;t\\x07.yaml" in r.stderr.decode()
+    r = cli_process("explain", str(tmp_path / "x\x1b]0;t\x07.yaml"))
+    assert r.code == 2 and unsafe(r.stderr.decode()) == [] and "x\\x1b]0;t\\x07.yaml" in r.stderr.decode()
 
 
 # --- D.9: the fuzz over every command and format ------------------------------------------------------
@@ -307,7 +288,7 @@ def fuzz_text(rng: random.Random, n: int) -> str:
 
 
 @pytest.mark.parametrize("seed", range(FUZZ_EXAMPLES))
-def test_fuzzed_text_through_every_command_and_format(seed, tmp_path, capsys, monkeypatch):
+def test_fuzzed_text_through_every_command_and_format(seed, tmp_path, cli):
     """Random control, bidi and Markdown/HTML characters in title, description, tokens, a solution's
     title/source, a pack's file name and the typed answers: no traceback, documented exit codes, and
     not one raw control character on stdout, stderr or in an exported page.
@@ -333,7 +314,7 @@ def test_fuzzed_text_through_every_command_and_format(seed, tmp_path, capsys, mo
         (["stats"], {0}), (["stats", "--format", "json"], {0}),
     ]
     for argv, codes in commands:
-        code, out, err = run(capsys, *argv, stdin=answers if argv[0] == "practice" else None, monkeypatch=monkeypatch)
+        code, out, err = cli(*argv, input=answers if argv[0] == "practice" else None)
         assert code in codes, (argv, out, err)
         assert "Traceback" not in err
         assert unsafe(out) == [] and unsafe(err) == [], argv
@@ -341,15 +322,15 @@ def test_fuzzed_text_through_every_command_and_format(seed, tmp_path, capsys, mo
             json.loads(out)
     for suffix in (".html", ".svg", ".md"):
         page = tmp_path / f"page{suffix}"
-        code, _, err = run(capsys, "explain", str(ex), "--export", str(page))
+        code, _, err = cli("explain", str(ex), "--export", str(page))
         assert code == 0 and unsafe(page.read_text(encoding="utf-8")) == [] and unsafe(err) == []
 
 
 # --- D.11: Markdown handouts -------------------------------------------------------------------------
 
 
-def test_markdown_handout_shows_a_hostile_title_and_tokens_as_text(evil, capsys):
-    code, out, _ = run(capsys, "explain", str(evil / "pack" / "evil.yaml"), "--format", "markdown")
+def test_markdown_handout_shows_a_hostile_title_and_tokens_as_text(evil, cli):
+    code, out, _ = cli("explain", str(evil / "pack" / "evil.yaml"), "--format", "markdown")
     assert code == 0
     title = out.splitlines()[0]
     assert title.startswith("# ") and "<script>" not in title
@@ -368,14 +349,14 @@ def test_markdown_handout_shows_a_hostile_title_and_tokens_as_text(evil, capsys)
     ("run `attn-tutor list` now", "run `attn-tutor list` now"),  # a code span is inert and kept
     ("- not a list", "\\- not a list"),
 ])
-def test_markdown_escapes_every_character_that_would_start_markup(tmp_path, capsys, title, rendered):
+def test_markdown_escapes_every_character_that_would_start_markup(tmp_path, cli, title, rendered):
     path = hostile_exercise(tmp_path / "t.yaml", title, "", ["t1", "t2", "t3"])
-    code, out, _ = run(capsys, "explain", str(path), "--format", "markdown")
+    code, out, _ = cli("explain", str(path), "--format", "markdown")
     assert code == 0 and out.splitlines()[0] == "# " + rendered
 
 
-def test_html_page_escapes_the_title_and_the_body(evil, capsys):
-    code, out, _ = run(capsys, "explain", str(evil / "pack" / "evil.yaml"), "--format", "html")
+def test_html_page_escapes_the_title_and_the_body(evil, cli):
+    code, out, _ = cli("explain", str(evil / "pack" / "evil.yaml"), "--format", "html")
     assert code == 0 and "<script>" not in out
     assert "<title>Evil \\x1b]0;pwned\\x07\\x1b[2J &lt;script&gt;" in out
 
@@ -405,12 +386,13 @@ def run_on_stream(argv: list[str], encoding: str | None, *, stdin: str = "") -> 
     out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
     out = None if encoding is None else io.TextIOWrapper(out_bytes, encoding=encoding, errors="strict", write_through=True)
     err = io.TextIOWrapper(err_bytes, encoding=encoding or "utf-8", errors="backslashreplace", write_through=True)
-    saved = sys.stdout, sys.stderr, sys.stdin
-    sys.stdout, sys.stderr, sys.stdin = out, err, io.StringIO(stdin)
+    saved = sys.stdout
+    if out is None:
+        sys.stdout = None  # what Python makes of a closed fd 1
     try:
-        code = main(argv)
+        code = main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err)
     finally:
-        sys.stdout, sys.stderr, sys.stdin = saved
+        sys.stdout = saved
         for stream in (out, err):
             if stream is not None:
                 stream.flush()
@@ -419,12 +401,11 @@ def run_on_stream(argv: list[str], encoding: str | None, *, stdin: str = "") -> 
 
 
 @pytest.fixture
-def stream_files(tmp_path, capsys, monkeypatch) -> dict[str, str]:
+def stream_files(tmp_path, cli, monkeypatch) -> dict[str, str]:
     """A store with answers (and a non-ASCII path), a file with a non-ASCII key, a hostile exercise."""
     home = tmp_path / "h\u00f6m\u00e9"
     monkeypatch.setenv("ATTN_TUTOR_HOME", str(home))
-    run(capsys, "practice", "single-head-3x4", "--steps", "scaled", stdin="2 4 4; 4 8 8; 4 8 8\nquit\n",
-        monkeypatch=monkeypatch)
+    cli("practice", "single-head-3x4", "--steps", "scaled", input="2 4 4; 4 8 8; 4 8 8\nquit\n")
     cyrillic = tmp_path / "cyr.yaml"
     cyrillic.write_text((EXERCISES / "single-head-3x4.yaml").read_text() + "\u0445: 1\n", encoding="utf-8")
     evil = hostile_exercise(tmp_path / "evil.yaml", EVIL_TITLE, EVIL_DESCRIPTION, EVIL_TOKENS, "evil")
@@ -463,12 +444,12 @@ def test_every_document_is_utf8_whatever_the_stream(argv, expected, encoding, st
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "cp1252"},
                                  {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}],
                          ids=["ascii", "cp1252", "C-locale"])
-def test_the_inputs_of_the_issue_on_real_streams(env, tmp_path):
+def test_the_inputs_of_the_issue_on_real_streams(cli_process, env, tmp_path):
     """E.13 as filed: markdown, html, stats json, validate of a non-ASCII key, --help, explain at 20 columns."""
     home = tmp_path / "h\u00f6me"
     store_env = {**env, "ATTN_TUTOR_HOME": str(home)}
-    r = run_process("practice", "single-head-3x4", "--steps", "scaled", stdin=b"2 4 4; 4 8 8; 4 8 8\nquit\n", **store_env)
-    assert r.returncode == 0, r.stderr
+    r = cli_process("practice", "single-head-3x4", "--steps", "scaled", input=b"2 4 4; 4 8 8; 4 8 8\nquit\n", env=store_env)
+    assert r.code == 0, r.stderr
     bad_key = tmp_path / "key.yaml"
     bad_key.write_text((EXERCISES / "single-head-3x4.yaml").read_text() + "\u0445: 1\n", encoding="utf-8")
     cases = [
@@ -481,12 +462,12 @@ def test_the_inputs_of_the_issue_on_real_streams(env, tmp_path):
     ]
     stream = "cp1252" if env.get("PYTHONIOENCODING") == "cp1252" else "ascii"
     for argv, expected, decodes in cases:
-        r = run_process(*argv, COLUMNS="20", **store_env)
-        assert r.returncode == expected and b"Traceback" not in r.stderr, (argv, r.stderr)
+        r = cli_process(*argv, env={"COLUMNS": "20", **store_env})
+        assert r.code == expected and b"Traceback" not in r.stderr, (argv, r.stderr)
         r.stdout.decode(decodes if decodes == "utf-8" else stream)  # strict: raises on a byte of another encoding
         r.stderr.decode(stream)
         assert unsafe(r.stdout.decode("utf-8", "replace")) == []
-    r = run_process("stats", "--format", "json", **store_env)
+    r = cli_process("stats", "--format", "json", env=store_env)
     if "LC_ALL" not in env:  # in the C locale the file name itself is undecodable bytes
         assert json.loads(r.stdout)["store"] == str(home / "progress.sqlite3")
 
@@ -524,9 +505,9 @@ def test_practice_with_a_closed_stdout_stops_before_the_store_is_written():
                                   "--format", "markdown"], ["schema"], ["new", "--seed", "3"], ["--version"],
                                   ["validate", "tests/data/check/malformed.yaml"], ["explain", "single-head-3x4"]],
                          ids=" ".join)
-def test_closed_stdout_in_a_real_process(argv):
-    r = run_process(*argv, shell_redirect=">&-")
-    assert r.returncode == 2
+def test_closed_stdout_in_a_real_process(cli_process, argv):
+    r = cli_process(*argv, redirect=">&-")
+    assert r.code == 2
     assert r.stderr.decode() == CLOSED
 
 
@@ -546,23 +527,22 @@ def test_a_full_disk_is_one_error_line_and_exit_2(argv):
     (["validate", str(DATA / "malformed.yaml")], 2), (["explain", "--format", "xml", "single-head-3x4"], 2),
     (["list", "--exercises", str(DATA)], 0),
 ])
-def test_a_closed_stderr_keeps_the_exit_code(argv, expected):
-    r = run_process(*argv, shell_redirect="2>&- >/dev/null")
-    assert r.returncode == expected
+def test_a_closed_stderr_keeps_the_exit_code(cli_process, argv, expected):
+    r = cli_process(*argv, redirect="2>&- >/dev/null")
+    assert r.code == expected
 
 
-def test_practice_with_a_closed_stdout_asks_nothing_and_records_nothing(tmp_path):
+def test_practice_with_a_closed_stdout_asks_nothing_and_records_nothing(cli_process, tmp_path):
     env = {"ATTN_TUTOR_HOME": str(tmp_path)}
-    r = run_process("practice", "single-head-3x4", "--steps", "q", stdin=b"1 1; 2 2; 2 2\n", shell_redirect=">&-",
-                    **env)
-    assert r.returncode == 2 and r.stderr.decode() == CLOSED
-    r = run_process("stats", "--format", "json", **env)
-    assert r.returncode == 0 and json.loads(r.stdout)["answers"] == 0
+    r = cli_process("practice", "single-head-3x4", "--steps", "q", input=b"1 1; 2 2; 2 2\n", redirect=">&-", env=env)
+    assert r.code == 2 and r.stderr.decode() == CLOSED
+    r = cli_process("stats", "--format", "json", env=env)
+    assert r.code == 0 and json.loads(r.stdout)["answers"] == 0
 
 
 def test_a_closed_descriptor_is_never_reused_by_a_file_opened_later(tmp_path):
     """With ``>&-`` the next file opened (the progress store) would get fd 1, the number of standard output."""
-    code = ("import os, sys; from tutor.cli import _plug_closed_descriptors; _plug_closed_descriptors(); "
+    code = ("import os, sys; from tutor.cli.streams import plug_closed_descriptors; plug_closed_descriptors(); "
             f"f = open({str(tmp_path / 'store')!r}, 'w'); os.write(2, str(f.fileno()).encode())")
     r = subprocess.run(["sh", "-c", 'exec "$@" >&- <&-', "sh", sys.executable, "-c", code], capture_output=True,
                        cwd=REPO, timeout=60, check=False)
@@ -617,9 +597,8 @@ def assert_numbers_whole(wide: str, narrow: str, width: int) -> None:
     assert missing == []
 
 
-def rendered(capsys, monkeypatch, columns: int, *argv: str, stdin: str | None = None) -> tuple[int, str]:
-    monkeypatch.setenv("COLUMNS", str(columns))
-    code, out, err = run(capsys, *argv, stdin=stdin, monkeypatch=monkeypatch)
+def rendered(cli, columns: int, *argv: str, stdin: str | None = None) -> tuple[int, str]:
+    code, out, err = cli(*argv, input=stdin, env={"COLUMNS": str(columns)})
     assert "Traceback" not in err
     return code, out
 
@@ -630,12 +609,12 @@ _WIDE: dict[tuple[str, ...], str] = {}
 @pytest.mark.parametrize("width", [20, 35, 60])
 @pytest.mark.parametrize("exercise", ["two-head-fused-3x4", "two-head-causal-3x4", "padding-4x2"])
 @pytest.mark.parametrize("precision", [4, 12])
-def test_explain_never_cuts_a_number(capsys, monkeypatch, width, exercise, precision):
+def test_explain_never_cuts_a_number(cli, width, exercise, precision):
     key = ("explain", exercise, "--precision", str(precision))
     if key not in _WIDE:
-        _WIDE[key] = rendered(capsys, monkeypatch, 400, *key)[1]
+        _WIDE[key] = rendered(cli, 400, *key)[1]
     wide = _WIDE[key]
-    code, narrow = rendered(capsys, monkeypatch, width, "explain", exercise, "--precision", str(precision))
+    code, narrow = rendered(cli, width, "explain", exercise, "--precision", str(precision))
     assert code == 0
     assert_numbers_whole(wide, narrow, width)
     assert "Exact entries:" in narrow
@@ -644,21 +623,21 @@ def test_explain_never_cuts_a_number(capsys, monkeypatch, width, exercise, preci
 @pytest.mark.parametrize("width", [20, 35, 60])
 @pytest.mark.parametrize("solution", ["blog-single-head-3x4.yaml", "homework-no-scaling.yaml",
                                       "two-head-causal-mask-zero.yaml"])
-def test_the_check_report_follows_the_width(capsys, monkeypatch, width, solution):
+def test_the_check_report_follows_the_width(cli, monkeypatch, width, solution):
     monkeypatch.chdir(DATA)
-    _, wide = rendered(capsys, monkeypatch, 400, "check", solution)
-    code, narrow = rendered(capsys, monkeypatch, width, "check", solution)
+    _, wide = rendered(cli, 400, "check", solution)
+    code, narrow = rendered(cli, width, "check", solution)
     assert code == 1
     assert_numbers_whole(wide, narrow, width)
     if width >= 35:  # wrapped between words: every word of the report is still whole
         assert [w for w in wide.split() if w not in narrow.split()] == []
 
 
-def test_practice_at_twenty_columns_never_cuts_a_number(capsys, monkeypatch):
+def test_practice_at_twenty_columns_never_cuts_a_number(cli):
     answers = "2 4 4; 4 8 8; 4 8 8\n" + "show\n" * 8
     argv = ("practice", "two-head-causal-3x4", "--steps", "scaled,masked,weights,head_output,output", "--head", "1")
-    _, wide = rendered(capsys, monkeypatch, 400, *argv, stdin=answers)
-    code, narrow = rendered(capsys, monkeypatch, 20, *argv, stdin=answers)
+    _, wide = rendered(cli, 400, *argv, stdin=answers)
+    code, narrow = rendered(cli, 20, *argv, stdin=answers)
     assert code == 0
     assert_numbers_whole(wide, narrow, 20)
 
@@ -673,9 +652,9 @@ COLUMN_COMMANDS = [
 
 @pytest.mark.parametrize("columns", ["0", "1", "5", "19"])
 @pytest.mark.parametrize(("argv", "stdin", "expected"), COLUMN_COMMANDS, ids=lambda a: " ".join(a) if isinstance(a, list) else "")
-def test_any_columns_value_is_clamped_to_the_narrowest_layout(capsys, monkeypatch, columns, argv, stdin, expected):
+def test_any_columns_value_is_clamped_to_the_narrowest_layout(cli, monkeypatch, columns, argv, stdin, expected):
     monkeypatch.setenv("COLUMNS", columns)
-    code, out, err = run(capsys, *argv, stdin=stdin, monkeypatch=monkeypatch)
+    code, out, err = cli(*argv, input=stdin)
     assert code == expected and "Traceback" not in err
     assert len(out.strip()) > 100  # the output is there, not lost at width 0
     lines = out.splitlines()
@@ -703,28 +682,28 @@ def test_practice_in_a_ten_column_terminal():
 # --- the README's promises, as a user's shell runs them ---------------------------------------------------
 
 
-def test_readme_ascii_streams_work_for_every_command(tmp_path):
+def test_readme_ascii_streams_work_for_every_command(cli_process, tmp_path):
     """"on ASCII-only streams (`PYTHONIOENCODING=ascii`: `√` becomes `sqrt`, box drawing becomes `+-|`)"."""
     env = {"PYTHONIOENCODING": "ascii", "ATTN_TUTOR_HOME": str(tmp_path), "COLUMNS": "80"}
-    r = run_process("practice", "single-head-3x4", "--steps", "scaled", stdin=b"2 4 4; 4 8 8; 4 8 8\nquit\n", **env)
-    assert r.returncode == 0 and r.stdout.isascii() and "sqrt(d_k)" in r.stdout.decode()
+    r = cli_process("practice", "single-head-3x4", "--steps", "scaled", input=b"2 4 4; 4 8 8; 4 8 8\nquit\n", env=env)
+    assert r.code == 0 and r.stdout.isascii() and "sqrt(d_k)" in r.stdout.decode()
     for argv, expected in [(["explain", "single-head-3x4"], 0), (["check", BLOG], 1), (["stats"], 0), (["list"], 0),
                            (["--help"], 0), (["practice", "--help"], 0), (["validate", "exercises"], 0)]:
-        r = run_process(*argv, **env)
-        assert r.returncode == expected and r.stdout.isascii() and r.stderr.isascii(), (argv, r.stderr)
+        r = cli_process(*argv, env=env)
+        assert r.code == expected and r.stdout.isascii() and r.stderr.isascii(), (argv, r.stderr)
         assert b"Traceback" not in r.stderr
-    r = run_process("explain", "single-head-3x4", **env)
+    r = cli_process("explain", "single-head-3x4", env=env)
     assert "+----" in r.stdout.decode() and "sqrt(2)" in r.stdout.decode()
     for fmt in ("markdown", "html", "json"):  # documents: UTF-8 (JSON: ASCII), as a file of the format is read
-        r = run_process("explain", "single-head-3x4", "--format", fmt, **env)
-        assert r.returncode == 0 and b"Traceback" not in r.stderr
+        r = cli_process("explain", "single-head-3x4", "--format", fmt, env=env)
+        assert r.code == 0 and b"Traceback" not in r.stderr
         assert r.stdout.isascii() if fmt == "json" else "√" in r.stdout.decode("utf-8")
 
 
-def test_readme_narrow_terminals_never_cut_numbers():
+def test_readme_narrow_terminals_never_cut_numbers(cli_process):
     """"in narrow terminals (wide tables are split into column groups; numbers are never cut)"."""
-    wide = run_process("explain", "two-head-fused-3x4", "--precision", "12", COLUMNS="200")
-    narrow = run_process("explain", "two-head-fused-3x4", "--precision", "12", COLUMNS="24")
-    assert narrow.returncode == 0
+    wide = cli_process("explain", "two-head-fused-3x4", "--precision", "12", env={"COLUMNS": "200"})
+    narrow = cli_process("explain", "two-head-fused-3x4", "--precision", "12", env={"COLUMNS": "24"})
+    assert narrow.code == 0
     assert "(column 1 of" in narrow.stdout.decode()
     assert_numbers_whole(wide.stdout.decode(), narrow.stdout.decode(), 24)

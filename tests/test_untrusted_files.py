@@ -21,20 +21,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from tutor.catalog import load_catalog
-from tutor.cli import main
 from tutor.exercise import validate_file, validate_text
 from tutor.solution_file import load_solution
 from tutor.yamlread import MAX_FILE_BYTES, parse_yaml, read_text
-
-from .conftest import REPO
 
 CLASSIC = """id: classic
 title: "Three tokens, d_model = 4, one head with d_k = 2"
@@ -51,16 +46,6 @@ def exercise(exercise_id: str = "mine", w_v_entry: str = "0") -> str:
     """The classic exercise under another id, with ``heads[0].w_v[1][1]`` (line 7, column 23) replaced."""
     return CLASSIC.replace("id: classic", f"id: {exercise_id}").replace(
         "w_v: [[1, 0], [1, 0],", f"w_v: [[1, 0], [1, {w_v_entry}],")
-
-
-def run(capsys, *argv: str, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
-    if stdin is not None:
-        import io
-
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def no_traceback(err: str) -> None:
@@ -97,17 +82,17 @@ def test_a_huge_whole_number_is_a_problem(field, text):
 
 
 @pytest.mark.parametrize("text", [HUGE["leading zero"], HUGE["huge exponent"]], ids=["leading zero", "exponent"])
-def test_a_huge_number_in_a_solution_file_is_a_problem(tmp_path, capsys, text):
+def test_a_huge_number_in_a_solution_file_is_a_problem(tmp_path, cli, text):
     path = tmp_path / "sol.yaml"
     path.write_text(f"exercise: single-head-3x4\nq: [[{text}, 1], [2, 2], [2, 2]]\n")
-    code, out, err = run(capsys, "check", str(path))
+    code, out, err = cli("check", str(path))
     assert code == 2
     no_traceback(err)
     assert f"{path}:2:6: q[0][0]: " in err
 
 
 @pytest.mark.parametrize("text", [HUGE["leading zero"], HUGE["huge exponent"]], ids=["leading zero", "exponent"])
-def test_a_huge_number_in_a_pack_breaks_nothing_else(tmp_path, capsys, monkeypatch, text):
+def test_a_huge_number_in_a_pack_breaks_nothing_else(tmp_path, cli, monkeypatch, text):
     pack = tmp_path / "pack"
     pack.mkdir()
     (pack / "broken.yaml").write_text(exercise("broken", text))
@@ -115,13 +100,13 @@ def test_a_huge_number_in_a_pack_breaks_nothing_else(tmp_path, capsys, monkeypat
     cat = load_catalog([pack])
     assert {e.exercise.id for e in cat.entries} >= {"fine", "single-head-3x4"}
     assert [(p.file, p.line, p.column) for p in cat.problems] == [(str(pack / "broken.yaml"), 7, 23)]
-    code, out, err = run(capsys, "list", "--exercises", str(pack))
+    code, out, err = cli("list", "--exercises", str(pack))
     assert code == 0 and "fine" in out and "single-head-3x4" in out
     assert f"warning: {pack / 'broken.yaml'}:7:23: " in err
     monkeypatch.setenv("ATTN_TUTOR_PATH", str(pack))
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--format", "json")
+    code, out, err = cli("explain", "single-head-3x4", "--format", "json")
     assert code == 0 and json.loads(out)["exercise"]["id"] == "single-head-3x4"
-    code, out, err = run(capsys, "practice", "fine", stdin="quit\n", monkeypatch=monkeypatch)
+    code, out, err = cli("practice", "fine", input="quit\n")
     assert code == 0, err
 
 
@@ -177,48 +162,46 @@ def test_read_text_refuses_a_fifo_without_blocking(fifo_pack):
 @POSIX
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["option", "env"])
-def test_a_fifo_in_a_pack_is_reported_not_waited_for(fifo_pack, capsys, monkeypatch, how):
+def test_a_fifo_in_a_pack_is_reported_not_waited_for(fifo_pack, cli, monkeypatch, how):
     args = ["--exercises", str(fifo_pack)] if how == "option" else []
     if how == "env":
         monkeypatch.setenv("ATTN_TUTOR_PATH", str(fifo_pack))
     fifo = fifo_pack / "x.yaml"
-    code, out, err = run(capsys, "list", *args)
+    code, out, err = cli("list", *args)
     assert code == 0 and "fine" in out
     assert f"warning: {fifo}: cannot read the file: it is a named pipe (FIFO), not a regular file" in err
-    code, out, err = run(capsys, "explain", "single-head-3x4", "--format", "json", *args)
+    code, out, err = cli("explain", "single-head-3x4", "--format", "json", *args)
     assert code == 0 and json.loads(out)["exercise"]["id"] == "single-head-3x4"
-    code, out, err = run(capsys, "explain", "fine", "--format", "json", *args)
+    code, out, err = cli("explain", "fine", "--format", "json", *args)
     assert code == 0 and json.loads(out)["exercise"]["id"] == "fine"
-    code, out, err = run(capsys, "practice", "fine", *args, stdin="quit\n", monkeypatch=monkeypatch)
+    code, out, err = cli("practice", "fine", *args, input="quit\n")
     assert code == 0, err
-    code, out, err = run(capsys, "practice", *args, stdin="quit\n", monkeypatch=monkeypatch)
+    code, out, err = cli("practice", *args, input="quit\n")
     assert code == 0, err
 
 
 @POSIX
 @pytest.mark.timeout(60)
-def test_validate_reports_a_fifo_in_a_folder_and_given_by_name(fifo_pack, capsys):
+def test_validate_reports_a_fifo_in_a_folder_and_given_by_name(fifo_pack, cli):
     fifo = fifo_pack / "x.yaml"
     line = f"{fifo}: cannot read the file: it is a named pipe (FIFO), not a regular file"
-    code, out, err = run(capsys, "validate", str(fifo_pack))
+    code, out, err = cli("validate", str(fifo_pack))
     assert (code, out.splitlines()) == (2, [line])
     assert "files checked: 2; valid: 1; invalid: 1; problems: 1" in err
-    code, out, err = run(capsys, "validate", str(fifo))
+    code, out, err = cli("validate", str(fifo))
     assert (code, out.splitlines()) == (2, [line])
-    code, out, err = run(capsys, "explain", str(fifo))
+    code, out, err = cli("explain", str(fifo))
     assert (code, err.splitlines()) == (2, [f"error: {line}"])
-    code, out, err = run(capsys, "check", str(fifo))
+    code, out, err = cli("check", str(fifo))
     assert (code, err.splitlines()) == (2, [f"error: {line}"])
 
 
 @POSIX
 @pytest.mark.timeout(60)
-def test_a_fifo_does_not_hang_the_real_program(fifo_pack):
+def test_a_fifo_does_not_hang_the_real_program(cli_process, fifo_pack):
     """The same through a real process: a blocking open would be killed by the timeout and fail."""
-    env = {**os.environ, "ATTN_TUTOR_PATH": str(fifo_pack)}
-    done = subprocess.run([sys.executable, "-m", "tutor", "list"], capture_output=True, text=True, timeout=50, env=env,
-                          cwd=REPO, check=False)
-    assert done.returncode == 0 and "fine" in done.stdout and "named pipe" in done.stderr
+    done = cli_process("list", env={"ATTN_TUTOR_PATH": str(fifo_pack)}, timeout=50)
+    assert done.code == 0 and "fine" in done.out and "named pipe" in done.err
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
@@ -236,33 +219,33 @@ def test_a_directory_given_as_a_file(tmp_path):
 
 @POSIX
 @pytest.mark.timeout(60)
-def test_a_symlink_loop_is_a_problem_not_a_traceback(tmp_path, capsys, monkeypatch):
+def test_a_symlink_loop_is_a_problem_not_a_traceback(tmp_path, cli, monkeypatch):
     pack = tmp_path / "loop"
     pack.mkdir()
     (pack / "a.yaml").symlink_to("b.yaml")
     (pack / "b.yaml").symlink_to("a.yaml")
     (pack / "fine.yaml").write_text(exercise("fine"))
-    code, out, err = run(capsys, "validate", str(pack))
+    code, out, err = cli("validate", str(pack))
     assert code == 2
     no_traceback(err)
     lines = out.splitlines()
     assert [line.split(": cannot read the file: ")[0] for line in lines] == [str(pack / "a.yaml"), str(pack / "b.yaml")]
     assert "files checked: 3; valid: 1; invalid: 2" in err
-    code, out, err = run(capsys, "validate", str(pack / "a.yaml"))
+    code, out, err = cli("validate", str(pack / "a.yaml"))
     assert code == 2 and out.startswith(f"{pack / 'a.yaml'}: cannot read the file: ")  # not "no such file"
-    code, out, err = run(capsys, "explain", str(pack / "a.yaml"))
+    code, out, err = cli("explain", str(pack / "a.yaml"))
     assert code == 2 and err.startswith(f"error: {pack / 'a.yaml'}: cannot read the file: ")
     monkeypatch.setenv("ATTN_TUTOR_PATH", f"{pack}{os.pathsep}{pack / 'a.yaml'}")
-    code, out, err = run(capsys, "list")
+    code, out, err = cli("list")
     assert code == 0 and "fine" in out
     no_traceback(err)
 
 
 @POSIX
-def test_a_folder_that_is_a_symlink_loop_in_the_path(tmp_path, capsys, monkeypatch):
+def test_a_folder_that_is_a_symlink_loop_in_the_path(tmp_path, cli, monkeypatch):
     (tmp_path / "self").symlink_to("self")
     monkeypatch.setenv("ATTN_TUTOR_PATH", str(tmp_path / "self"))
-    code, out, err = run(capsys, "list")
+    code, out, err = cli("list")
     assert code == 0 and "single-head-3x4" in out
     assert "exercise folder not found" in err
 
@@ -336,10 +319,10 @@ def test_the_minus_sign_in_a_whole_number_field():
     ("s\u0441ores", "U+0441 CYRILLIC SMALL LETTER ES (looks like 'c')"),
     ("q\u200b", "U+200B ZERO WIDTH SPACE (invisible)"),
 ])
-def test_a_look_alike_step_name_in_a_solution_file(tmp_path, capsys, key, named):
+def test_a_look_alike_step_name_in_a_solution_file(tmp_path, cli, key, named):
     path = tmp_path / "sol.yaml"
     path.write_text(f"exercise: single-head-3x4\n{key}: [[1, 1], [2, 2], [2, 2]]\n")
-    code, out, err = run(capsys, "check", str(path))
+    code, out, err = cli("check", str(path))
     assert code == 2
     meant = ascii(key)[1:-1]
     assert f"sol.yaml:2:1: {meant}: '{meant}' is not a step name: it has {named} (did you mean '" in err
@@ -425,9 +408,9 @@ def test_a_duplicate_key_written_as_an_alias_is_reported_at_the_alias(text, line
     assert f"(first given at line {first})" in p.message
 
 
-def test_new_with_a_control_character_in_the_title_is_a_usage_error(tmp_path, capsys):
+def test_new_with_a_control_character_in_the_title_is_a_usage_error(tmp_path, cli):
     out_file = tmp_path / "new.yaml"
-    code, out, err = run(capsys, "new", "--title", "bad\x1btitle", "-o", str(out_file))
+    code, out, err = cli("new", "--title", "bad\x1btitle", "-o", str(out_file))
     assert code == 2
     assert not out_file.exists()
     assert "--title" in err and str(out_file) not in err

@@ -3,6 +3,7 @@
 Layers (dependencies point downwards only)::
 
     cli                      the thin Typer layer (one module of commands per area)
+    session, authoring       a practice session's loop; validate/new/handouts for instructors
     render, quiz, store      output (a Console passed in), the practice drill, progress
     attempt                  one answered step: what the drill emits and the store keeps
     check, verify, catalog   the errata auditor, engine agreement, where exercises come from

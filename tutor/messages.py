@@ -152,6 +152,7 @@ EN: dict[str, str] = {
     "cli.help": "Hand-calculate multi-head self-attention exactly, step by step, and drill it.",
     "cli.explain.help": "Print the worked solution of an exercise (a bundled id or a YAML path).",
     "cli.list.help": "List the exercises: bundled, and packs added with --exercises or ATTN_TUTOR_PATH.",
+    "cli.opt.exercise": "A bundled exercise id or a YAML file path.",
     "cli.opt.head": "Show only this head (0-based); layer steps are still shown.",
     "cli.opt.precision": "Decimal places shown.",
     "cli.opt.format": "Output format.",

@@ -1,12 +1,12 @@
 """`check`: the errata auditor for written solutions (issue 4).
 
 Exit codes: 0 every given step right and plausible; 1 something is wrong
-(raised as :class:`tutor.cli.SolutionWrong`, the only way to exit code 1);
-2 the file is unusable (raised as a :class:`tutor.errors.TutorError`, which
-:func:`tutor.cli.main` prints as ``error: file:line:col: ...``, and with
-``--format json`` also as the error document on stdout); 3 attn-tutor
-itself failed.  The file's warnings (a plain ``010``) do not change the
-exit code: they are ``file:line:col: warning: ...`` lines on stderr, or the
+(raised as :class:`tutor.cli.common.SolutionWrong`, the only way to exit
+code 1); 2 the file is unusable (raised as a :class:`tutor.errors.TutorError`,
+which :func:`tutor.cli.main` prints as ``error: file:line:col: ...``, and
+with ``--format json`` also as the error document on stdout); 3 attn-tutor
+itself failed.  The file's warnings (a plain ``010``) do not change the exit
+code: they are ``file:line:col: warning: ...`` lines on stderr, or the
 ``warnings`` of the JSON report.
 """
 
@@ -17,17 +17,17 @@ from typing import Annotated
 import typer
 
 from ..messages import t
-from . import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, app, console, warn, write_document
-from .author import warning_text
+from .common import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, console, warn, write_document
 
 
-@app.command(help=t("cli.check.help"))
 def check(
     solution: Annotated[str, typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
     fmt: FormatOpt = Format.rich,
     exercises: ExercisesOpt = None,
 ) -> None:
+    """Audit a solution file against its exercise; raise :class:`SolutionWrong` when it is wrong."""
+    from ..authoring import warning_text
     from ..check import audit
     from ..solution_file import load_solution
 

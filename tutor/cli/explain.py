@@ -1,15 +1,18 @@
-"""`explain` and `list`."""
+"""`explain` (with its handouts: Markdown, HTML, SVG, blank worksheets) and `list`."""
 
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..messages import t
-from . import ExerciseArg, ExercisesOpt, Format, FormatOpt, app, check_head, console, write_document
+from .common import ExerciseArg, ExercisesOpt, Format, FormatOpt, check_head, console, warn, write_document
+
+if TYPE_CHECKING:
+    from ..steps import Solution
 
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
@@ -23,8 +26,6 @@ class ExplainFormat(str, Enum):
     html = "html"
 
 
-
-@app.command(help=t("cli.explain.help"))
 def explain(
     ctx: typer.Context,
     exercise: ExerciseArg,
@@ -36,12 +37,11 @@ def explain(
     export: ExportOpt = None,
     force: ForceOpt = False,
 ) -> None:
+    """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it."""
     from ..catalog import resolve
     from ..steps import solve
 
     if export is not None:
-        from .author import check_export
-
         source = ctx.get_parameter_source("fmt")
         check_export(export, fmt.value, explicit=source is not None and source.name != "DEFAULT", force=force)
 
@@ -52,8 +52,6 @@ def explain(
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
-        from .author import handout
-
         handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export)
     elif fmt is ExplainFormat.json:
         from ..render.json import dumps
@@ -65,17 +63,76 @@ def explain(
         render(sol, console(), head=head, precision=precision)
 
 
-@app.command("list", help=t("cli.list.help"))
+def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:
+    """Refuse an ``--export`` that cannot be honoured, before anything is computed.
+
+    Usage errors (exit 2): a suffix that is not one of
+    :data:`tutor.authoring.EXPORT_SUFFIXES`, and a ``--format`` given
+    explicitly that the export is not (``--export x.html --format json``: the
+    suffix decides what is written, so the format would be ignored).
+    :class:`TutorError` (exit 2): the file exists and ``force`` is False (as
+    ``new -o``), or it exists and is not a regular file (a FIFO would block the
+    write; refused even with ``force``).
+    """
+    from ..authoring import EXPORT_FORMATS, EXPORT_SUFFIXES
+    from ..errors import TutorError
+
+    suffix = export.suffix.lower()
+    if suffix not in EXPORT_SUFFIXES:
+        raise typer.BadParameter(t("handout.bad_suffix", found=export.suffix or export.name,
+                                   choices=", ".join(EXPORT_SUFFIXES)), param_hint="--export")
+    if explicit and fmt not in EXPORT_FORMATS[suffix]:
+        kind = t(f"handout.kind.{'html' if suffix == '.htm' else suffix[1:]}")
+        raise typer.BadParameter(t("handout.format_clash", path=export, found=fmt, kind=kind,
+                                   formats=" or ".join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
+                                 param_hint="--format")
+    if export.exists() and not export.is_file():
+        raise TutorError(t("handout.not_file", path=export))
+    if export.exists() and not force:
+        raise TutorError(t("new.exists", path=export))
+
+
+def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None) -> None:
+    """Print or export ``sol`` as a handout: ``fmt`` is ``rich``, ``markdown``, ``html`` (or ``json``, not blank).
+
+    With ``export`` (checked by :func:`check_export`) the kind of file follows
+    its suffix (:func:`tutor.authoring.export_handout`) and nothing is printed
+    on stdout; a one-line note goes to stderr.
+    """
+    if export is not None:
+        from ..authoring import export_handout
+
+        export_handout(sol, export, head=head, precision=precision, blank=blank)
+        warn(t("handout.wrote", path=export))
+        return
+    if fmt == "json":
+        raise typer.BadParameter(t("handout.blank_json"), param_hint="--blank")
+    if fmt == "markdown":
+        from ..render.markdown import render_markdown
+
+        write_document(render_markdown(sol, head=head, precision=precision, blank=blank))
+    elif fmt == "html":
+        from ..render.html import export_html
+
+        write_document(export_html(sol, head=head, precision=precision, blank=blank))
+    else:
+        from ..render.html import renderer
+
+        renderer(console(), precision, blank).solution(sol, head)
+
+
 def list_(
     fmt: FormatOpt = Format.rich,
     exercises: ExercisesOpt = None,
 ) -> None:
+    """List the exercises (bundled and packs); each problem of a pack is a ``warning:`` line on stderr."""
+    from ..authoring import catalog_rows
     from ..catalog import load_catalog
-    from .author import catalog_rows, report_catalog_problems
 
     cat = load_catalog(exercises or ())
     rows = catalog_rows(cat)
-    report_catalog_problems(cat)  # broken pack files and clashing ids: on stderr, the rest is still listed
+    for p in cat.problems:  # broken pack files and clashing ids: on stderr, the rest is still listed
+        warn(f"{t('validate.warning')}: {p}")
     if fmt is Format.json:
         import json
 

@@ -1,0 +1,66 @@
+"""Meta-tests of the command line (sqlite-utils' ``test_docs.py`` idea): every command is registered on the app,
+listed by ``--help`` in order with its help, documented in the README; and no import in ``tutor/`` runs in a
+circle back into ``tutor.cli`` (its command modules once imported it, and a command was lost that way)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+
+from tutor.cli import COMMANDS, app
+from tutor.messages import t
+
+from .conftest import REPO
+from .test_structure import import_graph
+
+NAMES = [name for name, _, _ in COMMANDS]
+
+
+def test_every_command_is_registered_in_the_order_of_help():
+    assert [(c.name, c.callback) for c in app.registered_commands] == [(n, f) for n, f, _ in COMMANDS]
+    assert list(typer.main.get_command(app).commands) == NAMES  # type: ignore[attr-defined]
+    assert len(set(NAMES)) == len(NAMES) == 8
+
+
+def _flat(text: str) -> str:
+    """Help text without rich's box characters and line breaks."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+def test_help_lists_every_command_with_its_help_in_order(cli):
+    result = cli("--help")
+    assert result.code == 0, result.err
+    listed = re.findall(r"^│ ([a-z]+) {2,}", result.out, re.M)
+    assert listed == NAMES
+    flat = _flat(result.out)
+    for name, _, help_key in COMMANDS:
+        assert f"{name} {t(help_key)}" in flat
+
+
+@pytest.mark.parametrize(("name", "help_key"), [(n, k) for n, _, k in COMMANDS])
+def test_every_command_has_its_own_help(cli, name, help_key):
+    result = cli(name, "--help")
+    assert result.code == 0, result.err
+    assert result.out.lstrip().startswith("Usage: attn-tutor " + name)
+    assert t(help_key) in _flat(result.out)
+
+
+def test_every_command_is_documented_in_the_readme():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    documented = {m for block in blocks for m in re.findall(r"^attn-tutor ([a-z]+)", block, re.M)}
+    assert documented == set(NAMES)  # a command in the README but not registered, or registered but undocumented
+
+
+# --- the command modules import nothing from the package that registers them ---------------------------
+
+
+def test_command_modules_import_nothing_from_the_cli_package():
+    """The cycle that once lost a command: a command module importing ``app`` back from ``tutor.cli``
+    (the package-wide no-cycle test is in ``test_structure.py``)."""
+    edges = import_graph()
+    assert "tutor.cli.common" in edges["tutor.cli.explain"] and "tutor.cli.explain" in edges["tutor.cli"]
+    for module in ("explain", "practice", "check", "author", "common", "streams"):
+        assert "tutor.cli" not in edges[f"tutor.cli.{module}"], module

@@ -1,0 +1,253 @@
+"""For instructors: validating exercise files and packs, writing new exercises, handout files, pack listings.
+
+The library below ``attn-tutor validate``, ``new``, ``list`` and ``explain
+--export``; the commands in :mod:`tutor.cli.author` and
+:mod:`tutor.cli.explain` only parse options, call these and print.  Nothing
+here prints: results are returned as data (:class:`ValidationReport`), text,
+or :class:`tutor.errors.TutorError` with a finished sentence.  Nothing at
+module level imports sympy or numpy (``attn-tutor list`` uses
+:func:`catalog_rows`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import Problem, TutorError
+from .messages import t
+from .textsafe import shown
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
+    from .exercise import Validation
+    from .steps import Solution
+
+
+# --- validate ------------------------------------------------------------------------
+
+
+def _targets(paths: list[Path]) -> tuple[list[tuple[Path, bool]], list[Problem]]:
+    """The files to validate: ``(file, named)``; ``named`` is False for files found in a directory."""
+    from .catalog import yaml_files
+
+    files: list[tuple[Path, bool]] = []
+    problems: list[Problem] = []
+    for path in paths:
+        if path.is_dir():
+            found = yaml_files(path)
+            if not found:
+                problems.append(Problem(str(path), None, None, "", t("validate.no_files"), t("validate.no_files.hint")))
+            files += [(f, False) for f in found]
+        elif os.path.lexists(path):  # a FIFO, a device, a broken link, a symlink loop: reported when read
+            files.append((path, True))
+        else:
+            problems.append(Problem(str(path), None, None, "", t("validate.missing")))
+    return list(dict.fromkeys(files)), problems
+
+
+def validate_paths(paths: list[Path]) -> tuple[list[Validation], list[Problem]]:
+    """Validate every file named or found below ``paths``; also report ids defined twice.
+
+    Returns one :class:`tutor.exercise.Validation` per file (solution files
+    found in a directory are skipped; one named is a problem) and the problems
+    that belong to no single file's content: missing paths, empty
+    directories, clashing ids (with the bundled exercises too).  Raises
+    nothing for a bad file: every problem is in the result.
+    """
+    from .catalog import bundled_dir, read_exercise_file, real_path, yaml_files
+    from .exercise import Validation
+
+    targets, problems = _targets(paths)
+    results: list[Validation] = []
+    for file, named in targets:
+        checked = read_exercise_file(file)
+        if checked is None:  # a solution file
+            if named:
+                checked = Validation(str(file), (Problem(str(file), 1, 1, "exercise", t("validate.solution_file"),
+                                                         t("validate.solution_file.hint", file=file)),))
+            else:
+                continue
+        results.append(checked)
+    seen: dict[str, str] = {}
+    bundled = {Path(real_path(p)) for p in yaml_files(bundled_dir())}
+    mine = {Path(real_path(r.file)) for r in results}  # realpath, not resolve(): a symlink loop must not raise
+    for p in sorted(bundled - mine):
+        checked = read_exercise_file(p, f"bundled:{p.name}")
+        if checked is not None and checked.exercise is not None:
+            seen.setdefault(checked.exercise.id, checked.file)
+    for r in results:
+        if r.exercise is None:
+            continue
+        first = seen.setdefault(r.exercise.id, r.file)
+        if first != r.file:
+            problems.append(Problem(r.file, None, None, "id", t("catalog.duplicate_id", id=r.exercise.id, first=first, second=r.file),
+                                    t("catalog.duplicate_id.hint")))
+    return results, problems
+
+
+def problem_dict(p: Problem, severity: str) -> dict[str, Any]:
+    """One problem as JSON data: ``file``, ``line``, ``column`` (``None`` without a place), ``field``,
+    ``message``, ``hint``, ``severity`` (``"error"`` or ``"warning"``) and ``text`` (the line as printed).
+
+    The shape of every error in ``validate --format json`` and in the error
+    document of any ``--format json`` command.
+    """
+    return {"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
+            "hint": p.hint, "severity": severity, "text": str(p)}
+
+
+def warning_text(p: Problem) -> str:
+    """``file:line:col: warning: field: message (hint)``."""
+    rest = str(p)[len(p.location()) + 2:]
+    return f"{p.location()}: {t('validate.warning')}: {rest}"
+
+
+@dataclass
+class ValidationReport:
+    """What ``validate`` found: each file's :class:`tutor.exercise.Validation`, and the problems of no
+    single file's content (``extra``: missing paths, empty folders, clashing ids), filed under the file they
+    name when it is one of ``results``.
+    """
+
+    results: list[Validation]
+    extra: list[Problem] = field(default_factory=list)
+
+    def _by_file(self) -> dict[str, list[Problem]]:
+        by_file: dict[str, list[Problem]] = {}
+        for p in self.extra:
+            by_file.setdefault(p.file, []).append(p)
+        return by_file
+
+    @property
+    def invalid(self) -> int:
+        """How many files have a problem (of their own, or filed under them)."""
+        by_file = self._by_file()
+        return sum(1 for r in self.results if not r.ok or by_file.get(r.file))
+
+    @property
+    def problems(self) -> int:
+        """How many problems were found in all."""
+        return sum(len(r.problems) for r in self.results) + len(self.extra)
+
+    @property
+    def ok(self) -> bool:
+        """True when at least one file was validated and nothing is wrong (warnings allowed)."""
+        return self.problems == 0 and bool(self.results)
+
+    def document(self) -> dict[str, Any]:
+        """``validate --format json``: ``{"valid", "files": [{"file", "valid", "id", "problems", "warnings"}],
+        "problems", "summary": {"files", "valid", "invalid", "problems", "warnings"}}``."""
+        by_file = self._by_file()
+        invalid = self.invalid
+        files = [
+            {"file": r.file, "valid": r.ok and not by_file.get(r.file), "id": r.exercise.id if r.exercise else None,
+             "problems": [problem_dict(p, "error") for p in list(r.problems) + by_file.pop(r.file, [])],
+             "warnings": [problem_dict(p, "warning") for p in r.warnings]}
+            for r in self.results
+        ]
+        other = [problem_dict(p, "error") for ps in by_file.values() for p in ps]
+        return {"valid": self.ok, "files": files, "problems": other,
+                "summary": {"files": len(self.results), "valid": len(self.results) - invalid, "invalid": invalid,
+                            "problems": self.problems, "warnings": sum(len(r.warnings) for r in self.results)}}
+
+    def lines(self) -> list[str]:
+        """The report for people, one line per problem or warning, file by file; then the problems of no file."""
+        by_file = self._by_file()
+        lines: list[str] = []
+        for r in self.results:
+            lines += [str(p) for p in r.problems]
+            lines += [str(p) for p in by_file.pop(r.file, [])]
+            lines += [warning_text(p) for p in r.warnings]
+        lines += [str(p) for ps in by_file.values() for p in ps]
+        return lines
+
+    def summary(self) -> str:
+        """The one-line count of files, valid ones, invalid ones and problems."""
+        invalid = self.invalid
+        return t("validate.summary", files=len(self.results), valid=len(self.results) - invalid, invalid=invalid,
+                 problems=self.problems)
+
+
+def validate(paths: list[Path]) -> ValidationReport:
+    """Validate the files and folders ``paths`` (:func:`validate_paths`) into a :class:`ValidationReport`."""
+    return ValidationReport(*validate_paths(paths))
+
+
+# --- new -----------------------------------------------------------------------------
+
+
+def write_exercise(text: str, output: Path, *, force: bool = False) -> None:
+    """Write an exercise's YAML ``text`` to ``output``, creating its folder.
+
+    Raises :class:`TutorError` (exit 2) when ``output`` exists and ``force``
+    is False, or when it cannot be written (the reason from the system).
+    """
+    if output.exists() and not force:
+        raise TutorError(t("new.exists", path=output))
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise TutorError(t("new.unwritable", path=output, reason=err.strerror or str(err))) from err
+
+
+# --- handouts (explain --export) --------------------------------------------------------------
+
+EXPORT_SUFFIXES = (".html", ".htm", ".svg", ".md")
+#: The ``--format`` values each kind of export is: an HTML or SVG page is the terminal output.
+EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": ("rich",), ".md": ("markdown",)}
+
+
+def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool) -> None:
+    """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
+
+    ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
+    ``.html``/``.htm`` a standalone page; ``blank`` leaves the values out (a
+    worksheet).  Control characters are escaped in the file (a page is read
+    with ``cat`` too).  Raises :class:`ValueError` for another suffix and
+    :class:`TutorError` when the file cannot be written.
+    """
+    from .render.html import export_html, export_svg
+    from .render.markdown import render_markdown
+
+    suffix = path.suffix.lower()
+    if suffix not in EXPORT_SUFFIXES:
+        raise ValueError(f"no handout is written as {suffix!r}")
+    if suffix == ".md":
+        text = render_markdown(sol, head=head, precision=precision, blank=blank)
+    elif suffix == ".svg":
+        text = export_svg(sol, head=head, precision=precision, blank=blank)
+    else:
+        text = export_html(sol, head=head, precision=precision, blank=blank)
+    try:
+        path.write_text(shown(text, keep="\n\t"), encoding="utf-8")
+    except OSError as err:
+        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from err
+
+
+# --- packs (list) ----------------------------------------------------------------------------
+
+
+def catalog_rows(cat: Catalog) -> list[dict[str, Any]]:
+    """One row per exercise of the catalogue, with where it comes from (``source``): what ``list`` shows."""
+    rows = []
+    for entry in cat.entries:
+        ex = entry.exercise
+        rows.append({
+            "id": ex.id,
+            "title": ex.title,
+            "L": ex.L,
+            "L_k": ex.L_k,
+            "d_model": ex.d_model,
+            "heads": ex.num_heads,
+            "mask": ex.mask_kind if ex.key_padding is None else (ex.mask_kind + "+padding" if ex.mask_kind != "none" else "padding"),
+            "cross": ex.is_cross,
+            "difficulty": ex.difficulty,
+            "tags": list(ex.tags),
+            "source": entry.source,
+            "file": ex.source,
+        })
+    return rows

@@ -1,0 +1,268 @@
+"""A practice session: read a line, feed the quiz, carry out its effects, record every answer.
+
+The library below ``attn-tutor practice`` and ``stats``; the commands in
+:mod:`tutor.cli.practice` parse options and call these.  Everything a session
+touches is passed in (rich's ``Prompt(stream=...)`` idea): the stream answers
+are read from, the :class:`rich.console.Console` it writes to, the open
+:class:`tutor.store.Store`, and a ``report`` callable for the one error
+that must reach stderr while another error ends the session.  The state machine itself is the
+pure :mod:`tutor.quiz`; this module is the loop around it.
+
+A session reads one line at a time (a terminal, with line editing, or any
+piped text: one answer per line), turns it into an event, and carries out the
+effects -- each :class:`tutor.attempt.Attempt` committed to the progress store
+before the feedback after it is shown.  Ctrl-C and the end of input end the
+session with its summary.  Ctrl-C does so however the process was started:
+a background job of a non-interactive shell (``make test &``, ``nohup``)
+starts with SIGINT ignored, so :func:`practise` installs Python's own SIGINT
+handler for the duration of the session and restores the one it found.
+
+An answer the store cannot take (the file locked by another program past the
+busy timeout, a full disk) does not end the session: a one-line warning says
+it is not saved yet, and a :class:`tutor.store.Recorder` keeps it and writes
+it with a later answer or at the end.  When a write finds the file damaged,
+nothing more is written to it and the warning says so (the session goes on).
+Only when some answers still cannot be written at the end does the session
+end with a :class:`tutor.errors.StoreError` naming how many, after its
+summary, which marks each answer not saved.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .errors import InputClosedError, StoreError
+from .messages import plural, t
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .exercise.record import Exercise
+    from .quiz import Effect, Settings, State
+    from .render.quiz import QuizRenderer
+    from .steps import Solution
+    from .store import Recommendation, Recorder, Stats, Store
+
+
+# --- before a session ----------------------------------------------------------------------
+
+
+def answer_stream(stream: TextIO | None) -> TextIO:
+    """``stream`` as the stream answers are read from; :class:`InputClosedError` when it is closed (``<&-``)."""
+    if stream is None or getattr(stream, "closed", False):
+        raise InputClosedError(t("practice.stdin_closed"))
+    return stream
+
+
+def step_kinds(ex: Exercise) -> set[str]:
+    """The step ids an exercise has, without solving it (the catalogue's rules)."""
+    from .steps import CATALOGUE
+
+    return {k.id for k in CATALOGUE if k.exists(ex)}
+
+
+def recommendation(store: Store | None, folders: Sequence[Path] = ()) -> tuple[Stats, Recommendation | None]:
+    """The learner's stats (empty without a ``store``) and the exercise that trains their weakest step.
+
+    The candidates are the bundled exercises and those of ``folders`` (and
+    ``ATTN_TUTOR_PATH``); ``None`` when there is none.
+    """
+    from .catalog import exercises
+    from .store import Stats, recommend
+
+    stats = store.stats() if store is not None else Stats()
+    return stats, recommend(stats, [(ex.id, step_kinds(ex), ex.difficulty) for ex in exercises(folders)])
+
+
+def why_picked(rec: Recommendation) -> str:
+    """The sentence that opens a session whose exercise was picked by :func:`recommendation`."""
+    why = (t("stats.next.weak", step=rec.step, right=rec.stats.correct, graded=rec.stats.graded)
+           if rec.stats.graded else t("stats.next.new", step=rec.step))
+    return t("practice.picked", exercise=rec.exercise, why=why)
+
+
+# --- a session -----------------------------------------------------------------------------
+
+
+@contextmanager
+def ctrl_c_interrupts() -> Iterator[None]:
+    """Ctrl-C raises :class:`KeyboardInterrupt` inside the block, whatever SIGINT's disposition was.
+
+    A process started as a background job of a non-interactive shell has
+    SIGINT ignored, so Python never installed its handler and Ctrl-C at the
+    prompt would do nothing.  The previous handler is restored on the way
+    out.  Outside the main thread (where no handler can be set) this does
+    nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: a handler set outside Python, which cannot be put back from here
+            signal.signal(signal.SIGINT, previous)
+
+
+def practise(sol: Solution, settings: Settings, *, store: Store, stream: TextIO, console: Console,
+             steps: Sequence[str] | None = None, head: int | None = None, picked: str = "",
+             report: Callable[[str], None]) -> State:
+    """Run one practice session on ``sol`` to its end; returns the final quiz state.
+
+    ``steps`` and ``head`` choose the steps asked (:func:`tutor.quiz.select`),
+    ``picked`` is the sentence saying why this exercise was chosen (or
+    ``""``).  The session and each answer are recorded in ``store`` (open,
+    left open).  Raises :class:`StoreError` after the summary when answers
+    could not be saved by the end; when another error breaks the session off,
+    what is still waiting is saved if it can be, else ``report`` gets the
+    sentence saying how many answers are lost, and the error goes on.
+    """
+    from .quiz import select, start
+    from .render.quiz import QuizRenderer
+    from .store import Recorder
+
+    ex = sol.exercise
+    total = len(select(sol, steps, head))
+    renderer = QuizRenderer(console)
+    with ctrl_c_interrupts():
+        renderer.intro(ex, total, settings, picked)
+        state, effects = start(sol, settings, steps=steps, head=head)
+        session = store.begin_session(ex.id, mode=settings.mode, tolerance=settings.tolerance)
+        recorder = Recorder(store, session)
+        finished = False
+        try:
+            state = drive(state, effects, renderer, recorder, stream, console)  # flushes at the summary
+            finished = True
+        finally:
+            if not finished and not recorder.flush():  # broken off by another error: still save what is waiting,
+                unsaved = plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder))
+                report(unsaved)  # and never lose it silently
+            if not recorder.pending:
+                try:
+                    store.end_session(session)
+                except StoreError:  # only the end time is lost: the session reads as one that was killed
+                    pass
+    if recorder.pending:
+        raise StoreError(plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder)))
+    return state
+
+
+def why_unsaved(recorder: Recorder) -> str:
+    """Why the recorder's answers are waiting, as a clause (no advice to try again: they are retried)."""
+    err = recorder.error
+    return str(getattr(err, "reason", None) or err)
+
+
+def _prepare(stream: TextIO) -> None:
+    """Undecodable bytes in piped input become U+FFFD (then a parse error), never a crash."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(errors="replace")
+        except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
+            pass
+
+
+def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recorder: Recorder,
+          stream: TextIO, out: Console) -> State:
+    """Run a session to its end: carry out ``effects``, read the next line, repeat.
+
+    From a terminal that is ``sys.stdin``, lines are read with ``input()``
+    (line editing); from anything else with ``stream.readline()``, echoing
+    each line after its prompt so that the transcript reads as typed.  Every
+    answer (an :class:`~tutor.attempt.Attempt` effect) goes to ``recorder``;
+    one it cannot write yet gets a warning and stays in it.  Returns the final state.
+    """
+    from .attempt import Attempt
+    from .quiz import EndOfInput, Event, Interrupt, Prompt, Summary, handle, read_event
+
+    interactive = stream is sys.stdin and stream.isatty()
+    if interactive:
+        try:  # input() gets line editing and history only once readline is loaded
+            import readline  # noqa: F401
+        except ImportError:  # pragma: no cover - Windows without pyreadline
+            pass
+    else:
+        _prepare(stream)
+    while True:
+        try:
+            prompt = None
+            for effect in effects:
+                if isinstance(effect, Attempt):
+                    saved = recorder.add(effect)
+                    if not saved:
+                        renderer.unsaved_warning(why_unsaved(recorder), lost=recorder.lost)
+                elif isinstance(effect, Prompt):
+                    prompt = effect
+                else:
+                    if isinstance(effect, Summary):  # the last chance to save what is still waiting
+                        recorder.flush()
+                        renderer.unsaved = tuple(recorder.pending)
+                    renderer.show(effect)
+            if state.done or prompt is None:
+                return state
+            text = renderer.prompt(prompt)
+            line: str | None
+            if interactive:
+                from rich.text import Text
+
+                try:
+                    line = out.input(Text(text))
+                except EOFError:
+                    out.print()
+                    line = None
+            else:
+                out.print(text, end="", markup=False, highlight=False)
+                out.file.flush()
+                line = stream.readline()
+                if line == "":
+                    out.print()
+                    line = None
+                else:
+                    line = line.rstrip("\r\n")
+                    renderer.echo(text, line)
+            event: Event = EndOfInput() if line is None else read_event(line)
+        except KeyboardInterrupt:
+            out.print()
+            event = Interrupt()
+        state, effects = handle(state, event)
+
+
+# --- stats ---------------------------------------------------------------------------------
+
+
+def stats_document(data: Stats, rec: Recommendation | None, path: str) -> dict[str, Any]:
+    """The stats as plain data: what ``stats --format json`` prints and the terminal view renders.
+
+    ``{"store", "sessions", "answers", "steps": [{"step", "correct", "wrong",
+    "shown", "skipped", "first_try", "graded", "accuracy"}], "diagnoses":
+    [{"key", "count", "message"}], "next": {"step", "exercise", "correct",
+    "graded", "accuracy", "command"} | None}``; accuracies are rounded to 4
+    places (``None`` before any graded answer).
+    """
+    steps = [
+        {"step": s.step, "correct": s.correct, "wrong": s.wrong, "shown": s.shown, "skipped": s.skipped,
+         "first_try": s.first_try, "graded": s.graded,
+         "accuracy": None if s.accuracy is None else round(s.accuracy, 4)}
+        for s in data.steps
+    ]
+    nxt = None
+    if rec is not None:
+        nxt = {"step": rec.step, "exercise": rec.exercise, "correct": rec.stats.correct, "graded": rec.stats.graded,
+               "accuracy": None if rec.stats.accuracy is None else round(rec.stats.accuracy, 4),
+               "command": f"attn-tutor practice {rec.exercise}"}
+    return {
+        "store": path,
+        "sessions": data.sessions,
+        "answers": data.answers,
+        "steps": steps,
+        "diagnoses": [{"key": d.key, "count": d.count, "message": d.message} for d in data.diagnoses],
+        "next": nxt,
+    }
