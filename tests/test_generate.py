@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 from fractions import Fraction
 
 import pytest
@@ -122,10 +121,9 @@ def test_every_field_has_a_comment_above_it():
     assert data["id"] == default_id(Spec(tokens=3, heads=2, mask="causal", cross=2, seed=3))
 
 
-def test_the_largest_exercise_is_generated_quickly():
-    start = time.perf_counter()
+def test_the_largest_exercise_is_generated():
+    """At the size limits (how long it takes is measured in benchmarks/exact_limits.py, not here)."""
     ex = load_text(generate(Spec(tokens=16, d_model=32, heads=8, d_k=4, mask="causal", cross=16, seed=2, difficulty=5)))
-    assert time.perf_counter() - start < 5
     assert (ex.L, ex.d_model, ex.num_heads, ex.L_k) == (16, 32, 8, 16)
 
 

@@ -339,7 +339,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
         m = r.matrix(path, value)
         if m is not None:
             line, col = doc.where(path)
-            found[id, head] = GivenStep(id, head, m, _field(path), line, col)  # type: ignore[arg-type]
+            found[id, head] = GivenStep(id, head, m, _field(path), line, col)
 
     top_head_steps = [k for k in data if k in HEAD_STEPS]
     if top_head_steps and ex.num_heads > 1:

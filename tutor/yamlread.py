@@ -435,9 +435,9 @@ def _syntax_problems(filename: str, err: yaml.YAMLError, text: str) -> list[Prob
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
     at_tab = mark is not None and 0 <= mark.index < len(text) and text[mark.index] == "\t"
     if at_tab or "'\\t'" in problem or "\t" in problem:
-        tabs = _tab_lines(text)
+        tabs: list[tuple[int | None, int | None]] = list(_tab_lines(text))
         if line is not None and all(n != line for n, _ in tabs):
-            tabs = sorted(tabs + [(line, col or 1)])
+            tabs = sorted([*tabs, (line, col or 1)], key=lambda nc: (nc[0] or 0, nc[1] or 0))
         return [Problem(filename, n, c, "", t("yaml.tab"), t("yaml.tab.hint")) for n, c in tabs or [(line, col)]]
     return [Problem(filename, line, col, "", t("yaml.syntax", problem=problem), t("yaml.syntax.hint"))]
 

@@ -344,7 +344,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
     if per_head:
         for size in ("d_k", "d_v"):
             agreeing = s.agree(size)
-            if agreeing and agreeing[0].value > LIMITS[size]:  # type: ignore[operator]
+            if agreeing and agreeing[0].value > LIMITS[size]:
                 c.limit(agreeing[0].path, size, agreeing[0].value)  # type: ignore[arg-type]
     if fused:
         for size, what in (("wk", "d_k"), ("wv", "d_v")):
@@ -386,7 +386,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
     mask_kind: record.MaskKind = "none"
     mask_m: record.BoolMatrix | None = None
     if f.mask == "causal":
-        mask_kind, mask_m = "causal", record.causal(L, L_k)  # type: ignore[arg-type]
+        mask_kind, mask_m = "causal", record.causal(L, L_k)
     elif isinstance(f.mask, list):
         mask_kind, mask_m = "matrix", tuple(tuple(r) for r in f.mask)
     ex = record.Exercise(
