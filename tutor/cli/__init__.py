@@ -224,16 +224,15 @@ def error_document(kind: str, code: int, message: str, problems: object = None) 
     ``error:``) - the shape of ``validate --format json``'s problems.  A
     command's normal JSON output never has an ``error`` key.
     """
-    import json
-
     from ..authoring import problem_dict
+    from ..jsontext import compact
 
     if isinstance(problems, (list, tuple)) and problems:
         errors = [problem_dict(p, "error") for p in problems]
     else:
         errors = [{"file": None, "line": None, "column": None, "field": "", "message": line, "hint": "",
                    "severity": "error", "text": line} for line in (message.splitlines() or [message])]
-    return json.dumps({"error": kind, "exit_code": code, "errors": errors}, indent=1)
+    return compact({"error": kind, "exit_code": code, "errors": errors})
 
 
 def run() -> None:  # pragma: no cover - the console script

@@ -10,7 +10,6 @@ and results printed.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from enum import Enum
@@ -19,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from ..jsontext import document
 from ..messages import t
 from .common import Format, FormatOpt, warn, write, write_document
 
@@ -44,7 +44,7 @@ def validate(
     report = validate_files(paths)
     if fmt is Format.json:
         # ASCII (non-ASCII and control characters as \u escapes): safe on any stream
-        write_document(json.dumps(report.document(), indent=1))
+        write_document(document(report.document()))
     else:
         for line in report.lines():
             write(line)
@@ -124,4 +124,4 @@ def schema() -> None:
     """Print the JSON Schema of the exercise format."""
     from ..exercise import json_schema
 
-    write_document(json.dumps(json_schema(), indent=2))
+    write_document(document(json_schema()))

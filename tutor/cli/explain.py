@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..jsontext import document
 from ..messages import t
 from .common import ExerciseArg, ExercisesOpt, Format, FormatOpt, check_head, console, warn, write_document
 
@@ -134,9 +135,8 @@ def list_(
     for p in cat.problems:  # broken pack files and clashing ids: on stderr, the rest is still listed
         warn(f"{t('validate.warning')}: {p}")
     if fmt is Format.json:
-        import json
 
-        write_document(json.dumps(rows, indent=1))
+        write_document(document(rows))
         return
     from ..render.catalog import render_catalog
 

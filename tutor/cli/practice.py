@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from ..jsontext import document
 from ..messages import t
 from .common import ExercisesOpt, Format, FormatOpt, check_head, console, stdin, warn, write_document
 
@@ -100,9 +101,8 @@ def stats(
             store.close()
     doc = stats_document(data, rec, str(path))
     if fmt is Format.json:
-        import json
 
-        write_document(json.dumps(doc, indent=1))  # ASCII: safe on any stream
+        write_document(document(doc))  # ASCII: safe on any stream
         return
     from ..render.quiz import render_stats
 

@@ -272,6 +272,6 @@ def report_dict(r: Report) -> dict[str, Any]:
 
 def dumps(r: Report) -> str:
     """The report as JSON text (ASCII-safe)."""
-    from .json import compact
+    from ..jsontext import compact
 
     return compact(report_dict(r))

@@ -7,12 +7,12 @@ floats, and a masked score is ``"-inf"`` exactly with value ``null``.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from ..exactnum import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
+from ..jsontext import compact
 from ..steps import KINDS, Solution, Step
 
 
@@ -75,20 +75,6 @@ def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note}
                   for p in exercise_trace(sol.exercise)]
     return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production}
-
-
-def compact(obj: Any, indent: int = 0) -> str:
-    """JSON with objects indented and each matrix row on one line (ASCII-safe)."""
-    pad, inner = " " * indent, " " * (indent + 1)
-    if isinstance(obj, dict) and obj:
-        items = (f"{inner}{json.dumps(k)}: {compact(v, indent + 1)}" for k, v in obj.items())
-        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(obj, list) and obj and isinstance(obj[0], (dict, list)):
-        if isinstance(obj[0], list) and not (obj[0] and isinstance(obj[0][0], (dict, list))):  # a matrix
-            rows = json.dumps(obj)[1:-1].replace("], [", "],\n" + inner + "[")  # one encoder call per matrix
-            return "[\n" + inner + rows + "\n" + pad + "]"
-        return "[\n" + ",\n".join(inner + compact(v, indent + 1) for v in obj) + "\n" + pad + "]"
-    return json.dumps(obj)
 
 
 def dumps(sol: Solution, head: int | None = None) -> str:

@@ -1,0 +1,31 @@
+"""The one JSON writer: every ``--format json`` document, every JSON file attn-tutor writes.
+
+Objects are indented one space a level; a list of numbers or strings stays
+on one line, and a matrix (a list of such lists) gets one row per line, so a
+document reads like the tables it stands for.  ASCII only: anything else is
+escaped, so the text is safe on any stream.  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def compact(obj: Any, indent: int = 0) -> str:
+    """``obj`` as JSON text, laid out as the module docstring says (no trailing newline)."""
+    pad, inner = " " * indent, " " * (indent + 1)
+    if isinstance(obj, dict) and obj:
+        items = (f"{inner}{json.dumps(k)}: {compact(v, indent + 1)}" for k, v in obj.items())
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (dict, list, tuple)):
+        if isinstance(obj[0], (list, tuple)) and not (obj[0] and isinstance(obj[0][0], (dict, list, tuple))):  # a matrix
+            rows = json.dumps(obj)[1:-1].replace("], [", "],\n" + inner + "[")  # one encoder call per matrix
+            return "[\n" + inner + rows + "\n" + pad + "]"
+        return "[\n" + ",\n".join(inner + compact(v, indent + 1) for v in obj) + "\n" + pad + "]"
+    return json.dumps(obj)
+
+
+def document(obj: Any) -> str:
+    """A whole JSON document: :func:`compact` text ending in a newline."""
+    return compact(obj) + "\n"
