@@ -186,7 +186,7 @@ def test_json_without_show_answers_holds_no_answer(cli, drill):
     doc = json.loads(out)
     assert doc["answers"] is False
     for q in doc["questions"]:
-        assert not {"answer", "answer_text", "explain", "key_points", "model_answer"} & set(q)
+        assert not {"answer", "answer_text", "explain", "key_points", "model_answer", "symbolic", "operation"} & set(q)
         assert all("right" not in c for c in q.get("choices", []))
     assert not default_path().exists()  # listing questions records nothing
 

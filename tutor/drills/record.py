@@ -77,7 +77,8 @@ class Question:
     and the other points' shapes, to say which axis is which;
     ``choices`` (choice); ``key_points``, ``model_answer``, ``wrong_answers``
     (free text: what a strong answer hits); ``follow_up`` the id of the
-    question this one follows up; ``json`` extra fields for ``--format json``.
+    question this one follows up; ``json`` extra fields for ``--format json``, and ``json_answer`` those
+    that give the answer away (printed only with ``--show-answers``).
     """
 
     drill: str
@@ -101,6 +102,7 @@ class Question:
     wrong_answers: tuple[tuple[str, str], ...] = ()
     follow_up: str | None = None
     json: Mapping[str, Any] = field(default_factory=dict)
+    json_answer: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def step(self) -> str:
@@ -122,6 +124,7 @@ class Question:
         if self.follow_up is not None:
             doc["follow_up"] = self.follow_up
         if answers:
+            doc.update(self.json_answer)
             doc["answer"] = _json_answer(self.answer)
             doc["answer_text"] = self.answer_text
             doc["explain"] = list(self.explain + self.after)

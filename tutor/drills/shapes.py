@@ -230,7 +230,7 @@ def shape_question(cfg: AttentionConfig, rng: random.Random, qid: str, point: st
         explain=(_explain(p),),
         dims=p.dims, sizes=sizes,
         others=tuple((q.name, q.shape) for q in trace.values() if q.name != point),
-        json={"point": point, "symbolic": list(p.dims)},
+        json={"point": point}, json_answer={"symbolic": list(p.dims)},
     )
 
 
@@ -267,7 +267,7 @@ def op_question(cfg: AttentionConfig, target: str, rng: random.Random, qid: str)
         hint=t("drill.shapes.hint_op", symbolic=p.symbolic),
         explain=(_explain(p),),
         choices=choices,
-        json={"point": target, "from": source, "operation": p.op},
+        json={"point": target, "from": source}, json_answer={"symbolic": list(p.dims), "operation": p.op},
     )
 
 
