@@ -62,7 +62,13 @@ def validate_paths(paths: list[Path]) -> tuple[list[Validation], list[Problem]]:
 
     targets, problems = _targets(paths)
     results: list[Validation] = []
+    from .drills.bank import validation as bank_validation
+
     for file, named in targets:
+        bank = bank_validation(file)  # a concept bank file (issue 14), checked against its own schema
+        if bank is not None:
+            results.append(bank)
+            continue
         checked = read_exercise_file(file)
         if checked is None:  # a solution file
             if named:

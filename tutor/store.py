@@ -63,6 +63,13 @@ that session; ``diagnosis`` the key of the first diagnosis of a wrong answer.
 
 The summaries (:class:`Stats`) and the choice of what to practise next
 (:func:`recommend`) are pure functions of the rows.
+
+Drills (:mod:`tutor.drills`, issue 14) keep their answers in the same two
+tables, under names of their own: sessions with ``exercise`` ``drill:…``
+and answers with ``exercise`` ``drill:<drill>`` and ``step``
+``drill:<drill>:<topic>`` (:mod:`tutor.drills.results` documents the rows).
+The schema is unchanged; :meth:`Store.stats` leaves those rows out
+(:data:`PRACTICE_ONLY`), and :mod:`tutor.drills.results` summarises them.
 """
 
 from __future__ import annotations
@@ -91,6 +98,9 @@ _MAGIC = b"SQLite format 3\x00"
 _HEADER = 100  # bytes of the database header
 _WAL_HEADER = 32  # bytes of a -wal file's header: a -wal no longer than this holds no frame
 _TABLES = {"sessions", "answers"}
+#: Practice statistics leave drill rows out (issue 14): their step and session names start with ``drill:``.
+PRACTICE_ONLY = "substr(step, 1, 6) != 'drill:'"
+_PRACTICE_SESSIONS = "substr(exercise, 1, 6) != 'drill:'"
 _WAL_PAGES = 8  # checkpoint the write-ahead log once it holds this many pages (SQLite's default: 1000)
 _WAL_LIMIT = 64 * 1024  # and truncate it back to this many bytes when it restarts
 
@@ -419,12 +429,13 @@ class Store:
 
     def stats(self, top: int = 5) -> Stats:
         """Accuracy by step kind, the ``top`` most frequent diagnoses, practice per (exercise, step)."""
-        (sessions,), = self._read("SELECT COUNT(*) FROM sessions")
+        (sessions,), = self._read(f"SELECT COUNT(*) FROM sessions WHERE {_PRACTICE_SESSIONS}")
         by_step = {
             step: StepStats(step, correct, wrong, shown, skipped, first)
             for step, correct, wrong, shown, skipped, first in self._read(
                 "SELECT step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
-                " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM answers GROUP BY step")
+                " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM answers"
+                f" WHERE {PRACTICE_ONLY} GROUP BY step")
         }
         order: dict[str, int] = {s: i for i, s in enumerate(STEP_IDS)}
         steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
@@ -433,11 +444,13 @@ class Store:
             for key, count, text in self._read(
                 "SELECT diagnosis, COUNT(*),"
                 " (SELECT b.diagnosis_text FROM answers b WHERE b.diagnosis = a.diagnosis ORDER BY b.id DESC LIMIT 1)"
-                " FROM answers a WHERE diagnosis IS NOT NULL GROUP BY diagnosis ORDER BY COUNT(*) DESC, diagnosis LIMIT ?",
+                f" FROM answers a WHERE diagnosis IS NOT NULL AND {PRACTICE_ONLY}"
+                " GROUP BY diagnosis ORDER BY COUNT(*) DESC, diagnosis LIMIT ?",
                 (top,))
         )
         practised = {(ex, step): n for ex, step, n in self._read(
-            "SELECT exercise, step, COUNT(*) FROM answers WHERE outcome != 'skipped' GROUP BY exercise, step")}
+            f"SELECT exercise, step, COUNT(*) FROM answers WHERE outcome != 'skipped' AND {PRACTICE_ONLY}"
+            " GROUP BY exercise, step")}
         answers = sum(s.graded + s.skipped for s in steps)
         return Stats(sessions, answers, steps, diagnoses, practised)
 

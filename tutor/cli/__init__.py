@@ -24,14 +24,14 @@ import typer
 from ..errors import TutorError
 from ..messages import t
 from ..textsafe import shown
-from . import author, check, explain, practice
+from . import author, check, drill, explain, practice
 from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
 from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors
 
 __all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
 
-#: Every command: its name, the function that runs it, and the key of its help text,
-#: in the order ``attn-tutor --help`` lists them (the order it has always shown).
+#: Every command: its name, the function that runs it (or, for a group of subcommands, its
+#: Typer app), and the key of its help text, in the order ``attn-tutor --help`` lists them.
 COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("explain", explain.explain, "cli.explain.help"),
     ("list", explain.list_, "cli.list.help"),
@@ -41,6 +41,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("new", author.new, "cli.new.help"),
     ("schema", author.schema, "cli.schema.help"),
     ("check", check.check, "cli.check.help"),
+    ("drill", drill.app, "cli.drill.help"),  # a group: drill shapes|counts|masks|concepts|interview
 )
 
 
@@ -69,7 +70,10 @@ def build_app() -> typer.Typer:
     )
     application.callback()(_options)
     for name, function, help_key in COMMANDS:
-        application.command(name, help=t(help_key))(function)
+        if isinstance(function, typer.Typer):
+            application.add_typer(function, name=name, help=t(help_key))
+        else:
+            application.command(name, help=t(help_key))(function)
     return application
 
 

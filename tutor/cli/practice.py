@@ -89,6 +89,7 @@ def stats(
     fmt: FormatOpt = Format.rich,
 ) -> None:
     """Show accuracy by step, frequent mistakes and what to practise next; never writes to the store."""
+    from ..drills.results import drills_document
     from ..session import recommendation, stats_document
     from ..store import Store, default_path
 
@@ -96,10 +97,12 @@ def stats(
     store = Store.open_existing(path)
     try:
         data, rec = recommendation(store)
+        drills = drills_document(store.attempts() if store is not None else ())
     finally:
         if store is not None:
             store.close()
     doc = stats_document(data, rec, str(path))
+    doc["drills"] = drills  # issue 14: the drills' answers, by drill and topic
     if fmt is Format.json:
 
         write_document(document(doc))  # ASCII: safe on any stream

@@ -340,6 +340,10 @@ def render_stats(data: dict, console: Console) -> None:
             console.print(Padding(Text(command), (0, 0, 0, 2), expand=False))
         else:  # a command is never broken over lines: it is copied whole
             console.print(Text(command), soft_wrap=True)
+    if data.get("drills"):  # issue 14: the drills section
+        from .drill import render_drill_stats
+
+        render_drill_stats(data["drills"], console)
     line(t("stats.file", path=data["store"]), "dim")
 
 
