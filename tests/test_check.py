@@ -43,6 +43,8 @@ def test_blog_post_numbers(cli, monkeypatch):
         "Steps (each entry judged within the rounding it is written to)",
         "  ✗ wrong    weights      3 of 3 entries off",
         "  ✗ wrong    head_output  2 of 6 entries off; carries the error in weights forward",
+        "               [t2, d1] = 2.0, [t2, d2] = 2.0, [t3, d1] = 2.0, [t3, d2] = 2.0: written to fewer than 2 decimals;"
+        " right within that rounding, which says little.",
         "",
         "First wrong step: weights",
         "  [t1, t1]: you wrote 0.016, the right value is 0.1084",
@@ -100,7 +102,7 @@ def test_homework_that_forgot_the_scaling(cli, monkeypatch):
     assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is 1.4142",
                                   "  [t1, t2]: you wrote 4, the right value is 2.8284"]
     assert "  … and 3 more" in lines
-    assert "  Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2)." in lines
+    assert "  Diagnosis: You forgot to divide by √d_k: scaled = scores / √2." in lines
     assert "    ✗ weights: carries the error forward (recomputed from your scaled, it matches what you wrote)" in lines
     assert "  ✗ wrong    weights      9 of 9 entries off; carries the error in scaled forward" in lines
     assert "  ✓ correct  scores       9 entries right" in lines
@@ -445,7 +447,7 @@ def test_mask_applied_in_the_scaled_step_is_diagnosed(cli, tmp_path):
         "  [t1, t2]: you wrote -inf, the right value is 0",
         "  [t1, t3]: you wrote -inf, the right value is 2.8284",
         "  [t2, t3]: you wrote -inf, the right value is 5.6569",
-        "  Diagnosis: You applied the mask in the scaled step; scaled = scores / sqrt(2) at every entry, and the "
+        "  Diagnosis: You applied the mask in the scaled step; scaled = scores / √2 at every entry, and the "
         "blocked entries become -inf only in the next step (masked = scaled + M).",
     ]
     assert "No known misconception explains it." not in out

@@ -106,7 +106,7 @@ def test_hand_values_of_e(e):
 def test_no_scaling_at_scaled_weights_and_output(classic):
     scores = [[2, 4, 4], [4, 8, 8], [4, 8, 8]]
     d = diagnose(classic, "scaled", 0, scores, tolerance=TOL)
-    assert d == [Diagnosis("no_scaling", "You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+    assert d == [Diagnosis("no_scaling", "You forgot to divide by √d_k: scaled = scores / √2.",
                            tuple((i, j) for i in range(3) for j in range(3)))]
     # weights from unscaled scores, row 1: e^2 / (e^2 + 2 e^4) = 0.0634, written to 2 places
     w = softmax_rows(scores)
@@ -120,8 +120,8 @@ def test_scale_by_sqrt_d_model(e):
     ans = scale(S, 1 / math.sqrt(3))
     d = diagnose(e, "scaled", 0, rnd(ans, 3), tolerance=TOL)
     assert keys(d) == ["scale_sqrt_d_model"]
-    assert d[0].message == ("You divided by sqrt(d_model) = sqrt(3); divide by sqrt(d_k) of the head instead: "
-                            "scaled = scores / sqrt(2).")
+    assert d[0].message == ("You divided by √d_model = √3; divide by √d_k of the head instead: "
+                            "scaled = scores / √2.")
     assert keys(diagnose(e, "weights", 0, rnd(softmax_rows(ans), 3), tolerance=TOL)) == ["scale_sqrt_d_model"]
 
 
@@ -129,7 +129,7 @@ def test_scale_by_one_over_d_k_is_dividing_by_d_k(e):
     ans = [[2.5, 0.5, 2], [0.5, 0.5, 1], [1.5, 0.5, 1.5]]  # S / 2
     d = diagnose(e, "scaled", 0, ans, tolerance=TOL)
     assert keys(d) == ["scale_d_k"]
-    assert d[0].message == "You divided by d_k = 2 instead of its square root: scaled = scores / sqrt(2)."
+    assert d[0].message == "You divided by d_k = 2 instead of its square root: scaled = scores / √2."
     assert keys(diagnose(e, "head_output", 0, mm(softmax_rows(ans), V), tolerance=TOL)) == ["scale_d_k"]
 
 
@@ -472,7 +472,7 @@ def test_mask_applied_in_the_scaled_step(e, em):
     d = diagnose(em, "scaled", 0, rnd(early, 3), tolerance=TOL)
     assert keys(d) == ["mask_in_scaled"]
     assert d[0].cells == ((0, 1), (1, 2), (2, 0))
-    assert d[0].message == ("You applied the mask in the scaled step; scaled = scores / sqrt(2) at every entry, "
+    assert d[0].message == ("You applied the mask in the scaled step; scaled = scores / √2 at every entry, "
                             "and the blocked entries become -inf only in the next step (masked = scaled + M).")
     # the same matrix is right one step later
     assert diagnose(em, "masked", 0, rnd(early, 3), tolerance=TOL) == []
