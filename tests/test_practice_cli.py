@@ -121,7 +121,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         "  │ t2 │ 4 ✗ │ 8 ✗ │ 8 ✗ │",
         "  │ t3 │ 4 ✗ │ 8 ✗ │ 8 ✗ │",
         "  ╰────┴─────┴─────┴─────╯",
-        "Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "Diagnosis: You forgot to divide by √d_k: scaled = scores / √2.",
         "Type the matrix again, or hint, show, skip.",
         "scaled> quit",
         "",
@@ -150,7 +150,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         "  ╰────────┴───────┴─────────┴──────────┴───────┴─────────╯",
         "",
         "Most frequent mistakes",
-        "  1×  You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "  1×  You forgot to divide by √d_k: scaled = scores / √2.",
         "",
         # scaled scores (0+1)/(1+2) = 0.33 < 0.5 of the unpractised steps; single-head-3x4 was
         # already practised on it, so the other difficulty-1 exercise comes next
@@ -167,7 +167,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         {"step": "scaled", "correct": 0, "wrong": 1, "shown": 0, "skipped": 0, "first_try": 0, "graded": 1, "accuracy": 0.0},
     ]
     assert doc["diagnoses"] == [{"key": "no_scaling", "count": 1,
-                                 "message": "You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2)."}]
+                                 "message": "You forgot to divide by √d_k: scaled = scores / √2."}]
     assert doc["next"] == {"step": "scaled", "exercise": "single-head-dk4-2x4", "correct": 0, "graded": 1,
                            "accuracy": 0.0, "command": "attn-tutor practice single-head-dk4-2x4"}
 
@@ -188,7 +188,7 @@ def test_the_whole_classic_example_end_to_end(cli):
     assert [line for line in out if line.startswith(("✓", "✗", "Diagnosis"))] == [
         "✓ Right.", "✓ Right.", "✓ Right.", "✓ Right.",
         "✗ Not yet: 9 of 9 entries wrong (marked ✗).",
-        "Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "Diagnosis: You forgot to divide by √d_k: scaled = scores / √2.",
         "✓ Right, at try 2.", "✓ Right.", "✓ Right.",
     ]
     assert out[-10:] == [
@@ -457,7 +457,7 @@ def test_ascii_stream_no_colour_and_60_columns(cli_process):
     assert max(len(line) for line in out.splitlines()) <= 60
     lines = [line.rstrip() for line in out.splitlines()]
     assert "  | t1 | 2.00 [x] | 4.00 [x] | 4.00 [x] |" in lines
-    assert "Diagnosis: You forgot to divide by sqrt(d_k): scaled =" in lines
+    assert "Diagnosis: You forgot to divide by √d_k: scaled =" in lines
     # revealed numbers are whole, never cut: the exact form and its 4-decimal value
     assert "2*sqrt(2)" in out and "5.6569" in out
     for w in (WEIGHTS[0][0], WEIGHTS[0][1], WEIGHTS[1][0], WEIGHTS[1][1]):
@@ -648,7 +648,7 @@ def test_two_mistakes_giving_the_same_numbers_are_both_shown(cli):
         "Diagnosis: this answer matches two mistakes, which give the same numbers here:",
         "  • You divided by sqrt(d_model) = sqrt(4); divide by sqrt(d_k) of the head instead: scaled = scores",
         "    / sqrt(2).",
-        "  • You divided by d_k = 2 instead of its square root: scaled = scores / sqrt(2).",
+        "  • You divided by d_k = 2 instead of its square root: scaled = scores / √2.",
         "Type the matrix again, or hint, show, skip.",
         "scaled> quit",
     ]
@@ -800,6 +800,6 @@ def test_practice_scripted_forgetting_the_scaling_then_correcting_it(cli):
     answers = "\n".join([scores, scores, scaled, "quit"]) + "\n"  # scores; scaled: unscaled, then right
     code, out, err = cli("practice", "single-head-3x4", "--steps", "scores,scaled,weights", input=answers)
     assert (code, err) == (0, "")
-    assert out.count("Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).") == 1
+    assert out.count("Diagnosis: You forgot to divide by √d_k: scaled = scores / √2.") == 1
     assert out.count("✓ Right") == 2  # scores at once, scaled at the second try
     assert "Session ended." in out
