@@ -184,7 +184,7 @@ EN: dict[str, str] = {
     "practice.status.unsaved.other": "; not saved: answers {tries}",
     "cli.practice.help": "Drill an exercise step by step: type each matrix, get told what is wrong and why.",
     "cli.practice.exercise": "A bundled exercise id or a YAML file path (default: the one that trains your weakest step).",
-    "cli.practice.steps": "Only these steps, comma-separated (q,k,v,scores,scaled,masked,weights,head_output,concat,output).",
+    "cli.practice.steps": "Only these steps, comma-separated: q, k, v, scores, scaled, masked, weights, head_output, concat, output.",
     "cli.practice.mode": "Type whole matrices, or answer entry by entry.",
     "cli.practice.tolerance": "Judge every decimal within ± this of its value, instead of by the rounding it is written to (0.45 claims 0.445 to 0.455). Exact forms stay exact.",
     "cli.stats.help": "Show your practice accuracy by step, your most frequent mistakes, and what to practise next.",
@@ -701,6 +701,7 @@ EN.update({
     "practice.cells.more": "and {count} more",
     "check.note.coarse": "{cells}: written to fewer than {places:decimals}; right within that rounding, which says little.",
     "check.note.truncated": "{cells}: cut off instead of rounded ({value} to {places:decimals} is {rounded}, not {written}).",
+    "cli.grading": "Grading (practice and check alike): a decimal written to p places claims its value ± 0.5·10⁻ᵖ (0.45: 0.445 to 0.455) and is wrong when the true value lies outside; an exact form (1/3, 2√2, -inf) must be exactly equal. practice asks for at least 2 decimals (a coarser answer that holds the value is neither right nor wrong); check judges what is written at any precision. --tolerance T judges every decimal within ± T instead.",
     "cli.check.tolerance": "Judge every decimal within ± this of its value, instead of by the rounding it is written to. Exact forms stay exact.",
     # resume, and where a session begins
     "cli.practice.restart": "Begin the steps anew instead of resuming an unfinished session of the same exercise and steps.",
@@ -772,7 +773,7 @@ EN.update({
     "list.progress": "{solved}/{total}",
     "list.legend": "In learning order (difficulty, then concept). done: every step answered right at least once.",
     # a near-miss exercise id
-    "catalog.not_found.suggest": "did you mean '{suggestion}'? (`attn-tutor list` shows the ids)",
+    "catalog.not_found.suggest": "did you mean '{suggestion}'?",
     # one convention for heads (1-based wherever a learner reads them)
     "cli.practice.head.one_based": "Only this head's steps (heads are numbered from 1); layer steps are still asked.",
     "cli.opt.head.one_based": "Show only this head (heads are numbered from 1); layer steps are still shown.",

@@ -37,7 +37,7 @@ misconception of :mod:`tutor.diagnose`).
 >>> from tutor.answers import parse_entry
 >>> from tutor.exactnum import Rat
 >>> from fractions import Fraction
->>> judge(parse_entry("0.45"), Rat(Fraction(9, 20))).right, judge(parse_entry("0.4"), Rat(Fraction(9, 20))).right
+>>> judge(parse_entry("0.45"), Rat(Fraction(9, 20))).right, judge(parse_entry("0.44"), Rat(Fraction(9, 20))).right
 (True, False)
 """
 

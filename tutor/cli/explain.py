@@ -140,9 +140,19 @@ def list_(
     """List the exercises (bundled and packs); each problem of a pack is a ``warning:`` line on stderr."""
     from ..authoring import catalog_rows
     from ..catalog import load_catalog
+    from ..errors import StoreError
+    from ..store import Store, solved
 
     cat = load_catalog(exercises or ())
-    rows = catalog_rows(cat)
+    progress: dict[str, frozenset[tuple[str, int | None]]] = {}
+    try:  # done / pending marks; list only reads the store, and lists the exercises whatever it holds
+        store = Store.open_existing()
+        if store is not None:
+            with store:
+                progress = solved(store)
+    except StoreError as err:
+        warn(f"{t('validate.warning')}: {err}")
+    rows = catalog_rows(cat, progress)
     for p in cat.problems:  # broken pack files and clashing ids: on stderr, the rest is still listed
         warn(f"{t('validate.warning')}: {p}")
     if fmt is Format.json:
