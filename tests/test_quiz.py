@@ -104,7 +104,7 @@ def test_each_step_shows_what_it_is_computed_from():
     assert names["masked", 1] == ["scaled", "M"]
     assert names["weights", 0] == ["masked"]
     assert names["head_output", 1] == ["weights", "V"]
-    assert names["concat", None] == ["head_0", "head_1"]
+    assert names["concat", None] == ["head_1", "head_2"]
     assert names["output", None] == ["concat", "W_O"]
     # the mask as a matrix: causal, 0 where key j <= query i
     m = quiz.inputs_for(sol, sol.step("masked", 0))[1]
@@ -404,12 +404,12 @@ def test_worked_entries_by_hand():
     w1 = (1 - w0) / 2
     out = w0 * 1 + w1 * 2 + w1 * 2
     assert w(sol, sol.step("head_output", 0), 0, 0) == (
-        f"head_0[t1, d1] = weights[t1, :]·V[:, d1] = {w0:.4f}·1 + {w1:.4f}·2 + {w1:.4f}·2 ≈ {out:.4f}")
+        f"head_1[t1, d1] = weights[t1, :]·V[:, d1] = {w0:.4f}·1 + {w1:.4f}·2 + {w1:.4f}·2 ≈ {out:.4f}")
     c = causal()
     assert w(c, c.step("masked", 0), 0, 2) == "masked[t1, t3] = scaled[t1, t3] + (-inf) = -inf  (query t1 may not attend to key t3)"
     assert w(c, c.step("weights", 1), 0, 1).endswith("= 0  (query t1 may not attend to key t2)")
-    # the first query sees only itself: weight 1, output row = V's first row; concat column h1.d1 is head_1's d1
-    assert w(c, c.step("concat", None), 0, 2) == "concat[t1, h1.d1] = head_1[t1, d1] = 1"
+    # the first query sees only itself: weight 1, output row = V's first row; concat column h2.d1 is head_2's d1
+    assert w(c, c.step("concat", None), 0, 2) == "concat[t1, h2.d1] = head_2[t1, d1] = 1"
     # W_O is the identity: output[t1, o1] = concat[t1, :]·e_1 = 1
     assert w(c, c.step("output", None), 0, 0) == "output[t1, o1] = concat[t1, :]·W_O[:, o1] = 1·1 + 0·0 + 1·0 + 0·0 = 1"
 

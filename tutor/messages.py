@@ -278,8 +278,6 @@ EN: dict[str, str] = {
     "stats.col.accuracy": "accuracy",
     "stats.col.shown": "shown",
     "stats.col.skipped": "skipped",
-    "stats.diagnoses": "Most frequent mistakes",
-    "stats.single_entry": "A slip in a single entry, the others right: recheck that entry's products.",
     "stats.next": "Practise next: {why}, with {exercise}:",
     "stats.next.weak": "{step}, your weakest step ({right} of {graded} right)",
     "stats.next.new": "{step}, not practised yet",
@@ -721,11 +719,7 @@ EN.update({
     "stats.col.due": "review",
     "stats.col.retention": "recall",
     "stats.due.now": "now",
-    "stats.due.overdue": "due",
     "stats.due.in": "in {days:days}",
-    "stats.due.today": "today",
-    "stats.due.header": "Review schedule (FSRS: each graded step is a review of its skill)",
-    "stats.due.line": "{step} · {family}: next review {when}, recall now {retention}",
     "stats.due.count": "Due now: {count:skills}. attn-tutor practice --due reviews them.",
     "stats.mistakes": "Mistakes, by kind",
     "stats.mistake": "{count}×  {name}",
@@ -777,8 +771,8 @@ EN.update({
     # one convention for heads (1-based wherever a learner reads them)
     "cli.practice.head.one_based": "Only this head's steps (heads are numbered from 1); layer steps are still asked.",
     "cli.opt.head.one_based": "Show only this head (heads are numbered from 1); layer steps are still shown.",
-    "head.none": "there is no head {head}; this exercise has heads 1 to {last}",
-    "head.one": "there is no head {head}; this exercise has one head, head 1",
+    "head.missing": "there is no head {head}; this exercise has heads 1 to {last}",
+    "head.missing_single": "there is no head {head}; this exercise has one head, head 1",
 })
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}

@@ -85,8 +85,8 @@ class Plan:
 def head_error(head: int, num_heads: int) -> str:
     """The sentence for a head (0-based) an exercise does not have, with heads counted from 1."""
     if num_heads == 1:
-        return t("head.one", head=head + 1)
-    return t("head.none", head=head + 1, last=num_heads)
+        return t("head.missing_single", head=head + 1)
+    return t("head.missing", head=head + 1, last=num_heads)
 
 
 def chosen(ex: Exercise, steps: Sequence[str] | None = None, head: int | None = None) -> Plan:

@@ -188,7 +188,7 @@ class QuizRenderer:
             self.line(t("practice.inexact", cells=self.where(step, e.inexact), example=f"{step.value[i][j]:.2f}"))
         if e.truncated:
             self.truncated(step, e.answer, e.truncated)
-        if e.coarse:
+        if e.coarse and not e.shown:  # a mistake that explains the numbers as written says more
             i, j = e.coarse[0]
             self.line(t("practice.coarse.also", cells=self.where(step, e.coarse, limit=4), places=MIN_PLACES,
                         example=rounded(step.value[i][j], MIN_PLACES)))

@@ -30,7 +30,7 @@ def _concat(bd: Build, head: int | None) -> Step:
     ex = bd.ex
     H = ex.num_heads
     out = exact.concat([bd.steps["head_output", h].exact for h in range(H)])  # [L, H·d_v]
-    cols = tuple(f"h{h}.d{k + 1}" for h, hd in enumerate(ex.heads) for k in range(hd.d_v))
+    cols = tuple(f"h{h + 1}.d{k + 1}" for h, hd in enumerate(ex.heads) for k in range(hd.d_v))
     ops = tuple(Operand(f"head_{h + 1}", (ex.L, hd.d_v)) for h, hd in enumerate(ex.heads))
     return Step("concat", None, "concat", "concat = [" + ", ".join(f"head_{h + 1}" for h in range(H)) + "]",
                 ops, "concat", out, ex.query_labels, cols)
