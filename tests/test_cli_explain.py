@@ -64,10 +64,10 @@ def test_json_masked_values_are_null(cli):
 
 
 def test_head_option_keeps_layer_steps(cli):
-    code, out, _ = cli("explain", "two-head-causal-3x4", "--head", "1", "--format", "json")
+    code, out, _ = cli("explain", "two-head-causal-3x4", "--head", "2", "--format", "json")  # the second head
     assert code == 0
     heads = [s["head"] for s in json.loads(out)["steps"]]
-    assert set(heads) == {1, None}
+    assert set(heads) == {1, None}  # JSON keeps 0-based indices
 
 
 def test_rich_classic_golden(cli):
@@ -87,7 +87,7 @@ def test_rich_classic_shows_the_essentials(cli):
     assert "1/(1 + 2·exp(√2)) ≈ 0.1084" in out
     assert "variance d_k" in out  # why 1/√d_k
     assert "Dimension flow" in out
-    assert "Attention weights, head 0" in out  # the heatmap
+    assert "Attention weights, head 1" in out  # the heatmap
 
 
 def test_precision_option(cli):
@@ -210,9 +210,9 @@ def test_missing_path(cli, tmp_path):
 
 
 def test_head_out_of_range_is_a_usage_error(cli):
-    code, _, err = cli("explain", "single-head-3x4", "--head", "1")
+    code, _, err = cli("explain", "single-head-3x4", "--head", "2")
     assert code == 2
-    assert "there is no head 1" in err
+    assert "there is no head 2" in err
 
 
 def test_bad_format_is_a_usage_error(cli):
@@ -279,7 +279,7 @@ def test_explain_refuses_when_the_engines_disagree(cli, monkeypatch):
     for fmt in ("rich", "json"):
         code, out, err = cli("explain", "single-head-3x4", "--format", fmt)
         assert code == 2
-        assert err.startswith("error: the exact engine and the NumPy core disagree at step weights (head 0), entry (0, 0)")
+        assert err.startswith("error: the exact engine and the NumPy core disagree at step weights (head 1), entry (1, 1)")
         assert "no solution is printed" in err
         if fmt == "rich":
             assert out == ""
@@ -356,14 +356,14 @@ def test_version(cli):
 
 
 def test_dimension_flow_follows_the_head_shown(cli):
-    _, out, _ = cli("explain", "two-head-causal-3x4", "--head", "1")
+    _, out, _ = cli("explain", "two-head-causal-3x4", "--head", "2")
     per_head = out[out.index("Dimension flow"):out.index("(the same for each of the 2 heads)")]
-    assert "weights [3×3] · V [3×2] → head_1 [3×2]" in per_head and "head_0" not in per_head
+    assert "weights [3×3] · V [3×2] → head_2 [3×2]" in per_head and "head_1" not in per_head
 
 
 def test_one_head_wording(cli):
-    code, _, err = cli("explain", "single-head-3x4", "--head", "1")
-    assert code == 2 and "this exercise has one head, head 0" in err
+    code, _, err = cli("explain", "single-head-3x4", "--head", "2")
+    assert code == 2 and "this exercise has one head, head 1" in err
 
 
 @pytest.mark.parametrize("exercise_id", BUNDLED_IDS)

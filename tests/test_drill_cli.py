@@ -69,7 +69,7 @@ def test_answers_are_saved_under_the_drill_namespace_and_practice_stats_leave_th
     assert rows("SELECT exercise, mode, ended IS NOT NULL FROM sessions") == [("drill:shapes", "drill", 1)]
     code, out, err = cli("stats", "--format", "json")
     doc = json.loads(out)
-    assert (doc["sessions"], doc["answers"], doc["steps"], doc["diagnoses"]) == (0, 0, [], [])
+    assert (doc["sessions"], doc["answers"], doc["steps"], doc["mistakes"]) == (0, 0, [], [])
     assert doc["drills"]["answers"] == 5
     by_topic = {(t["drill"], t["topic"]): t for t in doc["drills"]["topics"]}
     assert sum(t["correct"] for t in by_topic.values()) == 2 and sum(t["graded"] for t in by_topic.values()) == 5
@@ -91,8 +91,8 @@ def test_a_wrong_answer_keeps_its_diagnosis(cli):
     mistake = q.variants[0]
     code, out, _ = cli("drill", "counts", "--seed", 5, "--count", 1, input=f"{mistake.value}\n")
     assert code == 0 and mistake.message in " ".join(out.split())
-    assert rows("SELECT outcome, diagnosis, diagnosis_text, answer FROM answers") == [
-        ("wrong", mistake.key, mistake.message, str(mistake.value))]
+    assert rows("SELECT outcome, diagnosis, answer FROM answers") == [("wrong", mistake.key, str(mistake.value))]
+    assert rows("SELECT key, kind FROM mistakes") == [(mistake.key, "diagnosis")]  # the key, as practice keeps its own
 
 
 def test_free_text_is_self_graded_point_by_point(cli):
@@ -100,8 +100,8 @@ def test_free_text_is_self_graded_point_by_point(cli):
                          input="the variance grows with d_k\ny\nmaybe\nn\ny\ny\n")
     assert (code, err) == (0, "")
     assert "Type y or n." in out and "Key points made: 3 of 4." in out and "Model answer:" in out
-    assert rows("SELECT step, outcome, diagnosis_text, answer FROM answers") == [
-        ("drill:concepts:scaling", "wrong", "3/4", "the variance grows with d_k")]
+    assert rows("SELECT step, outcome, answer FROM answers") == [
+        ("drill:concepts:scaling", "wrong", "the variance grows with d_k")]  # not every key point made: a miss
 
 
 @pytest.mark.parametrize(("drill", "answer"), [("masks", "1 0; 0 1"), ("counts", "12"), ("shapes", "1 2 3")])

@@ -586,7 +586,7 @@ def test_biases_by_hand():
     assert fracs(sol.step("scores", 0)) == [[Fraction(23, 6), Fraction(4, 3)], [Fraction(1, 2), 0]]
     assert sol.step("q", 0).formula == "Q = X·W_Q + b_Q"
     assert sol.step("q", 0).annotation() == "X [2×2] · W_Q [2×2] + b_Q [2] → Q [2×2]"
-    assert sol.step("output").formula == "output = head_0·W_O + b_O"
+    assert sol.step("output").formula == "output = head_1·W_O + b_O"
     check_against_numpy(sol)
     check_exact_entries(sol)
     # output row 1 by hand: weights of row 1 from scaled scores (1/2, 0)/√2

@@ -499,7 +499,7 @@ def test_heads_with_different_d_k():
     )
     p = only(text)
     assert where(p) == ("f.yaml", 8, 5, "heads[1]")
-    assert p.message == "d_k is 1 in this head but 2 in head 0; every head must have the same d_k"
+    assert p.message == "d_k is 1 in this head but 2 in head 1; every head must have the same d_k"
 
 
 def test_heads_with_different_d_v():
@@ -510,7 +510,7 @@ def test_heads_with_different_d_v():
     )
     p = only(text)
     assert where(p) == ("f.yaml", 8, 5, "heads[1]")
-    assert "d_v is 1 in this head but 2 in head 0" in p.message
+    assert "d_v is 1 in this head but 2 in head 1" in p.message
 
 
 def test_w_o_rows_must_be_num_heads_times_d_v():

@@ -167,7 +167,7 @@ def test_blank_html_worksheet_has_no_answers_and_no_heatmap():
     sol = solve(resolve("single-head-3x4"))
     key, sheet = export_html(sol), export_html(sol, blank=True)
     assert "0.1084" in key and "0.1084" not in sheet
-    assert "Attention weights, head 0" in key and "Attention weights, head 0" not in sheet
+    assert "Attention weights, head 1" in key and "Attention weights, head 1" not in sheet
     assert "Queries Q" in sheet and "X·W_Q" in sheet  # same layout: steps and formulas
 
 

@@ -236,11 +236,12 @@ def test_stored_rows_are_shown_escaped(cli):
     conn = sqlite3.connect(store)
     with conn:  # what another program, or a damaged copy, may have left in the rows
         conn.execute("UPDATE answers SET step = 'sc\x1b[5maled', diagnosis = 'k\x1b]0;X\x07', "
-                     "diagnosis_text = 'msg \x1b[2J \u202e \x9b1m'")
+                     "diagnosis_text = 'msg \x1b[2J \u202e \x9b1m', exercise = 'ex\x1b[2J'")
+        conn.execute("UPDATE mistakes SET key = 'key \x1b[2J \u202e \x9b1m'")
     conn.close()
     code, out, err = cli("stats")
     assert code == 0 and unsafe(out + err) == []
-    assert "sc\\x1b[5maled" in out and "msg \\x1b[2J \\u202e \\x9b1m" in out
+    assert "sc\\x1b[5maled" in out and "key \\x1b[2J \\u202e \\x9b1m" in out and "ex\\x1b[2J" in out
     code, out, err = cli("stats", "--format", "json")
     assert code == 0 and unsafe(out + err) == [] and out.isascii()
     assert json.loads(out)["steps"][0]["step"] == "sc\x1b[5maled"  # JSON escapes it, and reads back exactly

@@ -237,11 +237,19 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
 # --- packs (list) ----------------------------------------------------------------------------
 
 
-def catalog_rows(cat: Catalog) -> list[dict[str, Any]]:
-    """One row per exercise of the catalogue, with where it comes from (``source``): what ``list`` shows."""
+def catalog_rows(cat: Catalog, solved: dict[str, frozenset[tuple[str, int | None]]] | None = None) -> list[dict[str, Any]]:
+    """One row per exercise of the catalogue, in learning order (:func:`tutor.catalog.learning_key`),
+    with where it comes from (``source``) and, given the steps ``solved`` per exercise id (from
+    the progress store), ``steps`` (how many it has), ``solved`` (how many were answered right at
+    least once) and ``done`` (all of them): what ``list`` shows."""
+    from .catalog import learning_key
+    from .steps import keys
+
     rows = []
-    for entry in cat.entries:
+    for entry in sorted(cat.entries, key=lambda e: learning_key(e.exercise)):
         ex = entry.exercise
+        own = keys(ex)
+        right = len(set(own) & (solved or {}).get(ex.id, frozenset()))
         rows.append({
             "id": ex.id,
             "title": ex.title,
@@ -253,7 +261,11 @@ def catalog_rows(cat: Catalog) -> list[dict[str, Any]]:
             "cross": ex.is_cross,
             "difficulty": ex.difficulty,
             "tags": list(ex.tags),
+            "family": ex.family,
             "source": entry.source,
             "file": ex.source,
+            "steps": len(own),
+            "solved": right,
+            "done": right == len(own),
         })
     return rows

@@ -20,7 +20,7 @@ Adding a misconception: usually a new knob on
 
 Pure: no printing, no I/O.  Arrays are float64 NumPy; ``-inf`` marks a masked
 score.  Formulas: Vaswani et al. 2017, eq. 1 (``softmax(Q Kᵀ / √d_k) V``) and
-§3.2.2 (``Concat(head_0, …) W_O``), row-vector convention ``Q = X W_Q + b_Q``.
+§3.2.2 (``Concat(head_1, …, head_h) W_O``), row-vector convention ``Q = X W_Q + b_Q``.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
             "rows": rows, "cols": cols, "places": 2, "L_k": ex.L_k, "empty_rows": empty,
-            "src": "concat" if ex.num_heads > 1 else "head_0", "b_o": " + b_O" if ex.b_o is not None else ""}
+            "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else ""}
 
 
 # --- a single slipped entry ---------------------------------------------------------------

@@ -345,7 +345,7 @@ def generate(spec: Spec) -> str:
     out += [*_comment(t("new.file.heads", src=src, d_model=d, d_k=d_k)), "heads:"]
     for h, (w_q, w_k, w_v) in enumerate(head.w for head in c.heads):
         out += [
-            *_comment(t("new.file.head", head=h), indent="  "),
+            *_comment(t("new.file.head", head=h + 1), indent="  "),
             f"  - w_q: {_matrix(w_q, 9)}",
             f"    w_k: {_matrix(w_k, 9)}",
             f"    w_v: {_matrix(w_v, 9)}",

@@ -354,6 +354,26 @@ def _places(m: re.Match[str]) -> int:
 
 
 
+def decimal_places(text: str) -> list[int]:
+    """The places of each decimal literal (a ``.`` or an exponent) in ``text``, in order, for an
+    entry that :func:`parse_entry` reads (``[]`` for text it would refuse).
+
+    >>> decimal_places("1.41/2 + 3e-2"), decimal_places("2*sqrt(2)")
+    ([2, 2], [])
+    """
+    try:
+        toks = _tokenize(text)
+    except AnswerError:
+        return []
+    out = []
+    for tok in toks:
+        if tok.kind == "num" and ("." in tok.text or "e" in tok.text.lower()):
+            m = _NUMBER.fullmatch(tok.text)
+            if m is not None:
+                out.append(_places(m))
+    return out
+
+
 def parse_entry(text: str) -> Entry:
     """Parse one number in the answer grammar (see the module docstring).
 

@@ -45,6 +45,10 @@ COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
 )
 
 
+#: The commands that grade answers by the rule of :mod:`tutor.answers.grading`.
+GRADED = ("practice", "check")
+
+
 def _version(value: bool) -> None:
     if value:
         from .. import __version__
@@ -70,10 +74,13 @@ def build_app() -> typer.Typer:
     )
     application.callback()(_options)
     for name, function, help_key in COMMANDS:
+        text = t(help_key)
+        if name in GRADED:  # the one grading rule, said once, in the help of the commands that grade
+            text += "\n\n" + t("cli.grading")
         if isinstance(function, typer.Typer):
-            application.add_typer(function, name=name, help=t(help_key))
+            application.add_typer(function, name=name, help=text)
         else:
-            application.command(name, help=t(help_key))(function)
+            application.command(name, help=text)(function)
     return application
 
 
@@ -121,11 +128,27 @@ def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: 
             os.environ["COLUMNS"] = columns
 
 
+def command() -> Any:
+    """The click command tree of :data:`app`, its help tidied: a flag (``--force``, ``--help``)
+    shows no ``<bool>`` type, since it takes no value."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for cmd in [group, *getattr(group, "commands", {}).values()]:
+        params = list(cmd.params)
+        ctx = type("HelpContext", (), {"help_option_names": ["-h", "--help"]})()
+        helper = cmd.get_help_option(ctx)  # built once and kept by the command
+        for param in params + ([helper] if helper is not None else []):
+            if getattr(param, "is_bool_flag", False) and param.metavar is None:
+                param.metavar = ""
+    return group
+
+
 def _run(args: list[str], streams: Streams) -> int:
     """Run the app on ``args`` with the guarded streams in place; every way out becomes an exit code."""
     try:
         try:
-            result = app(args=args, prog_name="attn-tutor", standalone_mode=False, obj=streams)
+            result = command().main(args=args, prog_name="attn-tutor", standalone_mode=False, obj=streams)
         finally:
             sys.stdout.flush()  # inside the try: a failing last flush is reported like any write
     except SolutionWrong:

@@ -10,7 +10,17 @@ import typer
 
 from ..jsontext import document
 from ..messages import t
-from .common import ExerciseArg, ExercisesOpt, Format, FormatOpt, check_head, console, warn, write_document
+from .common import (
+    ExerciseArg,
+    ExercisesOpt,
+    Format,
+    FormatOpt,
+    check_head,
+    console,
+    head_index,
+    warn,
+    write_document,
+)
 
 if TYPE_CHECKING:
     from ..steps import Solution
@@ -30,7 +40,7 @@ class ExplainFormat(str, Enum):
 def explain(
     ctx: typer.Context,
     exercise: ExerciseArg,
-    head: Annotated[int | None, typer.Option("--head", help=t("cli.opt.head"), min=0)] = None,
+    head: Annotated[int | None, typer.Option("--head", help=t("cli.opt.head.one_based"), min=1, show_default=False)] = None,
     precision: Annotated[int, typer.Option("--precision", help=t("cli.opt.precision"), min=0, max=15)] = 4,
     fmt: Annotated[ExplainFormat, typer.Option("--format", help=t("cli.opt.format"))] = ExplainFormat.rich,
     exercises: ExercisesOpt = None,
@@ -48,6 +58,7 @@ def explain(
 
     ex = resolve(exercise, exercises or ())
     check_head(head, ex.num_heads)
+    head = head_index(head)  # from here on the 0-based index
     sol = solve(ex)
     from ..verify import verify
 
@@ -129,9 +140,19 @@ def list_(
     """List the exercises (bundled and packs); each problem of a pack is a ``warning:`` line on stderr."""
     from ..authoring import catalog_rows
     from ..catalog import load_catalog
+    from ..errors import StoreError
+    from ..store import Store, solved
 
     cat = load_catalog(exercises or ())
-    rows = catalog_rows(cat)
+    progress: dict[str, frozenset[tuple[str, int | None]]] = {}
+    try:  # done / pending marks; list only reads the store, and lists the exercises whatever it holds
+        store = Store.open_existing()
+        if store is not None:
+            with store:
+                progress = solved(store)
+    except StoreError as err:
+        warn(f"{t('validate.warning')}: {err}")
+    rows = catalog_rows(cat, progress)
     for p in cat.problems:  # broken pack files and clashing ids: on stderr, the rest is still listed
         warn(f"{t('validate.warning')}: {p}")
     if fmt is Format.json:

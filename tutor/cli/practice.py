@@ -1,4 +1,4 @@
-"""`practice` and `stats` (issue 4): options parsed here, the session run by :mod:`tutor.session`.
+"""`practice` and `stats`: options parsed here, the session planned by :mod:`tutor.plan` and run by :mod:`tutor.session`.
 
 ``practice`` reads its answers from the standard input :func:`tutor.cli.main`
 was given (a terminal, with line editing, or piped text: one answer per
@@ -16,7 +16,19 @@ import typer
 
 from ..jsontext import document
 from ..messages import t
-from .common import ExercisesOpt, Format, FormatOpt, check_head, console, stdin, warn, write_document
+from .common import (
+    ExercisesOpt,
+    Format,
+    FormatOpt,
+    HeadOpt,
+    ToleranceOpt,
+    check_head,
+    console,
+    head_index,
+    stdin,
+    warn,
+    write_document,
+)
 
 
 class PracticeMode(str, Enum):
@@ -38,49 +50,57 @@ def _parse_steps(text: str | None) -> list[str] | None:
     return names
 
 
+def check_tolerance(tolerance: float | None) -> None:
+    """A usage error for a ``--tolerance`` that is not a number above 0 (and at most 1000000)."""
+    if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
+        raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
+
+
 def practice(
     ctx: typer.Context,
     exercise: Annotated[str | None, typer.Argument(help=t("cli.practice.exercise"), show_default=False)] = None,
     steps: Annotated[str | None, typer.Option("--steps", help=t("cli.practice.steps"), show_default=False)] = None,
-    head: Annotated[int | None, typer.Option("--head", help=t("cli.practice.head"), min=0, show_default=False)] = None,
+    head: HeadOpt = None,
     mode: Annotated[PracticeMode, typer.Option("--mode", help=t("cli.practice.mode"))] = PracticeMode.matrix,
-    tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.practice.tolerance"),
-                                                    show_default=False)] = None,
+    tolerance: ToleranceOpt = None,
+    restart: Annotated[bool, typer.Option("--restart", help=t("cli.practice.restart"))] = False,
+    due: Annotated[bool, typer.Option("--due", help=t("cli.practice.due"))] = False,
     exercises: ExercisesOpt = None,
 ) -> None:
-    """Drill an exercise (or the one that trains the weakest step) in a session recorded in the progress store."""
-    from ..answers import DEFAULT_TOLERANCE
+    """Drill an exercise (or the one that trains the weakest step, or what is due) in a session
+    recorded in the progress store; an interrupted session of the same steps is resumed."""
+    from .. import plan as plans
     from ..catalog import resolve
     from ..quiz import Settings
-    from ..session import answer_stream, practise, recommendation, step_kinds, why_picked
-    from ..steps import solve
+    from ..session import answer_stream, practise
     from ..store import Store
 
     chosen = _parse_steps(steps)
-    if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
-        raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
+    check_tolerance(tolerance)
+    if due and chosen is not None:
+        raise typer.BadParameter(t("practice.due.steps"), param_hint="--due")
     stream = answer_stream(stdin(ctx))  # before the store is opened: a session that cannot read leaves no trace
     store = Store.open()  # a damaged, foreign or read-only store stops here, before any question
     try:
-        picked = ""
-        if exercise is None:
-            _, rec = recommendation(store, exercises or ())
-            if rec is None:
+        folders = exercises or ()
+        ex = None if exercise is None else resolve(exercise, folders)
+        if ex is not None:
+            check_head(head, ex.num_heads)
+        plan: plans.Plan | str | None
+        if due:
+            plan = plans.due(store, ex, folders)
+        elif ex is None:
+            plan = plans.weakest(store, folders, head_index(head))
+            if plan is None:
                 raise typer.BadParameter(t("practice.no_bundled"), param_hint="EXERCISE")
-            exercise = rec.exercise
-            picked = why_picked(rec)
-        ex = resolve(exercise, exercises or ())
-        check_head(head, ex.num_heads)
-        sol = solve(ex)
-        if chosen is not None:
-            missing = [s for s in chosen if s not in step_kinds(ex)]
-            if missing:
-                raise typer.BadParameter(t("practice.missing_steps", steps=", ".join(missing), id=ex.id,
-                                           has=", ".join(s.id for s in sol.steps if s.head in (0, None))),
-                                         param_hint="--steps")
-        settings = Settings(mode.value, tolerance if tolerance is not None else DEFAULT_TOLERANCE)
-        practise(sol, settings, store=store, stream=stream, console=console(), steps=chosen, head=head,
-                 picked=picked, report=lambda message: warn(t("cli.error", message=message)))
+        else:
+            plan = plans.chosen(ex, chosen, head_index(head))
+        if isinstance(plan, str):  # nothing is due: say so, and when
+            console().print(plan, markup=False, highlight=False)
+            return
+        plan = plans.resume(store, plan, mode.value, restart=restart)
+        practise(plan, Settings(mode.value, tolerance), store=store, stream=stream, console=console(),
+                 report=lambda message: warn(t("cli.error", message=message)))
     finally:
         store.close()
 
@@ -88,9 +108,10 @@ def practice(
 def stats(
     fmt: FormatOpt = Format.rich,
 ) -> None:
-    """Show accuracy by step, frequent mistakes and what to practise next; never writes to the store."""
+    """Show accuracy by step, mistakes by kind, the review schedule and what to practise next;
+    never writes to the store."""
     from ..drills.results import drills_document
-    from ..session import recommendation, stats_document
+    from ..session import heads_by_id, recommendation, stats_document
     from ..store import Store, default_path
 
     path = default_path()
@@ -101,7 +122,7 @@ def stats(
     finally:
         if store is not None:
             store.close()
-    doc = stats_document(data, rec, str(path))
+    doc = stats_document(data, rec, str(path), heads_by_id())
     doc["drills"] = drills  # issue 14: the drills' answers, by drill and topic
     if fmt is Format.json:
 

@@ -216,11 +216,9 @@ def attempt(a: Answered) -> Attempt:
     assert a.outcome is not None
     v = a.verdict
     diagnosis = v.diagnosis if v is not None and a.outcome == "wrong" else None
-    diagnosis_text = v.diagnosis_text if v is not None and a.outcome == "wrong" else None
-    if a.points:
-        diagnosis_text = f"{sum(a.points)}/{len(a.points)}"
     text = None if a.text is None else a.text[:MAX_ANSWER_CHARS]
-    return Attempt(f"{DRILL_PREFIX}{q.drill}", q.step, None, a.outcome, 1, a.hints, diagnosis, diagnosis_text, text)
+    return Attempt(f"{DRILL_PREFIX}{q.drill}", q.step, None, a.outcome, 1, a.hints,
+                   (diagnosis,) if diagnosis else (), text)
 
 
 def save(a: Answered, recorder: Recorder | None, view: DrillView) -> None:

@@ -8,10 +8,10 @@ the schema is unchanged (no migration):
 * ``step`` is ``drill:<drill>:<topic>`` (``drill:shapes:scores``,
   ``drill:counts:kv_cache``, ``drill:masks:sdpa_bool``, ``drill:concepts:scaling``);
 * ``head`` is NULL and ``attempt`` 1 (one answer per question); ``hints`` the
-  hints taken; ``diagnosis`` the key of the mistake recognised
-  (``drill.shape.order``, ``drill.counts.kv.no_two``); ``diagnosis_text`` its
-  sentence, or for a free-text answer the key points hit (``3/4``);
-  ``answer`` the text typed;
+  hints taken; its mistake (a row of ``mistakes``) the key of the mistake
+  recognised (``drill.shape.order``, ``drill.counts.kv.no_two``); ``answer``
+  the text typed; ``family`` NULL, so drill answers are not reviews in the
+  practice schedule;
 * a run is a row of ``sessions`` with ``exercise`` ``drill:<drill>`` (or
   ``drill:interview``) and ``mode`` the drill's mode.
 

@@ -314,7 +314,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
             others = [cl for cl in s.agree(size) if cl.path[:2] != ("heads", i)]
             values = {cl.value for cl in mine}
             if len(values) == 1 and s.decided[size] not in values and others:
-                heads_agreeing = list(dict.fromkeys(t("shape.evidence.head", head=cl.path[1]) for cl in others
+                heads_agreeing = list(dict.fromkeys(t("shape.evidence.head", head=int(cl.path[1]) + 1) for cl in others
                                                     if cl.path[0] == "heads"))
                 c.add(("heads", i), "shape.head_dims", what=size, found=mine[0].value, expected=s.decided[size],
                       others=join_and(heads_agreeing + [cl.label for cl in others if cl.path[0] != "heads"]))

@@ -143,6 +143,19 @@ class Exercise:
         return self.mask is not None or self.key_padding is not None
 
     @property
+    def family(self) -> str:
+        """The exercise family a skill is scheduled in (:mod:`tutor.store.scheduling`): the one
+        feature that changes the hand calculation most, in this order of precedence --
+        ``cross`` (K and V from another sequence: L_q ≠ L_k), ``masked`` (a mask or key
+        padding: ``-inf`` scores, zero weights), ``multi-head`` (several heads, concatenated),
+        else ``single-head``.  Decided by the exercise's structure, never by its free tags."""
+        if self.is_cross:
+            return "cross"
+        if self.has_mask:
+            return "masked"
+        return "multi-head" if self.num_heads > 1 else "single-head"
+
+    @property
     def query_labels(self) -> tuple[str, ...]:
         return self.tokens or tuple(f"t{i + 1}" for i in range(self.L))
 

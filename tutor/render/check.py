@@ -103,6 +103,8 @@ class CheckRenderer:
         if s is not r.first_wrong:  # the first wrong step lists its notes with its entries
             for _, note in s.exact_claims:
                 self.line(note, "italic", indent=15)
+            for _, _, note in s.notes:
+                self.line(note, "italic", indent=15)
 
     def first(self, r: Report, s: StepCheck) -> None:
         self.console.print()
@@ -121,9 +123,13 @@ class CheckRenderer:
                 self.line(t("check.entry", cell=cell_name(sol, *s.key, i, j), found=texts[i][j], right=right), indent=2)
             if len(s.wrong) > MAX_ENTRIES_SHOWN:
                 self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)
+        for _, _, note in s.notes:
+            self.line(note, indent=2)
         for d in s.diagnoses:
             self.line(t("check.diagnosis", message=d.message), "bold", indent=2)
-        if not s.diagnoses and len(s.exact_claims) < len(s.wrong):  # exact claims alone are explained by their notes
+        explained = {c for c, _ in s.exact_claims} | {c for key, cells, _ in s.notes if key == "truncated_decimal"
+                                                       for c in cells}
+        if not s.diagnoses and not set(s.wrong) <= explained:  # notes alone explain exact claims and truncations
             self.line(t("check.no_diagnosis"), indent=2)
         if s.follows == ROUNDING:
             self.line(t("check.rounding", inputs=self.inputs(r, s)), indent=2)
@@ -226,7 +232,9 @@ def report_dict(r: Report) -> dict[str, Any]:
     numbers), ``null`` when it has none, and ``solution_title`` its
     ``title:``, ``null`` likewise; ``verdict``, ``exit_code``, ``steps``
     (each with ``exact_claims``: wrong cells written as exact numbers for a
-    rounded value, with their note), ``first_wrong``, ``affected``,
+    rounded value, with their note; and ``notes``: the grading notes
+    ``truncated_decimal`` and ``coarse_decimal`` with their cells, 0-based),
+    ``first_wrong``, ``affected``,
     ``plausibility``; ``warnings`` the file's warnings (a plain ``010``),
     each with ``file``, ``line``, ``column``, ``field``, ``message``,
     ``hint``.  Matrices are lists of rows; ``-inf`` is the string
@@ -251,6 +259,7 @@ def report_dict(r: Report) -> dict[str, Any]:
             "follows": s.follows,
             "source": _key(ex, s.source),
             "exact_claims": [{"cell": list(c), "message": m} for c, m in s.exact_claims],
+            "notes": [{"key": k, "cells": [list(c) for c in cells], "message": m} for k, cells, m in s.notes],
         })
     return {
         "file": r.solution.file,

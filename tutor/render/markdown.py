@@ -127,7 +127,7 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def tex_name(name: str) -> str:
-    r"""An operand's name in LaTeX: ``W_Q`` -> ``W_{Q}``, ``Kᵀ`` -> ``K^\top``, ``head_0`` -> ``\text{head}_{0}``, ``√2`` -> ``\sqrt{2}``."""
+    r"""An operand's name in LaTeX: ``W_Q`` -> ``W_{Q}``, ``Kᵀ`` -> ``K^\top``, ``head_1`` -> ``\text{head}_{1}``, ``√2`` -> ``\sqrt{2}``."""
     if name.startswith("√"):
         return rf"\sqrt{{{name[1:]}}}"
     top = name.endswith("ᵀ")
@@ -171,7 +171,7 @@ def formula(step: Step, ex: Exercise) -> str:
     fields = {
         "result": tex_name(step.name), "op0": tex_name(names[0]), "op1": tex_name(names[1]) if len(names) > 1 else "",
         "plus": f" + {bias}" if bias else "", "operands": ", ".join(tex_name(n) for n in names),
-        "head": str(step.head), "src": names[0], "d_k": str(d_k),
+        "head": str((step.head or 0) + 1), "src": names[0], "d_k": str(d_k),
         "root": "" if _sqrt_latex(d_k) == rf"\sqrt{{{d_k}}}" else f" = {_sqrt_latex(d_k)}",
     }
     return Template(template).substitute(fields)
@@ -283,7 +283,7 @@ class MarkdownRenderer:
         self.header(sol)
         number = 0
         for h in (range(ex.num_heads) if head is None else [head]):
-            self.add(f"## {t('explain.head', head=h)}", "")
+            self.add(f"## {t('explain.head', head=h + 1)}", "")  # heads counted from 1 where a learner reads them
             self.weights_of(ex, h)
             for step in sol.for_head(h):
                 number += 1

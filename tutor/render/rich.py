@@ -26,7 +26,7 @@ from ..exercise.record import Exercise, Matrix
 from ..messages import t
 from ..steps import KINDS, Solution, Step
 from ..textsafe import shown
-from .text import asciify, decimal, is_plain, pretty, reflow, why
+from .text import asciify, decimal, is_plain, pack, pretty, reflow, why
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
 GRID_WIDTH = 60  # narrower than this, the exact entries listed below a table are stacked, not in two columns
@@ -167,22 +167,25 @@ class RichRenderer:
         if listed:
             self.line(f"   {t('explain.exact_list')}:", "bold")
             rows = []
+            labels = []
             for text, where in listed:
-                places = ", ".join(f"({r}, {c})" for r, c in where)
+                labels.append([self.tx(f"({r}, {c})") for r, c in where])
                 v = step.value[step.row_labels.index(where[0][0])][step.col_labels.index(where[0][1])]
-                rows.append((self.tx(places + ":"), self.tx(f"{self.notation(text)} {self.equals(text, v)}")))
+                rows.append((", ".join(labels[-1]) + ":", self.tx(f"{self.notation(text)} {self.equals(text, v)}")))
             if max(len(a) + len(b) for a, b in rows) + 6 <= self.console.width:
                 for a, b in rows:
                     self.console.print(Padding(Text(f"{a} {b}"), (0, 0, 0, 5), expand=False))
             elif self.console.width >= GRID_WIDTH:  # too wide for one line: a grid, so wrapped lines keep their column
+                column = max(12, self.console.width // 3)
                 grid = Table.grid(padding=(0, 1))
-                grid.add_column(max_width=max(12, self.console.width // 3), overflow="fold")
+                grid.add_column(max_width=column, overflow="fold")
                 grid.add_column(overflow="fold")
-                for a, b in rows:
-                    grid.add_row(Text(a), Text(b))
+                for (a, b), labs in zip(rows, labels):  # the places break between cells, never inside "(t1, t2)"
+                    grid.add_row(Text(pack(labs[:-1] + [labs[-1] + ":"], column)), Text(b))
                 self.console.print(Padding(grid, (0, 0, 0, 5), expand=False))
             else:  # narrow: the places, then the entry below them, wrapped between words (a number only folds)
-                for a, b in rows:
+                for (a, b), labs in zip(rows, labels):
+                    a = pack(labs[:-1] + [labs[-1] + ":"], self.console.width - 5)
                     self.console.print(Padding(Text(a, overflow="fold"), (0, 0, 0, 5), expand=False))
                     self.console.print(Padding(Text(b, overflow="fold"), (0, 0, 0, 7), expand=False))
         for sentence in why(step, ex):
@@ -203,7 +206,7 @@ class RichRenderer:
                 st.append(f"on rgb({grey},{grey},255)" if v > 0 else "")
             cells.append(out)
             styles.append(st)
-        self.matrix(cells, step.row_labels, step.col_labels, title=t("explain.heatmap", head=step.head), styles=styles)
+        self.matrix(cells, step.row_labels, step.col_labels, title=t("explain.heatmap", head=(step.head or 0) + 1), styles=styles)
 
     # -- whole solution -----------------------------------------------------
     def header(self, sol: Solution) -> None:
@@ -242,7 +245,7 @@ class RichRenderer:
         number = 0
         for h in heads:
             self.console.print()
-            self.rule(t("explain.head", head=h))
+            self.rule(t("explain.head", head=h + 1))  # heads counted from 1 where a learner reads them
             self.weights_of(ex, h)
             for step in sol.for_head(h):
                 number += 1

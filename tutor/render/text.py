@@ -63,3 +63,22 @@ def is_plain(exact: str) -> bool:
 def why(step: Step, ex: Exercise) -> list[str]:
     """The sentences that say why a step exists (and what a fully masked row gives), for every renderer."""
     return KINDS[step.id].why(step, ex)
+
+
+def pack(items: list[str], width: int, sep: str = ", ") -> str:
+    """``items`` joined by ``sep``, broken into lines of at most ``width`` characters *between*
+    items, never inside one: a list of cell labels ``(t1, t2), (t3, t1)`` wraps at a label's end,
+    not after ``(t1,``.  An item longer than ``width`` stands on a line of its own.
+
+    >>> print(pack(["(I, I)", "(I, tea)", "(like, like)"], 18))
+    (I, I), (I, tea),
+    (like, like)
+    """
+    lines: list[str] = []
+    for n, item in enumerate(items):
+        piece = item + (sep.rstrip() if n < len(items) - 1 else "")
+        if lines and len(lines[-1]) + 1 + len(piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)

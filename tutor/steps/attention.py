@@ -187,7 +187,7 @@ def _head_output(bd: Build, h: int | None) -> Step:
     out = exact.attend(rows, V)  # [L, L_k]·[L_k, d_v] -> [L, d_v]
     bd.data["head_output", h] = out
     d_v = ex.heads[h or 0].d_v
-    return Step("head_output", h, f"head_{h}", f"head_{h} = weights·V",
+    return Step("head_output", h, f"head_{(h or 0) + 1}", f"head_{(h or 0) + 1} = weights·V",  # head_1 … head_h, as in the paper
                 (Operand("weights", (ex.L, ex.L_k)), Operand("V", (ex.L_k, d_v))), "·", out,
                 ex.query_labels, dims("d", d_v))
 

@@ -1,6 +1,6 @@
 """The layer steps: the heads concatenated, and the output projection ``W_O``.
 
-``MultiHead(Q, K, V) = Concat(head_0, …, head_{h-1}) W_O`` (Vaswani et al.
+``MultiHead(Q, K, V) = Concat(head_1, …, head_h) W_O`` (Vaswani et al.
 2017, §3.2.2), row-vector convention, with an optional bias ``b_O``.
 """
 
@@ -30,9 +30,9 @@ def _concat(bd: Build, head: int | None) -> Step:
     ex = bd.ex
     H = ex.num_heads
     out = exact.concat([bd.steps["head_output", h].exact for h in range(H)])  # [L, H·d_v]
-    cols = tuple(f"h{h}.d{k + 1}" for h, hd in enumerate(ex.heads) for k in range(hd.d_v))
-    ops = tuple(Operand(f"head_{h}", (ex.L, hd.d_v)) for h, hd in enumerate(ex.heads))
-    return Step("concat", None, "concat", "concat = [" + ", ".join(f"head_{h}" for h in range(H)) + "]",
+    cols = tuple(f"h{h + 1}.d{k + 1}" for h, hd in enumerate(ex.heads) for k in range(hd.d_v))
+    ops = tuple(Operand(f"head_{h + 1}", (ex.L, hd.d_v)) for h, hd in enumerate(ex.heads))
+    return Step("concat", None, "concat", "concat = [" + ", ".join(f"head_{h + 1}" for h in range(H)) + "]",
                 ops, "concat", out, ex.query_labels, cols)
 
 
