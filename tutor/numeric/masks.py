@@ -184,12 +184,25 @@ class TorchMask:
     ``api``: ``"mha"`` (``nn.MultiheadAttention(..., batch_first=True)``) or
     ``"sdpa"`` (``F.scaled_dot_product_attention``); ``argument``:
     ``"attn_mask"``, ``"key_padding_mask"`` or ``"is_causal"``; ``value``:
-    the boolean entries (nested tuples) or ``True`` for ``is_causal``.
+    the boolean entries (nested tuples) or ``True`` for ``is_causal``;
+    ``combined``: an SDPA ``attn_mask`` that holds the mask and the key
+    padding in one.
     """
 
     api: Literal["mha", "sdpa"]
     argument: str
     value: bool | tuple
+    combined: bool = False
+
+    @property
+    def api_name(self) -> str:
+        """``nn.MultiheadAttention`` or ``F.scaled_dot_product_attention``."""
+        return {"mha": "nn.MultiheadAttention", "sdpa": "F.scaled_dot_product_attention"}[self.api]
+
+    @property
+    def kind(self) -> str:
+        """``mha.attn_mask``, ``mha.key_padding_mask``, ``sdpa.attn_mask[.combined]`` or ``sdpa.is_causal``."""
+        return f"{self.api}.{self.argument}" + (".combined" if self.combined else "")
 
     def code(self) -> str:
         """``attn_mask=torch.tensor([[False, True], [False, False]])`` or ``is_causal=True``."""
@@ -223,5 +236,5 @@ def pytorch_masks(ex: Exercise) -> tuple[TorchMask, ...]:
     if ex.mask_kind == "causal" and ex.key_padding is None:
         out.append(TorchMask("sdpa", "is_causal", True))
     elif allowed is not None:
-        out.append(TorchMask("sdpa", "attn_mask", allowed))
+        out.append(TorchMask("sdpa", "attn_mask", allowed, combined=ex.key_padding is not None and ex.mask is not None))
     return tuple(out)
