@@ -171,6 +171,24 @@ def test_sdpa_matches_torch(B, H, kv_heads, L_q, L_k, d_k, d_v, mask_kind, scale
     np.testing.assert_allclose(w, tw, **TOL[dtype])
 
 
+def test_fully_masked_rows_are_zero_on_torchs_math_path_as_here():
+    """The reference (math) backend too, not only the CPU flash kernel the default picks: zeros since 2.5."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    rng = np.random.default_rng(12)
+    q, k, v = rng.standard_normal((2, 4, 3, 5)), rng.standard_normal((2, 2, 6, 5)), rng.standard_normal((2, 2, 6, 7))
+    bool_mask = rng.random((3, 6)) > 0.3
+    bool_mask[1] = False
+    float_mask = rng.standard_normal((3, 6))
+    float_mask[2] = -np.inf
+    for mask in (bool_mask, float_mask):
+        with sdpa_kernel(SDPBackend.MATH):
+            ref = F.scaled_dot_product_attention(t(q), t(k), t(v), attn_mask=t(mask), enable_gqa=True).numpy()
+        row = 1 if mask.dtype == bool else 2
+        assert (ref[..., row, :] == 0).all()
+        np.testing.assert_allclose(scaled_dot_product_attention(q, k, v, mask, enable_gqa=True), ref, **TOL[np.float64])
+
+
 def test_sdpa_causal_is_top_left_in_torch_too():
     # L_q = 2 < L_k = 4, all scores equal: query i spreads over keys 0..i
     q, k = np.zeros((1, 2, 2)), np.zeros((1, 4, 2))

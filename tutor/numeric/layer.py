@@ -289,12 +289,13 @@ class MultiHeadAttention:
         ``average_attn_weights=True`` (the default, as PyTorch), per head
         ``[B, H, L, S]`` (``[H, L, S]``) otherwise.
 
-        A query row left with no key it may attend to gets zero weights, so
-        its output row is ``b_o`` (zeros without ``b_o``).  PyTorch 2.13's
-        ``nn.MultiheadAttention`` gives NaN there (output and weights) with
-        ``need_weights=True`` and on its inference fast path, and
-        ``out_proj.bias`` with ``need_weights=False`` off the fast path
-        (through SDPA) - the value returned here (tests/test_torch_parity.py).
+        A query row of a head left with no key it may attend to gets zero
+        weights and a zero context row; when that holds in every head, the
+        output row is ``b_o`` (zeros without ``b_o``).  PyTorch 2.13's
+        ``nn.MultiheadAttention`` gives NaN there (the whole output row, and
+        the weights) with ``need_weights=True`` and on its inference fast
+        path, and with ``need_weights=False`` off the fast path (through SDPA)
+        the value returned here (tests/test_torch_parity.py).
 
         Dtype: the common dtype of the inputs and the layer's weights.
         Raises :class:`ShapeError` when inputs or masks do not fit the layer,
