@@ -136,8 +136,10 @@ def _polarity_warnings(allowed: NDArray[np.bool_], L: int, S: int) -> None:
             MaskPolarityWarning,
             stacklevel=4,
         )
-    elif L > 1 and S > 1 and allowed.shape[-2:] == (L, S) and np.array_equal(
-        allowed, np.broadcast_to(~causal_mask(L, S), allowed.shape)
+    elif (
+        L > 1 and S > 1 and allowed.shape[-2:] == (L, S)
+        and not allowed[..., 0, 0].any() and allowed[..., 0, 1].all()  # cheap first: the corner of ~causal
+        and np.array_equal(allowed, np.broadcast_to(~causal_mask(L, S), allowed.shape))
     ):
         warnings.warn(
             "attn_mask is True exactly above the diagonal: that is the causal mask in nn.MultiheadAttention's "

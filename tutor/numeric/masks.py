@@ -86,7 +86,7 @@ def mha_masks(
     PyTorch) when one mask is boolean and the other float, and
     :class:`MaskPolarityWarning` for a float mask of only 0s and 1s.
     """
-    allowed: NDArray[np.bool_] | None = None
+    blocked: NDArray[np.bool_] | None = None  # True = may not attend; inverted once at the end
     bias: NDArray | None = None
     kinds = []
     if key_padding_mask is not None:
@@ -106,7 +106,7 @@ def mha_masks(
                     "True = padding (ignored). If True meant a real token (the polarity of an exercise file's "
                     "key_padding), pass ~key_padding_mask"
                 )
-            allowed = ~kpm  # [B, 1, 1, S]
+            blocked = kpm  # [B, 1, 1, S]
         else:
             _warn_zero_one(kpm, "key_padding_mask")
             bias = kpm.astype(dtype)  # [B, 1, 1, S]
@@ -137,15 +137,15 @@ def mha_masks(
                     "means True = blocked. If True meant 'may attend' (the polarity of scaled_dot_product_attention), "
                     "pass ~attn_mask"
                 )
-            if L > 1 and S > 1 and np.array_equal(am4, np.broadcast_to(causal_mask(L, S), am4.shape)):
+            if (L > 1 and S > 1 and am4[..., 0, 0].all() and not am4[..., 0, 1].any()  # cheap first: the corner
+                    and np.array_equal(am4, np.broadcast_to(causal_mask(L, S), am4.shape))):
                 raise ValueError(
                     "attn_mask is True on and below the diagonal: that is the causal mask in "
                     "scaled_dot_product_attention's polarity (True = may attend). nn.MultiheadAttention's boolean "
                     "attn_mask means True = blocked, so it would block each query's own and earlier keys: "
                     "pass ~attn_mask (True above the diagonal)"
                 )
-            blocked = am4
-            allowed = ~blocked if allowed is None else allowed & ~blocked  # [B|1, H|1, L, S]
+            blocked = am4 if blocked is None else blocked | am4  # [B|1, H|1, L, S]
         else:
             _warn_zero_one(am4, "attn_mask")
             am_bias = am4.astype(dtype, copy=False)  # [B|1, H|1, L, S]
@@ -171,6 +171,7 @@ def mha_masks(
             UserWarning,
             stacklevel=3,
         )
+    allowed = None if blocked is None else ~blocked  # [B|1, H|1, L|1, S]  True = may attend
     return allowed, bias
 
 
