@@ -231,7 +231,7 @@ def test_bundled_step_order_per_contract(bundled):
     path, sol = bundled
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))  # the file itself, not the loader
     n_heads = raw.get("num_heads") or len(raw["heads"])
-    masked = raw.get("mask", "none") not in ("none", None) or "key_padding" in raw
+    masked = raw.get("mask", "none") not in ("none", None) or "key_padding" in raw or "key_padding_mask" in raw
     per_head = ["q", "k", "v", "scores", "scaled"] + (["masked"] if masked else []) + ["weights", "head_output"]
     expected = [(sid, h) for h in range(n_heads) for sid in per_head]
     expected += [("concat", None)] if n_heads > 1 else []

@@ -352,9 +352,9 @@ def generate(spec: Spec) -> str:
         ]
     if spec.mask == "causal":
         out += [*_comment(t("new.file.mask")), "mask: causal"]
-    if padding is not None:
-        out += [*_comment(t("new.file.key_padding")),
-                f"key_padding: [{', '.join('true' if p else 'false' for p in padding)}]"]
+    if padding is not None:  # PyTorch's polarity: true = a padding key
+        out += [*_comment(t("new.file.key_padding_mask")),
+                f"key_padding_mask: [{', '.join('false' if real else 'true' for real in padding)}]"]
     tags = ["generated", "single-head" if H == 1 else "multi-head"]
     tags += {"causal": ["mask", "causal"], "padding": ["mask", "padding"]}.get(spec.mask, [])
     tags += ["cross-attention"] if spec.cross is not None else []

@@ -648,7 +648,6 @@ EN.update({
     "new.file.heads": "heads: one block per head (the per-head form). Row vectors, as on paper:\n  Q = x W_Q with w_q [d_model x d_k] = [{d_model} x {d_k}];\n  K = {src} W_K and V = {src} W_V with w_k, w_v [{d_model} x {d_k}].",
     "new.file.head": "head {head}",
     "new.file.mask": "mask: causal: query i may attend key j only when j <= i (top-left aligned).",
-    "new.file.key_padding": "key_padding: one true/false per key; false marks a padding key that no query may attend.",
     "new.file.tags": "tags: free labels, shown by `attn-tutor list --format json`.",
     "new.file.difficulty": "difficulty: 1 (easy) to 5.",
 })
@@ -681,7 +680,7 @@ EN.update({
     "schema.field.w_o": "[num_heads*d_v, d_out]: output projection",
     "schema.field.b_o": "[d_out]: output bias",
     "schema.field.mask": "none, causal (key j visible to query i iff j <= i), or [L, L_k] booleans, true = may attend",
-    "schema.field.key_padding": "L_k booleans; false marks a padding key no query may attend",
+    "schema.field.key_padding": "L_k booleans, true = a real key; false marks a padding key no query may attend (key_padding_mask says the same in PyTorch's polarity)",
     "schema.field.difficulty": "1 (easy) to 5",
     "schema.field.number": "an integer, a decimal (read exactly: 0.1 is 1/10) or a fraction as text (\"1/3\")",
 })
@@ -1085,6 +1084,24 @@ EN.update({
     "cli.opt.head.one_based": "Show only this head (heads are numbered from 1); layer steps are still shown.",
     "head.missing": "there is no head {head}; this exercise has heads 1 to {last}",
     "head.missing_single": "there is no head {head}; this exercise has one head, head 1",
+})
+
+# --- issue 10, section 2: PyTorch's mask polarity in exercise files and in the production view ---
+EN.update({
+    "schema.field.key_padding_mask": "L_k booleans in PyTorch's polarity (nn.MultiheadAttention's key_padding_mask): true marks a padding key no query may attend",
+    "key_padding.old": "key_padding (true = a real key) is the opposite polarity of PyTorch's key_padding_mask (true = padding)",
+    "key_padding.old.hint": "write key_padding_mask: {flags} instead; key_padding is still read",
+    "key_padding.both": "key_padding and key_padding_mask are both given (they agree)",
+    "key_padding.both.hint": "remove key_padding: key_padding_mask says the same in PyTorch's polarity",
+    "key_padding.disagree": "key_padding and key_padding_mask disagree on this key: key_padding is {old} (true = a real key) and key_padding_mask is {new} (true = padding)",
+    "key_padding.disagree.hint": "key_padding_mask is the negation of key_padding: keep only key_padding_mask, true for each padding key",
+    "new.file.key_padding_mask": "key_padding_mask: one true/false per key, in PyTorch's polarity: true marks a padding key that no query may attend.",
+    "explain.production.masks": "The masks as PyTorch takes them (B = 1)",
+    "explain.production.mask.mha.attn_mask": "a boolean attn_mask here means True = blocked",
+    "explain.production.mask.mha.key_padding_mask": "True = padding (that key is ignored)",
+    "explain.production.mask.sdpa.attn_mask": "a boolean attn_mask here means True = may attend",
+    "explain.production.mask.sdpa.attn_mask.combined": "a boolean attn_mask here means True = may attend (the mask and the key padding in one)",
+    "explain.production.mask.sdpa.is_causal": "top-left aligned: query i may attend keys j ≤ i",
 })
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}

@@ -247,7 +247,8 @@ def _yaml11_hint(value: Any) -> str:
 
 
 #: Fields only an exercise file has (``title`` and ``heads`` are shared with solution files).
-_EXERCISE_FIELDS = ("id", "x", "x_kv", "num_heads", "w_q", "w_k", "w_v", "w_o", "mask", "key_padding")
+_EXERCISE_FIELDS = ("id", "x", "x_kv", "num_heads", "w_q", "w_k", "w_v", "w_o", "mask", "key_padding",
+                    "key_padding_mask")
 
 
 def _exercise_fields(data: dict[str, Any]) -> list[str]:

@@ -241,7 +241,7 @@ def validate_document(doc: Document) -> Validation:
     YAML problems.
     """
     problems = list(doc.problems)
-    warnings = tuple(doc.warnings)
+    warnings = tuple(doc.warnings)  # the checks below may add notes: read again after them
     if doc.value is None:
         if not problems:
             problems.append(Problem(doc.filename, 1, 1, "", t("yaml.empty"), t("yaml.empty.hint")))
@@ -263,6 +263,7 @@ def validate_document(doc: Document) -> Validation:
         bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
     found, ex = check_fields(f, doc, bad)
     problems += found
+    warnings = tuple(doc.warnings)
     if problems:
         return Validation(doc.filename, _in_file_order(problems), warnings)
     return Validation(doc.filename, (), warnings, ex)

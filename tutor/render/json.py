@@ -1,8 +1,11 @@
 """The worked solution as JSON (the contract's ``--format json``).
 
 ``{"exercise": {...}, "steps": [{"id", "head", "title", "formula", "shape",
-"exact", "value"}]}``: exact entries are answer-grammar strings, values are
-floats, and a masked score is ``"-inf"`` exactly with value ``null``.
+"exact", "value"}], "production": [...], "production_masks": [...]}``: exact
+entries are answer-grammar strings, values are floats, and a masked score is
+``"-inf"`` exactly with value ``null``.  ``production`` is the batched layer's
+shape trace; ``production_masks`` the exercise's masks as PyTorch takes them
+(:func:`production_masks`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 from ..exactnum import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
 from ..jsontext import compact
+from ..messages import t
 from ..steps import KINDS, Solution, Step
 
 
@@ -42,6 +46,7 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
         "kv_tokens": list(ex.key_labels),
         "mask": ex.mask_kind,
         "key_padding": None if ex.key_padding is None else list(ex.key_padding),
+        "key_padding_mask": None if ex.key_padding_mask is None else list(ex.key_padding_mask),
         "tags": list(ex.tags),
         "difficulty": ex.difficulty,
         "x": _m(ex.x),
@@ -68,13 +73,26 @@ def step_dict(step: Step) -> dict[str, Any]:
     }
 
 
+def production_masks(ex: Exercise) -> list[dict[str, Any]]:
+    """The exercise's masks as PyTorch takes them: ``api``, ``argument``, ``value``, ``code``, ``meaning``."""
+    from ..numeric import pytorch_masks
+
+    return [{"api": m.api_name, "argument": m.argument, "value": _nested(m.value), "code": m.code(),
+             "meaning": t(f"explain.production.mask.{m.kind}")} for m in pytorch_masks(ex)]
+
+
+def _nested(value: bool | tuple) -> bool | list:
+    return value if isinstance(value, bool) else [_nested(v) for v in value]
+
+
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     from ..numeric import exercise_trace
 
     steps = [s for s in sol.steps if head is None or s.head in (head, None)]
     production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note}
                   for p in exercise_trace(sol.exercise)]
-    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production}
+    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production,
+            "production_masks": production_masks(sol.exercise)}
 
 
 def dumps(sol: Solution, head: int | None = None) -> str:

@@ -290,6 +290,25 @@ class RichRenderer:
             shape.append("\n" + self.tx(step.note), style="dim")
             table.add_row(step.name, shape)
         self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
+        self.pytorch_masks(ex)
+
+    def pytorch_masks(self, ex: Exercise) -> None:
+        """Every mask of the exercise spelled as PyTorch takes it, with the polarity it has there."""
+        from ..numeric import pytorch_masks
+
+        masks = pytorch_masks(ex)
+        if not masks:
+            return
+        self.console.print()
+        self.line(t("explain.production.masks"), "bold")
+        api = None
+        for m in masks:  # grouped by API: its name, then each argument and what it means there
+            if m.api != api:
+                api = m.api
+                self.console.print(Padding(Text(m.api_name, style="bold", overflow="fold"), (0, 0, 0, 2), expand=False))
+            self.console.print(Padding(Text(self.tx(m.code()), overflow="fold"), (0, 0, 0, 4), expand=False))
+            meaning = t(f"explain.production.mask.{m.kind}")
+            self.console.print(Padding(Text(self.tx(meaning), style="dim"), (0, 0, 0, 6), expand=False))
 
 
 def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4) -> None:
