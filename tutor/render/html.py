@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 
 from rich.console import Console
 
@@ -85,4 +86,19 @@ def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, b
 
 def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
     """A standalone SVG image of the rich output, titled with the exercise's title."""
-    return record(sol, head=head, precision=precision, blank=blank).export_svg(title=sol.exercise.title)
+    svg = record(sol, head=head, precision=precision, blank=blank).export_svg(title=sol.exercise.title)
+    return _offline(svg)
+
+
+#: rich's ``@font-face`` rules, which fetch Fira Code from cdnjs.
+_FONT_FACE = re.compile(r"\s*@font-face \{[^}]*\}")
+
+
+def _offline(svg: str) -> str:
+    """``svg`` without the rules that fetch a font from the network, falling back on local monospace fonts.
+
+    An exported page is opened offline (a class handout, an archive), and
+    nothing in it should ask the network for anything.
+    """
+    return _FONT_FACE.sub("", svg).replace("font-family: Fira Code, monospace;",
+                                           "font-family: 'Fira Code', Menlo, 'DejaVu Sans Mono', Consolas, monospace;")
