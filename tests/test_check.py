@@ -291,7 +291,7 @@ def test_yes_gets_the_yaml11_hint(tmp_path, cli):
     code, out, err = cli("check", str(sol))
     assert (code, out) == (2, "")
     assert err == (f"error: {sol}:2:14: scores[0][1]: expected a number (integer, decimal, or a fraction such as "
-                   "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); "
+                   "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; "
                    "write a number)\n")
 
 

@@ -184,7 +184,7 @@ def test_malformed_file_exits_2_with_file_line_messages(tmp_path, cli):
     assert code == 2 and out == ""
     assert err.splitlines()[0] == (
         f"error: {bad}:3:9: x[0][1]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
-        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)"
+        "found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)"
     )
     assert "Traceback" not in err
 

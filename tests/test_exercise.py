@@ -863,7 +863,7 @@ def test_problem_str_is_file_line_col_field_message():
     p = only(with_x00("yes"))
     assert str(p) == (
         "f.yaml:3:6: x[0][0]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
-        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)"
+        "found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)"
     )
 
 

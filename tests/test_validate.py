@@ -38,10 +38,14 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
         for n in (6, 7, 8)
     ]),
     "yaml11-booleans.yaml": (2, [
-        f"{{f}}:4:9: x[0][1]: {NUMBER}, found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
-        f"{{f}}:4:16: x[1][0]: {NUMBER}, found the text 'no' (no is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
-        f"{{f}}:6:12: heads[0].w_q[0][0]: {NUMBER}, found the text 'on' (on is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
-        f"{{f}}:7:17: heads[0].w_k[1][0]: {NUMBER}, found the text 'off' (off is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
+        f"{{f}}:4:9: x[0][1]: {NUMBER}, found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
+        f"{{f}}:4:16: x[1][0]: {NUMBER}, found the text 'no' (no is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
+        f"{{f}}:6:12: heads[0].w_q[0][0]: {NUMBER}, found the text 'on' (on is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
+        f"{{f}}:7:17: heads[0].w_k[1][0]: {NUMBER}, found the text 'off' (off is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
+    ]),
+    "yaml11-mask.yaml": (2, [
+        "{f}:5:7: mask: expected none, causal, or a matrix of true/false, found the text 'yes' "
+        "(yes is text in YAML 1.2, not a boolean as in YAML 1.1; write causal for a causal mask, none for no mask)",
     ]),
     "exponent.yaml": (0, [
         "{f}:4:6: warning: x[0][0]: 1e3 has an exponent: read as 1000 (YAML 1.2), "
@@ -100,7 +104,7 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
         "{f}:2:5: id: expected an id of lowercase letters, digits and '-', starting with a letter or digit, "
         "found the text 'Many_Mistakes'",
         "{f}:6:10: heads[0].w_q: w_q has 3 rows but x has 4 columns (d_model) (w_q needs one row per column of x: 4 rows)",
-        f"{{f}}:7:20: heads[0].w_k[1][0]: {NUMBER}, found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
+        f"{{f}}:7:20: heads[0].w_k[1][0]: {NUMBER}, found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
         "{f}:9:7: mask: mask is [2 × 2] but must be [L × L_k] = [3 × 3] "
         "(one row per query and one column per key: 3 rows of 3 entries, true where the query may attend the key)",
         "{f}:10:14: key_padding: key_padding has 4 entries but L_k (rows of x) is 3 (give key_padding 3 entries)",

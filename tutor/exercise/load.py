@@ -31,7 +31,7 @@ from tutor.yamlread import Document, Path, ascii_look_alike, codepoints, describ
 
 from .checks import check_fields
 from .record import Exercise
-from .schema import ExerciseFile, HeadBlock
+from .schema import YAML11_BOOL, ExerciseFile, HeadBlock
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields)}
@@ -130,7 +130,9 @@ def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] 
         elif kind == "too_short":
             problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
         elif kind == "literal_error":
-            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(e["input"]))))
+            found = e["input"]
+            hint = t("hint.yaml11_mask", text=found) if isinstance(found, str) and found.lower() in YAML11_BOOL else ""
+            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(found)), hint))
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
     return problems
