@@ -99,8 +99,9 @@ def test_homework_that_forgot_the_scaling(cli, monkeypatch):
     assert code == 1
     lines = out.splitlines()
     i = lines.index("First wrong step: scaled")
-    assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is 1.4142",
-                                  "  [t1, t2]: you wrote 4, the right value is 2.8284"]
+    # a wrong entry's exact form beside its decimal: scaled = scores / √2, so 2 / √2 = √2 and 4 / √2 = 2√2
+    assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is √2 (about 1.4142)",
+                                  "  [t1, t2]: you wrote 4, the right value is 2√2 (about 2.8284)"]
     assert "  … and 3 more" in lines
     assert "  Diagnosis: You forgot to divide by √d_k: scaled = scores / √2." in lines
     assert "    ✗ weights: carries the error forward (recomputed from your scaled, it matches what you wrote)" in lines
@@ -135,7 +136,7 @@ def test_two_heads_mask_set_to_zero(cli, monkeypatch):
     assert "  ✓ correct  masked (head 1)       9 entries right" in lines
     assert "  ✗ wrong    masked (head 2)       3 of 9 entries off" in lines
     assert "First wrong step: masked (head 2)" in lines
-    assert "  [t1, t2]: you wrote 0, the right value is -inf" in lines
+    assert "  [t1, t2]: you wrote 0, the right value is −∞" in lines
     assert ("  Diagnosis: You set the masked scores to 0; set them to -inf, so that they get zero weight "
             "after the softmax.") in lines
     assert "    • not given, but they inherit the error: concat" in lines
@@ -445,8 +446,8 @@ def test_mask_applied_in_the_scaled_step_is_diagnosed(cli, tmp_path):
     i = lines.index("First wrong step: scaled (head 1)")
     assert lines[i + 1:i + 5] == [
         "  [t1, t2]: you wrote -inf, the right value is 0",
-        "  [t1, t3]: you wrote -inf, the right value is 2.8284",
-        "  [t2, t3]: you wrote -inf, the right value is 5.6569",
+        "  [t1, t3]: you wrote -inf, the right value is 2√2 (about 2.8284)",
+        "  [t2, t3]: you wrote -inf, the right value is 4√2 (about 5.6569)",
         "  Diagnosis: You applied the mask in the scaled step; scaled = scores / √2 at every entry, and the "
         "blocked entries become -inf only in the next step (masked = scaled + M).",
     ]
@@ -555,6 +556,7 @@ def test_ascii_console_gets_words_and_ascii_symbols(cli_process):
     assert "  x wrong     scaled       9 of 9 entries off" in out
     assert "  ok correct  q            6 entries right" in out
     assert "scaled = scores / sqrt(2)." in out
+    assert "  [t1, t2]: you wrote 4, the right value is 2*sqrt(2) (about 2.8284)" in out  # the answer grammar
 
 
 def test_no_color_has_no_escape_codes(cli_process):

@@ -354,6 +354,7 @@ EN: dict[str, str] = {
     "check.step.independent": "wrong on its own, not only because of an earlier step",
     "check.first": "First wrong step: {step}",
     "check.entry": "{cell}: you wrote {found}, the right value is {right}",
+    "check.exact_about": "{exact} (about {value})",
     "check.more": "… and {count} more",
     "check.diagnosis": "Diagnosis: {message}",
     "check.no_diagnosis": "No known misconception explains it.",
