@@ -202,6 +202,12 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "answer.too_long": (parse_entry, "1+" * 1000 + "1", "the answer has 2001 characters; at most 2000 are allowed"),
     "answer.unexpected": (parse_entry, "2 + * 3", 'unexpected "*" at column 5 in "2 + * 3"'),
     "answer.unexpected_char": (parse_entry, "2 # 3", 'unexpected character "#" at column 3 in "2 # 3"'),
+    "answer.undecodable": (
+        parse_entry,
+        "\ufffd\ufffd\ufffd2",  # "√2" typed on an ASCII stream: three bytes it could not decode
+        "a character the input stream could not decode at column 1 (the stream's encoding cannot hold it); "
+        "type answers in ASCII, such as sqrt(2) and -inf",
+    ),
     "answer.unexpected_end": (parse_entry, "2 +", 'the answer "2 +" ends too early (expected a number)'),
     "answer.unclosed": (parse_entry, "(1 + 2", 'the "(" at column 1 in "(1 + 2" is never closed'),
     "answer.unmatched": (parse_entry, "1 + 2)", 'unmatched ")" at column 6 in "1 + 2)"'),

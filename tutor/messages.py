@@ -558,6 +558,8 @@ EN.update({
     "answer.too_long": "the answer has {length:characters}; at most {limit} are allowed",
     "answer.unexpected": 'unexpected "{token}" at column {column} in "{text}"',
     "answer.unexpected_char": 'unexpected character "{char}" at column {column} in "{text}"',
+    "answer.undecodable": ("a character the input stream could not decode at column {column} (the stream's "
+                           "encoding cannot hold it); type answers in ASCII, such as sqrt(2) and -inf"),
     "answer.unexpected_end": 'the answer "{text}" ends too early (expected a number)',
     "answer.unclosed": 'the "(" at column {column} in "{text}" is never closed',
     "answer.unmatched": 'unmatched ")" at column {column} in "{text}"',

@@ -159,6 +159,8 @@ def _tokenize(text: str) -> list[_Tok]:
         elif c in _OPS:
             toks.append(_Tok("op", c, _OPS[c], i + 1))
             i += 1
+        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.session._prepare)
+            refuse("answer.undecodable", column=i + 1)
         else:
             refuse("answer.unexpected_char", char=printable(c), column=i + 1, text=printable(text))
     toks.append(_Tok("end", "", "", n + 1))
