@@ -373,3 +373,35 @@ def test_the_engines_agree_on_every_bundled_exercise(exercise_id):
     from tutor.verify import verify
 
     verify(solve(resolve(exercise_id)))  # raises EngineMismatchError on any step beyond 1e-9
+
+
+@pytest.mark.parametrize("exercise", ["single-head-3x4", "two-head-causal-3x4", "padding-4x2"])
+def test_heatmap_legend_bands_hold_every_shaded_weight(cli, exercise):
+    """Each shade of the heat map lies in the band its legend gives, checked against the exact weights."""
+    import re
+
+    from tutor.catalog import resolve
+    from tutor.steps import solve
+
+    code, out, _ = cli("explain", exercise, env={"COLUMNS": "200"})
+    assert code == 0
+    legend = next(line for line in out.splitlines() if line.strip().startswith("Shades:"))
+    bands = {shade[0]: (float(lo), float(hi)) for shade, lo, hi in re.findall(r"(\S)\1 above ([\d.]+) up to ([\d.]+)", legend)}
+    assert len(bands) == 4 and "none: exactly 0" in legend
+    sol = solve(resolve(exercise))
+    heads = [s for s in sol.steps if s.name == "weights"]
+    blocks = out.split("(darker = more weight)")[1:]
+    assert len(blocks) == len(heads)
+    for step, block in zip(heads, blocks, strict=True):
+        table = block.split("Shades:")[0]
+        rows = [line for line in table.splitlines() if re.match(r"\s*│ \S+ +│", line)]  # labelled rows, not the header
+        assert len(rows) == len(step.value)
+        for row, values in zip(rows, step.value, strict=True):
+            cells = [c.strip() for c in row.split("│")[2:-1]]
+            for cell, v in zip(cells, values, strict=True):
+                shade = cell[0] if cell[0] in bands else None
+                if shade is None:
+                    assert v == 0, (cell, v)
+                else:
+                    lo, hi = bands[shade]
+                    assert lo < v <= hi, (cell, v, lo, hi)

@@ -126,6 +126,8 @@ EN: dict[str, str] = {
     "explain.exact": "exact",
     "explain.decimal": "decimal",
     "explain.heatmap": "Attention weights, head {head} (darker = more weight)",
+    "explain.heatmap.band": "{shade} above {low} up to {high}",
+    "explain.heatmap.legend": "Shades: {bands}; none: exactly 0 (the value beside each shade is rounded).",
     "explain.flow": "Dimension flow",
     "explain.flow.each_head": "(the same for each of the {heads:heads})",
     "explain.columns": "columns {first}–{last} of {total}",

@@ -207,6 +207,10 @@ class RichRenderer:
             cells.append(out)
             styles.append(st)
         self.matrix(cells, step.row_labels, step.col_labels, title=t("explain.heatmap", head=(step.head or 0) + 1), styles=styles)
+        bands = ", ".join(t("explain.heatmap.band", shade=shades[k] * 2, low=f"{k / 4 - 0.25:g}", high=f"{k / 4:g}")
+                          for k in range(1, 5))
+        self.console.print(Padding(Text(self.tx(t("explain.heatmap.legend", bands=bands)), style="dim"), (0, 0, 0, 2),
+                                   expand=False))
 
     # -- whole solution -----------------------------------------------------
     def header(self, sol: Solution) -> None:
