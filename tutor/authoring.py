@@ -201,13 +201,15 @@ EXPORT_SUFFIXES = (".html", ".htm", ".svg", ".md")
 EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": ("rich",), ".md": ("markdown",)}
 
 
-def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool) -> None:
+def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
+                   brief: bool = False) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
     ``.html``/``.htm`` a standalone page; ``blank`` leaves the values out (a
     worksheet).  Control characters are escaped in the file (a page is read
-    with ``cat`` too).  Raises :class:`ValueError` for another suffix and
+    with ``cat`` too).  ``brief`` leaves out the arithmetic of a hand-sized
+    exercise.  Raises :class:`ValueError` for another suffix and
     :class:`TutorError` when the file cannot be written.
     """
     from .render.html import export_html, export_svg
@@ -217,11 +219,11 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
     if suffix not in EXPORT_SUFFIXES:
         raise ValueError(f"no handout is written as {suffix!r}")
     if suffix == ".md":
-        text = render_markdown(sol, head=head, precision=precision, blank=blank)
+        text = render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief)
     elif suffix == ".svg":
-        text = export_svg(sol, head=head, precision=precision, blank=blank)
+        text = export_svg(sol, head=head, precision=precision, blank=blank, brief=brief)
     else:
-        text = export_html(sol, head=head, precision=precision, blank=blank)
+        text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief)
     try:
         path.write_text(shown(text, keep="\n\t"), encoding="utf-8")
     except OSError as err:

@@ -15,7 +15,7 @@ import io
 
 from rich.console import Console
 
-from ..steps import Solution, Step
+from ..steps import Solution, Step, Worked
 from .console import make_console
 from .rich import RichRenderer
 
@@ -53,10 +53,14 @@ class BlankRichRenderer(RichRenderer):
         """No heatmap on a worksheet."""
         return  # the shades would show the answer
 
+    def worked(self, sol: Solution, step: Step) -> tuple[Worked, ...]:
+        """No arithmetic on a worksheet: it is what the learner writes."""
+        return ()
 
-def renderer(console: Console, precision: int = 4, blank: bool = False) -> RichRenderer:
-    """The rich renderer for an answer key, or for a worksheet when ``blank``."""
-    return (BlankRichRenderer if blank else RichRenderer)(console, precision)
+
+def renderer(console: Console, precision: int = 4, blank: bool = False, *, brief: bool = False) -> RichRenderer:
+    """The rich renderer for an answer key, or for a worksheet when ``blank`` (``brief``: no arithmetic)."""
+    return (BlankRichRenderer if blank else RichRenderer)(console, precision, brief=brief)
 
 
 def recording_console(width: int = EXPORT_WIDTH) -> Console:
@@ -69,20 +73,23 @@ def recording_console(width: int = EXPORT_WIDTH) -> Console:
 
 
 def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
-           width: int = EXPORT_WIDTH) -> Console:
+           width: int = EXPORT_WIDTH, brief: bool = False) -> Console:
     """A recording console holding the rich output of ``sol`` (a worksheet when ``blank``)."""
     console = recording_console(width)
-    renderer(console, precision, blank).solution(sol, head)
+    renderer(console, precision, blank, brief=brief).solution(sol, head)
     return console
 
 
-def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
+def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
+                brief: bool = False) -> str:
     """A standalone HTML page of the rich output, titled with the exercise's title."""
     title = html.escape(sol.exercise.title).replace("{", "{{").replace("}", "}}")
     page = _PAGE.format(title=title)
-    return record(sol, head=head, precision=precision, blank=blank).export_html(inline_styles=True, code_format=page)
+    return record(sol, head=head, precision=precision, blank=blank, brief=brief).export_html(
+        inline_styles=True, code_format=page)
 
 
-def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
+def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
+               brief: bool = False) -> str:
     """A standalone SVG image of the rich output, titled with the exercise's title."""
-    return record(sol, head=head, precision=precision, blank=blank).export_svg(title=sol.exercise.title)
+    return record(sol, head=head, precision=precision, blank=blank, brief=brief).export_svg(title=sol.exercise.title)

@@ -24,21 +24,28 @@ from rich.text import Text
 from ..exactnum import frac_text
 from ..exercise.record import Exercise, Matrix
 from ..messages import t
-from ..steps import KINDS, Solution, Step
+from ..steps import KINDS, Solution, Step, Worked, hand_sized
+from ..steps.worked import PART
 from ..textsafe import shown
 from .text import asciify, decimal, is_plain, pretty, reflow, why
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
 GRID_WIDTH = 60  # narrower than this, the exact entries listed below a table are stacked, not in two columns
 _SHADES = " ░▒▓█"
+_OPERATORS = {"=", "≈", "~", "+", "-", "−", "/", "·", "*"}  # kept with the number after them when a line wraps
 
 
 class RichRenderer:
-    """Renders solutions onto one console at one precision."""
+    """Renders solutions onto one console at one precision.
 
-    def __init__(self, console: Console, precision: int = 4):
+    ``brief``: the compact view, without the arithmetic that a hand-sized
+    exercise (:func:`tutor.steps.hand_sized`) shows under each step.
+    """
+
+    def __init__(self, console: Console, precision: int = 4, *, brief: bool = False):
         self.console = console
         self.places = precision
+        self.brief = brief
         enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
         self.unicode = enc.startswith("utf")
         self.box = box.ROUNDED if self.unicode else box.ASCII
@@ -52,7 +59,7 @@ class RichRenderer:
 
     def equals(self, exact: str, value: float) -> str:
         """``= 0.5000`` when the decimal is the exact value, else ``≈ 0.3333``."""
-        shown = decimal(value, self.places)
+        shown = decimal(value, self.places, keep_small=True)
         try:
             q = Fraction(exact)  # only plain rationals parse; exp/sqrt forms raise
         except ValueError:
@@ -141,7 +148,7 @@ class RichRenderer:
         for i, row in enumerate(exact):
             out = []
             for j, x in enumerate(row):
-                d = decimal(value[i][j], self.places)
+                d = decimal(value[i][j], self.places, keep_small=True)
                 if is_plain(x):
                     out.append(self.notation(x))
                 elif long:
@@ -152,7 +159,64 @@ class RichRenderer:
             cells.append(out)
         return cells, list(listed.items())
 
-    def step(self, number: int, step: Step, ex: Exercise) -> None:
+    def worked(self, sol: Solution, step: Step) -> tuple[Worked, ...]:
+        """The arithmetic shown under ``step``: none in the brief view or beyond a hand-sized exercise."""
+        if self.brief or not hand_sized(sol.exercise):
+            return ()
+        return KINDS[step.id].arithmetic(sol, step, self.places)
+
+    def arithmetic(self, pieces: Sequence[Worked]) -> None:
+        """A step worked out: each piece's label, then its lines aligned after it.
+
+        A line too long for the width is wrapped between its parts
+        (:data:`tutor.steps.worked.PART`: ``exp(√2) ≈ 4.1133`` stays on one
+        line), then between words; a number is never cut.
+        """
+        if not pieces:
+            return
+        self.line(f"   {t('explain.worked')}:", "bold")
+        label_width = max(len(self.tx(p.label + p.sep)) for p in pieces)
+        room = max(self.console.width - 5 - label_width, 20)
+        grid = Table.grid(padding=(0, 0))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for piece in pieces:
+            lines = [wrapped for line in piece.lines for wrapped in self._parts(self.tx(line), room)]
+            grid.add_row(Text(self.tx(piece.label + piece.sep)), Text(lines[0]))
+            for line in lines[1:]:
+                grid.add_row(Text(""), Text(line))
+        self.console.print(Padding(grid, (0, 0, 0, 5), expand=False))
+
+    @staticmethod
+    def _parts(line: str, room: int) -> list[str]:
+        """``line`` in lines of at most ``room`` characters where it can be: broken between its parts
+        (:data:`~tutor.steps.worked.PART`), else between words, an operator (``≈``, ``=``, ``+``) kept
+        with the number after it."""
+        chunks: list[str] = []
+        parts = line.split(PART)
+        for n, part in enumerate(parts):
+            tail = PART.rstrip() if n < len(parts) - 1 else ""
+            if len(part) + len(tail) <= room:
+                chunks.append(part + tail)
+                continue
+            words = (part + tail).split(" ")
+            glued: list[str] = []
+            for word in words:
+                if glued and glued[-1] in _OPERATORS:
+                    glued[-1] += " " + word
+                else:
+                    glued.append(word)
+            chunks += [w for w in glued if w]
+        out: list[str] = []
+        for chunk in chunks:
+            joint = " " if out and not out[-1].endswith(",") else "  "
+            if out and len(out[-1]) + len(joint) + len(chunk) <= room:
+                out[-1] += joint + chunk
+            else:
+                out.append(chunk)
+        return out
+
+    def step(self, number: int, step: Step, ex: Exercise, sol: Solution | None = None) -> None:
         kind = KINDS[step.id]
         title = kind.title
         self.console.print()
@@ -185,6 +249,8 @@ class RichRenderer:
                 for a, b in rows:
                     self.console.print(Padding(Text(a, overflow="fold"), (0, 0, 0, 5), expand=False))
                     self.console.print(Padding(Text(b, overflow="fold"), (0, 0, 0, 7), expand=False))
+        if sol is not None:
+            self.arithmetic(self.worked(sol, step))
         for sentence in why(step, ex):
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
         if kind.heatmap:
@@ -246,7 +312,7 @@ class RichRenderer:
             self.weights_of(ex, h)
             for step in sol.for_head(h):
                 number += 1
-                self.step(number, step, ex)
+                self.step(number, step, ex, sol)
         if sol.layer_steps:
             self.console.print()
             self.rule(t("explain.layer"))
@@ -257,7 +323,7 @@ class RichRenderer:
                 self.inputs(named)
             for step in sol.layer_steps:
                 number += 1
-                self.step(number, step, ex)
+                self.step(number, step, ex, sol)
         self.flow(sol, head)
 
     def flow(self, sol: Solution, head: int | None = None) -> None:
@@ -289,6 +355,6 @@ class RichRenderer:
         self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
 
 
-def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4) -> None:
-    """Print the worked solution of ``sol`` on ``console``."""
-    RichRenderer(console, precision).solution(sol, head)
+def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4, brief: bool = False) -> None:
+    """Print the worked solution of ``sol`` on ``console`` (``brief``: without the arithmetic)."""
+    RichRenderer(console, precision, brief=brief).solution(sol, head)
