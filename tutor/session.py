@@ -124,6 +124,7 @@ def practise(sol: Solution, settings: Settings, *, store: Store, stream: TextIO,
     what is still waiting is saved if it can be, else ``report`` gets the
     sentence saying how many answers are lost, and the error goes on.
     """
+    from .invisible import notes
     from .quiz import select, start
     from .render.quiz import QuizRenderer
     from .store import Recorder
@@ -131,6 +132,7 @@ def practise(sol: Solution, settings: Settings, *, store: Store, stream: TextIO,
     ex = sol.exercise
     total = len(select(sol, steps, head))
     renderer = QuizRenderer(console)
+    renderer.notes = notes(sol)  # said after a right answer at a step whose check cannot catch a core mistake
     with ctrl_c_interrupts():
         renderer.intro(ex, total, settings, picked)
         state, effects = start(sol, settings, steps=steps, head=head)

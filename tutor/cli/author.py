@@ -37,11 +37,12 @@ class MaskChoice(str, Enum):
 def validate(
     paths: Annotated[list[Path], typer.Argument(help=t("cli.validate.paths"), show_default=False)],
     fmt: FormatOpt = Format.rich,
+    notes: Annotated[bool, typer.Option("--notes/--no-notes", help=t("cli.validate.notes"))] = True,
 ) -> None:
-    """Validate files and folders; exit 0 when all are valid, 2 otherwise."""
+    """Validate files and folders; exit 0 when all are valid, 2 otherwise (notes never change it)."""
     from ..authoring import validate as validate_files
 
-    report = validate_files(paths)
+    report = validate_files(paths, notes=notes)
     if fmt is Format.json:
         # ASCII (non-ASCII and control characters as \u escapes): safe on any stream
         write_document(document(report.document()))

@@ -57,6 +57,10 @@ class BlankRichRenderer(RichRenderer):
         """No arithmetic on a worksheet: it is what the learner writes."""
         return ()
 
+    def notes_for(self, sol: Solution) -> dict[tuple[str, int | None], list[str]]:
+        """No notes on a worksheet: "K·Qᵀ = Q·Kᵀ here" would give part of the answer away."""
+        return {}
+
 
 def renderer(console: Console, precision: int = 4, blank: bool = False, *, brief: bool = False) -> RichRenderer:
     """The rich renderer for an answer key, or for a worksheet when ``blank`` (``brief``: no arithmetic)."""

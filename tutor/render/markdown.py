@@ -198,6 +198,7 @@ class MarkdownRenderer:
         self.places = precision
         self.blank = blank
         self.brief = brief
+        self.notes: dict[tuple[str, int | None], list[str]] = {}
         self.latex = _Latex()
         self.lines: list[str] = []
 
@@ -256,6 +257,8 @@ class MarkdownRenderer:
             self.arithmetic(KINDS[step.id].arithmetic(sol, step, self.places))
         for sentence in why(step, ex):
             self.add(f"> {_escape(sentence)}", "")
+        for sentence in self.notes.get(step.key, ()):
+            self.add(f"> **{_escape(t('explain.note.label'))}** {_escape(sentence)}", "")
 
     def header(self, sol: Solution) -> None:
         """Title, id, description, sizes, mask, and the input sequence(s)."""
@@ -293,8 +296,13 @@ class MarkdownRenderer:
         self.inputs(named)
 
     def solution(self, sol: Solution, head: int | None = None) -> str:
-        """The whole handout (only ``head`` when given; the layer steps are always kept)."""
+        """The whole handout (only ``head`` when given; the layer steps are always kept), with the
+        core mistakes this exercise cannot catch noted where they are made (not on a worksheet)."""
         ex = sol.exercise
+        if not self.blank:
+            from ..invisible import notes
+
+            self.notes = notes(sol)
         self.header(sol)
         number = 0
         for h in (range(ex.num_heads) if head is None else [head]):

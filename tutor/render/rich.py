@@ -46,6 +46,7 @@ class RichRenderer:
         self.console = console
         self.places = precision
         self.brief = brief
+        self.notes: dict[tuple[str, int | None], list[str]] = {}
         enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
         self.unicode = enc.startswith("utf")
         self.box = box.ROUNDED if self.unicode else box.ASCII
@@ -159,6 +160,13 @@ class RichRenderer:
             cells.append(out)
         return cells, list(listed.items())
 
+    def notes_for(self, sol: Solution) -> dict[tuple[str, int | None], list[str]]:
+        """The sentences naming the core mistakes this exercise cannot catch, by the step where each is made
+        (:func:`tutor.invisible.notes`)."""
+        from ..invisible import notes
+
+        return notes(sol)
+
     def worked(self, sol: Solution, step: Step) -> tuple[Worked, ...]:
         """The arithmetic shown under ``step``: none in the brief view or beyond a hand-sized exercise."""
         if self.brief or not hand_sized(sol.exercise):
@@ -253,6 +261,9 @@ class RichRenderer:
             self.arithmetic(self.worked(sol, step))
         for sentence in why(step, ex):
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
+        for sentence in self.notes.get(step.key, ()):
+            self.console.print(Padding(Text(self.tx(t("explain.note", note=sentence)), style="yellow"), (0, 0, 0, 3),
+                                       expand=False))
         if kind.heatmap:
             self.heatmap(step)
 
@@ -303,6 +314,7 @@ class RichRenderer:
 
     def solution(self, sol: Solution, head: int | None = None) -> None:
         ex = sol.exercise
+        self.notes = self.notes_for(sol)
         self.header(sol)
         heads = range(ex.num_heads) if head is None else [head]
         number = 0
