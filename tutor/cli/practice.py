@@ -47,8 +47,14 @@ def practice(
     tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.practice.tolerance"),
                                                     show_default=False)] = None,
     exercises: ExercisesOpt = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help=t("cli.practice.fresh"))] = False,
+    seed: Annotated[int | None, typer.Option("--seed", help=t("cli.practice.seed"), min=0, show_default=False)] = None,
 ) -> None:
-    """Drill an exercise (or the one that trains the weakest step) in a session recorded in the progress store."""
+    """Drill an exercise (or the one that trains the weakest step) in a session recorded in the progress store.
+
+    ``--fresh`` drills the exercise's shape with new numbers (``new --like ID
+    --seed S`` writes the same ones); progress is recorded under the original id.
+    """
     from ..answers import DEFAULT_TOLERANCE
     from ..catalog import resolve
     from ..quiz import Settings
@@ -57,6 +63,8 @@ def practice(
     from ..store import Store
 
     chosen = _parse_steps(steps)
+    if seed is not None and not fresh:
+        raise typer.BadParameter(t("practice.seed_without_fresh"), param_hint="--seed")
     if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
         raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
     stream = answer_stream(stdin(ctx))  # before the store is opened: a session that cannot read leaves no trace
@@ -70,6 +78,12 @@ def practice(
             exercise = rec.exercise
             picked = why_picked(rec)
         ex = resolve(exercise, exercises or ())
+        if fresh:  # resolved before the session starts; recorded under the original id
+            from ..generate import fresh as fresh_numbers
+
+            seed = _random_seed() if seed is None else seed
+            ex = fresh_numbers(ex, seed)
+            picked = "\n".join(filter(None, [picked, t("practice.fresh", id=ex.id, seed=seed)]))
         check_head(head, ex.num_heads)
         sol = solve(ex)
         if chosen is not None:
@@ -83,6 +97,12 @@ def practice(
                  picked=picked, report=lambda message: warn(t("cli.error", message=message)))
     finally:
         store.close()
+
+
+def _random_seed() -> int:
+    import os
+
+    return int.from_bytes(os.urandom(4), "big") % 1_000_000
 
 
 def stats(
