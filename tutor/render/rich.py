@@ -184,7 +184,15 @@ class RichRenderer:
             return
         self.line(f"   {t('explain.worked')}:", "bold")
         label_width = max(len(self.tx(p.label + p.sep)) for p in pieces)
-        room = max(self.console.width - 5 - label_width, 20)
+        room = self.console.width - 5 - label_width
+        if room < 24:  # narrow: each label on its own line, its calculation below it
+            room = max(self.console.width - 7, 1)
+            for piece in pieces:
+                self.console.print(Padding(Text(self.tx(piece.label + piece.sep.rstrip()), overflow="fold"), (0, 0, 0, 5),
+                                           expand=False))
+                for line in (w for line in piece.lines for w in self._parts(self.tx(line), room)):
+                    self.console.print(Padding(Text(line, overflow="fold"), (0, 0, 0, 7), expand=False))
+            return
         grid = Table.grid(padding=(0, 0))
         grid.add_column(no_wrap=True)
         grid.add_column(overflow="fold")
@@ -207,14 +215,16 @@ class RichRenderer:
             if len(part) + len(tail) <= room:
                 chunks.append(part + tail)
                 continue
-            words = (part + tail).split(" ")
+            words = [w for w in (part + tail).split(" ") if w]
             glued: list[str] = []
-            for word in words:
-                if glued and glued[-1] in _OPERATORS:
+            for n, word in enumerate(words):
+                if glued and glued[-1] in _OPERATORS:  # an operator goes with the number after it, when they fit
                     glued[-1] += " " + word
+                elif word in _OPERATORS and n + 1 < len(words) and len(word) + 1 + len(words[n + 1]) > room and glued:
+                    glued[-1] += " " + word  # else it ends the line before, never stands alone
                 else:
                     glued.append(word)
-            chunks += [w for w in glued if w]
+            chunks += glued
         out: list[str] = []
         for chunk in chunks:
             joint = " " if out and not out[-1].endswith(",") else "  "
