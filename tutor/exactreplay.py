@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from . import exact
 from .expoly import NEG_INF, Poly, Value, _NegInf, root
-from .steps import KINDS, Key, keys
+from .steps import KINDS, Key, keys, upstream
 
 if TYPE_CHECKING:
     from .exercise.record import Exercise
@@ -57,7 +58,11 @@ def _matmul(a: Matrix, b: Matrix) -> Matrix | None:
     for row in a:
         line: list[Entry] = []
         rational = all(isinstance(x, Fraction) for x in row)
+        shared = _shared_denominator(row)
         for col in cols:
+            if shared is not None:  # a softmax row: Σ_j v_j·exp(a_j) over the row's one denominator, built at once
+                line.append(_over(row, col, shared))
+                continue
             if rational:
                 line.append(sum((x * y for x, y in zip(row, col)), ZERO))
                 continue
@@ -71,6 +76,35 @@ def _matmul(a: Matrix, b: Matrix) -> Matrix | None:
             line.append(Value(parts))
         out.append(line)
     return out
+
+
+def _shared_denominator(row: Sequence[Entry]) -> Poly | None:
+    """The one denominator every entry of ``row`` has (a row of softmax weights: entries ``exp(a_j)/D`` or 0),
+    or ``None``."""
+    den: Poly | None = None
+    for x in row:
+        if isinstance(x, Fraction) and x == 0:
+            continue
+        if not isinstance(x, Value) or len(x.parts) != 1:
+            return None
+        d = x.parts[0][1]
+        if den is None:
+            den = d
+        elif d is not den:
+            return None
+    return den
+
+
+def _over(row: Sequence[Entry], col: Sequence[Entry], den: Poly) -> Value:
+    """``Σ_j row_j·col_j`` for a row over the one denominator ``den`` and a rational ``col``."""
+    terms: dict = {}
+    for x, y in zip(row, col):
+        assert isinstance(y, Fraction), "a product of two values never occurs in attention"
+        if not y or not isinstance(x, Value):
+            continue
+        for k, c in x.parts[0][0].terms.items():
+            terms[k] = terms.get(k, Fraction(0)) + c * y
+    return Value.ratio(Poly(terms), den)
 
 
 def _plus(m: Matrix, b: Sequence[Fraction] | None) -> Matrix:
@@ -94,6 +128,7 @@ class _Walk:
     def __init__(self, ex: Exercise, variant: Variant):
         self.ex, self.variant = ex, variant
         self.values: dict[Key, Matrix] = {}
+        self.qmats: dict[Key, exact.QMat] = {}  # Q, K, V as the exact engine's integer matrices (never rounded)
         allowed = ex.allowed()
         self.allowed = None if allowed is None else [list(r) for r in allowed]  # [L, L_k], True = may attend
 
@@ -105,7 +140,7 @@ class _Walk:
             return value
         return [[_rounded(x, places) for x in row] for row in value]
 
-    def bias(self, name: str, b: Sequence[Fraction] | None) -> Sequence[Fraction] | None:
+    def bias(self, name: str, b: tuple[Fraction, ...] | None) -> tuple[Fraction, ...] | None:
         return None if b is None or name in self.variant.drop else b
 
     # --- q, k, v ------------------------------------------------------------------------
@@ -113,8 +148,9 @@ class _Walk:
         ex = self.ex
         hd = ex.heads[head or 0]
         x, w, b = {"q": (ex.x, hd.w_q, hd.b_q), "k": (ex.kv, hd.w_k, hd.b_k), "v": (ex.kv, hd.w_v, hd.b_v)}[id]
-        m = _matmul(_rational(x), _rational(w))  # [n, d_in]·[d_in, d] -> [n, d]
-        return None if m is None else _plus(m, self.bias(f"b_{id}", b))
+        m = exact.project(x, w, self.bias(f"b_{id}", b))  # [n, d_in]·[d_in, d] -> [n, d], on integers (QMat)
+        self.qmats[id, head] = m
+        return [list(row) for row in m.fractions()]
 
     def q(self, head: int | None) -> Matrix | None:
         return self.project("q", head)
@@ -127,10 +163,11 @@ class _Walk:
 
     # --- scores, scaled, masked -------------------------------------------------------------
     def scores(self, head: int | None) -> Matrix | None:
-        Q, K = self.input("q", head), self.input("k", head)
+        Q, K = self.qmats.get(("q", head)), self.qmats.get(("k", head))
         if Q is None or K is None:
             return None
-        return _matmul(K, _transpose(Q)) if self.variant.kq else _matmul(Q, _transpose(K))  # [L_k, L] or [L, L_k]
+        S = exact.scores(K, Q) if self.variant.kq else exact.scores(Q, K)  # [L_k, L] or [L, L_k], on integers
+        return [list(row) for row in S.fractions()]
 
     def _factor(self, head: int | None) -> tuple[Fraction, int]:
         """The scale as ``(c, t)``: scores are multiplied by ``c·√t``."""
@@ -266,21 +303,31 @@ def _softmax_row(row: Sequence[Entry]) -> list[Entry]:
 
 
 class Walk:
-    """The exact walk of ``ex`` under ``variant``, taken only as far as it is asked (:meth:`get`)."""
+    """The exact walk of ``ex`` under ``variant``, taken only as far as it is asked (:meth:`get`).
+
+    A step is computed with the steps it depends on (:func:`tutor.steps.upstream`)
+    and its head's projections, nothing else: asking for head 1's scaled
+    scores does not compute head 0's softmax.
+    """
 
     def __init__(self, ex: Exercise, variant: Variant):
+        self._ex = ex
         self._walk = _Walk(ex, variant)
-        self._todo = list(keys(ex))
+        self._done: set[Key] = set()
+        self._order = {k: n for n, k in enumerate(keys(ex))}
 
     def get(self, key: Key) -> Matrix | None:
         """Step ``key`` exactly, or ``None`` when the variant cannot reach it (or the exercise has no such step)."""
-        while key not in self._walk.values and self._todo:
-            k = self._todo.pop(0)
-            value = getattr(self._walk, k[0])(k[1])
-            if value is not None:
-                self._walk.values[k] = value
-            if k == key:
-                break
+        if key not in self._order:
+            return None
+        heads = range(self._ex.num_heads) if key[1] is None else (key[1],)
+        needed = upstream(self._ex, key) | {key} | {(p, h) for h in heads for p in ("q", "k", "v")}
+        for k in sorted(needed, key=self._order.__getitem__):
+            if k not in self._done:
+                self._done.add(k)
+                value = getattr(self._walk, k[0])(k[1])
+                if value is not None:
+                    self._walk.values[k] = value
         return self._walk.values.get(key)
 
 

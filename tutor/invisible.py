@@ -35,7 +35,7 @@ from .diagnose import MISCONCEPTIONS, Misconception, needs_met
 from .exercise.record import Exercise
 from .expoly import TooLarge
 from .messages import t
-from .steps import KINDS, Key, Solution, downstream, keys, replay
+from .steps import KINDS, Key, Solution, downstream, inputs, keys, replay
 
 #: A float difference larger than this fraction of the matrix's magnitude is a real one (no round-off is that large).
 CLEAR = 1e-6
@@ -147,31 +147,44 @@ def invisible(sol: Solution, only: Sequence[str] | None = None) -> list[Invisibl
         if not where:
             continue
         walked: dict[Key, Array] | None = None
+        turned: frozenset[str] = frozenset()
         if m.variant is not None:
+            turned = m.variant.turned()
             with np.errstate(all="ignore"):  # a mistake may overflow (exp without the softmax's shift): inf is its answer
                 walked = replay(ex, m.variant).values
+        affected = set(where)
+        same_as_right: dict[Key, bool] = {}  # decided exactly, step by step
         for k in where:
             got = walked.get(k) if walked is not None else m.recompute(sol, k[0], k[1])
             if got is None or got.shape != right[k].shape or _clearly_differ(got, right[k]):
+                same_as_right[k] = False
                 continue
-            try:
-                if m.variant is not None:
-                    mine = exact.walk(m).get(k)
-                else:
-                    mine = exact.special(m.key, k)
-                    if mine is None:  # a new special misconception without an exact form: the float verdict stands
-                        found.append(Invisible(m.key, k, exact=False))
-                        continue
-                if mine is None:
-                    continue
-                right_exact = exact.walk(None).get(k)
-                assert right_exact is not None
-                same, decided = _same_exactly(mine, right_exact)
-            except TooLarge:  # beyond what is worth computing exactly: the floats agree, and that is said
-                same, decided = True, False
+            if m.variant is not None and not KINDS[k[0]].varies & turned and all(
+                    same_as_right.get(i, i not in affected) for i in inputs(ex, k)):
+                same, decided = True, True  # the same computation on exactly the same inputs
+            else:
+                same, decided = _exactly_right(exact, m, k)
+            same_as_right[k] = same
             if same:
                 found.append(Invisible(m.key, k, exact=decided))
     return found
+
+
+def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]:
+    """``(same, exact)``: whether misconception ``m`` gives exactly the right value at step ``k``.
+
+    A misconception with no exact form (none today) keeps the float verdict, ``exact`` False;
+    so does a computation too large to carry out exactly (:class:`tutor.expoly.TooLarge`).
+    """
+    try:
+        mine = exact.walk(m).get(k) if m.variant is not None else exact.special(m.key, k)
+        if mine is None:
+            return m.variant is None, False  # no exact form of a special misconception: the floats agree
+        right_exact = exact.walk(None).get(k)
+        assert right_exact is not None
+        return _same_exactly(mine, right_exact)
+    except TooLarge:  # beyond what is worth computing exactly: the floats agree, and that is said
+        return True, False
 
 
 def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
