@@ -183,3 +183,59 @@ def test_every_weights_row_sums_its_exps_and_divides(exercise_id):
 def test_a_kind_without_arithmetic_says_nothing():
     sol = solve(resolve("two-head-dk1-3x4"))
     assert KINDS["concat"].arithmetic(sol, sol.step("concat"), 4) == ()
+
+
+# --- "=" only where the numbers as written give the result ------------------------------------------------------
+
+_RESULT = re.compile(r" = (?P<sum>[^=≈]+?) = (?P<exact>[^=≈ ]+)(?: [=≈] \S+)?$")
+
+
+@pytest.mark.parametrize("path", sorted(EXERCISES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_an_equals_sign_after_a_dot_product_is_exactly_true_of_the_numbers_written(path):
+    """``a·b + c·d = r``: added up exactly (as fractions) from the factors as printed, the sum is ``r``;
+    where rounded factors do not give it, the line says ``≈`` instead."""
+    sol = solve(resolve(str(path)))
+    checked = 0
+    for step in sol.steps:
+        for piece in KINDS[step.id].arithmetic(sol, step, 4):
+            m = _RESULT.search(piece.sep + piece.lines[0])
+            if m is None or "·" not in m["sum"]:
+                continue
+            checked += 1
+            written = Fraction(0)
+            for term in m["sum"].split(" + "):
+                written += math.prod(Fraction(f.replace("−", "-").strip("()")) for f in term.split("·"))
+            assert written == Fraction(m["exact"].replace("−", "-")), (step.id, piece)
+    assert checked >= sum(s.shape[0] * s.shape[1] for s in sol.steps if s.id in ("q", "k", "v"))  # integer projections
+
+
+def test_rounded_weights_that_do_not_add_up_to_the_exact_result_are_marked_approximate():
+    from tutor.exactnum import Rat
+    from tutor.steps.worked import as_written, result
+
+    thirds = [("0.3333", "3")] * 3  # 0.3333·3 · 3 = 2.9997, the exact result is 3
+    assert not as_written(thirds, "", Rat(Fraction(3)))
+    assert result(Rat(Fraction(3)), 3.0, 4, rounded=True) == "≈ 3"
+    assert as_written([("(1/3)", "3")] * 3, "", Rat(Fraction(3)))  # exact thirds: = 3 is true
+    assert result(Rat(Fraction(3)), 3.0, 4) == "= 3"
+    assert as_written([("0.7311", "1"), ("0.2689", "1")], "", Rat(Fraction(1)))  # 0.7311 + 0.2689 = 1 exactly
+
+
+def test_exp_of_zero_is_carried_on_as_1_and_a_sum_of_ones_is_exact(cli):
+    out = _explain(cli, "two-head-causal-3x4")
+    # the second head, row t1: only key t1, whose scaled score is 0 (worked in the exercise's scores): exp(0) = 1, Σ = 1
+    lines = out[out.index("t1: exp(0) = 1,  exp(−∞) = 0,  exp(−∞) = 0"):].splitlines()
+    assert lines[1].strip() == "Σ = 1"
+    assert lines[2].strip() == "weights: 1 / 1 = 1,  0,  0"
+    row = out[out.index("t2: exp(4√2) ≈ 286.2468,  exp(0) = 1"):].splitlines()
+    assert row[1].strip() == "Σ ≈ 286.2468 + 1 ≈ 287.2468"  # e^{4√2} = 286.2468…, plus exp(0) = 1
+
+
+def test_a_weight_is_written_with_an_equals_sign_only_when_the_division_shown_gives_it(cli):
+    pad = _explain(cli, "padding-4x2")
+    # row PAD attends I, like, tea with scaled scores 0, 0, 0: 1 / 3 is exactly 1/3
+    assert "Σ = 1 + 1 + 1 = 3" in pad and "weights: 1 / 3 = 1/3 ≈ 0.3333" in pad
+    fused = _explain(cli, "two-head-fused-3x4")
+    # three equal scores √2: the exact weight is 1/3, but 4.1133 / 12.3398 is not exactly 1/3
+    assert Fraction("4.1133") / Fraction("12.3398") != Fraction(1, 3)
+    assert "4.1133 / 12.3398 ≈ 1/3 ≈ 0.3333" in fused

@@ -107,24 +107,55 @@ def entry_name(step: Step, i: int, j: int) -> str:
 # --- a whole step worked out (the kinds' ``arithmetic``) ---------------------------------------------
 
 
-def result(e: Exact, value: float, places: int) -> str:
+def result(e: Exact, value: float, places: int, *, rounded: bool = False) -> str:
     """The result of an arithmetic line, in notation: ``= 2``, ``= 3/2 = 1.5000``, ``= 2√2 ≈ 2.8284``, ``≈ 0.1084``.
 
     ``=`` before a decimal only when the decimal is the exact value; a decimal
-    that rounds to 0 is kept legible (``1.2e−5``).
+    that rounds to 0 is kept legible (``1.2e−5``).  ``rounded``: the line's
+    operands are rounded decimals that do not give the exact result as
+    written, so even an exact result follows ``≈`` (``0.3333·3 + … ≈ 3``).
     """
     if math.isinf(value):
         return "= −∞"
     shown = notation(legible(value, places))
     if isinstance(e, Rat):
+        lead = "≈" if rounded else "="
         if e.q.denominator == 1:
-            return f"= {e.q.numerator}".replace("-", "−")
+            return f"{lead} {e.q.numerator}".replace("-", "−")
         exact_decimal = (e.q * 10**max(places, 0)).denominator == 1
-        return f"= {notation(frac_text(e.q))} {'=' if exact_decimal else '≈'} {shown}"
+        return f"{lead} {notation(frac_text(e.q))} {'=' if exact_decimal else '≈'} {shown}"
     text = str(e)
     if len(text) <= 16:
         return f"= {notation(text)} ≈ {shown}"
     return f"≈ {shown}"
+
+
+def written(text: str) -> Fraction | None:
+    """The number an operand as written stands for (``2``, ``(−1/2)``, ``0.1084``, ``1.2e-5``), or
+    ``None`` when it is no plain number (``√2``)."""
+    try:
+        return Fraction(text.strip("()").replace("−", "-"))
+    except ValueError:
+        return None
+
+
+def as_written(pairs: Sequence[tuple[str, str]], extra: str, e: Exact) -> bool:
+    """Whether the dot product as written (``pairs`` of operands, an added term ``extra``) gives the
+    exact rational ``e`` itself, so that ``=`` is true of the decimals a learner reads."""
+    if not isinstance(e, Rat):
+        return True  # an irrational result follows ≈ anyway
+    total_ = Fraction(0)
+    for a, b in pairs:
+        x, y = written(a), written(b)
+        if x is None or y is None:
+            return False
+        total_ += x * y
+    if extra:
+        z = written(extra)
+        if z is None:
+            return False
+        total_ += z
+    return total_ == e.q
 
 
 def products(pairs: Sequence[tuple[str, str]], extra: str = "") -> str:
@@ -143,9 +174,14 @@ def entry_products(step: Step, pairs_of: Callable[[int, int], tuple[list[tuple[s
     for i in range(rows):
         for j in range(cols):
             pairs, extra = pairs_of(i, j)
-            out.append(Worked(entry_name(step, i, j),
-                              (f"{products(pairs, extra)} {result(step.exact[i][j], step.value[i][j], places)}",)))
+            e = step.exact[i][j]
+            tail = result(e, step.value[i][j], places, rounded=not as_written(pairs, extra, e))
+            out.append(Worked(entry_name(step, i, j), (f"{products(pairs, extra)} {tail}",)))
     return tuple(out)
+
+
+def _is_zero(e: Exact) -> bool:
+    return isinstance(e, Rat) and e.q == 0
 
 
 def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_left: str,
@@ -169,26 +205,40 @@ def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_le
     exps = [0.0 if math.isinf(v) else math.exp(v - shift) for v in row]  # e_j (shifted)
     total_ = math.fsum(exps)
 
+    ones = [not math.isinf(v) and (v == shift if shift else _is_zero(src.exact[i][j])) for j, v in enumerate(row)]  # exp(0) = 1
+
+    def number(j: int) -> str:
+        """e_j as it is carried on: ``1`` for exp(0), else its decimal."""
+        return "1" if ones[j] else notation(legible(exps[j], places))
+
     def power(j: int) -> str:
         if math.isinf(row[j]):
             return "exp(−∞) = 0"
         if shift:
-            return f"exp({notation(legible(row[j], places))} − {notation(legible(shift, places))}) ≈ {notation(legible(exps[j], places))}"
-        e = src.exact[i][j]
-        if isinstance(e, Rat) and e.q == 0:
+            sign = "=" if ones[j] else "≈"
+            return f"exp({notation(legible(row[j], places))} − {notation(legible(shift, places))}) {sign} {number(j)}"
+        if ones[j]:
             return "exp(0) = 1"
-        return f"exp({notation(str(e))}) ≈ {notation(legible(exps[j], places))}"
+        return f"exp({notation(str(src.exact[i][j]))}) ≈ {number(j)}"
 
-    terms = [notation(legible(x, places)) for v, x in zip(row, exps) if not math.isinf(v)]
-    sum_line = f"{sum_label} ≈ {' + '.join(terms)} ≈ {notation(legible(total_, places))}" if len(terms) > 1 else \
-        f"{sum_label} ≈ {notation(legible(total_, places))}"
+    live_j = [j for j, v in enumerate(row) if not math.isinf(v)]
+    exact_sum = all(ones[j] for j in live_j)  # every term is 1: the sum is a whole number
+    total_text = str(len(live_j)) if exact_sum else notation(legible(total_, places))
+    sign = "=" if exact_sum else "≈"
+    sum_line = f"{sum_label} {sign} {' + '.join(number(j) for j in live_j)} {sign} {total_text}" if len(live_j) > 1 else \
+        f"{sum_label} {sign} {total_text}"
     shares = []
     for j, v in enumerate(row):
         w = weights.exact[i][j]
         if math.isinf(v):
             shares.append("0")
             continue
-        tail = result(w, weights.value[i][j], places) if isinstance(w, Rat) else f"≈ {notation(legible(weights.value[i][j], places))}"
-        shares.append(f"{notation(legible(exps[j], places))} / {notation(legible(total_, places))} {tail}")
+        if isinstance(w, Rat):
+            num, den = written(number(j)), written(total_text)
+            literal = num is not None and den is not None and den != 0 and num / den == w.q
+            tail = result(w, weights.value[i][j], places, rounded=not literal)
+        else:
+            tail = f"≈ {notation(legible(weights.value[i][j], places))}"
+        shares.append(f"{number(j)} / {total_text} {tail}")
     return Worked(label, (PART.join(power(j) for j in range(len(row))), sum_line,
                           f"{weights.name}: " + PART.join(shares)), ": ")
