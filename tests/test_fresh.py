@@ -86,6 +86,25 @@ def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
         assert {key for key, _ in uncaught(sol)} <= forced, (exercise_id, seed, uncaught(sol))
 
 
+def test_like_writes_a_fused_exercise_in_the_fused_form(cli):
+    """two-head-fused-3x4 is written with one w_q, w_k, w_v and fused biases: fresh numbers keep its form
+    (and its "fused-form" tag stays true); each head is its d_k columns of the fused matrices."""
+    text = cli("new", "--like", "two-head-fused-3x4", "--seed", "2")[1]
+    assert "\nnum_heads: 2\nw_q: [[" in text and "\nheads:" not in text and "fused-form" in text
+    ex = load_exercise_text(text)
+    assert ex.fused and ex.num_heads == 2
+    import yaml
+
+    doc = yaml.safe_load(text)
+    assert len(doc["w_q"]) == 4 and all(len(row) == 4 for row in doc["w_q"])  # [d_model, num_heads·d_k]
+    for h, head in enumerate(ex.heads):
+        assert [list(map(int, row)) for row in head.w_q] == [row[2 * h:2 * h + 2] for row in doc["w_q"]]
+        assert [int(b) for b in head.b_q or ()] == doc["b_q"][2 * h:2 * h + 2]
+    assert "b_k" not in doc and len(doc["b_v"]) == 4 and len(doc["b_o"]) == 4  # as in two-head-fused-3x4
+    # a per-head exercise stays per-head
+    assert "\nheads:\n" in cli("new", "--like", "single-head-asym-3x4", "--seed", "2")[1]
+
+
 def test_like_refuses_shape_options_and_needs_an_exercise(cli):
     code, _, err = cli("new", "--like", "single-head-3x4", "--tokens", "4")
     assert code == 2 and "--like takes the shape from the exercise; leave out --tokens" in err

@@ -178,6 +178,7 @@ class Shape:
     key_padding: tuple[bool, ...] | None = None
     w_o: int | None = None
     b_o: bool = False
+    fused: bool = False  # written in the fused form (one w_q, w_k, w_v for all heads), as the exercise it is like
 
     @property
     def keys(self) -> int:
@@ -499,7 +500,8 @@ def generate(spec: Spec) -> str:
 
 
 def shape_of(ex: Exercise) -> Shape:
-    """The shape of exercise ``ex``: its sizes, labels, mask and key padding, which biases and W_O it has."""
+    """The shape of exercise ``ex``: its sizes, labels, mask and key padding, which biases and W_O it has,
+    and its form (per-head or fused)."""
     heads = tuple(HeadShape(h.d_k, h.d_v, h.b_q is not None, h.b_k is not None, h.b_v is not None) for h in ex.heads)
     mask: str | tuple[tuple[bool, ...], ...] = "none"
     if ex.mask_kind == "causal":
@@ -509,7 +511,7 @@ def shape_of(ex: Exercise) -> Shape:
     return Shape(L=ex.L, d_model=ex.d_model, heads=heads, tokens=ex.query_labels,
                  L_k=ex.L_k if ex.is_cross else None, d_kv=len(ex.kv[0]) if ex.is_cross else None,
                  kv_tokens=ex.key_labels if ex.is_cross else None, mask=mask, key_padding=ex.key_padding,
-                 w_o=ex.d_out if ex.w_o is not None else None, b_o=ex.b_o is not None)
+                 w_o=ex.d_out if ex.w_o is not None else None, b_o=ex.b_o is not None, fused=ex.fused)
 
 
 def like_id(ex: Exercise, seed: int) -> str:
@@ -602,11 +604,13 @@ def _text(shape: Shape, c: _Candidate, *, id: str, title: str, description: str,
         ]
     src = "x_kv" if c.x_kv is not None else "x"
     h0 = shape.heads[0]
-    if all(h.d_k == h0.d_k == h.d_v for h in shape.heads) and (shape.d_kv or d) == d:
+    if shape.fused:
+        out += _fused(shape, c, src)
+    elif all(h.d_k == h0.d_k == h.d_v for h in shape.heads) and (shape.d_kv or d) == d:
         out += [*_comment(t("new.file.heads", src=src, d_model=d, d_k=h0.d_k)), "heads:"]
     else:
         out += [*_comment(t("new.file.heads.sizes", src=src)), "heads:"]
-    for h, (head, hs) in enumerate(zip(c.heads, shape.heads)):
+    for h, (head, hs) in enumerate(zip(c.heads, shape.heads) if not shape.fused else ()):
         w_q, w_k, w_v = head.w
         out += [*_comment(t("new.file.head", head=h) if hs.d_k == hs.d_v == h0.d_k else
                           t("new.file.head.sized", head=h, d_k=hs.d_k, d_v=hs.d_v), indent="  "),
@@ -636,3 +640,21 @@ def _text(shape: Shape, c: _Candidate, *, id: str, title: str, description: str,
         "",
     ]
     return "\n".join(out)
+
+
+def _fused(shape: Shape, c: _Candidate, src: str) -> list[str]:
+    """The weights in the fused form: ``num_heads`` and one ``w_q``, ``w_k``, ``w_v`` (and bias) whose
+    columns are the heads' side by side (head h: columns h·d_k to (h+1)·d_k), as in the exercise it is like."""
+    H, d_k, d_v = len(shape.heads), shape.heads[0].d_k, shape.heads[0].d_v
+    out = [*_comment(t("new.file.fused", src=src, d_model=shape.d_model, d_kv=shape.d_kv or shape.d_model,
+                       heads=H, d_k=d_k, d_v=d_v, wk=H * d_k, wv=H * d_v)),
+           f"num_heads: {H}"]
+    for n, name in enumerate(("w_q", "w_k", "w_v")):
+        joined = [[e for head in c.heads for e in head.w[n][r]] for r in range(len(c.heads[0].w[n]))]  # [d, H·d_k]
+        out.append(f"{name}: {_matrix(joined, len(name) + 2)}")
+    biases = [(name, [head.b[n] for head in c.heads]) for n, name in enumerate(("b_q", "b_k", "b_v"))]
+    biases = [(name, parts) for name, parts in biases if all(b is not None for b in parts)]
+    if biases:
+        out += _comment(t("new.file.fused.bias"))
+    out += [f"{name}: {_vector([e for b in parts for e in b or ()])}" for name, parts in biases]
+    return out

@@ -727,6 +727,9 @@ EN.update({
     "new.file.w_o": "w_o: the output projection, [num_heads*d_v x d_out] = [{rows} x {d_out}]: output = concat W_O.",
     "new.file.b_o": "b_o: the output bias, added after W_O.",
     "new.file.mask.matrix": "mask: true where query i (a row) may attend key j (a column).",
+    # new --like an exercise in the fused form (issue 11, item 5)
+    "new.file.fused": "The fused form, as in the exercise this one is like: one weight matrix\nper projection, its columns the heads' side by side (the first d_k columns\nare the first head's, the next d_k the second's, and so on). Row vectors:\n  Q = x w_q with w_q [d_model x num_heads*d_k] = [{d_model} x {wk}];\n  K = {src} w_k with w_k [{d_kv} x {wk}]; V = {src} w_v with w_v [{d_kv} x {wv}].",
+    "new.file.fused.bias": "b_q, b_k, b_v: one bias per projection, added after it ([num_heads*d_k] or [num_heads*d_v]).",
     "new.like.title": "Fresh numbers: {title}",
     "new.like.description": "Fresh numbers for {id} (seed {seed}): the same shape, mask and steps.\nCompute every step as in {id}; Q, K, V and the scores are small integers.",
 })
