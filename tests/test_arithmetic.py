@@ -239,3 +239,13 @@ def test_a_weight_is_written_with_an_equals_sign_only_when_the_division_shown_gi
     # three equal scores √2: the exact weight is 1/3, but 4.1133 / 12.3398 is not exactly 1/3
     assert Fraction("4.1133") / Fraction("12.3398") != Fraction(1, 3)
     assert "4.1133 / 12.3398 ≈ 1/3 ≈ 0.3333" in fused
+
+
+def test_the_heatmap_does_not_print_a_tiny_weight_as_zero(cli):
+    out = _explain(cli, "two-head-causal-3x4")
+    heat = out[out.index("(darker = more weight)"):]
+    # the first head's row t2: 1/(1 + e^{8√2}) ≈ 1.2e-5, beside 1 - 1.2e-5 (1.00 at two places)
+    tiny = 1 / (1 + math.exp(8 * math.sqrt(2)))
+    assert f"{tiny:.2f}" == "0.00"
+    t2 = next(line for line in heat.splitlines() if line.lstrip("│ ").startswith("t2"))
+    assert "░░ 1.2e−5" in t2 and "██ 1.00" in t2

@@ -19,6 +19,8 @@ from tutor.generate import LEVELS, Spec, fresh, generate, like, shape_of
 from tutor.invisible import uncaught
 from tutor.steps import solve
 
+from .conftest import EXERCISES
+
 
 def integers(step) -> list[int]:
     out = []
@@ -135,6 +137,24 @@ def test_practice_fresh_without_a_seed_says_which_it_drew(cli):
     line = next(line for line in out.splitlines() if line.startswith("Fresh numbers (seed "))
     seed = int(line.split("seed ")[1].split(")")[0])
     assert f"attn-tutor new --like single-head-3x4 --seed {seed}" in " ".join(out.split())
+
+
+def test_the_command_shown_for_a_file_or_a_pack_names_it_so_that_it_runs(cli, tmp_path):
+    """An exercise outside the bundle is found by its file (or with its pack): the `new --like` command
+    that practice shows and that the written file records says so, and it writes the same exercise."""
+    pack = tmp_path / "my pack"
+    pack.mkdir()
+    text = (EXERCISES / "single-head-asym-3x4.yaml").read_text(encoding="utf-8")
+    (pack / "mine.yaml").write_text(text.replace("id: single-head-asym-3x4", "id: my-asym"), encoding="utf-8")
+    path = str(pack / "mine.yaml")
+    code, out, err = cli("practice", path, "--fresh", "--seed", "4", "--steps", "q", input="quit\n")
+    assert (code, err) == (0, "")
+    assert f"`attn-tutor new --like '{path}' --seed 4`" in " ".join(out.split())  # quoted: the path has a space
+    written = cli("new", "--like", path, "--seed", "4")[1]
+    assert f"# Written by `attn-tutor new --like '{path}' --seed 4`;" in written
+    by_id = cli("new", "--like", "my-asym", "--exercises", str(pack), "--seed", "4")[1]
+    assert by_id.startswith(f"# Written by `attn-tutor new --like my-asym '--exercises={pack}' --seed 4`;\n")
+    assert by_id.split("\n", 1)[1] == written.split("\n", 1)[1]  # the same numbers, found by id in the pack
 
 
 def test_seed_without_fresh_is_a_usage_error(cli):

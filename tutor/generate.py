@@ -520,20 +520,23 @@ def like_id(ex: Exercise, seed: int) -> str:
     return ex.id[:64 - len(tail)].rstrip("-") + tail
 
 
-def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = None, title: str | None = None) -> str:
+def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = None, title: str | None = None,
+         source: str | None = None) -> str:
     """The text of a new exercise with ``ex``'s shape (:func:`shape_of`: the same tokens, sizes, heads,
     mask, key padding, biases and W_O) and fresh small integers drawn from ``seed``.
 
     The numbers follow ``ex``'s difficulty (1 when it has none) and the
     rules of :func:`generate`: Q, K, V and the scores are small integers,
     and the exercise is not dull unless ``allow_dull``.  Deterministic for
-    ``(ex, seed)``.  Raises ``ValueError`` when ``ex`` is beyond the format's limits.
+    ``(ex, seed)``.  ``source``: how the command written in the file names
+    ``ex`` (its file, its pack option), when its id alone would not find it.
+    Raises ``ValueError`` when ``ex`` is beyond the format's limits.
     """
     shape = shape_of(ex)
     level = ex.difficulty or 1
     c = _pick(shape, LEVELS[level], seed, allow_dull)
     tags = ["generated", *(tag for tag in ex.tags if tag != "generated")]
-    command = f"attn-tutor new --like {ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
+    command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
     return _text(shape, c, id=id or like_id(ex, seed), title=title or t("new.like.title", title=ex.title),
                  description=t("new.like.description", id=ex.id, seed=seed), command=command, tags=tags,
                  difficulty=level)

@@ -200,7 +200,7 @@ EN: dict[str, str] = {
     "cli.practice.fresh": "Practise on fresh numbers of the same shape (new small integers; `new --like ID --seed S` writes the same exercise); progress is recorded under the exercise's id.",
     "cli.practice.seed": "With --fresh: the seed of the fresh numbers (default: a random one, shown when the session starts).",
     "practice.seed_without_fresh": "--seed chooses the fresh numbers of --fresh; add --fresh",
-    "practice.fresh": "Fresh numbers (seed {seed}) for {id}; `attn-tutor new --like {id} --seed {seed}` writes this exercise to a file.",
+    "practice.fresh": "Fresh numbers (seed {seed}) for {id}; `attn-tutor new --like {like} --seed {seed}` writes this exercise to a file.",
     "cli.practice.tolerance": "How far a decimal may be from the exact value (default 0.005: 2-decimal rounding).",
     "cli.stats.help": "Show your practice accuracy by step, your most frequent mistakes, and what to practise next.",
     "practice.bad_steps": "unknown step '{found}'; the steps are {known}",

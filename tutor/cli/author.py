@@ -103,10 +103,14 @@ def new(
         if given:
             raise typer.BadParameter(t("new.like_and_shape", options=", ".join(
                 "--" + name.replace("_", "-") for name in given)), param_hint="--like")
+        import shlex
+
         from ..catalog import resolve
         from ..generate import like as draw_like
 
-        text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title)
+        source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
+        text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title,
+                         source=source)
     else:
         if heads * d_k > 32:
             raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")

@@ -79,11 +79,14 @@ def practice(
             picked = why_picked(rec)
         ex = resolve(exercise, exercises or ())
         if fresh:  # resolved before the session starts; recorded under the original id
+            import shlex
+
             from ..generate import fresh as fresh_numbers
 
             seed = _random_seed() if seed is None else seed
             ex = fresh_numbers(ex, seed)
-            picked = "\n".join(filter(None, [picked, t("practice.fresh", id=ex.id, seed=seed)]))
+            like = " ".join(shlex.quote(str(a)) for a in [exercise, *(f"--exercises={d}" for d in exercises or ())])
+            picked = "\n".join(filter(None, [picked, t("practice.fresh", id=ex.id, like=like, seed=seed)]))
         check_head(head, ex.num_heads)
         sol = solve(ex)
         if chosen is not None:

@@ -285,7 +285,7 @@ class RichRenderer:
             out, st = [], []
             for v in row:
                 level = 0 if v <= 0 else min(4, 1 + int(v * 4 - 1e-12))
-                out.append(f"{shades[level] * 2} {decimal(v, 2)}")
+                out.append(f"{shades[level] * 2} {decimal(v, 2, keep_small=True)}")
                 grey = 255 - round(v * 180)
                 st.append(f"on rgb({grey},{grey},255)" if v > 0 else "")
             cells.append(out)
