@@ -201,7 +201,7 @@ def mistake_notes(ex: Exercise, file: str) -> list[tuple[str, Problem]]:
     sol = solve(ex)
     notes = []
     for key, steps in uncaught(sol):
-        where = ", ".join(sol.step(*s).name + (t("invisible.validate.head", head=s[1]) if s[1] is not None and ex.num_heads > 1
+        where = ", ".join(sol.step(*s).name + (t("invisible.validate.head", head=s[1] + 1) if s[1] is not None and ex.num_heads > 1
                                                else "") for s in steps)
         reasons = {reason(key, sol, s) for s in steps}  # said only when it holds at every step
         message = t("invisible.validate", mistake=t(f"mistake.{key}"), steps=where,

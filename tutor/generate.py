@@ -615,8 +615,8 @@ def _text(shape: Shape, c: _Candidate, *, id: str, title: str, description: str,
         out += [*_comment(t("new.file.heads.sizes", src=src)), "heads:"]
     for h, (head, hs) in enumerate(zip(c.heads, shape.heads) if not shape.fused else ()):
         w_q, w_k, w_v = head.w
-        out += [*_comment(t("new.file.head", head=h) if hs.d_k == hs.d_v == h0.d_k else
-                          t("new.file.head.sized", head=h, d_k=hs.d_k, d_v=hs.d_v), indent="  "),
+        out += [*_comment(t("new.file.head", head=h + 1) if hs.d_k == hs.d_v == h0.d_k else
+                          t("new.file.head.sized", head=h + 1, d_k=hs.d_k, d_v=hs.d_v), indent="  "),
                 f"  - w_q: {_matrix(w_q, 9)}",
                 f"    w_k: {_matrix(w_k, 9)}",
                 f"    w_v: {_matrix(w_v, 9)}"]
