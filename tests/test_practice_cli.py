@@ -110,6 +110,9 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     assert out == HEADER + SCORES_STEP + [
         "scores> 2 4 4; 4 8 8; 4 8 8",
         "✓ Right.",
+        # Q = K here: a right answer cannot show that the learner did not compute K·Qᵀ, so the drill says so
+        "  Note: On this exercise K·Qᵀ = Q·Kᵀ because Q = K: computing K·Qᵀ by mistake gives the same scores,",
+        "  so it cannot be caught here. Try `single-head-asym-3x4` to be tested on it.",
     ] + SCALED_STEP + [
         "scaled> 2 4 4; 4 8 8; 4 8 8",
         "✗ Not yet: 9 of 9 entries wrong (marked ✗).",
@@ -156,9 +159,9 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         "      in single-head-3x4 scaled ×1",
         "",
         # scaled scores (0+1)/(1+2) = 0.33 < 0.5 of the unpractised steps; single-head-3x4 was
-        # already practised on it, so the other difficulty-1 exercise comes next
-        "Practise next: scaled, your weakest step (0 of 1 right), with single-head-dk4-2x4:",
-        "  attn-tutor practice single-head-dk4-2x4",
+        # already practised on it, so the first other difficulty-1 exercise (by id) comes next
+        "Practise next: scaled, your weakest step (0 of 1 right), with single-head-asym-3x4:",
+        "  attn-tutor practice single-head-asym-3x4",
         f"Progress file: {store_path()}",
     ]
     code, text, _ = stats(cli, "--format", "json")
@@ -175,8 +178,8 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     assert doc["mistakes"] == [{"key": "no_scaling", "kind": "diagnosis", "name": "forgot to divide by √d_k", "count": 1,
                                 "where": [{"exercise": "single-head-3x4", "step": "scaled", "head": 0, "heads": 1,
                                            "count": 1}]}]
-    assert doc["next"] == {"step": "scaled", "exercise": "single-head-dk4-2x4", "correct": 0, "graded": 1,
-                           "accuracy": 0.0, "command": "attn-tutor practice single-head-dk4-2x4"}
+    assert doc["next"] == {"step": "scaled", "exercise": "single-head-asym-3x4", "correct": 0, "graded": 1,
+                           "accuracy": 0.0, "command": "attn-tutor practice single-head-asym-3x4"}
 
 
 def test_the_whole_classic_example_end_to_end(cli):

@@ -46,6 +46,7 @@ __all__ = [
     "diagnose",
     "diagnose_claim",
     "matches",
+    "needs_met",
     "num_text",
     "off_cells",
     "recompute",
@@ -89,13 +90,15 @@ class Misconception:
     Where it can show up: ``variant``'s knobs turn the steps whose kind
     :attr:`~tutor.steps.StepKind.varies` by one of them, and every step
     computed from those (:meth:`applies`); a misconception that is not a
-    variant of the pipeline names its steps in ``steps``."""
+    variant of the pipeline names its steps in ``steps``.  ``needs``: what
+    the exercise must have for it to apply at all (:func:`needs_met`)."""
 
     key: str
     message: str
     recompute: Recompute
     variant: Variant | None = None
     steps: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
 
     def applies(self, ex: Exercise, key: Key) -> bool:
         """Whether this mistake can change step ``key`` of ``ex``."""
@@ -205,32 +208,38 @@ def recompute(sol: Solution, step_id: str, head: int | None, v: Variant) -> Arra
 def _varied(v: Variant, *needs: str) -> Recompute:
     """A misconception function: the pipeline with ``v``'s knobs turned.
 
-    ``needs`` names what must exist for it to apply: ``"mask"``, ``"padding"``,
-    ``"heads"`` (more than one), ``"empty_row"`` (a query row that may attend
-    to no key), ``"square_w_o"`` (a W_O with as many rows as columns), or a
-    bias field (``"b_q"``...).
+    ``needs`` names what must exist for it to apply (:func:`needs_met`).
     """
 
     def run(sol: Solution, step_id: str, head: int | None) -> Array | None:
-        ex = sol.exercise
-        for need in needs:
-            if need == "mask" and not ex.has_mask:
-                return None
-            if need == "padding" and ex.key_padding is None:
-                return None
-            if need == "heads" and ex.num_heads < 2:
-                return None
-            if need == "empty_row" and not _empty_rows(sol):
-                return None
-            if need == "square_w_o" and (ex.w_o is None or len(ex.w_o) != len(ex.w_o[0])):
-                return None
-            if need == "b_o" and ex.b_o is None:
-                return None
-            if need in ("b_q", "b_k", "b_v") and all(getattr(hd, need) is None for hd in ex.heads):
-                return None
+        if not needs_met(sol, needs):
+            return None
         return recompute(sol, step_id, head, v)
 
     return run
+
+
+def needs_met(sol: Solution, needs: Sequence[str]) -> bool:
+    """Whether the exercise of ``sol`` has what a misconception ``needs`` to apply: ``"mask"``,
+    ``"padding"``, ``"heads"`` (more than one), ``"empty_row"`` (a query row that may attend to no
+    key), ``"square_w_o"`` (a W_O with as many rows as columns), or a bias field (``"b_q"``...)."""
+    ex = sol.exercise
+    for need in needs:
+        if need == "mask" and not ex.has_mask:
+            return False
+        if need == "padding" and ex.key_padding is None:
+            return False
+        if need == "heads" and ex.num_heads < 2:
+            return False
+        if need == "empty_row" and not _empty_rows(sol):
+            return False
+        if need == "square_w_o" and (ex.w_o is None or len(ex.w_o) != len(ex.w_o[0])):
+            return False
+        if need == "b_o" and ex.b_o is None:
+            return False
+        if need in ("b_q", "b_k", "b_v") and all(getattr(hd, need) is None for hd in ex.heads):
+            return False
+    return True
 
 
 def _transposed(sol: Solution, step_id: str, head: int | None) -> Array | None:
@@ -257,7 +266,7 @@ _ALL = STEP_IDS
 
 def _m(key: str, variant: Variant, *needs: str) -> Misconception:
     """A misconception that is the float pipeline with ``variant``'s knobs turned (see :func:`_varied`)."""
-    return Misconception(key, f"diagnose.{key}", _varied(variant, *needs), variant)
+    return Misconception(key, f"diagnose.{key}", _varied(variant, *needs), variant, needs=needs)
 
 
 def _special(key: str, steps: tuple[str, ...], fn: Recompute) -> Misconception:

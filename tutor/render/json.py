@@ -1,10 +1,13 @@
 """The worked solution as JSON (the contract's ``--format json``).
 
 ``{"exercise": {...}, "steps": [{"id", "head", "title", "formula", "shape",
-"exact", "value"}], "production": [...], "production_masks": [...]}``: exact
-entries are answer-grammar strings, values are floats, and a masked score is
-``"-inf"`` exactly with value ``null``.  ``production`` is the batched layer's
-shape trace; ``production_masks`` the exercise's masks as PyTorch takes them
+"exact", "value", "indistinguishable"}], "production": [...], "production_masks": [...]}``:
+exact entries are answer-grammar strings, values are floats, and a masked
+score is ``"-inf"`` exactly with value ``null``; ``indistinguishable`` lists
+the keys of the misconceptions (:data:`tutor.diagnose.MISCONCEPTIONS`) that
+give exactly the step's right value on this exercise, so that no answer can
+reveal them there.  ``production`` is the batched layer's shape trace;
+``production_masks`` the exercise's masks as PyTorch takes them
 (:func:`production_masks`).
 """
 
@@ -60,7 +63,9 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
     }
 
 
-def step_dict(step: Step) -> dict[str, Any]:
+def step_dict(step: Step, indistinguishable: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One step: ``indistinguishable`` lists the misconception keys that give exactly its right value
+    (:func:`tutor.invisible.by_step`)."""
     return {
         "id": step.id,
         "head": step.head,
@@ -70,6 +75,7 @@ def step_dict(step: Step) -> dict[str, Any]:
         "annotation": step.annotation(),
         "exact": [[str(e) for e in row] for row in step.exact],
         "value": [[None if math.isinf(v) else v for v in row] for row in step.value],
+        "indistinguishable": list(indistinguishable),
     }
 
 
@@ -86,13 +92,15 @@ def _nested(value: bool | tuple) -> bool | list:
 
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
+    from ..invisible import by_step
     from ..numeric import exercise_trace
 
+    hidden = by_step(sol)
     steps = [s for s in sol.steps if head is None or s.head in (head, None)]
     production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note}
                   for p in exercise_trace(sol.exercise)]
-    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production,
-            "production_masks": production_masks(sol.exercise)}
+    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s, hidden.get(s.key, ())) for s in steps],
+            "production": production, "production_masks": production_masks(sol.exercise)}
 
 
 def dumps(sol: Solution, head: int | None = None) -> str:

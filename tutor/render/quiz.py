@@ -49,6 +49,7 @@ class QuizRenderer:
         self.wrong_mark = "✗" if self.r.unicode else "[x]"
         self.right_mark = "✓" if self.r.unicode else "ok"
         self.unsaved: Sequence[Attempt] = ()  # answers the store could not take by the end (set by the CLI before the summary)
+        self.notes: dict[tuple[str, int | None], list[str]] = {}  # mistakes this exercise cannot catch, by step
 
     # -- primitives ---------------------------------------------------------------
     def tx(self, text: str) -> str:
@@ -167,6 +168,8 @@ class QuizRenderer:
     def on_correct(self, e: quiz.Correct) -> None:
         key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
         self.line(f"{self.right_mark} " + t(key, attempt=e.attempt), "bold green")
+        for sentence in self.notes.get(e.step.key, ()):  # a right answer here cannot rule these mistakes out
+            self.line(t("explain.note", note=sentence), "yellow", indent=2)
 
     def on_wrong(self, e: quiz.Wrong) -> None:
         step = e.step

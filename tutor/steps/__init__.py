@@ -32,10 +32,11 @@ from .catalogue import (
 )
 from .kind import Input, StepKind
 from .records import Key, Operand, Solution, Step
-from .worked import entry_name
+from .worked import HAND_SIZED, Worked, entry_name, hand_sized
 
 __all__ = [
     "CATALOGUE",
+    "HAND_SIZED",
     "HEAD_STEPS",
     "KINDS",
     "LAYER_STEPS",
@@ -46,10 +47,12 @@ __all__ = [
     "Solution",
     "Step",
     "StepKind",
+    "Worked",
     "downstream",
     "entry_name",
     "entry_work",
     "exists",
+    "hand_sized",
     "inputs",
     "keys",
     "kind",
