@@ -84,7 +84,11 @@ class RichRenderer:
         self.console.print(*items, style=style)
 
     def line(self, text: str, style: str = "") -> None:
-        self.console.print(Text(self.tx(text), style=style))
+        """One line of text; its leading spaces are an indent that the lines it wraps onto keep."""
+        body = text.lstrip(" ")
+        indent = len(text) - len(body)
+        shown_text = Text(self.tx(body), style=style)
+        self.console.print(Padding(shown_text, (0, 0, 0, indent), expand=False) if indent else shown_text)
 
     def _chunks(self, label_width: int, widths: Sequence[int]) -> list[range]:
         """Split columns into groups whose table fits the console width."""
