@@ -1,7 +1,7 @@
 """The worked solution as JSON (the contract's ``--format json``).
 
 ``{"exercise": {...}, "steps": [{"id", "head", "title", "formula", "shape",
-"exact", "value"}]}``: exact entries are answer-grammar strings, values are
+"exact", "value", "why"}], "production": [...], "torch_masks": {...}, "notes": [...]}``: exact entries are answer-grammar strings, values are
 floats, and a masked score is ``"-inf"`` exactly with value ``null``.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 from ..exactnum import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
 from ..jsontext import compact
+from ..messages import t
 from ..steps import KINDS, Solution, Step
 
 
@@ -55,7 +56,8 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
     }
 
 
-def step_dict(step: Step) -> dict[str, Any]:
+def step_dict(step: Step, ex: Exercise) -> dict[str, Any]:
+    """One step as JSON, with ``why``: the sentences a reader gets beside it (its kind's ``why``)."""
     return {
         "id": step.id,
         "head": step.head,
@@ -65,16 +67,26 @@ def step_dict(step: Step) -> dict[str, Any]:
         "annotation": step.annotation(),
         "exact": [[str(e) for e in row] for row in step.exact],
         "value": [[None if math.isinf(v) else v for v in row] for row in step.value],
+        "why": KINDS[step.id].why(step, ex),
     }
 
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
-    from ..numeric import exercise_trace
+    """The document: ``exercise``, ``steps`` (each with its ``why`` sentences), ``production`` (the
+    batched forward pass, each step with its ``note`` and the note's catalogue ``key``), ``torch_masks``
+    (each mask as ``{"api", "code", "meaning"}``, ``names`` saying what the tensors in ``code`` are) and
+    ``notes`` (on the configuration: causal alignment)."""
+    from ..numeric.trace import mask_names, production_view
 
+    ex = sol.exercise
     steps = [s for s in sol.steps if head is None or s.head in (head, None)]
-    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note}
-                  for p in exercise_trace(sol.exercise)]
-    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production}
+    trace, masks, notes = production_view(ex)
+    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note, "key": p.key}
+                  for p in trace]
+    return {"exercise": exercise_dict(ex), "steps": [step_dict(s, ex) for s in steps], "production": production,
+            "torch_masks": {"names": {n: t(f"torch.mask.name.{n}") for n in mask_names(masks)},
+                            "masks": [{"api": m.api, "code": m.code, "meaning": m.meaning} for m in masks]},
+            "notes": list(notes)}
 
 
 def dumps(sol: Solution, head: int | None = None) -> str:
