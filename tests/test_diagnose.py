@@ -221,7 +221,7 @@ def test_softmax_over_columns(e):
     d = diagnose(e, "weights", 0, rnd(w, 2), tolerance=TOL)
     assert keys(d) == ["softmax_columns"]
     assert d[0].message == ("You took the softmax down each column; take it along each row (over the keys), "
-                            "so that every row of weights sums to 1.")
+                            "so that each row of weights with a key to attend sums to 1.")
 
 
 def test_exp_not_normalised(e):

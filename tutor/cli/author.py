@@ -96,6 +96,8 @@ def new(
             if p.field in ("id", "title"):
                 raise typer.BadParameter(p.message, param_hint=f"--{p.field}")
         raise TutorError("\n".join(str(p) for p in checked.problems))
+    for w in checked.warnings:  # a valid exercise that no model runs: causal cross-attention
+        warn(t("new.warning", message=w.message, hint=w.hint))
     if output is None:
         write_document(text)
         return

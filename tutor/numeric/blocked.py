@@ -36,7 +36,7 @@ def _sdpa_blocked(
     bq: int,
     bk: int,
 ) -> NDArray:
-    """Online softmax over key blocks for each query block (Dao et al. 2022, Alg. 1).
+    """Online softmax over key blocks for each query block (Dao 2023, FlashAttention-2, Alg. 1).
 
     Per query block it keeps a running row max ``m``, a running row sum ``ell`` (ℓ)
     of ``exp(s - m)`` and an accumulator ``acc = Σ exp(s - m) v``; when a new
@@ -71,7 +71,7 @@ def _sdpa_blocked(
             i1 = min(i0 + bq, L_q)
             qb = q[n0:n1, i0:i1] * dt.type(scale)  # [nb, bq, d_k]
             m = np.full((n1 - n0, i1 - i0, 1), neg_inf, dtype=dt)  # [nb, bq, 1]  running max
-            ell = np.zeros((n1 - n0, i1 - i0, 1), dtype=dt)  # [nb, bq, 1]  running sum (ℓ in Dao et al.)
+            ell = np.zeros((n1 - n0, i1 - i0, 1), dtype=dt)  # [nb, bq, 1]  running sum (ℓ in Dao 2023)
             acc = np.zeros((n1 - n0, i1 - i0, d_v), dtype=dt)  # [nb, bq, d_v]  running Σ p v
             for j0 in range(0, L_k, bk):
                 j1 = min(j0 + bk, L_k)

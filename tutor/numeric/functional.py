@@ -148,7 +148,7 @@ def scaled_dot_product_attention(
     ``v``, as in PyTorch's math path.
 
     ``block_size=N`` (or ``(N_q, N_k)``) takes the memory-bounded path
-    (Dao et al. 2022, FlashAttention, Algorithm 1): queries in blocks of
+    (Dao 2023, FlashAttention-2, Algorithm 1): queries in blocks of
     ``N_q``, keys in blocks of ``N_k``, an online softmax with a running max,
     a running sum and a rescaled accumulator.  It never forms the
     ``[L_q, L_k]`` weights and returns ``(output, None)``; the output equals
