@@ -751,6 +751,26 @@ EN.update({
     "torch.mask.name.keep": "keep: the exercise's key_padding as a [L_k] bool tensor (True = a real key)",
 })
 
+# --- mistakes from published tutorials, notebooks and issues (issue 10): tutor.diagnose ---------
+EN.update({
+    "diagnose.mask_large_negative": "You wrote the blocked scores as {fill}{known} instead of -inf. The weights come out the same for a query that may attend to some key (exp of a number that negative is 0 in floating point), but a query that may attend to no key gets uniform weights, 1/L_k each, instead of zeros: write -inf.",
+    "diagnose.fill.float16": " (float16's most negative number, torch.finfo(torch.float16).min)",
+    "diagnose.fill.float32": " (float32's most negative number, torch.finfo(torch.float32).min)",
+    "diagnose.mask_added": "You added the boolean mask to the scores as numbers (1 where the query may attend, 0 where it may not), which is what a bool mask turned into floats does as a float attn_mask; a mask of booleans adds 0 where the query may attend and -inf where it may not: masked = scaled + M.",
+    "diagnose.scale_constant.sqrt": "You divided the scores by sqrt({c}), the square root of {names} = {c}; divide by the square root of the head's d_k: scaled = scores / sqrt({d_k}).",
+    "diagnose.scale_constant.plain": "You divided the scores by {names} = {c}; divide by the square root of the head's d_k: scaled = scores / sqrt({d_k}).",
+    "diagnose.heads_averaged": "Your weights are the average of every head's weights, which is what nn.MultiheadAttention returns by default (average_attn_weights=True); each head has its own weights, from its own scores: pass average_attn_weights=False to get them per head.",
+    "diagnose.heads_split_reshape": "You split the heads by reshaping [L, H·d_k] straight to [H, L, d_k], which mixes tokens and heads; reshape to [L, H, d_k] first, then swap the first two axes (q.view(B, L, H, d_k).transpose(1, 2)): head h takes columns h·d_k to (h+1)·d_k of every token.",
+    "diagnose.heads_merge_reshape": "You merged the heads by reshaping [H, L, d_v] straight to [L, H·d_v], which mixes the rows of the heads; swap the first two axes back first, then reshape (x.transpose(1, 2).reshape(B, L, H·d_v)): row i is head 0's row i, then head 1's row i, ...",
+    "diagnose.dropout_on": "These weights look like dropout was left on, with p = {p}: {count:entries} zeroed ({dropped}), and every other weight is the right one times 1/(1 - p) = {scale}, so a row sums to 1/(1 - p) only on average, not to 1. Compute the weights with dropout off (model.eval() in PyTorch, or dropout_p=0). Which entries dropout zeroes is random, so this cannot be checked: only that the others are the right weights times one factor.",
+    "diagnose.truncated_scaled": "You cut the scaled scores off at {places:decimals} before the softmax (cut, not even rounded); keep full precision until the final answer.",
+    "diagnose.truncated_weights": "You cut the weights off at {places:decimals} before multiplying by V (cut, not even rounded); keep full precision until the final answer.",
+    "diagnose.truncated": "You cut the decimals off instead of rounding ({count:entries}): {example} is {value}, which rounds to {rounded}, not {found}.",
+    "diagnose.near.one": "{message} That explains every entry but one, which is off on its own: {details}.",
+    "diagnose.near.other": "{message} That explains every entry but {count}, which are off on their own: {details}.",
+    "diagnose.near.cell": "{name} (you wrote {found}; this mistake gives {value})",
+})
+
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 

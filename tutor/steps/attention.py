@@ -112,7 +112,7 @@ def _scaled_work(sol: Solution, step: Step, i: int, j: int) -> str:
 SCALED = StepKind(
     id="scaled", scope="head", op="/", exists=always,
     inputs=lambda ex, head: (("scores", head),),
-    build=_scaled, varies=frozenset({"scale"}), work=_scaled_work,
+    build=_scaled, varies=frozenset({"scale", "divisor"}), work=_scaled_work,
     given=lambda sol, step: (given_step(sol.step("scores", step.head)),),
     latex=r"\text{scaled} = \frac{\text{scores}}{\sqrt{d_k}}, \quad \sqrt{d_k} = \sqrt{$d_k}$root",
 )
@@ -159,7 +159,7 @@ def _masked_why(step: Step, ex: Exercise) -> list[str]:
 MASKED = StepKind(
     id="masked", scope="head", op="+", exists=_has_mask,
     inputs=lambda ex, head: (("scaled", head),),
-    build=_masked, varies=frozenset({"mask", "round_scaled"}), work=_masked_work, given=_masked_given,
+    build=_masked, varies=frozenset({"mask", "round_scaled", "truncate"}), work=_masked_work, given=_masked_given,
     why=_masked_why, fixed_by_mask=-math.inf,
     latex=(r"\text{masked} = \text{scaled} + M, \quad M_{ij} = "
            r"\begin{cases} 0 & \text{if query } i \text{ may attend key } j \\ -\infty & \text{otherwise} \end{cases}"),
@@ -207,7 +207,8 @@ WEIGHTS = StepKind(
     id="weights", scope="head", op="softmax", exists=always,
     inputs=lambda ex, head: (_score_source(ex, head),),
     build=_weights,
-    varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "round_scaled"}),
+    varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "round_scaled", "truncate",
+                    "average_heads"}),
     work=_weights_work, why=_weights_why,
     given=lambda sol, step: (given_step(sol.step(*_score_source(sol.exercise, step.head))),),
     latex=r"\text{weights}_{ij} = \frac{\exp(\text{$src}_{ij})}{\sum_k \exp(\text{$src}_{ik})}",
@@ -249,7 +250,7 @@ def _head_output_why(step: Step, ex: Exercise) -> list[str]:
 HEAD_OUTPUT = StepKind(
     id="head_output", scope="head", op="·", exists=always,
     inputs=lambda ex, head: (("weights", head), ("v", head)),
-    build=_head_output, varies=frozenset({"values", "round_weights"}), work=_head_output_work, why=_head_output_why,
+    build=_head_output, varies=frozenset({"values", "round_weights", "truncate"}), work=_head_output_work, why=_head_output_why,
     given=lambda sol, step: (given_step(sol.step("weights", step.head)), given_step(sol.step("v", step.head))),
     latex=r"\text{head}_{$head} = \text{weights}\, V", checks=("column_range",), names_head=True,
 )
