@@ -12,6 +12,16 @@ the right one.  When none does and exactly one entry is off, the answer is a
 slip in that entry, and the message works it out: ``scores[t1, t2] should be
 q_t1 · k_t2 = 1·2 + 1·2 = 4; you wrote 5.``
 
+Two more kinds of row (issue 10): a *family* (one mistake with several
+values, each named: the scores divided by ``√L``, by ``num_heads`` ...) and
+a *judge*, for a mistake with no one value, recognised from the answer's
+signature (dropout left on: entries zeroed at random, the rest scaled by one
+``1/(1 - p)``; a large finite fill; decimals cut off at the places written).
+Published numbers often carry one more slip on top of a mistake: when no
+mistake matches every entry, one that matches all but one (or a tenth) of
+them, and explains more wrong entries than it leaves, is reported with the
+odd entries named (all of those that leave equally few).
+
 Adding a misconception: usually a new knob on
 :class:`tutor.numeric.replay.Variant` read by the step functions it changes
 (and named in those kinds' ``varies``), a message under ``diagnose.<key>`` in
