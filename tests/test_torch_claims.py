@@ -259,6 +259,7 @@ def test_sdpa_math_path_scales_q_and_k_and_mha_with_weights_scales_q():
     muls = _muls(g)
     assert len(muls) == 2 and all(math.isclose(c, d_k ** -0.25) for _, c in muls)  # q and kᵀ, d_k^(-1/4) each
     assert {"q_1", "transpose"} == {name for name, _ in muls}
+    assert any("_safe_softmax" in str(n.target) for n in g.graph.nodes)  # a row of -inf gives 0, not NaN
     mha = nn.MultiheadAttention(d_k, 1, batch_first=True, bias=False)
     x = torch.randn(1, 3, d_k)
     g = make_fx(lambda x: mha(x, x, x, need_weights=True)[0])(x)

@@ -41,7 +41,8 @@ def torch_empty_row() -> str:
     """What PyTorch 2.13 gives for a query row that may attend to no key, per API and setting.
 
     Each fact is checked against torch in ``tests/test_torch_claims.py``:
-    SDPA returns no weights and a zero output row (since 2.5);
+    SDPA returns no weights and a zero output row (since 2.5: its math path
+    calls ``_safe_softmax``, pytorch/pytorch#133882);
     ``nn.MultiheadAttention`` returns NaN with ``need_weights=True`` and on
     its inference fast path, and ``out_proj.bias`` with ``need_weights=False``
     off the fast path.
