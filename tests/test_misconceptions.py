@@ -199,6 +199,25 @@ def test_weights_with_dropout_left_on_are_named_with_their_rate(cli, tmp_path, p
     assert sorted(map(tuple, found["weights", 0][0]["cells"])) == sorted(map(tuple, zeroed.nonzero().tolist()))
 
 
+def test_what_the_dropout_sentence_says_of_row_sums():
+    """Each weight keeps its value in expectation, so a row sums to 1 on average (worked out exactly
+    over every keep mask), to 1/(1 - p) only when nothing is dropped; the sentence says the former."""
+    from fractions import Fraction
+    from itertools import product
+
+    w = [Fraction(1, 2), Fraction(1, 3), Fraction(1, 6)]
+    p = Fraction(1, 5)
+    expected = Fraction(0)
+    for keep in product([0, 1], repeat=3):
+        prob = Fraction(1)
+        for k in keep:
+            prob *= (1 - p) if k else p
+        expected += prob * sum(x / (1 - p) for x, k in zip(w, keep) if k)
+    assert expected == 1
+    message = t("diagnose.dropout_on", p="0.2", count=1, dropped="x", scale="1.25")
+    assert "they do only on average" in message and "sums to 1/(1 - p)" not in message
+
+
 # --- a boolean mask added as numbers ---------------------------------------------------------------
 
 

@@ -343,6 +343,11 @@ def _dropout(sol: Solution, step_id: str, head: int | None, claim: Claim,
              right: Array) -> tuple[dict[str, object], tuple[tuple[int, int], ...]] | None:
     """Weights with dropout left on: some zeroed, every other one ``w/(1 - p)`` for one ``p``.
 
+    (Inverted dropout keeps each weight with probability ``1 - p`` and
+    scales it by ``1/(1 - p)``, so each weight, and each row's sum, keeps
+    its right value in expectation: a row sums to 1 on average, to
+    ``1/(1 - p)`` only when nothing in it was dropped.)
+
     Which entries dropout zeroes is random, so an answer cannot be checked
     against them; what can be recognised is the signature: every entry
     written is either 0 or the right weight times one factor ``s > 1``
