@@ -296,8 +296,11 @@ def _empty_rows(sol: Solution) -> list[int]:
 #: Large finite numbers published code fills blocked scores with that have a name (``-1e9`` and
 #: ``-10000`` are named by their digits).
 _FILLS = ((-65504.0, "fill.float16"), (-3.4028234663852886e38, "fill.float32"))
-#: Below this a finite score is a stand-in for -inf: exp(-1000 + a score of the exercise) is 0 in float64.
+#: A finite fill is a stand-in for -inf when it is at most this, and at least :data:`_UNDERFLOW` below
+#: every row's largest kept score: then exp(fill - that maximum) is 0 in float64 (exp(-746) underflows),
+#: so the weights of every row with a key to attend are exactly the right ones.
 _LARGE_NEGATIVE = -1000.0
+_UNDERFLOW = 746.0
 #: The simplest dropout rates first, when several fit the scaling.
 _RATES = (0.5, 0.1, 0.2, 0.25, 0.3, 0.4, 0.05, 0.15, 0.35, 0.45, *(k / 100 for k in range(1, 100)))
 
@@ -330,8 +333,10 @@ def _large_fill(sol: Solution, step_id: str, head: int | None, claim: Claim,
     cells = [(int(i), int(j)) for i, j in zip(*np.nonzero(blocked & given))]
     lo = max(float(claim.lo[c]) for c in cells)
     hi = min(float(claim.hi[c]) for c in cells)
-    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi or hi > _LARGE_NEGATIVE:
-        return None  # not one finite number, or not a large negative one
+    row_max = [float(np.max(right[i][live[i]])) for i in range(right.shape[0]) if live[i].any()]
+    bound = min([_LARGE_NEGATIVE, *(m - _UNDERFLOW for m in row_max)])
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi or hi > bound:
+        return None  # not one finite number, or not one negative enough to vanish beside the kept scores
     i, j = cells[0]
     known = next((t(f"diagnose.{name}") for v, name in _FILLS if lo - 1e-9 * abs(v) <= v <= hi + 1e-9 * abs(v)), "")
     mid = (lo + hi) / 2
