@@ -92,6 +92,32 @@ def test_mha_gives_nan_on_its_fast_path_and_out_proj_bias_off_it():
         assert condition in t("torch.empty_row.mha_fast")
 
 
+def test_the_fast_path_conditions_the_sentence_names():
+    """Frozen parameters take the fast path without torch.no_grad(); a float mask, bias=False or key
+    not the same tensor as query leave it (the row is then out_proj.bias, or 0 with no bias)."""
+    x = _x()
+    mha = _mha().eval()
+    for p in mha.parameters():
+        p.requires_grad_(False)
+    out, _ = mha(x, x, x, attn_mask=BLOCK_LAST_ROW, need_weights=False)  # gradient mode on, nothing to track
+    assert torch.isnan(out[0, 2]).all()
+    additive = torch.zeros(3, 3, dtype=f64).masked_fill(BLOCK_LAST_ROW, -math.inf)
+    with torch.no_grad():
+        mha = _mha().eval()
+        out, _ = mha(x, x, x, attn_mask=additive, need_weights=False)  # a float mask: off the fast path
+        assert torch.equal(out[0, 2], mha.out_proj.bias)
+        out, _ = mha(x, x.clone(), x.clone(), attn_mask=BLOCK_LAST_ROW, need_weights=False)
+        assert torch.equal(out[0, 2], mha.out_proj.bias)
+        torch.manual_seed(0)
+        plain = nn.MultiheadAttention(4, 2, batch_first=True, dtype=f64, bias=False).eval()
+        out, _ = plain(x, x, x, attn_mask=BLOCK_LAST_ROW, need_weights=False)
+        assert torch.equal(out[0, 2], torch.zeros(4, dtype=f64))  # no in_proj_bias: off the fast path, no bias
+    fast, off = t("torch.empty_row.mha_fast"), t("torch.empty_row.mha_bias")
+    for condition in ("every parameter frozen", "bool masks, not float ones", "bias=True", "among them"):
+        assert condition in fast
+    assert "float mask" in off and "0 with bias=False" in off
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_mha_row_is_out_proj_bias_with_need_weights_false_and_gradients(training):
     mha = _mha().train(training)

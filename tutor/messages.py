@@ -700,8 +700,8 @@ EN.update({
     "torch.facts.sep": "; ",
     "torch.empty_row.sdpa": "F.scaled_dot_product_attention returns no weights, and its output row is 0 (since 2.5)",
     "torch.empty_row.mha_nan": "nn.MultiheadAttention returns NaN there (output and weights) with need_weights=True, its default",
-    "torch.empty_row.mha_fast": "it returns NaN too on its inference fast path (eval() under torch.no_grad(), batch_first=True, an even num_heads, query, key and value the same tensor)",
-    "torch.empty_row.mha_bias": "with need_weights=False off that fast path (in training, or with gradients on) its output row is out_proj.bias",
+    "torch.empty_row.mha_fast": "it returns NaN too on its inference fast path, which it takes only when all of its conditions hold (among them: eval(); no gradient to track, as under torch.no_grad() or with every parameter frozen; batch_first=True; an even num_heads; query, key and value the same tensor; bool masks, not float ones; bias=True)",
+    "torch.empty_row.mha_bias": "with need_weights=False off that fast path (in training, with gradients on, with a float mask, ...) its output row is out_proj.bias (0 with bias=False)",
     # the weights, the head output and the hints on an exercise with such a row
     "step.weights.why.masked": "Softmax along each row (over the keys, axis -1) turns scores into weights between 0 and 1 that sum to 1 in each row, a blocked key getting exactly 0: how much query i takes from each key.",
     "step.weights.why.empty.one": "Row {rows} may attend to no key: its softmax is 0/0, set to 0 by convention, so its weights are all 0 and sum to 0, not 1.",

@@ -44,8 +44,10 @@ def torch_empty_row() -> str:
     SDPA returns no weights and a zero output row (since 2.5: its math path
     calls ``_safe_softmax``, pytorch/pytorch#133882);
     ``nn.MultiheadAttention`` returns NaN with ``need_weights=True`` and on
-    its inference fast path, and ``out_proj.bias`` with ``need_weights=False``
-    off the fast path.
+    its inference fast path (taken only when every condition in
+    ``MultiheadAttention.forward`` holds: eval, no gradient to track, bool
+    masks, ``bias=True`` ...), and ``out_proj.bias`` (0 with ``bias=False``)
+    with ``need_weights=False`` off the fast path.
     """
     facts = [t(f"torch.empty_row.{k}") for k in ("sdpa", "mha_nan", "mha_fast", "mha_bias")]
     return t("torch.empty_row", facts=t("torch.facts.sep").join(facts))
