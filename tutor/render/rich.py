@@ -296,8 +296,9 @@ class RichRenderer:
         if masks:
             self.console.print()
             self.line(t("explain.torch_masks"), "bold")
-            for name in mask_names(masks):
-                self.line(f"  {t(f'torch.mask.name.{name}')}", "dim")
+            for name in mask_names(masks):  # indented like the spellings below, also where it wraps
+                self.console.print(Padding(Text(self.tx(t(f"torch.mask.name.{name}")), style="dim"),
+                                           (0, 0, 0, 2), expand=False))
             for m in masks:
                 self.console.print(Padding(Text(self.tx(f"{m.api}: {m.code}  ({m.meaning})"), overflow="fold"),
                                            (0, 0, 0, 2), expand=False))
