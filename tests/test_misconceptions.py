@@ -314,3 +314,32 @@ def test_a_slip_in_the_only_wrong_entry_is_still_a_slip(cli, tmp_path):
     written[1][1] = "0.4865"
     found = diagnoses(cli, solution(tmp_path, "single-head-3x4", [{"weights": matrix(written)}]))
     assert keys_at(found, "weights") == ["single_entry"]
+
+
+def test_scaled_scores_truncated_before_the_softmax_are_named(cli, tmp_path):
+    ex = resolve("single-head-3x4")
+    (q, k, v), = heads_of(ex)
+    scaled = q @ k.T / math.sqrt(2)
+    cut = torch.trunc(scaled * 100) / 100  # 2.8284 -> 2.82, where rounding gives 2.83
+    assert not torch.equal(cut, torch.round(scaled, decimals=2))
+    w = torch.softmax(cut, dim=-1)
+    found = diagnoses(cli, solution(tmp_path, "single-head-3x4", [{"weights": matrix(w)}]))
+    assert keys_at(found, "weights") == ["truncated_scaled"]
+    assert "cut, not even rounded" in found["weights", 0][0]["message"]
+
+
+def test_mistakes_that_fit_equally_but_for_one_slip_are_all_named(cli, tmp_path):
+    """single-head-3x4 divided by 2 (sqrt(d_model) = d_k = d_v = 2), one entry then mistyped: each
+    mistake that gives those numbers explains all entries but that one, so each is named with it."""
+    scores = [[2, 4, 4], [4, 8, 8], [4, 8, 8]]  # the classic's Q·Kᵀ, by hand
+    w = []
+    for row in scores:
+        z = sum(math.exp(s / 2) for s in row)
+        w.append([f"{math.exp(s / 2) / z:.4f}" for s in row])
+    assert w[1][0] == "0.0634"
+    w[1][0] = "0.0643"  # the slip: two digits swapped
+    found = diagnoses(cli, solution(tmp_path, "single-head-3x4", [{"weights": matrix(w)}]))
+    assert keys_at(found, "weights") == ["scale_sqrt_d_model", "scale_d_k", "scale_constant"]
+    for d in found["weights", 0]:
+        assert d["cells"] == [[1, 0]] and "every entry but one" in d["message"]
+        assert "weights[t2, t1] (you wrote 0.0643" in d["message"]
