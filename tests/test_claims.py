@@ -223,14 +223,12 @@ def test_json_has_every_why_sentence_and_the_production_view(cli, name):
             assert " ".join(sentence.split()) in flat  # the reader gets the same sentences
     for p in doc["production"]:
         assert p["key"] in EN and " ".join(p["note"].split()) in flat
-    for m in doc["torch_masks"]["masks"]:
-        assert m["code"] in flat and m["meaning"] in flat
     for note in doc["notes"]:
         assert " ".join(note.split()) in flat
 
 
 def test_the_format_document_describes_the_json_additions():
     doc = (REPO / "docs" / "exercise-format.md").read_text(encoding="utf-8")
-    for field in ('"why"', '"production"', '"torch_masks"', '"notes"'):
+    for field in ('"why"', '"production"', '"notes"'):
         assert field in doc
 

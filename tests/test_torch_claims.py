@@ -4,7 +4,9 @@ Each test runs the API and setting a sentence names and asserts what the
 sentence claims, then that the sentence (from the message catalogue, as
 printed) states that claim -- so a test fails if torch changes or if the
 sentence goes back to a coarser one.  torch is a test oracle only
-(``require_torch`` as in tests/test_torch_parity.py).
+(``require_torch`` as in tests/test_torch_parity.py).  The PyTorch spelling of
+each mask is :func:`tutor.numeric.pytorch_masks`'s (issue 10, section 2),
+run in torch in tests/test_torch_parity.py.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ import numpy as np
 import pytest
 
 from tutor.catalog import resolve
-from tutor.exercise.record import Exercise, causal
+from tutor.exercise.record import causal
 from tutor.messages import t
-from tutor.numeric.trace import MHA, SDPA, merge_copies, production_view, torch_masks
+from tutor.numeric.trace import merge_copies, production_view
 from tutor.steps import KINDS, solve, torch_empty_row
 
 from .conftest import EXERCISES
@@ -138,100 +140,6 @@ def test_every_sentence_on_such_a_row_gives_the_setting_of_each_outcome(cli):
     assert torch_empty_row() in t("check.nan.empty_row.one", step="weights", rows="t3", torch=torch_empty_row())
 
 
-# --- mask polarity: the PyTorch spelling of every mask an exercise uses ------------------------------
-
-
-def _exercise_cases() -> list[Exercise]:
-    """Every bundled exercise, and masks the bundled ones lack: causal with key padding, a matrix with
-    key padding, causal cross-attention with L ≠ L_k."""
-    out = [resolve(name) for name in BUNDLED]
-    padding = resolve("padding-4x2")
-    L = padding.L
-    out.append(replace(padding, id="causal-and-padding", mask_kind="causal", mask=causal(L, L)))
-    out.append(replace(padding, id="matrix-and-padding", mask_kind="matrix",
-                       mask=tuple(tuple((i + j) % 3 != 1 for j in range(L)) for i in range(L))))
-    cross = resolve("cross-attention-2x3")
-    out.append(replace(cross, id="causal-cross", mask_kind="causal", mask=causal(cross.L, cross.L_k)))
-    return out
-
-
-CASES = _exercise_cases()
-
-
-def _names(ex: Exercise) -> dict[str, object]:
-    names: dict[str, object] = {"torch": torch}
-    if ex.mask is not None:
-        names["M"] = torch.tensor(ex.mask, dtype=torch.bool)
-    if ex.key_padding is not None:
-        names["keep"] = torch.tensor(ex.key_padding, dtype=torch.bool)
-    return names
-
-
-def _kwargs(code: str, names: dict[str, object]) -> dict[str, object]:
-    """``attn_mask=~M`` -> ``{"attn_mask": tensor}``: the spelling the production view prints, run as
-    written (the test's own strings, in a namespace of torch and the exercise's two masks)."""
-    return eval(f"dict({code})", {"__builtins__": {"dict": dict, "True": True, "False": False}}, names)  # noqa: S307
-
-
-@pytest.mark.parametrize("ex", CASES, ids=lambda ex: ex.id)
-def test_the_sdpa_spelling_gives_the_tools_head_outputs(ex):
-    sol = solve(ex)
-    masks = [m for m in torch_masks(ex) if m.api == SDPA]
-    assert (len(masks) == 1) == (ex.has_mask or ex.mask_kind == "causal")
-    kwargs = _kwargs(masks[0].code, _names(ex)) if masks else {}
-    for h in range(ex.num_heads):
-        q, k, v = (T(sol.step(s, h).value)[None, None] for s in ("q", "k", "v"))
-        out = F.scaled_dot_product_attention(q, k, v, **kwargs)[0, 0]
-        np.testing.assert_allclose(out.numpy(), np.array(sol.step("head_output", h).value), rtol=1e-12, atol=1e-12)
-
-
-@pytest.mark.parametrize("ex", [ex for ex in CASES if ex.has_mask], ids=lambda ex: ex.id)
-def test_the_mha_spelling_blocks_exactly_the_keys_the_tool_blocks(ex):
-    """nn.MultiheadAttention's masks mean True = blocked / padding: with the printed spelling its
-    weights are 0 exactly where this tool blocks a key (NaN on a row with no key to attend)."""
-    masks = [m for m in torch_masks(ex) if m.api == MHA]
-    kwargs: dict[str, object] = {}
-    for m in masks:
-        kwargs.update(_kwargs(m.code, _names(ex)))
-    for m in masks:  # what each spelling is said to mean
-        assert m.meaning == t("torch.mask.blocked" if m.code.startswith("attn_mask") else "torch.mask.padding")
-    torch.manual_seed(0)
-    mha = nn.MultiheadAttention(4, 2, batch_first=True, dtype=f64, kdim=3, vdim=3).eval()
-    x, kv = torch.randn(1, ex.L, 4, dtype=f64), torch.randn(1, ex.L_k, 3, dtype=f64)
-    _, w = mha(x, kv, kv, average_attn_weights=False, **kwargs)  # [1, H, L, L_k]
-    allowed = torch.tensor(ex.allowed(), dtype=torch.bool)
-    for i in range(ex.L):
-        if not allowed[i].any():
-            assert torch.isnan(w[0, :, i]).all()
-        else:
-            assert torch.equal(w[0, :, i] > 0, allowed[i].expand(2, -1))
-
-
-def test_mha_masks_mean_blocked_and_sdpa_masks_mean_may_attend():
-    """The polarity itself, on one mask: the same boolean matrix blocks opposite keys in the two APIs."""
-    q = k = v = torch.randn(1, 1, 2, 2, dtype=f64)
-    m = torch.tensor([[True, False], [True, True]])
-    sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
-    assert torch.allclose(sdpa[0, 0, 0], v[0, 0, 0])  # row 0 may attend key 0 only
-    mha = nn.MultiheadAttention(2, 1, batch_first=True, dtype=f64)
-    _, w = mha(q[0], q[0], q[0], attn_mask=m)
-    assert w[0, 0, 0] == 0 and w[0, 0, 1] == 1  # True = blocked: row 0 sees key 1 only
-    _, w = mha(q[0], q[0], q[0], key_padding_mask=torch.tensor([[False, True]]))
-    assert (w[0, :, 1] == 0).all()  # True = padding
-    assert "True = may attend" in t("torch.mask.keep")
-    assert "True = blocked" in t("torch.mask.blocked") and "True = padding" in t("torch.mask.padding")
-
-
-def test_the_production_view_shows_every_mask_of_the_exercise(cli):
-    for name in BUNDLED:
-        ex = resolve(name)
-        _, out, _ = cli("explain", name)
-        for m in torch_masks(ex):
-            assert f"{m.api}: {m.code}" in out.replace("\n", " ") or m.code in out, (name, m)
-        if ex.has_mask:
-            assert t("explain.torch_masks") in out
-
-
 # --- causal alignment ------------------------------------------------------------------------------
 
 
@@ -250,7 +158,7 @@ def test_causal_is_is_causal_top_left_and_a_decode_needs_bottom_right(L, L_k):
     bottom_right = torch.tensor([[j <= i + shift for j in range(L_k)] for i in range(L)])
     assert torch.equal(causal_lower_right(L, L_k)._materialize(), bottom_right)
     ex = replace(resolve("cross-attention-2x3"), mask_kind="causal", mask=causal(2, 3))
-    _, _, notes = production_view(ex)
+    _, notes = production_view(ex)
     assert t("explain.causal.offset", L=2, L_k=3, shift=1) in notes
     assert "causal_lower_right" in t("explain.causal.offset", L=2, L_k=3, shift=1)
     assert "j ≤ i + 1" in t("explain.causal.offset", L=2, L_k=3, shift=1)
@@ -259,7 +167,7 @@ def test_causal_is_is_causal_top_left_and_a_decode_needs_bottom_right(L, L_k):
 def test_causal_alignment_is_said_only_where_it_matters():
     for name in BUNDLED:
         ex = resolve(name)
-        _, _, notes = production_view(ex)
+        _, notes = production_view(ex)
         offset = ex.mask_kind == "causal" and ex.L != ex.L_k
         assert any("causal_lower_right" in n for n in notes) == offset, name
 
@@ -312,7 +220,7 @@ def test_merging_the_heads_copies_only_with_several_heads_tokens_and_columns():
 @pytest.mark.parametrize("name", BUNDLED)
 def test_the_merge_note_says_what_reshape_does_on_the_exercise(name):
     ex = resolve(name)
-    steps, _, _ = production_view(ex)
+    steps, _ = production_view(ex)
     merge = next(s for s in steps if s.name == "merge")
     _, H, L, d_v = 1, ex.num_heads, ex.L, ex.heads[0].d_v
     c = torch.randn(1, H, L, d_v)

@@ -741,14 +741,6 @@ EN.update({
     "trace.merge.copy": "reshape: the heads side by side; a copy here (with H > 1, L > 1 and d_v > 1 the transposed axes cannot be merged in place)",
     "trace.merge.view": "reshape: the heads side by side; a view here, no copy (with H = 1, L = 1 or d_v = 1 the transposed axes merge in place)",
     "trace.out_proj": "merge @ W_o + b_o",
-    # the masks of an exercise in PyTorch spelling (tutor.numeric.trace.torch_masks)
-    "explain.torch_masks": "Its masks in PyTorch (this tool's masks mean True = may attend):",
-    "torch.mask.causal": "top-left aligned: query i sees keys j ≤ i",
-    "torch.mask.keep": "bool, True = may attend, as here",
-    "torch.mask.blocked": "bool, True = blocked: the opposite of this tool's mask",
-    "torch.mask.padding": "bool, True = padding: the opposite of this tool's key_padding",
-    "torch.mask.name.M": "M: the exercise's mask as a [L, L_k] bool tensor (True = may attend)",
-    "torch.mask.name.keep": "keep: the exercise's key_padding as a [L_k] bool tensor (True = a real key)",
 })
 
 # --- mistakes from published tutorials, notebooks and issues (issue 10): tutor.diagnose ---------

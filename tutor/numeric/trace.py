@@ -11,8 +11,9 @@ What the notes say about PyTorch is checked against torch 2.13 in
 multiplies q and k by ``d_k^(-1/4)`` each; ``nn.MultiheadAttention`` with
 ``need_weights=True`` multiplies q by ``d_k^(-1/2)``), when merging the heads
 copies (``transpose(1, 2).reshape(...)`` is a view unless ``H > 1``,
-``L > 1`` and ``d_v > 1``, in NumPy and in torch), and how each mask of an
-exercise is spelled for each API (:func:`torch_masks`).
+``L > 1`` and ``d_v > 1``, in NumPy and in torch).  How each mask of an
+exercise is spelled for each API is :func:`tutor.numeric.pytorch_masks`'s
+(issue 10, section 2).
 """
 
 from __future__ import annotations
@@ -157,71 +158,6 @@ def shape_trace(
 # --- an exercise's production view --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TorchMask:
-    """One mask of an exercise as one PyTorch API takes it.
-
-    ``api``: ``"F.scaled_dot_product_attention"`` or ``"nn.MultiheadAttention"``;
-    ``code``: the keyword arguments, in Python (``attn_mask=~M``), where ``M``
-    is the exercise's mask as a ``[L, L_k]`` bool tensor (True = may attend)
-    and ``keep`` its key padding as a ``[L_k]`` bool tensor (True = a real
-    key); ``key``: the catalogue sentence saying what True means there.
-    Checked by running each spelling in torch 2.13 on every bundled exercise
-    (tests/test_torch_claims.py).
-    """
-
-    api: str
-    code: str
-    key: str
-
-    @property
-    def meaning(self) -> str:
-        return t(self.key)
-
-
-SDPA, MHA = "F.scaled_dot_product_attention", "nn.MultiheadAttention"
-
-
-def _tensor(values: tuple[bool, ...]) -> str:
-    return "torch.tensor([[" + ", ".join(str(bool(v)) for v in values) + "]])"
-
-
-def torch_masks(ex: Exercise) -> tuple[TorchMask, ...]:
-    """The PyTorch spelling of every mask ``ex`` uses, for SDPA and for ``nn.MultiheadAttention``.
-
-    This tool's masks mean True = may attend (as SDPA's boolean
-    ``attn_mask``); ``nn.MultiheadAttention``'s boolean ``attn_mask`` and
-    ``key_padding_mask`` mean True = blocked / padding.  ``mask: causal`` is
-    ``is_causal=True`` (top-left aligned); for ``nn.MultiheadAttention`` its
-    boolean mask is ``triu(1)`` of ones (``is_causal`` there is only a hint
-    that ``attn_mask`` is causal).  ``()`` without a mask.
-    """
-    out: list[TorchMask] = []
-    pad = ex.key_padding
-    if ex.mask_kind == "causal":
-        ones = f"torch.ones({ex.L}, {ex.L_k}, dtype=torch.bool)"
-        if pad is None:
-            out.append(TorchMask(SDPA, "is_causal=True", "torch.mask.causal"))
-        else:  # is_causal cannot be combined with attn_mask in SDPA: one boolean mask for both
-            out.append(TorchMask(SDPA, f"attn_mask={ones}.tril() & keep", "torch.mask.keep"))
-        out.append(TorchMask(MHA, f"attn_mask={ones}.triu(1)", "torch.mask.blocked"))
-    elif ex.mask is not None:
-        out.append(TorchMask(SDPA, "attn_mask=M" if pad is None else "attn_mask=M & keep", "torch.mask.keep"))
-        out.append(TorchMask(MHA, "attn_mask=~M", "torch.mask.blocked"))
-    elif pad is not None:
-        out.append(TorchMask(SDPA, "attn_mask=keep[None, :]", "torch.mask.keep"))  # [1, L_k]: over every query
-    if pad is not None:
-        out.append(TorchMask(MHA, f"key_padding_mask={_tensor(tuple(not k for k in pad))}", "torch.mask.padding"))
-    return tuple(out)
-
-
-def mask_names(masks: tuple[TorchMask, ...]) -> tuple[str, ...]:
-    """The exercise tensors the spellings use, in order: ``M`` (its mask), ``keep`` (its key padding)."""
-    import re
-
-    return tuple(name for name in ("M", "keep") if any(re.search(rf"\b{name}\b", m.code) for m in masks))
-
-
 def empty_rows(ex: Exercise) -> tuple[str, ...]:
     """The labels of the query rows that may attend to no key at all."""
     allowed = ex.allowed()
@@ -243,11 +179,11 @@ def notes(ex: Exercise) -> tuple[str, ...]:
     return tuple(out)
 
 
-def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[TorchMask, ...], tuple[str, ...]]:
-    """``(steps, masks, notes)``: the exercise's layer as batched tensors (:func:`tutor.numeric.exercise_trace`)
+def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[str, ...]]:
+    """``(steps, notes)``: the exercise's layer as batched tensors (:func:`tutor.numeric.exercise_trace`)
     with notes that hold for this exercise (a query row with no key to attend sums to 0, not 1),
-    the PyTorch spelling of its masks (:func:`torch_masks`) and the notes on its configuration
-    (:func:`notes`).  Raises :class:`~tutor.errors.ShapeError` as :func:`exercise_trace`."""
+    and the notes on its configuration (:func:`notes`).  Raises :class:`~tutor.errors.ShapeError`
+    as :func:`exercise_trace`."""
     from .layer import exercise_trace
 
     steps = exercise_trace(ex, B)
@@ -256,8 +192,7 @@ def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tu
         steps = tuple(replace(s, key="trace.weights.empty.one" if len(rows) == 1 else "trace.weights.empty.other",
                               fields=(("rows", join_and(list(rows))),)) if s.name == "weights" else s
                       for s in steps)
-    return steps, torch_masks(ex), notes(ex)
+    return steps, notes(ex)
 
 
-__all__ = ["MHA", "SDPA", "TorchMask", "TraceStep", "empty_rows", "mask_names", "merge_copies", "notes",
-           "production_view", "shape_trace", "torch_masks"]
+__all__ = ["TraceStep", "empty_rows", "merge_copies", "notes", "production_view", "shape_trace"]

@@ -1,8 +1,9 @@
 """The worked solution as JSON (the contract's ``--format json``).
 
 ``{"exercise": {...}, "steps": [{"id", "head", "title", "formula", "shape",
-"exact", "value", "why"}], "production": [...], "torch_masks": {...}, "notes": [...]}``: exact entries are answer-grammar strings, values are
-floats, and a masked score is ``"-inf"`` exactly with value ``null``.
+"exact", "value", "why"}], "production": [...], "notes": [...]}``: exact
+entries are answer-grammar strings, values are floats, and a masked score is
+``"-inf"`` exactly with value ``null``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 from ..exactnum import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
 from ..jsontext import compact
-from ..messages import t
 from ..steps import KINDS, Solution, Step
 
 
@@ -73,19 +73,16 @@ def step_dict(step: Step, ex: Exercise) -> dict[str, Any]:
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     """The document: ``exercise``, ``steps`` (each with its ``why`` sentences), ``production`` (the
-    batched forward pass, each step with its ``note`` and the note's catalogue ``key``), ``torch_masks``
-    (each mask as ``{"api", "code", "meaning"}``, ``names`` saying what the tensors in ``code`` are) and
-    ``notes`` (on the configuration: causal alignment)."""
-    from ..numeric.trace import mask_names, production_view
+    batched forward pass, each step with its ``note`` and the note's catalogue ``key``) and ``notes``
+    (on the configuration: causal alignment)."""
+    from ..numeric.trace import production_view
 
     ex = sol.exercise
     steps = [s for s in sol.steps if head is None or s.head in (head, None)]
-    trace, masks, notes = production_view(ex)
+    trace, notes = production_view(ex)
     production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note, "key": p.key}
                   for p in trace]
     return {"exercise": exercise_dict(ex), "steps": [step_dict(s, ex) for s in steps], "production": production,
-            "torch_masks": {"names": {n: t(f"torch.mask.name.{n}") for n in mask_names(masks)},
-                            "masks": [{"api": m.api, "code": m.code, "meaning": m.meaning} for m in masks]},
             "notes": list(notes)}
 
 

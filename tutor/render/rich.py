@@ -278,11 +278,10 @@ class RichRenderer:
         self.production(ex)
 
     def production(self, ex: Exercise) -> None:
-        """The same layer as production code runs it: batched tensors, reshapes and transposes named;
-        then its masks as each PyTorch API spells them."""
-        from ..numeric.trace import mask_names, production_view
+        """The same layer as production code runs it: batched tensors, reshapes and transposes named."""
+        from ..numeric.trace import production_view
 
-        steps, masks, _ = production_view(ex)  # its notes are in the header, beside the mask
+        steps, _ = production_view(ex)  # its notes are in the header, beside the mask
         self.console.print()
         self.line(t("explain.production"), "bold")
         table = Table.grid(padding=(0, 2))
@@ -293,15 +292,6 @@ class RichRenderer:
             shape.append("\n" + self.tx(step.note), style="dim")
             table.add_row(step.name, shape)
         self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
-        if masks:
-            self.console.print()
-            self.line(t("explain.torch_masks"), "bold")
-            for name in mask_names(masks):  # indented like the spellings below, also where it wraps
-                self.console.print(Padding(Text(self.tx(t(f"torch.mask.name.{name}")), style="dim"),
-                                           (0, 0, 0, 2), expand=False))
-            for m in masks:
-                self.console.print(Padding(Text(self.tx(f"{m.api}: {m.code}  ({m.meaning})"), overflow="fold"),
-                                           (0, 0, 0, 2), expand=False))
 
 
 def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4) -> None:
