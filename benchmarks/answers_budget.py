@@ -15,7 +15,7 @@ powers, deep nesting, 2,000-character entries, 100-digit literals with
 with the true value to 256 bits, so that the comparison must look at ~2,000
 bits.  "Graded" is what practice and ``check`` do with an entry: parse it,
 then compare it with a true value of the exact engine
-(:func:`tutor.answers.close` with ``exact=``: a softmax weight, the costliest
+(:func:`tutor.answers.judge`: a softmax weight, the costliest
 kind).  Every case is timed warm, best of ``--runs`` (wall clock; the process
 CPU time is printed beside it, less disturbed by other work on the machine).
 
@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from tutor.answers import MAX_ENTRY_CHARS, MAX_MATRIX_CHARS, close, parse_entry, parse_matrix  # noqa: E402
+from tutor.answers import MAX_ENTRY_CHARS, MAX_MATRIX_CHARS, judge, parse_entry, parse_matrix  # noqa: E402
 from tutor.catalog import resolve  # noqa: E402
 from tutor.errors import AnswerError  # noqa: E402
 from tutor.steps import solve  # noqa: E402
@@ -144,12 +144,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     true = solve(resolve("single-head-3x4")).step("weights", 0).exact[0][0]  # 1/(1 + 2*exp(sqrt(2)))
-    expected = true.value()
     parse_entry("1")  # warm: mpmath's import
 
     def grade(text: str) -> object:
         entry = parse_entry(text)
-        return close(entry, expected, exact=true), entry.value()
+        return judge(entry, true).right, entry.value()
 
     load = os.getloadavg()[0]
     print(f"Answer grading budget: {BUDGET * 1000:.0f} ms per entry; best of {args.runs}; "

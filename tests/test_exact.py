@@ -233,7 +233,7 @@ def test_bundled_step_order_per_contract(bundled):
     path, sol = bundled
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))  # the file itself, not the loader
     n_heads = raw.get("num_heads") or len(raw["heads"])
-    masked = raw.get("mask", "none") not in ("none", None) or "key_padding" in raw
+    masked = raw.get("mask", "none") not in ("none", None) or "key_padding" in raw or "key_padding_mask" in raw
     per_head = ["q", "k", "v", "scores", "scaled"] + (["masked"] if masked else []) + ["weights", "head_output"]
     expected = [(sid, h) for h in range(n_heads) for sid in per_head]
     expected += [("concat", None)] if n_heads > 1 else []
@@ -669,7 +669,7 @@ def test_biases_by_hand():
     assert fracs(sol.step("scores", 0)) == [[Fraction(23, 6), Fraction(4, 3)], [Fraction(1, 2), 0]]
     assert sol.step("q", 0).formula == "Q = X·W_Q + b_Q"
     assert sol.step("q", 0).annotation() == "X [2×2] · W_Q [2×2] + b_Q [2] → Q [2×2]"
-    assert sol.step("output").formula == "output = head_0·W_O + b_O"
+    assert sol.step("output").formula == "output = head_1·W_O + b_O"
     check_against_numpy(sol)
     check_exact_entries(sol)
     # output row 1 by hand: weights of row 1 from scaled scores (1/2, 0)/√2

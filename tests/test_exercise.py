@@ -499,7 +499,7 @@ def test_heads_with_different_d_k():
     )
     p = only(text)
     assert where(p) == ("f.yaml", 8, 5, "heads[1]")
-    assert p.message == "d_k is 1 in this head but 2 in head 0; every head must have the same d_k"
+    assert p.message == "d_k is 1 in this head but 2 in head 1; every head must have the same d_k"
 
 
 def test_heads_with_different_d_v():
@@ -510,7 +510,7 @@ def test_heads_with_different_d_v():
     )
     p = only(text)
     assert where(p) == ("f.yaml", 8, 5, "heads[1]")
-    assert "d_v is 1 in this head but 2 in head 0" in p.message
+    assert "d_v is 1 in this head but 2 in head 1" in p.message
 
 
 def test_w_o_rows_must_be_num_heads_times_d_v():
@@ -863,7 +863,7 @@ def test_problem_str_is_file_line_col_field_message():
     p = only(with_x00("yes"))
     assert str(p) == (
         "f.yaml:3:6: x[0][0]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
-        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)"
+        "found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)"
     )
 
 

@@ -241,8 +241,8 @@ def test_a_boolean_mask_added_as_zero_one_is_named(cli, tmp_path):
 
 
 @pytest.mark.parametrize(("exercise", "divisor", "named"), [
-    ("single-head-3x4", math.sqrt(3), "sqrt(3), the square root of L = L_k = 3"),
-    ("two-head-dk1-3x4", math.sqrt(2), "sqrt(2), the square root of num_heads = d_out = 2"),
+    ("single-head-3x4", math.sqrt(3), "√3, the square root of L = L_k = 3"),
+    ("two-head-dk1-3x4", math.sqrt(2), "√2, the square root of num_heads = d_out = 2"),
     ("two-head-causal-3x4", 4.0, "by d_model = d_out = 4"),
 ])
 def test_a_wrong_constant_is_named_by_the_sizes_it_equals(cli, tmp_path, exercise, divisor, named):

@@ -175,7 +175,7 @@ def test_a_head_with_another_d_v_is_reported_at_that_head_not_at_w_o():
     text = HEAD + f"heads:\n  - w_q: {W42}\n    w_k: {W42}\n    w_v: {W43}\n" + head + "w_o: " + \
         "[[1, 0], [0, 1], [1, 0], [0, 1]]\n"
     assert problems(text) == [
-        (5, 5, "heads[0]", "d_v is 3 in this head but 2 in head 1 and w_o (4 rows for 2 heads); "
+        (5, 5, "heads[0]", "d_v is 3 in this head but 2 in head 2 and w_o (4 rows for 2 heads); "
                            "every head must have the same d_v"),
     ]
 

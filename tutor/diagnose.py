@@ -30,7 +30,7 @@ Adding a misconception: usually a new knob on
 
 Pure: no printing, no I/O.  Arrays are float64 NumPy; ``-inf`` marks a masked
 score.  Formulas: Vaswani et al. 2017, eq. 1 (``softmax(Q Kᵀ / √d_k) V``) and
-§3.2.2 (``Concat(head_0, …) W_O``), row-vector convention ``Q = X W_Q + b_Q``.
+§3.2.2 (``Concat(head_1, …, head_h) W_O``), row-vector convention ``Q = X W_Q + b_Q``.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ __all__ = [
     "diagnose",
     "diagnose_claim",
     "matches",
+    "needs_met",
     "num_text",
     "off_cells",
     "recompute",
@@ -117,6 +118,8 @@ class Misconception:
       from the answer itself, because it has no one value (dropout zeroes
       entries at random; a large finite fill may be any number):
       ``(fields, cells)`` when the answer has its signature, else ``None``.
+
+    ``needs``: what the exercise must have for it to apply at all (:func:`needs_met`).
     """
 
     key: str
@@ -126,6 +129,7 @@ class Misconception:
     steps: tuple[str, ...] = ()
     family: Family | None = None
     judge: Judge | None = None
+    needs: tuple[str, ...] = ()
 
     def applies(self, ex: Exercise, key: Key) -> bool:
         """Whether this mistake can change step ``key`` of ``ex``."""
@@ -246,32 +250,38 @@ def recompute(sol: Solution, step_id: str, head: int | None, v: Variant) -> Arra
 def _varied(v: Variant, *needs: str) -> Recompute:
     """A misconception function: the pipeline with ``v``'s knobs turned.
 
-    ``needs`` names what must exist for it to apply: ``"mask"``, ``"padding"``,
-    ``"heads"`` (more than one), ``"empty_row"`` (a query row that may attend
-    to no key), ``"square_w_o"`` (a W_O with as many rows as columns), or a
-    bias field (``"b_q"``...).
+    ``needs`` names what must exist for it to apply (:func:`needs_met`).
     """
 
     def run(sol: Solution, step_id: str, head: int | None) -> Array | None:
-        ex = sol.exercise
-        for need in needs:
-            if need == "mask" and not ex.has_mask:
-                return None
-            if need == "padding" and ex.key_padding is None:
-                return None
-            if need == "heads" and ex.num_heads < 2:
-                return None
-            if need == "empty_row" and not _empty_rows(sol):
-                return None
-            if need == "square_w_o" and (ex.w_o is None or len(ex.w_o) != len(ex.w_o[0])):
-                return None
-            if need == "b_o" and ex.b_o is None:
-                return None
-            if need in ("b_q", "b_k", "b_v") and all(getattr(hd, need) is None for hd in ex.heads):
-                return None
+        if not needs_met(sol, needs):
+            return None
         return recompute(sol, step_id, head, v)
 
     return run
+
+
+def needs_met(sol: Solution, needs: Sequence[str]) -> bool:
+    """Whether the exercise of ``sol`` has what a misconception ``needs`` to apply: ``"mask"``,
+    ``"padding"``, ``"heads"`` (more than one), ``"empty_row"`` (a query row that may attend to no
+    key), ``"square_w_o"`` (a W_O with as many rows as columns), or a bias field (``"b_q"``...)."""
+    ex = sol.exercise
+    for need in needs:
+        if need == "mask" and not ex.has_mask:
+            return False
+        if need == "padding" and ex.key_padding is None:
+            return False
+        if need == "heads" and ex.num_heads < 2:
+            return False
+        if need == "empty_row" and not _empty_rows(sol):
+            return False
+        if need == "square_w_o" and (ex.w_o is None or len(ex.w_o) != len(ex.w_o[0])):
+            return False
+        if need == "b_o" and ex.b_o is None:
+            return False
+        if need in ("b_q", "b_k", "b_v") and all(getattr(hd, need) is None for hd in ex.heads):
+            return False
+    return True
 
 
 def _transposed(sol: Solution, step_id: str, head: int | None) -> Array | None:
@@ -475,7 +485,7 @@ _ALL = STEP_IDS
 
 def _m(key: str, variant: Variant, *needs: str) -> Misconception:
     """A misconception that is the float pipeline with ``variant``'s knobs turned (see :func:`_varied`)."""
-    return Misconception(key, f"diagnose.{key}", _varied(variant, *needs), variant)
+    return Misconception(key, f"diagnose.{key}", _varied(variant, *needs), variant, needs=needs)
 
 
 def _special(key: str, steps: tuple[str, ...], fn: Recompute) -> Misconception:
@@ -536,7 +546,7 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
             "rows": rows, "cols": cols, "places": 2, "L_k": ex.L_k, "empty_rows": empty,
-            "src": "concat" if ex.num_heads > 1 else "head_0", "b_o": " + b_O" if ex.b_o is not None else ""}
+            "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else ""}
 
 
 # --- a single slipped entry ---------------------------------------------------------------

@@ -22,6 +22,7 @@ Strings are in the answer grammar of :mod:`tutor.answers` (``sqrt``, ``exp``,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -56,6 +57,16 @@ def surd_text(q: Fraction, t: int) -> str:
     p, n = q.numerator, q.denominator
     head = f"sqrt({t})" if abs(p) == 1 else f"{abs(p)}*sqrt({t})"
     return ("-" if p < 0 else "") + head + (f"/{n}" if n != 1 else "")
+
+
+_SQRT = re.compile(r"sqrt\((\d+)\)")
+_COEF_SQRT = re.compile(r"(\d)\*sqrt\((\d+)\)")
+
+
+def notation(text: str) -> str:
+    """Answer-grammar text as a learner writes it on paper: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)``, ``-inf`` -> ``−∞``."""
+    text = _COEF_SQRT.sub(r"\1√\2", text)
+    return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
 
 
 def _exp_text(u: Fraction, t: int) -> str:

@@ -49,10 +49,11 @@ class Finding:
 
 
 def label(ex: Exercise, id: str, head: int | None) -> str:
-    """``weights`` for a one-head exercise, ``weights (head 1)`` otherwise; layer steps plain."""
+    """``weights`` for a one-head exercise, ``weights (head 2)`` for the second head (heads
+    counted from 1, as a learner reads them) otherwise; layer steps plain."""
     if head is None or ex.num_heads == 1:
         return id
-    return t("check.step_of_head", step=id, head=head)
+    return t("check.step_of_head", step=id, head=head + 1)
 
 
 def cell_name(sol: Solution, id: str, head: int | None, i: int, j: int) -> str:

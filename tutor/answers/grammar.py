@@ -159,6 +159,8 @@ def _tokenize(text: str) -> list[_Tok]:
         elif c in _OPS:
             toks.append(_Tok("op", c, _OPS[c], i + 1))
             i += 1
+        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.session._prepare)
+            refuse("answer.undecodable", column=i + 1)
         else:
             refuse("answer.unexpected_char", char=printable(c), column=i + 1, text=printable(text))
     toks.append(_Tok("end", "", "", n + 1))
@@ -352,6 +354,26 @@ def _places(m: re.Match[str]) -> int:
     exp_text = m["exp"] if m["int"] is not None else m["exp2"]
     return len(frac) - (int(exp_text) if exp_text is not None else 0)
 
+
+
+def decimal_places(text: str) -> list[int]:
+    """The places of each decimal literal (a ``.`` or an exponent) in ``text``, in order, for an
+    entry that :func:`parse_entry` reads (``[]`` for text it would refuse).
+
+    >>> decimal_places("1.41/2 + 3e-2"), decimal_places("2*sqrt(2)")
+    ([2, 2], [])
+    """
+    try:
+        toks = _tokenize(text)
+    except AnswerError:
+        return []
+    out = []
+    for tok in toks:
+        if tok.kind == "num" and ("." in tok.text or "e" in tok.text.lower()):
+            m = _NUMBER.fullmatch(tok.text)
+            if m is not None:
+                out.append(_places(m))
+    return out
 
 
 def parse_entry(text: str) -> Entry:

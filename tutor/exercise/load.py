@@ -31,7 +31,7 @@ from tutor.yamlread import Document, Path, ascii_look_alike, codepoints, describ
 
 from .checks import check_fields
 from .record import Exercise
-from .schema import ExerciseFile, HeadBlock
+from .schema import YAML11_BOOL, ExerciseFile, HeadBlock
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields)}
@@ -130,7 +130,9 @@ def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] 
         elif kind == "too_short":
             problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
         elif kind == "literal_error":
-            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(e["input"]))))
+            found = e["input"]
+            hint = t("hint.yaml11_mask", text=found) if isinstance(found, str) and found.lower() in YAML11_BOOL else ""
+            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(found)), hint))
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
     return problems
@@ -241,7 +243,7 @@ def validate_document(doc: Document) -> Validation:
     YAML problems.
     """
     problems = list(doc.problems)
-    warnings = tuple(doc.warnings)
+    warnings = tuple(doc.warnings)  # the checks below may add notes: read again after them
     if doc.value is None:
         if not problems:
             problems.append(Problem(doc.filename, 1, 1, "", t("yaml.empty"), t("yaml.empty.hint")))
@@ -263,6 +265,7 @@ def validate_document(doc: Document) -> Validation:
         bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
     found, ex = check_fields(f, doc, bad)
     problems += found
+    warnings = tuple(doc.warnings)
     if problems:
         return Validation(doc.filename, _in_file_order(problems), warnings)
     if ex is not None and ex.mask_kind == "causal" and ex.is_cross:  # valid, but no model runs it (issue 10)

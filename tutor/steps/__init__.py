@@ -33,10 +33,11 @@ from .catalogue import (
 )
 from .kind import Input, StepKind
 from .records import Key, Operand, Solution, Step
-from .worked import entry_name
+from .worked import HAND_SIZED, Worked, entry_name, hand_sized
 
 __all__ = [
     "CATALOGUE",
+    "HAND_SIZED",
     "HEAD_STEPS",
     "KINDS",
     "LAYER_STEPS",
@@ -47,11 +48,13 @@ __all__ = [
     "Solution",
     "Step",
     "StepKind",
+    "Worked",
     "downstream",
     "empty_rows",
     "entry_name",
     "entry_work",
     "exists",
+    "hand_sized",
     "inputs",
     "keys",
     "kind",
