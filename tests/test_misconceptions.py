@@ -267,17 +267,6 @@ def test_mistakes_that_give_the_same_numbers_are_all_named(cli, tmp_path):
 # --- truncation ------------------------------------------------------------------------------------
 
 
-def test_truncated_decimals_are_named(cli, tmp_path):
-    sol = solve(resolve("single-head-3x4"))
-    w = sol.step("weights", 0).value
-    cut = [[math.trunc(x * 100) / 100 for x in row] for row in w]  # by hand: 0.4458 -> 0.44
-    assert cut[0] == [0.1, 0.44, 0.44]
-    found = diagnoses(cli, solution(tmp_path, "single-head-3x4", [{"weights": matrix(cut, 2)}]))
-    assert keys_at(found, "weights") == ["truncated"]
-    message = found["weights", 0][0]["message"]
-    assert "(9 entries)" in message and "weights[t1, t1] is 0.10838, which rounds to 0.11, not 0.10" in message
-
-
 def test_weights_truncated_before_multiplying_by_v_are_named(cli, tmp_path):
     ex = resolve("single-head-3x4")
     (q, k, v), = heads_of(ex)

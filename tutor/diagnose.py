@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from .decimals import fixed, trimmed
+from .decimals import trimmed
 from .exercise.record import Exercise
 from .messages import join_and, plural, t
 from .numeric.replay import Variant
@@ -396,46 +396,6 @@ def _dropout(sol: Solution, step_id: str, head: int | None, claim: Claim,
             "count": len(dropped)}, tuple(dropped)
 
 
-def _places(claim: Claim, i: int, j: int) -> int | None:
-    """How many decimals entry ``(i, j)`` was written to: from its text (``0.44``: 2), or, without
-    texts, the fewest that write its value; ``None`` for a whole number, an exact form or ``~``."""
-    if claim.texts is not None:
-        text = claim.texts[i][j].strip()
-        head, dot, tail = text.partition(".")
-        if not dot or not tail.isdigit() or not head.lstrip("+-").isdigit():
-            return None
-        return len(tail)
-    mid = float((claim.lo[i, j] + claim.hi[i, j]) / 2)
-    if not math.isfinite(mid):
-        return None
-    return next((p for p in range(1, 9) if abs(mid * 10**p - round(mid * 10**p)) < 1e-6), None)
-
-
-def _truncated(sol: Solution, step_id: str, head: int | None, claim: Claim,
-               right: Array) -> tuple[dict[str, object], tuple[tuple[int, int], ...]] | None:
-    """Decimals cut off instead of rounded: every wrong entry is the right value truncated at the
-    places it is written to (``0.4458`` written ``0.44``), the others right, and at least two are
-    (one such entry alone is a slip in that entry, worked out as such)."""
-    if claim.shape != right.shape:
-        return None
-    cut = []
-    for i, j in off_cells(right, claim) or ():
-        places = _places(claim, i, j)
-        v = float(right[i, j])
-        if places is None or not math.isfinite(v):
-            return None
-        written = float((claim.lo[i, j] + claim.hi[i, j]) / 2)
-        scale = 10.0**places
-        if abs(written - math.trunc(v * scale) / scale) > 1e-9 * max(1.0, abs(v)):
-            return None
-        cut.append((i, j, places, v))
-    if len(cut) < 2:
-        return None
-    i, j, places, v = cut[0]
-    return {"example": _cells(sol, step_id, head, [(i, j)]), "value": trimmed(v, places + 3),
-            "found": claim.text(i, j), "rounded": fixed(v, places), "count": len(cut)}, tuple((a, b) for a, b, _, _ in cut)
-
-
 #: The sizes of an exercise a learner may divide the scores by instead of √d_k, by name.
 _SIZES = ("num_heads", "d_model", "L", "L_k", "d_v", "d_out")
 
@@ -532,7 +492,6 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _judged("dropout_on", ("weights",), _dropout),
     _m("truncated_scaled", Variant(round_scaled=2, truncate=True)),
     _m("truncated_weights", Variant(round_weights=2, truncate=True)),
-    _judged("truncated", _ALL, _truncated),
 )
 
 

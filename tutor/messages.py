@@ -831,7 +831,6 @@ EN.update({
     "diagnose.dropout_on": "These weights look like dropout was left on, with p = {p}: {count:entries} zeroed ({dropped}), and every other weight is the right one times 1/(1 - p) = {scale}, so the rows no longer sum to 1 (they do only on average: each weight keeps its right value in expectation). Compute the weights with dropout off (model.eval() in PyTorch, or dropout_p=0). Which entries dropout zeroes is random, so this cannot be checked: only that the others are the right weights times one factor.",
     "diagnose.truncated_scaled": "You cut the scaled scores off at {places:decimals} before the softmax (cut, not even rounded); keep full precision until the final answer.",
     "diagnose.truncated_weights": "You cut the weights off at {places:decimals} before multiplying by V (cut, not even rounded); keep full precision until the final answer.",
-    "diagnose.truncated": "You cut the decimals off instead of rounding ({count:entries}): {example} is {value}, which rounds to {rounded}, not {found}.",
     "diagnose.near.one": "{message} That explains every entry but one, which is off on its own: {details}.",
     "diagnose.near.other": "{message} That explains every entry but {count}, which are off on their own: {details}.",
     "diagnose.near.cell": "{name} (you wrote {found}; this mistake gives {value})",
