@@ -101,9 +101,10 @@ def test_every_bundled_exercise_explains(cli, exercise_id):
     assert code == 0 and err == "" and "Traceback" not in out
 
 
-def test_output_projection_says_it_is_linear(cli):
+def test_output_projection_says_it_is_linear_and_the_layer_is_not(cli):
     _, out, _ = cli("explain", "two-head-fused-3x4")
-    assert "no non-linearity" in out
+    flat = " ".join(out.split())
+    assert "W_O is a linear map" in flat and "not linear in X" in flat and "no non-linearity" not in flat
 
 
 def test_fully_masked_row_is_explained(cli):
@@ -292,7 +293,7 @@ def test_explain_refuses_when_the_engines_disagree(cli, monkeypatch):
 def test_production_view_names_the_reshapes(cli):
     _, out, _ = cli("explain", "two-head-fused-3x4")
     assert "Production view" in out
-    assert "[B, L, 3, H, d_h] = [1, 3, 3, 2, 2]" in out
+    assert "[B, L, 3, H, d_k] = [1, 3, 3, 2, 2]" in out
     assert "permute(2, 0, 3, 1, 4)" in out
     assert "[B, H, L, L] = [1, 2, 3, 3]" in out
     _, out, _ = cli("explain", "two-head-fused-3x4", "--format", "json")

@@ -651,14 +651,16 @@ def test_hints_and_sessions_are_counted_in_words(cli):
     assert text.splitlines()[0] == "Progress: 2 sessions, 2 answers."
 
 
-def test_two_mistakes_giving_the_same_numbers_are_both_shown(cli):
-    # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k
+def test_mistakes_giving_the_same_numbers_are_all_shown(cli):
+    # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k = scores / d_v
     code, out, _ = practise(cli, "1 2 2; 2 4 4; 2 4 4\nquit\n", "single-head-3x4", "--steps", "scaled")
     start = out.index("scaled> 1 2 2; 2 4 4; 2 4 4")
-    assert out[start + 10:start + 15] == [
-        "Diagnosis: this answer matches two mistakes, which give the same numbers here:",
+    assert out[start + 10:start + 17] == [
+        "Diagnosis: this answer matches three mistakes, which give the same numbers here:",
         "  • You divided by √d_model = √4; divide by √d_k of the head instead: scaled = scores / √2.",
         "  • You divided by d_k = 2 instead of its square root: scaled = scores / √2.",
+        "  • You divided the scores by d_v = d_out = 2; divide by the square root of the head's d_k: scaled =",
+        "    scores / √2.",
         "Type the matrix again, or hint, show, skip.",
         "scaled> quit",
     ]

@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from . import exact
-from .expoly import NEG_INF, Poly, Value, _NegInf, root
+from .expoly import NEG_INF, Poly, Value, _cut, _NegInf, root
 from .steps import KINDS, Key, keys, upstream
 
 if TYPE_CHECKING:
@@ -138,6 +138,8 @@ class _Walk:
         places = {"scaled": self.variant.round_scaled, "weights": self.variant.round_weights}.get(id)
         if value is None or places is None:
             return value
+        if self.variant.truncate:  # the decimals cut off: 0.4458 -> 0.44
+            return [[_truncated(x, places) for x in row] for row in value]
         return [[_rounded(x, places) for x in row] for row in value]
 
     def bias(self, name: str, b: tuple[Fraction, ...] | None) -> tuple[Fraction, ...] | None:
@@ -215,6 +217,8 @@ class _Walk:
             return None
         if self.variant.mask == "none":
             return A
+        if self.variant.mask == "added":  # the booleans added as numbers: +1 where the query may attend, +0 where not
+            return [[as_value(a) + Value.of(Fraction(1)) if k else a for a, k in zip(ar, kr)] for ar, kr in zip(A, keep)]
         blocked: Entry = ZERO if self.variant.mask == "zero" else NEG_INF
         return [[a if k else blocked for a, k in zip(ar, kr)] for ar, kr in zip(A, keep)]
 
@@ -285,6 +289,15 @@ def _rounded(x: Entry, places: int) -> Entry:
     return x.rounded(places)
 
 
+def _truncated(x: Entry, places: int) -> Entry:
+    """An entry with its decimals after the ``places``-th cut off (``np.trunc``), as the exact decimal it then is."""
+    if isinstance(x, _NegInf):
+        return x
+    if isinstance(x, Fraction):
+        return _cut(x, places)
+    return x.truncated(places)
+
+
 def _exp(a: Entry) -> Value:
     exponent = as_value(a).constant()
     assert exponent is not None, "the softmax reads scores, never exponentials"
@@ -302,6 +315,21 @@ def _softmax_row(row: Sequence[Entry]) -> list[Entry]:
     return [ZERO if isinstance(a, _NegInf) else Value.ratio(_exp(a).parts[0][0], den) for a in row]
 
 
+#: The knobs of :class:`tutor.numeric.replay.Variant` the exact walk follows; a variant turning any other
+#: (the heads averaged, split or merged by a plain reshape) has no exact walk (:class:`NoExactForm`).
+EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
+                         "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed"})
+
+
+class NoExactForm(Exception):
+    """The exact walk does not follow one of the variant's knobs: decide by the floats (and say so)."""
+
+
+def supports(variant: Variant) -> bool:
+    """Whether :class:`Walk` follows every knob ``variant`` turns."""
+    return variant.turned() <= EXACT_KNOBS
+
+
 class Walk:
     """The exact walk of ``ex`` under ``variant``, taken only as far as it is asked (:meth:`get`).
 
@@ -311,6 +339,8 @@ class Walk:
     """
 
     def __init__(self, ex: Exercise, variant: Variant):
+        if not supports(variant):
+            raise NoExactForm(f"no exact walk under {', '.join(sorted(variant.turned() - EXACT_KNOBS))}")
         self._ex = ex
         self._walk = _Walk(ex, variant)
         self._done: set[Key] = set()

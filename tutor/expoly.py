@@ -228,6 +228,20 @@ class Value:
         q = Fraction(int(man)) * Fraction(2) ** int(exp)
         return round(q, places)
 
+    def truncated(self, places: int) -> Fraction:
+        """This value with its decimals after the ``places``-th cut off (toward 0), as the exact decimal
+        it then is.  Raises :class:`TooLarge` beyond ``10**MAX_ROUNDED``."""
+        import mpmath
+
+        v = self.precise()
+        if v == 0 or abs(v) < mpmath.mpf(10) ** -(places + 2):  # cuts to 0 (also a value like exp(-10^20))
+            return Fraction(0)
+        if abs(v) > mpmath.mpf(10) ** MAX_ROUNDED:
+            raise TooLarge(f"a value of magnitude {mpmath.nstr(v, 3)} to cut")
+        man, exp = v.man_exp
+        q = Fraction(int(man)) * Fraction(2) ** int(exp)
+        return _cut(q, places)
+
     def equals(self, other: Value) -> tuple[bool, bool]:
         """``(equal, exact)``: whether the two values are equal, and whether that was decided exactly.
 
@@ -253,3 +267,9 @@ class Value:
                     term = term * d
             total = total + term
         return total.is_zero, True
+
+
+def _cut(q: Fraction, places: int) -> Fraction:
+    """``q`` with its decimals after the ``places``-th cut off, toward 0 (``np.trunc(q·10^p)/10^p``)."""
+    scale = 10**places
+    return Fraction(math.trunc(q * scale), scale)

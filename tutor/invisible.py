@@ -174,8 +174,11 @@ def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]
     """``(same, exact)``: whether misconception ``m`` gives exactly the right value at step ``k``.
 
     A misconception with no exact form (none today) keeps the float verdict, ``exact`` False;
-    so does a computation too large to carry out exactly (:class:`tutor.expoly.TooLarge`).
+    so does a computation too large to carry out exactly (:class:`tutor.expoly.TooLarge`), and a
+    variant the exact walk does not follow (:class:`tutor.exactreplay.NoExactForm`).
     """
+    from .exactreplay import NoExactForm
+
     try:
         mine = exact.walk(m).get(k) if m.variant is not None else exact.special(m.key, k)
         if mine is None:
@@ -183,8 +186,8 @@ def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]
         right_exact = exact.walk(None).get(k)
         assert right_exact is not None
         return _same_exactly(mine, right_exact)
-    except TooLarge:  # beyond what is worth computing exactly: the floats agree, and that is said
-        return True, False
+    except (TooLarge, NoExactForm):  # beyond what is worth computing exactly, or a mistake the exact walk does
+        return True, False              # not follow (the heads' layout): the floats agree, and that is said
 
 
 def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:

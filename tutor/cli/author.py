@@ -125,6 +125,8 @@ def new(
                 raise typer.BadParameter(p.message, param_hint=f"--{p.field}")
         raise TutorError("\n".join(str(p) for p in checked.problems))
     assert checked.exercise is not None
+    for w in checked.warnings:  # a valid exercise that no model runs: causal cross-attention
+        warn(t("new.warning", message=w.message, hint=w.hint))
     if output is None:
         write_document(text)
     else:

@@ -268,6 +268,8 @@ def validate_document(doc: Document) -> Validation:
     warnings = tuple(doc.warnings)
     if problems:
         return Validation(doc.filename, _in_file_order(problems), warnings)
+    if ex is not None and ex.mask_kind == "causal" and ex.is_cross:  # valid, but no model runs it (issue 10)
+        warnings += (doc.problem(("mask",), t("mask.causal_cross"), t("mask.causal_cross.hint")),)
     return Validation(doc.filename, (), warnings, ex)
 
 

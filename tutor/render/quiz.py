@@ -23,7 +23,7 @@ from .. import quiz
 from ..answers import MIN_PLACES
 from ..decimals import fixed, trimmed
 from ..exercise.record import Exercise
-from ..messages import plural, t
+from ..messages import join_and, plural, t
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pack, pretty
@@ -350,9 +350,12 @@ def _runs(numbers: Sequence[int]) -> str:
 
 def _hint_fields(step: Step) -> dict[str, object]:
     ops = step.operands
+    # a softmax row is all 0 only where the query may attend to no key (0/0, set to 0): the rows that do not sum to 1
+    empty = [step.row_labels[i] for i, row in enumerate(step.value) if not any(row)]
     return {"src": ops[0].name, "w": ops[1].name if len(ops) > 1 else "",
             "bias": t("practice.hint.bias", b=ops[2].name) if len(ops) > 2 else "",
-            "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else ""}  # the operand √d_k
+            "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else "",  # the operand √d_k
+            "except": plural("practice.hint.weights.except", len(empty), rows=join_and(empty)) if empty else ""}
 
 
 # --- stats ---------------------------------------------------------------------------

@@ -315,6 +315,10 @@ class RichRenderer:
                     d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out), "bold")
         if ex.mask_kind == "causal":
             self.line(t("explain.mask.causal"))
+            from ..numeric.trace import notes  # causal with L ≠ L_k, or on cross-attention: said where the mask is
+
+            for note in notes(ex):
+                self.console.print(Padding(Text(self.tx(note), style="italic"), (0, 0, 0, 2), expand=False))
         elif ex.mask_kind == "matrix":
             self.line(t("explain.mask.matrix"))
         if ex.key_padding is not None:
@@ -374,14 +378,15 @@ class RichRenderer:
 
     def production(self, ex: Exercise) -> None:
         """The same layer as production code runs it: batched tensors, reshapes and transposes named."""
-        from ..numeric import exercise_trace
+        from ..numeric.trace import production_view
 
+        steps, _ = production_view(ex)  # its notes are in the header, beside the mask
         self.console.print()
         self.line(t("explain.production"), "bold")
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", overflow="fold")
         table.add_column(overflow="fold")
-        for step in exercise_trace(ex):
+        for step in steps:
             shape = Text(self.tx(f"{step.symbolic} = {step.concrete}"))
             shape.append("\n" + self.tx(step.note), style="dim")
             table.add_row(step.name, shape)

@@ -13,6 +13,7 @@ step ids.  ``docs/architecture.md`` says how to add a step.
   (:func:`solve` exact, :func:`replay` in floats).
 """
 
+from .attention import empty_rows, torch_empty_row
 from .catalogue import (
     CATALOGUE,
     HEAD_STEPS,
@@ -49,6 +50,7 @@ __all__ = [
     "StepKind",
     "Worked",
     "downstream",
+    "empty_rows",
     "entry_name",
     "entry_work",
     "exists",
@@ -58,6 +60,7 @@ __all__ = [
     "kind",
     "replay",
     "solve",
+    "torch_empty_row",
     "upstream",
     "worked_entry",
 ]

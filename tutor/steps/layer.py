@@ -49,7 +49,7 @@ def _concat_work(sol: Solution, step: Step, i: int, j: int) -> str:
 CONCAT = StepKind(
     id="concat", scope="layer", op="concat", exists=lambda ex: ex.num_heads > 1,
     inputs=lambda ex, head: tuple(("head_output", h) for h in range(ex.num_heads)),
-    build=_concat, varies=frozenset({"heads_reversed"}), work=_concat_work,
+    build=_concat, varies=frozenset({"heads_reversed", "merge_reshape"}), work=_concat_work,
     given=lambda sol, step: tuple(given_step(sol.step("head_output", h)) for h in range(sol.exercise.num_heads)),
     latex=r"\text{concat} = [$operands]",
 )

@@ -70,7 +70,7 @@ def _kind(id: str) -> StepKind:
 
     return StepKind(
         id=id, scope="head", op="·", exists=always, inputs=lambda ex, head: (),
-        build=build, varies=frozenset({"drop"}), work=work, given=given, why=why, arithmetic=arithmetic,
+        build=build, varies=frozenset({"drop", "split_reshape"}), work=work, given=given, why=why, arithmetic=arithmetic,
     )
 
 
