@@ -58,6 +58,7 @@ EN: dict[str, str] = {
     "found.number": "the number {value}",
     "found.text": "the text {value!r}",
     "found.list": "a list",
+    "found.empty_list": "an empty list",
     "found.mapping": "a mapping",
     "hint.yaml11_bool": "{text} is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number",
     "hint.yaml11_flag": "{text} is text in YAML 1.2 (YAML 1.1 read it as a boolean); write true or false",
