@@ -1010,9 +1010,10 @@ def step_value(rng: random.Random, step, mode: str) -> str:
     """The YAML text of one step's claimed matrix, in ``mode``."""
     if mode in ("exact", "decimal"):
         texts = entry_texts(step, rng, mode, coarse=True)
-        if rng.random() < 0.2:  # a few entries not printed (~): neither right nor wrong
-            for _ in range(rng.randint(1, 3)):
-                texts[rng.randrange(len(texts))][rng.randrange(len(texts[0]))] = "\0~"
+        cells = [(r, c) for r in range(len(texts)) for c in range(len(texts[0]))]
+        if len(cells) > 1 and rng.random() < 0.2:  # a few entries not printed (~): neither right nor wrong
+            for r, c in rng.sample(cells, rng.randint(1, min(3, len(cells) - 1))):  # (all ~ is no step: exit 2)
+                texts[r][c] = "\0~"
         return "[" + ", ".join("[" + ", ".join(e[1:] if e.startswith("\0") else entry_yaml(rng, e) for e in row) + "]"
                                for row in texts) + "]"
     texts = entry_texts(step, rng, rng.choice(["exact", "decimal"]), coarse=True)
@@ -1120,14 +1121,14 @@ def solution_case(seed: int, folder: Path) -> SolutionCase:
     else:
         lines.append("heads:")
         for h in range(rng.randint(0, heads) if rng.random() < 0.9 else heads + 1):
+            if h >= heads:
+                all_right = False  # one head too many
             chosen = rng.sample(per_head[min(h, heads - 1)], rng.randint(0, len(per_head[min(h, heads - 1)])))
             if not chosen:
                 lines.append("  - {}")
                 continue
             for i, s in enumerate(chosen):
                 lines.append(step_line(s, "  - " if i == 0 else "    "))
-            if h >= heads:
-                all_right = False
         for s in rng.sample(layer, rng.randint(0, len(layer))):
             lines.append(step_line(s, ""))
     if rng.random() < 0.15:  # unknown, look-alike, misplaced or repeated step names
