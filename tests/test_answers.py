@@ -1034,3 +1034,17 @@ def test_an_empty_row_between_semicolons_is_an_error(text, row):
 @pytest.mark.parametrize("text", ["1 1; 2 2;", "1 1\n\n2 2", "1 1;\n2 2\n"])
 def test_a_trailing_semicolon_and_blank_lines_are_fine(text):
     assert [[e.value() for e in row] for row in parse_matrix(text)] == [[1, 1], [2, 2]]
+
+
+@pytest.mark.parametrize("text", [
+    "; ".join([", ".join(["exp(√2)/(1+2·exp(√3))"] * 64)] * 65),  # found by the fuzz test: 65 rows of 64
+    "[" + ", ".join(["[" + ", ".join(["1/3"] * 4000) + "]", "[" + ", ".join(["1/3"] * 97) + "]"]) + "]",  # 4,000 + 97
+])
+def test_a_matrix_with_too_many_entries_is_refused_before_any_entry_is_parsed(text, monkeypatch) -> None:
+    """Issue 8 (refused at once, never graded late): the count of entries is known from the
+    split text, so no entry is parsed first (it was: 4,095 entries of 65 rows, then refused)."""
+    parsed: list[str] = []
+    monkeypatch.setattr(answers, "parse_entry", lambda entry_text: parsed.append(entry_text))
+    with pytest.raises(AnswerError, match="more than 4096 entries"):
+        parse_matrix(text)
+    assert parsed == []

@@ -881,14 +881,12 @@ def _parse_rows(text: str, *, one_row: bool) -> Matrix:
     row_texts = _row_texts(text)
     if one_row and len(row_texts) != 1:
         _fail("matrix.one_row", found=len(row_texts))
+    split = [split_entries(row_text) for row_text in row_texts]
+    if sum(len(texts) for texts in split) > MAX_ENTRIES:  # counted before any entry is parsed: refused at once
+        _fail("matrix.too_many", limit=MAX_ENTRIES)
     rows: list[tuple[Entry, ...]] = []
-    count = 0
-    for r, row_text in enumerate(row_texts, start=1):
+    for r, texts in enumerate(split, start=1):
         entries = []
-        texts = split_entries(row_text)
-        count += len(texts)
-        if count > MAX_ENTRIES:
-            _fail("matrix.too_many", limit=MAX_ENTRIES)
         for c, entry_text in enumerate(texts, start=1):
             if not entry_text:
                 _fail("matrix.row_empty_entry" if one_row else "matrix.empty_entry", row=r, entry=c)
