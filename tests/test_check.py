@@ -237,6 +237,18 @@ def test_unreadable_and_not_yaml(cli, tmp_path):
     assert code == 2 and "expected a mapping of fields at the top level, found a list" in err
 
 
+@pytest.mark.parametrize(("value", "line"), [
+    ("[]", "scaled: expected a matrix (a list of rows), found an empty list"),
+    ("[[2, 4, 4], [], [4, 8, 8]]", "scaled[1]: expected a row (a list of numbers), found an empty list"),
+])
+def test_an_empty_matrix_or_row_is_called_empty(cli, tmp_path, value, line):
+    """Found by tests/test_fuzz.py: "expected a row (a list of numbers), found a list" read as a contradiction."""
+    sol = tmp_path / "s.yaml"
+    sol.write_text(f"exercise: single-head-3x4\nscaled: {value}\n")
+    code, _, err = cli("check", str(sol))
+    assert code == 2 and err.splitlines() == [f"error: {sol}:2:{9 if value == '[]' else 21}: {line}"]
+
+
 # --- the form of the file --------------------------------------------------------------------
 
 

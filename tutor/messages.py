@@ -59,6 +59,7 @@ EN: dict[str, str] = {
     "found.number": "the number {value}",
     "found.text": "the text {value!r}",
     "found.list": "a list",
+    "found.empty_list": "an empty list",
     "found.mapping": "a mapping",
     "hint.yaml11_bool": "{text} is text in YAML 1.2, not a boolean as in YAML 1.1; write a number",
     "hint.yaml11_flag": "{text} is text in YAML 1.2, not a boolean as in YAML 1.1; write true or false",

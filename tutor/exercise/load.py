@@ -40,12 +40,22 @@ _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model
 # --- pydantic errors -> problems --------------------------------------------
 
 
+_VECTOR_ENTRIES = {"b_q": "expected.number", "b_k": "expected.number", "b_v": "expected.number",
+                   "b_o": "expected.number", "key_padding": "expected.boolean", "key_padding_mask": "expected.boolean",
+                   "tokens": "expected.text", "kv_tokens": "expected.text", "tags": "expected.text"}
+
+
 def _expected_for(path: Path) -> str:
+    """What the value at ``path`` must be: a matrix, a row, an entry of a matrix or a vector, a mapping, a list."""
     names = [p for p in path if isinstance(p, str)]
     name = names[-1] if names else ""
     depth = len(path) - (max(i for i, p in enumerate(path) if isinstance(p, str)) + 1) if names else 0
     if name in _MATRIX_FIELDS:
+        if depth >= 2:  # an entry
+            return t("expected.boolean") if name == "mask" else t("expected.number")
         return t("expected.matrix") if depth == 0 else t("expected.row")
+    if name in _VECTOR_ENTRIES and depth >= 1:
+        return t(_VECTOR_ENTRIES[name])
     if name == "heads" and depth == 1 or not path:
         return t("expected.mapping")
     return t("expected.list")
