@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..attempt import OutcomeCounts
 from ..steps import STEP_IDS
 from .scheduling import Skill, skills
 
@@ -22,7 +23,7 @@ Key = tuple[str, "int | None"]  # (step id, 0-based head or None)
 
 
 @dataclass(frozen=True)
-class StepStats:
+class StepStats(OutcomeCounts):
     """Counts for one step kind (``q``, ``scores``, ...) over every exercise and head."""
 
     step: str
@@ -31,22 +32,6 @@ class StepStats:
     shown: int = 0
     skipped: int = 0
     first_try: int = 0
-
-    @property
-    def graded(self) -> int:
-        """Answers that count for accuracy: right, wrong, or revealed with ``show`` (a miss)."""
-        return self.correct + self.wrong + self.shown
-
-    @property
-    def accuracy(self) -> float | None:
-        """``correct / graded``; ``None`` when nothing was graded."""
-        return self.correct / self.graded if self.graded else None
-
-    @property
-    def score(self) -> float:
-        """Accuracy smoothed towards 1/2 (``(correct + 1) / (graded + 2)``): an
-        unpractised step scores 0.5, below a step mostly right and above one mostly wrong."""
-        return (self.correct + 1) / (self.graded + 2)
 
 
 @dataclass(frozen=True)
