@@ -30,8 +30,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from .layer import MultiHeadAttention
 
 
+class _Shaped:
+    """A shape written two ways, from ``dims`` (symbolic) and ``shape`` (numbers)."""
+
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+
+    @property
+    def symbolic(self) -> str:
+        """``"[B, L, 3·H·d_k]"``."""
+        return "[" + ", ".join(self.dims) + "]"
+
+    @property
+    def concrete(self) -> str:
+        """``"[4, 512, 1536]"``."""
+        return _shape_text(self.shape)
+
+
 @dataclass(frozen=True)
-class TraceStep:
+class TraceStep(_Shaped):
     """One step of a forward pass as shapes: what a shape drill or ``explain`` shows.
 
     ``name`` is the step (``"qkv"``, ``"view"``, ``"permute"``, ...);
@@ -51,16 +68,6 @@ class TraceStep:
     def note(self) -> str:
         """What produced the step, in words: ``t(key, **fields)``."""
         return t(self.key, **dict(self.fields))
-
-    @property
-    def symbolic(self) -> str:
-        """``"[B, L, 3·H·d_k]"``."""
-        return "[" + ", ".join(self.dims) + "]"
-
-    @property
-    def concrete(self) -> str:
-        """``"[4, 512, 1536]"``."""
-        return _shape_text(self.shape)
 
 
 def _dim_value(expr: str, sizes: dict[str, int]) -> int:
@@ -276,7 +283,7 @@ class AttentionConfig:
 
 
 @dataclass(frozen=True)
-class TracePoint:
+class TracePoint(_Shaped):
     """A point of :func:`production_trace`: ``name``, symbolic ``dims`` and numeric ``shape`` as a
     :class:`TraceStep` has them, a ``note`` on what it is, the points it is computed from
     (``inputs``) and the PyTorch expression that computes it (``op``)."""
@@ -287,16 +294,6 @@ class TracePoint:
     note: str
     inputs: tuple[str, ...]
     op: str
-
-    @property
-    def symbolic(self) -> str:
-        """``"[B, num_heads, L_q, d_k]"``."""
-        return "[" + ", ".join(self.dims) + "]"
-
-    @property
-    def concrete(self) -> str:
-        """``"[2, 8, 5, 7]"``."""
-        return _shape_text(self.shape)
 
 
 def production_trace(cfg: AttentionConfig) -> tuple[TracePoint, ...]:
