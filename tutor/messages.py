@@ -579,6 +579,8 @@ EN.update({
     "answer.too_large_exact": 'the value at column {column} in "{text}" is too large to check exactly (over {limit:digits}); write it as a decimal',
     "answer.too_small": 'the value at column {column} in "{text}" is too small to check exactly (not zero, but below 1e-{limit}); write it as a decimal',
     "answer.too_close": 'the value at column {column} in "{text}" is too close to zero to check exactly; write it as a decimal',
+    "answer.too_costly": 'the value at column {column} in "{text}" is too large to check exactly (it takes more work than one entry may); write it as a decimal',
+    "answer.too_costly_total": 'the value at column {column} in "{text}" is too large to check exactly (with the entries before it, more work than one matrix or file may take); write it as a decimal',
     "answer.div_zero": 'division by zero at column {column} in "{text}"',
     "answer.div_near_zero": 'division by a value that cannot be told from zero at column {column} in "{text}" (it cancels to within 1e-77 of its parts)',
     "answer.sqrt_negative": 'square root of a negative number at column {column} in "{text}"',

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from .answers import DEFAULT_TOLERANCE, Entry, entry_from_value, rounding_interval
+from .answers.values import MAX_SHARED_WORK, Work, budget
 from .errors import AnswerError, ExerciseError, NotFoundError, Problem
 from .exercise.record import Exercise
 from .exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
@@ -300,8 +301,17 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
     looked up among the bundled exercises and the packs.  ``exercise``, when
     given, overrides the file's ``exercise:`` (the ``--exercise`` option).
     Raises :class:`ExerciseError` listing every problem (file:line:col); a
-    problem with the exercise named never quotes that file's content.
+    problem with the exercise named never quotes that file's content.  All the
+    entries of the file share one work budget (:data:`tutor.answers.values.MAX_SHARED_WORK`,
+    about 3 s), besides each entry's own: past it an entry that needs more
+    than reading is refused as too large to check exactly.
     """
+    with budget(Work(MAX_SHARED_WORK, "answer.too_costly_total")):  # every entry of the file together
+        return _read_solution(text, filename, base=base, exercise=exercise, folders=folders)
+
+
+def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exercise | None,
+                   folders: Sequence[str | Path]) -> SolutionFile:
     doc = parse_yaml(text, filename)
     if doc.problems:
         raise ExerciseError([replace(p, hint=t("solution.empty.hint")) if p.message == t("yaml.empty") else p
