@@ -27,7 +27,18 @@ Guarantees:
   is refused keeps every byte, and its ``-wal`` file too (a read-write
   connection would checkpoint another program's log into its file on close);
 * :meth:`Store.open_existing` (``stats``) only ever reads: it opens the file
-  read-only and works on a read-only folder or file system.
+  read-only and works on a read-only folder or file system;
+* a new store is created atomically: built complete in a hidden temporary
+  file in the same folder, then given its name (:func:`_create`), so a
+  process killed while creating it leaves no half-made store;
+* a write left unfinished by a killed process (a hot ``-journal``: a store
+  made in place by an older attn-tutor, or another program's transaction)
+  is undone before the checks, which read through read-only connections
+  that cannot undo it: ``practice`` lets SQLite roll it back in place (a
+  read-write open, as any SQLite program does; :func:`_roll_back`), and
+  says so truthfully when it cannot (a read-only folder); ``stats`` reads
+  what was committed from a copy of the file and its journal, never
+  writing the file.
 
 Reading a file read-only (``mode=ro``).  A WAL database needs its ``-shm``
 (and ``-wal``) file to be read; SQLite creates them when they are missing,
@@ -96,6 +107,7 @@ _WAL_LIMIT = 64 * 1024  # and truncate it back to this many bytes when it restar
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html) that call for their own sentence
 _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
+_READONLY_ROLLBACK = 776  # extended: a read-only connection met a hot journal it cannot roll back
 
 _SCHEMA = """
 CREATE TABLE sessions (
@@ -286,6 +298,8 @@ class Store:
         exactly as it was.
         """
         path = Path(path) if path is not None else default_path()
+        if _journal_left(path):
+            _roll_back(path)  # a writer killed mid-transaction: undo its write, as any SQLite program would
         _check_header(path)
         if path.exists() and path.stat().st_size > 0:
             _inspect(path)  # before any read-write connection exists
@@ -294,6 +308,8 @@ class Store:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise StoreError(t("store.unwritable", path=path, reason=err.strerror or err)) from None
+            _check_writable(path)
+            _create(path)  # complete before it has its name: a kill leaves no half-made store
         _check_writable(path)
         conn = _connect(path, BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms)
         try:
@@ -311,6 +327,19 @@ class Store:
         path = Path(path) if path is not None else default_path()
         if not path.exists() and not path.is_symlink():
             return None
+        if _journal_left(path):  # read what was committed, from a copy: the file itself is never written
+            conn, cleanup = _open_rolled_back_copy(path)
+            try:
+                ours = _judge(conn, path, whole=False)
+            except BaseException:
+                conn.close()
+                cleanup()
+                raise
+            if not ours:
+                conn.close()
+                cleanup()
+                return None
+            return cls(conn, path, readonly=True, cleanup=cleanup)
         _check_header(path)
         if path.stat().st_size == 0 or not _inspect(path):
             return None
@@ -415,7 +444,7 @@ class Store:
         try:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.Error as err:
-            raise _error(self.path, err) from None
+            raise _error(self.path, err, reading=True) from None
 
     def stats(self, top: int = 5) -> Stats:
         """Accuracy by step kind, the ``top`` most frequent diagnoses, practice per (exercise, step)."""
@@ -490,15 +519,25 @@ class Recorder:
 # --- opening, checked ------------------------------------------------------------------
 
 
-def _error(path: Path, err: sqlite3.Error) -> StoreError:
-    """One sentence for an SQLite failure on ``path``, chosen by SQLite's result code."""
-    code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+def _error(path: Path, err: sqlite3.Error, *, reading: bool = False) -> StoreError:
+    """One sentence for an SQLite failure on ``path``, chosen by SQLite's result code.
+
+    ``reading``: the failure came from a read (every check, ``stats``), so it is never worded
+    as the file not being writable: SQLite's "attempt to write a readonly database" from a
+    read-only connection means it could not undo a killed writer's unfinished write (a hot
+    journal) or recover its log, and says so."""
+    extended = getattr(err, "sqlite_errorcode", None) or 0
+    code = extended & 0xFF
     if code in (_BUSY, _LOCKED):
         return StoreLockedError(t("store.locked", path=path), path)
     if code in (_CORRUPT, _NOTADB):
         return StoreDamagedError(t("store.corrupt", path=path), path)
     if code == _FULL:
         return StoreFullError(t("store.full", path=path), path)
+    if extended == _READONLY_ROLLBACK:
+        return StoreError(t("store.unfinished", path=path, reason=str(err)))
+    if code == _READONLY and reading:
+        return StoreError(t("store.read_failed", path=path, reason=str(err)))
     if code == _READONLY:
         return StoreError(t("store.readonly", path=path, reason=str(err)))
     return StoreError(t("store.failed", path=path, reason=str(err)))
@@ -521,6 +560,8 @@ def _check_header(path: Path) -> None:
         raise StoreError(t("store.not_file", path=path))
     head = _header(path)[:len(_MAGIC)]
     if head and head != _MAGIC:
+        if head.strip(b"\x00") == b"" and _journal_left(path):  # its first page never written: a killed creation
+            raise StoreError(t("store.unfinished", path=path, reason=t("store.unfinished.header")))
         raise StoreError(t("store.foreign", path=path))
 
 
@@ -600,13 +641,134 @@ def _open_read(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
         return _connect_ro(path), _nothing
     except sqlite3.Error as err:
         if (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF != _CANTOPEN:
-            raise _error(path, err) from None
+            raise _error(path, err, reading=True) from None
     if _wal_frames(path):
         return _open_copy(path)
     try:
         return _connect_ro(path, immutable=True), _nothing
     except sqlite3.Error as err:
+        raise _error(path, err, reading=True) from None
+
+
+def _journal_left(path: Path) -> bool:
+    """Whether a rollback journal (``-journal``) with content lies next to ``path``: a writer was
+    killed mid-transaction (or is writing now).  SQLite undoes such a write on the next read-write
+    open; a read-only connection cannot, and refuses the file ("attempt to write a readonly database")."""
+    try:
+        return os.stat(f"{path}-journal").st_size > 0
+    except OSError:
+        return False
+
+
+def _roll_back(path: Path) -> None:
+    """Let SQLite undo the write a killed process left unfinished in ``path`` (its hot ``-journal``),
+    through a read-write connection that reads one page and closes; the checks that follow are
+    then made on what was committed.  (A journal of a writer still alive is not hot: SQLite waits
+    for its lock instead.)  A file SQLite cannot read at all is left to those checks to name;
+    one whose journal cannot be undone here (a read-only folder) is a :class:`StoreError` saying so."""
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    except sqlite3.Error as err:
+        raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+    try:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+    except sqlite3.Error as err:
+        code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+        if code not in (_CORRUPT, _NOTADB):
+            raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+    finally:
+        conn.close()
+
+
+def _open_rolled_back_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
+    """Read what was committed to ``path`` when a ``-journal`` lies beside it, without writing it:
+    the file and its journal are copied into a temporary folder, SQLite undoes the unfinished write
+    in the copy, and the copy is read (``stats`` only reads, on a read-only file system too)."""
+    folder = Path(tempfile.mkdtemp(prefix="attn-tutor-"))
+
+    def cleanup() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+    copy = folder / FILENAME
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(f"{path}-journal", f"{copy}-journal")
+        _roll_back(copy)
+        if _header(copy)[:len(_MAGIC)] not in (_MAGIC, b""):
+            raise StoreError(t("store.foreign", path=path))
+        return _connect_ro(copy), cleanup
+    except OSError as err:
+        cleanup()
+        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+    except StoreError as err:
+        cleanup()
+        raise StoreError(str(err).replace(str(copy), str(path))) from None
+    except sqlite3.Error as err:
+        cleanup()
+        raise _error(path, err, reading=True) from None
+
+
+def _create(path: Path) -> None:
+    """Create the store at ``path`` atomically: built complete (schema, application id, version,
+    WAL mode) in a temporary file in the same folder, written to disk, then given its name.
+
+    A process killed while creating leaves at most a hidden temporary file, never a half-made
+    store (a kill during an in-place creation left an uncommitted file and a hot journal that
+    every later read-only check refused).  The name is taken with a hard link, so a store another
+    session created meanwhile is never replaced; an empty file (``touch``) is replaced whole.
+    """
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("BEGIN")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if path.stat().st_size == 0:
+                os.replace(tmp, path)
+        except OSError:  # a file system without hard links
+            if not path.exists() or path.stat().st_size == 0:
+                os.replace(tmp, path)
+        _sync_folder(path.parent)
+    except sqlite3.Error as err:
         raise _error(path, err) from None
+    except OSError as err:
+        raise StoreError(t("store.readonly", path=path, reason=err.strerror or err)) from None
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
+
+
+def _sync_folder(folder: Path) -> None:
+    """Write a folder's entries to disk (a new name survives a power cut); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _open_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
@@ -627,7 +789,7 @@ def _open_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
         raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
     except sqlite3.Error as err:
         cleanup()
-        raise _error(path, err) from None
+        raise _error(path, err, reading=True) from None
 
 
 def _identity(conn: sqlite3.Connection) -> tuple[int, int, list[tuple[str, str]]]:
@@ -671,7 +833,7 @@ def _judge(conn: sqlite3.Connection, path: Path, *, whole: bool) -> bool:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
     except sqlite3.Error as err:
-        raise _error(path, err) from None
+        raise _error(path, err, reading=True) from None
     cut = whole and bool(page) and (_fingerprint(path) or (0, 0, 0))[1] % page != 0
     if problems != [("ok",)] or cut:
         if ours:
@@ -698,7 +860,7 @@ def _inspect(path: Path) -> bool:
             conn = _connect_ro(path, immutable=True)
         except sqlite3.Error as err:
             if _unchanged(path, before):
-                raise _error(path, err) from None
+                raise _error(path, err, reading=True) from None
             continue
         try:
             verdict = _judge(conn, path, whole=True)
