@@ -4,6 +4,7 @@ values of the wrong type in a row, the file deleted under a running session."""
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import subprocess
 import sys
@@ -209,3 +210,77 @@ def test_an_empty_file_is_replaced_by_a_whole_store(tmp_path):
                  Attempt("single-head-3x4", "q", 0, "correct"))
     with Store.open_existing(path) as s:
         assert len(s.attempts()) == 1
+
+
+# --- item 3: a value of the wrong type in a row --------------------------------------------------
+
+
+def two_answers(path: Path) -> None:
+    """A store with one session: q wrong (diagnosed), then q right."""
+    with Store.open(path) as s:
+        session = s.begin_session("single-head-3x4", mode="matrix", tolerance=0.005)
+        s.record(session, Attempt("single-head-3x4", "q", 0, "wrong", 1, 0, "transposed", "You transposed.", "1 2"))
+        s.record(session, Attempt("single-head-3x4", "q", 0, "correct", 2, 0, None, None, "1 1; 2 2; 2 2"))
+
+
+def edit(path: Path, sql: str) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize(("sql", "left_out"), [
+    ("UPDATE answers SET diagnosis_text = x'41' WHERE diagnosis IS NOT NULL", 1),  # TypeError in jsontext
+    ("UPDATE answers SET step = x'71'", 2),  # AttributeError in textsafe
+    ("UPDATE answers SET step = x'ff00'", 2),  # printed as b'\xff\x00'
+    ("UPDATE answers SET diagnosis = x'41' WHERE diagnosis IS NOT NULL", 1),
+    ("UPDATE answers SET head = 'zero'", 2),
+    ("UPDATE answers SET attempt = 1.5 WHERE outcome = 'correct'", 1),
+    ("UPDATE answers SET answer = x'00' WHERE outcome = 'wrong'", 1),
+    ("UPDATE answers SET at = x'32303234'", 2),  # a number would become text: the column's affinity
+])
+def test_rows_of_another_type_are_left_out_and_counted(cli, tmp_path, sql, left_out):
+    """Decided: a row that is not what attn-tutor writes is left out of every count, and stats says how many
+    (the rest of the progress stays usable; practice still writes).  Never an internal error."""
+    path = tmp_path / "home" / "progress.sqlite3"
+    two_answers(path)
+    edit(path, sql)
+    for fmt in ("rich", "json"):
+        code, out, err = cli("stats", "--format", fmt)
+        assert (code, err) == (0, "")
+        assert "b'" not in out
+        if fmt == "json":
+            doc = json.loads(out)
+            assert doc["left_out"] == left_out
+            assert doc["answers"] == 2 - left_out
+        else:
+            sentence = ("1 row of the progress file is not as attn-tutor writes it" if left_out == 1 else
+                        f"{left_out} rows of the progress file are not as attn-tutor writes them")
+            assert sentence in " ".join(out.split())
+    code, out, err = cli("practice", input="")  # the recommendation reads the same rows
+    assert (code, err) == (0, "")
+    with Store.open_existing(path) as s:
+        assert len(s.attempts()) == 2 - left_out
+
+
+def test_text_that_is_not_utf8_reads_as_replacement_characters(cli, tmp_path):
+    path = tmp_path / "home" / "progress.sqlite3"
+    two_answers(path)
+    edit(path, "UPDATE answers SET step = CAST(x'71ff' AS TEXT) WHERE outcome = 'wrong'")
+    code, out, err = cli("stats", "--format", "json")
+    assert (code, err) == (0, "")
+    assert [s["step"] for s in json.loads(out)["steps"]] == ["q", "q\ufffd"]
+
+
+def test_an_unknown_outcome_written_past_the_check_is_left_out(tmp_path):
+    path = tmp_path / "p.sqlite3"
+    two_answers(path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA ignore_check_constraints = ON")
+    conn.execute("UPDATE answers SET outcome = 'great' WHERE outcome = 'wrong'")
+    conn.commit()
+    conn.close()
+    with Store.open_existing(path) as s:
+        stats = s.stats()
+    assert (stats.answers, stats.left_out, stats.step("q").correct, stats.step("q").wrong) == (1, 1, 1, 0)

@@ -291,6 +291,8 @@ EN: dict[str, str] = {
     "stats.next.weak": "{step}, your weakest step ({right} of {graded} right)",
     "stats.next.new": "{step}, not practised yet",
     "stats.file": "Progress file: {path}",
+    "stats.left_out.one": "{count} row of the progress file is not as attn-tutor writes it (a value of another type, written by another program); it is left out of these counts.",
+    "stats.left_out.other": "{count} rows of the progress file are not as attn-tutor writes them (values of another type, written by another program); they are left out of these counts.",
     # --- diagnose, check (issue 4) ----------------------------------------------
     "diagnose.no_b_q": "You left out the bias b_Q: Q = X·W_Q + b_Q.",
     "diagnose.no_b_k": "You left out the bias b_K: K = X·W_K + b_K.",

@@ -244,8 +244,10 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str) -> dict[s
     ``{"store", "sessions", "answers", "steps": [{"step", "correct", "wrong",
     "shown", "skipped", "first_try", "graded", "accuracy"}], "diagnoses":
     [{"key", "count", "message"}], "next": {"step", "exercise", "correct",
-    "graded", "accuracy", "command"} | None}``; accuracies are rounded to 4
-    places (``None`` before any graded answer).
+    "graded", "accuracy", "command"} | None, "left_out"}``; accuracies are
+    rounded to 4 places (``None`` before any graded answer); ``left_out`` is
+    the number of rows of the file that are not as attn-tutor writes them (a
+    value of another type), left out of every count.
     """
     steps = [
         {"step": s.step, "correct": s.correct, "wrong": s.wrong, "shown": s.shown, "skipped": s.skipped,
@@ -265,4 +267,5 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str) -> dict[s
         "steps": steps,
         "diagnoses": [{"key": d.key, "count": d.count, "message": d.message} for d in data.diagnoses],
         "next": nxt,
+        "left_out": data.left_out,
     }

@@ -136,6 +136,24 @@ CREATE INDEX answers_by_step ON answers(step, outcome);
 """
 
 
+#: A row of ``answers`` as attn-tutor writes it: the type SQLite holds for every value (``typeof``:
+#: SQLite keeps whatever type a program writes, whatever the column says) and a known outcome.
+#: Rows that are not are left out of every reading (:meth:`Store.stats`, :meth:`Store.attempts`).
+_AS_WRITTEN = (
+    "typeof(session) = 'integer' AND typeof(at) = 'text' AND typeof(exercise) = 'text'"
+    " AND typeof(step) = 'text' AND typeof(head) IN ('integer', 'null') AND typeof(outcome) = 'text'"
+    " AND outcome IN ('correct', 'wrong', 'shown', 'skipped') AND typeof(attempt) = 'integer'"
+    " AND typeof(hints) = 'integer' AND typeof(diagnosis) IN ('text', 'null')"
+    " AND typeof(diagnosis_text) IN ('text', 'null') AND typeof(answer) IN ('text', 'null')"
+)
+_ANSWERS = f"(SELECT * FROM answers WHERE {_AS_WRITTEN})"
+
+
+def _text(data: bytes) -> str:
+    """A TEXT value as Python reads it: UTF-8, an invalid byte (another program wrote it) as U+FFFD, never an error."""
+    return data.decode("utf-8", "replace")
+
+
 class StoreLockedError(StoreError):
     """The progress file stayed locked by another program for longer than the busy timeout."""
 
@@ -232,6 +250,7 @@ class Stats:
     steps: tuple[StepStats, ...] = ()
     diagnoses: tuple[DiagnosisCount, ...] = ()
     practised: dict[tuple[str, str], int] = field(default_factory=dict)  # (exercise, step) -> graded answers
+    left_out: int = 0  # rows of answers not as attn-tutor writes them (see :data:`_AS_WRITTEN`), not counted
 
     def step(self, step: str) -> StepStats:
         """The counts for ``step`` (zeros when never practised)."""
@@ -278,6 +297,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path, *, readonly: bool = False,
                  cleanup: Callable[[], None] | None = None):
         self.conn = conn
+        self.conn.text_factory = _text
         self.path = path
         self.readonly = readonly
         self.damaged: StoreDamagedError | None = None  # set when a write found the file damaged: no more writes
@@ -435,9 +455,9 @@ class Store:
 
     # -- reading --------------------------------------------------------------------
     def attempts(self) -> list[Attempt]:
-        """Every recorded answer, oldest first."""
+        """Every recorded answer, oldest first (rows not as attn-tutor writes them left out: :data:`_AS_WRITTEN`)."""
         rows = self._read("SELECT exercise, step, head, outcome, attempt, hints, diagnosis, diagnosis_text, answer, at"
-                          " FROM answers ORDER BY id")
+                          f" FROM {_ANSWERS} ORDER BY id")
         return [Attempt(*row) for row in rows]
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:
@@ -447,13 +467,20 @@ class Store:
             raise _error(self.path, err, reading=True) from None
 
     def stats(self, top: int = 5) -> Stats:
-        """Accuracy by step kind, the ``top`` most frequent diagnoses, practice per (exercise, step)."""
+        """Accuracy by step kind, the ``top`` most frequent diagnoses, practice per (exercise, step).
+
+        Only rows as attn-tutor writes them are counted (:data:`_AS_WRITTEN`: every value of
+        the type its column holds); the others -- a value another program or a hand edit
+        put there, such as a BLOB for a step -- are left out and counted in :attr:`Stats.left_out`,
+        so that the rest of the progress stays usable.
+        """
         (sessions,), = self._read("SELECT COUNT(*) FROM sessions")
+        (left_out,), = self._read(f"SELECT COUNT(*) FROM answers WHERE NOT ({_AS_WRITTEN})")
         by_step = {
             step: StepStats(step, correct, wrong, shown, skipped, first)
             for step, correct, wrong, shown, skipped, first in self._read(
                 "SELECT step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
-                " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM answers GROUP BY step")
+                f" SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM {_ANSWERS} GROUP BY step")
         }
         order: dict[str, int] = {s: i for i, s in enumerate(STEP_IDS)}
         steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
@@ -461,14 +488,15 @@ class Store:
             DiagnosisCount(key, count, text or "")
             for key, count, text in self._read(
                 "SELECT diagnosis, COUNT(*),"
-                " (SELECT b.diagnosis_text FROM answers b WHERE b.diagnosis = a.diagnosis ORDER BY b.id DESC LIMIT 1)"
-                " FROM answers a WHERE diagnosis IS NOT NULL GROUP BY diagnosis ORDER BY COUNT(*) DESC, diagnosis LIMIT ?",
+                f" (SELECT b.diagnosis_text FROM {_ANSWERS} b WHERE b.diagnosis = a.diagnosis ORDER BY b.id DESC LIMIT 1)"
+                f" FROM {_ANSWERS} a WHERE diagnosis IS NOT NULL GROUP BY diagnosis ORDER BY COUNT(*) DESC, diagnosis"
+                " LIMIT ?",
                 (top,))
         )
         practised = {(ex, step): n for ex, step, n in self._read(
-            "SELECT exercise, step, COUNT(*) FROM answers WHERE outcome != 'skipped' GROUP BY exercise, step")}
+            f"SELECT exercise, step, COUNT(*) FROM {_ANSWERS} WHERE outcome != 'skipped' GROUP BY exercise, step")}
         answers = sum(s.graded + s.skipped for s in steps)
-        return Stats(sessions, answers, steps, diagnoses, practised)
+        return Stats(sessions, answers, steps, diagnoses, practised, left_out)
 
 
 class Recorder:
@@ -600,6 +628,7 @@ def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     """A read-write connection (autocommit; transactions are explicit)."""
     try:
         conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
+        conn.text_factory = _text
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA trusted_schema = OFF")  # views and triggers in the file may call no function with side effects
         # Keep the write-ahead log small: on a nearly full disk an ever-growing log (a copy of every page
@@ -617,6 +646,7 @@ def _connect_ro(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
     whose ``-shm`` cannot be created, ``SQLITE_CORRUPT`` ...) for the caller to word."""
     uri = path.absolute().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.text_factory = _text
     try:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()  # SQLite opens the file lazily: open it now

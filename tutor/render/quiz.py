@@ -340,6 +340,8 @@ def render_stats(data: dict, console: Console) -> None:
             console.print(Padding(Text(command), (0, 0, 0, 2), expand=False))
         else:  # a command is never broken over lines: it is copied whole
             console.print(Text(command), soft_wrap=True)
+    if data.get("left_out"):
+        line(plural("stats.left_out", data["left_out"]))
     line(t("stats.file", path=data["store"]), "dim")
 
 
