@@ -265,10 +265,32 @@ def _exercise_fields(data: dict[str, Any]) -> list[str]:
     return found
 
 
-def _suggest(name: str, choices: list[str]) -> str:
+def _suggest(name: str, steps: list[str], fields: Sequence[str] = ()) -> str:
+    """The hint for an unknown key: the step or field it looks like, else the step names (and the other
+    fields a solution file may have, named apart: they are not steps)."""
     looks = ascii_look_alike(name)  # a Cyrillic 'с' in 'sсores', a zero-width space: what it was meant to be
+    choices = steps + list(fields)
     close = [looks] if looks in choices else difflib.get_close_matches(looks, choices, n=1, cutoff=0.6)
-    return t("schema.unknown.hint", suggestion=close[0]) if close else t("solution.unknown.hint", steps=", ".join(choices))
+    if close:
+        return t("schema.unknown.hint", suggestion=close[0])
+    if fields:
+        return t("solution.unknown.hint.fields", steps=", ".join(steps), fields=", ".join(fields))
+    return t("solution.unknown.hint", steps=", ".join(steps))
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, without any of its content: text, a list, a single value (a number ...)."""
+    from .yamlread import YNum
+
+    if isinstance(value, (YNum, bool, int, float)):
+        return t("kind.scalar")
+    if isinstance(value, str):
+        return t("kind.text")
+    if isinstance(value, (list, tuple)):
+        return t("found.list")
+    if value is None:
+        return t("kind.null")
+    return t("kind.scalar")
 
 
 def _unknown(name: str) -> str:
@@ -316,12 +338,18 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
     if doc.problems:
         raise ExerciseError([replace(p, hint=t("solution.empty.hint")) if p.message == t("yaml.empty") else p
                              for p in doc.problems])
-    if not isinstance(doc.value, dict):
-        raise ExerciseError([doc.problem((), t("yaml.top_level", found=describe(doc.value)))])
+    if not isinstance(doc.value, dict):  # named by its kind only: the text of a file that is not a solution is never shown
+        raise ExerciseError([doc.problem((), t("solution.not_solution", what=t("solution.not_solution.top",
+                                                                                kind=_kind(doc.value))),
+                                         t("solution.empty.hint"))])
     data: dict[str, Any] = doc.value
     if fields := _exercise_fields(data):
         raise ExerciseError([doc.problem((), t("solution.is_exercise", fields=", ".join(fields)),
                                          t("solution.is_exercise.hint", file=filename))])
+    if "exercise" not in data and not any(k in HEAD_STEPS or k in LAYER_STEPS or k == "heads" for k in data):
+        # no sign of a solution file (a configuration file, say): none of its keys or values is quoted
+        raise ExerciseError([doc.problem((), t("solution.not_solution", what=t("solution.not_solution.keys")),
+                                         t("solution.empty.hint"))])
     r = _Reader(doc)
 
     if exercise is None:
@@ -366,7 +394,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
             if ex.num_heads == 1 and "heads" not in data:
                 take((key,), key, 0, value)
         else:
-            r.add((key,), _unknown(key), _suggest(key, names + list(META_FIELDS)), key=True)
+            r.add((key,), _unknown(key), _suggest(key, names, META_FIELDS), key=True)
 
     heads = data.get("heads")
     if heads is not None:
@@ -405,6 +433,25 @@ def _field(path: YPath) -> str:
     return format_path(path)
 
 
+def _check_inside(path: str) -> None:
+    """Refuse a solution path that leads, through a symbolic link, outside the folder it is named in.
+
+    The rule ``exercise:`` follows (:func:`tutor.catalog.resolve_reference`), for the file named on
+    the command line: an autograder runs ``check`` on a student's submission and hands the report
+    back, and a submission ``hw.yaml -> /etc/hostname`` would have its target quoted.  The real
+    path (every link followed) must lie in the real folder of the path as given.  Nothing is read.
+    """
+    folder = Path(os.path.abspath(path)).parent
+    try:
+        target = Path(os.path.realpath(path))
+        inside = target == Path(os.path.realpath(folder)) or Path(os.path.realpath(folder)) in target.parents
+    except (OSError, ValueError):  # a NUL character, a name too long: read_text says what
+        return
+    if not inside:
+        raise ExerciseError([Problem(str(path), None, None, "", t("solution.outside", folder=folder),
+                                     t("solution.outside.hint"))])
+
+
 def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[str | Path] = ()) -> SolutionFile:
     """Read the solution file at ``path``; ``exercise`` (an id or a path, taken
     from the current folder: named on the command line, so read as ``explain``
@@ -413,7 +460,12 @@ def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[s
 
     Raises :class:`ExerciseError` (unreadable, not YAML, bad steps or
     entries, with file:line:col) or :class:`NotFoundError` (no such exercise).
+    Like the files ``exercise:`` names, ``path`` is read only if it is a
+    regular file inside the folder it is named in (a symbolic link out of it is
+    refused unread), and a file that is not a solution file (its top level not
+    a mapping; no ``exercise:`` and no step) is refused without quoting it.
     """
+    _check_inside(path)
     text, problems = read_text(path)
     if text is None:
         raise ExerciseError(problems)
