@@ -25,10 +25,10 @@ from ..errors import TutorError
 from ..messages import t
 from ..textsafe import shown
 from . import author, check, explain, practice
-from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
+from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
 from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors
 
-__all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
+__all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
 
 #: Every command: its name, the function that runs it, and the key of its help text,
 #: in the order ``attn-tutor --help`` lists them (the order it has always shown).
@@ -79,7 +79,9 @@ app = build_app()
 def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     """Run the CLI; returns the exit code: 0 done, 1 ``check`` found the solution
-    wrong, 2 a usage error or unusable input, 3 attn-tutor itself failed (a bug).
+    wrong, 2 a usage error or unusable input, 3 attn-tutor itself failed (a bug),
+    130 interrupted by Ctrl-C (one ``interrupted`` line on stderr; a practice
+    session interrupted ends with its summary and 0 instead).
 
     ``argv`` defaults to ``sys.argv[1:]``, each stream to the process's own
     (``sys.stdin`` ...; tests pass theirs).  Every outcome passes through here
@@ -133,9 +135,8 @@ def _run(args: list[str], streams: Streams) -> int:
         return EXIT_INPUT
     except TutorError as err:
         return _fail(args, "input", err.exit_code, str(err), getattr(err, "problems", None))
-    except KeyboardInterrupt:
-        sys.stderr.write(t("cli.interrupted") + "\n")
-        return 130
+    except KeyboardInterrupt:  # outside Typer's own handling (which turns it into the exit code below)
+        return _interrupted()
     except typer.Abort:  # click's answer to end of input inside a prompt
         return _fail(args, "input", EXIT_INPUT, t("cli.aborted"))
     except Exception as err:  # noqa: BLE001 - the one place every failure is reported
@@ -143,7 +144,15 @@ def _run(args: list[str], streams: Streams) -> int:
             _show_usage_error(err)
             return _fail(args, "usage", EXIT_INPUT, err.format_message(), echo=False)  # type: ignore[attr-defined]
         return _internal_error(args, err)
+    if result == EXIT_INTERRUPTED:  # Typer's answer to Ctrl-C (KeyboardInterrupt -> Exit(130)); no command returns it
+        return _interrupted()
     return _not_wrong(result)
+
+
+def _interrupted() -> int:
+    """Ctrl-C ended a command (a practice session never gets here: it ends with its summary, exit 0)."""
+    sys.stderr.write(t("cli.interrupted") + "\n")
+    return EXIT_INTERRUPTED
 
 
 def _not_wrong(code: object) -> int:
