@@ -183,15 +183,18 @@ def write_exercise(text: str, output: Path, *, force: bool = False) -> None:
     """Write an exercise's YAML ``text`` to ``output``, creating its folder.
 
     Raises :class:`TutorError` (exit 2) when ``output`` exists and ``force``
-    is False, or when it cannot be written (the reason from the system).
+    is False, when it exists and is not a regular file (even with ``force``:
+    a FIFO would block, a device would be written to), or when it cannot be
+    written (the reason from the system): :func:`tutor.outfile.write_file`.
     """
-    if output.exists() and not force:
-        raise TutorError(t("new.exists", path=output))
+    from .outfile import check_target, write_file
+
+    check_target(output, force=force)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
     except OSError as err:
         raise TutorError(t("new.unwritable", path=output, reason=err.strerror or str(err))) from err
+    write_file(output, text, force=force)
 
 
 # --- handouts (explain --export) --------------------------------------------------------------
@@ -201,14 +204,17 @@ EXPORT_SUFFIXES = (".html", ".htm", ".svg", ".md")
 EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": ("rich",), ".md": ("markdown",)}
 
 
-def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool) -> None:
+def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
+                   force: bool = False) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
     ``.html``/``.htm`` a standalone page; ``blank`` leaves the values out (a
     worksheet).  Control characters are escaped in the file (a page is read
     with ``cat`` too).  Raises :class:`ValueError` for another suffix and
-    :class:`TutorError` when the file cannot be written.
+    :class:`TutorError` when the file is refused or cannot be written
+    (:func:`tutor.outfile.write_file`: an existing file only with ``force``,
+    never one that is not a regular file).
     """
     from .render.html import export_html, export_svg
     from .render.markdown import render_markdown
@@ -222,10 +228,9 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
         text = export_svg(sol, head=head, precision=precision, blank=blank)
     else:
         text = export_html(sol, head=head, precision=precision, blank=blank)
-    try:
-        path.write_text(shown(text, keep="\n\t"), encoding="utf-8")
-    except OSError as err:
-        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from err
+    from .outfile import write_file
+
+    write_file(path, shown(text, keep="\n\t"), force=force)
 
 
 # --- packs (list) ----------------------------------------------------------------------------

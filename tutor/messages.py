@@ -461,7 +461,7 @@ EN: dict[str, str] = {
     "handout.kind.html": "an HTML page of the terminal output",
     "handout.kind.svg": "an SVG picture of the terminal output",
     "handout.kind.md": "Markdown",
-    "handout.not_file": "{path} exists and is not a regular file; export to a file name",
+    "output.not_file": "{path} exists and is {kind}, not a regular file, so nothing is written to it, even with --force; write to a file name",
     "cli.opt.force_export": "Overwrite the file given with --export.",
     "handout.blank_json": "--blank makes a worksheet for reading; use it with --format rich, markdown or html, or --export",
     "validate.no_files": "no *.yaml or *.yml files in this folder",

@@ -535,7 +535,8 @@ _KINDS = ((stat.S_ISDIR, "file.kind.directory"), (stat.S_ISFIFO, "file.kind.fifo
           (stat.S_ISCHR, "file.kind.device"), (stat.S_ISBLK, "file.kind.device"))
 
 
-def _not_regular(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, by its ``st_mode``: "a directory", "a named pipe (FIFO)" ..."""
     return t(next((key for test, key in _KINDS if test(mode)), "file.kind.special"))
 
 
@@ -557,7 +558,7 @@ def read_text(path: str, display: str | None = None) -> tuple[str | None, list[P
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return None, [Problem(name, None, None, "", t("file.not_regular", kind=_not_regular(info.st_mode)))]
+            return None, [Problem(name, None, None, "", t("file.not_regular", kind=file_kind(info.st_mode)))]
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as err:
