@@ -26,7 +26,7 @@ from ..messages import t
 from ..textsafe import shown
 from . import author, check, explain, practice
 from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
-from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors
+from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors, restore_environ
 
 __all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
 
@@ -113,10 +113,7 @@ def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: 
         return code
     finally:
         sys.stdout, sys.stderr = real_out, real_err
-        if columns is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = columns
+        restore_environ(columns)
 
 
 def _run(args: list[str], streams: Streams) -> int:
