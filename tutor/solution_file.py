@@ -48,6 +48,7 @@ import numpy as np
 from .answers import DEFAULT_TOLERANCE, Entry, entry_from_value, rounding_interval
 from .answers.values import MAX_SHARED_WORK, Work, budget
 from .errors import AnswerError, ExerciseError, NotFoundError, Problem
+from .exercise.checks import LIMITS
 from .exercise.record import Exercise
 from .exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
@@ -57,8 +58,13 @@ from .yamlread import Path as YPath
 
 #: Fields a solution file may have besides the steps.
 META_FIELDS = ("exercise", "title", "source", "heads")
-#: A step matrix larger than this is refused (the exercise limits are 16 × 32).
-MAX_SIDE = 64
+#: The longest side a step can have within the exercise format's limits (:data:`tutor.exercise.LIMITS`):
+#: the concatenated heads, num_heads·d_v wide (with ``w_o``, which then sets d_out); every other
+#: side is L, L_k, d_k, d_v or d_out.  A matrix with a longer side is refused before its entries are read.
+MAX_SIDE = max(LIMITS["L"], LIMITS["L_k"], LIMITS["d_k"], LIMITS["d_v"], LIMITS["d_out"], LIMITS["heads"] * LIMITS["d_v"])
+#: The most entries a step can have: the concatenated heads, [L × num_heads·d_v].  Sides within
+#: :data:`MAX_SIDE` but more entries than this (256 × 256) are refused too.
+MAX_ENTRIES = max(LIMITS["L"], LIMITS["L_k"]) * MAX_SIDE
 
 
 #: NaN as a solution file may hold it: YAML's ``.nan``, and ``nan`` / ``NaN`` as
@@ -188,22 +194,32 @@ class _Reader:
     def add(self, path: YPath, message: str, hint: str = "", *, key: bool = False) -> None:
         self.problems.append(self.doc.problem(path, message, hint, key=key))
 
+    def too_large(self, path: YPath, value: list[Any]) -> bool:
+        """True, with one problem for the whole matrix, when it is larger than any step within the
+        format's limits (:data:`MAX_SIDE`, :data:`MAX_ENTRIES`); none of its entries is read."""
+        lengths = [len(row) for row in value if isinstance(row, list)]
+        widest = max(lengths, default=0)
+        if len(value) > MAX_SIDE or widest > MAX_SIDE:
+            at = path if len(value) > MAX_SIDE else path + (next(r for r, row in enumerate(value)
+                                                                 if isinstance(row, list) and len(row) == widest),)
+            self.add(at, t("solution.too_large", rows=len(value), cols=widest, limit=MAX_SIDE))
+            return True
+        if sum(lengths) > MAX_ENTRIES:
+            self.add(path, t("solution.too_many_entries", found=sum(lengths), limit=MAX_ENTRIES))
+            return True
+        return False
+
     def matrix(self, path: YPath, value: Any) -> tuple[tuple[Entry | NanEntry | None, ...], ...] | None:
         if not isinstance(value, list) or not value:
             self.add(path, t("schema.expected", expected=t("expected.matrix"), found=describe(value)))
             return None
-        if len(value) > MAX_SIDE:
-            self.add(path, t("solution.too_large", limit=MAX_SIDE))
+        if self.too_large(path, value):
             return None
         rows: list[tuple[Entry | NanEntry | None, ...]] = []
         ok = True
         for r, row in enumerate(value):
             if not isinstance(row, list) or not row:
                 self.add(path + (r,), t("schema.expected", expected=t("expected.row"), found=describe(row)))
-                ok = False
-                continue
-            if len(row) > MAX_SIDE:
-                self.add(path + (r,), t("solution.too_large", limit=MAX_SIDE))
                 ok = False
                 continue
             entries: list[Entry | NanEntry | None] = []

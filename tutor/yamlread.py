@@ -324,7 +324,7 @@ class _Walker:
 
     def walk(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
-        if self.count > MAX_VALUES:  # not reached after _expanded_size; kept as a guard
+        if self.count > MAX_VALUES:  # a file without aliases written with that many values
             raise _TooBig(path)
         self.doc.marks.setdefault(path, node)  # the mark is computed only if a problem needs it
         if isinstance(node, yaml.ScalarNode):
@@ -479,9 +479,12 @@ def _expanded_size(root: yaml.Node) -> dict[int, int]:
 
 
 def _too_big(doc: Document, root: yaml.Node, sizes: dict[int, int]) -> Problem:
-    """The alias-expansion problem, at the top-level key where the count passes the limit."""
-    hint = t("yaml.alias_expansion.fix")
-    message = t("yaml.alias_expansion", limit=MAX_VALUES)
+    """The alias-expansion problem, at the top-level key where the count passes the limit (a file
+    with that many values written out, aliases or not, is said to be that large)."""
+    if len(sizes) > MAX_VALUES:  # the distinct values alone pass the limit: the aliases are not the cause
+        hint, message = "", t("yaml.too_many_values", limit=MAX_VALUES)
+    else:
+        hint, message = t("yaml.alias_expansion.fix"), t("yaml.alias_expansion", limit=MAX_VALUES)
     if isinstance(root, yaml.MappingNode):
         total = 1
         for key_node, value_node in root.value:
@@ -515,9 +518,8 @@ def parse_yaml(text: str, filename: str) -> Document:
             return doc
     try:
         doc.value = _Walker(doc, text).walk(node, ())
-    except _TooBig as too_big:
-        doc.problems = [doc.problem(too_big.args[0], t("yaml.alias_expansion", limit=MAX_VALUES),
-                                    t("yaml.alias_expansion.hint"))]
+    except _TooBig as too_big:  # without an alias (else _expanded_size said it): a file written that large
+        doc.problems = [doc.problem(too_big.args[0], t("yaml.too_many_values", limit=MAX_VALUES))]
         doc.value = None
     return doc
 
