@@ -159,6 +159,8 @@ EN: dict[str, str] = {
     "cli.opt.format": "Output format.",
     "cli.error": "error: {message}",
     "cli.interrupted": "interrupted",
+    "cli.usage.try": "try '{command} --help'",
+    "cli.usage.no_command": "no command given",
     "cli.opt.version": "Show the version and exit.",
     "cli.output_failed": "cannot write the output: {reason}",
     "cli.bad_format": "unknown format '{found}'; choose one of {choices}",

@@ -85,8 +85,9 @@ def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: 
 
     ``argv`` defaults to ``sys.argv[1:]``, each stream to the process's own
     (``sys.stdin`` ...; tests pass theirs).  Every outcome passes through here
-    (Typer runs with ``standalone_mode=False``): usage errors are shown as
-    Typer shows them, every :class:`TutorError` becomes ``error: ...`` lines
+    (Typer runs with ``standalone_mode=False``): a usage error is one
+    ``error: ...`` line and a ``try 'attn-tutor COMMAND --help'`` line
+    (:func:`_show_usage_error`), every :class:`TutorError` becomes ``error: ...`` lines
     on stderr, any other exception one ``internal error`` line naming its type
     and place (the traceback only with ``ATTN_TUTOR_DEBUG=1``), never a
     traceback and never exit code 1.  With ``--format json`` on the command
@@ -138,8 +139,7 @@ def _run(args: list[str], streams: Streams) -> int:
         return _fail(args, "input", EXIT_INPUT, t("cli.aborted"))
     except Exception as err:  # noqa: BLE001 - the one place every failure is reported
         if _is_usage_error(err):
-            _show_usage_error(err)
-            return _fail(args, "usage", EXIT_INPUT, err.format_message(), echo=False)  # type: ignore[attr-defined]
+            return _fail(args, "usage", EXIT_INPUT, _show_usage_error(err, args), echo=False)
         return _internal_error(args, err)
     if result == EXIT_INTERRUPTED:  # Typer's answer to Ctrl-C (KeyboardInterrupt -> Exit(130)); no command returns it
         return _interrupted()
@@ -166,16 +166,35 @@ def _is_usage_error(err: BaseException) -> bool:
     return callable(getattr(err, "format_message", None)) and isinstance(getattr(err, "exit_code", None), int)
 
 
-def _show_usage_error(err: Exception) -> None:
-    """Print a usage error on stderr exactly as Typer does in its standalone mode."""
-    from typer import core
+def _show_usage_error(err: Exception, args: list[str]) -> str:
+    """Print a usage error on stderr as every error is printed: one ``error: ...`` line, then one
+    ``try 'attn-tutor COMMAND --help'`` line (not Typer's usage line and boxed panel).  Returns the message.
 
-    if getattr(core, "HAS_RICH", False) and getattr(app, "rich_markup_mode", None) is not None:
-        from typer import rich_utils
-
-        rich_utils.rich_format_error(err)  # type: ignore[arg-type]
+    Click's message is made one line (a multi-line one joined with ``; ``), its first letter lower
+    case and its final period dropped, as attn-tutor's own errors read.  With no command at all
+    (``attn-tutor`` alone) the help is already on stdout: the line says no command was given.
+    """
+    if type(err).__name__ == "NoArgsIsHelpError":  # by name, as Typer itself tells it apart
+        message = t("cli.usage.no_command")
     else:
-        err.show()  # type: ignore[attr-defined]
+        text = str(err.format_message())  # type: ignore[attr-defined]
+        message = "; ".join(line.strip() for line in text.splitlines() if line.strip()) or text
+        if message[:1].isupper() and message[1:2].islower():
+            message = message[0].lower() + message[1:]
+        message = message.removesuffix(".")
+    sys.stderr.write(t("cli.error", message=shown(message)) + "\n")
+    if type(err).__name__ != "NoArgsIsHelpError":
+        ctx = getattr(err, "ctx", None)  # None for an option without its value: the command is read off args
+        command = str(ctx.command_path) if ctx is not None else _command_path(args)
+        sys.stderr.write(t("cli.usage.try", command=shown(command)) + "\n")
+    return message
+
+
+def _command_path(args: list[str]) -> str:
+    """``attn-tutor COMMAND`` for the command ``args`` run (its first word that is not an option), else ``attn-tutor``."""
+    first = next((a for a in args if not a.startswith("-")), None)
+    names = [name for name, _, _ in COMMANDS]
+    return f"attn-tutor {first}" if first in names else "attn-tutor"
 
 
 def _fail(args: list[str], kind: str, code: int, message: str, problems: object = None, *, echo: bool = True) -> int:
