@@ -96,7 +96,7 @@ def problem_dict(p: Problem, severity: str) -> dict[str, Any]:
     document of any ``--format json`` command.
     """
     return {"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
-            "hint": p.hint, "severity": severity, "text": str(p)}
+            "hint": p.hint, "severity": severity, "text": shown(str(p), keep="\t")}  # as stderr shows it
 
 
 def warning_text(p: Problem) -> str:

@@ -23,7 +23,7 @@ import typer
 
 from ..errors import TutorError
 from ..messages import t
-from ..textsafe import shown
+from ..textsafe import lines, shown
 from . import author, check, explain, practice
 from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
 from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors, restore_environ
@@ -178,7 +178,7 @@ def _show_usage_error(err: Exception, args: list[str]) -> str:
         message = t("cli.usage.no_command")
     else:
         text = str(err.format_message())  # type: ignore[attr-defined]
-        message = "; ".join(line.strip() for line in text.splitlines() if line.strip()) or text
+        message = "; ".join(line.strip() for line in lines(text) if line.strip()) or text
         if message[:1].isupper() and message[1:2].islower():
             message = message[0].lower() + message[1:]
         message = message.removesuffix(".")
@@ -200,7 +200,7 @@ def _command_path(args: list[str]) -> str:
 def _fail(args: list[str], kind: str, code: int, message: str, problems: object = None, *, echo: bool = True) -> int:
     """Report an error: ``error:`` lines on stderr (unless already shown), the JSON document with --format json."""
     if echo:
-        for line in message.splitlines() or [message]:
+        for line in lines(message):
             sys.stderr.write(t("cli.error", message=shown(line, keep="\t")) + "\n")
     if wants_json(args):
         try:
@@ -256,7 +256,7 @@ def error_document(kind: str, code: int, message: str, problems: object = None) 
         errors = [problem_dict(p, "error") for p in problems]
     else:
         errors = [{"file": None, "line": None, "column": None, "field": "", "message": line, "hint": "",
-                   "severity": "error", "text": line} for line in (message.splitlines() or [message])]
+                   "severity": "error", "text": shown(line, keep="\t")} for line in lines(message)]
     return compact({"error": kind, "exit_code": code, "errors": errors})
 
 

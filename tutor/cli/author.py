@@ -104,16 +104,20 @@ def new(
 
 
 def _check_title(title: str) -> None:
-    """A usage error for a ``--title`` with a control character (ESC, NUL, ...): it would be written into the file.
+    """A usage error for a ``--title`` with a character a terminal acts on or hides (ESC, NUL, U+202E,
+    U+200B: :func:`tutor.textsafe.is_unsafe`), or a byte the locale could not decode: it would be
+    written into the file as it is.
 
-    Line breaks and tabs are fine: the title is written on one line, whitespace collapsed.
+    Whitespace is fine, line breaks included (``\\n``, U+2028, U+0085): the title is written on one
+    line, whitespace collapsed to single spaces.
     """
-    import unicodedata
-
+    from ..textsafe import is_unsafe
     from ..yamlread import codepoint
 
     for ch in title:
-        if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r":
+        if 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte the locale could not decode, kept by surrogateescape
+            raise typer.BadParameter(t("new.bad_title.byte", byte=f"0x{ord(ch) - 0xDC00:02X}"), param_hint="--title")
+        if is_unsafe(ch) and not ch.isspace():
             raise typer.BadParameter(t("new.bad_title", char=codepoint(ch)), param_hint="--title")
 
 
