@@ -31,6 +31,7 @@ import numpy as np
 from .answers import Entry, equals_exactly
 from .decimals import fixed
 from .diagnose import (
+    EPS,
     Claim,
     Diagnosis,
     diagnose_claim,
@@ -156,7 +157,7 @@ def _consistent(g: GivenStep, value: Array, slack: Array) -> bool:
     if not np.array_equal(nan & np.isnan(value), nan):
         return False
     lo, hi = g.bounds(nan_as_missing=True)
-    return matches(np.where(nan, 0.0, value), Claim(lo - slack, hi + slack))
+    return matches(np.where(nan, 0.0, value), Claim(lo - slack, hi + slack), slack=EPS)  # a float replay
 
 
 # --- plausibility ------------------------------------------------------------------------------
@@ -273,7 +274,8 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
         nan = g.nan_cells()
         if nan.any():  # the misconceptions are judged on the numbers written; each NaN gets its own note
             claim = Claim(*g.bounds(nan_as_missing=True), g.texts())
-        diagnoses = tuple(_nan_notes(sol, g, expected)) + tuple(diagnose_claim(sol, g.id, g.head, claim))
+        graded = tuple(c for c in wrong if not nan[c]) if nan.any() else wrong  # a NaN entry has its own note
+        diagnoses = tuple(_nan_notes(sol, g, expected)) + tuple(diagnose_claim(sol, g.id, g.head, claim, wrong=graded))
         noted = {cell for cell, _ in exact}
         # a slip in one entry that is only an exact number for a rounded value: the note says it better
         diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= noted))

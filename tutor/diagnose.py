@@ -56,8 +56,14 @@ __all__ = [
 Array = NDArray[np.float64]
 Recompute = Callable[[Solution, str, "int | None"], "Array | None"]
 
-#: Relative slack for float round-off when comparing a value with a claim.
+#: Relative tolerance for "the same matrix" between two float recomputations (:func:`_same`).
 EPS = 1e-9
+#: How far a misconception's float recomputation may stray from the exact value it stands for
+#: (float64 round-off over the few dozen operations of a step): relative, absolute below 1.  The
+#: slack :func:`diagnose_claim` gives a recomputed step against an answer's claim.  Never given to
+#: the right value: whether an entry is right is the grading rule's alone (``1.0000000001`` claims
+#: [1.00000000005, 1.00000000015], which does not hold 1).
+ROUND_OFF = 1e-12
 
 
 # --- records -------------------------------------------------------------------
@@ -121,8 +127,10 @@ class Claim:
     texts: tuple[tuple[str, ...], ...] | None = None
 
     @classmethod
-    def around(cls, answer: Sequence[Sequence[float]], tolerance: float) -> Claim:
-        """``answer ± tolerance`` elementwise (an infinite entry claims itself).
+    def around(cls, answer: Sequence[Sequence[float]], tolerance: float, *,
+               texts: Sequence[Sequence[str]] | None = None) -> Claim:
+        """``answer ± tolerance`` elementwise (an infinite entry claims itself); ``texts``: how each
+        entry was written (for "you wrote ...", else the float's shortest form).
 
         Raises ``ValueError`` for a ragged or empty ``answer``, or a NaN entry.
         """
@@ -132,7 +140,7 @@ class Claim:
         inf = np.isinf(a)
         lo = np.where(inf, a, a - tolerance)  # [r, c]
         hi = np.where(inf, a, a + tolerance)  # [r, c]
-        return cls(lo, hi)
+        return cls(lo, hi, None if texts is None else tuple(tuple(row) for row in texts))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -152,12 +160,14 @@ def _array(m: Sequence[Sequence[float]] | Array) -> Array:
     return a
 
 
-def matches(value: Array, claim: Claim) -> bool:
+def matches(value: Array, claim: Claim, *, slack: float = 0.0) -> bool:
     """Whether ``value`` (``[r, c]``) lies in ``claim`` entry by entry.
 
-    Same shape required; ``-inf`` matches only ``-inf``; a finite value may
-    miss an interval by a relative :data:`EPS` (float round-off); an entry
-    the claim leaves out (``NaN`` bounds) matches anything.
+    Same shape required; ``-inf`` matches only ``-inf``; an entry the claim
+    leaves out (``NaN`` bounds) matches anything.  A finite value must lie in
+    its interval, or miss it by at most ``slack`` relative (absolute below 1):
+    none by default, as the grading rule draws the interval; :data:`ROUND_OFF`
+    for a float recomputation of a misconception.
     """
     if value.shape != claim.shape:
         return False
@@ -168,8 +178,8 @@ def matches(value: Array, claim: Claim) -> bool:
             return False
         live = given & ~inf  # [r, c]
         v, lo, hi = value[live], claim.lo[live], claim.hi[live]  # [n]
-        slack = EPS * np.maximum(1.0, np.abs(v))  # [n]
-        return bool(np.all((lo - slack <= v) & (v <= hi + slack)))
+        off_by = slack * np.maximum(1.0, np.abs(v))  # [n]
+        return bool(np.all((lo - off_by <= v) & (v <= hi + off_by)))
 
 
 def _same(a: Array, b: Array) -> bool:
@@ -312,9 +322,9 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
 # --- a single slipped entry ---------------------------------------------------------------
 
 
-def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, right: Array) -> Diagnosis | None:
-    """The diagnosis for an answer with exactly one entry off, else ``None``."""
-    cells = off_cells(right, claim)
+def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim,
+                  cells: Sequence[tuple[int, int]] | None) -> Diagnosis | None:
+    """The diagnosis for an answer with exactly one entry off (``cells``: those off), else ``None``."""
     if cells is None or len(cells) != 1:
         return None
     (i, j), = cells
@@ -337,15 +347,24 @@ def off_cells(right: Array, claim: Claim) -> list[tuple[int, int]] | None:
 # --- the API ---------------------------------------------------------------------------------
 
 
-def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim) -> list[Diagnosis]:
+def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, *,
+                   wrong: Sequence[tuple[int, int]] | None = None) -> list[Diagnosis]:
     """:func:`diagnose` for a :class:`Claim` (per-entry intervals, e.g. a
     solution file's entries, each rounded at the places written).
 
-    Returns ``[]`` when the right value satisfies the claim (nothing to
-    explain).  Raises ``KeyError`` when the exercise has no such step.
+    ``wrong``: the cells the grading rule refused (``practice`` and ``check``
+    pass theirs: an exact form is right only when exactly equal, which floats
+    cannot tell); without it, the cells whose interval does not hold the right
+    value, with no slack (:func:`off_cells`).  Returns ``[]`` when no cell is
+    wrong (nothing to explain).  A misconception explains the answer when its
+    recomputed step lies in the claim (within :data:`ROUND_OFF`), differs from
+    the right value, and differs from it at every wrong cell (a refused entry it
+    leaves at the right value is not its doing).  Raises ``KeyError`` when the
+    exercise has no such step.
     """
     right = right_value(sol, step_id, head)  # [rows, cols]
-    if matches(right, claim):
+    off = off_cells(right, claim) if wrong is None or right.shape != claim.shape else list(wrong)
+    if off is not None and not off:
         return []
     found: list[Diagnosis] = []
     fields = _fields(sol, step_id, head)
@@ -353,20 +372,22 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim) 
         if not m.applies(sol.exercise, (step_id, head)):
             continue
         got = m.recompute(sol, step_id, head)
-        if got is None or _same(got, right) or not matches(got, claim):
+        if got is None or _same(got, right) or not matches(got, claim, slack=ROUND_OFF):
             continue
         cells: tuple[tuple[int, int], ...] = ()
         if got.shape == right.shape:
             differ = ~np.isclose(got, right, rtol=EPS, atol=1e-12) & ~(np.isinf(got) & (got == right))  # [r, c]
             cells = tuple((int(i), int(j)) for i, j in zip(*np.nonzero(differ)))
+            if off and not set(off) <= set(cells):  # it leaves a refused entry at the right value: not why it is wrong
+                continue
         found.append(Diagnosis(m.key, t(m.message, **fields), cells))
-    if not found and (slip := _single_entry(sol, step_id, head, claim, right)) is not None:
+    if not found and (slip := _single_entry(sol, step_id, head, claim, off)) is not None:
         found.append(slip)
     return found
 
 
 def diagnose(sol: Solution, step_id: str, head: int | None, answer: Sequence[Sequence[float]], *,
-             tolerance: float) -> list[Diagnosis]:
+             tolerance: float, wrong: Sequence[tuple[int, int]] | None = None) -> list[Diagnosis]:
     """The misconceptions that explain a wrong answer, most specific first.
 
     ``answer``: the learner's matrix as floats (``-inf`` allowed for masked
@@ -375,7 +396,9 @@ def diagnose(sol: Solution, step_id: str, head: int | None, answer: Sequence[Seq
     ``-inf``) and differs from the right value.  When none does and exactly
     one entry is off, the result is one ``single_entry`` diagnosis that
     works the entry out.  ``[]`` when the answer is right, or nothing
-    explains it.
+    explains it.  ``wrong``: the cells the grading rule refused (see
+    :func:`diagnose_claim`); without it, the cells more than ``tolerance``
+    from the right value.
 
     Raises ``KeyError`` when the exercise has no step ``(step_id, head)``,
     ``ValueError`` for a ragged or empty answer.
@@ -385,7 +408,7 @@ def diagnose(sol: Solution, step_id: str, head: int | None, answer: Sequence[Seq
     >>> [d.key for d in diagnose(sol, "scaled", 0, [[2, 4, 4], [4, 8, 8], [4, 8, 8]], tolerance=0.005)]
     ['no_scaling']
     """
-    return diagnose_claim(sol, step_id, head, Claim.around(answer, tolerance))
+    return diagnose_claim(sol, step_id, head, Claim.around(answer, tolerance), wrong=wrong)
 
 
 def wrong_cells(sol: Solution, step_id: str, head: int | None, answer: Sequence[Sequence[float]], *,

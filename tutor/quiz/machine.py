@@ -257,14 +257,20 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
             state, more = _advance(state)
             effects: list[Effect] = [record, Correct(step, attempt)]
             return state, effects + more
-    from tutor.diagnose import diagnose
+    from tutor.diagnose import Claim, diagnose_claim
 
     floats = [[e.value() for e in row] for row in answer]
-    diagnoses = tuple(diagnose(state.sol, step.id, step.head, floats, tolerance=tol))
+    # the cells grading refused are the ones to explain (never called right here); a misconception is
+    # read off the typed numbers, each within the tolerance
+    claim = Claim.around(floats, tol, texts=[[e.text for e in row] for row in answer])
+    diagnoses = tuple(diagnose_claim(state.sol, step.id, step.head, claim, wrong=wrong))
     near = tuple((i, j) for i, j in wrong or ()
                  if math.isfinite(step.value[i][j]) and abs(answer[i][j].value() - step.value[i][j]) <= tol)
     blocked = tuple(c for c in near if c in strict)
     inexact = tuple((i, j) for i, j in near if answer[i][j].is_exact and (i, j) not in strict)
+    # one slipped entry that is only a masked key's near-zero weight or an exact form of a rounded
+    # value: the note on it says it better (as in check)
+    diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= {*blocked, *inexact}))
     first = diagnoses[0] if diagnoses else None
     record = _attempt(state, "wrong", attempt, diagnosis=first.key if first else None,
                       diagnosis_text=first.message if first else None, answer=text)
