@@ -222,8 +222,42 @@ def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, st
         path = Path(name)
         if not os.path.lexists(path):  # a broken link or a symlink loop exists, and is reported when read
             raise NotFoundError(t("catalog.not_found", name=name))
-        return load_exercise(str(path))
+        ex = load_exercise(str(path))
+        if (clash := reserved_clash(ex.id, path)) is not None:
+            raise NotFoundError(clash)
+        return ex
     return resolve_id(name, folders, environ)
+
+
+def bundled_ids() -> dict[str, Path]:
+    """The id of every valid bundled exercise, and its file (read once per process: the bundled folder is read-only)."""
+    global _BUNDLED_IDS
+    if _BUNDLED_IDS is None:
+        found: dict[str, Path] = {}
+        for path in _files(bundled_dir()):
+            try:
+                found.setdefault(load_exercise(str(path), display=f"bundled:{path.name}").id, path)
+            except ExerciseError:
+                continue
+        _BUNDLED_IDS = found
+    return _BUNDLED_IDS
+
+
+_BUNDLED_IDS: dict[str, Path] | None = None
+
+
+def reserved_clash(id: str, file: str | Path) -> str | None:
+    """The problem, naming both files, when ``file`` (not a bundled file) defines the id of a bundled
+    exercise; ``None`` otherwise.
+
+    Bundled ids are reserved: such a file, read by its path, would be explained, practised (its answers
+    stored under the bundled exercise's id) and checked as if it were the bundled exercise.
+    """
+    bundled_file = bundled_ids().get(id)
+    if bundled_file is None or real_path(Path(file)) == real_path(bundled_file):
+        return None
+    return (t("catalog.duplicate_id", id=id, first=f"bundled:{bundled_file.name}", second=file)
+            + f" ({t('catalog.duplicate_id.hint')})")
 
 
 def resolve_id(name: str, folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> Exercise:
@@ -319,10 +353,14 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (),
     if target.suffix not in _SUFFIXES:
         raise RefusedReference(t("reference.not_yaml", path=name))
     try:
-        return load_exercise(str(target), display=name)
+        ex = load_exercise(str(target), display=name)
     except ExerciseError as err:  # its problems would quote it: say only that it is not an exercise
         raise RefusedReference(t("reference.invalid", path=name, count=len(err.problems)),
                                t("reference.invalid.hint", path=target)) from None
+    if reserved_clash(ex.id, target) is not None:
+        raise RefusedReference(t("catalog.duplicate_id", id=ex.id, first=f"bundled:{bundled_ids()[ex.id].name}",
+                                 second=name), t("catalog.duplicate_id.hint"))
+    return ex
 
 
 def _within(path: Path, root: Path) -> bool:

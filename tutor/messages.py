@@ -520,6 +520,7 @@ EN: dict[str, str] = {
     "hint.denominator": "denominators are limited to 10^{limit}; this one has {digits:digits}",
     "limit.denominator": "with this entry, {field} needs a common denominator of {digits:digits}; the limit is 10^{limit}",
     "limit.denominator.hint": "the exact engine writes a matrix over one denominator: use fewer different denominators, or round",
+    "new.reserved_id": "'{id}' is the id of a bundled exercise ({file}); bundled ids are reserved: choose another",
     "new.bad_title": "the title may not contain {char}: a terminal acts on such a character or hides it",
     "new.bad_title.byte": "the title has the byte {byte}, which is not text in the locale's encoding",
     "shape.rows.dim": "{field} has {found:rows} but {expected_what} is {expected}",

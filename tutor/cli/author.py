@@ -83,6 +83,12 @@ def new(
                 difficulty=difficulty, id=exercise_id, title=title)
     if exercise_id is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", exercise_id):
         raise typer.BadParameter(t("new.bad_id", found=exercise_id), param_hint="--id")
+    if exercise_id is not None:
+        from ..catalog import bundled_ids
+
+        if exercise_id in bundled_ids():  # reserved: the new file would shadow it wherever it is read by path
+            raise typer.BadParameter(t("new.reserved_id", id=exercise_id, file=f"bundled:{bundled_ids()[exercise_id].name}"),
+                                     param_hint="--id")
     if heads * d_k > 32:
         raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
     if mask is MaskChoice.padding and (cross or tokens) < 2:
