@@ -181,6 +181,9 @@ EN: dict[str, str] = {
     # the progress store, hardened (issue 8: F.17-F.20)
     "store.full": "the disk holding the progress file {path} is full; free some space, then try again",
     "store.full.reason": "the disk holding the progress file {path} is full",
+    "store.gone_unusable": "the progress file {path} was deleted or replaced during this session, and what is there now cannot take the answers ({reason})",
+    "store.recreated.one": "The progress file {path} was deleted or replaced during this session: this session and its {count} answer are saved in the file now there.",
+    "store.recreated.other": "The progress file {path} was deleted or replaced during this session: this session and its {count} answers are saved in the file now there.",
     "store.damaged_now": "the progress file {path} turned out to be damaged when attn-tutor wrote to it, so nothing more is written to it (move it away to start afresh, or set ATTN_TUTOR_HOME to use another folder)",
     "store.damaged_now.reason": "the progress file {path} turned out to be damaged, so nothing more is written to it",
     "store.readonly": "the progress file {path} cannot be written ({reason}), and practice saves every answer in it: make it writable, or set ATTN_TUTOR_HOME to a writable folder",

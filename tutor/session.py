@@ -175,7 +175,7 @@ def practise(sol: Solution, settings: Settings, *, store: Store, stream: TextIO,
                     report(unsaved)  # waiting, and never lose it silently
                 if not recorder.pending:
                     try:
-                        store.end_session(session)
+                        store.end_session(recorder.session)  # a new id if the file was made again
                     except StoreError:  # only the end time is lost: the session reads as one that was killed
                         pass
     if recorder.pending:
@@ -230,6 +230,9 @@ def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recor
                     with deferred_interrupt():  # saved and taken off the list together
                         waiting.pop(0)
                         saved = recorder.add(effect)
+                    if recorder.notice is not None:  # the file was deleted or replaced: say where the answers are
+                        renderer.line(recorder.notice, "bold yellow")
+                        recorder.notice = None
                     if not saved:
                         renderer.unsaved_warning(why_unsaved(recorder), lost=recorder.lost)
                     continue
@@ -240,6 +243,9 @@ def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recor
                     if isinstance(effect, Summary):  # the last chance to save what is still waiting
                         with deferred_interrupt():
                             recorder.flush()
+                        if recorder.notice is not None:
+                            renderer.line(recorder.notice, "bold yellow")
+                            recorder.notice = None
                         renderer.unsaved = tuple(recorder.pending)
                     renderer.show(effect)
             if state.done or prompt is None:

@@ -91,7 +91,7 @@ from typing import Self
 
 from .attempt import OUTCOMES, Attempt  # the record the store writes and reads (shared with the quiz)
 from .errors import StoreError
-from .messages import t
+from .messages import plural, t
 from .steps import STEP_IDS
 
 SCHEMA_VERSION = 1
@@ -180,6 +180,21 @@ class StoreDamagedError(StoreError):
         super().__init__(message)
         self.path = path
         self.reason = reason or message
+
+
+class StoreGoneError(StoreDamagedError):
+    """The progress file was deleted or replaced during a session, and what is at its path now cannot
+    take the session's answers (a foreign or damaged file, a folder that cannot be written): nothing
+    more is written by this session."""
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path`` (links followed), ``None`` when there is none."""
+    try:
+        st = path.stat()
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
 
 
 def home() -> Path:
@@ -302,6 +317,8 @@ class Store:
         self.readonly = readonly
         self.damaged: StoreDamagedError | None = None  # set when a write found the file damaged: no more writes
         self._cleanup = cleanup
+        self.identity = _file_id(path) if not readonly else None  # the file this store writes: see gone()
+        self._sidecars = self._own_sidecars()
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -381,6 +398,49 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- the file deleted or replaced under a session -------------------------------
+    def _own_sidecars(self) -> dict[Path, tuple[int, int] | None]:
+        """The ``-wal`` and ``-shm`` files this store's connection uses, by identity (see :meth:`reopen`)."""
+        if self.readonly:
+            return {}
+        return {p: _file_id(p) for p in (Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))}
+
+    def gone(self) -> bool:
+        """True when the file at :attr:`path` is no longer the one this store writes (deleted, or
+        replaced by another file): a write would go to a file no one reads again."""
+        return self.identity is not None and _file_id(self.path) != self.identity
+
+    def session_row(self, session: int) -> tuple[str, str, float, str] | None:
+        """``(exercise, mode, tolerance, started)`` of a session, read from the file this store writes."""
+        rows = self._read("SELECT exercise, mode, tolerance, started FROM sessions WHERE id = ?", (session,))
+        return rows[0] if rows else None
+
+    def reopen(self) -> None:
+        """Write from now on to what is at :attr:`path` now, in place of the file that was deleted or
+        replaced: created when missing, checked as :meth:`open` checks it (a foreign or damaged file is
+        left untouched).  Raises :class:`StoreGoneError` when it cannot be used; this store then
+        writes nothing more."""
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+        # SQLite leaves the -wal and -shm of a deleted database behind, and would read that log into the
+        # next database made at the path: remove them -- only those this connection used (same identity)
+        for sidecar, identity in self._sidecars.items():
+            if identity is not None and _file_id(sidecar) == identity:
+                try:
+                    sidecar.unlink()
+                except OSError:
+                    pass
+        try:
+            fresh = Store.open(self.path)
+        except StoreError as err:
+            self.damaged = StoreGoneError(t("store.gone_unusable", path=self.path, reason=err), self.path,
+                                          t("store.gone_unusable", path=self.path, reason=err))
+            raise self.damaged from None
+        self.conn, self.identity, self.damaged = fresh.conn, fresh.identity, None
+        self._sidecars = fresh._sidecars
+
     # -- writing -------------------------------------------------------------------
     def _write(self, sql: str, args: Sequence[object]) -> int:
         """Run one statement in its own ``BEGIN IMMEDIATE`` transaction.
@@ -396,7 +456,9 @@ class Store:
         again = True
         while True:
             try:
-                return self._transaction(sql, args)
+                done = self._transaction(sql, args)
+                self._sidecars = self._own_sidecars()  # the log this write used (made on the first write)
+                return done
             except sqlite3.Error as err:
                 error = _error(self.path, err)
             if isinstance(error, StoreDamagedError):
@@ -431,10 +493,10 @@ class Store:
             return False
         return busy == 0
 
-    def begin_session(self, exercise: str, *, mode: str, tolerance: float) -> int:
-        """Start a practice session; returns its id (committed at once)."""
+    def begin_session(self, exercise: str, *, mode: str, tolerance: float, started: str | None = None) -> int:
+        """Start a practice session (at ``started``, default now); returns its id (committed at once)."""
         return self._write("INSERT INTO sessions (exercise, mode, tolerance, started) VALUES (?, ?, ?, ?)",
-                           (exercise, mode, tolerance, _now()))
+                           (exercise, mode, tolerance, started or _now()))
 
     def end_session(self, session: int) -> None:
         """Mark a session finished (a killed session simply has no end time)."""
@@ -510,13 +572,26 @@ class Recorder:
     damaged (:attr:`lost`), nothing more is written to it: the answers stay in
     :attr:`pending` for the caller to report.  Each answer keeps the time it
     was given, not the time it was written.
+
+    When the file was deleted or replaced during the session (:meth:`Store.gone`),
+    the next :meth:`add` or :meth:`flush` writes to what is at the path now --
+    created when missing -- a new session row and every answer of this session,
+    those already written to the old file included (:attr:`notice` says so);
+    when that file cannot be used, the answers stay in :attr:`pending`
+    (:attr:`lost`).  :attr:`session` is then the new session's id.
     """
 
     def __init__(self, store: Store, session: int):
         self.store = store
         self.session = session
         self.pending: list[Attempt] = []
+        self.saved: list[Attempt] = []  # written this session: written again if the file goes away
         self.error: StoreError | None = None
+        self.notice: str | None = None  # set when the answers were moved to a new file, for the caller to show
+        try:
+            self._row = store.session_row(session)  # (exercise, mode, tolerance, started): to start it again elsewhere
+        except StoreError:
+            self._row = None
 
     def add(self, a: Attempt) -> bool:
         """Write ``a`` (and any answer still waiting); ``True`` when nothing is left waiting."""
@@ -527,14 +602,32 @@ class Recorder:
 
     def flush(self) -> bool:
         """Write the waiting answers, oldest first; stop at the first failure.  ``True`` when all are written."""
+        if (self.saved or self.pending) and self.store.damaged is None and self.store.gone() and not self._move():
+            return False
         while self.pending:
             try:
                 self.store.record(self.session, self.pending[0])
             except StoreError as err:
                 self.error = err
                 return False
-            self.pending.pop(0)
+            self.saved.append(self.pending.pop(0))
         self.error = None
+        return True
+
+    def _move(self) -> bool:
+        """The file went away: a new session row, and every answer of this session, in what is there now."""
+        try:
+            self.store.reopen()
+            if self._row is None:  # its row could not be read when the session began: it cannot be started again
+                raise StoreGoneError(t("store.gone_unusable", path=self.store.path, reason="?"), self.store.path)
+            exercise, mode, tolerance, started = self._row
+            self.session = self.store.begin_session(exercise, mode=mode, tolerance=tolerance, started=started)
+        except StoreError as err:
+            self.error = err
+            return False
+        self.pending[:0] = self.saved
+        self.notice = plural("store.recreated", len(self.pending), path=self.store.path)
+        self.saved = []
         return True
 
     @property
