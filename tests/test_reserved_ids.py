@@ -1,7 +1,7 @@
 """Bundled exercise ids are reserved (issue 8, second round, item e).
 
-A pack or instructor file that uses a bundled id was reported by ``list``, ``validate`` and every lookup by
-id, but read by its *path* it was explained, practised -- its answers stored under the bundled exercise's id,
+A pack or instructor file that uses a bundled id for another exercise was reported by ``list``, ``validate``
+and every lookup by id, but read by its *path* it was explained, practised -- its answers stored under the bundled exercise's id,
 mixed into its statistics -- and checked (a solution's ``exercise: copy.yaml``) as if it were the bundled
 exercise, silently; and ``new --id single-head-3x4`` wrote such a file.  Each is now an error naming both files.
 """
@@ -79,3 +79,22 @@ def test_a_pack_id_that_is_not_bundled_is_fine_by_path(cli, tmp_path):
     text = (EXERCISES / "single-head-3x4.yaml").read_text().replace("id: single-head-3x4", "id: my-copy")
     (tmp_path / "mine.yaml").write_text(text)
     assert cli("explain", tmp_path / "mine.yaml").code == 0
+
+
+@pytest.mark.parametrize("edit", [lambda s: s, lambda s: s.replace('title: "Three tokens', 'title: "My copy: three tokens')],
+                         ids=["a faithful copy", "retitled"])
+def test_a_copy_that_computes_the_same_is_the_same_exercise(cli, tmp_path, edit):
+    """Re-written or retitled, the same inputs, weights and masks: nothing is shadowed (the torch parity
+    tests write bundled exercises out this way)."""
+    (tmp_path / "copy.yaml").write_text(edit((EXERCISES / "single-head-3x4.yaml").read_text()))
+    code, out, err = cli("explain", tmp_path / "copy.yaml")
+    assert (code, err) == (0, "")
+
+
+def test_a_copy_with_one_weight_changed_is_refused(cli, tmp_path):
+    text = (EXERCISES / "single-head-3x4.yaml").read_text()
+    changed = text.replace("w_v: [[1, 0], [1, 0], [0, 1], [0, 1]]", "w_v: [[1, 0], [1, 0], [0, 1], [0, 2]]", 1)
+    assert changed != text
+    (tmp_path / "copy.yaml").write_text(changed)
+    code, _, err = cli("explain", tmp_path / "copy.yaml")
+    assert code == 2 and BOTH.format(second=tmp_path / "copy.yaml") in err
