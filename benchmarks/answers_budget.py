@@ -15,7 +15,7 @@ powers, deep nesting, 2,000-character entries, 100-digit literals with
 with the true value to 256 bits, so that the comparison must look at ~2,000
 bits.  "Graded" is what practice and ``check`` do with an entry: parse it,
 then compare it with a true value of the exact engine
-(:func:`tutor.answers.close` with ``exact=``: a softmax weight, the costliest
+(:func:`tutor.answers.judge`: a softmax weight, the costliest
 kind).  Every case is timed warm, best of ``--runs``, and judged on its CPU
 time (the process's; wall time, printed beside it, grows with the load of a
 shared machine: a ``sigmoid, 25 levels`` MISS on wall time was load).
@@ -27,7 +27,16 @@ around a sum that cancels): they are bounded together by the shared budget
 The full-size matrix line (4,096 entries, under 100,000 characters) is
 reported per entry and in total; its total is not an entry's budget.
 
-Run:  .venv/bin/python benchmarks/answers_budget.py [--runs N]   (also part of ``make bench``)
+The random part grades the entries of ``--random`` lines (default 2,000) of
+the fuzz test's typed-answer generator (``tests/test_fuzz.py``,
+:func:`answer_line`: grammar fragments, huge numbers, deep nesting, look-alike
+and control characters, NaN/inf spellings, ragged matrices, very long lines),
+seeds 0 to N-1: a line that is a matrix is graded entry by entry, any other
+line as one entry (most are refused).  Each is timed once; the slowest ten
+are timed again, best of ``--runs``, and the slowest is reported with its
+text.  The fuzz test itself asserts no hang only (a timeout), never a time.
+
+Run:  .venv/bin/python benchmarks/answers_budget.py [--runs N] [--random N]   (also part of ``make bench``)
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from tutor.answers import MAX_ENTRY_CHARS, MAX_MATRIX_CHARS, close, parse_entry, parse_matrix  # noqa: E402
+from tutor.answers import MAX_ENTRY_CHARS, MAX_MATRIX_CHARS, judge, parse_entry, parse_matrix  # noqa: E402
 from tutor.catalog import resolve  # noqa: E402
 from tutor.errors import AnswerError, ExerciseError  # noqa: E402
 from tutor.steps import solve  # noqa: E402
@@ -183,17 +192,67 @@ def solution_file(texts: list[str], cols: int = 3) -> str:
     return "\n".join(out) + "\n"
 
 
+def shown(text: str, limit: int = 70) -> str:
+    """``text`` on one line, escaped, cut to ``limit`` characters with its length."""
+    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return out if len(out) <= limit else f"{out[:limit - 3]}... ({len(text)} chars)"
+
+
+def random_entries(count: int) -> list[str]:
+    """The entries of ``count`` lines of the fuzz test's answer generator: a matrix line split into its entries."""
+    import random
+
+    from tests.test_fuzz import answer_line
+
+    entries: list[str] = []
+    for seed in range(count):
+        line = answer_line(random.Random(f"answers-budget-{seed}"))
+        try:
+            entries += [e.text for row in parse_matrix(line) for e in row]
+        except AnswerError:
+            entries.append(line[:MAX_MATRIX_CHARS])  # graded as one entry: refused, at once
+    return entries
+
+
+def random_part(count: int, runs: int, grade: Callable[[str], object]) -> tuple[float, str]:
+    """Grade every entry of ``count`` generated lines; print the distribution and the slowest ten."""
+    entries = random_entries(count)
+    times = []
+    graded = refused = 0
+    for text in entries:
+        wall, _, out = timed(lambda text=text: grade(text), 1)
+        refused += isinstance(out, AnswerError)
+        graded += not isinstance(out, AnswerError)
+        times.append((wall, text))
+    times.sort(reverse=True)
+    slowest = []
+    for _, text in times[:10]:  # timed again, best of runs: one slow run is the machine, not the entry
+        wall, cpu, out = timed(lambda text=text: grade(text), runs)
+        slowest.append((wall, cpu, text, out))
+    slowest.sort(key=lambda row: row[0], reverse=True)
+    walls = sorted(w for w, _ in times)
+    print(f"\nrandom part: {count} lines of tests/test_fuzz.py's answer_line -> {len(entries)} entries "
+          f"({graded} graded, {refused} refused); wall ms per entry: median {walls[len(walls) // 2] * 1000:.3f}, "
+          f"99th percentile {walls[int(len(walls) * 0.99)] * 1000:.2f}, max {walls[-1] * 1000:.2f} (one run each)")
+    print(f"{'slowest ten, best of ' + str(runs):42} {'chars':>5} {'wall ms':>8} {'cpu ms':>7} {'/budget':>7}  entry")
+    for wall, cpu, text, out in slowest:
+        outcome = "refused" if isinstance(out, AnswerError) else "graded"
+        print(f"{outcome:42} {len(text):5d} {wall * 1000:8.2f} {cpu * 1000:7.2f} {wall / BUDGET:7.3f}  {shown(text)}")
+    cpu_worst = max(slowest, key=lambda row: row[1])  # the verdict is on CPU time, as for the cases above
+    return cpu_worst[1], "random: " + shown(cpu_worst[2], 40)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--random", type=int, default=2000, help="lines of the fuzz generator to grade (0: none)")
     args = ap.parse_args()
     true = solve(resolve("single-head-3x4")).step("weights", 0).exact[0][0]  # 1/(1 + 2*exp(sqrt(2)))
-    expected = true.value()
     parse_entry("1")  # warm: mpmath's import
 
     def grade(text: str) -> object:
         entry = parse_entry(text)
-        return close(entry, expected, exact=true), entry.value()
+        return judge(entry, true).right, entry.value()
 
     load = os.getloadavg()[0]
     print(f"Answer grading budget: {BUDGET * 1000:.0f} ms of CPU per entry; best of {args.runs}; "
@@ -232,6 +291,9 @@ def main() -> int:
         wall, cpu, out = timed(lambda text=text, run=run: run(text), 1)
         print(f"{name}: {len(text):,} chars, {cpu:.2f} s of CPU (wall {wall:.2f} s): "
               f"{'refused' if isinstance(out, AnswerError | ExerciseError) else 'read'}")
+
+    if args.random:
+        rows.append(random_part(args.random, args.runs, grade))
 
     worst, name = max(rows)
     verdict = "PASS" if worst < BUDGET else "MISS"

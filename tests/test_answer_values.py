@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import doctest
 import json
-import math
 from fractions import Fraction
 
 import mpmath
@@ -24,7 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tutor import answers
-from tutor.answers import close, entry, equals_exactly, grading, grammar, matrix, parse_entry, parse_matrix, values
+from tutor.answers import entry, equals_exactly, grading, grammar, judge, matrix, parse_entry, parse_matrix, values
 from tutor.catalog import resolve
 from tutor.errors import AnswerError
 from tutor.exactnum import NEG_INF, Mix, MixSum, Rat, SoftmaxRow, Surd, mix
@@ -406,15 +405,11 @@ def test_random_softmax_values_equal_their_text_and_not_a_neighbour(nums, den, t
     assert not equals_exactly(parse_entry(f"{value} - {tiny}"), value)
 
 
-def test_close_is_exact_when_given_the_exact_value() -> None:
-    entry = parse_entry("10000000001/10000000000")
-    assert close(entry, 1.0)  # a float alone cannot tell (1e-10): documented
-    assert not close(entry, 1.0, exact=Rat(Fraction(1)))
-    assert close(parse_entry("1/(1 + 2*exp(sqrt(2)))"), 0.10838345178479354,
-                 exact=classic().step("weights", 0).exact[0][0])
-    assert close(parse_entry("0.11"), 0.1083, exact=Rat(Fraction(1)))  # a decimal keeps its tolerance
-    assert close(parse_entry("-inf"), -math.inf, exact=NEG_INF)
-    assert not close(parse_entry("-1e300"), -math.inf, exact=NEG_INF)
+def test_judge_is_exact_where_a_float_cannot_tell() -> None:
+    assert not judge(parse_entry("10000000001/10000000000"), Rat(Fraction(1))).right  # 1e-10 off: a float would pass it
+    assert judge(parse_entry("1/(1 + 2*exp(sqrt(2)))"), classic().step("weights", 0).exact[0][0]).right
+    assert judge(parse_entry("-inf"), NEG_INF).right
+    assert not judge(parse_entry("-1e300"), NEG_INF).right
 
 
 def test_practice_refuses_a_near_exact_claim() -> None:

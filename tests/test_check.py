@@ -43,6 +43,8 @@ def test_blog_post_numbers(cli, monkeypatch):
         "Steps (each entry judged within the rounding it is written to)",
         "  ✗ wrong    weights      3 of 3 entries off",
         "  ✗ wrong    head_output  2 of 6 entries off; carries the error in weights forward",
+        "               [t2, d1] = 2.0, [t2, d2] = 2.0, [t3, d1] = 2.0, [t3, d2] = 2.0: written to fewer than 2 decimals;"
+        " right within that rounding, which says little.",
         "",
         "First wrong step: weights",
         "  [t1, t1]: you wrote 0.016, the right value is 0.1084",
@@ -97,10 +99,11 @@ def test_homework_that_forgot_the_scaling(cli, monkeypatch):
     assert code == 1
     lines = out.splitlines()
     i = lines.index("First wrong step: scaled")
-    assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is 1.4142",
-                                  "  [t1, t2]: you wrote 4, the right value is 2.8284"]
+    # a wrong entry's exact form beside its decimal: scaled = scores / √2, so 2 / √2 = √2 and 4 / √2 = 2√2
+    assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is √2 (about 1.4142)",
+                                  "  [t1, t2]: you wrote 4, the right value is 2√2 (about 2.8284)"]
     assert "  … and 3 more" in lines
-    assert "  Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2)." in lines
+    assert "  Diagnosis: You forgot to divide by √d_k: scaled = scores / √2." in lines
     assert "    ✗ weights: carries the error forward (recomputed from your scaled, it matches what you wrote)" in lines
     assert "  ✗ wrong    weights      9 of 9 entries off; carries the error in scaled forward" in lines
     assert "  ✓ correct  scores       9 entries right" in lines
@@ -130,16 +133,16 @@ def test_two_heads_mask_set_to_zero(cli, monkeypatch):
     code, out, _ = cli("check", "two-head-causal-mask-zero.yaml")
     assert code == 1
     lines = out.splitlines()
-    assert "  ✓ correct  masked (head 0)       9 entries right" in lines
-    assert "  ✗ wrong    masked (head 1)       3 of 9 entries off" in lines
-    assert "First wrong step: masked (head 1)" in lines
-    assert "  [t1, t2]: you wrote 0, the right value is -inf" in lines
+    assert "  ✓ correct  masked (head 1)       9 entries right" in lines
+    assert "  ✗ wrong    masked (head 2)       3 of 9 entries off" in lines
+    assert "First wrong step: masked (head 2)" in lines
+    assert "  [t1, t2]: you wrote 0, the right value is −∞" in lines
     assert ("  Diagnosis: You set the masked scores to 0; set them to -inf, so that they get zero weight "
             "after the softmax.") in lines
     assert "    • not given, but they inherit the error: concat" in lines
-    assert ("  ✗ weights (head 1) gives weight where the mask blocks (it must be 0 there): "
+    assert ("  ✗ weights (head 2) gives weight where the mask blocks (it must be 0 there): "
             "[t1, t2] = 0.3333, [t1, t3] = 0.3333, [t2, t3] = 0.0035") in lines
-    assert "  ✗ wrong    output                3 of 12 entries off; carries the error in head_output (head 1) forward" in lines
+    assert "  ✗ wrong    output                3 of 12 entries off; carries the error in head_output (head 2) forward" in lines
 
 
 def test_json_format(cli, monkeypatch):
@@ -234,13 +237,25 @@ def test_unreadable_and_not_yaml(cli, tmp_path):
     assert code == 2 and "not a solution file: its top level is a list, not a mapping of fields" in err
 
 
+@pytest.mark.parametrize(("value", "line"), [
+    ("[]", "scaled: expected a matrix (a list of rows), found an empty list"),
+    ("[[2, 4, 4], [], [4, 8, 8]]", "scaled[1]: expected a row (a list of numbers), found an empty list"),
+])
+def test_an_empty_matrix_or_row_is_called_empty(cli, tmp_path, value, line):
+    """Found by tests/test_fuzz.py: "expected a row (a list of numbers), found a list" read as a contradiction."""
+    sol = tmp_path / "s.yaml"
+    sol.write_text(f"exercise: single-head-3x4\nscaled: {value}\n")
+    code, _, err = cli("check", str(sol))
+    assert code == 2 and err.splitlines() == [f"error: {sol}:2:{9 if value == '[]' else 21}: {line}"]
+
+
 # --- the form of the file --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("exercise: two-head-causal-3x4\nweights: [[1, 0, 0], [1, 0, 0], [1, 0, 0]]\n",
      ("sol.yaml:2:1: weights: the exercise has 2 heads, so 'weights' must go under heads:, one mapping per head "
-      "(write heads: [{weights: …}, …] with head 0 first)")),
+      "(write heads: [{weights: …}, …] with head 1 first)")),
     ("exercise: two-head-causal-3x4\nheads:\n  - concat: [[1]]\n",
      "sol.yaml:3:5: heads[0].concat: 'concat' is a step of the whole layer; give it at the top level, not under heads:"),
     ("exercise: two-head-causal-3x4\nheads: [{}, {}, {}]\n",
@@ -292,7 +307,7 @@ def test_yes_gets_the_yaml11_hint(tmp_path, cli):
     code, out, err = cli("check", str(sol))
     assert (code, out) == (2, "")
     assert err == (f"error: {sol}:2:14: scores[0][1]: expected a number (integer, decimal, or a fraction such as "
-                   "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); "
+                   "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; "
                    "write a number)\n")
 
 
@@ -443,12 +458,12 @@ def test_mask_applied_in_the_scaled_step_is_diagnosed(cli, tmp_path):
     code, out, _ = cli("check", str(sol))
     assert code == 1
     lines = out.splitlines()
-    i = lines.index("First wrong step: scaled (head 0)")
+    i = lines.index("First wrong step: scaled (head 1)")
     assert lines[i + 1:i + 5] == [
         "  [t1, t2]: you wrote -inf, the right value is 0",
-        "  [t1, t3]: you wrote -inf, the right value is 2.8284",
-        "  [t2, t3]: you wrote -inf, the right value is 5.6569",
-        "  Diagnosis: You applied the mask in the scaled step; scaled = scores / sqrt(2) at every entry, and the "
+        "  [t1, t3]: you wrote -inf, the right value is 2√2 (about 2.8284)",
+        "  [t2, t3]: you wrote -inf, the right value is 4√2 (about 5.6569)",
+        "  Diagnosis: You applied the mask in the scaled step; scaled = scores / √2 at every entry, and the "
         "blocked entries become -inf only in the next step (masked = scaled + M).",
     ]
     assert "No known misconception explains it." not in out
@@ -464,7 +479,7 @@ def test_whole_numbers_for_rounded_values_are_exact_claims(cli, tmp_path):
     code, out, _ = cli("check", str(sol))
     assert code == 1  # the verdict stands: integers are exact claims
     lines = out.splitlines()
-    i = lines.index("First wrong step: weights (head 0)")
+    i = lines.index("First wrong step: weights (head 1)")
     assert lines[i + 1:i + 4] == [
         "  [t2, t1]: you wrote 0, an exact claim; the value is 0.000012 — write 0.0000 for a rounded value",
         "  [t2, t2]: you wrote 1, an exact claim; the value is 0.999988 — write 1.0000 for a rounded value",
@@ -496,7 +511,7 @@ def test_a_later_wrong_step_shows_its_exact_claims(cli, tmp_path):
     code, out, _ = cli("check", str(sol))
     assert code == 1
     lines = out.splitlines()
-    i = lines.index("  ✗ wrong    weights (head 0)  2 of 9 entries off; wrong on its own, not only because of an earlier step")
+    i = lines.index("  ✗ wrong    weights (head 1)  2 of 9 entries off; wrong on its own, not only because of an earlier step")
     assert lines[i + 1].strip() == "[t2, t1]: you wrote 0, an exact claim; the value is 0.000012 — write 0.0000 for a rounded value"
 
 
@@ -556,6 +571,7 @@ def test_ascii_console_gets_words_and_ascii_symbols(cli_process):
     assert "  x wrong     scaled       9 of 9 entries off" in out
     assert "  ok correct  q            6 entries right" in out
     assert "scaled = scores / sqrt(2)." in out
+    assert "  [t1, t2]: you wrote 4, the right value is 2*sqrt(2) (about 2.8284)" in out  # the answer grammar
 
 
 def test_no_color_has_no_escape_codes(cli_process):

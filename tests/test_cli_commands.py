@@ -19,9 +19,12 @@ NAMES = [name for name, _, _ in COMMANDS]
 
 
 def test_every_command_is_registered_in_the_order_of_help():
-    assert [(c.name, c.callback) for c in app.registered_commands] == [(n, f) for n, f, _ in COMMANDS]
+    """Commands, then groups of subcommands (``drill``), each registered once, in the order of COMMANDS."""
+    registered = [(c.name, c.callback) for c in app.registered_commands]
+    registered += [(g.name, g.typer_instance) for g in app.registered_groups]
+    assert registered == [(n, f) for n, f, _ in COMMANDS]
     assert list(typer.main.get_command(app).commands) == NAMES  # type: ignore[attr-defined]
-    assert len(set(NAMES)) == len(NAMES) == 8
+    assert len(set(NAMES)) == len(NAMES) == 9
 
 
 def _flat(text: str) -> str:
@@ -62,5 +65,5 @@ def test_command_modules_import_nothing_from_the_cli_package():
     (the package-wide no-cycle test is in ``test_structure.py``)."""
     edges = import_graph()
     assert "tutor.cli.common" in edges["tutor.cli.explain"] and "tutor.cli.explain" in edges["tutor.cli"]
-    for module in ("explain", "practice", "check", "author", "common", "streams"):
+    for module in ("explain", "practice", "check", "author", "drill", "common", "streams"):
         assert "tutor.cli" not in edges[f"tutor.cli.{module}"], module

@@ -106,7 +106,7 @@ def test_hand_values_of_e(e):
 def test_no_scaling_at_scaled_weights_and_output(classic):
     scores = [[2, 4, 4], [4, 8, 8], [4, 8, 8]]
     d = diagnose(classic, "scaled", 0, scores, tolerance=TOL)
-    assert d == [Diagnosis("no_scaling", "You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+    assert d == [Diagnosis("no_scaling", "You forgot to divide by √d_k: scaled = scores / √2.",
                            tuple((i, j) for i in range(3) for j in range(3)))]
     # weights from unscaled scores, row 1: e^2 / (e^2 + 2 e^4) = 0.0634, written to 2 places
     w = softmax_rows(scores)
@@ -119,18 +119,21 @@ def test_no_scaling_at_scaled_weights_and_output(classic):
 def test_scale_by_sqrt_d_model(e):
     ans = scale(S, 1 / math.sqrt(3))
     d = diagnose(e, "scaled", 0, rnd(ans, 3), tolerance=TOL)
-    assert keys(d) == ["scale_sqrt_d_model"]
-    assert d[0].message == ("You divided by sqrt(d_model) = sqrt(3); divide by sqrt(d_k) of the head instead: "
-                            "scaled = scores / sqrt(2).")
-    assert keys(diagnose(e, "weights", 0, rnd(softmax_rows(ans), 3), tolerance=TOL)) == ["scale_sqrt_d_model"]
+    # L = L_k = d_model = 3 in E: the answer cannot tell √d_model from √L, so both are named
+    assert keys(d) == ["scale_sqrt_d_model", "scale_constant"]
+    assert d[0].message == ("You divided by √d_model = √3; divide by √d_k of the head instead: "
+                            "scaled = scores / √2.")
+    assert keys(diagnose(e, "weights", 0, rnd(softmax_rows(ans), 3), tolerance=TOL)) == ["scale_sqrt_d_model",
+                                                                                         "scale_constant"]
 
 
 def test_scale_by_one_over_d_k_is_dividing_by_d_k(e):
     ans = [[2.5, 0.5, 2], [0.5, 0.5, 1], [1.5, 0.5, 1.5]]  # S / 2
     d = diagnose(e, "scaled", 0, ans, tolerance=TOL)
-    assert keys(d) == ["scale_d_k"]
-    assert d[0].message == "You divided by d_k = 2 instead of its square root: scaled = scores / sqrt(2)."
-    assert keys(diagnose(e, "head_output", 0, mm(softmax_rows(ans), V), tolerance=TOL)) == ["scale_d_k"]
+    assert keys(d) == ["scale_d_k", "scale_constant"]  # d_v = d_out = 2 = d_k in E: each is named
+    assert d[0].message == "You divided by d_k = 2 instead of its square root: scaled = scores / √2."
+    assert "by d_v = d_out = 2" in d[1].message
+    assert keys(diagnose(e, "head_output", 0, mm(softmax_rows(ans), V), tolerance=TOL)) == ["scale_d_k", "scale_constant"]
 
 
 def test_scale_by_d_k_is_multiplying_by_d_k(e):
@@ -221,7 +224,7 @@ def test_softmax_over_columns(e):
     d = diagnose(e, "weights", 0, rnd(w, 2), tolerance=TOL)
     assert keys(d) == ["softmax_columns"]
     assert d[0].message == ("You took the softmax down each column; take it along each row (over the keys), "
-                            "so that every row of weights sums to 1.")
+                            "so that each row of weights with a key to attend sums to 1.")
 
 
 def test_exp_not_normalised(e):
@@ -261,7 +264,7 @@ def test_heads_concatenated_in_wrong_order():
     sol = solve(resolve("two-head-dk1-3x4"))
     h0 = [list(r) for r in sol.step("head_output", 0).value]
     h1 = [list(r) for r in sol.step("head_output", 1).value]
-    wrong = [b + a for a, b in zip(h0, h1)]  # [head_1, head_0]
+    wrong = [b + a for a, b in zip(h0, h1)]  # [head_2, head_1]
     d = diagnose(sol, "concat", None, rnd(wrong, 3), tolerance=TOL)
     assert keys(d) == ["heads_order"]
     assert d[0].message.startswith("You concatenated the heads in the wrong order")
@@ -299,7 +302,7 @@ def test_transposed_answer(e):
     w = softmax_rows(scale(S, 1 / R2))
     d = diagnose(e, "weights", 0, rnd(tr(w), 3), tolerance=TOL)
     assert keys(d) == ["transposed"]
-    assert d[0].message == "Your weights is transposed; write it as [3×3], swapping rows and columns."
+    assert d[0].message == "Your weights matrix is transposed; write it as [3×3], swapping rows and columns."
     assert keys(diagnose(e, "v", 0, tr(V), tolerance=TOL)) == ["transposed"]
 
 
@@ -328,7 +331,7 @@ def test_single_wrong_entry_with_bias_heads_and_output_projection():
     c = [list(r) for r in sol.step("concat", None).value]
     c[1][2] += 1
     d = diagnose(sol, "concat", None, rnd(c, 4), tolerance=TOL)
-    assert d[0].message.startswith("concat[t2, h1.d1] should be head_1[t2, d1] ≈ ")
+    assert d[0].message.startswith("concat[t2, h2.d1] should be head_2[t2, d1] ≈ ")
     big = solve(exercise_from_data({"id": "neg", "title": "n", "x": [[-1, 2]],
                                     "heads": [{"w_q": [[-3], [1]], "w_k": [[1], [1]], "w_v": [[1], [1]]}]}))
     d = diagnose(big, "q", 0, [[4]], tolerance=TOL)  # (-1)·(-3) + 2·1 = 5
@@ -382,19 +385,19 @@ def test_unknown_step_and_ragged_answer(classic):
 
 
 def test_output_projection_with_w_o_transposed():
-    # E (no mask) with a square W_O that is not symmetric, and a bias: output = head_0·W_O + b_O
+    # E (no mask) with a square W_O that is not symmetric, and a bias: output = head_1·W_O + b_O
     w_o, b_o = [[1, 2], [0, 1]], [1, -1]
     sol = solve(exercise_from_data({**E_DATA, "w_o": w_o, "b_o": b_o}))
     head = mm(softmax_rows(scale(S, 1 / R2)), V)
     right = [[x + b for x, b in zip(r, b_o)] for r in mm(head, w_o)]
     assert max(abs(a - b) for r1, r2 in zip(right, sol.step("output", None).value) for a, b in zip(r1, r2)) < 1e-9
-    # nn.Linear's convention read into this file: x·weightᵀ, i.e. head_0·W_Oᵀ + b_O
+    # nn.Linear's convention read into this file: x·weightᵀ, i.e. head_1·W_Oᵀ + b_O
     wrong = [[x + b for x, b in zip(r, b_o)] for r in mm(head, tr(w_o))]
     d = diagnose(sol, "output", None, rnd(wrong, 3), tolerance=TOL)
     assert keys(d) == ["w_o_transposed"]
     assert d[0].message == ("You multiplied by W_O transposed, as nn.Linear does with its weight stored [d_out, d_in]; "
-                            "here W_O is written [d_in, d_out] (one row per column of head_0), so "
-                            "output = head_0·W_O + b_O with no transpose.")
+                            "here W_O is written [d_in, d_out] (one row per column of head_1), so "
+                            "output = head_1·W_O + b_O with no transpose.")
     assert d[0].cells == ((0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1))  # W_O[0][1] = 2 vs 0 moves every entry
 
 
@@ -472,12 +475,60 @@ def test_mask_applied_in_the_scaled_step(e, em):
     d = diagnose(em, "scaled", 0, rnd(early, 3), tolerance=TOL)
     assert keys(d) == ["mask_in_scaled"]
     assert d[0].cells == ((0, 1), (1, 2), (2, 0))
-    assert d[0].message == ("You applied the mask in the scaled step; scaled = scores / sqrt(2) at every entry, "
+    assert d[0].message == ("You applied the mask in the scaled step; scaled = scores / √2 at every entry, "
                             "and the blocked entries become -inf only in the next step (masked = scaled + M).")
     # the same matrix is right one step later
     assert diagnose(em, "masked", 0, rnd(early, 3), tolerance=TOL) == []
     (m,) = [m for m in MISCONCEPTIONS if m.key == "mask_in_scaled"]
     assert m.recompute(e, "scaled", 0) is None  # no mask, nothing to apply early
+
+
+# --- mistakes from published code (issue 10), as practice answers typed by hand ----------------------
+
+
+def test_a_large_negative_fill_typed_at_the_masked_step(em):
+    a = scale(S, 1 / R2)
+    d = diagnose(em, "masked", 0, where(E_MASK, rnd(a, 3), -1e9), tolerance=TOL)
+    assert keys(d) == ["mask_large_negative"]
+    assert d[0].cells == ((0, 1), (1, 2), (2, 0))
+    assert "as -1000000000 instead of -inf" in d[0].message
+    # -inf is right; a small negative number is no stand-in for -inf
+    assert diagnose(em, "masked", 0, where(E_MASK, rnd(a, 3), -INF), tolerance=TOL) == []
+    assert "mask_large_negative" not in keys(diagnose(em, "masked", 0, where(E_MASK, rnd(a, 3), -5), tolerance=TOL))
+
+
+def test_the_mask_added_as_numbers(em):
+    a = scale(S, 1 / R2)
+    added = [[a[i][j] + (1 if E_MASK[i][j] else 0) for j in range(3)] for i in range(3)]
+    assert keys(diagnose(em, "masked", 0, rnd(added, 3), tolerance=TOL)) == ["mask_added"]
+    assert keys(diagnose(em, "weights", 0, rnd(softmax_rows(added), 3), tolerance=TOL)) == ["mask_added"]
+
+
+def test_dropout_typed_as_weights(e):
+    w = softmax_rows(scale(S, 1 / R2))
+    dropped = [[0.0 if (i + j) % 4 == 0 else x / 0.8 for j, x in enumerate(r)] for i, r in enumerate(w)]  # p = 0.2
+    d = diagnose(e, "weights", 0, rnd(dropped, 3), tolerance=TOL)
+    assert keys(d) == ["dropout_on"]
+    assert d[0].cells == ((0, 0), (2, 2))
+    assert "p = 0.2" in d[0].message and "1/(1 - p) = 1.25" in d[0].message
+    # zeros alone, the rest unscaled, is no dropout (no factor above 1)
+    zeroed = [[0.0 if (i + j) % 4 == 0 else x for j, x in enumerate(r)] for i, r in enumerate(w)]
+    assert "dropout_on" not in keys(diagnose(e, "weights", 0, rnd(zeroed, 3), tolerance=TOL))
+
+
+def test_scores_over_the_square_root_of_l(e):
+    d = diagnose(e, "scaled", 0, rnd(scale(S, 1 / math.sqrt(3)), 3), tolerance=TOL)  # L = L_k = d_model = 3
+    assert keys(d) == ["scale_sqrt_d_model", "scale_constant"]  # the same number: both named
+    assert "the square root of L = L_k = 3" in d[1].message
+
+
+def test_one_mistake_and_one_slip_on_top(classic):
+    w = softmax_rows([[2, 4, 4], [4, 8, 8], [4, 8, 8]])  # no scaling
+    typed = rnd(w, 2)
+    typed[2][2] = 0.3  # the slip
+    d = diagnose(classic, "weights", 0, typed, tolerance=TOL)
+    assert keys(d) == ["no_scaling"] and d[0].cells == ((2, 2),)
+    assert "every entry but one" in d[0].message and "weights[t3, t3] (you wrote 0.3; this mistake gives 0.4955)" in d[0].message
 
 
 # --- the catalogue itself ------------------------------------------------------------------------
@@ -487,6 +538,9 @@ TESTED = {
     "mask_inverted", "mask_zero", "mask_after_softmax", "no_mask", "padding_rows", "softmax_columns",
     "not_normalised", "rounded_scaled", "rounded_weights", "times_k", "heads_order", "no_b_q", "no_b_k",
     "no_b_v", "no_b_o", "transposed", "w_o_transposed", "no_softmax", "empty_row_uniform", "mask_in_scaled",
+    # issue 10: tested here by hand (practice answers), and by solution files from torch in tests/test_misconceptions.py
+    "mask_large_negative", "mask_added", "scale_constant", "heads_averaged", "heads_split_reshape",
+    "heads_merge_reshape", "dropout_on", "truncated_scaled", "truncated_weights",
 }
 
 

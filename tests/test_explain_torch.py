@@ -117,7 +117,9 @@ def to_yaml(spec: dict, fused: bool) -> str:
         lines.append("mask: causal")
     elif isinstance(spec.get("mask"), list):
         lines.append("mask: [" + ", ".join("[" + ", ".join(str(b).lower() for b in row) + "]" for row in spec["mask"]) + "]")
-    if spec.get("key_padding") is not None:
+    if spec.get("key_padding") is not None and spec.get("padding_field") == "key_padding_mask":  # True = padding
+        lines.append("key_padding_mask: [" + ", ".join(str(not b).lower() for b in spec["key_padding"]) + "]")
+    elif spec.get("key_padding") is not None:  # the v1 field: True = a real key
         lines.append("key_padding: [" + ", ".join(str(b).lower() for b in spec["key_padding"]) + "]")
     return "\n".join(lines) + "\n"
 
@@ -191,7 +193,8 @@ def exercises(draw):
     elif mask == "matrix":
         spec["mask"] = [[draw(st.booleans()) for _ in range(L_k)] for _ in range(L)]
     if draw(st.booleans()):
-        spec["key_padding"] = [draw(st.booleans()) for _ in range(L_k)]
+        spec["key_padding"] = [draw(st.booleans()) for _ in range(L_k)]  # True = a real key
+        spec["padding_field"] = draw(st.sampled_from(["key_padding", "key_padding_mask"]))
     return spec, draw(st.booleans())
 
 

@@ -21,15 +21,18 @@ from tutor.errors import ShapeError
 from tutor.exercise.record import Exercise, Head, causal
 from tutor.numeric import (
     DEFAULT_BLOCK_SIZE,
+    MaskPolarityWarning,
     MultiHeadAttention,
     TraceStep,
+    attention_with_weights,
+    blocked_attention,
     causal_mask,
-    combine_masks,
     exercise_trace,
     run_exercise,
     scaled_dot_product_attention,
     softmax,
 )
+from tutor.numeric.masks import mha_masks
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = json.loads((Path(__file__).parent / "data" / "attention-cases.json").read_text())["cases"]
@@ -114,31 +117,74 @@ def test_causal_mask_is_top_left_aligned():
         causal_mask(-1, 2)
 
 
-def test_combine_masks_ands_causal_with_key_padding():
+def _mha(kpm=None, am=None, is_causal=False, B=2, H=2, L=3, S=3, batched=True):
+    return mha_masks(kpm, am, is_causal, B=B, H=H, L=L, S=S, batched=batched, dtype=np.dtype(np.float64))
+
+
+def test_mha_masks_turn_pytorch_polarity_into_may_attend():
     T, f = True, False
-    padding = np.array([[T, T, f], [T, T, T]])  # batch 0: key 3 is padding (False = padding)
-    got = combine_masks(causal_mask(3, 3), padding)
-    assert got.shape == (2, 1, 3, 3)
-    np.testing.assert_array_equal(got[0, 0], [[T, f, f], [T, T, f], [T, T, f]])
-    np.testing.assert_array_equal(got[1, 0], [[T, f, f], [T, T, f], [T, T, T]])
+    kpm = np.array([[f, f, T], [f, f, f]])  # batch 0: key 3 is padding (True = padding, as PyTorch)
+    allowed, bias = _mha(kpm, ~causal_mask(3, 3), is_causal=True)  # attn_mask True = blocked, as PyTorch
+    assert bias is None and allowed.shape == (2, 1, 3, 3)
+    np.testing.assert_array_equal(allowed[0, 0], [[T, f, f], [T, T, f], [T, T, f]])
+    np.testing.assert_array_equal(allowed[1, 0], [[T, f, f], [T, T, f], [T, T, T]])
+    assert _mha() == (None, None)
+    assert _mha(kpm)[0].shape == (2, 1, 1, 3)
+    # a 3-D attn_mask [B·H, L, S]: entry b·H + h
+    am = np.zeros((4, 3, 3), bool)
+    am[1, :, 0] = True  # batch 0, head 1
+    allowed, _ = _mha(am=am)
+    assert allowed.shape == (2, 2, 3, 3) and [(b, h) for b in range(2) for h in range(2) if not allowed[b, h, :, 0].any()] == [(0, 1)]
 
 
-def test_combine_masks_shapes_alone():
-    assert combine_masks() is None
-    assert combine_masks(causal_mask(2, 3)).shape == (1, 1, 2, 3)
-    assert combine_masks(np.ones((4, 2, 3), bool)).shape == (4, 1, 2, 3)
-    assert combine_masks(None, np.ones((4, 3), bool)).shape == (4, 1, 1, 3)
+def test_mha_float_masks_are_added():
+    kpm = np.array([[0.0, 0.0, -1.5], [0.0, -np.inf, 0.0]])
+    am = np.array([[0.0, 1.0, 2.0]] * 3)
+    allowed, bias = _mha(kpm, am)
+    assert allowed is None and bias.shape == (2, 1, 3, 3)
+    np.testing.assert_array_equal(bias[0, 0], [[0, 1, 0.5]] * 3)
+    np.testing.assert_array_equal(bias[1, 0], [[0, -np.inf, 2]] * 3)
+    with pytest.warns(UserWarning, match="mismatched key_padding_mask and attn_mask"):  # as PyTorch
+        allowed, bias = _mha(np.array([[False, False, True]] * 2), am)
+    assert allowed.shape == (2, 1, 1, 3) and bias.shape == (1, 1, 3, 3)
 
 
-def test_combine_masks_errors():
-    with pytest.raises(ShapeError):
-        combine_masks(causal_mask(2, 3), np.ones((2, 4), bool))  # L_k 3 vs 4
-    with pytest.raises(ShapeError):
-        combine_masks(np.ones((2, 2, 3, 3), bool))  # 4-D is not a mask form here
-    with pytest.raises(ShapeError):
-        combine_masks(None, np.ones(3, bool))  # key padding needs the batch axis
-    with pytest.raises(TypeError):
-        combine_masks(np.ones((2, 2)))  # a float mask (additive) is not accepted
+def test_mha_masks_in_the_opposite_polarity_are_refused():
+    with pytest.raises(ValueError, match="True = blocked"):
+        _mha(am=np.ones((3, 3), bool))  # blocks everything: an SDPA-style "attend everywhere"
+    with pytest.raises(ValueError, match="scaled_dot_product_attention's polarity"):
+        _mha(am=causal_mask(3, 3))  # SDPA's causal mask given to MHA
+    with pytest.raises(ValueError, match="True = padding"):
+        _mha(np.ones((2, 3), bool))  # the exercise file's key_padding (True = real) given as key_padding_mask
+    _mha(np.array([[True] * 3, [False] * 3]))  # one sequence all padding is a batch PyTorch accepts (NaN rows)
+    with pytest.warns(MaskPolarityWarning, match="only 0s and 1s"):
+        _mha(am=np.ones((3, 3)) - np.eye(3))
+
+
+def test_mha_is_causal_is_a_hint_that_needs_the_causal_mask():
+    with pytest.raises(ValueError, match="needs attn_mask"):
+        _mha(is_causal=True)
+    with pytest.raises(ValueError, match="is not"):
+        _mha(am=np.eye(3, dtype=bool), is_causal=True)
+    _mha(am=np.where(causal_mask(3, 3), 0.0, -np.inf), is_causal=True)  # the float causal mask is one too
+    with pytest.raises(ValueError, match="is not"):
+        _mha(am=np.where(causal_mask(3, 3), 0.0, -1e9), is_causal=True)
+
+
+def test_mha_mask_shapes_and_types():
+    with pytest.raises(ShapeError, match="2-D attn_mask"):
+        _mha(am=np.zeros((3, 4), bool))
+    with pytest.raises(ShapeError, match=r"\[B·H, L, S\]"):
+        _mha(am=np.zeros((2, 3, 3), bool))  # [H, L, S] is the unbatched form
+    _mha(am=np.zeros((2, 3, 3), bool), B=1, batched=False)
+    with pytest.raises(ShapeError, match="2-D or 3-D"):
+        _mha(am=np.zeros((2, 2, 3, 3), bool))
+    with pytest.raises(ShapeError, match="key_padding_mask"):
+        _mha(np.zeros((2, 4), bool))
+    with pytest.raises(ShapeError, match="key_padding_mask"):
+        _mha(np.zeros((2, 3), bool), B=1, batched=False)
+    with pytest.raises(TypeError, match="bool and floating"):
+        _mha(am=np.zeros((3, 3), int))
 
 
 # --------------------------------------------------------------------------- #
@@ -151,12 +197,62 @@ def test_sdpa_hand_calculation():
     v = np.array([[1.0, 2.0], [3.0, 4.0]])
     a = math.exp(1 / math.sqrt(2))
     w = np.array([[a / (a + 1), 1 / (a + 1)]])
-    out, weights = scaled_dot_product_attention(q, k, v)
+    out, weights = attention_with_weights(q, k, v)
     np.testing.assert_allclose(weights, w, rtol=1e-15)
     np.testing.assert_allclose(out, w @ v, rtol=1e-15)
+    np.testing.assert_array_equal(scaled_dot_product_attention(q, k, v), out)  # the output alone, as PyTorch
     # an explicit scale replaces 1/sqrt(d_k): scale 1 gives softmax([1, 0])
-    _, weights = scaled_dot_product_attention(q, k, v, scale=1.0)
+    _, weights = attention_with_weights(q, k, v, scale=1.0)
     np.testing.assert_allclose(weights, [[E / (E + 1), 1 / (E + 1)]], rtol=1e-15)
+
+
+def test_sdpa_float_mask_is_added_to_the_scaled_scores():
+    # scores [0, 0]; a bias of [ln 3, 0] gives weights [3, 1] / 4 (an ALiBi / relative bias)
+    q, k = np.zeros((1, 2)), np.zeros((2, 2))
+    v = np.array([[4.0], [8.0]])
+    out, w = attention_with_weights(q, k, v, np.array([[math.log(3), 0.0]]))
+    np.testing.assert_allclose(w, [[0.75, 0.25]], rtol=1e-15)
+    np.testing.assert_allclose(out, [[5.0]], rtol=1e-15)
+    # -inf in a float mask blocks; a row of -inf gives zeros, as a boolean mask
+    out, w = attention_with_weights(q, k, v, np.array([[-np.inf, 0.0]]))
+    np.testing.assert_array_equal(w, [[0, 1]])
+    out, w = attention_with_weights(q, k, v, np.array([[-np.inf, -np.inf]]))
+    np.testing.assert_array_equal(w, [[0, 0]])
+    np.testing.assert_array_equal(out, [[0]])
+    # a large finite negative number added to every score of a row changes nothing (softmax is shift-invariant)
+    _, w = attention_with_weights(q, k, v, np.array([[-1e9, -1e9]]))
+    np.testing.assert_allclose(w, [[0.5, 0.5]])
+
+
+def test_sdpa_is_causal_equals_the_causal_mask_top_left():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.standard_normal((2, 5)), rng.standard_normal((4, 5)), rng.standard_normal((4, 3))
+    for L in (2, 4):  # L_q < L_k and L_q = L_k; query i sees keys j <= i
+        out = scaled_dot_product_attention(q[:L] if L == 2 else np.vstack([q, q]), k, v, is_causal=True)
+        ref = scaled_dot_product_attention(q[:L] if L == 2 else np.vstack([q, q]), k, v, causal_mask(L, 4))
+        np.testing.assert_array_equal(out, ref)
+    np.testing.assert_allclose(out[0], v[0], rtol=1e-15)  # query 0 sees key 0 only
+    with pytest.raises(ValueError, match="is_causal"):
+        scaled_dot_product_attention(q, k, v, causal_mask(2, 4), is_causal=True)  # one or the other, as PyTorch
+
+
+def test_sdpa_gqa_repeats_kv_heads_in_repeat_interleave_order():
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((2, 4, 3, 5))  # [B, Hq=4, L, E]
+    k, v = rng.standard_normal((2, 2, 6, 5)), rng.standard_normal((2, 2, 6, 7))  # [B, H=2, S, ·]
+    out = scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    for h in range(4):  # query head h reads K/V head h // 2: 0, 0, 1, 1 (not 0, 1, 0, 1)
+        np.testing.assert_allclose(out[:, h], scaled_dot_product_attention(q[:, h], k[:, h // 2], v[:, h // 2]),
+                                   rtol=1e-14)
+    one = scaled_dot_product_attention(q, k[:, :1], v[:, :1], enable_gqa=True)  # MQA: one K/V head
+    np.testing.assert_allclose(one, scaled_dot_product_attention(q, k[:, :1], v[:, :1]), rtol=1e-14)
+    np.testing.assert_allclose(blocked_attention(q, k, v, enable_gqa=True, block_size=2), out, rtol=1e-12)
+    with pytest.raises(ShapeError, match="enable_gqa"):
+        scaled_dot_product_attention(q, k, v)  # 4 vs 2 heads do not broadcast
+    with pytest.raises(ShapeError, match="must divide"):
+        scaled_dot_product_attention(q[:, :3], k, v, enable_gqa=True)
+    with pytest.raises(ShapeError, match="head axis"):
+        scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0], enable_gqa=True)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -164,14 +260,13 @@ def test_sdpa_hand_calculation():
 def test_shared_vectors(case, block_size):
     q, k, v = (np.array(case[n], dtype=np.float64) for n in ("q", "k", "v"))
     mask = np.array(case["mask"]) if "mask" in case else None
-    if case.get("causal"):
-        mask = causal_mask(q.shape[0], k.shape[0])
-    out, weights = scaled_dot_product_attention(q, k, v, mask, scale=case.get("scale"), block_size=block_size)
-    np.testing.assert_allclose(out, case["output"], rtol=1e-12, atol=1e-15)
+    causal = bool(case.get("causal"))
     if block_size is None:
+        out, weights = attention_with_weights(q, k, v, mask, is_causal=causal, scale=case.get("scale"))
         np.testing.assert_allclose(weights, case["weights"], rtol=1e-12, atol=1e-15)
     else:
-        assert weights is None
+        out = blocked_attention(q, k, v, mask, is_causal=causal, scale=case.get("scale"), block_size=block_size)
+    np.testing.assert_allclose(out, case["output"], rtol=1e-12, atol=1e-15)
 
 
 def test_fully_masked_row_gives_zeros_and_no_warning():
@@ -180,8 +275,8 @@ def test_fully_masked_row_gives_zeros_and_no_warning():
     v = np.arange(8.0).reshape(4, 2)
     mask = np.array([[True] * 4, [False] * 4, [True, False, False, False]])
     with np.errstate(all="raise"):
-        out, w = scaled_dot_product_attention(q, k, v, mask)
-        out_b, _ = scaled_dot_product_attention(q, k, v, mask, block_size=2)
+        out, w = attention_with_weights(q, k, v, mask)
+        out_b = blocked_attention(q, k, v, mask, block_size=2)
     np.testing.assert_array_equal(w[1], 0)
     np.testing.assert_array_equal(out[1], 0)
     np.testing.assert_array_equal(out_b[1], 0)
@@ -195,28 +290,35 @@ def test_huge_scores_stay_finite():
         q = np.array([[mag, 0.0]], dtype=dtype)
         k = np.array([[mag, 0.0], [mag * (1 - 1e-3), 0.0]], dtype=dtype)
         v = np.array([[1.0], [2.0]], dtype=dtype)
-        out, w = scaled_dot_product_attention(q, k, v, scale=1.0)
+        out, w = attention_with_weights(q, k, v, scale=1.0)
         assert np.isfinite(out).all() and np.isfinite(w).all()
         np.testing.assert_array_equal(w, np.array([[1, 0]], dtype=dtype))  # the gap is astronomically large
         for bs in (1, 2):
-            out_b, _ = scaled_dot_product_attention(q, k, v, scale=1.0, block_size=bs)
-            np.testing.assert_array_equal(out_b, out)
+            np.testing.assert_array_equal(blocked_attention(q, k, v, scale=1.0, block_size=bs), out)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sdpa_preserves_dtype(dtype):
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 3, 4)).astype(dtype) for _ in range(3))
-    out, w = scaled_dot_product_attention(q, k, v)
+    out, w = attention_with_weights(q, k, v)
     assert out.dtype == dtype and w.dtype == dtype
-    assert scaled_dot_product_attention(q, k, v, block_size=2)[0].dtype == dtype
+    assert scaled_dot_product_attention(q, k, v).dtype == dtype
+    assert blocked_attention(q, k, v, block_size=2).dtype == dtype
+    # a float32 float mask goes with a float64 query (PyTorch accepts float32 masks or the query's dtype)
+    assert scaled_dot_product_attention(q, k, v, np.zeros((3, 3), np.float32)).dtype == dtype
 
 
-def test_sdpa_promotes_ints_and_mixed_dtypes():
+def test_sdpa_dtypes_as_pytorch():
     q = np.array([[1, 0]])
-    assert scaled_dot_product_attention(q, q, q)[0].dtype == np.float64
+    assert scaled_dot_product_attention(q, q, q).dtype == np.float64  # integers: computed in float64
     q32 = q.astype(np.float32)
-    assert scaled_dot_product_attention(q32, q32, q.astype(np.float64))[0].dtype == np.float64
+    with pytest.raises(TypeError, match="one dtype"):  # PyTorch refuses mixed dtypes too
+        scaled_dot_product_attention(q32, q32, q.astype(np.float64))
+    with pytest.raises(TypeError, match="attn_mask"):
+        scaled_dot_product_attention(q32, q32, q32, np.zeros((1, 1), np.float64))  # float64 mask, float32 query
+    with pytest.raises(TypeError, match="attn_mask"):
+        scaled_dot_product_attention(q32, q32, q32, np.zeros((1, 1), np.int64))
 
 
 def test_sdpa_broadcasts_batch_axes_and_mask():
@@ -225,19 +327,18 @@ def test_sdpa_broadcasts_batch_axes_and_mask():
     k = rng.standard_normal((2, 1, 6, 5))  # shared over heads
     v = rng.standard_normal((6, 7))  # shared over everything
     mask = rng.random((2, 1, 4, 6)) > 0.3  # [B, 1, L_q, L_k]
-    out, w = scaled_dot_product_attention(q, k, v, mask)
+    out, w = attention_with_weights(q, k, v, mask)
     assert out.shape == (2, 3, 4, 7) and w.shape == (2, 3, 4, 6)
     for b in range(2):  # each slice on its own, unbatched
         for h in range(3):
-            o1, w1 = scaled_dot_product_attention(q[b, h], k[b, 0], v, mask[b, 0])
+            o1, w1 = attention_with_weights(q[b, h], k[b, 0], v, mask[b, 0])
             np.testing.assert_allclose(out[b, h], o1, rtol=1e-14, atol=1e-15)
             np.testing.assert_allclose(w[b, h], w1, rtol=1e-14, atol=1e-15)
-    # a mask with batch axes that q, k and v lack
-    m2 = rng.random((3, 4, 6)) > 0.5
-    out2, w2 = scaled_dot_product_attention(q[0, 0], k[0, 0], v, m2)
-    assert out2.shape == (3, 4, 7) and w2.shape == (3, 4, 6)
-    ob, _ = scaled_dot_product_attention(q[0, 0], k[0, 0], v, m2, block_size=3)
-    np.testing.assert_allclose(ob, out2, rtol=1e-12, atol=1e-14)
+    ob = blocked_attention(q, k, v, mask, block_size=3)
+    np.testing.assert_allclose(ob, out, rtol=1e-12, atol=1e-14)
+    # a mask may not add batch axes that query, key and value lack (PyTorch refuses it too)
+    with pytest.raises(ShapeError, match="attn_mask"):
+        scaled_dot_product_attention(q[0, 0], k[0, 0], v, rng.random((3, 4, 6)) > 0.5)
 
 
 def test_sdpa_shape_errors():
@@ -248,17 +349,36 @@ def test_sdpa_shape_errors():
         scaled_dot_product_attention(a, np.ones((3, 4)), np.ones((2, 2)))
     with pytest.raises(ShapeError, match="broadcast"):
         scaled_dot_product_attention(np.ones((2, 3, 4)), np.ones((3, 3, 4)), np.ones((3, 3, 4)))
-    with pytest.raises(ShapeError, match="mask"):
+    with pytest.raises(ShapeError, match="attn_mask"):
         scaled_dot_product_attention(a, a, a, np.ones((3, 2), bool))
     with pytest.raises(ShapeError):
         scaled_dot_product_attention(np.ones(4), a, a)
-    with pytest.raises(TypeError):
-        scaled_dot_product_attention(a, a, a, np.ones((3, 3)))  # not boolean
     with pytest.raises(ValueError):
         scaled_dot_product_attention(a, a, a, dropout_p=1.5)
+    with pytest.raises(ValueError):
+        scaled_dot_product_attention(a, a, a, dropout_p=-0.1)
     for bad in (0, -1, (2,), (2, 0), True, 1.5):
         with pytest.raises(ValueError):
-            scaled_dot_product_attention(a, a, a, block_size=bad)
+            blocked_attention(a, a, a, block_size=bad)
+    with pytest.raises(TypeError):
+        scaled_dot_product_attention(a, a, a, None, 0.0, False, 0.5)  # scale is keyword-only, as in PyTorch
+
+
+def test_sdpa_warns_about_masks_in_the_other_polarity():
+    a = np.eye(3)
+    with pytest.warns(MaskPolarityWarning, match="False everywhere"):
+        out = scaled_dot_product_attention(a, a, a, np.zeros((3, 3), bool))
+    np.testing.assert_array_equal(out, 0)  # still PyTorch's result: every row fully masked
+    with pytest.warns(MaskPolarityWarning, match="above the diagonal"):
+        scaled_dot_product_attention(a, a, a, ~causal_mask(3, 3))  # nn.MultiheadAttention's causal mask
+    with pytest.warns(MaskPolarityWarning, match="only 0s and 1s"):
+        scaled_dot_product_attention(a, a, a, causal_mask(3, 3).astype(np.float64))  # a keep-mask as numbers
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the right polarity warns about nothing
+        scaled_dot_product_attention(a, a, a, causal_mask(3, 3))
+        scaled_dot_product_attention(a, a, a, np.where(causal_mask(3, 3), 0.0, -np.inf))
 
 
 def test_shape_error_is_a_value_error_and_a_tutor_error():
@@ -275,14 +395,15 @@ def test_shape_error_is_a_value_error_and_a_tutor_error():
 def test_dropout_is_inverted_and_uses_the_generator():
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 5, 3)) for _ in range(3))
-    _, w = scaled_dot_product_attention(q, k, v)
+    _, w = attention_with_weights(q, k, v)
     p = 0.4
-    out, wd = scaled_dot_product_attention(q, k, v, dropout_p=p, rng=np.random.default_rng(7))
+    out, wd = attention_with_weights(q, k, v, dropout_p=p, rng=np.random.default_rng(7))
     keep = np.random.default_rng(7).random(w.shape) >= p  # the documented draw
     np.testing.assert_allclose(wd, w * keep / (1 - p), rtol=1e-15)
     np.testing.assert_allclose(out, wd @ v, rtol=1e-14)
+    np.testing.assert_allclose(scaled_dot_product_attention(q, k, v, None, p, rng=np.random.default_rng(7)), out)
     # one block covering everything draws the same keep mask as the plain path
-    ob, _ = scaled_dot_product_attention(q, k, v, dropout_p=p, rng=np.random.default_rng(7), block_size=8)
+    ob = blocked_attention(q, k, v, dropout_p=p, rng=np.random.default_rng(7), block_size=8)
     np.testing.assert_allclose(ob, out, rtol=1e-12)
 
 
@@ -291,19 +412,17 @@ def test_dropout_keeps_the_expectation():
     k = np.zeros((8, 4))
     v = np.eye(8)
     rng = np.random.default_rng(3)
-    outs = [scaled_dot_product_attention(q, k, v, dropout_p=0.5, rng=rng)[0] for _ in range(4000)]
+    outs = [scaled_dot_product_attention(q, k, v, dropout_p=0.5, rng=rng) for _ in range(4000)]
     # uniform weights 1/8; E[dropout(w)] = w; the std of the mean is ~ (1/8)/sqrt(4000) = 0.002
     np.testing.assert_allclose(np.mean(outs, axis=0), np.full((1, 8), 1 / 8), atol=0.01)
 
 
 def test_dropout_one_zeroes_everything_and_zero_is_identity():
     a = np.eye(3)
-    out, w = scaled_dot_product_attention(a, a, a, dropout_p=1.0, rng=np.random.default_rng(0))
+    out, w = attention_with_weights(a, a, a, dropout_p=1.0, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(out, 0)
     np.testing.assert_array_equal(w, 0)
-    np.testing.assert_array_equal(
-        scaled_dot_product_attention(a, a, a, dropout_p=0.0)[0], scaled_dot_product_attention(a, a, a)[0]
-    )
+    np.testing.assert_array_equal(scaled_dot_product_attention(a, a, a, dropout_p=0.0), scaled_dot_product_attention(a, a, a))
 
 
 # --------------------------------------------------------------------------- #
@@ -318,38 +437,47 @@ def test_dropout_one_zeroes_everything_and_zero_is_identity():
     d_v=st.integers(1, 4),
     bq=st.integers(1, 12),
     bk=st.integers(1, 12),
-    mask_kind=st.sampled_from(["none", "causal", "random", "random+empty-row", "all-false"]),
+    mask_kind=st.sampled_from(["none", "causal", "random", "random+empty-row", "all-false", "float", "float+bool"]),
     dtype=st.sampled_from([np.float64, np.float32]),
     magnitude=st.sampled_from([1.0, 30.0]),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_blocked_equals_plain(batch, L_q, L_k, d_k, d_v, bq, bk, mask_kind, dtype, magnitude, seed):
+    import warnings
+
     rng = np.random.default_rng(seed)
     q = (rng.standard_normal(batch + (L_q, d_k)) * magnitude).astype(dtype)
     k = (rng.standard_normal(batch + (L_k, d_k)) * magnitude).astype(dtype)
     v = rng.standard_normal(batch + (L_k, d_v)).astype(dtype)
     mask = None
-    if mask_kind == "causal":
-        mask = causal_mask(L_q, L_k)
-    elif mask_kind.startswith("random"):
+    causal = mask_kind == "causal"
+    if mask_kind.startswith("random"):
         mask = rng.random(batch + (L_q, L_k)) > 0.4
         if mask_kind.endswith("empty-row"):
             mask[..., rng.integers(L_q), :] = False
     elif mask_kind == "all-false":
         mask = np.zeros((L_q, L_k), bool)
-    plain, w = scaled_dot_product_attention(q, k, v, mask)
-    blocked, none = scaled_dot_product_attention(q, k, v, mask, block_size=(bq, bk))
-    assert none is None and blocked.dtype == dtype and blocked.shape == plain.shape
+    elif mask_kind.startswith("float"):  # an additive bias, with -inf where a boolean mask would block
+        mask = (rng.standard_normal((L_q, L_k)) * 3).astype(dtype)
+        if mask_kind.endswith("bool"):
+            mask[rng.random((L_q, L_k)) > 0.6] = -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MaskPolarityWarning)  # all-false is warned about: that is not under test here
+        plain, w = attention_with_weights(q, k, v, mask, is_causal=causal)
+        blocked = blocked_attention(q, k, v, mask, is_causal=causal, block_size=(bq, bk))
+    assert blocked.dtype == dtype and blocked.shape == plain.shape
     if dtype is np.float64:
         np.testing.assert_allclose(blocked, plain, rtol=1e-12, atol=1e-12)
     else:
         # float32 rounds each score s to ~6e-8·|s| absolute, and the softmax turns an
         # absolute score error into a relative weight error: scale the bound by max |s|
         s_max = float(np.abs(q.astype(np.float64) @ k.astype(np.float64).swapaxes(-1, -2)).max()) / math.sqrt(d_k)
+        s_max += float(np.abs(np.where(np.isinf(mask), 0, mask)).max()) if mask_kind.startswith("float") else 0.0
         np.testing.assert_allclose(blocked, plain, rtol=1e-5, atol=1e-6 * (1 + s_max) * float(np.abs(v).max()))
-    if mask is not None:  # fully masked rows are exactly zero on both paths
-        empty = ~np.broadcast_to(mask, w.shape).any(axis=-1)
-        assert (blocked[empty] == 0).all() and (plain[empty] == 0).all()
+    if mask is not None:  # fully masked rows (every key False, or -inf) are exactly zero on both paths
+        blocks = (mask == -np.inf) if mask.dtype != np.bool_ else ~mask
+        empty = np.broadcast_to(blocks, w.shape).all(axis=-1)
+        assert (blocked[empty] == 0).all() and (plain[empty] == 0).all() and (w[empty] == 0).all()
 
 
 def test_blocked_path_never_forms_the_full_score_matrix():
@@ -359,7 +487,7 @@ def test_blocked_path_never_forms_the_full_score_matrix():
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((L, d)) for _ in range(3))
     tracemalloc.start()
-    scaled_dot_product_attention(q, k, v, block_size=128)
+    blocked_attention(q, k, v, block_size=128)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     full = L * L * 8  # one float64 [L, L] matrix: 32 MiB
@@ -376,41 +504,68 @@ def test_layer_hand_calculation_two_heads():
     #           weights [[e, 1] / (e + 1), [1/2, 1/2]]   context [e/(e+1), 1/2]
     #   head 2: q = k = v = [0, 1]  scores [[0, 0], [0, 1]]
     #           weights [[1/2, 1/2], [1, e] / (1 + e)]   context [1/2, e/(1+e)]
-    layer = MultiHeadAttention(np.eye(2), np.eye(2), np.eye(2), num_heads=2)
+    layer = MultiHeadAttention(np.eye(2), np.eye(2), np.eye(2), num_heads=2, batch_first=True)
     x = np.eye(2)[None]  # [1, 2, 2]
-    out, w = layer(x)
+    out, w = layer(x, x, x, average_attn_weights=False)
     a, b = E / (E + 1), 1 / (E + 1)
     np.testing.assert_allclose(w[0, 0], [[a, b], [0.5, 0.5]], rtol=1e-15)
     np.testing.assert_allclose(w[0, 1], [[0.5, 0.5], [b, a]], rtol=1e-15)
     np.testing.assert_allclose(out[0], [[a, 0.5], [0.5, a]], rtol=1e-15)
+    # the default, as PyTorch: weights averaged over the heads
+    _, avg = layer(x, x, x)
+    np.testing.assert_allclose(avg[0], [[(a + 0.5) / 2, (b + 0.5) / 2], [(0.5 + b) / 2, (0.5 + a) / 2]], rtol=1e-15)
+    assert layer(x, x, x, need_weights=False)[1] is None
+    # unbatched and sequence-first (batch_first=False, PyTorch's default) layouts give the same numbers
+    seq_first = MultiHeadAttention(np.eye(2), np.eye(2), np.eye(2), num_heads=2)
+    x2 = np.eye(2)
+    np.testing.assert_allclose(seq_first(x2, x2, x2)[0], out[0], rtol=1e-15)
+    xs = x.transpose(1, 0, 2)  # [L, B, E]
+    o_s, w_s = seq_first(xs, xs, xs)
+    assert o_s.shape == (2, 1, 2) and w_s.shape == (1, 2, 2)
+    np.testing.assert_allclose(o_s[:, 0], out[0], rtol=1e-15)
 
 
-def _per_head_reference(x, x_kv, wq, wk, wv, bq, bk, bv, wo, bo, H, allowed):
+def test_layer_key_padding_mask_true_is_padding_and_attn_mask_true_is_blocked():
+    # one head, d = 1, q = k = 0 so every allowed key gets the same weight; v = [1, 2, 4]
+    layer = MultiHeadAttention(np.zeros((1, 1)), np.zeros((1, 1)), np.eye(1), num_heads=1, batch_first=True)
+    x = np.array([[[1.0], [2.0], [4.0]]])  # [1, 3, 1]
+    out, _ = layer(x, x, x, key_padding_mask=np.array([[False, False, True]]))
+    np.testing.assert_allclose(out[0, :, 0], [1.5] * 3)  # key 3 is padding: mean of 1 and 2
+    out, _ = layer(x, x, x, attn_mask=~causal_mask(3, 3), is_causal=True)
+    np.testing.assert_allclose(out[0, :, 0], [1, 1.5, 7 / 3])  # query i sees keys j <= i
+    out, w = layer(x, x, x, attn_mask=np.array([[0.0, math.log(3), -np.inf]] * 3))  # float: added
+    np.testing.assert_allclose(w[0], [[0.25, 0.75, 0]] * 3)
+    np.testing.assert_allclose(out[0, :, 0], [1.75] * 3)
+
+
+def _per_head_reference(x, x_k, x_v, wq, wk, wv, bq, bk, bv, wo, bo, H, allowed, bias):
     """Attention one batch element and one head at a time, with explicit loops and
-    the softmax written out - the hand calculation, as an independent oracle."""
+    the softmax written out - the hand calculation, as an independent oracle.
+    ``allowed`` [B, H, L, S] (True = may attend), ``bias`` [B, H, L, S] added to the scores."""
     B, L, _ = x.shape
-    L_k = x_kv.shape[1]
+    S = x_k.shape[1]
     d_k, d_v = wq.shape[1] // H, wv.shape[1] // H
     out = np.zeros((B, L, wo.shape[1] if wo is not None else H * d_v))
-    weights = np.zeros((B, H, L, L_k))
+    weights = np.zeros((B, H, L, S))
     for b in range(B):
         heads = []
         for h in range(H):
             cq, cv = slice(h * d_k, (h + 1) * d_k), slice(h * d_v, (h + 1) * d_v)
             Q = x[b] @ wq[:, cq] + (bq[cq] if bq is not None else 0)
-            K = x_kv[b] @ wk[:, cq] + (bk[cq] if bk is not None else 0)
-            V = x_kv[b] @ wv[:, cv] + (bv[cv] if bv is not None else 0)
+            K = x_k[b] @ wk[:, cq] + (bk[cq] if bk is not None else 0)
+            V = x_v[b] @ wv[:, cv] + (bv[cv] if bv is not None else 0)
             ctx = np.zeros((L, d_v))
             for i in range(L):
-                ok = [j for j in range(L_k) if allowed is None or allowed[b, i, j]]
-                if not ok:
+                s = {j: float(Q[i] @ K[j]) / math.sqrt(d_k) + float(bias[b, h, i, j])
+                     for j in range(S) if allowed[b, h, i, j]}
+                s = {j: t for j, t in s.items() if t != -np.inf}
+                if not s:
                     continue  # no key: zero weights, zero context
-                s = [float(Q[i] @ K[j]) / math.sqrt(d_k) for j in ok]
-                top = max(s)
-                e = [math.exp(t - top) for t in s]
-                for j, ej in zip(ok, e):
-                    weights[b, h, i, j] = ej / sum(e)
-                ctx[i] = sum(weights[b, h, i, j] * V[j] for j in ok)
+                top = max(s.values())
+                e = {j: math.exp(t - top) for j, t in s.items()}
+                for j in e:
+                    weights[b, h, i, j] = e[j] / sum(e.values())
+                ctx[i] = sum(weights[b, h, i, j] * V[j] for j in e)
             heads.append(ctx)
         merged = np.concatenate(heads, axis=1)
         out[b] = merged @ wo if wo is not None else merged
@@ -423,51 +578,106 @@ def _per_head_reference(x, x_kv, wq, wk, wv, bq, bk, bv, wo, bo, H, allowed):
 @given(
     B=st.integers(1, 3),
     L=st.integers(1, 5),
-    L_k=st.integers(1, 6),
+    S=st.integers(1, 6),
     H=st.integers(1, 3),
     d_k=st.integers(1, 3),
     d_v=st.integers(1, 3),
     d_model=st.integers(1, 5),
-    d_kv=st.integers(1, 5),
-    cross=st.booleans(),
+    kdim=st.integers(1, 5),
+    vdim=st.integers(1, 5),
+    inputs=st.sampled_from(["self", "cross", "key-and-value"]),
+    layout=st.sampled_from(["batch_first", "seq_first", "unbatched"]),
     biases=st.booleans(),
     out_proj=st.booleans(),
-    mask_kind=st.sampled_from(["none", "causal", "random", "padding", "causal+padding"]),
+    attn=st.sampled_from(["none", "causal", "causal-hint", "bool-2d", "bool-3d", "float-2d", "float-3d"]),
+    padding=st.sampled_from(["none", "bool", "float"]),
+    need_weights=st.booleans(),
+    average=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_layer_matches_per_head_loops(B, L, L_k, H, d_k, d_v, d_model, d_kv, cross, biases, out_proj, mask_kind, seed):
+def test_layer_matches_per_head_loops(B, L, S, H, d_k, d_v, d_model, kdim, vdim, inputs, layout, biases, out_proj,
+                                      attn, padding, need_weights, average, seed):
     rng = np.random.default_rng(seed)
-    if not cross:
-        L_k, d_kv = L, d_model
+    if inputs == "self":
+        S, kdim, vdim = L, d_model, d_model
+    elif inputs == "cross":
+        vdim = kdim
+    if layout == "unbatched":
+        B = 1
     r = lambda *s: rng.standard_normal(s)
-    wq, wk, wv = r(d_model, H * d_k), r(d_kv, H * d_k), r(d_kv, H * d_v)
+    wq, wk, wv = r(d_model, H * d_k), r(kdim, H * d_k), r(vdim, H * d_v)
     bq, bk, bv = (r(H * d_k), r(H * d_k), r(H * d_v)) if biases else (None, None, None)
     wo, bo = (r(H * d_v, 4), r(4)) if out_proj else (None, None)
-    x, x_kv = r(B, L, d_model), r(B, L_k, d_kv)
-    mask = padding = None
-    if "causal" in mask_kind:
-        mask = causal_mask(L, L_k)
-    if mask_kind == "random":
-        mask = rng.random((B, L, L_k)) > 0.4
-    if "padding" in mask_kind:
-        padding = rng.random((B, L_k)) > 0.3
-    allowed = combine_masks(mask, padding)
-    allowed = None if allowed is None else np.broadcast_to(allowed[:, 0], (B, L, L_k))
-    layer = MultiHeadAttention(wq, wk, wv, H, b_q=bq, b_k=bk, b_v=bv, w_o=wo, b_o=bo)
-    out, w = layer(x, x_kv if cross else None, mask=mask, key_padding=padding)
-    ref_out, ref_w = _per_head_reference(x, x_kv if cross else x, wq, wk, wv, bq, bk, bv, wo, bo, H, allowed)
-    np.testing.assert_allclose(w, ref_w, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(out, ref_out, rtol=1e-10, atol=1e-10)
+    x = r(B, L, d_model)
+    x_k = x if inputs == "self" else r(B, S, kdim)
+    x_v = x_k if inputs != "key-and-value" else r(B, S, vdim)
+
+    # PyTorch's masks, and what they mean written out here: allowed (True = may attend) and bias, [B, H, L, S]
+    allowed, bias = np.ones((B, H, L, S), bool), np.zeros((B, H, L, S))
+    attn_mask = kpm = None
+    is_causal = attn == "causal-hint"
+    if attn in ("causal", "causal-hint"):
+        attn_mask = ~causal_mask(L, S)  # True = blocked
+        allowed &= causal_mask(L, S)
+    elif attn != "none":  # [L, S], or [B·H, L, S] with entry b·H + h for batch b, head h
+        shape = (L, S) if attn.endswith("2d") else (B * H, L, S)
+        if attn.startswith("bool"):
+            attn_mask = rng.random(shape) > 0.7  # True = blocked
+            allowed &= ~attn_mask if attn.endswith("2d") else ~attn_mask.reshape(B, H, L, S)
+        else:
+            attn_mask = rng.standard_normal(shape)
+            attn_mask[rng.random(shape) > 0.8] = -np.inf
+            bias += attn_mask if attn.endswith("2d") else attn_mask.reshape(B, H, L, S)
+    if padding == "bool":
+        kpm = rng.random((B, S)) > 0.7  # True = padding
+        allowed &= ~kpm[:, None, None, :]
+    elif padding == "float":
+        kpm = rng.standard_normal((B, S))
+        bias += kpm[:, None, None, :]
+
+    layer = MultiHeadAttention(wq, wk, wv, H, b_q=bq, b_k=bk, b_v=bv, w_o=wo, b_o=bo, batch_first=(layout == "batch_first"))
+    def lay(a):
+        return a[0] if layout == "unbatched" else (a.transpose(1, 0, 2) if layout == "seq_first" else a)
+
+    args = [lay(x)] * 3 if inputs == "self" else [lay(x), lay(x_k), lay(x_k) if inputs == "cross" else lay(x_v)]
+    if inputs == "cross":
+        args[2] = args[1]  # the same array object: key is value
+    if layout == "unbatched":
+        kpm = None if kpm is None else kpm[0]
+        if attn.endswith("3d"):
+            attn_mask = attn_mask.reshape(H, L, S)
+    refused = (attn_mask is not None and attn_mask.dtype == bool and attn_mask.all()
+               or attn.startswith("bool") and L > 1 and S > 1 and np.array_equal(
+                   attn_mask, np.broadcast_to(causal_mask(L, S), attn_mask.shape))
+               or padding == "bool" and np.asarray(kpm).all())
+    call = lambda: layer(*args, key_padding_mask=kpm, need_weights=need_weights, attn_mask=attn_mask,
+                         average_attn_weights=average, is_causal=is_causal)
+    if refused:  # a mask that can only be meant in the other polarity
+        with pytest.raises(ValueError, match="True = (blocked|padding)|polarity"):
+            call()
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # mixed bool/float masks warn, as in PyTorch
+        out, w = call()
+    ref_out, ref_w = _per_head_reference(x, x_k, x_v, wq, wk, wv, bq, bk, bv, wo, bo, H, allowed, bias)
+    np.testing.assert_allclose(out, lay(ref_out), rtol=1e-10, atol=1e-10)
+    if not need_weights:
+        assert w is None
+        return
+    ref_w = ref_w.mean(axis=1) if average else ref_w
+    np.testing.assert_allclose(w, ref_w[0] if layout == "unbatched" else ref_w, rtol=1e-10, atol=1e-12)
 
 
 def test_layer_fully_masked_row_outputs_the_output_bias():
     rng = np.random.default_rng(2)
     layer = MultiHeadAttention(rng.standard_normal((4, 4)), rng.standard_normal((4, 4)),
                                rng.standard_normal((4, 4)), 2,
-                               w_o=rng.standard_normal((4, 3)), b_o=np.array([1.0, 2.0, 3.0]))
+                               w_o=rng.standard_normal((4, 3)), b_o=np.array([1.0, 2.0, 3.0]), batch_first=True)
     x = rng.standard_normal((2, 3, 4))
-    padding = np.array([[True, True, True], [False, False, False]])  # batch 1: nothing to attend to
-    out, w = layer(x, key_padding=padding)
+    kpm = np.array([[False, False, False], [True, True, True]])  # batch 1: nothing to attend to
+    out, w = layer(x, x, x, key_padding_mask=kpm, average_attn_weights=False)
     np.testing.assert_array_equal(w[1], 0)
     np.testing.assert_array_equal(out[1], np.tile([1.0, 2.0, 3.0], (3, 1)))
     assert np.isfinite(out).all()
@@ -477,11 +687,13 @@ def test_layer_fully_masked_row_outputs_the_output_bias():
 def test_layer_preserves_dtype(dtype):
     rng = np.random.default_rng(0)
     w = [rng.standard_normal((4, 4)).astype(dtype) for _ in range(4)]
-    layer = MultiHeadAttention(w[0], w[1], w[2], 2, w_o=w[3])
+    layer = MultiHeadAttention(w[0], w[1], w[2], 2, w_o=w[3], batch_first=True)
     assert layer.dtype == dtype and layer.w_qkv.dtype == dtype
-    out, weights = layer(rng.standard_normal((1, 3, 4)).astype(dtype), mask=causal_mask(3, 3))
+    x = rng.standard_normal((1, 3, 4)).astype(dtype)
+    out, weights = layer(x, x, x, attn_mask=~causal_mask(3, 3))
     assert out.dtype == dtype and weights.dtype == dtype
-    out, _ = layer(rng.standard_normal((1, 3, 4)).astype(dtype), rng.standard_normal((1, 2, 4)).astype(dtype))
+    kv = rng.standard_normal((1, 2, 4)).astype(dtype)
+    out, _ = layer(x, kv, kv)
     assert out.dtype == dtype
 
 
@@ -495,30 +707,35 @@ def test_layer_weights_are_read_only_copies():
 
 
 def test_layer_shape_errors():
-    layer = MultiHeadAttention(np.ones((4, 4)), np.ones((3, 4)), np.ones((3, 4)), 2)  # d_kv = 3
+    layer = MultiHeadAttention(np.ones((4, 4)), np.ones((3, 4)), np.ones((5, 4)), 2, batch_first=True)  # kdim 3, vdim 5
+    assert (layer.kdim, layer.vdim, layer.w_qkv) == (3, 5, None)
     x = np.ones((2, 5, 4))
-    with pytest.raises(ShapeError, match="x_kv"):
-        layer(x)  # K, V need width 3: self-attention impossible
-    with pytest.raises(ShapeError, match="x_kv"):
-        layer(x, np.ones((2, 6, 4)))
-    with pytest.raises(ShapeError, match="x_kv"):
-        layer(x, np.ones((3, 6, 3)))  # batch differs
+    k, v = np.ones((2, 6, 3)), np.ones((2, 6, 5))
+    layer(x, k, v)  # fits
+    with pytest.raises(ShapeError, match="kdim"):
+        layer(x, x, x)  # K needs width 3, V width 5: self-attention is impossible
+    with pytest.raises(ShapeError, match="kdim"):
+        layer(x, k, k)
+    with pytest.raises(ShapeError, match="batch"):
+        layer(x, np.ones((3, 6, 3)), np.ones((3, 6, 5)))  # batch differs
+    with pytest.raises(ShapeError, match="key and value"):
+        layer(x, k, np.ones((2, 7, 5)))  # S differs
     with pytest.raises(ShapeError, match="d_model"):
-        layer(np.ones((2, 5, 3)), np.ones((2, 6, 3)))
-    with pytest.raises(ShapeError, match="d_model"):
-        layer(np.ones((5, 4)), np.ones((2, 6, 3)))  # no batch axis
-    with pytest.raises(ShapeError, match="key_padding"):
-        layer(x, np.ones((2, 6, 3)), key_padding=np.ones((2, 5), bool))
-    with pytest.raises(ShapeError, match="mask"):
-        layer(x, np.ones((2, 6, 3)), mask=np.ones((5, 5), bool))
-    with pytest.raises(ShapeError, match="mask"):
-        layer(x, np.ones((2, 6, 3)), mask=np.ones((3, 5, 6), bool), key_padding=np.ones((2, 6), bool))
+        layer(np.ones((2, 5, 3)), k, v)
+    with pytest.raises(ShapeError, match="2-D too"):
+        layer(np.ones((5, 4)), k, v)  # unbatched query, batched key
+    with pytest.raises(ShapeError, match="3-D"):
+        layer(np.ones((1, 2, 5, 4)), k, v)
+    with pytest.raises(ShapeError, match="key_padding_mask"):
+        layer(x, k, v, key_padding_mask=np.zeros((2, 5), bool))
+    with pytest.raises(ShapeError, match="attn_mask"):
+        layer(x, k, v, attn_mask=np.zeros((5, 5), bool))
+    with pytest.raises(ShapeError, match="attn_mask"):
+        layer(x, k, v, attn_mask=np.zeros((2, 5, 6), bool))  # [B, L, S]: PyTorch wants [B·H, L, S]
     with pytest.raises(ShapeError):
         MultiHeadAttention(np.ones((4, 5)), np.ones((4, 5)), np.ones((4, 4)), 2)  # 5 columns, 2 heads
     with pytest.raises(ShapeError):
         MultiHeadAttention(np.ones((4, 4)), np.ones((4, 2)), np.ones((4, 4)), 2)  # q, k widths differ
-    with pytest.raises(ShapeError):
-        MultiHeadAttention(np.ones((4, 4)), np.ones((4, 4)), np.ones((3, 4)), 2)  # k, v rows differ
     with pytest.raises(ShapeError):
         MultiHeadAttention(np.ones((4, 4)), np.ones((4, 4)), np.ones((4, 4)), 2, w_o=np.ones((3, 4)))
     with pytest.raises(ShapeError):
@@ -533,7 +750,8 @@ def test_from_torch_layout_reads_rows_as_output_features():
     rng = np.random.default_rng(5)
     ipw, ipb = rng.standard_normal((3 * E_, E_)), rng.standard_normal(3 * E_)
     opw, opb = rng.standard_normal((E_, E_)), rng.standard_normal(E_)
-    layer = MultiHeadAttention.from_torch_layout(ipw, ipb, opw, opb, H)
+    layer = MultiHeadAttention.from_torch_layout(ipw, ipb, opw, opb, H, batch_first=True)
+    assert layer.batch_first and not MultiHeadAttention.from_torch_layout(ipw, ipb, opw, opb, H).batch_first
     np.testing.assert_array_equal(layer.w_q, ipw[:E_].T)
     np.testing.assert_array_equal(layer.w_k, ipw[E_:2 * E_].T)
     np.testing.assert_array_equal(layer.b_v, ipb[2 * E_:])
@@ -551,10 +769,11 @@ def test_from_torch_layout_reads_rows_as_output_features():
         MultiHeadAttention.from_torch_layout(None, None, None, None, 2)
 
 
-def run_trace_values(layer, x, x_kv=None, mask=None, key_padding=None):
-    """The forward's named intermediate arrays (copies), in order."""
+def run_trace_values(layer, x, x_kv=None, allowed=None):
+    """The forward's named intermediate arrays (copies), in order; ``allowed`` True = may attend."""
     seen = {}
-    layer._forward(x, x_kv, mask, key_padding, lambda name, a: seen.setdefault(name, a.copy()))
+    kv = x if x_kv is None else x_kv
+    layer._forward(x, kv, kv, allowed, None, lambda name, a: seen.setdefault(name, a.copy()))
     return seen
 
 
@@ -582,16 +801,17 @@ def test_trace_is_what_forward_does(B, L, L_k, H, d_k, d_v, d_kv, cross, masked,
     layer = MultiHeadAttention(
         rng.standard_normal((d_model, H * d_k)), rng.standard_normal((d_kv, H * d_k)),
         rng.standard_normal((d_kv, H * d_v)), H, w_o=rng.standard_normal((H * d_v, 2)) if out_proj else None,
+        batch_first=True,
     )
     trace = layer.shape_trace(B, L, L_k if cross else None, cross=cross, masked=masked)
     seen = run_trace_values(
         layer, rng.standard_normal((B, L, d_model)), rng.standard_normal((B, L_k, d_kv)) if cross else None,
-        mask=causal_mask(L, L_k) if masked else None,
+        allowed=causal_mask(L, L_k) if masked else None,
     )
     assert [s.name for s in trace] == list(seen)
     assert [s.shape for s in trace] == [a.shape for a in seen.values()]
     sizes = {"B": B, "L": L, "L_k": L_k, "D": d_model, "D_kv": d_kv, "H": H,
-             "d_h": d_k, "d_k": d_k, "d_v": d_v, "d_out": layer.d_out}
+             "d_k": d_k, "d_v": d_v, "d_out": layer.d_out}
     for step in trace:
         assert step.shape == tuple(_eval_dim(d, sizes) for d in step.dims), step
         assert step.note
@@ -608,15 +828,15 @@ def test_trace_of_production_self_attention_reads_as_documented():
     got = [(s.name, s.symbolic, s.concrete) for s in trace]
     assert got == [
         ("x", "[B, L, D]", "[4, 128, 512]"),
-        ("qkv", "[B, L, 3·H·d_h]", "[4, 128, 1536]"),
-        ("view", "[B, L, 3, H, d_h]", "[4, 128, 3, 8, 64]"),
-        ("permute", "[3, B, H, L, d_h]", "[3, 4, 8, 128, 64]"),
+        ("qkv", "[B, L, 3·H·d_k]", "[4, 128, 1536]"),
+        ("view", "[B, L, 3, H, d_k]", "[4, 128, 3, 8, 64]"),
+        ("permute", "[3, B, H, L, d_k]", "[3, 4, 8, 128, 64]"),
         ("scores", "[B, H, L, L]", "[4, 8, 128, 128]"),
         ("masked", "[B, H, L, L]", "[4, 8, 128, 128]"),
         ("weights", "[B, H, L, L]", "[4, 8, 128, 128]"),
-        ("context", "[B, H, L, d_h]", "[4, 8, 128, 64]"),
-        ("transpose", "[B, L, H, d_h]", "[4, 128, 8, 64]"),
-        ("merge", "[B, L, H·d_h]", "[4, 128, 512]"),
+        ("context", "[B, H, L, d_v]", "[4, 8, 128, 64]"),
+        ("transpose", "[B, L, H, d_v]", "[4, 128, 8, 64]"),
+        ("merge", "[B, L, H·d_v]", "[4, 128, 512]"),
         ("out_proj", "[B, L, d_out]", "[4, 128, 512]"),
     ]
     assert "permute(2, 0, 3, 1, 4)" in trace[3].note
@@ -769,12 +989,12 @@ def test_large_batches_run_on_threads_and_match_the_single_threaded_result(monke
     calls = []
     real = _common._in_parallel
     monkeypatch.setattr(_common, "_in_parallel", lambda n, work, **kw: (calls.append(n), real(n, work, **kw)))
-    out_t, w_t = numeric.scaled_dot_product_attention(q, k, v, mask)
-    blk_t, _ = numeric.scaled_dot_product_attention(q, k, v, mask, block_size=64)
+    out_t, w_t = numeric.attention_with_weights(q, k, v, mask)
+    blk_t = numeric.blocked_attention(q, k, v, mask, block_size=64)
     assert calls == [8, 8]
     monkeypatch.setattr(_common, "_PARALLEL_MIN_SCORES", 1 << 60)  # now everything runs in one call
-    out_1, w_1 = numeric.scaled_dot_product_attention(q, k, v, mask)
-    blk_1, _ = numeric.scaled_dot_product_attention(q, k, v, mask, block_size=64)
+    out_1, w_1 = numeric.attention_with_weights(q, k, v, mask)
+    blk_1 = numeric.blocked_attention(q, k, v, mask, block_size=64)
     np.testing.assert_allclose(out_t, out_1, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(w_t, w_1, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(blk_t, blk_1, rtol=1e-12, atol=1e-12)

@@ -85,7 +85,7 @@ def test_a_broken_file_is_reported_and_the_others_are_still_listed(pack):
         f"{pack / 'broken.yaml'}:1:1: no weights: give 'heads' (per-head form) or 'num_heads' with w_q, w_k, w_v "
         "(fused form) (`attn-tutor new` writes a complete example to start from)",
         f"{pack / 'broken.yaml'}:3:9: x[0][1]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
-        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
+        "found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
     ]
     assert {"my-first", "my-second"} <= {e.exercise.id for e in cat.entries}
     assert resolve("my-first", [pack]).id == "my-first"
@@ -136,9 +136,9 @@ def test_list_shows_the_source_of_each_exercise(pack, cli, monkeypatch):
     lines = [line.rstrip() for line in out.splitlines()]
     assert lines[0] == "Exercises (bundled and packs)"
     # at 100 columns the titles do not fit a table: two lines per exercise, the id never cut
-    i = lines.index("my-first  L=3 L_k=3 d_model=4 heads=1 mask=none  (pack)")
+    i = lines.index("my-first  pending 0/7  L=3 L_k=3 d_model=4 heads=1 mask=none  (pack)")
     assert lines[i + 1] == "  My first exercise"
-    assert "my-second  L=3 L_k=3 d_model=4 heads=1 mask=none  (pack)" in lines
+    assert "my-second  pending 0/7  L=3 L_k=3 d_model=4 heads=1 mask=none  (pack)" in lines
     assert sum(1 for line in lines if line.endswith("(bundled)")) == len(BUNDLED_IDS)
 
 
@@ -147,10 +147,10 @@ def test_list_is_a_table_when_it_fits(pack, cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = cli("list", "--exercises", "pack")
     lines = [line.rstrip() for line in out.splitlines()]
-    header = next(line for line in lines if line.lstrip().startswith("id "))
-    assert header.split() == ["id", "title", "L", "L_k", "d_model", "heads", "mask", "source"]
-    row = next(line for line in lines if line.lstrip().startswith("my-first "))
-    assert row.split() == ["my-first", "My", "first", "exercise", "3", "3", "4", "1", "none", "pack"]
+    header = next(line for line in lines if line.lstrip().startswith("status "))
+    assert header.split() == ["status", "id", "title", "L", "L_k", "d_model", "heads", "mask", "source"]
+    row = next(line for line in lines if " my-first " in line)
+    assert row.split() == ["pending", "0/7", "my-first", "My", "first", "exercise", "3", "3", "4", "1", "none", "pack"]
     assert "…" not in out
 
 
@@ -189,7 +189,7 @@ def test_list_without_packs_shows_every_bundled_exercise(cli):
     code, out, err = cli("list", "--format", "json")
     assert (code, err) == (0, "")
     rows = json.loads(out)
-    assert [r["id"] for r in rows] == BUNDLED_IDS and {r["source"] for r in rows} == {"bundled"}
+    assert sorted(r["id"] for r in rows) == BUNDLED_IDS and {r["source"] for r in rows} == {"bundled"}
 
 
 def test_explain_finds_a_pack_exercise_by_id(pack, cli):

@@ -71,7 +71,7 @@ def rows(sql: str) -> list[tuple]:
 HEADER = [
     "Practice: Three tokens, d_model = 4, one head with d_k = 2 (single-head-3x4, steps to do: 2)",
     'Type each matrix on one line, rows separated by ";" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or',
-    "row by row ending with an empty line.",
+    "row by row (an empty line ends it early).",
     "Commands: hint, shape, show, skip, quit, help.",
 ]
 SCORES_STEP = [
@@ -110,6 +110,9 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     assert out == HEADER + SCORES_STEP + [
         "scores> 2 4 4; 4 8 8; 4 8 8",
         "✓ Right.",
+        # Q = K here: a right answer cannot show that the learner did not compute K·Qᵀ, so the drill says so
+        "  Note: On this exercise K·Qᵀ = Q·Kᵀ because Q = K: computing K·Qᵀ by mistake gives the same scores,",
+        "  so it cannot be caught here. Try `single-head-asym-3x4` to be tested on it.",
     ] + SCALED_STEP + [
         "scaled> 2 4 4; 4 8 8; 4 8 8",
         "✗ Not yet: 9 of 9 entries wrong (marked ✗).",
@@ -121,7 +124,7 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         "  │ t2 │ 4 ✗ │ 8 ✗ │ 8 ✗ │",
         "  │ t3 │ 4 ✗ │ 8 ✗ │ 8 ✗ │",
         "  ╰────┴─────┴─────┴─────╯",
-        "Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "Diagnosis: You forgot to divide by √d_k: scaled = scores / √2.",
         "Type the matrix again, or hint, show, skip.",
         "scaled> quit",
         "",
@@ -142,34 +145,41 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         "Progress: 1 session, 2 answers.",
         "",
         "Accuracy by step",
-        "  ╭────────┬───────┬─────────┬──────────┬───────┬─────────╮",
-        "  │ step   │ right │ answers │ accuracy │ shown │ skipped │",
-        "  ├────────┼───────┼─────────┼──────────┼───────┼─────────┤",
-        "  │ scores │     1 │       1 │     100% │     0 │       0 │",
-        "  │ scaled │     0 │       1 │       0% │     0 │       0 │",
-        "  ╰────────┴───────┴─────────┴──────────┴───────┴─────────╯",
+        "  ╭────────┬───────┬─────────┬──────────┬───────┬─────────┬───────────┬────────╮",
+        "  │ step   │ right │ answers │ accuracy │ shown │ skipped │    review │ recall │",
+        "  ├────────┼───────┼─────────┼──────────┼───────┼─────────┼───────────┼────────┤",
+        # FSRS (desired retention 0.9): the next interval is the stability, S0(Good) = 2.3065 -> 2 days,
+        # S0(Again) = 0.212 -> at least 1 day; recalled for sure on the day of the review
+        "  │ scores │     1 │       1 │     100% │     0 │       0 │ in 2 days │   100% │",
+        "  │ scaled │     0 │       1 │       0% │     0 │       0 │  in 1 day │   100% │",
+        "  ╰────────┴───────┴─────────┴──────────┴───────┴─────────┴───────────┴────────╯",
         "",
-        "Most frequent mistakes",
-        "  1×  You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "Mistakes, by kind",
+        "  1×  forgot to divide by √d_k",
+        "      in single-head-3x4 scaled ×1",
         "",
         # scaled scores (0+1)/(1+2) = 0.33 < 0.5 of the unpractised steps; single-head-3x4 was
-        # already practised on it, so the other difficulty-1 exercise comes next
-        "Practise next: scaled, your weakest step (0 of 1 right), with single-head-dk4-2x4:",
-        "  attn-tutor practice single-head-dk4-2x4",
+        # already practised on it, so the first other difficulty-1 exercise (by id) comes next
+        "Practise next: scaled, your weakest step (0 of 1 right), with single-head-asym-3x4:",
+        "  attn-tutor practice single-head-asym-3x4",
         f"Progress file: {store_path()}",
     ]
     code, text, _ = stats(cli, "--format", "json")
     doc = json.loads(text)
     assert doc["store"] == str(store_path())
     assert (doc["sessions"], doc["answers"]) == (1, 2)
-    assert doc["steps"] == [
+    counts = [{k: v for k, v in s.items() if k not in ("due", "retention", "skills")} for s in doc["steps"]]
+    assert counts == [
         {"step": "scores", "correct": 1, "wrong": 0, "shown": 0, "skipped": 0, "first_try": 1, "graded": 1, "accuracy": 1.0},
         {"step": "scaled", "correct": 0, "wrong": 1, "shown": 0, "skipped": 0, "first_try": 0, "graded": 1, "accuracy": 0.0},
     ]
-    assert doc["diagnoses"] == [{"key": "no_scaling", "count": 1,
-                                 "message": "You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2)."}]
-    assert doc["next"] == {"step": "scaled", "exercise": "single-head-dk4-2x4", "correct": 0, "graded": 1,
-                           "accuracy": 0.0, "command": "attn-tutor practice single-head-dk4-2x4"}
+    assert [(s["retention"], [k["family"] for k in s["skills"]]) for s in doc["steps"]] == [
+        (1.0, ["single-head"]), (1.0, ["single-head"])]
+    assert doc["mistakes"] == [{"key": "no_scaling", "kind": "diagnosis", "name": "forgot to divide by √d_k", "count": 1,
+                                "where": [{"exercise": "single-head-3x4", "step": "scaled", "head": 0, "heads": 1,
+                                           "count": 1}]}]
+    assert doc["next"] == {"step": "scaled", "exercise": "single-head-asym-3x4", "correct": 0, "graded": 1,
+                           "accuracy": 0.0, "command": "attn-tutor practice single-head-asym-3x4"}
 
 
 def test_the_whole_classic_example_end_to_end(cli):
@@ -188,7 +198,7 @@ def test_the_whole_classic_example_end_to_end(cli):
     assert [line for line in out if line.startswith(("✓", "✗", "Diagnosis"))] == [
         "✓ Right.", "✓ Right.", "✓ Right.", "✓ Right.",
         "✗ Not yet: 9 of 9 entries wrong (marked ✗).",
-        "Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).",
+        "Diagnosis: You forgot to divide by √d_k: scaled = scores / √2.",
         "✓ Right, at try 2.", "✓ Right.", "✓ Right.",
     ]
     assert out[-10:] == [
@@ -200,7 +210,7 @@ def test_the_whole_classic_example_end_to_end(cli):
         "   4. scores   right at the first try",
         "   5. scaled   right after 1 wrong",
         "   6. weights  right at the first try",
-        "   7. head_0   right at the first try",
+        "   7. head_1   right at the first try",
         "Your answers are saved; attn-tutor stats shows your progress.",
     ]
     assert rows("SELECT COUNT(*), SUM(outcome = 'correct') FROM answers") == [(8, 7)]
@@ -216,7 +226,7 @@ def test_end_of_input_ends_with_the_summary_and_exit_0(cli):
         "End of input: session ended.",
         "Steps right: 1 of 2 (1 at the first try); shown: 0; skipped: 0.",
         "   1. Q  right at the first try",
-        "   2. K  not reached",
+        "   2. K  not answered",  # on screen when the input ended
         "Your answers are saved; attn-tutor stats shows your progress.",
     ]
     assert rows("SELECT step, outcome FROM answers") == [("q", "correct")]
@@ -230,7 +240,7 @@ def test_commands_at_the_prompt(cli):
     assert out[start:start + 30] == [
         "scores> help",
         'Type each matrix on one line, rows separated by ";" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or',
-        "row by row ending with an empty line.",
+        "row by row (an empty line ends it early).",
         "Numbers: 2, -1/3, 0.45, sqrt(2), 2*sqrt(2), exp(1), e, 1/(1 + 2*exp(sqrt(2))), -inf for a masked",
         "score.",
         "  hint   the formula; again: one entry worked out",
@@ -295,14 +305,14 @@ def test_entry_mode(cli):
 
 
 def test_head_and_tolerance_options(cli):
-    # head 1 of the causal exercise: X·W_Q[:, 2:4]; W_Q's columns 3 and 4 are (0,1,0,1) and (1,0,1,0)
+    # the second head (head 2) of the causal exercise: X·W_Q[:, 2:4]; W_Q's columns 3 and 4 are (0,1,0,1) and (1,0,1,0)
     x = [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]
     wq = [[0, 1], [1, 0], [0, 1], [1, 0]]
     q1 = [[sum(x[i][k] * wq[k][j] for k in range(4)) for j in range(2)] for i in range(3)]
     text = "; ".join(" ".join(str(v) for v in row) for row in q1)
-    code, out, _ = practise(cli, text + "\n", "two-head-causal-3x4", "--steps", "q", "--head", "1")
+    code, out, _ = practise(cli, text + "\n", "two-head-causal-3x4", "--steps", "q", "--head", "2")
     assert code == 0
-    assert "Step 1 of 1, head 1: Queries Q" in out and "✓ Right." in out and f"Q (head 1)> {text}" in out
+    assert "Step 1 of 1, head 2: Queries Q" in out and "✓ Right." in out and f"Q (head 2)> {text}" in out
     # --tolerance 0.05 accepts one decimal
     code, out, _ = practise(cli, typed(SCALED, 1) + "\n", "single-head-3x4", "--steps", "scaled",
                             "--tolerance", "0.05")
@@ -312,7 +322,8 @@ def test_head_and_tolerance_options(cli):
 @pytest.mark.parametrize("argv, message", [
     (["single-head-3x4", "--steps", "q,nope"], "unknown step 'nope'"),
     (["single-head-3x4", "--steps", "masked"], "exercise single-head-3x4 has no step masked"),
-    (["single-head-3x4", "--head", "1"], "there is no head 1"),
+    (["single-head-3x4", "--head", "2"], "there is no head 2; this exercise has one head, head 1"),
+    (["single-head-3x4", "--head", "0"], "greater than or equal to 1"),  # heads are counted from 1
     (["single-head-3x4", "--tolerance", "0"], "the tolerance must be a number above 0"),
     (["single-head-3x4", "--tolerance", "nan"], "the tolerance must be a number above 0"),
     (["single-head-3x4", "--mode", "rows"], "'rows' is not one of"),
@@ -457,7 +468,7 @@ def test_ascii_stream_no_colour_and_60_columns(cli_process):
     assert max(len(line) for line in out.splitlines()) <= 60
     lines = [line.rstrip() for line in out.splitlines()]
     assert "  | t1 | 2.00 [x] | 4.00 [x] | 4.00 [x] |" in lines
-    assert "Diagnosis: You forgot to divide by sqrt(d_k): scaled =" in lines
+    assert "Diagnosis: You forgot to divide by sqrt(d_k): scaled =" in lines  # √ is sqrt on an ASCII stream
     # revealed numbers are whole, never cut: the exact form and its 4-decimal value
     assert "2*sqrt(2)" in out and "5.6569" in out
     for w in (WEIGHTS[0][0], WEIGHTS[0][1], WEIGHTS[1][0], WEIGHTS[1][1]):
@@ -511,18 +522,18 @@ def test_a_weight_on_a_masked_key_is_wrong_however_small(cli):
     mask_zero = "0.3333 0.3333 0.3333; 0.9931 0.0035 0.0035; 0.0287 0.4856 0.4856"
     e = math.exp(4 * R2)
     assert (f"{e / (e + 2):.4f}", f"{1 / (e + 2):.4f}") == ("0.9931", "0.0035")
-    code, out, _ = practise(cli, mask_zero + "\nquit\n", "two-head-causal-3x4", "--head", "1",
+    code, out, _ = practise(cli, mask_zero + "\nquit\n", "two-head-causal-3x4", "--head", "2",
                             "--steps", "weights")
     assert code == 0
-    start = out.index(f"weights (head 1)> {mask_zero}")
+    start = out.index(f"weights (head 2)> {mask_zero}")
     assert out[start + 1:start + 16] == [
-        "✗ Not yet: 4 of 9 entries wrong (marked ✗).",
+        "✗ Not yet: 5 of 9 entries wrong (marked ✗).",  # 0.9931 claims [0.99305, 0.99315], not 0.9965
         "  Your weights",
         "  ╭────┬──────────┬──────────┬──────────╮",
         "  │    │       t1 │       t2 │       t3 │",
         "  ├────┼──────────┼──────────┼──────────┤",
         "  │ t1 │ 0.3333 ✗ │ 0.3333 ✗ │ 0.3333 ✗ │",
-        "  │ t2 │   0.9931 │   0.0035 │ 0.0035 ✗ │",
+        "  │ t2 │ 0.9931 ✗ │   0.0035 │ 0.0035 ✗ │",
         "  │ t3 │   0.0287 │   0.4856 │   0.4856 │",
         "  ╰────┴──────────┴──────────┴──────────╯",
         "(t2, t3): a masked key (the query may not attend to it) gets a weight of exactly 0, not just close",
@@ -530,7 +541,7 @@ def test_a_weight_on_a_masked_key_is_wrong_however_small(cli):
         "Diagnosis: You set the masked scores to 0; set them to -inf, so that they get zero weight after the",
         "softmax.",
         "Type the matrix again, or hint, show, skip.",
-        "weights (head 1)> quit",
+        "weights (head 2)> quit",
     ]
 
 
@@ -570,9 +581,9 @@ def unwrapped(lines: list[str]) -> str:
 
 
 def test_a_locked_progress_file_does_not_end_the_session_and_loses_nothing(cli, monkeypatch):
-    from tutor import store
+    from tutor.store import files
 
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(files, "BUSY_TIMEOUT_MS", 100)
     locker = Locker()
     stdin = Script("1 1; 2 2; 2 2\n9 9; 2 2; 2 2\n1 1; 2 2; 2 2\n1 1; 2 2; 2 2\nquit\n",
                    {1: locker.take, 4: locker.release})  # locked while Q and K (twice) are answered
@@ -587,7 +598,7 @@ def test_a_locked_progress_file_does_not_end_the_session_and_loses_nothing(cli, 
     assert text.count(warning) == 3
     assert text.count("✓ Right.") == 2 and text.count("✓ Right, at try 2.") == 1  # the session went on
     assert [line.rstrip() for line in out.splitlines()][-3:] == [
-        "   6. weights  not reached", "   7. head_0   not reached",
+        "   6. weights  not reached", "   7. head_1   not reached",
         "Your answers are saved; attn-tutor stats shows your progress."]
     assert rows("SELECT step, outcome, attempt, answer FROM answers ORDER BY id") == [
         ("q", "correct", 1, "1 1; 2 2; 2 2"), ("k", "wrong", 1, "9 9; 2 2; 2 2"), ("k", "correct", 2, "1 1; 2 2; 2 2"),
@@ -596,9 +607,9 @@ def test_a_locked_progress_file_does_not_end_the_session_and_loses_nothing(cli, 
 
 
 def test_answers_still_unsaved_at_the_end_are_counted_after_the_summary(cli, monkeypatch):
-    from tutor import store
+    from tutor.store import files
 
-    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(files, "BUSY_TIMEOUT_MS", 100)
     locker = Locker()
     try:
         code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k,v",
@@ -613,7 +624,7 @@ def test_answers_still_unsaved_at_the_end_are_counted_after_the_summary(cli, mon
         "Steps right: 1 of 3 (1 at the first try); shown: 0; skipped: 1.",
         "   1. Q  right at the first try; not saved: answer 1",
         "   2. K  skipped; not saved: answer 1",
-        "   3. V  not reached",
+        "   3. V  not answered",
     ]  # the summary marks each answer not saved, and makes no claim that the answers are saved
     assert unwrapped(lines).count("Not saved yet: ") == 2
     assert rows("SELECT COUNT(*) FROM answers") == [(0,)]
@@ -640,15 +651,16 @@ def test_hints_and_sessions_are_counted_in_words(cli):
     assert text.splitlines()[0] == "Progress: 2 sessions, 2 answers."
 
 
-def test_two_mistakes_giving_the_same_numbers_are_both_shown(cli):
-    # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k
+def test_mistakes_giving_the_same_numbers_are_all_shown(cli):
+    # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k = scores / d_v
     code, out, _ = practise(cli, "1 2 2; 2 4 4; 2 4 4\nquit\n", "single-head-3x4", "--steps", "scaled")
     start = out.index("scaled> 1 2 2; 2 4 4; 2 4 4")
-    assert out[start + 10:start + 16] == [
-        "Diagnosis: this answer matches two mistakes, which give the same numbers here:",
-        "  • You divided by sqrt(d_model) = sqrt(4); divide by sqrt(d_k) of the head instead: scaled = scores",
-        "    / sqrt(2).",
-        "  • You divided by d_k = 2 instead of its square root: scaled = scores / sqrt(2).",
+    assert out[start + 10:start + 17] == [
+        "Diagnosis: this answer matches three mistakes, which give the same numbers here:",
+        "  • You divided by √d_model = √4; divide by √d_k of the head instead: scaled = scores / √2.",
+        "  • You divided by d_k = 2 instead of its square root: scaled = scores / √2.",
+        "  • You divided the scores by d_v = d_out = 2; divide by the square root of the head's d_k: scaled =",
+        "    scores / √2.",
         "Type the matrix again, or hint, show, skip.",
         "scaled> quit",
     ]
@@ -659,7 +671,7 @@ def test_an_input_table_shows_one_form_throughout(cli):
     # the first is longer than 16 characters, so the whole table is in decimals
     w = WEIGHTS
     code, out, _ = practise(cli, "quit\n", "single-head-3x4", "--steps", "head_output")
-    start = out.index("   head_0 = weights·V")
+    start = out.index("   head_1 = weights·V")
     assert out[start + 1:start + 10] == [
         "  weights [3×3]                       V [3×2]",
         "  ╭────┬────────┬────────┬────────╮   ╭────┬────┬────╮",
@@ -669,7 +681,7 @@ def test_an_input_table_shows_one_form_throughout(cli):
         f"  │ t2 │ {w[1][0]:.4f} │ {w[1][1]:.4f} │ {w[1][2]:.4f} │   │ t2 │  2 │  2 │",
         f"  │ t3 │ {w[2][0]:.4f} │ {w[2][1]:.4f} │ {w[2][2]:.4f} │   │ t3 │  2 │  2 │",
         "  ╰────┴────────┴────────┴────────╯   ╰────┴────┴────╯",
-        "head_0> quit",
+        "head_1> quit",
     ]
     # the scaled scores (√2, 2√2, 4√2: all short) are exact over decimal, every one of them
     code, out, _ = practise(cli, "quit\n", "single-head-3x4", "--steps", "weights")
@@ -719,12 +731,12 @@ def test_stats_at_60_columns_cuts_nothing(cli, monkeypatch):
         "  │ concat      │     1 │       1 │     100% │     0 │",
         "  │ output      │     1 │       1 │     100% │     0 │",
         "  ╰─────────────┴───────┴─────────┴──────────┴───────╯",
-        "  ╭─────────────┬─────────╮",
-        "  │ step        │ skipped │",
-        "  ├─────────────┼─────────┤",
-        "  │ q           │       0 │",
-        "  │ scaled      │       0 │",
-        "  │ masked      │       0 │",
+        "  ╭─────────────┬─────────┬────────┬────────╮",
+        "  │ step        │ skipped │ review │ recall │",  # answers saved without a family: not scheduled
+        "  ├─────────────┼─────────┼────────┼────────┤",
+        "  │ q           │       0 │      - │      - │",
+        "  │ scaled      │       0 │      - │      - │",
+        "  │ masked      │       0 │      - │      - │",
     ]
     assert "…" not in text and max(len(line) for line in lines) <= 60
 
@@ -800,6 +812,6 @@ def test_practice_scripted_forgetting_the_scaling_then_correcting_it(cli):
     answers = "\n".join([scores, scores, scaled, "quit"]) + "\n"  # scores; scaled: unscaled, then right
     code, out, err = cli("practice", "single-head-3x4", "--steps", "scores,scaled,weights", input=answers)
     assert (code, err) == (0, "")
-    assert out.count("Diagnosis: You forgot to divide by sqrt(d_k): scaled = scores / sqrt(2).") == 1
+    assert out.count("Diagnosis: You forgot to divide by √d_k: scaled = scores / √2.") == 1
     assert out.count("✓ Right") == 2  # scores at once, scaled at the second try
     assert "Session ended." in out

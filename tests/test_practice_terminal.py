@@ -113,7 +113,7 @@ def test_wrong_entries_are_marked_not_only_coloured():
     child = spawn("practice", "single-head-3x4", "--steps", "scaled")  # colours allowed here
     child.expect_exact("scaled> ")
     child.sendline("2 4 4; 4 8 8; 4 8 8")
-    child.expect_exact("You forgot to divide by sqrt(d_k)")
+    child.expect_exact("You forgot to divide by √d_k")
     text = child.before
     child.sendline("quit")
     child.expect(pexpect.EOF)

@@ -55,10 +55,10 @@ def test_a_new_store_is_versioned_identified_and_in_wal_mode(tmp_path):
     Store.open(path).close()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID == 0x41545554
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"sessions", "answers"}
+    assert tables == {"sessions", "answers", "mistakes", "skills", "reviews"}
     conn.close()
     Store.open(path).close()  # reopening our own file is fine
 
@@ -70,20 +70,24 @@ def test_open_existing_creates_nothing(tmp_path):
 
 def test_records_and_stats_by_hand(tmp_path):
     with Store.open(tmp_path / "p.sqlite3") as store:
-        s1 = store.begin_session("single-head-3x4", mode="matrix", tolerance=0.005)
+        s1 = store.begin_session("single-head-3x4", mode="matrix", tolerance=None)
         store.record(s1, Attempt("single-head-3x4", "q", 0, "correct", 1))
-        store.record(s1, Attempt("single-head-3x4", "scaled", 0, "wrong", 1, 0, "no_scaling", "You forgot.", "2 4 4"))
-        store.record(s1, Attempt("single-head-3x4", "scaled", 0, "wrong", 2, 1, "no_scaling", "You forgot again."))
+        store.record(s1, Attempt("single-head-3x4", "scaled", 0, "wrong", 1, 0, ("no_scaling",), "2 4 4"))
+        store.record(s1, Attempt("single-head-3x4", "scaled", 0, "wrong", 2, 1, ("no_scaling", "transposed")))
         store.record(s1, Attempt("single-head-3x4", "scaled", 0, "correct", 3, 1))
         store.record(s1, Attempt("single-head-3x4", "weights", 0, "shown", 1))
         store.record(s1, Attempt("single-head-3x4", "head_output", 0, "skipped", 1))
         store.end_session(s1)
         s2 = store.begin_session("two-head-causal-3x4", mode="entry", tolerance=0.01)
-        store.record(s2, Attempt("two-head-causal-3x4", "masked", 1, "wrong", 1, 0, "mask_zero", "Zero."))
+        store.record(s2, Attempt("two-head-causal-3x4", "masked", 1, "wrong", 1, 0, ("mask_zero",)))
+        store.record(s2, Attempt("two-head-causal-3x4", "weights", 1, "wrong", 1, 0, (), "0.10 0.44 0.44",
+                                 notes=("truncated_decimal",)))
         stats = store.stats()
-        assert len(store.attempts()) == 7
+        assert len(store.attempts()) == 8
         assert store.attempts()[1].answer == "2 4 4"
-    assert stats.sessions == 2 and stats.answers == 7
+        assert store.attempts()[2].diagnoses == ("no_scaling", "transposed")  # every key, in order
+        assert store.attempts()[7].notes == ("truncated_decimal",)
+    assert stats.sessions == 2 and stats.answers == 8
     # steps in the order of the computation, not alphabetical
     assert [s.step for s in stats.steps] == ["q", "scaled", "masked", "weights", "head_output"]
     scaled = stats.step("scaled")
@@ -92,9 +96,13 @@ def test_records_and_stats_by_hand(tmp_path):
     assert stats.step("weights").accuracy == 0.0  # shown counts as a miss
     assert stats.step("head_output").accuracy is None  # skipped does not count
     assert stats.step("output") == StepStats("output")
-    # no_scaling twice (latest sentence kept), mask_zero once
-    assert [(d.key, d.count, d.message) for d in stats.diagnoses] == [
-        ("no_scaling", 2, "You forgot again."), ("mask_zero", 1, "Zero.")]
+    # grouped by key (not by the first sentence), each with where it happened
+    assert [(m.key, m.kind, m.count, [(p.exercise, p.step, p.head, p.count) for p in m.places])
+            for m in stats.mistakes] == [
+        ("no_scaling", "diagnosis", 2, [("single-head-3x4", "scaled", 0, 2)]),
+        ("mask_zero", "diagnosis", 1, [("two-head-causal-3x4", "masked", 1, 1)]),
+        ("transposed", "diagnosis", 1, [("single-head-3x4", "scaled", 0, 1)]),
+        ("truncated_decimal", "grading", 1, [("two-head-causal-3x4", "weights", 1, 1)])]
     assert stats.practised[("single-head-3x4", "scaled")] == 3
     assert ("single-head-3x4", "head_output") not in stats.practised
 
@@ -194,14 +202,14 @@ def test_newer_schema_is_refused(tmp_path):
     conn.close()
     with pytest.raises(StoreError) as info:
         Store.open(path)
-    assert "written by a newer attn-tutor (schema 7; this one reads up to 1)" in str(info.value)
+    assert "written by a newer attn-tutor (schema 7; this one reads up to 2)" in str(info.value)
 
 
 def test_an_empty_file_is_initialised(tmp_path):
     path = tmp_path / "p.sqlite3"
     path.touch()
     Store.open(path).close()
-    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 1
+    assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 def test_a_directory_is_refused(tmp_path):
@@ -616,12 +624,12 @@ def test_a_view_added_to_our_store_is_harmless(tmp_path):
 def test_a_store_from_a_newer_attn_tutor_is_refused_and_left_untouched(tmp_path, opener):
     path = tmp_path / "p.sqlite3"
     store_with_answers(path, 2)
-    foreign(path, "PRAGMA user_version = 2")
+    foreign(path, "PRAGMA user_version = 3")
     before = listing(tmp_path)
     with pytest.raises(StoreError) as info:
         getattr(Store, opener)(path)
     assert str(info.value) == (f"the progress file {path} was written by a newer attn-tutor "
-                               "(schema 2; this one reads up to 1); upgrade attn-tutor")
+                               "(schema 3; this one reads up to 2); upgrade attn-tutor")
     assert listing(tmp_path) == before
 
 
@@ -719,9 +727,9 @@ def refuse_plain_read_only(monkeypatch, tmp_path) -> list[bool]:
     file's -shm cannot be created (SQLITE_CANTOPEN, "unable to open database file"), by opening a
     file in a folder that does not exist; ``immutable=1`` connections are left alone.  Returns the
     list of ``immutable`` flags asked for."""
-    from tutor import store as store_module
+    from tutor.store import files as store_module
 
-    real = store_module._connect_ro
+    real = store_module.connect_ro
     asked: list[bool] = []
 
     def connect(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
@@ -730,7 +738,7 @@ def refuse_plain_read_only(monkeypatch, tmp_path) -> list[bool]:
             return real(tmp_path / "no such folder" / path.name)
         return real(path, immutable=immutable)
 
-    monkeypatch.setattr(store_module, "_connect_ro", connect)
+    monkeypatch.setattr(store_module, "connect_ro", connect)
     return asked
 
 

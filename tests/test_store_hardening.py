@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tutor import store as store_module
 from tutor.errors import StoreError
 from tutor.store import Attempt, Store
+from tutor.store import files as store_files
 
 from .conftest import REPO
 
@@ -37,17 +37,13 @@ def run_python(code: str, *args: object) -> subprocess.CompletedProcess[bytes]:
 #: "append" adds 200 answers to an existing store.
 KILLED_WRITER = """
     import os, signal, sqlite3, sys
-    from tutor import store
+    from tutor.store import schema
     conn = sqlite3.connect(sys.argv[1], isolation_level=None)
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.execute("PRAGMA cache_size = 1")  # pages spill into the file before the commit
     conn.execute("BEGIN IMMEDIATE")
     if sys.argv[2] == "create":
-        for statement in store._SCHEMA.split(";"):
-            if statement.strip():
-                conn.execute(statement)
-        conn.execute(f"PRAGMA application_id = {store.APPLICATION_ID}")
-        conn.execute("PRAGMA user_version = 1")
+        schema.initialise(conn)
     for i in range(200):
         conn.execute("INSERT INTO sessions (exercise, mode, tolerance, started) VALUES (?, 'matrix', 0.1, 'now')",
                      ("x" * 500,))
@@ -120,7 +116,7 @@ def test_a_hot_journal_met_by_a_read_only_connection_is_named_truthfully(tmp_pat
         s.record(s.begin_session("single-head-3x4", mode="matrix", tolerance=0.005),
                  Attempt("single-head-3x4", "q", 0, "correct"))
     killed_writer(path, "append")
-    monkeypatch.setattr(store_module, "_journal_left", lambda path: False)  # as if it appeared after the look
+    monkeypatch.setattr(store_files, "journal_left", lambda path: False)  # as if it appeared after the look
     with pytest.raises(StoreError) as info:
         Store.open_existing(path)
     message = str(info.value)
@@ -137,7 +133,7 @@ def test_a_store_whose_first_page_was_never_written_is_not_called_foreign(tmp_pa
         pytest.skip("SQLite wrote the first page before the kill on this system")
     before = digest(path)
     with pytest.raises(StoreError) as info:
-        store_module._check_header(path)
+        store_files.check_header(path)
     assert "left unfinished by a process that was stopped" in str(info.value)
     assert "its first page was never written" in str(info.value)
     assert digest(path) == before
@@ -156,7 +152,7 @@ def test_practice_says_truthfully_when_it_cannot_undo_a_killed_write(tmp_path, m
             database, kwargs = Path(database).absolute().as_uri() + "?mode=ro", {**kwargs, "uri": True}
         return real_connect(database, *args, **kwargs)
 
-    monkeypatch.setattr(store_module.sqlite3, "connect", read_only)
+    monkeypatch.setattr(store_files.sqlite3, "connect", read_only)
     with pytest.raises(StoreError) as info:
         Store.open(path)
     message = str(info.value)
@@ -175,9 +171,10 @@ def test_a_store_is_created_whole_or_not_at_all(tmp_path, at):
         import os, signal, sys
         from pathlib import Path
         from tutor import store
+        from tutor.store import files
         def killed(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
-        store.os.{at} = killed
+        files.os.{at} = killed
         Path(sys.argv[1]).parent.mkdir(parents=True)
         store.Store.open(sys.argv[1])
     """, path)
@@ -219,8 +216,9 @@ def two_answers(path: Path) -> None:
     """A store with one session: q wrong (diagnosed), then q right."""
     with Store.open(path) as s:
         session = s.begin_session("single-head-3x4", mode="matrix", tolerance=0.005)
-        s.record(session, Attempt("single-head-3x4", "q", 0, "wrong", 1, 0, "transposed", "You transposed.", "1 2"))
-        s.record(session, Attempt("single-head-3x4", "q", 0, "correct", 2, 0, None, None, "1 1; 2 2; 2 2"))
+        s.record(session, Attempt("single-head-3x4", "q", 0, "wrong", 1, 0, ("transposed",), "1 2",
+                                  family="single-head"))
+        s.record(session, Attempt("single-head-3x4", "q", 0, "correct", 2, 0, (), "1 1; 2 2; 2 2", family="single-head"))
 
 
 def edit(path: Path, sql: str) -> None:
@@ -284,3 +282,31 @@ def test_an_unknown_outcome_written_past_the_check_is_left_out(tmp_path):
     with Store.open_existing(path) as s:
         stats = s.stats()
     assert (stats.answers, stats.left_out, stats.step("q").correct, stats.step("q").wrong) == (1, 1, 1, 0)
+
+
+@pytest.mark.parametrize(("sql", "mistakes", "skills"), [
+    ("UPDATE mistakes SET key = x'41'", 0, 1),  # a key of schema 2's mistakes table as a BLOB
+    ("UPDATE mistakes SET kind = 'other'", 0, 1),
+    ("UPDATE skills SET stability = 'high'", 1, 0),  # REAL affinity keeps text that is not a number
+    ("UPDATE skills SET due = x'32303234'", 1, 0),
+])
+def test_mistake_and_skill_rows_of_another_type_are_left_out_and_counted(cli, tmp_path, sql, mistakes, skills):
+    """Schema 2's other tables: a mistake or a scheduled skill of another type is left out and counted;
+    the answers themselves still count, and practice still writes (the skill starts afresh)."""
+    path = tmp_path / "home" / "progress.sqlite3"
+    two_answers(path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA ignore_check_constraints = ON")
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    code, out, err = cli("stats", "--format", "json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert (doc["left_out"], doc["answers"]) == (1, 2)
+    assert len(doc["mistakes"]) == mistakes
+    assert len(doc["steps"][0]["skills"]) == skills
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 1; 2 2; 2 2\n")
+    assert (code, err) == (0, "")
+    with Store.open_existing(path) as s:
+        assert len(s.attempts()) == 3

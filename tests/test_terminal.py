@@ -236,11 +236,12 @@ def test_stored_rows_are_shown_escaped(cli):
     conn = sqlite3.connect(store)
     with conn:  # what another program, or a damaged copy, may have left in the rows
         conn.execute("UPDATE answers SET step = 'sc\x1b[5maled', diagnosis = 'k\x1b]0;X\x07', "
-                     "diagnosis_text = 'msg \x1b[2J \u202e \x9b1m'")
+                     "diagnosis_text = 'msg \x1b[2J \u202e \x9b1m', exercise = 'ex\x1b[2J'")
+        conn.execute("UPDATE mistakes SET key = 'key \x1b[2J \u202e \x9b1m'")
     conn.close()
     code, out, err = cli("stats")
     assert code == 0 and unsafe(out + err) == []
-    assert "sc\\x1b[5maled" in out and "msg \\x1b[2J \\u202e \\x9b1m" in out
+    assert "sc\\x1b[5maled" in out and "key \\x1b[2J \\u202e \\x9b1m" in out and "ex\\x1b[2J" in out
     code, out, err = cli("stats", "--format", "json")
     assert code == 0 and unsafe(out + err) == [] and out.isascii()
     assert json.loads(out)["steps"][0]["step"] == "sc\x1b[5maled"  # JSON escapes it, and reads back exactly
@@ -439,6 +440,15 @@ def test_every_document_is_utf8_whatever_the_stream(argv, expected, encoding, st
     if "json" in argv or argv[0] == "schema":
         json.loads(text)
         assert out.isascii()
+
+
+def test_a_square_root_sign_typed_on_an_ascii_stream_says_to_type_ascii(cli_process, tmp_path):
+    """√ on an ASCII stdin arrives as bytes the stream cannot decode: the learner is told why, and what to type."""
+    env = {"PYTHONIOENCODING": "ascii", "ATTN_TUTOR_HOME": str(tmp_path)}
+    r = cli_process("practice", "single-head-3x4", "--steps", "scaled", input="√2 2√2 2√2\nquit\n".encode(), env=env)
+    assert r.code == 0, r.stderr
+    out = " ".join(r.stdout.decode("ascii").split())  # ASCII only, and the message's words whatever the wrapping
+    assert "could not decode at column 1" in out and "type answers in ASCII, such as sqrt(2) and -inf" in out
 
 
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "cp1252"},

@@ -22,13 +22,19 @@ OUTCOMES: tuple[Outcome, ...] = ("correct", "wrong", "shown", "skipped")
 class Attempt:
     """One answered step, as recorded: what was asked, how it went, what was typed.
 
-    ``exercise`` is the exercise id; ``step`` the step id (``q``, ``scores``, …)
-    and ``head`` its head (``None`` for a layer step); ``attempt`` the 1-based
-    try at that step in its session and ``hints`` the hints taken before it;
-    ``diagnosis`` the key of the first diagnosis of a wrong answer and
-    ``diagnosis_text`` its sentence; ``answer`` the text typed (``None`` for
-    ``shown``/``skipped``); ``at`` when it was answered (ISO 8601, UTC) --
-    ``None`` until the store's :class:`~tutor.store.Recorder` stamps it.
+    ``exercise`` is the exercise id (progress on fresh numbers drawn from an
+    exercise is recorded under that exercise's id); ``step`` the step id
+    (``q``, ``scores``, …) and ``head`` its 0-based head (``None`` for a layer
+    step); ``attempt`` the 1-based try at that step in its session and
+    ``hints`` the hints taken before it; ``diagnoses`` the keys of every
+    diagnosis that matched a wrong answer, most specific first (misconceptions
+    of :mod:`tutor.diagnose`, or ``single_entry``); ``answer`` the text typed
+    (``None`` for ``shown``/``skipped``); ``at`` when it was answered (ISO
+    8601, UTC) -- ``None`` until the store's recorder stamps it; ``notes``
+    the grading notes that explain it (``truncated_decimal``: see
+    :mod:`tutor.answers.grading`); ``family`` the exercise's family
+    (:attr:`tutor.exercise.record.Exercise.family`), which makes the answer a
+    review of the skill (step, family) in the schedule (``None``: not scheduled).
     """
 
     exercise: str
@@ -37,7 +43,13 @@ class Attempt:
     outcome: Outcome
     attempt: int = 1
     hints: int = 0
-    diagnosis: str | None = None
-    diagnosis_text: str | None = None
+    diagnoses: tuple[str, ...] = ()
     answer: str | None = None
     at: str | None = None
+    notes: tuple[str, ...] = ()
+    family: str | None = None
+
+    @property
+    def diagnosis(self) -> str | None:
+        """The key of the first diagnosis (``None`` when none matched)."""
+        return self.diagnoses[0] if self.diagnoses else None

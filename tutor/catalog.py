@@ -16,6 +16,7 @@ others from being listed.  Pure: nothing here prints.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import stat
@@ -286,9 +287,10 @@ def resolve_id(name: str, folders: Sequence[str | Path] = (), environ: dict[str,
                                   second=found[1].exercise.source) + f" ({t('catalog.duplicate_id.hint')})")
         if found:
             return found[0].exercise
-        raise UnknownId(t("catalog.not_found", name=name) + f" ({t('catalog.not_found.hint')})")
+        raise UnknownId(_not_found(name, [e.exercise.id for e in load_catalog(folders, environ).entries]))
     folder = bundled_dir()
     direct = [folder / f"{name}{s}" for s in _SUFFIXES if (folder / f"{name}{s}").is_file()]
+    ids = []
     for path in direct + _files(folder):
         try:
             ex = load_exercise(str(path), display=f"bundled:{path.name}")
@@ -296,7 +298,16 @@ def resolve_id(name: str, folders: Sequence[str | Path] = (), environ: dict[str,
             continue
         if ex.id == name:
             return ex
-    raise UnknownId(t("catalog.not_found", name=name) + f" ({t('catalog.not_found.hint')})")
+        ids.append(ex.id)
+    raise UnknownId(_not_found(name, ids))
+
+
+def _not_found(name: str, ids: Sequence[str]) -> str:
+    """No exercise has the id ``name``: the sentence, with the nearest id of ``ids`` when one is near
+    (``single-head-3x3``: did you mean ``single-head-3x4``?), else the hint to list them."""
+    near = difflib.get_close_matches(name, sorted(set(ids)), n=1, cutoff=0.75)
+    hint = t("catalog.not_found.suggest", suggestion=near[0]) if near else t("catalog.not_found.hint")
+    return t("catalog.not_found", name=name) + f" ({hint})"
 
 
 class UnknownId(NotFoundError):
@@ -378,6 +389,22 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (),
 
 def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+#: The order concepts are learnt in, by the tags that name them (README "Exercises"): an exercise
+#: comes after the exercises of its difficulty whose most advanced concept is earlier than its own.
+LEARNING_ORDER = ("basics", "scaling", "mask", "padding", "causal", "multi-head", "per-head-form", "fused-form",
+                  "bias", "output-projection", "cross-attention")
+
+
+def learning_key(ex: Exercise) -> tuple[int, int, str]:
+    """Where ``ex`` comes in learning order: by difficulty (none counts as 3), then by the most
+    advanced concept its tags name in :data:`LEARNING_ORDER` (an exercise whose tags name none
+    comes after those that do), then by id.
+
+    """
+    known = [LEARNING_ORDER.index(tag) for tag in ex.tags if tag in LEARNING_ORDER]
+    return (ex.difficulty if ex.difficulty is not None else 3, max(known) if known else len(LEARNING_ORDER), ex.id)
 
 
 def bundled() -> list[Exercise]:

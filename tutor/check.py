@@ -28,22 +28,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .answers import Entry, equals_exactly
-from .decimals import fixed
+from .answers import MIN_PLACES, Entry, judge
+from .decimals import fixed, trimmed
 from .diagnose import (
     EPS,
     Claim,
     Diagnosis,
     diagnose_claim,
     matches,
-    off_cells,
     right_value,
 )
 from .exercise.record import Exercise
 from .messages import plural, t
 from .plausibility import Finding, cell_name, cells_text, findings, label
 from .solution_file import GivenStep, SolutionFile
-from .steps import Key, Solution, keys, replay, upstream
+from .steps import Key, Solution, keys, replay, torch_empty_row, upstream
 
 Array = np.ndarray
 
@@ -64,7 +63,12 @@ class StepCheck:
     ``source`` the earlier wrong given step it carries forward;
     ``exact_claims`` the wrong cells written as exact numbers whose value
     rounds to what was written, each with its note (``[t2, t1]: you wrote
-    0, an exact claim; the value is 0.000012 — write 0.0000 ...``).
+    0, an exact claim; the value is 0.000012 — write 0.0000 ...``);
+    ``notes`` the grading notes of the step, ``(key, cells, sentence)``:
+    ``truncated_decimal`` (wrong decimals that are the value cut off instead
+    of rounded) and ``coarse_decimal`` (right decimals written to fewer than
+    2 places for a value that is not an integer: right within a rounding that
+    says little).
     """
 
     given: GivenStep
@@ -74,6 +78,7 @@ class StepCheck:
     follows: str | None = None
     source: Key | None = None
     exact_claims: tuple[tuple[tuple[int, int], str], ...] = ()
+    notes: tuple[tuple[str, tuple[tuple[int, int], ...], str], ...] = ()
 
     @property
     def key(self) -> Key:
@@ -119,7 +124,7 @@ class Report:
 # --- carrying the author's own values forward ----------------------------------------------
 
 
-def _carry(sol: Solution, sf: SolutionFile) -> dict[Key, tuple[Array, Array]]:
+def _carry(sol: Solution, sf: SolutionFile, tolerance: float | None = None) -> dict[Key, tuple[Array, Array]]:
     """For every step: the value recomputed from the author's own inputs, and its slack.
 
     The float pipeline (:func:`tutor.steps.replay`) walks the steps in order
@@ -134,7 +139,7 @@ def _carry(sol: Solution, sf: SolutionFile) -> dict[Key, tuple[Array, Array]]:
         g = sf.given(*key)
         if g is None:
             return None
-        lo, hi = g.bounds(nan_as_missing=True)
+        lo, hi = g.bounds(nan_as_missing=True, tolerance=tolerance)
         with np.errstate(invalid="ignore"):  # -inf - -inf: masked entries have no width
             mid = np.where(np.isinf(lo), lo, (lo + hi) / 2)  # [r, c]
             half = np.where(np.isinf(lo), 0.0, (hi - lo) / 2)  # [r, c]
@@ -145,7 +150,7 @@ def _carry(sol: Solution, sf: SolutionFile) -> dict[Key, tuple[Array, Array]]:
     return replay(sol.exercise, given=given).computed
 
 
-def _consistent(g: GivenStep, value: Array, slack: Array) -> bool:
+def _consistent(g: GivenStep, value: Array, slack: Array, tolerance: float | None = None) -> bool:
     """Whether what ``g`` writes follows from ``value`` (recomputed from the author's inputs) within ``slack``.
 
     An entry written as NaN follows only from a NaN (a NaN input row
@@ -156,7 +161,7 @@ def _consistent(g: GivenStep, value: Array, slack: Array) -> bool:
     nan = g.nan_cells()  # [r, c]
     if not np.array_equal(nan & np.isnan(value), nan):
         return False
-    lo, hi = g.bounds(nan_as_missing=True)
+    lo, hi = g.bounds(nan_as_missing=True, tolerance=tolerance)
     return matches(np.where(nan, 0.0, value), Claim(lo - slack, hi + slack), slack=EPS)  # a float replay
 
 
@@ -216,35 +221,62 @@ def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
         labels = sol.step(g.id, g.head).row_labels
         rows = sorted({i for i, _ in in_empty})
         out.append(Diagnosis("nan_empty_row", plural("check.nan.empty_row", len(rows), step=name,
-                                                     rows=", ".join(labels[i] for i in rows)), tuple(in_empty)))
+                                                     rows=", ".join(labels[i] for i in rows), torch=torch_empty_row()),
+                             tuple(in_empty)))
     if other:
         out.append(Diagnosis("nan", t("check.nan.elsewhere", step=name, cells=cells_text(sol, g, other)),
                              tuple(other)))
     return out
 
 
-def _exact_verdict(sol: Solution, g: GivenStep, off: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    """The wrong cells of ``g`` (right shape): an entry written exactly (``1/3``, ``sqrt(2)/2``,
-    ``-inf``) is right only if it *is* the true value (:func:`tutor.answers.equals_exactly`:
-    ``1000000001/1000000000`` is not 1, though the floats agree to 1e-9); a decimal is right
-    within its rounding (``off``, from the float bounds).  Row by row."""
-    exact = sol.step(g.id, g.head).exact
-    bad = set(off)
+def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple[tuple[int, int], ...],
+                                                                            tuple[tuple[str, tuple[tuple[int, int], ...], str], ...]]:
+    """The wrong cells of ``g`` (right shape) by the one grading rule (:func:`tutor.answers.judge`,
+    as ``practice`` grades: a decimal within its rounding, or ``± tolerance``; an exact form exactly;
+    an entry a mask fixes exactly), row by row, and the step's grading notes (see :class:`StepCheck`).
+    An entry written as NaN is wrong; one not given is not judged."""
+    from .quiz import blocked_cells
+
+    step = sol.step(g.id, g.head)
+    strict = blocked_cells(sol, step)
+    wrong: list[tuple[int, int]] = []
+    coarse: list[tuple[int, int]] = []
+    cut: list[tuple[int, int]] = []
     for i, row in enumerate(g.entries):
         for j, e in enumerate(row):
-            if isinstance(e, Entry) and e.is_exact:  # a NaN entry is never exact
-                if equals_exactly(e, exact[i][j]):
-                    bad.discard((i, j))
-                else:
-                    bad.add((i, j))
-    return tuple(sorted(bad))
+            if e is None:
+                continue
+            if not isinstance(e, Entry):  # written as NaN
+                wrong.append((i, j))
+                continue
+            verdict = judge(e, step.exact[i][j], tolerance=tolerance, strict=(i, j) in strict)
+            if not verdict.right:
+                wrong.append((i, j))
+                if verdict.truncated:
+                    cut.append((i, j))
+            elif verdict.coarse:
+                coarse.append((i, j))
+    notes = []
+    if cut:
+        i, j = cut[0]
+        e = g.entries[i][j]
+        assert isinstance(e, Entry) and e.places is not None
+        notes.append(("truncated_decimal", tuple(cut), t("check.note.truncated", cells=cells_text(sol, g, cut),
+                                                         value=trimmed(step.value[i][j]), places=e.places,
+                                                         rounded=fixed(step.value[i][j], max(e.places, 0)),
+                                                         written=e.text)))
+    if coarse:
+        notes.append(("coarse_decimal", tuple(coarse), t("check.note.coarse", cells=cells_text(sol, g, coarse),
+                                                         places=MIN_PLACES)))
+    return tuple(wrong), tuple(notes)
 
 
 # --- the audit -------------------------------------------------------------------------------------
 
 
-def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
-    """Judge every step ``sf`` gives against the exact solution of its exercise.
+def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | None = None) -> Report:
+    """Judge every step ``sf`` gives against the exact solution of its exercise, by the one
+    grading rule (:mod:`tutor.answers.grading`; ``tolerance``: every decimal within ± it).
 
     ``sol`` defaults to :func:`tutor.steps.solve` of ``sf.exercise``.
     Returns a :class:`Report`; raises nothing for a parsed file.
@@ -255,25 +287,26 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
         sol = solve(sf.exercise)
     ex = sol.exercise
     with np.errstate(invalid="ignore", over="ignore"):  # the author's values may hold ±inf: NaN never matches
-        carry = _carry(sol, sf)
+        carry = _carry(sol, sf, tolerance)
     judged: list[StepCheck] = []
     wrong_keys: list[Key] = []
     for g in sf.steps:
         key = (g.id, g.head)
         expected = right_value(sol, g.id, g.head)
-        lo, hi = g.bounds()
+        lo, hi = g.bounds(tolerance=tolerance)
         claim = Claim(lo, hi, g.texts())
+        notes: tuple[tuple[str, tuple[tuple[int, int], ...], str], ...] = ()
         if g.shape != expected.shape:
             wrong = tuple((i, j) for i in range(g.shape[0]) for j in range(g.shape[1]))
         else:
-            wrong = _exact_verdict(sol, g, tuple(off_cells(expected, claim) or ()))
+            wrong, notes = _judged(sol, g, tolerance)
         if not wrong and g.shape == expected.shape:
-            judged.append(StepCheck(g, expected, (), ()))
+            judged.append(StepCheck(g, expected, (), (), notes=notes))
             continue
         exact = _exact_claims(sol, g, expected, wrong) if g.shape == expected.shape else ()
         nan = g.nan_cells()
         if nan.any():  # the misconceptions are judged on the numbers written; each NaN gets its own note
-            claim = Claim(*g.bounds(nan_as_missing=True), g.texts())
+            claim = Claim(*g.bounds(nan_as_missing=True, tolerance=tolerance), g.texts())
         graded = tuple(c for c in wrong if not nan[c]) if nan.any() else wrong  # a NaN entry has its own note
         diagnoses = tuple(_nan_notes(sol, g, expected)) + tuple(diagnose_claim(sol, g.id, g.head, claim, wrong=graded))
         noted = {cell for cell, _ in exact}
@@ -282,14 +315,14 @@ def audit(sf: SolutionFile, sol: Solution | None = None) -> Report:
         ups = upstream(ex, key)
         given_ups = [k for k in ups if sf.given(*k) is not None]
         wrong_ups = [k for k in wrong_keys if k in ups]
-        consistent = bool(given_ups) and _consistent(g, *carry[key])
+        consistent = bool(given_ups) and _consistent(g, *carry[key], tolerance)
         follows: str | None
         if wrong_ups:
             follows = CARRIED if consistent else INDEPENDENT
             source = max(wrong_ups, key=keys(ex).index) if consistent else None
         else:
             follows, source = (ROUNDING if consistent else None), None
-        judged.append(StepCheck(g, expected, wrong, diagnoses, follows, source, exact))
+        judged.append(StepCheck(g, expected, wrong, diagnoses, follows, source, exact, notes))
         wrong_keys.append(key)
     first = next((s for s in judged if not s.ok), None)
     affected: tuple[Key, ...] = ()

@@ -1,7 +1,7 @@
 """The exact engine: the math of every step of multi-head attention, exactly.
 
 ``Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V`` per head, then
-``MultiHead = Concat(head_0, …, head_{h-1}) W_O`` (Vaswani et al. 2017,
+``MultiHead = Concat(head_1, …, head_h) W_O`` (Vaswani et al. 2017,
 "Attention Is All You Need", eq. 1 and §3.2.2), in the row-vector convention
 of hand calculation (``Q = X W_Q``).
 

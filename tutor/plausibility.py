@@ -24,7 +24,7 @@ import numpy as np
 from .decimals import trimmed
 from .diagnose import right_value
 from .exercise.record import Exercise
-from .messages import t
+from .messages import plural, t
 from .solution_file import GivenStep, SolutionFile
 from .steps import KINDS, Solution
 
@@ -49,10 +49,11 @@ class Finding:
 
 
 def label(ex: Exercise, id: str, head: int | None) -> str:
-    """``weights`` for a one-head exercise, ``weights (head 1)`` otherwise; layer steps plain."""
+    """``weights`` for a one-head exercise, ``weights (head 2)`` for the second head (heads
+    counted from 1, as a learner reads them) otherwise; layer steps plain."""
     if head is None or ex.num_heads == 1:
         return id
-    return t("check.step_of_head", step=id, head=head)
+    return t("check.step_of_head", step=id, head=head + 1)
 
 
 def cell_name(sol: Solution, id: str, head: int | None, i: int, j: int) -> str:
@@ -197,6 +198,10 @@ def _column_range(c: _Given) -> list[Finding]:
     if bad:
         return [Finding("column_range", g.id, g.head, False, t(
             "check.column.bad", step=c.name, cells="; ".join(texts), whose=whose), tuple(bad))]
+    empty = [sol.step(g.id, g.head).row_labels[i] for i in range(g.shape[0]) if not live_rows[i]]
+    if empty:  # a zero row (no key to attend) is no weighted average: the bound does not hold for it
+        return [Finding("column_range", g.id, g.head, True, plural(
+            "check.column.ok_empty", len(empty), step=c.name, whose=whose, rows=", ".join(empty)) + c.apart)]
     return [Finding("column_range", g.id, g.head, True, t("check.column.ok", step=c.name, whose=whose) + c.apart)]
 
 

@@ -47,9 +47,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from .exercise.record import Exercise
+    from .plan import Plan
     from .quiz import Effect, Settings, State
     from .render.quiz import QuizRenderer
-    from .steps import Solution
     from .store import Recommendation, Recorder, Stats, Store
 
 
@@ -81,6 +81,13 @@ def recommendation(store: Store | None, folders: Sequence[Path] = ()) -> tuple[S
 
     stats = store.stats() if store is not None else Stats()
     return stats, recommend(stats, [(ex.id, step_kinds(ex), ex.difficulty) for ex in exercises(folders)])
+
+
+def heads_by_id(folders: Sequence[Path] = ()) -> dict[str, int]:
+    """The number of heads of every exercise found (bundled, packs), by id."""
+    from .catalog import exercises
+
+    return {ex.id: ex.num_heads for ex in exercises(folders)}
 
 
 def why_picked(rec: Recommendation) -> str:
@@ -134,33 +141,36 @@ def deferred_interrupt() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def practise(sol: Solution, settings: Settings, *, store: Store, stream: TextIO, console: Console,
-             steps: Sequence[str] | None = None, head: int | None = None, picked: str = "",
+def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, console: Console,
              report: Callable[[str], None]) -> State:
-    """Run one practice session on ``sol`` to its end; returns the final quiz state.
+    """Run the practice session ``plan`` (:mod:`tutor.plan`) to its end; returns the final quiz state.
 
-    ``steps`` and ``head`` choose the steps asked (:func:`tutor.quiz.select`),
-    ``picked`` is the sentence saying why this exercise was chosen (or
-    ``""``).  The session and each answer are recorded in ``store`` (open,
-    left open).  Raises :class:`StoreError` after the summary when answers
-    could not be saved by the end; when another error breaks the session off,
-    what is still waiting is saved if it can be, else ``report`` gets the
-    sentence saying how many answers are lost, and the error goes on.
+    The session and each answer are recorded in ``store`` (open, left open),
+    under ``plan``'s selection (so that an interrupted session can be
+    resumed) and marked complete when every step asked was finished.  Raises
+    :class:`StoreError` after the summary when answers could not be saved by
+    the end; when another error breaks the session off, what is still waiting
+    is saved if it can be, else ``report`` gets the sentence saying how many
+    answers are lost, and the error goes on.
     """
+    from .invisible import notes
     from .quiz import Interrupt, handle, select, start
     from .render.quiz import QuizRenderer
     from .store import Recorder
 
-    ex = sol.exercise
-    total = len(select(sol, steps, head))
+    sol = plan.sol
+    total = len(select(sol, plan.steps, plan.head)) - plan.begin_at
     renderer = QuizRenderer(console)
+    renderer.notes = notes(sol)  # said after a right answer at a step whose check cannot catch a core mistake
     with ctrl_c_interrupts():
-        state, effects = start(sol, settings, steps=steps, head=head)
+        state, effects = start(sol, settings, steps=plan.steps, head=plan.head, begin_at=plan.begin_at,
+                               record_as=plan.exercise_id)
         try:  # from here on, Ctrl-C at any moment ends the session with its summary
             with deferred_interrupt():
-                session = store.begin_session(ex.id, mode=settings.mode, tolerance=settings.tolerance)
+                session = store.begin_session(plan.exercise_id, mode=settings.mode, tolerance=settings.tolerance,
+                                              steps=plan.steps_key, head=plan.head, begin_at=plan.begin_at)
                 recorder = Recorder(store, session)
-            renderer.intro(ex, total, settings, picked)
+            renderer.intro(sol.exercise, total, settings, plan.opening)
         except KeyboardInterrupt:
             console.print()
             state, effects = handle(state, Interrupt())
@@ -174,13 +184,18 @@ def practise(sol: Solution, settings: Settings, *, store: Store, stream: TextIO,
                     unsaved = plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder))
                     report(unsaved)  # waiting, and never lose it silently
                 if not recorder.pending:
-                    try:
-                        store.end_session(recorder.session)  # a new id if the file was made again
+                    try:  # recorder.session: a new id if the file was made again
+                        store.end_session(recorder.session, complete=finished and _complete(state))
                     except StoreError:  # only the end time is lost: the session reads as one that was killed
                         pass
     if recorder.pending:
         raise StoreError(plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder)))
     return state
+
+
+def _complete(state: State) -> bool:
+    """Whether every step of a finished session was given or finished (right, shown, skipped)."""
+    return state.done and all(r.outcome is not None for r in state.results)
 
 
 def why_unsaved(recorder: Recorder) -> str:
@@ -284,23 +299,62 @@ def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recor
 # --- stats ---------------------------------------------------------------------------------
 
 
-def stats_document(data: Stats, rec: Recommendation | None, path: str) -> dict[str, Any]:
+def mistake_name(key: str) -> str:
+    """What a mistake's key is called where it is counted (``mistake.<key>``); the key itself
+    for one the catalogue does not name (a misconception added without its name)."""
+    from .messages import EN
+
+    return t(f"mistake.{key}") if f"mistake.{key}" in EN else key
+
+
+def stats_document(data: Stats, rec: Recommendation | None, path: str,
+                   heads: dict[str, int] | None = None) -> dict[str, Any]:
     """The stats as plain data: what ``stats --format json`` prints and the terminal view renders.
 
-    ``{"store", "sessions", "answers", "steps": [{"step", "correct", "wrong",
-    "shown", "skipped", "first_try", "graded", "accuracy"}], "diagnoses":
-    [{"key", "count", "message"}], "next": {"step", "exercise", "correct",
-    "graded", "accuracy", "command"} | None, "left_out"}``; accuracies are
-    rounded to 4 places (``None`` before any graded answer); ``left_out`` is
-    the number of rows of the file that are not as attn-tutor writes them (a
-    value of another type), left out of every count.
+    ``{"store", "sessions", "answers", "steps", "mistakes", "due_now", "next", "left_out"}``:
+
+    * ``steps``: per step kind practised, ``{"step", "correct", "wrong",
+      "shown", "skipped", "first_try", "graded", "accuracy", "due",
+      "retention", "skills"}`` -- ``due`` the next review of the step (the
+      soonest of its skills: ISO 8601, UTC), ``retention`` the recall the
+      scheduler predicts now (the lowest of its skills, 0 to 1), both ``null``
+      before any review; ``skills`` one ``{"family", "due", "retention",
+      "reviews"}`` per exercise family it was reviewed in;
+    * ``mistakes``: the most frequent mistakes by key, ``{"key", "kind",
+      "name", "count", "where": [{"exercise", "step", "head", "heads", "count"}]}``
+      (``kind`` is ``diagnosis`` or ``grading``; ``head`` is 0-based, as in
+      every JSON document, ``null`` for a layer step; ``heads`` the number of
+      heads of the exercise, from ``heads`` (id -> heads), ``null`` when unknown);
+    * ``due_now``: the skills due for review, ``{"step", "family", "due"}``;
+    * ``next``: ``{"step", "exercise", "correct", "graded", "accuracy",
+      "command"}`` or ``null``.
+
+    Accuracies and retentions are rounded to 4 places (``None`` before any graded answer).
+    ``left_out`` is the number of rows of the file that are not as attn-tutor
+    writes them (a value of another type), left out of every count.
     """
-    steps = [
-        {"step": s.step, "correct": s.correct, "wrong": s.wrong, "shown": s.shown, "skipped": s.skipped,
-         "first_try": s.first_try, "graded": s.graded,
-         "accuracy": None if s.accuracy is None else round(s.accuracy, 4)}
-        for s in data.steps
-    ]
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    by_step: dict[str, list[Any]] = {}
+    for sk in data.skills:
+        by_step.setdefault(sk.step, []).append(sk)
+    steps = []
+    for s in data.steps:
+        skills = sorted(by_step.get(s.step, ()), key=lambda k: k.family)
+        steps.append({
+            "step": s.step, "correct": s.correct, "wrong": s.wrong, "shown": s.shown, "skipped": s.skipped,
+            "first_try": s.first_try, "graded": s.graded,
+            "accuracy": None if s.accuracy is None else round(s.accuracy, 4),
+            "due": min(k.due for k in skills).isoformat() if skills else None,
+            "retention": round(min(k.retention for k in skills), 4) if skills else None,
+            "skills": [{"family": k.family, "due": k.due.isoformat(), "retention": round(k.retention, 4),
+                        "reviews": k.reviews} for k in skills],
+        })
+    mistakes = [{"key": m.key, "kind": m.kind, "name": mistake_name(m.key), "count": m.count,
+                 "where": [{"exercise": p.exercise, "step": p.step, "head": p.head,
+                            "heads": (heads or {}).get(p.exercise), "count": p.count} for p in m.places]}
+                for m in data.mistakes]
     nxt = None
     if rec is not None:
         nxt = {"step": rec.step, "exercise": rec.exercise, "correct": rec.stats.correct, "graded": rec.stats.graded,
@@ -311,7 +365,9 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str) -> dict[s
         "sessions": data.sessions,
         "answers": data.answers,
         "steps": steps,
-        "diagnoses": [{"key": d.key, "count": d.count, "message": d.message} for d in data.diagnoses],
+        "mistakes": mistakes,
+        "due_now": [{"step": k.step, "family": k.family, "due": k.due.isoformat()} for k in data.skills
+                    if k.is_due(now)],
         "next": nxt,
         "left_out": data.left_out,
     }

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from .answers import DEFAULT_TOLERANCE, Entry, entry_from_value, rounding_interval
+from .answers import Entry, claim, entry_from_value
 from .answers.values import MAX_SHARED_WORK, Work, budget
 from .errors import AnswerError, ExerciseError, NotFoundError, Problem
 from .exercise.checks import LIMITS
@@ -122,14 +122,15 @@ class GivenStep:
     def shape(self) -> tuple[int, int]:
         return (len(self.entries), len(self.entries[0]))
 
-    def bounds(self, *, nan_as_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """``(lo, hi)`` float64 ``[rows, cols]``: the values each entry claims.
+    def bounds(self, *, nan_as_missing: bool = False, tolerance: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` float64 ``[rows, cols]``: the values each entry claims, by the one grading
+        rule (:func:`tutor.answers.claim`).
 
-        A decimal written to ``p`` places claims ``± 0.5·10^-p``; an exact
-        entry (integer, fraction, ``sqrt(2)/2``, ``-inf``) claims itself; an
-        expression containing decimals (``1.41/2``) claims its value within
-        the quiz's default tolerance (:data:`tutor.answers.DEFAULT_TOLERANCE`);
-        an entry not given has ``NaN`` bounds.  An entry written as NaN
+        A decimal written to ``p`` places claims ``± 0.5·10^-p`` (``± tolerance``
+        with ``tolerance``); an exact entry (integer, fraction, ``sqrt(2)/2``,
+        ``-inf``) claims itself; an expression containing decimals (``1.41/2``)
+        claims its value ± half a unit in the last place of its least precise
+        decimal; an entry not given has ``NaN`` bounds.  An entry written as NaN
         claims no value at all: the empty interval ``(+inf, -inf)``, which
         no value lies in (with ``nan_as_missing``: ``NaN`` bounds, as if not
         given, for the checks that look only at the numbers written).
@@ -145,11 +146,7 @@ class GivenStep:
                     if not nan_as_missing:
                         lo[i, j], hi[i, j] = math.inf, -math.inf
                     continue
-                if e.places is not None or e.is_exact:
-                    lo[i, j], hi[i, j] = rounding_interval(e)
-                else:
-                    v = e.value()
-                    lo[i, j], hi[i, j] = v - DEFAULT_TOLERANCE, v + DEFAULT_TOLERANCE
+                lo[i, j], hi[i, j] = claim(e, tolerance=tolerance)
         return lo, hi
 
     def nan_cells(self) -> np.ndarray:
@@ -267,7 +264,8 @@ def _yaml11_hint(value: Any) -> str:
 
 
 #: Fields only an exercise file has (``title`` and ``heads`` are shared with solution files).
-_EXERCISE_FIELDS = ("id", "x", "x_kv", "num_heads", "w_q", "w_k", "w_v", "w_o", "mask", "key_padding")
+_EXERCISE_FIELDS = ("id", "x", "x_kv", "num_heads", "w_q", "w_k", "w_v", "w_o", "mask", "key_padding",
+                    "key_padding_mask")
 
 
 def _exercise_fields(data: dict[str, Any]) -> list[str]:

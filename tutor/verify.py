@@ -28,16 +28,16 @@ def _compare(sol: Solution, step_id: str, head: int | None, reference: np.ndarra
     step = sol.step(step_id, head)
     exact = np.array(step.value, dtype=np.float64)  # [rows, cols]
     if exact.shape != reference.shape:
-        raise EngineMismatchError(t("verify.shape", step=step_id, head=head, exact=exact.shape, numeric=reference.shape))
+        raise EngineMismatchError(t("verify.shape", step=step_id, head=_one_based(head), exact=exact.shape, numeric=reference.shape))
     inf = np.isinf(exact)
     if not np.array_equal(inf, np.isinf(reference)):
-        raise EngineMismatchError(t("verify.masked", step=step_id, head=head))
+        raise EngineMismatchError(t("verify.masked", step=step_id, head=_one_based(head)))
     allowed = ATOL + RTOL * np.abs(exact) + SAFETY * np.broadcast_to(bound, exact.shape)  # [rows, cols]
     with np.errstate(invalid="ignore"):  # -inf - -inf at a masked entry
         diff = np.where(inf, 0.0, np.abs(exact - reference))  # [rows, cols]
     if not np.all(diff <= np.where(inf, np.inf, allowed)):
         i, j = np.unravel_index(np.argmax(diff - allowed), exact.shape)
-        raise EngineMismatchError(t("verify.value", step=step_id, head=head, row=int(i), col=int(j),
+        raise EngineMismatchError(t("verify.value", step=step_id, head=_one_based(head), row=int(i) + 1, col=int(j) + 1,
                                     exact=float(exact[i, j]), numeric=float(reference[i, j])))
 
 
@@ -63,3 +63,8 @@ def verify(sol: Solution) -> None:
         bounds.values[step.key] = np.array(step.value, dtype=np.float64)
         bounds.slack[step.key] = bound = kind.rounding(bounds, step.head)
         _compare(sol, step.id, step.head, kind.production(run, ex, step.head), bound)
+
+
+def _one_based(head: int | None) -> str:
+    """A head as the sentences count them (from 1); ``-`` for a layer step."""
+    return "-" if head is None else str(head + 1)

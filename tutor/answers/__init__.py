@@ -5,7 +5,7 @@ prompt, and every entry of a solution file, goes through :func:`parse_entry`
 (one number), :func:`parse_row` / :func:`parse_matrix` (a row or a matrix
 typed on one line) or :func:`entry_from_value` / :func:`matrix_from_value`
 (a value a YAML reader already split up); :func:`close`,
-:func:`equals_exactly` and :func:`rounding_interval` grade what they return.
+:func:`judge` grades what they return, by the one rule (documented there).
 Nothing is ever evaluated as code.
 
 * :mod:`.grammar` -- the answer language (its grammar, documented there
@@ -15,8 +15,10 @@ Nothing is ever evaluated as code.
 * :mod:`.entry` -- :class:`Entry`, one parsed number (and its sympy form, on request);
 * :mod:`.matrix` -- a matrix's text split into rows and entries, and
   matrices a YAML reader built;
-* :mod:`.grading` -- :func:`close`, :func:`equals_exactly`,
-  :func:`rounding_interval` and the tolerances.
+* :mod:`.grading` -- the one grading rule of ``practice`` and ``check``:
+  :func:`judge` (an entry's claim, and whether the true value lies in it),
+  :func:`practice_verdict` (practice's policy on coarse answers),
+  :func:`claim`, :func:`equals_exactly`.
 
 Every sentence these modules raise is a key of :mod:`tutor.messages`
 (``answer.*``, ``matrix.*``).
@@ -28,7 +30,7 @@ Every sentence these modules raise is a key of :mod:`tutor.messages`
 """
 
 from .entry import Entry, Matrix
-from .grading import DEFAULT_TOLERANCE, EXACT_ABS_TOL, EXACT_REL_TOL, close, equals_exactly, rounding_interval
+from .grading import MIN_PLACES, TRUNCATED, Judgement, Verdict, claim, equals_exactly, judge, practice_verdict
 from .grammar import (
     MAX_DECIMAL_EXPONENT,
     MAX_DEPTH,
@@ -50,9 +52,6 @@ from .matrix import (
 from .values import MAX_MAGNITUDE
 
 __all__ = [
-    "DEFAULT_TOLERANCE",
-    "EXACT_ABS_TOL",
-    "EXACT_REL_TOL",
     "MAX_DECIMAL_EXPONENT",
     "MAX_DEPTH",
     "MAX_DIGITS",
@@ -62,15 +61,20 @@ __all__ = [
     "MAX_MAGNITUDE",
     "MAX_MATRIX_CHARS",
     "MAX_POWER",
+    "MIN_PLACES",
+    "TRUNCATED",
     "Entry",
+    "Judgement",
     "Matrix",
-    "close",
+    "Verdict",
+    "claim",
     "entry_from_value",
     "equals_exactly",
+    "judge",
     "matrix_from_value",
     "parse_entry",
     "parse_matrix",
     "parse_row",
-    "rounding_interval",
+    "practice_verdict",
     "split_entries",
 ]

@@ -1,15 +1,52 @@
-"""Grading a parsed entry against the true value: within a tolerance, exactly, or within its rounding.
+"""The one grading rule, for ``practice`` and ``check`` alike: :func:`judge`.
+
+**The rule.**  An entry claims an interval, and it is right when the true
+value lies in it:
+
+* a decimal written to ``p`` places claims ``value ± 0.5·10⁻ᵖ``: ``0.45``
+  claims [0.445, 0.455], ``0.4458`` claims [0.44575, 0.44585] (``1e-3`` is
+  written to 3 places, ``1.5e2`` to -1).  ``0.1044`` for 0.1084 is wrong
+  however close a fixed tolerance would call it;
+* an expression that contains decimals (``1.41/2``) claims its value ± half
+  a unit in the last place of its least precise decimal;
+* an exact form -- an integer, a fraction, ``2√2``, ``1/(1 + 2*exp(√2))``,
+  ``-inf`` -- claims exactly its value, and must be exactly equal
+  (:func:`equals_exactly`);
+* an entry a mask fixes (``-inf`` scores, zero weights) must be exactly it,
+  whatever is written: it is not computed, so no rounding applies.
+
+``--tolerance T`` (``practice`` and ``check``) replaces the interval of every
+decimal by ``value ± T``; exact forms and masked entries stay exact.
+
+**How coarse an answer may be** is each command's policy, on top of the
+rule (:func:`practice_verdict`, and :mod:`tutor.check`):
+
+* ``practice`` asks for at least :data:`MIN_PLACES` decimal places for a
+  value that is not an integer: a coarser decimal whose interval contains the
+  true value (``0.1`` for 0.1084), or an integer within ½ of it (``1`` for
+  0.9965), gets "give at least 2 decimals" -- neither right nor wrong, and not
+  recorded as an attempt;
+* ``check`` audits what was published at any precision: the rule alone gives
+  the verdict, and entries written to fewer than 2 places are noted.
+
+**Truncation.**  A wrong decimal that is the true value cut (not rounded) to
+the places written -- ``0.10`` for 0.1084, whose rounding is ``0.11`` -- is
+named: the grading note ``truncated_decimal`` (a note of the grading, not a
+misconception of :mod:`tutor.diagnose`).
 
 >>> from tutor.answers import parse_entry
->>> close(parse_entry("0.45"), 0.4502), close(parse_entry("9/20"), 0.4502)
+>>> from tutor.exactnum import Rat
+>>> from fractions import Fraction
+>>> judge(parse_entry("0.45"), Rat(Fraction(9, 20))).right, judge(parse_entry("0.44"), Rat(Fraction(9, 20))).right
 (True, False)
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .entry import Entry
 from .values import equals_exact
@@ -17,38 +54,119 @@ from .values import equals_exact
 if TYPE_CHECKING:
     from tutor.exactnum import Exact
 
-#: The quiz's default: accepts any answer rounded to 2 decimal places.
-DEFAULT_TOLERANCE = 0.005 + 1e-12
-#: Exact entries must match to this relative (and absolute) precision.
-EXACT_REL_TOL = 1e-9
-EXACT_ABS_TOL = 1e-12
+#: ``practice`` asks for at least this many decimal places for a value that is not an integer.
+MIN_PLACES = 2
+#: The key of the grading note for a decimal truncated instead of rounded.
+TRUNCATED = "truncated_decimal"
+#: Within this of the true value, a wrong exact form or masked entry gets a note saying why it is
+#: still wrong (an exact form must be exact; a masked weight is exactly 0).
+NEAR = 0.005
+
+Verdict = Literal["right", "wrong", "coarse"]
 
 
-def close(entry: Entry, expected: float, *, tolerance: float = DEFAULT_TOLERANCE, exact: Exact | None = None) -> bool:
-    """Whether ``entry`` is a right answer for ``expected``.
+@dataclass(frozen=True)
+class Judgement:
+    """One entry judged by the rule.
 
-    Infinite values match only the same infinity.  An entry with decimals
-    passes within ``tolerance``.  An exact entry claims exactly its value:
-    given the true value ``exact`` (from :mod:`tutor.exactnum`) it must equal
-    it (:func:`equals_exactly`: ``1000000001/1000000000`` is not 1); given
-    only the float ``expected``, it must equal that float to
-    :data:`EXACT_REL_TOL` (relative; :data:`EXACT_ABS_TOL` near zero), which
-    is what a float can tell.
+    ``right``: the true value lies in the claim (exact forms: equal);
+    ``lo``, ``hi``: the claim as floats (``lo == hi`` for an exact form);
+    ``places``: the decimal places the claim is written to (``None`` for an
+    exact form, and under ``--tolerance``); ``coarse``: the true value is not
+    an integer and the entry is written coarser than :data:`MIN_PLACES`
+    places -- a decimal with fewer places, or an integer within ½ of the
+    value (a claim at 0 places); ``truncated``: wrong, and the true value cut
+    towards zero at ``places`` gives exactly the entry (its rounding does
+    not); ``near``: wrong, an exact form or masked entry within
+    :data:`NEAR` of the true value.
+    """
 
-    >>> from tutor.answers import parse_entry
-    >>> close(parse_entry("0.45"), 0.4502), close(parse_entry("9/20"), 0.4502)
-    (True, False)
+    right: bool
+    lo: float
+    hi: float
+    places: int | None = None
+    coarse: bool = False
+    truncated: bool = False
+    near: bool = False
+
+
+def judge(entry: Entry, true: Exact, *, tolerance: float | None = None, strict: bool = False) -> Judgement:
+    """``entry`` judged against the true value ``true`` (a :mod:`tutor.exactnum` value) by the rule.
+
+    ``tolerance`` replaces the interval of a decimal (``--tolerance``);
+    ``strict`` marks an entry a mask fixes (exactly equal, whatever is
+    written).  The comparison is exact: the bounds are fractions and the true
+    value is compared at 40 significant digits (:meth:`Exact.precise_value`),
+    so a value on the edge of a claim (0.125 for ``0.12``) is inside it.
     """
     v = entry.value()
-    if math.isnan(expected):
-        return False
-    if entry.is_exact and exact is not None:
-        return equals_exactly(entry, exact)
-    if math.isinf(v) or math.isinf(expected):
-        return v == expected
-    if entry.is_exact:
-        return math.isclose(v, expected, rel_tol=EXACT_REL_TOL, abs_tol=EXACT_ABS_TOL)
-    return abs(v - expected) <= tolerance
+    value = true.value()
+    if entry.infinity or math.isinf(value) or strict or entry.is_exact:
+        right = equals_exactly(entry, true)
+        near = not right and math.isfinite(v) and math.isfinite(value) and abs(v - value) <= NEAR
+        coarse = (not right and not strict and _is_integer_text(entry) and not _is_integer(true)
+                  and math.isfinite(value) and abs(v - value) <= 0.5)
+        return Judgement(right, v, v, None, coarse, False, near and not coarse)
+    assert entry.number is not None
+    written = entry.fraction
+    places = entry.places if entry.places is not None else least_places(entry.text)
+    if tolerance is not None:
+        half = Fraction(tolerance)
+        places = None
+    elif places is None:  # no decimal literal found (cannot happen for an inexact entry): claim the value
+        half = Fraction(0)
+    else:
+        half = Fraction(1, 2) * Fraction(10) ** -places
+    if written is None:  # an expression with decimals and an irrational value: its float, widened by an ulp
+        mid = Fraction(v)
+        lo, hi = mid - half - Fraction(abs(v) * 2.0 ** -52), mid + half + Fraction(abs(v) * 2.0 ** -52)
+    else:
+        lo, hi = written - half, written + half
+    right = _inside(true, lo, hi)
+    coarse = places is not None and places < MIN_PLACES and not _is_integer(true)
+    truncated = (not right and places is not None and written is not None and entry.places is not None
+                 and _truncates(true, written, places))
+    return Judgement(right, float(lo), float(hi), places, coarse, truncated)
+
+
+def practice_verdict(j: Judgement) -> Verdict:
+    """``practice``'s policy on a :class:`Judgement`: ``coarse`` ("give at least 2 decimals",
+    neither right nor wrong) for an entry written coarser than :data:`MIN_PLACES` places for a
+    value that is not an integer whose claim holds it, else ``right`` or ``wrong`` by the rule."""
+    if j.coarse and (j.right or j.lo == j.hi):  # a decimal that holds the value, or an integer within 1/2 of it
+        return "coarse"
+    return "right" if j.right else "wrong"
+
+
+def claim(entry: Entry, *, tolerance: float | None = None) -> tuple[float, float]:
+    """The interval ``entry`` claims, as floats (what :func:`judge` compares with; for the checks
+    that compare whole matrices): see the module docstring.  ``(v, v)`` for an exact form."""
+    v = entry.value()
+    if entry.is_exact or entry.infinity:
+        return v, v
+    places = entry.places if entry.places is not None else least_places(entry.text)
+    if tolerance is not None:
+        return v - tolerance, v + tolerance
+    if places is None:
+        return v, v
+    half = Fraction(1, 2) * Fraction(10) ** -places
+    written = entry.fraction
+    if written is None:
+        return float(Fraction(v) - half), float(Fraction(v) + half)
+    return float(written - half), float(written + half)
+
+
+def least_places(text: str) -> int | None:
+    """The places of the least precise decimal literal in ``text`` (``1.41/2`` -> 2; ``1.5e2`` -> -1),
+    ``None`` when it has none.
+
+    >>> least_places("1.41/2.5"), least_places("2*sqrt(2)")
+    (1, None)
+    """
+    from .grammar import decimal_places
+
+    found = decimal_places(text)
+    return min(found) if found else None
 
 
 def equals_exactly(entry: Entry, true: Exact) -> bool:
@@ -73,25 +191,46 @@ def equals_exactly(entry: Entry, true: Exact) -> bool:
 
     if entry.infinity:
         return entry.infinity < 0 and isinstance(true, NegInf)
+    if isinstance(true, NegInf):
+        return False
     assert entry.number is not None
     return equals_exact(entry.number, true)
 
 
-def rounding_interval(entry: Entry) -> tuple[float, float]:
-    """The values ``entry`` claims: ``v ± 0.5·10^-places`` for a decimal
-    written to ``places`` places, else the zero-width ``(v, v)``.
+# --- helpers ---------------------------------------------------------------------------------
 
-    Only a lone decimal literal carries a rounding claim; an expression that
-    contains decimals (``1.41/2``) claims its value exactly.
 
-    >>> from tutor.answers import parse_entry
-    >>> rounding_interval(parse_entry("0.45")), rounding_interval(parse_entry("1/2"))
-    ((0.445, 0.455), (0.5, 0.5))
-    """
-    exact = entry.fraction
-    if entry.places is None or exact is None:
-        v = entry.value()
-        return v, v
-    half = Fraction(1, 2) * Fraction(10) ** -entry.places
-    return float(exact - half), float(exact + half)
+def _is_integer(true: Exact) -> bool:
+    from tutor.exactnum import Rat
 
+    return isinstance(true, Rat) and true.q.denominator == 1
+
+
+def _is_integer_text(entry: Entry) -> bool:
+    """An entry written as a whole number (``1``, ``-2``), the one exact form that reads as a rounded value."""
+    return entry.fraction is not None and entry.fraction.denominator == 1 and entry.text.lstrip("+-−").isdigit()
+
+
+def _rational(true: Exact) -> Fraction:
+    """``true`` as a fraction: exactly for a rational, else its value at 40 significant digits
+    (an irrational value is never on the edge of a decimal claim; 40 digits tell which side it is on)."""
+    from tutor.exactnum import Rat
+
+    if isinstance(true, Rat):
+        return true.q
+    x = true.precise_value(40)
+    man, exp = x.man_exp  # x = man · 2^exp, exactly
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def _inside(true: Exact, lo: Fraction, hi: Fraction) -> bool:
+    """Whether ``lo <= true <= hi`` (see :func:`_rational`)."""
+    return lo <= _rational(true) <= hi
+
+
+def _truncates(true: Exact, written: Fraction, places: int) -> bool:
+    """Whether ``written`` is ``true`` cut towards zero at ``places`` places (and ``true`` is not itself that)."""
+    q = _rational(true)
+    scale = Fraction(10) ** places
+    cut = Fraction(math.trunc(q * scale)) / scale
+    return cut == written and cut != q

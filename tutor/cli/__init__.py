@@ -24,14 +24,14 @@ import typer
 from ..errors import TutorError
 from ..messages import t
 from ..textsafe import lines, shown
-from . import author, check, explain, practice
+from . import author, check, drill, explain, practice
 from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
 from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors, restore_environ
 
 __all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
 
-#: Every command: its name, the function that runs it, and the key of its help text,
-#: in the order ``attn-tutor --help`` lists them (the order it has always shown).
+#: Every command: its name, the function that runs it (or, for a group of subcommands, its
+#: Typer app), and the key of its help text, in the order ``attn-tutor --help`` lists them.
 COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("explain", explain.explain, "cli.explain.help"),
     ("list", explain.list_, "cli.list.help"),
@@ -41,7 +41,12 @@ COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("new", author.new, "cli.new.help"),
     ("schema", author.schema, "cli.schema.help"),
     ("check", check.check, "cli.check.help"),
+    ("drill", drill.app, "cli.drill.help"),  # a group: drill shapes|counts|masks|concepts|interview
 )
+
+
+#: The commands that grade answers by the rule of :mod:`tutor.answers.grading`.
+GRADED = ("practice", "check")
 
 
 def _version(value: bool) -> None:
@@ -69,7 +74,13 @@ def build_app() -> typer.Typer:
     )
     application.callback()(_options)
     for name, function, help_key in COMMANDS:
-        application.command(name, help=t(help_key))(function)
+        text = t(help_key)
+        if name in GRADED:  # the one grading rule, said once, in the help of the commands that grade
+            text += "\n\n" + t("cli.grading")
+        if isinstance(function, typer.Typer):
+            application.add_typer(function, name=name, help=text)
+        else:
+            application.command(name, help=text)(function)
     return application
 
 
@@ -117,11 +128,27 @@ def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: 
         restore_environ(columns)
 
 
+def command() -> Any:
+    """The click command tree of :data:`app`, its help tidied: a flag (``--force``, ``--help``)
+    shows no ``<bool>`` type, since it takes no value."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for cmd in [group, *getattr(group, "commands", {}).values()]:
+        params = list(cmd.params)
+        ctx = type("HelpContext", (), {"help_option_names": ["-h", "--help"]})()
+        helper = cmd.get_help_option(ctx)  # built once and kept by the command
+        for param in params + ([helper] if helper is not None else []):
+            if getattr(param, "is_bool_flag", False) and param.metavar is None:
+                param.metavar = ""
+    return group
+
+
 def _run(args: list[str], streams: Streams) -> int:
     """Run the app on ``args`` with the guarded streams in place; every way out becomes an exit code."""
     try:
         try:
-            result = app(args=args, prog_name="attn-tutor", standalone_mode=False, obj=streams)
+            result = command().main(args=args, prog_name="attn-tutor", standalone_mode=False, obj=streams)
         finally:
             sys.stdout.flush()  # inside the try: a failing last flush is reported like any write
     except SolutionWrong:

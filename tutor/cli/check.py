@@ -23,6 +23,8 @@ from .common import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, 
 def check(
     solution: Annotated[str, typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
+    tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
+                                                    show_default=False)] = None,
     fmt: FormatOpt = Format.rich,
     exercises: ExercisesOpt = None,
 ) -> None:
@@ -30,8 +32,10 @@ def check(
     from ..authoring import warning_text
     from ..check import audit
     from ..solution_file import load_solution
+    from .practice import check_tolerance
 
-    report = audit(load_solution(solution, exercise=exercise, folders=exercises or ()))
+    check_tolerance(tolerance)
+    report = audit(load_solution(solution, exercise=exercise, folders=exercises or ()), tolerance=tolerance)
     if fmt is Format.json:
         from ..render.check import dumps
 

@@ -125,8 +125,20 @@ ExercisesOpt = Annotated[
 ]
 
 
+#: ``--head N``: heads are numbered from 1 wherever a learner reads or types them (JSON keeps 0-based indices).
+HeadOpt = Annotated[int | None, typer.Option("--head", help=t("cli.practice.head.one_based"), min=1, show_default=False)]
+#: ``--tolerance T`` of practice and check: every decimal judged within ± T instead of its rounding.
+ToleranceOpt = Annotated[float | None, typer.Option("--tolerance", help=t("cli.practice.tolerance"), show_default=False)]
+
+
+def head_index(head: int | None) -> int | None:
+    """``--head`` (1-based, as a learner counts heads) as the 0-based index the library uses."""
+    return None if head is None else head - 1
+
+
 def check_head(head: int | None, num_heads: int) -> None:
-    """A usage error (exit 2) when ``--head`` names a head the exercise does not have."""
-    if head is not None and head >= num_heads:
-        key = "explain.one_head" if num_heads == 1 else "explain.no_head"
-        raise typer.BadParameter(t(key, head=head, last=num_heads - 1), param_hint="--head")
+    """A usage error (exit 2) when ``--head`` (1-based) names a head the exercise does not have."""
+    if head is not None and head > num_heads:
+        from ..plan import head_error
+
+        raise typer.BadParameter(head_error(head - 1, num_heads), param_hint="--head")

@@ -10,7 +10,17 @@ import typer
 
 from ..jsontext import document
 from ..messages import t
-from .common import ExerciseArg, ExercisesOpt, Format, FormatOpt, check_head, console, warn, write_document
+from .common import (
+    ExerciseArg,
+    ExercisesOpt,
+    Format,
+    FormatOpt,
+    check_head,
+    console,
+    head_index,
+    warn,
+    write_document,
+)
 
 if TYPE_CHECKING:
     from ..steps import Solution
@@ -18,6 +28,7 @@ if TYPE_CHECKING:
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
 ForceOpt = Annotated[bool, typer.Option("--force", help=t("cli.opt.force_export"))]
+BriefOpt = Annotated[bool, typer.Option("--brief", help=t("cli.opt.brief"))]
 
 
 class ExplainFormat(str, Enum):
@@ -30,15 +41,20 @@ class ExplainFormat(str, Enum):
 def explain(
     ctx: typer.Context,
     exercise: ExerciseArg,
-    head: Annotated[int | None, typer.Option("--head", help=t("cli.opt.head"), min=0)] = None,
+    head: Annotated[int | None, typer.Option("--head", help=t("cli.opt.head.one_based"), min=1, show_default=False)] = None,
     precision: Annotated[int, typer.Option("--precision", help=t("cli.opt.precision"), min=0, max=15)] = 4,
     fmt: Annotated[ExplainFormat, typer.Option("--format", help=t("cli.opt.format"))] = ExplainFormat.rich,
     exercises: ExercisesOpt = None,
     blank: BlankOpt = False,
     export: ExportOpt = None,
     force: ForceOpt = False,
+    brief: BriefOpt = False,
 ) -> None:
-    """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it."""
+    """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it.
+
+    A hand-sized exercise (:func:`tutor.steps.hand_sized`) shows the
+    arithmetic of every step unless ``--brief``.
+    """
     from ..catalog import resolve
     from ..steps import solve
 
@@ -48,12 +64,13 @@ def explain(
 
     ex = resolve(exercise, exercises or ())
     check_head(head, ex.num_heads)
+    head = head_index(head)  # from here on the 0-based index
     sol = solve(ex)
     from ..verify import verify
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
-        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export, force=force)
+        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export, brief=brief, force=force)
     elif fmt is ExplainFormat.json:
         from ..render.json import dumps
 
@@ -61,7 +78,7 @@ def explain(
     else:
         from ..render.rich import render
 
-        render(sol, console(), head=head, precision=precision)
+        render(sol, console(), head=head, precision=precision, brief=brief)
 
 
 def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:
@@ -91,7 +108,7 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
 
 
 def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None,
-            force: bool = False) -> None:
+            brief: bool = False, force: bool = False) -> None:
     """Print or export ``sol`` as a handout: ``fmt`` is ``rich``, ``markdown``, ``html`` (or ``json``, not blank).
 
     With ``export`` (checked by :func:`check_export`) the kind of file follows
@@ -101,7 +118,7 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     if export is not None:
         from ..authoring import export_handout
 
-        export_handout(sol, export, head=head, precision=precision, blank=blank, force=force)
+        export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief, force=force)
         warn(t("handout.wrote", path=export))
         return
     if fmt == "json":
@@ -109,15 +126,15 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     if fmt == "markdown":
         from ..render.markdown import render_markdown
 
-        write_document(render_markdown(sol, head=head, precision=precision, blank=blank))
+        write_document(render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief))
     elif fmt == "html":
         from ..render.html import export_html
 
-        write_document(export_html(sol, head=head, precision=precision, blank=blank))
+        write_document(export_html(sol, head=head, precision=precision, blank=blank, brief=brief))
     else:
         from ..render.html import renderer
 
-        renderer(console(), precision, blank).solution(sol, head)
+        renderer(console(), precision, blank, brief=brief).solution(sol, head)
 
 
 def list_(
@@ -127,9 +144,19 @@ def list_(
     """List the exercises (bundled and packs); each problem of a pack is a ``warning:`` line on stderr."""
     from ..authoring import catalog_rows
     from ..catalog import load_catalog
+    from ..errors import StoreError
+    from ..store import Store, solved
 
     cat = load_catalog(exercises or ())
-    rows = catalog_rows(cat)
+    progress: dict[str, frozenset[tuple[str, int | None]]] = {}
+    try:  # done / pending marks; list only reads the store, and lists the exercises whatever it holds
+        store = Store.open_existing()
+        if store is not None:
+            with store:
+                progress = solved(store)
+    except StoreError as err:
+        warn(f"{t('validate.warning')}: {err}")
+    rows = catalog_rows(cat, progress)
     for p in cat.problems:  # broken pack files and clashing ids: on stderr, the rest is still listed
         warn(f"{t('validate.warning')}: {p}")
     if fmt is Format.json:

@@ -1,4 +1,4 @@
-"""`practice` and `stats` (issue 4): options parsed here, the session run by :mod:`tutor.session`.
+"""`practice` and `stats`: options parsed here, the session planned by :mod:`tutor.plan` and run by :mod:`tutor.session`.
 
 ``practice`` reads its answers from the standard input :func:`tutor.cli.main`
 was given (a terminal, with line editing, or piped text: one answer per
@@ -9,14 +9,31 @@ code 2) after the summary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..jsontext import document
 from ..messages import t
-from .common import ExercisesOpt, Format, FormatOpt, check_head, console, stdin, warn, write_document
+from .common import (
+    ExercisesOpt,
+    Format,
+    FormatOpt,
+    HeadOpt,
+    ToleranceOpt,
+    check_head,
+    console,
+    head_index,
+    stdin,
+    warn,
+    write_document,
+)
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 
 class PracticeMode(str, Enum):
@@ -38,68 +55,115 @@ def _parse_steps(text: str | None) -> list[str] | None:
     return names
 
 
+def check_tolerance(tolerance: float | None) -> None:
+    """A usage error for a ``--tolerance`` that is not a number above 0 (and at most 1000000)."""
+    if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
+        raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
+
+
 def practice(
     ctx: typer.Context,
     exercise: Annotated[str | None, typer.Argument(help=t("cli.practice.exercise"), show_default=False)] = None,
     steps: Annotated[str | None, typer.Option("--steps", help=t("cli.practice.steps"), show_default=False)] = None,
-    head: Annotated[int | None, typer.Option("--head", help=t("cli.practice.head"), min=0, show_default=False)] = None,
+    head: HeadOpt = None,
     mode: Annotated[PracticeMode, typer.Option("--mode", help=t("cli.practice.mode"))] = PracticeMode.matrix,
-    tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.practice.tolerance"),
-                                                    show_default=False)] = None,
+    tolerance: ToleranceOpt = None,
+    restart: Annotated[bool, typer.Option("--restart", help=t("cli.practice.restart"))] = False,
+    due: Annotated[bool, typer.Option("--due", help=t("cli.practice.due"))] = False,
     exercises: ExercisesOpt = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help=t("cli.practice.fresh"))] = False,
+    seed: Annotated[int | None, typer.Option("--seed", help=t("cli.practice.seed"), min=0, show_default=False)] = None,
 ) -> None:
-    """Drill an exercise (or the one that trains the weakest step) in a session recorded in the progress store."""
-    from ..answers import DEFAULT_TOLERANCE
+    """Drill an exercise (or the one that trains the weakest step, or what is due) in a session
+    recorded in the progress store; an interrupted session of the same steps is resumed.
+
+    ``--fresh`` drills the exercise's shape with new numbers (``new --like ID
+    --seed S`` writes the same ones); progress is recorded under the original id,
+    and a fresh session begins anew (an unfinished one was on other numbers).
+    """
+    from .. import plan as plans
     from ..catalog import resolve
     from ..quiz import Settings
-    from ..session import answer_stream, practise, recommendation, step_kinds, why_picked
-    from ..steps import solve
+    from ..session import answer_stream, practise
     from ..store import Store
 
     chosen = _parse_steps(steps)
-    if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
-        raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
+    check_tolerance(tolerance)
+    if due and chosen is not None:
+        raise typer.BadParameter(t("practice.due.steps"), param_hint="--due")
+    if seed is not None and not fresh:
+        raise typer.BadParameter(t("practice.seed_without_fresh"), param_hint="--seed")
     stream = answer_stream(stdin(ctx))  # before the store is opened: a session that cannot read leaves no trace
     store = Store.open()  # a damaged, foreign or read-only store stops here, before any question
     try:
-        picked = ""
-        if exercise is None:
-            _, rec = recommendation(store, exercises or ())
-            if rec is None:
+        folders = exercises or ()
+        ex = None if exercise is None else resolve(exercise, folders)
+        if ex is not None:
+            check_head(head, ex.num_heads)
+        plan: plans.Plan | str | None
+        if due:
+            plan = plans.due(store, ex, folders)
+        elif ex is None:
+            plan = plans.weakest(store, folders, head_index(head))
+            if plan is None:
                 raise typer.BadParameter(t("practice.no_bundled"), param_hint="EXERCISE")
-            exercise = rec.exercise
-            picked = why_picked(rec)
-        ex = resolve(exercise, exercises or ())
-        check_head(head, ex.num_heads)
-        sol = solve(ex)
-        if chosen is not None:
-            missing = [s for s in chosen if s not in step_kinds(ex)]
-            if missing:
-                raise typer.BadParameter(t("practice.missing_steps", steps=", ".join(missing), id=ex.id,
-                                           has=", ".join(s.id for s in sol.steps if s.head in (0, None))),
-                                         param_hint="--steps")
-        settings = Settings(mode.value, tolerance if tolerance is not None else DEFAULT_TOLERANCE)
-        practise(sol, settings, store=store, stream=stream, console=console(), steps=chosen, head=head,
-                 picked=picked, report=lambda message: warn(t("cli.error", message=message)))
+        else:
+            plan = plans.chosen(ex, chosen, head_index(head))
+        if isinstance(plan, str):  # nothing is due: say so, and when
+            console().print(plan, markup=False, highlight=False)
+            return
+        if fresh:
+            plan = _fresh(plan, exercise, folders, seed)
+        else:
+            plan = plans.resume(store, plan, mode.value, restart=restart)
+        practise(plan, Settings(mode.value, tolerance), store=store, stream=stream, console=console(),
+                 report=lambda message: warn(t("cli.error", message=message)))
     finally:
         store.close()
+
+
+def _fresh(plan: Plan, named: str | None, folders: Sequence[Path], seed: int | None) -> Plan:
+    """``plan`` on fresh numbers of its exercise's shape (seed ``seed``, else a random one), recorded
+    under the original id, with the sentence giving the ``new --like`` command that writes them."""
+    import shlex
+    from dataclasses import replace
+
+    from ..generate import fresh as fresh_numbers
+    from ..steps import solve
+
+    original = plan.sol.exercise
+    seed = _random_seed() if seed is None else seed
+    ex = fresh_numbers(original, seed)
+    like = " ".join(shlex.quote(str(a)) for a in [named or original.id, *(f"--exercises={d}" for d in folders)])
+    why = "\n".join(filter(None, [plan.why, t("practice.fresh", id=ex.id, like=like, seed=seed)]))
+    return replace(plan, sol=solve(ex), why=why, record_as=original.id)
+
+
+def _random_seed() -> int:
+    import os
+
+    return int.from_bytes(os.urandom(4), "big") % 1_000_000
 
 
 def stats(
     fmt: FormatOpt = Format.rich,
 ) -> None:
-    """Show accuracy by step, frequent mistakes and what to practise next; never writes to the store."""
-    from ..session import recommendation, stats_document
+    """Show accuracy by step, mistakes by kind, the review schedule and what to practise next;
+    never writes to the store."""
+    from ..drills.results import drills_document
+    from ..session import heads_by_id, recommendation, stats_document
     from ..store import Store, default_path
 
     path = default_path()
     store = Store.open_existing(path)
     try:
         data, rec = recommendation(store)
+        drills = drills_document(store.attempts() if store is not None else ())
     finally:
         if store is not None:
             store.close()
-    doc = stats_document(data, rec, str(path))
+    doc = stats_document(data, rec, str(path), heads_by_id())
+    doc["drills"] = drills  # issue 14: the drills' answers, by drill and topic
     if fmt is Format.json:
 
         write_document(document(doc))  # ASCII: safe on any stream

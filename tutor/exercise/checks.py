@@ -43,6 +43,45 @@ def _cols(m: list[list[Fraction]]) -> int:
     return len(m[0])
 
 
+def _flags(values: list[bool]) -> str:
+    """``[false, false, true]``: booleans as the file writes them."""
+    return "[" + ", ".join("true" if v else "false" for v in values) + "]"
+
+
+def _key_padding(c: _Checker, f: Any) -> None:
+    """``key_padding`` (True = a real key) and ``key_padding_mask`` (PyTorch's polarity, True = padding).
+
+    Both are read.  ``key_padding`` gets a note (a warning) recommending
+    ``key_padding_mask``, whose polarity is the one ``nn.MultiheadAttention``
+    takes; both at once must say the same about every key, else it is an
+    error at the first key they disagree on.
+    """
+    old, new = f.key_padding, f.key_padding_mask
+    reported = {p.field.split("[")[0] for p in c.problems}
+    if old is None or ("key_padding",) in c.bad or reported & {"key_padding", "key_padding_mask"}:
+        return  # a field already reported wrong gets no note on top
+    if new is not None and ("key_padding_mask",) not in c.bad and len(new) == len(old):
+        clash = next((j for j, (real, pad) in enumerate(zip(old, new, strict=True)) if real == pad), None)
+        if clash is not None:
+            c.add(("key_padding_mask", clash), "key_padding.disagree", old=_flags([old[clash]]).strip("[]"),
+                  new=_flags([new[clash]]).strip("[]"))
+            return
+        c.doc.warnings.append(c.doc.problem(("key_padding",), t("key_padding.both"), t("key_padding.both.hint")))
+        return
+    if new is None:
+        c.doc.warnings.append(c.doc.problem(("key_padding",), t("key_padding.old"),
+                                            t("key_padding.old.hint", flags=_flags([not real for real in old]))))
+
+
+def _real_keys(f: Any) -> tuple[bool, ...] | None:
+    """The exercise's key padding as the record keeps it: True = a real key."""
+    if f.key_padding is not None:
+        return tuple(f.key_padding)
+    if f.key_padding_mask is not None:
+        return tuple(not pad for pad in f.key_padding_mask)
+    return None
+
+
 class _Checker:
     """Cross-field checks; every problem is recorded, the first per chain stops that chain.
 
@@ -141,8 +180,9 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
         c.add(("kv_tokens",), "form.kv_tokens")
     elif f.kv_tokens is not None:
         s.claim("L_k", len(f.kv_tokens), ("kv_tokens",), "entries", 2)
-    if f.key_padding is not None:
-        s.claim(LK, len(f.key_padding), ("key_padding",), "entries", 2)
+    for name in ("key_padding", "key_padding_mask"):
+        if getattr(f, name) is not None:
+            s.claim(LK, len(getattr(f, name)), (name,), "entries", 2)
     mask = c.val(("mask",), f.mask)
     if isinstance(mask, list):
         s.claim("L", len(mask), ("mask",), "rows", 3)
@@ -300,10 +340,11 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
                                                 weights=join_and([format_path(w[0][-1:]) for w in outvoting]))))
             else:
                 disagrees((name,), _cols(m), "columns", cols)
-    for name, size in (("tokens", "L"), ("kv_tokens", "L_k"), ("key_padding", LK)):
+    for name, size in (("tokens", "L"), ("kv_tokens", "L_k"), ("key_padding", LK), ("key_padding_mask", LK)):
         v = getattr(f, name)
         if v is not None and (name != "kv_tokens" or cross) and len(v) != s.decided[size]:
-            disagrees((name,), len(v), "entries", size, "L_k" if name == "key_padding" else "")
+            disagrees((name,), len(v), "entries", size, "L_k" if name.startswith("key_padding") else "")
+    _key_padding(c, f)
     L, L_k = s.decided["L"], s.decided[LK]
     if isinstance(mask, list) and L is not None and L_k is not None and (len(mask) != L or any(len(r) != L_k for r in mask)):
         c.add(("mask",), "shape.mask", found=f"[{len(mask)} × {len(mask[0]) if mask else 0}]", L=L, L_k=L_k)
@@ -314,7 +355,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
             others = [cl for cl in s.agree(size) if cl.path[:2] != ("heads", i)]
             values = {cl.value for cl in mine}
             if len(values) == 1 and s.decided[size] not in values and others:
-                heads_agreeing = list(dict.fromkeys(t("shape.evidence.head", head=cl.path[1]) for cl in others
+                heads_agreeing = list(dict.fromkeys(t("shape.evidence.head", head=int(cl.path[1]) + 1) for cl in others
                                                     if cl.path[0] == "heads"))
                 c.add(("heads", i), "shape.head_dims", what=size, found=mine[0].value, expected=s.decided[size],
                       others=join_and(heads_agreeing + [cl.label for cl in others if cl.path[0] != "heads"]))
@@ -395,7 +436,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
         tokens=tuple(f.tokens) if f.tokens else None, kv_tokens=tuple(f.kv_tokens) if f.kv_tokens else None,
         heads=tuple(heads), w_o=tuple(map(tuple, w_o)) if w_o is not None else None,
         b_o=tuple(f.b_o) if f.b_o is not None else None, mask_kind=mask_kind, mask=mask_m,
-        key_padding=tuple(f.key_padding) if f.key_padding is not None else None,
+        key_padding=_real_keys(f),
         fused=f.num_heads is not None and f.heads is None, tags=tuple(f.tags), difficulty=f.difficulty,
         source=doc.filename,
     )

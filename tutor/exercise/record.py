@@ -66,7 +66,9 @@ class Exercise:
     (self-attention: K and V come from ``x``); ``w_o`` ``[num_heads*d_v, d_out]``
     or ``None``; ``b_o`` ``[d_out]``; ``mask`` ``[L, L_k]`` (True = the query
     row may attend to that key column) or ``None``; ``key_padding`` ``[L_k]``
-    (False = padding key) or ``None``.
+    (True = a real key, False = padding) or ``None``, whichever field of the
+    file gave it (``key_padding``, or ``key_padding_mask`` in PyTorch's
+    polarity: :attr:`key_padding_mask`).
     """
 
     id: str
@@ -141,6 +143,24 @@ class Exercise:
     def has_mask(self) -> bool:
         """True when a mask or key padding applies (the ``masked`` step exists)."""
         return self.mask is not None or self.key_padding is not None
+
+    @property
+    def family(self) -> str:
+        """The exercise family a skill is scheduled in (:mod:`tutor.store.scheduling`): the one
+        feature that changes the hand calculation most, in this order of precedence --
+        ``cross`` (K and V from another sequence: L_q ≠ L_k), ``masked`` (a mask or key
+        padding: ``-inf`` scores, zero weights), ``multi-head`` (several heads, concatenated),
+        else ``single-head``.  Decided by the exercise's structure, never by its free tags."""
+        if self.is_cross:
+            return "cross"
+        if self.has_mask:
+            return "masked"
+        return "multi-head" if self.num_heads > 1 else "single-head"
+
+    @property
+    def key_padding_mask(self) -> tuple[bool, ...] | None:
+        """``[L_k]``, PyTorch's polarity: True = a padding key (``nn.MultiheadAttention``'s ``key_padding_mask``)."""
+        return None if self.key_padding is None else tuple(not real for real in self.key_padding)
 
     @property
     def query_labels(self) -> tuple[str, ...]:

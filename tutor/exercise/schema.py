@@ -232,6 +232,7 @@ class ExerciseFile(_Strict):
     b_o: VectorField | None = Field(None, description=t("schema.field.b_o"))
     mask: MaskField | None = Field(None, description=t("schema.field.mask"))
     key_padding: list[Flag] | None = Field(None, description=t("schema.field.key_padding"))
+    key_padding_mask: list[Flag] | None = Field(None, description=t("schema.field.key_padding_mask"))
     tags: list[Text] = Field(default_factory=list)
     difficulty: Difficulty | None = Field(None, description=t("schema.field.difficulty"))
 

@@ -1,8 +1,11 @@
 """The NumPy core: a mirror of production attention (no torch, no sympy, no I/O).
 
-Modules: :mod:`.functional` (softmax, masks, scaled dot-product attention),
-:mod:`.blocked` (the memory-bounded online-softmax path), :mod:`.layer` (the
-batched multi-head layer, and an exercise run through it), :mod:`.trace`
+Modules: :mod:`.functional` (softmax, the causal mask, and scaled dot-product
+attention with PyTorch's signature), :mod:`.blocked` (the memory-bounded
+online-softmax path), :mod:`.layer` (the batched multi-head layer with
+``nn.MultiheadAttention``'s forward, and an exercise run through it),
+:mod:`.masks` (``nn.MultiheadAttention``'s mask polarity, checked and
+converted; an exercise's masks spelled as PyTorch takes them), :mod:`.trace`
 (the forward pass as shapes), :mod:`.replay` (one exercise step by step in
 float64, with the knobs a misconception turns: what diagnosis replays and
 ``check`` carries the author's values through).
@@ -26,11 +29,17 @@ Sources
 Conventions
     * Row vectors, math convention: a projection is ``x @ W + b`` with ``W``
       of shape ``[d_in, d_out]`` (PyTorch's ``nn.Linear`` stores ``W.T``).
-    * Every boolean mask here means **True = may attend** (the polarity of
-      SDPA's boolean ``attn_mask``).  ``nn.MultiheadAttention``'s boolean
-      ``attn_mask`` and ``key_padding_mask`` mean the opposite (True =
-      blocked); pass ``~mask`` there.  A key-padding vector here is True for a
-      real key and False for padding, as ``key_padding`` in an exercise file.
+    * The public functions take PyTorch's arguments with PyTorch's meanings
+      (PyTorch 2.13): :func:`scaled_dot_product_attention` those of
+      ``torch.nn.functional.scaled_dot_product_attention`` (boolean
+      ``attn_mask`` True = may attend, a float one added to the scores), and
+      :meth:`MultiHeadAttention.forward` those of ``nn.MultiheadAttention``
+      (boolean ``attn_mask`` True = blocked, ``key_padding_mask`` True =
+      padding).  A mask that can only be meant in the other polarity is
+      refused (the layer) or warned about (:class:`MaskPolarityWarning`).
+      Inside, every boolean mask is True = may attend.  An exercise file's
+      ``key_padding`` is True for a real key; its ``key_padding_mask`` is
+      PyTorch's (True = padding).
     * A query row that may attend to no key gets zero weights and a zero
       context row.  ``F.scaled_dot_product_attention`` does the same since
       PyTorch 2.5; ``nn.MultiheadAttention`` returns NaN for such rows (output
@@ -44,19 +53,25 @@ Conventions
 
 from __future__ import annotations
 
+from ._common import MaskPolarityWarning
 from .blocked import DEFAULT_BLOCK_SIZE
-from .functional import causal_mask, combine_masks, scaled_dot_product_attention, softmax
+from .functional import attention_with_weights, blocked_attention, causal_mask, scaled_dot_product_attention, softmax
 from .layer import ExerciseRun, MultiHeadAttention, exercise_trace, run_exercise
+from .masks import TorchMask, pytorch_masks
 from .trace import TraceStep
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
     "ExerciseRun",
+    "MaskPolarityWarning",
     "MultiHeadAttention",
+    "TorchMask",
     "TraceStep",
+    "attention_with_weights",
+    "blocked_attention",
     "causal_mask",
-    "combine_masks",
     "exercise_trace",
+    "pytorch_masks",
     "run_exercise",
     "scaled_dot_product_attention",
     "softmax",

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 
 import numpy as np
-from numpy.typing import ArrayLike, DTypeLike, NDArray
+from numpy.typing import DTypeLike, NDArray
 
 from tutor.errors import ShapeError  # noqa: F401  (re-exported for the modules of the core)
 
@@ -64,12 +64,19 @@ def _shape_text(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(n) for n in shape) + "]"
 
 
-def _bool_array(mask: ArrayLike, what: str) -> NDArray[np.bool_]:
-    arr = np.asarray(mask)
-    if arr.dtype != np.bool_:
-        raise TypeError(f"{what} must be a boolean array (True = may attend), got dtype {arr.dtype}")
-    return arr
+class MaskPolarityWarning(UserWarning):
+    """A mask that PyTorch accepts but that looks like the other API's polarity (or a keep-mask given as numbers).
 
+    Raised as a warning, not an error, where PyTorch gives the same mask a
+    defined meaning (an all-False SDPA mask gives zero output rows); where the
+    result would be meaningless (an ``nn.MultiheadAttention`` mask that blocks
+    every key), :class:`tutor.numeric.MultiHeadAttention` raises ``ValueError``.
+    """
+
+
+def _zero_one_only(bias: NDArray) -> bool:
+    """True when a float mask holds only 0s and 1s and at least one 1: a keep-mask given as numbers."""
+    return bool(bias.size) and bool(np.all((bias == 0) | (bias == 1))) and bool(np.any(bias == 1))
 
 
 def _dropout_inplace(w: NDArray, p: float, rng: np.random.Generator | None) -> None:

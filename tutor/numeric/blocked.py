@@ -16,8 +16,8 @@ from numpy.typing import NDArray
 from . import _common
 from ._common import _BATCH_CHUNK_SCORES, _dropout_inplace
 
-#: Query and key block size that suits the blocked path on a CPU: pass
-#: ``block_size=DEFAULT_BLOCK_SIZE``.  Measured with ``benchmarks/run.py``'s
+#: Query and key block size that suits the blocked path on a CPU (the default of
+#: :func:`tutor.numeric.blocked_attention`).  Measured with ``benchmarks/run.py``'s
 #: case (L = 8192, d_k = 64, float32, 2 cores): 1024 ran in ~170 ms, 512 in
 #: ~190 ms, 2048 in ~190 ms, the plain path in ~205 ms; bigger GEMMs thread
 #: better, smaller score blocks stay in cache.  A block is 4 MiB in float32.
@@ -29,6 +29,7 @@ def _sdpa_blocked(
     k: NDArray,
     v: NDArray,
     mask: NDArray[np.bool_] | None,
+    bias: NDArray | None,
     batch: tuple[int, ...],
     scale: float,
     dropout_p: float,
@@ -36,7 +37,10 @@ def _sdpa_blocked(
     bq: int,
     bk: int,
 ) -> NDArray:
-    """Online softmax over key blocks for each query block (Dao et al. 2022, Alg. 1).
+    """Online softmax over key blocks for each query block (Dao 2023, FlashAttention-2, Alg. 1).
+
+    ``mask`` (True = may attend) and ``bias`` (added to the scaled scores) are
+    broadcastable to ``batch + (L_q, L_k)``; either may be ``None``.
 
     Per query block it keeps a running row max ``m``, a running row sum ``ell`` (ℓ)
     of ``exp(s - m)`` and an accumulator ``acc = Σ exp(s - m) v``; when a new
@@ -60,13 +64,16 @@ def _sdpa_blocked(
     if mask is not None:
         mask = np.broadcast_to(mask, batch + (L_q, L_k))  # [..., L_q, L_k]  a view, never copied whole
         mask = mask.reshape((batch or (1,)) + (L_q, L_k))  # [..., L_q, L_k]  at least one batch axis; a view
+    if bias is not None:
+        bias = np.broadcast_to(bias, batch + (L_q, L_k))  # [..., L_q, L_k]  a view, never copied whole
+        bias = bias.reshape((batch or (1,)) + (L_q, L_k))  # [..., L_q, L_k]  a view
     out = np.empty((N, L_q, d_v), dtype=dt)  # [N, L_q, d_v]
     neg_inf = dt.type(-np.inf)
     nb = max(1, _BATCH_CHUNK_SCORES // (min(bq, L_q) * min(bk, L_k) or 1))
 
     def work(n0: int, n1: int) -> None:  # batch slices n0..n1, one query block after another
         # the mask rows of slices n0..n1, gathered block by block below
-        where_n = np.unravel_index(np.arange(n0, n1), batch or (1,)) if mask is not None else ()
+        where_n = np.unravel_index(np.arange(n0, n1), batch or (1,)) if mask is not None or bias is not None else ()
         for i0 in range(0, L_q, bq):
             i1 = min(i0 + bq, L_q)
             qb = q[n0:n1, i0:i1] * dt.type(scale)  # [nb, bq, d_k]
@@ -81,6 +88,8 @@ def _sdpa_blocked(
                     if not mb.any():
                         continue  # a block nobody may see adds nothing (skips most of a causal mask)
                 s = qb @ kT[n0:n1, :, j0:j1]  # [nb, bq, bk]  scores
+                if bias is not None:
+                    s += bias[where_n + (slice(i0, i1), slice(j0, j1))]  # [nb, bq, bk]  float attn_mask
                 if mb is not None:
                     np.copyto(s, neg_inf, where=~mb)  # [nb, bq, bk]
                 m_new = np.maximum(m, s.max(axis=-1, keepdims=True))  # [nb, bq, 1]

@@ -1,13 +1,21 @@
-"""The functional API: softmax, masks, and scaled dot-product attention (plain path).
+"""The functional API: softmax, the causal mask, and scaled dot-product attention with PyTorch's signature.
+
+:func:`scaled_dot_product_attention` takes the arguments of
+``torch.nn.functional.scaled_dot_product_attention`` (PyTorch 2.13) with
+their meaning and returns the output only, as it does.  The teaching variant
+:func:`attention_with_weights` also returns the weights; :func:`blocked_attention`
+is the memory-bounded path (FlashAttention-2's loop, :mod:`.blocked`).
 
 Sources: Vaswani et al. 2017, eq. (1); the PyTorch docs of
-``torch.nn.functional.scaled_dot_product_attention`` and ``torch.softmax``.
-Conventions as in :mod:`tutor.numeric`.
+``torch.nn.functional.scaled_dot_product_attention`` (its reference
+implementation) and ``torch.softmax``.  Conventions as in :mod:`tutor.numeric`.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -15,8 +23,8 @@ from numpy.typing import ArrayLike, NDArray
 from tutor.errors import ShapeError
 
 from . import _common
-from ._common import _bool_array, _dropout_inplace, _float_dtype, _shape_text
-from .blocked import _sdpa_blocked
+from ._common import MaskPolarityWarning, _dropout_inplace, _float_dtype, _shape_text, _zero_one_only
+from .blocked import DEFAULT_BLOCK_SIZE, _sdpa_blocked
 
 
 def _softmax_inplace(x: NDArray, axis: int = -1) -> NDArray:
@@ -55,168 +63,312 @@ def softmax(x: ArrayLike, axis: int = -1) -> NDArray:
 def causal_mask(L_q: int, L_k: int) -> NDArray[np.bool_]:
     """Top-left aligned causal mask ``[L_q, L_k]``, True = may attend.
 
-    Query ``i`` may attend to key ``j`` iff ``j <= i`` - the alignment of
-    PyTorch's ``scaled_dot_product_attention(is_causal=True)``.  With
+    Query ``i`` may attend to key ``j`` iff ``j <= i`` - the mask
+    ``scaled_dot_product_attention(is_causal=True)`` applies.  With
     ``L_q < L_k`` (decoding with a KV cache) you usually want bottom-right
     alignment instead (``torch.nn.attention.bias.causal_lower_right``), which
-    this is not.  Raises ``ValueError`` for negative sizes.
+    this is not.  ``nn.MultiheadAttention`` wants the complement, True =
+    blocked: ``~causal_mask(L, S)``.  Raises ``ValueError`` for negative sizes.
     """
     if L_q < 0 or L_k < 0:
         raise ValueError(f"causal_mask needs sizes >= 0, got L_q={L_q}, L_k={L_k}")
     return np.tri(L_q, L_k, dtype=np.bool_)  # [L_q, L_k]
 
 
-def combine_masks(
-    mask: ArrayLike | None = None, key_padding: ArrayLike | None = None
-) -> NDArray[np.bool_] | None:
-    """One boolean mask ``[B, 1, L_q, L_k]`` (True = may attend) from an attention mask and key padding.
+# --------------------------------------------------------------------------- #
+# the arguments, checked and normalised once for every path
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class _Args:
+    """The checked arguments of one call: arrays in the compute dtype, masks as ``allowed``/``bias``."""
 
-    ``mask``: ``[L_q, L_k]`` (one for the whole batch, e.g. :func:`causal_mask`)
-    or ``[B, L_q, L_k]``; True = may attend.  ``key_padding``: ``[B, L_k]``,
-    **True = a real key, False = padding** (the exercise-file convention; the
-    opposite of PyTorch's ``key_padding_mask``, where True = ignore).
-
-    Returns ``mask AND key_padding`` shaped ``[B, 1, L_q, L_k]`` - the ``1``
-    broadcasts over heads.  Without key padding and with a 2-D mask the batch
-    axis is ``1`` (``[1, 1, L_q, L_k]``); with key padding only it is
-    ``[B, 1, 1, L_k]``.  ``None`` when both are ``None``.
-
-    Raises ``TypeError`` for a non-boolean mask and :class:`ShapeError` when the
-    shapes do not fit each other.  Source: PyTorch docs of
-    ``nn.MultiheadAttention`` (``attn_mask``, ``key_padding_mask``, both
-    True = blocked there) and of SDPA (``attn_mask``, True = may attend).
-    """
-    m4 = None
-    if mask is not None:
-        m = _bool_array(mask, "mask")
-        if m.ndim == 2:
-            m4 = m[None, None]  # [1, 1, L_q, L_k]
-        elif m.ndim == 3:
-            m4 = m[:, None]  # [B, 1, L_q, L_k]
-        else:
-            raise ShapeError(
-                f"mask must be [L_q, L_k] or [B, L_q, L_k], got {_shape_text(m.shape)}"
-            )
-    p4 = None
-    if key_padding is not None:
-        p = _bool_array(key_padding, "key_padding")
-        if p.ndim != 2:
-            raise ShapeError(f"key_padding must be [B, L_k], got {_shape_text(p.shape)}")
-        p4 = p[:, None, None, :]  # [B, 1, 1, L_k]
-    if m4 is None:
-        return p4
-    if p4 is None:
-        return m4
-    try:
-        return np.logical_and(m4, p4)  # [B, 1, L_q, L_k]
-    except ValueError:
-        raise ShapeError(
-            f"mask {_shape_text(m4.shape[-2:])} and key_padding {_shape_text(p4.shape[::3])} "
-            "do not fit: the key axes (L_k) and batch axes (B) must agree"
-        ) from None
+    q: NDArray  # [..., L, E]
+    k: NDArray  # [..., S, E]  (K/V heads already repeated for enable_gqa)
+    v: NDArray  # [..., S, Ev]
+    allowed: NDArray[np.bool_] | None  # broadcastable to [..., L, S]; True = may attend
+    bias: NDArray | None  # broadcastable to [..., L, S]; added to the scaled scores
+    batch: tuple[int, ...]  # the broadcast leading axes of the output
+    scale: float
+    dropout_p: float
+    rng: np.random.Generator | None
 
 
-
-def scaled_dot_product_attention(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    mask: ArrayLike | None = None,
-    *,
-    scale: float | None = None,
-    dropout_p: float = 0.0,
-    rng: np.random.Generator | None = None,
-    block_size: int | tuple[int, int] | None = None,
-) -> tuple[NDArray, NDArray | None]:
-    """``softmax(q kᵀ · scale, masked) @ v`` (Vaswani et al. 2017, eq. 1).
-
-    Shapes: ``q [..., L_q, d_k]``, ``k [..., L_k, d_k]``, ``v [..., L_k, d_v]``;
-    the leading ``...`` axes broadcast (``[B, H]`` typically).  ``mask`` is
-    boolean, broadcastable to ``[..., L_q, L_k]``, **True = may attend** (as
-    SDPA's boolean ``attn_mask``).  Returns ``(output [..., L_q, d_v],
-    weights [..., L_q, L_k])``.
-
-    ``scale`` defaults to ``1/sqrt(d_k)``.  A query row whose mask is all
-    False gets zero weights and a zero output row (as PyTorch SDPA since 2.5;
-    ``nn.MultiheadAttention`` gives NaN there).
-
-    Dropout (PyTorch semantics): with ``dropout_p > 0`` each weight is kept
-    with probability ``1 - dropout_p`` and scaled by ``1/(1 - dropout_p)``
-    (inverted dropout); the keep mask is ``rng.random(weights.shape) >= p``
-    from ``rng`` (a ``numpy.random.Generator``; a fresh unseeded one when
-    ``None``).  The returned weights are the dropped-out ones that multiplied
-    ``v``, as in PyTorch's math path.
-
-    ``block_size=N`` (or ``(N_q, N_k)``) takes the memory-bounded path
-    (Dao et al. 2022, FlashAttention, Algorithm 1): queries in blocks of
-    ``N_q``, keys in blocks of ``N_k``, an online softmax with a running max,
-    a running sum and a rescaled accumulator.  It never forms the
-    ``[L_q, L_k]`` weights and returns ``(output, None)``; the output equals
-    the plain path's to rounding (1e-12 relative in float64).  With dropout,
-    the keep mask is drawn per score block, in block order, so it matches the
-    plain path only when one block covers everything (``N_q >= L_q``,
-    ``N_k >= L_k``, and all batch slices together hold at most ``512²``
-    scores).  Memory: about ``max(N_q·N_k, 512²)`` scores at a time, plus
-    the output.
-
-    Dtypes: float32/float64 preserved (the common dtype of q, k, v; integers
-    are computed in float64).
-
-    Raises :class:`ShapeError` when the shapes do not chain or broadcast,
-    ``TypeError`` for a non-boolean mask, ``ValueError`` for ``dropout_p``
-    outside ``[0, 1]`` or a block size below 1.
-    """
-    qa, ka, va = np.asarray(q), np.asarray(k), np.asarray(v)
-    dtype = _float_dtype(qa.dtype, ka.dtype, va.dtype)
-    for name, a in (("q", qa), ("k", ka), ("v", va)):
-        if a.ndim < 2:
-            raise ShapeError(f"{name} must have at least 2 axes [..., L, d], got {_shape_text(a.shape)}")
-    L_q, d_k = qa.shape[-2:]
-    L_k = va.shape[-2]
-    if ka.shape[-1] != d_k:
-        raise ShapeError(
-            f"q {_shape_text(qa.shape)} and k {_shape_text(ka.shape)} differ in d_k: "
-            f"q @ kᵀ needs the same last axis"
+def _qkv_dtype(q: NDArray, k: NDArray, v: NDArray) -> np.dtype:
+    """The one dtype query, key and value share (integers count as float64); ``TypeError`` otherwise."""
+    dts = {_float_dtype(a.dtype) for a in (q, k, v)}
+    if len(dts) > 1:
+        raise TypeError(
+            "query, key and value must have one dtype, as in PyTorch "
+            f"(got query {q.dtype}, key {k.dtype}, value {v.dtype}); cast them with .astype"
         )
-    if ka.shape[-2] != L_k:
+    return dts.pop()
+
+
+def _repeat_kv_heads(q: NDArray, k: NDArray, v: NDArray) -> tuple[NDArray, NDArray]:
+    """``enable_gqa=True``: K and V heads repeated to the query heads in repeat_interleave order.
+
+    Query head ``h`` reads K/V head ``h // (Hq / Hkv)`` - PyTorch's
+    ``key.repeat_interleave(Hq // Hk, -3)`` (and the same for value).
+    """
+    if min(q.ndim, k.ndim, v.ndim) < 3:
         raise ShapeError(
-            f"k {_shape_text(ka.shape)} and v {_shape_text(va.shape)} differ in L_k: "
+            "enable_gqa=True needs a head axis: query [..., Hq, L, E], key [..., H, S, E], value [..., H, S, Ev]; "
+            f"got query {_shape_text(q.shape)}, key {_shape_text(k.shape)}, value {_shape_text(v.shape)}"
+        )
+    Hq, Hk, Hv = q.shape[-3], k.shape[-3], v.shape[-3]
+    if Hk == 0 or Hv == 0 or Hq % Hk or Hq % Hv:
+        raise ShapeError(
+            f"enable_gqa=True: the number of heads in key ({Hk}) and value ({Hv}) must divide "
+            f"the number of heads in query ({Hq})"
+        )
+    k = k if Hk == Hq else np.repeat(k, Hq // Hk, axis=-3)  # [..., Hq, S, E]  head h reads K/V head h // (Hq/Hk)
+    v = v if Hv == Hq else np.repeat(v, Hq // Hv, axis=-3)  # [..., Hq, S, Ev]
+    return k, v
+
+
+def _polarity_warnings(allowed: NDArray[np.bool_], L: int, S: int) -> None:
+    """Warn about a boolean SDPA mask that looks like ``nn.MultiheadAttention``'s polarity (True = blocked)."""
+    if allowed.size and not allowed.any():
+        warnings.warn(
+            "attn_mask is False everywhere: in scaled_dot_product_attention a boolean attn_mask means "
+            "True = may attend, so every query attends to nothing and every output row is 0. "
+            "A mask in nn.MultiheadAttention's polarity (True = blocked) must be inverted: pass ~attn_mask.",
+            MaskPolarityWarning,
+            stacklevel=4,
+        )
+    elif (
+        L > 1 and S > 1 and allowed.shape[-2:] == (L, S)
+        and not allowed[..., 0, 0].any() and allowed[..., 0, 1].all()  # cheap first: the corner of ~causal
+        and np.array_equal(allowed, np.broadcast_to(~causal_mask(L, S), allowed.shape))
+    ):
+        warnings.warn(
+            "attn_mask is True exactly above the diagonal: that is the causal mask in nn.MultiheadAttention's "
+            "polarity (True = blocked). Here True = may attend, so query i would see only keys j > i. "
+            "Pass ~attn_mask, or is_causal=True.",
+            MaskPolarityWarning,
+            stacklevel=4,
+        )
+
+
+def _prepare(
+    query: ArrayLike,
+    key: ArrayLike,
+    value: ArrayLike,
+    attn_mask: ArrayLike | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+    enable_gqa: bool,
+    rng: np.random.Generator | None,
+) -> _Args:
+    qa, ka, va = np.asarray(query), np.asarray(key), np.asarray(value)
+    for name, a in (("query", qa), ("key", ka), ("value", va)):
+        if a.ndim < 2:
+            raise ShapeError(f"{name} must have at least 2 axes [..., L, E], got {_shape_text(a.shape)}")
+    dtype = _qkv_dtype(qa, ka, va)
+    L, E = qa.shape[-2:]
+    S = ka.shape[-2]
+    if ka.shape[-1] != E:
+        raise ShapeError(
+            f"query {_shape_text(qa.shape)} and key {_shape_text(ka.shape)} differ in E (d_k): "
+            "query @ keyᵀ needs the same last axis"
+        )
+    if va.shape[-2] != S:
+        raise ShapeError(
+            f"key {_shape_text(ka.shape)} and value {_shape_text(va.shape)} differ in S (L_k): "
             "every key needs one value"
         )
+    if enable_gqa:
+        ka, va = _repeat_kv_heads(qa, ka, va)
     try:
         batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2], va.shape[:-2])
     except ValueError:
+        hint = " (different numbers of heads: pass enable_gqa=True for grouped K/V heads)" if not enable_gqa else ""
         raise ShapeError(
-            f"batch axes of q {_shape_text(qa.shape)}, k {_shape_text(ka.shape)}, "
-            f"v {_shape_text(va.shape)} do not broadcast"
+            f"the batch axes of query {_shape_text(qa.shape)}, key {_shape_text(ka.shape)}, "
+            f"value {_shape_text(va.shape)} do not broadcast{hint}"
         ) from None
-    m = None
-    if mask is not None:
-        m = _bool_array(mask, "mask")
-        try:
-            full = np.broadcast_shapes(m.shape, batch + (L_q, L_k))
-        except ValueError:
-            full = None
-        if full is None or full[-2:] != (L_q, L_k):
-            raise ShapeError(
-                f"mask {_shape_text(m.shape)} does not broadcast to "
-                f"[..., L_q, L_k] = {_shape_text(batch + (L_q, L_k))}"
+    allowed = bias = None
+    if attn_mask is not None and is_causal:
+        raise ValueError(
+            "attn_mask and is_causal=True were both given: PyTorch refuses that (RuntimeError: 'Explicit attn_mask "
+            "should not be set when is_causal=True'); give one mask: causal_mask(L, S) & attn_mask for a boolean one"
+        )
+    if attn_mask is not None:
+        m = np.asarray(attn_mask)
+        if m.dtype == np.bool_:
+            allowed = m
+        elif np.issubdtype(m.dtype, np.floating) and m.dtype in (np.dtype(np.float32), dtype):
+            bias = m.astype(dtype, copy=False)
+        else:
+            raise TypeError(
+                f"attn_mask must be boolean (True = may attend) or a float array added to the scores, of float32 "
+                f"or the query's dtype {dtype} (as PyTorch); got dtype {m.dtype}"
             )
-        batch = full[:-2]
+        out_shape = batch + (L, S)
+        try:
+            fits = np.broadcast_shapes(m.shape, out_shape) == out_shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ShapeError(
+                f"attn_mask {_shape_text(m.shape)} does not broadcast to the weights' shape "
+                f"[..., L, S] = {_shape_text(out_shape)}"
+            )
+        if allowed is not None:
+            _polarity_warnings(allowed, L, S)
+        elif bias is not None and _zero_one_only(bias):
+            warnings.warn(
+                "attn_mask is a float array of only 0s and 1s: a float attn_mask is added to the scores (1 adds 1), "
+                "it blocks nothing. For a keep-mask pass a boolean array (True = may attend): attn_mask.astype(bool).",
+                MaskPolarityWarning,
+                stacklevel=3,
+            )
+    if is_causal:
+        allowed = causal_mask(L, S)  # [L, S]  top-left, as PyTorch
     if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+        raise ValueError(
+            f"dropout_p must be in [0, 1], got {dropout_p} (PyTorch raises above 1 and ignores a negative value)"
+        )
     if dropout_p > 0 and rng is None:
         rng = np.random.default_rng()
     if scale is None:
-        scale = 1.0 / math.sqrt(d_k) if d_k else 1.0
-    qa = qa.astype(dtype, copy=False)
-    ka = ka.astype(dtype, copy=False)
-    va = va.astype(dtype, copy=False)
+        scale = 1.0 / math.sqrt(E) if E else 1.0
+    return _Args(
+        q=qa.astype(dtype, copy=False),
+        k=ka.astype(dtype, copy=False),
+        v=va.astype(dtype, copy=False),
+        allowed=allowed,
+        bias=bias,
+        batch=batch,
+        scale=float(scale),
+        dropout_p=float(dropout_p),
+        rng=rng,
+    )
 
-    if block_size is None:
-        return _sdpa_plain(qa, ka, va, m, batch, scale, dropout_p, rng)
+
+_ARGS_DOC = """
+    Arguments (PyTorch's names and meanings, ``torch.nn.functional.scaled_dot_product_attention``):
+
+    * ``query [..., L, E]``, ``key [..., S, E]``, ``value [..., S, Ev]``; the
+      leading axes broadcast against each other (``[B, H]`` typically).
+      One dtype for all three (float32 or float64; PyTorch refuses mixed
+      dtypes, so does this); integer arrays are computed in float64.
+    * ``attn_mask``: broadcastable to the weights' shape ``[..., L, S]``
+      (it may not add axes the output does not have).  **Boolean: True = may
+      attend** (the opposite of ``nn.MultiheadAttention``'s masks).  **Float:
+      added to the scaled scores** (an ALiBi or relative-position bias;
+      ``-inf`` blocks); float32 or the query's dtype.
+    * ``dropout_p``: inverted dropout on the weights, always applied when
+      ``> 0`` (pass 0 in evaluation, as PyTorch says); each weight is kept
+      with probability ``1 - dropout_p`` and scaled by ``1/(1 - dropout_p)``.
+      The keep mask is ``rng.random(weights.shape) >= dropout_p`` from
+      ``rng`` (a ``numpy.random.Generator``; a fresh unseeded one when
+      ``None``), so it never equals PyTorch's random draw.
+    * ``is_causal``: the top-left causal mask, query ``i`` sees keys
+      ``j <= i`` (:func:`causal_mask`), also when ``L != S``.
+    * ``scale`` (keyword-only, as in PyTorch): defaults to ``1/sqrt(E)``.
+    * ``enable_gqa`` (keyword-only): ``key``/``value`` may have fewer heads
+      (axis ``-3``) than ``query``; query head ``h`` reads K/V head
+      ``h // (Hq / H)`` (``repeat_interleave`` order).
+
+    A query row with no key it may attend to (every score ``-inf``) gets
+    zero weights and a zero output row, as PyTorch's SDPA since 2.5.
+
+    Raises :class:`ShapeError` (a ``ValueError``) when shapes do not fit;
+    ``ValueError`` for ``attn_mask`` together with ``is_causal=True`` (PyTorch:
+    RuntimeError) and for ``dropout_p`` outside ``[0, 1]`` (PyTorch raises
+    above 1 and ignores a negative value); ``TypeError`` for mixed dtypes or a
+    mask that is neither boolean nor float32/the query's dtype.
+    Warns :class:`MaskPolarityWarning` for a boolean mask that is False
+    everywhere or True exactly above the diagonal (``nn.MultiheadAttention``'s
+    polarity), and for a float mask of only 0s and 1s (a keep-mask added as
+    numbers).
+"""
+
+
+def scaled_dot_product_attention(
+    query: ArrayLike,
+    key: ArrayLike,
+    value: ArrayLike,
+    attn_mask: ArrayLike | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    rng: np.random.Generator | None = None,
+) -> NDArray:
+    """``softmax(query keyᵀ · scale + mask) @ value`` (Vaswani et al. 2017, eq. 1), as PyTorch's SDPA.
+
+    Returns the output ``[..., L, Ev]`` only, like
+    ``torch.nn.functional.scaled_dot_product_attention``; for the weights use
+    :func:`attention_with_weights`, for bounded memory :func:`blocked_attention`.
+    ``rng`` is this module's addition (the source of the dropout draw).
+    """
+    a = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, rng)
+    return _sdpa_plain(a)[0]
+
+
+def attention_with_weights(
+    query: ArrayLike,
+    key: ArrayLike,
+    value: ArrayLike,
+    attn_mask: ArrayLike | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    rng: np.random.Generator | None = None,
+) -> tuple[NDArray, NDArray]:
+    """The teaching variant of :func:`scaled_dot_product_attention`: ``(output [..., L, Ev], weights [..., L, S])``.
+
+    Same arguments and output; the weights are the softmax of the masked,
+    scaled scores (after dropout when ``dropout_p > 0``: the ones that
+    multiplied ``value``, as in PyTorch's reference implementation).
+    PyTorch's SDPA returns no weights; its ``nn.MultiheadAttention`` does,
+    averaged over heads unless ``average_attn_weights=False``.
+    """
+    a = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, rng)
+    return _sdpa_plain(a)
+
+
+def blocked_attention(
+    query: ArrayLike,
+    key: ArrayLike,
+    value: ArrayLike,
+    attn_mask: ArrayLike | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    block_size: int | tuple[int, int] = DEFAULT_BLOCK_SIZE,
+    rng: np.random.Generator | None = None,
+) -> NDArray:
+    """:func:`scaled_dot_product_attention` in bounded memory: an online softmax over key blocks.
+
+    Same arguments and output ``[..., L, Ev]`` (equal to rounding: 1e-12
+    relative in float64).  ``block_size=N`` or ``(N_q, N_k)``: queries in
+    blocks of ``N_q``, keys in blocks of ``N_k``; a running row max, a running
+    sum and a rescaled accumulator divided by the sum once at the end - the
+    loop order of Dao 2023, "FlashAttention-2", Algorithm 1.  It never forms
+    the ``[L, S]`` weights.  Memory: about ``max(N_q·N_k, 512²)`` scores at a
+    time, plus the output.
+
+    With dropout, the keep mask is drawn per score block, in block order, so
+    it matches the plain path only when one block covers everything
+    (``N_q >= L``, ``N_k >= S``, and all batch slices together hold at most
+    ``512²`` scores).  Raises ``ValueError`` for a block size below 1.
+    """
+    a = _prepare(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, rng)
     bq, bk = _block_sizes(block_size)
-    return _sdpa_blocked(qa, ka, va, m, batch, scale, dropout_p, rng, bq, bk), None
+    return _sdpa_blocked(a.q, a.k, a.v, a.allowed, a.bias, a.batch, a.scale, a.dropout_p, a.rng, bq, bk)
+
+
+for _f in (scaled_dot_product_attention, attention_with_weights, blocked_attention):
+    _f.__doc__ = (_f.__doc__ or "") + _ARGS_DOC
 
 
 def _block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -226,45 +378,40 @@ def _block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
     return pair
 
 
-def _sdpa_plain(
-    q: NDArray,
-    k: NDArray,
-    v: NDArray,
-    mask: NDArray[np.bool_] | None,
-    batch: tuple[int, ...],
-    scale: float,
-    dropout_p: float,
-    rng: np.random.Generator | None,
-) -> tuple[NDArray, NDArray]:
-    """The textbook path; forms the full ``[..., L_q, L_k]`` weights.
+def _sdpa_plain(a: _Args) -> tuple[NDArray, NDArray]:
+    """The textbook path; forms the full ``[..., L, S]`` weights and returns ``(output, weights)``.
 
     Batch slices run on a thread pool when the problem is large and there is
-    no dropout (so a seeded ``rng`` draws in one order); see :func:`_in_parallel`.
+    no dropout (so a seeded ``rng`` draws in one order); see :func:`_common._in_parallel`.
     """
-    L_q, d_k = q.shape[-2:]
-    L_k, d_v = v.shape[-2:]
+    q, k, v, batch = a.q, a.k, a.v, a.batch
+    L, E = q.shape[-2:]
+    S, Ev = v.shape[-2:]
     N = math.prod(batch)
     dt = q.dtype
-    qf = np.broadcast_to(q, batch + (L_q, d_k)).reshape(N, L_q, d_k)  # [N, L_q, d_k]  a view unless broadcast
-    kT = np.broadcast_to(k, batch + (L_k, d_k)).reshape(N, L_k, d_k).swapaxes(-1, -2)  # [N, d_k, L_k]
-    vf = np.broadcast_to(v, batch + (L_k, d_v)).reshape(N, L_k, d_v)  # [N, L_k, d_v]
-    blocked = None if mask is None else ~np.broadcast_to(mask, batch + (L_q, L_k)).reshape(N, L_q, L_k)  # [N, L_q, L_k]
-    w = np.empty((N, L_q, L_k), dtype=dt)  # [N, L_q, L_k]  scores, then weights
-    out = np.empty((N, L_q, d_v), dtype=dt)  # [N, L_q, d_v]
+    qf = np.broadcast_to(q, batch + (L, E)).reshape(N, L, E)  # [N, L, E]  a view unless broadcast
+    kT = np.broadcast_to(k, batch + (S, E)).reshape(N, S, E).swapaxes(-1, -2)  # [N, E, S]
+    vf = np.broadcast_to(v, batch + (S, Ev)).reshape(N, S, Ev)  # [N, S, Ev]
+    ok = None if a.allowed is None else np.broadcast_to(a.allowed, batch + (L, S)).reshape(N, L, S)  # [N, L, S]
+    bias = None if a.bias is None else np.broadcast_to(a.bias, batch + (L, S)).reshape(N, L, S)  # [N, L, S]
+    w = np.empty((N, L, S), dtype=dt)  # [N, L, S]  scores, then weights
+    out = np.empty((N, L, Ev), dtype=dt)  # [N, L, Ev]
+    scale, p, rng = dt.type(a.scale), a.dropout_p, a.rng
 
-    def work(a: int, b: int) -> None:
-        qs = qf[a:b] * dt.type(scale)  # [n, L_q, d_k]  scale folded into q: L_q·d_k multiplies, not L_q·L_k
-        np.matmul(qs, kT[a:b], out=w[a:b])  # [n, L_q, L_k]  scores
-        if blocked is not None:
-            np.copyto(w[a:b], -np.inf, where=blocked[a:b])  # [n, L_q, L_k]  masked_fill(~mask, -inf)
-        _softmax_inplace(w[a:b])  # [n, L_q, L_k]  weights
-        if dropout_p > 0:
-            _dropout_inplace(w[a:b], dropout_p, rng)  # [n, L_q, L_k]
-        np.matmul(w[a:b], vf[a:b], out=out[a:b])  # [n, L_q, d_v]
+    def work(i: int, j: int) -> None:
+        qs = qf[i:j] * scale  # [n, L, E]  scale folded into q: L·E multiplies, not L·S
+        np.matmul(qs, kT[i:j], out=w[i:j])  # [n, L, S]  scores
+        if bias is not None:
+            w[i:j] += bias[i:j]  # [n, L, S]  float attn_mask: added to the scaled scores
+        if ok is not None:
+            np.copyto(w[i:j], -np.inf, where=~ok[i:j])  # [n, L, S]  masked_fill(~attn_mask, -inf)
+        _softmax_inplace(w[i:j])  # [n, L, S]  weights; an all -inf row gives zeros
+        if p > 0:
+            _dropout_inplace(w[i:j], p, rng)  # [n, L, S]
+        np.matmul(w[i:j], vf[i:j], out=out[i:j])  # [n, L, Ev]
 
-    if dropout_p == 0 and N * L_q * L_k >= _common._PARALLEL_MIN_SCORES:
+    if p == 0 and N * L * S >= _common._PARALLEL_MIN_SCORES:
         _common._in_parallel(N, work, chunk=max(1, N // (4 * _common._workers())))
     else:
         work(0, N)
-    return out.reshape(batch + (L_q, d_v)), w.reshape(batch + (L_q, L_k))
-
+    return out.reshape(batch + (L, Ev)), w.reshape(batch + (L, S))

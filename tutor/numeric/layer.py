@@ -16,8 +16,8 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from tutor.errors import ShapeError
 
-from ._common import _bool_array, _float_dtype, _Record, _shape_text
-from .functional import _softmax_inplace, causal_mask, combine_masks
+from ._common import _float_dtype, _Record, _shape_text
+from .functional import _softmax_inplace, causal_mask
 
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.exercise.record import Exercise
@@ -44,24 +44,32 @@ def _vector(a: ArrayLike | None, n: int, dtype: np.dtype, what: str) -> NDArray 
 
 
 class MultiHeadAttention:
-    """Multi-head attention from explicit weights (Vaswani et al. 2017, section 3.2.2).
+    """Multi-head attention from explicit weights, with ``torch.nn.MultiheadAttention``'s forward.
 
     Math convention: projections are ``x @ W + b`` with ``W [d_in, d_out]``;
     the columns of ``w_q`` are the heads side by side (head ``h`` owns columns
-    ``h·d_k : (h+1)·d_k``), likewise ``w_k`` and ``w_v``.
+    ``h·d_k : (h+1)·d_k``), likewise ``w_k`` and ``w_v``
+    (Vaswani et al. 2017, section 3.2.2).
 
-    Shapes: ``w_q [d_model, H·d_k]``, ``w_k [d_kv, H·d_k]``,
-    ``w_v [d_kv, H·d_v]``, biases ``[H·d_k]``/``[H·d_v]`` or ``None``,
+    Shapes: ``w_q [d_model, H·d_k]``, ``w_k [kdim, H·d_k]``,
+    ``w_v [vdim, H·d_v]``, biases ``[H·d_k]``/``[H·d_v]`` or ``None``,
     ``w_o [H·d_v, d_out]`` or ``None`` (then ``d_out = H·d_v`` and the merged
-    heads are the output), ``b_o [d_out]`` or ``None``.  ``d_kv`` is the
-    width of the sequence K and V come from (``d_model`` for self-attention).
+    heads are the output), ``b_o [d_out]`` or ``None``.  ``kdim`` and ``vdim``
+    are the widths of the key and value inputs (``d_model`` for
+    self-attention; PyTorch's ``kdim``/``vdim``); ``d_kv`` is ``kdim``.
+    Unlike ``nn.MultiheadAttention``, ``d_k`` and ``d_v`` need not be
+    ``d_model / H``, and ``w_o`` is optional.
 
-    Self-attention with ``d_k == d_v`` runs the production path: one fused
-    projection ``x @ W_qkv`` with ``W_qkv = [w_q | w_k | w_v]``, split by
-    ``view [B, L, 3, H, d_h]`` and ``permute(2, 0, 3, 1, 4)``.  Cross-attention
-    (or ``d_k != d_v``) projects Q from ``x`` and K, V from ``x_kv``
-    separately, each ``view [B, L, H, d]`` and ``transpose(1, 2)``.
-    No Python loop runs over the batch or the heads.
+    ``batch_first`` as in PyTorch: batched inputs are ``[L, B, E]`` when
+    False (the default, as PyTorch's), ``[B, L, E]`` when True.
+
+    Self-attention (``query is key is value``) with ``d_k == d_v`` runs the
+    production path: one fused projection ``x @ W_qkv`` with
+    ``W_qkv = [w_q | w_k | w_v]``, split by ``view [B, L, 3, H, d_h]`` and
+    ``permute(2, 0, 3, 1, 4)``.  Otherwise Q, K and V are projected
+    separately, each ``view [B, L, H, d]`` and ``transpose(1, 2)``.  No
+    Python loop runs over the batch or the heads.  There is no dropout: the
+    layer is ``nn.MultiheadAttention`` in ``eval()`` mode.
 
     Weights are stored read-only in ``dtype`` (default: their common dtype).
     Raises :class:`ShapeError` when the weights do not fit together.
@@ -79,6 +87,7 @@ class MultiHeadAttention:
         b_v: ArrayLike | None = None,
         w_o: ArrayLike | None = None,
         b_o: ArrayLike | None = None,
+        batch_first: bool = False,
         dtype: DTypeLike | None = None,
     ):
         given = [np.asarray(a) for a in (w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o) if a is not None]
@@ -90,11 +99,13 @@ class MultiHeadAttention:
         H = num_heads
         self.dtype: np.dtype = dt
         self.num_heads = H
+        self.batch_first = bool(batch_first)
         self.w_q = _matrix(w_q, dt, "w_q")  # [D, H·d_k]
-        self.w_k = _matrix(w_k, dt, "w_k")  # [D_kv, H·d_k]
-        self.w_v = _matrix(w_v, dt, "w_v")  # [D_kv, H·d_v]
+        self.w_k = _matrix(w_k, dt, "w_k")  # [kdim, H·d_k]
+        self.w_v = _matrix(w_v, dt, "w_v")  # [vdim, H·d_v]
         self.d_model = self.w_q.shape[0]
-        self.d_kv = self.w_k.shape[0]
+        self.kdim, self.vdim = self.w_k.shape[0], self.w_v.shape[0]
+        self.d_kv = self.kdim
         hk, hv = self.w_q.shape[1], self.w_v.shape[1]
         if hk % H or hv % H:
             raise ShapeError(
@@ -104,11 +115,6 @@ class MultiHeadAttention:
             raise ShapeError(
                 f"w_q {_shape_text(self.w_q.shape)} and w_k {_shape_text(self.w_k.shape)} "
                 "need the same number of columns (H·d_k) for q @ kᵀ"
-            )
-        if self.w_v.shape[0] != self.d_kv:
-            raise ShapeError(
-                f"w_k {_shape_text(self.w_k.shape)} and w_v {_shape_text(self.w_v.shape)} "
-                "project the same sequence and need the same number of rows (d_kv)"
             )
         self.d_k, self.d_v = hk // H, hv // H
         self.b_q = _vector(b_q, hk, dt, "b_q")  # [H·d_k]
@@ -125,7 +131,7 @@ class MultiHeadAttention:
         # The fused projection of production self-attention: W_qkv = [w_q | w_k | w_v].
         self.w_qkv: NDArray | None = None
         self.b_qkv: NDArray | None = None
-        if self.d_kv == self.d_model and self.d_k == self.d_v:
+        if self.kdim == self.vdim == self.d_model and self.d_k == self.d_v:
             self.w_qkv = np.concatenate([self.w_q, self.w_k, self.w_v], axis=1)  # [D, 3·H·d_h]
             self.w_qkv.setflags(write=False)
             if any(b is not None for b in (self.b_q, self.b_k, self.b_v)):
@@ -136,8 +142,10 @@ class MultiHeadAttention:
 
     # constructors ----------------------------------------------------------
     @classmethod
-    def from_exercise(cls, ex: Exercise, dtype: DTypeLike = np.float64) -> MultiHeadAttention:
-        """The layer of a :class:`tutor.exercise.Exercise` (Fractions → ``dtype``).
+    def from_exercise(
+        cls, ex: Exercise, dtype: DTypeLike = np.float64, *, batch_first: bool = False
+    ) -> MultiHeadAttention:
+        """The layer of a :class:`tutor.exercise.Exercise` (Fractions → ``dtype``); ``batch_first`` as PyTorch's.
 
         Per-head ``w_q [d_model, d_k]`` etc. are laid side by side in head
         order (``w_q = [W_q¹ | W_q² | …]``).  A head without a bias gets
@@ -181,6 +189,7 @@ class MultiHeadAttention:
             b_v=biases([h.b_v for h in heads], d_vs[0]),
             w_o=to(ex.w_o),
             b_o=to(ex.b_o),
+            batch_first=batch_first,
             dtype=dt,
         )
 
@@ -196,6 +205,7 @@ class MultiHeadAttention:
         q_proj_weight: ArrayLike | None = None,
         k_proj_weight: ArrayLike | None = None,
         v_proj_weight: ArrayLike | None = None,
+        batch_first: bool = False,
     ) -> MultiHeadAttention:
         """The layer from ``torch.nn.MultiheadAttention``'s parameters, as NumPy arrays.
 
@@ -207,8 +217,8 @@ class MultiHeadAttention:
         or ``vdim`` different from ``E`` it has ``in_proj_weight = None`` and
         ``q_proj_weight [E, E]``, ``k_proj_weight [E, kdim]``,
         ``v_proj_weight [E, vdim]`` instead; pass those by keyword.
-        ``vdim != kdim`` is not supported (one ``x_kv`` feeds K and V).
-        ``add_bias_kv`` / ``add_zero_attn`` are not supported.
+        ``batch_first`` as the module's.  ``add_bias_kv`` / ``add_zero_attn``
+        and dropout in training are not supported.
 
         Raises :class:`ShapeError` for shapes that do not fit that layout.
         """
@@ -240,72 +250,139 @@ class MultiHeadAttention:
             b_v=b_v,
             w_o=None if out_proj_weight is None else np.asarray(out_proj_weight).T,  # [E, E]
             b_o=out_proj_bias,
+            batch_first=batch_first,
         )
 
     # forward ---------------------------------------------------------------
     def forward(
         self,
-        x: ArrayLike,
-        x_kv: ArrayLike | None = None,
-        *,
-        mask: ArrayLike | None = None,
-        key_padding: ArrayLike | None = None,
-    ) -> tuple[NDArray, NDArray]:
-        """Multi-head attention of ``x [B, L, d_model]`` over itself or over ``x_kv [B, L_k, d_kv]``.
+        query: ArrayLike,
+        key: ArrayLike,
+        value: ArrayLike,
+        key_padding_mask: ArrayLike | None = None,
+        need_weights: bool = True,
+        attn_mask: ArrayLike | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[NDArray, NDArray | None]:
+        """``nn.MultiheadAttention.forward`` (PyTorch 2.13): the same arguments, shapes, polarities and results.
 
-        ``mask``: boolean, True = may attend; ``[L, L_k]``, ``[B, L, L_k]`` or
-        ``[B|1, H|1, L, L_k]``.  ``key_padding``: ``[B, L_k]``, True = real
-        key, False = padding.  A query row left with no key gets zero weights,
-        so its output row is ``b_o`` (zeros without ``b_o``).
+        Shapes: batched ``query [L, B, d_model]``, ``key [S, B, kdim]``,
+        ``value [S, B, vdim]`` (``[B, L, ·]`` with ``batch_first=True``), or
+        unbatched ``[L, d_model]``, ``[S, kdim]``, ``[S, vdim]``.  Pass the
+        same array three times for self-attention (``query is key is value``
+        takes the fused projection).
 
-        Returns ``(output [B, L, d_out], weights [B, H, L, L_k])``, per-head
-        weights (PyTorch: ``average_attn_weights=False``).  Dtype: the common
-        dtype of ``x`` and the layer's weights (float32 in, float32 out for a
-        float32 layer).
+        Masks (:func:`tutor.numeric.masks.mha_masks`): ``key_padding_mask``
+        ``[B, S]`` (unbatched ``[S]``), **boolean True = padding** (ignored),
+        or float (added); ``attn_mask`` ``[L, S]`` or ``[B·H, L, S]``
+        (unbatched ``[H, L, S]``), **boolean True = blocked**, or float added
+        to the scores (an ALiBi or relative bias); both combine.
+        ``is_causal=True`` is a hint that ``attn_mask`` is the causal mask and
+        needs it, as in PyTorch.  Masks in the opposite polarity that can be
+        told (one blocking every key, a padding mask marking every key) raise
+        ``ValueError`` naming the polarity.
 
-        Raises :class:`ShapeError` when ``x``, ``x_kv`` or the masks do not fit
-        the layer, ``TypeError`` for non-boolean masks.
+        Returns ``(output, weights)``: ``output`` shaped like ``query`` with
+        ``d_out`` features; ``weights`` ``None`` when ``need_weights=False``,
+        else averaged over heads ``[B, L, S]`` (unbatched ``[L, S]``) when
+        ``average_attn_weights=True`` (the default, as PyTorch), per head
+        ``[B, H, L, S]`` (``[H, L, S]``) otherwise.
+
+        A query row of a head left with no key it may attend to gets zero
+        weights and a zero context row; when that holds in every head, the
+        output row is ``b_o`` (zeros without ``b_o``).  PyTorch 2.13's
+        ``nn.MultiheadAttention`` gives NaN there (the whole output row, and
+        the weights) with ``need_weights=True`` and on its inference fast
+        path, and with ``need_weights=False`` off the fast path (through SDPA)
+        the value returned here (tests/test_torch_parity.py).
+
+        Dtype: the common dtype of the inputs and the layer's weights.
+        Raises :class:`ShapeError` when inputs or masks do not fit the layer,
+        ``TypeError``/``ValueError`` for masks as :func:`~tutor.numeric.masks.mha_masks`.
         """
-        return self._forward(x, x_kv, mask, key_padding, None)
+        from .masks import mha_masks
+
+        self_attention = query is key and key is value
+        same_kv = key is value
+        q_in = np.asarray(query)
+        k_in = q_in if self_attention else np.asarray(key)
+        v_in = k_in if same_kv else np.asarray(value)
+        batched = q_in.ndim == 3
+        if q_in.ndim not in (2, 3):
+            raise ShapeError(
+                f"query must be batched (3-D) or unbatched (2-D), got {q_in.ndim}-D {_shape_text(q_in.shape)}"
+            )
+        if k_in.ndim != q_in.ndim or v_in.ndim != q_in.ndim:
+            raise ShapeError(
+                f"for a {q_in.ndim}-D query, key and value must be {q_in.ndim}-D too; "
+                f"got key {_shape_text(k_in.shape)} and value {_shape_text(v_in.shape)}"
+            )
+        if not batched:
+            q_in, k_in, v_in = q_in[None], k_in[None], v_in[None]  # [1, L|S, E]
+        elif not self.batch_first:
+            q_in, k_in, v_in = (a.transpose(1, 0, 2) for a in (q_in, k_in, v_in))  # [B, L|S, E]  views
+        if self_attention:
+            k_in = v_in = q_in
+        elif same_kv:
+            v_in = k_in
+        B, L, E = q_in.shape
+        S = k_in.shape[1]
+        if E != self.d_model:
+            raise ShapeError(f"query has {E} features, the layer's d_model is {self.d_model}")
+        if k_in.shape[2] != self.kdim or v_in.shape[2] != self.vdim:
+            raise ShapeError(
+                f"key must have kdim={self.kdim} and value vdim={self.vdim} features, "
+                f"got {k_in.shape[2]} and {v_in.shape[2]}"
+            )
+        if k_in.shape[:2] != v_in.shape[:2]:
+            raise ShapeError(f"key and value differ in batch or length (S): {_shape_text(k_in.shape)} vs {_shape_text(v_in.shape)}")
+        if k_in.shape[0] != B:
+            raise ShapeError(f"query and key differ in batch size: {B} vs {k_in.shape[0]}")
+        dt = _float_dtype(q_in.dtype, k_in.dtype, v_in.dtype, self.dtype)
+        allowed, bias = mha_masks(key_padding_mask, attn_mask, is_causal, B=B, H=self.num_heads, L=L, S=S,
+                                  batched=batched, dtype=dt)
+        out, weights = self._forward(q_in, k_in, v_in, allowed, bias, None)
+        if not batched:
+            out = out[0]  # [L, d_out]
+        elif not self.batch_first:
+            out = out.transpose(1, 0, 2)  # [L, B, d_out]  a view, as PyTorch's
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            weights = weights.mean(axis=1)  # [B, L, S]  the mean over heads
+        return out, weights if batched else weights[0]
 
     __call__ = forward
 
     def _forward(
         self,
-        x: ArrayLike,
-        x_kv: ArrayLike | None,
-        mask: ArrayLike | None,
-        key_padding: ArrayLike | None,
+        x: NDArray,
+        x_k: NDArray,
+        x_v: NDArray,
+        allowed: NDArray[np.bool_] | None,
+        bias: NDArray | None,
         record: _Record | None,
     ) -> tuple[NDArray, NDArray]:
-        x = np.asarray(x)
-        if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ShapeError(f"x must be [B, L, d_model={self.d_model}], got {_shape_text(x.shape)}")
-        dt = _float_dtype(x.dtype, self.dtype)
-        x = x.astype(dt, copy=False)  # [B, L, D]
+        """The batched computation: ``x [B, L, D]``, ``x_k [B, S, kdim]``, ``x_v [B, S, vdim]`` (checked).
+
+        ``allowed`` (True = may attend) and ``bias`` (added to the scaled
+        scores) broadcast to ``[B, H, L, S]``.  Self-attention is ``x is x_k is
+        x_v``.  Returns ``(output [B, L, d_out], weights [B, H, L, S])``;
+        ``record(name, array)`` sees every intermediate array (the shape trace).
+        """
+        dt = _float_dtype(x.dtype, x_k.dtype, x_v.dtype, self.dtype)
+        fused = x is x_k and x_k is x_v and self.w_qkv is not None
+        cross = x_k is not x
+        x, x_k, x_v = (a.astype(dt, copy=False) for a in (x, x_k, x_v))  # [B, L|S, ·]
         B, L, D = x.shape
+        S = x_k.shape[1]
         H = self.num_heads
-        cross = x_kv is not None
-        if cross:
-            kv = np.asarray(x_kv).astype(dt, copy=False)  # [B, L_k, D_kv]
-            if kv.ndim != 3 or kv.shape[0] != B or kv.shape[-1] != self.d_kv:
-                raise ShapeError(
-                    f"x_kv must be [B={B}, L_k, d_kv={self.d_kv}], got {_shape_text(kv.shape)}"
-                )
-        else:
-            if self.d_kv != self.d_model:
-                raise ShapeError(
-                    f"this layer projects K and V from width {self.d_kv}, not d_model={self.d_model}: "
-                    "pass x_kv (cross-attention)"
-                )
-            kv = x  # [B, L, D]
-        L_k = kv.shape[1]
-        allowed = self._allowed(mask, key_padding, B, L, L_k)  # [B|1, H|1, L, L_k] or None
         w = lambda a: a if a.dtype == dt else a.astype(dt)
         rec = record or (lambda name, a: None)
         rec("x", x)
 
-        if not cross and self.w_qkv is not None:
+        if fused:
             d_h = self.d_k
             qkv = x.reshape(B * L, D) @ w(self.w_qkv)  # [B·L, 3·H·d_h]  fused projection
             if self.b_qkv is not None:
@@ -319,39 +396,45 @@ class MultiHeadAttention:
             q, k, v = qkv[0], qkv[1], qkv[2]  # 3 × [B, H, L, d_h]  views
         else:
             q = self._project(x, self.w_q, self.b_q, w)  # [B, L, H·d_k]
-            k = self._project(kv, self.w_k, self.b_k, w)  # [B, L_k, H·d_k]
-            v = self._project(kv, self.w_v, self.b_v, w)  # [B, L_k, H·d_v]
-            if cross:
-                rec("x_kv", kv)
+            k = self._project(x_k, self.w_k, self.b_k, w)  # [B, S, H·d_k]
+            v = self._project(x_v, self.w_v, self.b_v, w)  # [B, S, H·d_v]
+            if cross and x_k is x_v:
+                rec("x_kv", x_k)
+            elif cross:
+                rec("x_k", x_k)
+                rec("x_v", x_v)
             rec("q", q)
             rec("k", k)
             rec("v", v)
             q = q.reshape(B, L, H, self.d_k)  # [B, L, H, d_k]  a view
-            k = k.reshape(B, L_k, H, self.d_k)  # [B, L_k, H, d_k]
-            v = v.reshape(B, L_k, H, self.d_v)  # [B, L_k, H, d_v]
+            k = k.reshape(B, S, H, self.d_k)  # [B, S, H, d_k]
+            v = v.reshape(B, S, H, self.d_v)  # [B, S, H, d_v]
             rec("q_view", q)
             rec("k_view", k)
             rec("v_view", v)
             q = q.transpose(0, 2, 1, 3)  # [B, H, L, d_k]  a view
-            k = k.transpose(0, 2, 1, 3)  # [B, H, L_k, d_k]
-            v = v.transpose(0, 2, 1, 3)  # [B, H, L_k, d_v]
+            k = k.transpose(0, 2, 1, 3)  # [B, H, S, d_k]
+            v = v.transpose(0, 2, 1, 3)  # [B, H, S, d_v]
             rec("q_heads", q)
             rec("k_heads", k)
             rec("v_heads", v)
 
         scale = 1.0 / math.sqrt(self.d_k)
-        scores = (q * dt.type(scale)) @ k.swapaxes(-1, -2)  # [B, H, L, L_k]  (q/√d_k) @ kᵀ
+        scores = (q * dt.type(scale)) @ k.swapaxes(-1, -2)  # [B, H, L, S]  (q/√d_k) @ kᵀ
         rec("scores", scores)
+        if bias is not None:
+            scores += bias  # [B, H, L, S]  float masks: added to the scaled scores
         if allowed is not None:
-            np.copyto(scores, -np.inf, where=~allowed)  # [B, H, L, L_k]  masked_fill(~allowed, -inf)
+            np.copyto(scores, -np.inf, where=~allowed)  # [B, H, L, S]  masked_fill(~allowed, -inf)
+        if bias is not None or allowed is not None:
             rec("masked", scores)
-        weights = _softmax_inplace(scores)  # [B, H, L, L_k]  softmax over keys
+        weights = _softmax_inplace(scores)  # [B, H, L, S]  softmax over keys
         rec("weights", weights)
         ctx = weights @ v  # [B, H, L, d_v]
         rec("context", ctx)
         ctx = ctx.transpose(0, 2, 1, 3)  # [B, L, H, d_v]  a view
         rec("transpose", ctx)
-        merged = ctx.reshape(B, L, H * self.d_v)  # [B, L, H·d_v]  a copy: heads side by side
+        merged = ctx.reshape(B, L, H * self.d_v)  # [B, L, H·d_v]  a copy (a view when H = 1)
         rec("merge", merged)
         if self.w_o is None:
             out = merged  # [B, L, H·d_v]
@@ -373,74 +456,19 @@ class MultiHeadAttention:
             y += w(b)  # [B·L, d_out]
         return y.reshape(B, L, W.shape[1])  # [B, L, d_out]
 
-    def _allowed(
-        self, mask: ArrayLike | None, key_padding: ArrayLike | None, B: int, L: int, L_k: int
-    ) -> NDArray[np.bool_] | None:
-        """``mask AND key_padding`` as ``[B|1, H|1, L, L_k]``; raises :class:`ShapeError` on misfit."""
-        if mask is None and key_padding is None:
-            return None
-        m4 = None
-        if mask is not None:
-            m = _bool_array(mask, "mask")
-            if m.ndim in (2, 3):
-                m4 = combine_masks(m)  # [B|1, 1, L, L_k]
-            elif m.ndim == 4:
-                m4 = m  # [B|1, H|1, L, L_k]
-            else:
-                raise ShapeError(
-                    f"mask must be [L, L_k], [B, L, L_k] or [B, H, L, L_k], got {_shape_text(m.shape)}"
-                )
-        p4 = None
-        if key_padding is not None:
-            p = _bool_array(key_padding, "key_padding")
-            if p.shape != (B, L_k):
-                raise ShapeError(
-                    f"key_padding must be [B, L_k] = [{B}, {L_k}], got {_shape_text(p.shape)}"
-                )
-            p4 = combine_masks(None, p)  # [B, 1, 1, L_k]
-        target = (B, self.num_heads, L, L_k)
-        if m4 is not None and not _fits(m4.shape, target):
-            raise ShapeError(
-                f"mask {_shape_text(m4.shape)} does not broadcast to [B, H, L, L_k] = {_shape_text(target)}"
-            )
-        if m4 is None:
-            return p4  # [B, 1, 1, L_k]
-        if p4 is None:
-            return m4  # [B|1, H|1, L, L_k]
-        return np.logical_and(m4, p4)  # [B, H|1, L, L_k]  both fit the target, so they fit each other
-
     # the shape trace --------------------------------------------------------
     def shape_trace(
         self, B: int, L: int, L_k: int | None = None, *, cross: bool = False, masked: bool = False
     ) -> tuple[TraceStep, ...]:
         """The forward pass as an ordered tuple of :class:`TraceStep` (name, shapes, note).
 
-        Both symbolic (``[B, H, L, d_h]``) and concrete shapes, for a batch of
-        ``B`` sequences of ``L`` queries over ``L_k`` keys (``L_k = L`` for
-        self-attention; ``cross=True`` names the key sequence ``x_kv``).
-        ``masked`` adds the ``masked_fill`` step.  The steps are exactly the
-        arrays :meth:`forward` makes (a test checks every shape).  Self-attention
-        with equal ``d_k``, ``d_v`` reads::
-
-            x [B, L, D] → qkv [B, L, 3·H·d_h] → view [B, L, 3, H, d_h]
-            → permute [3, B, H, L, d_h] → scores [B, H, L, L] → (masked)
-            → weights [B, H, L, L] → context [B, H, L, d_h]
-            → transpose [B, L, H, d_h] → merge [B, L, H·d_h] → out_proj [B, L, d_out]
-
-        Raises ``ValueError`` when ``cross`` is set without ``L_k``, or
-        self-attention is asked for on a layer whose K, V width is not d_model.
+        The shapes of every array :meth:`forward` makes, symbolic and concrete;
+        arguments, the trace itself and the errors raised are documented at
+        :func:`tutor.numeric.trace.shape_trace`.
         """
         from .trace import shape_trace
 
         return shape_trace(self, B, L, L_k, cross=cross, masked=masked)
-
-
-def _fits(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    """True when ``shape`` broadcasts to exactly ``target``."""
-    try:
-        return np.broadcast_shapes(shape, target) == tuple(target)
-    except ValueError:
-        return False
 
 
 # --------------------------------------------------------------------------- #
@@ -466,25 +494,32 @@ class ExerciseRun:
 
 
 def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64) -> ExerciseRun:
-    """Run an exercise through the batched layer (``B = 1``), keeping the intermediate arrays.
+    """Run an exercise through the batched layer (``B = 1``, ``batch_first``), keeping the intermediate arrays.
 
     Uses ``ex.mask`` (or a causal mask when ``mask_kind == "causal"`` and no
-    matrix is given) and ``ex.key_padding`` (False = padding), and ``x_kv``
-    for cross-attention.  This is what checks the exact engine.
+    matrix is given) AND ``ex.key_padding`` (False = padding) as one
+    True = may attend mask, and ``x_kv`` for cross-attention.  This is what
+    checks the exact engine.  The masks go in below the PyTorch-style
+    :meth:`MultiHeadAttention.forward`, so an exercise may block what it
+    likes (every key of a row, every key of the sequence): the polarity
+    checks of ``forward`` are for callers who may have flipped a mask.
     Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.
     """
-    layer = MultiHeadAttention.from_exercise(ex, dtype=dtype)
+    layer = MultiHeadAttention.from_exercise(ex, dtype=dtype, batch_first=True)
     dt = layer.dtype
     x = np.array(ex.x, dtype=object).astype(dt)[None]  # [1, L, D]
-    x_kv = None if ex.x_kv is None else np.array(ex.x_kv, dtype=object).astype(dt)[None]  # [1, L_k, D_kv]
-    mask = None
+    kv = x if ex.x_kv is None else np.array(ex.x_kv, dtype=object).astype(dt)[None]  # [1, L_k, D_kv]
+    allowed = None
     if ex.mask is not None:
-        mask = np.array(ex.mask, dtype=bool)  # [L, L_k]
+        allowed = np.array(ex.mask, dtype=bool)  # [L, L_k]
     elif ex.mask_kind == "causal":
-        mask = causal_mask(ex.L, ex.L_k)  # [L, L_k]
-    kp = None if ex.key_padding is None else np.array(ex.key_padding, dtype=bool)[None]  # [1, L_k]
+        allowed = causal_mask(ex.L, ex.L_k)  # [L, L_k]
+    if ex.key_padding is not None:
+        real = np.array(ex.key_padding, dtype=bool)[None, :]  # [1, L_k]  True = a real key
+        allowed = real if allowed is None else allowed & real  # [L|1, L_k]
     seen: dict[str, NDArray] = {}
-    out, weights = layer._forward(x, x_kv, mask, kp, lambda name, a: seen.setdefault(name, a.copy()))
+    out, weights = layer._forward(x, kv, kv, None if allowed is None else allowed[None, None], None,
+                                  lambda name, a: seen.setdefault(name, a.copy()))
     if "permute" in seen:
         q, k, v = seen["permute"][:, 0]  # 3 × [H, L, d_h]
     else:

@@ -1,17 +1,32 @@
 """The production forward pass as shapes: what a shape drill or ``explain`` shows.
 
 Pure: no arrays are made; the shapes are those :meth:`MultiHeadAttention.forward`
-creates (a test checks every one).
+creates (a test checks every one).  Every note is a sentence of the message
+catalogue (``trace.<step>``), so a translation or a JSON consumer reaches it
+by key.
+
+What the notes say about PyTorch is checked against torch 2.13 in
+``tests/test_torch_claims.py``: where the ``1/√d_k`` scale is applied
+(:func:`torch.nn.functional.scaled_dot_product_attention`'s math path
+multiplies q and k by ``d_k^(-1/4)`` each; ``nn.MultiheadAttention`` with
+``need_weights=True`` multiplies q by ``d_k^(-1/2)``), when merging the heads
+copies (``transpose(1, 2).reshape(...)`` is a view unless ``H > 1``,
+``L > 1`` and ``d_v > 1``, in NumPy and in torch).  How each mask of an
+exercise is spelled for each API is :func:`tutor.numeric.pytorch_masks`'s
+(issue 10, section 2).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from ..messages import join_and, t
 from ._common import _shape_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tutor.exercise.record import Exercise
+
     from .layer import MultiHeadAttention
 
 
@@ -20,19 +35,26 @@ class TraceStep:
     """One step of a forward pass as shapes: what a shape drill or ``explain`` shows.
 
     ``name`` is the step (``"qkv"``, ``"view"``, ``"permute"``, ...);
-    ``dims`` the symbolic shape (``("B", "L", "3·H·d_h")``); ``shape`` the
-    same shape in numbers (``(4, 512, 1536)``); ``note`` says what produced it,
-    naming the reshape/transpose in PyTorch spelling.
+    ``dims`` the symbolic shape (``("B", "L", "3·H·d_k")``); ``shape`` the
+    same shape in numbers (``(4, 512, 1536)``); ``key`` and ``fields`` the
+    catalogue sentence that says what produced it (:attr:`note`), naming the
+    reshape/transpose in PyTorch spelling.
     """
 
     name: str
     dims: tuple[str, ...]
     shape: tuple[int, ...]
-    note: str
+    key: str
+    fields: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def note(self) -> str:
+        """What produced the step, in words: ``t(key, **fields)``."""
+        return t(self.key, **dict(self.fields))
 
     @property
     def symbolic(self) -> str:
-        """``"[B, L, 3·H·d_h]"``."""
+        """``"[B, L, 3·H·d_k]"``."""
         return "[" + ", ".join(self.dims) + "]"
 
     @property
@@ -42,7 +64,7 @@ class TraceStep:
 
 
 def _dim_value(expr: str, sizes: dict[str, int]) -> int:
-    """Evaluate a dimension like ``"3·H·d_h"`` (factors joined by ``·``) from ``sizes``."""
+    """Evaluate a dimension like ``"3·H·d_k"`` (factors joined by ``·``) from ``sizes``."""
     n = 1
     for factor in expr.split("·"):
         n *= int(factor) if factor.isdigit() else sizes[factor]
@@ -54,10 +76,21 @@ class _TraceBuilder:
         self.sizes = sizes
         self.steps: list[TraceStep] = []
 
-    def add(self, name: str, dims: tuple[str, ...], note: str) -> None:
+    def add(self, name: str, dims: tuple[str, ...], key: str | None = None, **fields: object) -> None:
         shape = tuple(_dim_value(d, self.sizes) for d in dims)
-        self.steps.append(TraceStep(name, dims, shape, note))
+        self.steps.append(TraceStep(name, dims, shape, key or f"trace.{name}", tuple(fields.items())))
 
+
+def merge_copies(H: int, L: int, d_v: int) -> bool:
+    """Whether ``context.transpose(1, 2).reshape(B, L, H·d_v)`` must copy (NumPy and torch alike).
+
+    ``[B, H, L, d_v]`` transposed to ``[B, L, H, d_v]`` merges its last two
+    axes in place only when one of ``H``, ``L``, ``d_v`` is 1 (an axis of
+    size 1 has no stride to respect); otherwise ``reshape`` copies.  ``B``
+    does not matter.  Checked against ``np.shares_memory`` and torch's
+    ``data_ptr``/``_base`` for every size up to 3 (tests/test_torch_claims.py).
+    """
+    return H > 1 and L > 1 and d_v > 1
 
 
 def shape_trace(
@@ -65,17 +98,17 @@ def shape_trace(
 ) -> tuple[TraceStep, ...]:
     """The forward pass of layer ``self`` as an ordered tuple of :class:`TraceStep` (name, shapes, note).
 
-    Both symbolic (``[B, H, L, d_h]``) and concrete shapes, for a batch of
+    Both symbolic (``[B, H, L, d_k]``) and concrete shapes, for a batch of
     ``B`` sequences of ``L`` queries over ``L_k`` keys (``L_k = L`` for
     self-attention; ``cross=True`` names the key sequence ``x_kv``).
     ``masked`` adds the ``masked_fill`` step.  The steps are exactly the
     arrays :meth:`forward` makes (a test checks every shape).  Self-attention
     with equal ``d_k``, ``d_v`` reads::
 
-        x [B, L, D] → qkv [B, L, 3·H·d_h] → view [B, L, 3, H, d_h]
-        → permute [3, B, H, L, d_h] → scores [B, H, L, L] → (masked)
-        → weights [B, H, L, L] → context [B, H, L, d_h]
-        → transpose [B, L, H, d_h] → merge [B, L, H·d_h] → out_proj [B, L, d_out]
+        x [B, L, D] → qkv [B, L, 3·H·d_k] → view [B, L, 3, H, d_k]
+        → permute [3, B, H, L, d_k] → scores [B, H, L, L] → (masked)
+        → weights [B, H, L, L] → context [B, H, L, d_v]
+        → transpose [B, L, H, d_v] → merge [B, L, H·d_v] → out_proj [B, L, d_out]
 
     Raises ``ValueError`` when ``cross`` is set without ``L_k``, or
     self-attention is asked for on a layer whose K, V width is not d_model.
@@ -86,38 +119,284 @@ def shape_trace(
         raise ValueError("self-attention has L_k = L and d_kv = d_model; pass cross=True")
     fused = not cross and self.w_qkv is not None
     Lk = "L_k" if cross else "L"
-    dk, dv = ("d_h", "d_h") if self.d_k == self.d_v else ("d_k", "d_v")
     sizes = {
         "B": B, "L": L, "L_k": L if L_k is None else L_k, "D": self.d_model, "D_kv": self.d_kv,
-        "H": self.num_heads, "d_h": self.d_k, "d_k": self.d_k, "d_v": self.d_v, "d_out": self.d_out,
+        "H": self.num_heads, "d_k": self.d_k, "d_v": self.d_v, "d_out": self.d_out,
     }
-    t = _TraceBuilder(sizes)
-    t.add("x", ("B", "L", "D"), "input: a batch of B sequences of L tokens")
-    if fused:
-        t.add("qkv", ("B", "L", f"3·H·{dk}"), "x @ W_qkv + b_qkv: one fused projection for Q, K and V")
-        t.add("view", ("B", "L", "3", "H", dk), "view: split the last axis into (q|k|v, head, d_h); no copy")
-        t.add("permute", ("3", "B", "H", "L", dk), "permute(2, 0, 3, 1, 4), then q, k, v = unbind(0)")
+    tr = _TraceBuilder(sizes)
+    tr.add("x", ("B", "L", "D"))
+    if fused:  # the fused projection needs d_k = d_v: one width for q, k and v
+        tr.add("qkv", ("B", "L", "3·H·d_k"))
+        tr.add("view", ("B", "L", "3", "H", "d_k"))
+        tr.add("permute", ("3", "B", "H", "L", "d_k"))
     else:
         if cross:
-            t.add("x_kv", ("B", "L_k", "D_kv"), "the sequence K and V come from (cross-attention)")
+            tr.add("x_kv", ("B", "L_k", "D_kv"))
         src = "x_kv" if cross else "x"
-        t.add("q", ("B", "L", f"H·{dk}"), "x @ W_q + b_q")
-        t.add("k", ("B", Lk, f"H·{dk}"), f"{src} @ W_k + b_k")
-        t.add("v", ("B", Lk, f"H·{dv}"), f"{src} @ W_v + b_v")
-        t.add("q_view", ("B", "L", "H", dk), "view: split q into heads; no copy")
-        t.add("k_view", ("B", Lk, "H", dk), "view: split k into heads; no copy")
-        t.add("v_view", ("B", Lk, "H", dv), "view: split v into heads; no copy")
-        t.add("q_heads", ("B", "H", "L", dk), "transpose(1, 2): heads become a batch axis")
-        t.add("k_heads", ("B", "H", Lk, dk), "transpose(1, 2)")
-        t.add("v_heads", ("B", "H", Lk, dv), "transpose(1, 2)")
-    t.add("scores", ("B", "H", "L", Lk), f"q @ k.transpose(-2, -1) / √{dk} (the scale is applied to q)")
+        tr.add("q", ("B", "L", "H·d_k"))
+        tr.add("k", ("B", Lk, "H·d_k"), src=src)
+        tr.add("v", ("B", Lk, "H·d_v"), src=src)
+        tr.add("q_view", ("B", "L", "H", "d_k"), "trace.split", what="q")
+        tr.add("k_view", ("B", Lk, "H", "d_k"), "trace.split", what="k")
+        tr.add("v_view", ("B", Lk, "H", "d_v"), "trace.split", what="v")
+        tr.add("q_heads", ("B", "H", "L", "d_k"))
+        tr.add("k_heads", ("B", "H", Lk, "d_k"), "trace.heads_axis")
+        tr.add("v_heads", ("B", "H", Lk, "d_v"), "trace.heads_axis")
+    tr.add("scores", ("B", "H", "L", Lk))
     if masked:
-        t.add("masked", ("B", "H", "L", Lk), "masked_fill(~allowed, -inf); allowed is [B, 1, L, L_k], broadcast over heads")
-    t.add("weights", ("B", "H", "L", Lk), "softmax over the last axis (keys); each row sums to 1")
-    t.add("context", ("B", "H", "L", dv), "weights @ v")
-    t.add("transpose", ("B", "L", "H", dv), "transpose(1, 2): back to tokens first; no copy")
-    t.add("merge", ("B", "L", f"H·{dv}"), "reshape (a contiguous copy): the heads side by side")
+        tr.add("masked", ("B", "H", "L", Lk))
+    tr.add("weights", ("B", "H", "L", Lk))
+    tr.add("context", ("B", "H", "L", "d_v"))
+    tr.add("transpose", ("B", "L", "H", "d_v"))
+    copies = merge_copies(self.num_heads, L, self.d_v)
+    tr.add("merge", ("B", "L", "H·d_v"), "trace.merge.copy" if copies else "trace.merge.view")
     if self.w_o is not None:
-        t.add("out_proj", ("B", "L", "d_out"), "merge @ W_o + b_o")
-    return tuple(t.steps)
+        tr.add("out_proj", ("B", "L", "d_out"))
+    return tuple(tr.steps)
 
+
+# --- an exercise's production view --------------------------------------------------------------
+
+
+def empty_rows(ex: Exercise) -> tuple[str, ...]:
+    """The labels of the query rows that may attend to no key at all."""
+    allowed = ex.allowed()
+    return () if allowed is None else tuple(ex.query_labels[i] for i, row in enumerate(allowed) if not any(row))
+
+
+def notes(ex: Exercise) -> tuple[str, ...]:
+    """Sentences about the exercise's configuration as production code would run it.
+
+    A causal mask with ``L ≠ L_k`` (top-left alignment is not a KV-cache
+    decode's bottom-right); a causal mask on cross-attention (not a real
+    configuration).
+    """
+    out = []
+    if ex.mask_kind == "causal" and ex.is_cross:
+        out.append(t("explain.causal.cross"))
+    if ex.mask_kind == "causal" and ex.L != ex.L_k:
+        out.append(t("explain.causal.offset", L=ex.L, L_k=ex.L_k, shift=ex.L_k - ex.L))
+    return tuple(out)
+
+
+def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[str, ...]]:
+    """``(steps, notes)``: the exercise's layer as batched tensors (:func:`tutor.numeric.exercise_trace`)
+    with notes that hold for this exercise (a query row with no key to attend sums to 0, not 1),
+    and the notes on its configuration (:func:`notes`).  Raises :class:`~tutor.errors.ShapeError`
+    as :func:`exercise_trace`."""
+    from .layer import exercise_trace
+
+    steps = exercise_trace(ex, B)
+    rows = empty_rows(ex)
+    if rows:
+        steps = tuple(replace(s, key="trace.weights.empty.one" if len(rows) == 1 else "trace.weights.empty.other",
+                              fields=(("rows", join_and(list(rows))),)) if s.name == "weights" else s
+                      for s in steps)
+    return steps, notes(ex)
+
+
+
+# --------------------------------------------------------------------------- #
+# The production forward as named points, for any configuration (issue 14):
+# grouped K/V heads (GQA/MQA), fused or separate projections, masks.  Sizes
+# only: no layer and no arrays are needed, so the shape drill can ask about a
+# layer of any size.  The names are the ones the drill asks about and its JSON
+# carries; the tests check every shape against torch 2.13 on the meta device
+# and against a plain NumPy forward.
+# --------------------------------------------------------------------------- #
+
+#: The points of :func:`production_trace` a question may name, in forward order.
+POINTS = (
+    "x", "q_proj", "k_proj", "v_proj", "q_heads", "k_heads", "v_heads", "k_repeated", "v_repeated",
+    "key_padding_mask", "attn_mask", "scores", "weights", "head_outputs", "merged", "output",
+)
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """The sizes and options of one multi-head attention forward, in the field's names.
+
+    ``B`` sequences of ``L_q`` queries over ``L_k`` keys; ``d_model`` the width
+    of ``x`` (and of the output), ``d_kv`` the width of the sequence K and V
+    come from (``x_kv`` in cross-attention; ``d_model`` in self-attention);
+    ``num_heads`` query heads of width ``d_k``, ``num_kv_heads`` key/value
+    heads (``num_heads``: multi-head, 1: multi-query, in between: grouped-query
+    attention) of widths ``d_k`` and ``d_v``.  ``fused``: one projection for
+    Q, K and V (self-attention only); ``causal``: a causal mask
+    (self-attention only, top-left aligned, ``is_causal=True``);
+    ``padding``: a ``key_padding_mask``.
+
+    Raises ``ValueError`` for a configuration no layer has: sizes below 1,
+    ``num_heads`` not a multiple of ``num_kv_heads``, self-attention with
+    ``L_k != L_q`` or ``d_kv != d_model``, a fused projection or a causal mask
+    in cross-attention.
+    """
+
+    B: int
+    L_q: int
+    L_k: int
+    d_model: int
+    num_heads: int
+    num_kv_heads: int
+    d_k: int
+    d_v: int
+    d_kv: int
+    cross: bool = False
+    fused: bool = False
+    causal: bool = False
+    padding: bool = False
+
+    def __post_init__(self) -> None:
+        sizes = {name: getattr(self, name) for name in ("B", "L_q", "L_k", "d_model", "num_heads", "num_kv_heads",
+                                                       "d_k", "d_v", "d_kv")}
+        small = [name for name, n in sizes.items() if not isinstance(n, int) or isinstance(n, bool) or n < 1]
+        if small:
+            raise ValueError(f"sizes must be whole numbers of at least 1: {', '.join(small)}")
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads = {self.num_heads} is not a multiple of num_kv_heads = {self.num_kv_heads}")
+        if not self.cross and (self.L_k != self.L_q or self.d_kv != self.d_model):
+            raise ValueError("self-attention has L_k = L_q and d_kv = d_model")
+        if self.cross and (self.fused or self.causal):
+            raise ValueError("a fused QKV projection and a causal mask are for self-attention only")
+
+    @property
+    def groups(self) -> int:
+        """Query heads per key/value head: ``num_heads // num_kv_heads``."""
+        return self.num_heads // self.num_kv_heads
+
+    @property
+    def masked(self) -> bool:
+        """True when the forward has an ``attn_mask`` (causal, padding or both)."""
+        return self.causal or self.padding
+
+    def sizes(self) -> dict[str, int]:
+        """The named sizes, ``{"B": 2, "L_q": 5, ...}``."""
+        return {"B": self.B, "L_q": self.L_q, "L_k": self.L_k, "d_model": self.d_model, "d_kv": self.d_kv,
+                "num_heads": self.num_heads, "num_kv_heads": self.num_kv_heads, "d_k": self.d_k, "d_v": self.d_v}
+
+
+@dataclass(frozen=True)
+class TracePoint:
+    """A point of :func:`production_trace`: ``name``, symbolic ``dims`` and numeric ``shape`` as a
+    :class:`TraceStep` has them, a ``note`` on what it is, the points it is computed from
+    (``inputs``) and the PyTorch expression that computes it (``op``)."""
+
+    name: str
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    note: str
+    inputs: tuple[str, ...]
+    op: str
+
+    @property
+    def symbolic(self) -> str:
+        """``"[B, num_heads, L_q, d_k]"``."""
+        return "[" + ", ".join(self.dims) + "]"
+
+    @property
+    def concrete(self) -> str:
+        """``"[2, 8, 5, 7]"``."""
+        return _shape_text(self.shape)
+
+
+def production_trace(cfg: AttentionConfig) -> tuple[TracePoint, ...]:
+    """The forward pass of ``cfg`` as named points with their shapes, in order.
+
+    Sources: Vaswani et al. 2017, section 3.2.2 (projections, heads,
+    concatenation, ``W^O``); Ainslie et al. 2023, "GQA" (``num_kv_heads``
+    key/value heads, each shared by ``num_heads // num_kv_heads`` query heads:
+    ``repeat_interleave`` along the head axis, the order of
+    ``F.scaled_dot_product_attention(..., enable_gqa=True)``); the PyTorch docs
+    of ``F.scaled_dot_product_attention`` (``attn_mask`` broadcast to
+    ``[B, num_heads, L_q, L_k]``, True = may attend) and
+    ``nn.MultiheadAttention`` (``key_padding_mask [B, L_k]``, True = padding).
+
+    The points (see :data:`POINTS`): ``x [B, L_q, d_model]``; with
+    ``cross``, ``x_kv [B, L_k, d_kv]``; with ``fused``, ``qkv``; ``q_proj
+    [B, L_q, num_heads·d_k]``, ``k_proj [B, L_k, num_kv_heads·d_k]``,
+    ``v_proj [B, L_k, num_kv_heads·d_v]``; ``q_heads [B, num_heads, L_q,
+    d_k]``, ``k_heads``/``v_heads [B, num_kv_heads, L_k, d]``; with fewer
+    K/V heads than query heads, ``k_repeated``/``v_repeated [B, num_heads,
+    L_k, d]``; with padding, ``key_padding_mask [B, L_k]``; with a mask,
+    ``attn_mask`` as passed to SDPA (``[L_q, L_k]`` causal, ``[B, 1, 1, L_k]``
+    padding, ``[B, 1, L_q, L_k]`` both); ``scores`` and ``weights [B,
+    num_heads, L_q, L_k]``; ``head_outputs [B, num_heads, L_q, d_v]``;
+    ``merged [B, L_q, num_heads·d_v]``; ``output [B, L_q, d_model]``.
+    """
+    s = cfg.sizes()
+    points: list[TracePoint] = []
+
+    def add(name: str, dims: tuple[tuple[str, int], ...], inputs: tuple[str, ...], op: str, note: str) -> None:
+        points.append(TracePoint(name, tuple(d for d, _ in dims), tuple(n for _, n in dims), note, inputs, op))
+
+    def dim(name: str) -> tuple[str, int]:
+        return name, s[name]
+
+    H, H_kv, d_k, d_v = s["num_heads"], s["num_kv_heads"], s["d_k"], s["d_v"]
+    hq = ("num_heads·d_k", H * d_k)
+    hk = ("num_kv_heads·d_k", H_kv * d_k)
+    hv = ("num_kv_heads·d_v", H_kv * d_v)
+    add("x", (dim("B"), dim("L_q"), dim("d_model")), (), "x", "the input: B sequences of L_q tokens")
+    kv = "x"
+    if cfg.cross:
+        add("x_kv", (dim("B"), dim("L_k"), dim("d_kv")), (), "x_kv", "the sequence K and V come from")
+        kv = "x_kv"
+    if cfg.fused:
+        width = (("(num_heads + 2·num_kv_heads)·d_k", (H + 2 * H_kv) * d_k) if d_k == d_v else
+                 ("(num_heads + num_kv_heads)·d_k + num_kv_heads·d_v", (H + H_kv) * d_k + H_kv * d_v))
+        add("qkv", (dim("B"), dim("L_q"), width), ("x",), "qkv = W_qkv(x)",
+            "one fused nn.Linear for Q, K and V")
+        split = "q_proj, k_proj, v_proj = qkv.split([num_heads·d_k, num_kv_heads·d_k, num_kv_heads·d_v], dim=-1)"
+        add("q_proj", (dim("B"), dim("L_q"), hq), ("qkv",), split, "the first part of the fused projection")
+        add("k_proj", (dim("B"), dim("L_k"), hk), ("qkv",), split, "the second part of the fused projection")
+        add("v_proj", (dim("B"), dim("L_k"), hv), ("qkv",), split, "the third part of the fused projection")
+    else:
+        add("q_proj", (dim("B"), dim("L_q"), hq), ("x",), "q_proj = W_Q(x)", "nn.Linear(d_model, num_heads·d_k)")
+        add("k_proj", (dim("B"), dim("L_k"), hk), (kv,), f"k_proj = W_K({kv})", "nn.Linear(d_kv, num_kv_heads·d_k)")
+        add("v_proj", (dim("B"), dim("L_k"), hv), (kv,), f"v_proj = W_V({kv})", "nn.Linear(d_kv, num_kv_heads·d_v)")
+    add("q_heads", (dim("B"), dim("num_heads"), dim("L_q"), dim("d_k")), ("q_proj",),
+        "q_heads = q_proj.view(B, L_q, num_heads, d_k).transpose(1, 2)", "split into heads, then heads before tokens")
+    add("k_heads", (dim("B"), dim("num_kv_heads"), dim("L_k"), dim("d_k")), ("k_proj",),
+        "k_heads = k_proj.view(B, L_k, num_kv_heads, d_k).transpose(1, 2)", "split into heads, then heads before tokens")
+    add("v_heads", (dim("B"), dim("num_kv_heads"), dim("L_k"), dim("d_v")), ("v_proj",),
+        "v_heads = v_proj.view(B, L_k, num_kv_heads, d_v).transpose(1, 2)", "split into heads, then heads before tokens")
+    keys, values = "k_heads", "v_heads"
+    if H_kv < H:
+        add("k_repeated", (dim("B"), dim("num_heads"), dim("L_k"), dim("d_k")), ("k_heads",),
+            "k_repeated = k_heads.repeat_interleave(num_heads // num_kv_heads, dim=1)",
+            "each key head serves num_heads // num_kv_heads query heads")
+        add("v_repeated", (dim("B"), dim("num_heads"), dim("L_k"), dim("d_v")), ("v_heads",),
+            "v_repeated = v_heads.repeat_interleave(num_heads // num_kv_heads, dim=1)",
+            "each value head serves num_heads // num_kv_heads query heads")
+        keys, values = "k_repeated", "v_repeated"
+    if cfg.padding:
+        add("key_padding_mask", (dim("B"), dim("L_k")), (), "key_padding_mask",
+            "True = padding (nn.MultiheadAttention's convention)")
+    if cfg.masked:
+        one = ("1", 1)
+        if cfg.causal and cfg.padding:
+            add("attn_mask", (dim("B"), one, dim("L_q"), dim("L_k")), ("key_padding_mask",),
+                "attn_mask = causal & ~key_padding_mask[:, None, None, :]",
+                "True = may attend (SDPA's convention), broadcast over the heads")
+        elif cfg.causal:
+            add("attn_mask", (dim("L_q"), dim("L_k")), (),
+                "attn_mask = torch.ones(L_q, L_k, dtype=torch.bool).tril()",
+                "True = may attend (SDPA's convention), broadcast over the batch and the heads")
+        else:
+            add("attn_mask", (dim("B"), one, one, dim("L_k")), ("key_padding_mask",),
+                "attn_mask = ~key_padding_mask[:, None, None, :]",
+                "True = may attend (SDPA's convention), broadcast over the heads and the queries")
+    scores_in = ("q_heads", keys) + (("attn_mask",) if cfg.masked else ())
+    masked = ", masked where attn_mask is False" if cfg.masked else ""
+    add("scores", (dim("B"), dim("num_heads"), dim("L_q"), dim("L_k")), scores_in,
+        f"scores = q_heads @ {keys}.transpose(-2, -1) / math.sqrt(d_k)",
+        f"one score per (query, key) pair in every head{masked}")
+    add("weights", (dim("B"), dim("num_heads"), dim("L_q"), dim("L_k")), ("scores",),
+        "weights = scores.softmax(dim=-1)", "softmax over the keys")
+    add("head_outputs", (dim("B"), dim("num_heads"), dim("L_q"), dim("d_v")), ("weights", values),
+        f"head_outputs = weights @ {values}", "each query's weighted sum of the values, per head")
+    add("merged", (dim("B"), dim("L_q"), ("num_heads·d_v", H * d_v)), ("head_outputs",),
+        "merged = head_outputs.transpose(1, 2).reshape(B, L_q, num_heads·d_v)", "the heads side by side again")
+    add("output", (dim("B"), dim("L_q"), dim("d_model")), ("merged",), "output = W_O(merged)",
+        "nn.Linear(num_heads·d_v, d_model)")
+    return tuple(points)

@@ -27,6 +27,7 @@ from tutor.attempt import Attempt, Outcome
 from .effects import (
     Answered,
     Cell,
+    Coarse,
     Correct,
     Effect,
     Help,
@@ -44,7 +45,7 @@ from .effects import (
     Wrong,
 )
 from .events import COMMANDS, Answer, Command, EndOfInput, Event, Interrupt, read_event
-from .grading import blocked_cells
+from .grading import Graded, blocked_cells, grade
 from .machine import Settings, State, handle, inputs_for, result_name, select, start
 
 __all__ = [
@@ -53,11 +54,13 @@ __all__ = [
     "Answered",
     "Attempt",
     "Cell",
+    "Coarse",
     "Command",
     "Correct",
     "Effect",
     "EndOfInput",
     "Event",
+    "Graded",
     "Help",
     "Hint",
     "Interrupt",
@@ -76,6 +79,7 @@ __all__ = [
     "Summary",
     "Wrong",
     "blocked_cells",
+    "grade",
     "handle",
     "inputs_for",
     "read_event",

@@ -72,14 +72,17 @@ class Wrong:
     """The answer is wrong.
 
     ``wrong`` are the wrong cells when the shape is right (``None`` when it
-    is not); ``inexact`` the wrong cells whose exact form (``3``, ``1/2``) is
-    within the tolerance but not equal: they need decimals; ``blocked`` the
-    wrong cells a mask blocks whose entry is within the tolerance of the right
-    ``0`` (a weight must be exactly 0 there: see :func:`blocked_cells`);
+    is not); ``inexact`` the wrong cells whose exact form (``1/9``,
+    ``sqrt(2)/10``) is close to the value but not equal: they need decimals;
+    ``blocked`` the wrong cells a mask blocks whose entry is close to the
+    right ``0`` (a weight must be exactly 0 there: see :func:`blocked_cells`);
     ``diagnoses`` the misconceptions that explain the answer, most specific
     first; ``alike`` how many of the first diagnoses recompute the very same
     matrix (1 to 3: the mistakes the answer cannot tell apart, all shown);
-    ``retry`` the cells asked again in entry mode.
+    ``retry`` the cells asked again in entry mode; ``coarse`` the cells
+    written coarser than 2 decimals (not wrong, but to be given more
+    precisely); ``truncated`` the wrong cells that are the value cut
+    instead of rounded (the grading note ``truncated_decimal``).
     """
 
     step: Step
@@ -91,11 +94,25 @@ class Wrong:
     retry: tuple[Cell, ...] = ()
     blocked: tuple[Cell, ...] = ()
     alike: int = 1
+    coarse: tuple[Cell, ...] = ()
+    truncated: tuple[Cell, ...] = ()
 
     @property
     def shown(self) -> tuple[Diagnosis, ...]:
         """The diagnoses to show: the first and those indistinguishable from it."""
         return self.diagnoses[: self.alike]
+
+
+@dataclass(frozen=True)
+class Coarse:
+    """The answer holds no wrong entry, but ``cells`` are written coarser than 2 decimals for a
+    value that is not an integer: neither right nor wrong, nothing recorded; the answer is asked
+    again (in entry mode only ``retry``, those cells)."""
+
+    step: Step
+    answer: Answered
+    cells: tuple[Cell, ...]
+    retry: tuple[Cell, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,14 +155,17 @@ class Help:
 
 @dataclass(frozen=True)
 class Result:
-    """How one step of the session ended; ``outcome`` is ``None`` when it was not finished
-    (``attempts`` and ``hints`` then say whether it was begun)."""
+    """How one step of the session ended: ``correct``, ``shown``, ``skipped``, ``given`` (not
+    asked: before the step the session began at), or ``None`` when it was not finished --
+    ``seen`` then says whether it was on screen when the session ended (``attempts`` and
+    ``hints`` whether it was begun)."""
 
     step: Step
-    outcome: Literal["correct", "shown", "skipped"] | None = None
+    outcome: Literal["correct", "shown", "skipped", "given"] | None = None
     attempts: int = 0
     hints: int = 0
     diagnoses: tuple[str, ...] = ()
+    seen: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,5 +178,5 @@ class Summary:
 
 #: Every effect.  An :class:`~tutor.attempt.Attempt` asks the caller to save it in the progress store
 #: (each answer, ``show`` and ``skip``); it is the very record the store writes.
-Effect = (Present | Prompt | Invalid | RowByRow | Correct | Wrong | Hint | ShapeInfo | Reveal | Skipped | Help
-          | Attempt | Summary)
+Effect = (Present | Prompt | Invalid | RowByRow | Correct | Wrong | Coarse | Hint | ShapeInfo | Reveal | Skipped
+          | Help | Attempt | Summary)

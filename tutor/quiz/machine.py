@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from tutor.answers import DEFAULT_TOLERANCE, Entry, parse_entry, parse_matrix, parse_row
+from tutor.answers import TRUNCATED, Entry, parse_entry, parse_matrix, parse_row
 from tutor.attempt import Attempt, Outcome
 from tutor.errors import AnswerError
 from tutor.messages import t
@@ -25,6 +25,7 @@ from tutor.steps import KINDS, Input, Solution, Step, worked_entry
 from .effects import (
     Answered,
     Cell,
+    Coarse,
     Correct,
     Effect,
     Help,
@@ -42,15 +43,16 @@ from .effects import (
     Wrong,
 )
 from .events import Command, EndOfInput, Event, Interrupt
-from .grading import alike, blocked_cells, right
+from .grading import alike, grade
 
 
 @dataclass(frozen=True)
 class Settings:
-    """How a session grades: ``mode`` (``matrix`` or ``entry``) and the decimal ``tolerance``."""
+    """How a session grades: ``mode`` (``matrix`` or ``entry``) and ``tolerance``, the interval
+    ``--tolerance`` gives every decimal (``None``: the rounding rule of :mod:`tutor.answers.grading`)."""
 
     mode: Mode = "matrix"
-    tolerance: float = DEFAULT_TOLERANCE
+    tolerance: float | None = None
 
 
 # --- state ------------------------------------------------------------------------------
@@ -74,6 +76,8 @@ class State:
     results: tuple[Result, ...] = ()
     done: bool = False
     multi_head: bool = field(default=False)
+    record_as: str = ""  # the exercise id answers are recorded under (fresh numbers: the original's)
+    begin_at: int = 0  # the steps before this index are given, not asked
 
     @property
     def step(self) -> Step:
@@ -95,12 +99,22 @@ def select(sol: Solution, steps: Sequence[str] | None = None, head: int | None =
 
 
 def start(sol: Solution, settings: Settings = Settings(), *, steps: Sequence[str] | None = None,
-          head: int | None = None) -> tuple[State, list[Effect]]:
-    """A new session over :func:`select`'s steps, and its first effects."""
+          head: int | None = None, begin_at: int = 0, record_as: str | None = None) -> tuple[State, list[Effect]]:
+    """A new session over :func:`select`'s steps, and its first effects.
+
+    ``begin_at`` is the 0-based index of the first step asked: the steps
+    before it are given (a session resumed, or started at the weakest step;
+    they count as ``given`` in the summary).  ``record_as`` is the exercise id
+    the answers are recorded under (default ``sol``'s own; a session on fresh
+    numbers drawn from an exercise records them under that exercise's id).
+    """
     chosen = select(sol, steps, head)
-    state = State(sol, chosen, settings, multi_head=sol.exercise.num_heads > 1)
-    if not chosen:
-        return replace(state, done=True), [Summary((), "done")]
+    begin_at = max(0, min(begin_at, len(chosen)))
+    given = tuple(Result(s, "given") for s in chosen[:begin_at])
+    state = State(sol, chosen, settings, index=begin_at, results=given, multi_head=sol.exercise.num_heads > 1,
+                  record_as=record_as or sol.exercise.id, begin_at=begin_at)
+    if begin_at >= len(chosen):
+        return replace(state, index=max(len(chosen) - 1, 0), done=True), [Summary(given, "done")]
     state = _begin(state)
     return state, [_present(state), _prompt(state)]
 
@@ -210,7 +224,7 @@ def _add_row(state: State, text: str) -> tuple[State, list[Effect]]:
         message = t("matrix.ragged", row=number, found=len(row), expected=len(state.rows[0]))
         return state, [Invalid(message), _prompt(state)]
     state = replace(state, rows=state.rows + (row,))
-    if ends:
+    if ends or len(state.rows) == state.step.shape[0]:  # the last row: graded at once, no empty line needed
         return _grade(state, state.rows, _rows_text(state.rows))
     effects: list[Effect] = [RowByRow(len(state.rows))] if number == 1 else []
     return state, effects + [_prompt(state)]
@@ -239,53 +253,49 @@ def _rows_text(rows: Answered) -> str:
 
 
 def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effect]]:
-    """Grade a complete answer: right entries by :func:`tutor.answers.close` (mask-fixed entries
-    exactly, see :func:`blocked_cells`), wrong ones explained by :func:`tutor.diagnose.diagnose`."""
+    """Grade a complete answer by the one rule (:func:`.grading.grade`): right, wrong (explained by
+    :func:`tutor.diagnose.diagnose_claim`), or written too coarsely -- then nothing is recorded and
+    the coarse entries are asked again."""
     step = state.step
-    tol = state.settings.tolerance
     attempt = state.attempts + 1
-    shape = (len(answer), len(answer[0]))
-    wrong: tuple[Cell, ...] | None = None
-    strict = blocked_cells(state.sol, step)
-    if shape == step.shape:
-        wrong = tuple((i, j) for i, row in enumerate(answer) for j, e in enumerate(row)
-                      if not right(e, step.value[i][j], step.exact[i][j], (i, j) in strict, tol))
-        if not wrong:
-            record = _attempt(state, "correct", attempt, answer=text)
-            state = replace(state, results=state.results + (
-                Result(step, "correct", state.attempts, state.hints, state.diagnoses),))
-            state, more = _advance(state)
-            effects: list[Effect] = [record, Correct(step, attempt)]
-            return state, effects + more
-    from tutor.diagnose import Claim, diagnose_claim
+    g = grade(state.sol, step, answer, state.settings.tolerance)
+    if g.right:
+        record = _attempt(state, "correct", attempt, answer=text)
+        state = replace(state, results=state.results + (
+            Result(step, "correct", state.attempts, state.hints, state.diagnoses),))
+        state, more = _advance(state)
+        effects: list[Effect] = [record, Correct(step, attempt)]
+        return state, effects + more
+    if g.wrong == ():  # only entries too coarse: neither right nor wrong, nothing recorded
+        state = _retry(replace(state, rows=()), answer, g.coarse)
+        return state, [Coarse(step, answer, g.coarse, state.todo), _prompt(state)]
+    from tutor.diagnose import diagnose_claim
 
-    floats = [[e.value() for e in row] for row in answer]
-    # the cells grading refused are the ones to explain (never called right here); a misconception is
-    # read off the typed numbers, each within the tolerance
-    claim = Claim.around(floats, tol, texts=[[e.text for e in row] for row in answer])
-    diagnoses = tuple(diagnose_claim(state.sol, step.id, step.head, claim, wrong=wrong))
-    near = tuple((i, j) for i, j in wrong or ()
-                 if math.isfinite(step.value[i][j]) and abs(answer[i][j].value() - step.value[i][j]) <= tol)
-    blocked = tuple(c for c in near if c in strict)
-    inexact = tuple((i, j) for i, j in near if answer[i][j].is_exact and (i, j) not in strict)
-    # one slipped entry that is only a masked key's near-zero weight or an exact form of a rounded
-    # value: the note on it says it better (as in check)
-    diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= {*blocked, *inexact}))
-    first = diagnoses[0] if diagnoses else None
-    record = _attempt(state, "wrong", attempt, diagnosis=first.key if first else None,
-                      diagnosis_text=first.message if first else None, answer=text)
+    # the cells grading refused are the ones to explain (never called right here)
+    diagnoses = tuple(diagnose_claim(state.sol, step.id, step.head, g.claim, wrong=g.wrong))
+    # one slipped entry that is only an exact form of a rounded value: the note on it says it better
+    # (as in check); a masked key's near-zero weight keeps its "should be 0" sentence
+    diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= set(g.inexact)))
+    notes = (TRUNCATED,) if g.truncated else ()
+    record = _attempt(state, "wrong", attempt, diagnoses=tuple(d.key for d in diagnoses), notes=notes, answer=text)
     keys = state.diagnoses + tuple(d.key for d in diagnoses[:1] if d.key not in state.diagnoses)
-    state = replace(state, attempts=attempt, diagnoses=keys, last_wrong=wrong or (), rows=())
-    retry: tuple[Cell, ...] = ()
+    state = replace(state, attempts=attempt, diagnoses=keys, last_wrong=g.wrong or (), rows=())
     if state.settings.mode == "entry":
-        assert wrong is not None  # entry mode always answers the step's shape
-        retry = wrong
-        bad = set(wrong)
-        grid = tuple(tuple(None if (i, j) in bad else e for j, e in enumerate(row)) for i, row in enumerate(answer))
-        state = replace(state, grid=grid, todo=wrong)
-    wrong_effect = Wrong(step, answer, wrong, inexact, diagnoses, attempt, retry, blocked,
-                         alike(state.sol, step, diagnoses))
+        assert g.wrong is not None  # entry mode always answers the step's shape
+        state = _retry(state, answer, g.wrong + g.coarse)
+    wrong_effect = Wrong(step, answer, g.wrong, g.inexact, diagnoses, attempt, state.todo, g.blocked,
+                         alike(state.sol, step, diagnoses), g.coarse, g.truncated)
     return state, [record, wrong_effect, _prompt(state)]
+
+
+def _retry(state: State, answer: Answered, cells: Sequence[Cell]) -> State:
+    """Entry mode: ask ``cells`` again (in order), keeping the other entries of ``answer``."""
+    if state.settings.mode != "entry":
+        return state
+    todo = tuple(sorted(cells))
+    bad = set(todo)
+    grid = tuple(tuple(None if (i, j) in bad else e for j, e in enumerate(row)) for i, row in enumerate(answer))
+    return replace(state, grid=grid, todo=todo)
 
 
 # --- moving on --------------------------------------------------------------------------------------
@@ -318,7 +328,7 @@ def _finish(state: State, reason: Literal["done", "quit", "end", "interrupt"]) -
     reached = {(r.step.id, r.step.head) for r in state.results}
     current = state.step if not state.done else None  # the step being asked keeps its tries and hints
     results = state.results + tuple(
-        Result(s, None, state.attempts, state.hints, state.diagnoses) if s is current else Result(s)
+        Result(s, None, state.attempts, state.hints, state.diagnoses, seen=True) if s is current else Result(s)
         for s in state.steps if (s.id, s.head) not in reached)
     order = {(s.id, s.head): n for n, s in enumerate(state.steps)}
     results = tuple(sorted(results, key=lambda r: order[r.step.id, r.step.head]))
@@ -326,12 +336,13 @@ def _finish(state: State, reason: Literal["done", "quit", "end", "interrupt"]) -
     return state, [Summary(results, reason)]
 
 
-def _attempt(state: State, outcome: Outcome, attempt: int, *, diagnosis: str | None = None,
-             diagnosis_text: str | None = None, answer: str | None = None) -> Attempt:
-    """The effect that saves the current step's ``attempt``-th try (its hints so far included)."""
+def _attempt(state: State, outcome: Outcome, attempt: int, *, diagnoses: tuple[str, ...] = (),
+             notes: tuple[str, ...] = (), answer: str | None = None) -> Attempt:
+    """The effect that saves the current step's ``attempt``-th try (its hints so far included), a
+    review of the skill (step, exercise family) in the schedule."""
     step = state.step
-    return Attempt(state.sol.exercise.id, step.id, step.head, outcome, attempt, state.hints, diagnosis, diagnosis_text,
-                   answer)
+    return Attempt(state.record_as, step.id, step.head, outcome, attempt, state.hints, diagnoses, answer,
+                   notes=notes, family=state.sol.exercise.family)
 
 
 def _prompt(state: State) -> Prompt:

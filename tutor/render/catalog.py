@@ -29,13 +29,14 @@ def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
         return
     packs = any(r["source"] != "bundled" for r in rows)
     title = tx(t("list.title.packs" if packs else "list.title"))
-    headers = [t("list.col.id"), t("list.col.title"), "L", "L_k", "d_model", t("list.col.heads"), t("list.col.mask"),
-               t("list.col.source")]
-    cells = [[tx(r["id"]), tx(r["title"]), str(r["L"]), str(r["L_k"]), str(r["d_model"]), str(r["heads"]), r["mask"],
-              tx(r["source"])] for r in rows]
-    table = Table(title=title, box=box.SIMPLE_HEAD if uni else box.ASCII, title_justify="left")
+    headers = [t("list.col.status"), t("list.col.id"), t("list.col.title"), "L", "L_k", "d_model", t("list.col.heads"),
+               t("list.col.mask"), t("list.col.source")]
+    cells = [[status(r), tx(r["id"]), tx(r["title"]), str(r["L"]), str(r["L_k"]), str(r["d_model"]), str(r["heads"]),
+              r["mask"], tx(r["source"])] for r in rows]
+    table = Table(title=title, caption=t("list.legend"), box=box.SIMPLE_HEAD if uni else box.ASCII, title_justify="left",
+                  caption_justify="left")
     for i, h in enumerate(headers):
-        table.add_column(h, no_wrap=True, justify="right" if 2 <= i <= 5 else "left", style="bold" if i == 0 else "")
+        table.add_column(h, no_wrap=True, justify="right" if 3 <= i <= 6 else "left", style="bold" if i == 1 else "")
     for c in cells:
         table.add_row(*c)
     natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
@@ -44,7 +45,15 @@ def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
         return
     console.print(Text(title, style="bold"))
     for c in cells:
-        line = Text(c[0], style="bold")
-        line.append(f"  L={c[2]} L_k={c[3]} d_model={c[4]} {headers[5]}={c[5]} {headers[6]}={c[6]}  ({c[7]})")
+        line = Text(c[1], style="bold")
+        line.append(f"  {c[0]}  L={c[3]} L_k={c[4]} d_model={c[5]} {headers[6]}={c[6]} {headers[7]}={c[7]}  ({c[8]})")
         console.print(line)
-        console.print(Text("  " + c[1], style="dim"))
+        console.print(Text("  " + c[2], style="dim"))
+    console.print(Text(t("list.legend"), style="dim"))
+
+
+def status(row: dict[str, Any]) -> str:
+    """``done`` (every step answered right at least once) or ``pending 3/7`` (steps answered right so far)."""
+    if row["done"]:
+        return t("list.done")
+    return f"{t('list.pending')} {t('list.progress', solved=row['solved'], total=row['steps'])}"

@@ -26,11 +26,16 @@ from ..messages import plural, t
 from ..plausibility import cell_name, label
 from ..steps import inputs
 from ..textsafe import shown
-from .text import asciify
+from .text import asciify, pretty
 
 MAX_ENTRIES_SHOWN = 6
 MIN_ROOM = 10  # fewest columns a wrapped text is given beside its prefix; less, and it goes below
 _MARKS = ("✓ ", "✗ ", "• ", "ok ", "x ", "* ")  # and their ASCII forms (asciify)
+
+
+#: The longest exact form (answer grammar) shown beside the decimal of a wrong entry: ``2*sqrt(2)``,
+#: ``exp(-sqrt(2))``; a softmax weight's form is longer and is shown as its decimal only.
+SHORT_EXACT = 16
 
 
 class CheckRenderer:
@@ -103,6 +108,20 @@ class CheckRenderer:
         if s is not r.first_wrong:  # the first wrong step lists its notes with its entries
             for _, note in s.exact_claims:
                 self.line(note, "italic", indent=15)
+            for _, _, note in s.notes:
+                self.line(note, "italic", indent=15)
+
+    def right(self, exact: Any, value: float) -> str:
+        """The right value of an entry: a short rational as itself (``3/2``), a short exact form with its
+        decimal (``2√2 (about 2.8284)``; ``2*sqrt(2)`` on an ASCII stream), anything longer as the decimal."""
+        text = str(exact)
+        if isinstance(exact, Rat):
+            return text if len(text) <= 8 else trimmed(value)
+        if not math.isfinite(value):  # -inf: its exact form says it all
+            return pretty(text) if self.unicode else text
+        if len(text) <= SHORT_EXACT:
+            return t("check.exact_about", exact=pretty(text) if self.unicode else text, value=trimmed(value))
+        return trimmed(value)
 
     def first(self, r: Report, s: StepCheck) -> None:
         self.console.print()
@@ -116,14 +135,17 @@ class CheckRenderer:
                 if (i, j) in notes:
                     self.line(notes[i, j], indent=2)
                     continue
-                exact = step.exact[i][j]
-                right = str(exact) if isinstance(exact, Rat) and len(str(exact)) <= 8 else trimmed(s.expected[i, j])
+                right = self.right(step.exact[i][j], s.expected[i, j])
                 self.line(t("check.entry", cell=cell_name(sol, *s.key, i, j), found=texts[i][j], right=right), indent=2)
             if len(s.wrong) > MAX_ENTRIES_SHOWN:
                 self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)
+        for _, _, note in s.notes:
+            self.line(note, indent=2)
         for d in s.diagnoses:
             self.line(t("check.diagnosis", message=d.message), "bold", indent=2)
-        if not s.diagnoses and len(s.exact_claims) < len(s.wrong):  # exact claims alone are explained by their notes
+        explained = {c for c, _ in s.exact_claims} | {c for key, cells, _ in s.notes if key == "truncated_decimal"
+                                                       for c in cells}
+        if not s.diagnoses and not set(s.wrong) <= explained:  # notes alone explain exact claims and truncations
             self.line(t("check.no_diagnosis"), indent=2)
         if s.follows == ROUNDING:
             self.line(t("check.rounding", inputs=self.inputs(r, s)), indent=2)
@@ -226,7 +248,9 @@ def report_dict(r: Report) -> dict[str, Any]:
     numbers), ``null`` when it has none, and ``solution_title`` its
     ``title:``, ``null`` likewise; ``verdict``, ``exit_code``, ``steps``
     (each with ``exact_claims``: wrong cells written as exact numbers for a
-    rounded value, with their note), ``first_wrong``, ``affected``,
+    rounded value, with their note; and ``notes``: the grading notes
+    ``truncated_decimal`` and ``coarse_decimal`` with their cells, 0-based),
+    ``first_wrong``, ``affected``,
     ``plausibility``; ``warnings`` the file's warnings (a plain ``010``),
     each with ``file``, ``line``, ``column``, ``field``, ``message``,
     ``hint``.  Matrices are lists of rows; ``-inf`` is the string
@@ -251,6 +275,7 @@ def report_dict(r: Report) -> dict[str, Any]:
             "follows": s.follows,
             "source": _key(ex, s.source),
             "exact_claims": [{"cell": list(c), "message": m} for c, m in s.exact_claims],
+            "notes": [{"key": k, "cells": [list(c) for c in cells], "message": m} for k, cells, m in s.notes],
         })
     return {
         "file": r.solution.file,

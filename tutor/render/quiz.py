@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rich.columns import Columns
@@ -19,11 +20,13 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import quiz
+from ..answers import MIN_PLACES
+from ..decimals import fixed, trimmed
 from ..exercise.record import Exercise
-from ..messages import plural, t
+from ..messages import join_and, plural, t
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
-from .text import decimal, is_plain, pretty
+from .text import decimal, is_plain, pack, pretty
 
 if TYPE_CHECKING:
     from ..attempt import Attempt
@@ -46,6 +49,7 @@ class QuizRenderer:
         self.wrong_mark = "✗" if self.r.unicode else "[x]"
         self.right_mark = "✓" if self.r.unicode else "ok"
         self.unsaved: Sequence[Attempt] = ()  # answers the store could not take by the end (set by the CLI before the summary)
+        self.notes: dict[tuple[str, int | None], list[str]] = {}  # mistakes this exercise cannot catch, by step
 
     # -- primitives ---------------------------------------------------------------
     def tx(self, text: str) -> str:
@@ -91,10 +95,11 @@ class QuizRenderer:
         return self.r.tables(cells, rows, cols, title=title)
 
     # -- the session --------------------------------------------------------------------
-    def intro(self, ex: Exercise, total: int, settings: quiz.Settings, picked: str = "") -> None:
-        """The session's first lines: what is practised and how to answer."""
-        if picked:
-            self.line(picked)
+    def intro(self, ex: Exercise, total: int, settings: quiz.Settings, opening: Sequence[str] = ()) -> None:
+        """The session's first lines: why this exercise and where it begins (``opening``), what is
+        practised and how to answer."""
+        for sentence in opening:
+            self.line(sentence)
         self.line(t("practice.intro", title=ex.title, id=ex.id, total=total), "bold")
         self.line(t("practice.how.entry" if settings.mode == "entry" else "practice.how.matrix"))
         self.line(t("practice.commands"))
@@ -108,7 +113,7 @@ class QuizRenderer:
     def head_suffix(self, step: Step, multi_head: bool) -> str:
         """`` (head 1)`` for a per-head step of a multi-head exercise, else nothing."""
         if multi_head and step.head is not None and not KINDS[step.id].names_head:
-            return t("practice.label.head", head=step.head)
+            return t("practice.label.head", head=step.head + 1)  # heads counted from 1 where a learner reads them
         return ""
 
     def label(self, step: Step, multi_head: bool) -> str:
@@ -143,7 +148,7 @@ class QuizRenderer:
         step = p.step
         title = t(f"step.{step.id}.title")
         if p.multi_head and step.head is not None:
-            head = t("practice.step.head", number=p.number, total=p.total, head=step.head, title=title)
+            head = t("practice.step.head", number=p.number, total=p.total, head=step.head + 1, title=title)
         else:
             head = t("practice.step", number=p.number, total=p.total, title=title)
         self.console.print()
@@ -163,6 +168,8 @@ class QuizRenderer:
     def on_correct(self, e: quiz.Correct) -> None:
         key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
         self.line(f"{self.right_mark} " + t(key, attempt=e.attempt), "bold green")
+        for sentence in self.notes.get(e.step.key, ()):  # a right answer here cannot rule these mistakes out
+            self.line(t("explain.note", note=sentence), "yellow", indent=2)
 
     def on_wrong(self, e: quiz.Wrong) -> None:
         step = e.step
@@ -180,12 +187,16 @@ class QuizRenderer:
                                        title=t("practice.your_answer", name=quiz.result_name(step)), styles=styles):
                 self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
         if e.inexact:
-            where = ", ".join(f"({step.row_labels[i]}, {step.col_labels[j]})" for i, j in e.inexact)
             i, j = e.inexact[0]
-            self.line(t("practice.inexact", cells=where, example=f"{step.value[i][j]:.2f}"))
+            self.line(t("practice.inexact", cells=self.where(step, e.inexact), example=f"{step.value[i][j]:.2f}"))
+        if e.truncated:
+            self.truncated(step, e.answer, e.truncated)
+        if e.coarse and not e.shown:  # a mistake that explains the numbers as written says more
+            i, j = e.coarse[0]
+            self.line(t("practice.coarse.also", cells=self.where(step, e.coarse, limit=4), places=MIN_PLACES,
+                        example=rounded(step.value[i][j], MIN_PLACES)))
         if e.blocked:
-            where = ", ".join(f"({step.row_labels[i]}, {step.col_labels[j]})" for i, j in e.blocked)
-            self.line(t("practice.blocked", cells=where))
+            self.line(t("practice.blocked", cells=self.where(step, e.blocked)))
         shown = e.shown
         if len(shown) == 1:
             self.line(t("practice.diagnosis", message=shown[0].message), "bold")
@@ -193,12 +204,43 @@ class QuizRenderer:
             self.line(t(f"practice.diagnosis.alike.{len(shown)}"), "bold")
             for d in shown:
                 self.bullet(d.message)
-        elif e.wrong is not None and not e.inexact and not e.blocked:
+        elif e.wrong is not None and not e.inexact and not e.blocked and set(e.truncated) != set(e.wrong):
             self.line(t("practice.no_diagnosis"))
         if e.retry:
             self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
         else:
             self.line(t("practice.retry"), "dim")
+
+    def where(self, step: Step, cells: Sequence[quiz.Cell], limit: int = 0) -> str:
+        """Cells named by their labels, ``(t1, t1), (t2, t3)``; ``every entry`` for all of the step's;
+        with a ``limit``, at most that many, then "and N more"."""
+        if limit and len(cells) == step.shape[0] * step.shape[1] > 1:
+            return t("practice.cells.all")
+        names = [f"({step.row_labels[i]}, {step.col_labels[j]})" for i, j in cells]
+        if limit and len(names) > limit:
+            return ", ".join(names[:limit]) + " " + t("practice.cells.more", count=len(names) - limit)
+        return ", ".join(names)
+
+    def truncated(self, step: Step, answer: quiz.Answered, cells: Sequence[quiz.Cell]) -> None:
+        """The note for entries cut off instead of rounded, worked out on the first of them."""
+        i, j = cells[0]
+        written = answer[i][j]
+        places = written.places or 0
+        key = "practice.truncated" if len(cells) == 1 else "practice.truncated.many"
+        if len(cells) == step.shape[0] * step.shape[1] > 1:
+            key = "practice.truncated.all"
+        self.line(t(key, cells=self.where(step, cells, limit=4), value=trimmed(step.value[i][j]), places=places,
+                    rounded=rounded(step.value[i][j], places), written=written.text))
+
+    def on_coarse(self, e: quiz.Coarse) -> None:
+        step = e.step
+        i, j = e.cells[0]
+        example = rounded(step.value[i][j], MIN_PLACES)
+        if e.retry:
+            self.line(t("practice.coarse.entries", places=MIN_PLACES, cells=self.where(step, e.cells, limit=4),
+                        example=example, count=len(e.retry)))
+        else:
+            self.line(t("practice.coarse", places=MIN_PLACES, cells=self.where(step, e.cells, limit=4), example=example))
 
     def unsaved_warning(self, reason: str, lost: bool = False) -> None:
         """The store could not take the answer just given: it is kept, and saved later --
@@ -229,12 +271,14 @@ class QuizRenderer:
         for table in self.r.tables(cells, step.row_labels, step.col_labels):
             self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
         for text, where in listed:
-            places = ", ".join(f"({r_}, {c})" for r_, c in where) + ":"
+            labels = [f"({r_}, {c})" for r_, c in where]
+            places = ", ".join(labels) + ":"
             exact = self.tx(self.r.notation(text))
             if len(self.tx(places)) + 1 + len(exact) <= self.console.width - 3:
                 self.line(f"{places} {exact}", indent=3)
             else:  # the exact form on a line of its own rather than broken after the places
-                self.line(places, indent=3)
+                packed = pack([self.tx(x) for x in labels[:-1]] + [self.tx(labels[-1] + ":")], self.console.width - 3)
+                self.console.print(Padding(Text(packed), (0, 0, 0, 3), expand=False))
                 self.line(exact, indent=5)
 
     def on_skipped(self, s: quiz.Skipped) -> None:
@@ -254,8 +298,9 @@ class QuizRenderer:
             return
         right = sum(r.outcome == "correct" for r in results)
         first = sum(r.outcome == "correct" and r.attempts == 0 for r in results)
-        self.line(t("practice.summary", right=right, total=len(results), first=first,
-                    shown=sum(r.outcome == "shown" for r in results),
+        asked = [r for r in results if r.outcome != "given"]
+        self.line(t("practice.summary" if len(asked) == len(results) else "practice.summary.asked", right=right,
+                    total=len(asked), first=first, shown=sum(r.outcome == "shown" for r in results),
                     skipped=sum(r.outcome == "skipped" for r in results)))
         multi = len({r.step.head for r in results if r.step.head is not None}) > 1
         width = max(len(self.tx(self.label(r.step, multi))) for r in results)
@@ -263,7 +308,7 @@ class QuizRenderer:
             tries = [a.attempt for a in self.unsaved if (a.step, a.head) == (r.step.id, r.step.head)]
             unsaved = plural("practice.status.unsaved", len(tries), tries=_runs(tries)) if tries else ""
             self.line(f"{n:>2}. {self.tx(self.label(r.step, multi)):<{width}}  {self.status(r)}{unsaved}", indent=2)
-        if any(r.outcome is not None for r in results) and not self.unsaved:
+        if any(r.outcome not in (None, "given") for r in results) and not self.unsaved:
             self.line(t("practice.saved"), "dim")
 
     def status(self, r: quiz.Result) -> str:
@@ -274,13 +319,22 @@ class QuizRenderer:
             text = t("practice.status.shown")
         elif r.outcome == "skipped":
             text = t("practice.status.skipped")
+        elif r.outcome == "given":
+            text = t("practice.status.given")
         elif r.attempts:
             text = t("practice.status.left", wrong=r.attempts)
+        elif r.seen:
+            text = t("practice.status.unanswered")  # on screen when the session ended, not answered
         else:
             text = t("practice.status.unreached")
         if r.hints:
             text += plural("practice.status.hints", r.hints)
         return text
+
+
+def rounded(value: float, places: int) -> str:
+    """``value`` rounded to ``places`` decimals, as a learner writes it (``0.11``)."""
+    return fixed(value, max(places, 0))
 
 
 def _runs(numbers: Sequence[int]) -> str:
@@ -296,21 +350,27 @@ def _runs(numbers: Sequence[int]) -> str:
 
 def _hint_fields(step: Step) -> dict[str, object]:
     ops = step.operands
+    # a softmax row is all 0 only where the query may attend to no key (0/0, set to 0): the rows that do not sum to 1
+    empty = [step.row_labels[i] for i, row in enumerate(step.value) if not any(row)]
     return {"src": ops[0].name, "w": ops[1].name if len(ops) > 1 else "",
             "bias": t("practice.hint.bias", b=ops[2].name) if len(ops) > 2 else "",
-            "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else ""}  # the operand √d_k
+            "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else "",  # the operand √d_k
+            "except": plural("practice.hint.weights.except", len(empty), rows=join_and(empty)) if empty else ""}
 
 
 # --- stats ---------------------------------------------------------------------------
 
 
-def render_stats(data: dict, console: Console) -> None:
-    """``attn-tutor stats`` for a terminal, from the same dict ``--format json`` prints."""
+def render_stats(data: dict, console: Console, now: datetime | None = None) -> None:
+    """``attn-tutor stats`` for a terminal, from the same dict ``--format json`` prints; due times
+    are shown relative to ``now`` (default: the current time)."""
     r = RichRenderer(console)
     tx = r.tx
+    now = now or datetime.now(UTC)
 
-    def line(text: str, style: str = "") -> None:
-        console.print(Text(tx(text), style=style))
+    def line(text: str, style: str = "", indent: int = 0) -> None:
+        item: RenderableType = Text(tx(text), style=style)
+        console.print(Padding(item, (0, 0, 0, indent), expand=False) if indent else item)
 
     if not data["answers"]:
         line(t("stats.empty"), "bold")
@@ -319,14 +379,18 @@ def render_stats(data: dict, console: Console) -> None:
                answers=plural("stats.answers", data["answers"])), "bold")
         console.print()
         line(t("stats.by_step"), "bold")
-        for item in _step_tables(data["steps"], r):
+        for item in _step_tables(data["steps"], r, now):
             console.print(Padding(item, (0, 0, 0, 2), expand=False))
-        if data["diagnoses"]:
+        if data["due_now"]:
             console.print()
-            line(t("stats.diagnoses"), "bold")
-            for d in data["diagnoses"]:
-                text = t("stats.single_entry") if d["key"] == "single_entry" else (d["message"] or d["key"])
-                console.print(Padding(Text(tx(f"{d['count']}×  {text}")), (0, 0, 0, 2), expand=False))
+            line(t("stats.due.count", count=len(data["due_now"])), "bold")
+        if data["mistakes"]:
+            console.print()
+            line(t("stats.mistakes"), "bold")
+            for m in data["mistakes"]:
+                line(t("stats.mistake", count=m["count"], name=m["name"]), indent=2)
+                places = ", ".join(_place(p) for p in m["where"])
+                line(t("stats.mistake.where", places=places), "dim", indent=6)
     nxt = data["next"]
     if nxt is not None:
         console.print()
@@ -342,22 +406,54 @@ def render_stats(data: dict, console: Console) -> None:
             console.print(Text(command), soft_wrap=True)
     if data.get("left_out"):
         line(plural("stats.left_out", data["left_out"]))
+    if data.get("drills"):  # issue 14: the drills section
+        from .drill import render_drill_stats
+
+        render_drill_stats(data["drills"], console)
     line(t("stats.file", path=data["store"]), "dim")
 
 
+def _place(p: dict) -> str:
+    """``single-head-3x4 scaled ×2``, ``two-head-causal-3x4 weights (head 2) ×1``: heads counted from 1,
+    named for an exercise of several heads (or one whose heads are not known)."""
+    if p["head"] is None or p.get("heads") == 1:
+        place = t("stats.place", exercise=p["exercise"], step=p["step"])
+    else:
+        place = t("stats.place.head", exercise=p["exercise"], step=p["step"], head=p["head"] + 1)
+    return t("stats.place.count", place=place, count=p["count"])
+
+
+def when(due: str | None, now: datetime) -> str:
+    """A due time (ISO 8601) as a learner reads it: ``now``, ``in 3 days``; ``-`` for none."""
+    if due is None:
+        return "-"
+    moment = datetime.fromisoformat(due)
+    if moment <= now:
+        return t("stats.due.now")
+    return t("stats.due.in", days=math.ceil((moment - now).total_seconds() / 86400))
+
+
 _STAT_COLUMNS = (("stats.col.right", "correct"), ("stats.col.graded", "graded"), ("stats.col.accuracy", "accuracy"),
-                 ("stats.col.shown", "shown"), ("stats.col.skipped", "skipped"))
+                 ("stats.col.shown", "shown"), ("stats.col.skipped", "skipped"), ("stats.col.due", "due"),
+                 ("stats.col.retention", "retention"))
 
 
-def _step_tables(steps: Sequence[dict], r: RichRenderer) -> list[RenderableType]:
+def _stat_cell(s: dict, field: str, now: datetime) -> str:
+    if field in ("accuracy", "retention"):
+        return percent(s[field])
+    if field == "due":
+        return when(s["due"], now)
+    return str(s[field])
+
+
+def _step_tables(steps: Sequence[dict], r: RichRenderer, now: datetime) -> list[RenderableType]:
     """The accuracy-by-step table, split into tables that each fit the console (every one
     repeating the step column): no header or step name is ever cut.  Where not even one
     column fits beside the step names, one line of text per step instead."""
     tx = r.tx
     names = [tx(s["step"]) for s in steps]
     header = tx(t("stats.col.step"))
-    columns = [(tx(t(key)), [percent(s[field]) if field == "accuracy" else str(s[field]) for s in steps])
-               for key, field in _STAT_COLUMNS]
+    columns = [(tx(t(key)), [tx(_stat_cell(s, field, now)) for s in steps]) for key, field in _STAT_COLUMNS]
     step_w = max([len(header)] + [len(n) for n in names])
     widths = [max([len(h)] + [len(c) for c in cells]) for h, cells in columns]
     budget = r.console.width - 2  # the indent

@@ -6,6 +6,7 @@ import re
 import unicodedata
 
 from ..decimals import pretty as pretty_decimal
+from ..exactnum import notation
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
 from ..textsafe import lines
@@ -17,8 +18,6 @@ _ASCII = {
     "“": '"', "”": '"', "╶": "-", "─": "-", "│": "|", "├": "+", "└": "+",
 }
 _ASCII_RE = re.compile("|".join(sorted(map(re.escape, _ASCII), key=len, reverse=True)))
-_SQRT = re.compile(r"sqrt\((\d+)\)")
-_COEF_SQRT = re.compile(r"(\d)\*sqrt\((\d+)\)")
 
 
 def asciify(text: str) -> str:
@@ -40,10 +39,8 @@ def _ascii_char(ch: str) -> str:
     return ch.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def pretty(exact: str) -> str:
-    """Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)``."""
-    text = _COEF_SQRT.sub(r"\1√\2", exact)
-    return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
+#: Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)`` (:func:`tutor.exactnum.notation`).
+pretty = notation
 
 
 def reflow(text: str) -> str:
@@ -64,3 +61,22 @@ def is_plain(exact: str) -> bool:
 def why(step: Step, ex: Exercise) -> list[str]:
     """The sentences that say why a step exists (and what a fully masked row gives), for every renderer."""
     return KINDS[step.id].why(step, ex)
+
+
+def pack(items: list[str], width: int, sep: str = ", ") -> str:
+    """``items`` joined by ``sep``, broken into lines of at most ``width`` characters *between*
+    items, never inside one: a list of cell labels ``(t1, t2), (t3, t1)`` wraps at a label's end,
+    not after ``(t1,``.  An item longer than ``width`` stands on a line of its own.
+
+    >>> print(pack(["(I, I)", "(I, tea)", "(like, like)"], 18))
+    (I, I), (I, tea),
+    (like, like)
+    """
+    lines: list[str] = []
+    for n, item in enumerate(items):
+        piece = item + (sep.rstrip() if n < len(items) - 1 else "")
+        if lines and len(lines[-1]) + 1 + len(piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)

@@ -1,0 +1,331 @@
+"""``drill masks``: one mask asked, then shown, in every convention PyTorch uses.
+
+A scenario is a small batch (``L_q``, ``L_k`` of 2 to 6) with a causal mask
+(top-left, as ``is_causal=True``, or bottom-right, as a decode step with a KV
+cache needs), key padding (at the end or at the start of a sequence), or
+both.  Its mask is computed here from those rules, then asked in one
+convention:
+
+* ``sdpa_bool`` -- ``F.scaled_dot_product_attention``'s boolean ``attn_mask``: True = may attend;
+* ``mha_bool`` -- ``nn.MultiheadAttention``'s boolean ``attn_mask``: True = may *not* attend;
+* ``additive`` -- a float mask added to the scores: 0 where allowed, ``-inf`` where blocked;
+* ``key_padding_mask`` -- ``nn.MultiheadAttention``'s ``[B, L_k]``: True = padding;
+* ``causal_alignment`` -- the bottom-right causal mask when ``L_q < L_k``;
+
+then a question on what follows from it: a query row that may attend to no
+key (what each API and setting returns), the ``-1e9`` idiom (float16), or
+padded query rows.  Every fact those questions state is in :data:`FACTS`,
+and the tests check each one against torch 2.13.  After a scenario's last
+question the mask is shown in every convention.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from ..messages import plural, t
+from .record import Question, Variant, lettered
+
+Causal = Literal["none", "top_left", "bottom_right"]
+Mask = tuple[tuple[bool, ...], ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A batch of ``B`` sequences, ``L_q`` queries over ``L_k`` keys.
+
+    ``causal``: none, ``top_left`` (query ``i`` may attend to key ``j`` when
+    ``j <= i``: ``is_causal=True``, ``causal_upper_left``) or ``bottom_right``
+    (``j <= i + L_k - L_q``: the queries are the last ``L_q`` positions, as in
+    a decode step; ``causal_lower_right``).  ``lengths[b]`` is how many keys of
+    sequence ``b`` are real; the others are padding, at the end of the
+    sequence or, with ``left``, at its start.  ``batch`` is the sequence asked about.
+    """
+
+    kind: str
+    B: int
+    L_q: int
+    L_k: int
+    causal: Causal
+    lengths: tuple[int, ...]
+    left: bool
+    batch: int
+
+    @property
+    def padded(self) -> bool:
+        """True when some sequence has padding keys."""
+        return any(n < self.L_k for n in self.lengths)
+
+    def key_padding_mask(self) -> Mask:
+        """``[B, L_k]``, True = padding (``nn.MultiheadAttention``'s convention)."""
+        return tuple(tuple((j < self.L_k - n) if self.left else (j >= n) for j in range(self.L_k))
+                     for n in self.lengths)
+
+    def causal_allowed(self, align: Causal | None = None) -> Mask:
+        """``[L_q, L_k]``, True = may attend, for the causal rule alone (all True without one)."""
+        align = self.causal if align is None else align
+        shift = self.L_k - self.L_q if align == "bottom_right" else 0
+        return tuple(tuple(align == "none" or j <= i + shift for j in range(self.L_k)) for i in range(self.L_q))
+
+    def allowed(self, b: int | None = None) -> Mask:
+        """``[L_q, L_k]`` of sequence ``b`` (default :attr:`batch`), True = may attend: the causal rule AND not padding."""
+        b = self.batch if b is None else b
+        pad = self.key_padding_mask()[b]
+        return tuple(tuple(ok and not pad[j] for j, ok in enumerate(row)) for row in self.causal_allowed())
+
+    def fully_masked(self, b: int | None = None) -> list[int]:
+        """The query rows of sequence ``b`` that may attend to no key."""
+        return [i for i, row in enumerate(self.allowed(b)) if not any(row)]
+
+
+def random_scenario(rng: random.Random) -> Scenario:
+    """Causal with right padding, causal with left padding (rows with no key), a decode step with a
+    cache (bottom-right), or cross-attention with key padding."""
+    kind = rng.choice(("causal_padding", "left_padding", "cache", "cross_padding"))
+    if kind == "causal_padding":
+        L = rng.choice((3, 4, 5))
+        return Scenario(kind, 2, L, L, "top_left", (L, L - rng.choice((1, 2))), False, 1)
+    if kind == "left_padding":
+        L = rng.choice((4, 5))
+        return Scenario(kind, 2, L, L, "top_left", (L, L - rng.choice((1, 2))), True, 1)
+    if kind == "cache":  # no padding: every key is real
+        L_q = rng.choice((1, 2, 3))
+        L_k = L_q + rng.choice((2, 3))
+        return Scenario(kind, 1, L_q, L_k, "bottom_right", (L_k,), False, 0)
+    L_q, L_k = rng.choice(((2, 4), (3, 5), (2, 5), (3, 6)))
+    return Scenario(kind, 2, L_q, L_k, "none", (L_k, L_k - rng.choice((1, 2))), False, 1)
+
+
+# --- conventions -------------------------------------------------------------------------------
+
+CONVENTIONS = ("sdpa_bool", "mha_bool", "additive")
+NEG_INF = float("-inf")
+
+
+def as_convention(allowed: Mask, convention: str) -> tuple[tuple[float, ...], ...]:
+    """``allowed`` (True = may attend) in ``convention``, as numbers: 1/0 for booleans, 0/-inf additive."""
+    if convention == "sdpa_bool":
+        return tuple(tuple(1.0 if a else 0.0 for a in row) for row in allowed)
+    if convention == "mha_bool":
+        return tuple(tuple(0.0 if a else 1.0 for a in row) for row in allowed)
+    if convention == "additive":
+        return tuple(tuple(0.0 if a else NEG_INF for a in row) for row in allowed)
+    raise KeyError(convention)
+
+
+def _cell(v: float, convention: str) -> str:
+    if convention == "additive":
+        return "-inf" if v == NEG_INF else "0"
+    return str(int(v))
+
+
+def grid(rows: tuple[tuple[float, ...], ...], convention: str, row_label: str = "q", col_label: str = "k") -> list[str]:
+    """A mask as aligned text lines, rows labelled ``q0``, ``q1``, … and columns ``k0``, ``k1``, …"""
+    cells = [[_cell(v, convention) for v in row] for row in rows]
+    width = max([len(c) for row in cells for c in row] + [len(f"{col_label}{len(rows[0]) - 1}")])
+    label = len(f"{row_label}{len(rows) - 1}")
+    head = " " * label + "  " + " ".join(f"{col_label}{j}".rjust(width) for j in range(len(rows[0])))
+    return [head] + [f"{row_label}{i}".ljust(label) + "  " + " ".join(c.rjust(width) for c in row)
+                     for i, row in enumerate(cells)]
+
+
+def every_convention(s: Scenario) -> list[str]:
+    """The scenario's mask for the sequence asked about, in every convention, as lines of text."""
+    allowed = s.allowed()
+    lines = [t("drill.masks.every", batch=s.batch)]
+    for convention in CONVENTIONS:
+        lines.append(t(f"drill.masks.name.{convention}"))
+        lines += ["  " + line for line in grid(as_convention(allowed, convention), convention)]
+    if s.padded:
+        lines.append(t("drill.masks.name.key_padding_mask"))
+        kpm = tuple(tuple(1.0 if p else 0.0 for p in row) for row in s.key_padding_mask())
+        lines += ["  " + line for line in grid(kpm, "mha_bool", "b")]
+    if s.causal != "none":
+        lines.append(t(f"drill.masks.causal.{s.causal}", L_q=s.L_q, L_k=s.L_k))
+    rows = s.fully_masked()
+    if rows:
+        lines.append(t("drill.masks.fully_masked_rows", rows=", ".join(f"q{i}" for i in rows)))
+    return lines
+
+
+# --- facts (each checked against torch 2.13 by the tests) ------------------------------------------
+
+Result = Literal["zeros", "nan", "bias", "mean_v", "error", "neg_inf"]
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What PyTorch does in one setting: ``setting`` and ``explain`` are message keys, ``result`` the outcome."""
+
+    id: str
+    topic: str
+    result: Result
+
+
+#: What a query row that may attend to no key gives, and what the -1e9 idiom does, per API and setting.
+FACTS = (
+    Fact("sdpa_bool", "fully_masked", "zeros"),
+    Fact("sdpa_additive", "fully_masked", "zeros"),
+    Fact("manual_inf", "fully_masked", "nan"),
+    Fact("manual_1e9", "fully_masked", "mean_v"),
+    Fact("mha_need_weights", "fully_masked", "nan"),
+    Fact("mha_train_no_weights", "fully_masked", "bias"),
+    Fact("mha_fast_path", "fully_masked", "nan"),
+    Fact("f16_masked_fill", "neg_1e9", "error"),
+    Fact("f16_mask_tensor", "neg_1e9", "neg_inf"),
+    Fact("f32_fully_masked", "neg_1e9", "mean_v"),
+    Fact("finfo_min_sum", "neg_1e9", "neg_inf"),
+)
+
+RESULTS = {"fully_masked": ("zeros", "nan", "bias", "mean_v"), "neg_1e9": ("error", "neg_inf", "mean_v", "nan")}
+
+
+def fact(fid: str) -> Fact:
+    """The fact called ``fid``."""
+    return next(f for f in FACTS if f.id == fid)
+
+
+# --- questions ------------------------------------------------------------------------------------
+
+
+def questions(seed: int, count: int) -> list[Question]:
+    """``count`` questions drawn with ``seed``: scenario after scenario, two or three questions each."""
+    rng = random.Random(seed)
+    out: list[Question] = []
+    n = 0
+    while len(out) < count:
+        n += 1
+        out += scenario_questions(random_scenario(rng), rng, f"masks-{seed}-{n}")
+    return out[:count]
+
+
+def scenario_questions(s: Scenario, rng: random.Random, prefix: str) -> list[Question]:
+    """The questions of one scenario; the last one shows the mask in every convention after its verdict."""
+    qs: list[Question] = []
+    setting = _setting(s)
+    config: dict[str, object] = {"B": s.B, "L_q": s.L_q, "L_k": s.L_k, "causal": s.causal, "lengths": list(s.lengths),
+              "padding_side": "left" if s.left else "right", "batch": s.batch}
+    kpm = [list(row) for row in s.key_padding_mask()]
+    if s.causal == "bottom_right":
+        qs.append(_matrix_question(s, "sdpa_bool", "causal_alignment", setting, config, f"{prefix}-a"))
+    else:
+        qs.append(_matrix_question(s, rng.choice(CONVENTIONS), None, setting, config, f"{prefix}-a"))
+    if s.padded:
+        qs.append(_padding_question(s, setting, config, f"{prefix}-b"))
+    if s.fully_masked():
+        qs.append(_fact_question(rng.choice([f for f in FACTS if f.topic == "fully_masked"]), s, setting, config,
+                                 rng, f"{prefix}-c"))
+    elif s.padded and s.kind != "cross_padding" and rng.random() < 0.5:
+        qs.append(_query_padding_question(s, setting, config, rng, f"{prefix}-c"))
+    else:
+        qs.append(_fact_question(rng.choice([f for f in FACTS if f.topic == "neg_1e9"]), s, setting, config, rng,
+                                 f"{prefix}-c"))
+    last = max(i for i, q in enumerate(qs) if q.kind == "matrix")  # the choice questions do not depend on it
+    qs[last] = Question(**{**qs[last].__dict__, "after": tuple(every_convention(s))})
+    return [Question(**{**q.__dict__, "json": {**q.json, "key_padding_mask": kpm}}) if s.padded else q for q in qs]
+
+
+def _setting(s: Scenario) -> str:
+    if s.kind == "cache":
+        text = plural("drill.masks.setting.cache", s.L_q, L_k=s.L_k, cached=s.L_k - s.L_q)
+    else:
+        side = t("drill.masks.side.left" if s.left else "drill.masks.side.right")
+        lengths = ", ".join(str(n) for n in s.lengths)
+        key = "drill.masks.setting.cross" if s.kind == "cross_padding" else "drill.masks.setting.causal_padding"
+        text = t(key, B=s.B, L_q=s.L_q, L_k=s.L_k, lengths=lengths, side=side)
+    return text
+
+
+def _matrix_question(s: Scenario, convention: str, topic: str | None, setting: str, config: dict[str, object],
+                     qid: str) -> Question:
+    allowed = s.allowed()
+    answer = as_convention(allowed, convention)
+    variants: list[tuple[tuple[tuple[float, ...], ...], str]] = []
+    inverted = tuple(tuple(not a for a in row) for row in allowed)
+    variants.append((as_convention(inverted, convention), f"drill.masks.inverted.{convention}"))
+    if s.causal == "bottom_right":
+        variants.append((as_convention(s.causal_allowed("top_left"), convention), "drill.masks.top_left"))
+    if s.padded:
+        pad = s.key_padding_mask()[s.batch]
+        if s.L_q == s.L_k:  # self-attention: the padding put on the query rows instead of the key columns
+            rows = tuple(tuple(ok and not pad[i] for ok in row) for i, row in enumerate(s.causal_allowed()))
+            variants.append((as_convention(rows, convention), "drill.masks.query_rows"))
+        if s.causal != "none":
+            variants.append((as_convention(s.causal_allowed(), convention), "drill.masks.no_padding"))
+            only_pad = tuple(tuple(not pad[j] for j in range(s.L_k)) for _ in range(s.L_q))
+            variants.append((as_convention(only_pad, convention), "drill.masks.no_causal"))
+    if convention == "additive":
+        variants.append((tuple(tuple(-1e9 if v == NEG_INF else v for v in row) for row in answer),
+                         "drill.masks.finite"))
+        variants.append((as_convention(allowed, "sdpa_bool"), "drill.masks.bool_as_additive"))
+    seen = {answer}
+    unique = []
+    for value, key in variants:
+        if value not in seen:
+            seen.add(value)
+            unique.append(Variant(value, key, t(key)))
+    topic = topic or convention
+    how = t(f"drill.masks.ask.{convention}", L_q=s.L_q, L_k=s.L_k, batch=s.batch)
+    if topic == "causal_alignment":
+        how = t("drill.masks.ask.bottom_right", L_q=s.L_q, L_k=s.L_k)
+    return Question(
+        drill="masks", topic=topic, id=qid, kind="matrix", prompt=setting + "\n" + how,
+        answer=answer, answer_text="; ".join(" ".join(_cell(v, convention) for v in row) for row in answer),
+        config=config, hint=t(f"drill.masks.hint.{convention}"),
+        explain=tuple([t(f"drill.masks.name.{convention}")] + ["  " + line for line in grid(answer, convention)]),
+        variants=tuple(unique), json={"convention": convention, "additive": convention == "additive"},
+    )
+
+
+def _padding_question(s: Scenario, setting: str, config: dict[str, object], qid: str) -> Question:
+    kpm = tuple(tuple(1.0 if p else 0.0 for p in row) for row in s.key_padding_mask())
+    inverted = tuple(tuple(1.0 - v for v in row) for row in kpm)
+    return Question(
+        drill="masks", topic="key_padding_mask", id=qid, kind="matrix",
+        prompt=setting + "\n" + t("drill.masks.ask.key_padding_mask", B=s.B, L_k=s.L_k),
+        answer=kpm, answer_text="; ".join(" ".join(str(int(v)) for v in row) for row in kpm),
+        config=config, hint=t("drill.masks.hint.key_padding_mask"),
+        explain=tuple([t("drill.masks.name.key_padding_mask")] + ["  " + line for line in grid(kpm, "mha_bool", "b")]),
+        variants=(Variant(inverted, "drill.masks.inverted.key_padding_mask", t("drill.masks.inverted.key_padding_mask")),),
+        json={"convention": "key_padding_mask", "additive": False},
+    )
+
+
+def _fact_question(f: Fact, s: Scenario, setting: str, config: dict[str, object], rng: random.Random,
+                   qid: str) -> Question:
+    results = list(RESULTS[f.topic])
+    rng.shuffle(results)
+    why = t(f"drill.masks.fact.{f.id}")
+    choices = lettered([(r, t(f"drill.masks.result.{r}"), r == f.result, "") for r in results])
+    right = next(c for c in choices if c.right)
+    masked = s.fully_masked()
+    rows = ", ".join(f"q{i}" for i in masked)
+    ask = (plural("drill.masks.ask.fully_masked", len(masked), rows=rows, batch=s.batch,
+                  setting=t(f"drill.masks.setting.{f.id}"))
+           if f.topic == "fully_masked" else t("drill.masks.ask.neg_1e9", setting=t(f"drill.masks.setting.{f.id}")))
+    prompt = ask if f.topic == "neg_1e9" else setting + "\n" + ask
+    return Question(
+        drill="masks", topic=f.topic, id=qid, kind="choice", prompt=prompt,
+        answer=right.key, answer_text=f"{right.key}: {right.text}", config=config if f.topic == "fully_masked" else {},
+        hint=t(f"drill.masks.hint.{f.topic}"), explain=(why,), choices=choices, json={"fact": f.id},
+    )
+
+
+def _query_padding_question(s: Scenario, setting: str, config: dict[str, object], rng: random.Random,
+                            qid: str) -> Question:
+    options = [("keys_only", t("drill.masks.qpad.keys_only"), True, ""),
+               ("block_rows", t("drill.masks.qpad.block_rows"), False, t("drill.masks.qpad.block_rows.why")),
+               ("no_mask", t("drill.masks.qpad.no_mask"), False, t("drill.masks.qpad.no_mask.why")),
+               ("rows_only", t("drill.masks.qpad.rows_only"), False, t("drill.masks.qpad.rows_only.why"))]
+    rng.shuffle(options)
+    choices = lettered(options)
+    right = next(c for c in choices if c.right)
+    return Question(
+        drill="masks", topic="query_padding", id=qid, kind="choice",
+        prompt=setting + "\n" + t("drill.masks.ask.query_padding"),
+        answer=right.key, answer_text=f"{right.key}: {right.text}", config=config,
+        hint=t("drill.masks.hint.query_padding"), explain=(t("drill.masks.qpad.explain"),), choices=choices,
+        json={"fact": "query_padding"},
+    )

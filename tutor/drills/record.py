@@ -1,0 +1,400 @@
+"""The record every drill shares: a question with its checked answer, and the verdict on a typed answer.
+
+Pure data and pure functions: no I/O, no numpy.  A drill module
+(:mod:`.shapes`, :mod:`.counts`, :mod:`.masks`, :mod:`.concepts`) builds
+:class:`Question` records whose answers its code computed; :func:`grade`
+judges a typed line against one, by the question's ``kind``:
+
+* ``shape`` -- a list of sizes (``[2, 8, 5, 7]``, ``2x8x5x7``, ``(2,8,5,7)``);
+  a wrong one is explained axis by axis (:func:`explain_shape`);
+* ``count`` -- a whole number (``1,048,576``, ``1.05M``, ``16 GiB``); within
+  :data:`COUNT_REL_TOL` of the answer is right; a known mistake's value is named;
+* ``matrix`` -- a small mask (``1 0 0; 1 1 0``, ``T F F; T T F``, ``0 -inf``);
+  a known mistake's matrix (polarity inverted, transposed, misaligned) is named;
+* ``choice`` -- a letter; the chosen wrong option says why it is wrong;
+* ``free`` -- free text, graded by the learner against the key points
+  (the driver asks; :func:`grade` only records it).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import AnswerError
+from ..messages import t
+
+Kind = Literal["shape", "count", "matrix", "choice", "free"]
+Outcome = Literal["correct", "wrong", "invalid"]
+
+#: A count within this relative distance of the answer is right (interview answers are often rounded:
+#: "about 6.4 billion"); the exact value is shown beside it.
+COUNT_REL_TOL = 0.01
+MAX_ANSWER_CHARS = 500  # longest typed answer graded (and kept in the store)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a ``choice`` question: its letter, its text, whether it is right, and why not."""
+
+    key: str
+    text: str
+    right: bool
+    why: str = ""
+    id: str = ""  # a name that does not depend on the letter (the diagnosis key of a wrong pick)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A known mistake: the answer it gives, and the key and sentence that name it."""
+
+    value: Any
+    key: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of a drill, with the answer its code computed.
+
+    ``drill`` is the drill's name (``shapes``, ``counts``, ``masks``,
+    ``concepts``); ``topic`` what ``stats`` and the interview report group by
+    (a shape point, a count kind, a mask convention, a concept topic);
+    ``id`` a name unique within a run (``shapes-7-3``); ``prompt`` the
+    question as the learner reads it; ``answer`` the checked answer
+    (``list[int]`` for a shape, ``int`` for a count, a tuple of rows for a
+    matrix, the right letter for a choice, ``None`` for free text) and
+    ``answer_text`` the same as shown; ``config`` the configuration under the
+    field's names (what ``--format json`` prints beside the answer);
+    ``hint`` one line that helps without giving the answer; ``explain``
+    lines shown after the verdict (a breakdown, the formula and its source);
+    ``after`` lines shown after those (the mask in every convention, once a
+    scenario's last question is answered); ``variants`` the known mistakes;
+    ``dims``/``sizes``/``others`` (shapes) the axes by name, the named sizes
+    and the other points' shapes, to say which axis is which;
+    ``choices`` (choice); ``key_points``, ``model_answer``, ``wrong_answers``
+    (free text: what a strong answer hits); ``follow_up`` the id of the
+    question this one follows up; ``json`` extra fields for ``--format json``, and ``json_answer`` those
+    that give the answer away (printed only with ``--show-answers``).
+    """
+
+    drill: str
+    topic: str
+    id: str
+    kind: Kind
+    prompt: str
+    answer: Any
+    answer_text: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    hint: str = ""
+    explain: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    variants: tuple[Variant, ...] = ()
+    dims: tuple[str, ...] = ()
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    others: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    choices: tuple[Choice, ...] = ()
+    key_points: tuple[str, ...] = ()
+    model_answer: str = ""
+    wrong_answers: tuple[tuple[str, str], ...] = ()
+    follow_up: str | None = None
+    json: Mapping[str, Any] = field(default_factory=dict)
+    json_answer: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def step(self) -> str:
+        """The step name the progress store keeps this question's answers under: ``drill:<drill>:<topic>``."""
+        return f"{DRILL_PREFIX}{self.drill}:{self.topic}"
+
+    def document(self, answers: bool) -> dict[str, Any]:
+        """The question as JSON data: ``id``, ``drill``, ``topic``, ``kind``, ``question``, the
+        configuration's fields, ``choices`` (``[{"key", "text"}]``, with ``right`` and ``why`` when
+        ``answers``), ``follow_up``; with ``answers`` also ``answer``, ``answer_text``, ``explain``,
+        ``key_points``, ``model_answer`` and ``wrong_answers`` (``[{"answer", "why"}]``)."""
+        doc: dict[str, Any] = {"id": self.id, "drill": self.drill, "topic": self.topic, "kind": self.kind,
+                               "question": self.prompt}
+        doc.update(self.config)
+        doc.update(self.json)
+        if self.choices:
+            doc["choices"] = [{"key": c.key, "text": c.text, **({"right": c.right, "why": c.why} if answers else {})}
+                              for c in self.choices]
+        if self.follow_up is not None:
+            doc["follow_up"] = self.follow_up
+        if answers:
+            doc.update(self.json_answer)
+            doc["answer"] = _json_answer(self.answer)
+            doc["answer_text"] = self.answer_text
+            doc["explain"] = list(self.explain + self.after)
+            if self.kind == "free":
+                doc["key_points"] = list(self.key_points)
+                doc["model_answer"] = self.model_answer
+                doc["wrong_answers"] = [{"answer": a, "why": w} for a, w in self.wrong_answers]
+        return doc
+
+
+#: Drill answers live in the progress store's ``answers`` table beside practice answers, their step and
+#: exercise names under this prefix (``drill:shapes:scores``, ``drill:shapes``): the schema is unchanged.
+DRILL_PREFIX = "drill:"
+
+
+def _json_answer(answer: Any) -> Any:
+    """An answer as JSON data: ``-inf`` (an additive mask) as the string ``"-inf"``."""
+    if isinstance(answer, float) and math.isinf(answer):
+        return "-inf" if answer < 0 else "inf"
+    if isinstance(answer, (list, tuple)):
+        return [_json_answer(a) for a in answer]
+    return answer
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a typed answer is: ``correct``, ``wrong`` or ``invalid`` (not an answer: nothing graded).
+
+    ``message`` is the one line saying so (for ``invalid``, what is wrong with
+    the text); ``details`` more lines (which axis is which); ``diagnosis``
+    the key of the mistake recognised, with its sentence in ``details``.
+    """
+
+    outcome: Outcome
+    message: str = ""
+    details: tuple[str, ...] = ()
+    diagnosis: str | None = None
+    diagnosis_text: str | None = None
+
+
+# --- parsing typed answers ---------------------------------------------------------------
+
+_SHAPE_SPLIT = re.compile(r"[\s,x×*]+")
+
+
+def parse_shape(text: str) -> list[int]:
+    """A typed shape as its sizes: ``[2, 8, 5, 7]``, ``2x8x5x7``, ``(2,8,5,7)``, ``2 8 5 7``, ``torch.Size([2, 8])``.
+
+    Raises :class:`AnswerError` (one sentence) for anything else.
+
+    >>> parse_shape("[2, 8, 5, 7]"), parse_shape("2x8x5x7"), parse_shape("(2,8,5,7)"), parse_shape("(3,)")
+    ([2, 8, 5, 7], [2, 8, 5, 7], [2, 8, 5, 7], [3])
+    """
+    body = text.strip()
+    if len(body) > MAX_ANSWER_CHARS:
+        raise AnswerError(t("drill.answer.too_long", limit=MAX_ANSWER_CHARS))
+    if body.lower().startswith("torch.size(") and body.endswith(")"):
+        body = body[len("torch.size("):-1].strip()
+    for opening, closing in (("[", "]"), ("(", ")")):
+        if body.startswith(opening) and body.endswith(closing):
+            body = body[1:-1]
+            break
+    parts = [p for p in _SHAPE_SPLIT.split(body.strip()) if p]
+    if not parts or not all(p.isdigit() and p.isascii() for p in parts):
+        raise AnswerError(t("drill.shape.unreadable", text=_cut(text)))
+    return [int(p) for p in parts]
+
+
+_COUNT = re.compile(r"^(?P<num>[0-9][0-9,_ ]*(?:\.[0-9]+)?|\.[0-9]+)(?:[eE](?P<exp>[+-]?[0-9]{1,3}))?\s*(?P<unit>[A-Za-z]*)$")
+_DECIMAL_UNITS = {"k": 10**3, "thousand": 10**3, "m": 10**6, "million": 10**6, "g": 10**9, "billion": 10**9,
+                  "t": 10**12, "trillion": 10**12}
+_BINARY_UNITS = {"ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+_NAMES = {"", "b", "byte", "bytes", "flop", "flops", "param", "params", "parameters", "parameter"}
+
+
+def parse_count(text: str, unit: str) -> float:
+    """A typed count as a number: ``1048576``, ``1,048,576``, ``1_048_576``, ``6.4e9``, ``6.4 billion``,
+    ``16 GiB`` (2^30), ``16 GB`` (10^9), ``7B`` (for parameters and FLOPs: a billion; for bytes: bytes).
+
+    ``unit`` is what is counted: ``bytes``, ``flops`` or ``params``.  Raises
+    :class:`AnswerError` for anything else.
+
+    >>> parse_count("1,048,576", "params"), parse_count("16 GiB", "bytes"), parse_count("7B", "params")
+    (1048576.0, 17179869184.0, 7000000000.0)
+    """
+    body = text.strip().replace("\u2009", "").replace("\u202f", "")
+    if len(body) > MAX_ANSWER_CHARS:
+        raise AnswerError(t("drill.answer.too_long", limit=MAX_ANSWER_CHARS))
+    m = _COUNT.match(body)
+    if m is None:
+        raise AnswerError(t("drill.count.unreadable", text=_cut(text)))
+    digits = re.sub(r"[,_ ]", "", m.group("num"))
+    value = float(digits) * 10.0 ** int(m.group("exp") or 0)
+    word = m.group("unit").lower()
+    if word == "b" and unit != "bytes":  # "7B parameters": a billion
+        return value * 10**9
+    for suffix in ("bytes", "byte", "flops", "flop", "params", "parameters", "parameter", "b"):
+        if word.endswith(suffix) and word[:-len(suffix)] in _DECIMAL_UNITS | _BINARY_UNITS:
+            word = word[:-len(suffix)]
+            break
+    if word in _NAMES:
+        return value
+    if word in _DECIMAL_UNITS:
+        return value * _DECIMAL_UNITS[word]
+    if word in _BINARY_UNITS:
+        return value * _BINARY_UNITS[word]
+    raise AnswerError(t("drill.count.unit", unit=_cut(m.group("unit")), text=_cut(text)))
+
+
+_BOOL_TOKEN = re.compile(r"[01]")
+_ADDITIVE_TOKEN = re.compile(r"-?inf|[-+]?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?", re.IGNORECASE)
+_TRUE = re.compile(r"(?i)(?<![A-Za-z])(true|t)(?![A-Za-z])")
+_FALSE = re.compile(r"(?i)(?<![A-Za-z])(false|f)(?![A-Za-z])")
+
+
+def parse_mask(text: str, *, additive: bool) -> tuple[tuple[float, ...], ...]:
+    """A typed mask as rows of numbers: booleans as 1/0 (``1 0; 1 1``, ``T F; T T``,
+    ``[[True, False], [True, True]]``), an additive mask's entries as numbers (``0 -inf; 0 0``).
+
+    ``additive``: the entries are numbers (``-inf`` allowed); otherwise each
+    must be 1/0 or true/false.  Raises :class:`AnswerError`.
+
+    >>> parse_mask("T F; t f", additive=False), parse_mask("0 -inf", additive=True)
+    (((1.0, 0.0), (1.0, 0.0)), ((0.0, -inf),))
+    """
+    from ..answers import parse_matrix
+
+    if len(text) > MAX_ANSWER_CHARS:
+        raise AnswerError(t("drill.answer.too_long", limit=MAX_ANSWER_CHARS))
+    body = text.replace("\u2212\u221e", "-inf").replace("\u221e", "inf").replace("\u2212", "-")
+    if not additive:
+        body = _FALSE.sub("0", _TRUE.sub("1", body))
+    tokens = [tok for tok in re.split(r"[\s,;\[\]()]+", body) if tok]
+    allowed = _ADDITIVE_TOKEN if additive else _BOOL_TOKEN
+    if not tokens or not all(allowed.fullmatch(tok) for tok in tokens):
+        raise AnswerError(t("drill.mask.not_additive" if additive else "drill.mask.not_bool", text=_cut(text)))
+    rows = tuple(tuple(float(e.value()) for e in row) for row in parse_matrix(body))
+    if not additive and any(v not in (0.0, 1.0) for row in rows for v in row):
+        raise AnswerError(t("drill.mask.not_bool", text=_cut(text)))
+    return rows
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    from ..textsafe import shown
+
+    text = text.strip()
+    return shown(text if len(text) <= limit else text[:limit] + "…")
+
+
+# --- grading ------------------------------------------------------------------------------
+
+
+def grade(q: Question, text: str) -> Verdict:
+    """Judge the typed ``text`` as an answer to ``q`` (not for ``free`` questions, which the learner grades).
+
+    Never raises for what was typed: unreadable text is an ``invalid`` verdict saying why.
+    """
+    try:
+        if q.kind == "shape":
+            return _grade_shape(q, parse_shape(text))
+        if q.kind == "count":
+            return _grade_count(q, parse_count(text, str(q.json.get("unit", ""))))
+        if q.kind == "matrix":
+            return _grade_matrix(q, parse_mask(text, additive=bool(q.json.get("additive"))))
+        if q.kind == "choice":
+            return _grade_choice(q, text)
+    except AnswerError as err:
+        return Verdict("invalid", str(err))
+    raise ValueError(f"questions of kind {q.kind!r} are graded by the learner")
+
+
+def _grade_shape(q: Question, found: list[int]) -> Verdict:
+    if found == list(q.answer):
+        return Verdict("correct")
+    lines = explain_shape(q.dims, tuple(q.answer), tuple(found), q.sizes, q.others, q.topic)
+    return Verdict("wrong", t("drill.shape.expected", dims=_dims(q.dims), shape=_sizes(q.answer)), tuple(lines[1:]),
+                   "drill.shape." + lines[0], " ".join(lines[1:]) or None)
+
+
+def _dims(dims: Sequence[str]) -> str:
+    return "[" + ", ".join(dims) + "]"
+
+
+def _sizes(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(n) for n in shape) + "]"
+
+
+def explain_shape(dims: Sequence[str], expected: tuple[int, ...], found: tuple[int, ...], sizes: Mapping[str, int],
+                  others: Sequence[tuple[str, tuple[int, ...]]], point: str) -> list[str]:
+    """Which axis is which, for a wrong shape: the first item is the kind of mistake (``other_point``,
+    ``axes``, ``order``, ``rank``), the rest the sentences that explain it."""
+    lines: list[str] = []
+    kind = "axes"
+    match = [name for name, shape in others if shape == found and name != point]
+    if match:
+        kind = "other_point"
+        lines.append(t("drill.shape.other_point", points=", ".join(match)))
+    if len(found) != len(expected):
+        lines.append(t("drill.shape.rank", expected=len(expected), found=len(found)))
+        return [kind if match else "rank"] + lines
+    if sorted(found) == sorted(expected):
+        kind = "order" if not match else kind
+        lines.append(t("drill.shape.order"))
+    for axis, (name, want, got) in enumerate(zip(dims, expected, found, strict=True)):
+        if want != got:
+            known = [n for n, v in sizes.items() if v == got and n != name and _is_plain(n)]
+            which = t("drill.shape.that_is", names=" or ".join(known)) if known else ""
+            lines.append(t("drill.shape.axis", axis=axis, name=name, value=want, found=got, which=which))
+    return [kind] + lines
+
+
+def _is_plain(name: str) -> bool:
+    return name.replace("_", "").isalnum()
+
+
+def count_tolerance(q: Question) -> float:
+    """How far (relative) a count may be from ``q``'s answer: :data:`COUNT_REL_TOL`, or 0 -- the exact
+    count -- when a known mistake gives a value that close (the biases of a large layer are under 1%)."""
+    answer = int(q.answer)
+    if any(_near(int(v.value), answer, COUNT_REL_TOL) for v in q.variants):
+        return 0.0
+    return COUNT_REL_TOL
+
+
+def _grade_count(q: Question, found: float) -> Verdict:
+    answer = int(q.answer)
+    tol = count_tolerance(q)
+    for v in q.variants:
+        if found == int(v.value) or (tol and _near(found, int(v.value), tol) and not _near(found, answer, tol)):
+            return Verdict("wrong", t("drill.count.expected", answer=f"{answer:,}"), (v.message,), v.key, v.message)
+    if found == answer:
+        return Verdict("correct")
+    if tol and _near(found, answer, tol):
+        return Verdict("correct", t("drill.count.approx", answer=f"{answer:,}"))
+    return Verdict("wrong", t("drill.count.expected", answer=f"{answer:,}"))
+
+
+def _near(found: float, answer: int, tol: float) -> bool:
+    if answer == 0:
+        return found == 0
+    return abs(found - answer) <= tol * abs(answer)
+
+
+def _grade_matrix(q: Question, found: tuple[tuple[float, ...], ...]) -> Verdict:
+    expected = tuple(tuple(float(v) for v in row) for row in q.answer)
+    if found == expected:
+        return Verdict("correct")
+    for v in q.variants:
+        if found == tuple(tuple(float(x) for x in row) for row in v.value):
+            return Verdict("wrong", t("drill.mask.expected"), (v.message,), v.key, v.message)
+    rows, cols = len(expected), len(expected[0])
+    if (len(found), len(found[0])) != (rows, cols):
+        return Verdict("wrong", t("drill.mask.expected"), (t("drill.mask.shape", rows=rows, cols=cols,
+                                                             found_rows=len(found), found_cols=len(found[0])),))
+    wrong = [f"({i}, {j})" for i in range(rows) for j in range(cols) if found[i][j] != expected[i][j]]
+    return Verdict("wrong", t("drill.mask.expected"), (t("drill.mask.cells", cells=", ".join(wrong)),))
+
+
+def _grade_choice(q: Question, text: str) -> Verdict:
+    key = text.strip().upper().rstrip(").")
+    chosen = next((c for c in q.choices if c.key == key), None)
+    if chosen is None:
+        raise AnswerError(t("drill.choice.unknown", text=_cut(text), keys=", ".join(c.key for c in q.choices)))
+    if chosen.right:
+        return Verdict("correct")
+    right = next(c for c in q.choices if c.right)
+    return Verdict("wrong", t("drill.choice.expected", key=right.key, text=right.text), (chosen.why,) if chosen.why else (),
+                   f"drill.{q.drill}.{q.topic}.{chosen.id or chosen.key}", chosen.why or None)
+
+
+def lettered(options: Sequence[tuple[str, str, bool, str]]) -> tuple[Choice, ...]:
+    """Options ``(id, text, right, why)`` as :class:`Choice` records lettered ``A``, ``B``, … in the order given."""
+    return tuple(Choice(chr(ord("A") + i), text, right, why, id_) for i, (id_, text, right, why) in enumerate(options))

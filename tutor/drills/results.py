@@ -1,0 +1,110 @@
+"""Drill results in the progress store, and the drills section of ``stats``.
+
+Drill answers use the store's ``answers`` table as practice answers do, one
+:class:`tutor.attempt.Attempt` per question, under names of their own so that
+the schema is unchanged (no migration):
+
+* ``exercise`` is ``drill:<drill>`` (``drill:shapes``, ``drill:concepts``);
+* ``step`` is ``drill:<drill>:<topic>`` (``drill:shapes:scores``,
+  ``drill:counts:kv_cache``, ``drill:masks:sdpa_bool``, ``drill:concepts:scaling``);
+* ``head`` is NULL and ``attempt`` 1 (one answer per question); ``hints`` the
+  hints taken; its mistake (a row of ``mistakes``) the key of the mistake
+  recognised (``drill.shape.order``, ``drill.counts.kv.no_two``); ``answer``
+  the text typed; ``family`` NULL, so drill answers are not reviews in the
+  practice schedule;
+* a run is a row of ``sessions`` with ``exercise`` ``drill:<drill>`` (or
+  ``drill:interview``) and ``mode`` the drill's mode.
+
+Practice statistics leave these rows out (:data:`DRILL_PREFIX`); this module
+summarises them: pure functions of the attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..attempt import Attempt
+from .record import DRILL_PREFIX
+
+DRILLS = ("shapes", "counts", "masks", "concepts")
+
+
+@dataclass(frozen=True)
+class TopicStats:
+    """Counts for one drill topic (``shapes``/``scores``, ``concepts``/``scaling``)."""
+
+    drill: str
+    topic: str
+    correct: int = 0
+    wrong: int = 0
+    shown: int = 0
+    skipped: int = 0
+
+    @property
+    def graded(self) -> int:
+        """Answers that count: right, wrong, or shown (a miss)."""
+        return self.correct + self.wrong + self.shown
+
+    @property
+    def accuracy(self) -> float | None:
+        """``correct / graded``; ``None`` before any graded answer."""
+        return self.correct / self.graded if self.graded else None
+
+    @property
+    def score(self) -> float:
+        """Accuracy smoothed towards 1/2, as practice ranks its steps: ``(correct + 1) / (graded + 2)``."""
+        return (self.correct + 1) / (self.graded + 2)
+
+
+def split_step(step: str) -> tuple[str, str] | None:
+    """``drill:shapes:scores`` -> ``("shapes", "scores")``; ``None`` for a practice step."""
+    if not step.startswith(DRILL_PREFIX):
+        return None
+    drill, _, topic = step[len(DRILL_PREFIX):].partition(":")
+    return (drill, topic) if drill and topic else None
+
+
+def topic_stats(attempts: Iterable[Attempt]) -> list[TopicStats]:
+    """One :class:`TopicStats` per drill topic answered, drills in :data:`DRILLS` order, topics by name."""
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for a in attempts:
+        key = split_step(a.step)
+        if key is None:
+            continue
+        c = counts.setdefault(key, {"correct": 0, "wrong": 0, "shown": 0, "skipped": 0})
+        c[a.outcome] += 1
+    order = {d: i for i, d in enumerate(DRILLS)}
+    return [TopicStats(d, tp, **c) for (d, tp), c in sorted(counts.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0]))]
+
+
+def command_for(drill: str, topic: str) -> str:
+    """The command that drills ``topic``: ``attn-tutor drill concepts --topic scaling``, ``attn-tutor drill masks``."""
+    if drill == "concepts":
+        return f"attn-tutor drill concepts --topic {topic}"
+    return f"attn-tutor drill {drill}"
+
+
+def weakest(stats: Iterable[TopicStats], n: int = 3) -> list[TopicStats]:
+    """Up to ``n`` topics with a miss, weakest first (lowest smoothed score, then most misses)."""
+    missed = [s for s in stats if s.graded > s.correct]
+    return sorted(missed, key=lambda s: (s.score, -(s.graded - s.correct), s.drill, s.topic))[:n]
+
+
+def drills_document(attempts: Iterable[Attempt]) -> dict[str, Any]:
+    """The drills section of ``stats --format json``: ``{"answers", "topics": [{"drill", "topic", "correct",
+    "wrong", "shown", "skipped", "graded", "accuracy"}], "review": [{"drill", "topic", "accuracy",
+    "command"}]}``; accuracies rounded to 4 places."""
+    stats = topic_stats(attempts)
+
+    def accuracy(s: TopicStats) -> float | None:
+        return None if s.accuracy is None else round(s.accuracy, 4)
+
+    return {
+        "answers": sum(s.graded + s.skipped for s in stats),
+        "topics": [{"drill": s.drill, "topic": s.topic, "correct": s.correct, "wrong": s.wrong, "shown": s.shown,
+                    "skipped": s.skipped, "graded": s.graded, "accuracy": accuracy(s)} for s in stats],
+        "review": [{"drill": s.drill, "topic": s.topic, "accuracy": accuracy(s), "command": command_for(s.drill, s.topic)}
+                   for s in weakest(stats)],
+    }

@@ -1,0 +1,210 @@
+"""What the store's rows say: the stats, what to practise next, where a session left off, what is done.
+
+The summaries are read with a few queries (:func:`stats`, :func:`unfinished`,
+:func:`solved`) and the choices made from them are pure functions
+(:func:`recommend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..steps import STEP_IDS
+from .scheduling import Skill, skills
+from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN
+
+if TYPE_CHECKING:
+    from .connection import Store
+
+Key = tuple[str, "int | None"]  # (step id, 0-based head or None)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """Counts for one step kind (``q``, ``scores``, ...) over every exercise and head."""
+
+    step: str
+    correct: int = 0
+    wrong: int = 0
+    shown: int = 0
+    skipped: int = 0
+    first_try: int = 0
+
+    @property
+    def graded(self) -> int:
+        """Answers that count for accuracy: right, wrong, or revealed with ``show`` (a miss)."""
+        return self.correct + self.wrong + self.shown
+
+    @property
+    def accuracy(self) -> float | None:
+        """``correct / graded``; ``None`` when nothing was graded."""
+        return self.correct / self.graded if self.graded else None
+
+    @property
+    def score(self) -> float:
+        """Accuracy smoothed towards 1/2 (``(correct + 1) / (graded + 2)``): an
+        unpractised step scores 0.5, below a step mostly right and above one mostly wrong."""
+        return (self.correct + 1) / (self.graded + 2)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a mistake happened: a step (0-based ``head``, ``None`` for a layer step) of an exercise, how often."""
+
+    exercise: str
+    step: str
+    head: int | None
+    count: int
+
+
+@dataclass(frozen=True)
+class MistakeCount:
+    """How often a mistake's key matched a wrong answer (``kind``: ``diagnosis`` or ``grading``), and where."""
+
+    key: str
+    kind: str
+    count: int
+    places: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Everything ``attn-tutor stats`` reports, computed from the store's rows."""
+
+    sessions: int = 0
+    answers: int = 0
+    steps: tuple[StepStats, ...] = ()
+    mistakes: tuple[MistakeCount, ...] = ()
+    practised: dict[tuple[str, str], int] = field(default_factory=dict)  # (exercise, step) -> graded answers
+    skills: tuple[Skill, ...] = ()
+    #: rows not as attn-tutor writes them (see :data:`.schema.ANSWER_AS_WRITTEN`, and those of
+    #: ``mistakes`` and ``skills``): left out of every count
+    left_out: int = 0
+
+    def step(self, step: str) -> StepStats:
+        """The counts for ``step`` (zeros when never practised)."""
+        for s in self.steps:
+            if s.step == step:
+                return s
+        return StepStats(step)
+
+
+#: Practice statistics leave drill rows out (issue 14): their exercise and step names start with ``drill:``.
+PRACTICE_ONLY = "substr(step, 1, 6) != 'drill:'"
+PRACTICE_SESSIONS = "substr(exercise, 1, 6) != 'drill:'"
+
+
+def stats(store: Store, top: int = 5, at: datetime | None = None) -> Stats:
+    """Accuracy by step kind, the ``top`` most frequent mistakes (by key, with where each
+    happened), practice per (exercise, step), and the schedule of every skill at ``at``.
+    Drill answers (:mod:`tutor.drills.results`) are left out.
+
+    Only rows as attn-tutor writes them are counted (:data:`.schema.ANSWER_AS_WRITTEN`: every
+    value of the type its column holds; likewise for ``mistakes`` and ``skills``); the others --
+    a value another program or a hand edit put there, such as a BLOB for a step -- are left out
+    and counted in :attr:`Stats.left_out`, so that the rest of the progress stays usable."""
+    (sessions,), = store.read(f"SELECT COUNT(*) FROM sessions WHERE {PRACTICE_SESSIONS}")
+    (left_out,), = store.read(f"SELECT (SELECT COUNT(*) FROM answers WHERE NOT ({ANSWER_AS_WRITTEN}))"
+                              f" + (SELECT COUNT(*) FROM mistakes WHERE NOT ({MISTAKE_AS_WRITTEN}))"
+                              f" + (SELECT COUNT(*) FROM skills WHERE NOT ({SKILL_AS_WRITTEN}))")
+    by_step = {
+        step: StepStats(step, correct, wrong, shown, skipped, first)
+        for step, correct, wrong, shown, skipped, first in store.read(
+            "SELECT step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
+            " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM " + ANSWERS +
+            f" WHERE {PRACTICE_ONLY} GROUP BY step")
+    }
+    order: dict[str, int] = {s: i for i, s in enumerate(STEP_IDS)}
+    steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
+    places: dict[tuple[str, str], list[Place]] = {}
+    for key, kind, exercise, step, head, count in store.read(
+            f"SELECT m.key, m.kind, a.exercise, a.step, a.head, COUNT(*) FROM {MISTAKES} m JOIN {ANSWERS} a ON a.id = m.answer"
+            f" WHERE {PRACTICE_ONLY.replace('step', 'a.step')} GROUP BY m.key, m.kind, a.exercise, a.step, a.head"):
+        places.setdefault((key, kind), []).append(Place(exercise, step, head, count))
+    mistakes = sorted(
+        (MistakeCount(key, kind, sum(p.count for p in where),
+                      tuple(sorted(where, key=lambda p: (-p.count, p.exercise, order.get(p.step, len(order)),
+                                                          -1 if p.head is None else p.head))))
+         for (key, kind), where in places.items()),
+        key=lambda m: (-m.count, m.key))[:top]
+    practised = {(ex, step): n for ex, step, n in store.read(
+        f"SELECT exercise, step, COUNT(*) FROM {ANSWERS} WHERE outcome != 'skipped' AND {PRACTICE_ONLY}"
+        " GROUP BY exercise, step")}
+    answers = sum(s.graded + s.skipped for s in steps)
+    return Stats(sessions, answers, steps, tuple(mistakes), practised, tuple(skills(store, at)), left_out)
+
+
+# --- what to practise next ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What to practise next: the weakest step kind, and an exercise that trains it."""
+
+    step: str
+    exercise: str
+    stats: StepStats
+
+
+def recommend(stats: Stats, exercises: Sequence[tuple[str, Iterable[str], int | None]]) -> Recommendation | None:
+    """The weakest step kind among those ``exercises`` train, and the exercise to train it on.
+
+    ``exercises`` are ``(id, step kinds it has, difficulty)``.  The weakest
+    step has the lowest :attr:`StepStats.score` (ties: earliest in the
+    computation); among the exercises that have it, the one least practised on
+    that step, then the easiest, then by id.  ``None`` when there are no exercises.
+    """
+    kinds = {ex_id: set(steps) for ex_id, steps, _ in exercises}
+    available = [s for s in STEP_IDS if any(s in k for k in kinds.values())]
+    if not available:
+        return None
+    weakest = min(available, key=lambda s: (stats.step(s).score, STEP_IDS.index(s)))
+    candidates = [(stats.practised.get((ex_id, weakest), 0), diff if diff is not None else 3, ex_id)
+                  for ex_id, _, diff in exercises if weakest in kinds[ex_id]]
+    return Recommendation(weakest, min(candidates)[2], stats.step(weakest))
+
+
+# --- where a session left off ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """The latest session of a selection, not complete: its id, the 0-based index of its first
+    step asked (``begin_at``: the earlier ones were given), and the steps it finished (answered
+    right, shown or skipped)."""
+
+    session: int
+    begin_at: int
+    finished: frozenset[Key]
+
+    def resume_at(self, steps: Sequence[Key]) -> int:
+        """The 0-based index, in ``steps`` (the selection's steps in order), of the first step
+        neither given nor finished; ``len(steps)`` when every one is."""
+        for i, key in enumerate(steps):
+            if i >= self.begin_at and key not in self.finished:
+                return i
+        return len(steps)
+
+
+def unfinished(store: Store, exercise: str, *, steps: str | None, head: int | None, mode: str) -> Unfinished | None:
+    """The latest session of ``exercise`` with the same ``steps`` (the text
+    :meth:`Store.begin_session` takes), ``head`` and ``mode``, if it was not complete (it ended
+    early: quit, end of input, Ctrl-C, or the process was killed); ``None`` otherwise."""
+    rows = store.read("SELECT id, begin_at, complete FROM sessions WHERE exercise = ? AND steps IS ? AND head IS ?"
+                      f" AND mode = ? AND {SESSION_AS_WRITTEN} ORDER BY id DESC LIMIT 1", (exercise, steps, head, mode))
+    if not rows or rows[0][2]:
+        return None
+    session, begin_at, _ = rows[0]
+    done = store.read(f"SELECT DISTINCT step, head FROM {ANSWERS} WHERE session = ? AND outcome != 'wrong'", (session,))
+    return Unfinished(session, begin_at, frozenset((step, h) for step, h in done))
+
+
+def solved(store: Store) -> dict[str, frozenset[Key]]:
+    """Per exercise id, the steps ever answered right (any session, any try)."""
+    out: dict[str, set[Key]] = {}
+    for exercise, step, head in store.read(f"SELECT DISTINCT exercise, step, head FROM {ANSWERS} WHERE outcome = 'correct'"):
+        out.setdefault(exercise, set()).add((step, head))
+    return {ex: frozenset(keys) for ex, keys in out.items()}
