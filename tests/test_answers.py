@@ -274,6 +274,20 @@ ERRORS: dict[str, tuple[object, object, str]] = {
         'the value at column 11 in "exp(-1000)^2" is too small to check exactly (not zero, but below 1e-600); '
         "write it as a decimal",
     ),
+    "answer.too_costly": (
+        parse_entry,
+        # exp(exp(S - S)-1)-1 for S a sum of 40 exp(i/(7+e)) written twice: zero, though no exact form sees it
+        "exp(exp((" + "+".join(f"exp({i}/(7+e))" for i in range(1, 41)) + ")-("
+        + "+".join(f"exp({i}/(7+e))" for i in range(40, 0, -1)) + "))-1)-1",
+        'the value at column 1 in "exp(exp((exp(1/(7+e))+exp(2/(7+e))+exp(3/(7+e))+exp(4/(7+e)…" is too large to '
+        "check exactly (it takes more work than one entry may); write it as a decimal",
+    ),
+    "answer.too_costly_total": (
+        lambda text: spent_budget(parse_entry, text),
+        "1 + exp(e)",
+        'the value at column 5 in "1 + exp(e)" is too large to check exactly (with the entries before it, more work '
+        "than one matrix or file may take); write it as a decimal",
+    ),
     "answer.div_zero": (parse_entry, "1/(2-2)", 'division by zero at column 2 in "1/(2-2)"'),
     "answer.div_near_zero": (
         parse_entry,
@@ -315,6 +329,14 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "matrix.not_list": (matrix_from_value, "1 2", "expected a matrix (a list of rows), found str"),
     "matrix.row_not_list": (matrix_from_value, [1, 2], "row 1: expected a list of numbers, found int"),
 }
+def spent_budget(fn, text):
+    """``fn(text)`` after the entries before it spent the budget of their matrix or file."""
+    from tutor.answers import values
+
+    with values.budget(values.Work(0, "answer.too_costly_total")):
+        return fn(text)
+
+
 # Backstops no input is known to reach: every path to a non-real or
 # non-finite value is refused earlier with a more precise message; a sum of
 # three or four independent square roots (coefficients of at most 600 digits)

@@ -234,7 +234,7 @@ def test_unreadable_and_not_yaml(cli, tmp_path):
     assert code == 2 and "not valid YAML" in err and "Traceback" not in err
     bad.write_text("- 1\n- 2\n")
     code, _, err = cli("check", str(bad))
-    assert code == 2 and "expected a mapping of fields at the top level, found a list" in err
+    assert code == 2 and "not a solution file: its top level is a list, not a mapping of fields" in err
 
 
 @pytest.mark.parametrize(("value", "line"), [
@@ -276,7 +276,10 @@ def test_an_empty_matrix_or_row_is_called_empty(cli, tmp_path, value, line):
      'sol.yaml:2:6: q[0][0]: unexpected character "\'" at column 12 in "__import__(\'os\').system(\'echo hi\')"'),
     ("exercise: single-head-3x4\nsoftmax: [[1]]\n",
      ("sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are q, k, v, scores, scaled, masked, weights, "
-      "head_output, concat, output, exercise, title, source, heads)")),
+      "head_output, concat, output; besides them a solution file may have exercise, title, source, heads)")),
+    ("exercise: two-head-causal-3x4\nheads:\n  - softmax: [[1]]\n",
+     ("sol.yaml:3:5: heads[0].softmax: 'softmax' is not a step name (the steps are q, k, v, scores, scaled, masked, "
+      "weights, head_output)")),
 ])
 def test_unusable_files(text, message):
     with pytest.raises(ExerciseError) as err:

@@ -102,7 +102,7 @@ def problem_dict(p: Problem, severity: str) -> dict[str, Any]:
     document of any ``--format json`` command.
     """
     return {"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
-            "hint": p.hint, "severity": severity, "text": str(p)}
+            "hint": p.hint, "severity": severity, "text": shown(str(p), keep="\t")}  # as stderr shows it
 
 
 def note_text(p: Problem) -> str:
@@ -223,15 +223,18 @@ def write_exercise(text: str, output: Path, *, force: bool = False) -> None:
     """Write an exercise's YAML ``text`` to ``output``, creating its folder.
 
     Raises :class:`TutorError` (exit 2) when ``output`` exists and ``force``
-    is False, or when it cannot be written (the reason from the system).
+    is False, when it exists and is not a regular file (even with ``force``:
+    a FIFO would block, a device would be written to), or when it cannot be
+    written (the reason from the system): :func:`tutor.outfile.write_file`.
     """
-    if output.exists() and not force:
-        raise TutorError(t("new.exists", path=output))
+    from .outfile import check_target, write_file
+
+    check_target(output, force=force)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
     except OSError as err:
         raise TutorError(t("new.unwritable", path=output, reason=err.strerror or str(err))) from err
+    write_file(output, text, force=force)
 
 
 # --- handouts (explain --export) --------------------------------------------------------------
@@ -242,7 +245,7 @@ EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": (
 
 
 def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
-                   brief: bool = False) -> None:
+                    brief: bool = False, force: bool = False) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
@@ -250,7 +253,9 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
     worksheet).  Control characters are escaped in the file (a page is read
     with ``cat`` too).  ``brief`` leaves out the arithmetic of a hand-sized
     exercise.  Raises :class:`ValueError` for another suffix and
-    :class:`TutorError` when the file cannot be written.
+    :class:`TutorError` when the file is refused or cannot be written
+    (:func:`tutor.outfile.write_file`: an existing file only with ``force``,
+    never one that is not a regular file).
     """
     from .render.html import export_html, export_svg
     from .render.markdown import render_markdown
@@ -264,10 +269,9 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
         text = export_svg(sol, head=head, precision=precision, blank=blank, brief=brief)
     else:
         text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief)
-    try:
-        path.write_text(shown(text, keep="\n\t"), encoding="utf-8")
-    except OSError as err:
-        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from err
+    from .outfile import write_file
+
+    write_file(path, shown(text, keep="\n\t"), force=force)
 
 
 # --- packs (list) ----------------------------------------------------------------------------

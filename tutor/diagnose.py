@@ -68,8 +68,16 @@ __all__ = [
 Array = NDArray[np.float64]
 Recompute = Callable[[Solution, str, "int | None"], "Array | None"]
 
-#: Relative slack for float round-off when comparing a value with a claim.
+#: Relative tolerance for "the same matrix" between two float recomputations (:func:`_same`).
 EPS = 1e-9
+#: How far a misconception's float recomputation may stray from an answer's claim: float64
+#: round-off over the few dozen operations of a step, and a weight below it that a learner writes
+#: as ``0`` (softmax([0, 22.6]) gives 1.5e-10): relative, absolute below 1.  The slack
+#: :func:`diagnose_claim` gives a recomputed step against an answer's claim.  Never given to the
+#: right value: whether an entry is right is the grading rule's alone (``1.0000000001`` claims
+#: [1.00000000005, 1.00000000015], which does not hold 1), and a mistake must differ from the right
+#: value at every cell grading refused.
+ROUND_OFF = EPS
 
 
 # --- records -------------------------------------------------------------------
@@ -166,8 +174,10 @@ class Claim:
     texts: tuple[tuple[str, ...], ...] | None = None
 
     @classmethod
-    def around(cls, answer: Sequence[Sequence[float]], tolerance: float) -> Claim:
-        """``answer ± tolerance`` elementwise (an infinite entry claims itself).
+    def around(cls, answer: Sequence[Sequence[float]], tolerance: float, *,
+               texts: Sequence[Sequence[str]] | None = None) -> Claim:
+        """``answer ± tolerance`` elementwise (an infinite entry claims itself); ``texts``: how each
+        entry was written (for "you wrote ...", else the float's shortest form).
 
         Raises ``ValueError`` for a ragged or empty ``answer``, or a NaN entry.
         """
@@ -177,7 +187,7 @@ class Claim:
         inf = np.isinf(a)
         lo = np.where(inf, a, a - tolerance)  # [r, c]
         hi = np.where(inf, a, a + tolerance)  # [r, c]
-        return cls(lo, hi)
+        return cls(lo, hi, None if texts is None else tuple(tuple(row) for row in texts))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -197,12 +207,14 @@ def _array(m: Sequence[Sequence[float]] | Array) -> Array:
     return a
 
 
-def matches(value: Array, claim: Claim) -> bool:
+def matches(value: Array, claim: Claim, *, slack: float = 0.0) -> bool:
     """Whether ``value`` (``[r, c]``) lies in ``claim`` entry by entry.
 
-    Same shape required; ``-inf`` matches only ``-inf``; a finite value may
-    miss an interval by a relative :data:`EPS` (float round-off); an entry
-    the claim leaves out (``NaN`` bounds) matches anything.
+    Same shape required; ``-inf`` matches only ``-inf``; an entry the claim
+    leaves out (``NaN`` bounds) matches anything.  A finite value must lie in
+    its interval, or miss it by at most ``slack`` relative (absolute below 1):
+    none by default, as the grading rule draws the interval; :data:`ROUND_OFF`
+    for a float recomputation of a misconception.
     """
     if value.shape != claim.shape:
         return False
@@ -213,8 +225,8 @@ def matches(value: Array, claim: Claim) -> bool:
             return False
         live = given & ~inf  # [r, c]
         v, lo, hi = value[live], claim.lo[live], claim.hi[live]  # [n]
-        slack = EPS * np.maximum(1.0, np.abs(v))  # [n]
-        return bool(np.all((lo - slack <= v) & (v <= hi + slack)))
+        off_by = slack * np.maximum(1.0, np.abs(v))  # [n]
+        return bool(np.all((lo - off_by <= v) & (v <= hi + off_by)))
 
 
 def _same(a: Array, b: Array) -> bool:
@@ -511,9 +523,9 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
 # --- a single slipped entry ---------------------------------------------------------------
 
 
-def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, right: Array) -> Diagnosis | None:
-    """The diagnosis for an answer with exactly one entry off, else ``None``."""
-    cells = off_cells(right, claim)
+def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim,
+                  cells: Sequence[tuple[int, int]] | None) -> Diagnosis | None:
+    """The diagnosis for an answer with exactly one entry off (``cells``: those off), else ``None``."""
     if cells is None or len(cells) != 1:
         return None
     (i, j), = cells
@@ -523,28 +535,38 @@ def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim, r
     return Diagnosis("single_entry", message, ((i, j),))
 
 
-def off_cells(right: Array, claim: Claim) -> list[tuple[int, int]] | None:
+def off_cells(right: Array, claim: Claim, *, slack: float = 0.0) -> list[tuple[int, int]] | None:
     """The 0-based cells where ``right`` (``[r, c]``) lies outside ``claim``,
-    row by row; ``None`` when the shapes differ."""
+    row by row (``slack``: as in :func:`matches`); ``None`` when the shapes differ."""
     if right.shape != claim.shape:
         return None
     r, c = right.shape
     return [(i, j) for i in range(r) for j in range(c)
-            if not matches(right[i:i + 1, j:j + 1], Claim(claim.lo[i:i + 1, j:j + 1], claim.hi[i:i + 1, j:j + 1]))]
+            if not matches(right[i:i + 1, j:j + 1], Claim(claim.lo[i:i + 1, j:j + 1], claim.hi[i:i + 1, j:j + 1]),
+                           slack=slack)]
 
 
 # --- the API ---------------------------------------------------------------------------------
 
 
-def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim) -> list[Diagnosis]:
+def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, *,
+                   wrong: Sequence[tuple[int, int]] | None = None) -> list[Diagnosis]:
     """:func:`diagnose` for a :class:`Claim` (per-entry intervals, e.g. a
     solution file's entries, each rounded at the places written).
 
-    Returns ``[]`` when the right value satisfies the claim (nothing to
-    explain).  Raises ``KeyError`` when the exercise has no such step.
+    ``wrong``: the cells the grading rule refused (``practice`` and ``check``
+    pass theirs: an exact form is right only when exactly equal, which floats
+    cannot tell); without it, the cells whose interval does not hold the right
+    value, with no slack (:func:`off_cells`).  Returns ``[]`` when no cell is
+    wrong (nothing to explain).  A misconception explains the answer when its
+    recomputed step lies in the claim (within :data:`ROUND_OFF`), differs from
+    the right value, and differs from it at every wrong cell (a refused entry it
+    leaves at the right value is not its doing).  Raises ``KeyError`` when the
+    exercise has no such step.
     """
     right = right_value(sol, step_id, head)  # [rows, cols]
-    if matches(right, claim):
+    off = off_cells(right, claim) if wrong is None or right.shape != claim.shape else list(wrong)
+    if off is not None and not off:
         return []
     found: list[Diagnosis] = []
     near: list[tuple[list[tuple[int, int]], Diagnosis]] = []
@@ -563,15 +585,18 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim) 
                 continue
             extra = dict(extra)
             message = t(str(extra.pop("_message", m.message)), **{**fields, **extra})
-            if matches(got, claim):
-                found.append(Diagnosis(m.key, message, _differ(got, right), got))
-            elif (odd := _near(got, right, claim)) is not None:
+            if matches(got, claim, slack=ROUND_OFF):  # a float recomputation: round-off slack, never the right value
+                cells = _differ(got, right)
+                if off and got.shape == right.shape and not set(off) <= set(cells):
+                    continue  # it leaves a refused entry at the right value: not why it is wrong
+                found.append(Diagnosis(m.key, message, cells, got))
+            elif (odd := _near(got, right, claim, off)) is not None:
                 near.append((odd, Diagnosis(m.key, _near_message(sol, step_id, head, claim, got, odd, message),
                                             tuple(odd), got)))
     if not found and near:  # all entries but a few explained: the closest fits, all of them
         fewest = min(len(odd) for odd, _ in near)
         found = [d for odd, d in near if len(odd) == fewest]
-    if not found and (slip := _single_entry(sol, step_id, head, claim, right)) is not None:
+    if not found and (slip := _single_entry(sol, step_id, head, claim, off)) is not None:
         found.append(slip)
     return found
 
@@ -584,19 +609,21 @@ def _differ(got: Array, right: Array) -> tuple[tuple[int, int], ...]:
     return tuple((int(i), int(j)) for i, j in zip(*np.nonzero(differ)))
 
 
-def _near(got: Array, right: Array, claim: Claim) -> list[tuple[int, int]] | None:
+def _near(got: Array, right: Array, claim: Claim,
+          off: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]] | None:
     """The entries a mistake leaves unexplained, when it explains all the others.
 
     ``got`` (the step as the mistake computes it) must match the claim at
     all but a few entries (one, or at most a tenth of them), and those it
     matches must hold more wrong entries than it leaves: a published answer
-    with one more slip (a rounding, a typo) on top of one mistake.  ``None``
-    otherwise.
+    with one more slip (a rounding, a typo) on top of one mistake.  ``off``:
+    the wrong cells (those grading refused, see :func:`diagnose_claim`).
+    ``None`` otherwise.
     """
-    odd = off_cells(got, claim)
+    odd = off_cells(got, claim, slack=ROUND_OFF)  # a float recomputation
     if not odd or len(odd) > max(1, got.size // 10):
         return None
-    explained = [c for c in off_cells(right, claim) or () if c not in odd]
+    explained = [c for c in off or () if c not in odd]
     return odd if len(explained) >= 2 and len(explained) > len(odd) else None
 
 
@@ -610,7 +637,7 @@ def _near_message(sol: Solution, step_id: str, head: int | None, claim: Claim, g
 
 
 def diagnose(sol: Solution, step_id: str, head: int | None, answer: Sequence[Sequence[float]], *,
-             tolerance: float) -> list[Diagnosis]:
+             tolerance: float, wrong: Sequence[tuple[int, int]] | None = None) -> list[Diagnosis]:
     """The misconceptions that explain a wrong answer, most specific first.
 
     ``answer``: the learner's matrix as floats (``-inf`` allowed for masked
@@ -619,7 +646,9 @@ def diagnose(sol: Solution, step_id: str, head: int | None, answer: Sequence[Seq
     ``-inf``) and differs from the right value.  When none does and exactly
     one entry is off, the result is one ``single_entry`` diagnosis that
     works the entry out.  ``[]`` when the answer is right, or nothing
-    explains it.
+    explains it.  ``wrong``: the cells the grading rule refused (see
+    :func:`diagnose_claim`); without it, the cells more than ``tolerance``
+    from the right value.
 
     Raises ``KeyError`` when the exercise has no step ``(step_id, head)``,
     ``ValueError`` for a ragged or empty answer.
@@ -629,7 +658,7 @@ def diagnose(sol: Solution, step_id: str, head: int | None, answer: Sequence[Seq
     >>> [d.key for d in diagnose(sol, "scaled", 0, [[2, 4, 4], [4, 8, 8], [4, 8, 8]], tolerance=0.005)]
     ['no_scaling']
     """
-    return diagnose_claim(sol, step_id, head, Claim.around(answer, tolerance))
+    return diagnose_claim(sol, step_id, head, Claim.around(answer, tolerance), wrong=wrong)
 
 
 def wrong_cells(sol: Solution, step_id: str, head: int | None, answer: Sequence[Sequence[float]], *,

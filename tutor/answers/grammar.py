@@ -68,7 +68,15 @@ naming the column, never graded late:
   zero (within about 10^-77 of it, relative to its parts: its square root is
   0, and dividing by it is refused as "cannot be told from zero").  sympy's
   assumption system is never asked, so nesting ``1/(1 + exp(…))`` costs the
-  same at every level.
+  same at every level;
+* the *work as a whole*: every operation, and every evaluation at a higher
+  precision (a float after a cancellation, an exact claim's comparison,
+  computed while parsing), is charged to a budget of about 60 ms per entry
+  and about 3 s for all the entries of one typed matrix or one solution
+  file (:data:`.values.MAX_ENTRY_WORK`, :data:`.values.MAX_SHARED_WORK`,
+  counted in units of mpmath's time, so independent of the machine's load);
+  an entry over either is "too large to check exactly; write it as a
+  decimal".  A decimal or a fraction is never refused for work.
 
 >>> parse_entry("1/(1 + 2*exp(sqrt(2)))").expr
 1/(1 + 2*exp(sqrt(2)))
@@ -216,9 +224,14 @@ class _Parser:
             self.depth -= 1
 
     def op(self, tok: _Tok, fn: Callable[..., Value], *args: Any) -> Value:
-        """``fn(*args)``, a bound breached becoming the error at ``tok``'s column."""
+        """``fn(*args)``, a bound breached becoming the error at ``tok``'s column; the work of
+        an operation whose result is not rational is charged to the budgets in force
+        (:func:`.values.charge_operation`: a decimal or a fraction is never refused for work)."""
         try:
-            return fn(*args)
+            v = fn(*args)
+            if v.fraction is None:
+                V.charge_operation(fn)
+            return v
         except Refused as refused:
             self.fail(refused.key, tok, **refused.fields)
 
@@ -405,8 +418,15 @@ def parse_entry(text: str) -> Entry:
         return Entry(stripped, True, None, -1 if m["sign"] in ("-", "−") else 1)
     toks = _tokenize(text)
     parser = _Parser(text, toks)
-    number = parser.entry()
-    if not math.isfinite(number.float()):
+    with V.budget(V.Work(V.MAX_ENTRY_WORK)):
+        number = parser.entry()
+        try:
+            value = number.float()
+            if not parser.inexact:  # an exact claim: what comparing it will need, computed (and bounded) now
+                V.prepare_check(number)
+        except Refused as refused:
+            refuse(refused.key, column=1, text=printable(text), **refused.fields)
+    if not math.isfinite(value):
         refuse("answer.not_real", text=printable(stripped))
     places = None
     body = toks[1:] if toks[0].kind == "op" and toks[0].op in ("+", "-") else toks

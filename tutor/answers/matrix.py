@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from tutor import messages
 from tutor.errors import AnswerError
 
 from .entry import Entry, Matrix
 from .grammar import MAX_DIGITS, parse_entry, refuse
+from .values import MAX_SHARED_WORK, Work, budget
 
 MAX_MATRIX_CHARS = 100_000
 MAX_ENTRIES = 4_096
@@ -88,6 +90,11 @@ def matrix_from_value(value: object) -> Matrix:
         refuse("matrix.not_list", found=_describe(value))
     if sum(len(row) for row in value if isinstance(row, (list, tuple))) > MAX_ENTRIES:  # before any entry is read
         refuse("matrix.too_many", limit=MAX_ENTRIES)
+    with budget(Work(MAX_SHARED_WORK, "answer.too_costly_total")):  # all its entries together, as typed
+        return _matrix_rows(value)
+
+
+def _matrix_rows(value: list[Any] | tuple[Any, ...]) -> Matrix:
     rows: list[tuple[Entry, ...]] = []
     for r, row in enumerate(value, start=1):
         if not isinstance(row, (list, tuple)):
@@ -243,6 +250,13 @@ def _row_texts(text: str) -> list[str]:
 
 
 def _parse_rows(text: str, *, one_row: bool) -> Matrix:
+    """The rows of a typed matrix; all its entries together share one work budget
+    (:data:`.values.MAX_SHARED_WORK`), as each entry has its own."""
+    with budget(Work(MAX_SHARED_WORK, "answer.too_costly_total")):
+        return _read_rows(text, one_row=one_row)
+
+
+def _read_rows(text: str, *, one_row: bool) -> Matrix:
     if not isinstance(text, str):
         refuse("answer.not_text", found=type(text).__name__)
     if len(text) > MAX_MATRIX_CHARS:

@@ -96,6 +96,12 @@ def new(
         seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
     if exercise_id is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", exercise_id):
         raise typer.BadParameter(t("new.bad_id", found=exercise_id), param_hint="--id")
+    if exercise_id is not None:
+        from ..catalog import bundled_ids
+
+        if exercise_id in bundled_ids():  # reserved: the new file would shadow it wherever it is read by path
+            raise typer.BadParameter(t("new.reserved_id", id=exercise_id, file=f"bundled:{bundled_ids()[exercise_id].name}"),
+                                     param_hint="--id")
     if title is not None:
         _check_title(title)
     if like is not None:
@@ -143,16 +149,20 @@ def _given(ctx: typer.Context, name: str) -> bool:
 
 
 def _check_title(title: str) -> None:
-    """A usage error for a ``--title`` with a control character (ESC, NUL, ...): it would be written into the file.
+    """A usage error for a ``--title`` with a character a terminal acts on or hides (ESC, NUL, U+202E,
+    U+200B: :func:`tutor.textsafe.is_unsafe`), or a byte the locale could not decode: it would be
+    written into the file as it is.
 
-    Line breaks and tabs are fine: the title is written on one line, whitespace collapsed.
+    Whitespace is fine, line breaks included (``\\n``, U+2028, U+0085): the title is written on one
+    line, whitespace collapsed to single spaces.
     """
-    import unicodedata
-
+    from ..textsafe import is_unsafe
     from ..yamlread import codepoint
 
     for ch in title:
-        if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r":
+        if 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte the locale could not decode, kept by surrogateescape
+            raise typer.BadParameter(t("new.bad_title.byte", byte=f"0x{ord(ch) - 0xDC00:02X}"), param_hint="--title")
+        if is_unsafe(ch) and not ch.isspace():
             raise typer.BadParameter(t("new.bad_title", char=codepoint(ch)), param_hint="--title")
 
 

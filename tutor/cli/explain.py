@@ -70,7 +70,7 @@ def explain(
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
-        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export, brief=brief)
+        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export, brief=brief, force=force)
     elif fmt is ExplainFormat.json:
         from ..render.json import dumps
 
@@ -93,7 +93,7 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     write; refused even with ``force``).
     """
     from ..authoring import EXPORT_FORMATS, EXPORT_SUFFIXES
-    from ..errors import TutorError
+    from ..outfile import check_target
 
     suffix = export.suffix.lower()
     if suffix not in EXPORT_SUFFIXES:
@@ -104,14 +104,11 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
         raise typer.BadParameter(t("handout.format_clash", path=export, found=fmt, kind=kind,
                                    formats=" or ".join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
                                  param_hint="--format")
-    if export.exists() and not export.is_file():
-        raise TutorError(t("handout.not_file", path=export))
-    if export.exists() and not force:
-        raise TutorError(t("new.exists", path=export))
+    check_target(export, force=force)  # the one rule for every file attn-tutor writes
 
 
 def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None,
-            brief: bool = False) -> None:
+            brief: bool = False, force: bool = False) -> None:
     """Print or export ``sol`` as a handout: ``fmt`` is ``rich``, ``markdown``, ``html`` (or ``json``, not blank).
 
     With ``export`` (checked by :func:`check_export`) the kind of file follows
@@ -121,7 +118,7 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     if export is not None:
         from ..authoring import export_handout
 
-        export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief)
+        export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief, force=force)
         warn(t("handout.wrote", path=export))
         return
     if fmt == "json":

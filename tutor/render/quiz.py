@@ -404,6 +404,8 @@ def render_stats(data: dict, console: Console, now: datetime | None = None) -> N
             console.print(Padding(Text(command), (0, 0, 0, 2), expand=False))
         else:  # a command is never broken over lines: it is copied whole
             console.print(Text(command), soft_wrap=True)
+    if data.get("left_out"):
+        line(plural("stats.left_out", data["left_out"]))
     if data.get("drills"):  # issue 14: the drills section
         from .drill import render_drill_stats
 

@@ -9,6 +9,7 @@ from ..decimals import pretty as pretty_decimal
 from ..exactnum import notation
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
+from ..textsafe import lines
 
 _ASCII = {
     "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",
@@ -45,7 +46,7 @@ pretty = notation
 def reflow(text: str) -> str:
     """Join the lines of each paragraph (Markdown semantics); paragraphs stay apart."""
     paragraphs = re.split(r"\n\s*\n", text.strip())
-    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    return "\n\n".join(" ".join(line.strip() for line in lines(p)) for p in paragraphs)  # not at U+2028: see lines()
 
 
 #: ``v`` to ``places`` decimals in notation (``−0.5000``, ``−∞``; never ``-0``): :func:`tutor.decimals.pretty`.
