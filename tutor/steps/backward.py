@@ -415,7 +415,7 @@ D_WEIGHTS = StepKind(
 D_SCALED = StepKind(
     id="d_scaled", scope="head", op="∘", exists=always, inputs=lambda ex, head: (("weights", head), ("d_weights", head)),
     build=_d_scaled, work=_d_scaled_work, given=_givens(_own("weights"), _own("d_weights")), varies=_SCALED,
-    fixed_by_mask=0.0, heatmap=True, backward=True,
+    fixed_by_mask=0.0, backward=True,
     latex=r"d_{\text{scaled}} = P \circ \big(d_{\text{weights}} - \mathrm{rowsum}(d_{\text{weights}} \circ P)\big)",
 )
 D_V = StepKind(
