@@ -382,7 +382,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
         r.add((), t("solution.no_steps"), t("solution.empty.hint"))
     if r.problems:
         raise ExerciseError(r.problems)
-    steps = tuple(found[k] for k in keys(ex) if k in found)
+    steps = tuple(found[k] for k in keys(ex, backward=True) if k in found)  # the backward steps too (issue 13)
     return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""),
                         tuple(doc.warnings))
 

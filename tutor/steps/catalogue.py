@@ -98,11 +98,11 @@ def upstream(ex: Exercise, key: Key) -> set[Key]:
     return out
 
 
-def downstream(ex: Exercise, start: Iterable[Key]) -> list[Key]:
-    """The steps of ``ex`` that are ``start`` or depend on one of them, in order."""
+def downstream(ex: Exercise, start: Iterable[Key], backward: bool = False) -> list[Key]:
+    """The steps of ``ex`` that are ``start`` or depend on one of them, in order (the backward pass's too)."""
     marked = set(start)
     out = []
-    for key in keys(ex):
+    for key in keys(ex, backward):
         if key in marked or any(i in marked for i in inputs(ex, key)):
             marked.add(key)
             out.append(key)
