@@ -1253,6 +1253,8 @@ EN.update({
     "solution.no_step.d_b_v": "the exercise has no b_v, so it has no 'd_b_v' step",
     "solution.no_step.d_x_kv": "the exercise is self-attention, so it has no 'd_x_kv' step (the K and V paths are in d_x)",
     "explain.backward": "Backward pass: the gradients, from the output back to X",
+    "cli.practice.backward": "Practise the backward pass of the exercise: every gradient step, the forward pass given.",
+    "practice.backward.alone": "--backward needs an exercise, and goes without --steps and --due (name backward steps in --steps instead: --steps d_scaled,d_q)",
     "cli.opt.backward": "Also work out the backward pass: the gradient of every step, from the upstream gradient (the exercise's upstream, or all ones) back to X.",
     "cli.opt.tiled": "Show FlashAttention's online softmax instead: each query row's keys in blocks, with the running max m, the rescale factor alpha, the running sum l and the accumulator acc.",
     "cli.opt.block_size": "Keys per block for --tiled (the last block may be smaller).",

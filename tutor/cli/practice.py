@@ -66,6 +66,7 @@ def practice(
     restart: Annotated[bool, typer.Option("--restart", help=t("cli.practice.restart"))] = False,
     due: Annotated[bool, typer.Option("--due", help=t("cli.practice.due"))] = False,
     exercises: ExercisesOpt = None,
+    backward: Annotated[bool, typer.Option("--backward", help=t("cli.practice.backward"))] = False,
 ) -> None:
     """Drill an exercise (or the one that trains the weakest step, or what is due) in a session
     recorded in the progress store; an interrupted session of the same steps is resumed."""
@@ -86,6 +87,12 @@ def practice(
         ex = None if exercise is None else resolve(exercise, folders)
         if ex is not None:
             check_head(head, ex.num_heads)
+        if backward:  # every backward step of the exercise, the forward pass given (issue 13)
+            if ex is None or chosen is not None or due:
+                raise typer.BadParameter(t("practice.backward.alone"), param_hint="--backward")
+            from ..steps import BACKWARD_IDS, keys
+
+            chosen = [id for id in BACKWARD_IDS if any(k[0] == id for k in keys(ex, backward=True))]
         plan: plans.Plan | str | None
         if due:
             plan = plans.due(store, ex, folders)

@@ -14,6 +14,7 @@ step ids.  ``docs/architecture.md`` says how to add a step.
 """
 
 from .catalogue import (
+    BACKWARD_IDS,
     CATALOGUE,
     HEAD_STEPS,
     KINDS,
@@ -36,6 +37,7 @@ from .records import Key, Operand, Solution, Step
 from .worked import entry_name
 
 __all__ = [
+    "BACKWARD_IDS",
     "CATALOGUE",
     "HEAD_STEPS",
     "KINDS",

@@ -25,6 +25,7 @@ from ..exercise.record import Exercise
 from ..messages import t
 from .kind import Build, Input, StepKind, always, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
+from ..decimals import fixed
 from .worked import dot, factor, total
 
 # --- matrices a worked entry reads -----------------------------------------------------------------
@@ -209,7 +210,8 @@ def _d_scaled_work(sol: Solution, step: Step, i: int, j: int) -> str:
 
 def _num(v: float) -> str:
     """A float operand: ``0``, ``3.7832``, ``(-0.1933)``."""
-    return factor(Rat(Fraction(0)), 0.0) if v == 0 else factor(Rat(Fraction(1, 7)), v)  # a 1/7 is never short: decimals
+    text = "0" if v == 0 else fixed(v, 4)
+    return f"({text})" if text.startswith("-") else text
 
 
 def _d_v(bd: Build, h: int | None) -> Step:
@@ -329,7 +331,9 @@ def _givens(*keys: Callable[[Solution, Step], Key]) -> Callable[[Solution, Step]
 
 
 def _d_output_given(sol: Solution, step: Step) -> tuple[Input, ...]:
-    return (given_step(sol.final),)
+    """The forward pass's result, whose gradient the upstream is."""
+    forward = [s for s in sol.steps if not s.id.startswith("d_")]
+    return (given_step(forward[-1]),)
 
 
 def _with_matrix(keys: Callable[[Solution, Step], tuple[Input, ...]], name: str,

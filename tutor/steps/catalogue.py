@@ -40,6 +40,7 @@ CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
 #: The step ids, in order; those of one head, those of the layer.
 STEP_IDS: tuple[str, ...] = tuple(KINDS)
+BACKWARD_IDS: tuple[str, ...] = tuple(k.id for k in BACKWARD)
 HEAD_STEPS: tuple[str, ...] = tuple(k.id for k in CATALOGUE if k.scope == "head")
 LAYER_STEPS: tuple[str, ...] = tuple(k.id for k in CATALOGUE if k.scope == "layer")
 
