@@ -115,3 +115,71 @@ def test_explain_tiled_text_and_json(cli):
 def test_explain_tiled_refuses_a_block_size_of_zero(cli):
     code, out, err = cli("explain", "single-head-3x4", "--tiled", "--block-size", "0")
     assert code == 2 and "block-size" in err
+
+
+# --- check names the online softmax's mistakes, on worked rows written here by hand --------------------------
+
+
+def _walk(scores, V, B, *, rescale_acc=True, rescale_l=True, inverted=False, per_block=False):
+    """The online softmax written out in the test, with a learner's mistakes as switches."""
+    m, l, acc, blocks = -math.inf, 0.0, [0.0] * len(V[0]), []
+    for start in range(0, len(scores), B):
+        keys = range(start, min(start + B, len(scores)))
+        new = max([m] + [scores[j] for j in keys])
+        alpha = math.exp(new - m if inverted else m - new) if m != -math.inf else 0.0
+        p = {j: math.exp(scores[j] - new) for j in keys}
+        l = (alpha if rescale_l else 1) * l + sum(p.values())
+        acc = [(alpha if rescale_acc else 1) * a + sum(p[j] * V[j][c] for j in keys) for c, a in enumerate(acc)]
+        if per_block:
+            acc = [a / l for a in acc]
+        block = {"m": new, "l": l, "acc": acc}
+        if start:
+            block["alpha"] = alpha
+        blocks.append(block)
+        m = new
+    return blocks, (acc if per_block else [a / l for a in acc])
+
+
+def _file(blocks, o) -> str:
+    lines = ["exercise: single-head-3x4", "tiled:", "  block_size: 1", "  query: t1", "  blocks:"]
+    for b in blocks:
+        parts = [f"{k}: {v:.6f}" for k, v in b.items() if k != "acc"] + ["acc: [" + ", ".join(f"{a:.6f}" for a in b["acc"]) + "]"]
+        lines.append("    - {" + ", ".join(parts) + "}")
+    lines.append("  o: [" + ", ".join(f"{x:.6f}" for x in o) + "]")
+    return "\n".join(lines) + "\n"
+
+
+CLASSIC = ([math.sqrt(2), 2 * math.sqrt(2), 2 * math.sqrt(2)], [[1, 1], [2, 2], [2, 2]])
+
+
+@pytest.mark.parametrize("switch, key", [
+    ({"rescale_acc": False}, "tiled_no_rescale_acc"),
+    ({"rescale_l": False}, "tiled_no_rescale_l"),
+    ({"inverted": True}, "tiled_alpha_inverted"),
+    ({"per_block": True}, "tiled_divide_per_block"),
+])
+def test_check_names_the_online_softmax_mistake(cli, tmp_path, switch, key):
+    blocks, o = _walk(*CLASSIC, 1, **switch)
+    path = tmp_path / "tiled.yaml"
+    path.write_text(_file(blocks, o))
+    code, out, err = cli("check", str(path), "--format", "json")
+    assert code == 1, out + err
+    doc = json.loads(out)["tiled"]
+    assert [d["key"] for d in doc["diagnoses"]] == [key]
+    code, out, err = cli("check", str(path))
+    assert code == 1 and "Diagnosis:" in out
+
+
+def test_check_passes_the_right_online_softmax(cli, tmp_path):
+    blocks, o = _walk(*CLASSIC, 1)
+    path = tmp_path / "tiled.yaml"
+    path.write_text(_file(blocks, o) + "  lse: 3.636293\n")
+    code, out, err = cli("check", str(path))
+    assert code == 0, out + err
+
+
+def test_a_malformed_tiled_part_is_one_line_and_exit_2(cli, tmp_path):
+    path = tmp_path / "tiled.yaml"
+    path.write_text("exercise: single-head-3x4\ntiled:\n  block_size: 0\n  blocks: [{m: 1}]\n")
+    code, out, err = cli("check", str(path))
+    assert code == 2 and "block_size" in err and "Traceback" not in err

@@ -168,6 +168,7 @@ class SolutionFile:
     title: str = ""
     source: str = ""
     warnings: tuple[Problem, ...] = ()
+    tiled: Any = None  # a worked online softmax (:class:`tutor.tiled_check.TiledGiven`), issue 13
 
     def given(self, id: str, head: int | None) -> GivenStep | None:
         for s in self.steps:
@@ -345,8 +346,14 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
             r.add((k,), t("solution.needs_heads", step=k, heads=ex.num_heads), t("solution.needs_heads.hint", step=k), key=True)
     if top_head_steps and "heads" in data:
         r.add(("heads",), t("solution.both_forms"), key=True)
+    tiled_given = None
     for key, value in data.items():
         if key in META_FIELDS:
+            continue
+        if key == "tiled":  # a worked online softmax, judged by tutor.tiled_check (issue 13)
+            from .tiled_check import read_tiled
+
+            tiled_given = read_tiled(r, value, ex)
             continue
         if key in LAYER_STEPS:
             take((key,), key, None, value)
@@ -378,13 +385,13 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
                     else:
                         r.add(p + (key,), _unknown(key), _suggest(key, list(HEAD_STEPS)), key=True)
 
-    if not found and not r.problems:
+    if not found and not r.problems and "tiled" not in data:
         r.add((), t("solution.no_steps"), t("solution.empty.hint"))
     if r.problems:
         raise ExerciseError(r.problems)
     steps = tuple(found[k] for k in keys(ex, backward=True) if k in found)  # the backward steps too (issue 13)
     return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""),
-                        tuple(doc.warnings))
+                        tuple(doc.warnings), tiled=tiled_given)
 
 
 def _field(path: YPath) -> str:
