@@ -14,6 +14,7 @@ gradients.  Pure: no I/O.  Shape comments on every line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from tutor.errors import ShapeError
 
+from . import _common
 from ._common import _shape_text
 from .functional import _prepare, _softmax_inplace
 
@@ -73,19 +75,38 @@ def scaled_dot_product_attention_backward(
     if dO.shape != q.shape[:-1] + v.shape[-1:]:
         raise ShapeError(f"grad_output {_shape_text(dO.shape)} must have the output's shape "
                          f"{_shape_text(q.shape[:-1] + v.shape[-1:])}")
-    S = q @ np.swapaxes(k, -1, -2)  # [..., L, E]·[..., E, S] -> [..., L, S]
-    S *= a.scale  # [..., L, S]
-    if a.bias is not None:
-        S += a.bias  # [..., L, S]
-    if a.allowed is not None:
-        S[..., ~np.broadcast_to(a.allowed, S.shape)] = -np.inf  # [..., L, S]; blocked keys
-    P = _softmax_inplace(S)  # [..., L, S], in place; zero rows where every key is blocked
-    dV = np.swapaxes(P, -1, -2) @ dO  # [..., S, L]·[..., L, Ev] -> [..., S, Ev]
-    dP = dO @ np.swapaxes(v, -1, -2)  # [..., L, Ev]·[..., Ev, S] -> [..., L, S]
-    dS = softmax_backward(P, dP)  # [..., L, S]
-    dS *= a.scale  # [..., L, S]; the scale of both products, applied once
-    dQ = dS @ k  # [..., L, S]·[..., S, E] -> [..., L, E]
-    dK = np.swapaxes(dS, -1, -2) @ q  # [..., S, L]·[..., L, E] -> [..., S, E]
+    batch, (L, E), (S_, Ev) = q.shape[:-2], q.shape[-2:], v.shape[-2:]
+    N = math.prod(batch)
+    qf, kf, vf, gf = (np.ascontiguousarray(x).reshape((N,) + x.shape[-2:]) for x in (q, k, v, dO))  # [N, ·, ·]
+    ok = None if a.allowed is None else np.broadcast_to(a.allowed, batch + (L, S_)).reshape(N, L, S_)  # [N, L, S]
+    bias = None if a.bias is None else np.broadcast_to(a.bias, batch + (L, S_)).reshape(N, L, S_)  # [N, L, S]
+    dq, dk, dv = np.empty_like(qf), np.empty_like(kf), np.empty_like(vf)  # [N, L, E], [N, S, E], [N, S, Ev]
+    scale = q.dtype.type(a.scale)
+    # products get contiguous operands: a transposed [L, S] view makes NumPy's matmul copy or leave BLAS (2x
+    # slower, measured); only the small [S, E]-sized operands are transposed, never an [L, S] one
+
+    def work(i: int, j: int) -> None:
+        P = (qf[i:j] * scale) @ np.ascontiguousarray(kf[i:j].swapaxes(-1, -2))  # [n, L, E]·[n, E, S] -> [n, L, S]
+        if bias is not None:
+            P += bias[i:j]  # [n, L, S]
+        if ok is not None:
+            np.copyto(P, -np.inf, where=~ok[i:j])  # [n, L, S]; blocked keys
+        _softmax_inplace(P)  # [n, L, S] weights; zero rows where every key is blocked
+        g = gf[i:j]  # [n, L, Ev]
+        dv[i:j] = (np.ascontiguousarray(g.swapaxes(-1, -2)) @ P).swapaxes(-1, -2)  # Pᵀ·dO = (dOᵀ·P)ᵀ: [n, S, Ev]
+        dS = g @ np.ascontiguousarray(vf[i:j].swapaxes(-1, -2))  # dP: [n, L, Ev]·[n, Ev, S] -> [n, L, S]
+        D = np.einsum("...ij,...ij->...i", dS, P)[..., None]  # rowsum(dP ∘ P): [n, L, 1]
+        dS -= D  # [n, L, S], in place: dP − D
+        dS *= P  # [n, L, S]: P ∘ (dP − D), as softmax_backward, in place
+        dS *= scale  # [n, L, S]: the scale of both products, applied once
+        np.matmul(dS, kf[i:j], out=dq[i:j])  # [n, L, S]·[n, S, E] -> [n, L, E]
+        dk[i:j] = (np.ascontiguousarray(qf[i:j].swapaxes(-1, -2)) @ dS).swapaxes(-1, -2)  # dSᵀ·Q = (Qᵀ·dS)ᵀ: [n, S, E]
+
+    if N * L * S_ >= _common._PARALLEL_MIN_SCORES:
+        _common._in_parallel(N, work, chunk=max(1, N // (4 * _common._workers())))
+    else:
+        work(0, N)
+    dQ, dK, dV = dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
     return dQ, dK, dV
 
 
