@@ -122,22 +122,22 @@ def test_explain_tiled_refuses_a_block_size_of_zero(cli):
 
 def _walk(scores, V, B, *, rescale_acc=True, rescale_l=True, inverted=False, per_block=False):
     """The online softmax written out in the test, with a learner's mistakes as switches."""
-    m, l, acc, blocks = -math.inf, 0.0, [0.0] * len(V[0]), []
+    m, lsum, acc, blocks = -math.inf, 0.0, [0.0] * len(V[0]), []
     for start in range(0, len(scores), B):
         keys = range(start, min(start + B, len(scores)))
         new = max([m] + [scores[j] for j in keys])
         alpha = math.exp(new - m if inverted else m - new) if m != -math.inf else 0.0
         p = {j: math.exp(scores[j] - new) for j in keys}
-        l = (alpha if rescale_l else 1) * l + sum(p.values())
+        lsum = (alpha if rescale_l else 1) * lsum + sum(p.values())
         acc = [(alpha if rescale_acc else 1) * a + sum(p[j] * V[j][c] for j in keys) for c, a in enumerate(acc)]
         if per_block:
-            acc = [a / l for a in acc]
-        block = {"m": new, "l": l, "acc": acc}
+            acc = [a / lsum for a in acc]
+        block = {"m": new, "l": lsum, "acc": acc}
         if start:
             block["alpha"] = alpha
         blocks.append(block)
         m = new
-    return blocks, (acc if per_block else [a / l for a in acc])
+    return blocks, (acc if per_block else [a / lsum for a in acc])
 
 
 def _file(blocks, o) -> str:

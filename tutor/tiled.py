@@ -29,7 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .exactnum import NEG_INF, Exact, Rat, SoftmaxRow, _exp_text, sum_text, surd
 
@@ -104,7 +104,7 @@ class Block:
     scores: tuple[Exact, ...]
     m: Exact
     alpha: Exact | None  # None for the first block
-    l: Exact
+    l: Exact  # noqa: E741 -- the paper's and the contract's name of the running sum
     acc: tuple[Exact, ...]
 
 
@@ -141,7 +141,7 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
     den, t = row.den, row.t
     d_v = len(V[0])
     m: int | None = None  # numerator of the running max; None = -inf
-    l: dict[int, Fraction] = {}  # exponent numerator relative to m -> coefficient
+    lsum: dict[int, Fraction] = {}  # l: exponent numerator relative to m -> coefficient
     acc: list[dict[int, Fraction]] = [{} for _ in range(d_v)]
     blocks = []
     for b, keys in enumerate(blocks_of(len(row.nums), block_size)):
@@ -154,32 +154,33 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
             alpha = Rat(Fraction(0)) if m is None else exp_sum({m - new: Fraction(1)}, den, t)  # type: ignore[operator]
         if m is not None and new != m:  # rescale: every exponent moves by m_old − m_new
             shift = m - new  # type: ignore[operator]
-            l = {d + shift: c for d, c in l.items()}
+            lsum = {d + shift: c for d, c in lsum.items()}
             acc = [{d + shift: c for d, c in a.items()} for a in acc]
         m = new
         for j in live:
             d = row.nums[j] - m  # type: ignore[operator]
-            l[d] = l.get(d, Fraction(0)) + 1
+            lsum[d] = lsum.get(d, Fraction(0)) + 1
             for c in range(d_v):
                 acc[c][d] = acc[c].get(d, Fraction(0)) + V[j][c]
         blocks.append(Block(keys, scores, NEG_INF if m is None else surd(Fraction(m, den), t), alpha,
-                            exp_sum(l, den, t), tuple(exp_sum(a, den, t) for a in acc)))
+                            exp_sum(lsum, den, t), tuple(exp_sum(a, den, t) for a in acc)))
     # o = acc / l is the plain softmax row: l·exp(m) = Σ_j exp(s_j) and acc·exp(m) = Σ_j exp(s_j)·V_j, term by term
     z: dict[int, Fraction] = {}
     num: list[dict[int, Fraction]] = [{} for _ in range(d_v)]
     for j in row.live:
         n = row.nums[j]
-        z[n] = z.get(n, Fraction(0)) + 1  # type: ignore[index]
+        assert n is not None
+        z[n] = z.get(n, Fraction(0)) + 1
         for c in range(d_v):
-            num[c][n] = num[c].get(n, Fraction(0)) + V[j][c]  # type: ignore[index]
+            num[c][n] = num[c].get(n, Fraction(0)) + V[j][c]
     mm = m or 0
-    equal = ({d + mm: c for d, c in l.items() if c} == {e: c for e, c in z.items() if c}
+    equal = ({d + mm: c for d, c in lsum.items() if c} == {e: c for e, c in z.items() if c}
              and all({d + mm: c for d, c in a.items() if c} == {e: c for e, c in nm.items() if c}
                      for a, nm in zip(acc, num)))
     if m is None:
         lse, lse_text = -math.inf, "-inf"
     else:
-        l_exact = exp_sum(l, den, t)
+        l_exact = exp_sum(lsum, den, t)
         lse = blocks[-1].m.value() + math.log(l_exact.value())
         lse_text = f"{blocks[-1].m} + log({l_exact})" if not (isinstance(l_exact, Rat) and l_exact.q == 1) else str(blocks[-1].m)
     o = tuple(plain) if plain else tuple(Rat(Fraction(0)) for _ in range(d_v))
@@ -189,23 +190,21 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
 def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledRow]:
     """Every query row's online softmax (of ``head``, 0-based, or of every head), from the exact engine."""
     from .exact import QMat
-    from .steps import solve
-    from .steps.kind import Build
     from .steps.catalogue import KINDS, keys
+    from .steps.kind import Build
 
     bd = Build(ex)
     for key in keys(ex):
         bd.steps[key] = KINDS[key[0]].build(bd, key[1])
     out = []
     for h in range(ex.num_heads) if head is None else [head]:
-        rows = bd.data["weights", h]
+        rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h])
         V = bd.data["v", h]
         assert isinstance(V, QMat)
         Vf = V.fractions()
         plain = bd.steps["head_output", h].exact
-        for i, row in enumerate(rows):  # type: ignore[attr-defined]
+        for i, row in enumerate(rows):
             out.append(online_row(row, Vf, block_size, head=h, index=i, plain=plain[i]))
-    del solve
     return out
 
 
@@ -233,7 +232,7 @@ def online_floats(scores: Sequence[float], V: Sequence[Sequence[float]], block_s
     """The online softmax of one row in float64 under ``variant``: ``{"blocks": [{"keys", "m", "alpha"?, "l",
     "acc"}], "o", "lse"}``; ``scores [L_k]`` (``-inf`` = blocked), ``V [L_k][d_v]``."""
     d_v = len(V[0])
-    m, l, acc = -math.inf, 0.0, [0.0] * d_v
+    m, lsum, acc = -math.inf, 0.0, [0.0] * d_v
     blocks: list[dict[str, object]] = []
     for b, keys in enumerate(blocks_of(len(scores), block_size)):
         new = max([m] + [scores[j] for j in keys])
@@ -242,19 +241,19 @@ def online_floats(scores: Sequence[float], V: Sequence[Sequence[float]], block_s
         else:
             alpha = math.exp((new - m) if variant.alpha_inverted else (m - new)) if m != -math.inf else 0.0
         p = [0.0 if scores[j] == -math.inf else math.exp(scores[j] - new) for j in keys]
-        l = (alpha if variant.rescale_l else 1.0) * l + sum(p)
+        lsum = (alpha if variant.rescale_l else 1.0) * lsum + sum(p)
         acc = [(alpha if variant.rescale_acc else 1.0) * a + sum(pj * V[j][c] for pj, j in zip(p, keys))
                for c, a in enumerate(acc)]
-        if variant.divide_per_block and l:
-            acc = [a / l for a in acc]
+        if variant.divide_per_block and lsum:
+            acc = [a / lsum for a in acc]
         m = new
-        block: dict[str, object] = {"keys": list(keys), "m": m, "l": l, "acc": list(acc)}
+        block: dict[str, object] = {"keys": list(keys), "m": m, "l": lsum, "acc": list(acc)}
         if b:
             block["alpha"] = alpha
         blocks.append(block)
-    if l == 0:
+    if lsum == 0:
         o, lse = [0.0] * d_v, -math.inf
     else:
-        o = list(acc) if variant.divide_per_block else [a / l for a in acc]
-        lse = m + math.log(l)
+        o = list(acc) if variant.divide_per_block else [a / lsum for a in acc]
+        lse = m + math.log(lsum)
     return {"blocks": blocks, "o": o, "lse": lse}

@@ -21,7 +21,6 @@ from ..messages import t
 from ..render.text import asciify
 from .common import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, console, warn, write_document
 
-
 if TYPE_CHECKING:
     from ..solution_file import SolutionFile
 

@@ -75,7 +75,7 @@ def scaled_dot_product_attention_backward(
     if dO.shape != q.shape[:-1] + v.shape[-1:]:
         raise ShapeError(f"grad_output {_shape_text(dO.shape)} must have the output's shape "
                          f"{_shape_text(q.shape[:-1] + v.shape[-1:])}")
-    batch, (L, E), (S_, Ev) = q.shape[:-2], q.shape[-2:], v.shape[-2:]
+    batch, L, S_ = q.shape[:-2], q.shape[-2], v.shape[-2]
     N = math.prod(batch)
     qf, kf, vf, gf = (np.ascontiguousarray(x).reshape((N,) + x.shape[-2:]) for x in (q, k, v, dO))  # [N, ·, ·]
     ok = None if a.allowed is None else np.broadcast_to(a.allowed, batch + (L, S_)).reshape(N, L, S_)  # [N, L, S]

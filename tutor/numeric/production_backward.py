@@ -26,6 +26,7 @@ from . import replay_backward as rb
 if TYPE_CHECKING:  # pragma: no cover
     from tutor.exercise.record import Exercise
 
+    from .backward import LayerGrads
     from .layer import ExerciseRun
     from .replay import Replay
 
@@ -33,7 +34,7 @@ Array = NDArray[np.float64]
 UNIT = float(np.finfo(np.float64).eps) / 2
 
 
-def _grads(ex: Exercise):  # type: ignore[no-untyped-def]
+def _grads(ex: Exercise) -> LayerGrads:
     from .backward import layer_backward
 
     return layer_backward(ex)
@@ -53,33 +54,32 @@ def _rounding(slack: Callable[[Replay, int | None], Array]) -> Callable[[Replay,
     return bound
 
 
-def _row(a: Array) -> Array:
-    return a.reshape(1, -1)
+_IDS = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_q", "d_k", "d_v",
+        "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")
+_LAYER = frozenset({"d_output", "d_concat", "d_w_o", "d_b_o", "d_x", "d_x_kv"})  # not stacked by head
+_BIASES = frozenset({"d_b_o", "d_b_q", "d_b_k", "d_b_v"})  # vectors, read as [1, d]
+_HEAD_COLUMNS = frozenset({"d_head_output"})  # a head's columns of d_concat
 
 
-_READ: dict[str, Callable[[object, Exercise, int | None], Array]] = {
-    "d_output": lambda g, ex, h: g.d_output,  # type: ignore[attr-defined]
-    "d_concat": lambda g, ex, h: g.d_concat,  # type: ignore[attr-defined]
-    "d_w_o": lambda g, ex, h: g.d_w_o,  # type: ignore[attr-defined]
-    "d_b_o": lambda g, ex, h: _row(g.d_b_o),  # type: ignore[attr-defined]
-    "d_head_output": lambda g, ex, h: g.d_concat[:, sum(hd.d_v for hd in ex.heads[:h]):][:, :ex.heads[h or 0].d_v],  # type: ignore[attr-defined]
-    "d_x": lambda g, ex, h: g.d_x,  # type: ignore[attr-defined]
-    "d_x_kv": lambda g, ex, h: g.d_x_kv,  # type: ignore[attr-defined]
-}
-for _id in ("d_weights", "d_scaled", "d_q", "d_k", "d_v", "d_w_q", "d_w_k", "d_w_v"):
-    _READ[_id] = lambda g, ex, h, _id=_id: getattr(g, _id)[h]
-for _id in ("d_b_q", "d_b_k", "d_b_v"):
-    _READ[_id] = lambda g, ex, h, _id=_id: _row(getattr(g, _id)[h])
+def _read(id: str, g: LayerGrads, ex: Exercise, h: int | None) -> Array:
+    """Step ``id`` of head ``h`` off the layer's gradients."""
+    if id in _HEAD_COLUMNS:
+        offset = sum(hd.d_v for hd in ex.heads[:h])
+        return g.d_concat[:, offset:offset + ex.heads[h or 0].d_v]  # [L, d_v]
+    value = np.asarray(getattr(g, id))
+    if id not in _LAYER:
+        value = value[h]  # [H, ...] -> this head's
+    return value.reshape(1, -1) if id in _BIASES else value
 
 
 def _production(id: str) -> Callable[[ExerciseRun, Exercise, int | None], Array]:
     def read(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-        return np.asarray(_READ[id](_grads(ex), ex, head), dtype=np.float64)
+        return np.asarray(_read(id, _grads(ex), ex, head), dtype=np.float64)
 
     return read
 
 
-for _id in _READ:
+for _id in _IDS:
     globals()[f"{_id}_production"] = _production(_id)
     globals()[f"{_id}_rounding"] = _rounding(getattr(rb, f"{_id}_slack"))
 

@@ -19,13 +19,12 @@ from fractions import Fraction
 from typing import cast
 
 from .. import exact_backward as eb
+from ..decimals import fixed
 from ..exact import QMat
-from ..exactnum import Exact, Rat, SoftmaxRow
+from ..exactnum import Exact, SoftmaxRow
 from ..exercise.record import Exercise
-from ..messages import t
 from .kind import Build, Input, StepKind, always, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
-from ..decimals import fixed
 from .worked import dot, factor, total
 
 # --- matrices a worked entry reads -----------------------------------------------------------------

@@ -67,7 +67,7 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
     With ``backward``, the backward pass follows: its layer steps before the
     heads (``d_output`` … ``d_b_o``), each head's, then ``d_x`` (``d_x_kv``).
     """
-    per_head = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
+    per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
     out = per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and k.exists(ex)]
     if backward:
         live = [k for k in BACKWARD if k.exists(ex)]
