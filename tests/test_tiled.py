@@ -183,3 +183,35 @@ def test_a_malformed_tiled_part_is_one_line_and_exit_2(cli, tmp_path):
     path.write_text("exercise: single-head-3x4\ntiled:\n  block_size: 0\n  blocks: [{m: 1}]\n")
     code, out, err = cli("check", str(path))
     assert code == 2 and "block_size" in err and "Traceback" not in err
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize("argv, name", [
+    (("explain", "single-head-3x4", "--tiled", "--block-size", "1"), "explain-tiled-single-head-3x4.txt"),
+    (("explain", "single-head-3x4", "--backward"), "explain-backward-single-head-3x4.txt"),
+])
+def test_what_a_learner_reads_golden(cli, argv, name):
+    """The online softmax and the backward pass of the classic, to the character (width 100, no colour)."""
+    import os
+
+    code, out, err = cli(*argv)
+    assert code == 0 and err == ""
+    golden = GOLDEN / name
+    if os.environ.get("ATTN_TUTOR_UPDATE_GOLDEN") == "1":  # pragma: no cover - regenerating by hand
+        golden.write_text(out)
+    assert out == golden.read_text()
+
+
+def test_tiled_goes_without_the_handout_formats(cli):
+    for extra in (("--format", "markdown"), ("--backward",), ("--blank",)):
+        code, out, err = cli("explain", "single-head-3x4", "--tiled", *extra)
+        assert code == 2 and "--tiled" in err, extra
+
+
+def test_gradient_names_in_latex_nest():
+    from tutor.render.markdown import tex_name
+
+    assert tex_name("d_W_K") == "d_{W_{K}}" and tex_name("d_head_1") == r"d_{\text{head}_{1}}"
+    assert tex_name("W_Q") == "W_{Q}" and tex_name("head_1") == r"\text{head}_{1}"

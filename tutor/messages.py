@@ -1267,6 +1267,7 @@ EN.update({
 
 # --- explain --tiled (issue 13): FlashAttention's online softmax ------------------------------------------------
 EN.update({
+    "tiled.formats": "--tiled shows the online softmax as text or --format json; it goes without --backward, --blank, --export and the markdown and html formats",
     "tiled.title": "Online softmax (FlashAttention-2 forward), keys in blocks of {block}: {title}",
     "tiled.formula.m": "m = max(m_old, max of the block's scores s_j): the running max",
     "tiled.formula.alpha": "alpha = exp(m_old − m): the rescale factor (at most 1)",

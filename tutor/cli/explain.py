@@ -65,6 +65,8 @@ def explain(
     if tiled:  # FlashAttention's online softmax, block by block: its own view (issue 13)
         from .tiled import explain_tiled
 
+        if backward or blank or export is not None or fmt not in (ExplainFormat.rich, ExplainFormat.json):
+            raise typer.BadParameter(t("tiled.formats"), param_hint="--tiled")
         explain_tiled(ex, head=head, block_size=block_size, precision=precision, fmt=fmt.value)
         return
     sol = solve(ex, backward=backward)
