@@ -50,7 +50,7 @@ from .errors import AnswerError, ExerciseError, NotFoundError, Problem
 from .exercise.record import Exercise
 from .exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
-from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, keys
+from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, STEP_IDS, keys
 from .yamlread import Document, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 from .yamlread import Path as YPath
 
@@ -328,7 +328,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
         raise ExerciseError(r.problems)
 
     ex = exercise
-    names = list(HEAD_STEPS) + list(LAYER_STEPS)
+    names = list(STEP_IDS)  # the contract's order: the forward pass, then the backward pass
     found: dict[tuple[str, int | None], GivenStep] = {}
 
     def take(path: YPath, id: str, head: int | None, value: Any) -> None:
@@ -361,7 +361,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
             if ex.num_heads == 1 and "heads" not in data:
                 take((key,), key, 0, value)
         else:
-            r.add((key,), _unknown(key), _suggest(key, names + list(META_FIELDS)), key=True)
+            r.add((key,), _unknown(key), _suggest(key, names + list(META_FIELDS) + ["tiled"]), key=True)
 
     heads = data.get("heads")
     if heads is not None:
