@@ -13,6 +13,7 @@ from tutor.answers.grading import judge
 from tutor.catalog import resolve
 from tutor.steps import solve
 
+from .conftest import EXERCISES
 from .test_backward_torch import torch_grads
 from .test_torch_parity import require_torch
 
@@ -101,7 +102,7 @@ def test_a_negative_irrational_value_is_judged_with_its_sign():
     assert not judge(parse_entry("0.1933"), e).right
 
 
-@pytest.mark.parametrize("name", ["single-head-3x4", "two-head-causal-3x4", "cross-attention-2x3"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXERCISES.glob("*.yaml")))
 def test_explain_backward_runs_and_its_json_holds_every_gradient(cli, name):
     code, out, err = cli("explain", name, "--backward", "--format", "json")
     assert code == 0, err
