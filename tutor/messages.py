@@ -1275,13 +1275,15 @@ EN.update({
     "tiled.formula.acc": "acc = alpha·acc_old + Σ_block exp(s_j − m)·V_j: the accumulator [1×d_v]",
     "tiled.formula.end": "at the end: o = acc / l and lse = m + log(l)",
     "tiled.why": "FlashAttention never holds a query's whole row of weights: it reads K and V one block at a time and keeps only m, l and acc. When a block raises the max, everything summed so far was taken relative to the old max, so l and acc are multiplied by alpha = exp(m_old − m) to be relative to the new one; dividing by l once at the end gives exactly softmax·V, and lse = m + log(l) is log Σ_j exp(s_j), what the backward pass keeps.",
-    "tiled.row": "Query {query}{head}: its scaled scores against L_k = {L_k} keys, in {blocks:blocks}",
+    "tiled.row": "Query {query}{head}: its scaled scores against {L_k:keys} (L_k), in {blocks:blocks}",
     "tiled.row.head": " of head {head}",
     "tiled.block": "block {n} (keys {keys}): scores {scores}",
     "tiled.equal": "o is the plain softmax's row of head_output for {query}, exactly: l·exp(m) is the softmax's denominator and acc·exp(m) its numerator.",
     "tiled.not_equal": "o differs from the plain softmax's row for {query}: a bug in attn-tutor.",
 })
 EN.update({
+    "count.keys.one": "{count} key",
+    "count.keys.other": "{count} keys",
     "count.blocks.one": "{count} block",
     "count.blocks.other": "{count} blocks",
 })
