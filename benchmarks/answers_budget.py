@@ -22,7 +22,16 @@ CPU time is printed beside it, less disturbed by other work on the machine).
 The full-size matrix line (4,096 entries, under 100,000 characters) is
 reported per entry and in total; its total is not an entry's budget.
 
-Run:  .venv/bin/python benchmarks/answers_budget.py [--runs N]   (also part of ``make bench``)
+The random part grades the entries of ``--random`` lines (default 2,000) of
+the fuzz test's typed-answer generator (``tests/test_fuzz.py``,
+:func:`answer_line`: grammar fragments, huge numbers, deep nesting, look-alike
+and control characters, NaN/inf spellings, ragged matrices, very long lines),
+seeds 0 to N-1: a line that is a matrix is graded entry by entry, any other
+line as one entry (most are refused).  Each is timed once; the slowest ten
+are timed again, best of ``--runs``, and the slowest is reported with its
+text.  The fuzz test itself asserts no hang only (a timeout), never a time.
+
+Run:  .venv/bin/python benchmarks/answers_budget.py [--runs N] [--random N]   (also part of ``make bench``)
 """
 
 from __future__ import annotations
@@ -139,9 +148,59 @@ def timed(f: Callable[[], object], runs: int) -> tuple[float, float, object]:
     return best_wall, best_cpu, out
 
 
+def shown(text: str, limit: int = 70) -> str:
+    """``text`` on one line, escaped, cut to ``limit`` characters with its length."""
+    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return out if len(out) <= limit else f"{out[:limit - 3]}... ({len(text)} chars)"
+
+
+def random_entries(count: int) -> list[str]:
+    """The entries of ``count`` lines of the fuzz test's answer generator: a matrix line split into its entries."""
+    import random
+
+    from tests.test_fuzz import answer_line
+
+    entries: list[str] = []
+    for seed in range(count):
+        line = answer_line(random.Random(f"answers-budget-{seed}"))
+        try:
+            entries += [e.text for row in parse_matrix(line) for e in row]
+        except AnswerError:
+            entries.append(line[:MAX_MATRIX_CHARS])  # graded as one entry: refused, at once
+    return entries
+
+
+def random_part(count: int, runs: int, grade: Callable[[str], object]) -> tuple[float, str]:
+    """Grade every entry of ``count`` generated lines; print the distribution and the slowest ten."""
+    entries = random_entries(count)
+    times = []
+    graded = refused = 0
+    for text in entries:
+        wall, _, out = timed(lambda text=text: grade(text), 1)
+        refused += isinstance(out, AnswerError)
+        graded += not isinstance(out, AnswerError)
+        times.append((wall, text))
+    times.sort(reverse=True)
+    slowest = []
+    for _, text in times[:10]:  # timed again, best of runs: one slow run is the machine, not the entry
+        wall, cpu, out = timed(lambda text=text: grade(text), runs)
+        slowest.append((wall, cpu, text, out))
+    slowest.sort(key=lambda row: row[0], reverse=True)
+    walls = sorted(w for w, _ in times)
+    print(f"\nrandom part: {count} lines of tests/test_fuzz.py's answer_line -> {len(entries)} entries "
+          f"({graded} graded, {refused} refused); wall ms per entry: median {walls[len(walls) // 2] * 1000:.3f}, "
+          f"99th percentile {walls[int(len(walls) * 0.99)] * 1000:.2f}, max {walls[-1] * 1000:.2f} (one run each)")
+    print(f"{'slowest ten, best of ' + str(runs):42} {'chars':>5} {'wall ms':>8} {'cpu ms':>7} {'/budget':>7}  entry")
+    for wall, cpu, text, out in slowest:
+        outcome = "refused" if isinstance(out, AnswerError) else "graded"
+        print(f"{outcome:42} {len(text):5d} {wall * 1000:8.2f} {cpu * 1000:7.2f} {wall / BUDGET:7.3f}  {shown(text)}")
+    return slowest[0][0], "random: " + shown(slowest[0][2], 40)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--random", type=int, default=2000, help="lines of the fuzz generator to grade (0: none)")
     args = ap.parse_args()
     true = solve(resolve("single-head-3x4")).step("weights", 0).exact[0][0]  # 1/(1 + 2*exp(sqrt(2)))
     parse_entry("1")  # warm: mpmath's import
@@ -173,6 +232,9 @@ def main() -> int:
     n = 64 * 64
     print(f"\nfull-size matrix line: {n} entries, {len(line)} chars: {wall * 1000:.0f} ms in all, "
           f"{wall / n * 1e6:.0f} µs per entry (cpu {cpu * 1000:.0f} ms)")
+
+    if args.random:
+        rows.append(random_part(args.random, args.runs, grade))
 
     worst, name = max(rows)
     verdict = "PASS" if worst < BUDGET else "MISS"

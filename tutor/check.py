@@ -41,7 +41,7 @@ from .exercise.record import Exercise
 from .messages import plural, t
 from .plausibility import Finding, cell_name, cells_text, findings, label
 from .solution_file import GivenStep, SolutionFile
-from .steps import Key, Solution, keys, replay, upstream
+from .steps import Key, Solution, keys, replay, torch_empty_row, upstream
 
 Array = np.ndarray
 
@@ -220,7 +220,8 @@ def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
         labels = sol.step(g.id, g.head).row_labels
         rows = sorted({i for i, _ in in_empty})
         out.append(Diagnosis("nan_empty_row", plural("check.nan.empty_row", len(rows), step=name,
-                                                     rows=", ".join(labels[i] for i in rows)), tuple(in_empty)))
+                                                     rows=", ".join(labels[i] for i in rows), torch=torch_empty_row()),
+                             tuple(in_empty)))
     if other:
         out.append(Diagnosis("nan", t("check.nan.elsewhere", step=name, cells=cells_text(sol, g, other)),
                              tuple(other)))

@@ -130,6 +130,7 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, co
     is saved if it can be, else ``report`` gets the sentence saying how many
     answers are lost, and the error goes on.
     """
+    from .invisible import notes
     from .quiz import select, start
     from .render.quiz import QuizRenderer
     from .store import Recorder
@@ -137,6 +138,7 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, co
     sol = plan.sol
     total = len(select(sol, plan.steps, plan.head)) - plan.begin_at
     renderer = QuizRenderer(console)
+    renderer.notes = notes(sol)  # said after a right answer at a step whose check cannot catch a core mistake
     with ctrl_c_interrupts():
         renderer.intro(sol.exercise, total, settings, plan.opening)
         state, effects = start(sol, settings, steps=plan.steps, head=plan.head, begin_at=plan.begin_at,

@@ -160,7 +160,7 @@ def _describe_node(node: yaml.Node) -> str:
     if isinstance(node, yaml.MappingNode):
         return t("found.mapping")
     if isinstance(node, yaml.SequenceNode):
-        return t("found.list")
+        return t("found.list") if node.value else t("found.empty_list")
     return describe(node.value)
 
 
@@ -243,7 +243,7 @@ def describe(value: Any) -> str:
             return t("found.text.codepoints", value=shown(value), names=names)
         return t("found.text", value=value if len(value) <= MAX_SHOWN else value[: MAX_SHOWN - 3] + "...")
     if isinstance(value, (list, tuple)):
-        return t("found.list")
+        return t("found.list") if value else t("found.empty_list")  # "expected a row, found a list" read as a contradiction
     if isinstance(value, dict):
         return t("found.mapping")
     return t("found.text", value=str(value))

@@ -22,7 +22,7 @@ expression on request, from Python ints).  ::
              | ("sqrt" | "exp") "(" expr ")"
              | "√" atom                              (√2, √(2), √√16)
     number  := digits ["." digits] [exponent] | "." digits [exponent]
-    exponent:= ("e" | "E") ["+" | "-"] digits
+    exponent:= ("e" | "E") ["+" | "-" | "−"] digits
 
 As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
 A number or a closing parenthesis directly before ``√``, ``sqrt``, ``exp`` or ``(`` multiplies
@@ -121,7 +121,8 @@ class _Tok(NamedTuple):
     col: int  # 1-based column in the original text
 
 
-_NUMBER = re.compile(r"(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?|\.(?P<frac2>[0-9]+)(?:[eE](?P<exp2>[+-]?[0-9]+))?")
+# An exponent's sign may be the typographic minus too (1.5e−3, as pasted), as everywhere a number is read.
+_NUMBER = re.compile(r"(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+\-−]?[0-9]+))?|\.(?P<frac2>[0-9]+)(?:[eE](?P<exp2>[+\-−]?[0-9]+))?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = {
     "+": "+", "-": "-", "−": "-", "*": "*", "×": "*", "·": "*", "⋅": "*",
@@ -159,6 +160,8 @@ def _tokenize(text: str) -> list[_Tok]:
         elif c in _OPS:
             toks.append(_Tok("op", c, _OPS[c], i + 1))
             i += 1
+        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.session._prepare)
+            refuse("answer.undecodable", column=i + 1)
         else:
             refuse("answer.unexpected_char", char=printable(c), column=i + 1, text=printable(text))
     toks.append(_Tok("end", "", "", n + 1))
@@ -324,11 +327,11 @@ class _Parser:
         exp_text = m["exp"] if m["int"] is not None else m["exp2"]
         if len(whole) + len(frac) > MAX_DIGITS:
             self.fail("answer.number_too_long", t, limit=MAX_DIGITS)
-        if exp_text is not None and (len(exp_text.lstrip("+-")) > 6 or abs(int(exp_text)) > MAX_DECIMAL_EXPONENT):
+        if exp_text is not None and (len(exp_text.lstrip("+-−")) > 6 or abs(_exponent(exp_text)) > MAX_DECIMAL_EXPONENT):
             self.fail("answer.decimal_exponent", t, limit=MAX_DECIMAL_EXPONENT)
         if "." in t.text or exp_text is not None:
             self.inexact = True
-        exponent = int(exp_text) if exp_text is not None else 0
+        exponent = _exponent(exp_text) if exp_text is not None else 0
         shift = exponent - len(frac)  # value = digits · 10^shift
         digits = int(whole + frac)
         return self.op(t, V.rational, Fraction(digits * 10 ** max(shift, 0), 10 ** max(-shift, 0)))
@@ -347,10 +350,15 @@ class _Parser:
         return self.op(t, V.power, base, x)
 
 
+def _exponent(text: str) -> int:
+    """A decimal exponent's digits and sign (``-``, ``+`` or the typographic ``−``) as an int."""
+    return int(text.replace("−", "-"))
+
+
 def _places(m: re.Match[str]) -> int:
     frac = (m["frac"] if m["int"] is not None else m["frac2"]) or ""
     exp_text = m["exp"] if m["int"] is not None else m["exp2"]
-    return len(frac) - (int(exp_text) if exp_text is not None else 0)
+    return len(frac) - (_exponent(exp_text) if exp_text is not None else 0)
 
 
 

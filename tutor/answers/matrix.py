@@ -86,14 +86,12 @@ def matrix_from_value(value: object) -> Matrix:
     """
     if not isinstance(value, (list, tuple)):
         refuse("matrix.not_list", found=_describe(value))
+    if sum(len(row) for row in value if isinstance(row, (list, tuple))) > MAX_ENTRIES:  # before any entry is read
+        refuse("matrix.too_many", limit=MAX_ENTRIES)
     rows: list[tuple[Entry, ...]] = []
-    count = 0
     for r, row in enumerate(value, start=1):
         if not isinstance(row, (list, tuple)):
             refuse("matrix.row_not_list", row=r, found=_describe(row))
-        count += len(row)
-        if count > MAX_ENTRIES:
-            refuse("matrix.too_many", limit=MAX_ENTRIES)
         entries = []
         for c, v in enumerate(row, start=1):
             try:
@@ -254,14 +252,12 @@ def _parse_rows(text: str, *, one_row: bool) -> Matrix:
     row_texts = _row_texts(text)
     if one_row and len(row_texts) != 1:
         refuse("matrix.one_row", found=len(row_texts))
+    split = [split_entries(row_text) for row_text in row_texts]
+    if sum(len(texts) for texts in split) > MAX_ENTRIES:  # counted before any entry is parsed: refused at once
+        refuse("matrix.too_many", limit=MAX_ENTRIES)
     rows: list[tuple[Entry, ...]] = []
-    count = 0
-    for r, row_text in enumerate(row_texts, start=1):
+    for r, texts in enumerate(split, start=1):
         entries = []
-        texts = split_entries(row_text)
-        count += len(texts)
-        if count > MAX_ENTRIES:
-            refuse("matrix.too_many", limit=MAX_ENTRIES)
         for c, entry_text in enumerate(texts, start=1):
             if not entry_text:
                 refuse("matrix.row_empty_entry" if one_row else "matrix.empty_entry", row=r, entry=c)

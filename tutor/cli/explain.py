@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
 ForceOpt = Annotated[bool, typer.Option("--force", help=t("cli.opt.force_export"))]
+BriefOpt = Annotated[bool, typer.Option("--brief", help=t("cli.opt.brief"))]
 
 
 class ExplainFormat(str, Enum):
@@ -50,8 +51,13 @@ def explain(
     backward: Annotated[bool, typer.Option("--backward", help=t("cli.opt.backward"))] = False,
     tiled: Annotated[bool, typer.Option("--tiled", help=t("cli.opt.tiled"))] = False,
     block_size: Annotated[int, typer.Option("--block-size", help=t("cli.opt.block_size"), min=1, max=16)] = 2,
+    brief: BriefOpt = False,
 ) -> None:
-    """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it."""
+    """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it.
+
+    A hand-sized exercise (:func:`tutor.steps.hand_sized`) shows the
+    arithmetic of every step unless ``--brief``.
+    """
     from ..catalog import resolve
     from ..steps import solve
 
@@ -74,7 +80,7 @@ def explain(
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
-        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export)
+        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export, brief=brief)
     elif fmt is ExplainFormat.json:
         from ..render.json import dumps
 
@@ -82,7 +88,7 @@ def explain(
     else:
         from ..render.rich import render
 
-        render(sol, console(), head=head, precision=precision)
+        render(sol, console(), head=head, precision=precision, brief=brief)
 
 
 def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:
@@ -114,7 +120,8 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
         raise TutorError(t("new.exists", path=export))
 
 
-def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None) -> None:
+def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None,
+            brief: bool = False) -> None:
     """Print or export ``sol`` as a handout: ``fmt`` is ``rich``, ``markdown``, ``html`` (or ``json``, not blank).
 
     With ``export`` (checked by :func:`check_export`) the kind of file follows
@@ -124,7 +131,7 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     if export is not None:
         from ..authoring import export_handout
 
-        export_handout(sol, export, head=head, precision=precision, blank=blank)
+        export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief)
         warn(t("handout.wrote", path=export))
         return
     if fmt == "json":
@@ -132,15 +139,15 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     if fmt == "markdown":
         from ..render.markdown import render_markdown
 
-        write_document(render_markdown(sol, head=head, precision=precision, blank=blank))
+        write_document(render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief))
     elif fmt == "html":
         from ..render.html import export_html
 
-        write_document(export_html(sol, head=head, precision=precision, blank=blank))
+        write_document(export_html(sol, head=head, precision=precision, blank=blank, brief=brief))
     else:
         from ..render.html import renderer
 
-        renderer(console(), precision, blank).solution(sol, head)
+        renderer(console(), precision, blank, brief=brief).solution(sol, head)
 
 
 def list_(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 from collections.abc import Callable
 from typing import TextIO
 
@@ -28,7 +29,14 @@ def _transliterate(err: UnicodeError) -> tuple[str, int]:
         raise err
     from ..render.text import asciify
 
+    root = _ROOT_OF.match(err.object, err.start)  # √d_model -> sqrt(d_model), as asciify writes it
+    if root is not None:
+        times = "*" if err.start and err.object[err.start - 1].isdigit() else ""  # 2√2 -> 2*sqrt(2)
+        return f"{times}sqrt({root.group(1)})", root.end()
     return asciify(err.object[err.start:err.end]), err.end
+
+
+_ROOT_OF = re.compile(r"√([A-Za-z0-9_]+)")
 
 
 codecs.register_error("attn-tutor-ascii", _transliterate)

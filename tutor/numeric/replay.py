@@ -62,6 +62,23 @@ class Variant:
     ``w_o_transposed``: the output projection uses W_Oᵀ (nn.Linear's ``x @
     weight.T`` with the weight read as [d_out, d_in]; square W_O only).
     ``drop``: biases left out (``b_q``, ``b_k``, ``b_v``, ``b_o``).
+
+    Issue 10 (mistakes from published tutorials and notebooks):
+    ``divisor``: the scores divided by this number instead of ``√d_k``
+    (a wrong constant, ``√L``, ``num_heads`` ...; overrides ``scale``).
+    ``mask="added"``: a boolean keep-mask added to the scores as numbers
+    (``scaled + 1`` where the query may attend, ``scaled + 0`` where not:
+    what a bool mask cast to float does as SDPA's float ``attn_mask``).
+    ``average_heads``: every head's weights replaced by their average over
+    the heads (what ``nn.MultiheadAttention`` returns by default,
+    ``average_attn_weights=True``), and used as such.
+    ``split_reshape``: the heads split by reshaping ``[L, H·d_k]`` straight
+    to ``[H, L, d_k]``, without the transpose (``q.view(B, H, L, d_k)``
+    instead of ``q.view(B, L, H, d_k).transpose(1, 2)``): tokens and heads
+    mixed.  ``merge_reshape``: the inverse when merging, ``[H, L, d_v]``
+    reshaped straight to ``[L, H·d_v]`` (concat rows mixed).
+    ``truncate``: ``round_scaled``/``round_weights`` cut the decimals off
+    instead of rounding them.
     """
 
     scale: str = "sqrt_dk"
@@ -77,6 +94,11 @@ class Variant:
     heads_reversed: bool = False
     w_o_transposed: bool = False
     drop: frozenset[str] = field(default_factory=frozenset)
+    divisor: float | None = None
+    average_heads: bool = False
+    split_reshape: bool = False
+    merge_reshape: bool = False
+    truncate: bool = False
     # the backward pass (issue 13): the softmax's gradient "jacobian" (right) or "elementwise" (no −rowsum);
     # grad_scale False = d_Q, d_K without 1/√d_k; d_k_transposed False = d_K from d_scaled·Q;
     # masked_grad "leak" = a blocked d_scaled entry left as d_weights − rowsum; bias_grad "mean" = rows averaged
@@ -136,7 +158,11 @@ class Replay:
         knob = _ROUNDED.get(id)
         if value is None or knob is None or getattr(self.variant, knob) is None:
             return value
-        return np.round(value, getattr(self.variant, knob))
+        places = getattr(self.variant, knob)
+        if self.variant.truncate:  # the decimals cut off: 0.4458 -> 0.44
+            with np.errstate(invalid="ignore"):
+                return np.where(np.isinf(value), value, np.trunc(value * 10.0**places) / 10.0**places)
+        return np.round(value, places)
 
     def delta(self, id: str, head: int | None) -> Array:
         """The slack of step ``(id, head)`` (zeros when the walk carries none)."""
@@ -157,11 +183,25 @@ def _mul_slack(A: Array, dA: Array, B: Array, dB: Array) -> Array:
 
 
 def project(r: Replay, id: str, head: int | None) -> Array:
-    """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``."""
-    hd = r.ex.heads[head or 0]
-    w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
+    """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``.
+
+    Under ``split_reshape`` every head is projected at once (``[n, H·d]``,
+    head ``h`` in columns ``h·d:(h+1)·d``) and the result reshaped straight
+    to ``[H, n, d]``: head ``h`` gets rows of the flat buffer, not its columns.
+    """
     x = r.x if id == "q" else r.kv  # [n, d_in]; step id: Q is projected from X, K and V from X_kv
-    return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
+
+    def one(h: int) -> Array:
+        hd = r.ex.heads[h]
+        w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
+        return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
+
+    if not r.variant.split_reshape:
+        return one(head or 0)
+    H = r.ex.num_heads
+    fused = np.hstack([one(h) for h in range(H)])  # [n, H·d]: the heads side by side
+    n, width = fused.shape
+    return fused.reshape(H, n, width // H)[head or 0]  # [H, n, d] without the transpose: tokens and heads mixed
 
 
 def q(r: Replay, head: int | None) -> Array:
@@ -206,6 +246,8 @@ def scores_slack(r: Replay, head: int | None) -> Array:
 
 def _scale_factor(r: Replay, head: int | None) -> float:
     d_k = r.ex.heads[head or 0].d_k
+    if r.variant.divisor is not None:
+        return 1.0 / r.variant.divisor
     return {
         "sqrt_dk": 1 / math.sqrt(d_k), "none": 1.0, "sqrt_dmodel": 1 / math.sqrt(r.ex.d_model),
         "dk": 1 / d_k, "times_dk": float(d_k), "times_sqrt_dk": math.sqrt(d_k),
@@ -248,6 +290,8 @@ def masked(r: Replay, head: int | None) -> Array | None:
         return None
     if r.variant.mask == "none":
         return A
+    if r.variant.mask == "added":  # the booleans added as numbers: +1 where the query may attend, +0 where not
+        return A + keep.astype(np.float64)  # [L, L_k]
     return np.where(keep, A, 0.0 if r.variant.mask == "zero" else -np.inf)  # [L, L_k]
 
 
@@ -287,7 +331,22 @@ def weights(r: Replay, head: int | None) -> Array | None:
     if v.empty_rows == "uniform":
         empty = np.all(np.isneginf(A), axis=-1)  # [L], rows whose every score is blocked
         W = np.where(empty[:, None], 1.0 / W.shape[1], W)  # [L, L_k]
+    if v.average_heads:
+        W = np.mean(_right_weights(r.ex), axis=0)  # [L, L_k]: the mean over the heads, the same for each
     return W
+
+
+def _right_weights(ex: Exercise) -> Array:
+    """Every head's right weights, ``[H, L, L_k]`` (walked here: the step catalogue is above this module)."""
+    r = Replay(ex)
+    out = []
+    for h in range(ex.num_heads):
+        for fn, id in ((q, "q"), (k, "k"), (v, "v"), (scores, "scores"), (scaled, "scaled")):
+            r.values[id, h] = fn(r, h)  # type: ignore[assignment]
+        if ex.has_mask:
+            r.values["masked", h] = masked(r, h)  # type: ignore[assignment]
+        out.append(weights(r, h))
+    return np.stack(out)  # type: ignore[arg-type]
 
 
 def weights_slack(r: Replay, head: int | None) -> Array:
@@ -320,6 +379,10 @@ def concat(r: Replay, head: int | None = None) -> Array | None:
     if any(o is None for o in outs):
         return None
     order = outs[::-1] if r.variant.heads_reversed else outs
+    if r.variant.merge_reshape:  # [H, L, d_v] reshaped straight to [L, H·d_v]: the heads' rows mixed
+        stacked = np.stack(order)  # type: ignore[arg-type]
+        H, L, d_v = stacked.shape
+        return stacked.reshape(L, H * d_v)
     return np.hstack(order)  # type: ignore[arg-type]
 
 

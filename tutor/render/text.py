@@ -6,6 +6,7 @@ import re
 import unicodedata
 
 from ..decimals import pretty as pretty_decimal
+from ..exactnum import notation
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
 
@@ -17,8 +18,6 @@ _ASCII = {
     "∘": "(.)", "∂": "d", "δ": "delta",  # the backward pass: elementwise product, partial derivatives
 }
 _ASCII_RE = re.compile("|".join(sorted(map(re.escape, _ASCII), key=len, reverse=True)))
-_SQRT = re.compile(r"sqrt\((\d+)\)")
-_COEF_SQRT = re.compile(r"(\d)\*sqrt\((\d+)\)")
 
 
 def asciify(text: str) -> str:
@@ -40,10 +39,8 @@ def _ascii_char(ch: str) -> str:
     return ch.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def pretty(exact: str) -> str:
-    """Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)``."""
-    text = _COEF_SQRT.sub(r"\1√\2", exact)
-    return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
+#: Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)`` (:func:`tutor.exactnum.notation`).
+pretty = notation
 
 
 def reflow(text: str) -> str:

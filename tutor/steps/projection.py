@@ -12,7 +12,7 @@ from ..exercise.record import Exercise, Head, Matrix, Vector
 from ..messages import t
 from .kind import Build, StepKind, always, dims, given_matrix
 from .records import Operand, Solution, Step
-from .worked import dot, factor, total
+from .worked import Worked, dot, entry_products, factor, total
 
 
 def _parts(ex: Exercise, id: str, head: int | None) -> tuple[Matrix, str, tuple[str, ...], Matrix, Vector | None]:
@@ -46,6 +46,16 @@ def _kind(id: str) -> StepKind:
         bias_value = f" + {factor(b[j], float(b[j]))}" if b is not None else ""
         return f"{src}[{rl}, :]·W_{sym}[:, {cl}]{bias} = {dot(pairs)}{bias_value} {total(step.exact[i][j], step.value[i][j])}"
 
+    def arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+        x, _, _, w, b = _parts(sol.exercise, id, step.head)
+
+        def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+            pairs = [(factor(x[i][k], float(x[i][k]), places), factor(w[k][j], float(w[k][j]), places))
+                     for k in range(len(w))]
+            return pairs, factor(b[j], float(b[j]), places) if b is not None else ""
+
+        return entry_products(step, pairs_of, places)
+
     def given(sol: Solution, step: Step) -> tuple:
         x, src, rows, w, b = _parts(sol.exercise, id, step.head)
         out = [given_matrix(src, x, rows, dims("d", len(x[0]))),
@@ -60,7 +70,7 @@ def _kind(id: str) -> StepKind:
 
     return StepKind(
         id=id, scope="head", op="·", exists=always, inputs=lambda ex, head: (),
-        build=build, varies=frozenset({"drop"}), work=work, given=given, why=why,
+        build=build, varies=frozenset({"drop", "split_reshape"}), work=work, given=given, why=why, arithmetic=arithmetic,
     )
 
 
