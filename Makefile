@@ -54,6 +54,7 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/answers_budget.py
 	$(PY) benchmarks/exact_limits.py
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/backward.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist

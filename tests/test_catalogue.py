@@ -46,7 +46,10 @@ def test_steps_an_exercise_may_lack_say_why_in_a_solution_file():
 
 
 def test_the_order_is_the_contract_order():
-    assert STEP_IDS == ("q", "k", "v", "scores", "scaled", "masked", "weights", "head_output", "concat", "output")
+    forward = ("q", "k", "v", "scores", "scaled", "masked", "weights", "head_output", "concat", "output")
+    backward = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_v", "d_q", "d_k",
+                "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")  # the contract's v2 section
+    assert STEP_IDS == forward + backward
 
 
 @pytest.mark.parametrize("name", BUNDLED)
@@ -62,6 +65,23 @@ def test_solve_gives_the_steps_of_keys_in_order_and_the_graph_is_closed(name):
     last = keys(ex)[-1]
     assert upstream(ex, last) == set(keys(ex)) - {last}  # the final step depends on every other
     assert downstream(ex, [keys(ex)[0]])[0] == keys(ex)[0]
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_with_the_backward_pass_the_graph_is_closed_and_the_walks_agree(name):
+    ex = resolve(name)
+    sol = solve(ex, backward=True)
+    assert [s.key for s in sol.steps] == keys(ex, backward=True)
+    assert keys(ex, backward=True)[:len(keys(ex))] == keys(ex)  # the forward pass first, unchanged
+    seen: set = set()
+    for key in keys(ex, backward=True):
+        assert exists(ex, key)
+        assert set(inputs(ex, key)) <= seen, key
+        seen.add(key)
+    values = walk(ex, backward=True).values
+    assert set(values) == {s.key for s in sol.steps}
+    for s in sol.steps:
+        np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
 
 
 @pytest.mark.parametrize("name", BUNDLED)

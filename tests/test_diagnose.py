@@ -538,6 +538,8 @@ TESTED = {
     "mask_inverted", "mask_zero", "mask_after_softmax", "no_mask", "padding_rows", "softmax_columns",
     "not_normalised", "rounded_scaled", "rounded_weights", "times_k", "heads_order", "no_b_q", "no_b_k",
     "no_b_v", "no_b_o", "transposed", "w_o_transposed", "no_softmax", "empty_row_uniform", "mask_in_scaled",
+    # the backward pass (issue 13): named by check on solution files torch computes, tests/test_backward_check.py
+    "softmax_grad_elementwise", "grad_no_scale", "d_k_not_transposed", "masked_grad_leak", "bias_grad_mean",
     # issue 10: tested here by hand (practice answers), and by solution files from torch in tests/test_misconceptions.py
     "mask_large_negative", "mask_added", "scale_constant", "heads_averaged", "heads_split_reshape",
     "heads_merge_reshape", "dropout_on", "truncated_scaled", "truncated_weights",

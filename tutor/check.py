@@ -147,7 +147,7 @@ def _carry(sol: Solution, sf: SolutionFile, tolerance: float | None = None) -> d
         missing = np.isnan(lo) & ~nan
         return np.where(nan, np.nan, mid), np.where(nan, 0.0, half), missing
 
-    return replay(sol.exercise, given=given).computed
+    return replay(sol.exercise, given=given, backward=_backward(sol)).computed
 
 
 def _consistent(g: GivenStep, value: Array, slack: Array, tolerance: float | None = None) -> bool:
@@ -274,6 +274,11 @@ def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple
 # --- the audit -------------------------------------------------------------------------------------
 
 
+def _backward(sol: Solution) -> bool:
+    """Whether ``sol`` holds the backward pass (a solution file that gives a gradient)."""
+    return sol.get(("d_output", None)) is not None
+
+
 def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | None = None) -> Report:
     """Judge every step ``sf`` gives against the exact solution of its exercise, by the one
     grading rule (:mod:`tutor.answers.grading`; ``tolerance``: every decimal within ± it).
@@ -282,10 +287,11 @@ def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | N
     Returns a :class:`Report`; raises nothing for a parsed file.
     """
     if sol is None:
-        from .steps import solve
+        from .steps import has_backward, solve
 
-        sol = solve(sf.exercise)
+        sol = solve(sf.exercise, backward=has_backward(g.id for g in sf.steps))
     ex = sol.exercise
+    order = keys(ex, backward=_backward(sol))
     with np.errstate(invalid="ignore", over="ignore"):  # the author's values may hold ±inf: NaN never matches
         carry = _carry(sol, sf, tolerance)
     judged: list[StepCheck] = []
@@ -319,7 +325,7 @@ def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | N
         follows: str | None
         if wrong_ups:
             follows = CARRIED if consistent else INDEPENDENT
-            source = max(wrong_ups, key=keys(ex).index) if consistent else None
+            source = max(wrong_ups, key=order.index) if consistent else None
         else:
             follows, source = (ROUNDING if consistent else None), None
         judged.append(StepCheck(g, expected, wrong, diagnoses, follows, source, exact, notes))
@@ -327,5 +333,5 @@ def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | N
     first = next((s for s in judged if not s.ok), None)
     affected: tuple[Key, ...] = ()
     if first is not None:
-        affected = tuple(k for k in keys(ex) if first.key in upstream(ex, k))
+        affected = tuple(k for k in order if first.key in upstream(ex, k))
     return Report(sf, sol, tuple(judged), tuple(findings(sol, sf)), first, affected)

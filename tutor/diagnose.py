@@ -146,8 +146,8 @@ class Misconception:
         if self.variant is None:
             return True
         turned = self.variant.turned()
-        first = [k for k in keys(ex) if KINDS[k[0]].varies & turned]
-        return key in downstream(ex, first)
+        first = [k for k in keys(ex, backward=True) if KINDS[k[0]].varies & turned]
+        return key in downstream(ex, first, backward=True)
 
     def candidates(self, sol: Solution, step_id: str, head: int | None) -> list[tuple[dict[str, object], Array]]:
         """The values this mistake gives for the step, each with its message fields (``[]`` for a judge)."""
@@ -256,7 +256,7 @@ def right_value(sol: Solution, step_id: str, head: int | None) -> Array:
 
 def recompute(sol: Solution, step_id: str, head: int | None, v: Variant) -> Array | None:
     """The step under variant ``v`` (``None`` when the variant cannot reach it)."""
-    return replay(sol.exercise, v).values.get((step_id, head))
+    return replay(sol.exercise, v, backward=KINDS[step_id].backward).values.get((step_id, head))
 
 
 def _varied(v: Variant, *needs: str) -> Recompute:
@@ -492,6 +492,12 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("heads_order", Variant(heads_reversed=True), "heads"),
     _m("w_o_transposed", Variant(w_o_transposed=True), "square_w_o"),
     _m("no_b_o", Variant(drop=frozenset({"b_o"})), "b_o"),
+    # the backward pass (issue 13)
+    _m("softmax_grad_elementwise", Variant(softmax_grad="elementwise")),
+    _m("grad_no_scale", Variant(grad_scale=False)),
+    _m("d_k_not_transposed", Variant(d_k_transposed=False)),
+    _m("masked_grad_leak", Variant(masked_grad="leak"), "mask"),
+    _m("bias_grad_mean", Variant(bias_grad="mean")),
     _special("transposed", _ALL, _transposed),
     # mistakes from published tutorials, notebooks and issues (issue 10)
     _judged("mask_large_negative", ("masked",), _large_fill),

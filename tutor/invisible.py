@@ -136,8 +136,9 @@ def invisible(sol: Solution, only: Sequence[str] | None = None) -> list[Invisibl
     chain) is not listed there: it is not invisible, it cannot be made.
     """
     ex = sol.exercise
-    order = keys(ex)
-    right = {k: np.array(s.value, dtype=np.float64) for k, s in zip(order, sol.steps)}
+    # the forward steps only: a solution with the backward pass (explain --backward) has its gradients
+    # after them, and no misconception of this catalogue is judged on a gradient here
+    right = {s.key: np.array(s.value, dtype=np.float64) for s in sol.steps if not KINDS[s.id].backward}
     exact = _Exact(ex)
     found: list[Invisible] = []
     for m in MISCONCEPTIONS:

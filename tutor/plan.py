@@ -92,9 +92,9 @@ def head_error(head: int, num_heads: int) -> str:
 def chosen(ex: Exercise, steps: Sequence[str] | None = None, head: int | None = None) -> Plan:
     """The plan for the exercise the learner named.  Raises :class:`TutorError` (exit 2) when
     ``steps`` names a step the exercise does not have."""
-    from .steps import solve
+    from .steps import has_backward, solve
 
-    sol = solve(ex)
+    sol = solve(ex, backward=steps is not None and has_backward(steps))
     if steps is not None:
         have = {s.id for s in sol.steps}
         missing = [s for s in steps if s not in have]

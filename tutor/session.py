@@ -67,7 +67,7 @@ def step_kinds(ex: Exercise) -> set[str]:
     """The step ids an exercise has, without solving it (the catalogue's rules)."""
     from .steps import CATALOGUE
 
-    return {k.id for k in CATALOGUE if k.exists(ex)}
+    return {k.id for k in CATALOGUE if k.exists(ex) and not k.backward}  # the backward pass only when asked for
 
 
 def recommendation(store: Store | None, folders: Sequence[Path] = ()) -> tuple[Stats, Recommendation | None]:

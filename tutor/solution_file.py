@@ -52,7 +52,7 @@ from .exercise.checks import LIMITS
 from .exercise.record import Exercise
 from .exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
-from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, keys
+from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, STEP_IDS, keys
 from .yamlread import Document, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 from .yamlread import Path as YPath
 
@@ -175,6 +175,7 @@ class SolutionFile:
     title: str = ""
     source: str = ""
     warnings: tuple[Problem, ...] = ()
+    tiled: Any = None  # a worked online softmax (:class:`tutor.tiled_check.TiledGiven`), issue 13
 
     def given(self, id: str, head: int | None) -> GivenStep | None:
         for s in self.steps:
@@ -381,7 +382,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
         raise ExerciseError(r.problems)
 
     ex = exercise
-    names = list(HEAD_STEPS) + list(LAYER_STEPS)
+    names = list(STEP_IDS)  # the contract's order: the forward pass, then the backward pass
     found: dict[tuple[str, int | None], GivenStep] = {}
 
     def take(path: YPath, id: str, head: int | None, value: Any) -> None:
@@ -399,8 +400,14 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
             r.add((k,), t("solution.needs_heads", step=k, heads=ex.num_heads), t("solution.needs_heads.hint", step=k), key=True)
     if top_head_steps and "heads" in data:
         r.add(("heads",), t("solution.both_forms"), key=True)
+    tiled_given = None
     for key, value in data.items():
         if key in META_FIELDS:
+            continue
+        if key == "tiled":  # a worked online softmax, judged by tutor.tiled_check (issue 13)
+            from .tiled_check import read_tiled
+
+            tiled_given = read_tiled(r, value, ex)
             continue
         if key in LAYER_STEPS:
             take((key,), key, None, value)
@@ -408,7 +415,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
             if ex.num_heads == 1 and "heads" not in data:
                 take((key,), key, 0, value)
         else:
-            r.add((key,), _unknown(key), _suggest(key, names, META_FIELDS), key=True)
+            r.add((key,), _unknown(key), _suggest(key, names, (*META_FIELDS, "tiled")), key=True)
 
     heads = data.get("heads")
     if heads is not None:
@@ -432,13 +439,13 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
                     else:
                         r.add(p + (key,), _unknown(key), _suggest(key, list(HEAD_STEPS)), key=True)
 
-    if not found and not r.problems:
+    if not found and not r.problems and "tiled" not in data:
         r.add((), t("solution.no_steps"), t("solution.empty.hint"))
     if r.problems:
         raise ExerciseError(r.problems)
-    steps = tuple(found[k] for k in keys(ex) if k in found)
+    steps = tuple(found[k] for k in keys(ex, backward=True) if k in found)  # the backward steps too (issue 13)
     return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""),
-                        tuple(doc.warnings))
+                        tuple(doc.warnings), tiled=tiled_given)
 
 
 def _field(path: YPath) -> str:

@@ -219,8 +219,8 @@ def _rational(true: Exact) -> Fraction:
     if isinstance(true, Rat):
         return true.q
     x = true.precise_value(40)
-    man, exp = x.man_exp  # x = man · 2^exp, exactly
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
+    man, exp = x.man_exp  # |x| = man · 2^exp, exactly: mpmath's man_exp is unsigned
+    return (-1 if x < 0 else 1) * Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
 def _inside(true: Exact, lo: Fraction, hi: Fraction) -> bool:

@@ -12,12 +12,17 @@ code: they are ``file:line:col: warning: ...`` lines on stderr, or the
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..jsontext import document
 from ..messages import t
+from ..render.text import asciify
 from .common import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, console, warn, write_document
+
+if TYPE_CHECKING:
+    from ..solution_file import SolutionFile
 
 
 def check(
@@ -35,7 +40,11 @@ def check(
     from .practice import check_tolerance
 
     check_tolerance(tolerance)
-    report = audit(load_solution(solution, exercise=exercise, folders=exercises or ()), tolerance=tolerance)
+    sf = load_solution(solution, exercise=exercise, folders=exercises or ())
+    if sf.tiled is not None:  # a worked online softmax (issue 13): judged on its own, after any steps
+        _check_tiled(sf, tolerance, fmt)
+        return
+    report = audit(sf, tolerance=tolerance)
     if fmt is Format.json:
         from ..render.check import dumps
 
@@ -48,3 +57,37 @@ def check(
         render(report, console())
     if report.exit_code == EXIT_WRONG:
         raise SolutionWrong()  # exit code 1, the one way to it
+
+
+def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None:
+    """``check`` of a file with a ``tiled:`` part (and maybe steps): both reports; exit 1 when either is wrong."""
+    import json
+
+    from ..check import audit
+    from ..tiled_check import audit_tiled, tiled_json, tiled_lines
+
+    rep = audit_tiled(sf.exercise, sf.tiled, tolerance=tolerance)
+    report = audit(sf, tolerance=tolerance) if sf.steps else None
+    wrong = not rep.ok or (report is not None and report.exit_code == EXIT_WRONG)
+    if fmt is Format.json:
+        from ..render.check import dumps
+
+        doc = json.loads(dumps(report)) if report is not None else {"file": sf.file, "exercise": sf.exercise.id}
+        doc["tiled"] = tiled_json(sf.exercise, rep)
+        doc["verdict"], doc["exit_code"] = ("wrong", EXIT_WRONG) if wrong else ("correct", 0)
+        write_document(document(doc))
+    else:
+        from rich.padding import Padding
+        from rich.text import Text
+
+        from ..render.check import render
+
+        if report is not None:
+            render(report, console())
+        out = console()
+        for line in tiled_lines(sf.exercise, rep):
+            text = line if out.encoding.lower().replace("-", "").startswith("utf") else asciify(line)
+            indent = len(text) - len(text.lstrip(" "))
+            out.print(Padding(Text(text.lstrip(" "), overflow="fold"), (0, 0, 0, indent), expand=False))
+    if wrong:
+        raise SolutionWrong()

@@ -48,6 +48,9 @@ def explain(
     blank: BlankOpt = False,
     export: ExportOpt = None,
     force: ForceOpt = False,
+    backward: Annotated[bool, typer.Option("--backward", help=t("cli.opt.backward"))] = False,
+    tiled: Annotated[bool, typer.Option("--tiled", help=t("cli.opt.tiled"))] = False,
+    block_size: Annotated[int, typer.Option("--block-size", help=t("cli.opt.block_size"), min=1, max=16)] = 2,
     brief: BriefOpt = False,
 ) -> None:
     """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it.
@@ -65,7 +68,14 @@ def explain(
     ex = resolve(exercise, exercises or ())
     check_head(head, ex.num_heads)
     head = head_index(head)  # from here on the 0-based index
-    sol = solve(ex)
+    if tiled:  # FlashAttention's online softmax, block by block: its own view (issue 13)
+        from .tiled import explain_tiled
+
+        if backward or blank or export is not None or fmt not in (ExplainFormat.rich, ExplainFormat.json):
+            raise typer.BadParameter(t("tiled.formats"), param_hint="--tiled")
+        explain_tiled(ex, head=head, block_size=block_size, precision=precision, fmt=fmt.value)
+        return
+    sol = solve(ex, backward=backward)
     from ..verify import verify
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed

@@ -71,6 +71,7 @@ def practice(
     restart: Annotated[bool, typer.Option("--restart", help=t("cli.practice.restart"))] = False,
     due: Annotated[bool, typer.Option("--due", help=t("cli.practice.due"))] = False,
     exercises: ExercisesOpt = None,
+    backward: Annotated[bool, typer.Option("--backward", help=t("cli.practice.backward"))] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help=t("cli.practice.fresh"))] = False,
     seed: Annotated[int | None, typer.Option("--seed", help=t("cli.practice.seed"), min=0, show_default=False)] = None,
 ) -> None:
@@ -100,6 +101,12 @@ def practice(
         ex = None if exercise is None else resolve(exercise, folders)
         if ex is not None:
             check_head(head, ex.num_heads)
+        if backward:  # every backward step of the exercise, the forward pass given (issue 13)
+            if ex is None or chosen is not None or due:
+                raise typer.BadParameter(t("practice.backward.alone"), param_hint="--backward")
+            from ..steps import BACKWARD_IDS, keys
+
+            chosen = [id for id in BACKWARD_IDS if any(k[0] == id for k in keys(ex, backward=True))]
         plan: plans.Plan | str | None
         if due:
             plan = plans.due(store, ex, folders)
@@ -129,14 +136,15 @@ def _fresh(plan: Plan, named: str | None, folders: Sequence[Path], seed: int | N
     from dataclasses import replace
 
     from ..generate import fresh as fresh_numbers
-    from ..steps import solve
+    from ..steps import has_backward, solve
 
     original = plan.sol.exercise
     seed = _random_seed() if seed is None else seed
     ex = fresh_numbers(original, seed)
     like = " ".join(shlex.quote(str(a)) for a in [named or original.id, *(f"--exercises={d}" for d in folders)])
     why = "\n".join(filter(None, [plan.why, t("practice.fresh", id=ex.id, like=like, seed=seed)]))
-    return replace(plan, sol=solve(ex), why=why, record_as=original.id)
+    back = plan.steps is not None and has_backward(plan.steps)  # practice --fresh --backward: the gradients too
+    return replace(plan, sol=solve(ex, backward=back), why=why, record_as=original.id)
 
 
 def _random_seed() -> int:

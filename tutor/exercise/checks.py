@@ -140,7 +140,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
     exercise is built only when every field is valid and nothing is found.
     """
     c = _Checker(doc, set(bad or ()))
-    for name in ("x", "x_kv", "w_q", "w_k", "w_v", "w_o"):
+    for name in ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "upstream"):
         c.ragged((name,), getattr(f, name))
     if isinstance(f.mask, list):
         c.ragged(("mask",), f.mask)
@@ -148,7 +148,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
         for name in ("w_q", "w_k", "w_v"):
             if h is not None:
                 c.ragged(("heads", i, name), getattr(h, name))
-    for name in ("x", "x_kv", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "w_o", "b_o"):
+    for name in ("x", "x_kv", "w_q", "w_k", "w_v", "b_q", "b_k", "b_v", "w_o", "b_o", "upstream"):
         c.denominators((name,), getattr(f, name))
     for i, h in enumerate(f.heads or []):
         for name in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v"):
@@ -424,6 +424,13 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
             return tuple(b[h * n:(h + 1) * n]) if b is not None else None
         heads = [record.Head(_split(f.w_q, h, d_k), _split(f.w_k, h, d_k), _split(f.w_v, h, d_v),
                             bias(f.b_q, h, d_k), bias(f.b_k, h, d_k), bias(f.b_v, h, d_v)) for h in range(H)]
+    # --- the backward pass's upstream gradient (issue 13): [L × d_out]
+    upstream = c.val(("upstream",), f.upstream)
+    if upstream is not None:
+        d_out = _cols(w_o) if w_o is not None else sum(hd.d_v for hd in heads)
+        if (len(upstream), _cols(upstream)) != (L, d_out):
+            c.add(("upstream",), "shape.upstream", found=f"[{len(upstream)} × {_cols(upstream)}]", L=L, d_out=d_out)
+            return c.problems, None
     mask_kind: record.MaskKind = "none"
     mask_m: record.BoolMatrix | None = None
     if f.mask == "causal":
@@ -436,7 +443,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
         tokens=tuple(f.tokens) if f.tokens else None, kv_tokens=tuple(f.kv_tokens) if f.kv_tokens else None,
         heads=tuple(heads), w_o=tuple(map(tuple, w_o)) if w_o is not None else None,
         b_o=tuple(f.b_o) if f.b_o is not None else None, mask_kind=mask_kind, mask=mask_m,
-        key_padding=_real_keys(f),
+        key_padding=_real_keys(f), upstream=tuple(map(tuple, upstream)) if upstream is not None else None,
         fused=f.num_heads is not None and f.heads is None, tags=tuple(f.tags), difficulty=f.difficulty,
         source=doc.filename,
     )

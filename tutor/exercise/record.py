@@ -84,6 +84,7 @@ class Exercise:
     mask_kind: MaskKind = "none"
     mask: BoolMatrix | None = None
     key_padding: tuple[bool, ...] | None = None
+    upstream: Matrix | None = None  # [L, d_out]: ∂L/∂output for the backward pass (None: all ones)
     fused: bool = False
     tags: tuple[str, ...] = ()
     difficulty: int | None = None

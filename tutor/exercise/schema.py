@@ -233,6 +233,7 @@ class ExerciseFile(_Strict):
     mask: MaskField | None = Field(None, description=t("schema.field.mask"))
     key_padding: list[Flag] | None = Field(None, description=t("schema.field.key_padding"))
     key_padding_mask: list[Flag] | None = Field(None, description=t("schema.field.key_padding_mask"))
+    upstream: MatrixField | None = Field(None, description=t("schema.field.upstream"))
     tags: list[Text] = Field(default_factory=list)
     difficulty: Difficulty | None = Field(None, description=t("schema.field.difficulty"))
 

@@ -186,3 +186,7 @@ def output_rounding(r: Replay, head: int | None) -> Array:
     e_c = np.hstack([r.delta("head_output", h) for h in range(H)])
     w_o = _abs(ex.w_o)  # [H·d_v, d_out]
     return e_c @ w_o + gamma(c.shape[1] + 3) * (c @ w_o + _abs(ex.b_o, (w_o.shape[1],)))  # [L, d_out]
+
+
+# --- the backward steps (issue 13): found here by name, like the forward ones ---------------------------
+from .production_backward import *  # noqa: E402, F403, I001

@@ -99,6 +99,14 @@ class Variant:
     split_reshape: bool = False
     merge_reshape: bool = False
     truncate: bool = False
+    # the backward pass (issue 13): the softmax's gradient "jacobian" (right) or "elementwise" (no −rowsum);
+    # grad_scale False = d_Q, d_K without 1/√d_k; d_k_transposed False = d_K from d_scaled·Q;
+    # masked_grad "leak" = a blocked d_scaled entry left as d_weights − rowsum; bias_grad "mean" = rows averaged
+    softmax_grad: str = "jacobian"
+    grad_scale: bool = True
+    d_k_transposed: bool = True
+    masked_grad: str = "zero"
+    bias_grad: str = "sum"
 
     def turned(self) -> frozenset[str]:
         """The names of the knobs this variant sets away from the right answer."""
@@ -406,3 +414,7 @@ def output_slack(r: Replay, head: int | None = None) -> Array:
     src = ("concat", None) if r.ex.num_heads > 1 else ("head_output", 0)
     return r.delta(*src) @ np.abs(floats(r.ex.w_o))  # type: ignore[arg-type]
 
+
+
+# --- the backward steps (issue 13): found here by name, like the forward ones ---------------------------
+from .replay_backward import *  # noqa: E402, F403, I001

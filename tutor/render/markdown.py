@@ -135,8 +135,9 @@ def tex_name(name: str) -> str:
     stem, _, sub = base.partition("_")
     if _WORD.fullmatch(stem):
         stem = r"\text{" + stem + "}"
-    if sub:
-        stem += "_{" + (r"\text{" + sub + "}" if len(sub) > 1 else sub) + "}"
+    if sub:  # a gradient's name nests: d_W_K -> d_{W_{K}}, d_head_1 -> d_{\text{head}_{1}}
+        inner = tex_name(sub) if "_" in sub else r"\text{" + sub + "}" if len(sub) > 1 else sub
+        stem += "_{" + inner + "}"
     return stem + (r"^\top" if top else "")
 
 

@@ -339,6 +339,8 @@ class RichRenderer:
 
     def solution(self, sol: Solution, head: int | None = None) -> None:
         ex = sol.exercise
+        back = [s for s in sol.steps if KINDS[s.id].backward and (head is None or s.head in (None, head))]
+        sol = Solution(ex, tuple(s for s in sol.steps if not KINDS[s.id].backward))  # the forward pass first
         self.notes = self.notes_for(sol)
         self.header(sol)
         heads = range(ex.num_heads) if head is None else [head]
@@ -361,9 +363,19 @@ class RichRenderer:
             for step in sol.layer_steps:
                 number += 1
                 self.step(number, step, ex, sol)
-        self.flow(sol, head)
+        if back:  # explain --backward: the gradients in the order they are computed, output to input
+            self.console.print()
+            self.rule(t("explain.backward"))
+            shown_head: int | None = None
+            for step in back:
+                if ex.num_heads > 1 and step.head != shown_head:  # a rule where the steps change head
+                    shown_head = step.head
+                    self.rule(t("explain.head", head=step.head + 1) if step.head is not None else t("explain.layer"))
+                number += 1
+                self.step(number, step, ex)
+        self.flow(sol, head, back)
 
-    def flow(self, sol: Solution, head: int | None = None) -> None:
+    def flow(self, sol: Solution, head: int | None = None, back: Sequence[Step] = ()) -> None:
         """Every step's shape annotation, for one head (the one shown, else head 0) and the layer."""
         ex = sol.exercise
         self.console.print()
@@ -374,6 +386,9 @@ class RichRenderer:
             self.line(f"  {t('explain.flow.each_head', heads=ex.num_heads)}", "dim")
         for step in sol.layer_steps:
             self.line(f"  {step.annotation()}")
+        for step in back:
+            if step.head in (None, head or 0):
+                self.line(f"  {step.annotation()}")
         self.production(ex)
 
     def production(self, ex: Exercise) -> None:

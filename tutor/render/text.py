@@ -16,6 +16,7 @@ _ASCII = {
     "∞": "inf", "≈": "~", "≤": "<=", "≥": ">=", "≠": "!=", "—": "--", "–": "-", "…": "...",
     "█": "#", "▓": "#", "▒": "+", "░": ".", "•": "*", "✓": "ok", "✗": "x", "‘": "'", "’": "'",
     "“": '"', "”": '"', "╶": "-", "─": "-", "│": "|", "├": "+", "└": "+",
+    "∘": "(.)", "∂": "d", "δ": "delta",  # the backward pass: elementwise product, partial derivatives
 }
 _ASCII_RE = re.compile("|".join(sorted(map(re.escape, _ASCII), key=len, reverse=True)))
 

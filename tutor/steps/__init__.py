@@ -15,6 +15,7 @@ step ids.  ``docs/architecture.md`` says how to add a step.
 
 from .attention import empty_rows, torch_empty_row
 from .catalogue import (
+    BACKWARD_IDS,
     CATALOGUE,
     HEAD_STEPS,
     KINDS,
@@ -23,6 +24,7 @@ from .catalogue import (
     downstream,
     entry_work,
     exists,
+    has_backward,
     inputs,
     keys,
     kind,
@@ -36,6 +38,7 @@ from .records import Key, Operand, Solution, Step
 from .worked import HAND_SIZED, Worked, entry_name, hand_sized
 
 __all__ = [
+    "BACKWARD_IDS",
     "CATALOGUE",
     "HAND_SIZED",
     "HEAD_STEPS",
@@ -54,6 +57,7 @@ __all__ = [
     "entry_name",
     "entry_work",
     "exists",
+    "has_backward",
     "hand_sized",
     "inputs",
     "keys",

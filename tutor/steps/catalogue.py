@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..exercise.record import Exercise
 from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
+from .backward import BACKWARD
 from .kind import Build, StepKind
 from .layer import CONCAT, OUTPUT
 from .projection import K, Q, V
@@ -33,11 +34,13 @@ if TYPE_CHECKING:  # numpy only for the float walk
 
     from ..numeric.replay import Replay, Variant
 
-#: Every step kind, in the contract's order.
-CATALOGUE: tuple[StepKind, ...] = (Q, K, V, SCORES, SCALED, MASKED, WEIGHTS, HEAD_OUTPUT, CONCAT, OUTPUT)
+#: Every step kind, in the contract's order: the forward pass, then the backward pass (:mod:`.backward`).
+FORWARD: tuple[StepKind, ...] = (Q, K, V, SCORES, SCALED, MASKED, WEIGHTS, HEAD_OUTPUT, CONCAT, OUTPUT)
+CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
 #: The step ids, in order; those of one head, those of the layer.
 STEP_IDS: tuple[str, ...] = tuple(KINDS)
+BACKWARD_IDS: tuple[str, ...] = tuple(k.id for k in BACKWARD)
 HEAD_STEPS: tuple[str, ...] = tuple(k.id for k in CATALOGUE if k.scope == "head")
 LAYER_STEPS: tuple[str, ...] = tuple(k.id for k in CATALOGUE if k.scope == "layer")
 
@@ -58,10 +61,25 @@ def exists(ex: Exercise, key: Key) -> bool:
     return head is not None and 0 <= head < ex.num_heads
 
 
-def keys(ex: Exercise) -> list[Key]:
-    """Every step ``ex`` has, in order: each head's steps (head 0 first), then the layer's."""
-    per_head = [(k.id, h) for h in range(ex.num_heads) for k in CATALOGUE if k.scope == "head" and k.exists(ex)]
-    return per_head + [(k.id, None) for k in CATALOGUE if k.scope == "layer" and k.exists(ex)]
+def keys(ex: Exercise, backward: bool = False) -> list[Key]:
+    """Every step ``ex`` has, in order: each head's steps (head 0 first), then the layer's.
+
+    With ``backward``, the backward pass follows: its layer steps before the
+    heads (``d_output`` … ``d_b_o``), each head's, then ``d_x`` (``d_x_kv``).
+    """
+    per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
+    out = per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and k.exists(ex)]
+    if backward:
+        live = [k for k in BACKWARD if k.exists(ex)]
+        out += [(k.id, None) for k in live if k.scope == "layer" and not k.late]
+        out += [(k.id, h) for h in range(ex.num_heads) for k in live if k.scope == "head"]
+        out += [(k.id, None) for k in live if k.scope == "layer" and k.late]
+    return out
+
+
+def has_backward(ids: Iterable[str]) -> bool:
+    """Whether any of the step ids is a backward step (a solution file, a practice ``--steps``)."""
+    return any(KINDS[i].backward for i in ids if i in KINDS)
 
 
 def inputs(ex: Exercise, key: Key) -> tuple[Key, ...]:
@@ -81,11 +99,11 @@ def upstream(ex: Exercise, key: Key) -> set[Key]:
     return out
 
 
-def downstream(ex: Exercise, start: Iterable[Key]) -> list[Key]:
-    """The steps of ``ex`` that are ``start`` or depend on one of them, in order."""
+def downstream(ex: Exercise, start: Iterable[Key], backward: bool = False) -> list[Key]:
+    """The steps of ``ex`` that are ``start`` or depend on one of them, in order (the backward pass's too)."""
     marked = set(start)
     out = []
-    for key in keys(ex):
+    for key in keys(ex, backward):
         if key in marked or any(i in marked for i in inputs(ex, key)):
             marked.add(key)
             out.append(key)
@@ -95,16 +113,17 @@ def downstream(ex: Exercise, start: Iterable[Key]) -> list[Key]:
 # --- the walks ------------------------------------------------------------------------------
 
 
-def solve(ex: Exercise) -> Solution:
+def solve(ex: Exercise, backward: bool = False) -> Solution:
     """Every step of ``ex``, exactly, in order (:func:`keys`).
 
     Shapes: ``q [L, d_k]``, ``k [L_k, d_k]``, ``v [L_k, d_v]``, ``scores``/
     ``scaled``/``masked``/``weights`` ``[L, L_k]``, ``head_output [L, d_v]``,
     ``concat [L, num_heads·d_v]`` (only with more than one head), ``output
-    [L, d_out]`` (only with ``w_o``).  Source of the math: :mod:`tutor.exact`.
+    [L, d_out]`` (only with ``w_o``); with ``backward`` the gradients after them
+    (:mod:`tutor.steps.backward`).  Source of the math: :mod:`tutor.exact`, :mod:`tutor.exact_backward`.
     """
     bd = Build(ex)
-    for key in keys(ex):
+    for key in keys(ex, backward):
         bd.steps[key] = KINDS[key[0]].build(bd, key[1])
     return Solution(ex, tuple(bd.steps.values()))
 
@@ -112,7 +131,8 @@ def solve(ex: Exercise) -> Solution:
 Given = Callable[[Key], "tuple[NDArray, NDArray, NDArray] | None"]
 
 
-def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None = None) -> Replay:
+def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None = None,
+           backward: bool = False) -> Replay:
     """Every step of ``ex`` in float64, as computed under ``variant`` (the right answer by default).
 
     The result's ``values`` maps each key to its ``[rows, cols]`` float64
@@ -133,7 +153,7 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
     from ..numeric.replay import RIGHT, Replay
 
     r = Replay(ex, variant or RIGHT, slack={} if given is not None else None)
-    for key in keys(ex):
+    for key in keys(ex, backward):
         k, head = KINDS[key[0]], key[1]
         with np.errstate(over="ignore", invalid="ignore"):  # a variant's exp of raw scores may overflow: inf never matches
             value = k.floats(r, head)

@@ -124,6 +124,8 @@ class StepKind:
     names_head: bool = False
     axes_note: bool = False
     checks: tuple[str, ...] = ()
+    backward: bool = False  # a step of the backward pass (``explain --backward``; issue 13)
+    late: bool = False  # a backward layer step that comes after the heads' (``d_x``), not before (``d_output``)
 
     def floats(self, r: Replay, head: int | None) -> NDArray | None:
         """The step in float64 under ``r.variant`` (:mod:`tutor.numeric.replay`), ``None`` where it cannot be reached."""

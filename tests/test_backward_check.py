@@ -1,0 +1,112 @@
+"""`check` names the backward pass's mistakes, on solution files whose wrong numbers torch computes here."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tutor.answers import parse_entry
+from tutor.answers.grading import judge
+from tutor.catalog import resolve
+from tutor.steps import solve
+
+from .conftest import EXERCISES
+from .test_backward_torch import torch_grads
+from .test_torch_parity import require_torch
+
+torch = require_torch()
+
+
+def _yaml(m: np.ndarray) -> str:
+    return "[" + ", ".join("[" + ", ".join(f"{x:.6f}" for x in row) + "]" for row in np.atleast_2d(m)) + "]"
+
+
+def _torch_parts(name: str, head: int = 0):
+    """P, dP, Q, K (torch, float64, upstream all ones) of one head, and d_k."""
+    ex = resolve(name)
+    g = torch_grads(ex)
+    sol = solve(ex)
+    P = np.array(sol.step("weights", head).value)
+    Q, K = np.array(sol.step("q", head).value), np.array(sol.step("k", head).value)
+    return ex, g, P, g["d_weights", head], Q, K, ex.heads[head].d_k
+
+
+def _check(cli, tmp_path, exercise: str, body: str) -> dict:
+    path = tmp_path / "solution.yaml"
+    path.write_text(f"exercise: {exercise}\n{body}")
+    code, out, err = cli("check", str(path), "--format", "json")
+    assert code == 1, (out, err)
+    return json.loads(out)
+
+
+def _keys(doc: dict, step: str) -> list[str]:
+    return [d["key"] for s in doc["steps"] if s["id"] == step for d in s["diagnoses"]]
+
+
+def test_softmax_treated_as_elementwise(cli, tmp_path):
+    ex, g, P, dP, Q, K, d_k = _torch_parts("single-head-3x4")
+    doc = _check(cli, tmp_path, "single-head-3x4", f"d_scaled: {_yaml(P * dP)}\n")
+    assert "softmax_grad_elementwise" in _keys(doc, "d_scaled")
+
+
+def test_scale_forgotten_in_d_q_and_d_k(cli, tmp_path):
+    ex, g, P, dP, Q, K, d_k = _torch_parts("single-head-3x4")
+    body = f"d_q: {_yaml(g['d_q', 0] * math.sqrt(d_k))}\nd_k: {_yaml(g['d_k', 0] * math.sqrt(d_k))}\n"
+    doc = _check(cli, tmp_path, "single-head-3x4", body)
+    assert "grad_no_scale" in _keys(doc, "d_q") and "grad_no_scale" in _keys(doc, "d_k")
+
+
+def test_d_k_without_the_transpose(cli, tmp_path):
+    ex, g, P, dP, Q, K, d_k = _torch_parts("single-head-3x4")
+    dS = g["d_scaled", 0]
+    doc = _check(cli, tmp_path, "single-head-3x4", f"d_k: {_yaml(dS @ Q / math.sqrt(d_k))}\n")
+    assert "d_k_not_transposed" in _keys(doc, "d_k")
+
+
+def test_a_masked_entry_of_d_scaled_left_non_zero(cli, tmp_path):
+    ex, g, P, dP, Q, K, d_k = _torch_parts("two-head-causal-3x4")
+    allowed = np.array(ex.allowed())
+    D = (dP * P).sum(axis=1, keepdims=True)
+    wrong = np.where(allowed, g["d_scaled", 0], dP - D)
+    doc = _check(cli, tmp_path, "two-head-causal-3x4", f"heads:\n  - d_scaled: {_yaml(wrong)}\n")
+    assert "masked_grad_leak" in _keys(doc, "d_scaled")
+
+
+def test_the_bias_gradient_averaged_not_summed(cli, tmp_path):
+    ex = resolve("two-head-fused-3x4")
+    g = torch_grads(ex)
+    bias = next(b for b in ("d_b_q", "d_b_k", "d_b_v") if (b, 0) in g)
+    wrong = g[bias, 0] / ex.L
+    doc = _check(cli, tmp_path, "two-head-fused-3x4", f"heads:\n  - {bias}: {_yaml(wrong)}\n")
+    assert "bias_grad_mean" in _keys(doc, bias)
+
+
+def test_the_right_backward_values_pass(cli, tmp_path):
+    ex = resolve("single-head-3x4")
+    g = torch_grads(ex)
+    body = "".join(f"{id}: {_yaml(g[id, 0])}\n" for id in ("d_weights", "d_scaled", "d_v", "d_q", "d_k", "d_w_q"))
+    body += f"d_x: {_yaml(g['d_x', None])}\n"
+    path = tmp_path / "solution.yaml"
+    path.write_text(f"exercise: single-head-3x4\n{body}")
+    code, out, err = cli("check", str(path))
+    assert code == 0, out + err
+
+
+def test_a_negative_irrational_value_is_judged_with_its_sign():
+    # d_scaled[t1, t1] = -0.193273: "-0.1933" holds it, "0.1933" does not
+    e = solve(resolve("single-head-3x4"), backward=True).step("d_scaled", 0).exact[0][0]
+    assert judge(parse_entry("-0.1933"), e).right
+    assert not judge(parse_entry("0.1933"), e).right
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXERCISES.glob("*.yaml")))
+def test_explain_backward_runs_and_its_json_holds_every_gradient(cli, name):
+    code, out, err = cli("explain", name, "--backward", "--format", "json")
+    assert code == 0, err
+    ids = {s["id"] for s in json.loads(out)["steps"]}
+    assert {"d_output", "d_scaled", "d_q", "d_k", "d_v", "d_x"} <= ids
+    code, out, err = cli("explain", name, "--backward", env={"PYTHONIOENCODING": "ascii"})
+    assert code == 0, err

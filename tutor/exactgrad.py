@@ -1,0 +1,257 @@
+"""Exact entries of the backward pass: polynomials of degree at most 2 in each row's softmax.
+
+Every gradient of attention with respect to its inputs, for a rational
+upstream gradient, is a sum over query rows ``i`` (of one or more heads) of
+
+    ``√r · N_i(e) / Z_i²``,   ``Z_i = Σ_j exp(a_ij)``,  ``N_i = Σ c·exp(a_ij + a_ik)``
+
+(``P_ij = exp(a_ij)/Z_i`` are the weights; ``d_scaled_ij = P_ij·(g_ij − Σ_k
+g_ik P_ik)`` is quadratic in them, and every other gradient is linear in the
+weights and in ``d_scaled``), with ``r`` 1 or the square-free part of
+``d_k`` (the factor ``1/√d_k`` of ``d_q`` and ``d_k``), plus a constant.
+:class:`Grad` keeps that structure: one numerator per (row, root), its
+exponents integers over the row's denominator, so that sums are integer
+work and a numerator that ``Z_i`` divides is reduced (``N/Z² = M/Z``, or a
+constant).  Strings are in the answer grammar (``-4*exp(sqrt(2))/(1 +
+2*exp(sqrt(2)))^2``); floats come from the structure with max subtraction;
+:meth:`Grad.precise_value` (mpmath) and :meth:`Grad.to_sympy` as for every
+:class:`tutor.exactnum.Exact`.  Pure: no numpy; sympy and mpmath only on request.
+
+Formulas: the chain rule through ``softmax(Q Kᵀ/√d_k) V`` (Vaswani et al.
+2017, eq. 1); the softmax Jacobian ``∂P_ij/∂S_ik = P_ij(δ_jk − P_ik)``, as in
+FlashAttention-2 (Dao 2023, §2.2 and Algorithm 2, ``dS = P ∘ (dP − D)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from .exactnum import Exact, Rat, SoftmaxRow, _cancels, sum_text, surd
+
+if TYPE_CHECKING:  # lazily imported
+    import mpmath
+    import sympy
+
+Numer = dict[int, Fraction]  # exponent numerator (over row.den, times √row.t) -> coefficient
+_MAX_DIVISION_STEPS = 256
+
+
+def _z2(row: SoftmaxRow) -> Numer:
+    """``Z²`` of a row as a numerator: ``Σ_{j,k} exp(a_j + a_k)``."""
+    out: Numer = {}
+    for e1, g1 in row.groups.items():
+        for e2, g2 in row.groups.items():
+            out[e1 + e2] = out.get(e1 + e2, Fraction(0)) + len(g1) * len(g2)
+    return out
+
+
+def _divide(n: Numer, row: SoftmaxRow) -> Numer | None:
+    """``n / Z`` when ``Z = Σ_j exp(a_j)`` divides ``n`` exactly (a sparse long division), else ``None``."""
+    z = {e: len(g) for e, g in row.groups.items()}
+    if not z or not n:
+        return None if n else {}
+    ztop, zlow = max(z), min(z)
+    lowest = min(n) - zlow
+    rem = dict(n)
+    out: Numer = {}
+    for _ in range(_MAX_DIVISION_STEPS):
+        rem = {e: c for e, c in rem.items() if c}
+        if not rem:
+            return out
+        top = max(rem)
+        shift = top - ztop
+        if shift < lowest:
+            return None
+        c = rem[top] / z[ztop]
+        out[shift] = out.get(shift, Fraction(0)) + c
+        for e, m in z.items():
+            rem[e + shift] = rem.get(e + shift, Fraction(0)) - c * m
+    return None
+
+
+@dataclass(frozen=True)
+class Part:
+    """``√root · Σ_e c_e·exp((e/row.den)·√row.t) / Z^deg`` for one softmax row; ``deg`` 1 or 2."""
+
+    row: SoftmaxRow
+    root: int
+    deg: int
+    numer: tuple[tuple[int, Fraction], ...]  # (exponent numerator, coefficient), ascending
+
+    def shifted_terms(self) -> list[float]:
+        """Each term divided by ``exp(deg·max a)``, as floats (no overflow)."""
+        row = self.row
+        r = math.sqrt(row.t)
+        return [float(c) * math.exp((e - self.deg * row.top) / row.den * r) for e, c in self.numer]
+
+    def value(self) -> float:
+        return math.sqrt(self.root) * math.fsum(self.shifted_terms()) / self.row.z ** self.deg
+
+    def precise_value(self, digits: int) -> mpmath.mpf:
+        import mpmath
+
+        row = self.row
+        with mpmath.workdps(digits):
+            r = mpmath.sqrt(row.t) / row.den
+            z = mpmath.fsum(mpmath.exp((row.nums[j] - row.top) * r) for j in row.live)  # type: ignore[operator]
+            num = mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator * mpmath.exp((e - self.deg * row.top) * r)
+                              for e, c in self.numer)
+            return mpmath.sqrt(self.root) * num / z ** self.deg
+
+    def text(self) -> str:
+        """``-4*exp(sqrt(2))/(1 + 2*exp(sqrt(2)))^2``: numerator and ``Z^deg`` divided by ``exp(deg·min a)``."""
+        row = self.row
+        ref = min(row.groups)
+        _, _, den_text = row._layout(ref)
+        k = math.lcm(*(c.denominator for _, c in self.numer))
+        terms = [row.term(int(c * k), e - self.deg * ref) for e, c in self.numer]
+        num = sum_text(terms)
+        if len(terms) > 1:
+            num = f"({num})"
+        den = f"({den_text})" + ("^2" if self.deg == 2 else "")
+        if k != 1:
+            den = f"({k}*{den})"
+        if self.root != 1:  # the surd goes after the sign: -4*sqrt(2)*exp(…)/…, sqrt(2)*(a + b)/…
+            sign, num = ("-", num[1:]) if num.startswith("-") else ("", num)
+            coef, _, rest = num.partition("*")
+            if coef.isdigit() and rest:  # 2*exp(…) -> 2*sqrt(2)*exp(…)
+                num = f"{sign}{coef}*sqrt({self.root})*{rest}"
+            else:
+                num = f"{sign}sqrt({self.root})" + ("" if num == "1" else f"*{num}")
+        return f"{num}/{den}"
+
+    def to_sympy(self) -> sympy.Expr:
+        import sympy
+
+        row = self.row
+        r = sympy.sqrt(row.t)
+
+        def e(n: int) -> sympy.Expr:
+            return sympy.exp(sympy.Rational(n, row.den) * r)
+
+        z = sympy.Add(*(e(row.nums[j]) for j in row.live))  # type: ignore[arg-type]
+        num = sympy.Add(*(sympy.Rational(c.numerator, c.denominator) * e(n) for n, c in self.numer))
+        return sympy.sqrt(self.root) * num / z ** self.deg
+
+
+@dataclass(frozen=True, slots=True)
+class Grad(Exact):
+    """``Σ parts + Σ_r c_r·√r``: a gradient entry (see the module docstring).  Build with :class:`GradSum`."""
+
+    parts: tuple[Part, ...]
+    consts: tuple[tuple[int, Fraction], ...]  # (root, coefficient)
+
+    def value(self) -> float:
+        terms = [p.value() for p in self.parts] + [float(c) * math.sqrt(r) for r, c in self.consts]
+        v = math.fsum(terms)
+        if _cancels(v, terms) or any(_cancels(sum(p.shifted_terms()), p.shifted_terms()) for p in self.parts):
+            return float(self.precise_value(40))
+        return v
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        with mpmath.workdps(digits):
+            consts = [mpmath.mpf(c.numerator) / c.denominator * mpmath.sqrt(r) for r, c in self.consts]
+            return mpmath.fsum([p.precise_value(digits) for p in self.parts] + consts)
+
+    def __str__(self) -> str:
+        terms = [p.text() for p in self.parts] + [str(surd(c, r)) for r, c in self.consts]
+        return sum_text(terms)
+
+    def to_sympy(self) -> sympy.Expr:
+        import sympy
+
+        consts = [sympy.Rational(c.numerator, c.denominator) * sympy.sqrt(r) for r, c in self.consts]
+        return sympy.Add(*(p.to_sympy() for p in self.parts), *consts)
+
+
+class GradSum:
+    """An exact gradient entry being summed: add weights, ``d_scaled`` entries and constants, then :meth:`done`.
+
+    Terms of one row (and root) are kept over ``Z²`` so that they cancel
+    where they should; :meth:`done` reduces each numerator by ``Z`` where
+    it divides, and returns a :class:`Rat` or :class:`Surd` when the entry
+    is one.
+    """
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[object, ...], tuple[SoftmaxRow, int, Numer]] = {}
+        self.consts: dict[int, Fraction] = {}
+
+    def _numer(self, row: SoftmaxRow, root: int) -> Numer:
+        # rows with the same exponents share Z: one numerator (rows t2, t3 of the classic add up)
+        key = (tuple(sorted(x for x in row.nums if x is not None)), row.den, row.t, root)
+        if key not in self.rows:
+            self.rows[key] = (row, root, {})
+        return self.rows[key][2]
+
+    def add(self, other: GradSum, c: Fraction) -> GradSum:
+        """Add ``c·other`` (a linear combination of entries: ``d_w_q = Xᵀ·d_q`` from the entries of ``d_q``)."""
+        if not c:
+            return self
+        for (row, root, numer) in other.rows.values():
+            n = self._numer(row, root)
+            for e, x in numer.items():
+                n[e] = n.get(e, Fraction(0)) + c * x
+        for root, x in other.consts.items():
+            self.const(c * x, root)
+        return self
+
+    def const(self, c: Fraction, root: int = 1) -> GradSum:
+        if c:
+            self.consts[root] = self.consts.get(root, Fraction(0)) + c
+        return self
+
+    def weight(self, row: SoftmaxRow, j: int, c: Fraction, root: int = 1) -> GradSum:
+        """Add ``c·√root·P_j`` (``P_j = exp(a_j)/Z``, written ``exp(a_j)·Z/Z²``); nothing for a masked key."""
+        if not c or row.nums[j] is None:
+            return self
+        n = self._numer(row, root)
+        a = row.nums[j]
+        for e, g in row.groups.items():
+            n[a + e] = n.get(a + e, Fraction(0)) + c * len(g)  # type: ignore[operator]
+        return self
+
+    def quad(self, row: SoftmaxRow, j: int, k: int, c: Fraction, root: int = 1) -> GradSum:
+        """Add ``c·√root·P_j·P_k``."""
+        if not c or row.nums[j] is None or row.nums[k] is None:
+            return self
+        n = self._numer(row, root)
+        e = row.nums[j] + row.nums[k]  # type: ignore[operator]
+        n[e] = n.get(e, Fraction(0)) + c
+        return self
+
+    def done(self) -> Exact:
+        consts = dict(self.consts)
+        parts = []
+        for row, root, numer in self.rows.values():
+            n: Numer | None = {e: c for e, c in numer.items() if c}
+            deg = 2
+            while n and deg:
+                q = _divide(n, row)
+                if q is None:
+                    break
+                n, deg = q, deg - 1
+            assert n is not None
+            if not n:
+                continue
+            if deg == 0:  # a constant: Σ c·exp(e) with e = 0 only
+                assert set(n) == {0}, n
+                consts[root] = consts.get(root, Fraction(0)) + n[0]
+                continue
+            parts.append(Part(row, root, deg, tuple(sorted(n.items()))))
+        consts = {r: c for r, c in consts.items() if c}
+        if not parts:
+            if not consts:
+                return Rat(Fraction(0))
+            if len(consts) == 1:
+                (r, c), = consts.items()
+                return surd(c, r)
+        return Grad(tuple(parts), tuple(sorted(consts.items())))
+
+
+__all__ = ["Grad", "GradSum", "Part"]
