@@ -46,7 +46,8 @@ def test_steps_an_exercise_may_lack_say_why_in_a_solution_file():
 
 
 def test_the_order_is_the_contract_order():
-    assert STEP_IDS == ("q", "k", "v", "scores", "scaled", "masked", "weights", "head_output", "concat", "output")
+    assert STEP_IDS == ("q", "k_new", "v_new", "k", "v", "scores", "scaled", "biased", "masked", "weights", "head_output",
+                        "concat", "output")
 
 
 @pytest.mark.parametrize("name", BUNDLED)

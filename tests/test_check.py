@@ -262,8 +262,8 @@ def test_unreadable_and_not_yaml(cli, tmp_path):
     ("exercise: single-head-3x4\nq: [[\"__import__('os').system('echo hi')\"]]\n",
      'sol.yaml:2:6: q[0][0]: unexpected character "\'" at column 12 in "__import__(\'os\').system(\'echo hi\')"'),
     ("exercise: single-head-3x4\nsoftmax: [[1]]\n",
-     ("sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are q, k, v, scores, scaled, masked, weights, "
-      "head_output, concat, output, exercise, title, source, heads)")),
+     ("sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are q, k_new, v_new, k, v, scores, scaled, "
+      "biased, masked, weights, head_output, concat, output, exercise, title, source, heads)")),
 ])
 def test_unusable_files(text, message):
     with pytest.raises(ExerciseError) as err:

@@ -69,7 +69,7 @@ def test_help_shows_no_bool_on_flags_and_the_whole_steps_list(cli):
         assert code == 0 and "<bool>" not in out, command
     code, out, _ = cli("practice", "--help", env={"COLUMNS": "80"})
     text = " ".join(out.replace("│", " ").split())
-    assert "q, k, v, scores, scaled, masked, weights, head_output, concat, output." in text
+    assert "q, k_new, v_new, k, v, scores, scaled, biased, masked, weights, head_output, concat, output." in text
     assert "…" not in out
 
 

@@ -152,7 +152,7 @@ def test_key_padding_with_a_cache_counts_every_key():
     text = ("cache:\n  - {k: [[1], [2]], v: [[1], [0]]}\nx: [[1, 1]]\nkey_padding_mask: [false, true]\n"
             "heads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
     assert problems(text) == [(6, 19, "key_padding_mask",
-                               "key_padding_mask has 2 entries but there are L_k = 3 keys (the cached ones and the new ones)")]
+                               "key_padding_mask has 2 entries but L_k = 3 (the cached keys and the new ones)")]
 
 
 def test_bias_mistakes():

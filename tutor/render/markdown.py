@@ -47,12 +47,11 @@ def _mix_sympy(m: Mix) -> sympy.Expr:
     import sympy
 
     row, live = m.row, m.row.live
-    nz = [row.nums[j] for j in live if m.cnums[j]]
+    nz = [row.keys[j] for j in live if m.cnums[j]]
     ref = nz[0] if nz and all(n == nz[0] for n in nz) else row.top
-    root = sympy.sqrt(row.t)
 
     def e(j: int) -> sympy.Expr:
-        return sympy.exp(sympy.Rational(row.nums[j] - ref, row.den) * root)  # type: ignore[operator]
+        return sympy.exp(row.sympy_exponent(j, ref))  # type: ignore[arg-type]
 
     g = math.gcd(m.cden, *(m.cnums[j] for j in live))
     k = m.cden // g

@@ -25,9 +25,14 @@ def _has_mask(ex: Exercise) -> bool:
     return ex.has_mask
 
 
+def _pre_mask(ex: Exercise, head: int | None) -> Key:
+    """What the mask is added to: the biased scores when the exercise has a bias (format v2), else the scaled ones."""
+    return ("biased", head) if ex.has_bias else ("scaled", head)
+
+
 def _score_source(ex: Exercise, head: int | None) -> Key:
-    """What the softmax reads: the masked scores when the exercise has a mask, else the scaled ones."""
-    return ("masked", head) if ex.has_mask else ("scaled", head)
+    """What the softmax reads: the masked scores when the exercise has a mask, else the biased or scaled ones."""
+    return ("masked", head) if ex.has_mask else _pre_mask(ex, head)
 
 
 # --- scores ---------------------------------------------------------------------------------
@@ -98,20 +103,22 @@ SCALED = StepKind(
 
 def _masked(bd: Build, h: int | None) -> Step:
     ex = bd.ex
-    sc = bd.data["scaled", h]
+    src = _pre_mask(ex, h)[0]
+    sc = bd.data[src, h]
     assert isinstance(sc, Scaled)
     live = exact.mask(sc, bd.allowed)  # [L, L_k], None where blocked
     bd.data["masked", h] = live
-    ops = (Operand("scaled", (ex.L, ex.L_k)), Operand("M", (ex.L, ex.L_k)))
-    return Step("masked", h, "masked", "masked = scaled + M,  M_ij = 0 if query i may attend key j, else −∞",
+    ops = (Operand(src, (ex.L, ex.L_k)), Operand("M", (ex.L, ex.L_k)))
+    return Step("masked", h, "masked", f"masked = {src} + M,  M_ij = 0 if query i may attend key j, else −∞",
                 ops, "+", exact.masked_exact(live, sc), ex.query_labels, ex.key_labels)
 
 
 def _masked_work(sol: Solution, step: Step, i: int, j: int) -> str:
     rl, cl = step.row_labels[i], step.col_labels[j]
+    src = _pre_mask(sol.exercise, step.head)[0]
     if math.isinf(step.value[i][j]):
-        return f"scaled[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
-    return f"scaled[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.kept', row=rl, col=cl)})"
+        return f"{src}[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
+    return f"{src}[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.kept', row=rl, col=cl)})"
 
 
 def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
@@ -120,11 +127,15 @@ def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
     assert allowed is not None  # the step exists only with a mask
     m = Input("M", tuple(tuple("0" if a else "-inf" for a in row) for row in allowed),
               tuple(tuple(0.0 if a else -math.inf for a in row) for row in allowed), ex.query_labels, ex.key_labels)
-    return (given_step(sol.step("scaled", step.head)), m)
+    return (given_step(sol.step(*_pre_mask(ex, step.head))), m)
 
 
 def _masked_why(step: Step, ex: Exercise) -> list[str]:
     out = [t("step.masked.why")]
+    if ex.mask_kind == "causal_lower_right":
+        out.append(t("step.masked.why.lower_right", L_q=ex.L, L_k=ex.L_k, offset=ex.L_k - ex.L))
+    elif ex.mask_kind == "causal" and ex.L != ex.L_k:
+        out.append(t("step.masked.why.upper_left", L_q=ex.L, L_k=ex.L_k))
     full = [step.row_labels[i] for i, row in enumerate(step.value) if all(math.isinf(v) for v in row)]
     if full:
         out.append(t("step.masked.why.full", rows=", ".join(full)))
@@ -133,7 +144,7 @@ def _masked_why(step: Step, ex: Exercise) -> list[str]:
 
 MASKED = StepKind(
     id="masked", scope="head", op="+", exists=_has_mask,
-    inputs=lambda ex, head: (("scaled", head),),
+    inputs=lambda ex, head: (_pre_mask(ex, head),),
     build=_masked, varies=frozenset({"mask", "round_scaled"}), work=_masked_work, given=_masked_given,
     why=_masked_why, fixed_by_mask=-math.inf,
     latex=(r"\text{masked} = \text{scaled} + M, \quad M_{ij} = "
@@ -146,7 +157,7 @@ MASKED = StepKind(
 
 def _weights(bd: Build, h: int | None) -> Step:
     ex = bd.ex
-    sc = bd.data["scaled", h]
+    sc = bd.data[_pre_mask(ex, h)]
     assert isinstance(sc, Scaled)
     live = cast(Exponents, bd.data["masked", h]) if ex.has_mask else exact.mask(sc, None)
     rows = exact.softmax_rows(live, sc)

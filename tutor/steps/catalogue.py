@@ -1,7 +1,8 @@
 """The step catalogue: every kind of step in order, and the walks over an exercise's steps.
 
 :data:`CATALOGUE` lists the kinds in the order of the exercise contract (per
-head: ``q``, ``k``, ``v``, ``scores``, ``scaled``, ``masked``, ``weights``,
+head: ``q``, ``k_new``, ``v_new`` (a KV cache), ``k``, ``v``, ``scores``,
+``scaled``, ``biased`` (an additive bias), ``masked``, ``weights``,
 ``head_output``; then the layer: ``concat``, ``output``).  Everything that
 asks "which steps does this exercise have, in what order, computed from
 what" asks here:
@@ -22,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from ..exercise.record import Exercise
 from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
+from .bias import BIASED
 from .kind import Build, StepKind
 from .layer import CONCAT, OUTPUT
-from .projection import K, Q, V
+from .projection import K, K_NEW, Q, V, V_NEW
 from .records import Key, Solution, Step
 from .worked import entry_name
 
@@ -34,7 +36,8 @@ if TYPE_CHECKING:  # numpy only for the float walk
     from ..numeric.replay import Replay, Variant
 
 #: Every step kind, in the contract's order.
-CATALOGUE: tuple[StepKind, ...] = (Q, K, V, SCORES, SCALED, MASKED, WEIGHTS, HEAD_OUTPUT, CONCAT, OUTPUT)
+CATALOGUE: tuple[StepKind, ...] = (Q, K_NEW, V_NEW, K, V, SCORES, SCALED, BIASED, MASKED, WEIGHTS, HEAD_OUTPUT,
+                                   CONCAT, OUTPUT)  # k_new, v_new (a KV cache) and biased (a bias): format v2
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
 #: The step ids, in order; those of one head, those of the layer.
 STEP_IDS: tuple[str, ...] = tuple(KINDS)
