@@ -260,3 +260,74 @@ def test_the_engines_agree_on_v2_exercises(name):
     assert set(values) == {s.key for s in sol.steps}
     for s in sol.steps:
         np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
+
+
+# --- the production view: every PyTorch spelling runs in torch and gives the head outputs ------------------------
+
+
+def _spelled_kwargs(ex) -> dict:
+    """The keyword arguments of SDPA the production view spells, parsed back from the text a learner reads."""
+    import ast
+    import re
+
+    from tutor.numeric import pytorch_masks
+
+    kw: dict = {}
+    for m in pytorch_masks(ex):
+        code = m.code()
+        if m.api == "mha":
+            continue  # nn.MultiheadAttention's spelling: tests/test_torch_parity.py runs it
+        if m.api == "cache":
+            assert code == "k = torch.cat([k_cache, k_new], dim=-2); v = torch.cat([v_cache, v_new], dim=-2)"
+            continue
+        name, _, value = code.partition("=")
+        if value == "True":
+            kw[name] = True
+        elif match := re.fullmatch(r"causal_lower_right\((\d+), (\d+)\)", value):
+            kw[name] = causal_lower_right(int(match[1]), int(match[2]))
+        elif value.startswith("torch.tensor(") and value.endswith(", dtype=torch.float64)"):
+            literal = value[len("torch.tensor("):-len(", dtype=torch.float64)")].replace("float('-inf')", "None")
+            kw[name] = torch.tensor(np.array(ast.literal_eval(literal), dtype=float).tolist(), dtype=torch.float64)
+            kw[name] = torch.nan_to_num(kw[name], nan=float("-inf"))
+        elif value.startswith("torch.tensor("):
+            kw[name] = torch.tensor(ast.literal_eval(value[len("torch.tensor("):-1]))
+        else:
+            raise AssertionError(code)
+    return kw
+
+
+@pytest.mark.parametrize("name", list(CASES) + _bundled_v2())
+def test_the_production_spelling_runs_in_torch(name):
+    from tutor.numeric import run_exercise
+
+    ex = _exercise(name)
+    run = run_exercise(ex)
+    kw = _spelled_kwargs(ex)
+    assert kw.get("enable_gqa", False) == ex.grouped
+    G = ex.num_kv_heads
+    first = [ex.sharing(g)[0] for g in range(G)]
+    k = torch.tensor(run.k[first])[None]  # [1, G, L_k, d_k]: the K/V heads once each
+    v = torch.tensor(run.v[first])[None]
+    got = F.scaled_dot_product_attention(torch.tensor(run.q)[None], k, v, **kw)[0]  # [H, L, d_v]
+    want = np.stack([np.array(solve(ex).step("head_output", h).value) for h in range(ex.num_heads)])
+    np.testing.assert_allclose(got.numpy(), want, rtol=TOL, atol=TOL)
+
+
+@pytest.mark.parametrize("name", list(CASES) + _bundled_v2())
+def test_the_decoder_trace_has_the_shapes_the_run_makes(name):
+    from tutor.numeric import exercise_trace, run_exercise
+
+    ex = _exercise(name)
+    if not ex.is_v2:
+        return
+    run = run_exercise(ex)
+    shapes = {s.name: s.shape for s in exercise_trace(ex)}
+    assert shapes["q_heads"] == (1, *run.q.shape)
+    assert shapes["scores"] == (1, *run.scores.shape) == (1, *run.weights.shape)
+    assert shapes["merge"] == (1, *run.context.shape)
+    G = ex.num_kv_heads
+    assert shapes["k_heads"] == (1, G, ex.L, run.k.shape[-1])
+    if ex.has_cache:
+        assert shapes["k"] == (1, G, *run.k.shape[1:])
+    if ex.grouped:
+        assert shapes["k_repeated"] == (1, *run.k.shape)

@@ -1184,6 +1184,31 @@ EN.update({
     "solution.no_step.biased": "the exercise has no attn_bias or alibi, so it has no 'biased' step",
 })
 
+# --- issue 12: the production view of format v2 (a decoder's SDPA call) ---
+EN.update({
+    "trace.decoder.x": "input: the new tokens only (the earlier ones are in the KV cache)",
+    "trace.decoder.x_all": "input: a batch of B sequences of L tokens",
+    "trace.decoder.q_proj": "x @ W_q + b_q: num_heads·d_k columns",
+    "trace.decoder.k_proj": "x @ W_k + b_k: {G}·d_k columns, one block per K/V head",
+    "trace.decoder.v_proj": "x @ W_v + b_v: {G}·d_v columns",
+    "trace.decoder.heads": "view(B, L, heads, d).transpose(1, 2): heads become a batch axis",
+    "trace.decoder.cache": "the cached keys of the earlier tokens (likewise v_cache), kept from earlier steps",
+    "trace.decoder.cat": "torch.cat([{what}_cache, {what}_new], dim=-2): the new rows appended",
+    "trace.decoder.repeat": "inside SDPA with enable_gqa=True: each K/V head repeated {ratio} times (repeat_interleave on dim -3); likewise v",
+    "trace.decoder.scores": "q @ k.transpose(-2, -1) / √d_k, against every key (the cached ones too)",
+    "trace.decoder.attn_mask.float": "a float attn_mask: the bias, and -inf where the mask or the padding blocks; added to the scaled scores",
+    "trace.decoder.attn_mask": "the mask: True = may attend (broadcast over B and the heads)",
+    "trace.decoder.weights": "softmax over the last axis (keys); a row with no key gives zeros in SDPA",
+    "trace.decoder.context": "weights @ v (v's K/V heads repeated likewise)",
+    "trace.decoder.context.plain": "weights @ v",
+    "trace.decoder.merge": "transpose(1, 2).reshape(B, L, H·d_v): the heads side by side",
+    "trace.decoder.out_proj": "merge @ W_o + b_o",
+    "explain.production.mask.sdpa.attn_mask.float": "a float attn_mask is added to the scaled scores: the bias, and -inf where blocked",
+    "explain.production.mask.sdpa.attn_mask.lower_right": "from torch.nn.attention.bias import causal_lower_right: query i may attend keys j ≤ i + L_k − L_q (the last query sees every key)",
+    "explain.production.mask.sdpa.enable_gqa": "key and value carry num_kv_heads heads; SDPA repeats each to num_heads / num_kv_heads query heads (repeat_interleave order)",
+    "explain.production.mask.cache.cat": "the cache holds K and V of the earlier tokens per K/V head, [B, G, L_past, d]; a decode step appends the new rows",
+})
+
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 

@@ -86,3 +86,90 @@ def run_decoder(ex: Exercise) -> ExerciseRun:
         output = context @ _f(ex.w_o) + (_f(ex.b_o) if ex.b_o is not None else 0.0)  # [L, d_out]
     return ExerciseRun(q=q, k=k_h, v=v_h, scores=scores, weights=weights, context=context, output=output,
                        k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased)
+
+
+def decoder_trace(ex: Exercise, B: int = 1) -> tuple:
+    """The decoder's forward of a v2 exercise as shapes (:class:`tutor.numeric.trace.TraceStep`), ``B`` sequences.
+
+    ``x [B, L, D]`` → ``q_proj [B, L, H·d_k]``, ``k_proj [B, L, G·d_k]``, ``v_proj [B, L, G·d_v]`` → heads
+    ``[B, H|G, L, d]`` (``view`` + ``transpose(1, 2)``) → with a cache ``torch.cat`` with the cached
+    ``[B, G, L_past, d]`` → SDPA with ``enable_gqa=True`` (the K/V heads repeated to ``[B, H, L_k, d]``
+    inside) → ``scores``, the bias and the mask, ``weights`` ``[B, H, L, L_k]`` → ``context`` → merged →
+    ``out_proj``.  The concrete shapes are those :func:`run_decoder` makes (a test checks them).
+    """
+    from tutor.messages import t
+
+    from .trace import _TraceBuilder
+
+    hd = ex.heads[0]
+    sizes = {"B": B, "L": ex.L, "L_past": ex.L_past, "L_k": ex.L_k, "D": ex.d_model, "H": ex.num_heads,
+             "G": ex.num_kv_heads, "d_k": hd.d_k, "d_v": hd.d_v, "d_out": ex.d_out}
+    tb = _TraceBuilder(sizes)
+    G = "G" if ex.grouped else "H"
+    tb.add("x", ("B", "L", "D"), t("trace.decoder.x" if ex.has_cache else "trace.decoder.x_all"))
+    tb.add("q_proj", ("B", "L", "H·d_k"), t("trace.decoder.q_proj"))
+    tb.add("k_proj", ("B", "L", f"{G}·d_k"), t("trace.decoder.k_proj", G=G))
+    tb.add("v_proj", ("B", "L", f"{G}·d_v"), t("trace.decoder.v_proj", G=G))
+    tb.add("q_heads", ("B", "H", "L", "d_k"), t("trace.decoder.heads"))
+    tb.add("k_heads", ("B", G, "L", "d_k"), t("trace.decoder.heads"))
+    tb.add("v_heads", ("B", G, "L", "d_v"), t("trace.decoder.heads"))
+    if ex.has_cache:
+        tb.add("k_cache", ("B", G, "L_past", "d_k"), t("trace.decoder.cache"))
+        tb.add("k", ("B", G, "L_k", "d_k"), t("trace.decoder.cat", what="k"))
+        tb.add("v", ("B", G, "L_k", "d_v"), t("trace.decoder.cat", what="v"))
+    if ex.grouped:
+        tb.add("k_repeated", ("B", "H", "L_k", "d_k"), t("trace.decoder.repeat", ratio=ex.num_heads // ex.num_kv_heads))
+    tb.add("scores", ("B", "H", "L", "L_k"), t("trace.decoder.scores"))
+    if ex.has_bias or ex.has_mask:
+        tb.add("attn_mask", ("L", "L_k"), t("trace.decoder.attn_mask.float" if ex.has_bias else "trace.decoder.attn_mask"))
+    tb.add("weights", ("B", "H", "L", "L_k"), t("trace.decoder.weights"))
+    tb.add("context", ("B", "H", "L", "d_v"), t("trace.decoder.context" if ex.grouped else "trace.decoder.context.plain"))
+    tb.add("merge", ("B", "L", "H·d_v"), t("trace.decoder.merge"))
+    if ex.w_o is not None:
+        tb.add("out_proj", ("B", "L", "d_out"), t("trace.decoder.out_proj"))
+    return tuple(tb.steps)
+
+
+def decoder_masks(ex: Exercise) -> tuple:
+    """The PyTorch spelling of a v2 exercise's attention call (:class:`tutor.numeric.masks.TorchMask` rows, ``B = 1``).
+
+    ``F.scaled_dot_product_attention``: ``enable_gqa=True`` with grouped K/V heads; the mask as
+    ``attn_mask=causal_lower_right(L_q, L_k)`` (``torch.nn.attention.bias``), ``is_causal=True`` (top-left),
+    a boolean ``attn_mask`` (True = may attend), or, with a bias, one float ``attn_mask`` added to the scaled
+    scores (the bias, ``-inf`` where blocked).  With a cache, the ``torch.cat`` that appends the new rows.
+    A test runs every spelling through torch.
+    """
+    from .masks import TorchMask
+
+    out: list[TorchMask] = []
+    if ex.has_cache:
+        out.append(TorchMask("cache", "cat", True, call="k = torch.cat([k_cache, k_new], dim=-2); "
+                                                        "v = torch.cat([v_cache, v_new], dim=-2)"))
+    allowed = ex.allowed()
+    if ex.bias is not None:
+        rows = []
+        for h in range(ex.num_heads):
+            rows.append(tuple(tuple("-inf" if allowed is not None and not allowed[i][j] else str(b)
+                                    for j, b in enumerate(row)) for i, row in enumerate(ex.bias[h])))
+        value = tuple(rows) if len(set(rows)) > 1 else rows[0]
+        out.append(TorchMask("sdpa", "attn_mask", value, call="attn_mask=torch.tensor(" + _floats(value) +
+                             ", dtype=torch.float64)", float_mask=True))
+    elif ex.mask_kind == "causal_lower_right" and ex.key_padding is None:
+        out.append(TorchMask("sdpa", "attn_mask", allowed or (), call=f"attn_mask=causal_lower_right({ex.L}, {ex.L_k})",
+                             lower_right=True))
+    elif ex.mask_kind == "causal" and ex.key_padding is None:
+        out.append(TorchMask("sdpa", "is_causal", True))
+    elif allowed is not None:
+        out.append(TorchMask("sdpa", "attn_mask", allowed, combined=ex.key_padding is not None and ex.mask is not None))
+    if ex.grouped:
+        out.append(TorchMask("sdpa", "enable_gqa", True))
+    return tuple(out)
+
+
+def _floats(value: tuple) -> str:
+    """Nested tuples of exact texts (``"1/16"``, ``"-inf"``) as a Python literal of floats torch.tensor takes."""
+    from fractions import Fraction
+
+    if isinstance(value, str):
+        return "float('-inf')" if value == "-inf" else repr(float(Fraction(value)))
+    return "[" + ", ".join(_floats(v) for v in value) + "]"

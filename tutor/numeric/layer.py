@@ -558,8 +558,13 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64) -> ExerciseRun:
 def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     """The production shape trace of an exercise's layer (see :meth:`MultiHeadAttention.shape_trace`).
 
-    Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.
+    Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.  An exercise of format v2
+    (grouped K/V heads, a cache, a bias) is traced as a decoder runs it (:func:`.decoder.decoder_trace`).
     """
+    if ex.is_v2:
+        from .decoder import decoder_trace
+
+        return decoder_trace(ex, B)
     layer = MultiHeadAttention.from_exercise(ex)
     return layer.shape_trace(
         B, ex.L, ex.L_k if ex.is_cross else None, cross=ex.is_cross,

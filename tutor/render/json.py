@@ -57,13 +57,32 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
         ],
         "w_o": _m(ex.w_o),
         "b_o": _v(ex.b_o),
+        **_v2_dict(ex),
     }
 
 
+def _v2_dict(ex: Exercise) -> dict[str, Any]:
+    """Format v2's parts of the exercise (present only when it uses them): grouped K/V heads, the cache, the bias."""
+    out: dict[str, Any] = {}
+    if ex.kv_heads is not None:
+        out["num_kv_heads"] = ex.num_kv_heads
+        out["kv_heads"] = [{"w_k": _m(h.w_k), "w_v": _m(h.w_v), "b_k": _v(h.b_k), "b_v": _v(h.b_v)} for h in ex.kv_heads]
+    if ex.cache is not None:
+        out["L_past"] = ex.L_past
+        out["past_tokens"] = list(ex.past_labels)
+        out["cache"] = [{"k": _m(c.k), "v": _m(c.v)} for c in ex.cache]
+    if ex.bias is not None:
+        out["alibi"] = ex.alibi
+        out["attn_bias"] = [_m(b) for b in ex.bias]
+    return out
+
+
 def step_dict(step: Step) -> dict[str, Any]:
+    kv = {} if step.kv_head is None else {"kv_head": step.kv_head, "shared_by": list(step.shared)}
     return {
         "id": step.id,
-        "head": step.head,
+        "head": None if step.kv_head is not None else step.head,  # a shared K/V step belongs to its K/V head
+        **kv,
         "title": KINDS[step.id].title,
         "formula": step.formula,
         "shape": list(step.shape),
@@ -81,14 +100,16 @@ def production_masks(ex: Exercise) -> list[dict[str, Any]]:
              "meaning": t(f"explain.production.mask.{m.kind}")} for m in pytorch_masks(ex)]
 
 
-def _nested(value: bool | tuple) -> bool | list:
-    return value if isinstance(value, bool) else [_nested(v) for v in value]
+def _nested(value: bool | str | tuple) -> bool | str | list:
+    return value if isinstance(value, (bool, str)) else [_nested(v) for v in value]
 
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     from ..numeric import exercise_trace
 
-    steps = [s for s in sol.steps if head is None or s.head in (head, None)]
+    # grouped K/V heads: K and V once per K/V head, where its first query head computed them
+    steps = [s for s in sol.steps if s.kv_head is None or s.head == s.shared[0]]
+    steps = [s for s in steps if head is None or s.head in (head, None) or s.kv_head is not None and head in s.shared]
     production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note}
                   for p in exercise_trace(sol.exercise)]
     return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production,

@@ -67,5 +67,5 @@ BIASED = StepKind(
     id="biased", scope="head", op="+", exists=lambda ex: ex.has_bias,
     inputs=lambda ex, head: (("scaled", head),),
     build=_biased, varies=frozenset({"bias"}), work=_biased_work, given=_biased_given, why=_biased_why,
-    latex=r"\text{biased} = \text{scaled} + B",
+    latex=r"\text{biased} = \text{scaled} + B", advanced=True,
 )

@@ -116,6 +116,7 @@ class StepKind:
     names_head: bool = False
     axes_note: bool = False
     checks: tuple[str, ...] = ()
+    advanced: bool = False  # a step of format v2 only (k_new, v_new, biased): recommended after the v1 steps
 
     def floats(self, r: Replay, head: int | None) -> NDArray | None:
         """The step in float64 under ``r.variant`` (:mod:`tutor.numeric.replay`), ``None`` where it cannot be reached."""

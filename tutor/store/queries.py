@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..steps import STEP_IDS
+from ..steps import KINDS, STEP_IDS
 from .scheduling import Skill, skills
 
 if TYPE_CHECKING:
@@ -149,7 +149,8 @@ def recommend(stats: Stats, exercises: Sequence[tuple[str, Iterable[str], int | 
     available = [s for s in STEP_IDS if any(s in k for k in kinds.values())]
     if not available:
         return None
-    weakest = min(available, key=lambda s: (stats.step(s).score, STEP_IDS.index(s)))
+    # ties: the steps of format v2 (a cache, a bias) after the others, then the earliest in the computation
+    weakest = min(available, key=lambda s: (stats.step(s).score, KINDS[s].advanced, STEP_IDS.index(s)))
     candidates = [(stats.practised.get((ex_id, weakest), 0), diff if diff is not None else 3, ex_id)
                   for ex_id, _, diff in exercises if weakest in kinds[ex_id]]
     return Recommendation(weakest, min(candidates)[2], stats.step(weakest))
