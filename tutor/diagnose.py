@@ -228,9 +228,21 @@ def _varied(v: Variant, *needs: str) -> Recompute:
                 return None
             if need in ("b_q", "b_k", "b_v") and all(getattr(hd, need) is None for hd in ex.heads):
                 return None
+            if need in _V2_NEEDS and not _V2_NEEDS[need](ex):
+                return None
         return recompute(sol, step_id, head, v)
 
     return run
+
+
+#: What a misconception of format v2 needs (issue 12): grouped K/V heads, a cache, a decode step's mask, a bias.
+_V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
+    "grouped": lambda ex: ex.grouped,
+    "cache": lambda ex: ex.has_cache,
+    "lower_right": lambda ex: ex.mask_kind == "causal_lower_right" and ex.L != ex.L_k,
+    "bias": lambda ex: ex.has_bias,
+    "alibi": lambda ex: ex.alibi,
+}
 
 
 def _transposed(sol: Solution, step_id: str, head: int | None) -> Array | None:
@@ -292,6 +304,12 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("heads_order", Variant(heads_reversed=True), "heads"),
     _m("w_o_transposed", Variant(w_o_transposed=True), "square_w_o"),
     _m("no_b_o", Variant(drop=frozenset({"b_o"})), "b_o"),
+    # format v2 (issue 12)
+    _m("kv_tile_order", Variant(kv_order="tile"), "grouped"),
+    _m("decode_top_left", Variant(mask="top_left"), "lower_right"),
+    _m("cache_reprojected", Variant(cache="reprojected"), "cache"),
+    _m("bias_after_softmax", Variant(bias="after_softmax"), "bias"),
+    _m("alibi_sign", Variant(bias="negated"), "alibi"),
     _special("transposed", _ALL, _transposed),
 )
 
@@ -306,7 +324,8 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
             "rows": rows, "cols": cols, "places": 2, "L_k": ex.L_k, "empty_rows": empty,
-            "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else ""}
+            "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else "",
+            "ratio": ex.num_heads // ex.num_kv_heads, "offset": ex.L_k - ex.L}
 
 
 # --- a single slipped entry ---------------------------------------------------------------

@@ -1209,6 +1209,15 @@ EN.update({
     "explain.production.mask.cache.cat": "the cache holds K and V of the earlier tokens per K/V head, [B, G, L_past, d]; a decode step appends the new rows",
 })
 
+# --- issue 12: the misconceptions of format v2 ---
+EN.update({
+    "diagnose.kv_tile_order": "You paired the query heads with the K/V heads in tile order ([A, B, A, B]); query head h reads K/V head h // (num_heads / num_kv_heads) = h // {ratio}, the repeat_interleave order [A, A, B, B] of enable_gqa=True.",
+    "diagnose.decode_top_left": "You aligned the causal mask top-left (key j visible to query i when j ≤ i), so the new tokens see only the first keys; with a cache, align it bottom-right: query i sees keys j ≤ i + L_k − L_q = i + {offset}.",
+    "diagnose.cache_reprojected": "You multiplied the cached rows by the projection again; the cache already holds K = x·W_K and V = x·W_V of the earlier tokens: copy its rows and append only the new tokens' rows.",
+    "diagnose.bias_after_softmax": "You added the bias to the weights, after the softmax; add it to the scaled scores, before the mask and the softmax: biased = scaled + B.",
+    "diagnose.alibi_sign": "You took ALiBi's distance with the wrong sign (i − j); its bias is m·(j − i): 0 for the token itself and negative for earlier keys, so that farther keys get less weight.",
+})
+
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 

@@ -181,7 +181,7 @@ WEIGHTS = StepKind(
     id="weights", scope="head", op="softmax", exists=always,
     inputs=lambda ex, head: (_score_source(ex, head),),
     build=_weights,
-    varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "round_scaled"}),
+    varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "round_scaled", "bias"}),
     work=_weights_work,
     given=lambda sol, step: (given_step(sol.step(*_score_source(sol.exercise, step.head))),),
     latex=r"\text{weights}_{ij} = \frac{\exp(\text{$src}_{ij})}{\sum_k \exp(\text{$src}_{ik})}",
