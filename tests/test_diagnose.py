@@ -487,6 +487,8 @@ TESTED = {
     "mask_inverted", "mask_zero", "mask_after_softmax", "no_mask", "padding_rows", "softmax_columns",
     "not_normalised", "rounded_scaled", "rounded_weights", "times_k", "heads_order", "no_b_q", "no_b_k",
     "no_b_v", "no_b_o", "transposed", "w_o_transposed", "no_softmax", "empty_row_uniform", "mask_in_scaled",
+    # format v2: tests/test_v2_misconceptions.py
+    "kv_tile_order", "decode_top_left", "cache_reprojected", "bias_after_softmax", "alibi_sign",
 }
 
 
