@@ -28,6 +28,7 @@ from .exercise.checks import LIMITS
 from .messages import plural, t
 
 MASKS = ("none", "causal", "padding")
+V2_MASKS = ("causal_lower_right",)  # with --cache or --cross (tutor.generate_llm)
 TRIES = 200  # ten times the inputs x drawn at most, fewer for big exercises (see _x_tries)
 WORK = 3_000_000  # multiplications spent on candidates at most
 
@@ -46,6 +47,9 @@ class Spec:
     difficulty: int | None = None
     id: str | None = None
     title: str | None = None
+    kv_heads: int | None = None  # format v2 (tutor.generate_llm): grouped K/V heads, a KV cache, ALiBi
+    cache: int | None = None
+    alibi: bool = False
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown."""
@@ -57,17 +61,22 @@ class Spec:
         if self.heads * self.d_k > LIMITS["d_out"]:
             raise ValueError(f"heads x d_k must be at most {LIMITS['d_out']} (the heads are concatenated into the output), "
                              f"found {self.heads} x {self.d_k} = {self.heads * self.d_k}")
-        if self.mask not in MASKS:
+        if self.mask not in MASKS + V2_MASKS:
             raise ValueError(f"mask must be one of {', '.join(MASKS)}, found {self.mask!r}")
-        if self.mask == "padding" and (self.cross or self.tokens) < 2:
+        if self.mask == "padding" and (self.cross or self.tokens) + (self.cache or 0) < 2:
             raise ValueError("padding needs at least two keys: one to pad and one to attend")
+        from .generate_llm import check_v2, is_v2
+
+        if is_v2(self):
+            check_v2(self)
 
     @property
     def level(self) -> int:
         """The difficulty: given, else 1 plus one for each of several heads, a mask, cross-attention."""
         if self.difficulty is not None:
             return self.difficulty
-        return min(5, 1 + (self.heads > 1) + (self.mask != "none") + (self.cross is not None))
+        return min(5, 1 + (self.heads > 1) + (self.mask != "none") + (self.cross is not None)
+                   + (self.cache is not None) + self.alibi)
 
     @property
     def L_k(self) -> int:
@@ -231,7 +240,9 @@ def default_id(spec: Spec) -> str:
     if spec.cross is not None:
         parts.append(f"cross{spec.cross}")
     parts.append(f"s{spec.seed}")
-    return "-".join(parts)
+    from .generate_llm import default_id_v2, is_v2
+
+    return default_id_v2(spec, "-".join(parts).replace("_", "-")) if is_v2(spec) else "-".join(parts)
 
 
 def default_title(spec: Spec) -> str:
@@ -244,6 +255,10 @@ def default_title(spec: Spec) -> str:
         title += t("new.title.causal")
     elif spec.mask == "padding":
         title += t("new.title.padding")
+    from .generate_llm import is_v2, title_v2
+
+    if is_v2(spec):
+        title += title_v2(spec)
     return title[:1].upper() + title[1:]
 
 
@@ -300,6 +315,10 @@ def generate(spec: Spec) -> str:
     Raises ``ValueError`` for a spec outside the format's limits.
     """
     spec.check()
+    from .generate_llm import generate_v2, is_v2
+
+    if is_v2(spec):
+        return generate_v2(spec, spec.id or default_id(spec), spec.title or default_title(spec))
     c = _pick(spec)
     L, L_k, d, d_k, H = spec.tokens, spec.L_k, spec.d_model, spec.d_k, spec.heads
     tokens = [f"t{i + 1}" for i in range(L)]

@@ -466,7 +466,7 @@ EN: dict[str, str] = {
     "cli.new.d_model": "d_model: the width of each token.",
     "cli.new.heads": "The number of heads.",
     "cli.new.d_k": "d_k (and d_v) of each head.",
-    "cli.new.mask": "none, causal, or padding (the last key is a PAD token).",
+    "cli.new.mask": "none, causal, padding (the last key is a PAD token; the first with --cache), or causal_lower_right.",
     "cli.new.cross": "Cross-attention over this many keys (L_k): K and V come from x_kv.",
     "cli.new.seed": "Seed: the same seed writes the same exercise (default: a random one, written in the file).",
     "cli.new.difficulty": "1 (easy) to 5: larger and signed numbers (default: from the options).",
@@ -1216,6 +1216,33 @@ EN.update({
     "diagnose.cache_reprojected": "You multiplied the cached rows by the projection again; the cache already holds K = x·W_K and V = x·W_V of the earlier tokens: copy its rows and append only the new tokens' rows.",
     "diagnose.bias_after_softmax": "You added the bias to the weights, after the softmax; add it to the scaled scores, before the mask and the softmax: biased = scaled + B.",
     "diagnose.alibi_sign": "You took ALiBi's distance with the wrong sign (i − j); its bias is m·(j − i): 0 for the token itself and negative for earlier keys, so that farther keys get less weight.",
+})
+
+# --- issue 12: `attn-tutor new` for format v2 ---
+EN.update({
+    "cli.new.kv_heads": "Grouped K/V heads: this many K/V heads (divides --heads; 1 = MQA).",
+    "cli.new.cache": "A decode step: this many earlier tokens in a KV cache; x holds only the new ones (--tokens).",
+    "cli.new.alibi": "Add ALiBi's linear bias (--heads a power of two).",
+    "new.kv_heads.divide": "--kv-heads {G} must divide --heads {H} (each K/V head serves --heads / --kv-heads query heads)",
+    "new.cache.cross": "--cache is for self-attention (a decode step); it cannot go with --cross",
+    "new.cache.limit": "--cache and --tokens make {total} keys; the limit of L_k is 16",
+    "new.lower_right.alone": "--mask causal_lower_right differs from causal only when queries and keys differ in number: add --cache (a decode step) or --cross",
+    "new.alibi.heads": "--alibi needs --heads a power of two (1, 2, 4 or 8), found {H}: ALiBi's slopes 2^(-8(h+1)/H) are then rational",
+    "new.alibi.cross": "--alibi needs positions of one sequence; it cannot go with --cross",
+    "new.title.kv_heads.one": ", {count} K/V head",
+    "new.title.kv_heads.other": ", {count} K/V heads",
+    "new.title.cache.one": ", a decode step after {count} cached token",
+    "new.title.cache.other": ", a decode step after {count} cached tokens",
+    "new.title.lower_right": ", causal mask (bottom-right)",
+    "new.title.alibi": ", ALiBi",
+    "new.file.past_tokens": "past_tokens: one label per cached token.",
+    "new.file.cache": "cache: the earlier tokens' keys and values, already projected (K = x W_K, V = x W_V of those\ntokens), one entry per K/V head: k [L_past x d_k] = [{L_past} x {d_k}], v likewise.",
+    "new.file.x.new": "With a cache, x holds only the new tokens.",
+    "new.file.num_kv_heads": "num_kv_heads: {G:kv_heads} for {H:heads}; query head h (from 0) reads K/V head h // {per}.",
+    "new.file.heads_q": "heads: one block per query head, w_q only: [d_model x d_k] = [{d_model} x {d_k}].",
+    "new.file.kv_heads": "kv_heads: one block per K/V head: K = {src} W_K and V = {src} W_V with w_k, w_v [{d_model} x {d_k}].",
+    "new.file.mask.lower_right": "mask: causal_lower_right: query i may attend key j only when j <= i + L_k - L_q (bottom-right aligned).",
+    "new.file.alibi": "alibi: true adds ALiBi's bias slope * (j - i) to the scaled scores, slope 2^(-8(h+1)/num_heads) for head h (from 0).",
 })
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}

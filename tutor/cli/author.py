@@ -29,6 +29,7 @@ class MaskChoice(str, Enum):
     none = "none"
     causal = "causal"
     padding = "padding"
+    causal_lower_right = "causal_lower_right"  # format v2: with --cache (a decode step) or --cross
 
 
 # --- validate ------------------------------------------------------------------------
@@ -70,6 +71,10 @@ def new(
     output: Annotated[Path | None, typer.Option("-o", "--output", help=t("cli.new.output"), show_default=False,
                                                 dir_okay=False)] = None,
     force: Annotated[bool, typer.Option("--force", help=t("cli.new.force"))] = False,
+    kv_heads: Annotated[int | None, typer.Option("--kv-heads", help=t("cli.new.kv_heads"), min=1, max=8,
+                                                 show_default=False)] = None,
+    cache: Annotated[int | None, typer.Option("--cache", help=t("cli.new.cache"), min=1, max=15, show_default=False)] = None,
+    alibi: Annotated[bool, typer.Option("--alibi", help=t("cli.new.alibi"))] = False,
 ) -> None:
     """Write a generated exercise to ``-o FILE`` (never over an existing one without ``--force``) or stdout."""
     from ..authoring import write_exercise
@@ -80,13 +85,19 @@ def new(
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
     spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
-                difficulty=difficulty, id=exercise_id, title=title)
+                difficulty=difficulty, id=exercise_id, title=title, kv_heads=kv_heads, cache=cache, alibi=alibi)
     if exercise_id is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", exercise_id):
         raise typer.BadParameter(t("new.bad_id", found=exercise_id), param_hint="--id")
     if heads * d_k > 32:
         raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
-    if mask is MaskChoice.padding and (cross or tokens) < 2:
+    if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
         raise typer.BadParameter(t("new.padding_keys"), param_hint="--mask")
+    try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
+        from ..generate_llm import check_v2
+
+        check_v2(spec)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--kv-heads/--cache/--mask/--alibi") from None
     if title is not None:
         _check_title(title)
     text = generate(spec)
