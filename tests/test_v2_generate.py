@@ -64,7 +64,7 @@ def test_the_cache_is_the_earlier_tokens_projected():
     (["--heads", "3", "--alibi"], "--alibi needs --heads a power of two"),
     (["--mask", "causal_lower_right"], "add --cache (a decode step) or --cross"),
     (["--cache", "2", "--cross", "3"], "--cache is for self-attention"),
-    (["--tokens", "10", "--cache", "7"], "--cache and --tokens make 17 keys"),
+    (["--tokens", "10", "--cache", "7"], "--cache and --tokens make L_k = 17"),
 ])
 def test_impossible_options_are_usage_errors(cli, args, message):
     r = cli("new", *args, "--seed", "1")

@@ -246,7 +246,7 @@ class SoftmaxRow:
         self.live = tuple(j for j, x in enumerate(nums) if x is not None)
         live_keys = [k for k in self.keys if k is not None]
         if bias is None:
-            self.top: Key = max(live_keys, default=0)  # type: ignore[type-var]
+            self.top: Key = max(live_keys, default=0)
         else:
             self.top = max(live_keys, key=self.approx, default=(0, 0))
         groups: dict[Key, list[int]] = {}

@@ -1225,7 +1225,7 @@ EN.update({
     "cli.new.alibi": "Add ALiBi's linear bias (--heads a power of two).",
     "new.kv_heads.divide": "--kv-heads {G} must divide --heads {H} (each K/V head serves --heads / --kv-heads query heads)",
     "new.cache.cross": "--cache is for self-attention (a decode step); it cannot go with --cross",
-    "new.cache.limit": "--cache and --tokens make {total} keys; the limit of L_k is 16",
+    "new.cache.limit": "--cache and --tokens make L_k = {total}; the limit of L_k is 16",
     "new.lower_right.alone": "--mask causal_lower_right differs from causal only when queries and keys differ in number: add --cache (a decode step) or --cross",
     "new.alibi.heads": "--alibi needs --heads a power of two (1, 2, 4 or 8), found {H}: ALiBi's slopes 2^(-8(h+1)/H) are then rational",
     "new.alibi.cross": "--alibi needs positions of one sequence; it cannot go with --cross",
@@ -1243,6 +1243,18 @@ EN.update({
     "new.file.kv_heads": "kv_heads: one block per K/V head: K = {src} W_K and V = {src} W_V with w_k, w_v [{d_model} x {d_k}].",
     "new.file.mask.lower_right": "mask: causal_lower_right: query i may attend key j only when j <= i + L_k - L_q (bottom-right aligned).",
     "new.file.alibi": "alibi: true adds ALiBi's bias slope * (j - i) to the scaled scores, slope 2^(-8(h+1)/num_heads) for head h (from 0).",
+})
+
+# --- issue 12: the header of an explanation in format v2 ---
+EN.update({
+    "explain.mask.causal_lower_right": "mask: causal_lower_right (query i sees keys j ≤ i + L_k − L_q = i + {offset}: the last query sees every key)",
+    "explain.mask.causal_top_left": "mask: causal, top-left aligned (query i sees keys j ≤ i, though L_q differs from L_k)",
+    "explain.v2.grouped": "grouped K/V heads: num_kv_heads = {G} for num_heads = {H}; each K/V head serves num_heads / num_kv_heads = {ratio} of them",
+    "explain.v2.cache": "KV cache: L_past = {L_past} earlier tokens ({labels}), already projected; x holds the {L:new_tokens}",
+    "count.new_tokens.one": "{count} new token",
+    "count.new_tokens.other": "{count} new tokens",
+    "explain.v2.alibi": "bias: ALiBi, slope·(j − i) with slopes {slopes} (head 1 first)",
+    "explain.v2.attn_bias": "bias: attn_bias, added to the scaled scores before the mask",
 })
 
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}

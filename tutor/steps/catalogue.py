@@ -26,7 +26,7 @@ from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
 from .bias import BIASED
 from .kind import Build, StepKind
 from .layer import CONCAT, OUTPUT
-from .projection import K, K_NEW, Q, V, V_NEW
+from .projection import K_NEW, V_NEW, K, Q, V
 from .records import Key, Solution, Step
 from .worked import entry_name
 
