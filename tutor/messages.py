@@ -1161,7 +1161,7 @@ EN.update({
     "step.v_new.why": "Likewise only the new tokens' values are computed (x·W_V); the cache holds the rest.",
     "step.biased.why": "An additive bias is added to the scaled scores before the mask and the softmax (a float attn_mask in PyTorch): it shifts how much each query attends to each key without touching Q or K.",
     "step.biased.why.alibi": "ALiBi adds slope·(j − i) instead of position embeddings: 0 on the query's own position, more negative the farther back a key lies, with a different slope per head (2^(−8(h+1)/H)) so that heads attend at different ranges.",
-    "step.kv.why.grouped": "Grouped K/V heads: {G:kv_heads} serve {H:heads}, so K/V head {kv} is shared by the heads {heads} (head h reads K/V head h // {ratio}, in repeat_interleave order, counting from 0). The KV cache stores G = {G} K/V heads instead of H = {H}: {ratio} times less cache memory, at little cost in quality (Ainslie et al. 2023).",
+    "step.kv.why.grouped": "Grouped K/V heads: num_kv_heads = {G}, num_heads = {H}, so K/V head {kv} is shared by the heads {heads} (head h reads K/V head h // {ratio}, in repeat_interleave order, counting from 0). The KV cache then holds K and V per K/V head instead of per query head: {ratio} times less cache memory. Ainslie et al. (2023) find grouped K/V heads close to multi-head quality, and a single K/V head (MQA) somewhat below it.",
     "step.kv.why.cache": "With a KV cache this is the cached rows ({L_past:rows}) with the new rows ({L:rows}) appended below: only the new tokens' q, k, v are computed in a decode step.",
     "count.are_heads.one": "is {count} head",
     "count.are_heads.other": "are {count} heads",
