@@ -130,6 +130,7 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, State]:
     per_head = isinstance(f.heads, list)
     H = len(f.heads) if per_head else f.num_heads if isinstance(f.num_heads, int) else None
 
+    d_model = _d_model(f, bad, d_model) if not cross else d_model
     G = _groups(c, f, g, H, per_head, d_model)
     L_past = _cache(c, f, G if G is not None else H, cross)
     L_k = None
@@ -143,6 +144,23 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, State]:
     _masks(c, f, g, L, L_k, L_past is not None or ("cache",) in bad)
     _bias(c, f, H, L, L_k, cross)
     return g, st
+
+
+def _d_model(f: Any, bad: set[Path], x_cols: int | None) -> int | None:
+    """d_model as most fields say it: the columns of x and the rows of the query weights (ties go to x)."""
+    from collections import Counter
+
+    votes = [x_cols] if x_cols is not None else []
+    if isinstance(f.heads, list):
+        votes += [len(h.w_q) for i, h in enumerate(f.heads) if h is not None and h.w_q is not None
+                  and ("heads", i, "w_q") not in bad]
+    elif f.w_q is not None and ("w_q",) not in bad:
+        votes.append(len(f.w_q))
+    if not votes:
+        return None
+    count = Counter(votes)
+    best = max(count.values())
+    return x_cols if x_cols is not None and count[x_cols] == best else max(count, key=lambda v: count[v])
 
 
 def _groups(c: _Check, f: Any, g: SimpleNamespace, H: int | None, per_head: bool, d_model: int | None) -> int | None:
@@ -174,6 +192,12 @@ def _groups(c: _Check, f: Any, g: SimpleNamespace, H: int | None, per_head: bool
         if not c.matrix((name,), w):
             continue
         width = _cols(w)
+        if (d_model is not None and not f.x_kv and len(w) != d_model and width == d_model and len(w) % G == 0
+                and (name != "w_k" or d_k is None or len(w) == G * d_k)):  # nn.Linear's [out, in] layout
+            c.add((name,), "shape.transposed", field=name, rows=len(w), cols=width, row_size="d_kv",
+                  col_size="num_kv_heads·d_k" if name == "w_k" else "num_kv_heads·d_v")
+            bad.add((name,))
+            continue
         if width % G or (name == "w_k" and d_k is not None and width != G * d_k):
             c.add((name,), "v2.kv.fused_width", field=name, found=width, G=G,
                   what="d_k" if name == "w_k" else "d_v",
@@ -300,16 +324,10 @@ def _cache(c: _Check, f: Any, G: int | None, cross: bool) -> int | None:
         c.add(("cache",), "v2.cache.count", found=len(entries), G=G)
         c.bad.add(("cache",))
         return None
-    d_k = d_v = None
-    if c.st.kv_heads:
-        d_k, d_v = len(c.st.kv_heads[0].w_k[0]), len(c.st.kv_heads[0].w_v[0])
-    elif isinstance(f.heads, list) and f.heads and f.heads[0] is not None and f.heads[0].w_k is not None:
-        d_k = _cols(f.heads[0].w_k) if _ragged(f.heads[0].w_k) is None else None
-        d_v = _cols(f.heads[0].w_v) if f.heads[0].w_v is not None and _ragged(f.heads[0].w_v) is None else None
-    elif isinstance(f.num_heads, int) and f.w_q is not None and ("w_q",) not in c.bad and _cols(f.w_q) % f.num_heads == 0:
-        d_k = _cols(f.w_q) // f.num_heads
-        if f.w_v is not None and ("w_v",) not in c.bad and _cols(f.w_v) % f.num_heads == 0:
-            d_v = _cols(f.w_v) // f.num_heads
+    says_k, says_v = _head_sizes(c, f, G)
+    widths_k = [_cols(e.k) for e in entries if e.k is not None and _ragged(e.k) is None]
+    widths_v = [_cols(e.v) for e in entries if e.v is not None and _ragged(e.v) is None]
+    d_k, d_v = _vote(says_k + widths_k), _vote(says_v + widths_v)  # a weight outvoted is the v1 checks' to report
     L_past = None
     ok = True
     for k, e in enumerate(entries):
@@ -336,6 +354,42 @@ def _cache(c: _Check, f: Any, G: int | None, cross: bool) -> int | None:
     c.st.cache = tuple(record.CacheEntry(tuple(map(tuple, e.k)), tuple(map(tuple, e.v))) for e in entries)
     c.st.past_tokens = tuple(f.past_tokens) if f.past_tokens is not None else None
     return L_past
+
+
+def _head_sizes(c: _Check, f: Any, G: int | None) -> tuple[list[int], list[int]]:
+    """What the weights say of ``(d_k, d_v)``, query weights first: the columns of each w_q and w_k, and of each w_v
+    (a fused width divided by its number of heads)."""
+    def ok(path: Path, m: Any) -> bool:
+        return m is not None and path not in c.bad and _ragged(m) is None
+
+    d_k: list[int] = []
+    d_v: list[int] = []
+    if isinstance(f.heads, list):
+        for i, h in enumerate(f.heads):
+            if h is None:
+                continue
+            d_k += [_cols(getattr(h, n)) for n in ("w_q", "w_k") if ok(("heads", i, n), getattr(h, n))]
+            d_v += [_cols(h.w_v)] if ok(("heads", i, "w_v"), h.w_v) else []
+        d_k += [len(kv.w_k[0]) for kv in c.st.kv_heads or ()]
+        d_v += [len(kv.w_v[0]) for kv in c.st.kv_heads or ()]
+    elif isinstance(f.num_heads, int):
+        H, groups = f.num_heads, G or f.num_heads
+        for name, n, out in (("w_q", H, d_k), ("w_k", groups, d_k), ("w_v", groups, d_v)):
+            m = getattr(f, name)
+            if ok((name,), m) and _cols(m) % n == 0:
+                out.append(_cols(m) // n)
+    return d_k, d_v
+
+
+def _vote(values: list[int]) -> int | None:
+    """The value most agree on; ties go to the first given."""
+    from collections import Counter
+
+    if not values:
+        return None
+    count = Counter(values)
+    best = max(count.values())
+    return next(v for v in values if count[v] == best)
 
 
 def _masks(c: _Check, f: Any, g: SimpleNamespace, L: int | None, L_k: int | None, cached: bool) -> None:
