@@ -58,17 +58,15 @@ def surd_text(q: Fraction, t: int) -> str:
     return ("-" if p < 0 else "") + head + (f"/{n}" if n != 1 else "")
 
 
-def _exp_text(u: Fraction, t: int, r: Fraction = Fraction(0)) -> str:
+def _exp_text(u: Fraction, t: int, r: Fraction | None = None) -> str:
     """``exp(u·sqrt(t) + r)`` as text: ``e``, ``exp(sqrt(2)/2)``, ``exp(sqrt(2) - 1/16)``, ``exp(1/16)``."""
-    if t == 1:
-        u, r = u + r, Fraction(0)
+    if r:  # a bias part (format v2); t >= 2 here: a rational t = 1 is folded into u by the caller
+        if u == 0:
+            return f"exp({frac_text(r)})"
+        return f"exp({sum_text([surd_text(u, t), frac_text(r)])})"
     if u == 1 and t == 1:
         return "e"
-    if r == 0:
-        return f"exp({surd_text(u, t)})"
-    if u == 0:
-        return f"exp({frac_text(r)})"
-    return f"exp({sum_text([surd_text(u, t), frac_text(r)])})"
+    return f"exp({surd_text(u, t)})"
 
 
 def sum_text(terms: Iterable[str]) -> str:
@@ -342,8 +340,11 @@ class SoftmaxRow:
     def _exp_of(self, d: Key) -> str:
         e = self._exp.get(d)
         if e is None:
-            u, r = self.parts(d)
-            e = self._exp[d] = _exp_text(u, self.t, r)
+            if isinstance(d, int):  # no bias: the hot path of explain at the size limits
+                e = self._exp[d] = _exp_text(Fraction(d, self.den), self.t)
+            else:
+                u, r = self.parts(d)
+                e = self._exp[d] = _exp_text(u, self.t, r)
         return e
 
     def ratio_text(self, cnums: tuple[int, ...], cden: int, ref: Key) -> str:
