@@ -461,3 +461,149 @@ def test_output_projection_values_compare_exactly() -> None:
     for e in sums:
         assert equals_exactly(parse_entry(str(e)), e)
         assert not equals_exactly(parse_entry(f"{e} - 1/10^40"), e)
+
+
+# --- A again: the work one entry (or one line, one file) causes is bounded in total ------------
+
+
+def cancelling(depth: int, terms: int = 40, wrap: str = "exp({})-1") -> str:
+    """``exp(…)-1`` (or ``wrap``) nested around ``S - S``, ``S`` a sum of ``exp(i/(7+e))``: zero, with no
+    exact form to see it (the hostile tester's entry: ``depth=46`` took 2.4 s of CPU to parse)."""
+    parts = [f"exp({i}/(7+e))" for i in range(1, terms + 1)]
+    x = "(" + "+".join(parts) + ")-(" + "+".join(parts[::-1]) + ")"
+    for _ in range(depth - 1):
+        x = wrap.format(x)
+    return x
+
+
+def tree_nodes(v: values.Value) -> int:
+    """The operation nodes of a value's tree, counted here (not by the code under test)."""
+    count, stack = 0, [v]
+    while stack:
+        node = stack.pop()
+        if node.tree is not None:
+            count += 1
+            stack.extend(k for k in node.tree[1:] if isinstance(k, values.Value))
+    return count
+
+
+@pytest.fixture
+def evaluations(monkeypatch) -> list[int]:
+    """Every evaluation of a tree node above 256 bits, recorded (the node's id)."""
+    calls: list[int] = []
+    original = values._apply
+
+    def counted(tree, memo, prec):
+        calls.append(id(tree))
+        return original(tree, memo, prec)
+
+    monkeypatch.setattr(values, "_apply", counted)
+    return calls
+
+
+def spent(f) -> tuple[int, object]:
+    """The work ``f()`` charged (under an outer budget too large to refuse), and what it returned or raised."""
+    with values.budget(values.Work(10**15)) as work:
+        try:
+            out: object = f()
+        except AnswerError as err:
+            out = err
+    return work.limit - work.left, out
+
+
+#: The most one charge can add past a budget before the refusal (an exp at the highest precision).
+ONE_CHARGE = values._op_cost("exp", 2 * values.MAX_EVAL_PREC)
+
+
+@pytest.mark.parametrize("wrap", ["exp({})-1", "sqrt({}+1)-1", "1/(1+exp({}))-1/2", "exp({0})*exp(-({0}))-1"])
+def test_nested_functions_around_a_cancelling_sum_evaluate_each_node_at_most_twice(wrap, evaluations) -> None:
+    """Each level's ``exp`` asked for its argument's float, and each float re-evaluated everything below
+    at 2,176 bits: the work grew with depth × size.  Now a node is evaluated at most once per precision
+    (2,176 bits for the float, 4,352 for the exact claim's comparison)."""
+    depth = 3 if "*" in wrap else 8  # the last one doubles the text per level
+    e = parse_entry(cancelling(depth, terms=5, wrap=wrap))
+    nodes = tree_nodes(e.number)
+    assert abs(e.value()) < 1e-300  # zero (its float comes from an interval around it)
+    assert len(evaluations) <= 2 * nodes
+    assert len(set(evaluations)) <= nodes
+
+
+def test_the_testers_entry_is_refused_within_the_entry_budget() -> None:
+    text = cancelling(46)
+    assert len(text) == 1420  # the generator of the finding (1,421 with its newline)
+    work, out = spent(lambda: parse_entry(text))
+    assert isinstance(out, AnswerError)
+    assert "at column 1 in" in str(out)
+    assert "too large to check exactly" in str(out) and "write it as a decimal" in str(out)
+    assert work <= values.MAX_ENTRY_WORK + ONE_CHARGE
+
+
+def longest_sum(term) -> str:
+    """``term(1) + term(2) + …`` as long as an entry may be."""
+    parts: list[str] = []
+    while len("+".join([*parts, term(len(parts) + 1)])) <= answers.MAX_ENTRY_CHARS:
+        parts.append(term(len(parts) + 1))
+    return "+".join(parts)
+
+
+@pytest.mark.parametrize("text", [
+    cancelling(40, wrap="sqrt({}+1)-1"),
+    cancelling(30, wrap="1/(1+exp({}))-1/2"),
+    cancelling(4, 6, wrap="exp({0})*exp({0})-1"),
+    cancelling(3),
+    sigmoid_text(25),
+    longest_sum(lambda i: f"exp({i}/(7+e))"),
+    longest_sum(lambda i: f"exp(e/{i})"),
+])
+def test_every_entry_costs_at_most_the_entry_budget(text: str) -> None:
+    """Graded or refused, never more work than one entry may take."""
+    assert len(text) <= answers.MAX_ENTRY_CHARS
+    work, out = spent(lambda: parse_entry(text))
+    assert work <= values.MAX_ENTRY_WORK + ONE_CHARGE
+    if isinstance(out, AnswerError):
+        assert "too large to check exactly" in str(out) or "nesting deeper" in str(out)
+
+
+def test_a_line_of_such_entries_stops_at_the_first() -> None:
+    line = ", ".join([cancelling(46)] * 6)
+    work, out = spent(lambda: parse_matrix(line))
+    assert isinstance(out, AnswerError)
+    assert str(out).startswith("row 1, entry 1:")
+    assert work <= values.MAX_ENTRY_WORK + ONE_CHARGE
+
+
+def test_a_solution_file_shares_one_budget_and_decimals_are_never_refused(monkeypatch) -> None:
+    """All the entries of a file together get :data:`values.MAX_SHARED_WORK` (made small here, to
+    keep the test short): once it is spent, an entry that needs evaluating is refused with a sentence
+    saying so; a decimal or a fraction still reads (it costs no evaluation)."""
+    from tutor import solution_file
+    from tutor.errors import ExerciseError
+
+    one, _ = spent(lambda: parse_entry(cancelling(4, terms=6)))
+    assert 0 < one <= values.MAX_ENTRY_WORK
+    monkeypatch.setattr(solution_file, "MAX_SHARED_WORK", int(2.5 * one))
+    bomb = cancelling(4, terms=6)
+    rows = [f"  - ['{bomb}', '{bomb}', '{bomb}']", "  - [0.5, '1/3', 2]", "  - [0.25, '2/3', 1]"]
+    text = "exercise: single-head-3x4\nscores:\n" + "\n".join(rows) + "\n"
+    with pytest.raises(ExerciseError) as info:
+        solution_file.read_solution(text, "hw.yaml")
+    problems = info.value.problems
+    assert [p.field for p in problems] == ["scores[0][2]"]  # the first two fit, the third overspends the file's
+    assert "too large to check exactly (with the entries before it" in problems[0].message
+
+
+def test_grading_an_exact_claim_only_reads_what_parsing_computed(evaluations) -> None:
+    """The comparison of an exact claim with the true value needs its 2,112-bit interval: the parser
+    computed it (within the entry's budget), so grading evaluates nothing and can never be refused."""
+    true = solve(resolve("single-head-3x4")).step("weights", 0).exact[0][0]
+    right = parse_entry("1/(1 + 2*exp(sqrt(2)))")
+    also_right = parse_entry("exp(-sqrt(2))/(exp(-sqrt(2)) + 2)")
+    evaluations.clear()
+    assert equals_exactly(right, true) and equals_exactly(also_right, true)
+    assert not equals_exactly(parse_entry("1/(1 + 2*exp(sqrt(3)))"), true)
+    evaluations.clear()
+    cancelled = parse_entry("1/(1 + 2*exp(sqrt(2))) + (exp(1/(7+e)) - exp(1/(7+e)))")
+    assert evaluations  # computed while parsing ...
+    evaluations.clear()
+    assert equals_exactly(cancelled, true)
+    assert evaluations == []  # ... and only read while grading

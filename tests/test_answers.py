@@ -158,6 +158,11 @@ DECIMALS = [
     ("1e3", Integer(1000), -3),
     (".25e1", Rational(5, 2), 1),
     ("0.30000000000000004", Rational(30000000000000004, 10**17), 17),
+    # U+2212 in the exponent too, as in a pasted table (exercise files read it so); found by tests/test_fuzz.py
+    ("1e−3", Rational(1, 1000), 3),
+    ("−1.5E−2", Rational(-15, 1000), 3),
+    ("2.8399541e−01", Rational(28399541, 10**8), 8),
+    (".5e−1", Rational(1, 20), 2),
 ]
 
 
@@ -167,6 +172,22 @@ def test_decimal_literals(text: str, expected: sympy.Expr, places: int) -> None:
     assert entry.expr == expected
     assert entry.is_exact is False
     assert entry.places == places
+
+
+@pytest.mark.parametrize("text", ["1e−401", "1e−−3", "1e-−3", "1e−"])
+def test_a_typographic_minus_in_an_exponent_keeps_the_exponent_rules(text: str) -> None:
+    with pytest.raises(AnswerError):
+        parse_entry(text)
+
+
+def test_a_typographic_minus_in_an_exponent_in_a_row_and_a_solution_file(tmp_path, capsys) -> None:
+    from tutor.cli import main
+
+    assert [e.value() for e in parse_row("2.5e−1, 1e−2, 3")] == [0.25, 0.01, 3.0]
+    sol = tmp_path / "s.yaml"
+    sol.write_text("exercise: single-head-3x4\nq: [[1, 1], [2, 2], [2, 2.0e−0]]\n", encoding="utf-8")
+    assert main(["check", str(sol)]) == 0
+    assert "right" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -202,6 +223,12 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "answer.too_long": (parse_entry, "1+" * 1000 + "1", "the answer has 2001 characters; at most 2000 are allowed"),
     "answer.unexpected": (parse_entry, "2 + * 3", 'unexpected "*" at column 5 in "2 + * 3"'),
     "answer.unexpected_char": (parse_entry, "2 # 3", 'unexpected character "#" at column 3 in "2 # 3"'),
+    "answer.undecodable": (
+        parse_entry,
+        "\ufffd\ufffd\ufffd2",  # "√2" typed on an ASCII stream: three bytes it could not decode
+        "a character the input stream could not decode at column 1 (the stream's encoding cannot hold it); "
+        "type answers in ASCII, such as sqrt(2) and -inf",
+    ),
     "answer.unexpected_end": (parse_entry, "2 +", 'the answer "2 +" ends too early (expected a number)'),
     "answer.unclosed": (parse_entry, "(1 + 2", 'the "(" at column 1 in "(1 + 2" is never closed'),
     "answer.unmatched": (parse_entry, "1 + 2)", 'unmatched ")" at column 6 in "1 + 2)"'),
@@ -247,6 +274,20 @@ ERRORS: dict[str, tuple[object, object, str]] = {
         'the value at column 11 in "exp(-1000)^2" is too small to check exactly (not zero, but below 1e-600); '
         "write it as a decimal",
     ),
+    "answer.too_costly": (
+        parse_entry,
+        # exp(exp(S - S)-1)-1 for S a sum of 40 exp(i/(7+e)) written twice: zero, though no exact form sees it
+        "exp(exp((" + "+".join(f"exp({i}/(7+e))" for i in range(1, 41)) + ")-("
+        + "+".join(f"exp({i}/(7+e))" for i in range(40, 0, -1)) + "))-1)-1",
+        'the value at column 1 in "exp(exp((exp(1/(7+e))+exp(2/(7+e))+exp(3/(7+e))+exp(4/(7+e)…" is too large to '
+        "check exactly (it takes more work than one entry may); write it as a decimal",
+    ),
+    "answer.too_costly_total": (
+        lambda text: spent_budget(parse_entry, text),
+        "1 + exp(e)",
+        'the value at column 5 in "1 + exp(e)" is too large to check exactly (with the entries before it, more work '
+        "than one matrix or file may take); write it as a decimal",
+    ),
     "answer.div_zero": (parse_entry, "1/(2-2)", 'division by zero at column 2 in "1/(2-2)"'),
     "answer.div_near_zero": (
         parse_entry,
@@ -288,6 +329,14 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "matrix.not_list": (matrix_from_value, "1 2", "expected a matrix (a list of rows), found str"),
     "matrix.row_not_list": (matrix_from_value, [1, 2], "row 1: expected a list of numbers, found int"),
 }
+def spent_budget(fn, text):
+    """``fn(text)`` after the entries before it spent the budget of their matrix or file."""
+    from tutor.answers import values
+
+    with values.budget(values.Work(0, "answer.too_costly_total")):
+        return fn(text)
+
+
 # Backstops no input is known to reach: every path to a non-real or
 # non-finite value is refused earlier with a more precise message; a sum of
 # three or four independent square roots (coefficients of at most 600 digits)
@@ -1065,3 +1114,17 @@ def test_an_empty_row_between_semicolons_is_an_error(text, row):
 @pytest.mark.parametrize("text", ["1 1; 2 2;", "1 1\n\n2 2", "1 1;\n2 2\n"])
 def test_a_trailing_semicolon_and_blank_lines_are_fine(text):
     assert [[e.value() for e in row] for row in parse_matrix(text)] == [[1, 1], [2, 2]]
+
+
+@pytest.mark.parametrize("text", [
+    "; ".join([", ".join(["exp(√2)/(1+2·exp(√3))"] * 64)] * 65),  # found by the fuzz test: 65 rows of 64
+    "[" + ", ".join(["[" + ", ".join(["1/3"] * 4000) + "]", "[" + ", ".join(["1/3"] * 97) + "]"]) + "]",  # 4,000 + 97
+])
+def test_a_matrix_with_too_many_entries_is_refused_before_any_entry_is_parsed(text, monkeypatch) -> None:
+    """Issue 8 (refused at once, never graded late): the count of entries is known from the
+    split text, so no entry is parsed first (it was: 4,095 entries of 65 rows, then refused)."""
+    parsed: list[str] = []
+    monkeypatch.setattr(answers, "parse_entry", lambda entry_text: parsed.append(entry_text))
+    with pytest.raises(AnswerError, match="more than 4096 entries"):
+        parse_matrix(text)
+    assert parsed == []

@@ -99,8 +99,9 @@ def test_homework_that_forgot_the_scaling(cli, monkeypatch):
     assert code == 1
     lines = out.splitlines()
     i = lines.index("First wrong step: scaled")
-    assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is 1.4142",
-                                  "  [t1, t2]: you wrote 4, the right value is 2.8284"]
+    # a wrong entry's exact form beside its decimal: scaled = scores / √2, so 2 / √2 = √2 and 4 / √2 = 2√2
+    assert lines[i + 1:i + 3] == ["  [t1, t1]: you wrote 2, the right value is √2 (about 1.4142)",
+                                  "  [t1, t2]: you wrote 4, the right value is 2√2 (about 2.8284)"]
     assert "  … and 3 more" in lines
     assert "  Diagnosis: You forgot to divide by √d_k: scaled = scores / √2." in lines
     assert "    ✗ weights: carries the error forward (recomputed from your scaled, it matches what you wrote)" in lines
@@ -135,7 +136,7 @@ def test_two_heads_mask_set_to_zero(cli, monkeypatch):
     assert "  ✓ correct  masked (head 1)       9 entries right" in lines
     assert "  ✗ wrong    masked (head 2)       3 of 9 entries off" in lines
     assert "First wrong step: masked (head 2)" in lines
-    assert "  [t1, t2]: you wrote 0, the right value is -inf" in lines
+    assert "  [t1, t2]: you wrote 0, the right value is −∞" in lines
     assert ("  Diagnosis: You set the masked scores to 0; set them to -inf, so that they get zero weight "
             "after the softmax.") in lines
     assert "    • not given, but they inherit the error: concat" in lines
@@ -233,7 +234,19 @@ def test_unreadable_and_not_yaml(cli, tmp_path):
     assert code == 2 and "not valid YAML" in err and "Traceback" not in err
     bad.write_text("- 1\n- 2\n")
     code, _, err = cli("check", str(bad))
-    assert code == 2 and "expected a mapping of fields at the top level, found a list" in err
+    assert code == 2 and "not a solution file: its top level is a list, not a mapping of fields" in err
+
+
+@pytest.mark.parametrize(("value", "line"), [
+    ("[]", "scaled: expected a matrix (a list of rows), found an empty list"),
+    ("[[2, 4, 4], [], [4, 8, 8]]", "scaled[1]: expected a row (a list of numbers), found an empty list"),
+])
+def test_an_empty_matrix_or_row_is_called_empty(cli, tmp_path, value, line):
+    """Found by tests/test_fuzz.py: "expected a row (a list of numbers), found a list" read as a contradiction."""
+    sol = tmp_path / "s.yaml"
+    sol.write_text(f"exercise: single-head-3x4\nscaled: {value}\n")
+    code, _, err = cli("check", str(sol))
+    assert code == 2 and err.splitlines() == [f"error: {sol}:2:{9 if value == '[]' else 21}: {line}"]
 
 
 # --- the form of the file --------------------------------------------------------------------
@@ -263,7 +276,11 @@ def test_unreadable_and_not_yaml(cli, tmp_path):
      'sol.yaml:2:6: q[0][0]: unexpected character "\'" at column 12 in "__import__(\'os\').system(\'echo hi\')"'),
     ("exercise: single-head-3x4\nsoftmax: [[1]]\n",
      ("sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are q, k_new, v_new, k, v, scores, scaled, "
-      "biased, masked, weights, head_output, concat, output, exercise, title, source, heads)")),
+      "biased, masked, weights, head_output, concat, output; besides them a solution file may have exercise, title, "
+      "source, heads)")),
+    ("exercise: two-head-causal-3x4\nheads:\n  - softmax: [[1]]\n",
+     ("sol.yaml:3:5: heads[0].softmax: 'softmax' is not a step name (the steps are q, k_new, v_new, k, v, scores, "
+      "scaled, biased, masked, weights, head_output)")),
 ])
 def test_unusable_files(text, message):
     with pytest.raises(ExerciseError) as err:
@@ -291,7 +308,7 @@ def test_yes_gets_the_yaml11_hint(tmp_path, cli):
     code, out, err = cli("check", str(sol))
     assert (code, out) == (2, "")
     assert err == (f"error: {sol}:2:14: scores[0][1]: expected a number (integer, decimal, or a fraction such as "
-                   "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); "
+                   "\"1/3\"), found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; "
                    "write a number)\n")
 
 
@@ -445,8 +462,8 @@ def test_mask_applied_in_the_scaled_step_is_diagnosed(cli, tmp_path):
     i = lines.index("First wrong step: scaled (head 1)")
     assert lines[i + 1:i + 5] == [
         "  [t1, t2]: you wrote -inf, the right value is 0",
-        "  [t1, t3]: you wrote -inf, the right value is 2.8284",
-        "  [t2, t3]: you wrote -inf, the right value is 5.6569",
+        "  [t1, t3]: you wrote -inf, the right value is 2√2 (about 2.8284)",
+        "  [t2, t3]: you wrote -inf, the right value is 4√2 (about 5.6569)",
         "  Diagnosis: You applied the mask in the scaled step; scaled = scores / √2 at every entry, and the "
         "blocked entries become -inf only in the next step (masked = scaled + M).",
     ]
@@ -555,6 +572,7 @@ def test_ascii_console_gets_words_and_ascii_symbols(cli_process):
     assert "  x wrong     scaled       9 of 9 entries off" in out
     assert "  ok correct  q            6 entries right" in out
     assert "scaled = scores / sqrt(2)." in out
+    assert "  [t1, t2]: you wrote 4, the right value is 2*sqrt(2) (about 2.8284)" in out  # the answer grammar
 
 
 def test_no_color_has_no_escape_codes(cli_process):

@@ -350,7 +350,7 @@ def test_export_refuses_an_existing_file_without_force(cli, tmp_path):
 def test_export_to_a_fifo_is_refused_even_with_force(cli_process, tmp_path):
     os.mkfifo(tmp_path / "page.html")
     done = cli_process("explain", "single-head-3x4", "--export", "page.html", "--force", cwd=tmp_path)
-    assert done.code == 2 and "page.html exists and is not a regular file" in done.err
+    assert done.code == 2 and "page.html exists and is a named pipe (FIFO), not a regular file" in done.err
 
 
 @pytest.mark.parametrize(("file", "fmt", "ok"), [

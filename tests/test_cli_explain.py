@@ -101,9 +101,10 @@ def test_every_bundled_exercise_explains(cli, exercise_id):
     assert code == 0 and err == "" and "Traceback" not in out
 
 
-def test_output_projection_says_it_is_linear(cli):
+def test_output_projection_says_it_is_linear_and_the_layer_is_not(cli):
     _, out, _ = cli("explain", "two-head-fused-3x4")
-    assert "no non-linearity" in out
+    flat = " ".join(out.split())
+    assert "W_O is a linear map" in flat and "not linear in X" in flat and "no non-linearity" not in flat
 
 
 def test_fully_masked_row_is_explained(cli):
@@ -184,7 +185,7 @@ def test_malformed_file_exits_2_with_file_line_messages(tmp_path, cli):
     assert code == 2 and out == ""
     assert err.splitlines()[0] == (
         f"error: {bad}:3:9: x[0][1]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
-        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)"
+        "found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)"
     )
     assert "Traceback" not in err
 
@@ -292,7 +293,7 @@ def test_explain_refuses_when_the_engines_disagree(cli, monkeypatch):
 def test_production_view_names_the_reshapes(cli):
     _, out, _ = cli("explain", "two-head-fused-3x4")
     assert "Production view" in out
-    assert "[B, L, 3, H, d_h] = [1, 3, 3, 2, 2]" in out
+    assert "[B, L, 3, H, d_k] = [1, 3, 3, 2, 2]" in out
     assert "permute(2, 0, 3, 1, 4)" in out
     assert "[B, H, L, L] = [1, 2, 3, 3]" in out
     _, out, _ = cli("explain", "two-head-fused-3x4", "--format", "json")
@@ -373,3 +374,35 @@ def test_the_engines_agree_on_every_bundled_exercise(exercise_id):
     from tutor.verify import verify
 
     verify(solve(resolve(exercise_id)))  # raises EngineMismatchError on any step beyond 1e-9
+
+
+@pytest.mark.parametrize("exercise", ["single-head-3x4", "two-head-causal-3x4", "padding-4x2"])
+def test_heatmap_legend_bands_hold_every_shaded_weight(cli, exercise):
+    """Each shade of the heat map lies in the band its legend gives, checked against the exact weights."""
+    import re
+
+    from tutor.catalog import resolve
+    from tutor.steps import solve
+
+    code, out, _ = cli("explain", exercise, env={"COLUMNS": "200"})
+    assert code == 0
+    legend = next(line for line in out.splitlines() if line.strip().startswith("Shades:"))
+    bands = {shade[0]: (float(lo), float(hi)) for shade, lo, hi in re.findall(r"(\S)\1 above ([\d.]+) up to ([\d.]+)", legend)}
+    assert len(bands) == 4 and "none: exactly 0" in legend
+    sol = solve(resolve(exercise))
+    heads = [s for s in sol.steps if s.name == "weights"]
+    blocks = out.split("(darker = more weight)")[1:]
+    assert len(blocks) == len(heads)
+    for step, block in zip(heads, blocks, strict=True):
+        table = block.split("Shades:")[0]
+        rows = [line for line in table.splitlines() if re.match(r"\s*│ \S+ +│", line)]  # labelled rows, not the header
+        assert len(rows) == len(step.value)
+        for row, values in zip(rows, step.value, strict=True):
+            cells = [c.strip() for c in row.split("│")[2:-1]]
+            for cell, v in zip(cells, values, strict=True):
+                shade = cell[0] if cell[0] in bands else None
+                if shade is None:
+                    assert v == 0, (cell, v)
+                else:
+                    lo, hi = bands[shade]
+                    assert lo < v <= hi, (cell, v, lo, hi)

@@ -119,18 +119,21 @@ def test_no_scaling_at_scaled_weights_and_output(classic):
 def test_scale_by_sqrt_d_model(e):
     ans = scale(S, 1 / math.sqrt(3))
     d = diagnose(e, "scaled", 0, rnd(ans, 3), tolerance=TOL)
-    assert keys(d) == ["scale_sqrt_d_model"]
+    # L = L_k = d_model = 3 in E: the answer cannot tell √d_model from √L, so both are named
+    assert keys(d) == ["scale_sqrt_d_model", "scale_constant"]
     assert d[0].message == ("You divided by √d_model = √3; divide by √d_k of the head instead: "
                             "scaled = scores / √2.")
-    assert keys(diagnose(e, "weights", 0, rnd(softmax_rows(ans), 3), tolerance=TOL)) == ["scale_sqrt_d_model"]
+    assert keys(diagnose(e, "weights", 0, rnd(softmax_rows(ans), 3), tolerance=TOL)) == ["scale_sqrt_d_model",
+                                                                                         "scale_constant"]
 
 
 def test_scale_by_one_over_d_k_is_dividing_by_d_k(e):
     ans = [[2.5, 0.5, 2], [0.5, 0.5, 1], [1.5, 0.5, 1.5]]  # S / 2
     d = diagnose(e, "scaled", 0, ans, tolerance=TOL)
-    assert keys(d) == ["scale_d_k"]
+    assert keys(d) == ["scale_d_k", "scale_constant"]  # d_v = d_out = 2 = d_k in E: each is named
     assert d[0].message == "You divided by d_k = 2 instead of its square root: scaled = scores / √2."
-    assert keys(diagnose(e, "head_output", 0, mm(softmax_rows(ans), V), tolerance=TOL)) == ["scale_d_k"]
+    assert "by d_v = d_out = 2" in d[1].message
+    assert keys(diagnose(e, "head_output", 0, mm(softmax_rows(ans), V), tolerance=TOL)) == ["scale_d_k", "scale_constant"]
 
 
 def test_scale_by_d_k_is_multiplying_by_d_k(e):
@@ -221,7 +224,7 @@ def test_softmax_over_columns(e):
     d = diagnose(e, "weights", 0, rnd(w, 2), tolerance=TOL)
     assert keys(d) == ["softmax_columns"]
     assert d[0].message == ("You took the softmax down each column; take it along each row (over the keys), "
-                            "so that every row of weights sums to 1.")
+                            "so that each row of weights with a key to attend sums to 1.")
 
 
 def test_exp_not_normalised(e):
@@ -480,6 +483,54 @@ def test_mask_applied_in_the_scaled_step(e, em):
     assert m.recompute(e, "scaled", 0) is None  # no mask, nothing to apply early
 
 
+# --- mistakes from published code (issue 10), as practice answers typed by hand ----------------------
+
+
+def test_a_large_negative_fill_typed_at_the_masked_step(em):
+    a = scale(S, 1 / R2)
+    d = diagnose(em, "masked", 0, where(E_MASK, rnd(a, 3), -1e9), tolerance=TOL)
+    assert keys(d) == ["mask_large_negative"]
+    assert d[0].cells == ((0, 1), (1, 2), (2, 0))
+    assert "as -1000000000 instead of -inf" in d[0].message
+    # -inf is right; a small negative number is no stand-in for -inf
+    assert diagnose(em, "masked", 0, where(E_MASK, rnd(a, 3), -INF), tolerance=TOL) == []
+    assert "mask_large_negative" not in keys(diagnose(em, "masked", 0, where(E_MASK, rnd(a, 3), -5), tolerance=TOL))
+
+
+def test_the_mask_added_as_numbers(em):
+    a = scale(S, 1 / R2)
+    added = [[a[i][j] + (1 if E_MASK[i][j] else 0) for j in range(3)] for i in range(3)]
+    assert keys(diagnose(em, "masked", 0, rnd(added, 3), tolerance=TOL)) == ["mask_added"]
+    assert keys(diagnose(em, "weights", 0, rnd(softmax_rows(added), 3), tolerance=TOL)) == ["mask_added"]
+
+
+def test_dropout_typed_as_weights(e):
+    w = softmax_rows(scale(S, 1 / R2))
+    dropped = [[0.0 if (i + j) % 4 == 0 else x / 0.8 for j, x in enumerate(r)] for i, r in enumerate(w)]  # p = 0.2
+    d = diagnose(e, "weights", 0, rnd(dropped, 3), tolerance=TOL)
+    assert keys(d) == ["dropout_on"]
+    assert d[0].cells == ((0, 0), (2, 2))
+    assert "p = 0.2" in d[0].message and "1/(1 - p) = 1.25" in d[0].message
+    # zeros alone, the rest unscaled, is no dropout (no factor above 1)
+    zeroed = [[0.0 if (i + j) % 4 == 0 else x for j, x in enumerate(r)] for i, r in enumerate(w)]
+    assert "dropout_on" not in keys(diagnose(e, "weights", 0, rnd(zeroed, 3), tolerance=TOL))
+
+
+def test_scores_over_the_square_root_of_l(e):
+    d = diagnose(e, "scaled", 0, rnd(scale(S, 1 / math.sqrt(3)), 3), tolerance=TOL)  # L = L_k = d_model = 3
+    assert keys(d) == ["scale_sqrt_d_model", "scale_constant"]  # the same number: both named
+    assert "the square root of L = L_k = 3" in d[1].message
+
+
+def test_one_mistake_and_one_slip_on_top(classic):
+    w = softmax_rows([[2, 4, 4], [4, 8, 8], [4, 8, 8]])  # no scaling
+    typed = rnd(w, 2)
+    typed[2][2] = 0.3  # the slip
+    d = diagnose(classic, "weights", 0, typed, tolerance=TOL)
+    assert keys(d) == ["no_scaling"] and d[0].cells == ((2, 2),)
+    assert "every entry but one" in d[0].message and "weights[t3, t3] (you wrote 0.3; this mistake gives 0.4955)" in d[0].message
+
+
 # --- the catalogue itself ------------------------------------------------------------------------
 
 TESTED = {
@@ -489,6 +540,9 @@ TESTED = {
     "no_b_v", "no_b_o", "transposed", "w_o_transposed", "no_softmax", "empty_row_uniform", "mask_in_scaled",
     # format v2: tests/test_v2_misconceptions.py
     "kv_tile_order", "decode_top_left", "cache_reprojected", "bias_after_softmax", "alibi_sign",
+    # issue 10: tested here by hand (practice answers), and by solution files from torch in tests/test_misconceptions.py
+    "mask_large_negative", "mask_added", "scale_constant", "heads_averaged", "heads_split_reshape",
+    "heads_merge_reshape", "dropout_on", "truncated_scaled", "truncated_weights",
 }
 
 

@@ -27,12 +27,14 @@ from tutor.errors import ShapeError
 from tutor.exact import QMat, matmul
 from tutor.exactnum import (
     Mix,
+    MixSum,
     NegInf,
     Rat,
     SoftmaxRow,
     Surd,
     frac_text,
     mix,
+    mix_sum,
     square_free,
     surd_text,
 )
@@ -428,6 +430,87 @@ def test_mix_masked_keys_and_fully_masked_row():
     assert mix(row, (0, 1, 0)) == Rat(Fraction(1))
     assert mix(row, (1, 0, 0)) == Rat(Fraction(0))
     assert mix(row, (9, 4, 9), 3) == Rat(Fraction(4, 3))
+
+
+def _sympy_sum(parts, const=Fraction(0)):
+    """The sum as sympy builds it from the same rows: an independent oracle of its value and rationality."""
+    return sympy.Add(*(p.to_sympy() for p in parts)) + sympy.Rational(const.numerator, const.denominator)
+
+
+def test_mix_sum_of_two_heads_over_shifted_rows_is_rational():
+    """Head 0's row has exponents (0, -√2, -√2/2)·…, head 1's the same shifted by √2: one denominator,
+    numerators that add up to (3/2) of it (the two entries of two-head-fused-3x4 that are 3/2)."""
+    a = SoftmaxRow((0, -2, -1), 2, 2)  # exponents 0, -√2, -√2/2
+    b = SoftmaxRow((2, 0, 1), 2, 2)  # the same, shifted by +√2
+    m0 = mix(a, (3, 1, 3), 2)  # (3 + e^-√2 + 3e^(-√2/2)) / (2(1 + e^-√2 + e^(-√2/2)))
+    m1 = mix(b, (0, 2, 0), 2)  # 1·e^0 / Z_b: the rest to make 3/2
+    assert isinstance(m0, Mix) and isinstance(m1, Mix)
+    total = mix_sum([m0, m1], Fraction(0))
+    assert total == Rat(Fraction(3, 2))
+    assert sympy.simplify(_sympy_sum([m0, m1]) - sympy.Rational(3, 2)) == 0
+
+
+def test_mix_sum_decides_through_a_shared_factor_of_different_denominators():
+    """1/(1 + e) over two keys, (e + e³)/(1 + e + e² + e³) = e/(1 + e) over four: different
+    denominators that share the factor 1 + e, and the sum is 1."""
+    two = mix(SoftmaxRow((0, 1), 1, 1), (1, 0))
+    four = mix(SoftmaxRow((0, 1, 2, 3), 1, 1), (0, 1, 0, 1))
+    assert isinstance(two, Mix) and isinstance(four, Mix)
+    assert mix_sum([two, four], Fraction(1, 3)) == Rat(Fraction(4, 3))
+    assert sympy.simplify(_sympy_sum([two, four]) - 1) == 0
+
+
+def test_mix_sum_keeps_an_irrational_sum_and_folds_its_rational_groups():
+    x = mix(SoftmaxRow((0, 1), 1, 2), (1, 0))  # 1/(1 + e^√2): irrational
+    y = mix(SoftmaxRow((0, 2), 2, 2), (0, 1))  # e^√2/(1 + e^√2): with x, exactly 1
+    z = mix(SoftmaxRow((0, 3), 1, 2), (1, 0))  # 1/(1 + e^(3√2)): irrational, another denominator
+    total = mix_sum([x, y, z], Fraction(1, 2))
+    assert isinstance(total, MixSum) and total.parts == (z,) and total.const == Fraction(3, 2)
+    assert total.value() == pytest.approx(float(sympy.N(_sympy_sum([x, y, z], Fraction(1, 2)), 30)), rel=1e-14)
+    assert mix_sum([x], Fraction(0)) is x
+
+
+_X = sympy.Symbol("x", positive=True)
+
+
+def _rational_function(parts) -> sympy.Expr:
+    """The sum as a rational function of x = exp(sqrt(t)/M): sympy's own cancellation decides
+    whether it is constant (a constant is the only way the value can be rational)."""
+    big = math.lcm(*(p.row.den for p in parts))
+    out = sympy.Integer(0)
+    for p in parts:
+        k = big // p.row.den
+        num = sum(sympy.Rational(c, p.cden) * _X ** (p.row.nums[j] * k) for j, c in enumerate(p.cnums) if j in p.row.live)
+        den = sum(_X ** (p.row.nums[j] * k) for j in p.row.live)
+        out += num / den
+    return sympy.cancel(sympy.together(out))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(-2, 2), min_size=1, max_size=3),
+                          st.lists(st.integers(-2, 2), min_size=3, max_size=3)), min_size=2, max_size=3))
+def test_mix_sum_is_rational_exactly_when_sympy_cancels_it_to_a_constant(rows):
+    parts = []
+    for nums, coeffs in rows:
+        m = mix(SoftmaxRow(tuple(nums), 1, 1), tuple(coeffs[: len(nums)]))
+        if isinstance(m, Mix):
+            parts.append(m)
+    if len(parts) < 2:
+        return
+    total = mix_sum(parts, Fraction(0))
+    f = _rational_function(parts)
+    assert isinstance(total, Rat) == (not f.free_symbols)
+    if isinstance(total, Rat):
+        assert sympy.Rational(total.q.numerator, total.q.denominator) == f
+
+
+def test_the_fused_exercise_shows_its_two_rational_outputs_as_three_halves():
+    sol = solve(load_exercise(EXERCISES / "two-head-fused-3x4.yaml"))
+    out = sol.step("output", None)
+    assert out.exact[2][0] == Rat(Fraction(3, 2)) and out.exact[2][1] == Rat(Fraction(3, 2))
+    assert str(out.exact[2][0]) == "3/2"
+    rest = [e for i, row in enumerate(out.exact) for j, e in enumerate(row) if (i, j) not in ((2, 0), (2, 1))]
+    assert not any(isinstance(e, Rat) for e in rest)  # the others are not rational
 
 
 # --- edge cases through the engine ------------------------------------------------

@@ -863,7 +863,7 @@ def test_problem_str_is_file_line_col_field_message():
     p = only(with_x00("yes"))
     assert str(p) == (
         "f.yaml:3:6: x[0][0]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
-        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)"
+        "found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)"
     )
 
 
@@ -892,3 +892,22 @@ def test_empty_list_is_a_problem():
     p = only(BASE + "x_kv: []\n")
     assert where(p) == ("f.yaml", 8, 7, "x_kv")
     assert "found an empty list" in p.message
+
+
+NUMBER = 'a number (integer, decimal, or a fraction such as "1/3")'
+
+
+@pytest.mark.parametrize(("text", "field", "item"), [
+    (BASE.replace("[1, 1, 1, 1]]", "[]]"), "x[2]", NUMBER),  # a row's entries are numbers, not rows
+    (BASE + "w_o: [[]]\n", "w_o[0]", NUMBER),
+    (BASE + "w_o: []\n", "w_o", "a row (a list of numbers)"),
+    (BASE + "    b_q: []\n", "heads[0].b_q", NUMBER),  # a bias's entries are numbers, not lists
+    (HEAD + "num_heads: 1\nw_q: [[1], [1], [1], [1]]\nw_k: [[1], [1], [1], [1]]\nw_v: [[1], [1], [1], [1]]\nb_v: []\n",
+     "b_v", NUMBER),
+    (HEAD + "heads: []\n", "heads", "a mapping of fields"),
+])
+def test_an_empty_list_says_what_each_entry_is(text, field, item):
+    """Found by tests/test_fuzz.py: the hint said "each entry is a row" for a row, and "a list" for a bias."""
+    (p,) = [p for p in problems(text) if p.field == field]
+    assert p.message == "expected at least one entry, found an empty list"
+    assert p.hint == f"each entry is {item}"

@@ -155,6 +155,18 @@ def test_svg_export(tmp_path, cli):
     assert export_svg(solve(resolve("single-head-3x4"))) == svg
 
 
+def test_svg_and_html_exports_ask_the_network_for_nothing(tmp_path, cli):
+    """rich's SVG template fetches Fira Code from cdnjs; a handout opens offline, so the export uses local fonts."""
+    for name in ("a.svg", "a.html"):
+        cli("explain", "single-head-3x4", "--export", str(tmp_path / name))
+        page = (tmp_path / name).read_text(encoding="utf-8")
+        assert "cdnjs" not in page and "@font-face" not in page and "woff" not in page
+        assert re.findall(r"url\((?!#)", page) == []  # only references inside the file (clip paths)
+        assert "monospace" in page
+    svg = (tmp_path / "a.svg").read_text(encoding="utf-8")
+    assert "font-family: 'Fira Code', Menlo, 'DejaVu Sans Mono', Consolas, monospace;" in svg
+
+
 def test_export_html_and_markdown_files(tmp_path, cli):
     html_file, md_file = tmp_path / "a.html", tmp_path / "a.md"
     assert cli("explain", "single-head-3x4", "--export", str(html_file))[0] == 0

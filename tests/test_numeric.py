@@ -811,7 +811,7 @@ def test_trace_is_what_forward_does(B, L, L_k, H, d_k, d_v, d_kv, cross, masked,
     assert [s.name for s in trace] == list(seen)
     assert [s.shape for s in trace] == [a.shape for a in seen.values()]
     sizes = {"B": B, "L": L, "L_k": L_k, "D": d_model, "D_kv": d_kv, "H": H,
-             "d_h": d_k, "d_k": d_k, "d_v": d_v, "d_out": layer.d_out}
+             "d_k": d_k, "d_v": d_v, "d_out": layer.d_out}
     for step in trace:
         assert step.shape == tuple(_eval_dim(d, sizes) for d in step.dims), step
         assert step.note
@@ -828,15 +828,15 @@ def test_trace_of_production_self_attention_reads_as_documented():
     got = [(s.name, s.symbolic, s.concrete) for s in trace]
     assert got == [
         ("x", "[B, L, D]", "[4, 128, 512]"),
-        ("qkv", "[B, L, 3·H·d_h]", "[4, 128, 1536]"),
-        ("view", "[B, L, 3, H, d_h]", "[4, 128, 3, 8, 64]"),
-        ("permute", "[3, B, H, L, d_h]", "[3, 4, 8, 128, 64]"),
+        ("qkv", "[B, L, 3·H·d_k]", "[4, 128, 1536]"),
+        ("view", "[B, L, 3, H, d_k]", "[4, 128, 3, 8, 64]"),
+        ("permute", "[3, B, H, L, d_k]", "[3, 4, 8, 128, 64]"),
         ("scores", "[B, H, L, L]", "[4, 8, 128, 128]"),
         ("masked", "[B, H, L, L]", "[4, 8, 128, 128]"),
         ("weights", "[B, H, L, L]", "[4, 8, 128, 128]"),
-        ("context", "[B, H, L, d_h]", "[4, 8, 128, 64]"),
-        ("transpose", "[B, L, H, d_h]", "[4, 128, 8, 64]"),
-        ("merge", "[B, L, H·d_h]", "[4, 128, 512]"),
+        ("context", "[B, H, L, d_v]", "[4, 8, 128, 64]"),
+        ("transpose", "[B, L, H, d_v]", "[4, 128, 8, 64]"),
+        ("merge", "[B, L, H·d_v]", "[4, 128, 512]"),
         ("out_proj", "[B, L, d_out]", "[4, 128, 512]"),
     ]
     assert "permute(2, 0, 3, 1, 4)" in trace[3].note

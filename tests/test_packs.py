@@ -85,7 +85,7 @@ def test_a_broken_file_is_reported_and_the_others_are_still_listed(pack):
         f"{pack / 'broken.yaml'}:1:1: no weights: give 'heads' (per-head form) or 'num_heads' with w_q, w_k, w_v "
         "(fused form) (`attn-tutor new` writes a complete example to start from)",
         f"{pack / 'broken.yaml'}:3:9: x[0][1]: expected a number (integer, decimal, or a fraction such as \"1/3\"), "
-        "found the text 'yes' (yes is text in YAML 1.2 (YAML 1.1 read it as a boolean); write a number)",
+        "found the text 'yes' (yes is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
     ]
     assert {"my-first", "my-second"} <= {e.exercise.id for e in cat.entries}
     assert resolve("my-first", [pack]).id == "my-first"

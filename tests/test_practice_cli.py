@@ -110,6 +110,9 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     assert out == HEADER + SCORES_STEP + [
         "scores> 2 4 4; 4 8 8; 4 8 8",
         "✓ Right.",
+        # Q = K here: a right answer cannot show that the learner did not compute K·Qᵀ, so the drill says so
+        "  Note: On this exercise K·Qᵀ = Q·Kᵀ because Q = K: computing K·Qᵀ by mistake gives the same scores,",
+        "  so it cannot be caught here. Try `single-head-asym-3x4` to be tested on it.",
     ] + SCALED_STEP + [
         "scaled> 2 4 4; 4 8 8; 4 8 8",
         "✗ Not yet: 9 of 9 entries wrong (marked ✗).",
@@ -156,9 +159,9 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         "      in single-head-3x4 scaled ×1",
         "",
         # scaled scores (0+1)/(1+2) = 0.33 < 0.5 of the unpractised steps; single-head-3x4 was
-        # already practised on it, so the other difficulty-1 exercise comes next
-        "Practise next: scaled, your weakest step (0 of 1 right), with single-head-dk4-2x4:",
-        "  attn-tutor practice single-head-dk4-2x4",
+        # already practised on it, so the first other difficulty-1 exercise (by id) comes next
+        "Practise next: scaled, your weakest step (0 of 1 right), with single-head-asym-3x4:",
+        "  attn-tutor practice single-head-asym-3x4",
         f"Progress file: {store_path()}",
     ]
     code, text, _ = stats(cli, "--format", "json")
@@ -175,8 +178,8 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     assert doc["mistakes"] == [{"key": "no_scaling", "kind": "diagnosis", "name": "forgot to divide by √d_k", "count": 1,
                                 "where": [{"exercise": "single-head-3x4", "step": "scaled", "head": 0, "heads": 1,
                                            "count": 1}]}]
-    assert doc["next"] == {"step": "scaled", "exercise": "single-head-dk4-2x4", "correct": 0, "graded": 1,
-                           "accuracy": 0.0, "command": "attn-tutor practice single-head-dk4-2x4"}
+    assert doc["next"] == {"step": "scaled", "exercise": "single-head-asym-3x4", "correct": 0, "graded": 1,
+                           "accuracy": 0.0, "command": "attn-tutor practice single-head-asym-3x4"}
 
 
 def test_the_whole_classic_example_end_to_end(cli):
@@ -648,14 +651,16 @@ def test_hints_and_sessions_are_counted_in_words(cli):
     assert text.splitlines()[0] == "Progress: 2 sessions, 2 answers."
 
 
-def test_two_mistakes_giving_the_same_numbers_are_both_shown(cli):
-    # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k
+def test_mistakes_giving_the_same_numbers_are_all_shown(cli):
+    # scores / sqrt(d_model) = scores / sqrt(4) = scores / 2 = scores / d_k = scores / d_v
     code, out, _ = practise(cli, "1 2 2; 2 4 4; 2 4 4\nquit\n", "single-head-3x4", "--steps", "scaled")
     start = out.index("scaled> 1 2 2; 2 4 4; 2 4 4")
-    assert out[start + 10:start + 15] == [
-        "Diagnosis: this answer matches two mistakes, which give the same numbers here:",
+    assert out[start + 10:start + 17] == [
+        "Diagnosis: this answer matches three mistakes, which give the same numbers here:",
         "  • You divided by √d_model = √4; divide by √d_k of the head instead: scaled = scores / √2.",
         "  • You divided by d_k = 2 instead of its square root: scaled = scores / √2.",
+        "  • You divided the scores by d_v = d_out = 2; divide by the square root of the head's d_k: scaled =",
+        "    scores / √2.",
         "Type the matrix again, or hint, show, skip.",
         "scaled> quit",
     ]

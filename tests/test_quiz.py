@@ -506,12 +506,12 @@ def test_a_masked_score_near_but_not_minus_inf_is_wrong():
 
 
 def test_two_mistakes_with_the_same_numbers_are_both_named():
-    # scores / sqrt(d_model) = scores / sqrt(4) and scores / d_k = scores / 2: the same matrix
+    # scores / sqrt(d_model) = scores / sqrt(4), scores / d_k = scores / 2 and scores / d_v: the same matrix
     state, _ = start(classic(), steps=["scaled"])
     _, effects = handle(state, Answer("1 2 2; 2 4 4; 2 4 4"))
     wrong = effects[1]
-    assert [d.key for d in wrong.diagnoses] == ["scale_sqrt_d_model", "scale_d_k"]
-    assert wrong.alike == 2 and [d.key for d in wrong.shown] == ["scale_sqrt_d_model", "scale_d_k"]
+    assert [d.key for d in wrong.diagnoses] == ["scale_sqrt_d_model", "scale_d_k", "scale_constant"]
+    assert wrong.alike == 3 and [d.key for d in wrong.shown] == ["scale_sqrt_d_model", "scale_d_k", "scale_constant"]
     assert effects[0].diagnosis == "scale_sqrt_d_model"  # the store keeps the first
 
 

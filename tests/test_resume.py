@@ -98,7 +98,8 @@ def test_practice_with_no_exercise_starts_at_the_weakest_step(cli):
     practise(cli, f"{QKV}\n{QKV}\n{QKV}\n{SCORES}\n{SCORES}\n{SCORES}\nquit\n", "single-head-3x4")
     code, out, _ = practise(cli, "quit\n")
     assert code == 0
-    assert out[0] == "Practising single-head-dk4-2x4: it trains scaled, your weakest step (0 of 2 right)."
-    assert out[1] == "Starting at step 5 of 7 (scaled), your weakest step; the steps before it are given."
-    assert "Step 5 of 7: Scaled scores" in out and "Step 1 of 7: Queries Q" not in out
+    # the first other difficulty-1 exercise by id: single-head-asym-3x4 (before single-head-dk4-2x4)
+    assert out[0] == "Practising single-head-asym-3x4: it trains scaled, your weakest step (0 of 2 right)."
+    assert out[1] == "Starting at step 5 of 8 (scaled), your weakest step; the steps before it are given."
+    assert "Step 5 of 8: Scaled scores" in out and "Step 1 of 8: Queries Q" not in out
     assert "   1. Q        given" in out

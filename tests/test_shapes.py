@@ -149,6 +149,21 @@ def test_x_still_wins_a_tie():
     assert [f for _, _, f, _ in problems(text)] == ["heads[0].w_q", "heads[0].w_k"]
 
 
+def test_empty_label_lists_never_outvote_x():
+    """No size is 0: two empty lists (tokens, key_padding) said L = 0 and advised "give x 0 rows"
+    (found by tests/test_fuzz.py); each empty list is reported itself, against x."""
+    assert problems(per_head(tail="tokens: []\nkey_padding: []\n")) == [
+        (8, 9, "tokens", "tokens has 0 entries but L (rows of x) is 3"),
+        (9, 14, "key_padding", "key_padding has 0 entries but L_k (rows of x) is 3"),
+    ]
+    cross = per_head(w_k="[[1, 0], [0, 1]]", w_v="[[1, 0], [0, 1]]",
+                     tail="x_kv: [[1, 0], [0, 1]]\nkv_tokens: []\nkey_padding: []\n")
+    assert [(f, m) for _, _, f, m in problems(cross)] == [
+        ("kv_tokens", "kv_tokens has 0 entries but L_k (rows of x_kv) is 2"),
+        ("key_padding", "key_padding has 0 entries but L_k (rows of x_kv) is 2"),
+    ]
+
+
 # --- G.25: one mistake, one report ----------------------------------------------------------------
 
 

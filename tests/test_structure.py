@@ -225,3 +225,19 @@ def test_message_catalogue_doctests():
 
     result = doctest.testmod(tutor.messages)
     assert result.failed == 0 and result.attempted >= 2
+
+
+def test_no_message_key_is_given_twice():
+    """A key written twice in tutor/messages.py (in one dict or across ``EN.update`` blocks) silently keeps
+    the last sentence: two sentences meant for different places, one of them shown in the wrong one."""
+    tree = ast.parse((REPO / "tutor" / "messages.py").read_text(encoding="utf-8"))
+    first: dict[str, int] = {}
+    twice = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    if key.value in first:
+                        twice.append((key.value, first[key.value], key.lineno))
+                    first.setdefault(key.value, key.lineno)
+    assert twice == []

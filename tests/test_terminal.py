@@ -442,6 +442,15 @@ def test_every_document_is_utf8_whatever_the_stream(argv, expected, encoding, st
         assert out.isascii()
 
 
+def test_a_square_root_sign_typed_on_an_ascii_stream_says_to_type_ascii(cli_process, tmp_path):
+    """√ on an ASCII stdin arrives as bytes the stream cannot decode: the learner is told why, and what to type."""
+    env = {"PYTHONIOENCODING": "ascii", "ATTN_TUTOR_HOME": str(tmp_path)}
+    r = cli_process("practice", "single-head-3x4", "--steps", "scaled", input="√2 2√2 2√2\nquit\n".encode(), env=env)
+    assert r.code == 0, r.stderr
+    out = " ".join(r.stdout.decode("ascii").split())  # ASCII only, and the message's words whatever the wrapping
+    assert "could not decode at column 1" in out and "type answers in ASCII, such as sqrt(2) and -inf" in out
+
+
 @pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "cp1252"},
                                  {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}],
                          ids=["ascii", "cp1252", "C-locale"])

@@ -185,7 +185,7 @@ def test_a_fifo_in_a_pack_is_reported_not_waited_for(fifo_pack, cli, monkeypatch
 def test_validate_reports_a_fifo_in_a_folder_and_given_by_name(fifo_pack, cli):
     fifo = fifo_pack / "x.yaml"
     line = f"{fifo}: cannot read the file: it is a named pipe (FIFO), not a regular file"
-    code, out, err = cli("validate", str(fifo_pack))
+    code, out, err = cli("validate", "--no-notes", str(fifo_pack))  # notes (what the valid file cannot catch) aside
     assert (code, out.splitlines()) == (2, [line])
     assert "files checked: 2; valid: 1; invalid: 1; problems: 1" in err
     code, out, err = cli("validate", str(fifo))
@@ -225,7 +225,7 @@ def test_a_symlink_loop_is_a_problem_not_a_traceback(tmp_path, cli, monkeypatch)
     (pack / "a.yaml").symlink_to("b.yaml")
     (pack / "b.yaml").symlink_to("a.yaml")
     (pack / "fine.yaml").write_text(exercise("fine"))
-    code, out, err = cli("validate", str(pack))
+    code, out, err = cli("validate", "--no-notes", str(pack))
     assert code == 2
     no_traceback(err)
     lines = out.splitlines()

@@ -46,10 +46,11 @@ def test_the_cache_is_the_earlier_tokens_projected():
     """The generator draws the whole sequence; its first rows, projected, must be the cache it writes."""
     import dataclasses
 
-    from tutor.generate import _pick
+    from tutor.generate import LEVELS, _pick, _spec_shape
     spec = Spec(tokens=1, cache=3, heads=2, kv_heads=1, mask="causal_lower_right", seed=9)
     ex = validate_text(generate(spec)).exercise
-    full = _pick(dataclasses.replace(spec, tokens=4, kv_heads=None, cache=None, mask="causal"))
+    whole = dataclasses.replace(spec, tokens=4, kv_heads=None, cache=None, mask="causal")
+    full = _pick(_spec_shape(whole), LEVELS[whole.level], whole.seed, whole.allow_dull)
     x_past = full.x[:3]
     w_k, w_v = full.heads[0].w[1], full.heads[0].w[2]
     k = [[sum(a * b for a, b in zip(row, col)) for col in zip(*w_k)] for row in x_past]

@@ -53,3 +53,29 @@ class Attempt:
     def diagnosis(self) -> str | None:
         """The key of the first diagnosis (``None`` when none matched)."""
         return self.diagnoses[0] if self.diagnoses else None
+
+
+class OutcomeCounts:
+    """What counts of answers by outcome say (mixed into the frozen records that hold
+    ``correct``, ``wrong``, ``shown`` and ``skipped``: a step's in the store, a drill topic's)."""
+
+    correct: int
+    wrong: int
+    shown: int
+    skipped: int
+
+    @property
+    def graded(self) -> int:
+        """Answers that count for accuracy: right, wrong, or revealed with ``show`` (a miss)."""
+        return self.correct + self.wrong + self.shown
+
+    @property
+    def accuracy(self) -> float | None:
+        """``correct / graded``; ``None`` when nothing was graded."""
+        return self.correct / self.graded if self.graded else None
+
+    @property
+    def score(self) -> float:
+        """Accuracy smoothed towards 1/2 (``(correct + 1) / (graded + 2)``): an
+        unpractised step scores 0.5, below a step mostly right and above one mostly wrong."""
+        return (self.correct + 1) / (self.graded + 2)

@@ -22,7 +22,7 @@ from .textsafe import shown
 
 if TYPE_CHECKING:
     from .catalog import Catalog
-    from .exercise import Validation
+    from .exercise import Exercise, Validation
     from .steps import Solution
 
 
@@ -102,7 +102,12 @@ def problem_dict(p: Problem, severity: str) -> dict[str, Any]:
     document of any ``--format json`` command.
     """
     return {"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
-            "hint": p.hint, "severity": severity, "text": str(p)}
+            "hint": p.hint, "severity": severity, "text": shown(str(p), keep="\t")}  # as stderr shows it
+
+
+def note_text(p: Problem) -> str:
+    """``file: note: message (hint)``."""
+    return f"{p.location()}: {t('validate.note')}: {p.message}" + (f" ({p.hint})" if p.hint else "")
 
 
 def warning_text(p: Problem) -> str:
@@ -115,11 +120,13 @@ def warning_text(p: Problem) -> str:
 class ValidationReport:
     """What ``validate`` found: each file's :class:`tutor.exercise.Validation`, and the problems of no
     single file's content (``extra``: missing paths, empty folders, clashing ids), filed under the file they
-    name when it is one of ``results``.
+    name when it is one of ``results``.  ``notes``: by file, the core mistakes a valid exercise cannot
+    catch (:func:`tutor.invisible.uncaught`) -- for the instructor, neither errors nor warnings.
     """
 
     results: list[Validation]
     extra: list[Problem] = field(default_factory=list)
+    notes: dict[str, list[tuple[str, Problem]]] = field(default_factory=dict)
 
     def _by_file(self) -> dict[str, list[Problem]]:
         by_file: dict[str, list[Problem]] = {}
@@ -144,20 +151,23 @@ class ValidationReport:
         return self.problems == 0 and bool(self.results)
 
     def document(self) -> dict[str, Any]:
-        """``validate --format json``: ``{"valid", "files": [{"file", "valid", "id", "problems", "warnings"}],
-        "problems", "summary": {"files", "valid", "invalid", "problems", "warnings"}}``."""
+        """``validate --format json``: ``{"valid", "files": [{"file", "valid", "id", "problems", "warnings",
+        "notes"}], "problems", "summary": {"files", "valid", "invalid", "problems", "warnings", "notes"}}``;
+        a note is a problem's fields with ``severity`` ``"note"`` and ``key``, the misconception it names."""
         by_file = self._by_file()
         invalid = self.invalid
         files = [
             {"file": r.file, "valid": r.ok and not by_file.get(r.file), "id": r.exercise.id if r.exercise else None,
              "problems": [problem_dict(p, "error") for p in list(r.problems) + by_file.pop(r.file, [])],
-             "warnings": [problem_dict(p, "warning") for p in r.warnings]}
+             "warnings": [problem_dict(p, "warning") for p in r.warnings],
+             "notes": [problem_dict(p, "note") | {"key": key, "text": note_text(p)} for key, p in self.notes.get(r.file, [])]}
             for r in self.results
         ]
         other = [problem_dict(p, "error") for ps in by_file.values() for p in ps]
         return {"valid": self.ok, "files": files, "problems": other,
                 "summary": {"files": len(self.results), "valid": len(self.results) - invalid, "invalid": invalid,
-                            "problems": self.problems, "warnings": sum(len(r.warnings) for r in self.results)}}
+                            "problems": self.problems, "warnings": sum(len(r.warnings) for r in self.results),
+                            "notes": sum(len(n) for n in self.notes.values())}}
 
     def lines(self) -> list[str]:
         """The report for people, one line per problem or warning, file by file; then the problems of no file."""
@@ -167,6 +177,7 @@ class ValidationReport:
             lines += [str(p) for p in r.problems]
             lines += [str(p) for p in by_file.pop(r.file, [])]
             lines += [warning_text(p) for p in r.warnings]
+            lines += [note_text(p) for _, p in self.notes.get(r.file, [])]
         lines += [str(p) for ps in by_file.values() for p in ps]
         return lines
 
@@ -177,9 +188,32 @@ class ValidationReport:
                  problems=self.problems)
 
 
-def validate(paths: list[Path]) -> ValidationReport:
-    """Validate the files and folders ``paths`` (:func:`validate_paths`) into a :class:`ValidationReport`."""
-    return ValidationReport(*validate_paths(paths))
+def validate(paths: list[Path], *, notes: bool = True) -> ValidationReport:
+    """Validate the files and folders ``paths`` (:func:`validate_paths`) into a :class:`ValidationReport`,
+    with a note for each core mistake a valid exercise cannot catch (:func:`mistake_notes`) unless not ``notes``."""
+    results, extra = validate_paths(paths)
+    found = {}
+    if notes:
+        found = {r.file: n for r in results if r.exercise is not None and (n := mistake_notes(r.exercise, r.file))}
+    return ValidationReport(results, extra, found)
+
+
+def mistake_notes(ex: Exercise, file: str) -> list[tuple[str, Problem]]:
+    """One note per core mistake ``ex`` cannot catch where it is made (:func:`tutor.invisible.uncaught`):
+    the misconception's key, and the sentence ``validate`` prints with a hint on how to catch it."""
+    from .invisible import reason, uncaught
+    from .steps import solve
+
+    sol = solve(ex)
+    notes = []
+    for key, steps in uncaught(sol):
+        where = ", ".join(sol.step(*s).name + (t("invisible.validate.head", head=s[1] + 1) if s[1] is not None and ex.num_heads > 1
+                                               else "") for s in steps)
+        reasons = {reason(key, sol, s) for s in steps}  # said only when it holds at every step
+        message = t("invisible.validate", mistake=t(f"invisible.mistake.{key}"), steps=where,
+                    because=reasons.pop() if len(reasons) == 1 else "")
+        notes.append((key, Problem(file, None, None, "", message, t(f"invisible.hint.{key}"))))
+    return notes
 
 
 # --- new -----------------------------------------------------------------------------
@@ -189,15 +223,18 @@ def write_exercise(text: str, output: Path, *, force: bool = False) -> None:
     """Write an exercise's YAML ``text`` to ``output``, creating its folder.
 
     Raises :class:`TutorError` (exit 2) when ``output`` exists and ``force``
-    is False, or when it cannot be written (the reason from the system).
+    is False, when it exists and is not a regular file (even with ``force``:
+    a FIFO would block, a device would be written to), or when it cannot be
+    written (the reason from the system): :func:`tutor.outfile.write_file`.
     """
-    if output.exists() and not force:
-        raise TutorError(t("new.exists", path=output))
+    from .outfile import check_target, write_file
+
+    check_target(output, force=force)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
     except OSError as err:
         raise TutorError(t("new.unwritable", path=output, reason=err.strerror or str(err))) from err
+    write_file(output, text, force=force)
 
 
 # --- handouts (explain --export) --------------------------------------------------------------
@@ -207,14 +244,18 @@ EXPORT_SUFFIXES = (".html", ".htm", ".svg", ".md")
 EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": ("rich",), ".md": ("markdown",)}
 
 
-def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool) -> None:
+def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
+                    brief: bool = False, force: bool = False) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
     ``.html``/``.htm`` a standalone page; ``blank`` leaves the values out (a
     worksheet).  Control characters are escaped in the file (a page is read
-    with ``cat`` too).  Raises :class:`ValueError` for another suffix and
-    :class:`TutorError` when the file cannot be written.
+    with ``cat`` too).  ``brief`` leaves out the arithmetic of a hand-sized
+    exercise.  Raises :class:`ValueError` for another suffix and
+    :class:`TutorError` when the file is refused or cannot be written
+    (:func:`tutor.outfile.write_file`: an existing file only with ``force``,
+    never one that is not a regular file).
     """
     from .render.html import export_html, export_svg
     from .render.markdown import render_markdown
@@ -223,15 +264,14 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
     if suffix not in EXPORT_SUFFIXES:
         raise ValueError(f"no handout is written as {suffix!r}")
     if suffix == ".md":
-        text = render_markdown(sol, head=head, precision=precision, blank=blank)
+        text = render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief)
     elif suffix == ".svg":
-        text = export_svg(sol, head=head, precision=precision, blank=blank)
+        text = export_svg(sol, head=head, precision=precision, blank=blank, brief=brief)
     else:
-        text = export_html(sol, head=head, precision=precision, blank=blank)
-    try:
-        path.write_text(shown(text, keep="\n\t"), encoding="utf-8")
-    except OSError as err:
-        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from err
+        text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief)
+    from .outfile import write_file
+
+    write_file(path, shown(text, keep="\n\t"), force=force)
 
 
 # --- packs (list) ----------------------------------------------------------------------------

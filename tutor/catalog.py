@@ -223,8 +223,55 @@ def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, st
         path = Path(name)
         if not os.path.lexists(path):  # a broken link or a symlink loop exists, and is reported when read
             raise NotFoundError(t("catalog.not_found", name=name))
-        return load_exercise(str(path))
+        ex = load_exercise(str(path))
+        if (clash := reserved_clash(ex, path)) is not None:
+            raise NotFoundError(clash)
+        return ex
     return resolve_id(name, folders, environ)
+
+
+def bundled_ids() -> dict[str, Path]:
+    """The id of every valid bundled exercise, and its file (read once per process and bundled folder:
+    the bundled folder is read-only)."""
+    global _BUNDLED_IDS
+    folder = bundled_dir()
+    if _BUNDLED_IDS is None or _BUNDLED_IDS[0] != folder:
+        found: dict[str, Path] = {}
+        for path in _files(folder):
+            try:
+                found.setdefault(load_exercise(str(path), display=f"bundled:{path.name}").id, path)
+            except ExerciseError:
+                continue
+        _BUNDLED_IDS = (folder, found)
+    return _BUNDLED_IDS[1]
+
+
+_BUNDLED_IDS: tuple[Path, dict[str, Path]] | None = None
+
+
+def _computes(ex: Exercise) -> tuple[object, ...]:
+    """What an exercise computes from: its inputs, weights, biases and masks (not its title or labels)."""
+    return (ex.x, ex.x_kv, ex.heads, ex.w_o, ex.b_o, ex.mask_kind, ex.mask, ex.key_padding)
+
+
+def reserved_clash(ex: Exercise, file: str | Path) -> str | None:
+    """The problem, naming both files, when ``file`` (not the bundled file) defines a bundled exercise's
+    id for another exercise (other inputs, weights or masks); ``None`` otherwise.
+
+    Bundled ids are reserved: such a file, read by its path, would be explained, practised (its answers
+    stored under the bundled exercise's id, mixed into its statistics) and checked as if it were the
+    bundled exercise.  A copy that computes the same (re-written, retitled) is the same exercise.
+    """
+    bundled_file = bundled_ids().get(ex.id)
+    if bundled_file is None or real_path(Path(file)) == real_path(bundled_file):
+        return None
+    try:
+        if _computes(load_exercise(str(bundled_file), display=f"bundled:{bundled_file.name}")) == _computes(ex):
+            return None
+    except ExerciseError:  # pragma: no cover - bundled_ids() lists only valid files
+        pass
+    return (t("catalog.duplicate_id", id=ex.id, first=f"bundled:{bundled_file.name}", second=file)
+            + f" ({t('catalog.duplicate_id.hint')})")
 
 
 def resolve_id(name: str, folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> Exercise:
@@ -330,10 +377,14 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (),
     if target.suffix not in _SUFFIXES:
         raise RefusedReference(t("reference.not_yaml", path=name))
     try:
-        return load_exercise(str(target), display=name)
+        ex = load_exercise(str(target), display=name)
     except ExerciseError as err:  # its problems would quote it: say only that it is not an exercise
         raise RefusedReference(t("reference.invalid", path=name, count=len(err.problems)),
                                t("reference.invalid.hint", path=target)) from None
+    if reserved_clash(ex, target) is not None:
+        raise RefusedReference(t("catalog.duplicate_id", id=ex.id, first=f"bundled:{bundled_ids()[ex.id].name}",
+                                 second=name), t("catalog.duplicate_id.hint"))
+    return ex
 
 
 def _within(path: Path, root: Path) -> bool:

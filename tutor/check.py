@@ -31,6 +31,7 @@ import numpy as np
 from .answers import MIN_PLACES, Entry, judge
 from .decimals import fixed, trimmed
 from .diagnose import (
+    EPS,
     Claim,
     Diagnosis,
     diagnose_claim,
@@ -41,7 +42,7 @@ from .exercise.record import Exercise
 from .messages import plural, t
 from .plausibility import Finding, cell_name, cells_text, findings, label
 from .solution_file import GivenStep, SolutionFile
-from .steps import Key, Solution, keys, replay, upstream
+from .steps import Key, Solution, keys, replay, torch_empty_row, upstream
 
 Array = np.ndarray
 
@@ -161,7 +162,7 @@ def _consistent(g: GivenStep, value: Array, slack: Array, tolerance: float | Non
     if not np.array_equal(nan & np.isnan(value), nan):
         return False
     lo, hi = g.bounds(nan_as_missing=True, tolerance=tolerance)
-    return matches(np.where(nan, 0.0, value), Claim(lo - slack, hi + slack))
+    return matches(np.where(nan, 0.0, value), Claim(lo - slack, hi + slack), slack=EPS)  # a float replay
 
 
 # --- plausibility ------------------------------------------------------------------------------
@@ -220,7 +221,8 @@ def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
         labels = sol.step(g.id, g.head).row_labels
         rows = sorted({i for i, _ in in_empty})
         out.append(Diagnosis("nan_empty_row", plural("check.nan.empty_row", len(rows), step=name,
-                                                     rows=", ".join(labels[i] for i in rows)), tuple(in_empty)))
+                                                     rows=", ".join(labels[i] for i in rows), torch=torch_empty_row()),
+                             tuple(in_empty)))
     if other:
         out.append(Diagnosis("nan", t("check.nan.elsewhere", step=name, cells=cells_text(sol, g, other)),
                              tuple(other)))
@@ -305,7 +307,8 @@ def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | N
         nan = g.nan_cells()
         if nan.any():  # the misconceptions are judged on the numbers written; each NaN gets its own note
             claim = Claim(*g.bounds(nan_as_missing=True, tolerance=tolerance), g.texts())
-        diagnoses = tuple(_nan_notes(sol, g, expected)) + tuple(diagnose_claim(sol, g.id, g.head, claim))
+        graded = tuple(c for c in wrong if not nan[c]) if nan.any() else wrong  # a NaN entry has its own note
+        diagnoses = tuple(_nan_notes(sol, g, expected)) + tuple(diagnose_claim(sol, g.id, g.head, claim, wrong=graded))
         noted = {cell for cell, _ in exact}
         # a slip in one entry that is only an exact number for a rounded value: the note says it better
         diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= noted))

@@ -37,15 +37,39 @@ def trimmed(v: float, places: int = 4) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def pretty(v: float, places: int) -> str:
-    """:func:`fixed` in notation: ``−0.5000`` with a minus sign, ``−∞`` for a masked score."""
+def legible(v: float, places: int) -> str:
+    """:func:`fixed`, except that a value that is not 0 but rounds to 0 at ``places`` keeps two
+    significant digits in scientific notation, so that it never reads as 0.
+
+    ``legible(1.23e-5, 4) == "1.2e-5"``, ``legible(-4e-9, 2) == "-4.0e-9"``,
+    ``legible(0.1084, 4) == "0.1084"``, ``legible(0.0, 4) == "0.0000"``.
+    """
+    text = fixed(v, places)
+    if math.isfinite(v) and v != 0 and float(text) == 0:
+        mantissa, exponent = f"{v:.1e}".split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def pretty(v: float, places: int, *, keep_small: bool = False) -> str:
+    """:func:`fixed` in notation: ``−0.5000`` with a minus sign, ``−∞`` for a masked score.
+
+    ``keep_small``: a value that is not 0 but rounds to 0 is written as :func:`legible` does (``1.2e−5``).
+    """
     if math.isinf(v):
         return "−∞" if v < 0 else "∞"
-    return fixed(v, places).replace("-", "−")
+    return (legible(v, places) if keep_small else fixed(v, places)).replace("-", "−")
 
 
-def tex(v: float, places: int) -> str:
-    r""":func:`fixed` for LaTeX: ``-0.5000``, ``-\infty`` for a masked score."""
+def tex(v: float, places: int, *, keep_small: bool = False) -> str:
+    r""":func:`fixed` for LaTeX: ``-0.5000``, ``-\infty`` for a masked score.
+
+    ``keep_small``: a value that is not 0 but rounds to 0 is written ``1.2 \times 10^{-5}``.
+    """
     if math.isinf(v):
         return r"-\infty" if v < 0 else r"\infty"
-    return fixed(v, places)
+    text = legible(v, places) if keep_small else fixed(v, places)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return rf"{mantissa} \times 10^{{{exponent}}}"
+    return text

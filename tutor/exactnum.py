@@ -22,6 +22,7 @@ Strings are in the answer grammar of :mod:`tutor.answers` (``sqrt``, ``exp``,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -56,6 +57,16 @@ def surd_text(q: Fraction, t: int) -> str:
     p, n = q.numerator, q.denominator
     head = f"sqrt({t})" if abs(p) == 1 else f"{abs(p)}*sqrt({t})"
     return ("-" if p < 0 else "") + head + (f"/{n}" if n != 1 else "")
+
+
+_SQRT = re.compile(r"sqrt\((\d+)\)")
+_COEF_SQRT = re.compile(r"(\d)\*sqrt\((\d+)\)")
+
+
+def notation(text: str) -> str:
+    """Answer-grammar text as a learner writes it on paper: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)``, ``-inf`` -> ``−∞``."""
+    text = _COEF_SQRT.sub(r"\1√\2", text)
+    return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
 
 
 def _exp_text(u: Fraction, t: int, r: Fraction | None = None) -> str:
@@ -256,6 +267,7 @@ class SoftmaxRow:
         self.distinct = len(self.groups) == len(self.live)
         self._exp: dict[Key, str] = {}
         self._den: dict[Key, tuple[tuple[Key, ...], tuple[str, ...], str]] = {}
+        self._shape: dict[int, tuple[tuple[int, int], ...]] = {}
 
     # exponent keys: an int n (a = n/den·sqrt t), or a pair (n, b) (a = n/den·sqrt t + b/bden) ---------------
     def approx(self, k: Key) -> float:
@@ -276,6 +288,19 @@ class SoftmaxRow:
         if isinstance(k, int):
             return _frac(k, self.den), Fraction(0)
         return _frac(k[0], self.den), _frac(k[1], self.bden)
+
+    def shape(self, scale: int) -> tuple[tuple[int, int], ...]:
+        """The row's denominator ``Σ_j exp(a_j)`` up to a common factor, as ``(exponent, count)`` pairs
+        over ``den·scale`` with the lowest exponent 0: two rows with the same shape have the same
+        denominator up to a factor ``exp(shift)`` (:func:`_rational_part` groups by it).  A row
+        without a bias only (its keys are the integers ``n_j``)."""
+        assert self.bias is None
+        out = self._shape.get(scale)
+        if out is None:
+            low = next(iter(self.groups))
+            out = self._shape[scale] = tuple(((e - low) * scale, len(js))  # type: ignore[operator]
+                                             for e, js in self.groups.items())
+        return out
 
     def u(self, j: int) -> Fraction:
         """The rational part ``u_j`` of exponent ``a_j = u_j·sqrt(t) (+ r_j)``."""
@@ -514,14 +539,165 @@ class MixSum(Exact):
         return sympy.Add(*(p.to_sympy() for p in self.parts)) + sympy.Rational(self.const.numerator, self.const.denominator)
 
 
+#: How many terms the cross-multiplied test of :func:`_rational_part` may build before it gives up.
+CROSS_TERMS = 20_000
+
+Laurent = dict[int, Fraction]  # exponent n -> coefficient of x^n
+
+
+def _laurent(m: Mix, scale: int) -> Laurent:
+    """The numerator ``P`` of ``m = P(x)/Q(x)`` in ``x = exp(sqrt(t)/M)``, ``M = den·scale``, shifted as
+    :meth:`SoftmaxRow.shape` shifts ``Q`` (its lowest power 0): rational coefficients by exponent."""
+    row = m.row
+    low = next(iter(row.groups))
+    p: Laurent = {}
+    for e, js in row.groups.items():
+        c = sum(m.cnums[j] for j in js)
+        if c:
+            p[(e - low) * scale] = Fraction(c, m.cden)  # type: ignore[operator]  # int keys: no bias (_rational_part)
+    return p
+
+
+def _ends(m: Mix) -> tuple[Fraction, Fraction]:
+    """``P/Q`` at its lowest and its highest power of ``x``: the coefficient sums of the keys with the
+    smallest and with the largest exponent, over their counts (the limits of ``m`` as the exponents
+    spread to -∞ and +∞)."""
+    groups = m.row.groups
+    lo, hi = groups[next(iter(groups))], groups[next(reversed(groups))]
+    return (Fraction(sum(m.cnums[j] for j in lo), m.cden * len(lo)),
+            Fraction(sum(m.cnums[j] for j in hi), m.cden * len(hi)))
+
+
+def _ratio(p: Laurent, q: Laurent) -> Fraction | None:
+    """``λ`` when ``p = λ·q`` as Laurent polynomials (``q`` non-zero), else ``None``."""
+    e0, q0 = next(iter(q.items()))
+    lam = p.get(e0, Fraction(0)) / q0
+    if any(e not in q for e in p) or any(p.get(e, 0) != lam * c for e, c in q.items()):
+        return None
+    return lam
+
+
+def _times(a: Laurent, b: Laurent) -> Laurent | None:
+    """``a·b``, or ``None`` past :data:`CROSS_TERMS` terms."""
+    if len(a) * len(b) > CROSS_TERMS:
+        return None
+    out: Laurent = {}
+    for ea, ca in a.items():
+        for eb, cb in b.items():
+            out[ea + eb] = out.get(ea + eb, Fraction(0)) + ca * cb
+    return {e: c for e, c in out.items() if c}
+
+
+def _rational_part(mixes: list[Mix]) -> tuple[Fraction, list[Mix]]:
+    """Split ``Σ mixes`` into a rational part and the mixes it does not explain: ``(λ, rest)``,
+    ``Σ mixes = λ + Σ rest``, with ``rest == []`` exactly when the sum is rational.
+
+    Why this decides rationality.  Every mix of the sum shares ``t`` (the
+    heads share ``d_k``), so with ``M`` the common denominator of the
+    exponents each one is ``P_i(x)/Q_i(x)`` in the one number
+    ``x = exp(sqrt(t)/M)``: ``P_i`` a Laurent polynomial with rational
+    coefficients, ``Q_i`` one with positive integer coefficients (so
+    ``Q_i(x) > 0``).  ``x`` is transcendental (Hermite-Lindemann: ``e^α``
+    is transcendental for every algebraic ``α ≠ 0``), so a Laurent
+    polynomial with rational coefficients vanishes at ``x`` only if all its
+    coefficients are 0.  Write ``Σ P_i/Q_i = N(x)/D(x)`` with ``D = Π Q_i``
+    and ``N = Σ_i P_i Π_{j≠i} Q_j``.  If the sum equals a rational ``r``,
+    then ``N - r·D`` vanishes at ``x``, so ``N = r·D`` coefficient by
+    coefficient; conversely ``N = λ·D`` gives the value ``λ``.  So the sum
+    is rational iff ``N`` is a rational multiple of ``D``.  Comparing the
+    lowest and the highest powers (``P_i`` lives within the powers of
+    ``Q_i``), that multiple can only be ``Σ_i P_i/Q_i`` read at the lowest
+    powers, and only the same read at the highest.
+
+    The steps, cheapest first:
+
+    1. mixes over the same denominator up to a factor ``exp(shift)`` (the
+       same row of scores up to a shift, e.g. two heads whose scores on a
+       row differ by a constant: :meth:`SoftmaxRow.shape`) are added over
+       it; a group whose numerator is a multiple of its denominator is
+       rational (one fraction: the same theorem), and a group of one is
+       not (:func:`mix` already returns a :class:`Rat` when it is);
+    2. with at most one group left that decides it (a rational plus an
+       irrational number is irrational);
+    3. otherwise the two readings of the multiple must agree (exact), and
+       the value must equal it at 40 digits (an mpmath error of 10^-38 per
+       part, against a margin of 10^-25: a value that differs is
+       irrational);
+    4. only then, ``N`` and ``D`` are multiplied out and compared (past
+       :data:`CROSS_TERMS` terms this is skipped and the groups stay as
+       they are: never wrongly rational, at worst not simplified).
+    """
+    if len({m.row.t for m in mixes}) > 1:  # exponents over different roots: not one variable (cannot happen)
+        return Fraction(0), mixes
+    if any(m.row.bias is not None for m in mixes):  # exponents u·sqrt(t) + r (format v2's bias): not powers of one x
+        return Fraction(0), mixes  # left as they are: never wrongly rational, at worst not simplified
+    big = math.lcm(*(m.row.den for m in mixes))
+    groups: dict[tuple[tuple[int, int], ...], list[Mix]] = {}
+    for m in mixes:
+        groups.setdefault(m.row.shape(big // m.row.den), []).append(m)
+    lam, rest = Fraction(0), []
+    left: list[tuple[Laurent, list[Mix]]] = []
+    for shape, members in groups.items():
+        q = {e: Fraction(c) for e, c in shape}
+        if len(members) == 1:
+            rest += members
+            left.append((q, members))
+            continue
+        num: Laurent = {}
+        for m in members:
+            for e, c in _laurent(m, big // m.row.den).items():
+                num[e] = num.get(e, Fraction(0)) + c
+        r = _ratio({e: c for e, c in num.items() if c}, q)
+        if r is None:
+            rest += members
+            left.append((q, members))
+        else:
+            lam += r
+    if len(left) < 2:
+        return lam, rest
+    ends = [_ends(m) for m in rest]
+    low, high = sum((a for a, _ in ends), Fraction(0)), sum((b for _, b in ends), Fraction(0))
+    if low != high:
+        return lam, rest
+    import mpmath
+
+    with mpmath.workdps(40):
+        value = mpmath.fsum([m.precise_value(40) for m in rest])
+        size = sum(max(abs(Fraction(c, m.cden)) for c in m.cnums) for m in rest) + 1
+        if abs(value - mpmath.mpf(low.numerator) / low.denominator) > mpmath.mpf(10) ** -25 * (mpmath.mpf(size.numerator) / size.denominator):
+            return lam, rest
+    den: Laurent | None = {0: Fraction(1)}
+    num_all: Laurent | None = {}
+    for q, members in left:  # N/D accumulates p/q: N <- N·q + p·D, D <- D·q
+        p: Laurent = {}
+        for m in members:
+            for e, c in _laurent(m, big // m.row.den).items():
+                p[e] = p.get(e, Fraction(0)) + c
+        assert den is not None and num_all is not None
+        a, b, d = _times(num_all, q), _times(p, den), _times(den, q)
+        if a is None or b is None or d is None:
+            return lam, rest
+        num_all = {e: a.get(e, Fraction(0)) + b.get(e, Fraction(0)) for e in a.keys() | b.keys()}
+        num_all = {e: c for e, c in num_all.items() if c}
+        den = d
+    assert den is not None and num_all is not None
+    r = _ratio(num_all, den)
+    return (lam, rest) if r is None else (lam + r, [])
+
+
 def mix_sum(parts: Iterable[Rat | Mix], const: Fraction) -> Rat | Mix | MixSum:
-    """Fold rational parts into ``const``; a lone part with no constant stays a :class:`Mix`."""
+    """``Σ parts + const``, exactly: a :class:`Rat` when the value is rational (decided by
+    :func:`_rational_part`), else the parts that are not rational with the rest folded into the
+    constant; a lone part with no constant stays a :class:`Mix`."""
     mixes = []
     for p in parts:
         if isinstance(p, Rat):
             const += p.q
         else:
             mixes.append(p)
+    if len(mixes) > 1:
+        lam, mixes = _rational_part(mixes)
+        const += lam
     if not mixes:
         return Rat(const)
     if len(mixes) == 1 and const == 0:

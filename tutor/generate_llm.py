@@ -15,7 +15,20 @@ from __future__ import annotations
 import textwrap
 from dataclasses import replace
 
-from .generate import Matrix, Spec, _comment, _matmul, _matrix, _pick, _quote, _range, _scale, command_line
+from .generate import (
+    LEVELS,
+    Matrix,
+    Spec,
+    _comment,
+    _matmul,
+    _matrix,
+    _pick,
+    _quote,
+    _range,
+    _scale,
+    _spec_shape,
+    command_line,
+)
 from .messages import plural, t
 
 
@@ -86,7 +99,7 @@ def generate_v2(spec: Spec, exercise_id: str, title: str) -> str:
     N = spec.cache or 0
     full = replace(spec, tokens=spec.tokens + N, kv_heads=None, cache=None, alibi=False,
                    mask="causal" if spec.mask == "causal_lower_right" else spec.mask)
-    c = _pick(full)
+    c = _pick(_spec_shape(full), LEVELS[full.level], full.seed, full.allow_dull)
     H = spec.heads
     G = spec.kv_heads or H
     per = H // G

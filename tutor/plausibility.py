@@ -24,7 +24,7 @@ import numpy as np
 from .decimals import trimmed
 from .diagnose import right_value
 from .exercise.record import Exercise
-from .messages import t
+from .messages import plural, t
 from .solution_file import GivenStep, SolutionFile
 from .steps import KINDS, Solution
 
@@ -198,6 +198,10 @@ def _column_range(c: _Given) -> list[Finding]:
     if bad:
         return [Finding("column_range", g.id, g.head, False, t(
             "check.column.bad", step=c.name, cells="; ".join(texts), whose=whose), tuple(bad))]
+    empty = [sol.step(g.id, g.head).row_labels[i] for i in range(g.shape[0]) if not live_rows[i]]
+    if empty:  # a zero row (no key to attend) is no weighted average: the bound does not hold for it
+        return [Finding("column_range", g.id, g.head, True, plural(
+            "check.column.ok_empty", len(empty), step=c.name, whose=whose, rows=", ".join(empty)) + c.apart)]
     return [Finding("column_range", g.id, g.head, True, t("check.column.ok", step=c.name, whose=whose) + c.apart)]
 
 

@@ -12,7 +12,10 @@ A session reads one line at a time (a terminal, with line editing, or any
 piped text: one answer per line), turns it into an event, and carries out the
 effects -- each :class:`tutor.attempt.Attempt` committed to the progress store
 before the feedback after it is shown.  Ctrl-C and the end of input end the
-session with its summary.  Ctrl-C does so however the process was started:
+session with its summary.  Ctrl-C does so at any moment of the session -- at
+the prompt, while an answer is graded (that answer is dropped, every one
+graded before it is saved), while feedback is shown -- and a write to the
+store is never cut in half (:func:`deferred_interrupt`).  It does so however the process was started:
 a background job of a non-interactive shell (``make test &``, ``nohup``)
 starts with SIGINT ignored, so :func:`practise` installs Python's own SIGINT
 handler for the duration of the session and restores the one it found.
@@ -118,6 +121,26 @@ def ctrl_c_interrupts() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
 
 
+@contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Ctrl-C inside the block takes effect as it ends (:class:`KeyboardInterrupt` then): a write to the
+    store and the note that it was written happen both or neither, so no answer is lost or saved twice.
+
+    Outside the main thread (where no handler can be set) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, console: Console,
              report: Callable[[str], None]) -> State:
     """Run the practice session ``plan`` (:mod:`tutor.plan`) to its end; returns the final quiz state.
@@ -130,33 +153,41 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, co
     is saved if it can be, else ``report`` gets the sentence saying how many
     answers are lost, and the error goes on.
     """
-    from .quiz import select, start
+    from .invisible import notes
+    from .quiz import Interrupt, handle, select, start
     from .render.quiz import QuizRenderer
     from .store import Recorder
 
     sol = plan.sol
     total = len(select(sol, plan.steps, plan.head)) - plan.begin_at
     renderer = QuizRenderer(console)
+    renderer.notes = notes(sol)  # said after a right answer at a step whose check cannot catch a core mistake
     with ctrl_c_interrupts():
-        renderer.intro(sol.exercise, total, settings, plan.opening)
         state, effects = start(sol, settings, steps=plan.steps, head=plan.head, begin_at=plan.begin_at,
                                record_as=plan.exercise_id)
-        session = store.begin_session(plan.exercise_id, mode=settings.mode, tolerance=settings.tolerance,
-                                      steps=plan.steps_key, head=plan.head, begin_at=plan.begin_at)
-        recorder = Recorder(store, session)
+        try:  # from here on, Ctrl-C at any moment ends the session with its summary
+            with deferred_interrupt():
+                session = store.begin_session(plan.exercise_id, mode=settings.mode, tolerance=settings.tolerance,
+                                              steps=plan.steps_key, head=plan.head, begin_at=plan.begin_at)
+                recorder = Recorder(store, session)
+            renderer.intro(sol.exercise, total, settings, plan.opening)
+        except KeyboardInterrupt:
+            console.print()
+            state, effects = handle(state, Interrupt())
         finished = False
         try:
             state = drive(state, effects, renderer, recorder, stream, console)  # flushes at the summary
             finished = True
         finally:
-            if not finished and not recorder.flush():  # broken off by another error: still save what is waiting,
-                unsaved = plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder))
-                report(unsaved)  # and never lose it silently
-            if not recorder.pending:
-                try:
-                    store.end_session(session, complete=finished and _complete(state))
-                except StoreError:  # only the end time is lost: the session reads as one that was killed
-                    pass
+            with deferred_interrupt():
+                if not recorder.flush() and not finished:  # broken off by another error: still save what is
+                    unsaved = plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder))
+                    report(unsaved)  # waiting, and never lose it silently
+                if not recorder.pending:
+                    try:  # recorder.session: a new id if the file was made again
+                        store.end_session(recorder.session, complete=finished and _complete(state))
+                    except StoreError:  # only the end time is lost: the session reads as one that was killed
+                        pass
     if recorder.pending:
         raise StoreError(plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder)))
     return state
@@ -205,18 +236,31 @@ def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recor
     else:
         _prepare(stream)
     while True:
+        waiting = list(effects)  # the effects not carried out yet: on Ctrl-C, the answers among them are saved
         try:
             prompt = None
-            for effect in effects:
+            while waiting:
+                effect = waiting[0]
                 if isinstance(effect, Attempt):
-                    saved = recorder.add(effect)
+                    with deferred_interrupt():  # saved and taken off the list together
+                        waiting.pop(0)
+                        saved = recorder.add(effect)
+                    if recorder.notice is not None:  # the file was deleted or replaced: say where the answers are
+                        renderer.line(recorder.notice, "bold yellow")
+                        recorder.notice = None
                     if not saved:
                         renderer.unsaved_warning(why_unsaved(recorder), lost=recorder.lost)
-                elif isinstance(effect, Prompt):
+                    continue
+                waiting.pop(0)
+                if isinstance(effect, Prompt):
                     prompt = effect
                 else:
                     if isinstance(effect, Summary):  # the last chance to save what is still waiting
-                        recorder.flush()
+                        with deferred_interrupt():
+                            recorder.flush()
+                        if recorder.notice is not None:
+                            renderer.line(recorder.notice, "bold yellow")
+                            recorder.notice = None
                         renderer.unsaved = tuple(recorder.pending)
                     renderer.show(effect)
             if state.done or prompt is None:
@@ -242,10 +286,14 @@ def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recor
                     line = line.rstrip("\r\n")
                     renderer.echo(text, line)
             event: Event = EndOfInput() if line is None else read_event(line)
+            state, effects = handle(state, event)  # grading: Ctrl-C here drops the answer being graded
         except KeyboardInterrupt:
             out.print()
-            event = Interrupt()
-        state, effects = handle(state, event)
+            for effect in waiting:  # answered (graded) before the Ctrl-C: saved like the others
+                if isinstance(effect, Attempt):
+                    with deferred_interrupt():
+                        recorder.add(effect)
+            state, effects = handle(state, Interrupt())
 
 
 # --- stats ---------------------------------------------------------------------------------
@@ -263,7 +311,7 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str,
                    heads: dict[str, int] | None = None) -> dict[str, Any]:
     """The stats as plain data: what ``stats --format json`` prints and the terminal view renders.
 
-    ``{"store", "sessions", "answers", "steps", "mistakes", "due_now", "next"}``:
+    ``{"store", "sessions", "answers", "steps", "mistakes", "due_now", "next", "left_out"}``:
 
     * ``steps``: per step kind practised, ``{"step", "correct", "wrong",
       "shown", "skipped", "first_try", "graded", "accuracy", "due",
@@ -282,6 +330,8 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str,
       "command"}`` or ``null``.
 
     Accuracies and retentions are rounded to 4 places (``None`` before any graded answer).
+    ``left_out`` is the number of rows of the file that are not as attn-tutor
+    writes them (a value of another type), left out of every count.
     """
     from datetime import UTC, datetime
 
@@ -319,4 +369,5 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str,
         "due_now": [{"step": k.step, "family": k.family, "due": k.due.isoformat()} for k in data.skills
                     if k.is_due(now)],
         "next": nxt,
+        "left_out": data.left_out,
     }

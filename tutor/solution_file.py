@@ -46,7 +46,9 @@ from typing import Any
 import numpy as np
 
 from .answers import Entry, claim, entry_from_value
+from .answers.values import MAX_SHARED_WORK, Work, budget
 from .errors import AnswerError, ExerciseError, NotFoundError, Problem
+from .exercise.checks import LIMITS
 from .exercise.record import Exercise
 from .exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
@@ -56,8 +58,13 @@ from .yamlread import Path as YPath
 
 #: Fields a solution file may have besides the steps.
 META_FIELDS = ("exercise", "title", "source", "heads")
-#: A step matrix larger than this is refused (the exercise limits are 16 × 32).
-MAX_SIDE = 64
+#: The longest side a step can have within the exercise format's limits (:data:`tutor.exercise.LIMITS`):
+#: the concatenated heads, num_heads·d_v wide (with ``w_o``, which then sets d_out); every other
+#: side is L, L_k, d_k, d_v or d_out.  A matrix with a longer side is refused before its entries are read.
+MAX_SIDE = max(LIMITS["L"], LIMITS["L_k"], LIMITS["d_k"], LIMITS["d_v"], LIMITS["d_out"], LIMITS["heads"] * LIMITS["d_v"])
+#: The most entries a step can have: the concatenated heads, [L × num_heads·d_v].  Sides within
+#: :data:`MAX_SIDE` but more entries than this (256 × 256) are refused too.
+MAX_ENTRIES = max(LIMITS["L"], LIMITS["L_k"]) * MAX_SIDE
 
 
 #: NaN as a solution file may hold it: YAML's ``.nan``, and ``nan`` / ``NaN`` as
@@ -184,22 +191,32 @@ class _Reader:
     def add(self, path: YPath, message: str, hint: str = "", *, key: bool = False) -> None:
         self.problems.append(self.doc.problem(path, message, hint, key=key))
 
+    def too_large(self, path: YPath, value: list[Any]) -> bool:
+        """True, with one problem for the whole matrix, when it is larger than any step within the
+        format's limits (:data:`MAX_SIDE`, :data:`MAX_ENTRIES`); none of its entries is read."""
+        lengths = [len(row) for row in value if isinstance(row, list)]
+        widest = max(lengths, default=0)
+        if len(value) > MAX_SIDE or widest > MAX_SIDE:
+            at = path if len(value) > MAX_SIDE else path + (next(r for r, row in enumerate(value)
+                                                                 if isinstance(row, list) and len(row) == widest),)
+            self.add(at, t("solution.too_large", rows=len(value), cols=widest, limit=MAX_SIDE))
+            return True
+        if sum(lengths) > MAX_ENTRIES:
+            self.add(path, t("solution.too_many_entries", found=sum(lengths), limit=MAX_ENTRIES))
+            return True
+        return False
+
     def matrix(self, path: YPath, value: Any) -> tuple[tuple[Entry | NanEntry | None, ...], ...] | None:
         if not isinstance(value, list) or not value:
             self.add(path, t("schema.expected", expected=t("expected.matrix"), found=describe(value)))
             return None
-        if len(value) > MAX_SIDE:
-            self.add(path, t("solution.too_large", limit=MAX_SIDE))
+        if self.too_large(path, value):
             return None
         rows: list[tuple[Entry | NanEntry | None, ...]] = []
         ok = True
         for r, row in enumerate(value):
             if not isinstance(row, list) or not row:
                 self.add(path + (r,), t("schema.expected", expected=t("expected.row"), found=describe(row)))
-                ok = False
-                continue
-            if len(row) > MAX_SIDE:
-                self.add(path + (r,), t("solution.too_large", limit=MAX_SIDE))
                 ok = False
                 continue
             entries: list[Entry | NanEntry | None] = []
@@ -262,10 +279,32 @@ def _exercise_fields(data: dict[str, Any]) -> list[str]:
     return found
 
 
-def _suggest(name: str, choices: list[str]) -> str:
+def _suggest(name: str, steps: list[str], fields: Sequence[str] = ()) -> str:
+    """The hint for an unknown key: the step or field it looks like, else the step names (and the other
+    fields a solution file may have, named apart: they are not steps)."""
     looks = ascii_look_alike(name)  # a Cyrillic 'с' in 'sсores', a zero-width space: what it was meant to be
+    choices = steps + list(fields)
     close = [looks] if looks in choices else difflib.get_close_matches(looks, choices, n=1, cutoff=0.6)
-    return t("schema.unknown.hint", suggestion=close[0]) if close else t("solution.unknown.hint", steps=", ".join(choices))
+    if close:
+        return t("schema.unknown.hint", suggestion=close[0])
+    if fields:
+        return t("solution.unknown.hint.fields", steps=", ".join(steps), fields=", ".join(fields))
+    return t("solution.unknown.hint", steps=", ".join(steps))
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, without any of its content: text, a list, a single value (a number ...)."""
+    from .yamlread import YNum
+
+    if isinstance(value, (YNum, bool, int, float)):
+        return t("kind.scalar")
+    if isinstance(value, str):
+        return t("kind.text")
+    if isinstance(value, (list, tuple)):
+        return t("found.list")
+    if value is None:
+        return t("kind.null")
+    return t("kind.scalar")
 
 
 def _unknown(name: str) -> str:
@@ -298,18 +337,33 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
     looked up among the bundled exercises and the packs.  ``exercise``, when
     given, overrides the file's ``exercise:`` (the ``--exercise`` option).
     Raises :class:`ExerciseError` listing every problem (file:line:col); a
-    problem with the exercise named never quotes that file's content.
+    problem with the exercise named never quotes that file's content.  All the
+    entries of the file share one work budget (:data:`tutor.answers.values.MAX_SHARED_WORK`,
+    about 3 s), besides each entry's own: past it an entry that needs more
+    than reading is refused as too large to check exactly.
     """
+    with budget(Work(MAX_SHARED_WORK, "answer.too_costly_total")):  # every entry of the file together
+        return _read_solution(text, filename, base=base, exercise=exercise, folders=folders)
+
+
+def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exercise | None,
+                   folders: Sequence[str | Path]) -> SolutionFile:
     doc = parse_yaml(text, filename)
     if doc.problems:
         raise ExerciseError([replace(p, hint=t("solution.empty.hint")) if p.message == t("yaml.empty") else p
                              for p in doc.problems])
-    if not isinstance(doc.value, dict):
-        raise ExerciseError([doc.problem((), t("yaml.top_level", found=describe(doc.value)))])
+    if not isinstance(doc.value, dict):  # named by its kind only: the text of a file that is not a solution is never shown
+        raise ExerciseError([doc.problem((), t("solution.not_solution", what=t("solution.not_solution.top",
+                                                                                kind=_kind(doc.value))),
+                                         t("solution.empty.hint"))])
     data: dict[str, Any] = doc.value
     if fields := _exercise_fields(data):
         raise ExerciseError([doc.problem((), t("solution.is_exercise", fields=", ".join(fields)),
                                          t("solution.is_exercise.hint", file=filename))])
+    if "exercise" not in data and not any(k in HEAD_STEPS or k in LAYER_STEPS or k == "heads" for k in data):
+        # no sign of a solution file (a configuration file, say): none of its keys or values is quoted
+        raise ExerciseError([doc.problem((), t("solution.not_solution", what=t("solution.not_solution.keys")),
+                                         t("solution.empty.hint"))])
     r = _Reader(doc)
 
     if exercise is None:
@@ -354,7 +408,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
             if ex.num_heads == 1 and "heads" not in data:
                 take((key,), key, 0, value)
         else:
-            r.add((key,), _unknown(key), _suggest(key, names + list(META_FIELDS)), key=True)
+            r.add((key,), _unknown(key), _suggest(key, names, META_FIELDS), key=True)
 
     heads = data.get("heads")
     if heads is not None:
@@ -393,6 +447,25 @@ def _field(path: YPath) -> str:
     return format_path(path)
 
 
+def _check_inside(path: str) -> None:
+    """Refuse a solution path that leads, through a symbolic link, outside the folder it is named in.
+
+    The rule ``exercise:`` follows (:func:`tutor.catalog.resolve_reference`), for the file named on
+    the command line: an autograder runs ``check`` on a student's submission and hands the report
+    back, and a submission ``hw.yaml -> /etc/hostname`` would have its target quoted.  The real
+    path (every link followed) must lie in the real folder of the path as given.  Nothing is read.
+    """
+    folder = Path(os.path.abspath(path)).parent
+    try:
+        target = Path(os.path.realpath(path))
+        inside = target == Path(os.path.realpath(folder)) or Path(os.path.realpath(folder)) in target.parents
+    except (OSError, ValueError):  # a NUL character, a name too long: read_text says what
+        return
+    if not inside:
+        raise ExerciseError([Problem(str(path), None, None, "", t("solution.outside", folder=folder),
+                                     t("solution.outside.hint"))])
+
+
 def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[str | Path] = ()) -> SolutionFile:
     """Read the solution file at ``path``; ``exercise`` (an id or a path, taken
     from the current folder: named on the command line, so read as ``explain``
@@ -401,7 +474,12 @@ def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[s
 
     Raises :class:`ExerciseError` (unreadable, not YAML, bad steps or
     entries, with file:line:col) or :class:`NotFoundError` (no such exercise).
+    Like the files ``exercise:`` names, ``path`` is read only if it is a
+    regular file inside the folder it is named in (a symbolic link out of it is
+    refused unread), and a file that is not a solution file (its top level not
+    a mapping; no ``exercise:`` and no step) is refused without quoting it.
     """
+    _check_inside(path)
     text, problems = read_text(path)
     if text is None:
         raise ExerciseError(problems)

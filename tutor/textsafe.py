@@ -66,6 +66,24 @@ def shown(text: str, keep: str = "") -> str:
     return _NOT_PRINTABLE_ASCII.sub(one, text)
 
 
+def lines(text: str) -> list[str]:
+    """``text`` split at its newlines (``\\n``) only, for text that may hold a file's or a user's characters.
+
+    ``str.splitlines`` also breaks at U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR, U+0085 NEXT
+    LINE, the vertical tab, the form feed and U+001C..U+001E: a message quoting such text would be cut
+    there, the character acted on instead of shown escaped by :func:`shown`.
+
+    A final newline ends the last line, as for ``splitlines`` (``"a\\n"`` is one line); ``""`` is one empty line.
+
+    >>> lines("no\\u2028such\\nid\\n")
+    ['no\\u2028such', 'id']
+    """
+    parts = text.split("\n")
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def shown_stream(text: str) -> str:
     """:func:`shown` for text on its way to a terminal: newlines, tabs and SGR colour sequences pass.
 

@@ -160,7 +160,7 @@ def _describe_node(node: yaml.Node) -> str:
     if isinstance(node, yaml.MappingNode):
         return t("found.mapping")
     if isinstance(node, yaml.SequenceNode):
-        return t("found.list")
+        return t("found.list") if node.value else t("found.empty_list")
     return describe(node.value)
 
 
@@ -243,7 +243,7 @@ def describe(value: Any) -> str:
             return t("found.text.codepoints", value=shown(value), names=names)
         return t("found.text", value=value if len(value) <= MAX_SHOWN else value[: MAX_SHOWN - 3] + "...")
     if isinstance(value, (list, tuple)):
-        return t("found.list")
+        return t("found.list") if value else t("found.empty_list")  # "expected a row, found a list" read as a contradiction
     if isinstance(value, dict):
         return t("found.mapping")
     return t("found.text", value=str(value))
@@ -324,7 +324,7 @@ class _Walker:
 
     def walk(self, node: yaml.Node, path: Path) -> Any:
         self.count += 1
-        if self.count > MAX_VALUES:  # not reached after _expanded_size; kept as a guard
+        if self.count > MAX_VALUES:  # a file without aliases written with that many values
             raise _TooBig(path)
         self.doc.marks.setdefault(path, node)  # the mark is computed only if a problem needs it
         if isinstance(node, yaml.ScalarNode):
@@ -479,9 +479,12 @@ def _expanded_size(root: yaml.Node) -> dict[int, int]:
 
 
 def _too_big(doc: Document, root: yaml.Node, sizes: dict[int, int]) -> Problem:
-    """The alias-expansion problem, at the top-level key where the count passes the limit."""
-    hint = t("yaml.alias_expansion.fix")
-    message = t("yaml.alias_expansion", limit=MAX_VALUES)
+    """The alias-expansion problem, at the top-level key where the count passes the limit (a file
+    with that many values written out, aliases or not, is said to be that large)."""
+    if len(sizes) > MAX_VALUES:  # the distinct values alone pass the limit: the aliases are not the cause
+        hint, message = "", t("yaml.too_many_values", limit=MAX_VALUES)
+    else:
+        hint, message = t("yaml.alias_expansion.fix"), t("yaml.alias_expansion", limit=MAX_VALUES)
     if isinstance(root, yaml.MappingNode):
         total = 1
         for key_node, value_node in root.value:
@@ -515,9 +518,8 @@ def parse_yaml(text: str, filename: str) -> Document:
             return doc
     try:
         doc.value = _Walker(doc, text).walk(node, ())
-    except _TooBig as too_big:
-        doc.problems = [doc.problem(too_big.args[0], t("yaml.alias_expansion", limit=MAX_VALUES),
-                                    t("yaml.alias_expansion.hint"))]
+    except _TooBig as too_big:  # without an alias (else _expanded_size said it): a file written that large
+        doc.problems = [doc.problem(too_big.args[0], t("yaml.too_many_values", limit=MAX_VALUES))]
         doc.value = None
     return doc
 
@@ -535,7 +537,8 @@ _KINDS = ((stat.S_ISDIR, "file.kind.directory"), (stat.S_ISFIFO, "file.kind.fifo
           (stat.S_ISCHR, "file.kind.device"), (stat.S_ISBLK, "file.kind.device"))
 
 
-def _not_regular(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, by its ``st_mode``: "a directory", "a named pipe (FIFO)" ..."""
     return t(next((key for test, key in _KINDS if test(mode)), "file.kind.special"))
 
 
@@ -557,7 +560,7 @@ def read_text(path: str, display: str | None = None) -> tuple[str | None, list[P
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return None, [Problem(name, None, None, "", t("file.not_regular", kind=_not_regular(info.st_mode)))]
+            return None, [Problem(name, None, None, "", t("file.not_regular", kind=file_kind(info.st_mode)))]
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as err:

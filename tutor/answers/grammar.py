@@ -22,7 +22,7 @@ expression on request, from Python ints).  ::
              | ("sqrt" | "exp") "(" expr ")"
              | "√" atom                              (√2, √(2), √√16)
     number  := digits ["." digits] [exponent] | "." digits [exponent]
-    exponent:= ("e" | "E") ["+" | "-"] digits
+    exponent:= ("e" | "E") ["+" | "-" | "−"] digits
 
 As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
 A number or a closing parenthesis directly before ``√``, ``sqrt``, ``exp`` or ``(`` multiplies
@@ -68,7 +68,15 @@ naming the column, never graded late:
   zero (within about 10^-77 of it, relative to its parts: its square root is
   0, and dividing by it is refused as "cannot be told from zero").  sympy's
   assumption system is never asked, so nesting ``1/(1 + exp(…))`` costs the
-  same at every level.
+  same at every level;
+* the *work as a whole*: every operation, and every evaluation at a higher
+  precision (a float after a cancellation, an exact claim's comparison,
+  computed while parsing), is charged to a budget of about 60 ms per entry
+  and about 3 s for all the entries of one typed matrix or one solution
+  file (:data:`.values.MAX_ENTRY_WORK`, :data:`.values.MAX_SHARED_WORK`,
+  counted in units of mpmath's time, so independent of the machine's load);
+  an entry over either is "too large to check exactly; write it as a
+  decimal".  A decimal or a fraction is never refused for work.
 
 >>> parse_entry("1/(1 + 2*exp(sqrt(2)))").expr
 1/(1 + 2*exp(sqrt(2)))
@@ -121,7 +129,8 @@ class _Tok(NamedTuple):
     col: int  # 1-based column in the original text
 
 
-_NUMBER = re.compile(r"(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?|\.(?P<frac2>[0-9]+)(?:[eE](?P<exp2>[+-]?[0-9]+))?")
+# An exponent's sign may be the typographic minus too (1.5e−3, as pasted), as everywhere a number is read.
+_NUMBER = re.compile(r"(?P<int>[0-9]+)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+\-−]?[0-9]+))?|\.(?P<frac2>[0-9]+)(?:[eE](?P<exp2>[+\-−]?[0-9]+))?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = {
     "+": "+", "-": "-", "−": "-", "*": "*", "×": "*", "·": "*", "⋅": "*",
@@ -159,6 +168,8 @@ def _tokenize(text: str) -> list[_Tok]:
         elif c in _OPS:
             toks.append(_Tok("op", c, _OPS[c], i + 1))
             i += 1
+        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.session._prepare)
+            refuse("answer.undecodable", column=i + 1)
         else:
             refuse("answer.unexpected_char", char=printable(c), column=i + 1, text=printable(text))
     toks.append(_Tok("end", "", "", n + 1))
@@ -213,9 +224,14 @@ class _Parser:
             self.depth -= 1
 
     def op(self, tok: _Tok, fn: Callable[..., Value], *args: Any) -> Value:
-        """``fn(*args)``, a bound breached becoming the error at ``tok``'s column."""
+        """``fn(*args)``, a bound breached becoming the error at ``tok``'s column; the work of
+        an operation whose result is not rational is charged to the budgets in force
+        (:func:`.values.charge_operation`: a decimal or a fraction is never refused for work)."""
         try:
-            return fn(*args)
+            v = fn(*args)
+            if v.fraction is None:
+                V.charge_operation(fn)
+            return v
         except Refused as refused:
             self.fail(refused.key, tok, **refused.fields)
 
@@ -324,11 +340,11 @@ class _Parser:
         exp_text = m["exp"] if m["int"] is not None else m["exp2"]
         if len(whole) + len(frac) > MAX_DIGITS:
             self.fail("answer.number_too_long", t, limit=MAX_DIGITS)
-        if exp_text is not None and (len(exp_text.lstrip("+-")) > 6 or abs(int(exp_text)) > MAX_DECIMAL_EXPONENT):
+        if exp_text is not None and (len(exp_text.lstrip("+-−")) > 6 or abs(_exponent(exp_text)) > MAX_DECIMAL_EXPONENT):
             self.fail("answer.decimal_exponent", t, limit=MAX_DECIMAL_EXPONENT)
         if "." in t.text or exp_text is not None:
             self.inexact = True
-        exponent = int(exp_text) if exp_text is not None else 0
+        exponent = _exponent(exp_text) if exp_text is not None else 0
         shift = exponent - len(frac)  # value = digits · 10^shift
         digits = int(whole + frac)
         return self.op(t, V.rational, Fraction(digits * 10 ** max(shift, 0), 10 ** max(-shift, 0)))
@@ -347,10 +363,15 @@ class _Parser:
         return self.op(t, V.power, base, x)
 
 
+def _exponent(text: str) -> int:
+    """A decimal exponent's digits and sign (``-``, ``+`` or the typographic ``−``) as an int."""
+    return int(text.replace("−", "-"))
+
+
 def _places(m: re.Match[str]) -> int:
     frac = (m["frac"] if m["int"] is not None else m["frac2"]) or ""
     exp_text = m["exp"] if m["int"] is not None else m["exp2"]
-    return len(frac) - (int(exp_text) if exp_text is not None else 0)
+    return len(frac) - (_exponent(exp_text) if exp_text is not None else 0)
 
 
 
@@ -397,8 +418,15 @@ def parse_entry(text: str) -> Entry:
         return Entry(stripped, True, None, -1 if m["sign"] in ("-", "−") else 1)
     toks = _tokenize(text)
     parser = _Parser(text, toks)
-    number = parser.entry()
-    if not math.isfinite(number.float()):
+    with V.budget(V.Work(V.MAX_ENTRY_WORK)):
+        number = parser.entry()
+        try:
+            value = number.float()
+            if not parser.inexact:  # an exact claim: what comparing it will need, computed (and bounded) now
+                V.prepare_check(number)
+        except Refused as refused:
+            refuse(refused.key, column=1, text=printable(text), **refused.fields)
+    if not math.isfinite(value):
         refuse("answer.not_real", text=printable(stripped))
     places = None
     body = toks[1:] if toks[0].kind == "op" and toks[0].op in ("+", "-") else toks

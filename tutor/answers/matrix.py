@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from tutor import messages
 from tutor.errors import AnswerError
 
 from .entry import Entry, Matrix
 from .grammar import MAX_DIGITS, parse_entry, refuse
+from .values import MAX_SHARED_WORK, Work, budget
 
 MAX_MATRIX_CHARS = 100_000
 MAX_ENTRIES = 4_096
@@ -86,14 +88,17 @@ def matrix_from_value(value: object) -> Matrix:
     """
     if not isinstance(value, (list, tuple)):
         refuse("matrix.not_list", found=_describe(value))
+    if sum(len(row) for row in value if isinstance(row, (list, tuple))) > MAX_ENTRIES:  # before any entry is read
+        refuse("matrix.too_many", limit=MAX_ENTRIES)
+    with budget(Work(MAX_SHARED_WORK, "answer.too_costly_total")):  # all its entries together, as typed
+        return _matrix_rows(value)
+
+
+def _matrix_rows(value: list[Any] | tuple[Any, ...]) -> Matrix:
     rows: list[tuple[Entry, ...]] = []
-    count = 0
     for r, row in enumerate(value, start=1):
         if not isinstance(row, (list, tuple)):
             refuse("matrix.row_not_list", row=r, found=_describe(row))
-        count += len(row)
-        if count > MAX_ENTRIES:
-            refuse("matrix.too_many", limit=MAX_ENTRIES)
         entries = []
         for c, v in enumerate(row, start=1):
             try:
@@ -245,6 +250,13 @@ def _row_texts(text: str) -> list[str]:
 
 
 def _parse_rows(text: str, *, one_row: bool) -> Matrix:
+    """The rows of a typed matrix; all its entries together share one work budget
+    (:data:`.values.MAX_SHARED_WORK`), as each entry has its own."""
+    with budget(Work(MAX_SHARED_WORK, "answer.too_costly_total")):
+        return _read_rows(text, one_row=one_row)
+
+
+def _read_rows(text: str, *, one_row: bool) -> Matrix:
     if not isinstance(text, str):
         refuse("answer.not_text", found=type(text).__name__)
     if len(text) > MAX_MATRIX_CHARS:
@@ -254,14 +266,12 @@ def _parse_rows(text: str, *, one_row: bool) -> Matrix:
     row_texts = _row_texts(text)
     if one_row and len(row_texts) != 1:
         refuse("matrix.one_row", found=len(row_texts))
+    split = [split_entries(row_text) for row_text in row_texts]
+    if sum(len(texts) for texts in split) > MAX_ENTRIES:  # counted before any entry is parsed: refused at once
+        refuse("matrix.too_many", limit=MAX_ENTRIES)
     rows: list[tuple[Entry, ...]] = []
-    count = 0
-    for r, row_text in enumerate(row_texts, start=1):
+    for r, texts in enumerate(split, start=1):
         entries = []
-        texts = split_entries(row_text)
-        count += len(texts)
-        if count > MAX_ENTRIES:
-            refuse("matrix.too_many", limit=MAX_ENTRIES)
         for c, entry_text in enumerate(texts, start=1):
             if not entry_text:
                 refuse("matrix.row_empty_entry" if one_row else "matrix.empty_entry", row=r, entry=c)

@@ -56,11 +56,27 @@ numbers, a few square-root tests, or one interval operation at 256 bits; an
 entry of 2,000 characters has at most about 1,000 operations.  Re-evaluating
 a tree at :data:`CHECK_PREC` bits (for an exact claim the 256-bit intervals
 cannot decide, or a float after a cancellation) costs one more pass, each
-part computed only as precisely as the whole needs it.
+part computed only as precisely as the whole needs it; every node keeps the
+most precise interval computed for it, so nothing is evaluated twice at a
+precision it is already known to (nested ``exp(…) - 1`` around a sum that
+cancels once re-evaluated everything below each level, seconds for one
+entry).
+
+And the work as a whole is bounded, not only each operation: every
+operation and every evaluation above 256 bits is charged to the budgets in
+force (:func:`budget`): :data:`MAX_ENTRY_WORK` per entry (about 60 ms) and
+:data:`MAX_SHARED_WORK` (about 3 s) for all the entries of one typed matrix
+or one solution file.  A value that would overspend one is refused: "too
+large to check exactly; write it as a decimal".  The parser also computes,
+within the entry's budget, what comparing an exact claim with the true
+value will need (:func:`prepare_check`), so grading only reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 from typing import Any
 
@@ -105,8 +121,13 @@ __all__ = [
     "MIN_MAGNITUDE_EXP10",
     "MAX_TERMS",
     "WORK_PREC",
+    "MAX_ENTRY_WORK",
+    "MAX_SHARED_WORK",
     "Refused",
     "Value",
+    "Work",
+    "budget",
+    "charge_operation",
 ]
 
 #: Every value, and every intermediate value, is at most this in magnitude ...
@@ -158,6 +179,7 @@ def _lin_sign(a: Lin, iv: Interval) -> int:
     s = iv_sign(iv)
     prec = 4 * WORK_PREC
     while s == 0 and prec <= MAX_EVAL_PREC:  # non-zero (independent roots): look closer
+        _charge(_lin_cost(len(a), prec))
         s = iv_sign(iv_lin(a, prec))
         prec *= 4
     if s == 0:
@@ -192,7 +214,7 @@ def _as_mono(v: Value) -> Mono | None:
 class Value:
     """One parsed value; see the module docstring.  Built by the functions below."""
 
-    __slots__ = ("fine", "iv", "lin", "mono", "tree")
+    __slots__ = ("fine", "iv", "lin", "mono", "size", "tree")
 
     def __init__(self, iv: Interval, lin: Lin | None = None, mono: Mono | None = None,
                  tree: tuple[Any, ...] | None = None):
@@ -200,7 +222,11 @@ class Value:
         self.lin = lin
         self.mono = mono
         self.tree = tree
-        self.fine: tuple[int, Interval] | None = None  # the last interval computed above WORK_PREC
+        #: nodes in this value's tree (itself included): the guard bits of a re-evaluation
+        self.size: int = 1 + sum(k.size for k in tree[1:] if isinstance(k, Value)) if tree is not None else 1
+        #: the most precise interval computed above WORK_PREC, with the precision it was computed at:
+        #: a node is never evaluated again at that precision or below (see :meth:`interval`)
+        self.fine: tuple[int, Interval] | None = None
 
     @property
     def fraction(self) -> Fraction | None:
@@ -252,24 +278,29 @@ class Value:
         argument of ``exp`` needs absolute precision), so a tiny part of an
         entry costs little however many operations it holds.  No recursion:
         a left-leaning chain of a thousand sums is fine.
+
+        Every node keeps the most precise interval computed for it
+        (:attr:`fine`), and a node already known as precisely as asked is
+        not evaluated again, nor anything below it: nested ``exp(…) - 1``
+        that each ask for their argument's float re-evaluate nothing twice.
+        The work done is charged to the budgets in force (:func:`budget`):
+        over one, :class:`Refused` ("too large to check exactly").
         """
         if prec <= WORK_PREC:
             return self.iv
-        if self.fine is not None and self.fine[0] == prec:
-            return self.fine[1]
-        nodes: list[Value] = []  # every node, parents before their operands
-        stack: list[Value] = [self]
-        while stack:
-            v = stack.pop()
-            nodes.append(v)
-            if v.tree is not None:
-                stack.extend(k for k in v.tree[1:] if isinstance(k, Value))
         # errors of n operations add up to n ulps at most: log2(n) guard bits, once, at the top
-        req: dict[int, int] = {id(self): prec + len(nodes).bit_length() + 4}
-        for v in nodes:
-            if v.tree is None:
+        top = prec + self.size.bit_length() + 4
+        if self.fine is not None and self.fine[0] >= top:
+            return self.fine[1]
+        # top-down: what precision each node needs; a node already known that precisely is a leaf here
+        order: list[tuple[Value, int]] = []  # parents before their operands (a tree: one parent each)
+        stack: list[tuple[Value, int]] = [(self, top)]
+        while stack:
+            v, r = stack.pop()
+            order.append((v, r))
+            if v.tree is None or (v.fine is not None and v.fine[0] >= r):
                 continue
-            op, r = v.tree[0], req[id(v)]
+            op = v.tree[0]
             lv = lg_iv(v.iv)
             for k in v.tree[1:]:
                 if not isinstance(k, Value):
@@ -283,24 +314,129 @@ class Value:
                     need = r + v.tree[2].bit_length()
                 else:
                     need = r + 1
-                req[id(k)] = max(req.get(id(k), 0), min(MAX_EVAL_PREC, max(64, need)))
-        order = nodes
+                stack.append((k, min(MAX_EVAL_PREC, max(64, need))))
         memo: dict[int, Interval] = {}
         forms: dict[tuple[Any, ...], Interval] = {}  # exact forms met twice (exp(3/7) in two sums) cost once
-        for v in reversed(order):
-            if id(v) not in memo:
-                p = req[id(v)]
-                if v.tree is None:
-                    p = -(-p // 64) * 64  # whole words: two copies of exp(3/7) ask alike
-                    key = (v.lin, v.mono, p)
-                    got = forms.get(key)
-                    if got is None:
-                        got = forms[key] = _exact_iv(v, p)
-                    memo[id(v)] = got
-                else:
-                    memo[id(v)] = _apply(v.tree, memo, p)
-        self.fine = (prec, memo[id(self)])
-        return self.fine[1]
+        for v, p in reversed(order):
+            if v.fine is not None and v.fine[0] >= p:
+                memo[id(v)] = v.fine[1]
+                continue
+            if v.tree is None:
+                p = -(-p // 64) * 64  # whole words: two copies of exp(3/7) ask alike
+                key = (v.lin, v.mono, p)
+                got = forms.get(key)
+                if got is None:
+                    _charge(_form_cost(v, p))
+                    got = forms[key] = _exact_iv(v, p)
+            else:
+                _charge(_op_cost(v.tree[0], p))
+                got = _apply(v.tree, memo, p)
+            memo[id(v)] = got
+            v.fine = (p, got)
+        return memo[id(self)]
+
+
+# --- the work budget ------------------------------------------------------------------------
+
+#: The work of evaluating one entry above WORK_PREC, at most, in units of about 10 ns
+#: (see :func:`budget`): about 60 ms.
+MAX_ENTRY_WORK = 6_000_000
+#: ... and of all the entries of one typed matrix or one solution file together: about 3 s.
+MAX_SHARED_WORK = 50 * MAX_ENTRY_WORK
+
+
+class Work:
+    """A budget of high-precision evaluation work, in bit-operations (see :func:`budget`).
+
+    ``key`` is the message a value that would overspend it is refused with.
+    """
+
+    __slots__ = ("key", "left", "limit")
+
+    def __init__(self, limit: int, key: str = "answer.too_costly"):
+        self.limit = limit
+        self.left = limit
+        self.key = key
+
+
+_BUDGETS: ContextVar[tuple[Work, ...]] = ContextVar("attn_tutor_answer_budgets", default=())
+
+
+@contextmanager
+def budget(work: Work) -> Iterator[Work]:
+    """Charge every evaluation above :data:`WORK_PREC` inside the block to ``work`` too.
+
+    Budgets nest: the parser opens one per entry (:data:`MAX_ENTRY_WORK`)
+    inside the one a typed matrix or a solution file opens for all of its
+    entries (:data:`MAX_SHARED_WORK`); an evaluation is charged to each, and
+    one that overspends any is :class:`Refused` with that budget's key.  Work
+    is counted per interval operation at ``p`` bits, in units of about 10 ns
+    of mpmath's time (:func:`_op_cost`: a sum costs its overhead, a product
+    and a square root grow as ``p²``, an ``exp`` fastest), so a budget is a
+    bound on time that does not depend on how busy the machine is.  Each
+    operation of the parser with a result that is not rational is charged its
+    work at :data:`WORK_PREC` bits (:func:`charge_operation`; rationals are
+    bounded by their digits), every evaluation above it as it is done
+    (:meth:`Value.interval`).  Outside every budget
+    (grading, which re-reads what the parser already computed: see
+    :func:`prepare_check`) nothing is charged.
+    """
+    token = _BUDGETS.set((*_BUDGETS.get(), work))
+    try:
+        yield work
+    finally:
+        _BUDGETS.reset(token)
+
+
+def _charge(amount: int) -> None:
+    for work in _BUDGETS.get():
+        work.left -= amount
+        if work.left < 0:
+            raise Refused(work.key, limit=MAX_EXACT_DIGITS)
+
+
+def _op_cost(op: str, p: int) -> int:
+    """The work of one interval operation at ``p`` bits, in units of about 10 ns (mpmath's
+    time, measured: a sum costs its overhead, a product grows as ``p²``, ``exp`` fastest)."""
+    if op == "exp":
+        return 1_000 + p * p // 370
+    if op in ("sqrt", "pow"):
+        return 1_000 + p * p // 2_000
+    if op == "/":
+        return 200 + p * p // 4_000
+    if op == "*":
+        return 200 + p * p // 9_000
+    return 200 + p // 10
+
+
+def _lin_cost(terms: int, p: int) -> int:
+    return terms * (500 + p * p // 8_000)
+
+
+def _form_cost(v: Value, p: int) -> int:
+    """The work of an exact form's interval at ``p`` bits (see :func:`_op_cost`)."""
+    if v.mono is not None:
+        lin = v.mono[2]
+        whole = len(lin) == 1 and lin[0][0] == 1 and lin[0][1].denominator == 1
+        exp = 1_000 + p * p // 1_500 if whole else _op_cost("exp", p)  # e^n: mpmath raises e to n
+        return exp + _lin_cost(len(lin) + 1, p)
+    return _lin_cost(max(1, len(v.lin or ())), p)
+
+
+def prepare_check(v: Value) -> None:
+    """Evaluate ``v`` as precisely as :func:`equals_exact` will ask (charged to the budgets in force).
+
+    The parser calls it for an entry that claims an exact value and has no
+    exact form, so that grading it later only reads what is already
+    computed: grading is never refused, and never costs more than reading.
+    """
+    if v.tree is None:
+        return
+    work = CHECK_PREC + 64
+    while work <= MAX_EVAL_PREC:
+        if narrow(v.interval(work), CHECK_PREC):
+            return
+        work *= 2
 
 
 def _exact_iv(v: Value, prec: int) -> Interval:
@@ -501,8 +637,18 @@ def sqrt(a: Value) -> Value:
 
 
 def exp(a: Value, limit: float) -> Value:
-    """``exp(a)``; refuses ``|a| > limit``."""
-    if not abs(a.float()) <= limit:
+    """``exp(a)``; refuses ``|a| > limit``.
+
+    Decided from the 256-bit interval (one inside ``±limit`` is fine, one
+    outside it refused); only an interval across ``±limit`` asks for the
+    float, so nested ``exp`` never re-evaluates its argument at a higher
+    precision just to bound it.
+    """
+    lo, hi = a.iv
+    bound = _L.from_float(limit)
+    inside = _L.mpf_cmp(lo, _L.mpf_neg(bound)) >= 0 and _L.mpf_cmp(hi, bound) <= 0
+    outside = _L.mpf_cmp(lo, bound) > 0 or _L.mpf_cmp(hi, _L.mpf_neg(bound)) < 0
+    if outside or (not inside and not abs(a.float()) <= limit):
         raise Refused("answer.exp_range", limit=int(limit))
     iv = iv_exp(a.iv, WORK_PREC)
     if a.lin is not None:
@@ -610,7 +756,9 @@ def equals_exact(v: Value, true: Any) -> bool:
     overlap decide "not equal" at once (a wrong answer costs nothing more);
     otherwise ``v`` is evaluated to :data:`CHECK_PREC` = 2,112 bits of
     relative precision (each part only as precisely as the whole needs it)
-    and equals the true value when they agree to that precision.  A value
+    and equals the true value when they agree to that precision (the parser
+    computed those intervals already, within the entry's work budget:
+    :func:`prepare_check`; here they are only read).  A value
     that intervals cannot narrow to 2^-2112 of the true value by
     :data:`MAX_EVAL_PREC` bits is not equal: an exact claim must be
     checkable; a true value 0 is equalled by a ``v`` that 2,176-bit
@@ -670,3 +818,16 @@ def _true_ball(true: Any, prec: int) -> Interval:
     L = _L
     slack = L.mpf_add(L.mpf_abs(L.mpf_sub(a, b, prec + 16)), L.mpf_shift(L.mpf_abs(b), -prec), prec + 16, L.round_ceiling)
     return L.mpf_sub(b, slack, prec + 16, L.round_floor), L.mpf_add(b, slack, prec + 16, L.round_ceiling)
+
+
+#: The work of each operation of the parser at :data:`WORK_PREC` bits (see :func:`budget`).
+_OPERATION_WORK = {add: _op_cost("+", WORK_PREC),
+                   mul: _op_cost("*", WORK_PREC), div: _op_cost("/", WORK_PREC),
+                   sqrt: _op_cost("sqrt", WORK_PREC), power: _op_cost("pow", WORK_PREC),
+                   exp: _op_cost("exp", WORK_PREC)}
+
+
+def charge_operation(fn: Any) -> None:
+    """Charge one operation of the parser (``add``, ``exp`` ...) with a result that is not
+    rational to the budgets in force (a rational's work is bounded by its digits)."""
+    _charge(_OPERATION_WORK.get(fn, _op_cost("exp", WORK_PREC)))

@@ -23,12 +23,12 @@ import typer
 
 from ..errors import TutorError
 from ..messages import t
-from ..textsafe import shown
+from ..textsafe import lines, shown
 from . import author, check, drill, explain, practice
-from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
-from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors
+from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
+from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors, restore_environ
 
-__all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
+__all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
 
 #: Every command: its name, the function that runs it (or, for a group of subcommands, its
 #: Typer app), and the key of its help text, in the order ``attn-tutor --help`` lists them.
@@ -90,12 +90,15 @@ app = build_app()
 def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     """Run the CLI; returns the exit code: 0 done, 1 ``check`` found the solution
-    wrong, 2 a usage error or unusable input, 3 attn-tutor itself failed (a bug).
+    wrong, 2 a usage error or unusable input, 3 attn-tutor itself failed (a bug),
+    130 interrupted by Ctrl-C (one ``interrupted`` line on stderr; a practice
+    session interrupted ends with its summary and 0 instead).
 
     ``argv`` defaults to ``sys.argv[1:]``, each stream to the process's own
     (``sys.stdin`` ...; tests pass theirs).  Every outcome passes through here
-    (Typer runs with ``standalone_mode=False``): usage errors are shown as
-    Typer shows them, every :class:`TutorError` becomes ``error: ...`` lines
+    (Typer runs with ``standalone_mode=False``): a usage error is one
+    ``error: ...`` line and a ``try 'attn-tutor COMMAND --help'`` line
+    (:func:`_show_usage_error`), every :class:`TutorError` becomes ``error: ...`` lines
     on stderr, any other exception one ``internal error`` line naming its type
     and place (the traceback only with ``ATTN_TUTOR_DEBUG=1``), never a
     traceback and never exit code 1.  With ``--format json`` on the command
@@ -122,10 +125,7 @@ def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: 
         return code
     finally:
         sys.stdout, sys.stderr = real_out, real_err
-        if columns is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = columns
+        restore_environ(columns)
 
 
 def command() -> Any:
@@ -160,17 +160,23 @@ def _run(args: list[str], streams: Streams) -> int:
         return EXIT_INPUT
     except TutorError as err:
         return _fail(args, "input", err.exit_code, str(err), getattr(err, "problems", None))
-    except KeyboardInterrupt:
-        sys.stderr.write(t("cli.interrupted") + "\n")
-        return 130
+    except KeyboardInterrupt:  # outside Typer's own handling (which turns it into the exit code below)
+        return _interrupted()
     except typer.Abort:  # click's answer to end of input inside a prompt
         return _fail(args, "input", EXIT_INPUT, t("cli.aborted"))
     except Exception as err:  # noqa: BLE001 - the one place every failure is reported
         if _is_usage_error(err):
-            _show_usage_error(err)
-            return _fail(args, "usage", EXIT_INPUT, err.format_message(), echo=False)  # type: ignore[attr-defined]
+            return _fail(args, "usage", EXIT_INPUT, _show_usage_error(err, args), echo=False)
         return _internal_error(args, err)
+    if result == EXIT_INTERRUPTED:  # Typer's answer to Ctrl-C (KeyboardInterrupt -> Exit(130)); no command returns it
+        return _interrupted()
     return _not_wrong(result)
+
+
+def _interrupted() -> int:
+    """Ctrl-C ended a command (a practice session never gets here: it ends with its summary, exit 0)."""
+    sys.stderr.write(t("cli.interrupted") + "\n")
+    return EXIT_INTERRUPTED
 
 
 def _not_wrong(code: object) -> int:
@@ -187,22 +193,41 @@ def _is_usage_error(err: BaseException) -> bool:
     return callable(getattr(err, "format_message", None)) and isinstance(getattr(err, "exit_code", None), int)
 
 
-def _show_usage_error(err: Exception) -> None:
-    """Print a usage error on stderr exactly as Typer does in its standalone mode."""
-    from typer import core
+def _show_usage_error(err: Exception, args: list[str]) -> str:
+    """Print a usage error on stderr as every error is printed: one ``error: ...`` line, then one
+    ``try 'attn-tutor COMMAND --help'`` line (not Typer's usage line and boxed panel).  Returns the message.
 
-    if getattr(core, "HAS_RICH", False) and getattr(app, "rich_markup_mode", None) is not None:
-        from typer import rich_utils
-
-        rich_utils.rich_format_error(err)  # type: ignore[arg-type]
+    Click's message is made one line (a multi-line one joined with ``; ``), its first letter lower
+    case and its final period dropped, as attn-tutor's own errors read.  With no command at all
+    (``attn-tutor`` alone) the help is already on stdout: the line says no command was given.
+    """
+    if type(err).__name__ == "NoArgsIsHelpError":  # by name, as Typer itself tells it apart
+        message = t("cli.usage.no_command")
     else:
-        err.show()  # type: ignore[attr-defined]
+        text = str(err.format_message())  # type: ignore[attr-defined]
+        message = "; ".join(line.strip() for line in lines(text) if line.strip()) or text
+        if message[:1].isupper() and message[1:2].islower():
+            message = message[0].lower() + message[1:]
+        message = message.removesuffix(".")
+    sys.stderr.write(t("cli.error", message=shown(message)) + "\n")
+    if type(err).__name__ != "NoArgsIsHelpError":
+        ctx = getattr(err, "ctx", None)  # None for an option without its value: the command is read off args
+        command = str(ctx.command_path) if ctx is not None else _command_path(args)
+        sys.stderr.write(t("cli.usage.try", command=shown(command)) + "\n")
+    return message
+
+
+def _command_path(args: list[str]) -> str:
+    """``attn-tutor COMMAND`` for the command ``args`` run (its first word that is not an option), else ``attn-tutor``."""
+    first = next((a for a in args if not a.startswith("-")), None)
+    names = [name for name, _, _ in COMMANDS]
+    return f"attn-tutor {first}" if first in names else "attn-tutor"
 
 
 def _fail(args: list[str], kind: str, code: int, message: str, problems: object = None, *, echo: bool = True) -> int:
     """Report an error: ``error:`` lines on stderr (unless already shown), the JSON document with --format json."""
     if echo:
-        for line in message.splitlines() or [message]:
+        for line in lines(message):
             sys.stderr.write(t("cli.error", message=shown(line, keep="\t")) + "\n")
     if wants_json(args):
         try:
@@ -258,7 +283,7 @@ def error_document(kind: str, code: int, message: str, problems: object = None) 
         errors = [problem_dict(p, "error") for p in problems]
     else:
         errors = [{"file": None, "line": None, "column": None, "field": "", "message": line, "hint": "",
-                   "severity": "error", "text": line} for line in (message.splitlines() or [message])]
+                   "severity": "error", "text": shown(line, keep="\t")} for line in lines(message)]
     return compact({"error": kind, "exit_code": code, "errors": errors})
 
 

@@ -20,7 +20,7 @@ import typer
 
 from ..jsontext import document
 from ..messages import t
-from .common import Format, FormatOpt, warn, write, write_document
+from .common import ExercisesOpt, Format, FormatOpt, warn, write, write_document
 
 
 class MaskChoice(str, Enum):
@@ -38,11 +38,12 @@ class MaskChoice(str, Enum):
 def validate(
     paths: Annotated[list[Path], typer.Argument(help=t("cli.validate.paths"), show_default=False)],
     fmt: FormatOpt = Format.rich,
+    notes: Annotated[bool, typer.Option("--notes/--no-notes", help=t("cli.validate.notes"))] = True,
 ) -> None:
-    """Validate files and folders; exit 0 when all are valid, 2 otherwise."""
+    """Validate files and folders; exit 0 when all are valid, 2 otherwise (notes never change it)."""
     from ..authoring import validate as validate_files
 
-    report = validate_files(paths)
+    report = validate_files(paths, notes=notes)
     if fmt is Format.json:
         # ASCII (non-ASCII and control characters as \u escapes): safe on any stream
         write_document(document(report.document()))
@@ -56,7 +57,12 @@ def validate(
 # --- new -----------------------------------------------------------------------------
 
 
+#: The options that give ``new`` a shape; ``--like`` takes the shape from an exercise instead.
+SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi")
+
+
 def new(
+    ctx: typer.Context,
     tokens: Annotated[int, typer.Option("--tokens", help=t("cli.new.tokens"), min=1, max=16)] = 3,
     d_model: Annotated[int, typer.Option("--d-model", help=t("cli.new.d_model"), min=1, max=32)] = 4,
     heads: Annotated[int, typer.Option("--heads", help=t("cli.new.heads"), min=1, max=8)] = 1,
@@ -75,56 +81,101 @@ def new(
                                                  show_default=False)] = None,
     cache: Annotated[int | None, typer.Option("--cache", help=t("cli.new.cache"), min=1, max=15, show_default=False)] = None,
     alibi: Annotated[bool, typer.Option("--alibi", help=t("cli.new.alibi"))] = False,
+    like: Annotated[str | None, typer.Option("--like", help=t("cli.new.like"), show_default=False)] = None,
+    allow_dull: Annotated[bool, typer.Option("--allow-dull", help=t("cli.new.allow_dull"))] = False,
+    exercises: ExercisesOpt = None,
 ) -> None:
-    """Write a generated exercise to ``-o FILE`` (never over an existing one without ``--force``) or stdout."""
-    from ..authoring import write_exercise
+    """Write a generated exercise to ``-o FILE`` (never over an existing one without ``--force``) or stdout.
+
+    With ``--like ID`` the shape (tokens, sizes, heads, mask, biases, W_O) is
+    that of exercise ID and only the numbers are new.  The core mistakes the
+    result cannot catch (the shape's doing: d_k = 1, d_k = d_model) are noted
+    on stderr.
+    """
+    from ..authoring import mistake_notes, note_text, write_exercise
     from ..errors import TutorError
     from ..exercise import validate_text
     from ..generate import Spec, generate
 
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
-    spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
-                difficulty=difficulty, id=exercise_id, title=title, kv_heads=kv_heads, cache=cache, alibi=alibi)
     if exercise_id is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", exercise_id):
         raise typer.BadParameter(t("new.bad_id", found=exercise_id), param_hint="--id")
-    if heads * d_k > 32:
-        raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
-    if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
-        raise typer.BadParameter(t("new.padding_keys"), param_hint="--mask")
-    try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
-        from ..generate_llm import check_v2
+    if exercise_id is not None:
+        from ..catalog import bundled_ids
 
-        check_v2(spec)
-    except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--kv-heads/--cache/--mask/--alibi") from None
+        if exercise_id in bundled_ids():  # reserved: the new file would shadow it wherever it is read by path
+            raise typer.BadParameter(t("new.reserved_id", id=exercise_id, file=f"bundled:{bundled_ids()[exercise_id].name}"),
+                                     param_hint="--id")
     if title is not None:
         _check_title(title)
-    text = generate(spec)
+    if like is not None:
+        given = [name for name in SHAPE_OPTIONS if _given(ctx, name)]
+        if given:
+            raise typer.BadParameter(t("new.like_and_shape", options=", ".join(
+                "--" + name.replace("_", "-") for name in given)), param_hint="--like")
+        import shlex
+
+        from ..catalog import resolve
+        from ..generate import like as draw_like
+
+        source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
+        text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title,
+                         source=source)
+    else:
+        spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
+                    difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull, kv_heads=kv_heads,
+                    cache=cache, alibi=alibi)
+        if heads * d_k > 32:
+            raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
+        if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
+            raise typer.BadParameter(t("new.padding_keys"), param_hint="--mask")
+        try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
+            from ..generate_llm import check_v2
+
+            check_v2(spec)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--kv-heads/--cache/--mask/--alibi") from None
+        text = generate(spec)
     checked = validate_text(text, "<new>")  # nothing is written until it is valid
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid
         for p in checked.problems:
             if p.field in ("id", "title"):
                 raise typer.BadParameter(p.message, param_hint=f"--{p.field}")
         raise TutorError("\n".join(str(p) for p in checked.problems))
+    assert checked.exercise is not None
+    for w in checked.warnings:  # a valid exercise that no model runs: causal cross-attention
+        warn(t("new.warning", message=w.message, hint=w.hint))
     if output is None:
         write_document(text)
-        return
-    write_exercise(text, output, force=force)
-    warn(t("new.wrote", path=output, id=checked.exercise.id if checked.exercise else ""))
+    else:
+        write_exercise(text, output, force=force)
+        warn(t("new.wrote", path=output, id=checked.exercise.id))
+    for _, note in mistake_notes(checked.exercise, str(output or "<new>")):
+        warn(note_text(note))
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given on the command line (or by the environment), not left at its default."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
 def _check_title(title: str) -> None:
-    """A usage error for a ``--title`` with a control character (ESC, NUL, ...): it would be written into the file.
+    """A usage error for a ``--title`` with a character a terminal acts on or hides (ESC, NUL, U+202E,
+    U+200B: :func:`tutor.textsafe.is_unsafe`), or a byte the locale could not decode: it would be
+    written into the file as it is.
 
-    Line breaks and tabs are fine: the title is written on one line, whitespace collapsed.
+    Whitespace is fine, line breaks included (``\\n``, U+2028, U+0085): the title is written on one
+    line, whitespace collapsed to single spaces.
     """
-    import unicodedata
-
+    from ..textsafe import is_unsafe
     from ..yamlread import codepoint
 
     for ch in title:
-        if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r":
+        if 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte the locale could not decode, kept by surrogateescape
+            raise typer.BadParameter(t("new.bad_title.byte", byte=f"0x{ord(ch) - 0xDC00:02X}"), param_hint="--title")
+        if is_unsafe(ch) and not ch.isspace():
             raise typer.BadParameter(t("new.bad_title", char=codepoint(ch)), param_hint="--title")
 
 

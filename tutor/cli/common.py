@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 #: other way out that would give 1 (an uncaught exception, ``sys.exit(1)``,
 #: a click abort) is mapped to 2 or 3 by :func:`tutor.cli.main`.
 EXIT_OK, EXIT_WRONG, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: Ctrl-C ended the command (128 + SIGINT, as a shell reports it); a practice session ends with 0.
+EXIT_INTERRUPTED = 130
 
 
 class SolutionWrong(Exception):

@@ -13,9 +13,10 @@ import time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -74,6 +75,17 @@ def _run(ctx: typer.Context, name: str, questions: list[Question], seed: int, mo
           report=lambda message: warn(t("cli.error", message=message)))
 
 
+def _generated(ctx: typer.Context, name: str, make: Callable[[int, int], Any], seed: int | None, count: int,
+               show_answers: bool, fmt: Format) -> None:
+    """A drill of ``count`` generated questions: printed (``--show-answers``, JSON) or asked."""
+    s = _seed(seed)
+    questions = make(s, count)
+    if show_answers or fmt is Format.json:
+        _out(name, questions, s, show_answers, fmt)
+    else:
+        _run(ctx, name, questions, s, "drill")
+
+
 @app.command("shapes", help=t("cli.drill.shapes.help"))
 def shapes(
     ctx: typer.Context,
@@ -85,12 +97,7 @@ def shapes(
     """The shape at a named point of the forward, for random but sensible sizes."""
     from ..drills import shapes as drill
 
-    s = _seed(seed)
-    questions = drill.questions(s, count)
-    if show_answers or fmt is Format.json:
-        _out("shapes", questions, s, show_answers, fmt)
-    else:
-        _run(ctx, "shapes", questions, s, "drill")
+    _generated(ctx, "shapes", drill.questions, seed, count, show_answers, fmt)
 
 
 @app.command("counts", help=t("cli.drill.counts.help"))
@@ -104,12 +111,7 @@ def counts(
     """Parameters, FLOPs, the weights' memory and the KV cache."""
     from ..drills import counts as drill
 
-    s = _seed(seed)
-    questions = drill.questions(s, count)
-    if show_answers or fmt is Format.json:
-        _out("counts", questions, s, show_answers, fmt)
-    else:
-        _run(ctx, "counts", questions, s, "drill")
+    _generated(ctx, "counts", drill.questions, seed, count, show_answers, fmt)
 
 
 @app.command("masks", help=t("cli.drill.masks.help"))
@@ -123,12 +125,7 @@ def masks(
     """One mask in every PyTorch convention."""
     from ..drills import masks as drill
 
-    s = _seed(seed)
-    questions = drill.questions(s, count)
-    if show_answers or fmt is Format.json:
-        _out("masks", questions, s, show_answers, fmt)
-    else:
-        _run(ctx, "masks", questions, s, "drill")
+    _generated(ctx, "masks", drill.questions, seed, count, show_answers, fmt)
 
 
 def _bank(folders: list[Path] | None) -> Bank:

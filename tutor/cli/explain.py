@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
 ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
 ForceOpt = Annotated[bool, typer.Option("--force", help=t("cli.opt.force_export"))]
+BriefOpt = Annotated[bool, typer.Option("--brief", help=t("cli.opt.brief"))]
 
 
 class ExplainFormat(str, Enum):
@@ -47,8 +48,13 @@ def explain(
     blank: BlankOpt = False,
     export: ExportOpt = None,
     force: ForceOpt = False,
+    brief: BriefOpt = False,
 ) -> None:
-    """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it."""
+    """Print (or ``--export``) the worked solution of an exercise, after the two engines agreed on it.
+
+    A hand-sized exercise (:func:`tutor.steps.hand_sized`) shows the
+    arithmetic of every step unless ``--brief``.
+    """
     from ..catalog import resolve
     from ..steps import solve
 
@@ -64,7 +70,7 @@ def explain(
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
-        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export)
+        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export, brief=brief, force=force)
     elif fmt is ExplainFormat.json:
         from ..render.json import dumps
 
@@ -72,7 +78,7 @@ def explain(
     else:
         from ..render.rich import render
 
-        render(sol, console(), head=head, precision=precision)
+        render(sol, console(), head=head, precision=precision, brief=brief)
 
 
 def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:
@@ -87,7 +93,7 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     write; refused even with ``force``).
     """
     from ..authoring import EXPORT_FORMATS, EXPORT_SUFFIXES
-    from ..errors import TutorError
+    from ..outfile import check_target
 
     suffix = export.suffix.lower()
     if suffix not in EXPORT_SUFFIXES:
@@ -98,13 +104,11 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
         raise typer.BadParameter(t("handout.format_clash", path=export, found=fmt, kind=kind,
                                    formats=" or ".join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
                                  param_hint="--format")
-    if export.exists() and not export.is_file():
-        raise TutorError(t("handout.not_file", path=export))
-    if export.exists() and not force:
-        raise TutorError(t("new.exists", path=export))
+    check_target(export, force=force)  # the one rule for every file attn-tutor writes
 
 
-def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None) -> None:
+def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None,
+            brief: bool = False, force: bool = False) -> None:
     """Print or export ``sol`` as a handout: ``fmt`` is ``rich``, ``markdown``, ``html`` (or ``json``, not blank).
 
     With ``export`` (checked by :func:`check_export`) the kind of file follows
@@ -114,7 +118,7 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     if export is not None:
         from ..authoring import export_handout
 
-        export_handout(sol, export, head=head, precision=precision, blank=blank)
+        export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief, force=force)
         warn(t("handout.wrote", path=export))
         return
     if fmt == "json":
@@ -122,15 +126,15 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     if fmt == "markdown":
         from ..render.markdown import render_markdown
 
-        write_document(render_markdown(sol, head=head, precision=precision, blank=blank))
+        write_document(render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief))
     elif fmt == "html":
         from ..render.html import export_html
 
-        write_document(export_html(sol, head=head, precision=precision, blank=blank))
+        write_document(export_html(sol, head=head, precision=precision, blank=blank, brief=brief))
     else:
         from ..render.html import renderer
 
-        renderer(console(), precision, blank).solution(sol, head)
+        renderer(console(), precision, blank, brief=brief).solution(sol, head)
 
 
 def list_(

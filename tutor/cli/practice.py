@@ -9,8 +9,10 @@ code 2) after the summary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,6 +31,9 @@ from .common import (
     warn,
     write_document,
 )
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 
 class PracticeMode(str, Enum):
@@ -66,9 +71,16 @@ def practice(
     restart: Annotated[bool, typer.Option("--restart", help=t("cli.practice.restart"))] = False,
     due: Annotated[bool, typer.Option("--due", help=t("cli.practice.due"))] = False,
     exercises: ExercisesOpt = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help=t("cli.practice.fresh"))] = False,
+    seed: Annotated[int | None, typer.Option("--seed", help=t("cli.practice.seed"), min=0, show_default=False)] = None,
 ) -> None:
     """Drill an exercise (or the one that trains the weakest step, or what is due) in a session
-    recorded in the progress store; an interrupted session of the same steps is resumed."""
+    recorded in the progress store; an interrupted session of the same steps is resumed.
+
+    ``--fresh`` drills the exercise's shape with new numbers (``new --like ID
+    --seed S`` writes the same ones); progress is recorded under the original id,
+    and a fresh session begins anew (an unfinished one was on other numbers).
+    """
     from .. import plan as plans
     from ..catalog import resolve
     from ..quiz import Settings
@@ -79,6 +91,8 @@ def practice(
     check_tolerance(tolerance)
     if due and chosen is not None:
         raise typer.BadParameter(t("practice.due.steps"), param_hint="--due")
+    if seed is not None and not fresh:
+        raise typer.BadParameter(t("practice.seed_without_fresh"), param_hint="--seed")
     stream = answer_stream(stdin(ctx))  # before the store is opened: a session that cannot read leaves no trace
     store = Store.open()  # a damaged, foreign or read-only store stops here, before any question
     try:
@@ -98,11 +112,37 @@ def practice(
         if isinstance(plan, str):  # nothing is due: say so, and when
             console().print(plan, markup=False, highlight=False)
             return
-        plan = plans.resume(store, plan, mode.value, restart=restart)
+        if fresh:
+            plan = _fresh(plan, exercise, folders, seed)
+        else:
+            plan = plans.resume(store, plan, mode.value, restart=restart)
         practise(plan, Settings(mode.value, tolerance), store=store, stream=stream, console=console(),
                  report=lambda message: warn(t("cli.error", message=message)))
     finally:
         store.close()
+
+
+def _fresh(plan: Plan, named: str | None, folders: Sequence[Path], seed: int | None) -> Plan:
+    """``plan`` on fresh numbers of its exercise's shape (seed ``seed``, else a random one), recorded
+    under the original id, with the sentence giving the ``new --like`` command that writes them."""
+    import shlex
+    from dataclasses import replace
+
+    from ..generate import fresh as fresh_numbers
+    from ..steps import solve
+
+    original = plan.sol.exercise
+    seed = _random_seed() if seed is None else seed
+    ex = fresh_numbers(original, seed)
+    like = " ".join(shlex.quote(str(a)) for a in [named or original.id, *(f"--exercises={d}" for d in folders)])
+    why = "\n".join(filter(None, [plan.why, t("practice.fresh", id=ex.id, like=like, seed=seed)]))
+    return replace(plan, sol=solve(ex), why=why, record_as=original.id)
+
+
+def _random_seed() -> int:
+    import os
+
+    return int.from_bytes(os.urandom(4), "big") % 1_000_000
 
 
 def stats(

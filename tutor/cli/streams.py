@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 from collections.abc import Callable
 from typing import TextIO
 
 from ..errors import TutorError
 from ..messages import t
-from ..render import MIN_WIDTH
+from ..render import MAX_WIDTH, MIN_WIDTH
 from ..textsafe import shown_stream
 
 
@@ -28,7 +29,14 @@ def _transliterate(err: UnicodeError) -> tuple[str, int]:
         raise err
     from ..render.text import asciify
 
+    root = _ROOT_OF.match(err.object, err.start)  # √d_model -> sqrt(d_model), as asciify writes it
+    if root is not None:
+        times = "*" if err.start and err.object[err.start - 1].isdigit() else ""  # 2√2 -> 2*sqrt(2)
+        return f"{times}sqrt({root.group(1)})", root.end()
     return asciify(err.object[err.start:err.end]), err.end
+
+
+_ROOT_OF = re.compile(r"√([A-Za-z0-9_]+)")
 
 
 codecs.register_error("attn-tutor-ascii", _transliterate)
@@ -161,12 +169,39 @@ def plug_closed_descriptors() -> None:
                 pass
 
 
-def clamp_columns() -> str | None:
-    """``COLUMNS`` below :data:`MIN_WIDTH` (``COLUMNS=0``) raised to it, for every console (typer's help too).
+#: The variables a console takes its width from: ``COLUMNS`` (rich, and typer's help),
+#: ``TERMINAL_WIDTH`` (typer's help, when set).
+WIDTH_VARIABLES = ("COLUMNS", "TERMINAL_WIDTH")
 
-    Returns the value to restore afterwards.
+
+def clamp_columns() -> dict[str, str | None]:
+    """The widths every console of this run is laid out at, within :data:`MIN_WIDTH` and :data:`MAX_WIDTH`.
+
+    ``COLUMNS`` and ``TERMINAL_WIDTH`` below the minimum (``COLUMNS=0``) are
+    raised to it and above the maximum (``COLUMNS=1000000``) lowered to it;
+    without ``COLUMNS``, a terminal wider than the maximum sets it to the
+    maximum (typer's help reads the terminal's size).  Returns the values to
+    restore afterwards (:func:`restore_environ`).
     """
-    value = os.environ.get("COLUMNS")
-    if value is not None and value.strip().isdigit() and int(value) < MIN_WIDTH:
-        os.environ["COLUMNS"] = str(MIN_WIDTH)
-    return value
+    import shutil
+
+    saved = {name: os.environ.get(name) for name in WIDTH_VARIABLES}
+    for name, value in saved.items():
+        digits = None if value is None else value.strip()
+        if digits and digits.isascii() and digits.isdigit():
+            # compared as text first: int() refuses more than 4,300 digits
+            significant = digits.lstrip("0") or "0"
+            wide = len(significant) > len(str(MAX_WIDTH))
+            os.environ[name] = str(MAX_WIDTH if wide else min(max(int(significant), MIN_WIDTH), MAX_WIDTH))
+    if saved["COLUMNS"] is None and shutil.get_terminal_size((0, 0)).columns > MAX_WIDTH:
+        os.environ["COLUMNS"] = str(MAX_WIDTH)
+    return saved
+
+
+def restore_environ(saved: dict[str, str | None]) -> None:
+    """Put back the variables :func:`clamp_columns` changed."""
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

@@ -225,7 +225,9 @@ def save(a: Answered, recorder: Recorder | None, view: DrillView) -> None:
     """Hand the answer to the store's recorder; warn (and keep it waiting) when it cannot be written yet."""
     if recorder is None:
         return
-    if not recorder.add(attempt(a)):
-        from ..session import why_unsaved
+    from ..session import deferred_interrupt, why_unsaved
 
+    with deferred_interrupt():  # Ctrl-C during the write takes effect after it: saved and noted together
+        saved = recorder.add(attempt(a))
+    if not saved:
         view.unsaved_warning(why_unsaved(recorder), lost=recorder.lost)

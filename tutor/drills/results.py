@@ -25,14 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..attempt import Attempt
+from ..attempt import Attempt, OutcomeCounts
 from .record import DRILL_PREFIX
 
 DRILLS = ("shapes", "counts", "masks", "concepts")
 
 
 @dataclass(frozen=True)
-class TopicStats:
+class TopicStats(OutcomeCounts):
     """Counts for one drill topic (``shapes``/``scores``, ``concepts``/``scaling``)."""
 
     drill: str
@@ -41,21 +41,6 @@ class TopicStats:
     wrong: int = 0
     shown: int = 0
     skipped: int = 0
-
-    @property
-    def graded(self) -> int:
-        """Answers that count: right, wrong, or shown (a miss)."""
-        return self.correct + self.wrong + self.shown
-
-    @property
-    def accuracy(self) -> float | None:
-        """``correct / graded``; ``None`` before any graded answer."""
-        return self.correct / self.graded if self.graded else None
-
-    @property
-    def score(self) -> float:
-        """Accuracy smoothed towards 1/2, as practice ranks its steps: ``(correct + 1) / (graded + 2)``."""
-        return (self.correct + 1) / (self.graded + 2)
 
 
 def split_step(step: str) -> tuple[str, str] | None:

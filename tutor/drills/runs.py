@@ -103,7 +103,7 @@ def _recorded(exercise: str, mode: str, body: Callable[[Recorder], T], report: C
                     report(plural("practice.unsaved.end", len(recorder.pending), reason=why_unsaved(recorder)))
                 if not recorder.pending:
                     try:
-                        store.end_session(session)
+                        store.end_session(recorder.session)  # a new id if the file was made again
                     except StoreError:  # only the end time is lost: the run reads as one that was killed
                         pass
         if recorder.pending:

@@ -32,7 +32,7 @@ from tutor.yamlread import Document, Path, ascii_look_alike, codepoints, describ
 from . import v2
 from .checks import check_fields
 from .record import Exercise
-from .schema import CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock
+from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask", "attn_bias", "k", "v"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields),
@@ -47,12 +47,22 @@ def _names(path: Path) -> set[str]:
 # --- pydantic errors -> problems --------------------------------------------
 
 
+_VECTOR_ENTRIES = {"b_q": "expected.number", "b_k": "expected.number", "b_v": "expected.number",
+                   "b_o": "expected.number", "key_padding": "expected.boolean", "key_padding_mask": "expected.boolean",
+                   "tokens": "expected.text", "kv_tokens": "expected.text", "tags": "expected.text"}
+
+
 def _expected_for(path: Path) -> str:
+    """What the value at ``path`` must be: a matrix, a row, an entry of a matrix or a vector, a mapping, a list."""
     names = [p for p in path if isinstance(p, str)]
     name = names[-1] if names else ""
     depth = len(path) - (max(i for i, p in enumerate(path) if isinstance(p, str)) + 1) if names else 0
     if name in _MATRIX_FIELDS:
+        if depth >= 2:  # an entry
+            return t("expected.boolean") if name == "mask" else t("expected.number")
         return t("expected.matrix") if depth == 0 else t("expected.row")
+    if name in _VECTOR_ENTRIES and depth >= 1:
+        return t(_VECTOR_ENTRIES[name])
     if name == "heads" and depth == 1 or not path:
         return t("expected.mapping")
     return t("expected.list")
@@ -137,7 +147,9 @@ def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] 
         elif kind == "too_short":
             problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
         elif kind == "literal_error":
-            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(e["input"]))))
+            found = e["input"]
+            hint = t("hint.yaml11_mask", text=found) if isinstance(found, str) and found.lower() in YAML11_BOOL else ""
+            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(found)), hint))
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
     return problems
@@ -275,6 +287,8 @@ def validate_document(doc: Document) -> Validation:
     warnings = tuple(doc.warnings)
     if problems:
         return Validation(doc.filename, _in_file_order(problems), warnings)
+    if ex is not None and ex.mask_kind == "causal" and ex.is_cross:  # valid, but no model runs it (issue 10)
+        warnings += (doc.problem(("mask",), t("mask.causal_cross"), t("mask.causal_cross.hint")),)
     return Validation(doc.filename, (), warnings, ex)
 
 

@@ -51,7 +51,12 @@ class Sizes:
         self.decided: dict[str, int | None] = {}
 
     def claim(self, size: str, value: int | Fraction, path: Path, what: str, rank: int, label: str = "") -> None:
-        """``path`` says ``size`` is ``value``; a field has one say per size (its first)."""
+        """``path`` says ``size`` is ``value``; a field has one say per size (its first).
+
+        An empty list says nothing (no size is 0): two empty label lists never outvote ``x``.
+        """
+        if value == 0:
+            return
         claims = self.claims.setdefault(size, [])
         if all(c.path != path for c in claims):
             claims.append(_Claim(value, path, what, rank, label))

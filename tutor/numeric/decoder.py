@@ -97,36 +97,35 @@ def decoder_trace(ex: Exercise, B: int = 1) -> tuple:
     inside) → ``scores``, the bias and the mask, ``weights`` ``[B, H, L, L_k]`` → ``context`` → merged →
     ``out_proj``.  The concrete shapes are those :func:`run_decoder` makes (a test checks them).
     """
-    from tutor.messages import t
-
-    from .trace import _TraceBuilder
+    from .trace import _TraceBuilder, merge_copies
 
     hd = ex.heads[0]
     sizes = {"B": B, "L": ex.L, "L_past": ex.L_past, "L_k": ex.L_k, "D": ex.d_model, "H": ex.num_heads,
              "G": ex.num_kv_heads, "d_k": hd.d_k, "d_v": hd.d_v, "d_out": ex.d_out}
     tb = _TraceBuilder(sizes)
     G = "G" if ex.grouped else "H"
-    tb.add("x", ("B", "L", "D"), t("trace.decoder.x" if ex.has_cache else "trace.decoder.x_all"))
-    tb.add("q_proj", ("B", "L", "H·d_k"), t("trace.decoder.q_proj"))
-    tb.add("k_proj", ("B", "L", f"{G}·d_k"), t("trace.decoder.k_proj", G=G))
-    tb.add("v_proj", ("B", "L", f"{G}·d_v"), t("trace.decoder.v_proj", G=G))
-    tb.add("q_heads", ("B", "H", "L", "d_k"), t("trace.decoder.heads"))
-    tb.add("k_heads", ("B", G, "L", "d_k"), t("trace.decoder.heads"))
-    tb.add("v_heads", ("B", G, "L", "d_v"), t("trace.decoder.heads"))
+    tb.add("x", ("B", "L", "D"), "trace.decoder.x" if ex.has_cache else "trace.decoder.x_all")
+    tb.add("q_proj", ("B", "L", "H·d_k"), "trace.decoder.q_proj")
+    tb.add("k_proj", ("B", "L", f"{G}·d_k"), "trace.decoder.k_proj", G=G)
+    tb.add("v_proj", ("B", "L", f"{G}·d_v"), "trace.decoder.v_proj", G=G)
+    tb.add("q_heads", ("B", "H", "L", "d_k"), "trace.decoder.heads")
+    tb.add("k_heads", ("B", G, "L", "d_k"), "trace.decoder.heads")
+    tb.add("v_heads", ("B", G, "L", "d_v"), "trace.decoder.heads")
     if ex.has_cache:
-        tb.add("k_cache", ("B", G, "L_past", "d_k"), t("trace.decoder.cache"))
-        tb.add("k", ("B", G, "L_k", "d_k"), t("trace.decoder.cat", what="k"))
-        tb.add("v", ("B", G, "L_k", "d_v"), t("trace.decoder.cat", what="v"))
+        tb.add("k_cache", ("B", G, "L_past", "d_k"), "trace.decoder.cache")
+        tb.add("k", ("B", G, "L_k", "d_k"), "trace.decoder.cat", what="k")
+        tb.add("v", ("B", G, "L_k", "d_v"), "trace.decoder.cat", what="v")
     if ex.grouped:
-        tb.add("k_repeated", ("B", "H", "L_k", "d_k"), t("trace.decoder.repeat", ratio=ex.num_heads // ex.num_kv_heads))
-    tb.add("scores", ("B", "H", "L", "L_k"), t("trace.decoder.scores"))
+        tb.add("k_repeated", ("B", "H", "L_k", "d_k"), "trace.decoder.repeat", ratio=ex.num_heads // ex.num_kv_heads)
+    tb.add("scores", ("B", "H", "L", "L_k"), "trace.decoder.scores")
     if ex.has_bias or ex.has_mask:
-        tb.add("attn_mask", ("L", "L_k"), t("trace.decoder.attn_mask.float" if ex.has_bias else "trace.decoder.attn_mask"))
-    tb.add("weights", ("B", "H", "L", "L_k"), t("trace.decoder.weights"))
-    tb.add("context", ("B", "H", "L", "d_v"), t("trace.decoder.context" if ex.grouped else "trace.decoder.context.plain"))
-    tb.add("merge", ("B", "L", "H·d_v"), t("trace.decoder.merge"))
+        tb.add("attn_mask", ("L", "L_k"), "trace.decoder.attn_mask.float" if ex.has_bias else "trace.decoder.attn_mask")
+    tb.add("weights", ("B", "H", "L", "L_k"), "trace.decoder.weights")
+    tb.add("context", ("B", "H", "L", "d_v"), "trace.decoder.context" if ex.grouped else "trace.decoder.context.plain")
+    # transpose(1, 2).reshape(B, L, H·d_v): a view or a copy as for the v1 layer (merge_copies, checked against torch)
+    tb.add("merge", ("B", "L", "H·d_v"), "trace.merge.copy" if merge_copies(ex.num_heads, ex.L, hd.d_v) else "trace.merge.view")
     if ex.w_o is not None:
-        tb.add("out_proj", ("B", "L", "d_out"), t("trace.decoder.out_proj"))
+        tb.add("out_proj", ("B", "L", "d_out"), "trace.decoder.out_proj")
     return tuple(tb.steps)
 
 

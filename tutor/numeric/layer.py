@@ -462,20 +462,9 @@ class MultiHeadAttention:
     ) -> tuple[TraceStep, ...]:
         """The forward pass as an ordered tuple of :class:`TraceStep` (name, shapes, note).
 
-        Both symbolic (``[B, H, L, d_h]``) and concrete shapes, for a batch of
-        ``B`` sequences of ``L`` queries over ``L_k`` keys (``L_k = L`` for
-        self-attention; ``cross=True`` names the key sequence ``x_kv``).
-        ``masked`` adds the ``masked_fill`` step.  The steps are exactly the
-        arrays :meth:`forward` makes (a test checks every shape).  Self-attention
-        with equal ``d_k``, ``d_v`` reads::
-
-            x [B, L, D] → qkv [B, L, 3·H·d_h] → view [B, L, 3, H, d_h]
-            → permute [3, B, H, L, d_h] → scores [B, H, L, L] → (masked)
-            → weights [B, H, L, L] → context [B, H, L, d_h]
-            → transpose [B, L, H, d_h] → merge [B, L, H·d_h] → out_proj [B, L, d_out]
-
-        Raises ``ValueError`` when ``cross`` is set without ``L_k``, or
-        self-attention is asked for on a layer whose K, V width is not d_model.
+        The shapes of every array :meth:`forward` makes, symbolic and concrete;
+        arguments, the trace itself and the errors raised are documented at
+        :func:`tutor.numeric.trace.shape_trace`.
         """
         from .trace import shape_trace
 

@@ -22,7 +22,7 @@ Pure: no I/O.  The softmax is :func:`tutor.numeric.softmax`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -71,6 +71,23 @@ class Variant:
     "after_softmax" (added to the weights, not to the scores) or "negated"
     (``-B``: ALiBi's distance with the wrong sign, ``i - j``).  ``mask``
     "top_left" builds a causal_lower_right exercise's mask top-left instead.
+
+    Issue 10 (mistakes from published tutorials and notebooks):
+    ``divisor``: the scores divided by this number instead of ``√d_k``
+    (a wrong constant, ``√L``, ``num_heads`` ...; overrides ``scale``).
+    ``mask="added"``: a boolean keep-mask added to the scores as numbers
+    (``scaled + 1`` where the query may attend, ``scaled + 0`` where not:
+    what a bool mask cast to float does as SDPA's float ``attn_mask``).
+    ``average_heads``: every head's weights replaced by their average over
+    the heads (what ``nn.MultiheadAttention`` returns by default,
+    ``average_attn_weights=True``), and used as such.
+    ``split_reshape``: the heads split by reshaping ``[L, H·d_k]`` straight
+    to ``[H, L, d_k]``, without the transpose (``q.view(B, H, L, d_k)``
+    instead of ``q.view(B, L, H, d_k).transpose(1, 2)``): tokens and heads
+    mixed.  ``merge_reshape``: the inverse when merging, ``[H, L, d_v]``
+    reshaped straight to ``[L, H·d_v]`` (concat rows mixed).
+    ``truncate``: ``round_scaled``/``round_weights`` cut the decimals off
+    instead of rounding them.
     """
 
     scale: str = "sqrt_dk"
@@ -89,6 +106,11 @@ class Variant:
     kv_order: str = "repeat"  # format v2
     cache: str = "right"
     bias: str = "right"
+    divisor: float | None = None
+    average_heads: bool = False
+    split_reshape: bool = False
+    merge_reshape: bool = False
+    truncate: bool = False
 
     def turned(self) -> frozenset[str]:
         """The names of the knobs this variant sets away from the right answer."""
@@ -140,7 +162,11 @@ class Replay:
         knob = _ROUNDED.get(id)
         if value is None or knob is None or getattr(self.variant, knob) is None:
             return value
-        return np.round(value, getattr(self.variant, knob))
+        places = getattr(self.variant, knob)
+        if self.variant.truncate:  # the decimals cut off: 0.4458 -> 0.44
+            with np.errstate(invalid="ignore"):
+                return np.where(np.isinf(value), value, np.trunc(value * 10.0**places) / 10.0**places)
+        return np.round(value, places)
 
     def delta(self, id: str, head: int | None) -> Array:
         """The slack of step ``(id, head)`` (zeros when the walk carries none)."""
@@ -170,11 +196,33 @@ def _kv_weights(r: Replay, id: str, head: int | None) -> tuple[Sequence[Sequence
 
 
 def project(r: Replay, id: str, head: int | None) -> Array:
-    """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``."""
-    hd = r.ex.heads[head or 0]
-    w, b = {"q": (hd.w_q, hd.b_q)}.get(id) or _kv_weights(r, id, head)
+    """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``.
+
+    K and V of query head ``h`` are its K/V head's (:func:`_kv_weights`).
+    Under ``split_reshape`` every head is projected at once (``[n, H·d]``,
+    head ``h`` in columns ``h·d:(h+1)·d``; for K and V with grouped K/V
+    heads, the ``G`` K/V heads, ``[n, G·d]``) and the result reshaped
+    straight to ``[H, n, d]`` (``[G, n, d]``): head ``h`` gets rows of the
+    flat buffer, not its columns.
+    """
     x = r.x if id == "q" else r.kv  # [n, d_in]; step id: Q is projected from X, K and V from X_kv
-    return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
+
+    def one(h: int) -> Array:
+        hd = r.ex.heads[h]
+        w, b = {"q": (hd.w_q, hd.b_q)}.get(id) or _kv_weights(r, id, h)
+        return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
+
+    if not r.variant.split_reshape:
+        return one(head or 0)
+    ex = r.ex
+    if id != "q" and ex.grouped:  # one query head per K/V head stands for it: [n, G·d]
+        owners = [ex.sharing(g)[0] for g in range(ex.num_kv_heads)]
+        part = ex.kv_head(head or 0)
+    else:
+        owners, part = list(range(ex.num_heads)), head or 0
+    fused = np.hstack([one(h) for h in owners])  # [n, H·d]: the heads side by side
+    n, width = fused.shape
+    return fused.reshape(len(owners), n, width // len(owners))[part]  # [H, n, d] without the transpose: tokens and heads mixed
 
 
 def q(r: Replay, head: int | None) -> Array:
@@ -262,6 +310,8 @@ def scores_slack(r: Replay, head: int | None) -> Array:
 
 def _scale_factor(r: Replay, head: int | None) -> float:
     d_k = r.ex.heads[head or 0].d_k
+    if r.variant.divisor is not None:
+        return 1.0 / r.variant.divisor
     return {
         "sqrt_dk": 1 / math.sqrt(d_k), "none": 1.0, "sqrt_dmodel": 1 / math.sqrt(r.ex.d_model),
         "dk": 1 / d_k, "times_dk": float(d_k), "times_sqrt_dk": math.sqrt(d_k),
@@ -337,6 +387,8 @@ def masked(r: Replay, head: int | None) -> Array | None:
         return None
     if r.variant.mask == "none":
         return A
+    if r.variant.mask == "added":  # the booleans added as numbers: +1 where the query may attend, +0 where not
+        return A + keep.astype(np.float64)  # [L, L_k]
     return np.where(keep, A, 0.0 if r.variant.mask == "zero" else -np.inf)  # [L, L_k]
 
 
@@ -380,7 +432,28 @@ def weights(r: Replay, head: int | None) -> Array | None:
         W = np.where(empty[:, None], 1.0 / W.shape[1], W)  # [L, L_k]
     if v.bias == "after_softmax" and r.ex.has_bias:
         W = W + np.where(np.isneginf(A), 0.0, _bias_matrix(r, head))  # [L, L_k], added to the weights (blocked stay 0)
+    if v.average_heads:
+        W = np.mean(_right_weights(r.ex), axis=0)  # [L, L_k]: the mean over the heads, the same for each
     return W
+
+
+def _right_weights(ex: Exercise) -> Array:
+    """Every head's right weights, ``[H, L, L_k]`` (walked here: the step catalogue is above this module)."""
+    r = Replay(ex)
+    out = []
+    for h in range(ex.num_heads):
+        walk: list[tuple[Callable[[Replay, int | None], Array | None], str]] = []
+        if ex.has_cache:  # format v2: the new rows first
+            walk += [(k_new, "k_new"), (v_new, "v_new")]
+        walk += [(q, "q"), (k, "k"), (v, "v"), (scores, "scores"), (scaled, "scaled")]
+        if ex.has_bias:
+            walk.append((biased, "biased"))
+        for fn, id in walk:
+            r.values[id, h] = fn(r, h)  # type: ignore[assignment]
+        if ex.has_mask:
+            r.values["masked", h] = masked(r, h)  # type: ignore[assignment]
+        out.append(weights(r, h))
+    return np.stack(out)  # type: ignore[arg-type]
 
 
 def weights_slack(r: Replay, head: int | None) -> Array:
@@ -413,6 +486,10 @@ def concat(r: Replay, head: int | None = None) -> Array | None:
     if any(o is None for o in outs):
         return None
     order = outs[::-1] if r.variant.heads_reversed else outs
+    if r.variant.merge_reshape:  # [H, L, d_v] reshaped straight to [L, H·d_v]: the heads' rows mixed
+        stacked = np.stack(order)  # type: ignore[arg-type]
+        H, L, d_v = stacked.shape
+        return stacked.reshape(L, H * d_v)
     return np.hstack(order)  # type: ignore[arg-type]
 
 

@@ -106,18 +106,21 @@ def alike(sol: Solution, step: Step, diagnoses: Sequence[Diagnosis], limit: int 
     from tutor.diagnose import MISCONCEPTIONS
 
     recompute = {m.key: m.recompute for m in MISCONCEPTIONS}
-    if diagnoses[0].key not in recompute:
-        return 1
-    first = recompute[diagnoses[0].key](sol, step.id, step.head)  # [rows, cols] or None
+
+    def value(d: Diagnosis) -> np.ndarray | None:
+        """The step as the diagnosed mistake computes it: carried by the diagnosis, else recomputed."""
+        if d.value is not None:
+            return d.value
+        return recompute[d.key](sol, step.id, step.head) if d.key in recompute else None
+
+    first = value(diagnoses[0])  # [rows, cols] or None
     if first is None:
         return 1
     count = 1
     for d in diagnoses[1:]:
         if count == limit:
             break
-        if d.key not in recompute:
-            continue
-        got = recompute[d.key](sol, step.id, step.head)  # [rows, cols] or None
+        got = value(d)  # [rows, cols] or None
         if got is not None and got.shape == first.shape and bool(np.allclose(got, first, rtol=1e-9, atol=1e-12)):
             count += 1
     return count

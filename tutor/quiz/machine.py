@@ -271,7 +271,11 @@ def _grade(state: State, answer: Answered, text: str) -> tuple[State, list[Effec
         return state, [Coarse(step, answer, g.coarse, state.todo), _prompt(state)]
     from tutor.diagnose import diagnose_claim
 
-    diagnoses = tuple(diagnose_claim(state.sol, step.id, step.head, g.claim))
+    # the cells grading refused are the ones to explain (never called right here)
+    diagnoses = tuple(diagnose_claim(state.sol, step.id, step.head, g.claim, wrong=g.wrong))
+    # one slipped entry that is only an exact form of a rounded value: the note on it says it better
+    # (as in check); a masked key's near-zero weight keeps its "should be 0" sentence
+    diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= set(g.inexact)))
     notes = (TRUNCATED,) if g.truncated else ()
     record = _attempt(state, "wrong", attempt, diagnoses=tuple(d.key for d in diagnoses), notes=notes, answer=text)
     keys = state.diagnoses + tuple(d.key for d in diagnoses[:1] if d.key not in state.diagnoses)

@@ -26,11 +26,16 @@ from ..messages import plural, t
 from ..plausibility import cell_name, label
 from ..steps import inputs
 from ..textsafe import shown
-from .text import asciify
+from .text import asciify, pretty
 
 MAX_ENTRIES_SHOWN = 6
 MIN_ROOM = 10  # fewest columns a wrapped text is given beside its prefix; less, and it goes below
 _MARKS = ("✓ ", "✗ ", "• ", "ok ", "x ", "* ")  # and their ASCII forms (asciify)
+
+
+#: The longest exact form (answer grammar) shown beside the decimal of a wrong entry: ``2*sqrt(2)``,
+#: ``exp(-sqrt(2))``; a softmax weight's form is longer and is shown as its decimal only.
+SHORT_EXACT = 16
 
 
 class CheckRenderer:
@@ -106,6 +111,18 @@ class CheckRenderer:
             for _, _, note in s.notes:
                 self.line(note, "italic", indent=15)
 
+    def right(self, exact: Any, value: float) -> str:
+        """The right value of an entry: a short rational as itself (``3/2``), a short exact form with its
+        decimal (``2√2 (about 2.8284)``; ``2*sqrt(2)`` on an ASCII stream), anything longer as the decimal."""
+        text = str(exact)
+        if isinstance(exact, Rat):
+            return text if len(text) <= 8 else trimmed(value)
+        if not math.isfinite(value):  # -inf: its exact form says it all
+            return pretty(text) if self.unicode else text
+        if len(text) <= SHORT_EXACT:
+            return t("check.exact_about", exact=pretty(text) if self.unicode else text, value=trimmed(value))
+        return trimmed(value)
+
     def first(self, r: Report, s: StepCheck) -> None:
         self.console.print()
         self.line(t("check.first", step=self.name(r, s.key)), "bold")
@@ -118,8 +135,7 @@ class CheckRenderer:
                 if (i, j) in notes:
                     self.line(notes[i, j], indent=2)
                     continue
-                exact = step.exact[i][j]
-                right = str(exact) if isinstance(exact, Rat) and len(str(exact)) <= 8 else trimmed(s.expected[i, j])
+                right = self.right(step.exact[i][j], s.expected[i, j])
                 self.line(t("check.entry", cell=cell_name(sol, *s.key, i, j), found=texts[i][j], right=right), indent=2)
             if len(s.wrong) > MAX_ENTRIES_SHOWN:
                 self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)

@@ -9,9 +9,10 @@ terminal, the recording of an HTML or SVG page, only as visible escapes
 misaligned, never raw).  Only rich's own control segments pass unchanged.
 
 :func:`make_console` is the factory: markup and highlighting off (text from a
-file is shown as written, never read as rich markup), and a width of at least
-:data:`MIN_WIDTH` columns whatever ``COLUMNS`` or the terminal says (at
-``COLUMNS=0`` rich would print nothing, or wrap a word per character).
+file is shown as written, never read as rich markup), and a width from
+:data:`MIN_WIDTH` to :data:`MAX_WIDTH` columns whatever ``COLUMNS`` or the
+terminal says (at ``COLUMNS=0`` rich would print nothing, or wrap a word per
+character; at ``COLUMNS=1000000`` it wrote 23 MB).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
 from ..textsafe import shown
-from . import MIN_WIDTH
+from . import MAX_WIDTH, MIN_WIDTH
 
 
 class SafeConsole(Console):
@@ -55,9 +56,12 @@ class SafeConsole(Console):
 
 
 def make_console(**options: Any) -> SafeConsole:
-    """A :class:`SafeConsole` (markup, highlighting and soft wrapping off unless given) at least :data:`MIN_WIDTH` wide."""
+    """A :class:`SafeConsole` (markup, highlighting and soft wrapping off unless given) from
+    :data:`MIN_WIDTH` to :data:`MAX_WIDTH` wide, whatever ``COLUMNS``, the terminal or ``width`` say."""
     settings: dict[str, Any] = {"highlight": False, "soft_wrap": False, "markup": False, **options}
     console = SafeConsole(**settings)
     if console.width < MIN_WIDTH:
         console.width = MIN_WIDTH
+    if console.width > MAX_WIDTH:
+        console.width = MAX_WIDTH
     return console

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import html
 import io
+import re
 
 from rich.console import Console
 
-from ..steps import Solution, Step
+from ..steps import Solution, Step, Worked
 from .console import make_console
 from .rich import RichRenderer
 
@@ -53,10 +54,18 @@ class BlankRichRenderer(RichRenderer):
         """No heatmap on a worksheet."""
         return  # the shades would show the answer
 
+    def worked(self, sol: Solution, step: Step) -> tuple[Worked, ...]:
+        """No arithmetic on a worksheet: it is what the learner writes."""
+        return ()
 
-def renderer(console: Console, precision: int = 4, blank: bool = False) -> RichRenderer:
-    """The rich renderer for an answer key, or for a worksheet when ``blank``."""
-    return (BlankRichRenderer if blank else RichRenderer)(console, precision)
+    def notes_for(self, sol: Solution) -> dict[tuple[str, int | None], list[str]]:
+        """No notes on a worksheet: "K·Qᵀ = Q·Kᵀ here" would give part of the answer away."""
+        return {}
+
+
+def renderer(console: Console, precision: int = 4, blank: bool = False, *, brief: bool = False) -> RichRenderer:
+    """The rich renderer for an answer key, or for a worksheet when ``blank`` (``brief``: no arithmetic)."""
+    return (BlankRichRenderer if blank else RichRenderer)(console, precision, brief=brief)
 
 
 def recording_console(width: int = EXPORT_WIDTH) -> Console:
@@ -69,20 +78,38 @@ def recording_console(width: int = EXPORT_WIDTH) -> Console:
 
 
 def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
-           width: int = EXPORT_WIDTH) -> Console:
+           width: int = EXPORT_WIDTH, brief: bool = False) -> Console:
     """A recording console holding the rich output of ``sol`` (a worksheet when ``blank``)."""
     console = recording_console(width)
-    renderer(console, precision, blank).solution(sol, head)
+    renderer(console, precision, blank, brief=brief).solution(sol, head)
     return console
 
 
-def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
+def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
+                brief: bool = False) -> str:
     """A standalone HTML page of the rich output, titled with the exercise's title."""
     title = html.escape(sol.exercise.title).replace("{", "{{").replace("}", "}}")
     page = _PAGE.format(title=title)
-    return record(sol, head=head, precision=precision, blank=blank).export_html(inline_styles=True, code_format=page)
+    return record(sol, head=head, precision=precision, blank=blank, brief=brief).export_html(
+        inline_styles=True, code_format=page)
 
 
-def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
+def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
+               brief: bool = False) -> str:
     """A standalone SVG image of the rich output, titled with the exercise's title."""
-    return record(sol, head=head, precision=precision, blank=blank).export_svg(title=sol.exercise.title)
+    svg = record(sol, head=head, precision=precision, blank=blank, brief=brief).export_svg(title=sol.exercise.title)
+    return _offline(svg)
+
+
+#: rich's ``@font-face`` rules, which fetch Fira Code from cdnjs.
+_FONT_FACE = re.compile(r"\s*@font-face \{[^}]*\}")
+
+
+def _offline(svg: str) -> str:
+    """``svg`` without the rules that fetch a font from the network, falling back on local monospace fonts.
+
+    An exported page is opened offline (a class handout, an archive), and
+    nothing in it should ask the network for anything.
+    """
+    return _FONT_FACE.sub("", svg).replace("font-family: Fira Code, monospace;",
+                                           "font-family: 'Fira Code', Menlo, 'DejaVu Sans Mono', Consolas, monospace;")

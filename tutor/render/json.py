@@ -1,11 +1,15 @@
 """The worked solution as JSON (the contract's ``--format json``).
 
 ``{"exercise": {...}, "steps": [{"id", "head", "title", "formula", "shape",
-"exact", "value"}], "production": [...], "production_masks": [...]}``: exact
-entries are answer-grammar strings, values are floats, and a masked score is
-``"-inf"`` exactly with value ``null``.  ``production`` is the batched layer's
-shape trace; ``production_masks`` the exercise's masks as PyTorch takes them
-(:func:`production_masks`).
+"exact", "value", "why", "indistinguishable"}], "production": [...], "notes": [...],
+"production_masks": [...]}``: exact entries are answer-grammar strings, values
+are floats, and a masked score is ``"-inf"`` exactly with value ``null``;
+``why`` the sentences a reader gets beside the step; ``indistinguishable``
+lists the keys of the misconceptions (:data:`tutor.diagnose.MISCONCEPTIONS`)
+that give exactly the step's right value on this exercise, so that no answer
+can reveal them there.  ``production`` is the batched layer's shape trace,
+``notes`` the sentences on its configuration, ``production_masks`` the
+exercise's masks as PyTorch takes them (:func:`production_masks`).
 """
 
 from __future__ import annotations
@@ -77,7 +81,11 @@ def _v2_dict(ex: Exercise) -> dict[str, Any]:
     return out
 
 
-def step_dict(step: Step) -> dict[str, Any]:
+def step_dict(step: Step, ex: Exercise, indistinguishable: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One step as JSON, with ``why`` (the sentences a reader gets beside it: its kind's ``why``) and
+    ``indistinguishable`` (the misconception keys that give exactly its right value:
+    :func:`tutor.invisible.by_step`).  A K or V step shared by grouped query heads (format v2) has
+    ``head`` null and gives ``kv_head`` and ``shared_by``."""
     kv = {} if step.kv_head is None else {"kv_head": step.kv_head, "shared_by": list(step.shared)}
     return {
         "id": step.id,
@@ -89,6 +97,8 @@ def step_dict(step: Step) -> dict[str, Any]:
         "annotation": step.annotation(),
         "exact": [[str(e) for e in row] for row in step.exact],
         "value": [[None if math.isinf(v) else v for v in row] for row in step.value],
+        "why": KINDS[step.id].why(step, ex),
+        "indistinguishable": list(indistinguishable),
     }
 
 
@@ -105,15 +115,23 @@ def _nested(value: bool | str | tuple) -> bool | str | list:
 
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
-    from ..numeric import exercise_trace
+    """The document: ``exercise``, ``steps`` (each with its ``why`` sentences and the mistakes that
+    cannot show there), ``production`` (the batched forward pass, each step with its ``note`` and the
+    note's catalogue ``key``), ``notes`` (on the configuration: causal alignment) and
+    ``production_masks`` (the masks as PyTorch takes them)."""
+    from ..invisible import by_step
+    from ..numeric.trace import production_view
 
+    ex = sol.exercise
+    hidden = by_step(sol)
     # grouped K/V heads: K and V once per K/V head, where its first query head computed them
     steps = [s for s in sol.steps if s.kv_head is None or s.head == s.shared[0]]
     steps = [s for s in steps if head is None or s.head in (head, None) or s.kv_head is not None and head in s.shared]
-    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note}
-                  for p in exercise_trace(sol.exercise)]
-    return {"exercise": exercise_dict(sol.exercise), "steps": [step_dict(s) for s in steps], "production": production,
-            "production_masks": production_masks(sol.exercise)}
+    trace, notes = production_view(ex)
+    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note, "key": p.key}
+                  for p in trace]
+    return {"exercise": exercise_dict(ex), "steps": [step_dict(s, ex, hidden.get(s.key, ())) for s in steps],
+            "production": production, "notes": list(notes), "production_masks": production_masks(ex)}
 
 
 def dumps(sol: Solution, head: int | None = None) -> str:

@@ -25,7 +25,7 @@ from ..decimals import tex
 from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..exercise.record import Exercise, Matrix
 from ..messages import t
-from ..steps import KINDS, Operand, Solution, Step
+from ..steps import KINDS, Operand, Solution, Step, Worked, hand_sized
 from .text import reflow, why
 
 if TYPE_CHECKING:
@@ -190,11 +190,14 @@ def _plain(e: Exact) -> bool:
 
 
 class MarkdownRenderer:
-    """Builds the Markdown of one solution at one precision; ``blank`` leaves the answers empty."""
+    """Builds the Markdown of one solution at one precision; ``blank`` leaves the answers empty;
+    ``brief`` leaves out the arithmetic a hand-sized exercise shows under each step."""
 
-    def __init__(self, precision: int = 4, blank: bool = False):
+    def __init__(self, precision: int = 4, blank: bool = False, *, brief: bool = False):
         self.places = precision
         self.blank = blank
+        self.brief = brief
+        self.notes: dict[tuple[str, int | None], list[str]] = {}
         self.latex = _Latex()
         self.lines: list[str] = []
 
@@ -223,13 +226,24 @@ class MarkdownRenderer:
         cells = [e for row in step.exact for e in row]
         if all(isinstance(e, NegInf) or (isinstance(e, Rat) and e.q.denominator == 1) for e in cells):
             return f"{name} = " + bmatrix([[self.latex(e) for e in row] for row in step.exact]), False
-        decimals = bmatrix([[tex(v, self.places) for v in row] for row in step.value])
+        decimals = bmatrix([[tex(v, self.places, keep_small=True) for v in row] for row in step.value])
         if len(cells) > EXACT_CELLS and not all(_plain(e) for e in cells):
             return rf"{name} \approx {decimals}", True
         return f"{name} = " + bmatrix([[self.latex(e) for e in row] for row in step.exact]) + rf" \approx {decimals}", False
 
-    def step(self, number: int, step: Step, ex: Exercise) -> None:
-        """One step: its title, formula, shape annotation, values (or blanks) and why it is there."""
+    def arithmetic(self, pieces: Sequence[Worked]) -> None:
+        """The step worked out: one list item per entry or row, a row's further lines nested under it."""
+        if not pieces:
+            return
+        self.add(f"**{_escape(t('explain.worked'))}:**", "")
+        for piece in pieces:
+            self.add(f"- {_escape(piece.label + piece.sep + piece.lines[0])}")
+            self.add(*(f"  - {_escape(line)}" for line in piece.lines[1:]))
+        self.add("")
+
+    def step(self, number: int, step: Step, ex: Exercise, sol: Solution | None = None) -> None:
+        """One step: its title, formula, shape annotation, values (or blanks), its arithmetic
+        (a hand-sized exercise, not ``brief``, not blank) and why it is there."""
         self.add(f"### {number}. {KINDS[step.id].title}", "")
         self.add(f"${formula(step, ex)}$", "", f"${annotation(step)}$", "")
         if KINDS[step.id].axes_note:
@@ -238,8 +252,12 @@ class MarkdownRenderer:
         self.block(tex)
         if decimals_only:
             self.add(_escape(t("handout.decimals_only", id=ex.id)), "")
+        if sol is not None and not (self.blank or self.brief) and hand_sized(ex):
+            self.arithmetic(KINDS[step.id].arithmetic(sol, step, self.places))
         for sentence in why(step, ex):
             self.add(f"> {_escape(sentence)}", "")
+        for sentence in self.notes.get(step.key, ()):
+            self.add(f"> **{_escape(t('explain.note.label'))}** {_escape(sentence)}", "")
 
     def header(self, sol: Solution) -> None:
         """Title, id, description, sizes, mask, and the input sequence(s)."""
@@ -281,8 +299,13 @@ class MarkdownRenderer:
         self.inputs(named)
 
     def solution(self, sol: Solution, head: int | None = None) -> str:
-        """The whole handout (only ``head`` when given; the layer steps are always kept)."""
+        """The whole handout (only ``head`` when given; the layer steps are always kept), with the
+        core mistakes this exercise cannot catch noted where they are made (not on a worksheet)."""
         ex = sol.exercise
+        if not self.blank:
+            from ..invisible import notes
+
+            self.notes = notes(sol)
         self.header(sol)
         number = 0
         for h in (range(ex.num_heads) if head is None else [head]):
@@ -290,7 +313,7 @@ class MarkdownRenderer:
             self.weights_of(ex, h)
             for step in sol.for_head(h):
                 number += 1
-                self.step(number, step, ex)
+                self.step(number, step, ex, sol)
         if sol.layer_steps:
             self.add(f"## {t('explain.layer')}", "")
             if ex.w_o is not None:
@@ -300,7 +323,7 @@ class MarkdownRenderer:
                 self.inputs(named)
             for step in sol.layer_steps:
                 number += 1
-                self.step(number, step, ex)
+                self.step(number, step, ex, sol)
         self.add(f"## {t('explain.flow')}", "")
         for step in sol.for_head(0):
             self.add(f"- ${annotation(step)}$")
@@ -311,6 +334,7 @@ class MarkdownRenderer:
         return "\n".join(self.lines).rstrip("\n") + "\n"
 
 
-def render_markdown(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False) -> str:
-    """The worked solution of ``sol`` as Markdown (a worksheet when ``blank``)."""
-    return MarkdownRenderer(precision, blank).solution(sol, head)
+def render_markdown(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
+                    brief: bool = False) -> str:
+    """The worked solution of ``sol`` as Markdown (a worksheet when ``blank``; ``brief``: no arithmetic)."""
+    return MarkdownRenderer(precision, blank, brief=brief).solution(sol, head)

@@ -23,7 +23,7 @@ from .. import quiz
 from ..answers import MIN_PLACES
 from ..decimals import fixed, trimmed
 from ..exercise.record import Exercise
-from ..messages import plural, t
+from ..messages import join_and, plural, t
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pack, pretty
@@ -49,6 +49,7 @@ class QuizRenderer:
         self.wrong_mark = "✗" if self.r.unicode else "[x]"
         self.right_mark = "✓" if self.r.unicode else "ok"
         self.unsaved: Sequence[Attempt] = ()  # answers the store could not take by the end (set by the CLI before the summary)
+        self.notes: dict[tuple[str, int | None], list[str]] = {}  # mistakes this exercise cannot catch, by step
 
     # -- primitives ---------------------------------------------------------------
     def tx(self, text: str) -> str:
@@ -167,6 +168,8 @@ class QuizRenderer:
     def on_correct(self, e: quiz.Correct) -> None:
         key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
         self.line(f"{self.right_mark} " + t(key, attempt=e.attempt), "bold green")
+        for sentence in self.notes.get(e.step.key, ()):  # a right answer here cannot rule these mistakes out
+            self.line(t("explain.note", note=sentence), "yellow", indent=2)
 
     def on_wrong(self, e: quiz.Wrong) -> None:
         step = e.step
@@ -348,9 +351,12 @@ def _runs(numbers: Sequence[int]) -> str:
 
 def _hint_fields(step: Step) -> dict[str, object]:
     ops = step.operands
+    # a softmax row is all 0 only where the query may attend to no key (0/0, set to 0): the rows that do not sum to 1
+    empty = [step.row_labels[i] for i, row in enumerate(step.value) if not any(row)]
     return {"src": ops[0].name, "w": ops[1].name if len(ops) > 1 else "",
             "bias": t("practice.hint.bias", b=ops[2].name) if len(ops) > 2 else "",
-            "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else ""}  # the operand √d_k
+            "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else "",  # the operand √d_k
+            "except": plural("practice.hint.weights.except", len(empty), rows=join_and(empty)) if empty else ""}
 
 
 # --- stats ---------------------------------------------------------------------------
@@ -399,6 +405,8 @@ def render_stats(data: dict, console: Console, now: datetime | None = None) -> N
             console.print(Padding(Text(command), (0, 0, 0, 2), expand=False))
         else:  # a command is never broken over lines: it is copied whole
             console.print(Text(command), soft_wrap=True)
+    if data.get("left_out"):
+        line(plural("stats.left_out", data["left_out"]))
     if data.get("drills"):  # issue 14: the drills section
         from .drill import render_drill_stats
 

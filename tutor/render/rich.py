@@ -24,21 +24,29 @@ from rich.text import Text
 from ..exactnum import frac_text
 from ..exercise.record import Exercise, Matrix
 from ..messages import t
-from ..steps import KINDS, Solution, Step
+from ..steps import KINDS, Solution, Step, Worked, hand_sized
+from ..steps.worked import PART
 from ..textsafe import shown
 from .text import asciify, decimal, is_plain, pack, pretty, reflow, why
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
 GRID_WIDTH = 60  # narrower than this, the exact entries listed below a table are stacked, not in two columns
 _SHADES = " ░▒▓█"
+_OPERATORS = {"=", "≈", "~", "+", "-", "−", "/", "·", "*"}  # kept with the number after them when a line wraps
 
 
 class RichRenderer:
-    """Renders solutions onto one console at one precision."""
+    """Renders solutions onto one console at one precision.
 
-    def __init__(self, console: Console, precision: int = 4):
+    ``brief``: the compact view, without the arithmetic that a hand-sized
+    exercise (:func:`tutor.steps.hand_sized`) shows under each step.
+    """
+
+    def __init__(self, console: Console, precision: int = 4, *, brief: bool = False):
         self.console = console
         self.places = precision
+        self.brief = brief
+        self.notes: dict[tuple[str, int | None], list[str]] = {}
         enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
         self.unicode = enc.startswith("utf")
         self.box = box.ROUNDED if self.unicode else box.ASCII
@@ -52,7 +60,7 @@ class RichRenderer:
 
     def equals(self, exact: str, value: float) -> str:
         """``= 0.5000`` when the decimal is the exact value, else ``≈ 0.3333``."""
-        shown = decimal(value, self.places)
+        shown = decimal(value, self.places, keep_small=True)
         try:
             q = Fraction(exact)  # only plain rationals parse; exp/sqrt forms raise
         except ValueError:
@@ -76,7 +84,11 @@ class RichRenderer:
         self.console.print(*items, style=style)
 
     def line(self, text: str, style: str = "") -> None:
-        self.console.print(Text(self.tx(text), style=style))
+        """One line of text; its leading spaces are an indent that the lines it wraps onto keep."""
+        body = text.lstrip(" ")
+        indent = len(text) - len(body)
+        shown_text = Text(self.tx(body), style=style)
+        self.console.print(Padding(shown_text, (0, 0, 0, indent), expand=False) if indent else shown_text)
 
     def _chunks(self, label_width: int, widths: Sequence[int]) -> list[range]:
         """Split columns into groups whose table fits the console width."""
@@ -141,7 +153,7 @@ class RichRenderer:
         for i, row in enumerate(exact):
             out = []
             for j, x in enumerate(row):
-                d = decimal(value[i][j], self.places)
+                d = decimal(value[i][j], self.places, keep_small=True)
                 if is_plain(x):
                     out.append(self.notation(x))
                 elif long:
@@ -152,7 +164,81 @@ class RichRenderer:
             cells.append(out)
         return cells, list(listed.items())
 
-    def step(self, number: int, step: Step, ex: Exercise) -> None:
+    def notes_for(self, sol: Solution) -> dict[tuple[str, int | None], list[str]]:
+        """The sentences naming the core mistakes this exercise cannot catch, by the step where each is made
+        (:func:`tutor.invisible.notes`)."""
+        from ..invisible import notes
+
+        return notes(sol)
+
+    def worked(self, sol: Solution, step: Step) -> tuple[Worked, ...]:
+        """The arithmetic shown under ``step``: none in the brief view or beyond a hand-sized exercise."""
+        if self.brief or not hand_sized(sol.exercise):
+            return ()
+        return KINDS[step.id].arithmetic(sol, step, self.places)
+
+    def arithmetic(self, pieces: Sequence[Worked]) -> None:
+        """A step worked out: each piece's label, then its lines aligned after it.
+
+        A line too long for the width is wrapped between its parts
+        (:data:`tutor.steps.worked.PART`: ``exp(√2) ≈ 4.1133`` stays on one
+        line), then between words; a number is never cut.
+        """
+        if not pieces:
+            return
+        self.line(f"   {t('explain.worked')}:", "bold")
+        label_width = max(len(self.tx(p.label + p.sep)) for p in pieces)
+        room = self.console.width - 5 - label_width
+        if room < 24:  # narrow: each label on its own line, its calculation below it
+            room = max(self.console.width - 7, 1)
+            for piece in pieces:
+                self.console.print(Padding(Text(self.tx(piece.label + piece.sep.rstrip()), overflow="fold"), (0, 0, 0, 5),
+                                           expand=False))
+                for line in (w for line in piece.lines for w in self._parts(self.tx(line), room)):
+                    self.console.print(Padding(Text(line, overflow="fold"), (0, 0, 0, 7), expand=False))
+            return
+        grid = Table.grid(padding=(0, 0))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for piece in pieces:
+            lines = [wrapped for line in piece.lines for wrapped in self._parts(self.tx(line), room)]
+            grid.add_row(Text(self.tx(piece.label + piece.sep)), Text(lines[0]))
+            for line in lines[1:]:
+                grid.add_row(Text(""), Text(line))
+        self.console.print(Padding(grid, (0, 0, 0, 5), expand=False))
+
+    @staticmethod
+    def _parts(line: str, room: int) -> list[str]:
+        """``line`` in lines of at most ``room`` characters where it can be: broken between its parts
+        (:data:`~tutor.steps.worked.PART`), else between words, an operator (``≈``, ``=``, ``+``) kept
+        with the number after it."""
+        chunks: list[str] = []
+        parts = line.split(PART)
+        for n, part in enumerate(parts):
+            tail = PART.rstrip() if n < len(parts) - 1 else ""
+            if len(part) + len(tail) <= room:
+                chunks.append(part + tail)
+                continue
+            words = [w for w in (part + tail).split(" ") if w]
+            glued: list[str] = []
+            for n, word in enumerate(words):
+                if glued and glued[-1] in _OPERATORS:  # an operator goes with the number after it, when they fit
+                    glued[-1] += " " + word
+                elif word in _OPERATORS and n + 1 < len(words) and len(word) + 1 + len(words[n + 1]) > room and glued:
+                    glued[-1] += " " + word  # else it ends the line before, never stands alone
+                else:
+                    glued.append(word)
+            chunks += glued
+        out: list[str] = []
+        for chunk in chunks:
+            joint = " " if out and not out[-1].endswith(",") else "  "
+            if out and len(out[-1]) + len(joint) + len(chunk) <= room:
+                out[-1] += joint + chunk
+            else:
+                out.append(chunk)
+        return out
+
+    def step(self, number: int, step: Step, ex: Exercise, sol: Solution | None = None) -> None:
         kind = KINDS[step.id]
         title = kind.title
         self.console.print()
@@ -188,8 +274,13 @@ class RichRenderer:
                     a = pack(labs[:-1] + [labs[-1] + ":"], self.console.width - 5)
                     self.console.print(Padding(Text(a, overflow="fold"), (0, 0, 0, 5), expand=False))
                     self.console.print(Padding(Text(b, overflow="fold"), (0, 0, 0, 7), expand=False))
+        if sol is not None:
+            self.arithmetic(self.worked(sol, step))
         for sentence in why(step, ex):
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
+        for sentence in self.notes.get(step.key, ()):
+            self.console.print(Padding(Text(self.tx(t("explain.note", note=sentence)), style="yellow"), (0, 0, 0, 3),
+                                       expand=False))
         if kind.heatmap:
             self.heatmap(step)
 
@@ -201,12 +292,16 @@ class RichRenderer:
             out, st = [], []
             for v in row:
                 level = 0 if v <= 0 else min(4, 1 + int(v * 4 - 1e-12))
-                out.append(f"{shades[level] * 2} {decimal(v, 2)}")
+                out.append(f"{shades[level] * 2} {decimal(v, 2, keep_small=True)}")
                 grey = 255 - round(v * 180)
                 st.append(f"on rgb({grey},{grey},255)" if v > 0 else "")
             cells.append(out)
             styles.append(st)
         self.matrix(cells, step.row_labels, step.col_labels, title=t("explain.heatmap", head=(step.head or 0) + 1), styles=styles)
+        bands = ", ".join(t("explain.heatmap.band", shade=shades[k] * 2, low=f"{k / 4 - 0.25:g}", high=f"{k / 4:g}")
+                          for k in range(1, 5))
+        self.console.print(Padding(Text(self.tx(t("explain.heatmap.legend", bands=bands)), style="dim"), (0, 0, 0, 2),
+                                   expand=False))
 
     # -- whole solution -----------------------------------------------------
     def header(self, sol: Solution) -> None:
@@ -220,6 +315,10 @@ class RichRenderer:
                     d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out), "bold")
         if ex.mask_kind == "causal":
             self.line(t("explain.mask.causal"))
+            from ..numeric.trace import notes  # causal with L ≠ L_k, or on cross-attention: said where the mask is
+
+            for note in notes(ex):
+                self.console.print(Padding(Text(self.tx(note), style="italic"), (0, 0, 0, 2), expand=False))
         elif ex.mask_kind == "matrix":
             self.line(t("explain.mask.matrix"))
         if ex.key_padding is not None:
@@ -244,6 +343,7 @@ class RichRenderer:
 
     def solution(self, sol: Solution, head: int | None = None) -> None:
         ex = sol.exercise
+        self.notes = self.notes_for(sol)
         self.header(sol)
         heads = range(ex.num_heads) if head is None else [head]
         number = 0
@@ -253,7 +353,7 @@ class RichRenderer:
             self.weights_of(ex, h)
             for step in sol.for_head(h):
                 number += 1
-                self.step(number, step, ex)
+                self.step(number, step, ex, sol)
         if sol.layer_steps:
             self.console.print()
             self.rule(t("explain.layer"))
@@ -264,7 +364,7 @@ class RichRenderer:
                 self.inputs(named)
             for step in sol.layer_steps:
                 number += 1
-                self.step(number, step, ex)
+                self.step(number, step, ex, sol)
         self.flow(sol, head)
 
     def flow(self, sol: Solution, head: int | None = None) -> None:
@@ -282,14 +382,15 @@ class RichRenderer:
 
     def production(self, ex: Exercise) -> None:
         """The same layer as production code runs it: batched tensors, reshapes and transposes named."""
-        from ..numeric import exercise_trace
+        from ..numeric.trace import production_view
 
+        steps, _ = production_view(ex)  # its notes are in the header, beside the mask
         self.console.print()
         self.line(t("explain.production"), "bold")
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", overflow="fold")
         table.add_column(overflow="fold")
-        for step in exercise_trace(ex):
+        for step in steps:
             shape = Text(self.tx(f"{step.symbolic} = {step.concrete}"))
             shape.append("\n" + self.tx(step.note), style="dim")
             table.add_row(step.name, shape)
@@ -315,6 +416,6 @@ class RichRenderer:
             self.console.print(Padding(Text(self.tx(meaning), style="dim"), (0, 0, 0, 6), expand=False))
 
 
-def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4) -> None:
-    """Print the worked solution of ``sol`` on ``console``."""
-    RichRenderer(console, precision).solution(sol, head)
+def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4, brief: bool = False) -> None:
+    """Print the worked solution of ``sol`` on ``console`` (``brief``: without the arithmetic)."""
+    RichRenderer(console, precision, brief=brief).solution(sol, head)

@@ -6,8 +6,10 @@ import re
 import unicodedata
 
 from ..decimals import pretty as pretty_decimal
+from ..exactnum import notation
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
+from ..textsafe import lines
 
 _ASCII = {
     "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",
@@ -16,8 +18,6 @@ _ASCII = {
     "“": '"', "”": '"', "╶": "-", "─": "-", "│": "|", "├": "+", "└": "+",
 }
 _ASCII_RE = re.compile("|".join(sorted(map(re.escape, _ASCII), key=len, reverse=True)))
-_SQRT = re.compile(r"sqrt\((\d+)\)")
-_COEF_SQRT = re.compile(r"(\d)\*sqrt\((\d+)\)")
 
 
 def asciify(text: str) -> str:
@@ -39,16 +39,14 @@ def _ascii_char(ch: str) -> str:
     return ch.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def pretty(exact: str) -> str:
-    """Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)``."""
-    text = _COEF_SQRT.sub(r"\1√\2", exact)
-    return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
+#: Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)`` (:func:`tutor.exactnum.notation`).
+pretty = notation
 
 
 def reflow(text: str) -> str:
     """Join the lines of each paragraph (Markdown semantics); paragraphs stay apart."""
     paragraphs = re.split(r"\n\s*\n", text.strip())
-    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+    return "\n\n".join(" ".join(line.strip() for line in lines(p)) for p in paragraphs)  # not at U+2028: see lines()
 
 
 #: ``v`` to ``places`` decimals in notation (``−0.5000``, ``−∞``; never ``-0``): :func:`tutor.decimals.pretty`.

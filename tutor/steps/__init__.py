@@ -13,6 +13,7 @@ step ids.  ``docs/architecture.md`` says how to add a step.
   (:func:`solve` exact, :func:`replay` in floats).
 """
 
+from .attention import empty_rows, torch_empty_row
 from .catalogue import (
     CATALOGUE,
     HEAD_STEPS,
@@ -32,10 +33,11 @@ from .catalogue import (
 )
 from .kind import Input, StepKind
 from .records import Key, Operand, Solution, Step
-from .worked import entry_name
+from .worked import HAND_SIZED, Worked, entry_name, hand_sized
 
 __all__ = [
     "CATALOGUE",
+    "HAND_SIZED",
     "HEAD_STEPS",
     "KINDS",
     "LAYER_STEPS",
@@ -46,15 +48,19 @@ __all__ = [
     "Solution",
     "Step",
     "StepKind",
+    "Worked",
     "downstream",
+    "empty_rows",
     "entry_name",
     "entry_work",
     "exists",
+    "hand_sized",
     "inputs",
     "keys",
     "kind",
     "replay",
     "solve",
+    "torch_empty_row",
     "upstream",
     "worked_entry",
 ]

@@ -138,7 +138,8 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
     r = Replay(ex, variant or RIGHT, slack={} if given is not None else None)
     for key in keys(ex):
         k, head = KINDS[key[0]], key[1]
-        value = k.floats(r, head)
+        with np.errstate(over="ignore", invalid="ignore"):  # a variant's exp of raw scores may overflow: inf never matches
+            value = k.floats(r, head)
         if value is None:
             continue
         r.values[key] = value

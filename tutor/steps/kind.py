@@ -21,6 +21,7 @@ from ..exactnum import frac_text
 from ..exercise.record import BoolMatrix, Exercise
 from ..messages import t
 from .records import Key, Solution, Step
+from .worked import Worked
 
 if TYPE_CHECKING:  # numpy is not needed to describe a step
     from numpy.typing import NDArray
@@ -86,7 +87,13 @@ class StepKind:
       misconception that turns one of them can show up from this step on).
 
     How it is taught:
-      ``work(sol, step, i, j)``: entry ``(i, j)`` worked out with its products;
+      ``work(sol, step, i, j)``: entry ``(i, j)`` worked out with its products
+      (a hint, a diagnosis), in the answer grammar;
+      ``arithmetic(sol, step, places)``: the whole step worked out as on paper
+      (:class:`~tutor.steps.worked.Worked` pieces in notation, decimals at
+      ``places``: every dot product expanded, each softmax row's ``exp``
+      values, their sum and each weight as ``e_j / Σ``); every renderer of a
+      worked solution shows it (``()``: a step with no arithmetic, ``concat``);
       ``given(sol, step)``: the matrices the learner is given for it;
       ``why(step, ex)``: the sentences that say why it is there;
       ``names_head``: its result's name already says the head (``head_1``);
@@ -109,6 +116,7 @@ class StepKind:
     work: Callable[[Solution, Step, int, int], str]
     given: Callable[[Solution, Step], tuple[Input, ...]]
     why: Callable[[Step, Exercise], list[str]] = field(default=lambda step, ex: [t(f"step.{step.id}.why")])
+    arithmetic: Callable[[Solution, Step, int], tuple[Worked, ...]] = field(default=lambda sol, step, places: ())
     varies: frozenset[str] = frozenset()
     latex: str = ""
     fixed_by_mask: float | None = None

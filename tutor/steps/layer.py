@@ -15,7 +15,7 @@ from ..exercise.record import Exercise
 from ..messages import t
 from .kind import Build, Input, StepKind, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
-from .worked import dot, factor, total
+from .worked import Worked, dot, entry_products, factor, total
 
 
 def _heads_source(ex: Exercise) -> Key:
@@ -49,7 +49,7 @@ def _concat_work(sol: Solution, step: Step, i: int, j: int) -> str:
 CONCAT = StepKind(
     id="concat", scope="layer", op="concat", exists=lambda ex: ex.num_heads > 1,
     inputs=lambda ex, head: tuple(("head_output", h) for h in range(ex.num_heads)),
-    build=_concat, varies=frozenset({"heads_reversed"}), work=_concat_work,
+    build=_concat, varies=frozenset({"heads_reversed", "merge_reshape"}), work=_concat_work,
     given=lambda sol, step: tuple(given_step(sol.step("head_output", h)) for h in range(sol.exercise.num_heads)),
     latex=r"\text{concat} = [$operands]",
 )
@@ -86,6 +86,19 @@ def _output_work(sol: Solution, step: Step, i: int, j: int) -> str:
     return f"{heads.name}[{rl}, :]·W_O[:, {cl}]{bias} = {dot(pairs)}{bias_value} {total(step.exact[i][j], step.value[i][j])}"
 
 
+def _output_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+    ex = sol.exercise
+    assert ex.w_o is not None
+    heads, w_o, b_o = sol.step(*_heads_source(ex)), ex.w_o, ex.b_o
+
+    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+        pairs = [(factor(heads.exact[i][k], heads.value[i][k], places), factor(w_o[k][j], float(w_o[k][j]), places))
+                 for k in range(len(w_o))]
+        return pairs, factor(b_o[j], float(b_o[j]), places) if b_o is not None else ""
+
+    return entry_products(step, pairs_of, places)
+
+
 def _output_given(sol: Solution, step: Step) -> tuple[Input, ...]:
     ex = sol.exercise
     assert ex.w_o is not None
@@ -100,6 +113,7 @@ OUTPUT = StepKind(
     id="output", scope="layer", op="·", exists=lambda ex: ex.w_o is not None,
     inputs=lambda ex, head: (_heads_source(ex),),
     build=_output, varies=frozenset({"w_o_transposed", "drop"}), work=_output_work, given=_output_given,
+    arithmetic=_output_arithmetic,
     why=lambda step, ex: [t("step.output.why.nohead" if ex.num_heads == 1 else "step.output.why")],
     latex=r"\text{output} = $op0\, W_{O}$plus",
 )

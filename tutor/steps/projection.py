@@ -18,7 +18,7 @@ from ..exercise.record import Exercise, Head, Matrix, Vector
 from ..messages import t
 from .kind import Build, StepKind, always, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
-from .worked import dot, factor, total
+from .worked import Worked, dot, entry_products, factor, total
 
 
 def _parts(ex: Exercise, id: str, head: int | None) -> tuple[Matrix, str, tuple[str, ...], Matrix, Vector | None]:
@@ -69,6 +69,18 @@ def _kind(id: str) -> StepKind:
         bias_value = f" + {factor(b[j], float(b[j]))}" if b is not None else ""
         return f"{src}[{rl}, :]·W_{wsym}[:, {cl}]{bias} = {dot(pairs)}{bias_value} {total(step.exact[i][j], step.value[i][j])}"
 
+    def arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+        if _cached(sol.exercise, id):
+            return ()  # K, V = [cache; new rows]: no arithmetic, the rows are those of k_new/v_new and the cache
+        x, _, _, w, b = _parts(sol.exercise, id, step.head)
+
+        def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+            pairs = [(factor(x[i][k], float(x[i][k]), places), factor(w[k][j], float(w[k][j]), places))
+                     for k in range(len(w))]
+            return pairs, factor(b[j], float(b[j]), places) if b is not None else ""
+
+        return entry_products(step, pairs_of, places)
+
     def given(sol: Solution, step: Step) -> tuple:
         if _cached(sol.exercise, id):
             return _append_given(sol, step)
@@ -93,10 +105,10 @@ def _kind(id: str) -> StepKind:
     def inputs(ex: Exercise, head: int | None) -> tuple[Key, ...]:
         return ((f"{id}_new", head),) if _cached(ex, id) else ()
 
-    varies = {"drop"} if id == "q" else {"drop", "kv_order"} | ({"cache"} if id in ("k", "v") else set())
+    varies = {"drop", "split_reshape"} | (set() if id == "q" else {"kv_order"}) | ({"cache"} if id in ("k", "v") else set())
     return StepKind(
         id=id, scope="head", op="·", exists=(lambda ex: ex.has_cache) if id.endswith("_new") else always,
-        inputs=inputs, build=build, varies=frozenset(varies), work=work, given=given, why=why,
+        inputs=inputs, build=build, varies=frozenset(varies), work=work, given=given, why=why, arithmetic=arithmetic,
         advanced=id.endswith("_new"),
     )
 

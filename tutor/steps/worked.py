@@ -2,33 +2,69 @@
 
 A step kind's ``work`` function (:class:`tutor.steps.kind.StepKind`) writes
 one entry of its step with these: ``Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4``, in
-the answer grammar a learner types.  Pure: no printing.
+the answer grammar a learner types.  Its ``arithmetic`` function writes the
+whole step out as it is done on paper (:class:`Worked`, in notation: every
+dot product expanded, every ``exp`` of a softmax row, the row's sum, each
+weight as ``e_j / Σ``), which every renderer of a worked solution shows.
+Pure: no printing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
-from ..decimals import fixed
-from ..exactnum import Exact, Rat, frac_text
+from ..decimals import fixed, legible
+from ..exactnum import Exact, Rat, frac_text, notation
+from ..exercise.record import Exercise
 from .records import Step
 
+#: An exercise is *hand-sized* when no size exceeds this: L, L_k, d_model (and d_kv), every head's
+#: d_k and d_v, and d_out.  ``explain`` shows the arithmetic of such exercises unless asked ``--brief``.
+HAND_SIZED = 4
 
-def factor(e: Exact | Fraction, value: float) -> str:
+
+def hand_sized(ex: Exercise) -> bool:
+    """Whether ``ex`` is small enough to be worked out on paper in full (every size at most :data:`HAND_SIZED`)."""
+    sizes = [ex.L, ex.L_k, ex.d_model, len(ex.kv[0]), ex.d_out]
+    sizes += [n for hd in ex.heads for n in (hd.d_k, hd.d_v)]
+    return max(sizes) <= HAND_SIZED
+
+
+#: What separates the parts of a line of arithmetic that belong together (``exp(√2) ≈ 4.1133``):
+#: a renderer that must wrap a line wraps it here first.
+PART = ",  "
+
+
+@dataclass(frozen=True)
+class Worked:
+    """One piece of a step's arithmetic, in notation (``·``, ``√``, ``Σ``; renderers transliterate).
+
+    ``label`` says what is worked out: an entry (``scores[t1, t2]``) or a row
+    (``t1``); ``lines`` the calculation, the first line following the label
+    after ``sep`` (``" = "`` for an entry, ``": "`` for a row).
+    """
+
+    label: str
+    lines: tuple[str, ...]
+    sep: str = " = "
+
+
+def factor(e: Exact | Fraction, value: float, places: int = 4) -> str:
     """An operand in a product: a short exact rational as written (parenthesised when it has a
-    sign or a slash), otherwise its decimal."""
+    sign or a slash), otherwise its decimal at ``places`` (one that rounds to 0 kept legible: ``1.2e-5``)."""
     if isinstance(e, Fraction):
         e = Rat(e)
     if isinstance(e, Rat) and len(frac_text(e.q)) <= 6:
         text = frac_text(e.q)
         return f"({text})" if "/" in text or text.startswith("-") else text
-    text = fixed(value, 4)
+    text = legible(value, places)
     return f"({text})" if text.startswith("-") else text
 
 
-def total(e: Exact, value: float) -> str:
+def total(e: Exact, value: float, places: int = 4) -> str:
     """``= 4``, ``= 2*sqrt(2) ≈ 2.8284``, ``≈ 0.1084``: the result of a worked entry."""
     if isinstance(e, Rat):
         return f"= {frac_text(e.q)}"
@@ -36,8 +72,8 @@ def total(e: Exact, value: float) -> str:
         return "= -inf"
     text = str(e)
     if len(text) <= 16:
-        return f"= {text} ≈ {fixed(value, 4)}"
-    return f"≈ {fixed(value, 4)}"
+        return f"= {text} ≈ {legible(value, places)}"
+    return f"≈ {legible(value, places)}"
 
 
 def dot(pairs: Sequence[tuple[str, str]]) -> str:
@@ -66,3 +102,143 @@ def softmax_row(src: Step, i: int, j: int) -> str:
 def entry_name(step: Step, i: int, j: int) -> str:
     """``scores[t1, t2]``: an entry named by its step's result and its row and column labels."""
     return f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}]"
+
+
+# --- a whole step worked out (the kinds' ``arithmetic``) ---------------------------------------------
+
+
+def result(e: Exact, value: float, places: int, *, rounded: bool = False) -> str:
+    """The result of an arithmetic line, in notation: ``= 2``, ``= 3/2 = 1.5000``, ``= 2√2 ≈ 2.8284``, ``≈ 0.1084``.
+
+    ``=`` before a decimal only when the decimal is the exact value; a decimal
+    that rounds to 0 is kept legible (``1.2e−5``).  ``rounded``: the line's
+    operands are rounded decimals that do not give the exact result as
+    written, so even an exact result follows ``≈`` (``0.3333·3 + … ≈ 3``).
+    """
+    if math.isinf(value):
+        return "= −∞"
+    shown = notation(legible(value, places))
+    if isinstance(e, Rat):
+        lead = "≈" if rounded else "="
+        if e.q.denominator == 1:
+            return f"{lead} {e.q.numerator}".replace("-", "−")
+        exact_decimal = (e.q * 10**max(places, 0)).denominator == 1
+        return f"{lead} {notation(frac_text(e.q))} {'=' if exact_decimal else '≈'} {shown}"
+    text = str(e)
+    if len(text) <= 16:
+        return f"= {notation(text)} ≈ {shown}"
+    return f"≈ {shown}"
+
+
+def written(text: str) -> Fraction | None:
+    """The number an operand as written stands for (``2``, ``(−1/2)``, ``0.1084``, ``1.2e-5``), or
+    ``None`` when it is no plain number (``√2``)."""
+    try:
+        return Fraction(text.strip("()").replace("−", "-"))
+    except ValueError:
+        return None
+
+
+def as_written(pairs: Sequence[tuple[str, str]], extra: str, e: Exact) -> bool:
+    """Whether the dot product as written (``pairs`` of operands, an added term ``extra``) gives the
+    exact rational ``e`` itself, so that ``=`` is true of the decimals a learner reads."""
+    if not isinstance(e, Rat):
+        return True  # an irrational result follows ≈ anyway
+    total_ = Fraction(0)
+    for a, b in pairs:
+        x, y = written(a), written(b)
+        if x is None or y is None:
+            return False
+        total_ += x * y
+    if extra:
+        z = written(extra)
+        if z is None:
+            return False
+        total_ += z
+    return total_ == e.q
+
+
+def products(pairs: Sequence[tuple[str, str]], extra: str = "") -> str:
+    """``1·2 + 0·1 + 2``: a dot product written out in notation, with an added term (a bias) if given."""
+    return notation(dot(pairs) + (f" + {extra}" if extra else ""))
+
+
+def entry_products(step: Step, pairs_of: Callable[[int, int], tuple[list[tuple[str, str]], str]],
+                   places: int) -> tuple[Worked, ...]:
+    """Every entry of ``step`` as its dot product: ``Q[t1, d1] = 1·1 + 0·1 + 1·0 + 0·0 = 1``.
+
+    ``pairs_of(i, j)`` gives the factors of entry ``(i, j)`` and an added term (``""`` for none).
+    """
+    rows, cols = step.shape
+    out = []
+    for i in range(rows):
+        for j in range(cols):
+            pairs, extra = pairs_of(i, j)
+            e = step.exact[i][j]
+            tail = result(e, step.value[i][j], places, rounded=not as_written(pairs, extra, e))
+            out.append(Worked(entry_name(step, i, j), (f"{products(pairs, extra)} {tail}",)))
+    return tuple(out)
+
+
+def _is_zero(e: Exact) -> bool:
+    return isinstance(e, Rat) and e.q == 0
+
+
+def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_left: str,
+                       sum_label: str) -> Worked:
+    """Row ``i`` of a softmax worked out: the ``exp`` of each score, their sum, each weight ``e_j / Σ``.
+
+    ``src`` is the step the softmax reads (the scaled or masked scores),
+    ``weights`` its result.  A blocked score is ``exp(−∞) = 0``; when a row's
+    largest score is over 20 every ``exp`` is taken of the score minus that
+    maximum (the weights do not change, and the numbers stay readable).
+    ``none_left`` is the line for a row with no key left to attend;
+    ``sum_label`` the name of the sum (``Σ``).
+    """
+    row = src.value[i]
+    label = src.row_labels[i]
+    live = [v for v in row if not math.isinf(v)]
+    if not live:
+        return Worked(label, (none_left,), ": ")
+    top = max(live)
+    shift = top if top > 20 else 0.0
+    exps = [0.0 if math.isinf(v) else math.exp(v - shift) for v in row]  # e_j (shifted)
+    total_ = math.fsum(exps)
+
+    ones = [not math.isinf(v) and (v == shift if shift else _is_zero(src.exact[i][j])) for j, v in enumerate(row)]  # exp(0) = 1
+
+    def number(j: int) -> str:
+        """e_j as it is carried on: ``1`` for exp(0), else its decimal."""
+        return "1" if ones[j] else notation(legible(exps[j], places))
+
+    def power(j: int) -> str:
+        if math.isinf(row[j]):
+            return "exp(−∞) = 0"
+        if shift:
+            sign = "=" if ones[j] else "≈"
+            return f"exp({notation(legible(row[j], places))} − {notation(legible(shift, places))}) {sign} {number(j)}"
+        if ones[j]:
+            return "exp(0) = 1"
+        return f"exp({notation(str(src.exact[i][j]))}) ≈ {number(j)}"
+
+    live_j = [j for j, v in enumerate(row) if not math.isinf(v)]
+    exact_sum = all(ones[j] for j in live_j)  # every term is 1: the sum is a whole number
+    total_text = str(len(live_j)) if exact_sum else notation(legible(total_, places))
+    sign = "=" if exact_sum else "≈"
+    sum_line = f"{sum_label} {sign} {' + '.join(number(j) for j in live_j)} {sign} {total_text}" if len(live_j) > 1 else \
+        f"{sum_label} {sign} {total_text}"
+    shares = []
+    for j, v in enumerate(row):
+        w = weights.exact[i][j]
+        if math.isinf(v):
+            shares.append("0")
+            continue
+        if isinstance(w, Rat):
+            num, den = written(number(j)), written(total_text)
+            literal = num is not None and den is not None and den != 0 and num / den == w.q
+            tail = result(w, weights.value[i][j], places, rounded=not literal)
+        else:
+            tail = f"≈ {notation(legible(weights.value[i][j], places))}"
+        shares.append(f"{number(j)} / {total_text} {tail}")
+    return Worked(label, (PART.join(power(j) for j in range(len(row))), sum_line,
+                          f"{weights.name}: " + PART.join(shares)), ": ")

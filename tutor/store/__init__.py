@@ -10,11 +10,13 @@ One job per module:
 * :mod:`.schema` -- what the file holds (tables, version, application id),
   how a file is recognised as ours, and the migrations from older schemas;
 * :mod:`.files` -- opening a file checked (ours, intact, readable,
-  writable), read-only opens that work on read-only folders;
+  writable), read-only opens that work on read-only folders, a new file
+  created atomically, a killed writer's hot journal undone;
 * :mod:`.connection` -- :class:`Store`: an open file, each write in its own
   transaction (an answer, its mistakes and its review together);
 * :mod:`.recorder` -- :class:`Recorder`: a session's answers on their way,
-  none dropped while the file cannot take them;
+  none dropped while the file cannot take them, moved to a new file when the
+  one opened was deleted or replaced mid-session;
 * :mod:`.queries` -- the stats, what to practise next, where a session
   left off, which steps were solved;
 * :mod:`.scheduling` -- spaced repetition: each graded step is an FSRS
@@ -30,7 +32,7 @@ written; an older file is migrated once, in one transaction; ``stats`` and
 
 from ..attempt import OUTCOMES, Attempt  # the record the store writes and reads (shared with the quiz)
 from .connection import Store
-from .errors import StoreDamagedError, StoreFullError, StoreLockedError
+from .errors import StoreDamagedError, StoreFullError, StoreGoneError, StoreLockedError
 from .files import BUSY_TIMEOUT_MS, FILENAME, default_path, home
 from .queries import MistakeCount, Place, Recommendation, Stats, StepStats, Unfinished, recommend, solved, unfinished
 from .recorder import Recorder
@@ -57,6 +59,7 @@ __all__ = [
     "Store",
     "StoreDamagedError",
     "StoreFullError",
+    "StoreGoneError",
     "StoreLockedError",
     "Unfinished",
     "default_path",

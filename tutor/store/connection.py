@@ -14,7 +14,14 @@ Guarantees:
   write in its own ``BEGIN IMMEDIATE`` transaction;
 * :meth:`Store.open_existing` (``stats``, ``list``) only ever reads: it opens
   the file read-only and works on a read-only folder or file system; a file
-  of an older schema is read through a migrated copy in memory.
+  of an older schema is read through a migrated copy in memory;
+* a new file is created whole or not at all, and a write a killed process
+  left unfinished (a hot journal) is undone before the checks (:mod:`.files`);
+* every value read is of the type attn-tutor writes: other rows are left out
+  and counted (:data:`.schema.ANSWER_AS_WRITTEN`);
+* the file deleted or replaced during a session is noticed (:meth:`Store.gone`)
+  and the session's answers are written to what is there now
+  (:meth:`Store.reopen`, :class:`.recorder.Recorder`), never to a deleted file.
 
 The checks on the file itself are :mod:`.files`; what the file holds,
 :mod:`.schema`.
@@ -32,7 +39,7 @@ from ..attempt import OUTCOMES, Attempt
 from ..errors import StoreError
 from ..messages import t
 from . import files, schema
-from .errors import StoreDamagedError, StoreFullError, error
+from .errors import StoreDamagedError, StoreFullError, StoreGoneError, error
 
 if TYPE_CHECKING:
     from .queries import Stats
@@ -52,10 +59,13 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path, *, readonly: bool = False,
                  cleanup: Callable[[], None] | None = None):
         self.conn = conn
+        self.conn.text_factory = files.decode_text
         self.path = path
         self.readonly = readonly
         self.damaged: StoreDamagedError | None = None  # set when a write found the file damaged: no more writes
         self._cleanup = cleanup
+        self.identity = files.file_id(path) if not readonly else None  # the file this store writes: see gone()
+        self._sidecars = self._own_sidecars()
 
     # -- opening -----------------------------------------------------------------
     @classmethod
@@ -73,6 +83,8 @@ class Store:
         read-only file or folder); such a file is left exactly as it was.
         """
         path = Path(path) if path is not None else files.default_path()
+        if files.journal_left(path):
+            files.roll_back(path)  # a writer killed mid-transaction: undo its write, as any SQLite program would
         files.check_header(path)
         if path.exists() and path.stat().st_size > 0:
             files.inspect(path)  # before any read-write connection exists
@@ -81,6 +93,8 @@ class Store:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise StoreError(t("store.unwritable", path=path, reason=err.strerror or err)) from None
+            files.check_writable(path)
+            files.create(path)  # complete before it has its name: a kill leaves no half-made store
         files.check_writable(path)
         conn = files.connect(path, files.BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms)
         try:
@@ -102,16 +116,29 @@ class Store:
         path = Path(path) if path is not None else files.default_path()
         if not path.exists() and not path.is_symlink():
             return None
-        files.check_header(path)
-        if path.stat().st_size == 0 or not files.inspect(path):
-            return None
-        conn, cleanup = files.open_read(path)
+        if files.journal_left(path):  # read what was committed, from a copy: the file itself is never written
+            conn, cleanup = files.open_rolled_back_copy(path)
+            try:
+                ours = files.judge(conn, path, whole=False)
+            except BaseException:
+                conn.close()
+                cleanup()
+                raise
+            if not ours:
+                conn.close()
+                cleanup()
+                return None
+        else:
+            files.check_header(path)
+            if path.stat().st_size == 0 or not files.inspect(path):
+                return None
+            conn, cleanup = files.open_read(path)
         try:
             copy = schema.migrated_copy(conn)
         except sqlite3.Error as err:
             conn.close()
             cleanup()
-            raise error(path, err) from None
+            raise error(path, err, reading=True) from None
         if copy is not None:
             conn.close()
             conn = copy
@@ -132,6 +159,51 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- the file deleted or replaced under a session -------------------------------
+    def _own_sidecars(self) -> dict[Path, tuple[int, int] | None]:
+        """The ``-wal`` and ``-shm`` files this store's connection uses, by identity (see :meth:`reopen`)."""
+        if self.readonly:
+            return {}
+        return {p: files.file_id(p) for p in (Path(f"{self.path}-wal"), Path(f"{self.path}-shm"))}
+
+    def gone(self) -> bool:
+        """True when the file at :attr:`path` is no longer the one this store writes (deleted, or
+        replaced by another file): a write would go to a file no one reads again."""
+        return self.identity is not None and files.file_id(self.path) != self.identity
+
+    def session_row(self, session: int) -> tuple[str, str, float | None, str, str | None, int | None, int] | None:
+        """``(exercise, mode, tolerance, started, steps, head, begin_at)`` of a session, read from the
+        file this store writes (what :meth:`begin_session` takes, to start it again elsewhere)."""
+        rows = self.read("SELECT exercise, mode, tolerance, started, steps, head, begin_at FROM sessions"
+                         f" WHERE id = ? AND {schema.SESSION_AS_WRITTEN}", (session,))
+        return rows[0] if rows else None
+
+    def reopen(self) -> None:
+        """Write from now on to what is at :attr:`path` now, in place of the file that was deleted or
+        replaced: created when missing, checked (and migrated) as :meth:`open` does it (a foreign or
+        damaged file is left untouched).  Raises :class:`~.errors.StoreGoneError` when it cannot be
+        used; this store then writes nothing more."""
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+        # SQLite leaves the -wal and -shm of a deleted database behind, and would read that log into the
+        # next database made at the path: remove them -- only those this connection used (same identity)
+        for sidecar, identity in self._sidecars.items():
+            if identity is not None and files.file_id(sidecar) == identity:
+                try:
+                    sidecar.unlink()
+                except OSError:
+                    pass
+        try:
+            fresh = Store.open(self.path)
+        except StoreError as err:
+            self.damaged = StoreGoneError(t("store.gone_unusable", path=self.path, reason=err), self.path,
+                                          t("store.gone_unusable", path=self.path, reason=err))
+            raise self.damaged from None
+        self.conn, self.identity, self.damaged = fresh.conn, fresh.identity, None
+        self._sidecars = fresh._sidecars
+
     # -- writing -------------------------------------------------------------------
     def write(self, work: Work) -> int:
         """Run ``work(conn)`` in its own ``BEGIN IMMEDIATE`` transaction; returns what it returns.
@@ -147,7 +219,9 @@ class Store:
         again = True
         while True:
             try:
-                return self._transaction(work)
+                done = self._transaction(work)
+                self._sidecars = self._own_sidecars()  # the log this write used (made on the first write)
+                return done
             except sqlite3.Error as err:
                 failure = error(self.path, err)
             if isinstance(failure, StoreDamagedError):
@@ -187,8 +261,8 @@ class Store:
         return busy == 0
 
     def begin_session(self, exercise: str, *, mode: str, tolerance: float | None, steps: str | None = None,
-                      head: int | None = None, begin_at: int = 0) -> int:
-        """Start a practice session; returns its id (committed at once).
+                      head: int | None = None, begin_at: int = 0, started: str | None = None) -> int:
+        """Start a practice session (at ``started``, default now); returns its id (committed at once).
 
         ``tolerance`` is ``None`` for the rounding rule; ``steps`` the step ids
         chosen (catalogue order, comma-separated; ``None``: every step), ``head``
@@ -196,7 +270,7 @@ class Store:
         index of the first step asked.  Raises :class:`StoreError`."""
         return self._statement(
             "INSERT INTO sessions (exercise, mode, tolerance, started, steps, head, begin_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)", (exercise, mode, tolerance, now(), steps, head, begin_at))
+            " VALUES (?, ?, ?, ?, ?, ?, ?)", (exercise, mode, tolerance, started or now(), steps, head, begin_at))
 
     def end_session(self, session: int, *, complete: bool = False) -> None:
         """Mark a session finished (a killed session simply has no end time); ``complete``
@@ -237,15 +311,17 @@ class Store:
         try:
             return self.conn.execute(sql, args).fetchall()
         except sqlite3.Error as err:
-            raise error(self.path, err) from None
+            raise error(self.path, err, reading=True) from None
 
     def attempts(self) -> list[Attempt]:
-        """Every recorded answer, oldest first, with its mistakes' keys (in the order given)."""
+        """Every recorded answer, oldest first, with its mistakes' keys (in the order given); rows not
+        as attn-tutor writes them are left out (:data:`.schema.ANSWER_AS_WRITTEN`, :data:`.schema.MISTAKES`)."""
         mistakes: dict[int, dict[str, list[str]]] = {}
-        for answer, key, kind in self.read("SELECT answer, key, kind FROM mistakes ORDER BY answer, kind, rank"):
+        for answer, key, kind in self.read(f"SELECT answer, key, kind FROM {schema.MISTAKES}"
+                                           " ORDER BY answer, kind, rank"):
             mistakes.setdefault(answer, {}).setdefault(kind, []).append(key)
         rows = self.read("SELECT id, exercise, step, head, outcome, attempt, hints, answer, at, family"
-                         " FROM answers ORDER BY id")
+                         f" FROM {schema.ANSWERS} ORDER BY id")
         out = []
         for id_, exercise, step, head, outcome, attempt, hints, answer, at, family in rows:
             found = mistakes.get(id_, {})

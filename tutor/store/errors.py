@@ -8,10 +8,11 @@ from pathlib import Path
 from ..errors import StoreError
 from ..messages import t
 
-__all__ = ["StoreDamagedError", "StoreError", "StoreFullError", "StoreLockedError", "error"]
+__all__ = ["StoreDamagedError", "StoreError", "StoreFullError", "StoreGoneError", "StoreLockedError", "error"]
 
 # SQLite's primary result codes (https://sqlite.org/rescode.html) that call for their own sentence
 _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
+_READONLY_ROLLBACK = 776  # extended: a read-only connection met a hot journal it cannot roll back
 
 
 class StoreLockedError(StoreError):
@@ -42,15 +43,31 @@ class StoreDamagedError(StoreError):
         self.reason = reason or message
 
 
-def error(path: Path, err: sqlite3.Error) -> StoreError:
-    """One sentence for an SQLite failure on ``path``, chosen by SQLite's result code."""
-    code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+class StoreGoneError(StoreDamagedError):
+    """The progress file was deleted or replaced during a session, and what is at its path now cannot
+    take the session's answers (a foreign or damaged file, a folder that cannot be written): nothing
+    more is written by this session."""
+
+
+def error(path: Path, err: sqlite3.Error, *, reading: bool = False) -> StoreError:
+    """One sentence for an SQLite failure on ``path``, chosen by SQLite's result code.
+
+    ``reading``: the failure came from a read (every check, ``stats``), so it is never worded
+    as the file not being writable: SQLite's "attempt to write a readonly database" from a
+    read-only connection means it could not undo a killed writer's unfinished write (a hot
+    journal) or recover its log, and says so."""
+    extended = getattr(err, "sqlite_errorcode", None) or 0
+    code = extended & 0xFF
     if code in (_BUSY, _LOCKED):
         return StoreLockedError(t("store.locked", path=path), path)
     if code in (_CORRUPT, _NOTADB):
         return StoreDamagedError(t("store.corrupt", path=path), path)
     if code == _FULL:
         return StoreFullError(t("store.full", path=path), path)
+    if extended == _READONLY_ROLLBACK:
+        return StoreError(t("store.unfinished", path=path, reason=str(err)))
+    if code == _READONLY and reading:
+        return StoreError(t("store.read_failed", path=path, reason=str(err)))
     if code == _READONLY:
         return StoreError(t("store.readonly", path=path, reason=str(err)))
     return StoreError(t("store.failed", path=path, reason=str(err)))

@@ -16,7 +16,21 @@ Guarantees (the store's first line of defence; :mod:`.schema` says what
   refused keeps every byte, and its ``-wal`` file too (a read-write
   connection would checkpoint another program's log into its file on close);
 * a read-only open (``stats``, ``list``) works on a read-only folder or file
-  system.
+  system;
+* a new store is created atomically: built complete, at the current schema
+  version, in a hidden temporary file in the same folder, then given its name
+  (:func:`create`), so a process killed while creating it leaves no half-made
+  store;
+* a write left unfinished by a killed process (a hot ``-journal``: a store
+  made in place by an older attn-tutor, or another program's transaction)
+  is undone before the checks, which read through read-only connections
+  that cannot undo it: ``practice`` lets SQLite roll it back in place (a
+  read-write open, as any SQLite program does; :func:`roll_back`), and
+  says so truthfully when it cannot (a read-only folder); ``stats`` reads
+  what was committed from a copy of the file and its journal
+  (:func:`open_rolled_back_copy`), never writing the file;
+* text SQLite holds that is not UTF-8 (another program wrote it) reads as
+  U+FFFD (:func:`decode_text`), never an error.
 
 Reading a file read-only (``mode=ro``).  A WAL database needs its ``-shm``
 (and ``-wal``) file to be read; SQLite creates them when they are missing,
@@ -52,8 +66,8 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..messages import t
-from .errors import _CANTOPEN, StoreDamagedError, error
-from .schema import identity, verify
+from .errors import _CANTOPEN, _CORRUPT, _NOTADB, StoreDamagedError, error
+from .schema import identity, initialise, verify
 
 FILENAME = "progress.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
@@ -79,6 +93,21 @@ def default_path() -> Path:
     return home() / FILENAME
 
 
+def decode_text(data: bytes) -> str:
+    """A TEXT value as Python reads it: UTF-8, an invalid byte (another program wrote it) as U+FFFD,
+    never an error (every connection's ``text_factory``)."""
+    return data.decode("utf-8", "replace")
+
+
+def file_id(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path`` (links followed), ``None`` when there is none."""
+    try:
+        st = path.stat()
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
 # --- a file, checked -------------------------------------------------------------------------
 
 
@@ -99,6 +128,8 @@ def check_header(path: Path) -> None:
         raise StoreError(t("store.not_file", path=path))
     head = _header(path)[:len(_MAGIC)]
     if head and head != _MAGIC:
+        if head.strip(b"\x00") == b"" and journal_left(path):  # its first page never written: a killed creation
+            raise StoreError(t("store.unfinished", path=path, reason=t("store.unfinished.header")))
         raise StoreError(t("store.foreign", path=path))
 
 
@@ -137,6 +168,7 @@ def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     """A read-write connection (autocommit; transactions are explicit)."""
     try:
         conn = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
+        conn.text_factory = decode_text
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA trusted_schema = OFF")  # views and triggers in the file may call no function with side effects
         # Keep the write-ahead log small: on a nearly full disk an ever-growing log (a copy of every page
@@ -154,6 +186,7 @@ def connect_ro(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
     whose ``-shm`` cannot be created, ``SQLITE_CORRUPT`` ...) for the caller to word."""
     uri = path.absolute().as_uri() + ("?mode=ro&immutable=1" if immutable else "?mode=ro")
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    conn.text_factory = decode_text
     try:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()  # SQLite opens the file lazily: open it now
@@ -178,13 +211,133 @@ def open_read(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
         return connect_ro(path), _nothing
     except sqlite3.Error as err:
         if (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF != _CANTOPEN:
-            raise error(path, err) from None
+            raise error(path, err, reading=True) from None
     if _wal_frames(path):
         return _open_copy(path)
     try:
         return connect_ro(path, immutable=True), _nothing
     except sqlite3.Error as err:
+        raise error(path, err, reading=True) from None
+
+
+def journal_left(path: Path) -> bool:
+    """Whether a rollback journal (``-journal``) with content lies next to ``path``: a writer was
+    killed mid-transaction (or is writing now).  SQLite undoes such a write on the next read-write
+    open; a read-only connection cannot, and refuses the file ("attempt to write a readonly database")."""
+    try:
+        return os.stat(f"{path}-journal").st_size > 0
+    except OSError:
+        return False
+
+
+def roll_back(path: Path) -> None:
+    """Let SQLite undo the write a killed process left unfinished in ``path`` (its hot ``-journal``),
+    through a read-write connection that reads one page and closes; the checks that follow are
+    then made on what was committed.  (A journal of a writer still alive is not hot: SQLite waits
+    for its lock instead.)  A file SQLite cannot read at all is left to those checks to name;
+    one whose journal cannot be undone here (a read-only folder) is a :class:`StoreError` saying so."""
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    except sqlite3.Error as err:
+        raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+    try:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+    except sqlite3.Error as err:
+        code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+        if code not in (_CORRUPT, _NOTADB):
+            raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+    finally:
+        conn.close()
+
+
+def open_rolled_back_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
+    """Read what was committed to ``path`` when a ``-journal`` lies beside it, without writing it:
+    the file and its journal are copied into a temporary folder, SQLite undoes the unfinished write
+    in the copy, and the copy is read (``stats`` only reads, on a read-only file system too).
+    Returns the read-only connection and what to do after closing it."""
+    folder = Path(tempfile.mkdtemp(prefix="attn-tutor-"))
+
+    def cleanup() -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+    copy = folder / FILENAME
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(f"{path}-journal", f"{copy}-journal")
+        roll_back(copy)
+        if _header(copy)[:len(_MAGIC)] not in (_MAGIC, b""):
+            raise StoreError(t("store.foreign", path=path))
+        return connect_ro(copy), cleanup
+    except OSError as err:
+        cleanup()
+        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+    except StoreError as err:
+        cleanup()
+        raise StoreError(str(err).replace(str(copy), str(path))) from None
+    except sqlite3.Error as err:
+        cleanup()
+        raise error(path, err, reading=True) from None
+
+
+def create(path: Path) -> None:
+    """Create the store at ``path`` atomically: built complete (the current schema
+    (:func:`.schema.initialise`), application id, version, WAL mode) in a temporary file in the
+    same folder, written to disk, then given its name.
+
+    A process killed while creating leaves at most a hidden temporary file, never a half-made
+    store (a kill during an in-place creation left an uncommitted file and a hot journal that
+    every later read-only check refused).  The name is taken with a hard link, so a store another
+    session created meanwhile is never replaced; an empty file (``touch``) is replaced whole.
+    A new file is at :data:`.schema.SCHEMA_VERSION`: it needs no migration.
+    """
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        try:
+            conn.execute("BEGIN")
+            initialise(conn)
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if path.stat().st_size == 0:
+                os.replace(tmp, path)
+        except OSError:  # a file system without hard links
+            if not path.exists() or path.stat().st_size == 0:
+                os.replace(tmp, path)
+        _sync_folder(path.parent)
+    except sqlite3.Error as err:
         raise error(path, err) from None
+    except OSError as err:
+        raise StoreError(t("store.readonly", path=path, reason=err.strerror or err)) from None
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
+
+
+def _sync_folder(folder: Path) -> None:
+    """Write a folder's entries to disk (a new name survives a power cut); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _open_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
@@ -205,10 +358,10 @@ def _open_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
         raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
     except sqlite3.Error as err:
         cleanup()
-        raise error(path, err) from None
+        raise error(path, err, reading=True) from None
 
 
-def _judge(conn: sqlite3.Connection, path: Path, *, whole: bool) -> bool:
+def judge(conn: sqlite3.Connection, path: Path, *, whole: bool) -> bool:
     """Whether the file behind ``conn`` is ours (True) or empty (False), checked with
     ``PRAGMA quick_check``; raises :class:`StoreError` otherwise.  ``whole``: the
     database file alone holds every page (no ``-wal`` frames), so its size must be
@@ -223,7 +376,7 @@ def _judge(conn: sqlite3.Connection, path: Path, *, whole: bool) -> bool:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
     except sqlite3.Error as err:
-        raise error(path, err) from None
+        raise error(path, err, reading=True) from None
     cut = whole and bool(page) and (_fingerprint(path) or (0, 0, 0))[1] % page != 0
     if problems != [("ok",)] or cut:
         if ours:
@@ -250,10 +403,10 @@ def inspect(path: Path) -> bool:
             conn = connect_ro(path, immutable=True)
         except sqlite3.Error as err:
             if _unchanged(path, before):
-                raise error(path, err) from None
+                raise error(path, err, reading=True) from None
             continue
         try:
-            verdict = _judge(conn, path, whole=True)
+            verdict = judge(conn, path, whole=True)
         except StoreError:
             if _unchanged(path, before):
                 raise
@@ -265,7 +418,7 @@ def inspect(path: Path) -> bool:
     whole = not _wal_frames(path)
     conn, cleanup = open_read(path)
     try:
-        return _judge(conn, path, whole=whole)
+        return judge(conn, path, whole=whole)
     finally:
         conn.close()
         cleanup()

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..attempt import OutcomeCounts
 from ..steps import KINDS, STEP_IDS
 from .scheduling import Skill, skills
+from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN
 
 if TYPE_CHECKING:
     from .connection import Store
@@ -22,7 +24,7 @@ Key = tuple[str, "int | None"]  # (step id, 0-based head or None)
 
 
 @dataclass(frozen=True)
-class StepStats:
+class StepStats(OutcomeCounts):
     """Counts for one step kind (``q``, ``scores``, ...) over every exercise and head."""
 
     step: str
@@ -31,22 +33,6 @@ class StepStats:
     shown: int = 0
     skipped: int = 0
     first_try: int = 0
-
-    @property
-    def graded(self) -> int:
-        """Answers that count for accuracy: right, wrong, or revealed with ``show`` (a miss)."""
-        return self.correct + self.wrong + self.shown
-
-    @property
-    def accuracy(self) -> float | None:
-        """``correct / graded``; ``None`` when nothing was graded."""
-        return self.correct / self.graded if self.graded else None
-
-    @property
-    def score(self) -> float:
-        """Accuracy smoothed towards 1/2 (``(correct + 1) / (graded + 2)``): an
-        unpractised step scores 0.5, below a step mostly right and above one mostly wrong."""
-        return (self.correct + 1) / (self.graded + 2)
 
 
 @dataclass(frozen=True)
@@ -79,6 +65,9 @@ class Stats:
     mistakes: tuple[MistakeCount, ...] = ()
     practised: dict[tuple[str, str], int] = field(default_factory=dict)  # (exercise, step) -> graded answers
     skills: tuple[Skill, ...] = ()
+    #: rows not as attn-tutor writes them (see :data:`.schema.ANSWER_AS_WRITTEN`, and those of
+    #: ``mistakes`` and ``skills``): left out of every count
+    left_out: int = 0
 
     def step(self, step: str) -> StepStats:
         """The counts for ``step`` (zeros when never practised)."""
@@ -96,20 +85,28 @@ PRACTICE_SESSIONS = "substr(exercise, 1, 6) != 'drill:'"
 def stats(store: Store, top: int = 5, at: datetime | None = None) -> Stats:
     """Accuracy by step kind, the ``top`` most frequent mistakes (by key, with where each
     happened), practice per (exercise, step), and the schedule of every skill at ``at``.
-    Drill answers (:mod:`tutor.drills.results`) are left out."""
+    Drill answers (:mod:`tutor.drills.results`) are left out.
+
+    Only rows as attn-tutor writes them are counted (:data:`.schema.ANSWER_AS_WRITTEN`: every
+    value of the type its column holds; likewise for ``mistakes`` and ``skills``); the others --
+    a value another program or a hand edit put there, such as a BLOB for a step -- are left out
+    and counted in :attr:`Stats.left_out`, so that the rest of the progress stays usable."""
     (sessions,), = store.read(f"SELECT COUNT(*) FROM sessions WHERE {PRACTICE_SESSIONS}")
+    (left_out,), = store.read(f"SELECT (SELECT COUNT(*) FROM answers WHERE NOT ({ANSWER_AS_WRITTEN}))"
+                              f" + (SELECT COUNT(*) FROM mistakes WHERE NOT ({MISTAKE_AS_WRITTEN}))"
+                              f" + (SELECT COUNT(*) FROM skills WHERE NOT ({SKILL_AS_WRITTEN}))")
     by_step = {
         step: StepStats(step, correct, wrong, shown, skipped, first)
         for step, correct, wrong, shown, skipped, first in store.read(
             "SELECT step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
-            " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM answers"
+            " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM " + ANSWERS +
             f" WHERE {PRACTICE_ONLY} GROUP BY step")
     }
     order: dict[str, int] = {s: i for i, s in enumerate(STEP_IDS)}
     steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
     places: dict[tuple[str, str], list[Place]] = {}
     for key, kind, exercise, step, head, count in store.read(
-            "SELECT m.key, m.kind, a.exercise, a.step, a.head, COUNT(*) FROM mistakes m JOIN answers a ON a.id = m.answer"
+            f"SELECT m.key, m.kind, a.exercise, a.step, a.head, COUNT(*) FROM {MISTAKES} m JOIN {ANSWERS} a ON a.id = m.answer"
             f" WHERE {PRACTICE_ONLY.replace('step', 'a.step')} GROUP BY m.key, m.kind, a.exercise, a.step, a.head"):
         places.setdefault((key, kind), []).append(Place(exercise, step, head, count))
     mistakes = sorted(
@@ -119,10 +116,10 @@ def stats(store: Store, top: int = 5, at: datetime | None = None) -> Stats:
          for (key, kind), where in places.items()),
         key=lambda m: (-m.count, m.key))[:top]
     practised = {(ex, step): n for ex, step, n in store.read(
-        f"SELECT exercise, step, COUNT(*) FROM answers WHERE outcome != 'skipped' AND {PRACTICE_ONLY}"
+        f"SELECT exercise, step, COUNT(*) FROM {ANSWERS} WHERE outcome != 'skipped' AND {PRACTICE_ONLY}"
         " GROUP BY exercise, step")}
     answers = sum(s.graded + s.skipped for s in steps)
-    return Stats(sessions, answers, steps, tuple(mistakes), practised, tuple(skills(store, at)))
+    return Stats(sessions, answers, steps, tuple(mistakes), practised, tuple(skills(store, at)), left_out)
 
 
 # --- what to practise next ------------------------------------------------------------------------
@@ -183,17 +180,17 @@ def unfinished(store: Store, exercise: str, *, steps: str | None, head: int | No
     :meth:`Store.begin_session` takes), ``head`` and ``mode``, if it was not complete (it ended
     early: quit, end of input, Ctrl-C, or the process was killed); ``None`` otherwise."""
     rows = store.read("SELECT id, begin_at, complete FROM sessions WHERE exercise = ? AND steps IS ? AND head IS ?"
-                      " AND mode = ? ORDER BY id DESC LIMIT 1", (exercise, steps, head, mode))
+                      f" AND mode = ? AND {SESSION_AS_WRITTEN} ORDER BY id DESC LIMIT 1", (exercise, steps, head, mode))
     if not rows or rows[0][2]:
         return None
     session, begin_at, _ = rows[0]
-    done = store.read("SELECT DISTINCT step, head FROM answers WHERE session = ? AND outcome != 'wrong'", (session,))
+    done = store.read(f"SELECT DISTINCT step, head FROM {ANSWERS} WHERE session = ? AND outcome != 'wrong'", (session,))
     return Unfinished(session, begin_at, frozenset((step, h) for step, h in done))
 
 
 def solved(store: Store) -> dict[str, frozenset[Key]]:
     """Per exercise id, the steps ever answered right (any session, any try)."""
     out: dict[str, set[Key]] = {}
-    for exercise, step, head in store.read("SELECT DISTINCT exercise, step, head FROM answers WHERE outcome = 'correct'"):
+    for exercise, step, head in store.read(f"SELECT DISTINCT exercise, step, head FROM {ANSWERS} WHERE outcome = 'correct'"):
         out.setdefault(exercise, set()).add((step, head))
     return {ex: frozenset(keys) for ex, keys in out.items()}

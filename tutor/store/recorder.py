@@ -6,8 +6,9 @@ from dataclasses import replace
 
 from ..attempt import OUTCOMES, Attempt
 from ..errors import StoreError
+from ..messages import plural, t
 from .connection import Store, now
-from .errors import StoreDamagedError
+from .errors import StoreDamagedError, StoreGoneError
 
 
 class Recorder:
@@ -21,13 +22,27 @@ class Recorder:
     damaged (:attr:`lost`), nothing more is written to it: the answers stay in
     :attr:`pending` for the caller to report.  Each answer keeps the time it
     was given, not the time it was written.
+
+    When the file was deleted or replaced during the session (:meth:`Store.gone`),
+    the next :meth:`add` or :meth:`flush` writes to what is at the path now --
+    created when missing -- a new session row (the same selection, so it can be
+    resumed) and every answer of this session, those already written to the old
+    file included (:attr:`notice` says so); when that file cannot be used, the
+    answers stay in :attr:`pending` (:attr:`lost`).  :attr:`session` is then the
+    new session's id.
     """
 
     def __init__(self, store: Store, session: int):
         self.store = store
         self.session = session
         self.pending: list[Attempt] = []
+        self.saved: list[Attempt] = []  # written this session: written again if the file goes away
         self.error: StoreError | None = None
+        self.notice: str | None = None  # set when the answers were moved to a new file, for the caller to show
+        try:  # what the session was started with: to start it again elsewhere
+            self._row = store.session_row(session)
+        except StoreError:
+            self._row = None
 
     def add(self, a: Attempt) -> bool:
         """Write ``a`` (and any answer still waiting); ``True`` when nothing is left waiting."""
@@ -38,14 +53,33 @@ class Recorder:
 
     def flush(self) -> bool:
         """Write the waiting answers, oldest first; stop at the first failure.  ``True`` when all are written."""
+        if (self.saved or self.pending) and self.store.damaged is None and self.store.gone() and not self._move():
+            return False
         while self.pending:
             try:
                 self.store.record(self.session, self.pending[0])
             except StoreError as err:
                 self.error = err
                 return False
-            self.pending.pop(0)
+            self.saved.append(self.pending.pop(0))
         self.error = None
+        return True
+
+    def _move(self) -> bool:
+        """The file went away: a new session row, and every answer of this session, in what is there now."""
+        try:
+            self.store.reopen()
+            if self._row is None:  # its row could not be read when the session began: it cannot be started again
+                raise StoreGoneError(t("store.gone_unusable", path=self.store.path, reason="?"), self.store.path)
+            exercise, mode, tolerance, started, steps, head, begin_at = self._row
+            self.session = self.store.begin_session(exercise, mode=mode, tolerance=tolerance, steps=steps, head=head,
+                                                    begin_at=begin_at, started=started)
+        except StoreError as err:
+            self.error = err
+            return False
+        self.pending[:0] = self.saved
+        self.notice = plural("store.recreated", len(self.pending), path=self.store.path)
+        self.saved = []
         return True
 
     @property

@@ -39,6 +39,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from ..attempt import Attempt
+from .schema import REVIEW_AS_WRITTEN, SKILL_AS_WRITTEN
 
 if TYPE_CHECKING:
     import fsrs
@@ -93,6 +94,15 @@ def _card(row: tuple | None, at: datetime) -> fsrs.Card:
                      last_review=None if last is None else datetime.fromisoformat(last))
 
 
+def _read_card(row: tuple | None, at: datetime) -> fsrs.Card:
+    """:func:`_card`, a new card for a row whose values the scheduler cannot read (a state or time
+    another program wrote)."""
+    try:
+        return _card(row, at)
+    except (ValueError, TypeError):
+        return _card(None, at)
+
+
 def _utc(text: str) -> datetime:
     """An ISO 8601 time the store wrote, as an aware UTC datetime (what the scheduler requires)."""
     moment = datetime.fromisoformat(text)
@@ -107,16 +117,22 @@ def review(conn: sqlite3.Connection, session: int, answer: int, a: Attempt, at: 
 
     assert a.family is not None
     moment = _utc(at)
+    # rows of another type (another program wrote them) are not read: the skill starts afresh
     previous = conn.execute("SELECT id, rating, before FROM reviews WHERE session = ? AND step = ? AND head IS ?"
-                            " ORDER BY id DESC LIMIT 1", (session, a.step, a.head)).fetchone()
+                            f" AND {REVIEW_AS_WRITTEN} ORDER BY id DESC LIMIT 1", (session, a.step, a.head)).fetchone()
     chosen = rating(a, None if previous is None else previous[1])
     if chosen is None:
         return
+    card = None
     if previous is not None:
-        card = fsrs.Card.from_json(previous[2])
-    else:
-        card = _card(conn.execute("SELECT state, learning_step, stability, difficulty, due, last_review FROM skills"
-                                  " WHERE step = ? AND family = ?", (a.step, a.family)).fetchone(), moment)
+        try:
+            card = fsrs.Card.from_json(previous[2])
+        except (ValueError, TypeError, KeyError):  # not a card as the scheduler writes it
+            card = None
+    if card is None:
+        card = _read_card(conn.execute("SELECT state, learning_step, stability, difficulty, due, last_review FROM skills"
+                                       f" WHERE step = ? AND family = ? AND {SKILL_AS_WRITTEN}",
+                                       (a.step, a.family)).fetchone(), moment)
     if card.last_review is not None and moment < card.last_review:
         moment = card.last_review  # a clock set back: never review before the last review
     after, _log = scheduler().review_card(card, fsrs.Rating(chosen), review_datetime=moment)
@@ -159,7 +175,11 @@ def skills(store: Store, at: datetime | None = None) -> list[Skill]:
     at = at or datetime.now(UTC)
     out = []
     for step, family, *card, reviews in store.read(
-            "SELECT step, family, state, learning_step, stability, difficulty, due, last_review, reviews FROM skills"):
-        c = _card(tuple(card), at)
+            "SELECT step, family, state, learning_step, stability, difficulty, due, last_review, reviews FROM skills"
+            f" WHERE {SKILL_AS_WRITTEN}"):  # rows of another type are left out (counted in Stats.left_out)
+        try:
+            c = _card(tuple(card), at)
+        except (ValueError, TypeError):  # a state or time the scheduler cannot read: left out too
+            continue
         out.append(Skill(step, family, c.due, float(scheduler().get_card_retrievability(c, at)), reviews))
     return sorted(out, key=lambda s: (s.due, s.step, s.family))

@@ -144,6 +144,39 @@ _V1_TO_V2: tuple[str, ...] = (
     " WHERE diagnosis IS NOT NULL",
 )
 
+#: A row of ``answers`` as attn-tutor writes it: the type SQLite holds for every value (``typeof``:
+#: SQLite keeps whatever type a program writes, whatever the column says) and a known outcome.
+#: Rows that are not are left out of every reading (:func:`.queries.stats`, :meth:`Store.attempts`,
+#: what to resume, what is solved) and counted (:attr:`.queries.Stats.left_out`).
+ANSWER_AS_WRITTEN = (
+    "typeof(session) = 'integer' AND typeof(at) = 'text' AND typeof(exercise) = 'text'"
+    " AND typeof(step) = 'text' AND typeof(head) IN ('integer', 'null') AND typeof(outcome) = 'text'"
+    " AND outcome IN ('correct', 'wrong', 'shown', 'skipped') AND typeof(attempt) = 'integer'"
+    " AND typeof(hints) = 'integer' AND typeof(diagnosis) IN ('text', 'null')"
+    " AND typeof(diagnosis_text) IN ('text', 'null') AND typeof(answer) IN ('text', 'null')"
+    " AND typeof(family) IN ('text', 'null')"
+)
+#: ``answers`` as a table of only the rows as written (``FROM`` this, ``AS`` an alias where needed).
+ANSWERS = f"(SELECT * FROM answers WHERE {ANSWER_AS_WRITTEN})"
+#: A row of ``mistakes`` as attn-tutor writes it (of an answer as written: see :data:`MISTAKES`).
+MISTAKE_AS_WRITTEN = ("typeof(answer) = 'integer' AND typeof(key) = 'text' AND typeof(kind) = 'text'"
+                      " AND kind IN ('diagnosis', 'grading') AND typeof(rank) = 'integer'")
+MISTAKES = f"(SELECT * FROM mistakes WHERE {MISTAKE_AS_WRITTEN})"
+#: A row of ``skills`` as the scheduler writes it (:mod:`.scheduling`).
+SKILL_AS_WRITTEN = (
+    "typeof(step) = 'text' AND typeof(family) = 'text' AND typeof(state) = 'integer'"
+    " AND typeof(learning_step) IN ('integer', 'null') AND typeof(stability) IN ('real', 'null')"
+    " AND typeof(difficulty) IN ('real', 'null') AND typeof(due) = 'text'"
+    " AND typeof(last_review) IN ('text', 'null') AND typeof(reviews) = 'integer'"
+)
+#: A row of ``reviews`` whose rating and card before it can be read back (:func:`.scheduling.review`).
+REVIEW_AS_WRITTEN = "typeof(rating) = 'integer' AND rating BETWEEN 1 AND 4 AND typeof(before) = 'text'"
+#: A row of ``sessions`` whose selection can be resumed (:func:`.queries.unfinished`).
+SESSION_AS_WRITTEN = ("typeof(exercise) = 'text' AND typeof(mode) = 'text' AND typeof(started) = 'text'"
+                      " AND typeof(tolerance) IN ('real', 'null') AND typeof(steps) IN ('text', 'null')"
+                      " AND typeof(head) IN ('integer', 'null') AND typeof(begin_at) = 'integer'"
+                      " AND typeof(complete) = 'integer'")
+
 #: ``MIGRATIONS[v]`` takes a file from version ``v`` to ``v + 1``.
 MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1_TO_V2}
 
@@ -185,6 +218,15 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
+def initialise(conn: sqlite3.Connection) -> None:
+    """Create the current schema (:data:`CREATE`) in an empty file, inside the caller's transaction,
+    and set the application id and :data:`SCHEMA_VERSION` (a new file needs no migration)."""
+    for statement in CREATE:
+        conn.execute(statement)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
 def adopt(conn: sqlite3.Connection, path: Path) -> None:
     """Check that the open file is ours, initialise it when empty, migrate it when older; then switch to WAL.
 
@@ -199,10 +241,7 @@ def adopt(conn: sqlite3.Connection, path: Path) -> None:
     try:
         _app_id, version, objects = identity(conn)
         if not verify(path, _app_id, version, objects):
-            for statement in CREATE:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            initialise(conn)
         elif version < SCHEMA_VERSION:
             upgrade(conn, version)
         conn.execute("COMMIT")

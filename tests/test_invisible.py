@@ -1,0 +1,272 @@
+"""Exercises that can tell the classic mistakes apart (issue 11, item 2).
+
+Which misconceptions give *exactly* the right matrix at a step (so no answer
+can reveal them there): decided by floats where they clearly differ, and by
+the exact walk (exponential polynomials, Lindemann–Weierstrass) otherwise.
+The oracles here are hand calculations and NumPy written in the test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from tutor.catalog import bundled, resolve
+from tutor.diagnose import MISCONCEPTIONS
+from tutor.exactreplay import NoExactForm, entry_value, supports
+from tutor.exactreplay import replay as exact_replay
+from tutor.exercise import parse_exercise
+from tutor.expoly import Poly, Value, surds
+from tutor.invisible import CORE, by_step, invisible, notes, uncaught
+from tutor.numeric.replay import RIGHT, Variant
+from tutor.steps import replay, solve
+
+from .conftest import EXERCISES
+
+# --- the exact arithmetic ----------------------------------------------------------------------------------------
+
+R2 = surds([(2, Fraction(1))])  # √2
+
+
+def test_equal_softmax_forms_are_equal_and_close_ones_are_not():
+    e = Poly.exp
+    # e^√2 / (e^√2 + 1) == 1 / (1 + e^-√2)
+    a = Value.ratio(e(R2), e(R2) + Poly.const(surds([(1, Fraction(1))])))
+    b = Value.ratio(Poly.const(surds([(1, Fraction(1))])),
+                    Poly.const(surds([(1, Fraction(1))])) + e(surds([(2, Fraction(-1))])))
+    assert a.equals(b) == (True, True)
+    # e^√2 - 4.1132503787829275 is tiny but not 0: never equal to the rational
+    c = Value.exp(R2)
+    assert c.equals(Value.of(Fraction("4.1132503787829275"))) == (False, True)
+    # √2·√2 = 2 and √2·√3 = √6: sums of square roots are kept apart
+    assert (Value.of(1, 2) * Value.of(1, 2)).equals(Value.of(2)) == (True, True)
+    assert (Value.of(1, 2) * Value.of(1, 3)).equals(Value.of(1, 6)) == (True, True)
+    assert Value.of(1, 2).equals(Value.of(Fraction(141421356237, 10**11))) == (False, True)
+
+
+def test_the_exact_walk_mirrors_the_float_walk_under_every_variant():
+    """Every step of every bundled exercise under every misconception: the exact value rounds to the float one."""
+    variants = [RIGHT] + [m.variant for m in MISCONCEPTIONS if m.variant is not None and supports(m.variant)]
+    # the walk follows every knob but the heads' layout (averaged, split or merged by a plain reshape)
+    # and format v2's mistakes (K/V heads tiled, a decode step's mask top-left, the cache reprojected, the bias)
+    assert {m.key for m in MISCONCEPTIONS if m.variant is not None and not supports(m.variant)} == {
+        "heads_averaged", "heads_split_reshape", "heads_merge_reshape",
+        "kv_tile_order", "decode_top_left", "cache_reprojected", "bias_after_softmax", "alibi_sign"}
+    for ex in bundled():
+        for v in variants:
+            if not supports(v, ex):  # a KV cache or a bias: no exact walk (format v2), the floats decide
+                with pytest.raises(NoExactForm):
+                    exact_replay(ex, v)
+                continue
+            with np.errstate(all="ignore"):
+                floats = replay(ex, v).values
+            exact = exact_replay(ex, v)
+            assert set(floats) == set(exact), (ex.id, v)
+            for key, value in floats.items():
+                got = np.array([[entry_value(e) for e in row] for row in exact[key]])
+                inf = np.isinf(got) | np.isinf(value)
+                assert np.array_equal(got[inf], value[inf]), (ex.id, v, key)
+                assert np.allclose(got[~inf], value[~inf], rtol=1e-12, atol=1e-12), (ex.id, v, key)
+
+
+# --- the classic cannot catch K·Qᵀ; the new classic-sized exercise catches everything -----------------------------
+
+
+def test_on_the_classic_k_q_transposed_and_weights_times_k_are_invisible():
+    sol = solve(resolve("single-head-3x4"))
+    # by hand: Q = K = V = [[1, 1], [2, 2], [2, 2]], so scores = Q·Kᵀ is symmetric and weights·K = weights·V
+    assert [[str(e) for e in row] for row in sol.step("q", 0).exact] == [["1", "1"], ["2", "2"], ["2", "2"]]
+    hidden = by_step(sol)
+    assert {"kq_transposed", "transposed"} <= set(hidden["scores", 0])
+    assert "kq_transposed" in hidden["weights", 0]
+    assert {"kq_transposed", "times_k"} <= set(hidden["head_output", 0])
+    assert "no_scaling" not in hidden["scaled", 0] and "softmax_columns" not in hidden["weights", 0]
+    assert uncaught(sol) == [("kq_transposed", (("scores", 0),)), ("times_k", (("head_output", 0),))]
+
+
+def _np_softmax(a: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_the_asymmetric_classic_tells_every_classic_mistake_apart():
+    ex = resolve("single-head-asym-3x4")
+    assert (ex.L, ex.d_model, ex.heads[0].d_k) == (3, 4, 2) and ex.heads[0].w_q != ex.heads[0].w_k
+    assert all(v.denominator == 1 for m in (ex.x, ex.heads[0].w_q, ex.heads[0].w_k, ex.heads[0].w_v, ex.w_o)
+               for row in m for v in row)
+    x = np.array([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]], float)
+    w_q = np.array([[0, 1], [0, 0], [0, 1], [1, 0]], float)
+    w_k = np.array([[1, 0], [0, 1], [0, 0], [0, 0]], float)
+    w_v = np.array([[1, 0], [0, 1], [0, 0], [1, 0]], float)
+    w_o = np.array([[1, 1], [0, 1]], float)
+    Q, K, V = x @ w_q, x @ w_k, x @ w_v
+    S = Q @ K.T
+    assert S.tolist() == [[0, 4, 2], [2, 0, 2], [1, 4, 3]]  # by hand: q_1 = (0, 2), k_2 = (0, 2): 4 ...
+    A = S / math.sqrt(2)
+    W = _np_softmax(A, -1)
+    right_out = W @ V @ w_o
+    # each classic mistake gives another matrix at the step where it is made
+    assert not np.allclose(K @ Q.T, S)                                   # K·Qᵀ
+    assert not np.allclose(_np_softmax(A, 0), W)                         # softmax down the columns
+    assert not np.allclose(S, A)                                         # no scaling
+    assert not np.allclose(S / math.sqrt(4), A)                          # √d_model
+    assert not np.allclose(W @ V @ w_o.T, right_out)                     # W_Oᵀ
+    assert not np.allclose(W @ K, W @ V)                                 # weights·K
+    assert len({tuple(r) for r in Q.tolist()}) == 3                      # no two identical Q rows
+    assert all(len(set(r)) > 1 for r in S.tolist())                      # no uniform weights row
+    sol = solve(ex)
+    assert invisible(sol, CORE) == [] and uncaught(sol) == []
+    assert notes(sol) == {}
+
+
+@pytest.mark.parametrize("exercise_id, expected", [
+    ("single-head-3x4", ["kq_transposed", "times_k"]),              # Q = K = V
+    ("single-head-asym-3x4", []),                                   # built to catch them all
+    ("single-head-dk4-2x4", ["kq_transposed", "scale_sqrt_d_model", "softmax_columns"]),  # W_Q = W_K = I, d_k = d_model
+    ("two-head-causal-3x4", ["kq_transposed", "w_o_transposed"]),   # W_Q = W_K per head, W_O = I
+    ("two-head-dk1-3x4", ["kq_transposed", "no_scaling"]),          # Q = K, d_k = 1
+    ("cross-attention-2x3", ["scale_sqrt_d_model"]),                # d_model = d_k = 2
+    ("padding-4x2", ["scale_sqrt_d_model"]),                        # d_model = d_k = 2
+    ("fully-masked-row-3x3", ["times_k"]),                          # W_K = W_V
+    ("two-head-fused-3x4", []),
+])
+def test_what_each_bundled_exercise_cannot_catch(exercise_id, expected):
+    assert [key for key, _ in uncaught(solve(resolve(exercise_id)))] == expected
+
+
+# --- exactly, not to float round-off -----------------------------------------------------------------------------
+
+
+SATURATED = """id: saturated
+title: scores so large that the weights are 0 and 1 in float64
+x: [[35, 0], [0, 35]]
+heads:
+  - w_q: [[1, 0], [0, 1]]
+    w_k: [[1, 0], [0, 1]]
+    w_v: [[1, 0], [0, 1]]
+"""
+
+
+def test_floats_that_agree_are_not_taken_for_equal_values():
+    """Scores 1225 on the diagonal and 0 elsewhere: exp(-1225/√2) and exp(-1225) both underflow to 0.0, so the
+    unscaled weights equal the right ones in float64 -- but not in exact arithmetic: the mistake shows."""
+    ex = parse_exercise(SATURATED, "saturated.yaml")
+    sol = solve(ex)
+    right = np.array(sol.step("weights", 0).value)
+    unscaled = replay(ex, Variant(scale="none")).values["weights", 0]
+    assert np.array_equal(right, unscaled) and right.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    assert math.exp(-1225 / math.sqrt(2)) == 0.0  # underflow, as float64 computes it
+    assert "no_scaling" not in by_step(sol)["weights", 0]
+    # while a K·Qᵀ on these symmetric scores is exactly invisible
+    assert "kq_transposed" in by_step(sol)["weights", 0]
+
+
+def test_values_equal_exactly_are_found_even_when_their_floats_are_computed_differently():
+    """On single-head-dk4-2x4 the scores are [[6, 4], [4, 6]]: a softmax down the columns gives exactly the
+    row-wise weights (a symmetric matrix with equal row sums), whatever order floats add them in."""
+    sol = solve(resolve("single-head-dk4-2x4"))
+    assert [[str(e) for e in row] for row in sol.step("scores", 0).exact] == [["6", "4"], ["4", "6"]]
+    found = [f for f in invisible(sol) if f.key == "softmax_columns" and f.step == ("weights", 0)]
+    assert found and found[0].exact
+
+
+def test_a_left_out_key_bias_cannot_change_the_weights():
+    """padding-4x2 has b_K = (0, 1): it adds q_i·b_K to every score of row i, a constant per row, which the
+    softmax removes -- so leaving b_K out changes K and the scores but never the weights."""
+    hidden = by_step(solve(resolve("padding-4x2")))
+    assert "no_b_k" not in hidden["k", 0] and "no_b_k" not in hidden["scores", 0]
+    assert "no_b_k" in hidden["weights", 0] and "no_b_k" in hidden["head_output", 0]
+
+
+# --- what a learner and an instructor read --------------------------------------------------------------------------
+
+
+def test_explain_notes_the_invisible_mistake_where_it_is_made_and_suggests_an_exercise(cli):
+    code, out, err = cli("explain", "single-head-3x4")
+    assert (code, err) == (0, "")
+    scores = out[out.index("4. Scores"):out.index("5. Scaled")]
+    assert "Note: On this exercise K·Qᵀ = Q·Kᵀ because Q = K" in scores
+    assert "Try `single-head-asym-3x4` to be tested on it." in scores.replace("\n   ", " ")
+    assert "Note:" not in cli("explain", "single-head-asym-3x4")[1]
+    assert "Note:" not in cli("explain", "single-head-3x4", "--format", "markdown", "--blank")[1]
+
+
+def test_json_lists_the_indistinguishable_misconceptions_per_step(cli):
+    code, out, _ = cli("explain", "single-head-3x4", "--format", "json")
+    steps = {s["id"]: s for s in json.loads(out)["steps"]}
+    assert code == 0
+    assert steps["q"]["indistinguishable"] == []
+    assert steps["scores"]["indistinguishable"] == ["kq_transposed", "transposed"]
+    assert steps["head_output"]["indistinguishable"] == ["kq_transposed", "times_k"]
+    keys = {m.key for m in MISCONCEPTIONS}
+    assert all(set(s["indistinguishable"]) <= keys for s in steps.values())
+    doc = json.loads(cli("explain", "single-head-asym-3x4", "--format", "json")[1])
+    assert all(not set(s["indistinguishable"]) & set(CORE) for s in doc["steps"])
+
+
+def test_validate_notes_what_an_exercise_cannot_catch_without_failing(cli, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text((EXERCISES / "single-head-3x4.yaml").read_text(encoding="utf-8").replace(
+        "id: single-head-3x4", "id: mine"), encoding="utf-8")
+    code, out, err = cli("validate", str(path))
+    assert code == 0 and err.endswith("problems: 0\n")
+    assert out.splitlines() == [
+        f"{path}: note: cannot catch K·Qᵀ instead of Q·Kᵀ at scores because Q = K: it gives the right values there "
+        "(give W_Q and W_K different columns, so that the scores are not symmetric)",
+        f"{path}: note: cannot catch weights·K instead of weights·V at head_1 (K = V): it gives the right values there "
+        "(give W_V other columns than W_K, so that V ≠ K)",
+    ]
+    assert cli("validate", "--no-notes", str(path))[1] == ""
+
+
+def _as_value(e):
+    """An entry of the exact engine (tutor.exact / exactnum) as an expoly Value, written here from its structure."""
+    from tutor.exactnum import Mix, MixSum, NegInf, Rat, Surd
+    from tutor.expoly import NEG_INF
+
+    if isinstance(e, NegInf):
+        return NEG_INF
+    if isinstance(e, Rat):
+        return Value.of(e.q)
+    if isinstance(e, Surd):
+        return Value.of(e.q, e.t)
+    if isinstance(e, Mix):
+        row = e.row
+        power = {j: Poly.exp(surds([(row.t, Fraction(row.nums[j], row.den))])) for j in row.live}
+        den = Poly()
+        num = Poly()
+        for j in row.live:
+            den = den + power[j]
+            num = num + power[j].scale(Fraction(e.cnums[j], e.cden))
+        return Value.ratio(num, den)
+    assert isinstance(e, MixSum)
+    total = Value.of(e.const)
+    for part in e.parts:
+        total = total + _as_value(part)
+    return total
+
+
+@pytest.mark.parametrize("exercise_id", sorted(ex.id for ex in bundled()))
+def test_the_exact_walk_is_the_exact_engine(exercise_id):
+    """Under no misconception, the exact walk gives, entry by entry, exactly the exact engine's values."""
+    from tutor.exactreplay import as_value
+    from tutor.expoly import NEG_INF
+
+    ex = resolve(exercise_id)
+    if ex.has_cache or ex.has_bias:  # format v2's cache and bias: no exact walk, said by NoExactForm
+        with pytest.raises(NoExactForm):
+            exact_replay(ex, RIGHT)
+        return
+    walked = exact_replay(ex, RIGHT)
+    for step in solve(ex).steps:
+        for row_a, row_b in zip(walked[step.key], step.exact):
+            for a, b in zip(row_a, row_b):
+                b = _as_value(b)
+                if a is NEG_INF or b is NEG_INF:
+                    assert a is b, (exercise_id, step.key)
+                else:
+                    assert as_value(a).equals(b) == (True, True), (exercise_id, step.key, str(b))

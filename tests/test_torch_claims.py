@@ -1,0 +1,272 @@
+"""Every sentence about PyTorch that a learner reads, checked against torch 2.13 itself (issue 10, section 1).
+
+Each test runs the API and setting a sentence names and asserts what the
+sentence claims, then that the sentence (from the message catalogue, as
+printed) states that claim -- so a test fails if torch changes or if the
+sentence goes back to a coarser one.  torch is a test oracle only
+(``require_torch`` as in tests/test_torch_parity.py).  The PyTorch spelling of
+each mask is :func:`tutor.numeric.pytorch_masks`'s (issue 10, section 2),
+run in torch in tests/test_torch_parity.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tutor.catalog import resolve
+from tutor.exercise.record import causal
+from tutor.messages import t
+from tutor.numeric.trace import merge_copies, production_view
+from tutor.steps import KINDS, solve, torch_empty_row
+
+from .conftest import EXERCISES
+from .test_torch_parity import require_torch
+
+torch = require_torch()
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+BUNDLED = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
+f64 = torch.float64
+
+
+def T(m) -> torch.Tensor:
+    return torch.tensor([[float(v) for v in row] for row in m], dtype=f64)
+
+
+# --- a query row that may attend to no key -------------------------------------------------
+
+
+def _mha(batch_first: bool = True) -> nn.MultiheadAttention:
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(4, 2, batch_first=batch_first, dtype=f64)
+    with torch.no_grad():
+        mha.out_proj.bias.copy_(torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=f64))
+    return mha
+
+
+def _x(batch_first: bool = True) -> torch.Tensor:
+    x = torch.randn(1, 3, 4, dtype=f64, generator=torch.Generator().manual_seed(1))
+    return x if batch_first else x.transpose(0, 1)
+
+
+BLOCK_LAST_ROW = torch.tensor([[False] * 3, [False] * 3, [True] * 3])  # nn.MultiheadAttention: True = blocked
+
+
+def test_sdpa_returns_no_weights_and_a_zero_row():
+    q, k, v = (torch.randn(1, 1, 3, 2, dtype=f64) for _ in range(3))
+    keep = ~BLOCK_LAST_ROW  # SDPA: True = may attend
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    assert isinstance(out, torch.Tensor)  # the output alone: no weights
+    assert torch.equal(out[0, 0, 2], torch.zeros(2, dtype=f64))
+    assert t("torch.empty_row.sdpa") in torch_empty_row()
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_mha_gives_nan_with_need_weights_true_its_default(training):
+    mha = _mha().train(training)
+    x = _x()
+    out, w = mha(x, x, x, attn_mask=BLOCK_LAST_ROW)  # need_weights left at its default
+    assert torch.isnan(out[0, 2]).all() and torch.isnan(w[0, 2]).all()
+    assert not torch.isnan(out[0, :2]).any()
+    assert t("torch.empty_row.mha_nan") in torch_empty_row()
+
+
+def test_mha_gives_nan_on_its_fast_path_and_out_proj_bias_off_it():
+    x = _x()
+    with torch.no_grad():  # eval(), no gradients, batch_first=True, even num_heads, query is key is value
+        out, _ = _mha().eval()(x, x, x, attn_mask=BLOCK_LAST_ROW, need_weights=False)
+    assert torch.isnan(out[0, 2]).all()
+    mha = _mha(batch_first=False).eval()  # the same, but batch_first=False: off the fast path
+    xs = _x(batch_first=False)
+    with torch.no_grad():
+        out, _ = mha(xs, xs, xs, attn_mask=BLOCK_LAST_ROW, need_weights=False)
+    assert torch.equal(out[2, 0], mha.out_proj.bias)
+    sentence = torch_empty_row()
+    assert t("torch.empty_row.mha_fast") in sentence
+    for condition in ("eval()", "torch.no_grad()", "batch_first=True", "even num_heads"):
+        assert condition in t("torch.empty_row.mha_fast")
+
+
+def test_the_fast_path_conditions_the_sentence_names():
+    """Frozen parameters take the fast path without torch.no_grad(); a float mask, bias=False or key
+    not the same tensor as query leave it (the row is then out_proj.bias, or 0 with no bias)."""
+    x = _x()
+    mha = _mha().eval()
+    for p in mha.parameters():
+        p.requires_grad_(False)
+    out, _ = mha(x, x, x, attn_mask=BLOCK_LAST_ROW, need_weights=False)  # gradient mode on, nothing to track
+    assert torch.isnan(out[0, 2]).all()
+    additive = torch.zeros(3, 3, dtype=f64).masked_fill(BLOCK_LAST_ROW, -math.inf)
+    with torch.no_grad():
+        mha = _mha().eval()
+        out, _ = mha(x, x, x, attn_mask=additive, need_weights=False)  # a float mask: off the fast path
+        assert torch.equal(out[0, 2], mha.out_proj.bias)
+        out, _ = mha(x, x.clone(), x.clone(), attn_mask=BLOCK_LAST_ROW, need_weights=False)
+        assert torch.equal(out[0, 2], mha.out_proj.bias)
+        torch.manual_seed(0)
+        plain = nn.MultiheadAttention(4, 2, batch_first=True, dtype=f64, bias=False).eval()
+        out, _ = plain(x, x, x, attn_mask=BLOCK_LAST_ROW, need_weights=False)
+        assert torch.equal(out[0, 2], torch.zeros(4, dtype=f64))  # no in_proj_bias: off the fast path, no bias
+    fast, off = t("torch.empty_row.mha_fast"), t("torch.empty_row.mha_bias")
+    for condition in ("every parameter frozen", "bool masks, not float ones", "bias=True", "among them"):
+        assert condition in fast
+    assert "float mask" in off and "0 with bias=False" in off
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_mha_row_is_out_proj_bias_with_need_weights_false_and_gradients(training):
+    mha = _mha().train(training)
+    x = _x()
+    out, w = mha(x, x, x, attn_mask=BLOCK_LAST_ROW, need_weights=False)  # gradients on
+    assert w is None
+    assert torch.equal(out[0, 2], mha.out_proj.bias)
+    assert t("torch.empty_row.mha_bias") in torch_empty_row()
+    assert "out_proj.bias" in t("torch.empty_row.mha_bias") and "need_weights=False" in t("torch.empty_row.mha_bias")
+
+
+def test_every_sentence_on_such_a_row_gives_the_setting_of_each_outcome(cli):
+    """The masked step and `check`'s NaN note both carry the per-API facts, never a bare "MHA gives NaN"."""
+    _, out, _ = cli("explain", "fully-masked-row-3x3", "--format", "json")
+    doc = json.loads(out)
+    why = {s["id"]: " ".join(s["why"]) for s in doc["steps"]}
+    assert torch_empty_row() in why["masked"]
+    assert torch_empty_row() in t("check.nan.empty_row.one", step="weights", rows="t3", torch=torch_empty_row())
+
+
+# --- causal alignment ------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:Lower right causal bias")
+@pytest.mark.parametrize(("L", "L_k"), [(2, 4), (3, 3), (4, 2)])
+def test_causal_is_is_causal_top_left_and_a_decode_needs_bottom_right(L, L_k):
+    from torch.nn.attention.bias import causal_lower_right
+
+    q, k = torch.randn(1, 1, L, 3, dtype=f64), torch.randn(1, 1, L_k, 3, dtype=f64)
+    eye = torch.eye(L_k, dtype=f64)[None, None]  # v = I: the output is the weights
+    w = F.scaled_dot_product_attention(q, k, eye, is_causal=True)[0, 0]
+    ours = torch.tensor(causal(L, L_k))
+    if L <= L_k:
+        assert torch.equal(w > 0, ours)  # top-left: query i sees keys j <= i
+    shift = L_k - L
+    bottom_right = torch.tensor([[j <= i + shift for j in range(L_k)] for i in range(L)])
+    assert torch.equal(causal_lower_right(L, L_k)._materialize(), bottom_right)
+    ex = replace(resolve("cross-attention-2x3"), mask_kind="causal", mask=causal(2, 3))
+    _, notes = production_view(ex)
+    assert t("explain.causal.offset", L=2, L_k=3, shift=1) in notes
+    assert "causal_lower_right" in t("explain.causal.offset", L=2, L_k=3, shift=1)
+    assert "j ≤ i + 1" in t("explain.causal.offset", L=2, L_k=3, shift=1)
+
+
+def test_causal_alignment_is_said_only_where_it_matters():
+    for name in BUNDLED:
+        ex = resolve(name)
+        _, notes = production_view(ex)
+        offset = ex.mask_kind == "causal" and ex.L != ex.L_k
+        assert any("causal_lower_right" in n for n in notes) == offset, name
+
+
+# --- where the scale is applied ------------------------------------------------------------------
+
+
+def _muls(graph) -> list[tuple[str, float]]:
+    """``(argument name, constant)`` of every multiplication by a number in a traced graph."""
+    out = []
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and "mul" in str(node.target) and isinstance(node.args[1], float):
+            out.append((str(node.args[0]), node.args[1]))
+    return out
+
+
+def test_sdpa_math_path_scales_q_and_k_and_mha_with_weights_scales_q():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    d_k = 4
+    q, k, v = (torch.randn(1, 1, 3, d_k) for _ in range(3))
+    g = make_fx(lambda q, k, v: torch.ops.aten._scaled_dot_product_attention_math(q, k, v))(q, k, v)
+    muls = _muls(g)
+    assert len(muls) == 2 and all(math.isclose(c, d_k ** -0.25) for _, c in muls)  # q and kᵀ, d_k^(-1/4) each
+    assert {"q_1", "transpose"} == {name for name, _ in muls}
+    assert any("_safe_softmax" in str(n.target) for n in g.graph.nodes)  # a row of -inf gives 0, not NaN
+    mha = nn.MultiheadAttention(d_k, 1, batch_first=True, bias=False)
+    x = torch.randn(1, 3, d_k)
+    g = make_fx(lambda x: mha(x, x, x, need_weights=True)[0])(x)
+    muls = _muls(g)
+    assert len(muls) == 1 and math.isclose(muls[0][1], d_k ** -0.5)  # q alone, d_k^(-1/2)
+    note = t("trace.scores")
+    assert "d_k^(-1/4) each" in note and "multiplies q by d_k^(-1/2)" in note
+    assert "Mathematically the scores are divided by √d_k" in note
+
+
+# --- merging the heads: a view or a copy ----------------------------------------------------------
+
+
+def test_merging_the_heads_copies_only_with_several_heads_tokens_and_columns():
+    for B, H, L, d in itertools.product([1, 2, 3], repeat=4):
+        c = torch.randn(B, H, L, d)
+        m = c.transpose(1, 2).reshape(B, L, H * d)
+        a = np.random.default_rng(0).random((B, H, L, d))
+        view_np = np.shares_memory(a, a.transpose(0, 2, 1, 3).reshape(B, L, H * d))
+        view_torch = m.data_ptr() == c.data_ptr() and m._base is c
+        assert view_np == view_torch == (not merge_copies(H, L, d)), (B, H, L, d)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_the_merge_note_says_what_reshape_does_on_the_exercise(name):
+    ex = resolve(name)
+    steps, _ = production_view(ex)
+    merge = next(s for s in steps if s.name == "merge")
+    _, H, L, d_v = 1, ex.num_heads, ex.L, ex.heads[0].d_v
+    c = torch.randn(1, H, L, d_v)
+    is_view = c.transpose(1, 2).reshape(1, L, H * d_v).data_ptr() == c.data_ptr()
+    assert merge.key == ("trace.merge.view" if is_view else "trace.merge.copy")
+    assert ("a view here" in merge.note) == is_view and ("a copy here" in merge.note) == (not is_view)
+
+
+# --- W_O is linear; the layer is not -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in BUNDLED if resolve(n).w_o is not None])
+def test_the_layer_is_not_linear_in_x_though_w_o_is(name):
+    ex = resolve(name)
+
+    def layer(scale: float) -> torch.Tensor:
+        x = T(ex.x) * scale
+        kv = (T(ex.x_kv) if ex.x_kv is not None else T(ex.x)) * scale
+        heads = []
+        for hd in ex.heads:
+            proj = [inp @ T(w) + (torch.tensor([float(v) for v in b], dtype=f64) if b is not None else 0)
+                    for inp, w, b in ((x, hd.w_q, hd.b_q), (kv, hd.w_k, hd.b_k), (kv, hd.w_v, hd.b_v))]
+            mask = torch.tensor(ex.allowed(), dtype=torch.bool) if ex.has_mask else None
+            heads.append(F.scaled_dot_product_attention(*(p[None, None] for p in proj), attn_mask=mask)[0, 0])
+        return torch.cat(heads, -1) @ T(ex.w_o)
+
+    assert not torch.allclose(layer(2.0), 2 * layer(1.0))  # attention(2X) ≠ 2·attention(X)
+    c = torch.randn(ex.L, len(ex.w_o), dtype=f64)
+    assert torch.allclose((2 * c) @ T(ex.w_o), 2 * (c @ T(ex.w_o)))  # W_O itself is linear
+    why = " ".join(KINDS["output"].why(solve(ex).step("output", None), ex))
+    assert "not linear in X" in why and "attention(2X)" in why and "no non-linearity" not in why
+
+
+# --- exact values ----------------------------------------------------------------------------------
+
+
+def test_two_output_entries_of_the_fused_exercise_are_exactly_three_halves():
+    sol = solve(resolve("two-head-fused-3x4"))
+    out = sol.step("output", None)
+    assert [str(e) for e in out.exact[2][:2]] == ["3/2", "3/2"]
+    ex = resolve("two-head-fused-3x4")
+    x = T(ex.x)
+    heads = []
+    for hd in ex.heads:
+        q, k, v = (x @ T(w) + (torch.tensor([float(c) for c in b], dtype=f64) if b is not None else 0)
+                   for w, b in ((hd.w_q, hd.b_q), (hd.w_k, hd.b_k), (hd.w_v, hd.b_v)))
+        heads.append(F.scaled_dot_product_attention(q[None], k[None], v[None])[0])
+    o = torch.cat(heads, -1) @ T(ex.w_o) + torch.tensor([float(c) for c in ex.b_o], dtype=f64)
+    assert abs(float(o[2, 0]) - 1.5) < 1e-15 and abs(float(o[2, 1]) - 1.5) < 1e-15
