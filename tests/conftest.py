@@ -30,6 +30,16 @@ REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"
 
 
+def _v1_bundled() -> list[str]:
+    """The bundled exercises of format v1 (no grouped K/V heads, cache or bias): what the backward pass is built for."""
+    from tutor.catalog import resolve
+
+    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2]
+
+
+V1_BUNDLED = _v1_bundled()
+
+
 @pytest.fixture(autouse=True)
 def _pinned_env(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTN_TUTOR_HOME", str(tmp_path / "home"))

@@ -13,7 +13,7 @@ from tutor.answers.grading import judge
 from tutor.catalog import resolve
 from tutor.steps import solve
 
-from .conftest import EXERCISES
+from .conftest import EXERCISES, V1_BUNDLED
 from .test_backward_torch import torch_grads
 from .test_torch_parity import require_torch
 
@@ -102,7 +102,7 @@ def test_a_negative_irrational_value_is_judged_with_its_sign():
     assert not judge(parse_entry("0.1933"), e).right
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in EXERCISES.glob("*.yaml")))
+@pytest.mark.parametrize("name", V1_BUNDLED)
 def test_explain_backward_runs_and_its_json_holds_every_gradient(cli, name):
     code, out, err = cli("explain", name, "--backward", "--format", "json")
     assert code == 0, err
@@ -110,3 +110,37 @@ def test_explain_backward_runs_and_its_json_holds_every_gradient(cli, name):
     assert {"d_output", "d_scaled", "d_q", "d_k", "d_v", "d_x"} <= ids
     code, out, err = cli("explain", name, "--backward", env={"PYTHONIOENCODING": "ascii"})
     assert code == 0, err
+
+
+V2_BUNDLED = sorted(set(p.stem for p in EXERCISES.glob("*.yaml")) - set(V1_BUNDLED))
+
+
+def test_the_v2_exercises_the_backward_pass_refuses():
+    # causal + left padding (issue 12's sixth) is format v1's mask and padding: the backward pass takes it
+    assert V2_BUNDLED == ["alibi-causal-3x2", "decode-one-token-cache-3", "decode-two-tokens-alignment",
+                          "gqa-four-heads-2x4", "mqa-two-heads-3x4"]
+
+
+@pytest.mark.parametrize("name", V2_BUNDLED)
+def test_the_backward_pass_of_a_v2_exercise_is_refused_in_one_line(cli, name, tmp_path):
+    """Grouped K/V heads, a cache or a bias: not built yet, so refused (exit 2), never computed wrong."""
+    for args in (["explain", name, "--backward"], ["practice", name, "--backward"]):
+        code, out, err = cli(*args, input="quit\n")
+        assert code == 2 and out == "", args
+        assert err.startswith("error: the backward pass is built for exercises without grouped K/V heads, a KV cache "
+                              f"or an additive bias; {name} has "), err
+        assert len(err.splitlines()) <= 2  # the error, and perhaps a 'try' line
+    sol = tmp_path / "s.yaml"
+    sol.write_text(f"exercise: {name}\nd_output: [[1]]\n")
+    code, _, err = cli("check", str(sol))
+    assert code == 2 and "the backward pass is built for exercises without" in err
+
+
+def test_the_tiled_walk_of_biased_scores_is_refused_in_one_line(cli):
+    """ALiBi's exponents are u·√2 + r: the online-softmax walk is built for multiples of one surd, so it refuses."""
+    code, out, err = cli("explain", "alibi-causal-3x2", "--tiled")
+    assert code == 2 and out == ""
+    assert err.splitlines()[0] == ("error: --tiled is built for scores without an additive bias; alibi-causal-3x2 has "
+                                   "one (its exponents are not multiples of one square root)")
+    code, out, _ = cli("explain", "decode-one-token-cache-3", "--tiled")  # a cache and grouped heads: the walk runs
+    assert code == 0 and "o is the plain softmax's row" in out

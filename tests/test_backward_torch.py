@@ -20,7 +20,7 @@ from tutor.catalog import resolve
 from tutor.numeric.backward import layer_backward, scaled_dot_product_attention_backward
 from tutor.steps import solve
 
-from .conftest import EXERCISES
+from .conftest import EXERCISES, V1_BUNDLED
 from .test_torch_parity import require_torch
 
 torch = require_torch()
@@ -102,7 +102,7 @@ def torch_grads(ex, upstream=None) -> dict[tuple[str, int | None], np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", V1_BUNDLED)
 def test_every_backward_step_matches_torch_autograd(name):
     ex = resolve(name)
     sol = solve(ex, backward=True)
@@ -113,7 +113,7 @@ def test_every_backward_step_matches_torch_autograd(name):
         np.testing.assert_allclose(np.array(s.value), want[s.key], rtol=TOL, atol=TOL, err_msg=f"{name} {s.key}")
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", V1_BUNDLED)
 def test_the_numpy_backward_matches_torch_autograd(name):
     ex = resolve(name)
     g = layer_backward(ex)

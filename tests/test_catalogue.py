@@ -22,8 +22,11 @@ from tutor.numeric import production, replay
 from tutor.steps import CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
 from tutor.steps import replay as walk
 
+from .conftest import V1_BUNDLED
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "tutor"
+
 BUNDLED = sorted(p.stem for p in (REPO / "exercises").glob("*.yaml"))
 
 
@@ -46,7 +49,8 @@ def test_steps_an_exercise_may_lack_say_why_in_a_solution_file():
 
 
 def test_the_order_is_the_contract_order():
-    forward = ("q", "k", "v", "scores", "scaled", "masked", "weights", "head_output", "concat", "output")
+    forward = ("q", "k_new", "v_new", "k", "v", "scores", "scaled", "biased", "masked", "weights", "head_output",
+               "concat", "output")  # k_new, v_new, biased: format v2
     backward = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_v", "d_q", "d_k",
                 "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")  # the contract's v2 section
     assert STEP_IDS == forward + backward
@@ -67,7 +71,7 @@ def test_solve_gives_the_steps_of_keys_in_order_and_the_graph_is_closed(name):
     assert downstream(ex, [keys(ex)[0]])[0] == keys(ex)[0]
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", V1_BUNDLED)
 def test_with_the_backward_pass_the_graph_is_closed_and_the_walks_agree(name):
     ex = resolve(name)
     sol = solve(ex, backward=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tutor.catalog import bundled, resolve
+from tutor.errors import ShapeError
 from tutor.exactnum import Rat
 from tutor.exercise import load_exercise, validate_text
 from tutor.generate import LEVELS, Spec, fresh, generate, like, shape_of
@@ -69,6 +70,10 @@ def load_exercise_text(text: str):
 @pytest.mark.parametrize("exercise_id", sorted(ex.id for ex in bundled()))
 def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
     original = resolve(exercise_id)
+    if original.is_v2:  # grouped K/V heads, a cache, a bias: no fresh numbers (format v2 is written by new's options)
+        with pytest.raises(ShapeError, match="uses format v2"):
+            like(original, 0)
+        return
     for seed in range(6):
         v = validate_text(like(original, seed), "fresh.yaml")
         assert v.ok and v.warnings == (), v.problems
@@ -205,3 +210,13 @@ def test_new_notes_what_the_shape_cannot_catch(cli):
     assert code == 0
     assert err == ("<new>: note: cannot catch dividing by √d_model instead of √d_k at scaled (d_model = d_k): "
                    "it gives the right values there (use a d_k other than d_model)\n")
+
+
+@pytest.mark.parametrize("argv", [("new", "--like", "mqa-two-heads-3x4", "--seed", "1"),
+                                  ("practice", "decode-one-token-cache-3", "--fresh", "--seed", "1")])
+def test_fresh_numbers_of_a_v2_exercise_are_refused_in_one_line(cli, argv):
+    """new --like and practice --fresh draw a v1 shape: on a v2 exercise they say so (exit 2), never
+    writing or practising a v1 exercise under the v2 one's id."""
+    code, out, err = cli(*argv, input="")
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and "uses format v2" in err and "Traceback" not in err

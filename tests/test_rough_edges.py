@@ -69,7 +69,7 @@ def test_help_shows_no_bool_on_flags_and_the_whole_steps_list(cli):
         assert code == 0 and "<bool>" not in out, command
     code, out, _ = cli("practice", "--help", env={"COLUMNS": "80"})
     text = " ".join(out.replace("│", " ").split())
-    assert "q, k, v, scores, scaled, masked, weights, head_output, concat, output." in text
+    assert "q, k_new, v_new, k, v, scores, scaled, biased, masked, weights, head_output, concat, output." in text
     assert "…" not in out
 
 
@@ -128,12 +128,15 @@ def test_a_near_miss_exercise_id_gets_a_suggestion(cli):
 
 
 LEARNING_ORDER = ["single-head-3x4", "single-head-dk4-2x4", "single-head-asym-3x4", "padding-4x2", "two-head-dk1-3x4",
-                  "fully-masked-row-3x3", "two-head-causal-3x4", "two-head-fused-3x4", "cross-attention-2x3"]
+                  "fully-masked-row-3x3", "causal-left-padding-4x2", "two-head-causal-3x4", "two-head-fused-3x4",
+                  "cross-attention-2x3", "gqa-four-heads-2x4", "mqa-two-heads-3x4",  # format v2 from here
+                  "decode-one-token-cache-3", "decode-two-tokens-alignment", "alibi-causal-3x2"]
 
 
 def test_list_is_in_learning_order_with_done_and_pending(cli):
-    """By difficulty (1, 1, 1, 2, 2, 3, 3, 3, 3), then by the most advanced concept of the tags
-    (basics < scaling < output-projection; padding < per-head-form; mask < output-projection < cross-attention)."""
+    """By difficulty (1, 1, 1, 2, 2, 3, ..., 4), then by the most advanced concept of the tags
+    (basics < scaling < output-projection; padding < per-head-form; mask < output-projection < cross-attention
+    < grouped-kv < kv-cache), then by id."""
     code, out, _ = cli("list", "--format", "json")
     rows = json.loads(out)
     assert [r["id"] for r in rows if r["source"] == "bundled"][:len(LEARNING_ORDER)] == LEARNING_ORDER

@@ -347,7 +347,7 @@ DOCS = REPO / "docs"
 def test_exercise_examples_in_the_format_doc_are_valid():
     blocks = re.findall(r"```yaml\n(.*?)```", (DOCS / "exercise-format.md").read_text(encoding="utf-8"), flags=re.S)
     examples = [b for b in blocks if b.startswith("id: ")]
-    assert len(examples) == 3
+    assert len(examples) == 8  # v1: 3; v2: one per feature (MQA, GQA, a decode step, causal + padding, ALiBi)
     for block in examples:
         v = validate_text(block, "exercise-format.md")
         assert v.ok and v.warnings == (), [str(p) for p in v.problems]

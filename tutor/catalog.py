@@ -394,7 +394,8 @@ def _within(path: Path, root: Path) -> bool:
 #: The order concepts are learnt in, by the tags that name them (README "Exercises"): an exercise
 #: comes after the exercises of its difficulty whose most advanced concept is earlier than its own.
 LEARNING_ORDER = ("basics", "scaling", "mask", "padding", "causal", "multi-head", "per-head-form", "fused-form",
-                  "bias", "output-projection", "cross-attention")
+                  "bias", "output-projection", "cross-attention",
+                  "grouped-kv", "kv-cache", "causal-alignment", "position-bias")  # format v2 (issue 12)
 
 
 def learning_key(ex: Exercise) -> tuple[int, int, str]:

@@ -273,10 +273,22 @@ def _varied(v: Variant, *needs: str) -> Recompute:
     return run
 
 
+#: What a misconception of format v2 needs (issue 12): grouped K/V heads, a cache, a decode step's mask, a bias.
+_V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
+    "grouped": lambda ex: ex.grouped,
+    "cache": lambda ex: ex.has_cache,
+    "lower_right": lambda ex: ex.mask_kind == "causal_lower_right" and ex.L != ex.L_k,
+    "bias": lambda ex: ex.has_bias,
+    "alibi": lambda ex: ex.alibi,
+}
+
+
 def needs_met(sol: Solution, needs: Sequence[str]) -> bool:
     """Whether the exercise of ``sol`` has what a misconception ``needs`` to apply: ``"mask"``,
     ``"padding"``, ``"heads"`` (more than one), ``"empty_row"`` (a query row that may attend to no
-    key), ``"square_w_o"`` (a W_O with as many rows as columns), or a bias field (``"b_q"``...)."""
+    key), ``"square_w_o"`` (a W_O with as many rows as columns), a bias field (``"b_q"``...), or
+    a part of format v2 (:data:`_V2_NEEDS`: ``"grouped"``, ``"cache"``, ``"lower_right"``, ``"bias"``,
+    ``"alibi"``)."""
     ex = sol.exercise
     for need in needs:
         if need == "mask" and not ex.has_mask:
@@ -292,6 +304,8 @@ def needs_met(sol: Solution, needs: Sequence[str]) -> bool:
         if need == "b_o" and ex.b_o is None:
             return False
         if need in ("b_q", "b_k", "b_v") and all(getattr(hd, need) is None for hd in ex.heads):
+            return False
+        if need in _V2_NEEDS and not _V2_NEEDS[need](ex):
             return False
     return True
 
@@ -498,6 +512,12 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("d_k_not_transposed", Variant(d_k_transposed=False)),
     _m("masked_grad_leak", Variant(masked_grad="leak"), "mask"),
     _m("bias_grad_mean", Variant(bias_grad="mean")),
+    # format v2 (issue 12)
+    _m("kv_tile_order", Variant(kv_order="tile"), "grouped"),
+    _m("decode_top_left", Variant(mask="top_left"), "lower_right"),
+    _m("cache_reprojected", Variant(cache="reprojected"), "cache"),
+    _m("bias_after_softmax", Variant(bias="after_softmax"), "bias"),
+    _m("alibi_sign", Variant(bias="negated"), "alibi"),
     _special("transposed", _ALL, _transposed),
     # mistakes from published tutorials, notebooks and issues (issue 10)
     _judged("mask_large_negative", ("masked",), _large_fill),
@@ -523,7 +543,8 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
             "rows": rows, "cols": cols, "places": 2, "L_k": ex.L_k, "empty_rows": empty,
-            "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else ""}
+            "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else "",
+            "ratio": ex.num_heads // ex.num_kv_heads, "offset": ex.L_k - ex.L}
 
 
 # --- a single slipped entry ---------------------------------------------------------------

@@ -24,7 +24,7 @@ from fractions import Fraction
 from math import lcm
 
 from .errors import ShapeError
-from .exactnum import NEG_INF, Exact, Rat, SoftmaxRow, mix, mix_sum, square_free, surd
+from .exactnum import NEG_INF, Exact, Rat, SoftmaxRow, mix, mix_sum, square_free, surd, surd_plus
 from .exercise.record import BoolMatrix, Matrix, Vector
 
 ExactMatrix = tuple[tuple[Exact, ...], ...]
@@ -107,21 +107,51 @@ def scores(Q: QMat, K: QMat) -> QMat:
 class Scaled:
     """``scores / √d_k = U·√t`` with ``d_k = s²·t`` (``t`` square-free), so ``U = scores/(s·t)`` is rational.
 
-    ``root`` is ``(s, t)``: ``√d_k = s·√t``.
+    ``root`` is ``(s, t)``: ``√d_k = s·√t``.  With an additive bias (:func:`biased`) ``B`` holds it
+    (rational, ``[L, L_k]``) and the entries are ``U·√t + B``; when ``t = 1`` the bias is folded into ``U``.
     """
 
     U: QMat
     s: int
     t: int
+    B: QMat | None = None
 
     def exact(self) -> ExactMatrix:
-        return tuple(tuple(surd(u, self.t) for u in row) for row in self.U.fractions())
+        if self.B is None:
+            return tuple(tuple(surd(u, self.t) for u in row) for row in self.U.fractions())
+        return tuple(tuple(surd_plus(u, self.t, b) for u, b in zip(ru, rb))
+                     for ru, rb in zip(self.U.fractions(), self.B.fractions()))
 
 
 def scale(S: QMat, d_k: int) -> Scaled:
     """``scores / √d_k`` (Vaswani et al. 2017, eq. 1), kept exact: ``[L, L_k]``."""
     s, t = square_free(d_k)
     return Scaled(S.over(s * t), s, t)
+
+
+def biased(sc: Scaled, bias: Matrix) -> Scaled:
+    """``scaled + bias`` (an additive attention bias, ALiBi's or a float ``attn_mask``): ``[L, L_k]``, exact.
+
+    With ``t = 1`` (``d_k`` a perfect square) the sum is rational and folded into ``U``;
+    otherwise it is kept as ``U·√t + B``.  Raises :class:`ShapeError` when the shapes differ.
+    """
+    B = QMat.of(bias)
+    if B.shape != sc.U.shape:
+        raise ShapeError(f"bias [{B.shape[0]}×{B.shape[1]}] differs from the scores [{sc.U.shape[0]}×{sc.U.shape[1]}]")
+    if sc.t != 1:
+        return Scaled(sc.U, sc.s, sc.t, B)
+    den = lcm(sc.U.den, B.den)
+    k, kb = den // sc.U.den, den // B.den
+    return Scaled(QMat(tuple(tuple(u * k + b * kb for u, b in zip(ru, rb)) for ru, rb in zip(sc.U.num, B.num)), den),
+                  sc.s, sc.t)
+
+
+def append(past: Matrix, new: QMat) -> QMat:
+    """``[past; new]``: the cached rows ``[L_past, d]`` with the new rows ``[L, d]`` below (a KV-cache append)."""
+    P = QMat.of(past)
+    den = lcm(P.den, new.den)
+    k, kn = den // P.den, den // new.den
+    return QMat(tuple(tuple(x * k for x in row) for row in P.num) + tuple(tuple(x * kn for x in row) for row in new.num), den)
 
 
 Exponents = tuple[tuple[int | None, ...], ...]
@@ -141,11 +171,17 @@ def mask(scaled: Scaled, allowed: BoolMatrix | None) -> Exponents:
 def masked_exact(live: Exponents, scaled: Scaled) -> ExactMatrix:
     """The masked scores: ``-inf`` where blocked, the scaled score elsewhere."""
     den, t = scaled.U.den, scaled.t
+    if scaled.B is not None:
+        B = scaled.B
+        return tuple(tuple(NEG_INF if u is None else surd_plus(Fraction(u, den), t, Fraction(B.num[i][j], B.den))
+                           for j, u in enumerate(row)) for i, row in enumerate(live))
     return tuple(tuple(NEG_INF if u is None else surd(Fraction(u, den), t) for u in row) for row in live)
 
 
 def softmax_rows(live: Exponents, scaled: Scaled) -> tuple[SoftmaxRow, ...]:
-    """One structured softmax per query row (the exponents ``a_j = (n_j/den)·√t``)."""
+    """One structured softmax per query row (the exponents ``a_j = (n_j/den)·√t``, plus ``B_ij`` with a bias)."""
+    if scaled.B is not None:
+        return tuple(SoftmaxRow(r, scaled.U.den, scaled.t, scaled.B.num[i], scaled.B.den) for i, r in enumerate(live))
     return tuple(SoftmaxRow(r, scaled.U.den, scaled.t) for r in live)
 
 

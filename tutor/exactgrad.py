@@ -39,18 +39,31 @@ Numer = dict[int, Fraction]  # exponent numerator (over row.den, times √row.t)
 _MAX_DIVISION_STEPS = 256
 
 
+def _groups(row: SoftmaxRow) -> dict[int, tuple[int, ...]]:
+    """A row's exponent groups by their integer key: the backward pass is built for rows without an
+    additive bias (format v1), whose exponent keys are integers (``a_j = n_j/den·sqrt t``)."""
+    assert row.bias is None, "the backward pass takes rows without a bias"
+    return row.groups  # type: ignore[return-value]
+
+
+def _top(row: SoftmaxRow) -> int:
+    """A bias-free row's largest exponent key (see :func:`_groups`)."""
+    assert row.bias is None and isinstance(row.top, int)
+    return row.top
+
+
 def _z2(row: SoftmaxRow) -> Numer:
     """``Z²`` of a row as a numerator: ``Σ_{j,k} exp(a_j + a_k)``."""
     out: Numer = {}
-    for e1, g1 in row.groups.items():
-        for e2, g2 in row.groups.items():
+    for e1, g1 in _groups(row).items():
+        for e2, g2 in _groups(row).items():
             out[e1 + e2] = out.get(e1 + e2, Fraction(0)) + len(g1) * len(g2)
     return out
 
 
 def _divide(n: Numer, row: SoftmaxRow) -> Numer | None:
     """``n / Z`` when ``Z = Σ_j exp(a_j)`` divides ``n`` exactly (a sparse long division), else ``None``."""
-    z = {e: len(g) for e, g in row.groups.items()}
+    z = {e: len(g) for e, g in _groups(row).items()}
     if not z or not n:
         return None if n else {}
     ztop, zlow = max(z), min(z)
@@ -85,7 +98,7 @@ class Part:
         """Each term divided by ``exp(deg·max a)``, as floats (no overflow)."""
         row = self.row
         r = math.sqrt(row.t)
-        return [float(c) * math.exp((e - self.deg * row.top) / row.den * r) for e, c in self.numer]
+        return [float(c) * math.exp((e - self.deg * _top(row)) / row.den * r) for e, c in self.numer]
 
     def value(self) -> float:
         return math.sqrt(self.root) * math.fsum(self.shifted_terms()) / self.row.z ** self.deg
@@ -96,15 +109,15 @@ class Part:
         row = self.row
         with mpmath.workdps(digits):
             r = mpmath.sqrt(row.t) / row.den
-            z = mpmath.fsum(mpmath.exp((row.nums[j] - row.top) * r) for j in row.live)  # type: ignore[operator]
-            num = mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator * mpmath.exp((e - self.deg * row.top) * r)
+            z = mpmath.fsum(mpmath.exp((row.nums[j] - _top(row)) * r) for j in row.live)  # type: ignore[operator]
+            num = mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator * mpmath.exp((e - self.deg * _top(row)) * r)
                               for e, c in self.numer)
             return mpmath.sqrt(self.root) * num / z ** self.deg
 
     def text(self) -> str:
         """``-4*exp(sqrt(2))/(1 + 2*exp(sqrt(2)))^2``: numerator and ``Z^deg`` divided by ``exp(deg·min a)``."""
         row = self.row
-        ref = min(row.groups)
+        ref = min(_groups(row))
         _, _, den_text = row._layout(ref)
         k = math.lcm(*(c.denominator for _, c in self.numer))
         terms = [row.term(int(c * k), e - self.deg * ref) for e, c in self.numer]
@@ -212,7 +225,7 @@ class GradSum:
             return self
         n = self._numer(row, root)
         a = row.nums[j]
-        for e, g in row.groups.items():
+        for e, g in _groups(row).items():
             n[a + e] = n.get(a + e, Fraction(0)) + c * len(g)  # type: ignore[operator]
         return self
 

@@ -69,7 +69,12 @@ def notation(text: str) -> str:
     return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
 
 
-def _exp_text(u: Fraction, t: int) -> str:
+def _exp_text(u: Fraction, t: int, r: Fraction | None = None) -> str:
+    """``exp(u·sqrt(t) + r)`` as text: ``e``, ``exp(sqrt(2)/2)``, ``exp(sqrt(2) - 1/16)``, ``exp(1/16)``."""
+    if r:  # a bias part (format v2); t >= 2 here: a rational t = 1 is folded into u by the caller
+        if u == 0:
+            return f"exp({frac_text(r)})"
+        return f"exp({sum_text([surd_text(u, t), frac_text(r)])})"
     if u == 1 and t == 1:
         return "e"
     return f"exp({surd_text(u, t)})"
@@ -163,6 +168,34 @@ class Surd(Exact):
 
 
 @dataclass(frozen=True, slots=True)
+class SurdPlus(Exact):
+    """``q·sqrt(t) + r`` with ``t >= 2`` square-free, ``q != 0``, ``r != 0``: a scaled score plus a rational bias."""
+
+    q: Fraction
+    t: int
+    r: Fraction
+
+    def __str__(self) -> str:
+        return sum_text([surd_text(self.q, self.t), frac_text(self.r)])
+
+    def value(self) -> float:
+        return math.fsum([float(self.q) * math.sqrt(self.t), float(self.r)])
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        with mpmath.workdps(digits + 10):
+            return (mpmath.mpf(self.q.numerator) / self.q.denominator * mpmath.sqrt(self.t)
+                    + mpmath.mpf(self.r.numerator) / self.r.denominator)
+
+    def to_sympy(self) -> sympy.Expr:
+        import sympy
+
+        return (sympy.Rational(self.q.numerator, self.q.denominator) * sympy.sqrt(self.t)
+                + sympy.Rational(self.r.numerator, self.r.denominator))
+
+
+@dataclass(frozen=True, slots=True)
 class NegInf(Exact):
     def __str__(self) -> str:
         return "-inf"
@@ -190,86 +223,156 @@ def surd(u: Fraction, t: int) -> Rat | Surd:
     return Rat(u) if t == 1 or u == 0 else Surd(u, t)
 
 
+def surd_plus(u: Fraction, t: int, r: Fraction) -> Rat | Surd | SurdPlus:
+    """``u·sqrt(t) + r`` in lowest form: a :class:`Rat` or :class:`Surd` when one part vanishes."""
+    if t == 1 or u == 0:
+        return Rat(u * (t == 1) + r)
+    return Surd(u, t) if r == 0 else SurdPlus(u, t, r)
+
+
 _frac = Fraction  # n/d reduced
+#: An exponent's key in a softmax row: ``n`` (``a = n/den·sqrt t``) or ``(n, b)`` (``a = n/den·sqrt t + b/bden``).
+Key = int | tuple[int, int]
 
 
 class SoftmaxRow:
-    """The exponents of one query row: ``a_j = (n_j / den)·sqrt(t)``; ``None`` = masked key.
+    """The exponents of one query row: ``a_j = (n_j / den)·sqrt(t)``, plus ``b_j / bden`` with a bias; ``None`` = masked key.
 
     Shared by every entry the row produces (weights, head output, output share).
     Exponents are integers over one denominator, so grouping equal exponents
-    and subtracting them is integer work.
+    and subtracting them is integer work.  Without a bias an exponent's key is
+    ``n_j``; with one (``t >= 2``: a rational ``t = 1`` is folded into ``n``
+    by the caller) it is the pair ``(n_j, b_j)``, equal exactly when the
+    exponents are (``sqrt(t)`` is irrational).
     """
 
-    def __init__(self, nums: tuple[int | None, ...], den: int, t: int):
+    def __init__(self, nums: tuple[int | None, ...], den: int, t: int,
+                 bias: tuple[int, ...] | None = None, bden: int = 1):
         self.nums, self.den, self.t = nums, den, t
+        self.bias, self.bden = bias, bden
+        self.keys: tuple[Key | None, ...] = nums if bias is None else tuple(
+            None if x is None else (x, bias[j]) for j, x in enumerate(nums))
         self.live = tuple(j for j, x in enumerate(nums) if x is not None)
-        live_nums = [x for x in nums if x is not None]
-        self.top: int = max(live_nums, default=0)
-        groups: dict[int, list[int]] = {}
-        for j, x in enumerate(nums):
-            if x is not None:
-                groups.setdefault(x, []).append(j)
-        self.groups = {e: tuple(js) for e, js in sorted(groups.items())}  # exponent -> keys, ascending
+        live_keys = [k for k in self.keys if k is not None]
+        if bias is None:
+            self.top: Key = max(live_keys, default=0)
+        else:
+            self.top = max(live_keys, key=self.approx, default=(0, 0))
+        groups: dict[Key, list[int]] = {}
+        for j, k in enumerate(self.keys):
+            if k is not None:
+                groups.setdefault(k, []).append(j)
+        order = sorted(groups.items()) if bias is None else sorted(groups.items(), key=lambda g: self.approx(g[0]))
+        self.groups = {e: tuple(js) for e, js in order}  # exponent -> keys, ascending
         self.distinct = len(self.groups) == len(self.live)
-        self._exp: dict[int, str] = {}
-        self._den: dict[int, tuple[tuple[int, ...], tuple[str, ...], str]] = {}
+        self._exp: dict[Key, str] = {}
+        self._den: dict[Key, tuple[tuple[Key, ...], tuple[str, ...], str]] = {}
         self._shape: dict[int, tuple[tuple[int, int], ...]] = {}
+
+    # exponent keys: an int n (a = n/den·sqrt t), or a pair (n, b) (a = n/den·sqrt t + b/bden) ---------------
+    def approx(self, k: Key) -> float:
+        """The exponent of key ``k`` as a float (for ordering)."""
+        if isinstance(k, int):
+            return k / self.den * math.sqrt(self.t)
+        return k[0] / self.den * math.sqrt(self.t) + k[1] / self.bden
+
+    @staticmethod
+    def diff(a: Key, b: Key) -> Key:
+        """``a - b`` of two keys (the exponent of ``exp(a_j - a_ref)``)."""
+        if isinstance(a, int):
+            return a - b  # type: ignore[operator]
+        return (a[0] - b[0], a[1] - b[1])  # type: ignore[index]
+
+    def parts(self, k: Key) -> tuple[Fraction, Fraction]:
+        """``(u, r)`` of key ``k``: its exponent is ``u·sqrt(t) + r``."""
+        if isinstance(k, int):
+            return _frac(k, self.den), Fraction(0)
+        return _frac(k[0], self.den), _frac(k[1], self.bden)
 
     def shape(self, scale: int) -> tuple[tuple[int, int], ...]:
         """The row's denominator ``Σ_j exp(a_j)`` up to a common factor, as ``(exponent, count)`` pairs
         over ``den·scale`` with the lowest exponent 0: two rows with the same shape have the same
-        denominator up to a factor ``exp(shift)`` (:func:`_rational_part` groups by it)."""
+        denominator up to a factor ``exp(shift)`` (:func:`_rational_part` groups by it).  A row
+        without a bias only (its keys are the integers ``n_j``)."""
+        assert self.bias is None
         out = self._shape.get(scale)
         if out is None:
             low = next(iter(self.groups))
-            out = self._shape[scale] = tuple(((e - low) * scale, len(js)) for e, js in self.groups.items())
+            out = self._shape[scale] = tuple(((e - low) * scale, len(js))  # type: ignore[operator]
+                                             for e, js in self.groups.items())
         return out
 
     def u(self, j: int) -> Fraction:
-        """The rational part ``u_j`` of exponent ``a_j = u_j·sqrt(t)``."""
+        """The rational part ``u_j`` of exponent ``a_j = u_j·sqrt(t) (+ r_j)``."""
         return _frac(self.nums[j], self.den)  # type: ignore[arg-type]
+
+    def mp_shifted_exponent(self, j: int, ref: Key | None = None) -> mpmath.mpf:
+        """``a_j - a_ref`` (``ref`` the row's largest by default) in mpmath, at the working precision."""
+        import mpmath
+
+        k = self.keys[j]
+        assert k is not None
+        u, r = self.parts(self.diff(k, self.top if ref is None else ref))
+        return (mpmath.mpf(u.numerator) / u.denominator * mpmath.sqrt(self.t)
+                + mpmath.mpf(r.numerator) / r.denominator)
+
+    def sympy_exponent(self, j: int, ref: Key | None = None) -> sympy.Expr:
+        """``a_j - a_ref`` (``ref`` = 0 by default: the exponent itself) as a sympy expression."""
+        import sympy
+
+        k = self.keys[j]
+        assert k is not None
+        u, r = self.parts(k if ref is None else self.diff(k, ref))
+        return sympy.Rational(u.numerator, u.denominator) * sympy.sqrt(self.t) + sympy.Rational(r.numerator, r.denominator)
 
     @cached_property
     def shifted(self) -> tuple[float, ...]:
         """``exp(a_j - max a)`` for live keys, 0 for masked ones (max subtraction: no overflow)."""
         root, den, top = math.sqrt(self.t), self.den, self.top
-        # (x - top) / den is an int division, correctly rounded whatever the size of the integers
-        # (x - top) * (root / den) would turn a numerator or denominator beyond 1e308 into a float and overflow
-        return tuple(0.0 if x is None else math.exp((x - top) / den * root) for x in self.nums)
+        if self.bias is None:
+            # (x - top) / den is an int division, correctly rounded whatever the size of the integers
+            # (x - top) * (root / den) would turn a numerator or denominator beyond 1e308 into a float and overflow
+            return tuple(0.0 if x is None else math.exp((x - top) / den * root) for x in self.nums)  # type: ignore[operator]
+        bden, (tn, tb) = self.bden, top  # type: ignore[misc]
+        return tuple(0.0 if k is None else math.exp((k[0] - tn) / den * root + (k[1] - tb) / bden)  # type: ignore[index]
+                     for k in self.keys)
 
     @cached_property
     def z(self) -> float:
         """``Σ_j exp(a_j - max a)``: at least 1 when the row has a live key."""
         return math.fsum(self.shifted)
 
-    def term(self, c: int, d: int) -> str:
-        """``c·exp((d/den)·sqrt t)`` as text for an integer ``c``; the exp part is cached per row."""
-        if d == 0:
+    def term(self, c: int, d: Key) -> str:
+        """``c·exp(d)`` as text for an integer ``c`` and a key difference ``d``; the exp part is cached per row."""
+        if d == 0 or d == (0, 0):
             return str(c)
         e = self._exp_of(d)
         if c == 1:
             return e
         return f"-{e}" if c == -1 else f"{c}*{e}"
 
-    def _layout(self, ref: int) -> tuple[tuple[int, ...], tuple[str, ...], str]:
+    def _layout(self, ref: Key) -> tuple[tuple[Key, ...], tuple[str, ...], str]:
         """For divisor ``exp(a_ref)``: the exponent groups in print order (``ref`` first, then
         ascending), the text of each group's ``exp(...)`` (``""`` for ``ref``), and the denominator."""
         cached = self._den.get(ref)
         if cached is None:
             order = (ref, *(e for e in self.groups if e != ref))
-            exps = tuple("" if e == ref else self._exp_of(e - ref) for e in order)
-            den = sum_text([self.term(len(self.groups[e]), e - ref) for e in order])
+            exps = tuple("" if e == ref else self._exp_of(self.diff(e, ref)) for e in order)
+            den = sum_text([self.term(len(self.groups[e]), self.diff(e, ref)) for e in order])
             cached = self._den[ref] = (order, exps, den)
         return cached
 
-    def _exp_of(self, d: int) -> str:
+    def _exp_of(self, d: Key) -> str:
         e = self._exp.get(d)
         if e is None:
-            e = self._exp[d] = _exp_text(Fraction(d, self.den), self.t)
+            if isinstance(d, int):  # no bias: the hot path of explain at the size limits
+                e = self._exp[d] = _exp_text(Fraction(d, self.den), self.t)
+            else:
+                u, r = self.parts(d)
+                e = self._exp[d] = _exp_text(u, self.t, r)
         return e
 
-    def ratio_text(self, cnums: tuple[int, ...], cden: int, ref: int) -> str:
+    def ratio_text(self, cnums: tuple[int, ...], cden: int, ref: Key) -> str:
         """``Σ c_j exp(a_j) / Σ exp(a_j)`` as text, numerator and denominator divided by ``exp(a_ref)``.
 
         Equal exponents are grouped (the ``ref`` group first, then ascending);
@@ -340,9 +443,7 @@ class Mix(Exact):
         import mpmath
 
         with mpmath.workdps(digits):
-            r = mpmath.sqrt(self.row.t) / self.row.den
-            top = self.row.top
-            return mpmath.fsum(c * mpmath.exp((self.row.nums[j] - top) * r)  # type: ignore[operator]
+            return mpmath.fsum(c * mpmath.exp(self.row.mp_shifted_exponent(j))
                                for j, c in enumerate(self.cnums) if c and j in self.row.live)
 
     def precise_value(self, digits: int = 40) -> mpmath.mpf:
@@ -350,13 +451,12 @@ class Mix(Exact):
         import mpmath
 
         with mpmath.workdps(digits):
-            r = mpmath.sqrt(self.row.t) / self.row.den
-            z = mpmath.fsum(mpmath.exp((self.row.nums[j] - self.row.top) * r) for j in self.row.live)  # type: ignore[operator]
+            z = mpmath.fsum(mpmath.exp(self.row.mp_shifted_exponent(j)) for j in self.row.live)
             return self.precise(digits) / (self.cden * z)
 
-    def _ref(self) -> int:
-        nums, cnums = self.row.nums, self.cnums
-        nz = [nums[j] for j in self.row.live if cnums[j]]
+    def _ref(self) -> Key:
+        keys, cnums = self.row.keys, self.cnums
+        nz = [keys[j] for j in self.row.live if cnums[j]]
         if nz and nz.count(nz[0]) == len(nz):  # one exponent in the numerator: divide by it, so it reads c/(...)
             return nz[0]  # type: ignore[return-value]
         return self.row.top
@@ -367,11 +467,10 @@ class Mix(Exact):
     def to_sympy(self) -> sympy.Expr:
         import sympy
 
-        r = sympy.sqrt(self.row.t)
         live = self.row.live
 
         def e(j: int) -> sympy.Expr:
-            return sympy.exp(sympy.Rational(self.row.nums[j], self.row.den) * r)
+            return sympy.exp(self.row.sympy_exponent(j))
 
         num = sympy.Add(*(sympy.Rational(c, self.cden) * e(j) for j, c in enumerate(self.cnums) if c and j in live))
         return num / sympy.Add(*(e(j) for j in live))
@@ -393,9 +492,9 @@ def mix(row: SoftmaxRow, cnums: tuple[int, ...], cden: int = 1) -> Rat | Mix:
         if all(cnums[j] == first for j in live):
             return Rat(_frac(first, cden))
         return Mix(row, cnums, cden)
-    sums: dict[int, list[int]] = {}
+    sums: dict[Key, list[int]] = {}
     for j in live:
-        acc = sums.setdefault(row.nums[j], [0, 0])  # type: ignore[arg-type]
+        acc = sums.setdefault(row.keys[j], [0, 0])  # type: ignore[arg-type]
         acc[0] += cnums[j]
         acc[1] += 1
     (s0, n0), *rest = sums.values()
@@ -455,7 +554,7 @@ def _laurent(m: Mix, scale: int) -> Laurent:
     for e, js in row.groups.items():
         c = sum(m.cnums[j] for j in js)
         if c:
-            p[(e - low) * scale] = Fraction(c, m.cden)
+            p[(e - low) * scale] = Fraction(c, m.cden)  # type: ignore[operator]  # int keys: no bias (_rational_part)
     return p
 
 
@@ -530,6 +629,8 @@ def _rational_part(mixes: list[Mix]) -> tuple[Fraction, list[Mix]]:
     """
     if len({m.row.t for m in mixes}) > 1:  # exponents over different roots: not one variable (cannot happen)
         return Fraction(0), mixes
+    if any(m.row.bias is not None for m in mixes):  # exponents u·sqrt(t) + r (format v2's bias): not powers of one x
+        return Fraction(0), mixes  # left as they are: never wrongly rational, at worst not simplified
     big = math.lcm(*(m.row.den for m in mixes))
     groups: dict[tuple[tuple[int, int], ...], list[Mix]] = {}
     for m in mixes:

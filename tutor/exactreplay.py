@@ -316,7 +316,8 @@ def _softmax_row(row: Sequence[Entry]) -> list[Entry]:
 
 
 #: The knobs of :class:`tutor.numeric.replay.Variant` the exact walk follows; a variant turning any other
-#: (the heads averaged, split or merged by a plain reshape) has no exact walk (:class:`NoExactForm`).
+#: (the heads averaged, split or merged by a plain reshape; format v2's kv_order, cache, bias) has no exact
+#: walk (:class:`NoExactForm`), nor has ``mask="top_left"`` (:func:`supports`).
 EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
                          "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed"})
 
@@ -325,9 +326,20 @@ class NoExactForm(Exception):
     """The exact walk does not follow one of the variant's knobs: decide by the floats (and say so)."""
 
 
-def supports(variant: Variant) -> bool:
-    """Whether :class:`Walk` follows every knob ``variant`` turns."""
-    return variant.turned() <= EXACT_KNOBS
+def supports(variant: Variant, ex: Exercise | None = None) -> bool:
+    """Whether :class:`Walk` follows every knob ``variant`` turns (and, given ``ex``, its exercise).
+
+    Format v2 (issue 12) is followed only where it changes nothing the walk
+    computes: grouped K/V heads in repeat_interleave order (each query head
+    holds its K/V head's weights) and the lower-right causal mask (in
+    ``ex.allowed()``).  A KV cache (``k_new``, ``v_new``, K and V appended
+    to the cache), a bias (the ``biased`` step), and the knobs of its
+    misconceptions (``kv_order``, ``cache``, ``bias``, ``mask="top_left"``)
+    have no exact walk: the floats decide.
+    """
+    if not variant.turned() <= EXACT_KNOBS or variant.mask == "top_left":
+        return False
+    return ex is None or not (ex.has_cache or ex.has_bias)
 
 
 class Walk:
@@ -339,8 +351,10 @@ class Walk:
     """
 
     def __init__(self, ex: Exercise, variant: Variant):
-        if not supports(variant):
-            raise NoExactForm(f"no exact walk under {', '.join(sorted(variant.turned() - EXACT_KNOBS))}")
+        if not supports(variant, ex):
+            turned = sorted(variant.turned() - EXACT_KNOBS) or [f"mask={variant.mask}" if variant.mask == "top_left"
+                                                               else "a KV cache or a bias (format v2)"]
+            raise NoExactForm(f"no exact walk under {', '.join(turned)}")
         self._ex = ex
         self._walk = _Walk(ex, variant)
         self._done: set[Key] = set()

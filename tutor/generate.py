@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .exercise.record import Exercise
 
 MASKS = ("none", "causal", "padding")
+V2_MASKS = ("causal_lower_right",)  # with --cache or --cross (tutor.generate_llm)
 TRIES = 200  # ten times the inputs x drawn at most, fewer for big exercises (see _x_tries)
 WORK = 3_000_000  # multiplications spent on candidates at most
 
@@ -65,6 +66,9 @@ class Spec:
     id: str | None = None
     title: str | None = None
     allow_dull: bool = False
+    kv_heads: int | None = None  # format v2 (tutor.generate_llm): grouped K/V heads, a KV cache, ALiBi
+    cache: int | None = None
+    alibi: bool = False
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown."""
@@ -76,17 +80,22 @@ class Spec:
         if self.heads * self.d_k > LIMITS["d_out"]:
             raise ValueError(f"heads x d_k must be at most {LIMITS['d_out']} (the heads are concatenated into the output), "
                              f"found {self.heads} x {self.d_k} = {self.heads * self.d_k}")
-        if self.mask not in MASKS:
+        if self.mask not in MASKS + V2_MASKS:
             raise ValueError(f"mask must be one of {', '.join(MASKS)}, found {self.mask!r}")
-        if self.mask == "padding" and (self.cross or self.tokens) < 2:
+        if self.mask == "padding" and (self.cross or self.tokens) + (self.cache or 0) < 2:
             raise ValueError("padding needs at least two keys: one to pad and one to attend")
+        from .generate_llm import check_v2, is_v2
+
+        if is_v2(self):
+            check_v2(self)
 
     @property
     def level(self) -> int:
         """The difficulty: given, else 1 plus one for each of several heads, a mask, cross-attention."""
         if self.difficulty is not None:
             return self.difficulty
-        return min(5, 1 + (self.heads > 1) + (self.mask != "none") + (self.cross is not None))
+        return min(5, 1 + (self.heads > 1) + (self.mask != "none") + (self.cross is not None)
+                   + (self.cache is not None) + self.alibi)
 
     @property
     def L_k(self) -> int:
@@ -412,7 +421,9 @@ def default_id(spec: Spec) -> str:
     if spec.cross is not None:
         parts.append(f"cross{spec.cross}")
     parts.append(f"s{spec.seed}")
-    return "-".join(parts)
+    from .generate_llm import default_id_v2, is_v2
+
+    return default_id_v2(spec, "-".join(parts).replace("_", "-")) if is_v2(spec) else "-".join(parts)
 
 
 def default_title(spec: Spec) -> str:
@@ -425,6 +436,10 @@ def default_title(spec: Spec) -> str:
         title += t("new.title.causal")
     elif spec.mask == "padding":
         title += t("new.title.padding")
+    from .generate_llm import is_v2, title_v2
+
+    if is_v2(spec):
+        title += title_v2(spec)
     return title[:1].upper() + title[1:]
 
 
@@ -486,6 +501,10 @@ def generate(spec: Spec) -> str:
     a spec outside the format's limits.
     """
     spec.check()
+    from .generate_llm import generate_v2, is_v2
+
+    if is_v2(spec):  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
+        return generate_v2(spec, spec.id or default_id(spec), spec.title or default_title(spec))
     shape = _spec_shape(spec)
     c = _pick(shape, LEVELS[spec.level], spec.seed, spec.allow_dull)
     tags = ["generated", "single-head" if spec.heads == 1 else "multi-head"]
@@ -530,8 +549,14 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     and the exercise is not dull unless ``allow_dull``.  Deterministic for
     ``(ex, seed)``.  ``source``: how the command written in the file names
     ``ex`` (its file, its pack option), when its id alone would not find it.
-    Raises ``ValueError`` when ``ex`` is beyond the format's limits.
+    Raises ``ValueError`` when ``ex`` is beyond the format's limits, and
+    :class:`~tutor.errors.ShapeError` (a ``ValueError``) when ``ex`` uses format
+    v2 (grouped K/V heads, a cache, a bias): its shape is not drawn afresh.
     """
+    if ex.is_v2:
+        from .errors import ShapeError
+
+        raise ShapeError(t("new.like.v2", id=ex.id))
     shape = shape_of(ex)
     level = ex.difficulty or 1
     c = _pick(shape, LEVELS[level], seed, allow_dull)

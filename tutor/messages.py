@@ -204,7 +204,7 @@ EN: dict[str, str] = {
     "practice.status.unsaved.other": "; not saved: answers {tries}",
     "cli.practice.help": "Drill an exercise step by step: type each matrix, get told what is wrong and why.",
     "cli.practice.exercise": "A bundled exercise id or a YAML file path (default: the one that trains your weakest step).",
-    "cli.practice.steps": "Only these steps, comma-separated: q, k, v, scores, scaled, masked, weights, head_output, concat, output.",
+    "cli.practice.steps": "Only these steps, comma-separated: q, k_new, v_new, k, v, scores, scaled, biased, masked, weights, head_output, concat, output.",
     "cli.practice.mode": "Type whole matrices, or answer entry by entry.",
     "cli.practice.tolerance": "Judge every decimal within this distance of its value, instead of by the rounding it is written to (0.45 claims 0.445 to 0.455). Exact forms stay exact.",
     "cli.practice.fresh": "Practise on fresh numbers of the same shape (new small integers; `new --like ID --seed S` writes the same exercise); progress is recorded under the exercise's id.",
@@ -553,7 +553,7 @@ EN: dict[str, str] = {
     "cli.new.d_model": "d_model: the width of each token.",
     "cli.new.heads": "The number of heads.",
     "cli.new.d_k": "d_k (and d_v) of each head.",
-    "cli.new.mask": "none, causal, or padding (the last key is a PAD token).",
+    "cli.new.mask": "none, causal, padding (the last key is a PAD token; the first with --cache), or causal_lower_right.",
     "cli.new.cross": "Cross-attention over this many keys (L_k): K and V come from x_kv.",
     "cli.new.seed": "Seed: the same seed writes the same exercise (default: a random one, written in the file).",
     "cli.new.difficulty": "1 (easy) to 5: larger and signed numbers (default: from the options).",
@@ -756,6 +756,7 @@ EN.update({
     "new.file.fused": "The fused form, as in the exercise this one is like: one weight matrix\nper projection, its columns the heads' side by side (the first d_k columns\nare the first head's, the next d_k the second's, and so on). Row vectors:\n  Q = x w_q with w_q [d_model x num_heads*d_k] = [{d_model} x {wk}];\n  K = {src} w_k with w_k [{d_kv} x {wk}]; V = {src} w_v with w_v [{d_kv} x {wv}].",
     "new.file.fused.bias": "b_q, b_k, b_v: one bias per projection, added after it ([num_heads*d_k] or [num_heads*d_v]).",
     "new.like.title": "Fresh numbers: {title}",
+    "new.like.v2": "{id} uses format v2 (grouped K/V heads, a KV cache or a bias): fresh numbers are drawn for v1 exercises only; write a new v2 one with new --kv-heads, --cache, --mask causal_lower_right or --alibi",
     "new.like.description": "Fresh numbers for {id} (seed {seed}): the same shape, mask and steps.\nCompute every step as in {id}; Q, K, V and the scores are small integers.",
 })
 
@@ -1284,6 +1285,158 @@ EN.update({
     "explain.production.mask.sdpa.is_causal": "top-left aligned: query i may attend keys j ≤ i",
 })
 
+# --- issue 12: format v2 (grouped K/V heads, a KV cache, causal alignment, an additive bias) ---
+EN.update({
+    "schema.kv_head": "One K/V head in the per-head form (format v2): its w_k, w_v and biases.",
+    "schema.cache_entry": "The KV cache of one K/V head (format v2): the keys and values of the earlier tokens, already projected.",
+    "schema.field.cache.k": "[L_past, d_k]: the cached keys (x·W_K of the earlier tokens)",
+    "schema.field.cache.v": "[L_past, d_v]: the cached values (x·W_V of the earlier tokens)",
+    "schema.field.num_kv_heads": "number of K/V heads G (divides num_heads; 1 = MQA): w_k is [d_kv, G*d_k], w_v [d_kv, G*d_v]",
+    "schema.field.kv_heads": "per-head form with grouped K/V heads: G entries with w_k, w_v (query head h reads entry h // (num_heads / G))",
+    "schema.field.cache": "a KV cache: one entry per K/V head with k [L_past, d_k] and v [L_past, d_v]; x holds only the new tokens",
+    "schema.field.past_tokens": "L_past labels for the cached tokens",
+    "schema.field.attn_bias": "[L, L_k] (or one per head): added to the scaled scores before the mask and the softmax",
+    "schema.field.alibi": "true: ALiBi's bias, slope 2^(-8(h+1)/num_heads) times (j - i)",
+    "v2.kv.divide": "num_kv_heads = {G} does not divide num_heads = {H}",
+    "v2.kv.divide.hint": "each K/V head serves num_heads / num_kv_heads query heads: num_kv_heads must divide num_heads (1 = MQA, num_heads = MHA)",
+    "v2.kv.fused_width": "{field} has {found:columns} but with num_kv_heads = {G} it must have num_kv_heads·{what} = {expected}",
+    "v2.kv.fused_width.hint": "with grouped K/V heads, w_k is [d_kv × num_kv_heads·d_k] and w_v [d_kv × num_kv_heads·d_v]",
+    "v2.kv.bias": "{field} has {found:entries} but {weight} has {expected:columns}",
+    "v2.kv.missing.hint": "give w_k and w_v in every head, or give them once per K/V head under kv_heads",
+    "v2.kv_heads.fused": "kv_heads is the per-head form, but the weights are given in the fused form (num_heads, w_q, w_k, w_v)",
+    "v2.kv_heads.fused.hint": "in the fused form give num_kv_heads and w_k, w_v with num_kv_heads·d_k, num_kv_heads·d_v columns",
+    "v2.kv_heads.needed": "num_kv_heads = {G} needs kv_heads (the per-head form) with {G:entries}, since num_heads is {H}",
+    "v2.kv_heads.needed.hint": "move w_k, w_v (and b_k, b_v) out of heads into kv_heads, one entry per K/V head",
+    "v2.kv_heads.count": "kv_heads has {found:entries} but num_kv_heads is {G}",
+    "v2.kv_heads.in_head": "{field} is given in this head, but its K/V come from kv_heads[{kv}]",
+    "v2.kv_heads.in_head.hint": "with kv_heads, a query head gives only w_q (and b_q)",
+    "v2.kv_heads.d_k": "w_k has {found:columns} but the query heads' w_q have {d_k} (d_k): Q·Kᵀ needs the same d_k",
+    "v2.kv_heads.d_v": "w_v has {found:columns} but the first K/V head's w_v has {d_v} (d_v): every head has the same d_v",
+    "v2.cache.cross": "a cache is for self-attention (a decode step), but x_kv is given",
+    "v2.cache.cross.hint": "remove x_kv: with a cache, the keys are the cached ones and the new tokens of x",
+    "v2.cache.count": "cache has {found:entries} but there {G:are_kv_heads}: one cache entry per K/V head",
+    "v2.cache.width": "cache {field} has {found:columns} but must have {what} = {expected}",
+    "v2.cache.width.hint": "the cache holds projected rows: k is x·W_K of an earlier token ([L_past × d_k]), v is x·W_V ([L_past × d_v])",
+    "v2.cache.rows": "cache {field} has {found:rows} but the cache's first matrix has {expected} (L_past)",
+    "v2.past_tokens.alone": "past_tokens labels the rows of a cache, but there is no cache",
+    "v2.past_tokens.alone.hint": "give cache (one entry per K/V head), or remove past_tokens",
+    "v2.past_tokens.count": "past_tokens has {found:entries} but the cache has {expected:rows} (L_past)",
+    "v2.padding.count": "{field} has {found:entries} but L_k = {L_k} (the cached keys and the new ones)",
+    "v2.mask.same_alignment": "mask: {name} is the same as causal here: with as many queries as keys, top-left and bottom-right alignment agree",
+    "v2.mask.same_alignment.hint": "alignment matters when L_q differs from L_k (a decode step with a cache); write mask: causal",
+    "v2.alibi.both": "alibi and attn_bias are both given",
+    "v2.alibi.both.hint": "give one bias: alibi: true for ALiBi's, or attn_bias for your own",
+    "v2.alibi.cross": "alibi needs positions of one sequence, but x_kv is given",
+    "v2.alibi.heads": "alibi with num_heads = {H}: ALiBi's slopes 2^(-8(h+1)/num_heads) are rational only when num_heads is a power of two",
+    "v2.alibi.heads.hint": "use 1, 2, 4 or 8 heads (the paper's geometric sequence), or give attn_bias",
+    "v2.bias.count": "attn_bias has {found:entries} but there {H:are_heads}: one matrix per head, or one matrix for all",
+    "v2.bias.shape": "attn_bias is {found} but must be [L × L_k] = [{L} × {L_k}]",
+})
+
+# --- issue 12: the steps of format v2 (k_new, v_new, k and v with a cache, biased; grouped K/V heads) ---
+EN.update({
+    "step.k_new.title": "New keys K_new",
+    "step.v_new.title": "New values V_new",
+    "step.biased.title": "Biased scores (scaled + B)",
+    "step.k_new.why": "With a KV cache only the new tokens are projected: their keys are x·W_K; the earlier tokens' keys were computed in earlier steps and kept.",
+    "step.v_new.why": "Likewise only the new tokens' values are computed (x·W_V); the cache holds the rest.",
+    "step.biased.why": "An additive bias is added to the scaled scores before the mask and the softmax (a float attn_mask in PyTorch): it shifts how much each query attends to each key without touching Q or K.",
+    "step.biased.why.alibi": "ALiBi adds slope·(j − i) instead of position embeddings: 0 on the query's own position, more negative the farther back a key lies, with a different slope per head (2^(−8(h+1)/H)) so that heads attend at different ranges.",
+    "step.kv.why.grouped": "Grouped K/V heads: num_kv_heads = {G}, num_heads = {H}, so K/V head {kv} is shared by the heads {heads} (head h reads K/V head h // {ratio}, in repeat_interleave order, counting from 0). The KV cache then holds K and V per K/V head instead of per query head: {ratio} times less cache memory. Ainslie et al. (2023) find grouped K/V heads close to multi-head quality, and a single K/V head (MQA) somewhat below it.",
+    "step.kv.why.cache": "With a KV cache this is the cached rows ({L_past:rows}) with the new rows ({L:rows}) appended below: only the new tokens' q, k, v are computed in a decode step.",
+    "count.are_heads.one": "is {count} head",
+    "count.are_heads.other": "are {count} heads",
+    "count.are_kv_heads.one": "is {count} K/V head",
+    "count.are_kv_heads.other": "are {count} K/V heads",
+    "count.kv_heads.one": "{count} K/V head",
+    "count.kv_heads.other": "{count} K/V heads",
+    "annotation.shared": "K/V head {kv}, shared by query heads {heads}",
+    "step.masked.why.lower_right": "causal_lower_right: query i of L_q = {L_q} sees keys j ≤ i + L_k − L_q = i + {offset} (L_k = {L_k}): aligned at the bottom right, so the last query sees every key - what a decode step with a cache needs (the new token sees every earlier token).",
+    "step.masked.why.upper_left": "causal (top-left, PyTorch's is_causal=True): query i sees keys j ≤ i, also when L_q = {L_q} differs from L_k = {L_k}. For a decode step with a cache that is wrong: the new tokens would see only the first keys; use causal_lower_right.",
+    "practice.hint.k_new": "Entry (i, j) is the dot product of row i of {src} (the new tokens only) with column j of {w}{bias}.",
+    "practice.hint.v_new": "Entry (i, j) is the dot product of row i of {src} (the new tokens only) with column j of {w}{bias}.",
+    "practice.hint.k.append": "Copy the cached rows {src}, then append the new rows {w} below them: nothing is recomputed.",
+    "practice.hint.v.append": "Copy the cached rows {src}, then append the new rows {w} below them: nothing is recomputed.",
+    "practice.hint.biased": "Add B to the scaled scores entry by entry: biased[i, j] = scaled[i, j] + B[i, j].",
+    "practice.work.cached": "a cached row: copied, not recomputed",
+    "practice.work.appended": "a new row, appended",
+    "solution.no_step.k_new": "the exercise has no KV cache, so it has no 'k_new' step (K is x·W_K)",
+    "solution.no_step.v_new": "the exercise has no KV cache, so it has no 'v_new' step (V is x·W_V)",
+    "solution.no_step.biased": "the exercise has no attn_bias or alibi, so it has no 'biased' step",
+})
+
+# --- issue 12: the production view of format v2 (a decoder's SDPA call) ---
+EN.update({
+    "trace.decoder.x": "input: the new tokens only (the earlier ones are in the KV cache)",
+    "trace.decoder.x_all": "input: a batch of B sequences of L tokens",
+    "trace.decoder.q_proj": "x @ W_q + b_q: num_heads·d_k columns",
+    "trace.decoder.k_proj": "x @ W_k + b_k: {G}·d_k columns, one block per K/V head",
+    "trace.decoder.v_proj": "x @ W_v + b_v: {G}·d_v columns",
+    "trace.decoder.heads": "view(B, L, heads, d).transpose(1, 2): heads become a batch axis",
+    "trace.decoder.cache": "the cached keys of the earlier tokens (likewise v_cache), kept from earlier steps",
+    "trace.decoder.cat": "torch.cat([{what}_cache, {what}_new], dim=-2): the new rows appended",
+    "trace.decoder.repeat": "inside SDPA with enable_gqa=True: each K/V head repeated {ratio} times (repeat_interleave on dim -3); likewise v",
+    "trace.decoder.scores": "q @ k.transpose(-2, -1) / √d_k, against every key (the cached ones too)",
+    "trace.decoder.attn_mask.float": "a float attn_mask: the bias, and -inf where the mask or the padding blocks; added to the scaled scores",
+    "trace.decoder.attn_mask": "the mask: True = may attend (broadcast over B and the heads)",
+    "trace.decoder.weights": "softmax over the last axis (keys); a row with no key gives zeros in SDPA",
+    "trace.decoder.context": "weights @ v (v's K/V heads repeated likewise)",
+    "trace.decoder.context.plain": "weights @ v",
+    "trace.decoder.out_proj": "merge @ W_o + b_o",
+    "explain.production.mask.sdpa.attn_mask.float": "a float attn_mask is added to the scaled scores: the bias, and -inf where blocked",
+    "explain.production.mask.sdpa.attn_mask.lower_right": "from torch.nn.attention.bias import causal_lower_right: query i may attend keys j ≤ i + L_k − L_q (the last query sees every key)",
+    "explain.production.mask.sdpa.enable_gqa": "key and value carry num_kv_heads heads; SDPA repeats each to num_heads / num_kv_heads query heads (repeat_interleave order)",
+    "explain.production.mask.cache.cat": "the cache holds K and V of the earlier tokens per K/V head, [B, G, L_past, d]; a decode step appends the new rows",
+})
+
+# --- issue 12: the misconceptions of format v2 ---
+EN.update({
+    "diagnose.kv_tile_order": "You paired the query heads with the K/V heads in tile order ([A, B, A, B]); query head h reads K/V head h // (num_heads / num_kv_heads) = h // {ratio}, the repeat_interleave order [A, A, B, B] of enable_gqa=True.",
+    "diagnose.decode_top_left": "You aligned the causal mask top-left (key j visible to query i when j ≤ i), so the new tokens see only the first keys; with a cache, align it bottom-right: query i sees keys j ≤ i + L_k − L_q = i + {offset}.",
+    "diagnose.cache_reprojected": "You multiplied the cached rows by the projection again; the cache already holds K = x·W_K and V = x·W_V of the earlier tokens: copy its rows and append only the new tokens' rows.",
+    "diagnose.bias_after_softmax": "You added the bias to the weights, after the softmax; add it to the scaled scores, before the mask and the softmax: biased = scaled + B.",
+    "diagnose.alibi_sign": "You took ALiBi's distance with the wrong sign (i − j); its bias is m·(j − i): 0 for the token itself and negative for earlier keys, so that farther keys get less weight.",
+})
+
+# --- issue 12: `attn-tutor new` for format v2 ---
+EN.update({
+    "cli.new.kv_heads": "Grouped K/V heads: this many K/V heads (divides --heads; 1 = MQA).",
+    "cli.new.cache": "A decode step: this many earlier tokens in a KV cache; x holds only the new ones (--tokens).",
+    "cli.new.alibi": "Add ALiBi's linear bias (--heads a power of two).",
+    "new.kv_heads.divide": "--kv-heads {G} must divide --heads {H} (each K/V head serves --heads / --kv-heads query heads)",
+    "new.cache.cross": "--cache is for self-attention (a decode step); it cannot go with --cross",
+    "new.cache.limit": "--cache and --tokens make L_k = {total}; the limit of L_k is 16",
+    "new.lower_right.alone": "--mask causal_lower_right differs from causal only when queries and keys differ in number: add --cache (a decode step) or --cross",
+    "new.alibi.heads": "--alibi needs --heads a power of two (1, 2, 4 or 8), found {H}: ALiBi's slopes 2^(-8(h+1)/H) are then rational",
+    "new.alibi.cross": "--alibi needs positions of one sequence; it cannot go with --cross",
+    "new.title.kv_heads.one": ", {count} K/V head",
+    "new.title.kv_heads.other": ", {count} K/V heads",
+    "new.title.cache.one": ", a decode step after {count} cached token",
+    "new.title.cache.other": ", a decode step after {count} cached tokens",
+    "new.title.lower_right": ", causal mask (bottom-right)",
+    "new.title.alibi": ", ALiBi",
+    "new.file.past_tokens": "past_tokens: one label per cached token.",
+    "new.file.cache": "cache: the earlier tokens' keys and values, already projected (K = x W_K, V = x W_V of those\ntokens), one entry per K/V head: k [L_past x d_k] = [{L_past} x {d_k}], v likewise.",
+    "new.file.x.new": "With a cache, x holds only the new tokens.",
+    "new.file.num_kv_heads": "num_kv_heads: {G:kv_heads} for {H:heads}; query head h (from 0) reads K/V head h // {per}.",
+    "new.file.heads_q": "heads: one block per query head, w_q only: [d_model x d_k] = [{d_model} x {d_k}].",
+    "new.file.kv_heads": "kv_heads: one block per K/V head: K = {src} W_K and V = {src} W_V with w_k, w_v [{d_model} x {d_k}].",
+    "new.file.mask.lower_right": "mask: causal_lower_right: query i may attend key j only when j <= i + L_k - L_q (bottom-right aligned).",
+    "new.file.alibi": "alibi: true adds ALiBi's bias slope * (j - i) to the scaled scores, slope 2^(-8(h+1)/num_heads) for head h (from 0).",
+})
+
+# --- issue 12: the header of an explanation in format v2 ---
+EN.update({
+    "explain.mask.causal_lower_right": "mask: causal_lower_right (query i sees keys j ≤ i + L_k − L_q = i + {offset}: the last query sees every key)",
+    "explain.mask.causal_top_left": "mask: causal, top-left aligned (query i sees keys j ≤ i, though L_q differs from L_k)",
+    "explain.v2.grouped": "grouped K/V heads: num_kv_heads = {G} for num_heads = {H}; each K/V head serves num_heads / num_kv_heads = {ratio} of them",
+    "explain.v2.cache": "KV cache: L_past = {L_past} earlier tokens ({labels}), already projected; x holds the {L:new_tokens}",
+    "count.new_tokens.one": "{count} new token",
+    "count.new_tokens.other": "{count} new tokens",
+    "explain.v2.alibi": "bias: ALiBi, slope·(j − i) with slopes {slopes} (head 1 first)",
+    "explain.v2.attn_bias": "bias: attn_bias, added to the scaled scores before the mask",
+})
+
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 
@@ -1484,4 +1637,13 @@ EN.update({
     "diagnose.tiled_no_rescale_l": "You did not rescale l when the max changed: the running sum was taken relative to the old max, so multiply it by alpha = exp(m_old − m_new) before adding the block.",
     "diagnose.tiled_alpha_inverted": "You rescaled by exp(m_new − m_old): the factor is alpha = exp(m_old − m_new), at most 1, since everything is re-expressed relative to the larger new max.",
     "diagnose.tiled_divide_per_block": "You divided acc by l at every block: keep acc unnormalised (rescaled by alpha only) and divide by l once, at the end: o = acc / l.",
+})
+
+# --- issue 12 beside issue 13: what the backward pass and the tiled walk are built for ------------------------
+EN.update({
+    "backward.v2": "the backward pass is built for exercises without grouped K/V heads, a KV cache or an additive bias; {id} has {parts}",
+    "backward.v2.grouped": "grouped K/V heads",
+    "backward.v2.cache": "a KV cache",
+    "backward.v2.bias": "an additive bias",
+    "tiled.bias": "--tiled is built for scores without an additive bias; {id} has one (its exponents are not multiples of one square root)",
 })

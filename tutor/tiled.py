@@ -188,7 +188,15 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
 
 
 def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledRow]:
-    """Every query row's online softmax (of ``head``, 0-based, or of every head), from the exact engine."""
+    """Every query row's online softmax (of ``head``, 0-based, or of every head), from the exact engine.
+
+    Raises :class:`~tutor.errors.TutorError` for scores with an additive bias (format v2): the
+    walk is built for exponents that are multiples of one surd."""
+    if ex.has_bias:
+        from .errors import TutorError
+        from .messages import t
+
+        raise TutorError(t("tiled.bias", id=ex.id))
     from .exact import QMat
     from .steps.catalogue import KINDS, keys
     from .steps.kind import Build

@@ -29,6 +29,7 @@ class MaskChoice(str, Enum):
     none = "none"
     causal = "causal"
     padding = "padding"
+    causal_lower_right = "causal_lower_right"  # format v2: with --cache (a decode step) or --cross
 
 
 # --- validate ------------------------------------------------------------------------
@@ -57,7 +58,7 @@ def validate(
 
 
 #: The options that give ``new`` a shape; ``--like`` takes the shape from an exercise instead.
-SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty")
+SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi")
 
 
 def new(
@@ -76,6 +77,10 @@ def new(
     output: Annotated[Path | None, typer.Option("-o", "--output", help=t("cli.new.output"), show_default=False,
                                                 dir_okay=False)] = None,
     force: Annotated[bool, typer.Option("--force", help=t("cli.new.force"))] = False,
+    kv_heads: Annotated[int | None, typer.Option("--kv-heads", help=t("cli.new.kv_heads"), min=1, max=8,
+                                                 show_default=False)] = None,
+    cache: Annotated[int | None, typer.Option("--cache", help=t("cli.new.cache"), min=1, max=15, show_default=False)] = None,
+    alibi: Annotated[bool, typer.Option("--alibi", help=t("cli.new.alibi"))] = False,
     like: Annotated[str | None, typer.Option("--like", help=t("cli.new.like"), show_default=False)] = None,
     allow_dull: Annotated[bool, typer.Option("--allow-dull", help=t("cli.new.allow_dull"))] = False,
     exercises: ExercisesOpt = None,
@@ -118,12 +123,20 @@ def new(
         text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title,
                          source=source)
     else:
+        spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
+                    difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull, kv_heads=kv_heads,
+                    cache=cache, alibi=alibi)
         if heads * d_k > 32:
             raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
-        if mask is MaskChoice.padding and (cross or tokens) < 2:
+        if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
             raise typer.BadParameter(t("new.padding_keys"), param_hint="--mask")
-        text = generate(Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross,
-                             seed=seed, difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull))
+        try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
+            from ..generate_llm import check_v2
+
+            check_v2(spec)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--kv-heads/--cache/--mask/--alibi") from None
+        text = generate(spec)
     checked = validate_text(text, "<new>")  # nothing is written until it is valid
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid
         for p in checked.problems:

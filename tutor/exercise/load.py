@@ -29,12 +29,19 @@ from tutor.errors import ExerciseError, Problem
 from tutor.messages import t
 from tutor.yamlread import Document, Path, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 
+from . import v2
 from .checks import check_fields
 from .record import Exercise
-from .schema import YAML11_BOOL, ExerciseFile, HeadBlock
+from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock
 
-_MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask"}
-_FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields)}
+_MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask", "attn_bias", "k", "v"}
+_FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields),
+                "kv_heads": set(KVHeadBlock.model_fields), "cache": set(CacheBlock.model_fields)}
+
+
+def _names(path: Path) -> set[str]:
+    """The field names known where ``path`` points: a head's, a K/V head's, a cache entry's, or the top level's."""
+    return _FIELD_NAMES.get(str(path[0]) if len(path) > 1 else "", _FIELD_NAMES[""])
 
 
 # --- pydantic errors -> problems --------------------------------------------
@@ -88,7 +95,7 @@ def _meant(err: ValidationError, data: Any) -> dict[Path, Path]:
         path = _clean(e["loc"])
         if e["type"] != "extra_forbidden" or not path:
             continue
-        known = _FIELD_NAMES["heads" if "heads" in path else ""]
+        known = _names(path)
         suggestion = ascii_look_alike(str(path[-1]))
         if suggestion not in known or suggestion == path[-1]:
             continue
@@ -135,7 +142,7 @@ def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] 
         elif kind == "missing":
             problems.append(doc.problem(path, t("schema.required"), t("schema.required.hint")))
         elif kind == "extra_forbidden":
-            problems.append(doc.problem(path, *unknown_field(str(path[-1]), _FIELD_NAMES["heads" if "heads" in path else ""]),
+            problems.append(doc.problem(path, *unknown_field(str(path[-1]), _names(path)),
                                         key=True))
         elif kind == "too_short":
             problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
@@ -273,8 +280,10 @@ def validate_document(doc: Document) -> Validation:
         problems += _problems_from(err, doc, meant)
         f, bad = partial(doc.value)
         bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
+    f, state = v2.prepare(f, doc, bad)  # format v2: its fields checked, and the view the v1 checks take
     found, ex = check_fields(f, doc, bad)
-    problems += found
+    problems += state.problems + found
+    ex = v2.finish(ex, state) if ex is not None and not state.problems else None
     warnings = tuple(doc.warnings)
     if problems:
         return Validation(doc.filename, _in_file_order(problems), warnings)

@@ -20,7 +20,7 @@ from tutor.textsafe import shown
 Vector = tuple[Fraction, ...]
 Matrix = tuple[Vector, ...]
 BoolMatrix = tuple[tuple[bool, ...], ...]
-MaskKind = Literal["none", "causal", "matrix"]
+MaskKind = Literal["none", "causal", "causal_lower_right", "matrix"]
 
 
 def shape(m: Matrix) -> tuple[int, int]:
@@ -59,6 +59,24 @@ class Head:
 
 
 @dataclass(frozen=True)
+class KVHead:
+    """One K/V head of grouped-query attention (format v2): ``w_k [d_kv, d_k]``, ``w_v [d_kv, d_v]``, biases or ``None``."""
+
+    w_k: Matrix
+    w_v: Matrix
+    b_k: Vector | None = None
+    b_v: Vector | None = None
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """The KV cache of one K/V head (format v2): ``k [L_past, d_k]``, ``v [L_past, d_v]``, already projected."""
+
+    k: Matrix
+    v: Matrix
+
+
+@dataclass(frozen=True)
 class Exercise:
     """A validated exercise.
 
@@ -89,6 +107,12 @@ class Exercise:
     tags: tuple[str, ...] = ()
     difficulty: int | None = None
     source: str = field(default="", compare=False)  # file path or "bundled:ID"
+    # --- format v2 (grouped K/V heads, a KV cache, an additive bias); defaults keep a v1 exercise as it was
+    kv_heads: tuple[KVHead, ...] | None = None  # G entries when K/V heads are grouped (G < num_heads), else None
+    cache: tuple[CacheEntry, ...] | None = None  # one entry per K/V head (G, or num_heads): a decode step
+    past_tokens: tuple[str, ...] | None = None
+    bias: tuple[Matrix, ...] | None = None  # per query head, [L, L_k], added to the scaled scores
+    alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
 
     def __post_init__(self) -> None:
         """Text from the file, as it is shown: control and bidi characters escaped (:func:`tutor.textsafe.shown`).
@@ -103,7 +127,7 @@ class Exercise:
         for name in ("title", "source"):
             object.__setattr__(self, name, shown(getattr(self, name)))
         object.__setattr__(self, "description", shown(self.description, keep="\n\t"))
-        for name in ("tokens", "kv_tokens", "tags"):
+        for name in ("tokens", "kv_tokens", "tags", "past_tokens"):
             labels = getattr(self, name)
             if labels is not None:
                 object.__setattr__(self, name, tuple(shown(label) for label in labels))
@@ -123,8 +147,47 @@ class Exercise:
         return self.x_kv if self.x_kv is not None else self.x
 
     @property
+    def L_past(self) -> int:
+        """The number of cached tokens (0 without a cache)."""
+        return len(self.cache[0].k) if self.cache else 0
+
+    @property
     def L_k(self) -> int:
-        return len(self.kv)
+        """The number of keys: the cached ones, then the rows of ``x_kv`` (or ``x``)."""
+        return self.L_past + len(self.kv)
+
+    @property
+    def num_kv_heads(self) -> int:
+        """G, the number of K/V heads (``num_heads`` unless they are grouped)."""
+        return len(self.kv_heads) if self.kv_heads is not None else self.num_heads
+
+    def kv_head(self, head: int) -> int:
+        """The K/V head query head ``head`` reads: ``head // (num_heads / num_kv_heads)`` (repeat_interleave order,
+        as ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)``)."""
+        return head // (self.num_heads // self.num_kv_heads)
+
+    def sharing(self, kv_head: int) -> tuple[int, ...]:
+        """The query heads (0-based) that read K/V head ``kv_head``."""
+        return tuple(h for h in range(self.num_heads) if self.kv_head(h) == kv_head)
+
+    @property
+    def grouped(self) -> bool:
+        """True when K/V heads are shared by several query heads (GQA, MQA)."""
+        return self.num_kv_heads < self.num_heads
+
+    @property
+    def has_cache(self) -> bool:
+        return self.cache is not None
+
+    @property
+    def has_bias(self) -> bool:
+        """True when an additive bias (``attn_bias`` or ALiBi) applies: the ``biased`` step exists."""
+        return self.bias is not None
+
+    @property
+    def is_v2(self) -> bool:
+        """True when the exercise uses a v2 feature the batched v1 layer does not run (grouped K/V, cache, bias)."""
+        return self.grouped or self.has_cache or self.has_bias
 
     @property
     def num_heads(self) -> int:
@@ -168,10 +231,20 @@ class Exercise:
         return self.tokens or tuple(f"t{i + 1}" for i in range(self.L))
 
     @property
-    def key_labels(self) -> tuple[str, ...]:
+    def past_labels(self) -> tuple[str, ...]:
+        """Labels of the cached tokens: ``past_tokens``, else ``p1``, ``p2``, … (empty without a cache)."""
+        return self.past_tokens or tuple(f"p{j + 1}" for j in range(self.L_past))
+
+    @property
+    def new_key_labels(self) -> tuple[str, ...]:
+        """Labels of the keys projected in this step (the rows of ``x_kv``, or of ``x``)."""
         if self.x_kv is None:
             return self.query_labels
-        return self.kv_tokens or tuple(f"s{j + 1}" for j in range(self.L_k))
+        return self.kv_tokens or tuple(f"s{j + 1}" for j in range(len(self.kv)))
+
+    @property
+    def key_labels(self) -> tuple[str, ...]:
+        return self.past_labels + self.new_key_labels
 
     def allowed(self) -> BoolMatrix | None:
         """``[L, L_k]`` booleans, True = may attend: ``mask AND key_padding``.
@@ -190,6 +263,36 @@ class Exercise:
                 )
             )
         return tuple(rows)
+
+
+def causal_lower_right(L_q: int, L_k: int) -> BoolMatrix:
+    """Bottom-right aligned causal mask ``[L_q, L_k]``: key ``j`` visible to query ``i`` iff ``j <= i + L_k - L_q``.
+
+    Same alignment as PyTorch's ``torch.nn.attention.bias.causal_lower_right(L_q, L_k)``: the last query sees
+    every key (a decode step with a KV cache).  With ``L_q > L_k`` the first rows see no key.
+    """
+    return tuple(tuple(j <= i + L_k - L_q for j in range(L_k)) for i in range(L_q))
+
+
+def alibi_slope(head: int, num_heads: int) -> Fraction:
+    """ALiBi's slope of ``head`` (0-based) of ``num_heads``: ``2^(-8(head+1)/num_heads)`` (Press et al. 2022, §3).
+
+    Exact for a power-of-two ``num_heads`` (the paper's geometric sequence); raises ``ValueError`` otherwise.
+    """
+    num, den = 8 * (head + 1), num_heads
+    if num % den:
+        raise ValueError(f"ALiBi's slope 2^(-{num}/{den}) is not rational: num_heads must be a power of two")
+    return Fraction(1, 2 ** (num // den))
+
+
+def alibi_bias(head: int, num_heads: int, L_q: int, L_k: int) -> Matrix:
+    """``[L_q, L_k]``: ``slope · (j - i')`` with ``i' = i + L_k - L_q`` the query's position among the keys.
+
+    The distance is counted in positions: with a KV cache the new token ``i`` sits at position
+    ``L_past + i``, so it is ``j - (i + L_k - L_q)`` (0 on the query's own key, negative for earlier keys).
+    """
+    m = alibi_slope(head, num_heads)
+    return tuple(tuple(m * (j - (i + L_k - L_q)) for j in range(L_k)) for i in range(L_q))
 
 
 def causal(L_q: int, L_k: int) -> BoolMatrix:

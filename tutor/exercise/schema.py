@@ -184,7 +184,7 @@ PositiveInt = Annotated[int, PlainValidator(_parse_positive), WithJsonSchema({"t
 Difficulty = Annotated[int, PlainValidator(_parse_difficulty), WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 5})]
 MatrixField = Annotated[list[Annotated[list[Entry], Field(min_length=1)]], Field(min_length=1)]
 VectorField = Annotated[list[Entry], Field(min_length=1)]
-MaskName = Literal["none", "causal"]
+MaskName = Literal["none", "causal", "causal_upper_left", "causal_lower_right"]
 MaskField = Annotated[
     Annotated[MaskName, Tag("#name")] | Annotated[list[list[Flag]], Tag("#matrix")],
     Discriminator(lambda v: "#name" if isinstance(v, str) else "#matrix"),
@@ -201,11 +201,40 @@ class HeadBlock(_Strict):
     model_config = ConfigDict(json_schema_extra={"description": t("schema.head")})
 
     w_q: MatrixField = Field(description=t("schema.field.heads.w_q"))
-    w_k: MatrixField = Field(description=t("schema.field.heads.w_k"))
-    w_v: MatrixField = Field(description=t("schema.field.heads.w_v"))
+    # required unless the exercise has kv_heads (format v2; :mod:`.v2` reports a head that lacks them)
+    w_k: MatrixField | None = Field(None, description=t("schema.field.heads.w_k"))
+    w_v: MatrixField | None = Field(None, description=t("schema.field.heads.w_v"))
     b_q: VectorField | None = Field(None, description=t("schema.field.heads.b_q"))
     b_k: VectorField | None = Field(None, description=t("schema.field.heads.b_k"))
     b_v: VectorField | None = Field(None, description=t("schema.field.heads.b_v"))
+
+
+class KVHeadBlock(_Strict):
+    """One K/V head of grouped-query attention, per-head form (format v2)."""
+
+    model_config = ConfigDict(json_schema_extra={"description": t("schema.kv_head")})
+
+    w_k: MatrixField = Field(description=t("schema.field.heads.w_k"))
+    w_v: MatrixField = Field(description=t("schema.field.heads.w_v"))
+    b_k: VectorField | None = Field(None, description=t("schema.field.heads.b_k"))
+    b_v: VectorField | None = Field(None, description=t("schema.field.heads.b_v"))
+
+
+class CacheBlock(_Strict):
+    """The KV cache of one K/V head (format v2)."""
+
+    model_config = ConfigDict(json_schema_extra={"description": t("schema.cache_entry")})
+
+    k: MatrixField = Field(description=t("schema.field.cache.k"))
+    v: MatrixField = Field(description=t("schema.field.cache.v"))
+
+
+BiasField = Annotated[
+    Annotated[list[Annotated[list[Entry], Field(min_length=1)]], Tag("#matrix")]
+    | Annotated[list[MatrixField], Tag("#heads")],
+    Discriminator(lambda v: "#heads" if isinstance(v, list) and v and isinstance(v[0], list) and v[0]
+                  and isinstance(v[0][0], list) else "#matrix"),
+]
 
 
 class ExerciseFile(_Strict):
@@ -236,6 +265,13 @@ class ExerciseFile(_Strict):
     upstream: MatrixField | None = Field(None, description=t("schema.field.upstream"))
     tags: list[Text] = Field(default_factory=list)
     difficulty: Difficulty | None = Field(None, description=t("schema.field.difficulty"))
+    # --- format v2 (docs/exercise-format.md, "v2"): grouped K/V heads, a KV cache, an additive bias
+    num_kv_heads: PositiveInt | None = Field(None, description=t("schema.field.num_kv_heads"))
+    kv_heads: Annotated[list[KVHeadBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.kv_heads"))
+    cache: Annotated[list[CacheBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.cache"))
+    past_tokens: list[Text] | None = Field(None, description=t("schema.field.past_tokens"))
+    attn_bias: BiasField | None = Field(None, description=t("schema.field.attn_bias"))
+    alibi: Flag | None = Field(None, description=t("schema.field.alibi"))
 
 
 def json_schema() -> dict[str, Any]:

@@ -160,8 +160,13 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
 
     The forward is recomputed in float64 as :class:`tutor.numeric.MultiHeadAttention`
     does it (heads stacked); the attention part is
-    :func:`scaled_dot_product_attention_backward`.
+    :func:`scaled_dot_product_attention_backward`.  Raises :class:`~tutor.errors.TutorError` for
+    an exercise with grouped K/V heads, a KV cache or an additive bias (format v2:
+    :func:`tutor.steps.catalogue.backward_supported`).
     """
+    from ..steps.catalogue import backward_supported
+
+    backward_supported(ex)
     H = ex.num_heads
     x, kv = _f(ex.x), _f(ex.kv)  # [L, d_model], [L_k, d_kv]
     Wq = np.stack([_f(h.w_q) for h in ex.heads])  # [H, d_model, d_k]

@@ -491,6 +491,9 @@ class ExerciseRun:
     weights: NDArray
     context: NDArray
     output: NDArray
+    k_new: NDArray | None = None  # format v2 (tutor.numeric.decoder): the new tokens' keys and values [H, L, d]
+    v_new: NDArray | None = None
+    biased: NDArray | None = None  # the scaled scores plus the bias [H, L, L_k]
 
 
 def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64) -> ExerciseRun:
@@ -504,7 +507,13 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64) -> ExerciseRun:
     likes (every key of a row, every key of the sequence): the polarity
     checks of ``forward`` are for callers who may have flipped a mask.
     Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.
+    An exercise with grouped K/V heads, a KV cache or a bias (format v2) runs
+    the decoder path instead (:func:`tutor.numeric.decoder.run_decoder`, float64).
     """
+    if ex.is_v2:
+        from .decoder import run_decoder
+
+        return run_decoder(ex)
     layer = MultiHeadAttention.from_exercise(ex, dtype=dtype, batch_first=True)
     dt = layer.dtype
     x = np.array(ex.x, dtype=object).astype(dt)[None]  # [1, L, D]
@@ -538,8 +547,13 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64) -> ExerciseRun:
 def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     """The production shape trace of an exercise's layer (see :meth:`MultiHeadAttention.shape_trace`).
 
-    Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.
+    Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.  An exercise of format v2
+    (grouped K/V heads, a cache, a bias) is traced as a decoder runs it (:func:`.decoder.decoder_trace`).
     """
+    if ex.is_v2:
+        from .decoder import decoder_trace
+
+        return decoder_trace(ex, B)
     layer = MultiHeadAttention.from_exercise(ex)
     return layer.shape_trace(
         B, ex.L, ex.L_k if ex.is_cross else None, cross=ex.is_cross,

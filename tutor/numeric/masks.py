@@ -190,23 +190,32 @@ class TorchMask:
     padding in one.
     """
 
-    api: Literal["mha", "sdpa"]
+    api: Literal["mha", "sdpa", "cache"]
     argument: str
     value: bool | tuple
     combined: bool = False
+    # format v2 (tutor.numeric.decoder.decoder_masks): the code when it is not torch.tensor(value), and its kind
+    call: str = ""
+    float_mask: bool = False  # value holds exact texts ("1/16", "-inf"): a float attn_mask added to the scores
+    lower_right: bool = False  # attn_mask=causal_lower_right(L_q, L_k) of torch.nn.attention.bias
 
     @property
     def api_name(self) -> str:
-        """``nn.MultiheadAttention`` or ``F.scaled_dot_product_attention``."""
-        return {"mha": "nn.MultiheadAttention", "sdpa": "F.scaled_dot_product_attention"}[self.api]
+        """``nn.MultiheadAttention``, ``F.scaled_dot_product_attention`` or the KV cache."""
+        return {"mha": "nn.MultiheadAttention", "sdpa": "F.scaled_dot_product_attention",
+                "cache": "KV cache (past_key_values)"}[self.api]
 
     @property
     def kind(self) -> str:
-        """``mha.attn_mask``, ``mha.key_padding_mask``, ``sdpa.attn_mask[.combined]`` or ``sdpa.is_causal``."""
-        return f"{self.api}.{self.argument}" + (".combined" if self.combined else "")
+        """``mha.attn_mask``, ``mha.key_padding_mask``, ``sdpa.attn_mask[.combined|.float|.lower_right]``,
+        ``sdpa.is_causal``, ``sdpa.enable_gqa`` or ``cache.cat``."""
+        extra = ".combined" if self.combined else ".float" if self.float_mask else ".lower_right" if self.lower_right else ""
+        return f"{self.api}.{self.argument}" + extra
 
     def code(self) -> str:
         """``attn_mask=torch.tensor([[False, True], [False, False]])`` or ``is_causal=True``."""
+        if self.call:
+            return self.call
         if isinstance(self.value, bool):
             return f"{self.argument}={self.value}"
         return f"{self.argument}=torch.tensor({_literal(self.value)})"
@@ -227,7 +236,13 @@ def pytorch_masks(ex: Exercise) -> tuple[TorchMask, ...]:
     ``attn_mask`` ``[L, S]`` = mask AND key padding (True = may attend),
     which broadcasts over the batch of one and the heads.  Empty when the
     exercise has no mask.  A test runs every spelling through PyTorch.
+    An exercise of format v2 is spelled as a decoder calls SDPA
+    (:func:`tutor.numeric.decoder.decoder_masks`).
     """
+    if ex.is_v2 or ex.mask_kind == "causal_lower_right":
+        from .decoder import decoder_masks
+
+        return decoder_masks(ex)
     out: list[TorchMask] = []
     if ex.mask is not None:
         out.append(TorchMask("mha", "attn_mask", tuple(tuple(not a for a in row) for row in ex.mask)))

@@ -71,8 +71,50 @@ def _projection_rounding(r: Replay, id: str, head: int | None) -> Array:
     ex = r.ex
     hd = ex.heads[head or 0]
     w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
+    if (id, head) in r.values and ex.has_cache and (f"{id}_new", head) in r.values:  # format v2: K, V are [cache; new]
+        new = r.delta(f"{id}_new", head)  # [L, d]
+        past = ex.cache[ex.kv_head(head or 0)]  # type: ignore[index]
+        return np.vstack([UNIT * _abs(getattr(past, id)), new])  # the cache is rounded to float64 once
     x = ex.x if id == "q" else ex.kv  # step id: Q is projected from X, K and V from X_kv
     return gamma(len(x[0]) + 3) * (_abs(x) @ _abs(w) + _abs(b, (len(w[0]),)))  # [n, d]
+
+
+# --- format v2: the new tokens' keys and values; the biased scores --------------------------------------
+
+
+def k_new_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    assert run.k_new is not None
+    return run.k_new[head]
+
+
+def v_new_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    assert run.v_new is not None
+    return run.v_new[head]
+
+
+def k_new_rounding(r: Replay, head: int | None) -> Array:
+    return _new_rounding(r, "k", head)
+
+
+def v_new_rounding(r: Replay, head: int | None) -> Array:
+    return _new_rounding(r, "v", head)
+
+
+def _new_rounding(r: Replay, id: str, head: int | None) -> Array:
+    hd = r.ex.heads[head or 0]
+    w, b = getattr(hd, f"w_{id}"), getattr(hd, f"b_{id}")
+    return gamma(len(r.ex.kv[0]) + 3) * (_abs(r.ex.kv) @ _abs(w) + _abs(b, (len(w[0]),)))  # [L, d]
+
+
+def biased_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
+    assert run.biased is not None
+    return run.biased[head]
+
+
+def biased_rounding(r: Replay, head: int | None) -> Array:
+    """The scaled scores' bound, plus one rounded addition (and the bias rounded to float64 once)."""
+    assert r.ex.bias is not None
+    return r.delta("scaled", head) + gamma(2) * (np.abs(r.values["biased", head]) + _abs(r.ex.bias[head or 0]))
 
 
 def q_rounding(r: Replay, head: int | None) -> Array:
@@ -117,11 +159,12 @@ def scaled_rounding(r: Replay, head: int | None) -> Array:
 
 
 def masked_production(run: ExerciseRun, ex: Exercise, head: int | None) -> Array:
-    return np.where(np.array(ex.allowed(), dtype=bool), run.scores[head], -np.inf)  # [L, L_k]
+    before = run.biased if run.biased is not None and ex.has_bias else run.scores  # format v2: the bias is added first
+    return np.where(np.array(ex.allowed(), dtype=bool), before[head], -np.inf)  # [L, L_k]
 
 
 def masked_rounding(r: Replay, head: int | None) -> Array:
-    return r.delta("scaled", head)  # blocked entries are -inf in both engines
+    return r.delta("biased" if r.ex.has_bias else "scaled", head)  # blocked entries are -inf in both engines
 
 
 # --- weights, head output -----------------------------------------------------------------------------
@@ -139,7 +182,8 @@ def weights_rounding(r: Replay, head: int | None) -> Array:
     ex = r.ex
     allowed = ex.allowed()
     live = np.ones((ex.L, ex.L_k), dtype=bool) if allowed is None else np.array(allowed, dtype=bool)  # [L, L_k]
-    scaled, e_scaled = r.values["scaled", head], r.delta("scaled", head)
+    src = "biased" if ex.has_bias else "scaled"  # format v2: the softmax reads the biased scores
+    scaled, e_scaled = r.values[src, head], r.delta(src, head)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         s = np.where(live, scaled, -np.inf)  # [L, L_k]
         top = np.max(s, axis=1, keepdims=True)  # [L, 1]; -inf for a fully masked row

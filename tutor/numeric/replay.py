@@ -22,7 +22,7 @@ Pure: no I/O.  The softmax is :func:`tutor.numeric.softmax`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -63,6 +63,15 @@ class Variant:
     weight.T`` with the weight read as [d_out, d_in]; square W_O only).
     ``drop``: biases left out (``b_q``, ``b_k``, ``b_v``, ``b_o``).
 
+    Format v2: ``kv_order``: "repeat" (right: query head h reads K/V head
+    ``h // (H/G)``, repeat_interleave) or "tile" (K/V head ``h % G``, the
+    ``[A, B, A, B]`` of ``repeat``/``tile``).  ``cache``: "right", or
+    "reprojected" (the cached rows multiplied by W_K, W_V again, as if the
+    cache held inputs; chains only when W is square).  ``bias``: "right",
+    "after_softmax" (added to the weights, not to the scores) or "negated"
+    (``-B``: ALiBi's distance with the wrong sign, ``i - j``).  ``mask``
+    "top_left" builds a causal_lower_right exercise's mask top-left instead.
+
     Issue 10 (mistakes from published tutorials and notebooks):
     ``divisor``: the scores divided by this number instead of ``√d_k``
     (a wrong constant, ``√L``, ``num_heads`` ...; overrides ``scale``).
@@ -94,6 +103,9 @@ class Variant:
     heads_reversed: bool = False
     w_o_transposed: bool = False
     drop: frozenset[str] = field(default_factory=frozenset)
+    kv_order: str = "repeat"  # format v2
+    cache: str = "right"
+    bias: str = "right"
     divisor: float | None = None
     average_heads: bool = False
     split_reshape: bool = False
@@ -182,38 +194,90 @@ def _mul_slack(A: Array, dA: Array, B: Array, dB: Array) -> Array:
 # --- q, k, v ------------------------------------------------------------------------------
 
 
+def _kv_weights(r: Replay, id: str, head: int | None) -> tuple[Sequence[Sequence[Fraction]], Sequence[Fraction] | None]:
+    """``(W, b)`` of K or V (``id``) for query head ``head``: its K/V head's (``h // (H/G)``; ``h % G`` under ``kv_order="tile"``)."""
+    ex = r.ex
+    owner: object = ex.heads[head or 0]  # a query head holds its K/V head's weights (repeat_interleave order)
+    if ex.kv_heads is not None and r.variant.kv_order == "tile":
+        owner = ex.kv_heads[(head or 0) % ex.num_kv_heads]
+    return getattr(owner, f"w_{id}"), getattr(owner, f"b_{id}")
+
+
 def project(r: Replay, id: str, head: int | None) -> Array:
     """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``.
 
+    K and V of query head ``h`` are its K/V head's (:func:`_kv_weights`).
     Under ``split_reshape`` every head is projected at once (``[n, H·d]``,
-    head ``h`` in columns ``h·d:(h+1)·d``) and the result reshaped straight
-    to ``[H, n, d]``: head ``h`` gets rows of the flat buffer, not its columns.
+    head ``h`` in columns ``h·d:(h+1)·d``; for K and V with grouped K/V
+    heads, the ``G`` K/V heads, ``[n, G·d]``) and the result reshaped
+    straight to ``[H, n, d]`` (``[G, n, d]``): head ``h`` gets rows of the
+    flat buffer, not its columns.
     """
     x = r.x if id == "q" else r.kv  # [n, d_in]; step id: Q is projected from X, K and V from X_kv
 
     def one(h: int) -> Array:
         hd = r.ex.heads[h]
-        w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
+        w, b = {"q": (hd.w_q, hd.b_q)}.get(id) or _kv_weights(r, id, h)
         return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
 
     if not r.variant.split_reshape:
         return one(head or 0)
-    H = r.ex.num_heads
-    fused = np.hstack([one(h) for h in range(H)])  # [n, H·d]: the heads side by side
+    ex = r.ex
+    if id != "q" and ex.grouped:  # one query head per K/V head stands for it: [n, G·d]
+        owners = [ex.sharing(g)[0] for g in range(ex.num_kv_heads)]
+        part = ex.kv_head(head or 0)
+    else:
+        owners, part = list(range(ex.num_heads)), head or 0
+    fused = np.hstack([one(h) for h in owners])  # [n, H·d]: the heads side by side
     n, width = fused.shape
-    return fused.reshape(H, n, width // H)[head or 0]  # [H, n, d] without the transpose: tokens and heads mixed
+    return fused.reshape(len(owners), n, width // len(owners))[part]  # [H, n, d] without the transpose: tokens and heads mixed
 
 
 def q(r: Replay, head: int | None) -> Array:
     return project(r, "q", head)
 
 
-def k(r: Replay, head: int | None) -> Array:
+def _with_cache(r: Replay, id: str, head: int | None) -> Array | None:
+    """``[cache; new rows]`` ``[L_past + L, d]`` (format v2); the cache multiplied by W again under ``cache="reprojected"``."""
+    new = r.input(f"{id}_new", head)
+    if new is None:
+        return None
+    assert r.ex.cache is not None
+    entry = r.ex.cache[r.ex.kv_head(head or 0)]
+    past = floats(getattr(entry, id))  # [L_past, d]  cache entries have fields k and v
+    if r.variant.cache == "reprojected":
+        w, b = _kv_weights(r, id, head)
+        W = floats(w)  # [d_model, d]
+        if W.shape[0] != past.shape[1]:
+            return None  # the cache's rows are not inputs of W: the mistake cannot be made here
+        past = past @ W + r.bias(f"b_{id}", b)  # [L_past, d]
+    return np.vstack([past, new])  # [L_past + L, d]
+
+
+def k(r: Replay, head: int | None) -> Array | None:
+    return _with_cache(r, "k", head) if r.ex.has_cache else project(r, "k", head)
+
+
+def v(r: Replay, head: int | None) -> Array | None:
+    return _with_cache(r, "v", head) if r.ex.has_cache else project(r, "v", head)
+
+
+def k_new(r: Replay, head: int | None) -> Array:
+    """The new tokens' keys ``X·W_K + b_K`` ``[L, d_k]`` (a decode step, format v2)."""
     return project(r, "k", head)
 
 
-def v(r: Replay, head: int | None) -> Array:
+def v_new(r: Replay, head: int | None) -> Array:
+    """The new tokens' values ``X·W_V + b_V`` ``[L, d_v]``."""
     return project(r, "v", head)
+
+
+def k_new_slack(r: Replay, head: int | None) -> Array:
+    return np.zeros_like(r.values["k_new", head])
+
+
+def v_new_slack(r: Replay, head: int | None) -> Array:
+    return np.zeros_like(r.values["v_new", head])
 
 
 def q_slack(r: Replay, head: int | None) -> Array:
@@ -221,12 +285,20 @@ def q_slack(r: Replay, head: int | None) -> Array:
     return np.zeros_like(r.values["q", head])
 
 
+def _kv_slack(r: Replay, id: str, head: int | None) -> Array:
+    """Projected from the exercise: none; with a cache, the cached rows are exact and the new ones carry their slack."""
+    if not r.ex.has_cache:
+        return np.zeros_like(r.values[id, head])
+    new = r.delta(f"{id}_new", head)
+    return np.vstack([np.zeros((r.ex.L_past, new.shape[1])), new])  # [L_past + L, d]
+
+
 def k_slack(r: Replay, head: int | None) -> Array:
-    return np.zeros_like(r.values["k", head])
+    return _kv_slack(r, "k", head)
 
 
 def v_slack(r: Replay, head: int | None) -> Array:
-    return np.zeros_like(r.values["v", head])
+    return _kv_slack(r, "v", head)
 
 
 # --- scores, scaled, masked ---------------------------------------------------------------
@@ -264,6 +336,32 @@ def scaled_slack(r: Replay, head: int | None) -> Array:
     return r.delta("scores", head) * abs(_scale_factor(r, head))
 
 
+# --- biased (format v2): scaled + B, before the mask -----------------------------------------------------
+
+
+def _bias_matrix(r: Replay, head: int | None) -> Array:
+    assert r.ex.bias is not None
+    B = floats(r.ex.bias[head or 0])  # [L, L_k]
+    return -B if r.variant.bias == "negated" else B
+
+
+def biased(r: Replay, head: int | None) -> Array | None:
+    """``scaled + B`` ``[L, L_k]``; ``None`` under ``bias="after_softmax"`` (the bias is then added to the weights)."""
+    A = r.input("scaled", head)
+    if A is None or r.variant.bias == "after_softmax" or A.shape != _bias_matrix(r, head).shape:
+        return None
+    return A + _bias_matrix(r, head)  # [L, L_k]
+
+
+def biased_slack(r: Replay, head: int | None) -> Array:
+    return r.delta("scaled", head)
+
+
+def _pre_mask(r: Replay, head: int | None) -> Key:
+    """What the mask is added to: the biased scores when computed (format v2), else the scaled ones."""
+    return ("biased", head) if r.ex.has_bias and ("biased", head) in r.values else ("scaled", head)
+
+
 def _keep(r: Replay, A: Array) -> Array | None:
     """The ``[L, L_k]`` booleans the variant applies (True = may attend), or ``None`` if it cannot apply."""
     ex, v = r.ex, r.variant
@@ -272,6 +370,11 @@ def _keep(r: Replay, A: Array) -> Array | None:
         return None
     if v.mask == "inverted":
         return ~r.allowed
+    if v.mask == "top_left":  # a decode step's mask aligned top-left (format v2)
+        if ex.mask_kind != "causal_lower_right" or ex.L == ex.L_k:
+            return None
+        top_left = np.tri(ex.L, ex.L_k, dtype=bool)  # [L, L_k]  j <= i
+        return top_left if ex.key_padding is None else top_left & np.array(ex.key_padding, dtype=bool)[None, :]
     if v.mask == "padding_rows":
         if ex.key_padding is None or ex.L != ex.L_k:
             return None
@@ -281,8 +384,10 @@ def _keep(r: Replay, A: Array) -> Array | None:
 
 
 def masked(r: Replay, head: int | None) -> Array | None:
-    """``scaled + M``: ``-inf`` where the mask blocks (``[L, L_k]``); ``None`` under "after_softmax"."""
-    A = r.input("scaled", head)
+    """``scaled + M`` (``biased + M`` with a bias): ``-inf`` where the mask blocks (``[L, L_k]``); ``None`` under "after_softmax"."""
+    if r.ex.has_bias and r.variant.bias == "right" and ("biased", head) not in r.values:
+        return None  # the bias could not be added
+    A = r.input(*_pre_mask(r, head))
     if A is None or r.variant.mask == "after_softmax":
         return None
     keep = _keep(r, A)
@@ -297,15 +402,15 @@ def masked(r: Replay, head: int | None) -> Array | None:
 
 def masked_slack(r: Replay, head: int | None) -> Array:
     assert r.allowed is not None
-    return np.where(r.allowed, r.delta("scaled", head), 0.0)  # [L, L_k]
+    return np.where(r.allowed, r.delta(*_pre_mask(r, head)), 0.0)  # [L, L_k]
 
 
 # --- weights, head output ---------------------------------------------------------------------
 
 
 def _weights_source(r: Replay, head: int | None) -> Key:
-    """What the softmax reads: the masked scores when they were computed, else the scaled ones."""
-    return ("masked", head) if r.ex.has_mask and ("masked", head) in r.values else ("scaled", head)
+    """What the softmax reads: the masked scores when they were computed, else the biased or scaled ones."""
+    return ("masked", head) if r.ex.has_mask and ("masked", head) in r.values else _pre_mask(r, head)
 
 
 def weights(r: Replay, head: int | None) -> Array | None:
@@ -316,6 +421,8 @@ def weights(r: Replay, head: int | None) -> Array | None:
     if A is None:
         return None
     if r.ex.has_mask and src[0] != "masked" and v.mask != "after_softmax":  # step id: the mask could not be applied
+        return None
+    if r.ex.has_bias and v.bias != "after_softmax" and ("biased", head) not in r.values:  # the bias could not be added
         return None
     if not v.softmax:
         W = np.where(np.isinf(A), 0.0, A)  # [L, L_k], the scores themselves, a blocked one counting 0
@@ -331,6 +438,8 @@ def weights(r: Replay, head: int | None) -> Array | None:
     if v.empty_rows == "uniform":
         empty = np.all(np.isneginf(A), axis=-1)  # [L], rows whose every score is blocked
         W = np.where(empty[:, None], 1.0 / W.shape[1], W)  # [L, L_k]
+    if v.bias == "after_softmax" and r.ex.has_bias:
+        W = W + np.where(np.isneginf(A), 0.0, _bias_matrix(r, head))  # [L, L_k], added to the weights (blocked stay 0)
     if v.average_heads:
         W = np.mean(_right_weights(r.ex), axis=0)  # [L, L_k]: the mean over the heads, the same for each
     return W
@@ -341,7 +450,13 @@ def _right_weights(ex: Exercise) -> Array:
     r = Replay(ex)
     out = []
     for h in range(ex.num_heads):
-        for fn, id in ((q, "q"), (k, "k"), (v, "v"), (scores, "scores"), (scaled, "scaled")):
+        walk: list[tuple[Callable[[Replay, int | None], Array | None], str]] = []
+        if ex.has_cache:  # format v2: the new rows first
+            walk += [(k_new, "k_new"), (v_new, "v_new")]
+        walk += [(q, "q"), (k, "k"), (v, "v"), (scores, "scores"), (scaled, "scaled")]
+        if ex.has_bias:
+            walk.append((biased, "biased"))
+        for fn, id in walk:
             r.values[id, h] = fn(r, h)  # type: ignore[assignment]
         if ex.has_mask:
             r.values["masked", h] = masked(r, h)  # type: ignore[assignment]

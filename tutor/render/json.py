@@ -61,16 +61,36 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
         ],
         "w_o": _m(ex.w_o),
         "b_o": _v(ex.b_o),
+        **_v2_dict(ex),
     }
+
+
+def _v2_dict(ex: Exercise) -> dict[str, Any]:
+    """Format v2's parts of the exercise (present only when it uses them): grouped K/V heads, the cache, the bias."""
+    out: dict[str, Any] = {}
+    if ex.kv_heads is not None:
+        out["num_kv_heads"] = ex.num_kv_heads
+        out["kv_heads"] = [{"w_k": _m(h.w_k), "w_v": _m(h.w_v), "b_k": _v(h.b_k), "b_v": _v(h.b_v)} for h in ex.kv_heads]
+    if ex.cache is not None:
+        out["L_past"] = ex.L_past
+        out["past_tokens"] = list(ex.past_labels)
+        out["cache"] = [{"k": _m(c.k), "v": _m(c.v)} for c in ex.cache]
+    if ex.bias is not None:
+        out["alibi"] = ex.alibi
+        out["attn_bias"] = [_m(b) for b in ex.bias]
+    return out
 
 
 def step_dict(step: Step, ex: Exercise, indistinguishable: tuple[str, ...] = ()) -> dict[str, Any]:
     """One step as JSON, with ``why`` (the sentences a reader gets beside it: its kind's ``why``) and
     ``indistinguishable`` (the misconception keys that give exactly its right value:
-    :func:`tutor.invisible.by_step`)."""
+    :func:`tutor.invisible.by_step`).  A K or V step shared by grouped query heads (format v2) has
+    ``head`` null and gives ``kv_head`` and ``shared_by``."""
+    kv = {} if step.kv_head is None else {"kv_head": step.kv_head, "shared_by": list(step.shared)}
     return {
         "id": step.id,
-        "head": step.head,
+        "head": None if step.kv_head is not None else step.head,  # a shared K/V step belongs to its K/V head
+        **kv,
         "title": KINDS[step.id].title,
         "formula": step.formula,
         "shape": list(step.shape),
@@ -90,8 +110,8 @@ def production_masks(ex: Exercise) -> list[dict[str, Any]]:
              "meaning": t(f"explain.production.mask.{m.kind}")} for m in pytorch_masks(ex)]
 
 
-def _nested(value: bool | tuple) -> bool | list:
-    return value if isinstance(value, bool) else [_nested(v) for v in value]
+def _nested(value: bool | str | tuple) -> bool | str | list:
+    return value if isinstance(value, (bool, str)) else [_nested(v) for v in value]
 
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
@@ -104,7 +124,9 @@ def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
 
     ex = sol.exercise
     hidden = by_step(sol)
-    steps = [s for s in sol.steps if head is None or s.head in (head, None)]
+    # grouped K/V heads: K and V once per K/V head, where its first query head computed them
+    steps = [s for s in sol.steps if s.kv_head is None or s.head == s.shared[0]]
+    steps = [s for s in steps if head is None or s.head in (head, None) or s.kv_head is not None and head in s.shared]
     trace, notes = production_view(ex)
     production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note, "key": p.key}
                   for p in trace]

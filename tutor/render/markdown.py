@@ -47,12 +47,11 @@ def _mix_sympy(m: Mix) -> sympy.Expr:
     import sympy
 
     row, live = m.row, m.row.live
-    nz = [row.nums[j] for j in live if m.cnums[j]]
+    nz = [row.keys[j] for j in live if m.cnums[j]]
     ref = nz[0] if nz and all(n == nz[0] for n in nz) else row.top
-    root = sympy.sqrt(row.t)
 
     def e(j: int) -> sympy.Expr:
-        return sympy.exp(sympy.Rational(row.nums[j] - ref, row.den) * root)  # type: ignore[operator]
+        return sympy.exp(row.sympy_exponent(j, ref))
 
     g = math.gcd(m.cden, *(m.cnums[j] for j in live))
     k = m.cden // g
@@ -281,6 +280,10 @@ class MarkdownRenderer:
         if ex.key_padding is not None:
             pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
             self.add(_escape(t("explain.mask.padding", keys=", ".join(pads) or "-")), "")
+        from .v2 import header_lines
+
+        for line in header_lines(ex):  # format v2: alignment, grouped K/V heads, the cache, the bias
+            self.add(_escape(line), "")
         named: list[tuple[str, Matrix]] = [("X", ex.x)]
         if ex.x_kv is not None:
             named.append(("X_kv", ex.x_kv))

@@ -251,7 +251,8 @@ class QuizRenderer:
         step = h.step
         if h.level == 1:
             self.line(t("practice.hint.1", formula=h.formula), "bold")
-            self.line(t(f"practice.hint.{step.id}", **_hint_fields(step)), indent=3)
+            append = ".append" if step.op == "append" else ""  # K, V with a KV cache: rows appended, not projected
+            self.line(t(f"practice.hint.{step.id}{append}", **_hint_fields(step)), indent=3)
         elif h.level == 2:
             self.line(t("practice.hint.2"), "bold")
             self.line(h.work, indent=3)

@@ -324,6 +324,10 @@ class RichRenderer:
         if ex.key_padding is not None:
             pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
             self.line(t("explain.mask.padding", keys=", ".join(pads) or "-"))
+        from .v2 import header_lines
+
+        for line in header_lines(ex):  # format v2: alignment, grouped K/V heads, the cache, the bias
+            self.line(line)
         self.console.print()
         named = [("X", ex.x, ex.query_labels)]
         if ex.x_kv is not None:

@@ -25,6 +25,11 @@ def _has_mask(ex: Exercise) -> bool:
     return ex.has_mask
 
 
+def _pre_mask(ex: Exercise, head: int | None) -> Key:
+    """What the mask is added to: the biased scores when the exercise has a bias (format v2), else the scaled ones."""
+    return ("biased", head) if ex.has_bias else ("scaled", head)
+
+
 def empty_rows(ex: Exercise) -> list[int]:
     """The 0-based query rows of ``ex`` that may attend to no key at all."""
     allowed = ex.allowed()
@@ -54,8 +59,8 @@ def torch_empty_row() -> str:
 
 
 def _score_source(ex: Exercise, head: int | None) -> Key:
-    """What the softmax reads: the masked scores when the exercise has a mask, else the scaled ones."""
-    return ("masked", head) if ex.has_mask else ("scaled", head)
+    """What the softmax reads: the masked scores when the exercise has a mask, else the biased or scaled ones."""
+    return ("masked", head) if ex.has_mask else _pre_mask(ex, head)
 
 
 # --- scores ---------------------------------------------------------------------------------
@@ -145,20 +150,22 @@ SCALED = StepKind(
 
 def _masked(bd: Build, h: int | None) -> Step:
     ex = bd.ex
-    sc = bd.data["scaled", h]
+    src = _pre_mask(ex, h)[0]
+    sc = bd.data[src, h]
     assert isinstance(sc, Scaled)
     live = exact.mask(sc, bd.allowed)  # [L, L_k], None where blocked
     bd.data["masked", h] = live
-    ops = (Operand("scaled", (ex.L, ex.L_k)), Operand("M", (ex.L, ex.L_k)))
-    return Step("masked", h, "masked", "masked = scaled + M,  M_ij = 0 if query i may attend key j, else −∞",
+    ops = (Operand(src, (ex.L, ex.L_k)), Operand("M", (ex.L, ex.L_k)))
+    return Step("masked", h, "masked", f"masked = {src} + M,  M_ij = 0 if query i may attend key j, else −∞",
                 ops, "+", exact.masked_exact(live, sc), ex.query_labels, ex.key_labels)
 
 
 def _masked_work(sol: Solution, step: Step, i: int, j: int) -> str:
     rl, cl = step.row_labels[i], step.col_labels[j]
+    src = _pre_mask(sol.exercise, step.head)[0]
     if math.isinf(step.value[i][j]):
-        return f"scaled[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
-    return f"scaled[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.kept', row=rl, col=cl)})"
+        return f"{src}[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
+    return f"{src}[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.kept', row=rl, col=cl)})"
 
 
 def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
@@ -167,11 +174,15 @@ def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
     assert allowed is not None  # the step exists only with a mask
     m = Input("M", tuple(tuple("0" if a else "-inf" for a in row) for row in allowed),
               tuple(tuple(0.0 if a else -math.inf for a in row) for row in allowed), ex.query_labels, ex.key_labels)
-    return (given_step(sol.step("scaled", step.head)), m)
+    return (given_step(sol.step(*_pre_mask(ex, step.head))), m)
 
 
 def _masked_why(step: Step, ex: Exercise) -> list[str]:
     out = [t("step.masked.why")]
+    if ex.mask_kind == "causal_lower_right":
+        out.append(t("step.masked.why.lower_right", L_q=ex.L, L_k=ex.L_k, offset=ex.L_k - ex.L))
+    elif ex.mask_kind == "causal" and ex.L != ex.L_k:
+        out.append(t("step.masked.why.upper_left", L_q=ex.L, L_k=ex.L_k))
     full = [step.row_labels[i] for i, row in enumerate(step.value) if all(math.isinf(v) for v in row)]
     if full:
         out.append(t("step.masked.why.full", rows=join_and(full), torch=torch_empty_row()))
@@ -194,7 +205,7 @@ def _masked_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
 
 MASKED = StepKind(
     id="masked", scope="head", op="+", exists=_has_mask,
-    inputs=lambda ex, head: (("scaled", head),),
+    inputs=lambda ex, head: (_pre_mask(ex, head),),
     build=_masked, varies=frozenset({"mask", "round_scaled", "truncate"}), work=_masked_work, given=_masked_given,
     arithmetic=_masked_arithmetic,
     why=_masked_why, fixed_by_mask=-math.inf,
@@ -208,7 +219,7 @@ MASKED = StepKind(
 
 def _weights(bd: Build, h: int | None) -> Step:
     ex = bd.ex
-    sc = bd.data["scaled", h]
+    sc = bd.data[_pre_mask(ex, h)]
     assert isinstance(sc, Scaled)
     live = cast(Exponents, bd.data["masked", h]) if ex.has_mask else exact.mask(sc, None)
     rows = exact.softmax_rows(live, sc)
@@ -231,9 +242,11 @@ def _weights_work(sol: Solution, step: Step, i: int, j: int) -> str:
 
 
 def _weights_why(step: Step, ex: Exercise) -> list[str]:
-    """The softmax's sentence, true of this exercise: positive weights without a mask; a blocked key
-    exactly 0 with one; and a row that may attend to no key sums to 0, not 1."""
-    out = [t("step.weights.why.masked" if ex.has_mask else "step.weights.why")]
+    """The softmax's sentence, true of this exercise: positive weights where no key is blocked; a blocked
+    key exactly 0 with a mask that blocks one; and a row that may attend to no key sums to 0, not 1."""
+    allowed = ex.allowed()
+    blocks = allowed is not None and not all(all(row) for row in allowed)  # a mask that blocks nothing (a one-token
+    out = [t("step.weights.why.masked" if blocks else "step.weights.why")]  # decode, lower-right) leaves them positive
     n, rows = _empty_labels(ex)
     if n:
         out.append(plural("step.weights.why.empty", n, rows=rows))
@@ -251,7 +264,7 @@ WEIGHTS = StepKind(
     inputs=lambda ex, head: (_score_source(ex, head),),
     build=_weights,
     varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "round_scaled", "truncate",
-                    "average_heads"}),
+                      "average_heads", "bias"}),
     work=_weights_work, why=_weights_why, arithmetic=_weights_arithmetic,
     given=lambda sol, step: (given_step(sol.step(*_score_source(sol.exercise, step.head))),),
     latex=r"\text{weights}_{ij} = \frac{\exp(\text{$src}_{ij})}{\sum_k \exp(\text{$src}_{ik})}",

@@ -1,7 +1,8 @@
 """The step catalogue: every kind of step in order, and the walks over an exercise's steps.
 
 :data:`CATALOGUE` lists the kinds in the order of the exercise contract (per
-head: ``q``, ``k``, ``v``, ``scores``, ``scaled``, ``masked``, ``weights``,
+head: ``q``, ``k_new``, ``v_new`` (a KV cache), ``k``, ``v``, ``scores``,
+``scaled``, ``biased`` (an additive bias), ``masked``, ``weights``,
 ``head_output``; then the layer: ``concat``, ``output``).  Everything that
 asks "which steps does this exercise have, in what order, computed from
 what" asks here:
@@ -20,12 +21,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..errors import TutorError
 from ..exercise.record import Exercise
+from ..messages import join_and, t
 from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
 from .backward import BACKWARD
+from .bias import BIASED
 from .kind import Build, StepKind
 from .layer import CONCAT, OUTPUT
-from .projection import K, Q, V
+from .projection import K_NEW, V_NEW, K, Q, V
 from .records import Key, Solution, Step
 from .worked import entry_name
 
@@ -34,8 +38,10 @@ if TYPE_CHECKING:  # numpy only for the float walk
 
     from ..numeric.replay import Replay, Variant
 
-#: Every step kind, in the contract's order: the forward pass, then the backward pass (:mod:`.backward`).
-FORWARD: tuple[StepKind, ...] = (Q, K, V, SCORES, SCALED, MASKED, WEIGHTS, HEAD_OUTPUT, CONCAT, OUTPUT)
+#: Every step kind, in the contract's order: the forward pass (k_new, v_new with a KV cache and biased with
+#: a bias: format v2), then the backward pass (:mod:`.backward`).
+FORWARD: tuple[StepKind, ...] = (Q, K_NEW, V_NEW, K, V, SCORES, SCALED, BIASED, MASKED, WEIGHTS, HEAD_OUTPUT,
+                                 CONCAT, OUTPUT)
 CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
 #: The step ids, in order; those of one head, those of the layer.
@@ -67,6 +73,8 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
     With ``backward``, the backward pass follows: its layer steps before the
     heads (``d_output`` … ``d_b_o``), each head's, then ``d_x`` (``d_x_kv``).
     """
+    if backward:
+        backward_supported(ex)
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
     out = per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and k.exists(ex)]
     if backward:
@@ -75,6 +83,16 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
         out += [(k.id, h) for h in range(ex.num_heads) for k in live if k.scope == "head"]
         out += [(k.id, None) for k in live if k.scope == "layer" and k.late]
     return out
+
+
+def backward_supported(ex: Exercise) -> None:
+    """Raise :class:`~tutor.errors.TutorError` (exit 2) when ``ex`` uses a part of format v2 the
+    backward pass is not built for: grouped K/V heads (their gradients would add up over the
+    group), a KV cache (the cached rows are constants), an additive bias."""
+    parts = [t(f"backward.v2.{name}") for name, on in (("grouped", ex.grouped), ("cache", ex.has_cache),
+                                                         ("bias", ex.has_bias)) if on]
+    if parts:
+        raise TutorError(t("backward.v2", id=ex.id, parts=join_and(parts)))
 
 
 def has_backward(ids: Iterable[str]) -> bool:

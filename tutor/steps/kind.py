@@ -126,6 +126,7 @@ class StepKind:
     checks: tuple[str, ...] = ()
     backward: bool = False  # a step of the backward pass (``explain --backward``; issue 13)
     late: bool = False  # a backward layer step that comes after the heads' (``d_x``), not before (``d_output``)
+    advanced: bool = False  # a step of format v2 only (k_new, v_new, biased): recommended after the v1 steps
 
     def floats(self, r: Replay, head: int | None) -> NDArray | None:
         """The step in float64 under ``r.variant`` (:mod:`tutor.numeric.replay`), ``None`` where it cannot be reached."""

@@ -3,6 +3,12 @@
 Vaswani et al. 2017, §3.2.2 (``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)``),
 in the row-vector convention of hand calculation.  ``X_kv`` is ``X`` in
 self-attention; in cross-attention K and V come from the other sequence.
+
+Format v2: with grouped K/V heads (GQA, MQA) query head ``h`` reads K/V head
+``h // (num_heads / num_kv_heads)`` (Ainslie et al. 2023; PyTorch's
+``enable_gqa=True``), so the K and V of the heads of one group are the same
+matrices.  With a KV cache, ``k_new``/``v_new`` project the new tokens and
+``K = [K_cache; K_new]``, ``V = [V_cache; V_new]`` (the new rows appended).
 """
 
 from __future__ import annotations
@@ -10,43 +16,62 @@ from __future__ import annotations
 from .. import exact
 from ..exercise.record import Exercise, Head, Matrix, Vector
 from ..messages import t
-from .kind import Build, StepKind, always, dims, given_matrix
-from .records import Operand, Solution, Step
+from .kind import Build, StepKind, always, dims, given_matrix, given_step
+from .records import Key, Operand, Solution, Step
 from .worked import Worked, dot, entry_products, factor, total
 
 
 def _parts(ex: Exercise, id: str, head: int | None) -> tuple[Matrix, str, tuple[str, ...], Matrix, Vector | None]:
-    """``(x, its name, its row labels, W, b)`` of projection ``id`` of ``head``."""
-    hd: Head = ex.heads[head or 0]
-    w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id]
+    """``(x, its name, its row labels, W, b)`` of projection ``id`` (``q``, ``k``, ``v``, ``k_new``, ``v_new``) of ``head``."""
+    hd: Head = ex.heads[head or 0]  # with grouped K/V heads its w_k, w_v are those of K/V head ex.kv_head(head)
+    w, b = {"q": (hd.w_q, hd.b_q), "k": (hd.w_k, hd.b_k), "v": (hd.w_v, hd.b_v)}[id[0]]
     if id == "q":
         return ex.x, "X", ex.query_labels, w, b
-    return ex.kv, "X_kv" if ex.is_cross else "X", ex.key_labels, w, b
+    return ex.kv, "X_kv" if ex.is_cross else "X", ex.new_key_labels, w, b
+
+
+def _cached(ex: Exercise, id: str) -> bool:
+    """True for ``k`` and ``v`` of an exercise with a KV cache: the cache with the new rows appended."""
+    return id in ("k", "v") and ex.has_cache
+
+
+def _kv(ex: Exercise, id: str, head: int | None) -> int | None:
+    """The K/V head a K or V step of ``head`` belongs to, when K/V heads are grouped (else ``None``)."""
+    return ex.kv_head(head or 0) if id != "q" and ex.grouped else None
 
 
 def _kind(id: str) -> StepKind:
-    sym = id.upper()
+    sym = id.upper() if len(id) == 1 else f"{id[0].upper()}_new"  # Q, K, V, K_new, V_new
+    wsym = id[0].upper()
 
     def build(bd: Build, head: int | None) -> Step:
-        x, src, rows, w, b = _parts(bd.ex, id, head)
+        ex = bd.ex
+        if _cached(ex, id):
+            return _append(bd, id, head)
+        x, src, rows, w, b = _parts(ex, id, head)
         m = exact.project(x, w, b)  # [n, d_in]·[d_in, d] -> [n, d]
         bd.data[id, head] = m
-        ops: tuple[Operand, ...] = (Operand(src, (len(x), len(x[0]))), Operand(f"W_{sym}", (len(w), len(w[0]))))
-        formula = f"{sym} = {src}·W_{sym}"
+        ops: tuple[Operand, ...] = (Operand(src, (len(x), len(x[0]))), Operand(f"W_{wsym}", (len(w), len(w[0]))))
+        formula = f"{sym} = {src}·W_{wsym}"
         if b is not None:
-            ops += (Operand(f"b_{sym}", (len(b),)),)
-            formula += f" + b_{sym}"
-        return Step(id, head, sym, formula, ops, "·", m.exact(), rows, dims("d", len(w[0])))
+            ops += (Operand(f"b_{wsym}", (len(b),)),)
+            formula += f" + b_{wsym}"
+        return Step(id, head, sym, formula, ops, "·", m.exact(), rows, dims("d", len(w[0])), kv_head=_kv(ex, id, head),
+                    shared=ex.sharing(ex.kv_head(head or 0)) if _kv(ex, id, head) is not None else ())
 
     def work(sol: Solution, step: Step, i: int, j: int) -> str:
+        if _cached(sol.exercise, id):
+            return _append_work(sol, step, i, j)
         x, src, _, w, b = _parts(sol.exercise, id, step.head)
         rl, cl = step.row_labels[i], step.col_labels[j]
         pairs = [(factor(x[i][k], float(x[i][k])), factor(w[k][j], float(w[k][j]))) for k in range(len(w))]
-        bias = f" + b_{sym}[{cl}]" if b is not None else ""
+        bias = f" + b_{wsym}[{cl}]" if b is not None else ""
         bias_value = f" + {factor(b[j], float(b[j]))}" if b is not None else ""
-        return f"{src}[{rl}, :]·W_{sym}[:, {cl}]{bias} = {dot(pairs)}{bias_value} {total(step.exact[i][j], step.value[i][j])}"
+        return f"{src}[{rl}, :]·W_{wsym}[:, {cl}]{bias} = {dot(pairs)}{bias_value} {total(step.exact[i][j], step.value[i][j])}"
 
     def arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+        if _cached(sol.exercise, id):
+            return ()  # K, V = [cache; new rows]: no arithmetic, the rows are those of k_new/v_new and the cache
         x, _, _, w, b = _parts(sol.exercise, id, step.head)
 
         def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
@@ -57,21 +82,76 @@ def _kind(id: str) -> StepKind:
         return entry_products(step, pairs_of, places)
 
     def given(sol: Solution, step: Step) -> tuple:
+        if _cached(sol.exercise, id):
+            return _append_given(sol, step)
         x, src, rows, w, b = _parts(sol.exercise, id, step.head)
         out = [given_matrix(src, x, rows, dims("d", len(x[0]))),
-               given_matrix(f"W_{sym}", w, dims("r", len(w)), dims("d", len(w[0])))]
+               given_matrix(f"W_{wsym}", w, dims("r", len(w)), dims("d", len(w[0])))]
         if b is not None:
-            out.append(given_matrix(f"b_{sym}", (b,), ("",), dims("d", len(b))))
+            out.append(given_matrix(f"b_{wsym}", (b,), ("",), dims("d", len(b))))
         return tuple(out)
 
     def why(step: Step, ex: Exercise) -> list[str]:
-        cross = [t("step.k.why.cross")] if id != "q" and ex.is_cross else []
-        return cross + [t(f"step.{id}.why")]
+        out = [t("step.k.why.cross")] if id != "q" and ex.is_cross else []
+        out.append(t(f"step.{id}.why"))
+        if id != "q" and ex.grouped:
+            g = ex.kv_head(step.head or 0)
+            out.append(t("step.kv.why.grouped", G=ex.num_kv_heads, H=ex.num_heads, kv=g + 1,
+                         heads=", ".join(str(h + 1) for h in ex.sharing(g)), ratio=ex.num_heads // ex.num_kv_heads))
+        if _cached(ex, id):
+            out.append(t("step.kv.why.cache", L_past=ex.L_past, L=len(ex.kv)))
+        return out
 
+    def inputs(ex: Exercise, head: int | None) -> tuple[Key, ...]:
+        return ((f"{id}_new", head),) if _cached(ex, id) else ()
+
+    varies = {"drop", "split_reshape"} | (set() if id == "q" else {"kv_order"}) | ({"cache"} if id in ("k", "v") else set())
     return StepKind(
-        id=id, scope="head", op="·", exists=always, inputs=lambda ex, head: (),
-        build=build, varies=frozenset({"drop", "split_reshape"}), work=work, given=given, why=why, arithmetic=arithmetic,
+        id=id, scope="head", op="·", exists=(lambda ex: ex.has_cache) if id.endswith("_new") else always,
+        inputs=inputs, build=build, varies=frozenset(varies), work=work, given=given, why=why, arithmetic=arithmetic,
+        advanced=id.endswith("_new"),
     )
 
 
+# --- k, v with a KV cache: [cache; new rows] --------------------------------------------------------------------
+
+
+def _cache_of(ex: Exercise, id: str, head: int | None) -> Matrix:
+    assert ex.cache is not None
+    entry = ex.cache[ex.kv_head(head or 0)]
+    return entry.k if id == "k" else entry.v
+
+
+def _append(bd: Build, id: str, head: int | None) -> Step:
+    ex = bd.ex
+    sym = id.upper()
+    new = bd.data[f"{id}_new", head]
+    assert isinstance(new, exact.QMat)
+    past = _cache_of(ex, id, head)
+    m = exact.append(past, new)  # [L_past, d] over [L, d] -> [L_past + L, d]
+    bd.data[id, head] = m
+    d = len(past[0])
+    ops = (Operand(f"{sym}_cache", (len(past), d)), Operand(f"{sym}_new", new.shape))
+    return Step(id, head, sym, f"{sym} = [{sym}_cache; {sym}_new]", ops, "append", m.exact(), ex.key_labels,
+                dims("d", d), kv_head=_kv(ex, id, head),
+                shared=ex.sharing(ex.kv_head(head or 0)) if _kv(ex, id, head) is not None else ())
+
+
+def _append_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    ex = sol.exercise
+    sym = step.id.upper()
+    rl, cl = step.row_labels[i], step.col_labels[j]
+    if i < ex.L_past:
+        return f"{sym}_cache[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.cached')})"
+    return f"{sym}_new[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.appended')})"
+
+
+def _append_given(sol: Solution, step: Step) -> tuple:
+    ex = sol.exercise
+    past = _cache_of(ex, step.id, step.head)
+    return (given_matrix(f"{step.id.upper()}_cache", past, ex.past_labels, dims("d", len(past[0]))),
+            given_step(sol.step(f"{step.id}_new", step.head)))
+
+
 Q, K, V = _kind("q"), _kind("k"), _kind("v")
+K_NEW, V_NEW = _kind("k_new"), _kind("v_new")

@@ -52,6 +52,8 @@ class Step:
     exact: tuple[tuple[Exact, ...], ...]
     row_labels: tuple[str, ...]
     col_labels: tuple[str, ...]
+    kv_head: int | None = None  # K, V of grouped K/V heads (format v2): the K/V head this step is (0-based)
+    shared: tuple[int, ...] = ()  # ... and the query heads that read it (0-based)
 
     @property
     def key(self) -> Key:
@@ -71,17 +73,25 @@ class Step:
         return tuple(tuple(e.value() for e in row) for row in self.exact)
 
     def annotation(self) -> str:
-        """``X [3×4] · W_Q [4×2] → Q [3×2]``."""
+        """``X [3×4] · W_Q [4×2] → Q [3×2]``; ``[K_cache [3×2]; K_new [1×2]] → K [4×2]`` (a cache append);
+        grouped K/V heads add the sharing: ``… → K [3×2], K/V head 1, shared by query heads 1, 2``."""
         parts = [str(o) for o in self.operands]
         if self.op == "softmax":
             left = f"softmax({parts[0]})"
         elif self.op == "concat":
             left = "[" + ", ".join(parts) + "]"
+        elif self.op == "append":
+            left = "[" + "; ".join(parts) + "]"
         else:
             left = parts[0]
             for o in parts[1:]:
                 sep = "+" if o.startswith("b_") else self.op
                 left += f" {sep} {o}"
+        if self.kv_head is not None:
+            from ..messages import t
+
+            return f"{left} → {self.result}, " + t("annotation.shared", kv=self.kv_head + 1,
+                                                    heads=", ".join(str(h + 1) for h in self.shared))
         return f"{left} → {self.result}"
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..attempt import OutcomeCounts
-from ..steps import STEP_IDS
+from ..steps import KINDS, STEP_IDS
 from .scheduling import Skill, skills
 from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN
 
@@ -146,7 +146,8 @@ def recommend(stats: Stats, exercises: Sequence[tuple[str, Iterable[str], int | 
     available = [s for s in STEP_IDS if any(s in k for k in kinds.values())]
     if not available:
         return None
-    weakest = min(available, key=lambda s: (stats.step(s).score, STEP_IDS.index(s)))
+    # ties: the steps of format v2 (a cache, a bias) after the others, then the earliest in the computation
+    weakest = min(available, key=lambda s: (stats.step(s).score, KINDS[s].advanced, STEP_IDS.index(s)))
     candidates = [(stats.practised.get((ex_id, weakest), 0), diff if diff is not None else 3, ex_id)
                   for ex_id, _, diff in exercises if weakest in kinds[ex_id]]
     return Recommendation(weakest, min(candidates)[2], stats.step(weakest))
