@@ -146,8 +146,9 @@ class Misconception:
         if self.variant is None:
             return True
         turned = self.variant.turned()
-        first = [k for k in keys(ex, backward=True) if KINDS[k[0]].varies & turned]
-        return key in downstream(ex, first, backward=True)
+        backward = KINDS[key[0]].backward  # the backward pass only for a backward step (none for format v2)
+        first = [k for k in keys(ex, backward=backward) if KINDS[k[0]].varies & turned]
+        return key in downstream(ex, first, backward=backward)
 
     def candidates(self, sol: Solution, step_id: str, head: int | None) -> list[tuple[dict[str, object], Array]]:
         """The values this mistake gives for the step, each with its message fields (``[]`` for a judge)."""

@@ -52,7 +52,7 @@ from .exercise.checks import LIMITS
 from .exercise.record import Exercise
 from .exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
 from .messages import t
-from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, STEP_IDS, keys
+from .steps import HEAD_STEPS, KINDS, LAYER_STEPS, STEP_IDS, has_backward, keys
 from .yamlread import Document, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 from .yamlread import Path as YPath
 
@@ -443,7 +443,9 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
         r.add((), t("solution.no_steps"), t("solution.empty.hint"))
     if r.problems:
         raise ExerciseError(r.problems)
-    steps = tuple(found[k] for k in keys(ex, backward=True) if k in found)  # the backward steps too (issue 13)
+    # in the contract's order, the backward steps too when some are given (issue 13; refused, in one
+    # line, for an exercise the backward pass is not built for)
+    steps = tuple(found[k] for k in keys(ex, backward=has_backward(k[0] for k in found)) if k in found)
     return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""),
                         tuple(doc.warnings), tiled=tiled_given)
 
