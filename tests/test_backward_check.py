@@ -144,3 +144,14 @@ def test_the_tiled_walk_of_biased_scores_is_refused_in_one_line(cli):
                                    "one (its exponents are not multiples of one square root)")
     code, out, _ = cli("explain", "decode-one-token-cache-3", "--tiled")  # a cache and grouped heads: the walk runs
     assert code == 0 and "o is the plain softmax's row" in out
+
+
+def test_the_tiled_walk_of_a_row_with_no_key_says_so(cli):
+    """causal-left-padding-4x2's PAD query may attend to no key: no alpha of exp(−∞ − (−∞)), and o = 0 said as
+    the 0/0 convention, not as acc / l."""
+    code, out, _ = cli("explain", "causal-left-padding-4x2", "--tiled", "--block-size", "2", env={"COLUMNS": "200"})
+    assert code == 0
+    pad = out.split("Query PAD:")[1].split("Query Hello")[0]
+    assert "alpha: none, m is still −∞ (every key so far is masked)" in pad and "alpha = exp" not in pad
+    assert "Query PAD may attend to no key: m stays −∞ and l = 0, so acc / l is 0/0; o = [0, 0] by convention" in pad
+    assert "o = acc / l" not in pad and "the softmax's denominator" not in pad

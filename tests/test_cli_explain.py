@@ -406,3 +406,17 @@ def test_heatmap_legend_bands_hold_every_shaded_weight(cli, exercise):
                 else:
                     lo, hi = bands[shade]
                     assert lo < v <= hi, (cell, v, lo, hi)
+
+
+def test_a_weight_that_underflows_is_shaded_not_blank(cli, tmp_path):
+    """A bias of ±800: the weight exp(-1600)/(1 + exp(-1600)) is 0 in float64 but not 0; the legend says blank
+    is exactly 0, so it takes the lightest shade (a masked key stays blank)."""
+    f = tmp_path / "b.yaml"
+    f.write_text("id: bias-800\ntitle: huge bias\nx: [[1, 0], [0, 1]]\nheads:\n"
+                 "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [0, 1]], w_v: [[1, 0], [0, 1]]}\n"
+                 "attn_bias: [[800, -800], [-800, 800]]\n")
+    code, out, err = cli("explain", str(f), env={"COLUMNS": "120"})
+    assert code == 0, err
+    table = out.split("(darker = more weight)")[1].split("Shades:")[0]
+    assert "░░ 0.00" in table and "██ 1.00" in table
+    assert not any(cell.strip() == "0.00" for line in table.splitlines() for cell in line.split("│"))

@@ -1376,7 +1376,8 @@ EN.update({
     "trace.decoder.cache": "the cached keys of the earlier tokens (likewise v_cache), kept from earlier steps",
     "trace.decoder.cat": "torch.cat([{what}_cache, {what}_new], dim=-2): the new rows appended",
     "trace.decoder.repeat": "inside SDPA with enable_gqa=True: each K/V head repeated {ratio} times (repeat_interleave on dim -3); likewise v",
-    "trace.decoder.scores": "q @ k.transpose(-2, -1) / √d_k, against every key (the cached ones too)",
+    "trace.decoder.scores": "q @ k.transpose(-2, -1) / √d_k, against every key",
+    "trace.decoder.scores.cache": "q @ k.transpose(-2, -1) / √d_k, against every key (the cached ones too)",
     "trace.decoder.attn_mask.float": "a float attn_mask: the bias, and -inf where the mask or the padding blocks; added to the scaled scores",
     "trace.decoder.attn_mask": "the mask: True = may attend (broadcast over B and the heads)",
     "trace.decoder.weights": "softmax over the last axis (keys); a row with no key gives zeros in SDPA",
@@ -1610,6 +1611,8 @@ EN.update({
     "tiled.block": "block {n} (keys {keys}): scores {scores}",
     "tiled.equal": "o is the plain softmax's row of head_output for {query}, exactly: l·exp(m) is the softmax's denominator and acc·exp(m) its numerator.",
     "tiled.not_equal": "o differs from the plain softmax's row for {query}: a bug in attn-tutor.",
+    "tiled.alpha.unseen": "alpha: none, m is still −∞ (every key so far is masked), so l and acc stay 0 and nothing is rescaled",
+    "tiled.empty": "Query {query} may attend to no key: m stays −∞ and l = 0, so acc / l is 0/0; o = {o} by convention (the plain softmax's row is 0 too), and lse = m + log(l) = −∞.",
 })
 EN.update({
     "count.keys.one": "{count} key",

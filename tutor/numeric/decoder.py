@@ -117,7 +117,7 @@ def decoder_trace(ex: Exercise, B: int = 1) -> tuple:
         tb.add("v", ("B", G, "L_k", "d_v"), "trace.decoder.cat", what="v")
     if ex.grouped:
         tb.add("k_repeated", ("B", "H", "L_k", "d_k"), "trace.decoder.repeat", ratio=ex.num_heads // ex.num_kv_heads)
-    tb.add("scores", ("B", "H", "L", "L_k"), "trace.decoder.scores")
+    tb.add("scores", ("B", "H", "L", "L_k"), "trace.decoder.scores.cache" if ex.has_cache else "trace.decoder.scores")
     if ex.has_bias or ex.has_mask:
         tb.add("attn_mask", ("L", "L_k"), "trace.decoder.attn_mask.float" if ex.has_bias else "trace.decoder.attn_mask")
     tb.add("weights", ("B", "H", "L", "L_k"), "trace.decoder.weights")

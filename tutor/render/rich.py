@@ -21,7 +21,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..exactnum import frac_text
+from ..exactnum import Rat, frac_text
 from ..exercise.record import Exercise, Matrix
 from ..messages import t
 from ..steps import KINDS, Solution, Step, Worked, hand_sized
@@ -288,10 +288,13 @@ class RichRenderer:
         """The weights as shades (darker = more weight), each with its value, so no colour is needed."""
         shades = _SHADES if self.unicode else " .:#@"
         cells, styles = [], []
-        for row in step.value:
+        for row, exact_row in zip(step.value, step.exact, strict=True):
             out, st = [], []
-            for v in row:
-                level = 0 if v <= 0 else min(4, 1 + int(v * 4 - 1e-12))
+            for v, e in zip(row, exact_row, strict=True):
+                # blank only for a weight that is exactly 0 (a masked key): a float that underflowed to 0
+                # (a weight of 1e-695 under a large bias) still takes the lightest shade
+                zero = isinstance(e, Rat) and e.q == 0
+                level = 0 if zero else 1 if v <= 0 else min(4, 1 + int(v * 4 - 1e-12))
                 out.append(f"{shades[level] * 2} {decimal(v, 2, keep_small=True)}")
                 grey = 255 - round(v * 180)
                 st.append(f"on rgb({grey},{grey},255)" if v > 0 else "")

@@ -84,12 +84,17 @@ class TiledRenderer:
                 labels = ", ".join(ex.key_labels[j] for j in b.keys)
                 scores = ", ".join(self.num(s) for s in b.scores)
                 self.line(t("tiled.block", n=n, keys=labels, scores=scores), indent=2)
-                if b.alpha is not None:
+                if b.alpha is not None and str(b.m) == "-inf":  # exp(−∞ − (−∞)) is no number: nothing to rescale
+                    self.line(t("tiled.alpha.unseen"), indent=4)
+                elif b.alpha is not None:
                     self.line(f"alpha = exp(m_old − m) = {self.num(b.alpha)}", indent=4)
                 self.line(f"m = {self.num(b.m)}", indent=4)
                 self.line(f"l = {self.num(b.l)}", indent=4)
                 self.line(f"acc = {self.vec(b.acc)}", indent=4)
+            if r.lse_text == "-inf":  # the row may attend to no key: l = 0, and 0/0 is set to 0
+                self.line(t("tiled.empty", query=q, o=self.vec(r.o)), indent=2)
+                continue
             self.line(f"o = acc / l = {self.vec(r.o)}", indent=2)
-            lse = pretty(r.lse_text) + ("" if r.lse_text == "-inf" else f" ≈ {decimal(r.lse, self.places)}")
+            lse = pretty(r.lse_text) + f" ≈ {decimal(r.lse, self.places)}"
             self.line(f"lse = m + log(l) = {lse}", indent=2)
             self.line(t("tiled.equal" if r.equal else "tiled.not_equal", query=q), "dim", 2)
