@@ -70,3 +70,17 @@ def test_the_cache_is_the_earlier_tokens_projected():
 def test_impossible_options_are_usage_errors(cli, args, message):
     r = cli("new", *args, "--seed", "1")
     assert r.code == 2 and message in " ".join(r.err.split()) and r.out == ""
+
+
+def test_a_cache_without_a_mask_option_is_a_causal_decode_step(cli):
+    """`new --cache 3` is a decode step: the new tokens see the cache and each other up to themselves
+    (causal_lower_right), unless --mask says otherwise."""
+    import yaml
+
+    code, out, _ = cli("new", "--cache", "3", "--seed", "1")
+    assert code == 0
+    doc = yaml.safe_load(out)
+    assert doc["mask"] == "causal_lower_right" and len(doc["past_tokens"]) == 3
+    assert "--mask causal_lower_right --cache 3" in out.splitlines()[0]  # the command that writes it again
+    code, out, _ = cli("new", "--cache", "3", "--seed", "1", "--mask", "none")
+    assert code == 0 and "mask" not in yaml.safe_load(out)

@@ -1402,7 +1402,7 @@ EN.update({
 # --- issue 12: `attn-tutor new` for format v2 ---
 EN.update({
     "cli.new.kv_heads": "Grouped K/V heads: this many K/V heads (divides --heads; 1 = MQA).",
-    "cli.new.cache": "A decode step: this many earlier tokens in a KV cache; x holds only the new ones (--tokens).",
+    "cli.new.cache": "A decode step: this many earlier tokens in a KV cache; x holds only the new ones (--tokens). The mask is causal_lower_right unless --mask says otherwise.",
     "cli.new.alibi": "Add ALiBi's linear bias (--heads a power of two).",
     "new.kv_heads.divide": "--kv-heads {G} must divide --heads {H} (each K/V head serves --heads / --kv-heads query heads)",
     "new.cache.cross": "--cache is for self-attention (a decode step); it cannot go with --cross",

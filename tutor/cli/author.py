@@ -123,6 +123,8 @@ def new(
         text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title,
                          source=source)
     else:
+        if cache and not _given(ctx, "mask"):  # a decode step: each new token sees the cache and the new tokens up to it
+            mask = MaskChoice.causal_lower_right
         spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
                     difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull, kv_heads=kv_heads,
                     cache=cache, alibi=alibi)
