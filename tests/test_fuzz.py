@@ -498,13 +498,7 @@ def practice_case(seed: int) -> PracticeCase:
     if rng.random() < 0.8:
         steps = rng.sample(has, rng.randint(1, min(4, len(has))))
         argv += ["--steps", ",".join(steps)]
-    head = None
-    if sol.exercise.num_heads > 1 and rng.random() < 0.5:
-        head = rng.randrange(sol.exercise.num_heads)
-        argv += ["--head", str(head + 1)]  # counted from 1 on the command line
-    entry_mode = rng.random() < 0.25
-    if entry_mode:
-        argv += ["--mode", "entry"]
+    head, entry_mode = head_and_mode(rng, sol, argv)
     if rng.random() < 0.2:
         argv += ["--tolerance", rng.choice(["1e-9", "0.5", "1e6", "0.005"])]
     lines: list[str] = []
@@ -526,6 +520,18 @@ def practice_case(seed: int) -> PracticeCase:
     return PracticeCase(argv, stdin, lines)
 
 
+def head_and_mode(rng: random.Random, sol, argv: list[str]) -> tuple[int | None, bool]:
+    """A practice session's head (0-based; sometimes one of several) and entry mode, added to ``argv``."""
+    head = None
+    if sol.exercise.num_heads > 1 and rng.random() < 0.5:
+        head = rng.randrange(sol.exercise.num_heads)
+        argv += ["--head", str(head + 1)]  # counted from 1 on the command line
+    entry_mode = rng.random() < 0.25
+    if entry_mode:
+        argv += ["--mode", "entry"]
+    return head, entry_mode
+
+
 def right_session(seed: int) -> tuple[list[str], str, int]:
     """A session answered right throughout, each step in some form a learner may use: (argv, stdin, steps)."""
     from tutor.quiz import select
@@ -539,13 +545,7 @@ def right_session(seed: int) -> tuple[list[str], str, int]:
         has = sorted({s.id for s in sol.steps}, key=STEP_IDS.index)
         steps = rng.sample(has, rng.randint(1, len(has)))
         argv += ["--steps", ",".join(steps)]
-    head = None
-    if sol.exercise.num_heads > 1 and rng.random() < 0.5:
-        head = rng.randrange(sol.exercise.num_heads)
-        argv += ["--head", str(head + 1)]  # counted from 1 on the command line
-    entry_mode = rng.random() < 0.25
-    if entry_mode:
-        argv += ["--mode", "entry"]
+    head, entry_mode = head_and_mode(rng, sol, argv)
     chosen = select(sol, steps, head)
     lines = [line for step in chosen
              for line in as_lines(rng, entry_texts(step, rng, rng.choice(["exact", "decimal"])), entry_mode)]
