@@ -10,8 +10,8 @@ g_ik P_ik)`` is quadratic in them, and every other gradient is linear in the
 weights and in ``d_scaled``), with ``r`` 1 or the square-free part of
 ``d_k`` (the factor ``1/√d_k`` of ``d_q`` and ``d_k``), plus a constant.
 :class:`Grad` keeps that structure: one numerator per (row, root), its
-exponents integers over the row's denominator, so that sums are integer
-work and a numerator that ``Z_i`` divides is reduced (``N/Z² = M/Z``, or a
+exponents integers over the row's denominator (pairs ``(n, b)`` with an
+additive bias: ``n/den·√t + b/bden``), so that sums are integer work and a numerator that ``Z_i`` divides is reduced (``N/Z² = M/Z``, or a
 constant).  Strings are in the answer grammar (``-4*exp(sqrt(2))/(1 +
 2*exp(sqrt(2)))^2``); floats come from the structure with max subtraction;
 :meth:`Grad.precise_value` (mpmath) and :meth:`Grad.to_sympy` as for every
@@ -25,31 +25,83 @@ FlashAttention-2 (Dao 2023, §2.2 and Algorithm 2, ``dS = P ∘ (dP − D)``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from functools import cmp_to_key
+from typing import TYPE_CHECKING, Any
 
-from .exactnum import Exact, Rat, SoftmaxRow, _cancels, sum_text, surd
+from .exactnum import Exact, Key, Rat, SoftmaxRow, _cancels, sum_text, surd
 
 if TYPE_CHECKING:  # lazily imported
     import mpmath
     import sympy
 
-Numer = dict[int, Fraction]  # exponent numerator (over row.den, times √row.t) -> coefficient
+Numer = dict[Key, Fraction]  # exponent key (as SoftmaxRow.keys: n, or (n, b) with a bias) -> coefficient
 _MAX_DIVISION_STEPS = 256
 
 
-def _groups(row: SoftmaxRow) -> dict[int, tuple[int, ...]]:
-    """A row's exponent groups by their integer key: the backward pass is built for rows without an
-    additive bias (format v1), whose exponent keys are integers (``a_j = n_j/den·sqrt t``)."""
-    assert row.bias is None, "the backward pass takes rows without a bias"
-    return row.groups  # type: ignore[return-value]
+def _add(a: Key, b: Key) -> Key:
+    """The key of ``exp(a)·exp(b)``."""
+    if isinstance(a, int):
+        return a + b  # type: ignore[operator]
+    return (a[0] + b[0], a[1] + b[1])  # type: ignore[index]
 
 
-def _top(row: SoftmaxRow) -> int:
-    """A bias-free row's largest exponent key (see :func:`_groups`)."""
-    assert row.bias is None and isinstance(row.top, int)
+def _times(k: Key, c: int) -> Key:
+    """The key of ``exp(a)^c``."""
+    return k * c if isinstance(k, int) else (k[0] * c, k[1] * c)
+
+
+def _zero(row: SoftmaxRow) -> Key:
+    return 0 if row.bias is None else (0, 0)
+
+
+def _order(row: SoftmaxRow) -> Callable[[Key], Any]:
+    """A sort key that orders exponent keys by their exact value.
+
+    Without a bias a key is ``n`` (the exponent ``n/den·√t``): its own order.  With one it is
+    ``(n, b)``, the exponent ``n/den·√t + b/bden``; ``√t`` is irrational, so two keys compare by the
+    sign of ``p·√t + q`` (``p = Δn·bden``, ``q = Δb·den``), found exactly by comparing ``p²t`` with
+    ``q²``: never a float, even for exponents closer than a float can tell apart.  The order is
+    compatible with adding keys, as long division needs.
+    """
+    if row.bias is None:
+        return lambda k: k
+    t, den, bden = row.t, row.den, row.bden
+
+    def cmp(a: Key, b: Key) -> int:
+        p, q = (a[0] - b[0]) * bden, (a[1] - b[1]) * den  # type: ignore[index]
+        if p >= 0 and q >= 0:
+            return int(p > 0 or q > 0)
+        if p <= 0 and q <= 0:
+            return -1
+        big = p * p * t > q * q
+        return (1 if big else -1) if p > 0 else (-1 if big else 1)
+
+    return cmp_to_key(cmp)
+
+
+def _groups(row: SoftmaxRow) -> dict[Key, tuple[int, ...]]:
+    """A row's exponent groups by their key (integers without a bias, ``(n, b)`` pairs with one)."""
+    return row.groups
+
+
+def _low(row: SoftmaxRow) -> Key:
+    """A row's smallest exponent key, exactly (``row.groups`` is ordered by a float with a bias)."""
+    return min(row.groups, key=_order(row))
+
+
+def _top(row: SoftmaxRow) -> Key:
+    """A row's largest exponent key (the floats' reference; any live key would do)."""
     return row.top
+
+
+def _mp_exponent(row: SoftmaxRow, k: Key) -> mpmath.mpf:
+    import mpmath
+
+    u, r = row.parts(k)
+    return mpmath.mpf(u.numerator) / u.denominator * mpmath.sqrt(row.t) + mpmath.mpf(r.numerator) / r.denominator
 
 
 def _z2(row: SoftmaxRow) -> Numer:
@@ -57,7 +109,8 @@ def _z2(row: SoftmaxRow) -> Numer:
     out: Numer = {}
     for e1, g1 in _groups(row).items():
         for e2, g2 in _groups(row).items():
-            out[e1 + e2] = out.get(e1 + e2, Fraction(0)) + len(g1) * len(g2)
+            e = _add(e1, e2)
+            out[e] = out.get(e, Fraction(0)) + len(g1) * len(g2)
     return out
 
 
@@ -66,22 +119,24 @@ def _divide(n: Numer, row: SoftmaxRow) -> Numer | None:
     z = {e: len(g) for e, g in _groups(row).items()}
     if not z or not n:
         return None if n else {}
-    ztop, zlow = max(z), min(z)
-    lowest = min(n) - zlow
+    order = _order(row)
+    ztop, zlow = max(z, key=order), min(z, key=order)
+    lowest = order(_add(min(n, key=order), _times(zlow, -1)))
     rem = dict(n)
     out: Numer = {}
     for _ in range(_MAX_DIVISION_STEPS):
         rem = {e: c for e, c in rem.items() if c}
         if not rem:
             return out
-        top = max(rem)
-        shift = top - ztop
-        if shift < lowest:
+        top = max(rem, key=order)
+        shift = _add(top, _times(ztop, -1))
+        if order(shift) < lowest:
             return None
         c = rem[top] / z[ztop]
         out[shift] = out.get(shift, Fraction(0)) + c
         for e, m in z.items():
-            rem[e + shift] = rem.get(e + shift, Fraction(0)) - c * m
+            k = _add(e, shift)
+            rem[k] = rem.get(k, Fraction(0)) - c * m
     return None
 
 
@@ -92,13 +147,13 @@ class Part:
     row: SoftmaxRow
     root: int
     deg: int
-    numer: tuple[tuple[int, Fraction], ...]  # (exponent numerator, coefficient), ascending
+    numer: tuple[tuple[Key, Fraction], ...]  # (exponent key, coefficient), ascending
 
     def shifted_terms(self) -> list[float]:
         """Each term divided by ``exp(deg·max a)``, as floats (no overflow)."""
         row = self.row
-        r = math.sqrt(row.t)
-        return [float(c) * math.exp((e - self.deg * _top(row)) / row.den * r) for e, c in self.numer]
+        ref = _times(_top(row), self.deg)
+        return [float(c) * math.exp(row.approx(row.diff(e, ref))) for e, c in self.numer]
 
     def value(self) -> float:
         return math.sqrt(self.root) * math.fsum(self.shifted_terms()) / self.row.z ** self.deg
@@ -108,19 +163,19 @@ class Part:
 
         row = self.row
         with mpmath.workdps(digits):
-            r = mpmath.sqrt(row.t) / row.den
-            z = mpmath.fsum(mpmath.exp((row.nums[j] - _top(row)) * r) for j in row.live)  # type: ignore[operator]
-            num = mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator * mpmath.exp((e - self.deg * _top(row)) * r)
+            z = mpmath.fsum(mpmath.exp(row.mp_shifted_exponent(j)) for j in row.live)
+            ref = _times(_top(row), self.deg)
+            num = mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator * mpmath.exp(_mp_exponent(row, row.diff(e, ref)))
                               for e, c in self.numer)
             return mpmath.sqrt(self.root) * num / z ** self.deg
 
     def text(self) -> str:
         """``-4*exp(sqrt(2))/(1 + 2*exp(sqrt(2)))^2``: numerator and ``Z^deg`` divided by ``exp(deg·min a)``."""
         row = self.row
-        ref = min(_groups(row))
+        ref = _low(row)
         _, _, den_text = row._layout(ref)
         k = math.lcm(*(c.denominator for _, c in self.numer))
-        terms = [row.term(int(c * k), e - self.deg * ref) for e, c in self.numer]
+        terms = [row.term(int(c * k), row.diff(e, _times(ref, self.deg))) for e, c in self.numer]
         num = sum_text(terms)
         if len(terms) > 1:
             num = f"({num})"
@@ -140,12 +195,13 @@ class Part:
         import sympy
 
         row = self.row
-        r = sympy.sqrt(row.t)
 
-        def e(n: int) -> sympy.Expr:
-            return sympy.exp(sympy.Rational(n, row.den) * r)
+        def e(k: Key) -> sympy.Expr:
+            u, r = row.parts(k)
+            return sympy.exp(sympy.Rational(u.numerator, u.denominator) * sympy.sqrt(row.t)
+                             + sympy.Rational(r.numerator, r.denominator))
 
-        z = sympy.Add(*(e(row.nums[j]) for j in row.live))  # type: ignore[arg-type]
+        z = sympy.Add(*(e(k) for k in row.keys if k is not None))
         num = sympy.Add(*(sympy.Rational(c.numerator, c.denominator) * e(n) for n, c in self.numer))
         return sympy.sqrt(self.root) * num / z ** self.deg
 
@@ -197,7 +253,7 @@ class GradSum:
 
     def _numer(self, row: SoftmaxRow, root: int) -> Numer:
         # rows with the same exponents share Z: one numerator (rows t2, t3 of the classic add up)
-        key = (tuple(sorted(x for x in row.nums if x is not None)), row.den, row.t, root)
+        key = (tuple(sorted(k for k in row.keys if k is not None)), row.den, row.bden, row.t, root)
         if key not in self.rows:
             self.rows[key] = (row, root, {})
         return self.rows[key][2]
@@ -224,9 +280,11 @@ class GradSum:
         if not c or row.nums[j] is None:
             return self
         n = self._numer(row, root)
-        a = row.nums[j]
+        a = row.keys[j]
+        assert a is not None
         for e, g in _groups(row).items():
-            n[a + e] = n.get(a + e, Fraction(0)) + c * len(g)  # type: ignore[operator]
+            k = _add(a, e)
+            n[k] = n.get(k, Fraction(0)) + c * len(g)
         return self
 
     def quad(self, row: SoftmaxRow, j: int, k: int, c: Fraction, root: int = 1) -> GradSum:
@@ -234,7 +292,9 @@ class GradSum:
         if not c or row.nums[j] is None or row.nums[k] is None:
             return self
         n = self._numer(row, root)
-        e = row.nums[j] + row.nums[k]  # type: ignore[operator]
+        a, b = row.keys[j], row.keys[k]
+        assert a is not None and b is not None
+        e = _add(a, b)
         n[e] = n.get(e, Fraction(0)) + c
         return self
 
@@ -253,10 +313,12 @@ class GradSum:
             if not n:
                 continue
             if deg == 0:  # a constant: Σ c·exp(e) with e = 0 only
-                assert set(n) == {0}, n
-                consts[root] = consts.get(root, Fraction(0)) + n[0]
+                zero = _zero(row)
+                assert set(n) == {zero}, n
+                consts[root] = consts.get(root, Fraction(0)) + n[zero]
                 continue
-            parts.append(Part(row, root, deg, tuple(sorted(n.items()))))
+            order = _order(row)
+            parts.append(Part(row, root, deg, tuple(sorted(n.items(), key=lambda kv: order(kv[0])))))
         consts = {r: c for r, c in consts.items() if c}
         if not parts:
             if not consts:
