@@ -52,22 +52,28 @@ def scaled_dot_product_attention_backward(
     is_causal: bool = False,
     *,
     scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> tuple[NDArray, NDArray, NDArray]:
     """The gradients ``(d_query, d_key, d_value)`` of
-    ``torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask, 0.0, is_causal, scale=scale)``
-    for the upstream gradient ``grad_output`` (what ``out.backward(grad_output)`` gives as ``.grad``).
+    ``torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask, 0.0, is_causal, scale=scale,
+    enable_gqa=enable_gqa)`` for the upstream gradient ``grad_output`` (what ``out.backward(grad_output)`` gives
+    as ``.grad``).
 
     Shapes: ``query [..., L, E]``, ``key [..., S, E]``, ``value [..., S, Ev]``,
     ``grad_output [..., L, Ev]``; the results have the shapes of query, key,
     value (no broadcasting of the batch axes: give them equal).  ``attn_mask``
     and ``is_causal`` as PyTorch's (boolean True = may attend; a float mask
     is added to the scaled scores); ``scale`` defaults to ``1/sqrt(E)``.  No
-    dropout.  Dtype: the inputs' (float32 or float64).  Raises
+    dropout.  With ``enable_gqa=True`` key and value may have fewer heads
+    (axis -3, ``Hkv`` dividing ``Hq``): query head ``h`` reads K/V head
+    ``h // (Hq / Hkv)`` (as PyTorch's repeat_interleave), so the gradient of
+    a K/V head is the sum over the query heads that read it, shaped as key
+    and value.  Dtype: the inputs' (float32 or float64).  Raises
     :class:`ShapeError` when shapes do not fit, ``ValueError``/``TypeError``
     as :func:`tutor.numeric.scaled_dot_product_attention`.
     """
-    a = _prepare(query, key, value, attn_mask, 0.0, is_causal, scale, False, None)
-    q, k, v = a.q, a.k, a.v  # [..., L, E], [..., S, E], [..., S, Ev]
+    a = _prepare(query, key, value, attn_mask, 0.0, is_causal, scale, enable_gqa, None)
+    q, k, v = a.q, a.k, a.v  # [..., L, E], [..., S, E], [..., S, Ev] (K/V heads repeated to Hq with enable_gqa)
     if q.shape[:-2] != k.shape[:-2] or q.shape[:-2] != v.shape[:-2]:
         raise ShapeError(f"query {_shape_text(q.shape)}, key {_shape_text(k.shape)} and value "
                          f"{_shape_text(v.shape)} must have the same batch axes")
@@ -107,7 +113,17 @@ def scaled_dot_product_attention_backward(
     else:
         work(0, N)
     dQ, dK, dV = dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)
+    if enable_gqa:  # each K/V head's gradient: the sum over the query heads that read it
+        dK, dV = _fold_heads(dK, np.shape(key)), _fold_heads(dV, np.shape(value))
     return dQ, dK, dV
+
+
+def _fold_heads(g: NDArray, shape: tuple[int, ...]) -> NDArray:
+    """``[..., Hq, S, E]`` summed over each group of ``Hq / Hkv`` query heads -> ``[..., Hkv, S, E]`` (``shape``)."""
+    Hq, Hkv = g.shape[-3], shape[-3]
+    if Hq == Hkv:
+        return g
+    return g.reshape(g.shape[:-3] + (Hkv, Hq // Hkv) + g.shape[-2:]).sum(axis=-3)  # [..., Hkv, S, E]
 
 
 # --------------------------------------------------------------------------- #
@@ -122,7 +138,9 @@ class LayerGrads:
     ``d_q [H, L, d_k]``, ``d_k [H, L_k, d_k]``, ``d_v [H, L_k, d_v]``,
     ``d_w_q [H, d_model, d_k]``, ``d_w_k [H, d_kv, d_k]``, ``d_w_v [H, d_kv, d_v]``,
     biases' ``[H, d]``; ``d_x [L, d_model]``, ``d_x_kv [L_k, d_kv]`` (zeros in self-attention,
-    where the K/V paths are in ``d_x``).
+    where the K/V paths are in ``d_x``).  With grouped K/V heads the K/V gradients of a query
+    head are its K/V head's (summed over the group); with a KV cache ``d_x_kv`` has the new
+    tokens' rows only.
     """
 
     d_output: Array
@@ -159,29 +177,42 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     """The gradients of ``ex``'s layer for ``d_output`` (default :func:`upstream`), batched over the heads.
 
     The forward is recomputed in float64 as :class:`tutor.numeric.MultiHeadAttention`
-    does it (heads stacked); the attention part is
-    :func:`scaled_dot_product_attention_backward`.  Raises :class:`~tutor.errors.TutorError` for
-    an exercise with grouped K/V heads, a KV cache or an additive bias (format v2:
-    :func:`tutor.steps.catalogue.backward_supported`).
+    does it (heads stacked; format v2 as :func:`tutor.numeric.decoder.run_decoder`:
+    the K/V heads once each, with ``enable_gqa=True``, the cache's rows before the
+    new ones, the bias in a float ``attn_mask``); the attention part is
+    :func:`scaled_dot_product_attention_backward`.  With grouped K/V heads
+    ``d_k``, ``d_v`` and their weights' and biases' gradients are those of each
+    query head's K/V head (the sum over its group), repeated per query head.
+    With a KV cache the cached rows are constants: ``d_k``, ``d_v`` have a row
+    per key (``[H, L_k, d]``), but only the new rows reach ``W_K``, ``W_V``,
+    ``b_K``, ``b_V`` and ``d_x``.  The bias is a constant too (``d_scaled`` is
+    the gradient of the biased scores as well).
     """
-    from ..steps.catalogue import backward_supported
-
-    backward_supported(ex)
-    H = ex.num_heads
-    x, kv = _f(ex.x), _f(ex.kv)  # [L, d_model], [L_k, d_kv]
+    H, Gk = ex.num_heads, ex.num_kv_heads
+    first = [ex.sharing(g)[0] for g in range(Gk)]  # the first query head of each group holds its K/V weights
+    x, kv = _f(ex.x), _f(ex.kv)  # [L, d_model], [L_new, d_kv]
     Wq = np.stack([_f(h.w_q) for h in ex.heads])  # [H, d_model, d_k]
-    Wk = np.stack([_f(h.w_k) for h in ex.heads])  # [H, d_kv, d_k]
-    Wv = np.stack([_f(h.w_v) for h in ex.heads])  # [H, d_kv, d_v]
+    Wk = np.stack([_f(ex.heads[h].w_k) for h in first])  # [G, d_kv, d_k]
+    Wv = np.stack([_f(ex.heads[h].w_v) for h in first])  # [G, d_kv, d_v]
 
-    def bias(name: str, n: int) -> Array:
-        return np.stack([_f(getattr(h, name)) if getattr(h, name) is not None else np.zeros(n) for h in ex.heads])
+    def bias(name: str, n: int, heads: list[int]) -> Array:
+        return np.stack([_f(getattr(ex.heads[h], name)) if getattr(ex.heads[h], name) is not None else np.zeros(n)
+                         for h in heads])  # [H|G, n]
 
     d_k, d_v = Wq.shape[2], Wv.shape[2]
-    q = x @ Wq + bias("b_q", d_k)[:, None, :]  # [L, d_model]·[H, d_model, d_k] -> [H, L, d_k]
-    k = kv @ Wk + bias("b_k", d_k)[:, None, :]  # [H, L_k, d_k]
-    v = kv @ Wv + bias("b_v", d_v)[:, None, :]  # [H, L_k, d_v]
+    q = x @ Wq + bias("b_q", d_k, list(range(H)))[:, None, :]  # [L, d_model]·[H, d_model, d_k] -> [H, L, d_k]
+    k = kv @ Wk + bias("b_k", d_k, first)[:, None, :]  # [G, L_new, d_k]
+    v = kv @ Wv + bias("b_v", d_v, first)[:, None, :]  # [G, L_new, d_v]
+    P_ = ex.L_past
+    if ex.cache is not None:  # the cached rows (constants), then the new ones
+        k = np.concatenate([np.stack([_f(c.k) for c in ex.cache]), k], axis=1)  # [G, L_k, d_k]
+        v = np.concatenate([np.stack([_f(c.v) for c in ex.cache]), v], axis=1)  # [G, L_k, d_v]
     allowed = ex.allowed()
-    mask = None if allowed is None else np.array(allowed, dtype=bool)  # [L, L_k]
+    ok = None if allowed is None else np.array(allowed, dtype=bool)  # [L, L_k]
+    add = None if ex.bias is None else np.stack([_f(b) for b in ex.bias])  # [H, L, L_k]
+    mask: NDArray | None = ok
+    if add is not None:  # one float attn_mask: the bias, and -inf where blocked
+        mask = add if ok is None else np.where(ok[None], add, -np.inf)  # [H, L, L_k]
     G = upstream(ex) if d_output is None else d_output  # [L, d_out]
     if ex.w_o is not None:
         W_O = _f(ex.w_o)  # [H·d_v, d_out]
@@ -189,27 +220,35 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     else:
         d_concat = G  # [L, H·d_v]
     d_head = d_concat.reshape(ex.L, H, d_v).transpose(1, 0, 2)  # [H, L, d_v]
-    dq, dk, dv = scaled_dot_product_attention_backward(q, k, v, d_head, mask)  # [H, L, d_k], [H, L_k, d_k], [H, L_k, d_v]
-    scale = 1.0 / np.sqrt(d_k)
-    S = q @ k.transpose(0, 2, 1) * scale  # [H, L, L_k]
-    if mask is not None:
-        S[:, ~mask] = -np.inf  # [H, L, L_k]
+    dq, dk, dv = scaled_dot_product_attention_backward(q, k, v, d_head, mask, enable_gqa=True)  # [H, L, d_k], [G, L_k, d_k], [G, L_k, d_v]
+    rep = H // Gk
+    k_h, v_h = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)  # [H, L_k, d]  what each query head read
+    S = q @ k_h.transpose(0, 2, 1) * (1.0 / np.sqrt(d_k))  # [H, L, L_k]
+    if add is not None:
+        S += add  # [H, L, L_k]
+    if ok is not None:
+        S[:, ~ok] = -np.inf  # [H, L, L_k]
     P = _softmax_inplace(S)  # [H, L, L_k]
-    dP = d_head @ v.transpose(0, 2, 1)  # [H, L, d_v]·[H, d_v, L_k] -> [H, L, L_k]
-    concat = (P @ v).transpose(1, 0, 2).reshape(ex.L, H * d_v)  # [H, L, d_v] -> [L, H·d_v]
+    dP = d_head @ v_h.transpose(0, 2, 1)  # [H, L, d_v]·[H, d_v, L_k] -> [H, L, L_k]
+    concat = (P @ v_h).transpose(1, 0, 2).reshape(ex.L, H * d_v)  # [H, L, d_v] -> [L, H·d_v]
     d_w_o = concat.T @ G if ex.w_o is not None else np.zeros((H * d_v, G.shape[1]))  # [H·d_v, d_out]
+    dk_new, dv_new = dk[:, P_:], dv[:, P_:]  # [G, L_new, d]: the rows of the new tokens; the cached ones stop here
     d_x = np.einsum("hld,hmd->lm", dq, Wq)  # Σ_h d_q·W_Qᵀ: [L, d_model]
-    kv_path = np.einsum("hld,hmd->lm", dk, Wk) + np.einsum("hld,hmd->lm", dv, Wv)  # [L_k, d_kv]
+    kv_path = np.einsum("gld,gmd->lm", dk_new, Wk) + np.einsum("gld,gmd->lm", dv_new, Wv)  # Σ_g: [L_new, d_kv]
     if ex.is_cross:
         d_x_kv = kv_path
     else:
         d_x, d_x_kv = d_x + kv_path, np.zeros_like(kv_path)  # x is also x_kv: the K/V paths add to d_x
+
+    def per_head(a: Array) -> Array:
+        return np.repeat(a, rep, axis=0)  # [G, ...] -> [H, ...]: each query head's K/V head
+
     return LayerGrads(
         d_output=G, d_concat=d_concat, d_w_o=d_w_o, d_b_o=G.sum(axis=0),
         d_weights=dP, d_scaled=softmax_backward(P, dP),
-        d_q=dq, d_k=dk, d_v=dv,
-        d_w_q=x.T @ dq, d_w_k=kv.T @ dk, d_w_v=kv.T @ dv,  # [d_in, L]·[H, L, d] -> [H, d_in, d]
-        d_b_q=dq.sum(axis=1), d_b_k=dk.sum(axis=1), d_b_v=dv.sum(axis=1),  # [H, d]
+        d_q=dq, d_k=per_head(dk), d_v=per_head(dv),
+        d_w_q=x.T @ dq, d_w_k=per_head(kv.T @ dk_new), d_w_v=per_head(kv.T @ dv_new),  # [d_in, n]·[., n, d] -> [., d_in, d]
+        d_b_q=dq.sum(axis=1), d_b_k=per_head(dk_new.sum(axis=1)), d_b_v=per_head(dv_new.sum(axis=1)),  # [H, d]
         d_x=d_x, d_x_kv=d_x_kv,
     )
 
