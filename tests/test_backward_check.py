@@ -102,38 +102,64 @@ def test_a_negative_irrational_value_is_judged_with_its_sign():
     assert not judge(parse_entry("0.1933"), e).right
 
 
-@pytest.mark.parametrize("name", V1_BUNDLED)
+BUNDLED = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
+V2_BUNDLED = sorted(set(BUNDLED) - set(V1_BUNDLED))
+
+
+@pytest.mark.parametrize("name", BUNDLED)
 def test_explain_backward_runs_and_its_json_holds_every_gradient(cli, name):
     code, out, err = cli("explain", name, "--backward", "--format", "json")
     assert code == 0, err
-    ids = {s["id"] for s in json.loads(out)["steps"]}
+    steps = json.loads(out)["steps"]
+    ids = {s["id"] for s in steps}
     assert {"d_output", "d_scaled", "d_q", "d_k", "d_v", "d_x"} <= ids
+    ex = resolve(name)
+    if ex.grouped:  # the K/V gradients once per K/V head, as k and v
+        d_k = [s for s in steps if s["id"] == "d_k"]
+        assert [(s["head"], s["kv_head"]) for s in d_k] == [(None, g) for g in range(ex.num_kv_heads)]
     code, out, err = cli("explain", name, "--backward", env={"PYTHONIOENCODING": "ascii"})
     assert code == 0, err
 
 
-V2_BUNDLED = sorted(set(p.stem for p in EXERCISES.glob("*.yaml")) - set(V1_BUNDLED))
-
-
-def test_the_v2_exercises_the_backward_pass_refuses():
-    # causal + left padding (issue 12's sixth) is format v1's mask and padding: the backward pass takes it
+def test_the_v2_exercises_are_the_five_with_v2_features():
+    # causal + left padding (issue 12's sixth) is format v1's mask and padding
     assert V2_BUNDLED == ["alibi-causal-3x2", "decode-one-token-cache-3", "decode-two-tokens-alignment",
                           "gqa-four-heads-2x4", "mqa-two-heads-3x4"]
 
 
+def test_a_k_v_gradient_from_one_query_head_is_named(cli, tmp_path):
+    """MQA: both query heads read one K; d_K from head 1's share alone is the 'not summed' mistake (torch's numbers)."""
+    from .test_backward_v2_torch import torch_grads_v2
+
+    ex = resolve("mqa-two-heads-3x4")
+    g = torch_grads_v2(ex)
+    sol = solve(ex)
+    Q = np.array(sol.step("q", 0).value)
+    share = g["d_scaled", 0].T @ Q / math.sqrt(ex.heads[0].d_k)  # head 1's contribution only
+    assert not np.allclose(share, g["d_k", 0])
+    doc = _check(cli, tmp_path, "mqa-two-heads-3x4", f"heads:\n  - d_k: {_yaml(share)}\n")
+    assert "kv_grad_not_summed" in _keys(doc, "d_k")
+    P = np.array(sol.step("weights", 1).value)
+    share_v = P.T @ g["d_head_output", 1]  # head 2's share of d_V
+    doc = _check(cli, tmp_path, "mqa-two-heads-3x4", f"heads:\n  - {{}}\n  - d_v: {_yaml(share_v)}\n")
+    assert "kv_grad_not_summed" in _keys(doc, "d_v")
+
+
 @pytest.mark.parametrize("name", V2_BUNDLED)
-def test_the_backward_pass_of_a_v2_exercise_is_refused_in_one_line(cli, name, tmp_path):
-    """Grouped K/V heads, a cache or a bias: not built yet, so refused (exit 2), never computed wrong."""
-    for args in (["explain", name, "--backward"], ["practice", name, "--backward"]):
-        code, out, err = cli(*args, input="quit\n")
-        assert code == 2 and out == "", args
-        assert err.startswith("error: the backward pass is built for exercises without grouped K/V heads, a KV cache "
-                              f"or an additive bias; {name} has "), err
-        assert len(err.splitlines()) <= 2  # the error, and perhaps a 'try' line
-    sol = tmp_path / "s.yaml"
-    sol.write_text(f"exercise: {name}\nd_output: [[1]]\n")
-    code, _, err = cli("check", str(sol))
-    assert code == 2 and "the backward pass is built for exercises without" in err
+def test_the_right_v2_backward_values_from_torch_pass(cli, tmp_path, name):
+    """Every backward step of a v2 exercise, written by torch autograd to 6 places: check passes them all."""
+    from .test_backward_v2_torch import torch_grads_v2
+
+    ex = resolve(name)
+    g = torch_grads_v2(ex)
+    layer = "".join(f"{id}: {_yaml(v)}\n" for (id, h), v in g.items() if h is None)
+    heads = "heads:\n" + "".join(
+        "  - {" + ", ".join(f"{id}: {_yaml(v)}" for (id, hh), v in g.items() if hh == h) + "}\n"
+        for h in range(ex.num_heads))
+    path = tmp_path / "solution.yaml"
+    path.write_text(f"exercise: {name}\n{layer}{heads}")
+    code, out, err = cli("check", str(path))
+    assert code == 0, out + err
 
 
 def test_the_tiled_walk_of_biased_scores_is_refused_in_one_line(cli):

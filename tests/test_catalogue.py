@@ -22,8 +22,6 @@ from tutor.numeric import production, replay
 from tutor.steps import CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
 from tutor.steps import replay as walk
 
-from .conftest import V1_BUNDLED
-
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "tutor"
 
@@ -71,7 +69,7 @@ def test_solve_gives_the_steps_of_keys_in_order_and_the_graph_is_closed(name):
     assert downstream(ex, [keys(ex)[0]])[0] == keys(ex)[0]
 
 
-@pytest.mark.parametrize("name", V1_BUNDLED)
+@pytest.mark.parametrize("name", BUNDLED)
 def test_with_the_backward_pass_the_graph_is_closed_and_the_walks_agree(name):
     ex = resolve(name)
     sol = solve(ex, backward=True)

@@ -540,6 +540,7 @@ TESTED = {
     "no_b_v", "no_b_o", "transposed", "w_o_transposed", "no_softmax", "empty_row_uniform", "mask_in_scaled",
     # the backward pass (issue 13): named by check on solution files torch computes, tests/test_backward_check.py
     "softmax_grad_elementwise", "grad_no_scale", "d_k_not_transposed", "masked_grad_leak", "bias_grad_mean",
+    "kv_grad_not_summed",  # format v2's backward: tests/test_backward_check.py
     # format v2: tests/test_v2_misconceptions.py
     "kv_tile_order", "decode_top_left", "cache_reprojected", "bias_after_softmax", "alibi_sign",
     # issue 10: tested here by hand (practice answers), and by solution files from torch in tests/test_misconceptions.py

@@ -513,6 +513,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("d_k_not_transposed", Variant(d_k_transposed=False)),
     _m("masked_grad_leak", Variant(masked_grad="leak"), "mask"),
     _m("bias_grad_mean", Variant(bias_grad="mean")),
+    _m("kv_grad_not_summed", Variant(kv_grad="own"), "grouped"),
     # format v2 (issue 12)
     _m("kv_tile_order", Variant(kv_order="tile"), "grouped"),
     _m("decode_top_left", Variant(mask="top_left"), "lower_right"),

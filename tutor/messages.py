@@ -119,6 +119,7 @@ EN: dict[str, str] = {
     "step.output.why.nohead": "W_O is a linear map to d_out. The layer is still not linear in X: the softmax makes attention(2X) differ from 2·attention(X).",
     # --- explain ---------------------------------------------------------------
     "explain.head": "Head {head}",
+    "explain.kv_head": "K/V head {kv} (query heads {heads})",
     "explain.layer": "Whole layer",
     "explain.exercise": "Exercise {id}",
     "explain.sizes": "L = {L}, L_k = {L_k}, d_model = {d_model}, heads = {heads}, d_k = {d_k}, d_v = {d_v}, d_out = {d_out}",
@@ -230,6 +231,7 @@ EN: dict[str, str] = {
     "practice.step": "Step {number} of {total}: {title}",
     "practice.step.head": "Step {number} of {total}, head {head}: {title}",
     "practice.label.head": " (head {head})",
+    "practice.label.kv_head": " (K/V head {kv})",
     "practice.prompt": "{name}{head}>",
     "practice.prompt.row": "{name}{head} row {row}>",
     "practice.prompt.entry": "{name}[{row}, {col}]{head}>",
@@ -1351,6 +1353,7 @@ EN.update({
     "count.kv_heads.one": "{count} K/V head",
     "count.kv_heads.other": "{count} K/V heads",
     "annotation.shared": "K/V head {kv}, shared by query heads {heads}",
+    "annotation.summed": "K/V head {kv}, summed over query heads {heads}",
     "step.masked.why.lower_right": "causal_lower_right: query i of L_q = {L_q} sees keys j ≤ i + L_k − L_q = i + {offset} (L_k = {L_k}): aligned at the bottom right, so the last query sees every key - what a decode step with a cache needs (the new token sees every earlier token).",
     "step.masked.why.upper_left": "causal (top-left, PyTorch's is_causal=True): query i sees keys j ≤ i, also when L_q = {L_q} differs from L_k = {L_k}. For a decode step with a cache that is wrong: the new tokens would see only the first keys; use causal_lower_right.",
     "practice.hint.k_new": "Entry (i, j) is the dot product of row i of {src} (the new tokens only) with column j of {w}{bias}.",
@@ -1535,6 +1538,10 @@ EN.update({
     "step.d_weights.title": "Gradient of the weights (d_head·Vᵀ)",
     "step.d_weights.why": "head = weights·V, so the gradient of weights[i, j] is d_head[i, :]·V[j, :]: d_weights = d_head·Vᵀ.",
     "step.d_scaled.title": "Gradient through the softmax",
+    "step.d_scaled.why.bias": "The bias is a constant added to the scaled scores (biased = scaled + bias), so the gradient of the scaled scores is that of the biased ones: d_scaled is computed from the weights as without a bias.",
+    "step.d_kv.why.grouped": "K/V head {kv} is read by query heads {heads}, so its gradient is the sum of their contributions, one product per head. PyTorch 2.13's scaled_dot_product_attention with enable_gqa=True does the same: key.grad and value.grad have the K/V heads' shape, each the sum over its group.",
+    "step.d_kv.why.cache": "With a KV cache the first {L_past:rows} are the cached keys: constants in this decode step (projected in earlier steps, not from this X), so their gradient stops here; only the new rows reach W_K, W_V, their biases and X.",
+    "step.d_kv.why.cache_weights": "With a KV cache only the new tokens' rows of d_K and d_V enter: the cached {L_past:rows} are constants of this decode step.",
     "step.d_scaled.why": "Each weight of a row depends on every score of that row (∂P_ij/∂S_ik = P_ij·(δ_jk − P_ik)), so d_scaled = P ∘ (d_weights − rowsum(d_weights ∘ P)); the softmax is not element-wise. A masked key has weight 0, so its entry is exactly 0.",
     "step.d_v.title": "Gradient of V (weightsᵀ·d_head)",
     "step.d_v.why": "V[j, :] reaches head row i with weight P_ij, so its gradient sums P_ij·d_head[i, :] over the queries: weightsᵀ·d_head.",
@@ -1594,6 +1601,7 @@ EN.update({
     "diagnose.d_k_not_transposed": "You computed d_K = d_scaled·Q: K enters the scores transposed, so its gradient is d_scaledᵀ·Q / √{d_k} (keys are the columns of d_scaled).",
     "diagnose.masked_grad_leak": "A masked entry of d_scaled is not 0: a masked key has weight 0, so weights ∘ (…) is exactly 0 there.",
     "diagnose.bias_grad_mean": "You averaged the bias gradient over the rows: the bias is added to every row, so its gradient is the sum of the rows, not their mean.",
+    "diagnose.kv_grad_not_summed": "You took one query head's share of the K/V gradient: with grouped K/V heads each K/V head is read by a group of query heads (num_heads / num_kv_heads = {ratio}), and the gradients of a shared matrix add up: d_K = Σ_h d_scaled_hᵀ·Q_h / √d_k and d_V = Σ_h weights_hᵀ·d_head_h over the query heads of its group.",
 })
 
 # --- explain --tiled (issue 13): FlashAttention's online softmax ------------------------------------------------
@@ -1644,9 +1652,5 @@ EN.update({
 
 # --- issue 12 beside issue 13: what the backward pass and the tiled walk are built for ------------------------
 EN.update({
-    "backward.v2": "the backward pass is built for exercises without grouped K/V heads, a KV cache or an additive bias; {id} has {parts}",
-    "backward.v2.grouped": "grouped K/V heads",
-    "backward.v2.cache": "a KV cache",
-    "backward.v2.bias": "an additive bias",
     "tiled.bias": "--tiled is built for scores without an additive bias; {id} has one (its exponents are not multiples of one square root)",
 })

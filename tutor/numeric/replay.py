@@ -119,6 +119,7 @@ class Variant:
     d_k_transposed: bool = True
     masked_grad: str = "zero"
     bias_grad: str = "sum"
+    kv_grad: str = "sum"  # grouped K/V heads: "own" = d_K, d_V from this query head only (not summed over the group)
 
     def turned(self) -> frozenset[str]:
         """The names of the knobs this variant sets away from the right answer."""

@@ -14,6 +14,7 @@ catalogue finds them by name.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,6 +41,30 @@ def _heads_key(r: Replay) -> tuple[str, int | None]:
 def _v_cols(r: Replay, head: int | None) -> slice:
     offset = sum(hd.d_v for hd in r.ex.heads[:head])
     return slice(offset, offset + r.ex.heads[head or 0].d_v)
+
+
+def _group(r: Replay, head: int | None) -> tuple[int, ...]:
+    """The query heads whose K/V gradients add up in ``head``'s (grouped K/V heads), else ``head`` alone."""
+    ex = r.ex
+    if not ex.grouped or r.variant.kv_grad == "own":  # "own": the misconception that takes one head's share
+        return (head or 0,)
+    return ex.sharing(ex.kv_head(head or 0))
+
+
+def _new(r: Replay) -> slice:
+    """The rows of ``d_k``/``d_v`` that reach the weights and X: with a KV cache the new tokens' only."""
+    return slice(r.ex.L_past, None)
+
+
+def _group_sum(r: Replay, head: int | None, one: Callable[[int], Array | None]) -> Array | None:
+    """``one(h)`` summed over ``head``'s group; ``None`` when a head's part cannot be reached or shapes differ."""
+    total: Array | None = None
+    for h in _group(r, head):
+        part = one(h)
+        if part is None or (total is not None and part.shape != total.shape):
+            return None
+        total = part if total is None else total + part
+    return total
 
 
 # --- the layer: d_output, d_concat, d_w_o, d_b_o -------------------------------------------------
@@ -166,38 +191,48 @@ def d_q_slack(r: Replay, head: int | None) -> Array:
 
 
 def d_k(r: Replay, head: int | None) -> Array | None:
-    """``d_scaledᵀ·Q / √d_k``: ``[L_k, L]·[L, d_k]`` -> ``[L_k, d_k]`` (``d_scaled·Q`` under ``d_k_transposed=False``)."""
-    dS, Q = r.input("d_scaled", head), r.input("q", head)
-    if dS is None or Q is None:
-        return None
-    A = dS.T if r.variant.d_k_transposed else dS  # [L_k, L]; without the transpose [L, L_k], chains only if square
-    return None if A.shape[1] != Q.shape[0] else A @ Q * _scale(r, head)
+    """``d_scaledᵀ·Q / √d_k``: ``[L_k, L]·[L, d_k]`` -> ``[L_k, d_k]`` (``d_scaled·Q`` under ``d_k_transposed=False``);
+    with grouped K/V heads the sum over the query heads of the group."""
+    def one(h: int) -> Array | None:
+        dS, Q = r.input("d_scaled", h), r.input("q", h)
+        if dS is None or Q is None:
+            return None
+        A = dS.T if r.variant.d_k_transposed else dS  # [L_k, L]; without the transpose [L, L_k], chains only if square
+        return None if A.shape[1] != Q.shape[0] else A @ Q * _scale(r, h)
+
+    return _group_sum(r, head, one)
 
 
 def d_k_slack(r: Replay, head: int | None) -> Array:
-    return _mul_slack(r.values["d_scaled", head].T, r.delta("d_scaled", head).T, r.values["q", head],
-                      r.delta("q", head)) * _scale(r, head)
+    return sum((_mul_slack(r.values["d_scaled", h].T, r.delta("d_scaled", h).T, r.values["q", h],
+                           r.delta("q", h)) * _scale(r, h) for h in _group(r, head)), np.zeros(()))
 
 
 def d_v(r: Replay, head: int | None) -> Array | None:
-    """``weightsᵀ·d_head``: ``[L_k, L]·[L, d_v]`` -> ``[L_k, d_v]``."""
-    P, dH = r.input("weights", head), r.input("d_head_output", head)
-    return None if P is None or dH is None or P.shape[0] != dH.shape[0] else P.T @ dH
+    """``weightsᵀ·d_head``: ``[L_k, L]·[L, d_v]`` -> ``[L_k, d_v]``; with grouped K/V heads the sum over the group."""
+    def one(h: int) -> Array | None:
+        P, dH = r.input("weights", h), r.input("d_head_output", h)
+        return None if P is None or dH is None or P.shape[0] != dH.shape[0] else P.T @ dH
+
+    return _group_sum(r, head, one)
 
 
 def d_v_slack(r: Replay, head: int | None) -> Array:
-    return _mul_slack(r.values["weights", head].T, r.delta("weights", head).T, r.values["d_head_output", head],
-                      r.delta("d_head_output", head))
+    return sum((_mul_slack(r.values["weights", h].T, r.delta("weights", h).T, r.values["d_head_output", h],
+                           r.delta("d_head_output", h)) for h in _group(r, head)), np.zeros(()))
 
 
 def _x(r: Replay, id: str) -> Array:
     return r.x if id == "d_q" else r.kv  # [n, d_in]; step id: Q is projected from X, K and V from X_kv
 
 
-def _d_w(r: Replay, id: str, head: int | None) -> Array | None:
+def _d_w(r: Replay, id: str, head: int | None, rows: slice = slice(None)) -> Array | None:
     g = r.input(id, head)
+    if g is None:
+        return None
+    g = g[rows]  # [n, d]; with a KV cache only the new rows of d_K, d_V reach W_K, W_V
     x = _x(r, id)
-    return None if g is None or g.shape[0] != x.shape[0] else x.T @ g  # [d_in, n]·[n, d] -> [d_in, d]
+    return None if g.shape[0] != x.shape[0] else x.T @ g  # [d_in, n]·[n, d] -> [d_in, d]
 
 
 def d_w_q(r: Replay, head: int | None) -> Array | None:
@@ -207,12 +242,12 @@ def d_w_q(r: Replay, head: int | None) -> Array | None:
 
 def d_w_k(r: Replay, head: int | None) -> Array | None:
     """``X_kvᵀ·d_K``: ``[d_kv, d_k]``."""
-    return _d_w(r, "d_k", head)
+    return _d_w(r, "d_k", head, _new(r))
 
 
 def d_w_v(r: Replay, head: int | None) -> Array | None:
     """``X_kvᵀ·d_V``: ``[d_kv, d_v]``."""
-    return _d_w(r, "d_v", head)
+    return _d_w(r, "d_v", head, _new(r))
 
 
 def d_w_q_slack(r: Replay, head: int | None) -> Array:
@@ -220,11 +255,11 @@ def d_w_q_slack(r: Replay, head: int | None) -> Array:
 
 
 def d_w_k_slack(r: Replay, head: int | None) -> Array:
-    return np.abs(r.kv.T) @ r.delta("d_k", head)
+    return np.abs(r.kv.T) @ r.delta("d_k", head)[_new(r)]
 
 
 def d_w_v_slack(r: Replay, head: int | None) -> Array:
-    return np.abs(r.kv.T) @ r.delta("d_v", head)
+    return np.abs(r.kv.T) @ r.delta("d_v", head)[_new(r)]
 
 
 def d_b_q(r: Replay, head: int | None) -> Array | None:
@@ -232,12 +267,18 @@ def d_b_q(r: Replay, head: int | None) -> Array | None:
     return _bias_sum(r, r.input("d_q", head))
 
 
+def _new_rows(r: Replay, id: str, head: int | None) -> Array | None:
+    g = r.input(id, head)
+    return None if g is None else g[_new(r)]
+
+
 def d_b_k(r: Replay, head: int | None) -> Array | None:
-    return _bias_sum(r, r.input("d_k", head))
+    """``Σ_rows d_K`` (the new rows with a KV cache): ``[1, d_k]``."""
+    return _bias_sum(r, _new_rows(r, "d_k", head))
 
 
 def d_b_v(r: Replay, head: int | None) -> Array | None:
-    return _bias_sum(r, r.input("d_v", head))
+    return _bias_sum(r, _new_rows(r, "d_v", head))
 
 
 def d_b_q_slack(r: Replay, head: int | None) -> Array:
@@ -245,54 +286,56 @@ def d_b_q_slack(r: Replay, head: int | None) -> Array:
 
 
 def d_b_k_slack(r: Replay, head: int | None) -> Array:
-    return r.delta("d_k", head).sum(axis=0, keepdims=True)
+    return r.delta("d_k", head)[_new(r)].sum(axis=0, keepdims=True)
 
 
 def d_b_v_slack(r: Replay, head: int | None) -> Array:
-    return r.delta("d_v", head).sum(axis=0, keepdims=True)
+    return r.delta("d_v", head)[_new(r)].sum(axis=0, keepdims=True)
 
 
 # --- the inputs: d_x, d_x_kv --------------------------------------------------------------------------
 
 
-def _paths(r: Replay, ids: tuple[str, ...], slack: bool) -> Array | None:
-    """``Σ_h Σ_id d_<id>·W_<id>ᵀ`` (the slack: ``Σ δ·|W|ᵀ``)."""
+def _paths(r: Replay, q: bool, slack: bool) -> Array | None:
+    """``Σ_h d_Q·W_Qᵀ`` (with ``q``) and, once per K/V head, ``d_K·W_Kᵀ + d_V·W_Vᵀ`` (the new rows with a
+    KV cache, and only in self-attention for ``d_x``); the slack: ``Σ δ·|W|ᵀ``."""
+    ex = r.ex
+    terms = [("d_q", h, ex.heads[h].w_q, slice(None)) for h in range(ex.num_heads)] if q else []
+    if not (q and ex.is_cross):  # d_x of cross-attention has no K/V path: K and V come from x_kv
+        for kv in range(ex.num_kv_heads):  # a group's K/V gradient is counted once, held by its first query head
+            h = ex.sharing(kv)[0]
+            terms += [("d_k", h, ex.heads[h].w_k, _new(r)), ("d_v", h, ex.heads[h].w_v, _new(r))]
     total: Array | None = None
-    for h, hd in enumerate(r.ex.heads):
-        for id in ids:
-            W = _f({"d_q": hd.w_q, "d_k": hd.w_k, "d_v": hd.w_v}[id])  # [d_in, d]
-            g = r.delta(id, h) if slack else r.input(id, h)
-            if g is None or g.shape[1] != W.shape[1]:
-                return None
-            term = g @ (np.abs(W).T if slack else W.T)  # [n, d]·[d, d_in] -> [n, d_in]
-            if total is not None and term.shape != total.shape:
-                return None
-            total = term if total is None else total + term
+    for id, h, w, rows in terms:
+        W = _f(w)  # [d_in, d]
+        g = r.delta(id, h) if slack else r.input(id, h)
+        if g is None or g.shape[1] != W.shape[1]:
+            return None
+        term = g[rows] @ (np.abs(W).T if slack else W.T)  # [n, d]·[d, d_in] -> [n, d_in]
+        if total is not None and term.shape != total.shape:
+            return None
+        total = term if total is None else total + term
     return total
-
-
-def _x_paths(r: Replay) -> tuple[str, ...]:
-    return ("d_q",) if r.ex.is_cross else ("d_q", "d_k", "d_v")
 
 
 def d_x(r: Replay, head: int | None = None) -> Array | None:
     """``Σ_h d_Q·W_Qᵀ`` (+ ``d_K·W_Kᵀ + d_V·W_Vᵀ`` in self-attention, where x is also x_kv): ``[L, d_model]``."""
-    return _paths(r, _x_paths(r), False)
+    return _paths(r, True, False)
 
 
 def d_x_slack(r: Replay, head: int | None = None) -> Array:
-    out = _paths(r, _x_paths(r), True)
+    out = _paths(r, True, True)
     assert out is not None
     return out
 
 
 def d_x_kv(r: Replay, head: int | None = None) -> Array | None:
-    """``Σ_h d_K·W_Kᵀ + d_V·W_Vᵀ``: ``[L_k, d_kv]`` (cross-attention)."""
-    return _paths(r, ("d_k", "d_v"), False)
+    """``Σ_g d_K·W_Kᵀ + d_V·W_Vᵀ``: ``[L_k, d_kv]`` (cross-attention)."""
+    return _paths(r, False, False)
 
 
 def d_x_kv_slack(r: Replay, head: int | None = None) -> Array:
-    out = _paths(r, ("d_k", "d_v"), True)
+    out = _paths(r, False, True)
     assert out is not None
     return out
 __all__ = [name for name in dir() if name.startswith("d_")]

@@ -14,7 +14,7 @@ math is :mod:`tutor.exact_backward`; the float steps
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import cast
 
@@ -23,6 +23,7 @@ from ..decimals import fixed
 from ..exact import QMat
 from ..exactnum import Exact, SoftmaxRow
 from ..exercise.record import Exercise
+from ..messages import t
 from .kind import Build, Input, StepKind, always, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import dot, factor, total
@@ -87,6 +88,56 @@ def _kv_name(ex: Exercise) -> str:
     return "X_kv" if ex.is_cross else "X"
 
 
+# --- format v2: grouped K/V heads, a KV cache ----------------------------------------------------------
+
+
+def _group(ex: Exercise, head: int | None) -> tuple[int, ...]:
+    """The query heads whose K/V gradients add up in ``head``'s: its K/V head's group (grouped K/V heads), else itself."""
+    return ex.sharing(ex.kv_head(head or 0)) if ex.grouped else (head or 0,)
+
+
+def _kv_tags(ex: Exercise, head: int | None) -> dict[str, object]:
+    """A K/V-side step of grouped K/V heads belongs to its K/V head (as ``k`` and ``v`` do): ``kv_head``, ``shared``."""
+    if not ex.grouped:
+        return {}
+    return {"kv_head": ex.kv_head(head or 0), "shared": _group(ex, head)}
+
+
+def _sigma(ex: Exercise, head: int | None) -> str:
+    """``Σ_h∈{1,2} `` before a K/V gradient of grouped heads (the sum over the query heads of the group)."""
+    if not ex.grouped or len(_group(ex, head)) == 1:
+        return ""
+    return "Σ_h∈{" + ",".join(str(h + 1) for h in _group(ex, head)) + "} "
+
+
+def _summed(parts: Sequence[eb.Grads]) -> eb.Grads:
+    """Entry-wise sum of gradient matrices of one shape (the heads of a group)."""
+    out: eb.Grads = [[eb.GradSum() for _ in row] for row in parts[0]]
+    for g in parts:
+        for i, row in enumerate(g):
+            for j, x in enumerate(row):
+                out[i][j].add(x, Fraction(1))
+    return out
+
+
+def _group_grads(bd: Build, id: str, head: int | None, one: Callable[[int], eb.Grads]) -> eb.Grads:
+    """``d_k`` or ``d_v`` of ``head``: ``one(h)`` summed over its group, computed once per group (the first head)."""
+    group = _group(bd.ex, head)
+    if (head or 0) != group[0]:
+        return cast(eb.Grads, bd.data[id, group[0]])
+    return one(group[0]) if len(group) == 1 else _summed([one(h) for h in group])
+
+
+def _new_rows(ex: Exercise, id: str) -> slice:
+    """The rows of ``d_K``/``d_V`` that reach W_K, W_V, b_K, b_V and X: the new tokens' (with a KV cache the
+    cached rows are constants of the decode step); every row otherwise."""
+    return slice(ex.L_past if id in ("d_k", "d_v") else 0, None)
+
+
+def _rows_note(ex: Exercise, id: str) -> str:
+    return "[new rows]" if id in ("d_k", "d_v") and ex.has_cache else ""
+
+
 # --- the layer before the heads: d_output, d_concat, d_w_o, d_b_o ----------------------------------------
 
 
@@ -141,9 +192,12 @@ def _d_b_o(bd: Build, head: int | None) -> Step:
 
 
 def _bias_work(sol: Solution, step: Step, i: int, j: int) -> str:
-    src = sol.step(*_bias_source(sol.exercise, step))
-    parts = " + ".join(factor(src.exact[r][j], src.value[r][j]) for r in range(src.shape[0]))
-    return f"Σ_rows {src.name}[:, {step.col_labels[j]}] = {parts} {total(step.exact[i][j], step.value[i][j])}"
+    ex = sol.exercise
+    src = sol.step(*_bias_source(ex, step))
+    rows = range(src.shape[0])[_new_rows(ex, src.id)]
+    parts = " + ".join(factor(src.exact[r][j], src.value[r][j]) for r in rows)
+    return (f"Σ_rows {src.name}{_rows_note(ex, src.id)}[:, {step.col_labels[j]}] = {parts} "
+            f"{total(step.exact[i][j], step.value[i][j])}")
 
 
 def _bias_source(ex: Exercise, step: Step) -> Key:
@@ -215,14 +269,18 @@ def _num(v: float) -> str:
 
 def _d_v(bd: Build, h: int | None) -> Step:
     ex = bd.ex
-    rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h])
-    dH = cast(eb.Rational, bd.data["d_head_output", h])
-    g = eb.d_v(rows, dH, ex.L_k)  # [L_k, L]·[L, d_v] -> [L_k, d_v]
-    bd.data["d_v", h] = g
-    name = f"d_head_{(h or 0) + 1}"
+
+    def one(hh: int) -> eb.Grads:
+        rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", hh])
+        dH = cast(eb.Rational, bd.data["d_head_output", hh])
+        return eb.d_v(rows, dH, ex.L_k)  # [L_k, L]·[L, d_v] -> [L_k, d_v]
+
+    g = bd.data["d_v", h] = _group_grads(bd, "d_v", h, one)
+    name = f"d_head_{(h or 0) + 1}" if not _sigma(ex, h) else "d_head_h"
     d_v = ex.heads[h or 0].d_v
-    return Step("d_v", h, "d_V", f"d_V = weightsᵀ·{name}", (Operand("weightsᵀ", (ex.L_k, ex.L)), Operand(name, (ex.L, d_v))),
-                "·", eb.grads_exact(g), ex.key_labels, dims("d", d_v))
+    formula = f"d_V = {_sigma(ex, h)}weights{'_h' if _sigma(ex, h) else ''}ᵀ·{name}"
+    return Step("d_v", h, "d_V", formula, (Operand("weightsᵀ", (ex.L_k, ex.L)), Operand(name, (ex.L, d_v))),
+                "·", eb.grads_exact(g), ex.key_labels, dims("d", d_v), **_kv_tags(ex, h))  # type: ignore[arg-type]
 
 
 def _d_qk(id: str) -> Callable[[Build, int | None], Step]:
@@ -236,12 +294,19 @@ def _d_qk(id: str) -> Callable[[Build, int | None], Step]:
             ops = (Operand("d_scaled", (ex.L, ex.L_k)), Operand("K", (ex.L_k, d_k)))
             formula, labels = "d_Q = d_scaled·K / √d_k", ex.query_labels
         else:
-            g = eb.d_k(rows, dP, cast(QMat, bd.data["q", h]), d_k, ex.L_k)  # [L_k, L]·[L, d_k] -> [L_k, d_k]
+            def one(hh: int) -> eb.Grads:
+                rows_h = cast("tuple[SoftmaxRow, ...]", bd.data["weights", hh])
+                dP_h = cast(eb.Rational, bd.data["d_weights", hh])
+                return eb.d_k(rows_h, dP_h, cast(QMat, bd.data["q", hh]), d_k, ex.L_k)  # [L_k, L]·[L, d_k] -> [L_k, d_k]
+
+            g = _group_grads(bd, id, h, one)
             ops = (Operand("d_scaledᵀ", (ex.L_k, ex.L)), Operand("Q", (ex.L, d_k)))
-            formula, labels = "d_K = d_scaledᵀ·Q / √d_k", ex.key_labels
+            sub = "_h" if _sigma(ex, h) else ""
+            formula, labels = f"d_K = {_sigma(ex, h)}d_scaled{sub}ᵀ·Q{sub} / √d_k", ex.key_labels
         bd.data[id, h] = g
         return Step(id, h, "d_Q" if id == "d_q" else "d_K", formula, ops,
-                    "·", eb.grads_exact(g), labels, dims("d", d_k))
+                    "·", eb.grads_exact(g), labels, dims("d", d_k),
+                    **(_kv_tags(ex, h) if id == "d_k" else {}))  # type: ignore[arg-type]
 
     return build
 
@@ -251,13 +316,14 @@ def _d_w(id: str) -> Callable[[Build, int | None], Step]:
 
     def build(bd: Build, h: int | None) -> Step:
         ex = bd.ex
-        x = ex.x if src == "d_q" else ex.kv  # step id: W_Q multiplies X, W_K and W_V multiply X_kv
-        g = cast(eb.Grads, bd.data[src, h])
-        name, xname = "d_" + src[2:].upper(), "X" if src == "d_q" else _kv_name(ex)
+        x = ex.x if src == "d_q" else ex.kv  # step id: W_Q multiplies X, W_K and W_V multiply X_kv (the new tokens)
+        g = cast(eb.Grads, bd.data[src, h])[_new_rows(ex, src)]  # with a KV cache only the new rows reach W_K, W_V
+        name, xname = "d_" + src[2:].upper() + _rows_note(ex, src), "X" if src == "d_q" else _kv_name(ex)
         out = eb.left_t(x, g)  # [d_in, n]·[n, d] -> [d_in, d]
         return Step(id, h, f"d_W_{src[2:].upper()}", f"d_W_{src[2:].upper()} = {xname}ᵀ·{name}",
                     (Operand(f"{xname}ᵀ", (len(x[0]), len(x))), Operand(name, (len(x), len(g[0])))), "·",
-                    eb.grads_exact(out), dims("r", len(x[0])), dims("d", len(g[0])))
+                    eb.grads_exact(out), dims("r", len(x[0])), dims("d", len(g[0])),
+                    **(_kv_tags(ex, h) if src != "d_q" else {}))  # type: ignore[arg-type]
 
     return build
 
@@ -266,9 +332,11 @@ def _d_b(id: str) -> Callable[[Build, int | None], Step]:
     src = {"d_b_q": "d_q", "d_b_k": "d_k", "d_b_v": "d_v"}[id]
 
     def build(bd: Build, h: int | None) -> Step:
-        g = cast(eb.Grads, bd.data[src, h])
+        ex = bd.ex
+        g = cast(eb.Grads, bd.data[src, h])[_new_rows(ex, src)]  # with a KV cache b_K, b_V reach the new rows only
         letter = src[2:].upper()
-        return _bias_step(id, f"d_b_{letter}", src, f"d_{letter}", g, dims("d", len(g[0])), h, len(g))
+        step = _bias_step(id, f"d_b_{letter}", src, f"d_{letter}{_rows_note(ex, src)}", g, dims("d", len(g[0])), h, len(g))
+        return replace(step, **_kv_tags(ex, h)) if src != "d_q" else step  # type: ignore[arg-type]
 
     return build
 
@@ -290,21 +358,41 @@ def _paths(ex: Exercise, id: str) -> tuple[str, ...]:
     return ("d_q",) if id == "d_x" and ex.is_cross else ("d_q", "d_k", "d_v") if id == "d_x" else ("d_k", "d_v")
 
 
+def _terms(ex: Exercise, id: str) -> list[tuple[str, int]]:
+    """The paths of ``d_x``/``d_x_kv`` as ``(source step, head)``: ``d_q`` of every head, then ``d_k``, ``d_v``
+    once per K/V head (the first query head of each group holds the group's; every head without grouping)."""
+    srcs = _paths(ex, id)
+    out = [("d_q", h) for h in range(ex.num_heads) if "d_q" in srcs]
+    kv_heads = [ex.sharing(g)[0] for g in range(ex.num_kv_heads)] if ex.grouped else range(ex.num_heads)
+    if not ex.grouped:  # v1: head by head, d_q, d_k, d_v of each
+        return [(src, h) for h in range(ex.num_heads) for src in srcs]
+    return out + [(src, h) for h in kv_heads for src in srcs if src != "d_q"]
+
+
+def _in_formula(ex: Exercise, id: str) -> str:
+    """``d_X = Σ_h (d_Q·W_Qᵀ + d_K·W_Kᵀ + d_V·W_Vᵀ)``; grouped K/V heads ``Σ_h d_Q·W_Qᵀ + Σ_g (…)``; a cache ``d_K[new rows]``."""
+    name = "d_X" if id == "d_x" else "d_X_kv"
+    srcs = _paths(ex, id)
+    text = {s: f"d_{s[2:].upper()}{_rows_note(ex, s)}·W_{s[2:].upper()}ᵀ" for s in srcs}
+    if not ex.grouped:
+        group = " + ".join(text[s] for s in srcs)
+        return f"{name} = Σ_h ({group})" if ex.num_heads > 1 else f"{name} = {group}"
+    q = ("Σ_h " + text["d_q"]) if "d_q" in srcs else ""
+    kv = " + ".join(text[s] for s in srcs if s != "d_q")
+    kv = f"Σ_g ({kv})" if ex.num_kv_heads > 1 else kv
+    return f"{name} = " + " + ".join(p for p in (q, kv) if p)
+
+
 def _d_in(id: str) -> Callable[[Build, int | None], Step]:
     def build(bd: Build, head: int | None) -> Step:
         ex = bd.ex
         x = ex.x if id == "d_x" else ex.kv  # step id: d_X is the gradient of X, d_X_kv of X_kv
         acc: eb.Grads = [[eb.GradSum() for _ in range(len(x[0]))] for _ in range(len(x))]
-        terms = []
-        for h in range(ex.num_heads):
-            for src in _paths(ex, id):
-                eb.right_t(cast(eb.Grads, bd.data[src, h]), _proj_w(ex, src, h), acc)  # [n, d]·[d, d_in]
-                terms.append(f"d_{src[2:].upper()}·W_{src[2:].upper()}ᵀ")
-        sigma = "Σ_h " if ex.num_heads > 1 else ""
-        group = " + ".join(dict.fromkeys(terms))
+        for src, h in _terms(ex, id):  # [n, d]·[d, d_in]; with a cache the new rows of d_K, d_V
+            eb.right_t(cast(eb.Grads, bd.data[src, h])[_new_rows(ex, src)], _proj_w(ex, src, h), acc)
         name = "d_X" if id == "d_x" else "d_X_kv"
-        labels = ex.query_labels if id == "d_x" else ex.key_labels
-        return Step(id, None, name, f"{name} = {sigma}({group})" if sigma else f"{name} = {group}",
+        labels = ex.query_labels if id == "d_x" else ex.new_key_labels
+        return Step(id, None, name, _in_formula(ex, id),
                     tuple(Operand(f"d_{s[2:].upper()}", ()) for s in _paths(ex, id)), "+",
                     eb.grads_exact(acc), labels, dims("d", len(x[0])))
 
@@ -314,10 +402,10 @@ def _d_in(id: str) -> Callable[[Build, int | None], Step]:
 def _d_in_work(sol: Solution, step: Step, i: int, j: int) -> str:
     ex = sol.exercise
     parts = []
-    for h in range(ex.num_heads):
-        for src in _paths(ex, step.id):
-            g, w = sol.step(src, h), _proj_w(ex, src, h)
-            parts.append(sum(g.value[i][c] * float(w[j][c]) for c in range(g.shape[1])))
+    for src, h in _terms(ex, step.id):
+        g, w = sol.step(src, h), _proj_w(ex, src, h)
+        r = i + (ex.L_past if src in ("d_k", "d_v") else 0)  # with a cache row i of X is key row L_past + i
+        parts.append(sum(g.value[r][c] * float(w[j][c]) for c in range(g.shape[1])))
     terms = " + ".join(_num(p) for p in parts)
     return f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}] = {terms} {total(step.exact[i][j], step.value[i][j])}"
 
@@ -344,6 +432,18 @@ def _with_matrix(keys: Callable[[Solution, Step], tuple[Input, ...]], name: str,
     return given
 
 
+def _with_x(keys: Callable[[Solution, Step], tuple[Input, ...]], src: str) -> Callable[[Solution, Step], tuple[Input, ...]]:
+    """The step's own inputs, and the X (or X_kv) the weights multiply, its rows labelled by token."""
+    def given(sol: Solution, step: Step) -> tuple[Input, ...]:
+        ex = sol.exercise
+        mat = _x_of(src)(ex, step.head)
+        name = "X" if src == "d_q" else _kv_name(ex)
+        rows = ex.query_labels if src == "d_q" else ex.new_key_labels
+        return keys(sol, step) + (given_matrix(name, mat, rows, dims("d", len(mat[0]))),)
+
+    return given
+
+
 def _x_of(src: str) -> Callable[[Exercise, int | None], Sequence[Sequence[Fraction]]]:
     return lambda ex, h: ex.x if src == "d_q" else ex.kv  # step id: W_Q multiplies X, W_K and W_V multiply X_kv
 
@@ -351,12 +451,85 @@ def _x_of(src: str) -> Callable[[Exercise, int | None], Sequence[Sequence[Fracti
 def _d_in_given(sol: Solution, step: Step) -> tuple[Input, ...]:
     ex = sol.exercise
     out = []
-    for h in range(ex.num_heads):
-        for src in _paths(ex, step.id):
-            w = _proj_w(ex, src, h)
-            out += [given_step(sol.step(src, h)),
-                    given_matrix(f"W_{src[2:].upper()}", w, dims("r", len(w)), dims("d", len(w[0])))]
+    for src, h in _terms(ex, step.id):
+        w = _proj_w(ex, src, h)
+        out += [given_step(sol.step(src, h)),
+                given_matrix(f"W_{src[2:].upper()}", w, dims("r", len(w)), dims("d", len(w[0])))]
     return tuple(out)
+
+
+def _group_givens(*ids: str) -> Callable[[Solution, Step], tuple[Input, ...]]:
+    """Each head of the group's ``ids`` (one head without grouping), named by head when there are several."""
+    def given(sol: Solution, step: Step) -> tuple[Input, ...]:
+        group = _group(sol.exercise, step.head)
+        out = []
+        for h in group:
+            for id in ids:
+                inp = given_step(sol.step(id, h))
+                named = len(group) > 1 and not KIND_NAMES_HEAD.get(id, False)
+                out.append(replace(inp, name=f"{inp.name} (head {h + 1})") if named else inp)
+        return tuple(out)
+
+    return given
+
+
+KIND_NAMES_HEAD = {"d_head_output": True}  # its name says its head already (d_head_2)
+
+
+def _kv_grad_work(a: str, b: str, scaled: bool) -> Callable[[Solution, Step, int, int], str]:
+    """``d_V = Σ_h weights_hᵀ·d_head_h``, ``d_K = Σ_h d_scaled_hᵀ·Q_h / √d_k``: one product per head of the group."""
+    def work(sol: Solution, step: Step, i: int, j: int) -> str:
+        ex = sol.exercise
+        group = _group(ex, step.head)
+        scale = _sqrt_dk(ex, step.head) if scaled else ""
+        if len(group) == 1:
+            return _product_work(_step(sol, a, group[0]).T, _step(sol, b, group[0]), step, i, j, scale)
+        bodies = []
+        for h in group:
+            A, B = _step(sol, a, h).T, _step(sol, b, h)
+            bodies.append("(" + dot([(factor(A.exact[i][k], A.value[i][k]), factor(B.exact[k][j], B.value[k][j]))
+                                     for k in range(len(B.exact))]) + ")")
+        rl, cl = step.row_labels[i], step.col_labels[j]
+        an, bn = ("weights", "d_head") if a == "weights" else ("d_scaled", "Q")
+        body = " + ".join(bodies)
+        head = f"Σ_h {an}_hᵀ[{rl}, :]·{bn}_h[:, {cl}]"
+        if scale:
+            return f"{head} / {scale} = ({body}) / {scale} {total(step.exact[i][j], step.value[i][j])}"
+        return f"{head} = {body} {total(step.exact[i][j], step.value[i][j])}"
+
+    return work
+
+
+def _reaching(sol: Solution, src: str, head: int | None) -> _M:
+    """``d_<src>`` as far as it reaches the weights: with a KV cache, the new tokens' rows of d_K and d_V."""
+    m = _step(sol, src, head)
+    rows = _new_rows(sol.exercise, src)
+    if rows.start == 0:
+        return m
+    return _M(m.name + _rows_note(sol.exercise, src), m.exact[rows], m.value[rows])
+
+
+def _default_why(step: Step, ex: Exercise) -> list[str]:
+    return [t(f"step.{step.id}.why")]
+
+
+def _kv_why(step: Step, ex: Exercise) -> list[str]:
+    """A K/V gradient's why, and what grouped K/V heads and a KV cache change."""
+    out = [t(f"step.{step.id}.why")]
+    if ex.grouped and len(_group(ex, step.head)) > 1:
+        out.append(t("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
+                     heads=", ".join(str(h + 1) for h in _group(ex, step.head))))
+    if ex.has_cache:
+        out.append(t("step.d_kv.why.cache" if step.id in ("d_k", "d_v") else "step.d_kv.why.cache_weights",
+                     L_past=ex.L_past))
+    return out
+
+
+def _d_scaled_why(step: Step, ex: Exercise) -> list[str]:
+    out = [t("step.d_scaled.why")]
+    if ex.has_bias:
+        out.append(t("step.d_scaled.why.bias"))
+    return out
 
 
 # --- the kinds --------------------------------------------------------------------------------------------
@@ -418,15 +591,15 @@ D_WEIGHTS = StepKind(
 D_SCALED = StepKind(
     id="d_scaled", scope="head", op="∘", exists=always, inputs=lambda ex, head: (("weights", head), ("d_weights", head)),
     build=_d_scaled, work=_d_scaled_work, given=_givens(_own("weights"), _own("d_weights")), varies=_SCALED,
-    fixed_by_mask=0.0, backward=True,
+    fixed_by_mask=0.0, backward=True, why=_d_scaled_why,
     latex=r"d_{\text{scaled}} = P \circ \big(d_{\text{weights}} - \mathrm{rowsum}(d_{\text{weights}} \circ P)\big)",
 )
 D_V = StepKind(
-    id="d_v", scope="head", op="·", exists=always, inputs=lambda ex, head: (("weights", head), ("d_head_output", head)),
-    build=_d_v, work=_product(lambda sol, step: _step(sol, "weights", step.head).T,
-                              lambda sol, step: _step(sol, "d_head_output", step.head)),
-    given=_givens(_own("weights"), _own("d_head_output")), latex=r"d_V = \text{weights}^\top d_{\text{head}}",
-    backward=True,
+    id="d_v", scope="head", op="·", exists=always,
+    inputs=lambda ex, head: tuple((id, h) for h in _group(ex, head) for id in ("weights", "d_head_output")),
+    build=_d_v, work=_kv_grad_work("weights", "d_head_output", scaled=False), varies=frozenset({"kv_grad"}),
+    given=_group_givens("weights", "d_head_output"), latex=r"d_V = \text{weights}^\top d_{\text{head}}",
+    backward=True, per_kv_head=True, why=_kv_why,
 )
 D_Q = StepKind(
     id="d_q", scope="head", op="·", exists=always, inputs=lambda ex, head: (("d_scaled", head), ("k", head)),
@@ -436,11 +609,12 @@ D_Q = StepKind(
     given=_givens(_own("d_scaled"), _own("k")), latex=r"d_Q = \frac{d_{\text{scaled}}\, K}{\sqrt{$d_k}}", backward=True,
 )
 D_K = StepKind(
-    id="d_k", scope="head", op="·", exists=always, inputs=lambda ex, head: (("d_scaled", head), ("q", head)),
-    build=_d_qk("d_k"), varies=frozenset({"grad_scale", "d_k_transposed"}),
-    work=_product(lambda sol, step: _step(sol, "d_scaled", step.head).T, lambda sol, step: _step(sol, "q", step.head),
-                  lambda sol, step: _sqrt_dk(sol.exercise, step.head)),
-    given=_givens(_own("d_scaled"), _own("q")), latex=r"d_K = \frac{d_{\text{scaled}}^\top Q}{\sqrt{$d_k}}", backward=True,
+    id="d_k", scope="head", op="·", exists=always,
+    inputs=lambda ex, head: tuple((id, h) for h in _group(ex, head) for id in ("d_scaled", "q")),
+    build=_d_qk("d_k"), varies=frozenset({"grad_scale", "d_k_transposed", "kv_grad"}),
+    work=_kv_grad_work("d_scaled", "q", scaled=True),
+    given=_group_givens("d_scaled", "q"), latex=r"d_K = \frac{d_{\text{scaled}}^\top Q}{\sqrt{$d_k}}", backward=True,
+    per_kv_head=True, why=_kv_why,
 )
 
 
@@ -451,9 +625,10 @@ def _d_w_kind(id: str) -> StepKind:
         id=id, scope="head", op="·", exists=always, inputs=lambda ex, head: ((src, head),), build=_d_w(id),
         work=_product(lambda sol, step: _given("X" if src == "d_q" else _kv_name(sol.exercise),
                                                _x_of(src)(sol.exercise, step.head)).T,
-                      lambda sol, step: _step(sol, src, step.head)),
-        given=_with_matrix(_givens(_own(src)), "X" if src == "d_q" else "X_kv", _x_of(src)),
-        latex=rf"d_{{W_{letter}}} = X^\top d_{letter}", backward=True,
+                      lambda sol, step: _reaching(sol, src, step.head)),
+        given=_with_x(_givens(_own(src)), src),
+        latex=rf"d_{{W_{letter}}} = X^\top d_{letter}", backward=True, per_kv_head=src != "d_q",
+        why=_kv_why if src != "d_q" else _default_why,
     )
 
 
@@ -464,7 +639,7 @@ def _d_b_kind(id: str) -> StepKind:
         id=id, scope="head", op="Σ", exists=lambda ex: any(getattr(hd, field) is not None for hd in ex.heads),
         inputs=lambda ex, head: ((src, head),), build=_d_b(id), work=_bias_work, given=_givens(_own(src)),
         varies=frozenset({"bias_grad"}), latex=rf"d_{{b_{src[2:].upper()}}} = \textstyle\sum_{{\text{{rows}}}} d_{src[2:].upper()}",
-        backward=True,
+        backward=True, per_kv_head=src != "d_q", why=_kv_why if src != "d_q" else _default_why,
     )
 
 
@@ -473,13 +648,13 @@ D_B_Q, D_B_K, D_B_V = _d_b_kind("d_b_q"), _d_b_kind("d_b_k"), _d_b_kind("d_b_v")
 
 D_X = StepKind(
     id="d_x", scope="layer", op="+", exists=always,
-    inputs=lambda ex, head: tuple((s, h) for h in range(ex.num_heads) for s in _paths(ex, "d_x")),
+    inputs=lambda ex, head: tuple(_terms(ex, "d_x")),
     build=_d_in("d_x"), work=_d_in_work, given=_d_in_given, backward=True, late=True,
     latex=r"d_X = \textstyle\sum_h d_Q W_Q^\top \,(+\, d_K W_K^\top + d_V W_V^\top)",
 )
 D_X_KV = StepKind(
     id="d_x_kv", scope="layer", op="+", exists=lambda ex: ex.is_cross,
-    inputs=lambda ex, head: tuple((s, h) for h in range(ex.num_heads) for s in _paths(ex, "d_x_kv")),
+    inputs=lambda ex, head: tuple(_terms(ex, "d_x_kv")),
     build=_d_in("d_x_kv"), work=_d_in_work, given=_d_in_given, backward=True, late=True,
     latex=r"d_{X_{kv}} = \textstyle\sum_h d_K W_K^\top + d_V W_V^\top",
 )

@@ -21,9 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..errors import TutorError
 from ..exercise.record import Exercise
-from ..messages import join_and, t
 from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
 from .backward import BACKWARD
 from .bias import BIASED
@@ -72,27 +70,25 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
 
     With ``backward``, the backward pass follows: its layer steps before the
     heads (``d_output`` … ``d_b_o``), each head's, then ``d_x`` (``d_x_kv``).
+    With grouped K/V heads the heads go group by group, and the K/V
+    gradients of a group (:attr:`StepKind.per_kv_head`: the sum over its
+    query heads) come after the other backward steps of all its heads.
     """
-    if backward:
-        backward_supported(ex)
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
     out = per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and k.exists(ex)]
     if backward:
         live = [k for k in BACKWARD if k.exists(ex)]
         out += [(k.id, None) for k in live if k.scope == "layer" and not k.late]
-        out += [(k.id, h) for h in range(ex.num_heads) for k in live if k.scope == "head"]
+        heads = [k for k in live if k.scope == "head"]
+        if ex.grouped:
+            for g in range(ex.num_kv_heads):
+                group = ex.sharing(g)
+                out += [(k.id, h) for h in group for k in heads if not k.per_kv_head]
+                out += [(k.id, h) for h in group for k in heads if k.per_kv_head]
+        else:
+            out += [(k.id, h) for h in range(ex.num_heads) for k in heads]
         out += [(k.id, None) for k in live if k.scope == "layer" and k.late]
     return out
-
-
-def backward_supported(ex: Exercise) -> None:
-    """Raise :class:`~tutor.errors.TutorError` (exit 2) when ``ex`` uses a part of format v2 the
-    backward pass is not built for: grouped K/V heads (their gradients would add up over the
-    group), a KV cache (the cached rows are constants), an additive bias."""
-    parts = [t(f"backward.v2.{name}") for name, on in (("grouped", ex.grouped), ("cache", ex.has_cache),
-                                                         ("bias", ex.has_bias)) if on]
-    if parts:
-        raise TutorError(t("backward.v2", id=ex.id, parts=join_and(parts)))
 
 
 def has_backward(ids: Iterable[str]) -> bool:

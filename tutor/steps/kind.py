@@ -127,6 +127,9 @@ class StepKind:
     backward: bool = False  # a step of the backward pass (``explain --backward``; issue 13)
     late: bool = False  # a backward layer step that comes after the heads' (``d_x``), not before (``d_output``)
     advanced: bool = False  # a step of format v2 only (k_new, v_new, biased): recommended after the v1 steps
+    #: with grouped K/V heads, one value per K/V head: the sum over the query heads that read it (d_k, d_v and
+    #: the K/V weights' and biases' gradients); keyed per query head as k and v are, reported once per K/V head
+    per_kv_head: bool = False
 
     def floats(self, r: Replay, head: int | None) -> NDArray | None:
         """The step in float64 under ``r.variant`` (:mod:`tutor.numeric.replay`), ``None`` where it cannot be reached."""
