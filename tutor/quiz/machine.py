@@ -87,13 +87,18 @@ class State:
 
 def select(sol: Solution, steps: Sequence[str] | None = None, head: int | None = None) -> tuple[Step, ...]:
     """The steps of ``sol`` a session asks, in order: only ``steps`` (ids) if given, only
-    ``head``'s per-head steps if given (layer steps are kept, as in ``explain --head``)."""
+    ``head``'s per-head steps if given (layer steps are kept, as in ``explain --head``).
+    A step grouped query heads share (``k``, ``v`` and the K/V gradients of grouped K/V
+    heads: one matrix per K/V head) is asked once, under the first head of its group,
+    unless the session is on one head."""
     chosen = []
     for s in sol.steps:
         if steps is not None and s.id not in steps:
             continue
         if head is not None and s.head is not None and s.head != head:
             continue
+        if head is None and s.kv_head is not None and s.head != s.shared[0]:
+            continue  # the same matrix as under the group's first head: asked there
         chosen.append(s)
     return tuple(chosen)
 

@@ -302,7 +302,10 @@ class MarkdownRenderer:
     def solution(self, sol: Solution, head: int | None = None) -> str:
         """The whole handout (only ``head`` when given; the layer steps are always kept), with the
         core mistakes this exercise cannot catch noted where they are made (not on a worksheet)."""
-        ex = sol.exercise
+        ex, full = sol.exercise, sol
+        back = [s for s in sol.steps if KINDS[s.id].backward and (head is None or s.head in (None, head))
+                and (head is not None or s.kv_head is None or s.head == s.shared[0])]  # a group's K/V gradient once
+        sol = Solution(ex, tuple(s for s in sol.steps if not KINDS[s.id].backward))  # the forward pass first
         if not self.blank:
             from ..invisible import notes
 
@@ -325,6 +328,19 @@ class MarkdownRenderer:
             for step in sol.layer_steps:
                 number += 1
                 self.step(number, step, ex, sol)
+        if back:  # --backward: the gradients in the order they are computed, output to input
+            self.add(f"## {_escape(t('explain.backward'))}", "")
+            shown: tuple[int | None, int | None] = (None, None)
+            for step in back:
+                if ex.num_heads > 1 and (step.head, step.kv_head) != shown:  # a heading where the steps change head
+                    shown = (step.head, step.kv_head)
+                    if step.kv_head is not None:
+                        title = t("explain.kv_head", kv=step.kv_head + 1, heads=", ".join(str(h + 1) for h in step.shared))
+                    else:
+                        title = t("explain.head", head=step.head + 1) if step.head is not None else t("explain.layer")
+                    self.add(f"**{_escape(title)}**", "")
+                number += 1
+                self.step(number, step, ex, full)
         self.add(f"## {t('explain.flow')}", "")
         for step in sol.for_head(0):
             self.add(f"- ${annotation(step)}$")

@@ -112,6 +112,8 @@ class QuizRenderer:
 
     def head_suffix(self, step: Step, multi_head: bool) -> str:
         """`` (head 1)`` for a per-head step of a multi-head exercise, else nothing."""
+        if multi_head and step.kv_head is not None:  # a matrix grouped query heads share: its K/V head's
+            return t("practice.label.kv_head", kv=step.kv_head + 1)
         if multi_head and step.head is not None and not KINDS[step.id].names_head:
             return t("practice.label.head", head=step.head + 1)  # heads counted from 1 where a learner reads them
         return ""

@@ -346,7 +346,8 @@ class RichRenderer:
 
     def solution(self, sol: Solution, head: int | None = None) -> None:
         ex = sol.exercise
-        back = [s for s in sol.steps if KINDS[s.id].backward and (head is None or s.head in (None, head))]
+        back = [s for s in sol.steps if KINDS[s.id].backward and (head is None or s.head in (None, head))
+                and (head is not None or s.kv_head is None or s.head == s.shared[0])]  # a group's K/V gradient once
         sol = Solution(ex, tuple(s for s in sol.steps if not KINDS[s.id].backward))  # the forward pass first
         self.notes = self.notes_for(sol)
         self.header(sol)
@@ -373,11 +374,15 @@ class RichRenderer:
         if back:  # explain --backward: the gradients in the order they are computed, output to input
             self.console.print()
             self.rule(t("explain.backward"))
-            shown_head: int | None = None
+            shown: tuple[int | None, int | None] = (None, None)
             for step in back:
-                if ex.num_heads > 1 and step.head != shown_head:  # a rule where the steps change head
-                    shown_head = step.head
-                    self.rule(t("explain.head", head=step.head + 1) if step.head is not None else t("explain.layer"))
+                if ex.num_heads > 1 and (step.head, step.kv_head) != shown:  # a rule where the steps change head
+                    shown = (step.head, step.kv_head)
+                    if step.kv_head is not None:  # a group's K/V gradients: its K/V head's, once
+                        self.rule(t("explain.kv_head", kv=step.kv_head + 1,
+                                    heads=", ".join(str(h + 1) for h in step.shared)))
+                    else:
+                        self.rule(t("explain.head", head=step.head + 1) if step.head is not None else t("explain.layer"))
                 number += 1
                 self.step(number, step, ex)
         self.flow(sol, head, back)
