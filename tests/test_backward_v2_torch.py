@@ -250,3 +250,20 @@ def test_the_functional_sdpa_backward_with_enable_gqa_matches_torch(seed):
     for a, t in zip(ours, (tq, tk, tv)):
         assert a.shape == tuple(t.shape)
         np.testing.assert_allclose(a, t.grad.numpy(), rtol=TOL, atol=TOL)
+
+
+def test_the_claim_about_enable_gqa_gradients_holds_in_torch():
+    """step.d_kv.why.grouped: with enable_gqa=True, key.grad has the K/V heads' shape, each the sum over its
+    group of what the query heads would give a repeated (repeat_interleave) copy."""
+    from tutor.messages import t
+
+    assert "enable_gqa=True" in t("step.d_kv.why.grouped", kv=1, heads="1, 2")
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 4, 3, 2, dtype=torch.float64, generator=g, requires_grad=True)
+    k, v = (torch.randn(1, 2, 3, 2, dtype=torch.float64, generator=g, requires_grad=True) for _ in range(2))
+    torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True).sum().backward()
+    k2, v2 = (a.detach().repeat_interleave(2, dim=1).requires_grad_() for a in (k, v))
+    torch.nn.functional.scaled_dot_product_attention(q.detach(), k2, v2).sum().backward()
+    assert k.grad.shape == (1, 2, 3, 2)
+    torch.testing.assert_close(k.grad, k2.grad.view(1, 2, 2, 3, 2).sum(dim=2))
+    torch.testing.assert_close(v.grad, v2.grad.view(1, 2, 2, 3, 2).sum(dim=2))
