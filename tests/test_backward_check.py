@@ -181,3 +181,33 @@ def test_the_tiled_walk_of_a_row_with_no_key_says_so(cli):
     assert "alpha: none, m is still −∞ (every key so far is masked)" in pad and "alpha = exp" not in pad
     assert "Query PAD may attend to no key: m stays −∞ and l = 0, so acc / l is 0/0; o = [0, 0] by convention" in pad
     assert "o = acc / l" not in pad and "the softmax's denominator" not in pad
+
+
+def test_one_masked_entry_of_d_scaled_left_non_zero_is_named(cli, tmp_path):
+    """The leak made at one masked entry only, every other entry right (torch's numbers): still named."""
+    ex, g, P, dP, Q, K, d_k = _torch_parts("two-head-causal-3x4")
+    D = (dP * P).sum(axis=1, keepdims=True)
+    wrong = g["d_scaled", 0].copy()
+    wrong[0, 1] = (dP - D)[0, 1]  # t1 may not attend to t2: its entry should be 0
+    assert wrong[0, 1] != 0
+    doc = _check(cli, tmp_path, "two-head-causal-3x4", f"heads:\n  - d_scaled: {_yaml(wrong)}\n")
+    assert _keys(doc, "d_scaled") == ["masked_grad_leak"]
+    wrong[0, 1] = 0.5  # not what the leak gives: no name
+    doc = _check(cli, tmp_path, "two-head-causal-3x4", f"heads:\n  - d_scaled: {_yaml(wrong)}\n")
+    assert "masked_grad_leak" not in _keys(doc, "d_scaled")
+
+
+def test_a_right_value_that_is_not_0_never_reads_as_0(cli, tmp_path):
+    """d_scaled[t2, t1] of two-head-causal-3x4 is about -1.2e-5: written as 0.0001 it is wrong, and the right
+    value shown must not be '0' (4 places would round it there)."""
+    ex, g, *_ = _torch_parts("two-head-causal-3x4")
+    value = g["d_scaled", 0][1, 0]
+    assert -2e-5 < value < -1e-5
+    wrong = g["d_scaled", 0].copy()
+    wrong[1, 0] = 1e-4
+    path = tmp_path / "solution.yaml"
+    path.write_text(f"exercise: two-head-causal-3x4\nheads:\n  - d_scaled: {_yaml(wrong)}\n")
+    code, out, _ = cli("check", str(path), env={"COLUMNS": "200"})
+    assert code == 1
+    line = next(x for x in out.splitlines() if "[t2, t1]: you wrote" in x)
+    assert line.strip() == "[t2, t1]: you wrote 0.000100, the right value is -0.000012", line

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -128,6 +128,9 @@ class Misconception:
       ``(fields, cells)`` when the answer has its signature, else ``None``.
 
     ``needs``: what the exercise must have for it to apply at all (:func:`needs_met`).
+    ``per_entry``: the mistake is made entry by entry (a masked entry of ``d_scaled`` left
+    non-zero), so an answer that shows it at some of its entries, every other entry right,
+    has it too (at those entries).
     """
 
     key: str
@@ -138,6 +141,7 @@ class Misconception:
     family: Family | None = None
     judge: Judge | None = None
     needs: tuple[str, ...] = ()
+    per_entry: bool = False
 
     def applies(self, ex: Exercise, key: Key) -> bool:
         """Whether this mistake can change step ``key`` of ``ex``."""
@@ -511,7 +515,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("softmax_grad_elementwise", Variant(softmax_grad="elementwise")),
     _m("grad_no_scale", Variant(grad_scale=False)),
     _m("d_k_not_transposed", Variant(d_k_transposed=False)),
-    _m("masked_grad_leak", Variant(masked_grad="leak"), "mask"),
+    replace(_m("masked_grad_leak", Variant(masked_grad="leak"), "mask"), per_entry=True),
     _m("bias_grad_mean", Variant(bias_grad="mean")),
     _m("kv_grad_not_summed", Variant(kv_grad="own"), "grouped"),
     # format v2 (issue 12)
@@ -619,6 +623,8 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, 
                 if off and got.shape == right.shape and not set(off) <= set(cells):
                     continue  # it leaves a refused entry at the right value: not why it is wrong
                 found.append(Diagnosis(m.key, message, cells, got))
+            elif m.per_entry and (some := _some_entries(got, right, claim, off)) is not None:
+                found.append(Diagnosis(m.key, message, some, some_of(got, right, some)))
             elif (odd := _near(got, right, claim, off)) is not None:
                 near.append((odd, Diagnosis(m.key, _near_message(sol, step_id, head, claim, got, odd, message),
                                             tuple(odd), got)))
@@ -628,6 +634,23 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, 
     if not found and (slip := _single_entry(sol, step_id, head, claim, off)) is not None:
         found.append(slip)
     return found
+
+
+def _some_entries(got: Array, right: Array, claim: Claim,
+                  off: Sequence[tuple[int, int]] | None) -> tuple[tuple[int, int], ...] | None:
+    """The wrong cells, when a per-entry mistake explains each of them and every other entry is right."""
+    if not off or got.shape != right.shape or not set(off) <= set(_differ(got, right)):
+        return None
+    cells = tuple(off)
+    return cells if matches(some_of(got, right, cells), claim, slack=ROUND_OFF) else None
+
+
+def some_of(got: Array, right: Array, cells: Sequence[tuple[int, int]]) -> Array:
+    """``right`` with ``cells`` taken from ``got`` (a per-entry mistake made at those entries only)."""
+    out = right.copy()
+    for i, j in cells:
+        out[i, j] = got[i, j]
+    return out
 
 
 def _differ(got: Array, right: Array) -> tuple[tuple[int, int], ...]:

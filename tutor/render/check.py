@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
-from ..decimals import trimmed
+from ..decimals import legible, trimmed
 from ..exactnum import Rat
 from ..messages import plural, t
 from ..plausibility import cell_name, label
@@ -111,17 +111,21 @@ class CheckRenderer:
             for _, _, note in s.notes:
                 self.line(note, "italic", indent=15)
 
-    def right(self, exact: Any, value: float) -> str:
+    def right(self, exact: Any, value: float, found: str = "") -> str:
         """The right value of an entry: a short rational as itself (``3/2``), a short exact form with its
-        decimal (``2√2 (about 2.8284)``; ``2*sqrt(2)`` on an ASCII stream), anything longer as the decimal."""
+        decimal (``2√2 (about 2.8284)``; ``2*sqrt(2)`` on an ASCII stream), anything longer as the decimal.
+
+        The decimal has at least as many places as ``found`` (what was written), so that it shows
+        where the two differ, and a value that is not 0 never reads as 0 (``-1.2e-5``)."""
         text = str(exact)
+        decimal = _decimal(value, found)
         if isinstance(exact, Rat):
-            return text if len(text) <= 8 else trimmed(value)
+            return text if len(text) <= 8 else decimal
         if not math.isfinite(value):  # -inf: its exact form says it all
             return pretty(text) if self.unicode else text
         if len(text) <= SHORT_EXACT:
-            return t("check.exact_about", exact=pretty(text) if self.unicode else text, value=trimmed(value))
-        return trimmed(value)
+            return t("check.exact_about", exact=pretty(text) if self.unicode else text, value=decimal)
+        return decimal
 
     def first(self, r: Report, s: StepCheck) -> None:
         self.console.print()
@@ -135,7 +139,7 @@ class CheckRenderer:
                 if (i, j) in notes:
                     self.line(notes[i, j], indent=2)
                     continue
-                right = self.right(step.exact[i][j], s.expected[i, j])
+                right = self.right(step.exact[i][j], s.expected[i, j], texts[i][j])
                 self.line(t("check.entry", cell=cell_name(sol, *s.key, i, j), found=texts[i][j], right=right), indent=2)
             if len(s.wrong) > MAX_ENTRIES_SHOWN:
                 self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)
@@ -300,3 +304,18 @@ def dumps(r: Report) -> str:
     from ..jsontext import compact
 
     return compact(report_dict(r))
+
+
+def _decimal(value: float, found: str) -> str:
+    """``value`` at 4 places, or at as many as ``found`` has (up to 15); ``legible`` when that rounds a non-zero to 0."""
+    mantissa, e, _ = found.strip().lower().partition("e")
+    if e:  # written in scientific notation: as many significant digits
+        sig = len(mantissa.lstrip("+-").replace(".", "").lstrip("0"))
+        return f"{value:.{min(max(sig, 2), 16) - 1}e}"
+    whole, dot, rest = mantissa.partition(".")
+    digits = len(rest) if dot and rest.isdigit() else 0
+    places = min(max(4, digits), 15)
+    text = trimmed(value, places)
+    if text == "0" and value != 0:
+        return legible(value, places)
+    return text
