@@ -135,10 +135,24 @@ def test_cache_width_differs_from_d_k():
 def test_cache_rows_and_past_tokens():
     text = ("cache:\n  - {k: [[1], [2]], v: [[1]]}\nx: [[1, 1]]\n"
             "heads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
-    assert problems(text) == [(4, 24, "cache[0].v", "cache v has 1 row but the cache's first matrix has 2 (L_past)")]
+    assert problems(text) == [(4, 24, "cache[0].v",
+                               "cache v has 1 row but L_past is 2, as most of the cache (and past_tokens, if given) says")]
     text = ("cache:\n  - {k: [[1], [2]], v: [[1], [0]]}\npast_tokens: [a]\nx: [[1, 1]]\n"
             "heads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
     assert problems(text) == [(5, 14, "past_tokens", "past_tokens has 1 entry but the cache has 2 rows (L_past)")]
+
+
+def test_every_problem_of_a_cache_at_once():
+    """A wrong count, a wrong width and a wrong row count: each reported in one pass, at its place."""
+    text = ("cache:\n  - {k: [[1, 0], [2, 0]], v: [[1]]}\n  - {k: [[1], [2]], v: [[1], [0]]}\nx: [[1, 1]]\n"
+            "heads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
+    assert [p[2] for p in problems(text)] == ["cache", "cache[0].k", "cache[0].v"]
+
+
+def test_num_kv_heads_refused_brings_no_follow_on_width_errors():
+    text = ("num_heads: 2\nnum_kv_heads: 0\nx: [[1, 0], [0, 1]]\nw_q: [[1, 0, 1, 0], [0, 1, 0, 1]]\n"
+            "w_k: [[1, 0], [0, 1]]\nw_v: [[1, 0], [0, 1]]\n")
+    assert [p[2] for p in problems(text)] == ["num_kv_heads"]
 
 
 def test_past_tokens_without_a_cache_and_cache_in_cross_attention():
@@ -172,3 +186,14 @@ def test_alignment_is_a_warning_when_queries_and_keys_are_as_many():
     v = validate_text(HEAD + "x: [[1], [2]]\nmask: causal_lower_right\nheads:\n  - {w_q: [[1]], w_k: [[1]], w_v: [[1]]}\n")
     assert v.ok and [w.field for w in v.warnings] == ["mask"]
     assert "same as causal" in v.warnings[0].message
+
+
+def test_a_refused_number_gets_no_advice_on_how_to_write_it():
+    """1e20 is beyond the entry limit: the error says so; the YAML 1.1 warning (write 100000000000000000000)
+    would advise writing a number that is refused anyway."""
+    from tutor.exercise.load import validate_text
+
+    v = validate_text("id: a\ntitle: t\nx: [[1e20, 0]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
+    assert [p.field for p in v.problems] == ["x[0][0]"] and v.warnings == ()
+    v = validate_text("id: a\ntitle: t\nx: [[1e3, 0]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
+    assert v.problems == () and [w.field for w in v.warnings] == ["x[0][0]"]

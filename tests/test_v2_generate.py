@@ -84,3 +84,15 @@ def test_a_cache_without_a_mask_option_is_a_causal_decode_step(cli):
     assert "--mask causal_lower_right --cache 3" in out.splitlines()[0]  # the command that writes it again
     code, out, _ = cli("new", "--cache", "3", "--seed", "1", "--mask", "none")
     assert code == 0 and "mask" not in yaml.safe_load(out)
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--kv-heads", "3", "--heads", "2"], "--kv-heads"),
+    (["--alibi", "--heads", "3"], "--alibi"),
+    (["--mask", "causal_lower_right"], "--mask"),
+    (["--cache", "2", "--cross", "2"], "--cache"),
+])
+def test_a_v2_usage_error_names_the_option_it_is_about(cli, args, option):
+    code, out, err = cli("new", *args)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: invalid value for {option}: "), err

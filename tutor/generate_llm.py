@@ -37,19 +37,27 @@ def is_v2(spec: Spec) -> bool:
     return spec.kv_heads is not None or spec.cache is not None or spec.alibi or spec.mask == "causal_lower_right"
 
 
+class SpecError(ValueError):
+    """A v2 spec that cannot be an exercise: the sentence, and the option it is about (``--kv-heads``)."""
+
+    def __init__(self, message: str, option: str):
+        super().__init__(message)
+        self.option = option
+
+
 def check_v2(spec: Spec) -> None:
-    """Raise ``ValueError`` (one sentence, from the catalogue) for a v2 spec that cannot be an exercise."""
+    """Raise :class:`SpecError` (one sentence, from the catalogue) for a v2 spec that cannot be an exercise."""
     H = spec.heads
     if spec.kv_heads is not None and (spec.kv_heads > H or H % spec.kv_heads):
-        raise ValueError(t("new.kv_heads.divide", G=spec.kv_heads, H=H))
+        raise SpecError(t("new.kv_heads.divide", G=spec.kv_heads, H=H), "--kv-heads")
     if spec.cache is not None and spec.cross is not None:
-        raise ValueError(t("new.cache.cross"))
+        raise SpecError(t("new.cache.cross"), "--cache")
     if spec.cache is not None and spec.cache + spec.tokens > 16:
-        raise ValueError(t("new.cache.limit", total=spec.cache + spec.tokens))
+        raise SpecError(t("new.cache.limit", total=spec.cache + spec.tokens), "--cache")
     if spec.mask == "causal_lower_right" and spec.cache is None and spec.cross is None:
-        raise ValueError(t("new.lower_right.alone"))
+        raise SpecError(t("new.lower_right.alone"), "--mask")
     if spec.alibi and (spec.cross is not None or H & (H - 1)):
-        raise ValueError(t("new.alibi.heads", H=H) if spec.cross is None else t("new.alibi.cross"))
+        raise SpecError(t("new.alibi.heads", H=H) if spec.cross is None else t("new.alibi.cross"), "--alibi")
 
 
 def default_id_v2(spec: Spec, base: str) -> str:

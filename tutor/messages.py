@@ -1319,7 +1319,7 @@ EN.update({
     "v2.cache.count": "cache has {found:entries} but there {G:are_kv_heads}: one cache entry per K/V head",
     "v2.cache.width": "cache {field} has {found:columns} but must have {what} = {expected}",
     "v2.cache.width.hint": "the cache holds projected rows: k is x·W_K of an earlier token ([L_past × d_k]), v is x·W_V ([L_past × d_v])",
-    "v2.cache.rows": "cache {field} has {found:rows} but the cache's first matrix has {expected} (L_past)",
+    "v2.cache.rows": "cache {field} has {found:rows} but L_past is {expected}, as most of the cache (and past_tokens, if given) says",
     "v2.past_tokens.alone": "past_tokens labels the rows of a cache, but there is no cache",
     "v2.past_tokens.alone.hint": "give cache (one entry per K/V head), or remove past_tokens",
     "v2.past_tokens.count": "past_tokens has {found:entries} but the cache has {expected:rows} (L_past)",

@@ -137,7 +137,7 @@ def new(
 
             check_v2(spec)
         except ValueError as err:
-            raise typer.BadParameter(str(err), param_hint="--kv-heads/--cache/--mask/--alibi") from None
+            raise typer.BadParameter(str(err), param_hint=getattr(err, "option", "--kv-heads/--cache/--mask/--alibi")) from None
         text = generate(spec)
     checked = validate_text(text, "<new>")  # nothing is written until it is valid
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid

@@ -285,7 +285,9 @@ def validate_document(doc: Document) -> Validation:
     problems += state.problems + found
     ex = v2.finish(ex, state) if ex is not None and not state.problems else None
     warnings = tuple(doc.warnings)
-    if problems:
+    if problems:  # a warning on a value that is an error anyway (1e20 refused: no use writing it out) goes
+        refused = {(p.line, p.column) for p in problems}
+        warnings = tuple(w for w in warnings if (w.line, w.column) not in refused)
         return Validation(doc.filename, _in_file_order(problems), warnings)
     if ex is not None and ex.mask_kind == "causal" and ex.is_cross:  # valid, but no model runs it (issue 10)
         warnings += (doc.problem(("mask",), t("mask.causal_cross"), t("mask.causal_cross.hint")),)

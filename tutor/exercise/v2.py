@@ -167,6 +167,9 @@ def _groups(c: _Check, f: Any, g: SimpleNamespace, H: int | None, per_head: bool
     """num_kv_heads and kv_heads: report their mistakes, expand K/V to one per query head in ``g``; G or ``None``."""
     G: int | None = None
     bad = c.bad
+    if ("num_kv_heads",) in bad and not per_head:  # reported already (num_kv_heads: 0): the widths hang on it
+        bad.update({("w_k",), ("w_v",), ("b_k",), ("b_v",)})
+        return None
     if f.num_kv_heads is not None:
         G = f.num_kv_heads
         if H is not None and (G > H or H % G):
@@ -320,16 +323,16 @@ def _cache(c: _Check, f: Any, G: int | None, cross: bool) -> int | None:
         c.bad.add(("cache",))
         return None
     entries = f.cache
-    if G is not None and len(entries) != G:
+    ok = True
+    if G is not None and len(entries) != G:  # reported, and the entries still checked: every problem at once
         c.add(("cache",), "v2.cache.count", found=len(entries), G=G)
-        c.bad.add(("cache",))
-        return None
+        ok = False
     says_k, says_v = _head_sizes(c, f, G)
     widths_k = [_cols(e.k) for e in entries if e.k is not None and _ragged(e.k) is None]
     widths_v = [_cols(e.v) for e in entries if e.v is not None and _ragged(e.v) is None]
     d_k, d_v = _vote(says_k + widths_k), _vote(says_v + widths_v)  # a weight outvoted is the v1 checks' to report
-    L_past = None
-    ok = True
+    rows = [len(m) for e in entries for m in (e.k, e.v) if m is not None and _ragged(m) is None and m]
+    L_past = _vote(rows + ([len(f.past_tokens)] if f.past_tokens is not None else []))  # most entries say it
     for k, e in enumerate(entries):
         for name, width, what in (("k", d_k, "d_k"), ("v", d_v, "d_v")):
             m = getattr(e, name)
@@ -340,9 +343,7 @@ def _cache(c: _Check, f: Any, G: int | None, cross: bool) -> int | None:
             if width is not None and _cols(m) != width:
                 c.add(path, "v2.cache.width", field=name, found=_cols(m), what=what, expected=width)
                 ok = False
-            elif L_past is None:
-                L_past = len(m)
-            elif len(m) != L_past:
+            if L_past is not None and len(m) != L_past:
                 c.add(path, "v2.cache.rows", field=name, found=len(m), expected=L_past)
                 ok = False
     if not ok or L_past is None:
