@@ -12,8 +12,10 @@ tokens' Q against every key).  Pure: no printing, no files.
 
 from __future__ import annotations
 
+import random
 import textwrap
 from dataclasses import replace
+from typing import Any
 
 from .generate import (
     LEVELS,
@@ -58,6 +60,30 @@ def check_v2(spec: Spec) -> None:
         raise SpecError(t("new.lower_right.alone"), "--mask")
     if spec.alibi and (spec.cross is not None or H & (H - 1)):
         raise SpecError(t("new.alibi.heads", H=H) if spec.cross is None else t("new.alibi.cross"), "--alibi")
+
+
+_GROUP_TRIES = 20
+
+
+def _same_weights(c: Any, spec: Spec, per: int) -> bool:
+    """Whether two query heads of one group would have the same weights: their scores differ by a
+    constant along every row (over the keys each row may attend to), so the softmax, and, with their
+    shared V, their outputs, are the same; such heads teach nothing the first one does not."""
+    N = spec.cache or 0
+    x_new = c.x[N:]
+    kv = c.x_kv if c.x_kv is not None else c.x
+    causal = spec.mask in ("causal", "causal_lower_right")
+    for g in range(len(c.heads) // per):
+        k = _matmul(kv, c.heads[g * per].w[1])  # the group's K, every key
+        scores = [_matmul(_matmul(x_new, c.heads[h].w[0]), [list(col) for col in zip(*k)])
+                  for h in range(g * per, (g + 1) * per)]
+        for a in range(len(scores)):
+            for b in range(a + 1, len(scores)):
+                rows = [[s1 - s2 for j, (s1, s2) in enumerate(zip(r1, r2)) if not causal or j <= i + N]
+                        for i, (r1, r2) in enumerate(zip(scores[a], scores[b]))]
+                if all(len(set(r)) <= 1 for r in rows):
+                    return True
+    return False
 
 
 def default_id_v2(spec: Spec, base: str) -> str:
@@ -107,10 +133,15 @@ def generate_v2(spec: Spec, exercise_id: str, title: str) -> str:
     N = spec.cache or 0
     full = replace(spec, tokens=spec.tokens + N, kv_heads=None, cache=None, alibi=False,
                    mask="causal" if spec.mask == "causal_lower_right" else spec.mask)
-    c = _pick(_spec_shape(full), LEVELS[full.level], full.seed, full.allow_dull)
     H = spec.heads
     G = spec.kv_heads or H
     per = H // G
+    seed = full.seed
+    for _ in range(_GROUP_TRIES):  # deterministic: the same seed draws the same retries
+        c = _pick(_spec_shape(full), LEVELS[full.level], seed, full.allow_dull)
+        if full.allow_dull or not _same_weights(c, spec, per):
+            break
+        seed = random.Random(seed).randrange(2**31)
     w_q = [h.w[0] for h in c.heads]
     w_kv = [(c.heads[g * per].w[1], c.heads[g * per].w[2]) for g in range(G)]  # each group's first head's K/V
     x_past, x_new = c.x[:N], c.x[N:]
