@@ -1608,6 +1608,7 @@ EN.update({
     "tiled.why": "FlashAttention never holds a query's whole row of weights: it reads K and V one block at a time and keeps only m, l and acc. When a block raises the max, everything summed so far was taken relative to the old max, so l and acc are multiplied by alpha = exp(m_old − m) to be relative to the new one; dividing by l once at the end gives exactly softmax·V, and lse = m + log(l) is log Σ_j exp(s_j), what the backward pass keeps.",
     "tiled.row": "Query {query}{head}: its scaled scores against {L_k:keys} (L_k), in {blocks:blocks}",
     "tiled.row.head": " of head {head}",
+    "tiled.row.biased": "Query {query}{head}: its biased scores (scaled + B, the scores the softmax reads) against {L_k:keys} (L_k), in {blocks:blocks}",
     "tiled.block": "block {n} (keys {keys}): scores {scores}",
     "tiled.equal": "o is the plain softmax's row of head_output for {query}, exactly: l·exp(m) is the softmax's denominator and acc·exp(m) its numerator.",
     "tiled.not_equal": "o differs from the plain softmax's row for {query}: a bug in attn-tutor.",
@@ -1648,5 +1649,4 @@ EN.update({
     "backward.v2.grouped": "grouped K/V heads",
     "backward.v2.cache": "a KV cache",
     "backward.v2.bias": "an additive bias",
-    "tiled.bias": "--tiled is built for scores without an additive bias; {id} has one (its exponents are not multiples of one square root)",
 })
