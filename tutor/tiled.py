@@ -188,6 +188,7 @@ class Block:
     alpha: Exact | None  # None for the first block
     l: Exact  # noqa: E741 -- the paper's and the contract's name of the running sum
     acc: tuple[Exact, ...]
+    p: tuple[Exact, ...] = ()  # exp(s_j − m) for each key of the block (0 where blocked): the paper's P̃
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,7 @@ class TiledRow:
     o: tuple[Exact, ...]
     lse: Exact
     equal: bool
+    V: tuple[tuple[Fraction, ...], ...] = ()  # [L_k, d_v]: the values the walk reads
 
 
 def blocks_of(L_k: int, block_size: int) -> list[tuple[int, ...]]:
@@ -261,8 +263,10 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
             lsum[d] = lsum.get(d, Fraction(0)) + 1
             for c in range(d_v):
                 acc[c][d] = acc[c].get(d, Fraction(0)) + V[j][c]
+        p = tuple(Rat(Fraction(0)) if s[j] is None or m is None else exp_sum({exp_sub(s[j], m): Fraction(1)}, t)  # type: ignore[arg-type]
+                  for j in keys)
         blocks.append(Block(keys, scores, NEG_INF if m is None else surd_plus(m[0], t, m[1]), alpha,
-                            exp_sum(lsum, t), tuple(exp_sum(a, t) for a in acc)))
+                            exp_sum(lsum, t), tuple(exp_sum(a, t) for a in acc), p))
     # o = acc / l is the plain softmax row: l·exp(m) = Σ_j exp(s_j) and acc·exp(m) = Σ_j exp(s_j)·V_j, term by term
     z: dict[Exp, Fraction] = {}
     num: list[dict[Exp, Fraction]] = [{} for _ in range(d_v)]
@@ -286,7 +290,7 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
         l_exact = blocks[-1].l
         lse = blocks[-1].m if isinstance(l_exact, Rat) and l_exact.q == 1 else LogSumExp(blocks[-1].m, l_exact)
     o = tuple(plain) if plain else tuple(Rat(Fraction(0)) for _ in range(d_v))
-    return TiledRow(head, index, block_size, tuple(blocks), o, lse, equal)
+    return TiledRow(head, index, block_size, tuple(blocks), o, lse, equal, tuple(tuple(r) for r in V))
 
 
 def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledRow]:

@@ -22,6 +22,7 @@ ones whose float walk lies within what was written are named.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -195,13 +196,15 @@ def _float_of(walk: dict[str, Any], q: Quantity) -> list[float] | None:
     return list(v) if q.name == "acc" else [v]
 
 
-def _matches(values: list[float], q: Quantity) -> bool:
-    if len(values) != len(q.entries):
+def matches(values: Sequence[float], entries: Sequence[Entry | None], tolerance: float | None = None) -> bool:
+    """Whether every written entry's claim (:func:`tutor.answers.grading.claim`; ``None``: not written)
+    holds the float ``values`` of a mistake's walk (within 1e-9 relatively: the walk is float64)."""
+    if len(values) != len(entries):
         return False
-    for v, e in zip(values, q.entries):
+    for v, e in zip(values, entries):
         if e is None:
             continue
-        lo, hi = claim(e)
+        lo, hi = claim(e, tolerance=tolerance)
         slack = 1e-9 * max(1.0, abs(v))
         if not lo - slack <= v <= hi + slack:
             return False
@@ -233,7 +236,7 @@ def audit_tiled(ex: Exercise, given: TiledGiven, *, tolerance: float | None = No
         walk = online_floats(scores, V, given.block_size, variant)
         values = _float_of(walk, first.quantity)
         right = _float_of(online_floats(scores, V, given.block_size), first.quantity)
-        if values is not None and values != right and _matches(values, first.quantity):
+        if values is not None and values != right and matches(values, first.quantity.entries, tolerance):
             found.append((key, t(f"diagnose.{key}")))
     return TiledReport(given, row, tuple(judged), tuple(found))
 
