@@ -239,6 +239,7 @@ def test_ascii_stream_no_colour_and_40_columns(cli_process):
     (["single-head-3x4", "--tiled", "--query", "t9"], "query must be a query row: its label (t1, t2, t3) or its number"),
     (["single-head-3x4", "--tiled", "--query", "0"], "query must be a query row"),
     (["single-head-3x4", "--query", "1"], "--query chooses the query row of --tiled; add --tiled"),
+    (["single-head-3x4", "--block-size", "2"], "--block-size sets the blocks of --tiled; add --tiled"),
     (["alibi-causal-3x2", "--tiled", "--head", "3"], "--head"),
     (["single-head-3x4", "--tiled", "--block-size", "0"], "--block-size"),
     (["single-head-3x4", "--tiled", "--tolerance", "-1"], "the tolerance must be a number above 0"),

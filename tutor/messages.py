@@ -1650,6 +1650,7 @@ EN.update({
     "tiled.practice.alone": "--tiled practises the online softmax of one query row; it goes without {options}",
     "tiled.practice.exercise": "--tiled needs an exercise: attn-tutor practice EXERCISE --tiled",
     "tiled.practice.query_alone": "--query chooses the query row of --tiled; add --tiled",
+    "tiled.practice.block_alone": "--block-size sets the blocks of --tiled; add --tiled",
     "tiled.practice.intro": "Online softmax by hand, {id} ({title}): query {query}{head}, keys in blocks of {block}; {n:quantities} to type.",
     "tiled.practice.row.default": "Query {query} is the first row whose running max rises most often, so alpha matters; --query picks another.",
     "tiled.practice.row.flat": "At this block size no row's running max rises after its first block, so every alpha is 1; query {query} is the first row (--query picks another).",

@@ -102,6 +102,9 @@ def practice(
         return
     if query is not None:
         raise typer.BadParameter(t("tiled.practice.query_alone"), param_hint="--query")
+    source = ctx.get_parameter_source("block_size")
+    if source is not None and source.name != "DEFAULT":
+        raise typer.BadParameter(t("tiled.practice.block_alone"), param_hint="--block-size")
     chosen = _parse_steps(steps)
     check_tolerance(tolerance)
     if due and chosen is not None:
