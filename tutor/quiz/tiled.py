@@ -264,7 +264,7 @@ def _answer(state: State, text: str) -> tuple[State, list[Effect]]:
     except AnswerError as err:
         return state, [Invalid(str(err)), Prompt(ask)]
     if len(answer) != len(ask.right):
-        key = "tiled.practice.count.vector" if ask.vector else "tiled.practice.count.one"
+        key = "tiled.practice.count.vector" if ask.vector else "tiled.practice.count.scalar"
         return state, [Invalid(t(key, name=ask.name, n=len(ask.right), found=len(answer))), Prompt(ask)]
     wrong, coarse, truncated = [], [], []
     for i, (e, x) in enumerate(zip(answer, ask.right)):

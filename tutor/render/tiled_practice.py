@@ -126,7 +126,7 @@ class TiledPracticeRenderer:
         if ask.vector:
             self.line(f"{mark} " + t("practice.wrong", wrong=len(e.wrong), total=len(ask.right), mark=mark), "bold red")
         else:
-            self.line(f"{mark} " + t("tiled.practice.wrong.one"), "bold red")
+            self.line(f"{mark} " + t("tiled.practice.wrong.scalar"), "bold red")
         self.line(t("tiled.practice.yours", name=self.name(ask), written=self.written(e.answer, e.wrong)), indent=2)
         if e.truncated:
             i = e.truncated[0]
@@ -169,7 +169,7 @@ class TiledPracticeRenderer:
             self.line(t("tiled.practice.hint.none", name=self.name(ask)))
 
     def on_shapeinfo(self, s: tq.ShapeInfo) -> None:
-        key = "tiled.practice.shape.vector" if s.ask.vector else "tiled.practice.shape.one"
+        key = "tiled.practice.shape.vector" if s.ask.vector else "tiled.practice.shape.scalar"
         self.line(t(key, name=s.ask.name, d_v=len(s.ask.right)))
 
     def on_reveal(self, r: tq.Reveal) -> None:
