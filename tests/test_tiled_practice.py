@@ -250,6 +250,14 @@ def test_usage_errors_exit_2_before_any_question(cli, argv, message):
     assert not store_made()
 
 
+def test_when_no_max_rises_the_intro_says_so(cli):
+    """single-head-3x4 in blocks of 2: each row's largest score is in its first block (t1: √2, 2√2 | 2√2)."""
+    code, out, _ = practise(cli, ["quit"], "single-head-3x4")
+    assert code == 0
+    assert ("At this block size no row's running max rises once it is a number, so nothing is rescaled (alpha is 1, "
+            "or 0 while m was −∞); query t1 is asked (--query picks another).") in " ".join(out)
+
+
 def test_the_default_row_is_where_the_max_rises_most():
     rows = tiled(resolve("alibi-causal-3x2"), 1, head=0)
     assert [tq.rises(r) for r in rows] == [0, 1, 2]  # a: one key; b: the max rises at b; c: at b and at c

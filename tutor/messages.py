@@ -1653,7 +1653,7 @@ EN.update({
     "tiled.practice.block_alone": "--block-size sets the blocks of --tiled; add --tiled",
     "tiled.practice.intro": "Online softmax by hand, {id} ({title}): query {query}{head}, keys in blocks of {block}; {n:quantities} to type.",
     "tiled.practice.row.default": "Query {query} is the first row whose running max rises most often, so alpha matters; --query picks another.",
-    "tiled.practice.row.flat": "At this block size no row's running max rises after its first block, so every alpha is 1; query {query} is the first row (--query picks another).",
+    "tiled.practice.row.flat": "At this block size no row's running max rises once it is a number, so nothing is rescaled (alpha is 1, or 0 while m was −∞); query {query} is asked (--query picks another).",
     "tiled.practice.given": "Given, block by block: the query's {scores} and the rows of V. Before the first block m = −∞, l = 0 and acc = 0.",
     "tiled.practice.scores.scaled": "scaled scores s_j (−∞ where a key is masked)",
     "tiled.practice.scores.biased": "biased scores s_j (scaled + B, the scores the softmax reads; −∞ where a key is masked)",
