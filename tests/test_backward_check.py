@@ -162,16 +162,6 @@ def test_the_right_v2_backward_values_from_torch_pass(cli, tmp_path, name):
     assert code == 0, out + err
 
 
-def test_the_tiled_walk_of_biased_scores_is_refused_in_one_line(cli):
-    """ALiBi's exponents are u·√2 + r: the online-softmax walk is built for multiples of one surd, so it refuses."""
-    code, out, err = cli("explain", "alibi-causal-3x2", "--tiled")
-    assert code == 2 and out == ""
-    assert err.splitlines()[0] == ("error: --tiled is built for scores without an additive bias; alibi-causal-3x2 has "
-                                   "one (its exponents are not multiples of one square root)")
-    code, out, _ = cli("explain", "decode-one-token-cache-3", "--tiled")  # a cache and grouped heads: the walk runs
-    assert code == 0 and "o is the plain softmax's row" in out
-
-
 def test_the_tiled_walk_of_a_row_with_no_key_says_so(cli):
     """causal-left-padding-4x2's PAD query may attend to no key: no alpha of exp(−∞ − (−∞)), and o = 0 said as
     the 0/0 convention, not as acc / l."""

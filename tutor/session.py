@@ -214,6 +214,45 @@ def _prepare(stream: TextIO) -> None:
             pass
 
 
+def reading(stream: TextIO) -> bool:
+    """Make ``stream`` ready to read answers from; whether it is the terminal (read with ``input()``,
+    line editing and history) rather than piped text (undecodable bytes then read as U+FFFD)."""
+    interactive = stream is sys.stdin and stream.isatty()
+    if interactive:
+        try:  # input() gets line editing and history only once readline is loaded
+            import readline  # noqa: F401
+        except ImportError:  # pragma: no cover - Windows without pyreadline
+            pass
+    else:
+        _prepare(stream)
+    return interactive
+
+
+def read_line(prompt: str, stream: TextIO, out: Console, echo: Callable[[str, str], None],
+              interactive: bool) -> str | None:
+    """One line typed after ``prompt`` (without its line ending), ``None`` at the end of input.
+
+    From the terminal with ``input()``; from anything else with ``stream.readline()``, the line
+    then shown after its prompt by ``echo(prompt, line)`` so that a transcript reads as typed."""
+    if interactive:
+        from rich.text import Text
+
+        try:
+            return out.input(Text(prompt))
+        except EOFError:
+            out.print()
+            return None
+    out.print(prompt, end="", markup=False, highlight=False)
+    out.file.flush()
+    line = stream.readline()
+    if line == "":
+        out.print()
+        return None
+    line = line.rstrip("\r\n")
+    echo(prompt, line)
+    return line
+
+
 def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recorder: Recorder,
           stream: TextIO, out: Console) -> State:
     """Run a session to its end: carry out ``effects``, read the next line, repeat.
@@ -227,14 +266,7 @@ def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recor
     from .attempt import Attempt
     from .quiz import EndOfInput, Event, Interrupt, Prompt, Summary, handle, read_event
 
-    interactive = stream is sys.stdin and stream.isatty()
-    if interactive:
-        try:  # input() gets line editing and history only once readline is loaded
-            import readline  # noqa: F401
-        except ImportError:  # pragma: no cover - Windows without pyreadline
-            pass
-    else:
-        _prepare(stream)
+    interactive = reading(stream)
     while True:
         waiting = list(effects)  # the effects not carried out yet: on Ctrl-C, the answers among them are saved
         try:
@@ -265,26 +297,7 @@ def drive(state: State, effects: Sequence[Effect], renderer: QuizRenderer, recor
                     renderer.show(effect)
             if state.done or prompt is None:
                 return state
-            text = renderer.prompt(prompt)
-            line: str | None
-            if interactive:
-                from rich.text import Text
-
-                try:
-                    line = out.input(Text(text))
-                except EOFError:
-                    out.print()
-                    line = None
-            else:
-                out.print(text, end="", markup=False, highlight=False)
-                out.file.flush()
-                line = stream.readline()
-                if line == "":
-                    out.print()
-                    line = None
-                else:
-                    line = line.rstrip("\r\n")
-                    renderer.echo(text, line)
+            line = read_line(renderer.prompt(prompt), stream, out, renderer.echo, interactive)
             event: Event = EndOfInput() if line is None else read_event(line)
             state, effects = handle(state, event)  # grading: Ctrl-C here drops the answer being graded
         except KeyboardInterrupt:

@@ -3,7 +3,8 @@
 FlashAttention-2's forward (Dao 2023, Algorithm 1) for one query row ``i``
 of one head: the keys (and values) are read in blocks of ``B`` (the last
 block may be smaller); after block ``b`` with scores ``s_j`` (``j`` in the
-block; the scaled, masked scores of the plain forward):
+block; the scores the plain softmax reads: scaled, plus the additive bias of
+format v2 if any, ``-inf`` where blocked):
 
     ``m_b = max(m_{b-1}, max_j s_j)``                      the running max
     ``alpha_b = exp(m_{b-1} − m_b)``                        the rescale factor (<= 1)
@@ -17,8 +18,9 @@ the blocks.  A blocked key (``s_j = -inf``) adds nothing; before the first
 key a query may attend, ``m = -inf``, ``l = 0``, ``acc = 0`` (and ``alpha =
 0``); a row that may attend to no key ends with ``o = 0``, ``lse = -inf``.
 
-:func:`online_row` is the exact walk (entries :class:`ExpSum`), from the
-exact engine's softmax rows; :func:`online_floats` the float walk, with the
+:func:`online_row` is the exact walk (entries :class:`ExpSum`: sums of
+``c·exp(u·√t + r)``), from the exact engine's softmax rows, its running max
+compared exactly; :func:`online_floats` the float walk, with the
 knobs of the misconceptions (:class:`TiledVariant`).  Pure: no I/O, no numpy
 in the exact walk.
 """
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
-from .exactnum import NEG_INF, Exact, Rat, SoftmaxRow, _exp_text, sum_text, surd
+from .exactnum import NEG_INF, Exact, Rat, SoftmaxRow, _exp_text, sum_text, surd_plus
 
 if TYPE_CHECKING:  # lazily imported
     import mpmath
@@ -39,30 +41,73 @@ if TYPE_CHECKING:  # lazily imported
 
     from .exercise.record import Exercise
 
+#: An exponent ``u·√t + r`` as ``(u, r)``: the scaled score (``u·√t``) plus a rational bias ``r`` (format v2).
+Exp = tuple[Fraction, Fraction]
+ZERO_EXP: Exp = (Fraction(0), Fraction(0))
+
+
+def exp_sign(e: Exp, t: int) -> int:
+    """The sign of ``u·√t + r`` (``e = (u, r)``, ``t`` square-free), decided exactly: when the two parts
+    have opposite signs, by comparing their squares ``u²·t`` and ``r²`` (never by floats, which cannot
+    tell ``√2 − 1.4142135623730951`` from 0)."""
+    u, r = e
+    if t == 1:
+        s = u + r
+        return (s > 0) - (s < 0)
+    su, sr = (u > 0) - (u < 0), (r > 0) - (r < 0)
+    if su == 0 or sr == 0 or su == sr:
+        return su or sr
+    big = u * u * t - r * r  # never 0: √t is irrational
+    return su if big > 0 else sr if big < 0 else 0
+
+
+def exp_sub(a: Exp, b: Exp) -> Exp:
+    """``a − b`` of two exponents."""
+    return (a[0] - b[0], a[1] - b[1])
+
+
+def exp_add(a: Exp, b: Exp) -> Exp:
+    """``a + b`` of two exponents."""
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def exp_greater(a: Exp, b: Exp, t: int) -> bool:
+    """Whether exponent ``a`` is larger than ``b``, exactly (:func:`exp_sign`)."""
+    return exp_sign(exp_sub(a, b), t) > 0
+
+
+def _exp_float(e: Exp, t: int) -> float:
+    return float(e[0]) * math.sqrt(t) + float(e[1])
+
 
 @dataclass(frozen=True, slots=True)
 class ExpSum(Exact):
-    """``Σ_d c_d·exp((d/den)·√t)``: a running sum or an accumulator entry relative to the running max."""
+    """``Σ_k c_k·exp(u_k·√t + r_k)``: a running sum or an accumulator entry relative to the running max.
 
-    terms: tuple[tuple[int, Fraction], ...]  # (exponent numerator over den, coefficient), descending
-    den: int
+    ``terms`` are ``((u, r), c)`` pairs, exponents distinct and in descending order (compared exactly);
+    ``r`` is a bias part (format v2), 0 without one.  Build with :func:`exp_sum`.
+    """
+
+    terms: tuple[tuple[Exp, Fraction], ...]
     t: int
 
     def value(self) -> float:
-        r = math.sqrt(self.t)
-        return math.fsum(float(c) * math.exp(d / self.den * r) for d, c in self.terms)
+        return math.fsum(float(c) * math.exp(_exp_float(e, self.t)) for e, c in self.terms)
 
     def precise_value(self, digits: int = 40) -> mpmath.mpf:
         import mpmath
 
-        with mpmath.workdps(digits):
-            r = mpmath.sqrt(self.t) / self.den
-            return mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator * mpmath.exp(d * r) for d, c in self.terms)
+        def q(x: Fraction) -> mpmath.mpf:
+            return mpmath.mpf(x.numerator) / x.denominator
+
+        with mpmath.workdps(digits + 10):
+            root = mpmath.sqrt(self.t)
+            return mpmath.fsum(q(c) * mpmath.exp(q(u) * root + q(r)) for (u, r), c in self.terms)
 
     def __str__(self) -> str:
         out = []
-        for d, c in self.terms:
-            e = "" if d == 0 else _exp_text(Fraction(d, self.den), self.t)
+        for (u, r), c in self.terms:
+            e = "" if (u, r) == ZERO_EXP else _exp_text(u, self.t, r)
             if not e:
                 out.append(_q(c))
             elif c == 1:
@@ -76,9 +121,11 @@ class ExpSum(Exact):
     def to_sympy(self) -> sympy.Expr:
         import sympy
 
-        r = sympy.sqrt(self.t)
-        return sympy.Add(*(sympy.Rational(c.numerator, c.denominator) * sympy.exp(sympy.Rational(d, self.den) * r)
-                           for d, c in self.terms))
+        def q(x: Fraction) -> sympy.Rational:
+            return sympy.Rational(x.numerator, x.denominator)
+
+        root = sympy.sqrt(self.t)
+        return sympy.Add(*(q(c) * sympy.exp(q(u) * root + q(r)) for (u, r), c in self.terms))
 
 
 def _q(c: Fraction, paren: bool = False) -> str:
@@ -86,14 +133,49 @@ def _q(c: Fraction, paren: bool = False) -> str:
     return f"({text})" if paren and c.denominator != 1 else text
 
 
-def exp_sum(terms: dict[int, Fraction], den: int, t: int) -> Exact:
-    """An :class:`ExpSum` in lowest form: a :class:`Rat` when only ``exp(0)`` is left (or nothing)."""
-    live = tuple(sorted(((d, c) for d, c in terms.items() if c), reverse=True))
+def exp_sum(terms: dict[Exp, Fraction], t: int) -> Exact:
+    """An :class:`ExpSum` in lowest form (its terms in descending order of exponent, compared
+    exactly): a :class:`Rat` when only ``exp(0)`` is left (or nothing)."""
+    from functools import cmp_to_key
+
+    live = [(e, c) for e, c in terms.items() if c]
     if not live:
         return Rat(Fraction(0))
-    if len(live) == 1 and live[0][0] == 0:
+    if len(live) == 1 and live[0][0] == ZERO_EXP:
         return Rat(live[0][1])
-    return ExpSum(live, den, t)
+    def descending(a: tuple[Exp, Fraction], b: tuple[Exp, Fraction]) -> int:
+        return exp_sign(exp_sub(b[0], a[0]), t)
+
+    live.sort(key=cmp_to_key(descending))
+    return ExpSum(tuple(live), t)
+
+
+@dataclass(frozen=True, slots=True)
+class LogSumExp(Exact):
+    """``m + log(l)`` (``l`` not 1): the lse of a row, FlashAttention's saved statistic.
+
+    ``str()`` is ``m + log(l)``: not in the answer grammar (it has no ``log``); a typed answer is
+    compared with it by value (:func:`tutor.answers.judge` reads :meth:`precise_value`)."""
+
+    m: Exact
+    l: Exact  # noqa: E741 -- the paper's name of the running sum
+
+    def value(self) -> float:
+        return self.m.value() + math.log(self.l.value())
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        with mpmath.workdps(digits + 10):
+            return self.m.precise_value(digits + 10) + mpmath.log(self.l.precise_value(digits + 10))
+
+    def __str__(self) -> str:
+        return f"{self.m} + log({self.l})"
+
+    def to_sympy(self) -> sympy.Expr:
+        import sympy
+
+        return self.m.to_sympy() + sympy.log(self.l.to_sympy())
 
 
 @dataclass(frozen=True)
@@ -106,6 +188,7 @@ class Block:
     alpha: Exact | None  # None for the first block
     l: Exact  # noqa: E741 -- the paper's and the contract's name of the running sum
     acc: tuple[Exact, ...]
+    p: tuple[Exact, ...] = ()  # exp(s_j − m) for each key of the block (0 where blocked): the paper's P̃
 
 
 @dataclass(frozen=True)
@@ -113,8 +196,8 @@ class TiledRow:
     """The online softmax of one query row of one head: its blocks, ``o = acc/l`` and ``lse = m + log l``.
 
     ``o`` holds the plain softmax's ``head_output`` row (the same numbers:
-    :attr:`equal` says the exact check held), ``lse_text`` the exact form
-    ``m + log(l)`` as text (the answer grammar has no ``log``), ``lse`` its value.
+    :attr:`equal` says the exact check held); ``lse`` is ``-inf`` for a row
+    that may attend to no key, ``m`` when ``l = 1``, else a :class:`LogSumExp`.
     """
 
     head: int
@@ -122,9 +205,9 @@ class TiledRow:
     block_size: int
     blocks: tuple[Block, ...]
     o: tuple[Exact, ...]
-    lse: float
-    lse_text: str
+    lse: Exact
     equal: bool
+    V: tuple[tuple[Fraction, ...], ...] = ()  # [L_k, d_v]: the values the walk reads
 
 
 def blocks_of(L_k: int, block_size: int) -> list[tuple[int, ...]]:
@@ -132,71 +215,88 @@ def blocks_of(L_k: int, block_size: int) -> list[tuple[int, ...]]:
     return [tuple(range(b, min(b + block_size, L_k))) for b in range(0, L_k, block_size)]
 
 
+def row_exponents(row: SoftmaxRow) -> tuple[Exp | None, ...]:
+    """The exponents of a softmax row as ``(u, r)`` (``None`` = blocked): the scaled score ``u·√t``
+    plus the bias ``r`` (0 without one; with ``t = 1`` the engine folds the bias into ``u``)."""
+    out: list[Exp | None] = []
+    for k in row.keys:
+        if k is None:
+            out.append(None)
+            continue
+        u, r = row.parts(k)
+        out.append((u + r, Fraction(0)) if row.t == 1 else (u, r))
+    return tuple(out)
+
+
 def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int, *, head: int = 0,
                index: int = 0, plain: Sequence[Exact] = ()) -> TiledRow:
-    """The exact online softmax of one query row (``row``: its scaled scores ``(n_j/den)·√t``, ``None`` = blocked)
-    over ``V [L_k, d_v]`` in blocks of ``block_size`` (see the module docstring).  ``plain``: the plain
-    softmax's ``head_output`` row, which ``o`` is (checked exactly: ``l·exp(m) = Σ_j exp(s_j)`` and
-    ``acc·exp(m) = Σ_j exp(s_j)·V_j`` term by term)."""
-    den, t = row.den, row.t
+    """The exact online softmax of one query row (``row``: its scores ``s_j = u_j·√t + r_j``, the
+    scaled scores plus the bias if any; blocked keys ``None``) over ``V [L_k, d_v]`` in blocks of
+    ``block_size`` (see the module docstring).  The running max is compared exactly
+    (:func:`exp_greater`).  ``plain``: the plain softmax's ``head_output`` row, which ``o`` is
+    (checked exactly: ``l·exp(m) = Σ_j exp(s_j)`` and ``acc·exp(m) = Σ_j exp(s_j)·V_j`` term by term)."""
+    t = row.t
+    s = row_exponents(row)
     d_v = len(V[0])
-    m: int | None = None  # numerator of the running max; None = -inf
-    lsum: dict[int, Fraction] = {}  # l: exponent numerator relative to m -> coefficient
-    acc: list[dict[int, Fraction]] = [{} for _ in range(d_v)]
+    m: Exp | None = None  # the running max; None = -inf
+    lsum: dict[Exp, Fraction] = {}  # l: exponent relative to m -> coefficient
+    acc: list[dict[Exp, Fraction]] = [{} for _ in range(d_v)]
     blocks = []
-    for b, keys in enumerate(blocks_of(len(row.nums), block_size)):
-        live = [j for j in keys if row.nums[j] is not None]
-        scores = tuple(NEG_INF if row.nums[j] is None else surd(Fraction(row.nums[j], den), t) for j in keys)  # type: ignore[arg-type]
-        top = max((row.nums[j] for j in live), default=None)  # type: ignore[type-var]
-        new = m if top is None else top if m is None else max(m, top)
+    for b, keys in enumerate(blocks_of(len(s), block_size)):
+        live = [(j, e) for j in keys if (e := s[j]) is not None]
+        scores = tuple(NEG_INF if s[j] is None else surd_plus(s[j][0], t, s[j][1]) for j in keys)  # type: ignore[index]
+        new = m
+        for _, e in live:
+            if new is None or exp_greater(e, new, t):
+                new = e
         alpha: Exact | None = None
         if b:
-            alpha = Rat(Fraction(0)) if m is None else exp_sum({m - new: Fraction(1)}, den, t)  # type: ignore[operator]
-        if m is not None and new != m:  # rescale: every exponent moves by m_old − m_new
-            shift = m - new  # type: ignore[operator]
-            lsum = {d + shift: c for d, c in lsum.items()}
-            acc = [{d + shift: c for d, c in a.items()} for a in acc]
+            alpha = Rat(Fraction(0)) if m is None or new is None else exp_sum({exp_sub(m, new): Fraction(1)}, t)
+        if m is not None and new is not None and new != m:  # rescale: every exponent moves by m_old − m_new
+            shift = exp_sub(m, new)
+            lsum = {exp_add(d, shift): c for d, c in lsum.items()}
+            acc = [{exp_add(d, shift): c for d, c in a.items()} for a in acc]
         m = new
-        for j in live:
-            d = row.nums[j] - m  # type: ignore[operator]
+        for j, e in live:
+            assert m is not None
+            d = exp_sub(e, m)
             lsum[d] = lsum.get(d, Fraction(0)) + 1
             for c in range(d_v):
                 acc[c][d] = acc[c].get(d, Fraction(0)) + V[j][c]
-        blocks.append(Block(keys, scores, NEG_INF if m is None else surd(Fraction(m, den), t), alpha,
-                            exp_sum(lsum, den, t), tuple(exp_sum(a, den, t) for a in acc)))
+        p = tuple(Rat(Fraction(0)) if s[j] is None or m is None else exp_sum({exp_sub(s[j], m): Fraction(1)}, t)  # type: ignore[arg-type]
+                  for j in keys)
+        blocks.append(Block(keys, scores, NEG_INF if m is None else surd_plus(m[0], t, m[1]), alpha,
+                            exp_sum(lsum, t), tuple(exp_sum(a, t) for a in acc), p))
     # o = acc / l is the plain softmax row: l·exp(m) = Σ_j exp(s_j) and acc·exp(m) = Σ_j exp(s_j)·V_j, term by term
-    z: dict[int, Fraction] = {}
-    num: list[dict[int, Fraction]] = [{} for _ in range(d_v)]
-    for j in row.live:
-        n = row.nums[j]
-        assert n is not None
-        z[n] = z.get(n, Fraction(0)) + 1
+    z: dict[Exp, Fraction] = {}
+    num: list[dict[Exp, Fraction]] = [{} for _ in range(d_v)]
+    for j, e in enumerate(s):
+        if e is None:
+            continue
+        z[e] = z.get(e, Fraction(0)) + 1
         for c in range(d_v):
-            num[c][n] = num[c].get(n, Fraction(0)) + V[j][c]
-    mm = m or 0
-    equal = ({d + mm: c for d, c in lsum.items() if c} == {e: c for e, c in z.items() if c}
-             and all({d + mm: c for d, c in a.items() if c} == {e: c for e, c in nm.items() if c}
-                     for a, nm in zip(acc, num)))
+            num[c][e] = num[c].get(e, Fraction(0)) + V[j][c]
+    mm = m or ZERO_EXP
+
+    def lifted(terms: dict[Exp, Fraction]) -> dict[Exp, Fraction]:
+        return {exp_add(d, mm): c for d, c in terms.items() if c}
+
+    equal = (lifted(lsum) == {e: c for e, c in z.items() if c}
+             and all(lifted(a) == {e: c for e, c in nm.items() if c} for a, nm in zip(acc, num)))
+    lse: Exact
     if m is None:
-        lse, lse_text = -math.inf, "-inf"
+        lse = NEG_INF
     else:
-        l_exact = exp_sum(lsum, den, t)
-        lse = blocks[-1].m.value() + math.log(l_exact.value())
-        lse_text = f"{blocks[-1].m} + log({l_exact})" if not (isinstance(l_exact, Rat) and l_exact.q == 1) else str(blocks[-1].m)
+        l_exact = blocks[-1].l
+        lse = blocks[-1].m if isinstance(l_exact, Rat) and l_exact.q == 1 else LogSumExp(blocks[-1].m, l_exact)
     o = tuple(plain) if plain else tuple(Rat(Fraction(0)) for _ in range(d_v))
-    return TiledRow(head, index, block_size, tuple(blocks), o, lse, lse_text, equal)
+    return TiledRow(head, index, block_size, tuple(blocks), o, lse, equal, tuple(tuple(r) for r in V))
 
 
 def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledRow]:
-    """Every query row's online softmax (of ``head``, 0-based, or of every head), from the exact engine.
-
-    Raises :class:`~tutor.errors.TutorError` for scores with an additive bias (format v2): the
-    walk is built for exponents that are multiples of one surd."""
-    if ex.has_bias:
-        from .errors import TutorError
-        from .messages import t
-
-        raise TutorError(t("tiled.bias", id=ex.id))
+    """Every query row's online softmax (of ``head``, 0-based, or of every head), from the exact engine:
+    over the scores the plain softmax reads (scaled, plus the additive bias of format v2 if any,
+    blocked keys ``-inf``)."""
     from .exact import QMat
     from .steps.catalogue import KINDS, keys
     from .steps.kind import Build
@@ -235,6 +335,27 @@ class TiledVariant:
     divide_per_block: bool = False
 
 
+def block_floats(m: float, lsum: float, acc: Sequence[float], scores: Sequence[float],
+                 V: Sequence[Sequence[float]], variant: TiledVariant = TiledVariant()
+                 ) -> tuple[float, float, float, list[float]]:
+    """One block of the float walk from the running state ``m``, ``lsum`` (l), ``acc [d_v]`` (``m = -inf``,
+    ``lsum = 0`` before any key): the block's ``scores [B]`` (``-inf`` = blocked) and its rows of
+    ``V [B][d_v]``, under ``variant``.  Returns ``(m_new, alpha, l_new, acc_new)`` (``alpha = 0`` while
+    ``m_old = -inf``)."""
+    new = max([m, *scores])
+    if new == -math.inf or m == -math.inf:
+        alpha = 0.0
+    else:
+        alpha = math.exp((new - m) if variant.alpha_inverted else (m - new))
+    p = [0.0 if x == -math.inf else math.exp(x - new) for x in scores]
+    lsum = (alpha if variant.rescale_l else 1.0) * lsum + math.fsum(p)
+    out = [(alpha if variant.rescale_acc else 1.0) * a + math.fsum(pj * row[c] for pj, row in zip(p, V))
+           for c, a in enumerate(acc)]
+    if variant.divide_per_block and lsum:
+        out = [a / lsum for a in out]
+    return new, alpha, lsum, out
+
+
 def online_floats(scores: Sequence[float], V: Sequence[Sequence[float]], block_size: int,
                   variant: TiledVariant = TiledVariant()) -> dict[str, object]:
     """The online softmax of one row in float64 under ``variant``: ``{"blocks": [{"keys", "m", "alpha"?, "l",
@@ -243,18 +364,7 @@ def online_floats(scores: Sequence[float], V: Sequence[Sequence[float]], block_s
     m, lsum, acc = -math.inf, 0.0, [0.0] * d_v
     blocks: list[dict[str, object]] = []
     for b, keys in enumerate(blocks_of(len(scores), block_size)):
-        new = max([m] + [scores[j] for j in keys])
-        if new == -math.inf:
-            alpha = 0.0
-        else:
-            alpha = math.exp((new - m) if variant.alpha_inverted else (m - new)) if m != -math.inf else 0.0
-        p = [0.0 if scores[j] == -math.inf else math.exp(scores[j] - new) for j in keys]
-        lsum = (alpha if variant.rescale_l else 1.0) * lsum + sum(p)
-        acc = [(alpha if variant.rescale_acc else 1.0) * a + sum(pj * V[j][c] for pj, j in zip(p, keys))
-               for c, a in enumerate(acc)]
-        if variant.divide_per_block and lsum:
-            acc = [a / lsum for a in acc]
-        m = new
+        m, alpha, lsum, acc = block_floats(m, lsum, acc, [scores[j] for j in keys], [V[j] for j in keys], variant)
         block: dict[str, object] = {"keys": list(keys), "m": m, "l": lsum, "acc": list(acc)}
         if b:
             block["alpha"] = alpha

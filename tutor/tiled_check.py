@@ -22,6 +22,7 @@ ones whose float walk lies within what was written are named.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -174,9 +175,7 @@ class TiledReport:
 
 def _expected(row: TiledRow, q: Quantity) -> tuple[Exact, ...] | None:
     if q.block is None:
-        if q.name == "o":
-            return row.o
-        return None  # lse: judged on its value (no exact form in the grammar)
+        return row.o if q.name == "o" else (row.lse,)
     if q.block >= len(row.blocks):
         return None
     b = row.blocks[q.block]
@@ -184,14 +183,6 @@ def _expected(row: TiledRow, q: Quantity) -> tuple[Exact, ...] | None:
     if value is None:
         return None
     return tuple(value) if q.name == "acc" else (value,)
-
-
-def _lse_wrong(row: TiledRow, q: Quantity) -> tuple[int, ...]:
-    e = q.entries[0]
-    if e is None:
-        return ()
-    lo, hi = claim(e)
-    return () if lo - 1e-12 * abs(row.lse) <= row.lse <= hi + 1e-12 * abs(row.lse) else (0,)
 
 
 def _float_of(walk: dict[str, Any], q: Quantity) -> list[float] | None:
@@ -205,13 +196,15 @@ def _float_of(walk: dict[str, Any], q: Quantity) -> list[float] | None:
     return list(v) if q.name == "acc" else [v]
 
 
-def _matches(values: list[float], q: Quantity) -> bool:
-    if len(values) != len(q.entries):
+def matches(values: Sequence[float], entries: Sequence[Entry | None], tolerance: float | None = None) -> bool:
+    """Whether every written entry's claim (:func:`tutor.answers.grading.claim`; ``None``: not written)
+    holds the float ``values`` of a mistake's walk (within 1e-9 relatively: the walk is float64)."""
+    if len(values) != len(entries):
         return False
-    for v, e in zip(values, q.entries):
+    for v, e in zip(values, entries):
         if e is None:
             continue
-        lo, hi = claim(e)
+        lo, hi = claim(e, tolerance=tolerance)
         slack = 1e-9 * max(1.0, abs(v))
         if not lo - slack <= v <= hi + slack:
             return False
@@ -225,9 +218,6 @@ def audit_tiled(ex: Exercise, given: TiledGiven, *, tolerance: float | None = No
     row = next(r for r in tiled(ex, given.block_size, given.head) if r.row == given.row)
     judged = []
     for q in given.quantities:
-        if q.name == "lse":
-            judged.append(Judged(q, (), _lse_wrong(row, q)))
-            continue
         exp = _expected(row, q)
         if exp is None or len(exp) != len(q.entries):
             judged.append(Judged(q, None, tuple(range(len(q.entries)))))
@@ -239,18 +229,22 @@ def audit_tiled(ex: Exercise, given: TiledGiven, *, tolerance: float | None = No
     first = report.first
     if first is None:
         return report
-    sol = solve(ex)
-    src = sol.step("masked" if ex.has_mask else "scaled", given.head)
-    scores = list(src.value[given.row])
-    V = [list(r) for r in sol.step("v", given.head).value]
+    scores = [x.value() for b in row.blocks for x in b.scores]  # the scores the softmax reads (biased, masked)
+    V = [list(r) for r in solve(ex).step("v", given.head).value]
     found = []
     for key, variant in MISTAKES:
         walk = online_floats(scores, V, given.block_size, variant)
         values = _float_of(walk, first.quantity)
         right = _float_of(online_floats(scores, V, given.block_size), first.quantity)
-        if values is not None and values != right and _matches(values, first.quantity):
+        if values is not None and values != right and matches(values, first.quantity.entries, tolerance):
             found.append((key, t(f"diagnose.{key}")))
     return TiledReport(given, row, tuple(judged), tuple(found))
+
+
+def _json_value(x: Exact) -> float | str:
+    """A right value in check's JSON: its float, ``"-inf"`` for ``-inf`` (as the steps' ``expected``; JSON has no infinity)."""
+    v = x.value()
+    return "-inf" if v == float("-inf") else v
 
 
 def tiled_json(ex: Exercise, rep: TiledReport) -> dict[str, Any]:
@@ -261,8 +255,7 @@ def tiled_json(ex: Exercise, rep: TiledReport) -> dict[str, Any]:
         items.append({"block": q.block, "name": q.name, "field": q.field,
                       "verdict": "wrong" if (j.wrong or j.expected is None) else "correct",
                       "written": [None if e is None else e.text for e in q.entries],
-                      "expected": ([rep.row.lse] if q.name == "lse" else
-                                   None if j.expected is None else [x.value() for x in j.expected]),
+                      "expected": None if j.expected is None else [_json_value(x) for x in j.expected],
                       "wrong_cells": list(j.wrong)})
     first = rep.first
     return {"head": rep.given.head, "row": rep.given.row, "query": ex.query_labels[rep.given.row],
@@ -280,11 +273,10 @@ def tiled_lines(ex: Exercise, rep: TiledReport) -> list[str]:
     for j in rep.judged:
         q = j.quantity
         where = t("tiled.check.block", n=q.block + 1) if q.block is not None else ""
-        if j.expected is None and q.name != "lse":
+        if j.expected is None:
             out.append(f"  ✗ {where}{q.name}: " + t("tiled.check.none"))
         elif j.wrong:
-            right = ([f"{rep.row.lse:.6f}"] if q.name == "lse" else
-                     [f"{x.value():.6f}" for x in j.expected or ()])
+            right = [f"{x.value():.6f}" for x in j.expected]
             vector = q.name in ("acc", "o")
             cells = "; ".join((f"[d{i + 1}] " if vector else "")
                               + t("tiled.check.cell", written=q.entries[i].text if q.entries[i] else "~",  # type: ignore[union-attr]

@@ -74,6 +74,9 @@ def practice(
     backward: Annotated[bool, typer.Option("--backward", help=t("cli.practice.backward"))] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help=t("cli.practice.fresh"))] = False,
     seed: Annotated[int | None, typer.Option("--seed", help=t("cli.practice.seed"), min=0, show_default=False)] = None,
+    tiled: Annotated[bool, typer.Option("--tiled", help=t("cli.practice.tiled"))] = False,
+    block_size: Annotated[int, typer.Option("--block-size", help=t("cli.opt.block_size"), min=1, max=16)] = 2,
+    query: Annotated[str | None, typer.Option("--query", help=t("cli.practice.query"), show_default=False)] = None,
 ) -> None:
     """Drill an exercise (or the one that trains the weakest step, or what is due) in a session
     recorded in the progress store; an interrupted session of the same steps is resumed.
@@ -88,6 +91,20 @@ def practice(
     from ..session import answer_stream, practise
     from ..store import Store
 
+    if tiled:  # FlashAttention's online softmax, quantity by quantity: a session of its own, not recorded
+        from .tiled import practice_tiled
+
+        others = [name for name, given in (("--steps", steps is not None), ("--due", due), ("--backward", backward),
+                                           ("--fresh", fresh), ("--seed", seed is not None), ("--restart", restart),
+                                           ("--mode", mode is not PracticeMode.matrix)) if given]
+        practice_tiled(ctx, exercise, head=head, block_size=block_size, query=query, tolerance=tolerance,
+                       exercises=exercises or (), others=others)
+        return
+    if query is not None:
+        raise typer.BadParameter(t("tiled.practice.query_alone"), param_hint="--query")
+    source = ctx.get_parameter_source("block_size")
+    if source is not None and source.name != "DEFAULT":
+        raise typer.BadParameter(t("tiled.practice.block_alone"), param_hint="--block-size")
     chosen = _parse_steps(steps)
     check_tolerance(tolerance)
     if due and chosen is not None:

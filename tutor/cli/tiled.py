@@ -1,10 +1,16 @@
-"""`explain --tiled`: FlashAttention's online softmax, one query row at a time (issue 13)."""
+"""`explain --tiled` and `practice --tiled`: FlashAttention's online softmax, one query row at a time (issue 13)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
+import typer
+
 from ..exercise.record import Exercise
 from ..jsontext import document
-from .common import console, write_document
+from ..messages import t
+from .common import check_head, console, stdin, write_document
 
 
 def explain_tiled(ex: Exercise, *, head: int | None, block_size: int, precision: int, fmt: str) -> None:
@@ -21,3 +27,39 @@ def explain_tiled(ex: Exercise, *, head: int | None, block_size: int, precision:
     from ..render.tiled import TiledRenderer
 
     TiledRenderer(console(), precision).render(ex, rows)
+
+
+def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None, block_size: int, query: str | None,
+                   tolerance: float | None, exercises: Sequence[Path], others: Sequence[str]) -> None:
+    """``practice EXERCISE --tiled``: type one query row's online softmax, block by block (of ``head``,
+    counted from 1; the query by label or number from 1, else the row whose max rises most often).
+
+    Usage errors (exit 2) for options that choose steps or a schedule (``others``), no exercise, a
+    head or query the exercise does not have; the closed standard input is refused before anything
+    is computed.  Nothing is written to the progress store."""
+    from ..catalog import resolve
+    from ..quiz.tiled import default_row
+    from ..session import answer_stream
+    from ..tiled import tiled
+    from ..tiled_session import practise_tiled
+    from .practice import check_tolerance
+
+    if others:
+        raise typer.BadParameter(t("tiled.practice.alone", options=", ".join(others)), param_hint="--tiled")
+    if exercise is None:
+        raise typer.BadParameter(t("tiled.practice.exercise"), param_hint="EXERCISE")
+    check_tolerance(tolerance)
+    stream = answer_stream(stdin(ctx))
+    ex = resolve(exercise, exercises)
+    check_head(head, ex.num_heads)
+    rows = tiled(ex, block_size, 0 if head is None else head - 1)
+    if query is None:
+        row = default_row(rows)
+    else:
+        labels = list(ex.query_labels)
+        n = int(query) if query.strip().isdigit() else None
+        index = n - 1 if n is not None and 1 <= n <= ex.L else labels.index(query) if query in labels else None
+        if index is None:
+            raise typer.BadParameter(t("tiled.file.query", labels=", ".join(labels)), param_hint="--query")
+        row = rows[index]
+    practise_tiled(ex, row, chosen=query is not None, tolerance=tolerance, stream=stream, console=console())

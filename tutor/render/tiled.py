@@ -8,11 +8,12 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from ..exactnum import Exact
+from ..exactnum import Exact, NegInf
 from ..exercise.record import Exercise
 from ..messages import t
 from ..textsafe import shown
 from ..tiled import TiledRow
+from .rich import RichRenderer
 from .text import asciify, decimal, is_plain, pretty
 
 
@@ -37,7 +38,7 @@ def tiled_document(ex: Exercise, rows: list[TiledRow]) -> dict[str, Any]:
             blocks.append(item)
         items.append({"head": r.head, "row": r.row, "query": ex.query_labels[r.row], "blocks": blocks,
                       "o": [_q(x) for x in r.o],
-                      "lse": {"exact": r.lse_text, "value": None if r.lse == float("-inf") else r.lse},
+                      "lse": _q(r.lse),
                       "equals_plain_softmax": r.equal})
     return {"exercise": {"id": ex.id, "title": ex.title}, "block_size": rows[0].block_size if rows else None,
             "tiled": items}
@@ -70,7 +71,8 @@ class TiledRenderer:
         return "[" + ", ".join(self.num(e) for e in es) + "]"
 
     def render(self, ex: Exercise, rows: list[TiledRow]) -> None:
-        self.console.rule(Text(self.tx(t("tiled.title", title=ex.title, block=rows[0].block_size)), style="bold"))
+        # a title too long for the width goes on its own line(s) above a plain rule, as explain's titles
+        RichRenderer(self.console, self.places).rule(t("tiled.title", title=ex.title, block=rows[0].block_size))
         for key in ("tiled.formula.m", "tiled.formula.alpha", "tiled.formula.l", "tiled.formula.acc", "tiled.formula.end"):
             self.line(t(key), indent=2)
         self.line(t("tiled.why"), "dim", 2)
@@ -78,7 +80,7 @@ class TiledRenderer:
             self.console.print()
             q = ex.query_labels[r.row]
             head = t("tiled.row.head", head=r.head + 1) if ex.num_heads > 1 else ""
-            self.line(t("tiled.row", query=q, head=head, shape=f"[1×{ex.heads[r.head].d_k}]", L_k=ex.L_k,
+            self.line(t("tiled.row.biased" if ex.has_bias else "tiled.row", query=q, head=head, shape=f"[1×{ex.heads[r.head].d_k}]", L_k=ex.L_k,
                         blocks=len(r.blocks)), "bold")
             for n, b in enumerate(r.blocks, start=1):
                 labels = ", ".join(ex.key_labels[j] for j in b.keys)
@@ -91,10 +93,9 @@ class TiledRenderer:
                 self.line(f"m = {self.num(b.m)}", indent=4)
                 self.line(f"l = {self.num(b.l)}", indent=4)
                 self.line(f"acc = {self.vec(b.acc)}", indent=4)
-            if r.lse_text == "-inf":  # the row may attend to no key: l = 0, and 0/0 is set to 0
+            if isinstance(r.lse, NegInf):  # the row may attend to no key: l = 0, and 0/0 is set to 0
                 self.line(t("tiled.empty", query=q, o=self.vec(r.o)), indent=2)
                 continue
             self.line(f"o = acc / l = {self.vec(r.o)}", indent=2)
-            lse = pretty(r.lse_text) + f" ≈ {decimal(r.lse, self.places)}"
-            self.line(f"lse = m + log(l) = {lse}", indent=2)
+            self.line(f"lse = m + log(l) = {pretty(str(r.lse))} ≈ {decimal(r.lse.value(), self.places)}", indent=2)
             self.line(t("tiled.equal" if r.equal else "tiled.not_equal", query=q), "dim", 2)

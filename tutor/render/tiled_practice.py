@@ -1,0 +1,218 @@
+"""What a learner reads during ``attn-tutor practice EXERCISE --tiled``: the effects of :mod:`tutor.quiz.tiled`.
+
+Written to the :class:`rich.console.Console` passed in, as :mod:`tutor.render.quiz` writes a
+practice session (it lends its primitives): verdicts in words and marks, not colour alone;
+ASCII-only streams transliterated; numbers never cut (a long line folds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from ..answers import MIN_PLACES, Entry
+from ..decimals import trimmed
+from ..exactnum import Exact, frac_text, notation
+from ..exercise.record import Exercise
+from ..messages import plural, t
+from ..quiz import tiled as tq
+from ..tiled import TiledRow
+from .quiz import QuizRenderer, rounded
+from .text import decimal, is_plain, pretty
+
+#: The commands at the prompt, as listed by ``help`` (``practice``'s, with what they do here).
+COMMANDS = (("hint", "tiled.practice.help.hint"), ("shape", "tiled.practice.help.shape"),
+            ("show", "practice.help.show"), ("skip", "practice.help.skip"), ("quit", "tiled.practice.help.quit"),
+            ("help", "practice.help.help"))
+
+
+class TiledPracticeRenderer:
+    """Renders the effects of :mod:`tutor.quiz.tiled` on one console."""
+
+    def __init__(self, console: Console, ex: Exercise, precision: int = 4):
+        self.q = QuizRenderer(console, precision)
+        self.console = console
+        self.ex = ex
+        self.places = precision
+        self.d_v = 0  # set by intro
+
+    # -- primitives -------------------------------------------------------------------------
+    def line(self, text: str, style: str = "", indent: int = 0) -> None:
+        self.q.line(text, style, indent)
+
+    def num(self, e: Exact) -> str:
+        """``2√2``, ``exp(−√2) ≈ 0.2431``: the exact form, and its decimal when it says more."""
+        exact = str(e)
+        return pretty(exact) if is_plain(exact) else f"{pretty(exact)} ≈ {decimal(e.value(), self.places)}"
+
+    def vec(self, es: Sequence[Exact]) -> str:
+        return "[" + ", ".join(self.num(e) for e in es) + "]"
+
+    def value(self, ask: tq.Ask) -> str:
+        return self.vec(ask.right) if ask.vector else self.num(ask.right[0])
+
+    def name(self, ask: tq.Ask) -> str:
+        """``block 2 alpha``, ``o``: how a quantity is named where a learner reads it."""
+        return ask.name if ask.block is None else t("tiled.practice.label", n=ask.block + 1, name=ask.name)
+
+    # -- the session ------------------------------------------------------------------------
+    def intro(self, row: TiledRow, chosen: bool) -> None:
+        """The session's first lines: which row, why it, how to answer, and that nothing is recorded."""
+        ex = self.ex
+        head = t("tiled.row.head", head=row.head + 1) if ex.num_heads > 1 else ""
+        query = ex.query_labels[row.row]
+        self.line(t("tiled.practice.intro", query=query, head=head, title=ex.title, id=ex.id, block=row.block_size,
+                    n=len(tq.asks(row))), "bold")
+        if not chosen:
+            key = "tiled.practice.row.default" if tq.rises(row) else "tiled.practice.row.flat"
+            self.line(t(key, query=query))
+        self.line(t("tiled.practice.given", scores=t("tiled.practice.scores.biased" if ex.has_bias
+                                                     else "tiled.practice.scores.scaled")))
+        for key in ("tiled.formula.m", "tiled.formula.alpha", "tiled.formula.l", "tiled.formula.acc",
+                    "tiled.formula.end"):
+            self.line(t(key), indent=2)
+        self.d_v = len(row.o)
+        self.line(t("tiled.practice.how", d_v=self.d_v))
+        self.line(t("practice.commands"))
+        self.line(t("tiled.practice.unrecorded"), "dim")
+
+    def show(self, effect: tq.Effect) -> None:
+        """Render one effect (not :class:`tq.Prompt`, which :meth:`prompt` turns into text)."""
+        getattr(self, "on_" + type(effect).__name__.lower())(effect)
+
+    def prompt(self, p: tq.Prompt) -> str:
+        return self.q.tx(t("practice.prompt", name=self.name(p.ask), head="")) + " "
+
+    def echo(self, prompt: str, line: str) -> None:
+        self.q.echo(prompt, line)
+
+    def on_blockstart(self, e: tq.BlockStart) -> None:
+        ex, row = self.ex, e.row
+        self.console.print()
+        if e.block is None:  # the blocks are read: o and lse from the last block's m, l, acc
+            last = row.blocks[-1]
+            self.line(t("tiled.practice.end"), "bold")
+            self.line(t("tiled.practice.block.last", m=self.num(last.m), l=self.num(last.l), acc=self.vec(last.acc)),
+                      indent=2)
+            return
+        b = row.blocks[e.block]
+        keys = ", ".join(ex.key_labels[j] for j in b.keys)
+        self.line(t("tiled.practice.block", n=e.block + 1, total=len(row.blocks), keys=keys), "bold")
+        self.line(t("tiled.practice.block.scores", scores="; ".join(
+            f"{ex.key_labels[j]}: {self.num(s)}" for j, s in zip(b.keys, b.scores))), indent=2)
+        self.line(t("tiled.practice.block.values", rows="; ".join(
+            f"{ex.key_labels[j]}: [{', '.join(pretty(frac_text(v)) for v in row.V[j])}]"
+            for j in b.keys)), indent=2)
+        if e.block:
+            prev = row.blocks[e.block - 1]
+            self.line(t("tiled.practice.block.carried", m=self.num(prev.m), l=self.num(prev.l), acc=self.vec(prev.acc)),
+                      indent=2)
+
+    def on_invalid(self, e: tq.Invalid) -> None:
+        self.line(t("practice.invalid", message=e.message))
+
+    def on_correct(self, e: tq.Correct) -> None:
+        key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
+        self.line(f"{self.q.right_mark} " + t(key, attempt=e.attempt), "bold green")
+
+    def written(self, answer: Sequence[Entry], marked: Sequence[int]) -> str:
+        """What was typed, the marked entries followed by the wrong-mark: ``[2.24, 4.24 ✗]``."""
+        items = [notation(e.text) + (f" {self.q.wrong_mark}" if i in marked else "") for i, e in enumerate(answer)]
+        return "[" + ", ".join(items) + "]" if len(answer) > 1 else items[0]
+
+    def on_wrong(self, e: tq.Wrong) -> None:
+        ask, mark = e.ask, self.q.wrong_mark
+        if ask.vector:
+            self.line(f"{mark} " + t("practice.wrong", wrong=len(e.wrong), total=len(ask.right), mark=mark), "bold red")
+        else:
+            self.line(f"{mark} " + t("tiled.practice.wrong.scalar"), "bold red")
+        self.line(t("tiled.practice.yours", name=self.name(ask), written=self.written(e.answer, e.wrong)), indent=2)
+        if e.truncated:
+            i = e.truncated[0]
+            v, entry = ask.right[i].value(), e.answer[i]
+            self.line(t("tiled.practice.truncated", value=trimmed(v, (entry.places or 0) + 3), places=entry.places or 0,
+                        rounded=rounded(v, entry.places or 0), written=entry.text))
+        if e.coarse and not e.diagnoses:
+            self.line(t("tiled.practice.coarse.also", places=MIN_PLACES, example=rounded(ask.right[e.coarse[0]].value(),
+                                                                                        MIN_PLACES)))
+        found = e.diagnoses[:3]
+        if len(found) == 1:
+            self.line(t("practice.diagnosis", message=found[0][1]), "bold")
+        elif found:
+            self.line(t(f"practice.diagnosis.alike.{len(found)}"), "bold")
+            for _, message in found:
+                self.q.bullet(message)
+        elif set(e.truncated) != set(e.wrong):
+            self.line(t("tiled.practice.no_diagnosis"))
+        self.line(t("tiled.practice.retry"), "dim")
+
+    def on_coarse(self, e: tq.Coarse) -> None:
+        example = rounded(e.ask.right[e.cells[0]].value(), MIN_PLACES)
+        self.line(t("tiled.practice.coarse", places=MIN_PLACES, example=example))
+
+    def on_hint(self, h: tq.Hint) -> None:
+        ask = h.ask
+        if h.level == 1:
+            formula = {"m": "tiled.formula.m", "alpha": "tiled.formula.alpha", "l": "tiled.formula.l",
+                       "acc": "tiled.formula.acc", "o": "tiled.practice.formula.o",
+                       "lse": "tiled.practice.formula.lse"}[ask.name]
+            self.line(t("practice.hint.1", formula=t(formula)), "bold")
+            self.line(t(f"tiled.practice.why.{ask.name}"), indent=3)
+        elif h.level == 2:
+            self.line(t("tiled.practice.hint.2" if ask.block is not None else "tiled.practice.hint.2.end"), "bold")
+            approx = "" if all(is_plain(str(x)) for x in ask.right) else " ≈ " + (
+                "[" + ", ".join(decimal(x.value(), self.places) for x in ask.right) + "]" if ask.vector
+                else decimal(ask.right[0].value(), self.places))
+            self.line(notation(h.work) + approx, indent=3)
+        else:
+            self.line(t("tiled.practice.hint.none", name=self.name(ask)))
+
+    def on_shapeinfo(self, s: tq.ShapeInfo) -> None:
+        key = "tiled.practice.shape.vector" if s.ask.vector else "tiled.practice.shape.scalar"
+        self.line(t(key, name=s.ask.name, d_v=len(s.ask.right)))
+
+    def on_reveal(self, r: tq.Reveal) -> None:
+        self.line(t("tiled.practice.reveal", name=self.name(r.ask), value=self.value(r.ask)), "bold")
+
+    def on_skipped(self, s: tq.Skipped) -> None:
+        self.line(t("practice.skipped"), "dim")
+
+    def on_help(self, h: tq.Help) -> None:
+        self.line(t("tiled.practice.how", d_v=self.d_v))
+        self.line(t("practice.numbers"))
+        for command, key in COMMANDS:
+            self.line(f"{command:<6} " + t(key), indent=2)
+
+    def on_summary(self, s: tq.Summary) -> None:
+        results = s.results
+        self.console.print()
+        self.line(t(f"practice.end.{s.reason}"), "bold")
+        right = sum(r.outcome == "correct" for r in results)
+        first = sum(r.outcome == "correct" and r.attempts == 0 for r in results)
+        self.line(t("tiled.practice.summary", right=right, total=len(results), first=first,
+                    shown=sum(r.outcome == "shown" for r in results),
+                    skipped=sum(r.outcome == "skipped" for r in results)))
+        width = max(len(self.q.tx(self.name(r.ask))) for r in results)
+        for n, r in enumerate(results, start=1):
+            self.line(f"{n:>2}. {self.q.tx(self.name(r.ask)):<{width}}  {status(r)}", indent=2)
+        self.line(t("tiled.practice.unrecorded"), "dim")
+
+
+def status(r: tq.Result) -> str:
+    """How one quantity went, in words (the words of ``practice``'s summary)."""
+    if r.outcome == "correct":
+        text = t("practice.status.first") if r.attempts == 0 else t("practice.status.retry", wrong=r.attempts)
+    elif r.outcome == "shown":
+        text = t("practice.status.shown")
+    elif r.outcome == "skipped":
+        text = t("practice.status.skipped")
+    elif r.attempts:
+        text = t("practice.status.left", wrong=r.attempts)
+    elif r.seen:
+        text = t("practice.status.unanswered")
+    else:
+        text = t("practice.status.unreached")
+    if r.hints:
+        text += plural("practice.status.hints", r.hints)
+    return text
