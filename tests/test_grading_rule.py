@@ -80,7 +80,7 @@ def test_truncation_is_named_in_practice_and_in_check(cli, tmp_path):
     cut = "0.10 0.44 0.44; 0.02 0.48 0.48; 0.02 0.48 0.48"
     code, out, _ = practise(cli, cut + "\nquit\n", "single-head-3x4", "--steps", "weights")
     text = " ".join(out)
-    assert ("Every entry is cut off instead of rounded; round to the nearest (0.1084 to 2 decimals is 0.11, not "
+    assert ("Every entry is cut off instead of rounded; round to the nearest (0.10838 to 2 decimals is 0.11, not "
             "0.10).") in text
     assert "No known mistake explains this answer" not in text
     conn = sqlite3.connect(store_path())

@@ -473,3 +473,11 @@ def test_gradient_names_in_latex_nest():
 
     assert tex_name("d_W_K") == "d_{W_{K}}" and tex_name("d_head_1") == r"d_{\text{head}_{1}}"
     assert tex_name("W_Q") == "W_{Q}" and tex_name("head_1") == r"\text{head}_{1}"
+
+
+def test_a_block_size_without_tiled_is_a_usage_error(cli):
+    """explain ignored --block-size without --tiled; practice refused it: both refuse now (exit 2)."""
+    for cmd in ("explain", "practice"):
+        code, out, err = cli(cmd, "single-head-3x4", "--block-size", "2", input="quit\n")
+        assert code == 2 and out == "", cmd
+        assert err.splitlines()[0] == "error: invalid value for --block-size: --block-size sets the blocks of --tiled; add --tiled"

@@ -262,7 +262,7 @@ def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple
         e = g.entries[i][j]
         assert isinstance(e, Entry) and e.places is not None
         notes.append(("truncated_decimal", tuple(cut), t("check.note.truncated", cells=cells_text(sol, g, cut),
-                                                         value=trimmed(step.value[i][j]), places=e.places,
+                                                         value=trimmed(step.value[i][j], max(e.places, 0) + 3), places=e.places,
                                                          rounded=fixed(step.value[i][j], max(e.places, 0)),
                                                          written=e.text)))
     if coarse:

@@ -68,6 +68,9 @@ def explain(
     ex = resolve(exercise, exercises or ())
     check_head(head, ex.num_heads)
     head = head_index(head)  # from here on the 0-based index
+    source = ctx.get_parameter_source("block_size")
+    if not tiled and source is not None and source.name != "DEFAULT":  # a size for a walk not asked for
+        raise typer.BadParameter(t("tiled.practice.block_alone"), param_hint="--block-size")
     if tiled:  # FlashAttention's online softmax, block by block: its own view (issue 13)
         from .tiled import explain_tiled
 

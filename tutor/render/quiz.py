@@ -231,7 +231,7 @@ class QuizRenderer:
         key = "practice.truncated" if len(cells) == 1 else "practice.truncated.many"
         if len(cells) == step.shape[0] * step.shape[1] > 1:
             key = "practice.truncated.all"
-        self.line(t(key, cells=self.where(step, cells, limit=4), value=trimmed(step.value[i][j]), places=places,
+        self.line(t(key, cells=self.where(step, cells, limit=4), value=trimmed(step.value[i][j], places + 3), places=places,
                     rounded=rounded(step.value[i][j], places), written=written.text))
 
     def on_coarse(self, e: quiz.Coarse) -> None:
