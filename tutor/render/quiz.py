@@ -39,6 +39,10 @@ def _shape(shape: tuple[int, int]) -> str:
     return f"[{shape[0]}×{shape[1]}]"
 
 
+#: Places a given matrix's decimals have beyond the answers' (see :meth:`QuizRenderer.cells`).
+GIVEN_EXTRA = 2
+
+
 class QuizRenderer:
     """Renders the effects of :mod:`tutor.quiz` on one console."""
 
@@ -72,18 +76,21 @@ class QuizRenderer:
         self.console.print(Padding(grid, (0, 0, 0, 2), expand=False))
 
     def cells(self, exact: Sequence[Sequence[str]], value: Sequence[Sequence[float]]) -> list[list[str]]:
-        """A matrix's table cells, in one form for the whole table (the rule of ``explain``):
+        """A given matrix's table cells, in one form for the whole table (the rule of ``explain``):
         integers (and ``-inf``) as themselves; the other entries as their exact form over their
         decimal when every such exact form is short (at most ``INLINE_EXACT`` characters),
-        else all as decimals."""
+        else all as decimals.  The decimals have :data:`GIVEN_EXTRA` places more than the answers
+        are asked to: a step worked from them is right to those places (from 4-place inputs the
+        rounding of a dot product can reach the 4th place of its result)."""
         long = any(not is_plain(x) and len(pretty(x)) > INLINE_EXACT for row in exact for x in row)
+        places = self.places + GIVEN_EXTRA
 
         def cell(x: str, v: float) -> str:
             if is_plain(x):
                 return self.r.notation(x)
             if long:
-                return decimal(v, self.places)
-            return f"{self.r.notation(x)}\n{decimal(v, self.places)}"
+                return decimal(v, places)
+            return f"{self.r.notation(x)}\n{decimal(v, places)}"
 
         return [[cell(x, v) for x, v in zip(er, vr)] for er, vr in zip(exact, value)]
 
@@ -149,7 +156,9 @@ class QuizRenderer:
     def on_present(self, p: quiz.Present) -> None:
         step = p.step
         title = t(f"step.{step.id}.title")
-        if p.multi_head and step.head is not None:
+        if p.multi_head and step.kv_head is not None:  # a matrix grouped query heads share: its K/V head's
+            head = t("practice.step.kv_head", number=p.number, total=p.total, kv=step.kv_head + 1, title=title)
+        elif p.multi_head and step.head is not None:
             head = t("practice.step.head", number=p.number, total=p.total, head=step.head + 1, title=title)
         else:
             head = t("practice.step", number=p.number, total=p.total, title=title)

@@ -52,7 +52,7 @@ class Worked:
     sep: str = " = "
 
 
-def factor(e: Exact | Fraction, value: float, places: int = 4) -> str:
+def factor(e: Exact | Fraction, value: float, places: int = 6) -> str:
     """An operand in a product: a short exact rational as written (parenthesised when it has a
     sign or a slash), otherwise its decimal at ``places`` (one that rounds to 0 kept legible: ``1.2e-5``)."""
     if isinstance(e, Fraction):
