@@ -53,6 +53,11 @@ def label(ex: Exercise, id: str, head: int | None) -> str:
     counted from 1, as a learner reads them) otherwise; layer steps plain."""
     if head is None or ex.num_heads == 1:
         return id
+    from .steps import KINDS
+
+    kind = KINDS.get(id)
+    if ex.grouped and kind is not None and kind.per_kv_head:  # one matrix per K/V head: named by it
+        return t("check.step_of_kv_head", step=id, kv=ex.kv_head(head) + 1)
     return t("check.step_of_head", step=id, head=head + 1)
 
 

@@ -156,7 +156,16 @@ def annotation(step: Step) -> str:
         left = parts[0]
         for o, text in zip(step.operands[1:], parts[1:]):
             left += f" {'+' if o.name.startswith('b_') else op} {text}"
-    return rf"{left} \to {tex_name(step.result.name)}{_shape(step.result)}"
+    out = rf"{left} \to {tex_name(step.result.name)}{_shape(step.result)}"
+    if step.kv_head is not None:  # grouped K/V heads: whose matrix this is (as the terminal's annotation says)
+        key = "annotation.summed" if KINDS[step.id].backward else "annotation.shared"
+        out += r",\ \text{" + _escape_tex(t(key, kv=step.kv_head + 1, heads=", ".join(str(h + 1) for h in step.shared))) + "}"
+    return out
+
+
+def _escape_tex(text: str) -> str:
+    """Plain text inside ``\text{…}``: the characters TeX treats specially escaped."""
+    return re.sub(r"([\\{}$&#%_^~])", r"\\\1", text)
 
 
 def formula(step: Step, ex: Exercise) -> str:
@@ -173,7 +182,12 @@ def formula(step: Step, ex: Exercise) -> str:
         "plus": f" + {bias}" if bias else "", "operands": ", ".join(tex_name(n) for n in names),
         "head": str((step.head or 0) + 1), "src": names[0], "d_k": str(d_k),
         "root": "" if _sqrt_latex(d_k) == rf"\sqrt{{{d_k}}}" else f" = {_sqrt_latex(d_k)}",
+        # format v2 in the backward pass: a group's K/V gradient sums its query heads; a cache's new rows
+        "sigma": "", "h": "", "new": r"[\text{new rows}]" if ex.has_cache else "",
     }
+    if step.kv_head is not None and KINDS[step.id].backward and len(step.shared) > 1:
+        fields["sigma"] = r"\sum_{h \in \{" + ", ".join(str(h + 1) for h in step.shared) + r"\}} "
+        fields["h"] = "_h"
     return Template(template).substitute(fields)
 
 

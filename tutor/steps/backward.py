@@ -392,8 +392,8 @@ def _d_in(id: str) -> Callable[[Build, int | None], Step]:
             eb.right_t(cast(eb.Grads, bd.data[src, h])[_new_rows(ex, src)], _proj_w(ex, src, h), acc)
         name = "d_X" if id == "d_x" else "d_X_kv"
         labels = ex.query_labels if id == "d_x" else ex.new_key_labels
-        return Step(id, None, name, _in_formula(ex, id),
-                    tuple(Operand(f"d_{s[2:].upper()}", ()) for s in _paths(ex, id)), "+",
+        paths = tuple(Operand(f"d_{s[2:].upper()}·W_{s[2:].upper()}ᵀ", (len(x), len(x[0]))) for s in _paths(ex, id))
+        return Step(id, None, name, _in_formula(ex, id), paths, "+",
                     eb.grads_exact(acc), labels, dims("d", len(x[0])))
 
     return build
@@ -453,8 +453,12 @@ def _d_in_given(sol: Solution, step: Step) -> tuple[Input, ...]:
     out = []
     for src, h in _terms(ex, step.id):
         w = _proj_w(ex, src, h)
-        out += [given_step(sol.step(src, h)),
-                given_matrix(f"W_{src[2:].upper()}", w, dims("r", len(w)), dims("d", len(w[0])))]
+        g, wm = given_step(sol.step(src, h)), given_matrix(f"W_{src[2:].upper()}", w, dims("r", len(w)), dims("d", len(w[0])))
+        if ex.num_heads > 1:  # which head each pair is: its query head, or its K/V head when they are grouped
+            suffix = (t("check.step_of_kv_head", step="", kv=ex.kv_head(h) + 1) if ex.grouped and src != "d_q"
+                      else t("check.step_of_head", step="", head=h + 1))
+            g, wm = replace(g, name=g.name + suffix), replace(wm, name=wm.name + suffix)
+        out += [g, wm]
     return tuple(out)
 
 
@@ -467,7 +471,7 @@ def _group_givens(*ids: str) -> Callable[[Solution, Step], tuple[Input, ...]]:
             for id in ids:
                 inp = given_step(sol.step(id, h))
                 named = len(group) > 1 and not KIND_NAMES_HEAD.get(id, False)
-                out.append(replace(inp, name=f"{inp.name} (head {h + 1})") if named else inp)
+                out.append(replace(inp, name=inp.name + t("check.step_of_head", step="", head=h + 1)) if named else inp)
         return tuple(out)
 
     return given
@@ -520,8 +524,21 @@ def _kv_why(step: Step, ex: Exercise) -> list[str]:
         out.append(t("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
                      heads=", ".join(str(h + 1) for h in _group(ex, step.head))))
     if ex.has_cache:
-        out.append(t("step.d_kv.why.cache" if step.id in ("d_k", "d_v") else "step.d_kv.why.cache_weights",
-                     L_past=ex.L_past))
+        what = {"d_k": "keys", "d_v": "values"}.get(step.id)  # step id: d_K's rows are keys, d_V's values
+        out.append(t("step.d_kv.why.cache", L_past=ex.L_past, what=what) if what
+                   else t("step.d_kv.why.cache_weights", L_past=ex.L_past))
+    return out
+
+
+def _d_head_why(step: Step, ex: Exercise) -> list[str]:
+    src = _d_head_source(ex)[0]
+    return [t("step.d_head_output.why" if ex.num_heads > 1 else "step.d_head_output.why.one", src=src)]
+
+
+def _d_b_why(step: Step, ex: Exercise) -> list[str]:
+    out = _kv_why(step, ex)
+    if step.id == "d_b_k" and not ex.has_cache:  # step id: only b_K's gradient vanishes (the softmax's shift)
+        out.append(t("step.d_b_k.why.zero"))
     return out
 
 
@@ -577,9 +594,9 @@ D_B_O = StepKind(
 )
 D_HEAD_OUTPUT = StepKind(
     id="d_head_output", scope="head", op="=", exists=always, inputs=lambda ex, head: (_d_head_source(ex),),
-    build=_d_head_output, work=_d_head_output_work,
+    build=_d_head_output, work=_d_head_output_work, why=_d_head_why,
     given=_givens(lambda sol, step: _d_head_source(sol.exercise)), names_head=True,
-    latex=r"d_{\text{head}_{$head}} = d_{\text{concat}}[:, \text{head } $head]", backward=True,
+    latex=r"d_{\text{head}_{$head}} = $op0[:, \text{head } $head]", backward=True,
 )
 D_WEIGHTS = StepKind(
     id="d_weights", scope="head", op="·", exists=always, inputs=lambda ex, head: (("d_head_output", head), ("v", head)),
@@ -598,7 +615,7 @@ D_V = StepKind(
     id="d_v", scope="head", op="·", exists=always,
     inputs=lambda ex, head: tuple((id, h) for h in _group(ex, head) for id in ("weights", "d_head_output")),
     build=_d_v, work=_kv_grad_work("weights", "d_head_output", scaled=False), varies=frozenset({"kv_grad"}),
-    given=_group_givens("weights", "d_head_output"), latex=r"d_V = \text{weights}^\top d_{\text{head}}",
+    given=_group_givens("weights", "d_head_output"), latex=r"d_V = $sigma\text{weights}$h^\top d_{\text{head}$h}",
     backward=True, per_kv_head=True, why=_kv_why,
 )
 D_Q = StepKind(
@@ -613,7 +630,7 @@ D_K = StepKind(
     inputs=lambda ex, head: tuple((id, h) for h in _group(ex, head) for id in ("d_scaled", "q")),
     build=_d_qk("d_k"), varies=frozenset({"grad_scale", "d_k_transposed", "kv_grad"}),
     work=_kv_grad_work("d_scaled", "q", scaled=True),
-    given=_group_givens("d_scaled", "q"), latex=r"d_K = \frac{d_{\text{scaled}}^\top Q}{\sqrt{$d_k}}", backward=True,
+    given=_group_givens("d_scaled", "q"), latex=r"d_K = $sigma\frac{d_{\text{scaled}$h}^\top Q$h}{\sqrt{$d_k}}", backward=True,
     per_kv_head=True, why=_kv_why,
 )
 
@@ -627,7 +644,7 @@ def _d_w_kind(id: str) -> StepKind:
                                                _x_of(src)(sol.exercise, step.head)).T,
                       lambda sol, step: _reaching(sol, src, step.head)),
         given=_with_x(_givens(_own(src)), src),
-        latex=rf"d_{{W_{letter}}} = X^\top d_{letter}", backward=True, per_kv_head=src != "d_q",
+        latex=rf"d_{{W_{letter}}} = X^\top d_{letter}" + ("" if src == "d_q" else "$new"), backward=True, per_kv_head=src != "d_q",
         why=_kv_why if src != "d_q" else _default_why,
     )
 
@@ -638,8 +655,8 @@ def _d_b_kind(id: str) -> StepKind:
     return StepKind(
         id=id, scope="head", op="Σ", exists=lambda ex: any(getattr(hd, field) is not None for hd in ex.heads),
         inputs=lambda ex, head: ((src, head),), build=_d_b(id), work=_bias_work, given=_givens(_own(src)),
-        varies=frozenset({"bias_grad"}), latex=rf"d_{{b_{src[2:].upper()}}} = \textstyle\sum_{{\text{{rows}}}} d_{src[2:].upper()}",
-        backward=True, per_kv_head=src != "d_q", why=_kv_why if src != "d_q" else _default_why,
+        varies=frozenset({"bias_grad"}), latex=rf"d_{{b_{src[2:].upper()}}} = \textstyle\sum_{{\text{{rows}}}} d_{src[2:].upper()}" + ("" if src == "d_q" else "$new"),
+        backward=True, per_kv_head=src != "d_q", why=_d_b_why if src != "d_q" else _default_why,
     )
 
 

@@ -109,7 +109,7 @@ def _kind(id: str) -> StepKind:
     return StepKind(
         id=id, scope="head", op="·", exists=(lambda ex: ex.has_cache) if id.endswith("_new") else always,
         inputs=inputs, build=build, varies=frozenset(varies), work=work, given=given, why=why, arithmetic=arithmetic,
-        advanced=id.endswith("_new"),
+        advanced=id.endswith("_new"), per_kv_head=id != "q",
     )
 
 
