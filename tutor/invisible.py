@@ -35,7 +35,7 @@ from .diagnose import MISCONCEPTIONS, Misconception, needs_met
 from .exercise.record import Exercise
 from .expoly import TooLarge
 from .messages import t
-from .steps import KINDS, Key, Solution, downstream, inputs, keys, replay
+from .steps import KINDS, Key, Solution, downstream, inputs, keys, replay, upstream
 
 #: A float difference larger than this fraction of the matrix's magnitude is a real one (no round-off is that large).
 CLEAR = 1e-6
@@ -45,6 +45,9 @@ CORE: tuple[str, ...] = (
     "kq_transposed", "no_scaling", "scale_sqrt_d_model", "softmax_columns", "w_o_transposed",
     "mask_inverted", "no_mask", "times_k", "heads_order",
 )
+
+#: The backward pass's core mistakes: noted too when a session or explanation has the gradients.
+CORE_BACKWARD: tuple[str, ...] = ("softmax_grad_elementwise", "grad_no_scale", "d_k_not_transposed", "kv_grad_not_summed")
 
 Array = NDArray[np.float64]
 
@@ -136,15 +139,16 @@ def invisible(sol: Solution, only: Sequence[str] | None = None) -> list[Invisibl
     chain) is not listed there: it is not invisible, it cannot be made.
     """
     ex = sol.exercise
-    # the forward steps only: a solution with the backward pass (explain --backward) has its gradients
-    # after them, and no misconception of this catalogue is judged on a gradient here
-    right = {s.key: np.array(s.value, dtype=np.float64) for s in sol.steps if not KINDS[s.id].backward}
+    # with the backward pass (explain --backward, practice --backward) its gradients too: the float walk
+    # decides there (the exact walk follows the forward pass only)
+    backward = any(KINDS[s.id].backward for s in sol.steps)
+    right = {s.key: np.array(s.value, dtype=np.float64) for s in sol.steps}
     exact = _Exact(ex)
     found: list[Invisible] = []
     for m in MISCONCEPTIONS:
         if (only is not None and m.key not in only) or not needs_met(sol, m.needs):
             continue
-        where = downstream(ex, origins(m, ex)) if m.variant is not None else origins(m, ex)
+        where = downstream(ex, origins(m, ex, backward), backward) if m.variant is not None else origins(m, ex)
         if not where:
             continue
         walked: dict[Key, Array] | None = None
@@ -152,7 +156,7 @@ def invisible(sol: Solution, only: Sequence[str] | None = None) -> list[Invisibl
         if m.variant is not None:
             turned = m.variant.turned()
             with np.errstate(all="ignore"):  # a mistake may overflow (exp without the softmax's shift): inf is its answer
-                walked = replay(ex, m.variant).values
+                walked = replay(ex, m.variant, backward=backward).values
         affected = set(where)
         same_as_right: dict[Key, bool] = {}  # decided exactly, step by step
         for k in where:
@@ -180,6 +184,8 @@ def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]
     """
     from .exactreplay import NoExactForm
 
+    if KINDS[k[0]].backward:  # no exact walk of the backward pass under a mistake: the floats agree, and that is said
+        return True, False
     try:
         mine = exact.walk(m).get(k) if m.variant is not None else exact.special(m.key, k)
         if mine is None:
@@ -193,7 +199,7 @@ def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]
 
 def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
     """:func:`invisible` as every step's misconception keys (``()`` where every mistake shows)."""
-    out: dict[Key, list[str]] = {k: [] for k in keys(sol.exercise)}
+    out: dict[Key, list[str]] = {s.key: [] for s in sol.steps}
     for inv in invisible(sol):
         out[inv.step].append(inv.key)
     return {k: tuple(v) for k, v in out.items()}
@@ -203,21 +209,22 @@ def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
 _BIAS_STEP = {"b_q": "q", "b_k": "k", "b_v": "v", "b_o": "output"}
 
 
-def origins(m: Misconception, ex: Exercise) -> list[Key]:
-    """The steps where a learner *makes* mistake ``m``: the first steps its knobs turn (one per head),
+def origins(m: Misconception, ex: Exercise, backward: bool = False) -> list[Key]:
+    """The steps where a learner *makes* mistake ``m``: the first steps its knobs turn (those not computed
+    from another such step: one per head in the forward pass),
     the projection whose bias it leaves out, or every step it names when it is no variant of the
-    pipeline."""
+    pipeline (``backward``: the backward pass's steps too)."""
     if m.variant is None:
         return [k for k in keys(ex) if k[0] in m.steps]
     turned = m.variant.turned()
     if turned == {"drop"}:
         biased = {_BIAS_STEP[b] for b in m.variant.drop}
         return [k for k in keys(ex) if k[0] in biased]
-    first: dict[int | None, Key] = {}
-    for k in keys(ex):
-        if KINDS[k[0]].varies & turned and k[1] not in first:
-            first[k[1]] = k
-    return list(first.values())
+    first: list[Key] = []  # each step a knob turns that is not computed from an earlier one (d_q and d_k both)
+    for k in keys(ex, backward):
+        if KINDS[k[0]].varies & turned and not upstream(ex, k) & set(first):
+            first.append(k)
+    return first
 
 
 # --- sentences ------------------------------------------------------------------------------------
@@ -232,7 +239,7 @@ def reason(key: str, sol: Solution, step: Key) -> str:
     if key == "kq_transposed":
         same = sol.step("q", head).exact == sol.step("k", head).exact
         return t("invisible.because.q_is_k" if same else "invisible.because.symmetric")
-    if key == "no_scaling" and hd.d_k == 1:
+    if key in ("no_scaling", "grad_no_scale") and hd.d_k == 1:
         return t("invisible.because.d_k_1")
     if key == "scale_sqrt_d_model" and hd.d_k == ex.d_model:
         return t("invisible.because.d_model_d_k")
@@ -266,14 +273,16 @@ def notes(sol: Solution, found: Sequence[Invisible] | None = None, *,
     """
     ex = sol.exercise
     suggest = suggest or suggestion
-    found = invisible(sol, CORE) if found is None else found
+    backward = any(KINDS[s.id].backward for s in sol.steps)
+    core = CORE + CORE_BACKWARD if backward else CORE
+    found = invisible(sol, core) if found is None else found
     hidden = {(f.key, f.step) for f in found}
     out: dict[Key, list[str]] = {}
-    for key in CORE:
+    for key in core:
         m = _BY_KEY.get(key)
         if m is None:
             continue
-        for step in origins(m, ex):
+        for step in origins(m, ex, backward):
             if (key, step) in hidden:
                 out.setdefault(step, []).append(note(sol, key, step, suggest(key, step[0], ex.id)))
     return out
@@ -309,15 +318,15 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
     """The (mistake, step id) pairs exercise ``ex`` catches at a step where the mistake is made."""
     from .steps import solve
 
-    sol = solve(ex)
+    sol = solve(ex, backward=True)  # the gradients too: the backward pass's mistakes are suggested like the others
     hidden = {(f.key, f.step) for f in invisible(sol)}
     caught = set()
     for m in MISCONCEPTIONS:
         if not needs_met(sol, m.needs):
             continue
         with np.errstate(all="ignore"):
-            reached = replay(ex, m.variant).values if m.variant is not None else None
-        for step in origins(m, ex):
+            reached = replay(ex, m.variant, backward=True).values if m.variant is not None else None
+        for step in origins(m, ex, True):
             if (m.key, step) not in hidden and (reached is None or step in reached):
                 caught.add((m.key, step[0]))
     return frozenset(caught)
