@@ -404,7 +404,7 @@ def test_worked_entries_by_hand():
     w1 = (1 - w0) / 2
     out = w0 * 1 + w1 * 2 + w1 * 2
     assert w(sol, sol.step("head_output", 0), 0, 0) == (
-        f"head_1[t1, d1] = weights[t1, :]·V[:, d1] = {w0:.4f}·1 + {w1:.4f}·2 + {w1:.4f}·2 ≈ {out:.4f}")
+        f"head_1[t1, d1] = weights[t1, :]·V[:, d1] = {w0:.6f}·1 + {w1:.6f}·2 + {w1:.6f}·2 ≈ {out:.4f}")  # operands at 6
     c = causal()
     assert w(c, c.step("masked", 0), 0, 2) == "masked[t1, t3] = scaled[t1, t3] + (-inf) = -inf  (query t1 may not attend to key t3)"
     assert w(c, c.step("weights", 1), 0, 1).endswith("= 0  (query t1 may not attend to key t2)")

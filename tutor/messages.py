@@ -1541,7 +1541,7 @@ EN.update({
     "step.d_b_o.why": "b_O is added to every row of the output, so its gradient is the sum of d_output over the rows.",
     "step.d_head_output.title": "Gradient of this head's output",
     "step.d_head_output.why": "The concatenation only places each head's columns side by side, so a head's gradient is its own columns of {src}.",
-    "step.d_head_output.why.one": "With one head there is nothing to split: the head's output is what the layer passes on, so its gradient is all of {src}.",
+    "step.d_head_output.why.single": "With one head there is nothing to split: the head's output is what the layer passes on, so its gradient is all of {src}.",
     "step.d_b_k.why.zero": "Without a cache d_b_K is 0 whatever the numbers: b_K adds q_i·b_K to every score of row i, and the softmax ignores a constant added to a whole row (each row of d_scaled sums to 0).",
     "step.d_weights.title": "Gradient of the weights (d_head·Vᵀ)",
     "step.d_weights.why": "head = weights·V, so the gradient of weights[i, j] is d_head[i, :]·V[j, :]: d_weights = d_head·Vᵀ.",

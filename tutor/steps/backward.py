@@ -532,7 +532,7 @@ def _kv_why(step: Step, ex: Exercise) -> list[str]:
 
 def _d_head_why(step: Step, ex: Exercise) -> list[str]:
     src = _d_head_source(ex)[0]
-    return [t("step.d_head_output.why" if ex.num_heads > 1 else "step.d_head_output.why.one", src=src)]
+    return [t("step.d_head_output.why" if ex.num_heads > 1 else "step.d_head_output.why.single", src=src)]
 
 
 def _d_b_why(step: Step, ex: Exercise) -> list[str]:
