@@ -112,3 +112,55 @@ def test_backward_mistakes_an_exercise_cannot_catch_are_said(cli):
     assert "grad_no_scale" not in steps["d_q", 0]  # d_k = 2 there
     code, out, _ = cli("practice", "gqa-four-heads-2x4", "--steps", "d_k", input="0; 0\nquit\n", env={"COLUMNS": "200"})
     assert "taking one query head's share of the K/V gradient gives the same d_K" in out
+
+
+# --- the hostile trial ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["²", "9" * 5000, "٣"])
+def test_a_query_that_only_looks_like_a_number_is_a_usage_error(cli, query):
+    code, out, err = cli("practice", "single-head-3x4", "--tiled", "--query", query, input="quit\n")
+    assert code == 2 and out == "" and err.startswith("error: invalid value for --query: "), err
+
+
+def test_a_huge_whole_number_in_a_tiled_part_is_refused_in_one_line(cli, tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("exercise: alibi-causal-3x2\ntiled:\n  block_size: 1\n  query: t1\n  head: " + "9" * 5000
+                    + "\n  blocks: [{m: 1}]\n")
+    code, out, err = cli("check", str(path))
+    assert code == 2 and "internal error" not in err and "Traceback" not in err, err
+
+
+def test_a_count_too_large_for_a_float_is_no_answer(cli):
+    code, out, err = cli("drill", "counts", "--count", "1", "--seed", "1", input="1e999\nquit\n")
+    assert code == 0 and "internal error" not in err
+    assert 'cannot read "1e999" as a number' in out
+
+
+def test_an_exercise_that_blocks_every_key_explains_its_backward_pass_quietly(cli, tmp_path):
+    path = tmp_path / "allpad.yaml"
+    path.write_text("id: allpad\ntitle: every key padded\nx: [[1, 0], [0, 1]]\nheads:\n"
+                    "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [0, 1]], w_v: [[1, 0], [0, 1]]}\n"
+                    "key_padding_mask: [true, true]\n")
+    code, out, err = cli("explain", str(path), "--backward", env={"PYTHONWARNINGS": "error"})
+    assert code == 0 and err == "", err
+
+
+def test_the_exact_backward_pass_refuses_an_exercise_too_large_to_write_out(cli, tmp_path):
+    """16 tokens, 8 heads, d_model = 32 took a minute and 96 MB of exact text: refused in one line, exit 2,
+    by explain, practice and check alike; the NumPy core's backward still runs it."""
+    from tutor.exercise import load_exercise
+    from tutor.generate import Spec, generate
+    from tutor.numeric.backward import layer_backward
+
+    path = tmp_path / "big.yaml"
+    path.write_text(generate(Spec(tokens=16, heads=8, d_model=32, d_k=4, seed=7)))
+    for args in (["explain", str(path), "--backward"], ["practice", str(path), "--backward"]):
+        code, out, err = cli(*args, input="quit\n")
+        assert code == 2 and out == "", args
+        assert err.startswith("error: the backward pass is worked out exactly for exercises up to "
+                              "num_heads·L·L_k²·d_model = 16,384;"), err
+    sol = tmp_path / "s.yaml"
+    sol.write_text(f"exercise: {path}\nd_output: [[1]]\n")
+    code, _, err = cli("check", str(sol))
+    assert code == 2 and "worked out exactly for exercises up to" in err
+    assert layer_backward(load_exercise(str(path))).d_x.shape == (16, 32)

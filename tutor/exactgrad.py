@@ -24,6 +24,7 @@ FlashAttention-2 (Dao 2023, §2.2 and Algorithm 2, ``dS = P ∘ (dP − D)``).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,11 @@ if TYPE_CHECKING:  # lazily imported
 
 Numer = dict[Key, Fraction]  # exponent key (as SoftmaxRow.keys: n, or (n, b) with a bias) -> coefficient
 _MAX_DIVISION_STEPS = 256
+#: A numerator with more distinct exponents is not reduced by Z: still exact, only less short.  Every
+#: hand-sized exercise (at most 4 keys: at most 16 exponents in a row's Z²) is far below it; past it a
+#: division that fails (most do) costs a pass over every term, which made the backward pass of a
+#: 16-token exercise take minutes.
+_MAX_DIVIDED_TERMS = 64
 
 
 def _add(a: Key, b: Key) -> Key:
@@ -115,28 +121,55 @@ def _z2(row: SoftmaxRow) -> Numer:
 
 
 def _divide(n: Numer, row: SoftmaxRow) -> Numer | None:
-    """``n / Z`` when ``Z = Σ_j exp(a_j)`` divides ``n`` exactly (a sparse long division), else ``None``."""
+    """``n / Z`` when ``Z = Σ_j exp(a_j)`` divides ``n`` exactly (a sparse long division), else ``None``.
+
+    The leading terms are found by the exponents' float values (a heap): the arithmetic is exact
+    whatever the order, so a quotient is returned only when ``n − quotient·Z`` is exactly 0; an
+    order a float gets wrong (two exponents closer than 1e-15) can only make the division give up.
+    """
     z = {e: len(g) for e, g in _groups(row).items()}
     if not z or not n:
         return None if n else {}
-    order = _order(row)
-    ztop, zlow = max(z, key=order), min(z, key=order)
-    lowest = order(_add(min(n, key=order), _times(zlow, -1)))
-    rem = dict(n)
-    out: Numer = {}
-    for _ in range(_MAX_DIVISION_STEPS):
-        rem = {e: c for e, c in rem.items() if c}
-        if not rem:
-            return out
-        top = max(rem, key=order)
+    cache: dict[Key, float] = {}
+
+    def ap(k: Key) -> float:
+        v = cache.get(k)
+        if v is None:
+            v = cache[k] = row.approx(k)
+        return v
+
+    ztop, zlow = max(z, key=ap), min(z, key=ap)
+    lowest = ap(min(n, key=ap)) - ap(zlow)
+    slack = 1e-9 * (1 + abs(lowest))
+    # integers over one denominator D (Fraction arithmetic was most of the backward pass's time); the
+    # quotient's coefficients stay integers while the leading group of Z is one key (else it scales D)
+    D = math.lcm(*(c.denominator for c in n.values()))
+    rem: dict[Key, int] = {e: int(c * D) for e, c in n.items() if c}
+    heap = [(-ap(e), e) for e in rem]
+    heapq.heapify(heap)
+    out: dict[Key, int] = {}
+    zt = z[ztop]
+    for _ in range(_MAX_DIVISION_STEPS * max(1, len(z))):
+        while heap and not rem.get(heap[0][1]):
+            heapq.heappop(heap)
+        if not heap:
+            return {e: Fraction(c, D) for e, c in out.items() if c}
+        top = heap[0][1]
         shift = _add(top, _times(ztop, -1))
-        if order(shift) < lowest:
+        if ap(shift) < lowest - slack:
             return None
-        c = rem[top] / z[ztop]
-        out[shift] = out.get(shift, Fraction(0)) + c
+        if rem[top] % zt:  # not a whole multiple: scale everything by zt (D too)
+            D *= zt
+            rem = {e: c * zt for e, c in rem.items()}
+            out = {e: c * zt for e, c in out.items()}
+        c = rem[top] // zt
+        out[shift] = out.get(shift, 0) + c
         for e, m in z.items():
             k = _add(e, shift)
-            rem[k] = rem.get(k, Fraction(0)) - c * m
+            old = rem.get(k, 0)
+            rem[k] = old - c * m
+            if rem[k] and not old:  # a term (back) in the remainder: on the heap again
+                heapq.heappush(heap, (-ap(k), k))
     return None
 
 
@@ -304,7 +337,7 @@ class GradSum:
         for row, root, numer in self.rows.values():
             n: Numer | None = {e: c for e, c in numer.items() if c}
             deg = 2
-            while n and deg:
+            while n and deg and len(n) <= _MAX_DIVIDED_TERMS:  # a long numerator is left over Z² (see below)
                 q = _divide(n, row)
                 if q is None:
                     break

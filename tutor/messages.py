@@ -1546,6 +1546,7 @@ EN.update({
     "step.d_weights.title": "Gradient of the weights (d_head·Vᵀ)",
     "step.d_weights.why": "head = weights·V, so the gradient of weights[i, j] is d_head[i, :]·V[j, :]: d_weights = d_head·Vᵀ.",
     "step.d_scaled.title": "Gradient through the softmax",
+    "backward.too_big": "the backward pass is worked out exactly for exercises up to num_heads·L·L_k²·d_model = {limit:,}; {id} has {H}·{L}·{L_k}²·{d_model} = {work:,} (its exact gradients would run to millions of characters): try a smaller exercise, e.g. attn-tutor new --tokens 4 --heads 2 --d-model 4",
     "step.d_scaled.why.bias": "The bias is a constant added to the scaled scores (biased = scaled + bias), so the gradient of the scaled scores is that of the biased ones: d_scaled is computed from the weights as without a bias.",
     "step.d_kv.why.grouped": "K/V head {kv} is read by query heads {heads}, so its gradient is the sum of their contributions, one product per head. PyTorch 2.13's scaled_dot_product_attention with enable_gqa=True does the same: key.grad and value.grad have the K/V heads' shape, each the sum over its group.",
     "step.d_kv.why.cache": "With a KV cache the first {L_past:rows} are the cached {what}: constants in this decode step (projected in earlier steps, not from this X). They still have a gradient (they take part in this step like the new rows), but it goes no further: only the new rows reach W_K, W_V, their biases and X.",

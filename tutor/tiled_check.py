@@ -91,8 +91,8 @@ def _whole(v: Any) -> int | None:
     """A whole number as the YAML reader gives it (a number's text), else ``None``."""
     from .yamlread import YNum
 
-    if isinstance(v, YNum) and v.strip().isdigit():
-        return int(v)
+    if isinstance(v, YNum) and v.strip().isascii() and v.strip().isdigit():
+        return int(v) if len(v.strip()) <= 6 else None  # int() refuses 4,300 digits; no count is that long
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 

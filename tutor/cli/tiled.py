@@ -57,7 +57,8 @@ def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None
         row = default_row(rows)
     else:
         labels = list(ex.query_labels)
-        n = int(query) if query.strip().isdigit() else None
+        digits = query.strip()
+        n = int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 6 else None  # "²" is a digit to isdigit
         index = n - 1 if n is not None and 1 <= n <= ex.L else labels.index(query) if query in labels else None
         if index is None:
             raise typer.BadParameter(t("tiled.file.query", labels=", ".join(labels)), param_hint="--query")

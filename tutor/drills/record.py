@@ -217,7 +217,13 @@ def parse_count(text: str, unit: str) -> float:
     if m is None:
         raise AnswerError(t("drill.count.unreadable", text=_cut(text)))
     digits = re.sub(r"[,_ ]", "", m.group("num"))
-    value = float(digits) * 10.0 ** int(m.group("exp") or 0)
+    exp = int(m.group("exp") or 0) if len(m.group("exp") or "") <= 6 else 10**6
+    try:
+        value = float(digits) * 10.0 ** exp
+    except OverflowError:  # 1e999: no count is that large
+        value = math.inf
+    if not math.isfinite(value):
+        raise AnswerError(t("drill.count.unreadable", text=_cut(text)))
     word = m.group("unit").lower()
     if word == "b" and unit != "bytes":  # "7B parameters": a billion
         return value * 10**9

@@ -15,6 +15,7 @@ gradients.  Pure: no I/O.  Shape comments on every line.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from tutor.errors import ShapeError
 
 from . import _common
-from ._common import _shape_text
+from ._common import MaskPolarityWarning, _shape_text
 from .functional import _prepare, _softmax_inplace
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -220,7 +221,9 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     else:
         d_concat = G  # [L, H·d_v]
     d_head = d_concat.reshape(ex.L, H, d_v).transpose(1, 0, 2)  # [H, L, d_v]
-    dq, dk, dv = scaled_dot_product_attention_backward(q, k, v, d_head, mask, enable_gqa=True)  # [H, L, d_k], [G, L_k, d_k], [G, L_k, d_v]
+    with warnings.catch_warnings():  # an exercise may block what it likes (every key): no polarity to warn about
+        warnings.simplefilter("ignore", MaskPolarityWarning)
+        dq, dk, dv = scaled_dot_product_attention_backward(q, k, v, d_head, mask, enable_gqa=True)  # [H, L, d_k], [G, L_k, d_k], [G, L_k, d_v]
     rep = H // Gk
     k_h, v_h = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)  # [H, L_k, d]  what each query head read
     S = q @ k_h.transpose(0, 2, 1) * (1.0 / np.sqrt(d_k))  # [H, L, L_k]

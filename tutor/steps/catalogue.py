@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..errors import TutorError
 from ..exercise.record import Exercise
+from ..messages import t
 from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
 from .backward import BACKWARD
 from .bias import BIASED
@@ -91,6 +93,21 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
     return out
 
 
+#: The largest ``num_heads·L·L_k²·d_model`` the exact backward pass is worked out for: its entries are sums
+#: over query rows of N(e)/Z² with up to L_k² exponents each, so work and text grow with it (measured:
+#: ~1 s of CPU at this size with ALiBi; 16 tokens, 8 heads, d_model = 32 took a minute and 96 MB of text).
+#: Every hand-sized exercise (sizes at most 4: at most 4·4·16·4 = 1,024) is far below it.
+MAX_BACKWARD_WORK = 16384
+
+
+def backward_sized(ex: Exercise) -> None:
+    """Raise :class:`~tutor.errors.TutorError` (exit 2) when ``ex`` is past :data:`MAX_BACKWARD_WORK`."""
+    work = ex.num_heads * ex.L * ex.L_k ** 2 * ex.d_model
+    if work > MAX_BACKWARD_WORK:
+        raise TutorError(t("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
+                           L=ex.L, L_k=ex.L_k, d_model=ex.d_model))
+
+
 def has_backward(ids: Iterable[str]) -> bool:
     """Whether any of the step ids is a backward step (a solution file, a practice ``--steps``)."""
     return any(KINDS[i].backward for i in ids if i in KINDS)
@@ -136,6 +153,8 @@ def solve(ex: Exercise, backward: bool = False) -> Solution:
     [L, d_out]`` (only with ``w_o``); with ``backward`` the gradients after them
     (:mod:`tutor.steps.backward`).  Source of the math: :mod:`tutor.exact`, :mod:`tutor.exact_backward`.
     """
+    if backward:
+        backward_sized(ex)
     bd = Build(ex)
     for key in keys(ex, backward):
         bd.steps[key] = KINDS[key[0]].build(bd, key[1])
