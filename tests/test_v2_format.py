@@ -197,3 +197,17 @@ def test_a_refused_number_gets_no_advice_on_how_to_write_it():
     assert [p.field for p in v.problems] == ["x[0][0]"] and v.warnings == ()
     v = validate_text("id: a\ntitle: t\nx: [[1e3, 0]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
     assert v.problems == () and [w.field for w in v.warnings] == ["x[0][0]"]
+
+
+def test_a_list_where_a_k_v_head_or_a_cache_entry_goes_asks_for_a_mapping():
+    """'kv_heads[0]: expected a list, found a list' said nothing: each entry is a mapping ({w_k, w_v}, {k, v})."""
+    text = MQA.replace("num_kv_heads: 1", "num_kv_heads: 1") + "kv_heads: [[1]]\n"
+    found = [p for p in problems(text) if p[2] == "kv_heads[0]"]
+    assert found and found[0][3] == "expected a mapping of fields, found a list"
+    found = problems("cache: [[1]]\nx: [[1, 1]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
+    assert (found[0][2], found[0][3]) == ("cache[0]", "expected a mapping of fields, found a list")
+
+
+def test_an_unknown_mask_names_the_v2_alignments_too():
+    found = problems("mask: causal_lower_left\nx: [[1, 1]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
+    assert "causal_upper_left, causal_lower_right" in found[0][3]

@@ -51,7 +51,7 @@ EN: dict[str, str] = {
     "expected.integer": "a whole number",
     "expected.number": "a number (integer, decimal, or a fraction such as \"1/3\")",
     "expected.boolean": "true or false",
-    "expected.mask": "none, causal, or a matrix of true/false",
+    "expected.mask": "none, causal, causal_upper_left, causal_lower_right, or a matrix of true/false",
     "expected.slug": "an id of lowercase letters, digits and '-', starting with a letter or digit",
     "expected.difficulty": "a whole number from 1 to 5",
     "expected.positive": "a whole number of at least 1",

@@ -63,7 +63,7 @@ def _expected_for(path: Path) -> str:
         return t("expected.matrix") if depth == 0 else t("expected.row")
     if name in _VECTOR_ENTRIES and depth >= 1:
         return t(_VECTOR_ENTRIES[name])
-    if name == "heads" and depth == 1 or not path:
+    if name in ("heads", "kv_heads", "cache") and depth == 1 or not path:  # a list of mappings: {w_k, w_v}, {k, v}
         return t("expected.mapping")
     return t("expected.list")
 
