@@ -164,3 +164,16 @@ def test_the_exact_backward_pass_refuses_an_exercise_too_large_to_write_out(cli,
     code, _, err = cli("check", str(sol))
     assert code == 2 and "worked out exactly for exercises up to" in err
     assert layer_backward(load_exercise(str(path))).d_x.shape == (16, 32)
+
+
+def test_a_softmax_row_of_very_negative_scores_is_worked_out_shifted(cli, tmp_path):
+    """A bias of -800 made every exp() underflow: 'Σ ≈ 0.0000 + 0.0000 + 0.0000' and weights '0.0000 / 0.0000'.
+    The row is shifted by its largest score, as a row over 20 already was; the weights do not change."""
+    path = tmp_path / "neg.yaml"
+    path.write_text("id: neg\ntitle: t\nx: [[1, 0], [0, 1], [1, 1]]\nheads:\n"
+                    "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [0, 1]], w_v: [[1, 0], [0, 1]]}\n"
+                    "attn_bias: [[-800, -800, -800], [-800, -800, -800], [-800, -800, -800]]\n")
+    code, out, _ = cli("explain", str(path), env={"COLUMNS": "200"})
+    assert code == 0
+    assert "0.0000 / 0.0000" not in out and "Σ ≈ 0.0000" not in out
+    assert "exp(−800.0000 − (−799.2929)) ≈ 0.4931" in out

@@ -85,12 +85,13 @@ def softmax_row(src: Step, i: int, j: int) -> str:
     """``exp(a_ij) / (exp(a_i1) + …) = 4.1133 / (4.1133 + …)`` for a weights entry (not masked)."""
     row = src.value[i]
     top = max(v for v in row if not math.isinf(v))
-    shift = top if top > 20 else 0.0  # keep exp() readable: divide top and bottom by exp(max)
+    shift = top if abs(top) > 20 else 0.0  # keep exp() readable (and from underflowing): divide by exp(max)
 
     def power(v: float) -> str:
         if math.isinf(v):
             return "0"
-        return f"exp({fixed(v, 4)} - {fixed(shift, 4)})" if shift else f"exp({fixed(v, 4)})"
+        by = f"({fixed(shift, 4)})" if shift < 0 else fixed(shift, 4)
+        return f"exp({fixed(v, 4)} - {by})" if shift else f"exp({fixed(v, 4)})"
 
     def number(v: float) -> str:
         return "0" if math.isinf(v) else fixed(math.exp(v - shift), 4)
@@ -190,8 +191,9 @@ def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_le
 
     ``src`` is the step the softmax reads (the scaled or masked scores),
     ``weights`` its result.  A blocked score is ``exp(−∞) = 0``; when a row's
-    largest score is over 20 every ``exp`` is taken of the score minus that
-    maximum (the weights do not change, and the numbers stay readable).
+    largest score is over 20 in size (above 20, or below −20) every ``exp`` is
+    taken of the score minus that maximum (the weights do not change, and the
+    numbers stay readable: neither overflowing nor underflowing to 0).
     ``none_left`` is the line for a row with no key left to attend;
     ``sum_label`` the name of the sum (``Σ``).
     """
@@ -201,7 +203,7 @@ def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_le
     if not live:
         return Worked(label, (none_left,), ": ")
     top = max(live)
-    shift = top if top > 20 else 0.0
+    shift = top if abs(top) > 20 else 0.0  # exp(-800) underflows to 0: Σ would read 0, each weight 0 / 0
     exps = [0.0 if math.isinf(v) else math.exp(v - shift) for v in row]  # e_j (shifted)
     total_ = math.fsum(exps)
 
@@ -216,7 +218,9 @@ def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_le
             return "exp(−∞) = 0"
         if shift:
             sign = "=" if ones[j] else "≈"
-            return f"exp({notation(legible(row[j], places))} − {notation(legible(shift, places))}) {sign} {number(j)}"
+            by = notation(legible(shift, places))
+            by = f"({by})" if shift < 0 else by  # exp(−800 − (−799.2929))
+            return f"exp({notation(legible(row[j], places))} − {by}) {sign} {number(j)}"
         if ones[j]:
             return "exp(0) = 1"
         return f"exp({notation(str(src.exact[i][j]))}) ≈ {number(j)}"
