@@ -177,3 +177,14 @@ def test_a_softmax_row_of_very_negative_scores_is_worked_out_shifted(cli, tmp_pa
     assert code == 0
     assert "0.0000 / 0.0000" not in out and "Σ ≈ 0.0000" not in out
     assert "exp(−800.0000 − (−799.2929)) ≈ 0.4931" in out
+
+
+def test_a_typed_logarithm_is_refused_with_what_to_type_instead():
+    """practice --tiled's lse hint writes m + log(l); typing log(2) said only 'unknown name "log"'."""
+    from tutor.answers import parse_entry
+    from tutor.errors import TutorError
+
+    for text in ("log(2)", "ln(2)", "1 + log(2)"):
+        with pytest.raises(TutorError) as err:
+            parse_entry(text)
+        assert "a logarithm is not part of what answers can be written in" in str(err.value), text

@@ -662,6 +662,7 @@ EN.update({
     "answer.unclosed": 'the "(" at column {column} in "{text}" is never closed',
     "answer.unmatched": 'unmatched ")" at column {column} in "{text}"',
     "answer.unknown_name": 'unknown name "{name}" at column {column} in "{text}" (known: sqrt, exp, e, inf)',
+    "answer.log": '"{name}" at column {column} in "{text}": a logarithm is not part of what answers can be written in (sqrt, exp, e); give it as a decimal (log(2) ≈ 0.6931)',
     "answer.needs_parens": '"{name}" at column {column} in "{text}" needs parentheses, e.g. {name}(2)',
     "answer.nan": '"{name}" at column {column} in "{text}" is not a number',
     "answer.inf_alone": 'inf at column {column} in "{text}" must stand alone, as inf or -inf',

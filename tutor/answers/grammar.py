@@ -319,6 +319,8 @@ class _Parser:
                 self.fail("answer.inf_alone", t)
             if name in _NAN_NAMES:
                 self.fail("answer.nan", t, name=name)
+            if name.lower() in ("log", "ln"):  # lse = m + log(l): the hint writes it, the grammar has no logarithm
+                self.fail("answer.log", t, name=name)
             self.fail("answer.unknown_name", t, name=printable(name, 20))
         self.unexpected(t)
 
