@@ -232,6 +232,12 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "answer.unexpected_end": (parse_entry, "2 +", 'the answer "2 +" ends too early (expected a number)'),
     "answer.unclosed": (parse_entry, "(1 + 2", 'the "(" at column 1 in "(1 + 2" is never closed'),
     "answer.unmatched": (parse_entry, "1 + 2)", 'unmatched ")" at column 6 in "1 + 2)"'),
+    "answer.log": (
+        parse_entry,
+        "log(2)",
+        '"log" at column 1 in "log(2)": a logarithm is not part of what answers can be written in (sqrt, exp, e); '
+        "give it as a decimal (log(2) ≈ 0.6931)",
+    ),
     "answer.unknown_name": (
         parse_entry,
         "2*pi",
