@@ -13,7 +13,6 @@ from tutor.exactnum import Rat
 from tutor.steps import solve
 
 
-
 def test_a_given_matrix_has_enough_places_to_work_the_answer_from(cli):
     """d_Q of the decode step worked from d_scaled shown at 4 places gave -0.0106, not -0.0107: the
     givens now have 6 places, and a 4-place answer worked from them is right."""
