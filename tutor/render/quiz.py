@@ -325,23 +325,28 @@ class QuizRenderer:
 
     def status(self, r: quiz.Result) -> str:
         """How one step went, in words."""
-        if r.outcome == "correct":
-            text = t("practice.status.first") if r.attempts == 0 else t("practice.status.retry", wrong=r.attempts)
-        elif r.outcome == "shown":
-            text = t("practice.status.shown")
-        elif r.outcome == "skipped":
-            text = t("practice.status.skipped")
-        elif r.outcome == "given":
-            text = t("practice.status.given")
-        elif r.attempts:
-            text = t("practice.status.left", wrong=r.attempts)
-        elif r.seen:
-            text = t("practice.status.unanswered")  # on screen when the session ended, not answered
-        else:
-            text = t("practice.status.unreached")
-        if r.hints:
-            text += plural("practice.status.hints", r.hints)
-        return text
+        return status_words(r.outcome, r.attempts, r.seen, r.hints)
+
+
+def status_words(outcome: str | None, attempts: int, seen: bool, hints: int) -> str:
+    """How one step (or ``practice --tiled`` quantity) went, in words: ``right after 1 wrong, 1 hint``."""
+    if outcome == "correct":
+        text = t("practice.status.first") if attempts == 0 else t("practice.status.retry", wrong=attempts)
+    elif outcome == "shown":
+        text = t("practice.status.shown")
+    elif outcome == "skipped":
+        text = t("practice.status.skipped")
+    elif outcome == "given":
+        text = t("practice.status.given")
+    elif attempts:
+        text = t("practice.status.left", wrong=attempts)
+    elif seen:
+        text = t("practice.status.unanswered")  # on screen when the session ended, not answered
+    else:
+        text = t("practice.status.unreached")
+    if hints:
+        text += plural("practice.status.hints", hints)
+    return text
 
 
 def rounded(value: float, places: int) -> str:

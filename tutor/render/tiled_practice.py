@@ -15,10 +15,10 @@ from ..answers import MIN_PLACES, Entry
 from ..decimals import trimmed
 from ..exactnum import Exact, frac_text, notation
 from ..exercise.record import Exercise
-from ..messages import plural, t
+from ..messages import t
 from ..quiz import tiled as tq
 from ..tiled import TiledRow
-from .quiz import QuizRenderer, rounded
+from .quiz import QuizRenderer, rounded, status_words
 from .text import decimal, is_plain, pretty
 
 #: The commands at the prompt, as listed by ``help`` (``practice``'s, with what they do here).
@@ -201,18 +201,4 @@ class TiledPracticeRenderer:
 
 def status(r: tq.Result) -> str:
     """How one quantity went, in words (the words of ``practice``'s summary)."""
-    if r.outcome == "correct":
-        text = t("practice.status.first") if r.attempts == 0 else t("practice.status.retry", wrong=r.attempts)
-    elif r.outcome == "shown":
-        text = t("practice.status.shown")
-    elif r.outcome == "skipped":
-        text = t("practice.status.skipped")
-    elif r.attempts:
-        text = t("practice.status.left", wrong=r.attempts)
-    elif r.seen:
-        text = t("practice.status.unanswered")
-    else:
-        text = t("practice.status.unreached")
-    if r.hints:
-        text += plural("practice.status.hints", r.hints)
-    return text
+    return status_words(r.outcome, r.attempts, r.seen, r.hints)
