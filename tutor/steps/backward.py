@@ -470,14 +470,11 @@ def _group_givens(*ids: str) -> Callable[[Solution, Step], tuple[Input, ...]]:
         for h in group:
             for id in ids:
                 inp = given_step(sol.step(id, h))
-                named = len(group) > 1 and not KIND_NAMES_HEAD.get(id, False)
+                named = len(group) > 1 and not inp.name.endswith(f"_{h + 1}")  # d_head_2 says its head already
                 out.append(replace(inp, name=inp.name + t("check.step_of_head", step="", head=h + 1)) if named else inp)
         return tuple(out)
 
     return given
-
-
-KIND_NAMES_HEAD = {"d_head_output": True}  # its name says its head already (d_head_2)
 
 
 def _kv_grad_work(a: str, b: str, scaled: bool) -> Callable[[Solution, Step, int, int], str]:
