@@ -132,3 +132,13 @@ def cli_process() -> Callable[..., ProcessResult]:
         return ProcessResult(done.returncode, done.stdout, done.stderr)
 
     return run
+
+
+class InterruptedInput(io.StringIO):
+    """Answers typed until Ctrl-C: the read after the last line raises ``KeyboardInterrupt`` (a stdin for ``cli``)."""
+
+    def readline(self, *args):
+        line = super().readline(*args)
+        if not line:
+            raise KeyboardInterrupt
+        return line

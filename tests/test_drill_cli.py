@@ -3,7 +3,6 @@ JSON for scripts, errors, Ctrl-C, narrow and ASCII terminals, and what a learner
 
 from __future__ import annotations
 
-import io
 import json
 import signal
 import sqlite3
@@ -16,7 +15,7 @@ import pytest
 from tutor.drills import counts, masks, shapes
 from tutor.store import default_path
 
-from .conftest import REPO
+from .conftest import REPO, InterruptedInput
 
 GOLDEN = REPO / "tests" / "golden"
 
@@ -123,15 +122,6 @@ def test_quit_ends_with_the_summary(cli):
     code, out, _ = cli("drill", "shapes", "--seed", 2, "--count", 4, input="skip\nquit\n")
     assert code == 0 and "Drill ended." in out and "Right: 0 of 0; skipped: 1; not reached: 3." in out
 
-
-class InterruptedInput(io.StringIO):
-    """Answers typed until Ctrl-C: the read after the last line is interrupted."""
-
-    def readline(self, *args):
-        line = super().readline(*args)
-        if not line:
-            raise KeyboardInterrupt
-        return line
 
 
 def test_ctrl_c_ends_with_the_summary_and_keeps_the_answers(cli):

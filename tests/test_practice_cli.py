@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .conftest import REPO, InterruptedInput
 
 R2 = math.sqrt(2)
 Q = [[1, 1], [2, 2], [2, 2]]
@@ -783,15 +783,6 @@ def test_a_session_installs_its_ctrl_c_handler_and_restores_the_one_it_found(cli
     assert answers.handlers == [signal.default_int_handler] * 2
     assert after is signal.SIG_IGN
 
-
-class InterruptedInput(io.StringIO):
-    """Answers typed until Ctrl-C: the second read is interrupted."""
-
-    def readline(self, *args):
-        line = super().readline(*args)
-        if not line:
-            raise KeyboardInterrupt
-        return line
 
 
 def test_ctrl_c_while_reading_ends_with_the_summary_and_keeps_the_answers(cli):

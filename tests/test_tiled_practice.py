@@ -21,7 +21,7 @@ from tutor.quiz import Answer
 from tutor.quiz import tiled as tq
 from tutor.tiled import tiled
 
-from .conftest import REPO
+from .conftest import REPO, InterruptedInput
 
 E = math.exp(-math.sqrt(2))
 RIGHT = ["sqrt(2)", "1", "1 1",  # block 1: m, l, acc
@@ -174,15 +174,6 @@ def test_end_of_input_ends_with_the_summary_and_exit_0(cli):
     assert out[i - 2:i] == ["block 1 l>", ""] and out[i + 1].startswith("Quantities right: 1 of 13")
     assert "   2. block 1 l      not answered" in out and "   3. block 1 acc    not reached" in out
 
-
-class InterruptedInput(io.StringIO):
-    """Answers typed until Ctrl-C: the read after the last line is interrupted."""
-
-    def readline(self, *args):
-        line = super().readline(*args)
-        if not line:
-            raise KeyboardInterrupt
-        return line
 
 
 def test_ctrl_c_while_reading_ends_with_the_summary(cli):
