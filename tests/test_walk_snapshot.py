@@ -1,0 +1,77 @@
+"""The float and exact walks under every misconception, kept: issue 19 moves them, never changes them.
+
+For every bundled exercise and every misconception of the catalogue, each
+step's value as the mistake computes it (the float walk, forward and
+backward) is kept as a digest of its entries rounded to 10 significant
+digits; so are what ``invisible`` decides exactly (the exact walk), the
+slack ``check`` carries, and each step as ``verify`` reads it off the
+batched layer with its rounding bound.  The digests were written before the
+step functions moved beside their kinds (``ATTN_TUTOR_WRITE_SNAPSHOTS=1``
+writes them again, for a meant change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+
+from .conftest import EXERCISES
+
+HERE = EXERCISES.parent / "tests" / "golden" / "walks"
+BUNDLED = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
+
+
+def _digest(value) -> str:
+    a = np.asarray(value, dtype=np.float64)
+    text = ";".join(",".join("nan" if np.isnan(x) else f"{x:.10g}" for x in row) for row in np.atleast_2d(a))
+    return f"{a.shape}:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _walks(exercise_id: str) -> dict[str, object]:
+    from tutor.catalog import resolve
+    from tutor.diagnose import MISCONCEPTIONS
+    from tutor.invisible import invisible
+    from tutor import numeric
+    from tutor.numeric.replay import Replay
+    from tutor.steps import KINDS, keys, replay, solve
+
+    ex = resolve(exercise_id)
+    sol = solve(ex, backward=True)
+    out: dict[str, object] = {}
+    for m in MISCONCEPTIONS:
+        seen: dict[str, str] = {}
+        for key in keys(ex, backward=True):
+            if not m.applies(ex, key):
+                continue
+            with np.errstate(all="ignore"):
+                for n, (fields, value) in enumerate(m.candidates(sol, key[0], key[1])):
+                    seen[f"{key[0]}/{key[1]}/{n}"] = _digest(value) + ("" if not fields else f" {sorted(fields.items())}")
+        out[m.key] = seen
+    out["invisible"] = sorted(f"{i.key}@{i.step[0]}/{i.step[1]}" for i in invisible(sol))
+    carried = replay(ex, given=lambda key: None, backward=True)  # check's walk: each step's slack
+    out["slack"] = {f"{k}/{h}": _digest(slack) for (k, h), (_, slack) in carried.computed.items()}
+    run = numeric.run_exercise(ex)  # verify's walk: each step read off the batched layer, and its rounding bound
+    bounds = Replay(ex, slack={})
+    production: dict[str, str] = {}
+    for step in sol.steps:
+        kind = KINDS[step.id]
+        bounds.values[step.key] = np.array(step.value, dtype=np.float64)
+        bounds.slack[step.key] = bound = kind.rounding(bounds, step.head)
+        production[f"{step.id}/{step.head}"] = _digest(kind.production(run, ex, step.head)) + " " + _digest(bound)
+    out["production"] = production
+    return out
+
+
+@pytest.mark.parametrize("exercise_id", BUNDLED)
+def test_every_mistake_walks_as_before(exercise_id):
+    got = json.loads(json.dumps(_walks(exercise_id)))
+    path = HERE / f"{exercise_id}.json"
+    if os.environ.get("ATTN_TUTOR_WRITE_SNAPSHOTS"):
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    for name in sorted(set(kept) | set(got)):
+        assert got.get(name) == kept.get(name), f"{exercise_id}: {name} walks differently"
