@@ -50,10 +50,10 @@ from collections.abc import Callable
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from tutor.answers import MAX_ENTRY_CHARS, MAX_MATRIX_CHARS, judge, parse_entry, parse_matrix  # noqa: E402
-from tutor.catalog import resolve  # noqa: E402
-from tutor.errors import AnswerError, ExerciseError  # noqa: E402
+from tutor.base.errors import AnswerError, ExerciseError  # noqa: E402
+from tutor.exercise.catalog import resolve  # noqa: E402
+from tutor.exercise.yamlread import MAX_FILE_BYTES  # noqa: E402
 from tutor.steps import solve  # noqa: E402
-from tutor.yamlread import MAX_FILE_BYTES  # noqa: E402
 
 BUDGET = 0.100  # seconds per entry
 PRIMES = [p for p in range(2, 2000) if all(p % d for d in range(2, int(p**0.5) + 1))]
@@ -306,7 +306,7 @@ def main() -> int:
 
 
 def read_solution_text(text: str) -> object:
-    from tutor.solution_file import read_solution
+    from tutor.audit.solution import read_solution
 
     return read_solution(text, "bench.yaml")
 

@@ -82,8 +82,8 @@ EXACT_TARGET = 5.0
 def exact_at_the_bound() -> float:
     import time
 
+    from tutor.authoring.generate import Spec, generate
     from tutor.exercise.load import validate_text
-    from tutor.generate import Spec, generate
     from tutor.steps import solve
     from tutor.steps.catalogue import MAX_BACKWARD_WORK
 

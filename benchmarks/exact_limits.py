@@ -95,7 +95,7 @@ def main() -> int:
                 verdict = "(stress case, no target)"
             print(f"explain --format json, L={L} d_model={d_model} heads={heads} d_k={d_k}: "
                   f"{took:.3f} s, {len(out) / 1e6:.1f} MB of JSON; ratio {ratio:.2f} {verdict}")
-    from tutor.generate import Spec, generate
+    from tutor.authoring.generate import Spec, generate
 
     spec = Spec(tokens=16, d_model=32, heads=8, d_k=4, mask="causal", cross=16, seed=2, difficulty=5)
     took = min(_timed(lambda: generate(spec)) for _ in range(RUNS))

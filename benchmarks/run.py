@@ -31,12 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tutor.numeric import (
-    DEFAULT_BLOCK_SIZE,
-    MultiHeadAttention,
-    blocked_attention,
-    scaled_dot_product_attention,
-)
+from tutor.numeric import DEFAULT_BLOCK_SIZE, MultiHeadAttention, blocked_attention, scaled_dot_product_attention
 
 try:
     import torch

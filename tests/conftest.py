@@ -32,7 +32,7 @@ EXERCISES = REPO / "exercises"
 
 def _v1_bundled() -> list[str]:
     """The bundled exercises of format v1 (no grouped K/V heads, cache or bias): what the backward pass is built for."""
-    from tutor.catalog import resolve
+    from tutor.exercise.catalog import resolve
 
     return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2]
 

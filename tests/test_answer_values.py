@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 from tutor import answers
 from tutor.answers import entry, equals_exactly, grading, grammar, judge, matrix, parse_entry, parse_matrix, values
-from tutor.catalog import resolve
-from tutor.errors import AnswerError
-from tutor.exactnum import NEG_INF, Mix, MixSum, Rat, SoftmaxRow, Surd, mix
-from tutor.quiz import Answer, handle, start
+from tutor.base.errors import AnswerError
+from tutor.exact.numbers import NEG_INF, Mix, MixSum, Rat, SoftmaxRow, Surd, mix
+from tutor.exercise.catalog import resolve
+from tutor.practice import Answer, handle, start
 from tutor.steps import solve
 
 PRIMES = [p for p in range(2, 420) if all(p % d for d in range(2, int(p**0.5) + 1))][:80]
@@ -373,7 +373,7 @@ def test_softmax_values_compare_at_a_precision_that_sees_every_part() -> None:
 def test_every_exact_string_the_engine_prints_is_exactly_its_value() -> None:
     """Over the bundled exercises: what explain prints parses back to exactly the value, and
     the same plus a part the float cannot see does not."""
-    from tutor.catalog import bundled
+    from tutor.exercise.catalog import bundled
 
     n = 0
     for exercise in bundled():
@@ -576,8 +576,8 @@ def test_a_solution_file_shares_one_budget_and_decimals_are_never_refused(monkey
     """All the entries of a file together get :data:`values.MAX_SHARED_WORK` (made small here, to
     keep the test short): once it is spent, an entry that needs evaluating is refused with a sentence
     saying so; a decimal or a fraction still reads (it costs no evaluation)."""
-    from tutor import solution_file
-    from tutor.errors import ExerciseError
+    from tutor.audit import solution as solution_file
+    from tutor.base.errors import ExerciseError
 
     one, _ = spent(lambda: parse_entry(cancelling(4, terms=6)))
     assert 0 < one <= values.MAX_ENTRY_WORK

@@ -31,8 +31,8 @@ from tutor.answers import (
     practice_verdict,
     split_entries,
 )
-from tutor.errors import AnswerError
-from tutor.messages import EN
+from tutor.base.errors import AnswerError
+from tutor.base.messages import EN
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -739,14 +739,14 @@ def test_matrix_from_value() -> None:
 def _rat(p: int, q: int = 1):
     from fractions import Fraction
 
-    from tutor.exactnum import Rat
+    from tutor.exact.numbers import Rat
 
     return Rat(Fraction(p, q))
 
 
 def _first_weight():
     """The classic's first weight, 1/(1 + 2·exp(√2)) = 0.10838…, as the exact engine has it."""
-    from tutor.catalog import resolve
+    from tutor.exercise.catalog import resolve
     from tutor.steps import solve
 
     return solve(resolve("single-head-3x4")).step("weights", 0).exact[0][0]
@@ -807,13 +807,13 @@ def test_exact_entries_must_be_exact() -> None:
 def _first_weight_surd():
     from fractions import Fraction
 
-    from tutor.exactnum import surd
+    from tutor.exact.numbers import surd
 
     return surd(Fraction(1, 2), 2)
 
 
 def test_infinities_match_only_themselves() -> None:
-    from tutor.exactnum import NegInf
+    from tutor.exact.numbers import NegInf
 
     assert judge(parse_entry("-inf"), NegInf()).right
     assert not judge(parse_entry("-1e300"), NegInf()).right

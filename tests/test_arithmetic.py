@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import pytest
 
-from tutor.catalog import bundled, resolve
-from tutor.decimals import legible, pretty, tex
+from tutor.base.decimals import legible, pretty, tex
+from tutor.exercise.catalog import bundled, resolve
 from tutor.steps import KINDS, hand_sized, solve
 
 from .conftest import EXERCISES
@@ -213,7 +213,7 @@ def test_an_equals_sign_after_a_dot_product_is_exactly_true_of_the_numbers_writt
 
 
 def test_rounded_weights_that_do_not_add_up_to_the_exact_result_are_marked_approximate():
-    from tutor.exactnum import Rat
+    from tutor.exact.numbers import Rat
     from tutor.steps.worked import as_written, result
 
     thirds = [("0.3333", "3")] * 3  # 0.3333·3 · 3 = 2.9997, the exact result is 3

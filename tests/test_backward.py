@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import sympy
 
-from tutor.catalog import resolve
-from tutor.exactgrad import Grad
-from tutor.exactnum import Rat
+from tutor.exact.grad import Grad
+from tutor.exact.numbers import Rat
+from tutor.exercise.catalog import resolve
 from tutor.numeric import scaled_dot_product_attention
 from tutor.numeric.backward import gradient_check, layer_backward, numerical_gradient
 from tutor.steps import solve

@@ -10,7 +10,7 @@ import pytest
 
 from tutor.answers import parse_entry
 from tutor.answers.grading import judge
-from tutor.catalog import resolve
+from tutor.exercise.catalog import resolve
 from tutor.steps import solve
 
 from .conftest import EXERCISES, V1_BUNDLED

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tutor.catalog import resolve
+from tutor.exercise.catalog import resolve
 from tutor.numeric.backward import layer_backward, scaled_dot_product_attention_backward
 from tutor.steps import solve
 
@@ -204,6 +204,6 @@ def test_random_exercises_backward_matches_torch(seed):
     for s in sol.steps:
         if s.id.startswith("d_"):
             np.testing.assert_allclose(np.array(s.value), want[s.key], rtol=TOL, atol=TOL, err_msg=f"{seed} {s.key}")
-    from tutor.verify import verify
+    from tutor.production.verify import verify
 
     verify(sol)  # and the NumPy core's backward agrees with the exact one

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tutor.catalog import resolve
 from tutor.exercise import exercise_from_data
+from tutor.exercise.catalog import resolve
 from tutor.numeric.backward import layer_backward, scaled_dot_product_attention_backward
 from tutor.steps import solve
 
@@ -255,7 +255,7 @@ def test_the_functional_sdpa_backward_with_enable_gqa_matches_torch(seed):
 def test_the_claim_about_enable_gqa_gradients_holds_in_torch():
     """step.d_kv.why.grouped: with enable_gqa=True, key.grad has the K/V heads' shape, each the sum over its
     group of what the query heads would give a repeated (repeat_interleave) copy."""
-    from tutor.messages import t
+    from tutor.base.messages import t
 
     assert "enable_gqa=True" in t("step.d_kv.why.grouped", kv=1, heads="1, 2")
     g = torch.Generator().manual_seed(0)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tutor.catalog import resolve
-from tutor.messages import EN
+from tutor.base.messages import EN
+from tutor.exercise.catalog import resolve
 from tutor.numeric import production, replay
 from tutor.steps import CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
 from tutor.steps import replay as walk

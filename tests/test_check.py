@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tutor.check import CARRIED, INDEPENDENT, ROUNDING, audit
-from tutor.errors import ExerciseError
+from tutor.audit.check import CARRIED, INDEPENDENT, ROUNDING, audit
+from tutor.audit.solution import read_solution
+from tutor.base.errors import ExerciseError
 from tutor.exercise import validate_text
-from tutor.solution_file import read_solution
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "check"
@@ -637,7 +637,7 @@ _files = st.dictionaries(
 def test_any_structure_is_a_report_or_an_error(data):
     import yaml
 
-    from tutor.errors import TutorError
+    from tutor.base.errors import TutorError
 
     text = yaml.safe_dump(data)
     try:

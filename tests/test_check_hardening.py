@@ -29,15 +29,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from tutor.check import audit
+from tutor.audit.check import audit
+from tutor.audit.solution import NanEntry, read_solution
+from tutor.base.decimals import fixed
+from tutor.base.errors import ExerciseError
+from tutor.base.messages import EN, plural, t
 from tutor.cli import EXIT_INTERNAL
-from tutor.decimals import fixed
-from tutor.diagnose import num_text
-from tutor.errors import ExerciseError
-from tutor.messages import EN, plural, t
+from tutor.mistakes.diagnose import num_text
 from tutor.render.check import dumps, render
 from tutor.render.text import decimal
-from tutor.solution_file import NanEntry, read_solution
 
 
 @pytest.fixture(autouse=True)
@@ -134,12 +134,12 @@ def test_any_exponent_or_nan_gives_a_full_report(text):
 
 
 def test_a_crash_is_exit_3_in_one_line_never_1(cli, tmp_path, monkeypatch):
-    import tutor.check
+    import tutor.audit.check
 
     def broken(*args, **kwargs):
         raise ValueError("root:x:0:0 (text an exception might hold)")
 
-    monkeypatch.setattr(tutor.check, "audit", broken)
+    monkeypatch.setattr(tutor.audit.check, "audit", broken)
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nscores: [[2, 4, 4], [4, 8, 8], [4, 8, 8]]\n")
     code, out, err = cli("check", str(sol))

@@ -18,9 +18,9 @@ from fractions import Fraction
 
 import pytest
 
-from tutor.catalog import resolve
+from tutor.base.messages import EN, plural, t
+from tutor.exercise.catalog import resolve
 from tutor.exercise.record import causal
-from tutor.messages import EN, plural, t
 from tutor.steps import KINDS, solve, worked_entry
 
 from .conftest import EXERCISES, REPO

@@ -9,8 +9,8 @@ import re
 import pytest
 import typer
 
+from tutor.base.messages import t
 from tutor.cli import COMMANDS, app
-from tutor.messages import t
 
 from .conftest import REPO
 from .test_structure import import_graph

@@ -236,7 +236,7 @@ def test_broken_pipe_is_quiet():
 def test_every_message_key_used_exists():
     import re
 
-    from tutor.messages import EN
+    from tutor.base.messages import EN
 
     used = set()
     for path in (REPO / "tutor").rglob("*.py"):
@@ -246,7 +246,7 @@ def test_every_message_key_used_exists():
 
 
 def test_every_step_has_a_title_and_a_reason():
-    from tutor.messages import EN
+    from tutor.base.messages import EN
     from tutor.steps import STEP_IDS
 
     for sid in STEP_IDS:
@@ -259,7 +259,7 @@ def test_bundled_exercises_ship_in_the_wheel():
 
 
 def test_bundled_dir_found_from_installed_or_source():
-    from tutor.catalog import bundled_dir
+    from tutor.exercise.catalog import bundled_dir
 
     assert sorted(p.stem for p in Path(bundled_dir()).glob("*.yaml")) == BUNDLED_IDS
 
@@ -369,9 +369,9 @@ def test_one_head_wording(cli):
 
 @pytest.mark.parametrize("exercise_id", BUNDLED_IDS)
 def test_the_engines_agree_on_every_bundled_exercise(exercise_id):
-    from tutor.catalog import resolve
+    from tutor.exercise.catalog import resolve
+    from tutor.production.verify import verify
     from tutor.steps import solve
-    from tutor.verify import verify
 
     verify(solve(resolve(exercise_id)))  # raises EngineMismatchError on any step beyond 1e-9
 
@@ -381,7 +381,7 @@ def test_heatmap_legend_bands_hold_every_shaded_weight(cli, exercise):
     """Each shade of the heat map lies in the band its legend gives, checked against the exact weights."""
     import re
 
-    from tutor.catalog import resolve
+    from tutor.exercise.catalog import resolve
     from tutor.steps import solve
 
     code, out, _ = cli("explain", exercise, env={"COLUMNS": "200"})

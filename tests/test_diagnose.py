@@ -15,10 +15,10 @@ import math
 
 import pytest
 
-from tutor.catalog import resolve
-from tutor.diagnose import MISCONCEPTIONS, Diagnosis, diagnose, wrong_cells
+from tutor.base.messages import EN
 from tutor.exercise import exercise_from_data
-from tutor.messages import EN
+from tutor.exercise.catalog import resolve
+from tutor.mistakes.diagnose import MISCONCEPTIONS, Diagnosis, diagnose, wrong_cells
 from tutor.steps import solve
 
 INF = math.inf
@@ -195,9 +195,9 @@ def test_mask_forgotten(em):
 def test_diagnose_doctest():
     import doctest
 
-    import tutor.diagnose
+    import tutor.mistakes.diagnose
 
-    assert doctest.testmod(tutor.diagnose).failed == 0
+    assert doctest.testmod(tutor.mistakes.diagnose).failed == 0
 
 
 def test_key_padding_on_rows_instead_of_columns():

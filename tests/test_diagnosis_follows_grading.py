@@ -1,6 +1,6 @@
 """A diagnosis never accepts what the grading rule refused (issue 8, second round, item f).
 
-``tutor.diagnose.matches`` gave every interval a slack of 1e-9 (absolute below 1) for float round-off.
+``tutor.mistakes.diagnose.matches`` gave every interval a slack of 1e-9 (absolute below 1) for float round-off.
 ``check`` judges decimals through it, so ``1.0000000001`` -- which claims [1.00000000005, 1.00000000015]
 and does not hold 1 -- passed as right; under ``practice --tolerance 1e-12`` grading refused it and the
 diagnosis called the answer right ("no known mistake explains this answer").  Now the right value gets no
@@ -19,8 +19,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from tutor.catalog import resolve
-from tutor.diagnose import Claim, diagnose, diagnose_claim, matches, off_cells
+from tutor.exercise.catalog import resolve
+from tutor.mistakes.diagnose import Claim, diagnose, diagnose_claim, matches, off_cells
 from tutor.steps import solve
 
 Q = [[1, 1], [2, 2], [2, 2]]  # single-head-3x4 by hand: X·W_Q

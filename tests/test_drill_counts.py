@@ -13,9 +13,9 @@ import random
 import numpy as np
 import pytest
 
+from tutor.base.errors import AnswerError
 from tutor.drills import counts
 from tutor.drills.record import count_tolerance, grade, parse_count
-from tutor.errors import AnswerError
 from tutor.numeric import MultiHeadAttention
 
 

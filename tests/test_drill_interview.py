@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
-from tutor.catalog import resolve
 from tutor.drills import interview, runs
 from tutor.drills.bank import load
+from tutor.exercise.catalog import resolve
 from tutor.render.console import make_console
 from tutor.steps import solve
 from tutor.store import default_path

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from tutor.base.errors import AnswerError
 from tutor.drills import masks
 from tutor.drills.record import grade, parse_mask
-from tutor.errors import AnswerError
 
 T, F = True, False
 

@@ -10,9 +10,9 @@ import random
 import numpy as np
 import pytest
 
+from tutor.base.errors import AnswerError
 from tutor.drills import shapes
 from tutor.drills.record import explain_shape, grade, parse_shape
-from tutor.errors import AnswerError
 from tutor.numeric.trace import AttentionConfig, production_trace
 
 

@@ -32,14 +32,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from tutor.errors import EngineMismatchError
-from tutor.exactnum import SoftmaxRow, mix
+from tutor.base.errors import EngineMismatchError
+from tutor.exact.numbers import SoftmaxRow, mix
 from tutor.exercise import MAX_DENOMINATOR, MAX_ENTRY_CHARS, MAX_EXPONENT, MAX_MAGNITUDE, validate_text
+from tutor.production.verify import verify
 from tutor.render.json import dumps
 from tutor.render.markdown import render_markdown
 from tutor.render.rich import render
 from tutor.steps import Solution, solve
-from tutor.verify import verify
 
 EXAMPLES = int(os.environ.get("ATTN_TUTOR_FUZZ_EXAMPLES", "25"))
 
@@ -188,7 +188,7 @@ heads:
 
 def _tampered(sol: Solution, step_id: str, delta: float) -> Solution:
     """``sol`` with entry (0, 0) of its first ``step_id`` step moved by ``delta`` (as a float)."""
-    from tutor.exactnum import Rat
+    from tutor.exact.numbers import Rat
 
     steps = []
     done = False
@@ -203,7 +203,7 @@ def _tampered(sol: Solution, step_id: str, delta: float) -> Solution:
 
 @pytest.mark.parametrize("step_id", ["q", "scores", "scaled", "weights", "head_output", "output"])
 def test_verify_still_catches_a_disagreement_of_one_millionth(step_id):
-    from tutor.catalog import resolve
+    from tutor.exercise.catalog import resolve
 
     sol = solve(resolve("two-head-fused-3x4"))
     verify(sol)

@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tutor import answers
-from tutor.errors import ShapeError
-from tutor.exact import QMat, matmul
-from tutor.exactnum import (
+from tutor.base.errors import ShapeError
+from tutor.exact.engine import QMat, matmul
+from tutor.exact.numbers import (
     Mix,
     MixSum,
     NegInf,
@@ -741,7 +741,7 @@ def test_floats_survive_cancellation():
     """2 - 2/(1 + 2e^(-8√2)) cancels 4 digits in float64; the engine's value is still right to 1e-14 relative."""
     import mpmath
 
-    from tutor.exactnum import SoftmaxRow, mix, mix_sum
+    from tutor.exact.numbers import SoftmaxRow, mix, mix_sum
 
     row = SoftmaxRow((0, -8, -8), 1, 2)  # exponents 0, -8√2, -8√2
     entry = mix_sum([mix(row, (-2, 0, 0), 1)], Fraction(2))

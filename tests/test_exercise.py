@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tutor.errors import ExerciseError, Problem
+from tutor.base.errors import ExerciseError, Problem
 from tutor.exercise import load_exercise, parse_exercise
 
 REPO = Path(__file__).resolve().parent.parent

@@ -144,7 +144,7 @@ def check(cli, tmp_path, text: str, spec: dict) -> None:
 
 def _v1(path) -> bool:
     """A bundled exercise this file's oracle reads (format v2 ones are tests/test_v2_torch.py's)."""
-    from tutor.catalog import resolve
+    from tutor.exercise.catalog import resolve
 
     ex = resolve(path.stem)
     return not ex.is_v2 and ex.mask_kind != "causal_lower_right"

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tutor.catalog import bundled, resolve
-from tutor.errors import ShapeError
-from tutor.exactnum import Rat
+from tutor.authoring.generate import LEVELS, Spec, fresh, generate, like, shape_of
+from tutor.base.errors import ShapeError
+from tutor.exact.numbers import Rat
 from tutor.exercise import load_exercise, validate_text
-from tutor.generate import LEVELS, Spec, fresh, generate, like, shape_of
-from tutor.invisible import uncaught
+from tutor.exercise.catalog import bundled, resolve
+from tutor.mistakes.invisible import uncaught
 from tutor.steps import solve
 
 from .conftest import EXERCISES

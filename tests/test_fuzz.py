@@ -88,9 +88,9 @@ import pytest
 import yaml
 
 from tutor import answers
+from tutor.base.errors import AnswerError
+from tutor.base.messages import t
 from tutor.cli import main
-from tutor.errors import AnswerError
-from tutor.messages import t
 from tutor.steps import STEP_IDS as STEPS
 
 from .conftest import EXERCISES, REPO
@@ -121,7 +121,7 @@ def raw_characters(text: str) -> list[str]:
     C0 and C1 controls and DEL (newline and tab aside), format characters
     (bidi controls, zero-width characters, the BOM, the soft hyphen, tag
     characters), line and paragraph separators, lone surrogates.  Written
-    here from the Unicode categories, independently of :mod:`tutor.textsafe`.
+    here from the Unicode categories, independently of :mod:`tutor.base.textsafe`.
     """
     bad = []
     for c in text:
@@ -383,7 +383,7 @@ def answer_line(rng: random.Random) -> str:
 
 @cache
 def solution_of(exercise_id: str):  # -> tutor.steps.Solution
-    from tutor.catalog import resolve
+    from tutor.exercise.catalog import resolve
     from tutor.steps import solve
 
     return solve(resolve(exercise_id))
@@ -487,7 +487,7 @@ class PracticeCase:
 
 def practice_case(seed: int) -> PracticeCase:
     """A practice session of family 1: a bundled exercise, steps, head and mode at random, and its input."""
-    from tutor.quiz import select
+    from tutor.practice import select
 
     rng = random.Random(f"answers-{seed}")
     exercise_id = rng.choice(BUNDLED)
@@ -534,7 +534,7 @@ def head_and_mode(rng: random.Random, sol, argv: list[str]) -> tuple[int | None,
 
 def right_session(seed: int) -> tuple[list[str], str, int]:
     """A session answered right throughout, each step in some form a learner may use: (argv, stdin, steps)."""
-    from tutor.quiz import select
+    from tutor.practice import select
 
     rng = random.Random(f"right-{seed}")
     exercise_id = rng.choice(BUNDLED)
@@ -575,7 +575,7 @@ def test_fuzz_typed_answers(seed, capsys, monkeypatch):
 
 def grade_directly(seed: int, lines: Sequence[str]) -> None:
     """Family 1's lines straight to the parser and the grader: an entry or its own error, never another."""
-    from tutor.exactnum import NegInf, Rat
+    from tutor.exact.numbers import NegInf, Rat
 
     sol = solution_of("two-head-causal-3x4")
     trues = [sol.step("weights", 0).exact[2][0], sol.step("scaled", 0).exact[0][0],  # exp form, surd,

@@ -14,10 +14,10 @@ from fractions import Fraction
 import pytest
 import yaml
 
-from tutor.exactnum import Rat
+from tutor.authoring.generate import LEVELS, MASKS, Spec, default_id, generate
+from tutor.base.messages import t
+from tutor.exact.numbers import Rat
 from tutor.exercise import load_exercise, validate_text
-from tutor.generate import LEVELS, MASKS, Spec, default_id, generate
-from tutor.messages import t
 from tutor.steps import solve
 
 
@@ -209,7 +209,7 @@ def test_generated_values_are_exact_integers_as_written():
 
 def test_default_titles_count_in_words_and_agree_with_their_numbers():
     """The title is the catalogue's (new.title*): number words up to eight, a noun that agrees with its number."""
-    from tutor.generate import default_title
+    from tutor.authoring.generate import default_title
 
     assert default_title(Spec()) == "Three tokens, d_model = 4, one head with d_k = 2"
     assert default_title(Spec(tokens=12, heads=2, mask="causal")) == "12 tokens, d_model = 4, two heads with d_k = 2, causal mask"

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import sympy
 
-from tutor.catalog import resolve
+from tutor.authoring.generate import Spec, generate
 from tutor.exercise import parse_exercise
-from tutor.generate import Spec, generate
+from tutor.exercise.catalog import resolve
 from tutor.render.html import export_html, export_svg
 from tutor.render.json import dumps
 from tutor.render.markdown import exact_sympy, render_markdown, tex_name

@@ -18,8 +18,8 @@ import textwrap
 
 import pytest
 
-from tutor import quiz
-from tutor.quiz import Answer
+from tutor import practice as quiz
+from tutor.practice import Answer
 from tutor.store import Store, default_path
 
 from .conftest import REPO
@@ -104,7 +104,7 @@ def test_ctrl_c_during_the_introduction_ends_with_the_summary(cli, monkeypatch):
 
 SLOW = """
     import os, signal, sys, time
-    from tutor.quiz import machine
+    from tutor.practice import machine
     real = machine.{name}
     def slow(*args, **kwargs):
         {when}
@@ -163,7 +163,7 @@ def test_any_other_command_interrupted_says_so_in_one_line_and_exits_130(args):
 
 
 def test_an_interrupt_inside_a_command_is_one_line_in_process(cli, monkeypatch):
-    from tutor import catalog
+    from tutor.exercise import catalog
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

@@ -15,13 +15,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from tutor.catalog import bundled, resolve
-from tutor.diagnose import MISCONCEPTIONS
+from tutor.exact.expoly import Poly, Value, surds
 from tutor.exactreplay import NoExactForm, entry_value, supports
 from tutor.exactreplay import replay as exact_replay
 from tutor.exercise import parse_exercise
-from tutor.expoly import Poly, Value, surds
-from tutor.invisible import CORE, by_step, invisible, notes, uncaught
+from tutor.exercise.catalog import bundled, resolve
+from tutor.mistakes.diagnose import MISCONCEPTIONS
+from tutor.mistakes.invisible import CORE, by_step, invisible, notes, uncaught
 from tutor.numeric.replay import RIGHT, Variant
 from tutor.steps import replay, solve
 
@@ -235,9 +235,9 @@ def test_validate_notes_what_an_exercise_cannot_catch_without_failing(cli, tmp_p
 
 
 def _as_value(e):
-    """An entry of the exact engine (tutor.exact / exactnum) as an expoly Value, written here from its structure."""
-    from tutor.exactnum import Mix, MixSum, NegInf, Rat, Surd
-    from tutor.expoly import NEG_INF
+    """An entry of the exact engine (tutor.exact.engine / exactnum) as an expoly Value, written here from its structure."""
+    from tutor.exact.expoly import NEG_INF
+    from tutor.exact.numbers import Mix, MixSum, NegInf, Rat, Surd
 
     if isinstance(e, NegInf):
         return NEG_INF
@@ -264,8 +264,8 @@ def _as_value(e):
 @pytest.mark.parametrize("exercise_id", sorted(ex.id for ex in bundled()))
 def test_the_exact_walk_is_the_exact_engine(exercise_id):
     """Under no misconception, the exact walk gives, entry by entry, exactly the exact engine's values."""
+    from tutor.exact.expoly import NEG_INF
     from tutor.exactreplay import as_value
-    from tutor.expoly import NEG_INF
 
     ex = resolve(exercise_id)
     if ex.has_cache or ex.has_bias:  # format v2's cache and bias: no exact walk, said by NoExactForm

@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from tutor.errors import ExerciseError
+from tutor.authoring.generate import Spec, generate
+from tutor.base.errors import ExerciseError
 from tutor.exercise import json_schema, parse_exercise, validate_text
-from tutor.generate import Spec, generate
 
 from .test_exercise import BASE, only, where
 

@@ -16,9 +16,9 @@ import math
 
 import pytest
 
-from tutor.catalog import resolve
+from tutor.base.messages import t
+from tutor.exercise.catalog import resolve
 from tutor.exercise.record import Exercise
-from tutor.messages import t
 from tutor.steps import solve
 
 from .test_torch_parity import require_torch

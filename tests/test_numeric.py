@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tutor.errors import ShapeError
+from tutor.base.errors import ShapeError
 from tutor.exercise.record import Exercise, Head, causal
 from tutor.numeric import (
     DEFAULT_BLOCK_SIZE,
@@ -382,7 +382,7 @@ def test_sdpa_warns_about_masks_in_the_other_polarity():
 
 
 def test_shape_error_is_a_value_error_and_a_tutor_error():
-    from tutor.errors import TutorError
+    from tutor.base.errors import TutorError
 
     with pytest.raises(ValueError) as info:
         scaled_dot_product_attention(np.ones((1, 2)), np.ones((1, 3)), np.ones((1, 1)))

@@ -1,7 +1,7 @@
 """Every file attn-tutor writes on request goes through one function (issue 8, second round, item 6).
 
 ``new -o FIFO --force`` hung forever and ``--force`` wrote into character devices, while ``--export``
-refused non-regular files.  Now ``new -o`` and ``explain --export`` share :func:`tutor.outfile.write_file`:
+refused non-regular files.  Now ``new -o`` and ``explain --export`` share :func:`tutor.base.outfile.write_file`:
 an existing path that is not a regular file is refused even with ``--force``, and nothing blocks.
 """
 
@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from tutor import outfile
-from tutor.errors import TutorError
+from tutor.base import outfile
+from tutor.base.errors import TutorError
 
 TARGETS = {
     "fifo": lambda p: os.mkfifo(p),

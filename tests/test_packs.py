@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tutor.catalog import env_folders, exercises, load_catalog, resolve, search_folders
-from tutor.errors import ExerciseError, NotFoundError
+from tutor.base.errors import ExerciseError, NotFoundError
+from tutor.exercise.catalog import env_folders, exercises, load_catalog, resolve, search_folders
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"

@@ -13,10 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tutor import quiz
-from tutor.attempt import Attempt
-from tutor.catalog import resolve
-from tutor.quiz import (
+from tutor import practice as quiz
+from tutor.exercise.catalog import resolve
+from tutor.practice import (
     Answer,
     Command,
     EndOfInput,
@@ -30,6 +29,7 @@ from tutor.quiz import (
     start,
 )
 from tutor.steps import solve, worked_entry
+from tutor.store.attempt import Attempt
 
 R2 = math.sqrt(2)
 Q = [[1, 1], [2, 2], [2, 2]]

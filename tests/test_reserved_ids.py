@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from tutor.catalog import bundled_ids
+from tutor.exercise.catalog import bundled_ids
 
 from .conftest import EXERCISES
 

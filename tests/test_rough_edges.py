@@ -83,8 +83,8 @@ def test_one_root_sign_on_a_screen(cli):
 
 
 def test_sentences_agree_with_their_nouns(cli, tmp_path):
-    from tutor.catalog import resolve
-    from tutor.diagnose import diagnose
+    from tutor.exercise.catalog import resolve
+    from tutor.mistakes.diagnose import diagnose
     from tutor.steps import solve
 
     sol = solve(resolve("single-head-3x4"))

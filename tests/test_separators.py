@@ -2,7 +2,7 @@
 
 ``str.splitlines`` breaks at U+2028, U+2029, U+0085, the vertical tab, the form feed and U+001C..U+001E, so
 an error quoting such text was cut into several ``error:`` lines (and JSON errors) at the character,
-which was acted on instead of shown.  Every character :mod:`tutor.textsafe` escapes is escaped wherever
+which was acted on instead of shown.  Every character :mod:`tutor.base.textsafe` escapes is escaped wherever
 text from a file or the command line is shown; only a real newline starts a new line.
 """
 
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tutor.textsafe import is_unsafe, lines, shown
+from tutor.base.textsafe import is_unsafe, lines, shown
 
 #: Every character ``str.splitlines`` breaks at besides "\n" and "\r".
 SEPARATORS = ["\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]

@@ -15,7 +15,7 @@ import copy
 import pytest
 
 from tutor.exercise import validate_document, validate_text
-from tutor.yamlread import Document, parse_yaml
+from tutor.exercise.yamlread import Document, parse_yaml
 
 from .conftest import EXERCISES
 

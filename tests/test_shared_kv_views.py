@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tutor.catalog import resolve
-from tutor.quiz import select
+from tutor.exercise.catalog import resolve
+from tutor.practice import select
 from tutor.steps import solve
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tutor.audit.solution import MAX_ENTRIES, MAX_SIDE
 from tutor.exercise import LIMITS
-from tutor.solution_file import MAX_ENTRIES, MAX_SIDE
 
 L, D_MODEL, H, D_K, D_V, D_OUT = 16, 8, 8, 1, 32, 4
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.errors import StoreError
+from tutor.base.errors import StoreError
 from tutor.store import (
     APPLICATION_ID,
     SCHEMA_VERSION,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.errors import StoreError
+from tutor.base.errors import StoreError
 from tutor.store import Attempt, Store
 from tutor.store import files as store_files
 

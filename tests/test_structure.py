@@ -128,11 +128,11 @@ def test_the_graph_sees_the_imports_it_must():
     """The graph is built right: edges it must have, and none from imports inside functions or for type checking."""
     graph = import_graph()
     assert "tutor.exercise.record" in graph["tutor.steps.records"]  # from ..exercise.record import Exercise
-    assert {"tutor.exercise", "tutor.exercise.record"} <= graph["tutor.exact"]  # the package runs first
+    assert {"tutor.exercise", "tutor.exercise.record"} <= graph["tutor.exact.engine"]  # the package runs first
     assert "tutor.answers.values" in graph["tutor.answers.grammar"]  # from . import values as V
     assert "tutor.answers" not in graph["tutor.answers.grammar"]  # its own package: already being imported
-    assert "tutor.diagnose" not in graph["tutor.quiz.machine"]  # imported inside _grade only
-    assert "tutor.diagnose" not in graph["tutor.quiz.effects"]  # under TYPE_CHECKING only
+    assert "tutor.mistakes.diagnose" not in graph["tutor.practice.machine"]  # imported inside _grade only
+    assert "tutor.mistakes.diagnose" not in graph["tutor.practice.effects"]  # under TYPE_CHECKING only
 
 
 def test_no_import_cycle_inside_the_package():
@@ -149,8 +149,8 @@ def test_the_record_and_the_engines_load_no_schema_nor_yaml():
     loads neither pydantic nor the YAML reader; the loader's names still import from the package."""
     code = (
         "import sys\n"
-        "import tutor.exercise.record, tutor.steps, tutor.exact, tutor.numeric, tutor.quiz, tutor.answers\n"
-        "print(sorted(m for m in ('pydantic', 'yaml', 'tutor.exercise.load', 'tutor.yamlread') if m in sys.modules))\n"
+        "import tutor.exercise.record, tutor.steps, tutor.exact.engine, tutor.numeric, tutor.practice, tutor.answers\n"
+        "print(sorted(m for m in ('pydantic', 'yaml', 'tutor.exercise.load', 'tutor.exercise.yamlread') if m in sys.modules))\n"
         "from tutor.exercise import LIMITS, validate_text\n"
         "print(sorted(m for m in ('pydantic', 'yaml') if m in sys.modules), LIMITS['heads'])\n"
     )
@@ -182,25 +182,26 @@ def _imports_anywhere(path: Path) -> set[str]:
 
 
 def test_the_drill_and_the_store_share_one_record_and_do_not_import_each_other():
-    import tutor.attempt
-    import tutor.quiz
+    import tutor.practice
     import tutor.store
+    import tutor.store.attempt
 
-    assert tutor.store.Attempt is tutor.quiz.Attempt is tutor.attempt.Attempt
-    assert _imports_anywhere(PACKAGE / "attempt.py") <= {"__future__", "dataclasses", "typing"}
+    assert tutor.store.Attempt is tutor.practice.Attempt is tutor.store.attempt.Attempt
+    assert _imports_anywhere(PACKAGE / "store" / "attempt.py") <= {"__future__", "dataclasses", "typing"}
     for path in (PACKAGE / "store").glob("*.py"):
-        assert not {n for n in _imports_anywhere(path) if "quiz" in n}, path
-    for path in (PACKAGE / "quiz").glob("*.py"):
-        assert not {n for n in _imports_anywhere(path) if "store" in n}, path
+        assert not {n for n in _imports_anywhere(path) if "practice" in n}, path
+    for name in ("machine", "effects", "events", "grading"):
+        path = PACKAGE / "practice" / f"{name}.py"
+        assert not {n for n in _imports_anywhere(path) if "store" in n and "store.attempt" not in n}, path
 
 
 def test_an_answer_is_the_record_the_store_keeps(tmp_path):
     """The drill's Attempt effect is written and read back by the store unchanged (stamped with its time)."""
-    from tutor.attempt import Attempt
-    from tutor.catalog import resolve
-    from tutor.quiz import Answer, Command, handle, start
+    from tutor.exercise.catalog import resolve
+    from tutor.practice import Answer, Command, handle, start
     from tutor.steps import solve
     from tutor.store import Recorder, Store
+    from tutor.store.attempt import Attempt
 
     state, _ = start(solve(resolve("single-head-3x4")), steps=["q", "k"])
     state, first = handle(state, Answer("1 1; 2 2; 2 3"))  # q, one entry wrong
@@ -221,16 +222,16 @@ def test_an_answer_is_the_record_the_store_keeps(tmp_path):
 
 
 def test_message_catalogue_doctests():
-    import tutor.messages
+    import tutor.base.messages
 
-    result = doctest.testmod(tutor.messages)
+    result = doctest.testmod(tutor.base.messages)
     assert result.failed == 0 and result.attempted >= 2
 
 
 def test_no_message_key_is_given_twice():
-    """A key written twice in tutor/messages.py (in one dict or across ``EN.update`` blocks) silently keeps
+    """A key written twice in tutor/base/messages.py (in one dict or across ``EN.update`` blocks) silently keeps
     the last sentence: two sentences meant for different places, one of them shown in the wrong one."""
-    tree = ast.parse((REPO / "tutor" / "messages.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "tutor" / "base" / "messages.py").read_text(encoding="utf-8"))
     first: dict[str, int] = {}
     twice = []
     for node in ast.walk(tree):

@@ -36,8 +36,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
+from tutor.base.textsafe import UNSAFE_CATEGORIES, escape_char, shown, shown_stream
 from tutor.cli import main
-from tutor.textsafe import UNSAFE_CATEGORIES, escape_char, shown, shown_stream
 
 from .conftest import EXERCISES, REPO
 

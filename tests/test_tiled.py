@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import sympy
 
-from tutor.catalog import resolve
+from tutor.exercise.catalog import resolve
 from tutor.exercise.load import parse_exercise
+from tutor.flash.walk import TiledVariant, exp_greater, exp_sign, online_floats, tiled
 from tutor.steps import solve
-from tutor.tiled import TiledVariant, exp_greater, exp_sign, online_floats, tiled
 
 from .conftest import EXERCISES
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tutor.catalog import resolve
-from tutor.quiz import Answer
-from tutor.quiz import tiled as tq
-from tutor.tiled import tiled
+from tutor.exercise.catalog import resolve
+from tutor.flash import drill as tq
+from tutor.flash.walk import tiled
+from tutor.practice import Answer
 
 from .conftest import REPO, InterruptedInput
 

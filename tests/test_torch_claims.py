@@ -19,9 +19,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tutor.catalog import resolve
+from tutor.base.messages import t
+from tutor.exercise.catalog import resolve
 from tutor.exercise.record import causal
-from tutor.messages import t
 from tutor.numeric.trace import merge_copies, production_view
 from tutor.steps import KINDS, solve, torch_empty_row
 

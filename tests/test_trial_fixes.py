@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from tutor.catalog import resolve
-from tutor.exactnum import Rat
+from tutor.exact.numbers import Rat
+from tutor.exercise.catalog import resolve
 from tutor.steps import solve
 
 
@@ -147,8 +147,8 @@ def test_an_exercise_that_blocks_every_key_explains_its_backward_pass_quietly(cl
 def test_the_exact_backward_pass_refuses_an_exercise_too_large_to_write_out(cli, tmp_path):
     """16 tokens, 8 heads, d_model = 32 took a minute and 96 MB of exact text: refused in one line, exit 2,
     by explain, practice and check alike; the NumPy core's backward still runs it."""
+    from tutor.authoring.generate import Spec, generate
     from tutor.exercise import load_exercise
-    from tutor.generate import Spec, generate
     from tutor.numeric.backward import layer_backward
 
     path = tmp_path / "big.yaml"
@@ -181,7 +181,7 @@ def test_a_softmax_row_of_very_negative_scores_is_worked_out_shifted(cli, tmp_pa
 def test_a_typed_logarithm_is_refused_with_what_to_type_instead():
     """practice --tiled's lse hint writes m + log(l); typing log(2) said only 'unknown name "log"'."""
     from tutor.answers import parse_entry
-    from tutor.errors import TutorError
+    from tutor.base.errors import TutorError
 
     for text in ("log(2)", "ln(2)", "1 + log(2)"):
         with pytest.raises(TutorError) as err:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from tutor.catalog import load_catalog
+from tutor.audit.solution import load_solution
 from tutor.exercise import validate_file, validate_text
-from tutor.solution_file import load_solution
-from tutor.yamlread import MAX_FILE_BYTES, parse_yaml, read_text
+from tutor.exercise.catalog import load_catalog
+from tutor.exercise.yamlread import MAX_FILE_BYTES, parse_yaml, read_text
 
 CLASSIC = """id: classic
 title: "Three tokens, d_model = 4, one head with d_k = 2"
@@ -119,7 +119,7 @@ def test_yaml11_warnings_are_worked_out_without_converting_the_number():
 
 def test_an_unexpected_error_in_one_pack_file_does_not_stop_the_others(tmp_path, monkeypatch):
     """The last guard: a bug while reading one file is that file's problem, not the pack's."""
-    import tutor.catalog as catalog
+    import tutor.exercise.catalog as catalog
 
     pack = tmp_path / "pack"
     pack.mkdir()

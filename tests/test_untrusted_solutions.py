@@ -3,7 +3,7 @@
 An autograder runs ``check`` on a submission and returns the report to its author.  A submission may be a
 symbolic link (a git repository or a tarball holds them) to a file the author cannot read, or not a
 solution at all: such a file is refused, unread or unquoted.  The rule is the one ``exercise:`` follows
-(``tutor.catalog.resolve_reference``), applied to the path on the command line itself.
+(``tutor.exercise.catalog.resolve_reference``), applied to the path on the command line itself.
 """
 
 from __future__ import annotations

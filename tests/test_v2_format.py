@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from tutor.errors import ExerciseError
+from tutor.base.errors import ExerciseError
 from tutor.exercise.load import parse_exercise
 
 HEAD = "id: t\ntitle: T\n"  # lines 1-2

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from tutor.authoring.generate import Spec, generate
 from tutor.exercise.load import validate_text
-from tutor.generate import Spec, generate
+from tutor.production.verify import verify
 from tutor.steps import solve
-from tutor.verify import verify
 
 SPECS = [
     Spec(heads=2, kv_heads=1, seed=1),
@@ -46,7 +46,7 @@ def test_the_cache_is_the_earlier_tokens_projected():
     """The generator draws the whole sequence; its first rows, projected, must be the cache it writes."""
     import dataclasses
 
-    from tutor.generate import LEVELS, _pick, _spec_shape
+    from tutor.authoring.generate import LEVELS, _pick, _spec_shape
     spec = Spec(tokens=1, cache=3, heads=2, kv_heads=1, mask="causal_lower_right", seed=9)
     ex = validate_text(generate(spec)).exercise
     whole = dataclasses.replace(spec, tokens=4, kv_heads=None, cache=None, mask="causal")
@@ -117,7 +117,7 @@ def test_heads_that_share_k_v_never_have_the_same_weights(spec):
 
 def test_without_the_redraw_seed_399453_has_two_heads_alike(monkeypatch):
     """The premise of the test above: the first draw of that seed is the dull one."""
-    import tutor.generate_llm as llm
+    import tutor.authoring.generate_v2 as llm
 
     monkeypatch.setattr(llm, "_same_weights", lambda *args: False)
     ex = validate_text(generate(Spec(heads=2, kv_heads=1, seed=399453))).exercise

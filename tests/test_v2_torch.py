@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tutor.catalog import resolve
+from tutor.exercise.catalog import resolve
 from tutor.exercise.load import parse_exercise
 from tutor.steps import solve
 
@@ -230,7 +230,7 @@ def test_a_decode_step_gives_the_last_row_of_the_full_causal_forward():
     def rows(m):
         return "[" + ", ".join("[" + ", ".join(str(e) for e in r) + "]" for r in m) + "]"
 
-    from tutor.exact import matmul
+    from tutor.exact.engine import matmul
     k_cache, v_cache = matmul(x_past, w_k), matmul(x_past, w_v)  # the cache: x·W_K, x·W_V of the three earlier tokens
     decode = FULL.replace("x: [[1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 2, 1]]", f"x: {rows(x_new)}").replace(
         "mask: causal", f"mask: causal_lower_right\ncache:\n  - {{k: {rows(k_cache)}, v: {rows(v_cache)}}}")
@@ -251,8 +251,8 @@ def test_a_decode_step_gives_the_last_row_of_the_full_causal_forward():
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_engines_agree_on_v2_exercises(name):
     """verify (the exact engine against the NumPy decoder path) and the float walk, on each case."""
+    from tutor.production.verify import verify
     from tutor.steps import replay
-    from tutor.verify import verify
 
     sol = solve(_exercise(name))
     verify(sol)

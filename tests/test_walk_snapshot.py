@@ -32,10 +32,10 @@ def _digest(value) -> str:
 
 
 def _walks(exercise_id: str) -> dict[str, object]:
-    from tutor.catalog import resolve
-    from tutor.diagnose import MISCONCEPTIONS
-    from tutor.invisible import invisible
     from tutor import numeric
+    from tutor.exercise.catalog import resolve
+    from tutor.mistakes.diagnose import MISCONCEPTIONS
+    from tutor.mistakes.invisible import invisible
     from tutor.numeric.replay import Replay
     from tutor.steps import KINDS, keys, replay, solve
 

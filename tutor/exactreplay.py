@@ -2,10 +2,10 @@
 
 :mod:`tutor.numeric.replay` computes each step in float64 the way a learner
 holding a misconception would; this module computes the same steps with the
-same knobs in exact arithmetic (:class:`tutor.expoly.Value`: rationals,
+same knobs in exact arithmetic (:class:`tutor.exact.expoly.Value`: rationals,
 square roots and exponentials), so that "this mistake gives exactly the
 right matrix here" can be decided exactly, not to float round-off
-(:mod:`tutor.invisible`).  It mirrors ``numeric/replay.py`` function by
+(:mod:`tutor.mistakes.invisible`).  It mirrors ``numeric/replay.py`` function by
 function -- the same shapes, the same ``None`` where a variant cannot reach
 a step -- and a test checks that the two agree on every variant.
 
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from . import exact
-from .expoly import NEG_INF, Poly, Value, _cut, _NegInf, root
+from .exact import engine as exact
+from .exact.expoly import NEG_INF, Poly, Value, _cut, _NegInf, root
 from .steps import KINDS, Key, keys, upstream
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ ZERO = Fraction(0)
 
 
 def as_value(e: Entry) -> Value:
-    """An entry that is a number, as a :class:`~tutor.expoly.Value`."""
+    """An entry that is a number, as a :class:`~tutor.exact.expoly.Value`."""
     assert not isinstance(e, _NegInf)
     return Value.of(e) if isinstance(e, Fraction) else e
 

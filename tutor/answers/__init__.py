@@ -20,7 +20,7 @@ Nothing is ever evaluated as code.
   :func:`practice_verdict` (practice's policy on coarse answers),
   :func:`claim`, :func:`equals_exactly`.
 
-Every sentence these modules raise is a key of :mod:`tutor.messages`
+Every sentence these modules raise is a key of :mod:`tutor.base.messages`
 (``answer.*``, ``matrix.*``).
 
 >>> parse_entry("1/(1 + 2*exp(sqrt(2)))").expr

@@ -33,7 +33,7 @@ Mono = tuple[Fraction, int, Lin]  # r·√n·exp(L)
 
 class Refused(Exception):
     """An operation the bounds refuse: ``key`` is a message key of the catalogue
-    (:mod:`tutor.messages`, ``answer.*``), ``fields`` its fields besides column and text."""
+    (:mod:`tutor.base.messages`, ``answer.*``), ``fields`` its fields besides column and text."""
 
     def __init__(self, key: str, **fields: Any):
         super().__init__(key)

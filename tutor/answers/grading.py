@@ -19,7 +19,7 @@ value lies in it:
 decimal by ``value ± T``; exact forms and masked entries stay exact.
 
 **How coarse an answer may be** is each command's policy, on top of the
-rule (:func:`practice_verdict`, and :mod:`tutor.check`):
+rule (:func:`practice_verdict`, and :mod:`tutor.audit.check`):
 
 * ``practice`` asks for at least :data:`MIN_PLACES` decimal places for a
   value that is not an integer: a coarser decimal whose interval contains the
@@ -32,10 +32,10 @@ rule (:func:`practice_verdict`, and :mod:`tutor.check`):
 **Truncation.**  A wrong decimal that is the true value cut (not rounded) to
 the places written -- ``0.10`` for 0.1084, whose rounding is ``0.11`` -- is
 named: the grading note ``truncated_decimal`` (a note of the grading, not a
-misconception of :mod:`tutor.diagnose`).
+misconception of :mod:`tutor.mistakes.diagnose`).
 
 >>> from tutor.answers import parse_entry
->>> from tutor.exactnum import Rat
+>>> from tutor.exact.numbers import Rat
 >>> from fractions import Fraction
 >>> judge(parse_entry("0.45"), Rat(Fraction(9, 20))).right, judge(parse_entry("0.44"), Rat(Fraction(9, 20))).right
 (True, False)
@@ -52,7 +52,7 @@ from .entry import Entry
 from .values import equals_exact
 
 if TYPE_CHECKING:
-    from tutor.exactnum import Exact
+    from tutor.exact.numbers import Exact
 
 #: ``practice`` asks for at least this many decimal places for a value that is not an integer.
 MIN_PLACES = 2
@@ -91,7 +91,7 @@ class Judgement:
 
 
 def judge(entry: Entry, true: Exact, *, tolerance: float | None = None, strict: bool = False) -> Judgement:
-    """``entry`` judged against the true value ``true`` (a :mod:`tutor.exactnum` value) by the rule.
+    """``entry`` judged against the true value ``true`` (a :mod:`tutor.exact.numbers` value) by the rule.
 
     ``tolerance`` replaces the interval of a decimal (``--tolerance``);
     ``strict`` marks an entry a mask fixes (exactly equal, whatever is
@@ -181,13 +181,13 @@ def equals_exactly(entry: Entry, true: Exact) -> bool:
 
     >>> from fractions import Fraction
     >>> from tutor.answers import parse_entry
-    >>> from tutor.exactnum import Rat
+    >>> from tutor.exact.numbers import Rat
     >>> equals_exactly(parse_entry("1000000001/1000000000"), Rat(Fraction(1)))
     False
     >>> equals_exactly(parse_entry("2/2"), Rat(Fraction(1))), equals_exactly(parse_entry("1.0"), Rat(Fraction(1)))
     (True, True)
     """
-    from tutor.exactnum import NegInf
+    from tutor.exact.numbers import NegInf
 
     if entry.infinity:
         return entry.infinity < 0 and isinstance(true, NegInf)
@@ -201,7 +201,7 @@ def equals_exactly(entry: Entry, true: Exact) -> bool:
 
 
 def _is_integer(true: Exact) -> bool:
-    from tutor.exactnum import Rat
+    from tutor.exact.numbers import Rat
 
     return isinstance(true, Rat) and true.q.denominator == 1
 
@@ -214,7 +214,7 @@ def _is_integer_text(entry: Entry) -> bool:
 def _rational(true: Exact) -> Fraction:
     """``true`` as a fraction: exactly for a rational, else its value at 40 significant digits
     (an irrational value is never on the edge of a decimal claim; 40 digits tell which side it is on)."""
-    from tutor.exactnum import Rat
+    from tutor.exact.numbers import Rat
 
     if isinstance(true, Rat):
         return true.q

@@ -44,7 +44,7 @@ exponent: ``0.45``, ``1e-3``) is *not exact* -- it claims a rounded value.
 Resource guards: every entry is graded within a fixed budget (well under
 100 ms for any entry inside these limits; ``make bench`` runs
 ``benchmarks/answers_budget.py`` over the worst entries we could build), and
-an entry beyond a limit is refused with an :class:`~tutor.errors.AnswerError`
+an entry beyond a limit is refused with an :class:`~tutor.base.errors.AnswerError`
 naming the column, never graded late:
 
 * an entry has at most :data:`MAX_ENTRY_CHARS` characters, a typed matrix
@@ -93,8 +93,8 @@ from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any, NamedTuple, NoReturn
 
-from tutor import messages
-from tutor.errors import AnswerError
+from tutor.base import messages
+from tutor.base.errors import AnswerError
 
 from . import values as V
 from .entry import Entry
@@ -109,7 +109,7 @@ MAX_EXP_ARGUMENT = 1_000
 
 
 def refuse(key: str, **fields: Any) -> NoReturn:
-    """Raise the :class:`AnswerError` whose text is the catalogue's ``key`` (:mod:`tutor.messages`)."""
+    """Raise the :class:`AnswerError` whose text is the catalogue's ``key`` (:mod:`tutor.base.messages`)."""
     raise AnswerError(messages.t(key, **fields))
 
 
@@ -168,7 +168,7 @@ def _tokenize(text: str) -> list[_Tok]:
         elif c in _OPS:
             toks.append(_Tok("op", c, _OPS[c], i + 1))
             i += 1
-        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.session._prepare)
+        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.practice.session._prepare)
             refuse("answer.undecodable", column=i + 1)
         else:
             refuse("answer.unexpected_char", char=printable(c), column=i + 1, text=printable(text))
@@ -407,7 +407,7 @@ def parse_entry(text: str) -> Entry:
     >>> parse_entry("2 + * 3")
     Traceback (most recent call last):
     ...
-    tutor.errors.AnswerError: unexpected "*" at column 5 in "2 + * 3"
+    tutor.base.errors.AnswerError: unexpected "*" at column 5 in "2 + * 3"
     """
     if not isinstance(text, str):
         refuse("answer.not_text", found=type(text).__name__)

@@ -10,7 +10,7 @@ not next to an operator); each entry is read by
 >>> parse_matrix("1 2; 3")
 Traceback (most recent call last):
 ...
-tutor.errors.AnswerError: row 2 has 1 entry, but row 1 has 2
+tutor.base.errors.AnswerError: row 2 has 1 entry, but row 1 has 2
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tutor import messages
-from tutor.errors import AnswerError
+from tutor.base import messages
+from tutor.base.errors import AnswerError
 
 from .entry import Entry, Matrix
 from .grammar import MAX_DIGITS, parse_entry, refuse

@@ -38,7 +38,7 @@ The exact forms' arithmetic is :mod:`.forms`; the interval primitives are
 :mod:`.intervals`; this module builds values from both and bounds them.
 
 Resource bounds, each refused with a :class:`Refused` that the parser turns
-into an :class:`~tutor.errors.AnswerError` naming the column:
+into an :class:`~tutor.base.errors.AnswerError` naming the column:
 
 * every exact number held -- a rational, each coefficient and radicand of an
   exact form -- has at most :data:`MAX_EXACT_BITS` bits in numerator and
@@ -739,19 +739,19 @@ def _exact_power(a: Value, m: int, iv: Interval) -> Value | None:
 
 
 def equals_exact(v: Value, true: Any) -> bool:
-    """Whether ``v`` is exactly the true value ``true`` (a :class:`tutor.exactnum.Exact`).
+    """Whether ``v`` is exactly the true value ``true`` (a :class:`tutor.exact.numbers.Exact`).
 
     Decided exactly where the forms allow:
 
-    * a rational true value (:class:`~tutor.exactnum.Rat`) and ``v`` with a
+    * a rational true value (:class:`~tutor.exact.numbers.Rat`) and ``v`` with a
       ``lin`` form: the rationals compare as fractions (a ``lin`` with a
       square root is irrational: never equal);
-    * a surd ``q·√t`` (:class:`~tutor.exactnum.Surd`) and a ``lin``: equal
+    * a surd ``q·√t`` (:class:`~tutor.exact.numbers.Surd`) and a ``lin``: equal
       exactly when ``v`` is one term ``c·√n`` with the sign of ``q`` and
       ``c²·n = q²·t``.
 
-    Anything else -- a softmax value (:class:`~tutor.exactnum.Mix`,
-    :class:`~tutor.exactnum.MixSum`), or an entry with ``exp`` or a quotient
+    Anything else -- a softmax value (:class:`~tutor.exact.numbers.Mix`,
+    :class:`~tutor.exact.numbers.MixSum`), or an entry with ``exp`` or a quotient
     of sums -- is compared numerically.  Intervals at 256 bits that do not
     overlap decide "not equal" at once (a wrong answer costs nothing more);
     otherwise ``v`` is evaluated to :data:`CHECK_PREC` = 2,112 bits of
@@ -775,7 +775,7 @@ def equals_exact(v: Value, true: Any) -> bool:
     (a Taylor remainder such as ``exp(t) - 1 - t - t²/2``) could hide a
     difference; no value a person computes by hand does.
     """
-    from tutor.exactnum import NegInf, Rat, Surd
+    from tutor.exact.numbers import NegInf, Rat, Surd
 
     load()
     if isinstance(true, NegInf):
@@ -806,7 +806,7 @@ def equals_exact(v: Value, true: Any) -> bool:
 def _true_ball(true: Any, prec: int) -> Interval:
     """An interval around an exact engine value at about ``prec`` bits; its width is
     estimated from two evaluations 40 bits apart (softmax sums may cancel)."""
-    from tutor.exactnum import Rat, Surd
+    from tutor.exact.numbers import Rat, Surd
 
     if isinstance(true, Rat):
         return iv_q(true.q, prec)

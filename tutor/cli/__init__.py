@@ -6,7 +6,7 @@ imports what it shares from :mod:`tutor.cli.common` and never from here; this
 module builds ``app`` and registers the commands explicitly, in the order of
 ``attn-tutor --help`` (:data:`COMMANDS`).  Commands import what they compute
 with inside their bodies, so ``attn-tutor --help`` and ``attn-tutor list``
-never import sympy or numpy.  Every :class:`tutor.errors.TutorError` becomes
+never import sympy or numpy.  Every :class:`tutor.base.errors.TutorError` becomes
 a one-line ``error: ...`` on stderr and exit code 2, and every exit code is
 decided, in :func:`main` only (1 means only "the solution checked is wrong").
 """
@@ -21,9 +21,9 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
-from ..errors import TutorError
-from ..messages import t
-from ..textsafe import lines, shown
+from ..base.errors import TutorError
+from ..base.messages import t
+from ..base.textsafe import lines, shown
 from . import author, check, drill, explain, practice
 from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
 from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors, restore_environ
@@ -276,8 +276,8 @@ def error_document(kind: str, code: int, message: str, problems: object = None) 
     ``error:``) - the shape of ``validate --format json``'s problems.  A
     command's normal JSON output never has an ``error`` key.
     """
-    from ..authoring import problem_dict
-    from ..jsontext import compact
+    from ..authoring.validate import problem_dict
+    from ..base.jsontext import compact
 
     if isinstance(problems, (list, tuple)) and problems:
         errors = [problem_dict(p, "error") for p in problems]

@@ -4,7 +4,7 @@
 are valid, 2 otherwise; ``--format json`` for a pack's CI), ``new`` writes a
 commented exercise whose numbers are small enough for paper, ``schema``
 prints the JSON Schema the loader's model produces.  What they compute lives
-in :mod:`tutor.authoring` and :mod:`tutor.generate`; here options are parsed
+in :mod:`tutor.authoring.validate` and :mod:`tutor.authoring.generate`; here options are parsed
 and results printed.
 """
 
@@ -18,8 +18,8 @@ from typing import Annotated
 
 import typer
 
-from ..jsontext import document
-from ..messages import t
+from ..base.jsontext import document
+from ..base.messages import t
 from .common import ExercisesOpt, Format, FormatOpt, warn, write, write_document
 
 
@@ -41,7 +41,7 @@ def validate(
     notes: Annotated[bool, typer.Option("--notes/--no-notes", help=t("cli.validate.notes"))] = True,
 ) -> None:
     """Validate files and folders; exit 0 when all are valid, 2 otherwise (notes never change it)."""
-    from ..authoring import validate as validate_files
+    from ..authoring.validate import validate as validate_files
 
     report = validate_files(paths, notes=notes)
     if fmt is Format.json:
@@ -92,17 +92,17 @@ def new(
     result cannot catch (the shape's doing: d_k = 1, d_k = d_model) are noted
     on stderr.
     """
-    from ..authoring import mistake_notes, note_text, write_exercise
-    from ..errors import TutorError
+    from ..authoring.generate import Spec, generate
+    from ..authoring.validate import mistake_notes, note_text, write_exercise
+    from ..base.errors import TutorError
     from ..exercise import validate_text
-    from ..generate import Spec, generate
 
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "big") % 1_000_000
     if exercise_id is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", exercise_id):
         raise typer.BadParameter(t("new.bad_id", found=exercise_id), param_hint="--id")
     if exercise_id is not None:
-        from ..catalog import bundled_ids
+        from ..exercise.catalog import bundled_ids
 
         if exercise_id in bundled_ids():  # reserved: the new file would shadow it wherever it is read by path
             raise typer.BadParameter(t("new.reserved_id", id=exercise_id, file=f"bundled:{bundled_ids()[exercise_id].name}"),
@@ -116,8 +116,8 @@ def new(
                 "--" + name.replace("_", "-") for name in given)), param_hint="--like")
         import shlex
 
-        from ..catalog import resolve
-        from ..generate import like as draw_like
+        from ..authoring.generate import like as draw_like
+        from ..exercise.catalog import resolve
 
         source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
         text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title,
@@ -133,7 +133,7 @@ def new(
         if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
             raise typer.BadParameter(t("new.padding_keys"), param_hint="--mask")
         try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
-            from ..generate_llm import check_v2
+            from ..authoring.generate_v2 import check_v2
 
             check_v2(spec)
         except ValueError as err:
@@ -165,14 +165,14 @@ def _given(ctx: typer.Context, name: str) -> bool:
 
 def _check_title(title: str) -> None:
     """A usage error for a ``--title`` with a character a terminal acts on or hides (ESC, NUL, U+202E,
-    U+200B: :func:`tutor.textsafe.is_unsafe`), or a byte the locale could not decode: it would be
+    U+200B: :func:`tutor.base.textsafe.is_unsafe`), or a byte the locale could not decode: it would be
     written into the file as it is.
 
     Whitespace is fine, line breaks included (``\\n``, U+2028, U+0085): the title is written on one
     line, whitespace collapsed to single spaces.
     """
-    from ..textsafe import is_unsafe
-    from ..yamlread import codepoint
+    from ..base.textsafe import is_unsafe
+    from ..exercise.yamlread import codepoint
 
     for ch in title:
         if 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte the locale could not decode, kept by surrogateescape

@@ -2,7 +2,7 @@
 
 Exit codes: 0 every given step right and plausible; 1 something is wrong
 (raised as :class:`tutor.cli.common.SolutionWrong`, the only way to exit
-code 1); 2 the file is unusable (raised as a :class:`tutor.errors.TutorError`,
+code 1); 2 the file is unusable (raised as a :class:`tutor.base.errors.TutorError`,
 which :func:`tutor.cli.main` prints as ``error: file:line:col: ...``, and
 with ``--format json`` also as the error document on stdout); 3 attn-tutor
 itself failed.  The file's warnings (a plain ``010``) do not change the exit
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..jsontext import document
-from ..messages import t
+from ..base.jsontext import document
+from ..base.messages import t
 from ..render.text import asciify
 from .common import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, console, warn, write_document
 
 if TYPE_CHECKING:
-    from ..solution_file import SolutionFile
+    from ..audit.solution import SolutionFile
 
 
 def check(
@@ -34,9 +34,9 @@ def check(
     exercises: ExercisesOpt = None,
 ) -> None:
     """Audit a solution file against its exercise; raise :class:`SolutionWrong` when it is wrong."""
-    from ..authoring import warning_text
-    from ..check import audit
-    from ..solution_file import load_solution
+    from ..audit.check import audit
+    from ..audit.solution import load_solution
+    from ..authoring.validate import warning_text
     from .practice import check_tolerance
 
     check_tolerance(tolerance)
@@ -63,8 +63,8 @@ def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None
     """``check`` of a file with a ``tiled:`` part (and maybe steps): both reports; exit 1 when either is wrong."""
     import json
 
-    from ..check import audit
-    from ..tiled_check import audit_tiled, tiled_json, tiled_lines
+    from ..audit.check import audit
+    from ..flash.check import audit_tiled, tiled_json, tiled_lines
 
     rep = audit_tiled(sf.exercise, sf.tiled, tolerance=tolerance)
     report = audit(sf, tolerance=tolerance) if sf.steps else None

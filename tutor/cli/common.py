@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
-from ..messages import t
-from ..textsafe import shown
+from ..base.messages import t
+from ..base.textsafe import shown
 
 if TYPE_CHECKING:
     from ..render.console import SafeConsole
@@ -34,7 +34,7 @@ EXIT_INTERRUPTED = 130
 class SolutionWrong(Exception):
     """Raised by ``check`` (only) when the solution it audited is wrong: exit code 1.
 
-    Neither a :class:`tutor.errors.TutorError` (exit 2) nor a ``SystemExit``:
+    Neither a :class:`tutor.base.errors.TutorError` (exit 2) nor a ``SystemExit``:
     :func:`tutor.cli.main` is the one place that turns it into :data:`EXIT_WRONG`.
     """
 
@@ -139,6 +139,6 @@ def head_index(head: int | None) -> int | None:
 def check_head(head: int | None, num_heads: int) -> None:
     """A usage error (exit 2) when ``--head`` (1-based) names a head the exercise does not have."""
     if head is not None and head > num_heads:
-        from ..plan import head_error
+        from ..practice.plan import head_error
 
         raise typer.BadParameter(head_error(head - 1, num_heads), param_hint="--head")

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..jsontext import document
-from ..messages import plural, t
+from ..base.jsontext import document
+from ..base.messages import plural, t
 from .common import Format, FormatOpt, console, stdin, warn, write_document
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def _out(name: str, questions: list[Question], seed: int, answers: bool, fmt: Fo
 
 def _run(ctx: typer.Context, name: str, questions: list[Question], seed: int, mode: str) -> None:
     from ..drills.runs import drill
-    from ..session import answer_stream
+    from ..practice.session import answer_stream
 
     stream = answer_stream(stdin(ctx))  # before the store is opened: a run that cannot read leaves no trace
     drill(name, questions, seed=seed, mode=mode, stream=stream, console=console(),
@@ -212,7 +212,7 @@ def interview(
             view.listing([q for _, qs in p.sections for q in qs], s, show_answers)
         return
     from ..drills.runs import interview as run
-    from ..session import answer_stream
+    from ..practice.session import answer_stream
 
     stream = answer_stream(stdin(ctx))
     run(p, minutes=minutes, bank=loaded, stream=stream, console=console(),

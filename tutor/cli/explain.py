@@ -8,19 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..jsontext import document
-from ..messages import t
-from .common import (
-    ExerciseArg,
-    ExercisesOpt,
-    Format,
-    FormatOpt,
-    check_head,
-    console,
-    head_index,
-    warn,
-    write_document,
-)
+from ..base.jsontext import document
+from ..base.messages import t
+from .common import ExerciseArg, ExercisesOpt, Format, FormatOpt, check_head, console, head_index, warn, write_document
 
 if TYPE_CHECKING:
     from ..steps import Solution
@@ -58,7 +48,7 @@ def explain(
     A hand-sized exercise (:func:`tutor.steps.hand_sized`) shows the
     arithmetic of every step unless ``--brief``.
     """
-    from ..catalog import resolve
+    from ..exercise.catalog import resolve
     from ..steps import solve
 
     if export is not None:
@@ -79,7 +69,7 @@ def explain(
         explain_tiled(ex, head=head, block_size=block_size, precision=precision, fmt=fmt.value)
         return
     sol = solve(ex, backward=backward)
-    from ..verify import verify
+    from ..production.verify import verify
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
@@ -98,15 +88,15 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     """Refuse an ``--export`` that cannot be honoured, before anything is computed.
 
     Usage errors (exit 2): a suffix that is not one of
-    :data:`tutor.authoring.EXPORT_SUFFIXES`, and a ``--format`` given
+    :data:`tutor.authoring.validate.EXPORT_SUFFIXES`, and a ``--format`` given
     explicitly that the export is not (``--export x.html --format json``: the
     suffix decides what is written, so the format would be ignored).
     :class:`TutorError` (exit 2): the file exists and ``force`` is False (as
     ``new -o``), or it exists and is not a regular file (a FIFO would block the
     write; refused even with ``force``).
     """
-    from ..authoring import EXPORT_FORMATS, EXPORT_SUFFIXES
-    from ..outfile import check_target
+    from ..authoring.validate import EXPORT_FORMATS, EXPORT_SUFFIXES
+    from ..base.outfile import check_target
 
     suffix = export.suffix.lower()
     if suffix not in EXPORT_SUFFIXES:
@@ -125,11 +115,11 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     """Print or export ``sol`` as a handout: ``fmt`` is ``rich``, ``markdown``, ``html`` (or ``json``, not blank).
 
     With ``export`` (checked by :func:`check_export`) the kind of file follows
-    its suffix (:func:`tutor.authoring.export_handout`) and nothing is printed
+    its suffix (:func:`tutor.authoring.validate.export_handout`) and nothing is printed
     on stdout; a one-line note goes to stderr.
     """
     if export is not None:
-        from ..authoring import export_handout
+        from ..authoring.validate import export_handout
 
         export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief, force=force)
         warn(t("handout.wrote", path=export))
@@ -155,9 +145,9 @@ def list_(
     exercises: ExercisesOpt = None,
 ) -> None:
     """List the exercises (bundled and packs); each problem of a pack is a ``warning:`` line on stderr."""
-    from ..authoring import catalog_rows
-    from ..catalog import load_catalog
-    from ..errors import StoreError
+    from ..authoring.validate import catalog_rows
+    from ..base.errors import StoreError
+    from ..exercise.catalog import load_catalog
     from ..store import Store, solved
 
     cat = load_catalog(exercises or ())

@@ -1,4 +1,4 @@
-"""`practice` and `stats`: options parsed here, the session planned by :mod:`tutor.plan` and run by :mod:`tutor.session`.
+"""`practice` and `stats`: options parsed here, the session planned by :mod:`tutor.practice.plan` and run by :mod:`tutor.practice.session`.
 
 ``practice`` reads its answers from the standard input :func:`tutor.cli.main`
 was given (a terminal, with line editing, or piped text: one answer per
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..jsontext import document
-from ..messages import t
+from ..base.jsontext import document
+from ..base.messages import t
 from .common import (
     ExercisesOpt,
     Format,
@@ -33,7 +33,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..plan import Plan
+    from ..practice.plan import Plan
 
 
 class PracticeMode(str, Enum):
@@ -85,10 +85,10 @@ def practice(
     --seed S`` writes the same ones); progress is recorded under the original id,
     and a fresh session begins anew (an unfinished one was on other numbers).
     """
-    from .. import plan as plans
-    from ..catalog import resolve
-    from ..quiz import Settings
-    from ..session import answer_stream, practise
+    from ..exercise.catalog import resolve
+    from ..practice import Settings
+    from ..practice import plan as plans
+    from ..practice.session import answer_stream, practise
     from ..store import Store
 
     if tiled:  # FlashAttention's online softmax, quantity by quantity: a session of its own, not recorded
@@ -152,7 +152,7 @@ def _fresh(plan: Plan, named: str | None, folders: Sequence[Path], seed: int | N
     import shlex
     from dataclasses import replace
 
-    from ..generate import fresh as fresh_numbers
+    from ..authoring.generate import fresh as fresh_numbers
     from ..steps import has_backward, solve
 
     original = plan.sol.exercise
@@ -176,7 +176,7 @@ def stats(
     """Show accuracy by step, mistakes by kind, the review schedule and what to practise next;
     never writes to the store."""
     from ..drills.results import drills_document
-    from ..session import heads_by_id, recommendation, stats_document
+    from ..practice.session import heads_by_id, recommendation, stats_document
     from ..store import Store, default_path
 
     path = default_path()

@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from typing import TextIO
 
-from ..errors import TutorError
-from ..messages import t
+from ..base.errors import TutorError
+from ..base.messages import t
+from ..base.textsafe import shown_stream
 from ..render import MAX_WIDTH, MIN_WIDTH
-from ..textsafe import shown_stream
 
 
 class OutputError(TutorError):
@@ -53,7 +53,7 @@ class GuardedStream:
     """A standard stream as the commands see it: never raw control characters, never an encoding crash,
     never a silent loss of output.
 
-    - Text is escaped by :func:`tutor.textsafe.shown_stream` (only colour
+    - Text is escaped by :func:`tutor.base.textsafe.shown_stream` (only colour
       sequences pass), the last line of defence behind the renderers.
     - On a stream that is not UTF-8, characters it cannot encode are
       transliterated (``…`` -> ``...``, ``√`` -> ``sqrt``) or written as

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import typer
 
+from ..base.jsontext import document
+from ..base.messages import t
 from ..exercise.record import Exercise
-from ..jsontext import document
-from ..messages import t
 from .common import check_head, console, stdin, write_document
 
 
 def explain_tiled(ex: Exercise, *, head: int | None, block_size: int, precision: int, fmt: str) -> None:
     """Print every query row's online softmax (of ``head``, 0-based, or of every head) in blocks of
     ``block_size`` keys: text, or JSON with ``--format json`` (the contract's ``tiled`` list)."""
-    from ..tiled import tiled
+    from ..flash.walk import tiled
 
     rows = tiled(ex, block_size, head)
     if fmt == "json":
@@ -37,11 +37,11 @@ def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None
     Usage errors (exit 2) for options that choose steps or a schedule (``others``), no exercise, a
     head or query the exercise does not have; the closed standard input is refused before anything
     is computed.  Nothing is written to the progress store."""
-    from ..catalog import resolve
-    from ..quiz.tiled import default_row
-    from ..session import answer_stream
-    from ..tiled import tiled
-    from ..tiled_session import practise_tiled
+    from ..exercise.catalog import resolve
+    from ..flash.drill import default_row
+    from ..flash.session import practise_tiled
+    from ..flash.walk import tiled
+    from ..practice.session import answer_stream
     from .practice import check_tolerance
 
     if others:

@@ -17,11 +17,11 @@ format is documented in ``docs/concept-bank.md``.  One file::
         claims: [qk-variance]           # numeric claims of the model answer, each measured by a test
         sources: [...]                  # papers or docs the answer rests on
 
-Loading goes as for exercises: :func:`tutor.yamlread.parse_yaml` (safe,
+Loading goes as for exercises: :func:`tutor.exercise.yamlread.parse_yaml` (safe,
 YAML 1.2, with positions), then the pydantic model (``extra="forbid"``), then
 the checks across files (an id given twice, a follow-up naming no question,
 a question without a topic).  Every problem is a
-:class:`tutor.errors.Problem` at its file, line and column; nothing in a
+:class:`tutor.base.errors.Problem` at its file, line and column; nothing in a
 file is evaluated as code, and its text reaches a terminal only escaped.
 """
 
@@ -35,9 +35,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
-from ..errors import Problem, TutorError
+from ..base.errors import Problem, TutorError
+from ..base.messages import t
 from ..exercise.load import Validation
-from ..messages import t
 
 BUNDLED = Path(__file__).resolve().parent / "concepts"
 MAX_TEXT = 4000  # characters in one text field
@@ -53,7 +53,7 @@ class BankError(TutorError):
 
 
 def _fail(expected: str, found: Any) -> PydanticCustomError:
-    from ..yamlread import describe
+    from ..exercise.yamlread import describe
 
     return PydanticCustomError("tutor", "{message}", {"message": t("schema.expected", expected=expected,
                                                                    found=describe(found))})
@@ -162,7 +162,7 @@ class _Read:
     name: str
     source: str
     record: BankFile
-    doc: Any  # tutor.yamlread.Document: the positions of its values
+    doc: Any  # tutor.exercise.yamlread.Document: the positions of its values
 
 
 def read_file(file: Path, display: str | None = None) -> tuple[list[Problem], BankFile | None]:
@@ -172,7 +172,7 @@ def read_file(file: Path, display: str | None = None) -> tuple[list[Problem], Ba
 
 
 def _read(file: Path, name: str, source: str) -> tuple[list[Problem], _Read | None]:
-    from ..yamlread import parse_yaml, read_text
+    from ..exercise.yamlread import parse_yaml, read_text
 
     text, problems = read_text(str(file), name)
     if text is None:
@@ -190,7 +190,7 @@ def _read(file: Path, name: str, source: str) -> tuple[list[Problem], _Read | No
 
 def _problems(err: ValidationError, doc: Any) -> list[Problem]:
     from ..exercise.load import unknown_field
-    from ..yamlread import describe
+    from ..exercise.yamlread import describe
 
     known = {"": set(BankFile.model_fields), "questions": set(ConceptQuestion.model_fields),
              "wrong_answers": set(WrongAnswer.model_fields)}
@@ -225,7 +225,7 @@ _MIN_LENGTH = {"key_points": 2, "wrong_answers": 2, "questions": 1}
 
 def bank_files(folder: Path) -> list[Path]:
     """The YAML files below ``folder`` (as packs are read: hidden files and folders skipped)."""
-    from ..catalog import yaml_files
+    from ..exercise.catalog import yaml_files
 
     return yaml_files(folder)
 
@@ -313,7 +313,7 @@ def validation(file: Path, display: str | None = None) -> BankValidation | None:
     concept bank file (it has no top-level ``questions:``), so that it is validated as an exercise."""
     import re
 
-    from ..yamlread import read_text
+    from ..exercise.yamlread import read_text
 
     text, _ = read_text(str(file), display or str(file))
     if text is None or not re.search(r"(?m)^questions\s*:", text):

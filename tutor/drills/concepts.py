@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
-from ..messages import t
+from ..base.messages import t
 from .bank import Bank, Concept
 from .record import Question, lettered
 

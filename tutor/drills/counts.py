@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..messages import t
+from ..base.messages import t
 from .record import Question, Variant
 
 #: Bytes per element of the dtypes asked about (``torch.empty(0, dtype=...).element_size()``; a test checks).

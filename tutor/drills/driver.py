@@ -1,7 +1,7 @@
 """Asking a drill's questions: read a line, grade it, show the verdict, record the answer, repeat.
 
 Everything a run touches is passed in, as for a practice session
-(:mod:`tutor.session`): the :class:`Lines` it reads answers from (a terminal
+(:mod:`tutor.practice.session`): the :class:`Lines` it reads answers from (a terminal
 with line editing, or any stream, each line echoed after its prompt), the
 view it writes to (:class:`tutor.render.drill.DrillView`), the
 :class:`tutor.store.Recorder` every answer goes to, and the clock a timed run
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from ..attempt import Attempt
+from ..store.attempt import Attempt
 from .record import DRILL_PREFIX, MAX_ANSWER_CHARS, Question, Verdict, grade
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def save(a: Answered, recorder: Recorder | None, view: DrillView) -> None:
     """Hand the answer to the store's recorder; warn (and keep it waiting) when it cannot be written yet."""
     if recorder is None:
         return
-    from ..session import deferred_interrupt, why_unsaved
+    from ..practice.session import deferred_interrupt, why_unsaved
 
     with deferred_interrupt():  # Ctrl-C during the write takes effect after it: saved and noted together
         saved = recorder.add(attempt(a))

@@ -2,7 +2,7 @@
 
 The interview runs in the order an interviewer would go: a hand calculation
 (one step of a bundled exercise, asked by the practice drill itself,
-:mod:`tutor.quiz` through :func:`tutor.session.drive`), two shape questions,
+:mod:`tutor.practice` through :func:`tutor.practice.session.drive`), two shape questions,
 two count questions, one mask scenario (two or three questions), and a
 concept question with its follow-ups.  The time is checked before every
 question (a clock is passed in: tests use a fake one); when it is up the
@@ -186,16 +186,16 @@ def run(p: Plan, *, minutes: float, stream: TextIO, view: DrillView, console: Co
 
 
 def _calculation(p: Plan, *, lines: Lines, view: DrillView, recorder: Recorder) -> tuple[Answered, Reason]:
-    """The hand-calculation step, asked by the practice state machine (:mod:`tutor.quiz`); its answers
+    """The hand-calculation step, asked by the practice state machine (:mod:`tutor.practice`); its answers
     are practice answers in the store.  One try, as in an interview: after a wrong answer (told what
     is wrong, and why when a known mistake explains it) the right matrix is shown and the interview
     goes on.  Returns how it went (``skip`` leaves it uncounted) and how the step ended: ``done``, or
     ``quit``, ``end``, ``interrupt``, which end the interview."""
-    from ..attempt import Attempt
-    from ..catalog import resolve
-    from ..quiz import Command, EndOfInput, Event, Interrupt, Prompt, Summary, Wrong, handle, read_event, start
-    from ..session import why_unsaved
+    from ..exercise.catalog import resolve
+    from ..practice import Command, EndOfInput, Event, Interrupt, Prompt, Summary, Wrong, handle, read_event, start
+    from ..practice.session import why_unsaved
     from ..steps import solve
+    from ..store.attempt import Attempt
 
     sol = solve(resolve(p.exercise))
     renderer = view.quiz_renderer()

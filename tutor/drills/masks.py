@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from ..messages import plural, t
+from ..base.messages import plural, t
 from .record import Question, Variant, lettered
 
 Causal = Literal["none", "top_left", "bottom_right"]

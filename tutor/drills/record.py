@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import AnswerError
-from ..messages import t
+from ..base.errors import AnswerError
+from ..base.messages import t
 
 Kind = Literal["shape", "count", "matrix", "choice", "free"]
 Outcome = Literal["correct", "wrong", "invalid"]
@@ -274,7 +274,7 @@ def parse_mask(text: str, *, additive: bool) -> tuple[tuple[float, ...], ...]:
 
 
 def _cut(text: str, limit: int = 40) -> str:
-    from ..textsafe import shown
+    from ..base.textsafe import shown
 
     text = text.strip()
     return shown(text if len(text) <= limit else text[:limit] + "…")

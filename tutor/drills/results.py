@@ -1,7 +1,7 @@
 """Drill results in the progress store, and the drills section of ``stats``.
 
 Drill answers use the store's ``answers`` table as practice answers do, one
-:class:`tutor.attempt.Attempt` per question, under names of their own so that
+:class:`tutor.store.attempt.Attempt` per question, under names of their own so that
 the schema is unchanged (no migration):
 
 * ``exercise`` is ``drill:<drill>`` (``drill:shapes``, ``drill:concepts``);
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..attempt import Attempt, OutcomeCounts
+from ..store.attempt import Attempt, OutcomeCounts
 from .record import DRILL_PREFIX
 
 DRILLS = ("shapes", "counts", "masks", "concepts")

@@ -1,12 +1,12 @@
 """A drill run from start to end, with the progress store: what ``attn-tutor drill …`` calls.
 
-As :func:`tutor.session.practise` does for practice: the store is opened
+As :func:`tutor.practice.session.practise` does for practice: the store is opened
 before the first question (a damaged or foreign progress file stops the run
 there, exit code 2), every answer goes through a :class:`tutor.store.Recorder`
 (an answer the file cannot take yet is kept and written later), Ctrl-C
 raises :class:`KeyboardInterrupt` wherever the process was started
-(:func:`tutor.session.ctrl_c_interrupts`) and ends the run with its summary,
-and answers still unsaved at the end are a :class:`tutor.errors.StoreError`
+(:func:`tutor.practice.session.ctrl_c_interrupts`) and ends the run with its summary,
+and answers still unsaved at the end are a :class:`tutor.base.errors.StoreError`
 after the summary.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from time import monotonic  # the clock of a timed run (a module attribute: tests replace it)
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
-from ..errors import StoreError
-from ..messages import plural
+from ..base.errors import StoreError
+from ..base.messages import plural
 from .record import DRILL_PREFIX, Question
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def _recorded(exercise: str, mode: str, body: Callable[[Recorder], T], report: C
     Raises :class:`StoreError` after ``body`` when answers are still unsaved;
     when another error breaks ``body`` off, what is waiting is saved if it
     can be, else ``report`` says how many answers are lost."""
-    from ..session import ctrl_c_interrupts, why_unsaved
+    from ..practice.session import ctrl_c_interrupts, why_unsaved
     from ..store import Recorder, Store
 
     store = Store.open()  # a damaged, foreign or read-only store stops here, before any question

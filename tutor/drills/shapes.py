@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..messages import t
+from ..base.messages import t
 from .record import Question, lettered
 
 if TYPE_CHECKING:  # the trace module imports numpy: loaded only when questions are made

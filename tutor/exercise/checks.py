@@ -14,9 +14,9 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from tutor.errors import Problem
-from tutor.messages import join_and, t
-from tutor.yamlread import Document, Path, format_path
+from tutor.base.errors import Problem
+from tutor.base.messages import join_and, t
+from tutor.exercise.yamlread import Document, Path, format_path
 
 from . import record
 from .schema import MAX_DENOMINATOR, MAX_DENOMINATOR_DIGITS

@@ -4,7 +4,7 @@ Loading goes in three passes, each collecting *every* problem it finds, each
 with file, line, column and field, and all three run on whatever the earlier
 ones left valid, so one run reports every mistake (:func:`validate_document`):
 
-1. :func:`tutor.yamlread.parse_yaml` - YAML syntax and YAML traps;
+1. :func:`tutor.exercise.yamlread.parse_yaml` - YAML syntax and YAML traps;
 2. :class:`.schema.ExerciseFile` (pydantic, ``extra="forbid"``) - fields and
    entry types; when it fails, each field is validated on its own
    (:func:`partial`), and a key that only looks like a field (a Cyrillic
@@ -25,9 +25,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from tutor.errors import ExerciseError, Problem
-from tutor.messages import t
-from tutor.yamlread import Document, Path, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
+from tutor.base.errors import ExerciseError, Problem
+from tutor.base.messages import t
+from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 
 from . import v2
 from .checks import check_fields

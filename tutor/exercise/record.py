@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
-from tutor.textsafe import shown
+from tutor.base.textsafe import shown
 
 Vector = tuple[Fraction, ...]
 Matrix = tuple[Vector, ...]
@@ -115,7 +115,7 @@ class Exercise:
     alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
 
     def __post_init__(self) -> None:
-        """Text from the file, as it is shown: control and bidi characters escaped (:func:`tutor.textsafe.shown`).
+        """Text from the file, as it is shown: control and bidi characters escaped (:func:`tutor.base.textsafe.shown`).
 
         Every renderer and format (terminal, JSON, Markdown, HTML, the labels
         of every step) shows these fields, so they are made safe once, here:

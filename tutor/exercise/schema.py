@@ -29,13 +29,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from tutor.messages import t
-from tutor.yamlread import YNum, describe
+from tutor.base.messages import t
+from tutor.exercise.yamlread import YNum, describe
 
 MAX_ENTRY_CHARS = 40
 MAX_EXPONENT = 20
 MAX_MAGNITUDE = 10**6  # a hand calculation has no use for larger entries; tables stay readable
-# The exact engine writes each matrix over one common denominator (tutor.exact.QMat); bounding it keeps every
+# The exact engine writes each matrix over one common denominator (tutor.exact.engine.QMat); bounding it keeps every
 # integer the engine forms below ~1e180 (products of x, weights, biases, w_o over L, d <= 32), so exact texts stay
 # printable and nothing overflows a float: an entry, and the entries of one matrix or vector together, need a
 # denominator of at most 10^24 (1e-20 written with four more digits, 1.234e-20, still fits).

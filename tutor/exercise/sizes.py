@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 
-from tutor.messages import join_and, t
-from tutor.yamlread import Document, Path, format_path
+from tutor.base.messages import join_and, t
+from tutor.exercise.yamlread import Document, Path, format_path
 
 
 @dataclass

@@ -26,9 +26,9 @@ from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
 
-from tutor.errors import Problem
-from tutor.messages import t
-from tutor.yamlread import Document, Path
+from tutor.base.errors import Problem
+from tutor.base.messages import t
+from tutor.exercise.yamlread import Document, Path
 
 from . import record
 from .schema import MAX_DENOMINATOR, MAX_DENOMINATOR_DIGITS, ExerciseFile, HeadBlock

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-from tutor.errors import ShapeError  # noqa: F401  (re-exported for the modules of the core)
+from tutor.base.errors import ShapeError  # noqa: F401  (re-exported for the modules of the core)
 
 _Record = Callable[[str, NDArray], object]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tutor.errors import ShapeError
+from tutor.base.errors import ShapeError
 
 from . import _common
 from ._common import MaskPolarityWarning, _shape_text
@@ -178,7 +178,7 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     """The gradients of ``ex``'s layer for ``d_output`` (default :func:`upstream`), batched over the heads.
 
     The forward is recomputed in float64 as :class:`tutor.numeric.MultiHeadAttention`
-    does it (heads stacked; format v2 as :func:`tutor.numeric.decoder.run_decoder`:
+    does it (heads stacked; format v2 as :func:`tutor.production.decoder.run_decoder`:
     the K/V heads once each, with ``enable_gqa=True``, the cache's rows before the
     new ones, the bias in a float ``attn_mask``); the attention part is
     :func:`scaled_dot_product_attention_backward`.  With grouped K/V heads

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tutor.errors import ShapeError
+from tutor.base.errors import ShapeError
 
 from . import _common
 from ._common import MaskPolarityWarning, _dropout_inplace, _float_dtype, _shape_text, _zero_one_only

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from tutor.errors import ShapeError
+from tutor.base.errors import ShapeError
 
 from ._common import _float_dtype, _Record, _shape_text
 from .functional import _softmax_inplace, causal_mask
@@ -491,7 +491,7 @@ class ExerciseRun:
     weights: NDArray
     context: NDArray
     output: NDArray
-    k_new: NDArray | None = None  # format v2 (tutor.numeric.decoder): the new tokens' keys and values [H, L, d]
+    k_new: NDArray | None = None  # format v2 (tutor.production.decoder): the new tokens' keys and values [H, L, d]
     v_new: NDArray | None = None
     biased: NDArray | None = None  # the scaled scores plus the bias [H, L, L_k]
 
@@ -508,10 +508,10 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64) -> ExerciseRun:
     checks of ``forward`` are for callers who may have flipped a mask.
     Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.
     An exercise with grouped K/V heads, a KV cache or a bias (format v2) runs
-    the decoder path instead (:func:`tutor.numeric.decoder.run_decoder`, float64).
+    the decoder path instead (:func:`tutor.production.decoder.run_decoder`, float64).
     """
     if ex.is_v2:
-        from .decoder import run_decoder
+        from ..production.decoder import run_decoder
 
         return run_decoder(ex)
     layer = MultiHeadAttention.from_exercise(ex, dtype=dtype, batch_first=True)
@@ -551,7 +551,7 @@ def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     (grouped K/V heads, a cache, a bias) is traced as a decoder runs it (:func:`.decoder.decoder_trace`).
     """
     if ex.is_v2:
-        from .decoder import decoder_trace
+        from ..production.decoder import decoder_trace
 
         return decoder_trace(ex, B)
     layer = MultiHeadAttention.from_exercise(ex)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tutor.errors import ShapeError
+from tutor.base.errors import ShapeError
 
 from ._common import MaskPolarityWarning, _shape_text, _zero_one_only
 from .functional import causal_mask
@@ -194,7 +194,7 @@ class TorchMask:
     argument: str
     value: bool | tuple
     combined: bool = False
-    # format v2 (tutor.numeric.decoder.decoder_masks): the code when it is not torch.tensor(value), and its kind
+    # format v2 (tutor.production.decoder.decoder_masks): the code when it is not torch.tensor(value), and its kind
     call: str = ""
     float_mask: bool = False  # value holds exact texts ("1/16", "-inf"): a float attn_mask added to the scores
     lower_right: bool = False  # attn_mask=causal_lower_right(L_q, L_k) of torch.nn.attention.bias
@@ -237,10 +237,10 @@ def pytorch_masks(ex: Exercise) -> tuple[TorchMask, ...]:
     which broadcasts over the batch of one and the heads.  Empty when the
     exercise has no mask.  A test runs every spelling through PyTorch.
     An exercise of format v2 is spelled as a decoder calls SDPA
-    (:func:`tutor.numeric.decoder.decoder_masks`).
+    (:func:`tutor.production.decoder.decoder_masks`).
     """
     if ex.is_v2 or ex.mask_kind == "causal_lower_right":
-        from .decoder import decoder_masks
+        from ..production.decoder import decoder_masks
 
         return decoder_masks(ex)
     out: list[TorchMask] = []

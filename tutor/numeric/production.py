@@ -1,6 +1,6 @@
 """Each step read off the production layer, and how far float64 rounding may move it there.
 
-The exact engine is checked against the batched layer (:func:`tutor.verify.verify`):
+The exact engine is checked against the batched layer (:func:`tutor.production.verify.verify`):
 for every step, ``<id>_production(run, ex, head)`` reads the step off
 :func:`tutor.numeric.run_exercise`'s forward (batch axis dropped: q, k, v
 ``[H, L, d]``, scores ``[H, L, L_k]`` already divided by √d_k, weights

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..messages import join_and, t
+from ..base.messages import join_and, t
 from ._common import _shape_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -189,7 +189,7 @@ def notes(ex: Exercise) -> tuple[str, ...]:
 def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[str, ...]]:
     """``(steps, notes)``: the exercise's layer as batched tensors (:func:`tutor.numeric.exercise_trace`)
     with notes that hold for this exercise (a query row with no key to attend sums to 0, not 1),
-    and the notes on its configuration (:func:`notes`).  Raises :class:`~tutor.errors.ShapeError`
+    and the notes on its configuration (:func:`notes`).  Raises :class:`~tutor.base.errors.ShapeError`
     as :func:`exercise_trace`."""
     from .layer import exercise_trace
 

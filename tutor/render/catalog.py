@@ -10,8 +10,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..messages import t
-from ..textsafe import shown
+from ..base.messages import t
+from ..base.textsafe import shown
 from .text import asciify
 
 

@@ -19,13 +19,13 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
-from ..decimals import legible, trimmed
-from ..exactnum import Rat
-from ..messages import plural, t
-from ..plausibility import cell_name, label
+from ..audit.check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
+from ..audit.plausibility import cell_name, label
+from ..base.decimals import legible, trimmed
+from ..base.messages import plural, t
+from ..base.textsafe import shown
+from ..exact.numbers import Rat
 from ..steps import inputs
-from ..textsafe import shown
 from .text import asciify, pretty
 
 MAX_ENTRIES_SHOWN = 6
@@ -301,7 +301,7 @@ def report_dict(r: Report) -> dict[str, Any]:
 
 def dumps(r: Report) -> str:
     """The report as JSON text (ASCII-safe)."""
-    from ..jsontext import compact
+    from ..base.jsontext import compact
 
     return compact(report_dict(r))
 

@@ -1,6 +1,6 @@
 """The one kind of rich console every renderer writes to.
 
-:class:`SafeConsole` escapes control characters (:func:`tutor.textsafe.shown`)
+:class:`SafeConsole` escapes control characters (:func:`tutor.base.textsafe.shown`)
 in the text of everything it renders, after layout, as a last line of
 defence: the renderers already escape text from files before laying it out
 (so widths stay right), and whatever one of them forgets still reaches the
@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from ..textsafe import shown
+from ..base.textsafe import shown
 from . import MAX_WIDTH, MIN_WIDTH
 
 

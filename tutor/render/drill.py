@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.text import Text
 
-from ..messages import plural, t
+from ..base.messages import plural, t
 from .quiz import QuizRenderer
 
 if TYPE_CHECKING:
-    from .. import quiz
+    from .. import practice as quiz
     from ..drills.driver import Run
     from ..drills.interview import Plan, Report
     from ..drills.record import Question, Verdict

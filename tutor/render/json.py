@@ -5,7 +5,7 @@
 "production_masks": [...]}``: exact entries are answer-grammar strings, values
 are floats, and a masked score is ``"-inf"`` exactly with value ``null``;
 ``why`` the sentences a reader gets beside the step; ``indistinguishable``
-lists the keys of the misconceptions (:data:`tutor.diagnose.MISCONCEPTIONS`)
+lists the keys of the misconceptions (:data:`tutor.mistakes.diagnose.MISCONCEPTIONS`)
 that give exactly the step's right value on this exercise, so that no answer
 can reveal them there.  ``production`` is the batched layer's shape trace,
 ``notes`` the sentences on its configuration, ``production_masks`` the
@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..exactnum import frac_text
+from ..base.jsontext import compact
+from ..base.messages import t
+from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
-from ..jsontext import compact
-from ..messages import t
 from ..steps import KINDS, Solution, Step
 
 
@@ -84,7 +84,7 @@ def _v2_dict(ex: Exercise) -> dict[str, Any]:
 def step_dict(step: Step, ex: Exercise, indistinguishable: tuple[str, ...] = ()) -> dict[str, Any]:
     """One step as JSON, with ``why`` (the sentences a reader gets beside it: its kind's ``why``) and
     ``indistinguishable`` (the misconception keys that give exactly its right value:
-    :func:`tutor.invisible.by_step`).  A K or V step shared by grouped query heads (format v2) has
+    :func:`tutor.mistakes.invisible.by_step`).  A K or V step shared by grouped query heads (format v2) has
     ``head`` null and gives ``kv_head`` and ``shared_by``."""
     kv = {} if step.kv_head is None else {"kv_head": step.kv_head, "shared_by": list(step.shared)}
     return {
@@ -119,7 +119,7 @@ def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     cannot show there), ``production`` (the batched forward pass, each step with its ``note`` and the
     note's catalogue ``key``), ``notes`` (on the configuration: causal alignment) and
     ``production_masks`` (the masks as PyTorch takes them)."""
-    from ..invisible import by_step
+    from ..mistakes.invisible import by_step
     from ..numeric.trace import production_view
 
     ex = sol.exercise

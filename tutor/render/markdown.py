@@ -2,7 +2,7 @@
 
 Math is written for KaTeX and GitHub: ``$…$`` inline, ``$$…$$`` blocks on
 lines of their own, matrices as ``bmatrix``.  Exact entries come from
-sympy's LaTeX printer (each entry's :meth:`~tutor.exactnum.Exact.to_sympy`,
+sympy's LaTeX printer (each entry's :meth:`~tutor.exact.numbers.Exact.to_sympy`,
 cached by its text, since many entries repeat); a matrix with more than
 :data:`EXACT_CELLS` entries that are not all plain numbers is shown in
 decimals only, so a handout at the size limits takes seconds, not minutes.
@@ -21,10 +21,10 @@ from fractions import Fraction
 from string import Template
 from typing import TYPE_CHECKING
 
-from ..decimals import tex
-from ..exactnum import Exact, Mix, MixSum, NegInf, Rat, Surd
+from ..base.decimals import tex
+from ..base.messages import t
+from ..exact.numbers import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..exercise.record import Exercise, Matrix
-from ..messages import t
 from ..steps import KINDS, Operand, Solution, Step, Worked, hand_sized
 from .text import reflow, why
 
@@ -192,7 +192,7 @@ def formula(step: Step, ex: Exercise) -> str:
 
 
 def _sqrt_latex(n: int) -> str:
-    from ..exactnum import square_free
+    from ..exact.numbers import square_free
 
     s, r = square_free(n)
     if r == 1:
@@ -321,7 +321,7 @@ class MarkdownRenderer:
                 and (head is not None or s.kv_head is None or s.head == s.shared[0])]  # a group's K/V gradient once
         sol = Solution(ex, tuple(s for s in sol.steps if not KINDS[s.id].backward))  # the forward pass first
         if not self.blank:
-            from ..invisible import notes
+            from ..mistakes.invisible import notes
 
             self.notes = notes(sol)
         self.header(sol)

@@ -19,17 +19,17 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from .. import quiz
+from .. import practice as quiz
 from ..answers import MIN_PLACES
-from ..decimals import fixed, trimmed
+from ..base.decimals import fixed, trimmed
+from ..base.messages import join_and, plural, t
 from ..exercise.record import Exercise
-from ..messages import join_and, plural, t
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pack, pretty
 
 if TYPE_CHECKING:
-    from ..attempt import Attempt
+    from ..store.attempt import Attempt
 
 PLACES = 4
 ECHO_CHARS = 200  # longest typed line echoed in full; a longer one is cut, with its length
@@ -44,7 +44,7 @@ GIVEN_EXTRA = 2
 
 
 class QuizRenderer:
-    """Renders the effects of :mod:`tutor.quiz` on one console."""
+    """Renders the effects of :mod:`tutor.practice` on one console."""
 
     def __init__(self, console: Console, precision: int = PLACES):
         self.console = console
@@ -113,7 +113,7 @@ class QuizRenderer:
 
     def show(self, effect: quiz.Effect) -> None:
         """Render one effect (not :class:`quiz.Prompt`, which :meth:`prompt` turns into text,
-        nor :class:`~tutor.attempt.Attempt`, which goes to the store)."""
+        nor :class:`~tutor.store.attempt.Attempt`, which goes to the store)."""
         method = getattr(self, "on_" + type(effect).__name__.lower())
         method(effect)
 

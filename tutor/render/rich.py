@@ -21,12 +21,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..exactnum import Rat, frac_text
+from ..base.messages import t
+from ..base.textsafe import shown
+from ..exact.numbers import Rat, frac_text
 from ..exercise.record import Exercise, Matrix
-from ..messages import t
 from ..steps import KINDS, Solution, Step, Worked, hand_sized
 from ..steps.worked import PART
-from ..textsafe import shown
 from .text import asciify, decimal, is_plain, pack, pretty, reflow, why
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
@@ -166,8 +166,8 @@ class RichRenderer:
 
     def notes_for(self, sol: Solution) -> dict[tuple[str, int | None], list[str]]:
         """The sentences naming the core mistakes this exercise cannot catch, by the step where each is made
-        (:func:`tutor.invisible.notes`)."""
-        from ..invisible import notes
+        (:func:`tutor.mistakes.invisible.notes`)."""
+        from ..mistakes.invisible import notes
 
         return notes(sol)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..decimals import pretty as pretty_decimal
-from ..exactnum import notation
+from ..base.decimals import pretty as pretty_decimal
+from ..base.textsafe import lines
+from ..exact.numbers import notation
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
-from ..textsafe import lines
 
 _ASCII = {
     "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",
@@ -40,7 +40,7 @@ def _ascii_char(ch: str) -> str:
     return ch.encode("ascii", "backslashreplace").decode("ascii")
 
 
-#: Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)`` (:func:`tutor.exactnum.notation`).
+#: Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)`` (:func:`tutor.exact.numbers.notation`).
 pretty = notation
 
 
@@ -50,7 +50,7 @@ def reflow(text: str) -> str:
     return "\n\n".join(" ".join(line.strip() for line in lines(p)) for p in paragraphs)  # not at U+2028: see lines()
 
 
-#: ``v`` to ``places`` decimals in notation (``−0.5000``, ``−∞``; never ``-0``): :func:`tutor.decimals.pretty`.
+#: ``v`` to ``places`` decimals in notation (``−0.5000``, ``−∞``; never ``-0``): :func:`tutor.base.decimals.pretty`.
 decimal = pretty_decimal
 
 

@@ -8,11 +8,11 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from ..exactnum import Exact, NegInf
+from ..base.messages import t
+from ..base.textsafe import shown
+from ..exact.numbers import Exact, NegInf
 from ..exercise.record import Exercise
-from ..messages import t
-from ..textsafe import shown
-from ..tiled import TiledRow
+from ..flash.walk import TiledRow
 from .rich import RichRenderer
 from .text import asciify, decimal, is_plain, pretty
 

@@ -1,4 +1,4 @@
-"""What a learner reads during ``attn-tutor practice EXERCISE --tiled``: the effects of :mod:`tutor.quiz.tiled`.
+"""What a learner reads during ``attn-tutor practice EXERCISE --tiled``: the effects of :mod:`tutor.flash.drill`.
 
 Written to the :class:`rich.console.Console` passed in, as :mod:`tutor.render.quiz` writes a
 practice session (it lends its primitives): verdicts in words and marks, not colour alone;
@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from ..answers import MIN_PLACES, Entry
-from ..decimals import trimmed
-from ..exactnum import Exact, frac_text, notation
+from ..base.decimals import trimmed
+from ..base.messages import t
+from ..exact.numbers import Exact, frac_text, notation
 from ..exercise.record import Exercise
-from ..messages import t
-from ..quiz import tiled as tq
-from ..tiled import TiledRow
+from ..flash import drill as tq
+from ..flash.walk import TiledRow
 from .quiz import QuizRenderer, rounded, status_words
 from .text import decimal, is_plain, pretty
 
@@ -28,7 +28,7 @@ COMMANDS = (("hint", "tiled.practice.help.hint"), ("shape", "tiled.practice.help
 
 
 class TiledPracticeRenderer:
-    """Renders the effects of :mod:`tutor.quiz.tiled` on one console."""
+    """Renders the effects of :mod:`tutor.flash.drill` on one console."""
 
     def __init__(self, console: Console, ex: Exercise, precision: int = 4):
         self.q = QuizRenderer(console, precision)

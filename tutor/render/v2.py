@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..exactnum import frac_text
+from ..base.messages import t
+from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, alibi_slope
-from ..messages import t
 
 
 def header_lines(ex: Exercise) -> list[str]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import cast
 
-from .. import exact
-from ..exact import Exponents, QMat, Scaled
-from ..exactnum import SoftmaxRow, notation
+from ..base.messages import join_and, plural, t
+from ..exact import engine as exact
+from ..exact.engine import Exponents, QMat, Scaled
+from ..exact.numbers import SoftmaxRow, notation
 from ..exercise.record import Exercise
-from ..messages import join_and, plural, t
 from .kind import Build, Input, StepKind, always, dims, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import Worked, dot, entry_name, entry_products, factor, result, softmax_arithmetic, softmax_row, total

@@ -7,7 +7,7 @@ et al. 2017, eq. 1 and §3.2.2; the softmax's gradient ``d_scaled = weights ∘
 (d_weights − rowsum(d_weights ∘ weights))`` as in Dao 2023,
 FlashAttention-2, Algorithm 2).  ``d_<m>`` is ``∂L/∂<m>`` for the loss whose
 gradient at the output is ``upstream`` (all ones by default).  The exact
-math is :mod:`tutor.exact_backward`; the float steps
+math is :mod:`tutor.exact.backward`; the float steps
 :mod:`tutor.numeric.replay_backward`.
 """
 
@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import cast
 
-from .. import exact_backward as eb
-from ..decimals import fixed
-from ..exact import QMat
-from ..exactnum import Exact, SoftmaxRow
+from ..base.decimals import fixed
+from ..base.messages import t
+from ..exact import backward as eb
+from ..exact.engine import QMat
+from ..exact.numbers import Exact, SoftmaxRow
 from ..exercise.record import Exercise
-from ..messages import t
 from .kind import Build, Input, StepKind, always, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import dot, factor, total

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .. import exact
-from ..exact import Scaled
-from ..exactnum import frac_text
+from ..base.messages import t
+from ..exact import engine as exact
+from ..exact.engine import Scaled
+from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, alibi_slope
-from ..messages import t
 from .kind import Build, Input, StepKind, given_matrix, given_step
 from .records import Operand, Solution, Step
 from .worked import factor, total

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..errors import TutorError
+from ..base.errors import TutorError
+from ..base.messages import t
 from ..exercise.record import Exercise
-from ..messages import t
 from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
 from .backward import BACKWARD
 from .bias import BIASED
@@ -101,7 +101,7 @@ MAX_BACKWARD_WORK = 16384
 
 
 def backward_sized(ex: Exercise) -> None:
-    """Raise :class:`~tutor.errors.TutorError` (exit 2) when ``ex`` is past :data:`MAX_BACKWARD_WORK`."""
+    """Raise :class:`~tutor.base.errors.TutorError` (exit 2) when ``ex`` is past :data:`MAX_BACKWARD_WORK`."""
     work = ex.num_heads * ex.L * ex.L_k ** 2 * ex.d_model
     if work > MAX_BACKWARD_WORK:
         raise TutorError(t("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
@@ -151,7 +151,7 @@ def solve(ex: Exercise, backward: bool = False) -> Solution:
     ``scaled``/``masked``/``weights`` ``[L, L_k]``, ``head_output [L, d_v]``,
     ``concat [L, num_heads·d_v]`` (only with more than one head), ``output
     [L, d_out]`` (only with ``w_o``); with ``backward`` the gradients after them
-    (:mod:`tutor.steps.backward`).  Source of the math: :mod:`tutor.exact`, :mod:`tutor.exact_backward`.
+    (:mod:`tutor.steps.backward`).  Source of the math: :mod:`tutor.exact.engine`, :mod:`tutor.exact.backward`.
     """
     if backward:
         backward_sized(ex)

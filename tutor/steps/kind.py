@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
-from ..exactnum import frac_text
+from ..base.messages import t
+from ..exact.numbers import frac_text
 from ..exercise.record import BoolMatrix, Exercise
-from ..messages import t
 from .records import Key, Solution, Step
 from .worked import Worked
 
@@ -51,7 +51,7 @@ class Build:
     """The exact engine's state while :func:`tutor.steps.solve` walks an exercise.
 
     ``data[key]`` keeps what a later step needs of an earlier one beyond its
-    matrix (a :class:`tutor.exact.QMat`, the softmax rows ...); ``steps[key]``
+    matrix (a :class:`tutor.exact.engine.QMat`, the softmax rows ...); ``steps[key]``
     the finished :class:`Step`.
     """
 
@@ -76,7 +76,7 @@ class StepKind:
 
     How it is computed (each engine's function, called by the walkers of
     :mod:`tutor.steps.catalogue`):
-      ``build(b, head)``: the exact step (:mod:`tutor.exact` does the math);
+      ``build(b, head)``: the exact step (:mod:`tutor.exact.engine` does the math);
       :meth:`floats`, :meth:`slack`: the float pipeline's functions
       ``<id>`` and ``<id>_slack`` in :mod:`tutor.numeric.replay`;
       :meth:`production`, :meth:`rounding`: ``<id>_production`` and

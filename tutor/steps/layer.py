@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import cast
 
-from .. import exact
-from ..exact import QMat
-from ..exactnum import SoftmaxRow
+from ..base.messages import t
+from ..exact import engine as exact
+from ..exact.engine import QMat
+from ..exact.numbers import SoftmaxRow
 from ..exercise.record import Exercise
-from ..messages import t
 from .kind import Build, Input, StepKind, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import Worked, dot, entry_products, factor, total

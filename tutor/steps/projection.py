@@ -13,9 +13,9 @@ matrices.  With a KV cache, ``k_new``/``v_new`` project the new tokens and
 
 from __future__ import annotations
 
-from .. import exact
+from ..base.messages import t
+from ..exact import engine as exact
 from ..exercise.record import Exercise, Head, Matrix, Vector
-from ..messages import t
 from .kind import Build, StepKind, always, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .worked import Worked, dot, entry_products, factor, total

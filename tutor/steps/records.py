@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..exactnum import Exact
+from ..exact.numbers import Exact
 from ..exercise.record import Exercise
 
 #: A step's place in an exercise: ``(id, head)``, ``head`` ``None`` for a layer step.
@@ -88,7 +88,7 @@ class Step:
                 sep = "+" if o.startswith("b_") else self.op
                 left += f" {sep} {o}"
         if self.kv_head is not None:
-            from ..messages import t
+            from ..base.messages import t
 
             key = "annotation.summed" if self.id.startswith("d_") else "annotation.shared"  # a K/V gradient adds up
             return f"{left} → {self.result}, " + t(key, kv=self.kv_head + 1, heads=", ".join(str(h + 1) for h in self.shared))

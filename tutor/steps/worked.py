@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ..decimals import fixed, legible
-from ..exactnum import Exact, Rat, frac_text, notation
+from ..base.decimals import fixed, legible
+from ..exact.numbers import Exact, Rat, frac_text, notation
 from ..exercise.record import Exercise
 from .records import Step
 

@@ -30,7 +30,7 @@ written; an older file is migrated once, in one transaction; ``stats`` and
 ``list`` only read.
 """
 
-from ..attempt import OUTCOMES, Attempt  # the record the store writes and reads (shared with the quiz)
+from .attempt import OUTCOMES, Attempt  # the record the store writes and reads (shared with the quiz)
 from .connection import Store
 from .errors import StoreDamagedError, StoreFullError, StoreGoneError, StoreLockedError
 from .files import BUSY_TIMEOUT_MS, FILENAME, default_path, home

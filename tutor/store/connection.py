@@ -35,10 +35,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from ..attempt import OUTCOMES, Attempt
-from ..errors import StoreError
-from ..messages import t
+from ..base.errors import StoreError
+from ..base.messages import t
 from . import files, schema
+from .attempt import OUTCOMES, Attempt
 from .errors import StoreDamagedError, StoreFullError, StoreGoneError, error
 
 if TYPE_CHECKING:

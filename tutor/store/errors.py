@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ..errors import StoreError
-from ..messages import t
+from ..base.errors import StoreError
+from ..base.messages import t
 
 __all__ = ["StoreDamagedError", "StoreError", "StoreFullError", "StoreGoneError", "StoreLockedError", "error"]
 

@@ -9,7 +9,7 @@ Guarantees (the store's first line of defence; :mod:`.schema` says what
   there, it holds no trigger (a trigger would run on every answer saved), and
   ``PRAGMA quick_check`` finds it intact.  Anything else -- a text file, a
   damaged or truncated database, another program's database, a newer schema
-  -- is a :class:`~tutor.errors.StoreError` naming the file, and the file is
+  -- is a :class:`~tutor.base.errors.StoreError` naming the file, and the file is
   never written to.  Only a missing file, or one with no schema object at all
   and no application id or version set, is initialised;
 * the checks read the file through a read-only connection, so a file that is
@@ -64,8 +64,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import StoreError
-from ..messages import t
+from ..base.errors import StoreError
+from ..base.messages import t
 from .errors import _CANTOPEN, _CORRUPT, _NOTADB, StoreDamagedError, error
 from .schema import identity, initialise, verify
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..attempt import OutcomeCounts
 from ..steps import KINDS, STEP_IDS
+from .attempt import OutcomeCounts
 from .scheduling import Skill, skills
 from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN
 

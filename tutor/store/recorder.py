@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..attempt import OUTCOMES, Attempt
-from ..errors import StoreError
-from ..messages import plural, t
+from ..base.errors import StoreError
+from ..base.messages import plural, t
+from .attempt import OUTCOMES, Attempt
 from .connection import Store, now
 from .errors import StoreDamagedError, StoreGoneError
 

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING
 
-from ..attempt import Attempt
+from .attempt import Attempt
 from .schema import REVIEW_AS_WRITTEN, SKILL_AS_WRITTEN
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def rating(a: Attempt, previous: int | None) -> int | None:
     """The rating of the review ``a`` decides, given the ``previous`` rating of the same step in the
     same session (``None``: not reviewed yet); ``None`` when ``a`` leaves the review as it is.
 
-    >>> from tutor.attempt import Attempt
+    >>> from tutor.store.attempt import Attempt
     >>> rating(Attempt("x", "q", 0, "correct"), None), rating(Attempt("x", "q", 0, "correct", 2), AGAIN)
     (3, 2)
     >>> rating(Attempt("x", "q", 0, "correct", 1, 1), None), rating(Attempt("x", "q", 0, "wrong"), None)

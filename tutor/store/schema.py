@@ -18,7 +18,7 @@ Schema (version 2)::
   ``begin_at`` the 0-based index of the first step asked (the steps before
   it were given: a resumed session, or one started at the weakest step);
   ``complete`` 1 once every step asked was answered right, shown or skipped.
-* ``answers``: each row an :class:`tutor.attempt.Attempt`.  ``outcome`` is
+* ``answers``: each row an :class:`tutor.store.attempt.Attempt`.  ``outcome`` is
   ``correct``, ``wrong``, ``shown`` (revealed: a miss) or ``skipped`` (not
   counted); ``attempt`` the 1-based try at that step in that session;
   ``diagnosis`` the key of the first diagnosis of a wrong answer
@@ -26,7 +26,7 @@ Schema (version 2)::
   and no longer written); ``family`` the exercise family
   (:attr:`tutor.exercise.record.Exercise.family`; ``NULL`` for schema 1's answers).
 * ``mistakes``: every key that matched a wrong answer: ``kind`` is
-  ``diagnosis`` (a misconception of :mod:`tutor.diagnose`, or
+  ``diagnosis`` (a misconception of :mod:`tutor.mistakes.diagnose`, or
   ``single_entry``) or ``grading`` (a note of the grading rule, such as
   ``truncated_decimal``), ``rank`` its place among the answer's keys of
   that kind (0 first).  The step and exercise are the answer's.
@@ -46,7 +46,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ..messages import t
+from ..base.messages import t
 from .errors import StoreDamagedError, StoreError
 
 SCHEMA_VERSION = 2

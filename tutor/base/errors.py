@@ -1,0 +1,75 @@
+"""One exception type per failure; the CLI turns each into a one-line message.
+
+Every error's ``str()`` is already a complete, user-facing sentence (worded in
+:mod:`tutor.base.messages`), so the CLI only has to print it and pick the exit code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TutorError(Exception):
+    """Root of every error attn-tutor reports to a user (exit code 2)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in a user-written file.
+
+    ``line`` and ``column`` are 1-based; ``None`` when the problem has no single
+    place (a missing field is reported at the mapping that lacks it).
+    """
+
+    file: str
+    line: int | None
+    column: int | None
+    field: str
+    message: str
+    hint: str = ""
+
+    def location(self) -> str:
+        parts = [self.file]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+    def __str__(self) -> str:
+        text = f"{self.location()}: {self.field}: {self.message}" if self.field else f"{self.location()}: {self.message}"
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+class ExerciseError(TutorError):
+    """An exercise (or solution) file is unusable; holds every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class NotFoundError(TutorError):
+    """An exercise id or path names nothing."""
+
+
+class ShapeError(TutorError, ValueError):
+    """Matrix shapes do not chain (e.g. ``[3×4]·[3×2]``)."""
+
+
+class AnswerError(TutorError, ValueError):
+    """A typed answer is not in the answer grammar, or has the wrong shape."""
+
+
+class InputClosedError(TutorError):
+    """Standard input is closed (``<&-``): there is nothing to read answers from."""
+
+
+class StoreError(TutorError):
+    """The progress store cannot be opened or written (corrupt, foreign, locked)."""
+
+
+class EngineMismatchError(TutorError):
+    """The exact engine and the NumPy core disagree; no solution is printed."""

@@ -1,0 +1,76 @@
+"""Writing a file the user named (``new -o``, ``explain --export``): the one way attn-tutor does it.
+
+Every file attn-tutor writes on request goes through :func:`write_file`
+(the progress store is created its own way: :mod:`tutor.store`):
+
+* an existing path that is not a regular file -- a named pipe (FIFO), a
+  device, a directory, a socket -- is refused, with or without ``--force``:
+  writing into a FIFO waits for a reader (forever, with none), writing into
+  a character device writes to the device;
+* an existing regular file is replaced only with ``force``; without it the
+  file is created with ``O_EXCL``, so a file that appears meanwhile is
+  never overwritten either;
+* nothing blocks: the file is opened with ``O_NONBLOCK`` (a FIFO that
+  appears between the look and the open fails at once instead of waiting)
+  and ``O_NOCTTY``, checked with ``fstat`` once open (the name may have
+  changed since the look), and truncated only then.
+
+:func:`check_target` is the same refusal before any work is done (``explain
+--export`` computes the whole solution first).  Raises
+:class:`tutor.base.errors.TutorError` (exit code 2) with one sentence naming the path.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import TutorError
+from .messages import t
+
+
+def _refuse_special(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        from ..exercise.yamlread import file_kind
+
+        raise TutorError(t("output.not_file", path=path, kind=file_kind(mode)))
+
+
+def check_target(path: Path, *, force: bool) -> None:
+    """Refuse ``path`` as an output before anything is computed: an existing non-regular file
+    (even with ``force``), an existing regular file without ``force``."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:  # a loop of links, a name too long, a folder that cannot be searched
+        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from None
+    _refuse_special(path, mode)
+    if not force:
+        raise TutorError(t("new.exists", path=path))
+
+
+def write_file(path: Path, text: str, *, force: bool) -> None:
+    """Write ``text`` (UTF-8) to ``path``: see the module docstring for what is refused and why.
+
+    Raises :class:`TutorError` when ``path`` is refused or cannot be written (the system's reason).
+    """
+    check_target(path, force=force)
+    flags = (os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_BINARY", 0) | (0 if force else os.O_EXCL))
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileExistsError:
+        raise TutorError(t("new.exists", path=path)) from None
+    except OSError as err:  # ENXIO: a FIFO without a reader appeared after the look
+        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from None
+    try:
+        _refuse_special(path, os.fstat(fd).st_mode)
+        os.ftruncate(fd, 0)
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(text.encode("utf-8"))
+    except OSError as err:
+        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from None
+    finally:
+        os.close(fd)

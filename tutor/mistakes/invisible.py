@@ -1,0 +1,341 @@
+"""Which mistakes an exercise cannot catch: the misconceptions that give exactly the right matrix.
+
+On the classic example Q = K, so ``K·Qᵀ`` *is* ``Q·Kᵀ``: a learner who
+multiplies the wrong way round gets every step right, and no check can tell.
+For every step of an exercise, :func:`invisible` lists the misconceptions of
+the catalogue (:data:`tutor.mistakes.diagnose.MISCONCEPTIONS`) that can change that
+step and yet give exactly its right value there.
+
+Exactly: each misconception's step is recomputed in floats (the one float
+pipeline, :func:`tutor.steps.replay`); where it clearly differs from the right
+value (by more than :data:`CLEAR` of the matrix's magnitude, far beyond
+float round-off) the mistake shows.  Anything closer is decided by the exact
+walk (:mod:`tutor.exactreplay`, values as :class:`tutor.exact.expoly.Value`) and
+the Lindemann–Weierstrass theorem, never by a tolerance.
+
+:func:`notes` turns the core mistakes (:data:`CORE`) into the sentences
+``explain`` and ``practice`` show at the step where each is made ("On this
+exercise K·Qᵀ = Q·Kᵀ because Q = K …; try ``single-head-asym-3x4`` to be
+tested on it"), :func:`uncaught` into what ``validate`` tells an instructor.
+Pure: no printing, no I/O beyond reading the bundled exercises for a
+suggestion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..base.messages import t
+from ..exact.expoly import TooLarge
+from ..exercise.record import Exercise
+from ..steps import KINDS, Key, Solution, downstream, inputs, keys, replay, upstream
+from .diagnose import MISCONCEPTIONS, Misconception, needs_met
+
+#: A float difference larger than this fraction of the matrix's magnitude is a real one (no round-off is that large).
+CLEAR = 1e-6
+
+#: The classic mistakes an exercise should be able to catch: what ``explain``, ``practice`` and ``validate`` name.
+CORE: tuple[str, ...] = (
+    "kq_transposed", "no_scaling", "scale_sqrt_d_model", "softmax_columns", "w_o_transposed",
+    "mask_inverted", "no_mask", "times_k", "heads_order",
+)
+
+#: The backward pass's core mistakes: noted too when a session or explanation has the gradients.
+CORE_BACKWARD: tuple[str, ...] = ("softmax_grad_elementwise", "grad_no_scale", "d_k_not_transposed", "kv_grad_not_summed")
+
+Array = NDArray[np.float64]
+
+if TYPE_CHECKING:
+    from ..exactreplay import Walk
+
+
+@dataclass(frozen=True)
+class Invisible:
+    """Misconception ``key`` gives exactly the right matrix at step ``step``.
+
+    ``exact`` is False when the exact test had too many terms to multiply out
+    and was made at 60 significant digits instead (:meth:`tutor.exact.expoly.Value.equals`).
+    """
+
+    key: str
+    step: Key
+    exact: bool = True
+
+
+def _clearly_differ(got: Array, right: Array) -> bool:
+    """Whether two float matrices of one shape differ beyond any round-off (``-inf`` only equal to ``-inf``)."""
+    inf = np.isinf(got) | np.isinf(right)
+    if not np.array_equal(got[inf], right[inf]):
+        return True
+    finite = np.concatenate([np.abs(got[~inf]), np.abs(right[~inf]), [1.0]])
+    return bool(np.any(np.abs(got[~inf] - right[~inf]) > CLEAR * finite.max()))
+
+
+def _same_exactly(a: Sequence[Sequence[object]], b: Sequence[Sequence[object]]) -> tuple[bool, bool]:
+    """``(equal, exact)`` for two exact matrices (:mod:`tutor.exactreplay` entries)."""
+    from fractions import Fraction
+
+    from ..exact.expoly import NEG_INF
+    from ..exactreplay import as_value
+
+    exact = True
+    for ra, rb in zip(a, b):
+        for x, y in zip(ra, rb):
+            if x is NEG_INF or y is NEG_INF:
+                same = x is y
+            elif isinstance(x, Fraction) and isinstance(y, Fraction):
+                same = x == y
+            else:
+                same, decided = as_value(x).equals(as_value(y))  # type: ignore[arg-type]
+                exact &= decided
+            if not same:
+                return False, exact
+    return True, exact
+
+
+class _Exact:
+    """The exact walks of one exercise, made only when a float comparison cannot decide."""
+
+    def __init__(self, ex: Exercise):
+        self.ex = ex
+        self.walks: dict[str, Walk] = {}
+
+    def walk(self, m: Misconception | None) -> Walk:
+        """The exact walk under ``m``'s variant (the right one for ``None``), taken only as far as asked."""
+        from ..exactreplay import Walk
+        from ..numeric.replay import RIGHT
+
+        name = "" if m is None else m.key
+        if name not in self.walks:
+            self.walks[name] = Walk(self.ex, RIGHT if m is None else (m.variant or RIGHT))
+        return self.walks[name]
+
+    def special(self, key: str, step: Key) -> list | None:
+        """The exact value of a misconception that is no variant of the pipeline, or ``None`` when unknown."""
+        from ..exactreplay import transpose
+
+        right = self.walk(None)
+        if key == "transposed":
+            value = right.get(step)
+            return None if value is None else transpose(value)
+        if key == "mask_in_scaled":
+            return right.get(("masked", step[1]))
+        return None
+
+
+def invisible(sol: Solution, only: Sequence[str] | None = None) -> list[Invisible]:
+    """Every (misconception, step) of ``sol``'s exercise where the misconception can change the step
+    and yet gives exactly its right value, in catalogue order, then step order (only the
+    misconceptions whose keys are in ``only``, when given).
+
+    A misconception that does not apply to the exercise (no bias to forget,
+    a W_O that is not square) or cannot reach a step (shapes that no longer
+    chain) is not listed there: it is not invisible, it cannot be made.
+    """
+    ex = sol.exercise
+    # with the backward pass (explain --backward, practice --backward) its gradients too: the float walk
+    # decides there (the exact walk follows the forward pass only)
+    backward = any(KINDS[s.id].backward for s in sol.steps)
+    right = {s.key: np.array(s.value, dtype=np.float64) for s in sol.steps}
+    exact = _Exact(ex)
+    found: list[Invisible] = []
+    for m in MISCONCEPTIONS:
+        if (only is not None and m.key not in only) or not needs_met(sol, m.needs):
+            continue
+        where = downstream(ex, origins(m, ex, backward), backward) if m.variant is not None else origins(m, ex)
+        if not where:
+            continue
+        walked: dict[Key, Array] | None = None
+        turned: frozenset[str] = frozenset()
+        if m.variant is not None:
+            turned = m.variant.turned()
+            with np.errstate(all="ignore"):  # a mistake may overflow (exp without the softmax's shift): inf is its answer
+                walked = replay(ex, m.variant, backward=backward).values
+        affected = set(where)
+        same_as_right: dict[Key, bool] = {}  # decided exactly, step by step
+        for k in where:
+            got = walked.get(k) if walked is not None else m.recompute(sol, k[0], k[1])
+            if got is None or got.shape != right[k].shape or _clearly_differ(got, right[k]):
+                same_as_right[k] = False
+                continue
+            if m.variant is not None and not KINDS[k[0]].varies & turned and all(
+                    same_as_right.get(i, i not in affected) for i in inputs(ex, k)):
+                same, decided = True, True  # the same computation on exactly the same inputs
+            else:
+                same, decided = _exactly_right(exact, m, k)
+            same_as_right[k] = same
+            if same:
+                found.append(Invisible(m.key, k, exact=decided))
+    return found
+
+
+def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]:
+    """``(same, exact)``: whether misconception ``m`` gives exactly the right value at step ``k``.
+
+    A misconception with no exact form (none today) keeps the float verdict, ``exact`` False;
+    so does a computation too large to carry out exactly (:class:`tutor.exact.expoly.TooLarge`), and a
+    variant the exact walk does not follow (:class:`tutor.exactreplay.NoExactForm`).
+    """
+    from ..exactreplay import NoExactForm
+
+    if KINDS[k[0]].backward:  # no exact walk of the backward pass under a mistake: the floats agree, and that is said
+        return True, False
+    try:
+        mine = exact.walk(m).get(k) if m.variant is not None else exact.special(m.key, k)
+        if mine is None:
+            return m.variant is None, False  # no exact form of a special misconception: the floats agree
+        right_exact = exact.walk(None).get(k)
+        assert right_exact is not None
+        return _same_exactly(mine, right_exact)
+    except (TooLarge, NoExactForm):  # beyond what is worth computing exactly, or a mistake the exact walk does
+        return True, False              # not follow (the heads' layout): the floats agree, and that is said
+
+
+def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
+    """:func:`invisible` as every step's misconception keys (``()`` where every mistake shows)."""
+    out: dict[Key, list[str]] = {s.key: [] for s in sol.steps}
+    for inv in invisible(sol):
+        out[inv.step].append(inv.key)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+#: The step a left-out bias changes first.
+_BIAS_STEP = {"b_q": "q", "b_k": "k", "b_v": "v", "b_o": "output"}
+
+
+def origins(m: Misconception, ex: Exercise, backward: bool = False) -> list[Key]:
+    """The steps where a learner *makes* mistake ``m``: the first steps its knobs turn (those not computed
+    from another such step: one per head in the forward pass),
+    the projection whose bias it leaves out, or every step it names when it is no variant of the
+    pipeline (``backward``: the backward pass's steps too)."""
+    if m.variant is None:
+        return [k for k in keys(ex) if k[0] in m.steps]
+    turned = m.variant.turned()
+    if turned == {"drop"}:
+        biased = {_BIAS_STEP[b] for b in m.variant.drop}
+        return [k for k in keys(ex) if k[0] in biased]
+    first: list[Key] = []  # each step a knob turns that is not computed from an earlier one (d_q and d_k both)
+    for k in keys(ex, backward):
+        if KINDS[k[0]].varies & turned and not upstream(ex, k) & set(first):
+            first.append(k)
+    return first
+
+
+# --- sentences ------------------------------------------------------------------------------------
+
+_BY_KEY = {m.key: m for m in MISCONCEPTIONS}
+
+
+def reason(key: str, sol: Solution, step: Key) -> str:
+    """The reason a core mistake is invisible on this exercise, when it is a simple one (else ``""``)."""
+    ex, head = sol.exercise, step[1]
+    hd = ex.heads[head or 0]
+    if key == "kq_transposed":
+        same = sol.step("q", head).exact == sol.step("k", head).exact
+        return t("invisible.because.q_is_k" if same else "invisible.because.symmetric")
+    if key in ("no_scaling", "grad_no_scale") and hd.d_k == 1:
+        return t("invisible.because.d_k_1")
+    if key == "scale_sqrt_d_model" and hd.d_k == ex.d_model:
+        return t("invisible.because.d_model_d_k")
+    if key == "times_k" and sol.step("k", head).exact == sol.step("v", head).exact:
+        return t("invisible.because.k_is_v")
+    if key == "w_o_transposed" and ex.w_o is not None and tuple(zip(*ex.w_o)) == ex.w_o:
+        return t("invisible.because.w_o_symmetric")
+    return ""
+
+
+def note(sol: Solution, key: str, step: Key, suggestion: str | None) -> str:
+    """The sentence saying that mistake ``key`` cannot be caught at ``step`` of this exercise, with a
+    bundled exercise that does catch it (``suggestion``) when there is one."""
+    name = sol.step(*step).name
+    text = t(f"invisible.{key}", step=name, because=reason(key, sol, step)) if key in _SPECIFIC else \
+        t("invisible.generic", mistake=t(f"invisible.mistake.{key}"), step=name, because=reason(key, sol, step))
+    if suggestion:
+        text += " " + t("invisible.try", id=suggestion)
+    return text
+
+
+_SPECIFIC = ("kq_transposed",)
+
+
+def notes(sol: Solution, found: Sequence[Invisible] | None = None, *,
+          suggest: Callable[[str, str, str], str | None] | None = None) -> dict[Key, list[str]]:
+    """The sentences to show at each step: every core mistake (:data:`CORE`) invisible where it is made.
+
+    ``suggest(key, step_id, exercise_id)`` names an exercise that catches it
+    (default :func:`suggestion`, among the bundled ones).
+    """
+    ex = sol.exercise
+    suggest = suggest or suggestion
+    backward = any(KINDS[s.id].backward for s in sol.steps)
+    core = CORE + CORE_BACKWARD if backward else CORE
+    found = invisible(sol, core) if found is None else found
+    hidden = {(f.key, f.step) for f in found}
+    out: dict[Key, list[str]] = {}
+    for key in core:
+        m = _BY_KEY.get(key)
+        if m is None:
+            continue
+        for step in origins(m, ex, backward):
+            if (key, step) in hidden:
+                out.setdefault(step, []).append(note(sol, key, step, suggest(key, step[0], ex.id)))
+    return out
+
+
+def uncaught(sol: Solution, found: Sequence[Invisible] | None = None) -> list[tuple[str, tuple[Key, ...]]]:
+    """The core mistakes (:data:`CORE`) this exercise cannot catch at the steps where they are made:
+    ``(key, steps)`` for each one that applies to the exercise and is invisible at every such step."""
+    ex = sol.exercise
+    found = invisible(sol, CORE) if found is None else found
+    hidden = {(f.key, f.step) for f in found}
+    out = []
+    for key in CORE:
+        m = _BY_KEY.get(key)
+        if m is None or not needs_met(sol, m.needs):
+            continue
+        steps = origins(m, ex)
+        if steps and all((key, s) in hidden for s in steps):
+            out.append((key, tuple(steps)))
+    return out
+
+
+@lru_cache(maxsize=1)
+def _bundled_order() -> tuple[Exercise, ...]:
+    """The bundled exercises in learning order: difficulty, then size, then id."""
+    from ..exercise.catalog import bundled
+
+    return tuple(sorted(bundled(), key=lambda e: (e.difficulty or 3, e.L * e.L_k * e.d_model, e.id)))
+
+
+@cache
+def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
+    """The (mistake, step id) pairs exercise ``ex`` catches at a step where the mistake is made."""
+    from ..steps import solve
+
+    sol = solve(ex, backward=True)  # the gradients too: the backward pass's mistakes are suggested like the others
+    hidden = {(f.key, f.step) for f in invisible(sol)}
+    caught = set()
+    for m in MISCONCEPTIONS:
+        if not needs_met(sol, m.needs):
+            continue
+        with np.errstate(all="ignore"):
+            reached = replay(ex, m.variant, backward=True).values if m.variant is not None else None
+        for step in origins(m, ex, True):
+            if (m.key, step) not in hidden and (reached is None or step in reached):
+                caught.add((m.key, step[0]))
+    return frozenset(caught)
+
+
+def suggestion(key: str, step_id: str, exercise_id: str) -> str | None:
+    """The first bundled exercise (in learning order) other than ``exercise_id`` on which mistake
+    ``key`` shows at a step ``step_id`` where it is made; ``None`` when there is none."""
+    for ex in _bundled_order():
+        if ex.id != exercise_id and (key, step_id) in _catches(ex):
+            return ex.id
+    return None

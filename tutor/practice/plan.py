@@ -1,0 +1,183 @@
+"""What a practice session asks, decided before it starts: which exercise, which steps, where it begins.
+
+A :class:`Plan` is built in one of three ways, then :func:`resume` may move
+its beginning:
+
+* :func:`chosen` -- the exercise (and ``--steps``, ``--head``) the learner
+  named;
+* :func:`weakest` -- no exercise named: the exercise that trains the weakest
+  step kind (:func:`tutor.store.recommend`), started *at* that step: the
+  steps before it are given, not asked;
+* :func:`due` -- ``--due``: the skills the schedule says are due
+  (:mod:`tutor.store.scheduling`), on an exercise of their family.
+
+:func:`resume` looks in the store for the latest session of the same
+selection -- the same exercise, steps, head and mode -- and, when it ended
+before its last step (quit, end of input, Ctrl-C, a killed process), begins
+at the first step it did not finish; ``--restart`` skips it.
+
+Fresh numbers (``practice --fresh``) plug in here: a plan whose ``sol`` is
+another exercise's, with ``record_as`` the original id -- progress, the
+resume key and the schedule all go under that id.
+
+Pure but for the store reads: nothing here prints or prompts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..base.errors import TutorError
+from ..base.messages import join_and, t
+
+if TYPE_CHECKING:
+    from ..exercise.record import Exercise
+    from ..steps import Solution
+    from ..store import Store
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A session to run: on ``sol``, the steps ``steps`` (ids; ``None``: every step) of head
+    ``head`` (0-based; ``None``: every head), beginning at the 0-based index ``begin_at`` of
+    those steps (the earlier ones given); ``why`` the sentence saying why this exercise (or
+    ``""``), ``start`` the one saying where it begins (or ``""``); ``record_as`` the exercise
+    id progress goes under (``None``: ``sol``'s own)."""
+
+    sol: Solution
+    steps: tuple[str, ...] | None = None
+    head: int | None = None
+    begin_at: int = 0
+    why: str = ""
+    start: str = ""
+    record_as: str | None = None
+
+    @property
+    def opening(self) -> tuple[str, ...]:
+        """The sentences shown before the session: why this exercise, where it begins."""
+        return tuple(s for s in (self.why, self.start) if s)
+
+    @property
+    def exercise_id(self) -> str:
+        """The id progress, resuming and the schedule use."""
+        return self.record_as or self.sol.exercise.id
+
+    @property
+    def steps_key(self) -> str | None:
+        """The steps as the store keeps them: ids in the catalogue's order, comma-separated."""
+        if self.steps is None:
+            return None
+        from ..steps import STEP_IDS
+
+        return ",".join(s for s in STEP_IDS if s in self.steps)
+
+    def keys(self) -> list[tuple[str, int | None]]:
+        """The (step, head) of every step the session walks, in order (given ones included)."""
+        from . import select
+
+        return [(s.id, s.head) for s in select(self.sol, self.steps, self.head)]
+
+
+def head_error(head: int, num_heads: int) -> str:
+    """The sentence for a head (0-based) an exercise does not have, with heads counted from 1."""
+    if num_heads == 1:
+        return t("head.missing_single", head=head + 1)
+    return t("head.missing", head=head + 1, last=num_heads)
+
+
+def chosen(ex: Exercise, steps: Sequence[str] | None = None, head: int | None = None) -> Plan:
+    """The plan for the exercise the learner named.  Raises :class:`TutorError` (exit 2) when
+    ``steps`` names a step the exercise does not have."""
+    from ..steps import has_backward, solve
+
+    sol = solve(ex, backward=steps is not None and has_backward(steps))
+    if steps is not None:
+        have = {s.id for s in sol.steps}
+        missing = [s for s in steps if s not in have]
+        if missing:
+            raise TutorError(t("practice.missing_steps", steps=", ".join(missing), id=ex.id,
+                               has=", ".join(s.id for s in sol.steps if s.head in (0, None))))
+    return Plan(sol, None if steps is None else tuple(steps), head)
+
+
+def weakest(store: Store | None, folders: Sequence[Path] = (), head: int | None = None) -> Plan | None:
+    """The exercise that trains the weakest step kind, begun at that step (the earlier steps
+    given; only head ``head``'s, 0-based, when given); ``None`` when no exercise is found.
+    Raises :class:`TutorError` when the exercise has no such head."""
+    from ..exercise.catalog import resolve
+    from ..steps import solve
+    from .session import recommendation, why_picked
+
+    _, rec = recommendation(store, folders)
+    if rec is None:
+        return None
+    ex = resolve(rec.exercise, folders)
+    if head is not None and head >= ex.num_heads:
+        raise TutorError(head_error(head, ex.num_heads))
+    plan = Plan(solve(ex), head=head)
+    keys = plan.keys()
+    begin = next((i for i, (step, _) in enumerate(keys) if step == rec.step), 0)
+    start = t("practice.weakest", number=begin + 1, total=len(keys), step=rec.step) if begin else ""
+    return replace(plan, begin_at=begin, why=why_picked(rec), start=start)
+
+
+def due(store: Store, exercise: Exercise | None, folders: Sequence[Path] = (),
+        at: datetime | None = None) -> Plan | str:
+    """The plan that reviews what is due at ``at`` (default now): the due step kinds of the
+    family due first, on ``exercise`` when given (its family's due steps), else on the
+    exercise of that family that has most of them (then the easiest, then by id).  When
+    nothing is due: the sentence that says so (and when the next review is).  Raises
+    :class:`TutorError` when no exercise found has the steps due."""
+    from ..exercise.catalog import exercises
+    from ..steps import STEP_IDS
+    from ..store import skills
+    from .session import step_kinds
+
+    at = at or datetime.now(UTC)
+    scheduled = skills(store, at)
+    if not scheduled:
+        return t("practice.due.empty")
+    ready = [s for s in scheduled if s.is_due(at) and (exercise is None or s.family == exercise.family)]
+    if not ready:
+        if exercise is not None:
+            return t("practice.due.mismatch", exercise=exercise.id, family=exercise.family)
+        nxt = scheduled[0]
+        return t("practice.due.none", when=nxt.due.strftime("%Y-%m-%d %H:%M UTC"), step=nxt.step, family=nxt.family)
+    family = ready[0].family
+    wanted = [s for s in STEP_IDS if any(r.step == s and r.family == family for r in ready)]
+    if exercise is None:
+        candidates = [ex for ex in exercises(folders) if ex.family == family]
+        scored = [(-len(set(wanted) & step_kinds(ex)), ex.difficulty or 3, ex.id, ex) for ex in candidates]
+        scored = [c for c in scored if c[0] < 0]
+        if not scored:
+            raise TutorError(t("practice.due.no_exercise", family=family, steps=join_and(wanted)))
+        exercise = min(scored, key=lambda c: c[:3])[3]
+    have = step_kinds(exercise)
+    steps = tuple(s for s in wanted if s in have)
+    if not steps:
+        return t("practice.due.mismatch", exercise=exercise.id, family=exercise.family)
+    plan = chosen(exercise, steps)
+    return replace(plan, why=t("practice.due.picked", exercise=exercise.id, family=family, steps=join_and(list(steps))))
+
+
+def resume(store: Store, plan: Plan, mode: str, *, restart: bool = False) -> Plan:
+    """``plan`` begun at the first step the latest unfinished session of the same selection
+    (exercise, steps, head, ``mode``) did not finish, with a sentence saying so -- unless
+    ``restart``, or there is no such session, or it would not begin later than ``plan`` does."""
+    if restart:
+        return plan
+    from ..store import unfinished
+
+    left = unfinished(store, plan.exercise_id, steps=plan.steps_key, head=plan.head, mode=mode)
+    if left is None:
+        return plan
+    keys = plan.keys()
+    at = left.resume_at(keys)
+    if at <= plan.begin_at or at >= len(keys):
+        return plan
+    step, _ = keys[at]
+    return replace(plan, begin_at=at, start=t("practice.resumed", number=at + 1, total=len(keys), step=step))
