@@ -12,8 +12,10 @@ from tutor.exact.grad import Grad
 from tutor.exact.numbers import Rat
 from tutor.exercise.catalog import resolve
 from tutor.numeric import scaled_dot_product_attention
-from tutor.numeric.backward import gradient_check, layer_backward, numerical_gradient
+from tutor.numeric.backward import gradient_check, numerical_gradient
+from tutor.production import layer_backward, upstream
 from tutor.steps import solve
+from tutor.steps.state import floats as _floats
 
 BUNDLED = ["single-head-3x4", "two-head-causal-3x4", "cross-attention-2x3", "fully-masked-row-3x3", "padding-4x2",
            "two-head-fused-3x4", "two-head-dk1-3x4", "single-head-dk4-2x4"]
@@ -92,25 +94,23 @@ def test_the_gradient_check_catches_a_wrong_gradient():
 def test_the_layer_backward_passes_a_central_difference_gradient_check_on_x(name):
     ex = resolve(name)
     g = layer_backward(ex)
-    from tutor.numeric.backward import _f, upstream
-
     G = upstream(ex)
 
     def loss(x: np.ndarray) -> float:
         total = 0.0
         outs = []
-        kv = _f(ex.x_kv) if ex.is_cross else x
+        kv = _floats(ex.x_kv) if ex.is_cross else x
         mask = None if ex.allowed() is None else np.array(ex.allowed())
         for hd in ex.heads:
-            bq = 0 if hd.b_q is None else _f([hd.b_q])
-            bk = 0 if hd.b_k is None else _f([hd.b_k])
-            bv = 0 if hd.b_v is None else _f([hd.b_v])
-            outs.append(scaled_dot_product_attention(x @ _f(hd.w_q) + bq, kv @ _f(hd.w_k) + bk, kv @ _f(hd.w_v) + bv, mask))
+            bq = 0 if hd.b_q is None else _floats([hd.b_q])
+            bk = 0 if hd.b_k is None else _floats([hd.b_k])
+            bv = 0 if hd.b_v is None else _floats([hd.b_v])
+            outs.append(scaled_dot_product_attention(x @ _floats(hd.w_q) + bq, kv @ _floats(hd.w_k) + bk, kv @ _floats(hd.w_v) + bv, mask))
         y = np.hstack(outs)
         if ex.w_o is not None:
-            y = y @ _f(ex.w_o)
+            y = y @ _floats(ex.w_o)
         total = float(np.sum(G * y))
         return total
 
-    num = numerical_gradient(loss, _f(ex.x))
+    num = numerical_gradient(loss, _floats(ex.x))
     np.testing.assert_allclose(g.d_x, num, rtol=1e-7, atol=1e-7)

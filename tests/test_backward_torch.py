@@ -1,7 +1,7 @@
 """The backward pass against torch autograd (float64): every backward step of every bundled exercise.
 
 Three engines, one answer: the exact backward (:func:`tutor.steps.solve` with
-``backward=True``), the NumPy core's (:func:`tutor.numeric.backward.layer_backward`,
+``backward=True``), the NumPy core's (:func:`tutor.production.layer_backward`,
 :func:`~tutor.numeric.backward.scaled_dot_product_attention_backward`) and
 torch's autograd through the same forward, to 1e-9.  A query row that may
 attend to no key has zero weights (the contract, as SDPA since 2.5): the
@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from tutor.exercise.catalog import resolve
-from tutor.numeric.backward import layer_backward, scaled_dot_product_attention_backward
+from tutor.numeric.backward import scaled_dot_product_attention_backward
+from tutor.production import layer_backward
 from tutor.steps import solve
 
 from .conftest import EXERCISES, V1_BUNDLED

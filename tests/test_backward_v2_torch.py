@@ -17,7 +17,8 @@ import pytest
 
 from tutor.exercise import exercise_from_data
 from tutor.exercise.catalog import resolve
-from tutor.numeric.backward import layer_backward, scaled_dot_product_attention_backward
+from tutor.numeric.backward import scaled_dot_product_attention_backward
+from tutor.production import layer_backward
 from tutor.steps import solve
 
 from .conftest import EXERCISES, V1_BUNDLED

@@ -1,7 +1,7 @@
 """The step catalogue holds for every kind, and nothing outside it re-derives a step.
 
-* every kind has its functions in the float pipeline and the production
-  mirror (found by name), its messages, and a place in the graph;
+* every kind has its functions for every engine (side by side in its
+  family's module), its messages, and a place in the graph;
 * the walks agree: ``solve`` gives the steps of ``keys(ex)`` in order, the
   float walk reproduces the exact values, ``verify`` reads every step back;
 * outside ``tutor/steps/`` at most five comparisons of a step id remain,
@@ -18,7 +18,6 @@ import pytest
 
 from tutor.base.messages import EN
 from tutor.exercise.catalog import resolve
-from tutor.numeric import production, replay
 from tutor.steps import CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
 from tutor.steps import replay as walk
 
@@ -30,9 +29,12 @@ BUNDLED = sorted(p.stem for p in (REPO / "exercises").glob("*.yaml"))
 
 @pytest.mark.parametrize("kind", CATALOGUE, ids=lambda k: k.id)
 def test_every_kind_has_its_functions_and_messages(kind):
-    for module, name in ((replay, kind.id), (replay, f"{kind.id}_slack"),
-                         (production, f"{kind.id}_production"), (production, f"{kind.id}_rounding")):
-        assert callable(getattr(module, name, None)), f"{module.__name__}.{name}"
+    engines = (kind.build, kind.floats, kind.slack, kind.production, kind.rounding)
+    assert all(callable(f) for f in engines), kind.id
+    # the exact walk follows the forward pass of format v1 (a cache's and a bias's kinds, the gradients: the floats decide)
+    assert (kind.exact_walk is None) == (kind.backward or kind.id in ("k_new", "v_new", "biased")), kind.id
+    assert {f.__module__ for f in (*engines, *([kind.exact_walk] if kind.exact_walk else []))} <= {
+        kind.build.__module__, "tutor.steps.grad"}, kind.id  # side by side in the kind's own module
     for key in (f"step.{kind.id}.title", f"step.{kind.id}.why", f"practice.hint.{kind.id}"):
         assert key in EN, key
     assert kind.scope in ("head", "layer")

@@ -267,16 +267,18 @@ def test_bundled_dir_found_from_installed_or_source():
 # --- the two engines check each other ------------------------------------------------
 
 def test_explain_refuses_when_the_engines_disagree(cli, monkeypatch):
-    import tutor.numeric as numeric
+    import importlib
 
-    real = numeric.run_exercise
+    verify = importlib.import_module("tutor.production.verify")  # the module (the package exports its function)
 
-    def off_by_a_little(ex, dtype=None):
-        run = real(ex)
+    real = verify.run_exercise
+
+    def off_by_a_little(ex, dtype=None, backward=False):
+        run = real(ex, backward=backward)
         run.weights[0, 0, 0] += 1e-6  # a bug in one engine
         return run
 
-    monkeypatch.setattr(numeric, "run_exercise", off_by_a_little)
+    monkeypatch.setattr(verify, "run_exercise", off_by_a_little)
     for fmt in ("rich", "json"):
         code, out, err = cli("explain", "single-head-3x4", "--format", fmt)
         assert code == 2

@@ -392,7 +392,8 @@ def solution_of(exercise_id: str):  # -> tutor.steps.Solution
 def exact_form(rng: random.Random, e) -> str:
     """A true exact value as someone would copy it: the answer grammar, explain's notation
     (``2√2``, ``1/(1 + 2·exp(√2))``, ``−∞``), that notation on an ASCII terminal, or other multiplication signs."""
-    from tutor.render.text import asciify, pretty
+    from tutor.base.ascii import asciify
+    from tutor.render.text import pretty
 
     text = str(e)
     return rng.choice([text, pretty(text), asciify(pretty(text)), text.replace("*", rng.choice("·×⋅"))])

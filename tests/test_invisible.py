@@ -16,14 +16,12 @@ import numpy as np
 import pytest
 
 from tutor.exact.expoly import Poly, Value, surds
-from tutor.exactreplay import NoExactForm, entry_value, supports
-from tutor.exactreplay import replay as exact_replay
+from tutor.exact.matrices import entry_value
 from tutor.exercise import parse_exercise
 from tutor.exercise.catalog import bundled, resolve
 from tutor.mistakes.diagnose import MISCONCEPTIONS
 from tutor.mistakes.invisible import CORE, by_step, invisible, notes, uncaught
-from tutor.numeric.replay import RIGHT, Variant
-from tutor.steps import replay, solve
+from tutor.steps import RIGHT, NoExactForm, Variant, exact_replay, replay, solve, supports
 
 from .conftest import EXERCISES
 
@@ -265,7 +263,7 @@ def _as_value(e):
 def test_the_exact_walk_is_the_exact_engine(exercise_id):
     """Under no misconception, the exact walk gives, entry by entry, exactly the exact engine's values."""
     from tutor.exact.expoly import NEG_INF
-    from tutor.exactreplay import as_value
+    from tutor.exact.matrices import as_value
 
     ex = resolve(exercise_id)
     if ex.has_cache or ex.has_bias:  # format v2's cache and bias: no exact walk, said by NoExactForm

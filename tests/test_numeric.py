@@ -27,12 +27,11 @@ from tutor.numeric import (
     attention_with_weights,
     blocked_attention,
     causal_mask,
-    exercise_trace,
-    run_exercise,
     scaled_dot_product_attention,
     softmax,
 )
 from tutor.numeric.masks import mha_masks
+from tutor.production import exercise_trace, layer_of, run_exercise
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = json.loads((Path(__file__).parent / "data" / "attention-cases.json").read_text())["cases"]
@@ -913,7 +912,7 @@ def test_unequal_heads_are_refused_with_a_shape_error():
         )
     )
     with pytest.raises(ShapeError, match="differ in size"):
-        MultiHeadAttention.from_exercise(ex)
+        layer_of(ex)
     with pytest.raises(ShapeError):
         run_exercise(ex)
 

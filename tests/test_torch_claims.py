@@ -5,7 +5,7 @@ sentence claims, then that the sentence (from the message catalogue, as
 printed) states that claim -- so a test fails if torch changes or if the
 sentence goes back to a coarser one.  torch is a test oracle only
 (``require_torch`` as in tests/test_torch_parity.py).  The PyTorch spelling of
-each mask is :func:`tutor.numeric.pytorch_masks`'s (issue 10, section 2),
+each mask is :func:`tutor.production.pytorch_masks`'s (issue 10, section 2),
 run in torch in tests/test_torch_parity.py.
 """
 
@@ -22,7 +22,8 @@ import pytest
 from tutor.base.messages import t
 from tutor.exercise.catalog import resolve
 from tutor.exercise.record import causal
-from tutor.numeric.trace import merge_copies, production_view
+from tutor.numeric.trace import merge_copies
+from tutor.production import production_view
 from tutor.steps import KINDS, solve, torch_empty_row
 
 from .conftest import EXERCISES

@@ -51,10 +51,9 @@ from tutor.numeric import (
     attention_with_weights,
     blocked_attention,
     causal_mask,
-    pytorch_masks,
-    run_exercise,
     scaled_dot_product_attention,
 )
+from tutor.production import layer_of, pytorch_masks, run_exercise
 
 from .conftest import EXERCISES
 
@@ -533,7 +532,7 @@ def test_production_mask_spellings_run_in_torch(index):
     kv = x if ex.x_kv is None else f(ex.x_kv)[None]
     m = _to_torch(ex)
     ref, _ = m(t(x), t(kv), t(kv), need_weights=False, **mha_kw)  # off the fast path: fully masked rows as ours
-    layer = MultiHeadAttention.from_exercise(ex, batch_first=True)
+    layer = layer_of(ex, batch_first=True)
     out, _ = layer(x, kv, kv, need_weights=False, **{k: v.numpy() for k, v in mha_kw.items()})
     expected = run.output
     np.testing.assert_allclose(ref.numpy()[0], expected, **TOL[np.float64])
@@ -541,7 +540,7 @@ def test_production_mask_spellings_run_in_torch(index):
 
 
 # --------------------------------------------------------------------------- #
-# an exercise built by hand (Fractions) through from_exercise and through torch
+# an exercise built by hand (Fractions) through layer_of and through torch
 # --------------------------------------------------------------------------- #
 def Fm(*rows):
     return tuple(tuple(Fraction(v) for v in r) for r in rows)
@@ -625,7 +624,7 @@ def test_hand_built_exercise_matches_torch():
     # row 1 sees keys 0..1 minus padding: key 1 alone, weight exactly 1
     np.testing.assert_array_equal(run.weights[:, 1], [[0, 1, 0, 0]] * 2)
     # and the layer from the exercise, driven with the mask/padding split as production passes them (True = blocked)
-    layer = MultiHeadAttention.from_exercise(ex, batch_first=True)
+    layer = layer_of(ex, batch_first=True)
     out, w = layer(x.numpy(), kv.numpy(), kv.numpy(), attn_mask=~causal_mask(3, 4),
                    key_padding_mask=~np.array([ex.key_padding]), average_attn_weights=False)
     np.testing.assert_array_equal(out[0], run.output)

@@ -149,7 +149,7 @@ def test_the_exact_backward_pass_refuses_an_exercise_too_large_to_write_out(cli,
     by explain, practice and check alike; the NumPy core's backward still runs it."""
     from tutor.authoring.generate import Spec, generate
     from tutor.exercise import load_exercise
-    from tutor.numeric.backward import layer_backward
+    from tutor.production import layer_backward
 
     path = tmp_path / "big.yaml"
     path.write_text(generate(Spec(tokens=16, heads=8, d_model=32, d_k=4, seed=7)))

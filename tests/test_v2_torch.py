@@ -270,7 +270,7 @@ def _spelled_kwargs(ex) -> dict:
     import ast
     import re
 
-    from tutor.numeric import pytorch_masks
+    from tutor.production import pytorch_masks
 
     kw: dict = {}
     for m in pytorch_masks(ex):
@@ -298,7 +298,7 @@ def _spelled_kwargs(ex) -> dict:
 
 @pytest.mark.parametrize("name", list(CASES) + _bundled_v2())
 def test_the_production_spelling_runs_in_torch(name):
-    from tutor.numeric import run_exercise
+    from tutor.production import run_exercise
 
     ex = _exercise(name)
     run = run_exercise(ex)
@@ -315,7 +315,7 @@ def test_the_production_spelling_runs_in_torch(name):
 
 @pytest.mark.parametrize("name", list(CASES) + _bundled_v2())
 def test_the_decoder_trace_has_the_shapes_the_run_makes(name):
-    from tutor.numeric import exercise_trace, run_exercise
+    from tutor.production import exercise_trace, run_exercise
 
     ex = _exercise(name)
     if not ex.is_v2:

@@ -32,12 +32,11 @@ def _digest(value) -> str:
 
 
 def _walks(exercise_id: str) -> dict[str, object]:
-    from tutor import numeric
     from tutor.exercise.catalog import resolve
     from tutor.mistakes.diagnose import MISCONCEPTIONS
     from tutor.mistakes.invisible import invisible
-    from tutor.numeric.replay import Replay
-    from tutor.steps import KINDS, keys, replay, solve
+    from tutor.production import run_exercise
+    from tutor.steps import KINDS, Replay, keys, replay, solve
 
     ex = resolve(exercise_id)
     sol = solve(ex, backward=True)
@@ -54,7 +53,7 @@ def _walks(exercise_id: str) -> dict[str, object]:
     out["invisible"] = sorted(f"{i.key}@{i.step[0]}/{i.step[1]}" for i in invisible(sol))
     carried = replay(ex, given=lambda key: None, backward=True)  # check's walk: each step's slack
     out["slack"] = {f"{k}/{h}": _digest(slack) for (k, h), (_, slack) in carried.computed.items()}
-    run = numeric.run_exercise(ex)  # verify's walk: each step read off the batched layer, and its rounding bound
+    run = run_exercise(ex, backward=True)  # verify's walk: each step read off the batched layer, and its rounding bound
     bounds = Replay(ex, slack={})
     production: dict[str, str] = {}
     for step in sol.steps:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..base.ascii import asciify, is_utf
 from ..base.jsontext import document
 from ..base.messages import t
-from ..render.text import asciify
 from .common import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, console, warn, write_document
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None
             render(report, console())
         out = console()
         for line in tiled_lines(sf.exercise, rep):
-            text = line if out.encoding.lower().replace("-", "").startswith("utf") else asciify(line)
+            text = line if is_utf(out.encoding) else asciify(line)
             indent = len(text) - len(text.lstrip(" "))
             out.print(Padding(Text(text.lstrip(" "), overflow="fold"), (0, 0, 0, indent), expand=False))
     if wrong:

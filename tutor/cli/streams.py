@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TextIO
 
+from ..base.ascii import is_utf
 from ..base.errors import TutorError
 from ..base.messages import t
 from ..base.textsafe import shown_stream
@@ -27,7 +28,7 @@ def _transliterate(err: UnicodeError) -> tuple[str, int]:
     """Codec error handler: a character the stream cannot encode, in ASCII (``√`` -> ``sqrt``, else ``\\u2026``)."""
     if not isinstance(err, UnicodeEncodeError):
         raise err
-    from ..render.text import asciify
+    from ..base.ascii import asciify
 
     root = _ROOT_OF.match(err.object, err.start)  # √d_model -> sqrt(d_model), as asciify writes it
     if root is not None:
@@ -40,13 +41,6 @@ _ROOT_OF = re.compile(r"√([A-Za-z0-9_]+)")
 
 
 codecs.register_error("attn-tutor-ascii", _transliterate)
-
-
-def _is_utf(encoding: str | None) -> bool:
-    try:
-        return codecs.lookup(encoding or "utf-8").name.startswith("utf")
-    except LookupError:
-        return False
 
 
 class GuardedStream:
@@ -78,7 +72,7 @@ class GuardedStream:
         self.failure: str | None = None
         self.encoding = getattr(stream, "encoding", None) or "utf-8"
         self.errors = getattr(stream, "errors", None) or "strict"
-        self._utf = _is_utf(self.encoding)
+        self._utf = is_utf(self.encoding)
 
     def _silence(self) -> None:
         self.broken = True

@@ -1,7 +1,7 @@
 """Exponential polynomials, exactly: the values attention builds from rational inputs, and a test of equality.
 
 Every entry of every step -- under any misconception the float pipeline
-replays (:class:`tutor.numeric.replay.Variant`) -- is a sum of fractions
+replays (:class:`tutor.steps.Variant`) -- is a sum of fractions
 ``N/D`` whose numerators and denominators are *exponential polynomials*:
 ``Σ c·√t·exp(a)`` with ``c`` rational, ``t`` a square-free integer, and
 ``a`` an algebraic number of the form ``Σ u·√s`` (a scaled score, or a sum

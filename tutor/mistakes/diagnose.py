@@ -23,7 +23,7 @@ them, and explains more wrong entries than it leaves, is reported with the
 odd entries named (all of those that leave equally few).
 
 Adding a misconception: usually a new knob on
-:class:`tutor.numeric.replay.Variant` read by the step functions it changes
+:class:`tutor.steps.Variant` read by the step functions it changes
 (and named in those kinds' ``varies``), a message under ``diagnose.<key>`` in
 :mod:`tutor.base.messages`, a row ``_m(key, Variant(...))`` in
 :data:`MISCONCEPTIONS`, and a test with a hand-made wrong answer.
@@ -45,8 +45,7 @@ from numpy.typing import NDArray
 from ..base.decimals import trimmed
 from ..base.messages import join_and, plural, t
 from ..exercise.record import Exercise
-from ..numeric.replay import Variant
-from ..steps import KINDS, STEP_IDS, Key, Solution, downstream, entry_work, keys, replay
+from ..steps import KINDS, STEP_IDS, Key, Solution, Variant, downstream, entry_work, keys, replay
 
 __all__ = [
     "MISCONCEPTIONS",
@@ -248,7 +247,7 @@ def _same(a: Array, b: Array) -> bool:
 num_text = trimmed
 
 
-# --- the float pipeline (one: :func:`tutor.steps.replay` over :mod:`tutor.numeric.replay`) ---------
+# --- the float pipeline (one: :func:`tutor.steps.replay`, each kind's float function) ---------
 
 
 def right_value(sol: Solution, step_id: str, head: int | None) -> Array:

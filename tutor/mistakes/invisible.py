@@ -10,7 +10,7 @@ Exactly: each misconception's step is recomputed in floats (the one float
 pipeline, :func:`tutor.steps.replay`); where it clearly differs from the right
 value (by more than :data:`CLEAR` of the matrix's magnitude, far beyond
 float round-off) the mistake shows.  Anything closer is decided by the exact
-walk (:mod:`tutor.exactreplay`, values as :class:`tutor.exact.expoly.Value`) and
+walk (:class:`tutor.steps.Walk`, values as :class:`tutor.exact.expoly.Value`) and
 the Lindemann–Weierstrass theorem, never by a tolerance.
 
 :func:`notes` turns the core mistakes (:data:`CORE`) into the sentences
@@ -52,7 +52,7 @@ CORE_BACKWARD: tuple[str, ...] = ("softmax_grad_elementwise", "grad_no_scale", "
 Array = NDArray[np.float64]
 
 if TYPE_CHECKING:
-    from ..exactreplay import Walk
+    from ..steps import Walk
 
 
 @dataclass(frozen=True)
@@ -78,11 +78,11 @@ def _clearly_differ(got: Array, right: Array) -> bool:
 
 
 def _same_exactly(a: Sequence[Sequence[object]], b: Sequence[Sequence[object]]) -> tuple[bool, bool]:
-    """``(equal, exact)`` for two exact matrices (:mod:`tutor.exactreplay` entries)."""
+    """``(equal, exact)`` for two exact matrices (:mod:`tutor.exact.matrices` entries)."""
     from fractions import Fraction
 
     from ..exact.expoly import NEG_INF
-    from ..exactreplay import as_value
+    from ..exact.matrices import as_value
 
     exact = True
     for ra, rb in zip(a, b):
@@ -108,8 +108,7 @@ class _Exact:
 
     def walk(self, m: Misconception | None) -> Walk:
         """The exact walk under ``m``'s variant (the right one for ``None``), taken only as far as asked."""
-        from ..exactreplay import Walk
-        from ..numeric.replay import RIGHT
+        from ..steps import RIGHT, Walk
 
         name = "" if m is None else m.key
         if name not in self.walks:
@@ -118,7 +117,7 @@ class _Exact:
 
     def special(self, key: str, step: Key) -> list | None:
         """The exact value of a misconception that is no variant of the pipeline, or ``None`` when unknown."""
-        from ..exactreplay import transpose
+        from ..exact.matrices import transpose
 
         right = self.walk(None)
         if key == "transposed":
@@ -180,9 +179,9 @@ def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]
 
     A misconception with no exact form (none today) keeps the float verdict, ``exact`` False;
     so does a computation too large to carry out exactly (:class:`tutor.exact.expoly.TooLarge`), and a
-    variant the exact walk does not follow (:class:`tutor.exactreplay.NoExactForm`).
+    variant the exact walk does not follow (:class:`tutor.steps.NoExactForm`).
     """
-    from ..exactreplay import NoExactForm
+    from ..steps import NoExactForm
 
     if KINDS[k[0]].backward:  # no exact walk of the backward pass under a mistake: the floats agree, and that is said
         return True, False

@@ -3,12 +3,12 @@
 Modules: :mod:`.functional` (softmax, the causal mask, and scaled dot-product
 attention with PyTorch's signature), :mod:`.blocked` (the memory-bounded
 online-softmax path), :mod:`.layer` (the batched multi-head layer with
-``nn.MultiheadAttention``'s forward, and an exercise run through it),
+``nn.MultiheadAttention``'s forward, and one run's intermediate arrays),
 :mod:`.masks` (``nn.MultiheadAttention``'s mask polarity, checked and
-converted; an exercise's masks spelled as PyTorch takes them), :mod:`.trace`
-(the forward pass as shapes), :mod:`.replay` (one exercise step by step in
-float64, with the knobs a misconception turns: what diagnosis replays and
-``check`` carries the author's values through).
+converted), :mod:`.backward` (SDPA's gradients, a numerical gradient
+check), :mod:`.trace` (the forward pass as shapes, for any configuration).
+Like a framework's layer, it knows no exercise: running an exercise through
+it is :mod:`tutor.production`'s.
 
 What the hand calculation does one head and one token at a time, this module
 does the way production code does it: batched tensors, one fused QKV
@@ -56,23 +56,18 @@ from __future__ import annotations
 from ._common import MaskPolarityWarning
 from .blocked import DEFAULT_BLOCK_SIZE
 from .functional import attention_with_weights, blocked_attention, causal_mask, scaled_dot_product_attention, softmax
-from .layer import ExerciseRun, MultiHeadAttention, exercise_trace, run_exercise
-from .masks import TorchMask, pytorch_masks
+from .layer import LayerRun, MultiHeadAttention
 from .trace import TraceStep
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
-    "ExerciseRun",
+    "LayerRun",
     "MaskPolarityWarning",
     "MultiHeadAttention",
-    "TorchMask",
     "TraceStep",
     "attention_with_weights",
     "blocked_attention",
     "causal_mask",
-    "exercise_trace",
-    "pytorch_masks",
-    "run_exercise",
     "scaled_dot_product_attention",
     "softmax",
 ]

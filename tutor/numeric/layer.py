@@ -1,4 +1,4 @@
-"""The multi-head attention layer, batched as production code runs it, and an exercise through it.
+"""The multi-head attention layer, batched as production code runs it, and one run's intermediate arrays.
 
 Source: Vaswani et al. 2017, section 3.2.2; PyTorch's ``nn.MultiheadAttention``
 for the layouts.  Conventions as in :mod:`tutor.numeric`.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
@@ -17,12 +16,9 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 from tutor.base.errors import ShapeError
 
 from ._common import _float_dtype, _Record, _shape_text
-from .functional import _softmax_inplace, causal_mask
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tutor.exercise.record import Exercise
-
-    from .trace import TraceStep
+from .backward import LayerGrads
+from .functional import _softmax_inplace
+from .trace import TraceStep, _TraceBuilder, merge_copies
 
 
 def _matrix(a: ArrayLike, dtype: np.dtype, what: str) -> NDArray:
@@ -141,58 +137,6 @@ class MultiHeadAttention:
                 self.b_qkv.setflags(write=False)
 
     # constructors ----------------------------------------------------------
-    @classmethod
-    def from_exercise(
-        cls, ex: Exercise, dtype: DTypeLike = np.float64, *, batch_first: bool = False
-    ) -> MultiHeadAttention:
-        """The layer of a :class:`tutor.exercise.Exercise` (Fractions → ``dtype``); ``batch_first`` as PyTorch's.
-
-        Per-head ``w_q [d_model, d_k]`` etc. are laid side by side in head
-        order (``w_q = [W_q¹ | W_q² | …]``).  A head without a bias gets
-        zeros when another head has one.  ``d_k`` need not be
-        ``d_model / num_heads``.
-
-        Raises :class:`ShapeError` when the heads differ in ``d_k`` or ``d_v``:
-        a batched layer splits one projection into equal heads, so such an
-        exercise is for the exact engine only.  Source: Vaswani et al. 2017,
-        section 3.2.2 (heads concatenated, then ``W^O``).
-        """
-        heads = ex.heads
-        d_ks = sorted({h.d_k for h in heads})
-        d_vs = sorted({h.d_v for h in heads})
-        if len(d_ks) > 1 or len(d_vs) > 1:
-            raise ShapeError(
-                f"exercise {ex.id!r}: the heads differ in size (d_k in {d_ks}, d_v in {d_vs}); "
-                "the batched layer splits one projection into equal heads, so only the "
-                "exact engine computes this exercise"
-            )
-        dt = np.dtype(dtype)
-
-        def side_by_side(mats: list) -> NDArray:
-            return np.concatenate([np.array(m, dtype=object).astype(dt) for m in mats], axis=1)
-
-        def biases(vecs: list, n: int) -> NDArray | None:
-            if all(b is None for b in vecs):
-                return None
-            return np.concatenate(
-                [np.array(b if b is not None else [0] * n, dtype=object).astype(dt) for b in vecs]
-            )
-
-        to = (lambda m: None if m is None else np.array(m, dtype=object).astype(dt))
-        return cls(
-            side_by_side([h.w_q for h in heads]),  # [D, H·d_k]
-            side_by_side([h.w_k for h in heads]),  # [D_kv, H·d_k]
-            side_by_side([h.w_v for h in heads]),  # [D_kv, H·d_v]
-            len(heads),
-            b_q=biases([h.b_q for h in heads], d_ks[0]),
-            b_k=biases([h.b_k for h in heads], d_ks[0]),
-            b_v=biases([h.b_v for h in heads], d_vs[0]),
-            w_o=to(ex.w_o),
-            b_o=to(ex.b_o),
-            batch_first=batch_first,
-            dtype=dt,
-        )
-
     @classmethod
     def from_torch_layout(
         cls,
@@ -448,6 +392,18 @@ class MultiHeadAttention:
             rec("out_proj", out)
         return out, weights
 
+    def forward_traced(self, x: NDArray, x_kv: NDArray, allowed: NDArray[np.bool_] | None,
+                       record: _Record) -> tuple[NDArray, NDArray]:
+        """The batched computation with every intermediate array seen by ``record(name, array)``.
+
+        ``x [B, L, D]``, ``x_kv [B, S, D_kv]`` (``x`` itself for self-attention),
+        ``allowed`` one boolean mask broadcastable to ``[B, H, L, S]`` (True =
+        may attend), given below :meth:`forward`'s PyTorch-style mask checks: it
+        may block what it likes (every key of a row).  Returns ``(output [B, L, d_out],
+        weights [B, H, L, S])``.
+        """
+        return self._forward(x, x_kv, x_kv, allowed, None, record)
+
     @staticmethod
     def _project(a: NDArray, W: NDArray, b: NDArray | None, w: Callable[[NDArray], NDArray]) -> NDArray:
         B, L, d_in = a.shape
@@ -462,26 +418,79 @@ class MultiHeadAttention:
     ) -> tuple[TraceStep, ...]:
         """The forward pass as an ordered tuple of :class:`TraceStep` (name, shapes, note).
 
-        The shapes of every array :meth:`forward` makes, symbolic and concrete;
-        arguments, the trace itself and the errors raised are documented at
-        :func:`tutor.numeric.trace.shape_trace`.
-        """
-        from .trace import shape_trace
+        Both symbolic (``[B, H, L, d_k]``) and concrete shapes, for a batch of
+        ``B`` sequences of ``L`` queries over ``L_k`` keys (``L_k = L`` for
+        self-attention; ``cross=True`` names the key sequence ``x_kv``).
+        ``masked`` adds the ``masked_fill`` step.  The steps are exactly the
+        arrays :meth:`forward` makes (a test checks every shape).  Self-attention
+        with equal ``d_k``, ``d_v`` reads::
 
-        return shape_trace(self, B, L, L_k, cross=cross, masked=masked)
+            x [B, L, D] → qkv [B, L, 3·H·d_k] → view [B, L, 3, H, d_k]
+            → permute [3, B, H, L, d_k] → scores [B, H, L, L] → (masked)
+            → weights [B, H, L, L] → context [B, H, L, d_v]
+            → transpose [B, L, H, d_v] → merge [B, L, H·d_v] → out_proj [B, L, d_out]
+
+        Raises ``ValueError`` when ``cross`` is set without ``L_k``, or
+        self-attention is asked for on a layer whose K, V width is not d_model.
+        """
+        if cross and L_k is None:
+            raise ValueError("a cross-attention trace needs L_k, the length of x_kv")
+        if not cross and (L_k not in (None, L) or self.d_kv != self.d_model):
+            raise ValueError("self-attention has L_k = L and d_kv = d_model; pass cross=True")
+        fused = not cross and self.w_qkv is not None
+        Lk = "L_k" if cross else "L"
+        sizes = {
+            "B": B, "L": L, "L_k": L if L_k is None else L_k, "D": self.d_model, "D_kv": self.d_kv,
+            "H": self.num_heads, "d_k": self.d_k, "d_v": self.d_v, "d_out": self.d_out,
+        }
+        tr = _TraceBuilder(sizes)
+        tr.add("x", ("B", "L", "D"))
+        if fused:  # the fused projection needs d_k = d_v: one width for q, k and v
+            tr.add("qkv", ("B", "L", "3·H·d_k"))
+            tr.add("view", ("B", "L", "3", "H", "d_k"))
+            tr.add("permute", ("3", "B", "H", "L", "d_k"))
+        else:
+            if cross:
+                tr.add("x_kv", ("B", "L_k", "D_kv"))
+            src = "x_kv" if cross else "x"
+            tr.add("q", ("B", "L", "H·d_k"))
+            tr.add("k", ("B", Lk, "H·d_k"), src=src)
+            tr.add("v", ("B", Lk, "H·d_v"), src=src)
+            tr.add("q_view", ("B", "L", "H", "d_k"), "trace.split", what="q")
+            tr.add("k_view", ("B", Lk, "H", "d_k"), "trace.split", what="k")
+            tr.add("v_view", ("B", Lk, "H", "d_v"), "trace.split", what="v")
+            tr.add("q_heads", ("B", "H", "L", "d_k"))
+            tr.add("k_heads", ("B", "H", Lk, "d_k"), "trace.heads_axis")
+            tr.add("v_heads", ("B", "H", Lk, "d_v"), "trace.heads_axis")
+        tr.add("scores", ("B", "H", "L", Lk))
+        if masked:
+            tr.add("masked", ("B", "H", "L", Lk))
+        tr.add("weights", ("B", "H", "L", Lk))
+        tr.add("context", ("B", "H", "L", "d_v"))
+        tr.add("transpose", ("B", "L", "H", "d_v"))
+        copies = merge_copies(self.num_heads, L, self.d_v)
+        tr.add("merge", ("B", "L", "H·d_v"), "trace.merge.copy" if copies else "trace.merge.view")
+        if self.w_o is not None:
+            tr.add("out_proj", ("B", "L", "d_out"))
+        return tuple(tr.steps)
 
 
 # --------------------------------------------------------------------------- #
-# exercises
+# one run's intermediate arrays
 # --------------------------------------------------------------------------- #
 @dataclass(frozen=True, eq=False)
-class ExerciseRun:
-    """An exercise through :class:`MultiHeadAttention`, batch axis dropped.
+class LayerRun:
+    """One forward of the layer for a batch of one, with its intermediate arrays, batch axis dropped.
 
     Shapes: ``q [H, L, d_k]``, ``k [H, L_k, d_k]``, ``v [H, L_k, d_v]``,
     ``scores [H, L, L_k]`` (``q kᵀ / √d_k``, before masking),
     ``weights [H, L, L_k]`` (fully masked rows are zero), ``context
-    [L, H·d_v]`` (heads side by side), ``output [L, d_out]``.
+    [L, H·d_v]`` (heads side by side), ``output [L, d_out]``; a decoder's
+    step (grouped K/V heads, a KV cache, a bias) also ``k_new``, ``v_new``
+    ``[H, L, d]`` (the new tokens' keys and values, each query head's K/V
+    head) and ``biased [H, L, L_k]`` (the scaled scores plus the bias);
+    ``grads`` the backward pass's gradients when they were asked for.
+    What an exercise's run is: :func:`tutor.production.run_exercise`.
     """
 
     q: NDArray
@@ -491,71 +500,7 @@ class ExerciseRun:
     weights: NDArray
     context: NDArray
     output: NDArray
-    k_new: NDArray | None = None  # format v2 (tutor.production.decoder): the new tokens' keys and values [H, L, d]
+    k_new: NDArray | None = None
     v_new: NDArray | None = None
-    biased: NDArray | None = None  # the scaled scores plus the bias [H, L, L_k]
-
-
-def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64) -> ExerciseRun:
-    """Run an exercise through the batched layer (``B = 1``, ``batch_first``), keeping the intermediate arrays.
-
-    Uses ``ex.mask`` (or a causal mask when ``mask_kind == "causal"`` and no
-    matrix is given) AND ``ex.key_padding`` (False = padding) as one
-    True = may attend mask, and ``x_kv`` for cross-attention.  This is what
-    checks the exact engine.  The masks go in below the PyTorch-style
-    :meth:`MultiHeadAttention.forward`, so an exercise may block what it
-    likes (every key of a row, every key of the sequence): the polarity
-    checks of ``forward`` are for callers who may have flipped a mask.
-    Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.
-    An exercise with grouped K/V heads, a KV cache or a bias (format v2) runs
-    the decoder path instead (:func:`tutor.production.decoder.run_decoder`, float64).
-    """
-    if ex.is_v2:
-        from ..production.decoder import run_decoder
-
-        return run_decoder(ex)
-    layer = MultiHeadAttention.from_exercise(ex, dtype=dtype, batch_first=True)
-    dt = layer.dtype
-    x = np.array(ex.x, dtype=object).astype(dt)[None]  # [1, L, D]
-    kv = x if ex.x_kv is None else np.array(ex.x_kv, dtype=object).astype(dt)[None]  # [1, L_k, D_kv]
-    allowed = None
-    if ex.mask is not None:
-        allowed = np.array(ex.mask, dtype=bool)  # [L, L_k]
-    elif ex.mask_kind == "causal":
-        allowed = causal_mask(ex.L, ex.L_k)  # [L, L_k]
-    if ex.key_padding is not None:
-        real = np.array(ex.key_padding, dtype=bool)[None, :]  # [1, L_k]  True = a real key
-        allowed = real if allowed is None else allowed & real  # [L|1, L_k]
-    seen: dict[str, NDArray] = {}
-    out, weights = layer._forward(x, kv, kv, None if allowed is None else allowed[None, None], None,
-                                  lambda name, a: seen.setdefault(name, a.copy()))
-    if "permute" in seen:
-        q, k, v = seen["permute"][:, 0]  # 3 × [H, L, d_h]
-    else:
-        q, k, v = seen["q_heads"][0], seen["k_heads"][0], seen["v_heads"][0]  # [H, L, d]
-    return ExerciseRun(
-        q=q,
-        k=k,
-        v=v,
-        scores=seen["scores"][0],  # [H, L, L_k]
-        weights=weights[0],  # [H, L, L_k]
-        context=seen["merge"][0],  # [L, H·d_v]
-        output=out[0],  # [L, d_out]
-    )
-
-
-def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
-    """The production shape trace of an exercise's layer (see :meth:`MultiHeadAttention.shape_trace`).
-
-    Raises :class:`ShapeError` as :meth:`MultiHeadAttention.from_exercise`.  An exercise of format v2
-    (grouped K/V heads, a cache, a bias) is traced as a decoder runs it (:func:`.decoder.decoder_trace`).
-    """
-    if ex.is_v2:
-        from ..production.decoder import decoder_trace
-
-        return decoder_trace(ex, B)
-    layer = MultiHeadAttention.from_exercise(ex)
-    return layer.shape_trace(
-        B, ex.L, ex.L_k if ex.is_cross else None, cross=ex.is_cross,
-        masked=ex.has_mask or ex.mask_kind == "causal",
-    )
+    biased: NDArray | None = None
+    grads: LayerGrads | None = None

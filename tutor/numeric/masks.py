@@ -1,4 +1,4 @@
-"""``nn.MultiheadAttention``'s masks: checked, converted to one boolean and one additive mask, and spelled for an exercise.
+"""``nn.MultiheadAttention``'s masks: checked, and converted to one boolean and one additive mask.
 
 PyTorch 2.13 has two polarities for boolean masks (its docs of both APIs):
 
@@ -15,8 +15,6 @@ where a mask that can only be the other polarity is refused.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,9 +23,6 @@ from tutor.base.errors import ShapeError
 
 from ._common import MaskPolarityWarning, _shape_text, _zero_one_only
 from .functional import causal_mask
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tutor.exercise.record import Exercise
 
 
 def _kind(mask: NDArray, name: str) -> str:
@@ -175,82 +170,3 @@ def mha_masks(
     return allowed, bias
 
 
-# --------------------------------------------------------------------------- #
-# an exercise's masks as PyTorch takes them
-# --------------------------------------------------------------------------- #
-@dataclass(frozen=True)
-class TorchMask:
-    """One mask argument of an exercise, as a PyTorch call takes it for the batch of one (``B = 1``).
-
-    ``api``: ``"mha"`` (``nn.MultiheadAttention(..., batch_first=True)``) or
-    ``"sdpa"`` (``F.scaled_dot_product_attention``); ``argument``:
-    ``"attn_mask"``, ``"key_padding_mask"`` or ``"is_causal"``; ``value``:
-    the boolean entries (nested tuples) or ``True`` for ``is_causal``;
-    ``combined``: an SDPA ``attn_mask`` that holds the mask and the key
-    padding in one.
-    """
-
-    api: Literal["mha", "sdpa", "cache"]
-    argument: str
-    value: bool | tuple
-    combined: bool = False
-    # format v2 (tutor.production.decoder.decoder_masks): the code when it is not torch.tensor(value), and its kind
-    call: str = ""
-    float_mask: bool = False  # value holds exact texts ("1/16", "-inf"): a float attn_mask added to the scores
-    lower_right: bool = False  # attn_mask=causal_lower_right(L_q, L_k) of torch.nn.attention.bias
-
-    @property
-    def api_name(self) -> str:
-        """``nn.MultiheadAttention``, ``F.scaled_dot_product_attention`` or the KV cache."""
-        return {"mha": "nn.MultiheadAttention", "sdpa": "F.scaled_dot_product_attention",
-                "cache": "KV cache (past_key_values)"}[self.api]
-
-    @property
-    def kind(self) -> str:
-        """``mha.attn_mask``, ``mha.key_padding_mask``, ``sdpa.attn_mask[.combined|.float|.lower_right]``,
-        ``sdpa.is_causal``, ``sdpa.enable_gqa`` or ``cache.cat``."""
-        extra = ".combined" if self.combined else ".float" if self.float_mask else ".lower_right" if self.lower_right else ""
-        return f"{self.api}.{self.argument}" + extra
-
-    def code(self) -> str:
-        """``attn_mask=torch.tensor([[False, True], [False, False]])`` or ``is_causal=True``."""
-        if self.call:
-            return self.call
-        if isinstance(self.value, bool):
-            return f"{self.argument}={self.value}"
-        return f"{self.argument}=torch.tensor({_literal(self.value)})"
-
-
-def _literal(value: bool | tuple) -> str:
-    if isinstance(value, bool):
-        return str(value)
-    return "[" + ", ".join(_literal(v) for v in value) + "]"
-
-
-def pytorch_masks(ex: Exercise) -> tuple[TorchMask, ...]:
-    """The masks of ``ex`` as ``nn.MultiheadAttention`` and ``F.scaled_dot_product_attention`` take them (``B = 1``).
-
-    ``nn.MultiheadAttention``: ``attn_mask = ~mask`` ``[L, S]`` (True =
-    blocked) and ``key_padding_mask = ~key_padding`` ``[1, S]`` (True =
-    padding).  SDPA: ``is_causal=True`` for a causal mask alone, else one
-    ``attn_mask`` ``[L, S]`` = mask AND key padding (True = may attend),
-    which broadcasts over the batch of one and the heads.  Empty when the
-    exercise has no mask.  A test runs every spelling through PyTorch.
-    An exercise of format v2 is spelled as a decoder calls SDPA
-    (:func:`tutor.production.decoder.decoder_masks`).
-    """
-    if ex.is_v2 or ex.mask_kind == "causal_lower_right":
-        from ..production.decoder import decoder_masks
-
-        return decoder_masks(ex)
-    out: list[TorchMask] = []
-    if ex.mask is not None:
-        out.append(TorchMask("mha", "attn_mask", tuple(tuple(not a for a in row) for row in ex.mask)))
-    if ex.key_padding is not None:
-        out.append(TorchMask("mha", "key_padding_mask", (tuple(not real for real in ex.key_padding),)))
-    allowed = ex.allowed()
-    if ex.mask_kind == "causal" and ex.key_padding is None:
-        out.append(TorchMask("sdpa", "is_causal", True))
-    elif allowed is not None:
-        out.append(TorchMask("sdpa", "attn_mask", allowed, combined=ex.key_padding is not None and ex.mask is not None))
-    return tuple(out)

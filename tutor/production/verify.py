@@ -5,7 +5,7 @@
 exact :class:`tutor.steps.Solution` with it; ``explain`` refuses to print a
 solution where they disagree.  The comparison allows ``1e-9`` plus the
 rounding error float64 can make on *this* exercise
-(:mod:`tutor.numeric.production` bounds it step by step): ~1e-15 for the
+(each step kind bounds it, :mod:`tutor.steps.rounding`): ~1e-15 for the
 paper-sized exercises, so a wrong formula is caught, while an exercise the
 format allows but float64 cannot resolve (scores of 1e24 a few units apart)
 is not called a bug.
@@ -17,7 +17,8 @@ import numpy as np
 
 from ..base.errors import EngineMismatchError
 from ..base.messages import t
-from ..steps import KINDS, Solution
+from ..steps import KINDS, Replay, Solution
+from .run import run_exercise
 
 RTOL = 1e-9
 ATOL = 1e-9
@@ -46,16 +47,15 @@ def verify(sol: Solution) -> None:
     plus the rounding error float64 can make on this exercise.
 
     Each step is read off the batched layer's run, and its rounding bounded,
-    by its kind (:meth:`tutor.steps.StepKind.production`,
-    :meth:`~tutor.steps.StepKind.rounding`).  Raises
+    by its kind (:attr:`tutor.steps.StepKind.production`,
+    :attr:`~tutor.steps.StepKind.rounding`); the backward pass's steps off the
+    run's gradients.  Raises
     :class:`tutor.base.errors.EngineMismatchError` naming the first step, head and
     entry where the engines disagree (a bug in one of them).
     """
-    from .. import numeric
-    from ..numeric.replay import Replay
-
     ex = sol.exercise
-    run = numeric.run_exercise(ex)  # q, k, v [H, L, d]; scores, weights [H, L, L_k]; context [L, H·d_v]
+    backward = any(KINDS[s.id].backward for s in sol.steps)
+    run = run_exercise(ex, backward=backward)  # q, k, v [H, L, d]; scores, weights [H, L, L_k]; context [L, H·d_v]
     bounds = Replay(ex, slack={})  # the exact values of the steps so far, and their rounding bounds
     assert bounds.slack is not None
     for step in sol.steps:

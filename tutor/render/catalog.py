@@ -10,9 +10,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..base.ascii import asciify, is_utf
 from ..base.messages import t
 from ..base.textsafe import shown
-from .text import asciify
 
 
 def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
@@ -22,7 +22,7 @@ def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
     lines per exercise (the id and sizes, then the title), so an id a user has
     to type is never cut, whatever the width.
     """
-    uni = (console.encoding or "").lower().replace("-", "").startswith("utf")
+    uni = is_utf(console.encoding)
     tx = shown if uni else (lambda s: asciify(shown(s)))  # a pack's titles and folder names are text from files
     if not rows:
         console.print(t("list.empty"))

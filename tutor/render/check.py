@@ -4,7 +4,7 @@ Nothing here prints by itself: :func:`render` writes to the
 :class:`rich.console.Console` passed in; :func:`dumps` returns text.  Every
 verdict is a word as well as a symbol and a colour (``✓ correct`` /
 ``✗ wrong``), so it reads the same under ``NO_COLOR``; on a stream that is
-not UTF-8 the notation falls back to ASCII (:func:`tutor.render.text.asciify`).
+not UTF-8 the notation falls back to ASCII (:func:`tutor.base.ascii.asciify`).
 Lines are wrapped at the console's width between words, under their own
 indent, so a number is never broken over two lines (one wider than the
 whole line is folded, never cut); text from the solution file is shown with
@@ -21,12 +21,13 @@ from rich.text import Text
 
 from ..audit.check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
 from ..audit.plausibility import cell_name, label
+from ..base.ascii import asciify, is_utf
 from ..base.decimals import legible, trimmed
 from ..base.messages import plural, t
 from ..base.textsafe import shown
 from ..exact.numbers import Rat
 from ..steps import inputs
-from .text import asciify, pretty
+from .text import pretty
 
 MAX_ENTRIES_SHOWN = 6
 MIN_ROOM = 10  # fewest columns a wrapped text is given beside its prefix; less, and it goes below
@@ -41,8 +42,7 @@ SHORT_EXACT = 16
 class CheckRenderer:
     def __init__(self, console: Console):
         self.console = console
-        enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
-        self.unicode = enc.startswith("utf")
+        self.unicode = is_utf(console.encoding)
 
     def tx(self, text: str) -> str:
         """``text`` as this console shows it: control characters escaped, ASCII when the stream is not UTF-8."""

@@ -104,7 +104,7 @@ def step_dict(step: Step, ex: Exercise, indistinguishable: tuple[str, ...] = ())
 
 def production_masks(ex: Exercise) -> list[dict[str, Any]]:
     """The exercise's masks as PyTorch takes them: ``api``, ``argument``, ``value``, ``code``, ``meaning``."""
-    from ..numeric import pytorch_masks
+    from ..production.masks import pytorch_masks
 
     return [{"api": m.api_name, "argument": m.argument, "value": _nested(m.value), "code": m.code(),
              "meaning": t(f"explain.production.mask.{m.kind}")} for m in pytorch_masks(ex)]
@@ -120,7 +120,7 @@ def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     note's catalogue ``key``), ``notes`` (on the configuration: causal alignment) and
     ``production_masks`` (the masks as PyTorch takes them)."""
     from ..mistakes.invisible import by_step
-    from ..numeric.trace import production_view
+    from ..production.view import production_view
 
     ex = sol.exercise
     hidden = by_step(sol)

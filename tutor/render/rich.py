@@ -21,13 +21,14 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..base.ascii import asciify, is_utf
 from ..base.messages import t
 from ..base.textsafe import shown
 from ..exact.numbers import Rat, frac_text
 from ..exercise.record import Exercise, Matrix
 from ..steps import KINDS, Solution, Step, Worked, hand_sized
 from ..steps.worked import PART
-from .text import asciify, decimal, is_plain, pack, pretty, reflow, why
+from .text import decimal, is_plain, pack, pretty, reflow, why
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
 GRID_WIDTH = 60  # narrower than this, the exact entries listed below a table are stacked, not in two columns
@@ -47,8 +48,7 @@ class RichRenderer:
         self.places = precision
         self.brief = brief
         self.notes: dict[tuple[str, int | None], list[str]] = {}
-        enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
-        self.unicode = enc.startswith("utf")
+        self.unicode = is_utf(console.encoding)
         self.box = box.ROUNDED if self.unicode else box.ASCII
 
     # -- primitives ---------------------------------------------------------
@@ -318,7 +318,7 @@ class RichRenderer:
                     d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out), "bold")
         if ex.mask_kind == "causal":
             self.line(t("explain.mask.causal"))
-            from ..numeric.trace import notes  # causal with L ≠ L_k, or on cross-attention: said where the mask is
+            from ..production.view import notes  # causal with L ≠ L_k, or on cross-attention: said where the mask is
 
             for note in notes(ex):
                 self.console.print(Padding(Text(self.tx(note), style="italic"), (0, 0, 0, 2), expand=False))
@@ -405,7 +405,7 @@ class RichRenderer:
 
     def production(self, ex: Exercise) -> None:
         """The same layer as production code runs it: batched tensors, reshapes and transposes named."""
-        from ..numeric.trace import production_view
+        from ..production.view import production_view
 
         steps, _ = production_view(ex)  # its notes are in the header, beside the mask
         self.console.print()
@@ -422,7 +422,7 @@ class RichRenderer:
 
     def pytorch_masks(self, ex: Exercise) -> None:
         """Every mask of the exercise spelled as PyTorch takes it, with the polarity it has there."""
-        from ..numeric import pytorch_masks
+        from ..production.masks import pytorch_masks
 
         masks = pytorch_masks(ex)
         if not masks:

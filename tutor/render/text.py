@@ -1,44 +1,14 @@
-"""Text helpers shared by the renderers: pretty notation, ASCII fallback, decimals."""
+"""Text helpers shared by the renderers: pretty notation, decimals, wrapping (the ASCII fallback is :mod:`tutor.base.ascii`)."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from ..base.decimals import pretty as pretty_decimal
 from ..base.textsafe import lines
 from ..exact.numbers import notation
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
-
-_ASCII = {
-    "√": "sqrt", "·": "*", "ᵀ": "^T", "×": "x", "→": "->", "Σ": "sum", "−∞": "-inf", "−": "-",
-    "∞": "inf", "≈": "~", "≤": "<=", "≥": ">=", "≠": "!=", "—": "--", "–": "-", "…": "...",
-    "█": "#", "▓": "#", "▒": "+", "░": ".", "•": "*", "✓": "ok", "✗": "x", "‘": "'", "’": "'",
-    "“": '"', "”": '"', "╶": "-", "─": "-", "│": "|", "├": "+", "└": "+",
-    "∘": "(.)", "∂": "d", "δ": "delta",  # the backward pass: elementwise product, partial derivatives
-}
-_ASCII_RE = re.compile("|".join(sorted(map(re.escape, _ASCII), key=len, reverse=True)))
-
-
-def asciify(text: str) -> str:
-    """``√2 · Kᵀ → [3×2]`` -> ``sqrt2 * K^T -> [3x2]``; any other non-ASCII character loses its accents
-    (``é`` -> ``e``) or, with nothing left in ASCII, is written as its code point (``х`` -> ``\\u0445``)."""
-    text = re.sub(r"(\d)√", r"\1*√", text)
-    text = re.sub(r"√(\w+)", r"sqrt(\1)", text)
-    text = _ASCII_RE.sub(lambda m: _ASCII[m.group(0)], text)
-    if text.isascii():
-        return text
-    return "".join(ch if ch.isascii() else _ascii_char(ch) for ch in text)
-
-
-def _ascii_char(ch: str) -> str:
-    """One non-ASCII character in ASCII: its compatibility decomposition without the accents, else ``\\uXXXX``."""
-    base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
-    if base and base.isascii() and base.isprintable():
-        return base
-    return ch.encode("ascii", "backslashreplace").decode("ascii")
-
 
 #: Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)`` (:func:`tutor.exact.numbers.notation`).
 pretty = notation
@@ -81,3 +51,4 @@ def pack(items: list[str], width: int, sep: str = ", ") -> str:
         else:
             lines.append(piece)
     return "\n".join(lines)
+

@@ -8,13 +8,14 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from ..base.ascii import asciify, is_utf
 from ..base.messages import t
 from ..base.textsafe import shown
 from ..exact.numbers import Exact, NegInf
 from ..exercise.record import Exercise
 from ..flash.walk import TiledRow
 from .rich import RichRenderer
-from .text import asciify, decimal, is_plain, pretty
+from .text import decimal, is_plain, pretty
 
 
 def _q(e: Exact) -> dict[str, Any]:
@@ -50,8 +51,7 @@ class TiledRenderer:
     def __init__(self, console: Console, precision: int = 4):
         self.console = console
         self.places = precision
-        enc = (console.encoding or "").lower().replace("-", "").replace("_", "")
-        self.unicode = enc.startswith("utf")
+        self.unicode = is_utf(console.encoding)
 
     def tx(self, text: str) -> str:
         text = shown(text, keep="\n")

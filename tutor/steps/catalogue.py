@@ -11,37 +11,53 @@ what" asks here:
   then the layer's), only those it has;
 * :func:`inputs`, :func:`upstream`, :func:`downstream`: the step graph;
 * :func:`solve`: the exact walk (every step's :attr:`StepKind.build`);
-* :func:`replay`: the float walk (every step's :meth:`StepKind.floats`), under
+* :func:`replay`: the float walk (every step's :attr:`StepKind.floats`), under
   a misconception's variant, optionally over an author's own values;
+* :class:`Walk`, :func:`exact_replay`: the float walk's exact twin (every
+  step's :attr:`StepKind.exact_walk`), taken only as far as it is asked;
 * :func:`worked_entry`: one entry worked out, by its kind.
+
+The order is the families' own: :data:`~tutor.steps.projection.PROJECTIONS`,
+:data:`~tutor.steps.scores.SCORE_STEPS`, :data:`~tutor.steps.softmax.SOFTMAX_STEPS`,
+:data:`~tutor.steps.layer.LAYER`, then the backward pass's; a kind added to
+its family's tuple is in the catalogue.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import TYPE_CHECKING
 
 from ..base.errors import TutorError
 from ..base.messages import t
+from ..exact import matrices as em
 from ..exercise.record import Exercise
-from .attention import HEAD_OUTPUT, MASKED, SCALED, SCORES, WEIGHTS
-from .backward import BACKWARD
-from .bias import BIASED
-from .kind import Build, StepKind
-from .layer import CONCAT, OUTPUT
-from .projection import K_NEW, V_NEW, K, Q, V
+from .backward_head import HEAD_GRADS
+from .backward_layer import AFTER_HEADS, BEFORE_HEADS
+from .backward_projection import PROJECTION_GRADS
+from .kind import StepKind
+from .layer import LAYER
+from .projection import PROJECTIONS
 from .records import Key, Solution, Step
+from .scores import SCORE_STEPS
+from .softmax import SOFTMAX_STEPS
+from .state import PASS, Build, ExactWalk, Replay
+from .variant import RIGHT, Variant
 from .worked import entry_name
 
-if TYPE_CHECKING:  # numpy only for the float walk
+if TYPE_CHECKING:
+    import numpy as np
     from numpy.typing import NDArray
+else:
+    from ..base.lazy import numpy as np
 
-    from ..numeric.replay import Replay, Variant
 
 #: Every step kind, in the contract's order: the forward pass (k_new, v_new with a KV cache and biased with
-#: a bias: format v2), then the backward pass (:mod:`.backward`).
-FORWARD: tuple[StepKind, ...] = (Q, K_NEW, V_NEW, K, V, SCORES, SCALED, BIASED, MASKED, WEIGHTS, HEAD_OUTPUT,
-                                 CONCAT, OUTPUT)
+#: a bias: format v2), then the backward pass (the layer's steps before the heads', the heads', the
+#: projections' weights and biases, d_x).
+FORWARD: tuple[StepKind, ...] = PROJECTIONS + SCORE_STEPS + SOFTMAX_STEPS + LAYER
+BACKWARD: tuple[StepKind, ...] = BEFORE_HEADS + HEAD_GRADS + PROJECTION_GRADS + AFTER_HEADS
 CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
 #: The step ids, in order; those of one head, those of the layer.
@@ -170,7 +186,8 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
 
     The result's ``values`` maps each key to its ``[rows, cols]`` float64
     value; a step the variant cannot reach (shapes that no longer chain) is
-    absent, and so is everything computed from it.
+    absent, and so is everything computed from it; a step it leaves out
+    (:data:`~tutor.steps.state.PASS`) is in ``passed``.
 
     With ``given`` (``check``): after each step is computed from the values
     before it, ``given(key)`` may return ``(mid, half, missing)``, the
@@ -179,19 +196,21 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
     replace the computed ones for the steps after.  The result's ``computed`` maps each
     key to ``(value from the carried inputs [r, c], slack [r, c])``: what the
     author's inputs give and how far their rounding can move it.
-    Source of the math: :mod:`tutor.numeric.replay`.
+    Each step's function is its kind's :attr:`StepKind.floats` (and :attr:`StepKind.slack`).
     """
-    import numpy as np
-
-    from ..numeric.replay import RIGHT, Replay
-
-    r = Replay(ex, variant or RIGHT, slack={} if given is not None else None)
+    v = variant or RIGHT
+    r = Replay(ex, v, slack={} if given is not None else None,
+               right=cache(lambda: replay(ex)) if v != RIGHT else None)
     for key in keys(ex, backward):
         k, head = KINDS[key[0]], key[1]
         with np.errstate(over="ignore", invalid="ignore"):  # a variant's exp of raw scores may overflow: inf never matches
             value = k.floats(r, head)
+        if value is PASS:
+            r.passed[key] = k.inputs(ex, head)[0]
+            continue
         if value is None:
             continue
+        assert isinstance(value, np.ndarray)
         r.values[key] = value
         if given is None:
             continue
@@ -206,6 +225,88 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
             r.values[key] = np.where(missing, value, mid)
             r.slack[key] = np.where(missing, slack, half)
     return r
+
+
+# --- the exact walk under a variant ---------------------------------------------------------------------------
+
+#: The knobs of :class:`~tutor.steps.variant.Variant` the exact walk follows; a variant turning any other
+#: (the heads averaged, split or merged by a plain reshape; format v2's kv_order, cache, bias) has no exact
+#: walk (:class:`NoExactForm`), nor has ``mask="top_left"`` (:func:`supports`).
+EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
+                         "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed"})
+
+
+class NoExactForm(Exception):
+    """The exact walk does not follow one of the variant's knobs: decide by the floats (and say so)."""
+
+
+def supports(variant: Variant, ex: Exercise | None = None) -> bool:
+    """Whether :class:`Walk` follows every knob ``variant`` turns (and, given ``ex``, its exercise).
+
+    Format v2 (issue 12) is followed only where it changes nothing the walk
+    computes: grouped K/V heads in repeat_interleave order (each query head
+    holds its K/V head's weights) and the lower-right causal mask (in
+    ``ex.allowed()``).  A KV cache (``k_new``, ``v_new``, K and V appended
+    to the cache), a bias (the ``biased`` step), and the knobs of its
+    misconceptions (``kv_order``, ``cache``, ``bias``, ``mask="top_left"``)
+    have no exact walk: the floats decide.
+    """
+    if not variant.turned() <= EXACT_KNOBS or variant.mask == "top_left":
+        return False
+    return ex is None or not (ex.has_cache or ex.has_bias)
+
+
+class Walk:
+    """The exact walk of ``ex`` under ``variant``, taken only as far as it is asked (:meth:`get`).
+
+    A step is computed with the steps it depends on (:func:`upstream`) and
+    its head's projections, nothing else: asking for head 1's scaled scores
+    does not compute head 0's softmax.  Each step's function is its kind's
+    :attr:`StepKind.exact_walk`; entries are :mod:`tutor.exact.matrices` values.
+    Raises :class:`NoExactForm` for a variant or exercise it does not follow (:func:`supports`).
+    """
+
+    def __init__(self, ex: Exercise, variant: Variant):
+        if not supports(variant, ex):
+            turned = sorted(variant.turned() - EXACT_KNOBS) or [f"mask={variant.mask}" if variant.mask == "top_left"
+                                                               else "a KV cache or a bias (format v2)"]
+            raise NoExactForm(f"no exact walk under {', '.join(turned)}")
+        self._ex = ex
+        self._walk = ExactWalk(ex, variant)
+        self._done: set[Key] = set()
+        self._order = {k: n for n, k in enumerate(keys(ex))}
+
+    def get(self, key: Key) -> em.Matrix | None:
+        """Step ``key`` exactly, or ``None`` when the variant cannot reach it (or the exercise has no such step)."""
+        if key not in self._order:
+            return None
+        heads = range(self._ex.num_heads) if key[1] is None else (key[1],)
+        needed = upstream(self._ex, key) | {key} | {(p, h) for h in heads for p in ("q", "k", "v")}
+        for k in sorted(needed, key=self._order.__getitem__):
+            if k not in self._done:
+                self._done.add(k)
+                kind = KINDS[k[0]]
+                assert kind.exact_walk is not None  # supports() leaves out the exercises of the kinds without one
+                value = kind.exact_walk(self._walk, k[1])
+                if value is PASS:
+                    self._walk.passed[k] = kind.inputs(self._ex, k[1])[0]
+                elif value is not None:
+                    self._walk.values[k] = value  # type: ignore[assignment]
+        return self._walk.values.get(key)
+
+
+def exact_replay(ex: Exercise, variant: Variant) -> dict[Key, em.Matrix]:
+    """Every step of ``ex`` under ``variant``, exactly, in order (the steps a variant cannot reach left out).
+
+    Mirrors :func:`replay`; shapes as there.  Raises :class:`NoExactForm` as :class:`Walk`.
+    """
+    w = Walk(ex, variant)
+    out = {}
+    for key in keys(ex):
+        value = w.get(key)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:

@@ -2,12 +2,15 @@
 
 A :class:`StepKind` holds everything that is true of one kind of step
 (``scores``, ``weights`` ...) whatever the exercise: whether an exercise has
-it, which earlier steps it is computed from, how the exact engine and the
-float pipeline compute it, how one of its entries is worked out, what the
-learner is given to compute it, its names, its message keys and its
-formula's LaTeX.  The kinds themselves are defined in
-:mod:`tutor.steps.projection`, :mod:`tutor.steps.attention` and
-:mod:`tutor.steps.layer`, and put in order in :mod:`tutor.steps.catalogue`.
+it, which earlier steps it is computed from, how each engine computes it
+(the exact engine, the float walk and its slack, the batched layer's
+reading and its rounding bound, the exact walk under a mistake), how one of
+its entries is worked out, what the learner is given to compute it, its
+names, its message keys and its formula's LaTeX.  The kinds are defined one
+family to a module, each kind's functions side by side
+(:mod:`tutor.steps.projection`, :mod:`tutor.steps.scores`,
+:mod:`tutor.steps.softmax`, :mod:`tutor.steps.layer`, the backward pass's three), and put in order in
+:mod:`tutor.steps.catalogue`.
 """
 
 from __future__ import annotations
@@ -19,15 +22,16 @@ from typing import TYPE_CHECKING, Literal
 
 from ..base.messages import t
 from ..exact.numbers import frac_text
-from ..exercise.record import BoolMatrix, Exercise
+from ..exercise.record import Exercise
 from .records import Key, Solution, Step
+from .state import Build, ExactWalk, Replay
 from .worked import Worked
 
-if TYPE_CHECKING:  # numpy is not needed to describe a step
+if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from ..numeric.layer import ExerciseRun
-    from ..numeric.replay import Replay
+    from ..exact.matrices import Matrix
+    from ..numeric.layer import LayerRun
 
 Scope = Literal["head", "layer"]
 
@@ -47,21 +51,6 @@ class Input:
         return (len(self.exact), len(self.exact[0]))
 
 
-class Build:
-    """The exact engine's state while :func:`tutor.steps.solve` walks an exercise.
-
-    ``data[key]`` keeps what a later step needs of an earlier one beyond its
-    matrix (a :class:`tutor.exact.engine.QMat`, the softmax rows ...); ``steps[key]``
-    the finished :class:`Step`.
-    """
-
-    def __init__(self, ex: Exercise):
-        self.ex = ex
-        self.allowed: BoolMatrix | None = ex.allowed()
-        self.data: dict[Key, object] = {}
-        self.steps: dict[Key, Step] = {}
-
-
 @dataclass(frozen=True)
 class StepKind:
     """One kind of step.
@@ -74,17 +63,24 @@ class StepKind:
       ``inputs(ex, head)``: the earlier steps it is computed from (``q``, ``k``,
       ``v`` have none: they come from the exercise).
 
-    How it is computed (each engine's function, called by the walkers of
-    :mod:`tutor.steps.catalogue`):
+    How it is computed (each engine's function, side by side in the kind's
+    module, called by the walkers of :mod:`tutor.steps.catalogue` with the
+    engine's state of :mod:`tutor.steps.state`; each reads the steps before
+    it with ``state.inputs(kind, head)``, in ``inputs`` order):
       ``build(b, head)``: the exact step (:mod:`tutor.exact.engine` does the math);
-      :meth:`floats`, :meth:`slack`: the float pipeline's functions
-      ``<id>`` and ``<id>_slack`` in :mod:`tutor.numeric.replay`;
-      :meth:`production`, :meth:`rounding`: ``<id>_production`` and
-      ``<id>_rounding`` in :mod:`tutor.numeric.production`, the step read off
-      the batched layer and its float64 error bound (found by name, so that
-      describing a step never imports numpy); ``varies``: the
-      :class:`~tutor.numeric.replay.Variant` knobs ``floats`` reads (a
-      misconception that turns one of them can show up from this step on).
+      ``floats(r, head)``: the step in float64 under ``r.variant``, ``None``
+      where the variant cannot reach it, :data:`~tutor.steps.state.PASS`
+      where it leaves the step out; ``slack(r, head)``: how far it moves
+      when its inputs move by ``r.slack`` (first order);
+      ``production(run, ex, head)``: the step read off the batched layer's
+      run (a :class:`tutor.numeric.layer.LayerRun`); ``rounding(r, head)``:
+      how far float64 rounding may move that reading on this exercise;
+      ``exact_walk(w, head)``: the float function's exact twin
+      (:class:`~tutor.steps.state.ExactWalk`), ``None`` for a kind the
+      exact walk does not follow (format v2's, the backward pass's);
+      ``varies``: the :class:`~tutor.steps.variant.Variant` knobs ``floats``
+      reads (a misconception that turns one of them can show up from this
+      step on).
 
     How it is taught:
       ``work(sol, step, i, j)``: entry ``(i, j)`` worked out with its products
@@ -115,6 +111,11 @@ class StepKind:
     build: Callable[[Build, int | None], Step]
     work: Callable[[Solution, Step, int, int], str]
     given: Callable[[Solution, Step], tuple[Input, ...]]
+    floats: Callable[[Replay, int | None], NDArray | object | None]
+    slack: Callable[[Replay, int | None], NDArray]
+    production: Callable[[LayerRun, Exercise, int | None], NDArray]
+    rounding: Callable[[Replay, int | None], NDArray]
+    exact_walk: Callable[[ExactWalk, int | None], Matrix | object | None] | None = None
     why: Callable[[Step, Exercise], list[str]] = field(default=lambda step, ex: [t(f"step.{step.id}.why")])
     arithmetic: Callable[[Solution, Step, int], tuple[Worked, ...]] = field(default=lambda sol, step, places: ())
     varies: frozenset[str] = frozenset()
@@ -131,30 +132,6 @@ class StepKind:
     #: the K/V weights' and biases' gradients (the sum over the query heads that read it); keyed per query head,
     #: reported and named once per K/V head
     per_kv_head: bool = False
-
-    def floats(self, r: Replay, head: int | None) -> NDArray | None:
-        """The step in float64 under ``r.variant`` (:mod:`tutor.numeric.replay`), ``None`` where it cannot be reached."""
-        from ..numeric import replay
-
-        return getattr(replay, self.id)(r, head)
-
-    def slack(self, r: Replay, head: int | None) -> NDArray:
-        """How far the step moves when its inputs move by ``r.slack`` (first-order bounds)."""
-        from ..numeric import replay
-
-        return getattr(replay, f"{self.id}_slack")(r, head)
-
-    def production(self, run: ExerciseRun, ex: Exercise, head: int | None) -> NDArray:
-        """The step read off the batched layer's run (:mod:`tutor.numeric.production`)."""
-        from ..numeric import production
-
-        return getattr(production, f"{self.id}_production")(run, ex, head)
-
-    def rounding(self, r: Replay, head: int | None) -> NDArray:
-        """How far float64 rounding may move :meth:`production` on this exercise (:mod:`tutor.numeric.production`)."""
-        from ..numeric import production
-
-        return getattr(production, f"{self.id}_rounding")(r, head)
 
     @property
     def title(self) -> str:

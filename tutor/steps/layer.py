@@ -2,20 +2,36 @@
 
 ``MultiHead(Q, K, V) = Concat(head_1, …, head_h) W_O`` (Vaswani et al.
 2017, §3.2.2), row-vector convention, with an optional bias ``b_O``.
+
+Each kind's engines, side by side: the exact build, the float walk and its
+slack (under a misconception's knobs: the heads in the wrong order or merged
+by a plain reshape, ``W_Oᵀ``, ``b_O`` left out), the batched layer's reading
+and its float64 rounding bound, and the exact walk.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..base.messages import t
 from ..exact import engine as exact
+from ..exact import matrices as em
 from ..exact.engine import QMat
 from ..exact.numbers import SoftmaxRow
 from ..exercise.record import Exercise
-from .kind import Build, Input, StepKind, dims, given_matrix, given_step
+from .kind import Input, StepKind, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
+from .rounding import gamma, magnitude
+from .state import Build, ExactWalk, Replay, floats
 from .worked import Worked, dot, entry_products, factor, total
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..numeric.layer import LayerRun
+    from .rounding import Array
+else:
+    from ..base.lazy import numpy as np
 
 
 def _heads_source(ex: Exercise) -> Key:
@@ -36,6 +52,35 @@ def _concat(bd: Build, head: int | None) -> Step:
                 ops, "concat", out, ex.query_labels, cols)
 
 
+def _concat_floats(r: Replay, head: int | None = None) -> Array | None:
+    """The head outputs side by side (last head first under ``heads_reversed``): ``[L, H·d_v]``."""
+    outs = r.inputs(CONCAT, head)
+    if any(o is None for o in outs):
+        return None
+    order = outs[::-1] if r.variant.heads_reversed else outs
+    if r.variant.merge_reshape:  # [H, L, d_v] reshaped straight to [L, H·d_v]: the heads' rows mixed
+        stacked = np.stack(order)  # type: ignore[arg-type]
+        H, L, d_v = stacked.shape
+        return stacked.reshape(L, H * d_v)
+    return np.hstack(order)  # type: ignore[arg-type]
+
+
+def _concat_slack(r: Replay, head: int | None = None) -> Array:
+    return np.hstack([r.delta(*key) for key in CONCAT.inputs(r.ex, head)])
+
+
+def _concat_production(run: LayerRun, ex: Exercise, head: int | None) -> Array:
+    return run.context
+
+
+def _concat_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
+    outs = [o for o in w.inputs(CONCAT, head) if o is not None]
+    if len(outs) < w.ex.num_heads:
+        return None
+    order = outs[::-1] if w.variant.heads_reversed else outs
+    return [[x for o in order for x in o[i]] for i in range(len(order[0]))]
+
+
 def _concat_work(sol: Solution, step: Step, i: int, j: int) -> str:
     col = j
     for h, hd in enumerate(sol.exercise.heads):
@@ -49,7 +94,9 @@ def _concat_work(sol: Solution, step: Step, i: int, j: int) -> str:
 CONCAT = StepKind(
     id="concat", scope="layer", op="concat", exists=lambda ex: ex.num_heads > 1,
     inputs=lambda ex, head: tuple(("head_output", h) for h in range(ex.num_heads)),
-    build=_concat, varies=frozenset({"heads_reversed", "merge_reshape"}), work=_concat_work,
+    build=_concat, floats=_concat_floats, slack=_concat_slack, production=_concat_production,
+    rounding=_concat_slack, exact_walk=_concat_exact,
+    varies=frozenset({"heads_reversed", "merge_reshape"}), work=_concat_work,
     given=lambda sol, step: tuple(given_step(sol.step("head_output", h)) for h in range(sol.exercise.num_heads)),
     latex=r"\text{concat} = [$operands]",
 )
@@ -72,6 +119,56 @@ def _output(bd: Build, head: int | None) -> Step:
         ops += (Operand("b_O", (d_out,)),)
         formula += " + b_O"
     return Step("output", None, "output", formula, ops, "·", out, ex.query_labels, dims("o", d_out))
+
+
+def _w_o(r: Replay) -> Array | None:
+    """``W_O`` ``[H·d_v, d_out]`` as the variant uses it (``W_Oᵀ``, which chains only when square)."""
+    assert r.ex.w_o is not None
+    W_O = floats(r.ex.w_o)  # [H·d_v, d_out]
+    if r.variant.w_o_transposed:
+        return W_O.T if W_O.shape[0] == W_O.shape[1] else None  # [d_out, H·d_v]
+    return W_O
+
+
+def _output_floats(r: Replay, head: int | None = None) -> Array | None:
+    """``concat·W_O + b_O``: ``[L, H·d_v]·[H·d_v, d_out]`` -> ``[L, d_out]``."""
+    (C,) = r.inputs(OUTPUT, head)
+    W_O = _w_o(r)
+    if C is None or W_O is None or C.shape[1] != W_O.shape[0]:
+        return None
+    return C @ W_O + r.bias("b_o", r.ex.b_o)
+
+
+def _output_slack(r: Replay, head: int | None = None) -> Array:
+    return r.delta(*_heads_source(r.ex)) @ magnitude(r.ex.w_o)
+
+
+def _output_production(run: LayerRun, ex: Exercise, head: int | None) -> Array:
+    return run.output
+
+
+def _output_rounding(r: Replay, head: int | None) -> Array:
+    ex = r.ex
+    H = ex.num_heads
+    c = np.abs(np.hstack([r.value(("head_output", h)) for h in range(H)]))  # [L, H·d_v]
+    e_c = np.hstack([r.delta("head_output", h) for h in range(H)])
+    w_o = magnitude(ex.w_o)  # [H·d_v, d_out]
+    return e_c @ w_o + gamma(c.shape[1] + 3) * (c @ w_o + magnitude(ex.b_o, (w_o.shape[1],)))  # [L, d_out]
+
+
+def _output_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
+    ex = w.ex
+    assert ex.w_o is not None
+    (C,) = w.inputs(OUTPUT, head)
+    W_O = em.rational(ex.w_o)  # [H·d_v, d_out]
+    if w.variant.w_o_transposed:
+        if len(W_O) != len(W_O[0]):
+            return None
+        W_O = em.transpose(W_O)
+    if C is None:
+        return None
+    out = em.matmul(C, W_O)
+    return None if out is None else em.plus(out, w.bias("b_o", ex.b_o))
 
 
 def _output_work(sol: Solution, step: Step, i: int, j: int) -> str:
@@ -112,8 +209,14 @@ def _output_given(sol: Solution, step: Step) -> tuple[Input, ...]:
 OUTPUT = StepKind(
     id="output", scope="layer", op="·", exists=lambda ex: ex.w_o is not None,
     inputs=lambda ex, head: (_heads_source(ex),),
-    build=_output, varies=frozenset({"w_o_transposed", "drop"}), work=_output_work, given=_output_given,
+    build=_output, floats=_output_floats, slack=_output_slack, production=_output_production,
+    rounding=_output_rounding, exact_walk=_output_exact,
+    varies=frozenset({"w_o_transposed", "drop"}), work=_output_work, given=_output_given,
     arithmetic=_output_arithmetic,
     why=lambda step, ex: [t("step.output.why.nohead" if ex.num_heads == 1 else "step.output.why")],
     latex=r"\text{output} = $op0\, W_{O}$plus",
 )
+
+
+#: The layer's kinds in the contract's order.
+LAYER: tuple[StepKind, ...] = (CONCAT, OUTPUT)

@@ -9,16 +9,37 @@ Format v2: with grouped K/V heads (GQA, MQA) query head ``h`` reads K/V head
 ``enable_gqa=True``), so the K and V of the heads of one group are the same
 matrices.  With a KV cache, ``k_new``/``v_new`` project the new tokens and
 ``K = [K_cache; K_new]``, ``V = [V_cache; V_new]`` (the new rows appended).
+
+Each kind's engines, side by side: the exact build (:func:`tutor.exact.engine.project`
+on integers), the float walk (under a variant: biases dropped, grouped K/V
+heads read in ``tile`` order, the heads split by a plain reshape, the cache
+multiplied by W again), the batched layer's reading and its float64
+rounding bound, and the exact walk.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
 from ..base.messages import t
 from ..exact import engine as exact
+from ..exact import matrices as em
 from ..exercise.record import Exercise, Head, Matrix, Vector
-from .kind import Build, StepKind, always, dims, given_matrix, given_step
+from .kind import StepKind, always, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
+from .rounding import UNIT, gamma, magnitude
+from .state import Build, ExactWalk, Replay, floats
 from .worked import Worked, dot, entry_products, factor, total
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..numeric.layer import LayerRun
+    from .rounding import Array
+else:
+    from ..base.lazy import numpy as np
 
 
 def _parts(ex: Exercise, id: str, head: int | None) -> tuple[Matrix, str, tuple[str, ...], Matrix, Vector | None]:
@@ -109,6 +130,8 @@ def _kind(id: str) -> StepKind:
     return StepKind(
         id=id, scope="head", op="·", exists=(lambda ex: ex.has_cache) if id.endswith("_new") else always,
         inputs=inputs, build=build, varies=frozenset(varies), work=work, given=given, why=why, arithmetic=arithmetic,
+        floats=_floats(id), slack=_slack(id), production=_production(id), rounding=_rounding(id),
+        exact_walk=None if id.endswith("_new") else _exact(id),
         advanced=id.endswith("_new"), per_kv_head=id != "q",
     )
 
@@ -153,5 +176,125 @@ def _append_given(sol: Solution, step: Step) -> tuple:
             given_step(sol.step(f"{step.id}_new", step.head)))
 
 
+# --- the float walk ---------------------------------------------------------------------------------------------
+
+
+def _kv_weights(r: Replay, id: str, head: int | None) -> tuple[Sequence[Sequence[Fraction]], Sequence[Fraction] | None]:
+    """``(W, b)`` of K or V (``id``) for query head ``head``: its K/V head's (``h // (H/G)``; ``h % G`` under ``kv_order="tile"``)."""
+    ex = r.ex
+    owner: object = ex.heads[head or 0]  # a query head holds its K/V head's weights (repeat_interleave order)
+    if ex.kv_heads is not None and r.variant.kv_order == "tile":
+        owner = ex.kv_heads[(head or 0) % ex.num_kv_heads]
+    return getattr(owner, f"w_{id}"), getattr(owner, f"b_{id}")
+
+
+def _project(r: Replay, id: str, head: int | None) -> Array:
+    """``Q = X·W_Q + b_Q``, ``K = X_kv·W_K + b_K``, ``V = X_kv·W_V + b_V``: ``[n, d]``.
+
+    K and V of query head ``h`` are its K/V head's (:func:`_kv_weights`).
+    Under ``split_reshape`` every head is projected at once (``[n, H·d]``,
+    head ``h`` in columns ``h·d:(h+1)·d``; for K and V with grouped K/V
+    heads, the ``G`` K/V heads, ``[n, G·d]``) and the result reshaped
+    straight to ``[H, n, d]`` (``[G, n, d]``): head ``h`` gets rows of the
+    flat buffer, not its columns.
+    """
+    x = r.x if id == "q" else r.kv  # [n, d_in]; step id: Q is projected from X, K and V from X_kv
+
+    def one(h: int) -> Array:
+        hd = r.ex.heads[h]
+        w, b = {"q": (hd.w_q, hd.b_q)}.get(id) or _kv_weights(r, id, h)
+        return x @ floats(w) + r.bias(f"b_{id}", b)  # [n, d_in]·[d_in, d] -> [n, d]
+
+    if not r.variant.split_reshape:
+        return one(head or 0)
+    ex = r.ex
+    if id != "q" and ex.grouped:  # one query head per K/V head stands for it: [n, G·d]
+        owners = [ex.sharing(g)[0] for g in range(ex.num_kv_heads)]
+        part = ex.kv_head(head or 0)
+    else:
+        owners, part = list(range(ex.num_heads)), head or 0
+    fused = np.hstack([one(h) for h in owners])  # [n, H·d]: the heads side by side
+    n, width = fused.shape
+    return fused.reshape(len(owners), n, width // len(owners))[part]  # [H, n, d] without the transpose: tokens and heads mixed
+
+
+def _with_cache(r: Replay, id: str, head: int | None, new: Array | None) -> Array | None:
+    """``[cache; new rows]`` ``[L_past + L, d]`` (format v2); the cache multiplied by W again under ``cache="reprojected"``."""
+    if new is None:
+        return None
+    past = floats(_cache_of(r.ex, id, head))  # [L_past, d]
+    if r.variant.cache == "reprojected":
+        w, b = _kv_weights(r, id, head)
+        W = floats(w)  # [d_model, d]
+        if W.shape[0] != past.shape[1]:
+            return None  # the cache's rows are not inputs of W: the mistake cannot be made here
+        past = past @ W + r.bias(f"b_{id}", b)  # [L_past, d]
+    return np.vstack([past, new])  # [L_past + L, d]
+
+
+def _floats(id: str):
+    def run(r: Replay, head: int | None) -> Array | None:
+        if _cached(r.ex, id):
+            new, = r.inputs(KINDS[id], head)
+            return _with_cache(r, id, head, new)
+        return _project(r, id[0], head)
+
+    return run
+
+
+def _slack(id: str):
+    def run(r: Replay, head: int | None) -> Array:
+        """Projected from the exercise: none; with a cache, the cached rows are exact and the new ones carry their slack."""
+        if not _cached(r.ex, id):
+            return np.zeros_like(r.value((id, head)))
+        (new_key,) = KINDS[id].inputs(r.ex, head)
+        new = r.delta(*new_key)
+        return np.vstack([np.zeros((r.ex.L_past, new.shape[1])), new])  # [L_past + L, d]
+
+    return run
+
+
+# --- the batched layer: x·W + b, one dot product of d_in terms per entry, inputs rounded to float64 once ---------
+
+
+def _production(id: str):
+    def read(run: LayerRun, ex: Exercise, head: int | None) -> Array:
+        value = getattr(run, id)
+        assert value is not None  # k_new, v_new: a run of format v2
+        return value[head]
+
+    return read
+
+
+def _rounding(id: str):
+    def bound(r: Replay, head: int | None) -> Array:
+        ex = r.ex
+        x, _, _, w, b = _parts(ex, id, head)
+        if _cached(ex, id) and (f"{id}_new", head) in r.values:  # format v2: K, V are [cache; new]
+            new = r.delta(f"{id}_new", head)  # [L, d]
+            return np.vstack([UNIT * magnitude(_cache_of(ex, id, head)), new])  # the cache is rounded to float64 once
+        return gamma(len(x[0]) + 3) * (magnitude(x) @ magnitude(w) + magnitude(b, (len(w[0]),)))  # [n, d]
+
+    return bound
+
+
+# --- the exact walk: on the exact engine's integers --------------------------------------------------------
+
+
+def _exact(id: str):
+    def run(w: ExactWalk, head: int | None) -> em.Matrix | None:
+        ex = w.ex
+        hd = ex.heads[head or 0]
+        x, W, b = {"q": (ex.x, hd.w_q, hd.b_q), "k": (ex.kv, hd.w_k, hd.b_k), "v": (ex.kv, hd.w_v, hd.b_v)}[id]
+        m = exact.project(x, W, w.bias(f"b_{id}", b))  # [n, d_in]·[d_in, d] -> [n, d], on integers (QMat)
+        w.qmats[id, head] = m
+        return [list(row) for row in m.fractions()]
+
+    return run
+
+
 Q, K, V = _kind("q"), _kind("k"), _kind("v")
 K_NEW, V_NEW = _kind("k_new"), _kind("v_new")
+KINDS = {k.id: k for k in (Q, K_NEW, V_NEW, K, V)}
+#: The projections in the contract's order.
+PROJECTIONS: tuple[StepKind, ...] = (Q, K_NEW, V_NEW, K, V)

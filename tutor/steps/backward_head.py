@@ -1,0 +1,366 @@
+"""The backward pass through one head: ``d_head``, ``d_weights``, ``d_scaled``, ``d_V``, ``d_Q``, ``d_K``.
+
+``head = weights·V`` gives ``d_weights = d_head·Vᵀ`` and ``d_V = weightsᵀ·d_head``;
+the softmax's Jacobian gives ``d_scaled = weights ∘ (d_weights − rowsum(d_weights ∘ weights))``
+(Dao 2023, FlashAttention-2, Algorithm 2); ``scaled = Q·Kᵀ/√d_k`` gives
+``d_Q = d_scaled·K/√d_k`` and ``d_K = d_scaledᵀ·Q/√d_k``.  With grouped K/V
+heads ``d_V`` and ``d_K`` belong to the K/V head: the sum over its group's
+query heads (what ``scaled_dot_product_attention(…, enable_gqa=True)`` gives
+as ``key.grad``).  A bias and a mask are constants: ``d_scaled`` is the
+gradient of the biased scores too, and 0 at a blocked key.
+
+Each kind's engines, side by side: the exact build (:mod:`tutor.exact.backward`),
+the float walk and its slack (under a misconception's knobs: the softmax's
+gradient taken element-wise, a blocked entry left non-zero, no ``1/√d_k``,
+``d_K`` not transposed, one query head's share of a K/V gradient), the
+batched layer's gradient and its rounding bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
+
+from ..base.messages import t
+from ..exact import backward as eb
+from ..exact.engine import QMat
+from ..exact.numbers import SoftmaxRow
+from ..exercise.record import Exercise
+from .grad import (
+    d_head_source,
+    givens,
+    group_grads,
+    group_sum,
+    kv_grad_work,
+    kv_group,
+    kv_tags,
+    kv_why,
+    num,
+    own,
+    product,
+    production,
+    rounding,
+    sigma,
+    sqrt_dk,
+    step_of,
+    walked_group,
+)
+from .kind import Input, StepKind, always, dims, given_step
+from .records import Operand, Solution, Step
+from .state import Build, Replay, mul_slack
+from .worked import factor, total
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .rounding import Array
+else:
+    from ..base.lazy import numpy as np
+
+
+def _v_cols(ex: Exercise, head: int | None) -> slice:
+    offset = sum(hd.d_v for hd in ex.heads[:head])
+    return slice(offset, offset + ex.heads[head or 0].d_v)
+
+
+# --- d_head: this head's columns of d_concat ------------------------------------------------------------------
+
+
+def _d_head_output(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    src = d_head_source(ex)
+    (g,) = cast("list[eb.Rational]", bd.inputs(D_HEAD_OUTPUT, h))
+    d_v = ex.heads[h or 0].d_v
+    dH = [row[_v_cols(ex, h)] for row in g]  # [L, d_v], this head's columns
+    bd.data["d_head_output", h] = dH
+    name = f"d_head_{(h or 0) + 1}"
+    return Step("d_head_output", h, name, f"{name} = {src[0]}[:, columns of head_{(h or 0) + 1}]",
+                (Operand(src[0], (ex.L, len(g[0]))),), "=", eb.rational_exact(dH), ex.query_labels, dims("d", d_v))
+
+
+def _d_head_output_floats(r: Replay, head: int | None) -> Array | None:
+    """This head's columns of ``d_concat`` (``d_output`` without W_O): ``[L, d_v]``."""
+    (g,) = r.inputs(D_HEAD_OUTPUT, head)
+    return None if g is None else g[:, _v_cols(r.ex, head)]
+
+
+def _d_head_output_slack(r: Replay, head: int | None) -> Array:
+    return r.delta(*d_head_source(r.ex))[:, _v_cols(r.ex, head)]
+
+
+def _d_head_output_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    src = sol.step(*d_head_source(sol.exercise))
+    offset = sum(hd.d_v for hd in sol.exercise.heads[:step.head])
+    return f"{src.name}[{step.row_labels[i]}, {src.col_labels[offset + j]}] {total(step.exact[i][j], step.value[i][j])}"
+
+
+def _d_head_why(step: Step, ex: Exercise) -> list[str]:
+    src = d_head_source(ex)[0]
+    return [t("step.d_head_output.why" if ex.num_heads > 1 else "step.d_head_output.why.single", src=src)]
+
+
+D_HEAD_OUTPUT = StepKind(
+    id="d_head_output", scope="head", op="=", exists=always, inputs=lambda ex, head: (d_head_source(ex),),
+    build=_d_head_output, floats=_d_head_output_floats, slack=_d_head_output_slack,
+    production=production("d_head_output"), rounding=rounding(_d_head_output_slack),
+    work=_d_head_output_work, why=_d_head_why,
+    given=givens(lambda sol, step: d_head_source(sol.exercise)), names_head=True,
+    latex=r"d_{\text{head}_{$head}} = $op0[:, \text{head } $head]", backward=True,
+)
+
+
+# --- d_weights = d_head·Vᵀ -----------------------------------------------------------------------------------
+
+
+def _d_weights(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    dH, V = cast("tuple[eb.Rational, QMat]", bd.inputs(D_WEIGHTS, h))
+    dP = eb.d_weights(dH, V)  # [L, d_v]·[d_v, L_k] -> [L, L_k]
+    bd.data["d_weights", h] = dP
+    name = f"d_head_{(h or 0) + 1}"
+    d_v = ex.heads[h or 0].d_v
+    return Step("d_weights", h, "d_weights", f"d_weights = {name}·Vᵀ",
+                (Operand(name, (ex.L, d_v)), Operand("Vᵀ", (d_v, ex.L_k))), "·",
+                eb.rational_exact(dP), ex.query_labels, ex.key_labels)
+
+
+def _d_weights_floats(r: Replay, head: int | None) -> Array | None:
+    """``d_head·Vᵀ``: ``[L, d_v]·[d_v, L_k]`` -> ``[L, L_k]``."""
+    dH, V = r.inputs(D_WEIGHTS, head)
+    return None if dH is None or V is None or dH.shape[1] != V.shape[1] else dH @ V.T
+
+
+def _d_weights_slack(r: Replay, head: int | None) -> Array:
+    dh, v = D_WEIGHTS.inputs(r.ex, head)
+    return mul_slack(r.value(dh), r.delta(*dh), r.value(v).T, r.delta(*v).T)
+
+
+D_WEIGHTS = StepKind(
+    id="d_weights", scope="head", op="·", exists=always, inputs=lambda ex, head: (("d_head_output", head), ("v", head)),
+    build=_d_weights, floats=_d_weights_floats, slack=_d_weights_slack, production=production("d_weights"),
+    rounding=rounding(_d_weights_slack),
+    work=product(lambda sol, step: step_of(sol, "d_head_output", step.head),
+                 lambda sol, step: step_of(sol, "v", step.head).T),
+    given=givens(own("d_head_output"), own("v")), latex=r"d_{\text{weights}} = d_{\text{head}}\, V^\top",
+    backward=True,
+)
+
+
+# --- d_scaled: the softmax's gradient ---------------------------------------------------------------------
+
+
+def _d_scaled(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    rows, dP = cast("tuple[tuple[SoftmaxRow, ...], eb.Rational]", bd.inputs(D_SCALED, h))
+    return Step("d_scaled", h, "d_scaled", "d_scaled = weights ∘ (d_weights − rowsum(d_weights ∘ weights))",
+                (Operand("weights", (ex.L, ex.L_k)), Operand("d_weights", (ex.L, ex.L_k))), "∘",
+                eb.grads_exact(eb.d_scaled(rows, dP)), ex.query_labels, ex.key_labels)
+
+
+def _d_scaled_floats(r: Replay, head: int | None) -> Array | None:
+    """``weights ∘ (d_weights − rowsum(d_weights ∘ weights))``: ``[L, L_k]``, 0 where blocked.
+
+    Variants: ``softmax_grad="elementwise"`` (``weights ∘ d_weights``: the softmax
+    treated as element-wise); ``masked_grad="leak"`` (a blocked entry left as
+    ``d_weights − rowsum``).
+    """
+    P, dP = r.inputs(D_SCALED, head)
+    if P is None or dP is None or P.shape != dP.shape:
+        return None
+    if r.variant.softmax_grad == "elementwise":
+        dS = P * dP  # [L, L_k]
+        D = np.zeros((P.shape[0], 1))
+    else:
+        D = np.sum(dP * P, axis=-1, keepdims=True)  # [L, 1]
+        dS = P * (dP - D)  # [L, L_k]
+    if r.variant.masked_grad == "leak" and r.allowed is not None:
+        dS = np.where(r.allowed, dS, dP - D)  # [L, L_k]; blocked entries not multiplied by their zero weight
+    return dS
+
+
+def _d_scaled_slack(r: Replay, head: int | None) -> Array:
+    w, dw = D_SCALED.inputs(r.ex, head)
+    P, dP = np.abs(r.value(w)), r.value(dw)
+    eP, edP = r.delta(*w), r.delta(*dw)
+    D = np.abs(np.sum(dP * r.value(w), axis=-1, keepdims=True))  # [L, 1]
+    eD = np.sum(edP * P + np.abs(dP) * eP, axis=-1, keepdims=True)  # [L, 1]
+    return P * (edP + eD) + eP * (np.abs(dP) + D + edP + eD)  # [L, L_k]
+
+
+def _d_scaled_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    P, dP = sol.step("weights", step.head), sol.step("d_weights", step.head)
+    rl, cl = step.row_labels[i], step.col_labels[j]
+    D = sum(p * g for p, g in zip(P.value[i], dP.value[i]))
+    rowsum = " + ".join(f"{factor(dP.exact[i][k], dP.value[i][k])}·{factor(P.exact[i][k], P.value[i][k])}"
+                        for k in range(P.shape[1]))
+    return (f"weights[{rl}, {cl}]·(d_weights[{rl}, {cl}] − Σ_k d_weights[{rl}, k]·weights[{rl}, k]) = "
+            f"{factor(P.exact[i][j], P.value[i][j])}·({factor(dP.exact[i][j], dP.value[i][j])} − ({rowsum})) = "
+            f"{factor(P.exact[i][j], P.value[i][j])}·({factor(dP.exact[i][j], dP.value[i][j])} − {num(D)}) "
+            f"{total(step.exact[i][j], step.value[i][j])}")
+
+
+def _d_scaled_why(step: Step, ex: Exercise) -> list[str]:
+    out = [t("step.d_scaled.why")]
+    if ex.has_bias:
+        out.append(t("step.d_scaled.why.bias"))
+    return out
+
+
+D_SCALED = StepKind(
+    id="d_scaled", scope="head", op="∘", exists=always, inputs=lambda ex, head: (("weights", head), ("d_weights", head)),
+    build=_d_scaled, floats=_d_scaled_floats, slack=_d_scaled_slack, production=production("d_scaled"),
+    rounding=rounding(_d_scaled_slack),
+    work=_d_scaled_work, given=givens(own("weights"), own("d_weights")),
+    varies=frozenset({"softmax_grad", "masked_grad"}), fixed_by_mask=0.0, backward=True, why=_d_scaled_why,
+    latex=r"d_{\text{scaled}} = P \circ \big(d_{\text{weights}} - \mathrm{rowsum}(d_{\text{weights}} \circ P)\big)",
+)
+
+
+# --- d_V = weightsᵀ·d_head (summed over a K/V head's group) ------------------------------------------------
+
+
+def _group_inputs(*ids: str) -> Callable[[Exercise, int | None], tuple[tuple[str, int], ...]]:
+    """The steps a K/V gradient of ``head`` reads: ``ids`` of every query head of its group."""
+    return lambda ex, head: tuple((id, h) for h in kv_group(ex, head) for id in ids)
+
+
+def _d_v(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+
+    def one(hh: int) -> eb.Grads:
+        rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", hh])
+        dH = cast(eb.Rational, bd.data["d_head_output", hh])
+        return eb.d_v(rows, dH, ex.L_k)  # [L_k, L]·[L, d_v] -> [L_k, d_v]
+
+    g = bd.data["d_v", h] = group_grads(bd, "d_v", h, one)
+    name = f"d_head_{(h or 0) + 1}" if not sigma(ex, h) else "d_head_h"
+    d_v = ex.heads[h or 0].d_v
+    formula = f"d_V = {sigma(ex, h)}weights{'_h' if sigma(ex, h) else ''}ᵀ·{name}"
+    return Step("d_v", h, "d_V", formula, (Operand("weightsᵀ", (ex.L_k, ex.L)), Operand(name, (ex.L, d_v))),
+                "·", eb.grads_exact(g), ex.key_labels, dims("d", d_v), **kv_tags(ex, h))  # type: ignore[arg-type]
+
+
+def _d_v_floats(r: Replay, head: int | None) -> Array | None:
+    """``weightsᵀ·d_head``: ``[L_k, L]·[L, d_v]`` -> ``[L_k, d_v]``; with grouped K/V heads the sum over the group."""
+    def one(h: int) -> Array | None:
+        P, dH = r.input("weights", h), r.input("d_head_output", h)
+        return None if P is None or dH is None or P.shape[0] != dH.shape[0] else P.T @ dH
+
+    return group_sum(r, head, one)
+
+
+def _d_v_slack(r: Replay, head: int | None) -> Array:
+    return sum((mul_slack(r.value(("weights", h)).T, r.delta("weights", h).T, r.value(("d_head_output", h)),
+                          r.delta("d_head_output", h)) for h in walked_group(r, head)), np.zeros(()))
+
+
+D_V = StepKind(
+    id="d_v", scope="head", op="·", exists=always, inputs=_group_inputs("weights", "d_head_output"),
+    build=_d_v, floats=_d_v_floats, slack=_d_v_slack, production=production("d_v"), rounding=rounding(_d_v_slack),
+    work=kv_grad_work("weights", "d_head_output", scaled=False), varies=frozenset({"kv_grad"}),
+    given=lambda sol, step: _group_givens(sol, step, "weights", "d_head_output"),
+    latex=r"d_V = $sigma\text{weights}$h^\top d_{\text{head}$h}",
+    backward=True, per_kv_head=True, why=kv_why,
+)
+
+
+# --- d_Q = d_scaled·K / √d_k, d_K = d_scaledᵀ·Q / √d_k (summed over a K/V head's group) ---------------------
+
+
+def _scale(r: Replay, head: int | None) -> float:
+    return 1 / math.sqrt(r.ex.heads[head or 0].d_k) if r.variant.grad_scale else 1.0
+
+
+def _d_q(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h])
+    dP = cast(eb.Rational, bd.data["d_weights", h])
+    d_k = ex.heads[h or 0].d_k
+    g = eb.d_q(rows, dP, cast(QMat, bd.data["k", h]), d_k)  # [L, L_k]·[L_k, d_k] -> [L, d_k]
+    bd.data["d_q", h] = g
+    ops = (Operand("d_scaled", (ex.L, ex.L_k)), Operand("K", (ex.L_k, d_k)))
+    return Step("d_q", h, "d_Q", "d_Q = d_scaled·K / √d_k", ops, "·", eb.grads_exact(g), ex.query_labels, dims("d", d_k))
+
+
+def _d_q_floats(r: Replay, head: int | None) -> Array | None:
+    """``d_scaled·K / √d_k``: ``[L, L_k]·[L_k, d_k]`` -> ``[L, d_k]``."""
+    dS, K = r.inputs(D_Q, head)
+    return None if dS is None or K is None or dS.shape[1] != K.shape[0] else dS @ K * _scale(r, head)
+
+
+def _d_q_slack(r: Replay, head: int | None) -> Array:
+    ds, k = D_Q.inputs(r.ex, head)
+    return mul_slack(r.value(ds), r.delta(*ds), r.value(k), r.delta(*k)) * _scale(r, head)
+
+
+D_Q = StepKind(
+    id="d_q", scope="head", op="·", exists=always, inputs=lambda ex, head: (("d_scaled", head), ("k", head)),
+    build=_d_q, floats=_d_q_floats, slack=_d_q_slack, production=production("d_q"), rounding=rounding(_d_q_slack),
+    varies=frozenset({"grad_scale"}),
+    work=product(lambda sol, step: step_of(sol, "d_scaled", step.head), lambda sol, step: step_of(sol, "k", step.head),
+                 lambda sol, step: sqrt_dk(sol.exercise, step.head)),
+    given=givens(own("d_scaled"), own("k")), latex=r"d_Q = \frac{d_{\text{scaled}}\, K}{\sqrt{$d_k}}", backward=True,
+)
+
+
+def _d_k(bd: Build, h: int | None) -> Step:
+    ex = bd.ex
+    d_k = ex.heads[h or 0].d_k
+
+    def one(hh: int) -> eb.Grads:
+        rows_h = cast("tuple[SoftmaxRow, ...]", bd.data["weights", hh])
+        dP_h = cast(eb.Rational, bd.data["d_weights", hh])
+        return eb.d_k(rows_h, dP_h, cast(QMat, bd.data["q", hh]), d_k, ex.L_k)  # [L_k, L]·[L, d_k] -> [L_k, d_k]
+
+    g = bd.data["d_k", h] = group_grads(bd, "d_k", h, one)
+    ops = (Operand("d_scaledᵀ", (ex.L_k, ex.L)), Operand("Q", (ex.L, d_k)))
+    sub = "_h" if sigma(ex, h) else ""
+    return Step("d_k", h, "d_K", f"d_K = {sigma(ex, h)}d_scaled{sub}ᵀ·Q{sub} / √d_k", ops, "·", eb.grads_exact(g),
+                ex.key_labels, dims("d", d_k), **kv_tags(ex, h))  # type: ignore[arg-type]
+
+
+def _d_k_floats(r: Replay, head: int | None) -> Array | None:
+    """``d_scaledᵀ·Q / √d_k``: ``[L_k, L]·[L, d_k]`` -> ``[L_k, d_k]`` (``d_scaled·Q`` under ``d_k_transposed=False``);
+    with grouped K/V heads the sum over the query heads of the group."""
+    def one(h: int) -> Array | None:
+        dS, Q = r.input("d_scaled", h), r.input("q", h)
+        if dS is None or Q is None:
+            return None
+        A = dS.T if r.variant.d_k_transposed else dS  # [L_k, L]; without the transpose [L, L_k], chains only if square
+        return None if A.shape[1] != Q.shape[0] else A @ Q * _scale(r, h)
+
+    return group_sum(r, head, one)
+
+
+def _d_k_slack(r: Replay, head: int | None) -> Array:
+    return sum((mul_slack(r.value(("d_scaled", h)).T, r.delta("d_scaled", h).T, r.value(("q", h)),
+                          r.delta("q", h)) * _scale(r, h) for h in walked_group(r, head)), np.zeros(()))
+
+
+def _group_givens(sol: Solution, step: Step, *ids: str) -> tuple[Input, ...]:
+    """Each head of the group's ``ids`` (one head without grouping), named by head when there are several."""
+    group = kv_group(sol.exercise, step.head)
+    out = []
+    for h in group:
+        for id in ids:
+            inp = given_step(sol.step(id, h))
+            named = len(group) > 1 and not inp.name.endswith(f"_{h + 1}")  # d_head_2 says its head already
+            out.append(replace(inp, name=inp.name + t("check.step_of_head", step="", head=h + 1)) if named else inp)
+    return tuple(out)
+
+
+D_K = StepKind(
+    id="d_k", scope="head", op="·", exists=always, inputs=_group_inputs("d_scaled", "q"),
+    build=_d_k, floats=_d_k_floats, slack=_d_k_slack, production=production("d_k"), rounding=rounding(_d_k_slack),
+    varies=frozenset({"grad_scale", "d_k_transposed", "kv_grad"}),
+    work=kv_grad_work("d_scaled", "q", scaled=True),
+    given=lambda sol, step: _group_givens(sol, step, "d_scaled", "q"),
+    latex=r"d_K = $sigma\frac{d_{\text{scaled}$h}^\top Q$h}{\sqrt{$d_k}}", backward=True,
+    per_kv_head=True, why=kv_why,
+)
+
+
+#: One head's backward kinds, in the contract's order.
+HEAD_GRADS: tuple[StepKind, ...] = (D_HEAD_OUTPUT, D_WEIGHTS, D_SCALED, D_V, D_Q, D_K)
