@@ -97,6 +97,143 @@ def test_the_float_walk_reproduces_the_exact_engine(name):
         np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
 
 
+# --- every kind through every engine, on exercises that have every feature -------------------------------
+
+
+def _frac(rng: np.random.Generator, r: int, c: int) -> list[list[str]]:
+    """An ``[r, c]`` matrix of small fractions, as an exercise file writes them."""
+    return [[f"{int(n)}/{int(d)}" for n, d in zip(rn, rd)]
+            for rn, rd in zip(rng.integers(-3, 4, (r, c)), rng.integers(1, 4, (r, c)))]
+
+
+def every_feature_v1(seed: int):
+    """Format v1 with everything it has: cross-attention (so ``d_x_kv``), two heads, each with ``b_q``,
+    ``b_k``, ``b_v``; ``W_O`` and ``b_O``; a mask matrix and key padding that leave a query row with no key
+    (a fully masked row); an ``upstream``."""
+    from tutor.exercise import exercise_from_data
+
+    rng = np.random.default_rng(seed)
+    L, L_k, d_model, d_kv, d_k, H, d_out = 3, 4, 3, 2, 2, 2, 3
+    mask = [[True, True, False, False], [True, True, True, False], [False, False, True, True]]
+    data = {
+        "id": f"every-feature-v1-{seed}", "title": "every v1 feature", "x": _frac(rng, L, d_model),
+        "x_kv": _frac(rng, L_k, d_kv), "num_heads": H,
+        "heads": [{"w_q": _frac(rng, d_model, d_k), "w_k": _frac(rng, d_kv, d_k), "w_v": _frac(rng, d_kv, d_k),
+                   "b_q": _frac(rng, 1, d_k)[0], "b_k": _frac(rng, 1, d_k)[0], "b_v": _frac(rng, 1, d_k)[0]}
+                  for _ in range(H)],
+        "w_o": _frac(rng, H * d_k, d_out), "b_o": _frac(rng, 1, d_out)[0],
+        "mask": mask, "key_padding_mask": [False, False, True, True],  # row 3 may attend to keys 3, 4 only: padding
+        "upstream": rng.integers(-2, 3, (L, d_out)).tolist(),
+    }
+    return exercise_from_data(data)
+
+
+def every_feature_v2(seed: int, alibi: bool):
+    """Format v2 with everything it has: four query heads on two K/V heads, a KV cache with the decode
+    step's causal mask (bottom-right), key padding, a bias (ALiBi, or a given ``attn_bias``), every
+    projection bias, ``W_O`` and ``b_O``, an ``upstream``."""
+    from tutor.exercise import exercise_from_data
+
+    rng = np.random.default_rng(seed)
+    L, past, d_model, d_k, H, G, d_out = 2, 2, 3, 2, 4, 2, 2
+    data = {
+        "id": f"every-feature-v2-{seed}", "title": "every v2 feature", "x": _frac(rng, L, d_model), "num_heads": H,
+        "heads": [{"w_q": _frac(rng, d_model, d_k), "b_q": _frac(rng, 1, d_k)[0]} for _ in range(H)],
+        "num_kv_heads": G,
+        "kv_heads": [{"w_k": _frac(rng, d_model, d_k), "w_v": _frac(rng, d_model, d_k), "b_k": _frac(rng, 1, d_k)[0],
+                      "b_v": _frac(rng, 1, d_k)[0]} for _ in range(G)],
+        "past_tokens": [f"p{j}" for j in range(past)],
+        "cache": [{"k": _frac(rng, past, d_k), "v": _frac(rng, past, d_k)} for _ in range(G)],
+        "mask": "causal_lower_right", "key_padding_mask": [True, False, False, False],
+        "w_o": _frac(rng, H * d_k, d_out), "b_o": _frac(rng, 1, d_out)[0],
+        "upstream": rng.integers(-2, 3, (L, d_out)).tolist(),
+    }
+    if alibi:
+        data["alibi"] = True
+    else:
+        data["attn_bias"] = [[f"{int(n)}/4" for n in row] for row in rng.integers(-2, 3, (L, past + L))]
+    return exercise_from_data(data)
+
+
+EVERY_FEATURE = [("v1", lambda: every_feature_v1(1)), ("v2-alibi", lambda: every_feature_v2(2, True)),
+                 ("v2-bias", lambda: every_feature_v2(3, False))]
+
+
+def test_the_every_feature_exercises_have_every_kind():
+    """Between them the generated exercises have every kind of the catalogue, forward and backward."""
+    walked = {k for _, make in EVERY_FEATURE for k, _ in keys(make(), backward=True)}
+    assert walked == set(STEP_IDS)
+    v1 = every_feature_v1(1)
+    assert v1.is_cross and v1.has_mask and v1.key_padding is not None and not v1.is_v2
+    assert any(not any(row) for row in v1.allowed())  # a query row with no key to attend
+
+
+@pytest.mark.parametrize("make", [m for _, m in EVERY_FEATURE], ids=[n for n, _ in EVERY_FEATURE])
+def test_every_kind_goes_through_every_engine(make):
+    """Every step of the exercise, forward and backward, through each engine of its kind: the exact build
+    (solve), the float walk (it reproduces the exact values), the slack ``check`` carries (finite, the shape
+    of the step), the batched layer's reading within its rounding bound (verify), and, where the exact walk
+    follows the exercise, the exact walk (it gives the exact engine's values)."""
+    from tutor.exact.matrices import entry_value
+    from tutor.production import verify
+    from tutor.steps import RIGHT, Walk, replay, supports
+
+    ex = make()
+    sol = solve(ex, backward=True)
+    assert [s.key for s in sol.steps] == keys(ex, backward=True)
+    values = walk(ex, backward=True).values
+    for s in sol.steps:
+        np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
+    carried = replay(ex, given=lambda key: None, backward=True)
+    for s in sol.steps:
+        value, slack = carried.computed[s.key]
+        assert slack.shape == value.shape and np.all(np.isfinite(slack)), s.key
+    verify(sol)  # raises EngineMismatchError at the first step the batched layer disagrees on
+    if supports(RIGHT, ex):
+        exact = Walk(ex, RIGHT)
+        for s in sol.steps:
+            if KINDS[s.id].backward:
+                continue
+            got = exact.get(s.key)
+            assert got is not None, s.key
+            np.testing.assert_allclose([[entry_value(e) for e in row] for row in got], np.array(s.value),
+                                       rtol=1e-12, atol=1e-12, err_msg=str(s.key))
+
+
+@pytest.mark.parametrize("make", [m for _, m in EVERY_FEATURE], ids=[n for n, _ in EVERY_FEATURE])
+def test_every_mistake_walks_every_kind_it_can_change(make):
+    """Every misconception of the catalogue, at every step it can change: the float walk gives a value of a
+    sane shape or none (a step the mistake cannot reach), never an error; and where the exact walk follows
+    the mistake, it gives what the float walk does (to 1e-9; the shape only for a mistake that rounds)."""
+    from tutor.exact.matrices import entry_value
+    from tutor.mistakes.diagnose import MISCONCEPTIONS
+    from tutor.steps import Walk, replay, supports
+
+    ex = make()
+    sol = solve(ex, backward=True)
+    for m in MISCONCEPTIONS:
+        if m.variant is None:
+            continue
+        floats = replay(ex, m.variant, backward=True).values
+        exact = Walk(ex, m.variant) if supports(m.variant, ex) else None
+        for key in keys(ex, backward=True):
+            if not m.applies(ex, key) or key not in floats:
+                continue
+            assert floats[key].ndim == 2, (m.key, key)
+            if exact is not None and not KINDS[key[0]].backward:
+                got = exact.get(key)
+                assert got is not None, (m.key, key)
+                if m.variant.turned() & {"round_scaled", "round_weights", "truncate"}:
+                    # rounding is discontinuous: a weight of 0.99999999… (exact) is 1.0 in floats, and cut to
+                    # 2 places they differ by 0.01; the exact walk is the one that is right there
+                    assert np.array(got, dtype=object).shape == floats[key].shape, (m.key, key)
+                    continue
+                with np.errstate(invalid="ignore"):
+                    np.testing.assert_allclose([[entry_value(e) for e in row] for row in got], floats[key],
+                                               rtol=1e-9, atol=1e-9, err_msg=f"{m.key} {key}")
+    assert sol.steps
+
+
 def test_exists_refuses_keys_the_exercise_has_not():
     ex = resolve("single-head-3x4")  # one head, no mask, no W_O
     assert exists(ex, ("q", 0)) and not exists(ex, ("q", 1)) and not exists(ex, ("q", None))

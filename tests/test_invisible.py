@@ -30,6 +30,16 @@ from .conftest import EXERCISES
 R2 = surds([(2, Fraction(1))])  # √2
 
 
+def test_a_negative_value_rounds_and_cuts_to_a_negative_decimal():
+    """-15/2·√2 = -10.6066…: rounded to 2 places -10.61, cut -10.60 (mpmath's ``man_exp`` leaves the sign
+    out; a rounded or cut negative scaled score once came out positive, and the exact walk disagreed with
+    the float walk under ``rounded_scaled`` on any exercise with a negative irrational score)."""
+    v = Value.of(Fraction(-15, 2), 2)
+    assert v.rounded(2) == Fraction(-1061, 100) and v.truncated(2) == Fraction(-1060, 100)
+    assert (-v).rounded(2) == Fraction(1061, 100) and (-v).truncated(2) == Fraction(1060, 100)
+    assert Value.of(Fraction(-1, 3)).rounded(4) == Fraction(-3333, 10000)
+
+
 def test_equal_softmax_forms_are_equal_and_close_ones_are_not():
     e = Poly.exp
     # e^√2 / (e^√2 + 1) == 1 / (1 + e^-√2)

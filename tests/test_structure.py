@@ -1,18 +1,23 @@
-"""The shape of the package (issue 9): no import cycle, engines that load no loader, one answered-step record.
+"""The shape of the package (issue 19): the layers, no import cycle, engines that load no loader, one answered-step record.
 
 The import graph is read from the source with ``ast`` (nothing is imported
-to build it): an edge for every import a module runs when it is imported --
-at its top level, in a top-level ``try``/``if`` -- and none for an import
-inside a function (run later, on use) or under ``if TYPE_CHECKING:`` (never
-run).  Importing ``a.b.c`` runs the packages ``a.b`` and ``a`` first, so it
-is an edge to them as well, except to the packages the importer is itself
-inside (they are already being imported when it runs).
+to build it): an edge for every import statement anywhere in a module -- at
+its top level, inside a function (run later, on use) and under ``if
+TYPE_CHECKING:`` (never run, but a dependency all the same).  Importing
+``a.b.c`` names the packages ``a.b`` and ``a`` too, which are edges as well,
+except to the packages the importer is itself inside.
+
+The layer table is read from ``docs/architecture.md`` (its "The layers"
+table), so the description and the code cannot drift: a package may import
+its own modules and packages of a lower layer, never one of its own layer or
+above; and every package's docstring opens with its paragraph there.
 """
 
 from __future__ import annotations
 
 import ast
 import doctest
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -23,6 +28,7 @@ import pytest
 from .conftest import REPO
 
 PACKAGE = REPO / "tutor"
+ARCHITECTURE = REPO / "docs" / "architecture.md"
 
 
 def _name(path: Path) -> str:
@@ -31,27 +37,6 @@ def _name(path: Path) -> str:
 
 
 MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _run_at_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
-    """The import statements of ``body`` that run when the module is imported."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    for node in body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        elif isinstance(node, ast.If):
-            if not _is_type_checking(node.test):
-                found += _run_at_import(node.body)
-            found += _run_at_import(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
-                found += _run_at_import(block)
-    return found
 
 
 def _ancestors(name: str) -> set[str]:
@@ -80,14 +65,15 @@ def _targets(name: str, node: ast.Import | ast.ImportFrom) -> list[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """``{module: the modules of the package importing it runs}``, for every module of ``tutor``."""
+    """``{module: every module of the package it imports}``, anywhere in it (functions, TYPE_CHECKING)."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         edges: set[str] = set()
-        for node in _run_at_import(ast.parse(path.read_text(encoding="utf-8")).body):
-            for target in _targets(name, node):
-                edges.add(target)
-                edges |= {a for a in _ancestors(target) if a not in _ancestors(name) and a != name}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in _targets(name, node):
+                    edges.add(target)
+                    edges |= {a for a in _ancestors(target) if a not in _ancestors(name) and a != name}
         graph[name] = edges
     return graph
 
@@ -124,15 +110,32 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def layers() -> list[set[str]]:
+    """The layer table of docs/architecture.md, lowest first: each layer the set of its packages."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    table = text[text.index("## The layers"):].split("\n\n", 2)[1]
+    rows = [line for line in table.splitlines() if line.startswith("|") and not set(line) <= set("|-: ")][1:]
+    found = []
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        found.append(set(re.findall(r"`tutor/(\w+)/`", cells[1])))
+    return found[::-1]  # the table reads top-down, from the command line to the base
+
+
+def _package(module: str) -> str:
+    """``tutor.steps.kind`` -> ``steps``; ``""`` for the package's face and entry point (``tutor``, ``tutor.__main__``)."""
+    return module.split(".")[1] if module.count(".") and (PACKAGE / module.split(".")[1]).is_dir() else ""
+
+
 def test_the_graph_sees_the_imports_it_must():
-    """The graph is built right: edges it must have, and none from imports inside functions or for type checking."""
+    """The graph is built right: edges it must have, including imports inside functions and for type checking."""
     graph = import_graph()
     assert "tutor.exercise.record" in graph["tutor.steps.records"]  # from ..exercise.record import Exercise
     assert {"tutor.exercise", "tutor.exercise.record"} <= graph["tutor.exact.engine"]  # the package runs first
     assert "tutor.answers.values" in graph["tutor.answers.grammar"]  # from . import values as V
     assert "tutor.answers" not in graph["tutor.answers.grammar"]  # its own package: already being imported
-    assert "tutor.mistakes.diagnose" not in graph["tutor.practice.machine"]  # imported inside _grade only
-    assert "tutor.mistakes.diagnose" not in graph["tutor.practice.effects"]  # under TYPE_CHECKING only
+    assert "tutor.mistakes.diagnose" in graph["tutor.practice.machine"]  # imported inside _grade
+    assert "tutor.mistakes.diagnose" in graph["tutor.practice.effects"]  # under TYPE_CHECKING
 
 
 def test_no_import_cycle_inside_the_package():
@@ -142,6 +145,54 @@ def test_no_import_cycle_inside_the_package():
 def test_a_cycle_is_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_package_top_holds_packages_only():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert loose == []
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages == set().union(*layers()), "every package is in the layer table, and only they"
+
+
+def test_every_import_goes_down_the_layers():
+    """A package imports its own modules and packages of lower layers: never one of its own layer, never up."""
+    rank = {pkg: n for n, layer in enumerate(layers()) for pkg in layer}
+    wrong = []
+    for module, targets in import_graph().items():
+        src = _package(module)
+        if not src:  # tutor/__init__.py, tutor/__main__.py: the version, the entry point
+            continue
+        for target in targets:
+            dst = _package(target)
+            if dst and dst != src and rank[dst] >= rank[src]:
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_a_layer_violation_is_found():
+    rank = {"base": 0, "steps": 1, "cli": 2}
+    assert [(a, b) for a, b in (("steps", "base"), ("base", "steps"), ("cli", "cli")) if rank[b] > rank[a]] == [
+        ("base", "steps")]
+
+
+def _plain(text: str) -> str:
+    """Markdown or reST, as words: roles and code marks dropped, white space folded."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    text = text.replace("``", "`").replace("`", "").replace("**", "")
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("package", sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py")))
+def test_every_package_opens_with_its_paragraph_of_the_architecture(package):
+    """``docs/architecture.md`` has a section ``### tutor/<package>/`` whose first paragraph is the
+    first paragraph of the package's docstring (word for word, markup aside)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    heading = f"### `tutor/{package}/`"
+    assert heading in text, heading
+    paragraph = text.split(heading, 1)[1].strip().split("\n\n", 1)[0]
+    doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    first = doc.split("\n\n", 1)[0]
+    assert _plain(first) == _plain(paragraph)
 
 
 def test_the_record_and_the_engines_load_no_schema_nor_yaml():

@@ -1,4 +1,7 @@
-"""What a learner types, read safely, and graded.
+"""What a learner types, read safely, and graded: the answer grammar (a
+recursive-descent parser; nothing is ever evaluated as code), bounded exact
+values and intervals, matrices typed on one line or read from YAML, and the
+one grading rule of ``practice`` and ``check``.
 
 Pure: no I/O, no printing, no numpy.  What a learner types at the practice
 prompt, and every entry of a solution file, goes through :func:`parse_entry`

@@ -1,1 +1,8 @@
-"""TODO: the package docstring."""
+"""The errata auditor: a written solution (a solution file) read as written,
+every step judged by the one grading rule, the author's earlier values
+carried forward so that only the first wrong step is blamed, the mistake
+named, and the checks that need no recomputation (rows that sum to 1,
+weights in [0, 1], masked entries).
+
+Modules: :mod:`.solution`, :mod:`.tiled_part`, :mod:`.check`, :mod:`.plausibility`.
+"""

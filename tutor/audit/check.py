@@ -228,7 +228,7 @@ def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple
     as ``practice`` grades: a decimal within its rounding, or ``± tolerance``; an exact form exactly;
     an entry a mask fixes exactly), row by row, and the step's grading notes (see :class:`StepCheck`).
     An entry written as NaN is wrong; one not given is not judged."""
-    from ..practice import blocked_cells
+    from ..steps import blocked_cells
 
     step = sol.step(g.id, g.head)
     strict = blocked_cells(sol, step)

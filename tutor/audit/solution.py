@@ -55,6 +55,7 @@ from ..exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition 
 from ..exercise.yamlread import Document, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 from ..exercise.yamlread import Path as YPath
 from ..steps import HEAD_STEPS, KINDS, LAYER_STEPS, STEP_IDS, has_backward, keys
+from .tiled_part import TiledGiven, read_tiled
 
 #: Fields a solution file may have besides the steps.
 META_FIELDS = ("exercise", "title", "source", "heads")
@@ -175,7 +176,7 @@ class SolutionFile:
     title: str = ""
     source: str = ""
     warnings: tuple[Problem, ...] = ()
-    tiled: Any = None  # a worked online softmax (:class:`tutor.flash.check.TiledGiven`), issue 13
+    tiled: TiledGiven | None = None  # a worked online softmax (issue 13), judged by tutor.flash.check
 
     def given(self, id: str, head: int | None) -> GivenStep | None:
         for s in self.steps:
@@ -184,7 +185,9 @@ class SolutionFile:
         return None
 
 
-class _Reader:
+class Reader:
+    """Reads a solution file's parts from its YAML document, collecting every problem at its place."""
+
     def __init__(self, doc: Document):
         self.doc = doc
         self.problems: list[Problem] = []
@@ -314,7 +317,7 @@ def _unknown(name: str) -> str:
     return t("solution.unknown.codepoints", name=shown(name), names=names) if names else t("solution.unknown", name=name)
 
 
-def _resolve_exercise(name: str, base: Path, r: _Reader, path: YPath, folders: Sequence[str | Path]) -> Exercise | None:
+def _resolve_exercise(name: str, base: Path, r: Reader, path: YPath, folders: Sequence[str | Path]) -> Exercise | None:
     """The exercise ``exercise:`` names (:func:`tutor.exercise.catalog.resolve_reference`: only exercise files
     below ``base``, in a pack or bundled are read); a problem at ``path`` when it names none."""
     from ..exercise.catalog import RefusedReference, resolve_reference
@@ -365,7 +368,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
         # no sign of a solution file (a configuration file, say): none of its keys or values is quoted
         raise ExerciseError([doc.problem((), t("solution.not_solution", what=t("solution.not_solution.keys")),
                                          t("solution.empty.hint"))])
-    r = _Reader(doc)
+    r = Reader(doc)
 
     if exercise is None:
         name = data.get("exercise")
@@ -405,8 +408,6 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
         if key in META_FIELDS:
             continue
         if key == "tiled":  # a worked online softmax, judged by tutor.flash.check (issue 13)
-            from ..flash.check import read_tiled
-
             tiled_given = read_tiled(r, value, ex)
             continue
         if key in LAYER_STEPS:

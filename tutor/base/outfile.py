@@ -29,11 +29,17 @@ from pathlib import Path
 from .errors import TutorError
 from .messages import t
 
+_KINDS = ((stat.S_ISDIR, "file.kind.directory"), (stat.S_ISFIFO, "file.kind.fifo"), (stat.S_ISSOCK, "file.kind.socket"),
+          (stat.S_ISCHR, "file.kind.device"), (stat.S_ISBLK, "file.kind.device"))
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, by its ``st_mode``: "a directory", "a named pipe (FIFO)" ..."""
+    return t(next((key for test, key in _KINDS if test(mode)), "file.kind.special"))
+
 
 def _refuse_special(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
-        from ..exercise.yamlread import file_kind
-
         raise TutorError(t("output.not_file", path=path, kind=file_kind(mode)))
 
 

@@ -1,4 +1,6 @@
-"""The command line: a thin Typer layer over the library.
+"""The command line: a thin Typer layer that parses options, calls the
+library and prints; it builds the one environment object, turns every
+error into one line and decides every exit code.
 
 The only package that imports typer.  Each command is a plain function in a
 module per area (``explain``, ``practice``, ``check``, ``author``), which

@@ -66,6 +66,7 @@ def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None
     from ..audit.check import audit
     from ..flash.check import audit_tiled, tiled_json, tiled_lines
 
+    assert sf.tiled is not None  # called only for a file with a tiled: part
     rep = audit_tiled(sf.exercise, sf.tiled, tolerance=tolerance)
     report = audit(sf, tolerance=tolerance) if sf.steps else None
     wrong = not rep.ok or (report is not None and report.exit_code == EXIT_WRONG)

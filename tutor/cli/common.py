@@ -142,3 +142,9 @@ def check_head(head: int | None, num_heads: int) -> None:
         from ..practice.plan import head_error
 
         raise typer.BadParameter(head_error(head - 1, num_heads), param_hint="--head")
+
+
+def check_tolerance(tolerance: float | None) -> None:
+    """A usage error for a ``--tolerance`` that is not a number above 0 (and at most 1000000)."""
+    if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
+        raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")

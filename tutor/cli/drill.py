@@ -68,10 +68,11 @@ def _out(name: str, questions: list[Question], seed: int, answers: bool, fmt: Fo
 
 def _run(ctx: typer.Context, name: str, questions: list[Question], seed: int, mode: str) -> None:
     from ..drills.runs import drill
-    from ..practice.session import answer_stream
+    from ..practice.terminal import answer_stream
+    from ..render.drill import DrillView
 
     stream = answer_stream(stdin(ctx))  # before the store is opened: a run that cannot read leaves no trace
-    drill(name, questions, seed=seed, mode=mode, stream=stream, console=console(),
+    drill(name, questions, seed=seed, mode=mode, stream=stream, view=DrillView(console()),
           report=lambda message: warn(t("cli.error", message=message)))
 
 
@@ -212,8 +213,9 @@ def interview(
             view.listing([q for _, qs in p.sections for q in qs], s, show_answers)
         return
     from ..drills.runs import interview as run
-    from ..practice.session import answer_stream
+    from ..practice.terminal import answer_stream
+    from ..render.drill import DrillView
 
     stream = answer_stream(stdin(ctx))
-    run(p, minutes=minutes, bank=loaded, stream=stream, console=console(),
+    run(p, minutes=minutes, bank=loaded, stream=stream, view=DrillView(console()),
         report=lambda message: warn(t("cli.error", message=message)))

@@ -25,6 +25,7 @@ from .common import (
     HeadOpt,
     ToleranceOpt,
     check_head,
+    check_tolerance,
     console,
     head_index,
     stdin,
@@ -55,12 +56,6 @@ def _parse_steps(text: str | None) -> list[str] | None:
     return names
 
 
-def check_tolerance(tolerance: float | None) -> None:
-    """A usage error for a ``--tolerance`` that is not a number above 0 (and at most 1000000)."""
-    if tolerance is not None and not 0 < tolerance <= 1e6:  # also refuses nan
-        raise typer.BadParameter(t("practice.bad_tolerance", found=tolerance), param_hint="--tolerance")
-
-
 def practice(
     ctx: typer.Context,
     exercise: Annotated[str | None, typer.Argument(help=t("cli.practice.exercise"), show_default=False)] = None,
@@ -88,7 +83,9 @@ def practice(
     from ..exercise.catalog import resolve
     from ..practice import Settings
     from ..practice import plan as plans
-    from ..practice.session import answer_stream, practise
+    from ..practice.session import practise
+    from ..practice.terminal import answer_stream
+    from ..render.quiz import QuizRenderer
     from ..store import Store
 
     if tiled:  # FlashAttention's online softmax, quantity by quantity: a session of its own, not recorded
@@ -140,7 +137,7 @@ def practice(
             plan = _fresh(plan, exercise, folders, seed)
         else:
             plan = plans.resume(store, plan, mode.value, restart=restart)
-        practise(plan, Settings(mode.value, tolerance), store=store, stream=stream, console=console(),
+        practise(plan, Settings(mode.value, tolerance), store=store, stream=stream, view=QuizRenderer(console()),
                  report=lambda message: warn(t("cli.error", message=message)))
     finally:
         store.close()
@@ -176,7 +173,8 @@ def stats(
     """Show accuracy by step, mistakes by kind, the review schedule and what to practise next;
     never writes to the store."""
     from ..drills.results import drills_document
-    from ..practice.session import heads_by_id, recommendation, stats_document
+    from ..practice.plan import heads_by_id, recommendation
+    from ..practice.stats import stats_document
     from ..store import Store, default_path
 
     path = default_path()
@@ -193,6 +191,6 @@ def stats(
 
         write_document(document(doc))  # ASCII: safe on any stream
         return
-    from ..render.quiz import render_stats
+    from ..render.stats import render_stats
 
     render_stats(doc, console())

@@ -10,7 +10,7 @@ import typer
 from ..base.jsontext import document
 from ..base.messages import t
 from ..exercise.record import Exercise
-from .common import check_head, console, stdin, write_document
+from .common import check_head, check_tolerance, console, stdin, write_document
 
 
 def explain_tiled(ex: Exercise, *, head: int | None, block_size: int, precision: int, fmt: str) -> None:
@@ -41,8 +41,8 @@ def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None
     from ..flash.drill import default_row
     from ..flash.session import practise_tiled
     from ..flash.walk import tiled
-    from ..practice.session import answer_stream
-    from .practice import check_tolerance
+    from ..practice.terminal import answer_stream
+    from ..render.tiled_practice import TiledPracticeRenderer
 
     if others:
         raise typer.BadParameter(t("tiled.practice.alone", options=", ".join(others)), param_hint="--tiled")
@@ -63,4 +63,5 @@ def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None
         if index is None:
             raise typer.BadParameter(t("tiled.file.query", labels=", ".join(labels)), param_hint="--query")
         row = rows[index]
-    practise_tiled(ex, row, chosen=query is not None, tolerance=tolerance, stream=stream, console=console())
+    practise_tiled(ex, row, chosen=query is not None, tolerance=tolerance, stream=stream,
+                   view=TiledPracticeRenderer(console(), ex))

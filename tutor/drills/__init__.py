@@ -1,4 +1,8 @@
-"""Interview drills beyond the arithmetic (issue 14): ``attn-tutor drill shapes|counts|masks|concepts|interview``.
+"""The interview drills beyond the arithmetic: shapes at every point of the
+production forward, parameter/FLOP/memory counts, masks in every PyTorch
+convention, the concept bank and its follow-ups, and a timed mock
+interview; every answer computed or checked by code, asked on a view and a
+stream the caller passes in.
 
 Every answer is computed or checked by code, never typed into a table:
 

@@ -1,9 +1,10 @@
 """Asking a drill's questions: read a line, grade it, show the verdict, record the answer, repeat.
 
 Everything a run touches is passed in, as for a practice session
-(:mod:`tutor.practice.session`): the :class:`Lines` it reads answers from (a terminal
-with line editing, or any stream, each line echoed after its prompt), the
-view it writes to (:class:`tutor.render.drill.DrillView`), the
+(:mod:`tutor.practice.session`): the :class:`~tutor.practice.terminal.Lines` it
+reads answers from (a terminal with line editing, or any stream, each line
+echoed after its prompt), the :class:`View` it writes to (the command line passes
+:class:`tutor.render.drill.DrillView`), the
 :class:`tutor.store.Recorder` every answer goes to, and the clock a timed run
 reads (``time.monotonic`` by default; tests pass a fake one, and nothing here
 ever sleeps).
@@ -18,17 +19,19 @@ is recorded before its verdict is shown, as in practice.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import TYPE_CHECKING, Literal, Protocol
 
+from ..practice.terminal import Lines, deferred_interrupt
 from ..store.attempt import Attempt
+from ..store.recorder import why_unsaved
 from .record import DRILL_PREFIX, MAX_ANSWER_CHARS, Question, Verdict, grade
 
 if TYPE_CHECKING:
-    from ..render.drill import DrillView
+    from rich.console import Console
+
     from ..store import Recorder
 
 Reason = Literal["done", "quit", "end", "interrupt", "time"]
@@ -63,6 +66,29 @@ class Run:
         return tuple(r for r in self.results if r.outcome in ("correct", "wrong", "shown"))
 
 
+class View(Protocol):
+    """What a drill shows its run on: one method per moment (the drills ask and grade, never render)."""
+
+    console: Console
+
+    def echo(self, prompt: str, line: str) -> None: ...
+    def intro(self, drill: str, total: int, seed: int, mode: str = "") -> None: ...
+    def question(self, q: Question, number: int, total: int, left: float | None, *, follow_up: bool = False) -> None: ...
+    def prompt(self, q: Question) -> str: ...
+    def yes_no_prompt(self) -> str: ...
+    def help(self, q: Question) -> None: ...
+    def hint(self, q: Question, level: int) -> None: ...
+    def invalid(self, message: str, q: Question) -> None: ...
+    def invalid_yes_no(self) -> None: ...
+    def verdict(self, q: Question, v: Verdict) -> None: ...
+    def reveal(self, q: Question, *, shown: bool) -> None: ...
+    def key_points_intro(self, n: int) -> None: ...
+    def key_point(self, i: int, n: int, text: str) -> None: ...
+    def model_answer(self, q: Question, points: Sequence[bool]) -> None: ...
+    def unsaved_warning(self, reason: str, lost: bool = False) -> None: ...
+    def summary(self, run: Run, unsaved: int = 0) -> None: ...
+
+
 class Stop(Exception):
     """The run ends here (``quit``, end of input, time); ``reason`` says which."""
 
@@ -71,55 +97,7 @@ class Stop(Exception):
         self.reason: Reason = reason
 
 
-class Lines:
-    """Where answers come from: ``read(prompt)`` is the next line, or ``None`` at the end of input.
-
-    From a terminal that is ``sys.stdin``, lines are read with ``input()``
-    (line editing); from anything else with ``stream.readline()``, echoing
-    each line after its prompt so that a transcript reads as typed.  Ctrl-C
-    raises :class:`KeyboardInterrupt` to the caller.
-    """
-
-    def __init__(self, stream: TextIO, view: DrillView):
-        self.stream = stream
-        self.view = view
-        self.interactive = stream is sys.stdin and stream.isatty()
-        if self.interactive:
-            try:  # input() gets line editing and history only once readline is loaded
-                import readline  # noqa: F401
-            except ImportError:  # pragma: no cover - Windows without pyreadline
-                pass
-        else:
-            reconfigure = getattr(stream, "reconfigure", None)
-            if reconfigure is not None:  # undecodable bytes become U+FFFD (then an unreadable answer), never a crash
-                try:
-                    reconfigure(errors="replace")
-                except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
-                    pass
-
-    def read(self, prompt: str) -> str | None:
-        """The next line (without its line break) after showing ``prompt``; ``None`` at the end of input."""
-        console = self.view.console
-        if self.interactive:
-            from rich.text import Text
-
-            try:
-                return console.input(Text(prompt))
-            except EOFError:
-                console.print()
-                return None
-        console.print(prompt, end="", markup=False, highlight=False)
-        console.file.flush()
-        line = self.stream.readline()
-        if line == "":
-            console.print()
-            return None
-        line = line.rstrip("\r\n")
-        self.view.echo(prompt, line)
-        return line
-
-
-def ask(questions: Sequence[Question], *, lines: Lines, view: DrillView, recorder: Recorder | None,
+def ask(questions: Sequence[Question], *, lines: Lines, view: View, recorder: Recorder | None,
         clock: Callable[[], float] = time.monotonic, deadline: float | None = None) -> Run:
     """Ask ``questions`` in order until the last one, ``quit``, the end of input, Ctrl-C or ``deadline``
     (a time of ``clock``) -- checked before each question, never while one is being answered.
@@ -147,7 +125,7 @@ def ask(questions: Sequence[Question], *, lines: Lines, view: DrillView, recorde
     return Run(tuple(results) + tuple(Answered(q) for q in questions[len(results):]), reason)
 
 
-def one(q: Question, lines: Lines, view: DrillView, recorder: Recorder | None) -> Answered:
+def one(q: Question, lines: Lines, view: View, recorder: Recorder | None) -> Answered:
     """Ask one question until it has an outcome; :class:`Stop` when the run ends instead."""
     hints = 0
     while True:
@@ -187,7 +165,7 @@ def one(q: Question, lines: Lines, view: DrillView, recorder: Recorder | None) -
         return answered
 
 
-def self_graded(q: Question, text: str, hints: int, lines: Lines, view: DrillView) -> Answered:
+def self_graded(q: Question, text: str, hints: int, lines: Lines, view: View) -> Answered:
     """Free text: the learner says, key point by key point, whether their answer made it."""
     view.key_points_intro(len(q.key_points))
     points: list[bool] = []
@@ -221,12 +199,10 @@ def attempt(a: Answered) -> Attempt:
                    (diagnosis,) if diagnosis else (), text)
 
 
-def save(a: Answered, recorder: Recorder | None, view: DrillView) -> None:
+def save(a: Answered, recorder: Recorder | None, view: View) -> None:
     """Hand the answer to the store's recorder; warn (and keep it waiting) when it cannot be written yet."""
     if recorder is None:
         return
-    from ..practice.session import deferred_interrupt, why_unsaved
-
     with deferred_interrupt():  # Ctrl-C during the write takes effect after it: saved and noted together
         saved = recorder.add(attempt(a))
     if not saved:

@@ -17,19 +17,19 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from ..practice.terminal import Lines
+from ..store.recorder import why_unsaved
 from . import counts, masks, shapes
 from .bank import Bank
 from .concepts import Mode, chain, to_question
-from .driver import Answer, Answered, Lines, Reason, ask
+from .driver import Answer, Answered, Reason, View, ask
 from .record import Question
 from .results import command_for
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
-    from ..render.drill import DrillView
+    from ..practice.session import View as QuizView
     from ..store import Recorder
 
 #: The hand calculations an interview may start with: (exercise, step), each small enough for paper.
@@ -157,10 +157,19 @@ def _outline(area: Area, answered: list[Answered], bank: Bank) -> tuple[str, str
     return (area.topic, c.q.question, tuple(c.q.key_points), c.q.short_answer)
 
 
+class InterviewView(View, Protocol):
+    """What the mock interview shows its run on: a drill's view, and its own moments."""
+
+    def quiz_renderer(self) -> QuizView: ...
+    def interview_intro(self, minutes: float, p: Plan) -> None: ...
+    def section(self, name: str) -> None: ...
+    def report(self, r: Report, unsaved: int = 0) -> None: ...
+
+
 # --- running it -------------------------------------------------------------------------------
 
 
-def run(p: Plan, *, minutes: float, stream: TextIO, view: DrillView, console: Console, recorder: Recorder,
+def run(p: Plan, *, minutes: float, stream: TextIO, view: InterviewView, recorder: Recorder,
         bank: Bank, clock: Callable[[], float]) -> Report:
     """Run the interview ``p`` for ``minutes`` on ``stream``; returns its report (the caller shows it).
 
@@ -169,7 +178,7 @@ def run(p: Plan, *, minutes: float, stream: TextIO, view: DrillView, console: Co
     """
     start = clock()
     deadline = start + minutes * 60
-    lines = Lines(stream, view)
+    lines = Lines(stream, view.console, view.echo)
     answered: list[Answered] = []
     reason: Reason = "done"
     view.interview_intro(minutes, p)
@@ -185,7 +194,7 @@ def run(p: Plan, *, minutes: float, stream: TextIO, view: DrillView, console: Co
     return report(p, calc, answered, reason, clock() - start, minutes, bank)
 
 
-def _calculation(p: Plan, *, lines: Lines, view: DrillView, recorder: Recorder) -> tuple[Answered, Reason]:
+def _calculation(p: Plan, *, lines: Lines, view: InterviewView, recorder: Recorder) -> tuple[Answered, Reason]:
     """The hand-calculation step, asked by the practice state machine (:mod:`tutor.practice`); its answers
     are practice answers in the store.  One try, as in an interview: after a wrong answer (told what
     is wrong, and why when a known mistake explains it) the right matrix is shown and the interview
@@ -193,7 +202,6 @@ def _calculation(p: Plan, *, lines: Lines, view: DrillView, recorder: Recorder) 
     ``quit``, ``end``, ``interrupt``, which end the interview."""
     from ..exercise.catalog import resolve
     from ..practice import Command, EndOfInput, Event, Interrupt, Prompt, Summary, Wrong, handle, read_event, start
-    from ..practice.session import why_unsaved
     from ..steps import solve
     from ..store.attempt import Attempt
 

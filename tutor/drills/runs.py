@@ -5,7 +5,7 @@ before the first question (a damaged or foreign progress file stops the run
 there, exit code 2), every answer goes through a :class:`tutor.store.Recorder`
 (an answer the file cannot take yet is kept and written later), Ctrl-C
 raises :class:`KeyboardInterrupt` wherever the process was started
-(:func:`tutor.practice.session.ctrl_c_interrupts`) and ends the run with its summary,
+(:func:`tutor.practice.terminal.ctrl_c_interrupts`) and ends the run with its summary,
 and answers still unsaved at the end are a :class:`tutor.base.errors.StoreError`
 after the summary.
 """
@@ -21,12 +21,10 @@ from ..base.messages import plural
 from .record import DRILL_PREFIX, Question
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ..store import Recorder
     from .bank import Bank
-    from .driver import Run
-    from .interview import Plan, Report
+    from .driver import Run, View
+    from .interview import InterviewView, Plan, Report
 
 
 def new_seed() -> int:
@@ -36,20 +34,18 @@ def new_seed() -> int:
     return secrets.randbelow(10**6)
 
 
-def drill(name: str, questions: Sequence[Question], *, seed: int, mode: str, stream: TextIO, console: Console,
+def drill(name: str, questions: Sequence[Question], *, seed: int, mode: str, stream: TextIO, view: View,
           report: Callable[[str], None]) -> Run:
-    """Ask ``questions`` of drill ``name`` on ``stream``, record them, show the summary; returns the run.
+    """Ask ``questions`` of drill ``name`` on ``stream``, record them, show the summary on ``view``; returns the run.
 
     ``report`` gets the sentence saying how many answers are lost when another
     error breaks the run off and they cannot be saved."""
-    from ..render.drill import DrillView
-    from .driver import Lines, ask
-
-    view = DrillView(console)
+    from ..practice.terminal import Lines
+    from .driver import ask
 
     def body(recorder: Recorder) -> Run:
         view.intro(name, len(questions), seed, mode)
-        result = ask(questions, lines=Lines(stream, view), view=view, recorder=recorder)
+        result = ask(questions, lines=Lines(stream, view.console, view.echo), view=view, recorder=recorder)
         recorder.flush()
         view.summary(result, len(recorder.pending))
         return result
@@ -57,18 +53,15 @@ def drill(name: str, questions: Sequence[Question], *, seed: int, mode: str, str
     return _recorded(f"{DRILL_PREFIX}{name}", mode, body, report)
 
 
-def interview(p: Plan, *, minutes: float, bank: Bank, stream: TextIO, console: Console,
+def interview(p: Plan, *, minutes: float, bank: Bank, stream: TextIO, view: InterviewView,
               report: Callable[[str], None], clock: Callable[[], float] | None = None) -> Report:
     """Run the mock interview ``p`` and show its report; returns the report.
 
     ``clock`` gives seconds (default :func:`time.monotonic`, looked up at each run)."""
-    from ..render.drill import DrillView
     from . import interview as mock
 
-    view = DrillView(console)
-
     def body(recorder: Recorder) -> Report:
-        result = mock.run(p, minutes=minutes, stream=stream, view=view, console=console, recorder=recorder,
+        result = mock.run(p, minutes=minutes, stream=stream, view=view, recorder=recorder,
                           bank=bank, clock=clock or monotonic)
         recorder.flush()
         view.report(result, len(recorder.pending))
@@ -86,8 +79,9 @@ def _recorded(exercise: str, mode: str, body: Callable[[Recorder], T], report: C
     Raises :class:`StoreError` after ``body`` when answers are still unsaved;
     when another error breaks ``body`` off, what is waiting is saved if it
     can be, else ``report`` says how many answers are lost."""
-    from ..practice.session import ctrl_c_interrupts, why_unsaved
+    from ..practice.terminal import ctrl_c_interrupts
     from ..store import Recorder, Store
+    from ..store.recorder import why_unsaved
 
     store = Store.open()  # a damaged, foreign or read-only store stops here, before any question
     try:

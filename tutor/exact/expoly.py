@@ -224,9 +224,7 @@ class Value:
             return Fraction(0)
         if abs(v) > mpmath.mpf(10) ** MAX_ROUNDED:
             raise TooLarge(f"a value of magnitude {mpmath.nstr(v, 3)} to round")
-        man, exp = v.man_exp  # the value at DIGITS digits, as man·2^exp exactly
-        q = Fraction(int(man)) * Fraction(2) ** int(exp)
-        return round(q, places)
+        return round(_fraction(v), places)
 
     def truncated(self, places: int) -> Fraction:
         """This value with its decimals after the ``places``-th cut off (toward 0), as the exact decimal
@@ -238,9 +236,7 @@ class Value:
             return Fraction(0)
         if abs(v) > mpmath.mpf(10) ** MAX_ROUNDED:
             raise TooLarge(f"a value of magnitude {mpmath.nstr(v, 3)} to cut")
-        man, exp = v.man_exp
-        q = Fraction(int(man)) * Fraction(2) ** int(exp)
-        return _cut(q, places)
+        return _cut(_fraction(v), places)
 
     def equals(self, other: Value) -> tuple[bool, bool]:
         """``(equal, exact)``: whether the two values are equal, and whether that was decided exactly.
@@ -267,6 +263,13 @@ class Value:
                     term = term * d
             total = total + term
         return total.is_zero, True
+
+
+def _fraction(v) -> Fraction:  # v: mpmath.mpf
+    """An mpmath number as the exact fraction it is: ``sign·man·2^exp`` (``man_exp`` leaves the sign out)."""
+    sign, man, exp, _ = v._mpf_
+    q = Fraction(int(man)) * Fraction(2) ** int(exp)
+    return -q if sign else q
 
 
 def _cut(q: Fraction, places: int) -> Fraction:

@@ -1,4 +1,9 @@
-"""The exercise: its record, and the file format it is loaded from.
+"""The exercise: the validated record every engine computes on (exact
+Fractions), the file format (a pydantic schema, the checks across fields,
+format v2's grouped K/V heads, KV cache, causal alignment and bias), the one
+loader that reports every problem at its place (YAML read with positions,
+``safe_load`` semantics), and where exercises come from: the bundled folder,
+packs, a path.
 
 * :mod:`.record` -- :class:`Exercise` and :class:`Head`, the validated
   exercise every engine and renderer computes on (pure data; no pydantic);

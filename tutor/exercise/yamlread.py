@@ -33,6 +33,7 @@ import yaml
 
 from ..base.errors import Problem
 from ..base.messages import t
+from ..base.outfile import file_kind
 
 Path = tuple[str | int, ...]
 
@@ -531,15 +532,6 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     if start == 0 and before.startswith(b"\xef\xbb\xbf"):  # a byte-order mark is not a column
         before = before[3:]
     return data.count(b"\n", 0, offset) + 1, len(before.decode("utf-8", "replace")) + 1
-
-
-_KINDS = ((stat.S_ISDIR, "file.kind.directory"), (stat.S_ISFIFO, "file.kind.fifo"), (stat.S_ISSOCK, "file.kind.socket"),
-          (stat.S_ISCHR, "file.kind.device"), (stat.S_ISBLK, "file.kind.device"))
-
-
-def file_kind(mode: int) -> str:
-    """What a file that is not a regular one is, by its ``st_mode``: "a directory", "a named pipe (FIFO)" ..."""
-    return t(next((key for test, key in _KINDS if test(mode)), "file.kind.special"))
 
 
 def read_text(path: str, display: str | None = None) -> tuple[str | None, list[Problem]]:

@@ -1,1 +1,7 @@
-"""TODO: the package docstring."""
+"""FlashAttention's online softmax: one query row's keys walked in blocks,
+exactly and in floats under its mistakes (``walk``), a solution file's
+``tiled:`` part judged block by block (``check``), and its practice drill
+(``drill``, ``session``).
+
+Modules: :mod:`.walk`, :mod:`.check`, :mod:`.drill`, :mod:`.session`.
+"""

@@ -26,19 +26,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..answers import Entry, entry_from_value, judge
+from ..answers import Entry, judge
 from ..answers.grading import claim
-from ..base.errors import AnswerError
+from ..audit.tiled_part import Quantity, TiledGiven
 from ..base.messages import t
 from ..exact.numbers import Exact
 from .walk import TiledRow, TiledVariant, online_floats, tiled
 
 if TYPE_CHECKING:
-    from ..audit.solution import _Reader
     from ..exercise.record import Exercise
 
-Path = tuple[Any, ...]
-NAMES = ("m", "alpha", "l", "acc")
 
 #: The misconceptions of the online softmax: key, variant.
 MISTAKES: tuple[tuple[str, TiledVariant], ...] = (
@@ -47,104 +44,6 @@ MISTAKES: tuple[tuple[str, TiledVariant], ...] = (
     ("tiled_alpha_inverted", TiledVariant(alpha_inverted=True)),
     ("tiled_divide_per_block", TiledVariant(divide_per_block=True)),
 )
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """One written quantity: ``block`` (0-based; ``None`` for ``o`` and ``lse``), its name, its entries."""
-
-    block: int | None
-    name: str
-    entries: tuple[Entry | None, ...]
-    field: str
-
-
-@dataclass(frozen=True)
-class TiledGiven:
-    """A solution file's ``tiled:`` part: which row of which head, in blocks of what size, and the quantities."""
-
-    block_size: int
-    head: int
-    row: int
-    quantities: tuple[Quantity, ...]
-
-
-def _entries(r: _Reader, path: Path, value: Any, vector: bool) -> tuple[Entry | None, ...] | None:
-    items = value if vector else [value]
-    if vector and (not isinstance(value, list) or not value):
-        r.add(path, t("schema.expected", expected=t("expected.row"), found=str(value)))
-        return None
-    out: list[Entry | None] = []
-    for i, v in enumerate(items):
-        if v is None:
-            out.append(None)
-            continue
-        try:
-            out.append(entry_from_value(v))
-        except AnswerError as err:
-            r.add(path + ((i,) if vector else ()), str(err))
-            return None
-    return tuple(out)
-
-
-def _whole(v: Any) -> int | None:
-    """A whole number as the YAML reader gives it (a number's text), else ``None``."""
-    from ..exercise.yamlread import YNum
-
-    if isinstance(v, YNum) and v.strip().isascii() and v.strip().isdigit():
-        return int(v) if len(v.strip()) <= 6 else None  # int() refuses 4,300 digits; no count is that long
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def read_tiled(r: _Reader, value: Any, ex: Exercise) -> TiledGiven | None:
-    """The ``tiled:`` part of a solution file, its problems added to ``r`` (``None`` when it has any)."""
-    p: Path = ("tiled",)
-    if not isinstance(value, dict):
-        r.add(p, t("tiled.file.mapping"))
-        return None
-    before = len(r.problems)
-    for key in value:
-        if key not in ("block_size", "query", "head", "blocks", "o", "lse"):
-            r.add(p + (key,), t("tiled.file.unknown", name=str(key)), key=True)
-    B = _whole(value.get("block_size"))
-    if B is None or not 1 <= B <= 16:
-        r.add(p + ("block_size",) if "block_size" in value else p, t("tiled.file.block_size"))
-    head = _whole(value.get("head", 1))
-    if head is None or not 1 <= head <= ex.num_heads:
-        r.add(p + ("head",), t("tiled.file.head", last=ex.num_heads))
-    q = value.get("query", 1)
-    labels = list(ex.query_labels)
-    n = _whole(q)
-    row = n - 1 if n is not None and 1 <= n <= ex.L else labels.index(q) if isinstance(q, str) and q in labels else None
-    if row is None:
-        r.add(p + ("query",), t("tiled.file.query", labels=", ".join(labels)))
-    quantities: list[Quantity] = []
-    blocks = value.get("blocks", [])
-    if not isinstance(blocks, list):
-        r.add(p + ("blocks",), t("tiled.file.blocks"))
-        blocks = []
-    for b, block in enumerate(blocks):
-        if not isinstance(block, dict):
-            r.add(p + ("blocks", b), t("tiled.file.blocks"))
-            continue
-        for name, v in block.items():
-            if name not in NAMES:
-                r.add(p + ("blocks", b, name), t("tiled.file.unknown", name=str(name)), key=True)
-                continue
-            got = _entries(r, p + ("blocks", b, name), v, name == "acc")
-            if got is not None:
-                quantities.append(Quantity(b, str(name), got, f"tiled.blocks[{b}].{name}"))
-    for name in ("o", "lse"):
-        if name in value:
-            got = _entries(r, p + (name,), value[name], name == "o")
-            if got is not None:
-                quantities.append(Quantity(None, name, got, f"tiled.{name}"))
-    if not quantities:
-        r.add(p, t("tiled.file.empty"))
-    if len(r.problems) > before:
-        return None
-    assert isinstance(B, int) and isinstance(head, int) and row is not None
-    return TiledGiven(B, head - 1, row, tuple(quantities))
 
 
 # --- the audit ----------------------------------------------------------------------------------------

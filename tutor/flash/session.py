@@ -2,44 +2,56 @@
 :mod:`tutor.flash.drill`, show its effects.
 
 The loop of :mod:`tutor.practice.session` without the progress store: the same
-reading (a terminal with line editing, or piped text echoed after its
-prompt), the same Ctrl-C (at any moment it ends the session with its
-summary, whatever SIGINT's disposition was), the same end of input.  Nothing
-is recorded: the intro and the summary say so.
+reading (:class:`tutor.practice.terminal.Lines`: a terminal with line
+editing, or piped text echoed after its prompt), the same Ctrl-C (at any
+moment it ends the session with its summary, whatever SIGINT's disposition
+was), the same end of input.  Nothing is recorded: the intro and the
+summary say so.  The view it shows effects on is passed in
+(:class:`tutor.render.tiled_practice.TiledPracticeRenderer` is one).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+from ..practice.events import EndOfInput, Interrupt, read_event
+from ..practice.terminal import Lines, ctrl_c_interrupts
+from . import drill as tq
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from ..exercise.record import Exercise
-    from .drill import State
+    from .drill import Effect, Prompt, State
     from .walk import TiledRow
 
 
+class View(Protocol):
+    """What the session shows its effects on."""
+
+    console: Console
+
+    def intro(self, row: TiledRow, chosen: bool) -> None: ...
+    def show(self, effect: Effect) -> None: ...
+    def prompt(self, p: Prompt) -> str: ...
+    def echo(self, prompt: str, line: str) -> None: ...
+
+
 def practise_tiled(ex: Exercise, row: TiledRow, *, chosen: bool, tolerance: float | None, stream: TextIO,
-                   console: Console) -> State:
-    """Run the session over ``row`` (of ``ex``) to its end; returns the final state.
+                   view: View) -> State:
+    """Run the session over ``row`` (of ``ex``) to its end, showing it on ``view``; returns the final state.
 
     ``chosen``: the row was named (``--query``), so the intro does not say why it was picked.
     """
-    from ..practice import EndOfInput, Interrupt, read_event
-    from ..practice.session import ctrl_c_interrupts, read_line, reading
-    from ..render.tiled_practice import TiledPracticeRenderer
-    from . import drill as tq
-
-    renderer = TiledPracticeRenderer(console, ex)
+    console = view.console
     with ctrl_c_interrupts():
         state, effects = tq.start(row, tolerance)
         try:
-            renderer.intro(row, chosen)
+            view.intro(row, chosen)
         except KeyboardInterrupt:
             console.print()
             state, effects = tq.handle(state, Interrupt())
-        interactive = reading(stream)
+        lines = Lines(stream, console, view.echo)
         while True:
             try:
                 prompt = None
@@ -47,10 +59,10 @@ def practise_tiled(ex: Exercise, row: TiledRow, *, chosen: bool, tolerance: floa
                     if isinstance(effect, tq.Prompt):
                         prompt = effect
                     else:
-                        renderer.show(effect)
+                        view.show(effect)
                 if state.done or prompt is None:
                     return state
-                line = read_line(renderer.prompt(prompt), stream, console, renderer.echo, interactive)
+                line = lines.read(view.prompt(prompt))
                 state, effects = tq.handle(state, EndOfInput() if line is None else read_event(line))
             except KeyboardInterrupt:
                 console.print()

@@ -1,4 +1,8 @@
-"""The NumPy core: a mirror of production attention (no torch, no sympy, no I/O).
+"""The NumPy mirror of PyTorch: ``scaled_dot_product_attention`` with
+PyTorch's signature and semantics, the blocked path (an online softmax over
+key blocks), the batched ``nn.MultiheadAttention`` layer, its masks, its
+backward pass and the forward as shapes, each tested against PyTorch itself.
+Like a framework's layer it knows no exercise.
 
 Modules: :mod:`.functional` (softmax, the causal mask, and scaled dot-product
 attention with PyTorch's signature), :mod:`.blocked` (the memory-bounded

@@ -1,4 +1,8 @@
-"""The practice drill, pure: ``handle(state, event) -> (state, effects)``; no I/O.
+"""Practice: what a session asks (the plan: an exercise, its steps, where it
+resumes), the drill as a pure state machine (``handle(state, event) ->
+(state, effects)``), the one line reader every drill uses with Ctrl-C at any
+moment, and the session loop that feeds the machine, records each answer and
+shows the effects on a view it is given.
 
 The caller reads a line, turns it into an event with :func:`read_event` (or
 sends :class:`EndOfInput` / :class:`Interrupt`), calls :func:`handle`, and
@@ -24,6 +28,7 @@ renderer, and the last :class:`Prompt` says what to ask next.
 
 from tutor.store.attempt import Attempt, Outcome
 
+from ..steps import blocked_cells  # the cells a mask fixes exactly: graded strictly
 from .effects import (
     Answered,
     Cell,
@@ -45,7 +50,7 @@ from .effects import (
     Wrong,
 )
 from .events import COMMANDS, Answer, Command, EndOfInput, Event, Interrupt, read_event
-from .grading import Graded, blocked_cells, grade
+from .grading import Graded, grade
 from .machine import Settings, State, handle, inputs_for, result_name, select, start
 
 __all__ = [

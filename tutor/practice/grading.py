@@ -8,29 +8,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tutor.answers import judge, practice_verdict
-from tutor.steps import KINDS, Solution, Step
+from tutor.steps import Solution, Step, blocked_cells
 
 from .effects import Answered, Cell
 
 if TYPE_CHECKING:
     from tutor.mistakes.diagnose import Claim, Diagnosis
-
-
-def blocked_cells(sol: Solution, step: Step) -> frozenset[Cell]:
-    """The cells of ``step`` whose value a mask fixes exactly: the keys a query may not attend
-    to, in the steps whose kind says what a mask fixes there (:attr:`tutor.steps.StepKind.fixed_by_mask`:
-    ``masked`` ``-inf``, ``weights`` ``0``).  Every other step, and an exercise without a mask, has none.
-
-    These entries are exact by construction, not computed, so no rounding
-    (nor ``--tolerance``) applies to them: a weight of 0.0035 on a masked key
-    is wrong.  Other entries that come out exact (a weight of 1 on a query's
-    only allowed key, whole-number products) are graded by the rule: a
-    decimal near them is an honest rounding of a computation.
-    """
-    allowed = sol.exercise.allowed()  # [L, L_k], True = may attend
-    if allowed is None or KINDS[step.id].fixed_by_mask is None:
-        return frozenset()
-    return frozenset((i, j) for i, row in enumerate(allowed) for j, ok in enumerate(row) if not ok)
 
 
 @dataclass(frozen=True)
@@ -62,7 +45,7 @@ class Graded:
 
 def grade(sol: Solution, step: Step, answer: Answered, tolerance: float | None) -> Graded:
     """``answer`` judged by the one rule (:func:`tutor.answers.judge`, with ``practice``'s policy
-    :func:`tutor.answers.practice_verdict`), the cells a mask fixes exactly (:func:`blocked_cells`)."""
+    :func:`tutor.answers.practice_verdict`), the cells a mask fixes exactly (:func:`tutor.steps.blocked_cells`)."""
     import numpy as np
 
     from tutor.answers import claim as claim_of

@@ -37,7 +37,7 @@ from ..base.messages import join_and, t
 if TYPE_CHECKING:
     from ..exercise.record import Exercise
     from ..steps import Solution
-    from ..store import Store
+    from ..store import Recommendation, Stats, Store
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,6 @@ def weakest(store: Store | None, folders: Sequence[Path] = (), head: int | None 
     Raises :class:`TutorError` when the exercise has no such head."""
     from ..exercise.catalog import resolve
     from ..steps import solve
-    from .session import recommendation, why_picked
 
     _, rec = recommendation(store, folders)
     if rec is None:
@@ -135,7 +134,6 @@ def due(store: Store, exercise: Exercise | None, folders: Sequence[Path] = (),
     from ..exercise.catalog import exercises
     from ..steps import STEP_IDS
     from ..store import skills
-    from .session import step_kinds
 
     at = at or datetime.now(UTC)
     scheduled = skills(store, at)
@@ -181,3 +179,40 @@ def resume(store: Store, plan: Plan, mode: str, *, restart: bool = False) -> Pla
         return plan
     step, _ = keys[at]
     return replace(plan, begin_at=at, start=t("practice.resumed", number=at + 1, total=len(keys), step=step))
+
+
+# --- which exercise trains the weakest step ------------------------------------------------------
+
+
+def step_kinds(ex: Exercise) -> set[str]:
+    """The step ids an exercise has, without solving it (the catalogue's rules)."""
+    from ..steps import CATALOGUE
+
+    return {k.id for k in CATALOGUE if k.exists(ex) and not k.backward}  # the backward pass only when asked for
+
+
+def recommendation(store: Store | None, folders: Sequence[Path] = ()) -> tuple[Stats, Recommendation | None]:
+    """The learner's stats (empty without a ``store``) and the exercise that trains their weakest step.
+
+    The candidates are the bundled exercises and those of ``folders`` (and
+    ``ATTN_TUTOR_PATH``); ``None`` when there is none.
+    """
+    from ..exercise.catalog import exercises
+    from ..store import Stats, recommend
+
+    stats = store.stats() if store is not None else Stats()
+    return stats, recommend(stats, [(ex.id, step_kinds(ex), ex.difficulty) for ex in exercises(folders)])
+
+
+def heads_by_id(folders: Sequence[Path] = ()) -> dict[str, int]:
+    """The number of heads of every exercise found (bundled, packs), by id."""
+    from ..exercise.catalog import exercises
+
+    return {ex.id: ex.num_heads for ex in exercises(folders)}
+
+
+def why_picked(rec: Recommendation) -> str:
+    """The sentence that opens a session whose exercise was picked by :func:`recommendation`."""
+    why = (t("stats.next.weak", step=rec.step, right=rec.stats.correct, graded=rec.stats.graded)
+           if rec.stats.graded else t("stats.next.new", step=rec.step))
+    return t("practice.picked", exercise=rec.exercise, why=why)

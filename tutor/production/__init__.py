@@ -1,4 +1,9 @@
-"""An exercise through the NumPy mirror of PyTorch: the production view, and the engines checking each other.
+"""An exercise through the NumPy mirror, as production code runs it: the
+batched, fused layer for format v1, a decoder's step for format v2 (grouped
+K/V heads with ``enable_gqa``, a KV cache, one float ``attn_mask``), its
+backward pass, the same forward as shapes with its masks spelled as PyTorch
+takes them (the production view), and ``verify``, the exact engine checked
+against the batched layer step by step.
 
 The NumPy core (:mod:`tutor.numeric`) knows no exercise, as a framework's
 layer knows no data pipeline; this package runs an exercise through it as

@@ -1,4 +1,8 @@
-"""Renderers: each takes a :class:`tutor.steps.Solution` and a Console, or returns text."""
+"""Everything a learner reads, rendered: the worked solution for a terminal
+(rich), as Markdown, JSON, HTML and SVG; the practice drill's and the
+drills' views; check reports, stats and the exercise list.  Renderers take
+a console (or return text); they compute nothing.
+"""
 
 #: The narrowest width any console is laid out at (``COLUMNS=0`` or a tiny terminal is
 #: clamped to it): the layouts are made and tested for it.  Here, not in ``console.py``,

@@ -11,7 +11,7 @@ file is escaped (:meth:`DrillView.tx`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
@@ -298,20 +298,3 @@ def _minutes(seconds: float | None) -> str:
     """``12:05`` (minutes and seconds), never negative."""
     s = max(0, int(seconds or 0))
     return f"{s // 60}:{s % 60:02d}"
-
-
-def render_drill_stats(doc: dict[str, Any], console: Console) -> None:
-    """The drills section of ``attn-tutor stats``, from the dict ``--format json`` prints under ``drills``."""
-    view = DrillView(console)
-    if not doc["topics"]:
-        return
-    console.print()
-    view.line(t("stats.drills", answers=plural("stats.answers", doc["answers"])), "bold")
-    for s in doc["topics"]:
-        accuracy = "-" if s["accuracy"] is None else f"{round(100 * s['accuracy'])}%"
-        view.line(t("stats.drills.topic", drill=s["drill"], topic=s["topic"], right=s["correct"], graded=s["graded"],
-                    accuracy=accuracy), indent=2)
-    if doc["review"]:
-        view.line(t("stats.drills.review"), "bold")
-        for r in doc["review"]:
-            view.bullet(t("drill.review.item.stats", topic=r["topic"], drill=r["drill"], command=r["command"]))

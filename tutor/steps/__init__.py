@@ -1,4 +1,11 @@
-"""The step catalogue: what each kind of step is, and the walks over an exercise's steps.
+"""The step catalogue: one ``StepKind`` per kind of step (``q`` … ``output``,
+``d_output`` … ``d_x``) says everything true of it -- whether an exercise
+has it, what it is computed from, how each engine computes it, how it is
+worked out, taught and checked -- and every engine, renderer, drill and
+check asks here instead of testing step ids.  A kind's functions sit side by
+side in its family's module: the exact build, the float walk and its slack,
+the batched layer's reading and its rounding bound, the exact walk under a
+mistake.
 
 One :class:`StepKind` per kind of step (``q`` … ``output``, ``d_output`` …
 ``d_x``) says everything that is true of it -- whether an exercise has it,
@@ -35,6 +42,7 @@ from .catalogue import (
     STEP_IDS,
     NoExactForm,
     Walk,
+    blocked_cells,
     downstream,
     entry_work,
     exact_replay,
@@ -57,6 +65,7 @@ from .variant import RIGHT, Variant
 from .worked import HAND_SIZED, Worked, entry_name, hand_sized
 
 __all__ = [
+    "blocked_cells",
     "BACKWARD_IDS",
     "CATALOGUE",
     "EXACT_KNOBS",

@@ -319,3 +319,20 @@ def entry_work(sol: Solution, step: Step, i: int, j: int) -> str:
     """How entry ``(i, j)`` of ``step`` is made from the steps before it, with its value:
     ``Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4`` (the right-hand side of :func:`worked_entry`)."""
     return KINDS[step.id].work(sol, step, i, j)
+
+
+def blocked_cells(sol: Solution, step: Step) -> frozenset[tuple[int, int]]:
+    """The cells of ``step`` whose value a mask fixes exactly: the keys a query may not attend
+    to, in the steps whose kind says what a mask fixes there (:attr:`tutor.steps.StepKind.fixed_by_mask`:
+    ``masked`` ``-inf``, ``weights`` ``0``).  Every other step, and an exercise without a mask, has none.
+
+    These entries are exact by construction, not computed, so no rounding
+    (nor ``--tolerance``) applies to them: a weight of 0.0035 on a masked key
+    is wrong.  Other entries that come out exact (a weight of 1 on a query's
+    only allowed key, whole-number products) are graded by the rule: a
+    decimal near them is an honest rounding of a computation.
+    """
+    allowed = sol.exercise.allowed()  # [L, L_k], True = may attend
+    if allowed is None or KINDS[step.id].fixed_by_mask is None:
+        return frozenset()
+    return frozenset((i, j) for i, row in enumerate(allowed) for j, ok in enumerate(row) if not ok)

@@ -1,4 +1,7 @@
-"""The progress store: one SQLite file of every answered practice step, and the schedule.
+"""The progress store: one SQLite file of every answered step, written before
+its feedback is shown, opened checked (ours, intact, writable), never
+losing an answer it cannot take yet; the statistics read from it, and the
+FSRS schedule of every skill.
 
 Where: ``$ATTN_TUTOR_HOME/progress.sqlite3`` when ``ATTN_TUTOR_HOME`` is set,
 else ``platformdirs.user_data_dir("attn-tutor")/progress.sqlite3``.

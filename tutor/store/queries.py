@@ -10,15 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from ..steps import KINDS, STEP_IDS
 from .attempt import OutcomeCounts
 from .scheduling import Skill, skills
-from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN
-
-if TYPE_CHECKING:
-    from .connection import Store
+from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN, Rows
 
 Key = tuple[str, "int | None"]  # (step id, 0-based head or None)
 
@@ -82,7 +78,7 @@ PRACTICE_ONLY = "substr(step, 1, 6) != 'drill:'"
 PRACTICE_SESSIONS = "substr(exercise, 1, 6) != 'drill:'"
 
 
-def stats(store: Store, top: int = 5, at: datetime | None = None) -> Stats:
+def stats(store: Rows, top: int = 5, at: datetime | None = None) -> Stats:
     """Accuracy by step kind, the ``top`` most frequent mistakes (by key, with where each
     happened), practice per (exercise, step), and the schedule of every skill at ``at``.
     Drill answers (:mod:`tutor.drills.results`) are left out.
@@ -175,7 +171,7 @@ class Unfinished:
         return len(steps)
 
 
-def unfinished(store: Store, exercise: str, *, steps: str | None, head: int | None, mode: str) -> Unfinished | None:
+def unfinished(store: Rows, exercise: str, *, steps: str | None, head: int | None, mode: str) -> Unfinished | None:
     """The latest session of ``exercise`` with the same ``steps`` (the text
     :meth:`Store.begin_session` takes), ``head`` and ``mode``, if it was not complete (it ended
     early: quit, end of input, Ctrl-C, or the process was killed); ``None`` otherwise."""
@@ -188,7 +184,7 @@ def unfinished(store: Store, exercise: str, *, steps: str | None, head: int | No
     return Unfinished(session, begin_at, frozenset((step, h) for step, h in done))
 
 
-def solved(store: Store) -> dict[str, frozenset[Key]]:
+def solved(store: Rows) -> dict[str, frozenset[Key]]:
     """Per exercise id, the steps ever answered right (any session, any try)."""
     out: dict[str, set[Key]] = {}
     for exercise, step, head in store.read(f"SELECT DISTINCT exercise, step, head FROM {ANSWERS} WHERE outcome = 'correct'"):

@@ -87,3 +87,9 @@ class Recorder:
         """``True`` when the waiting answers cannot be written by this process any more
         (the file turned out to be damaged), ``False`` while a later try may succeed."""
         return isinstance(self.error, StoreDamagedError)
+
+
+def why_unsaved(recorder: Recorder) -> str:
+    """Why the recorder's answers are waiting, as a clause (no advice to try again: they are retried)."""
+    err = recorder.error
+    return str(getattr(err, "reason", None) or err)

@@ -39,12 +39,10 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from .attempt import Attempt
-from .schema import REVIEW_AS_WRITTEN, SKILL_AS_WRITTEN
+from .schema import REVIEW_AS_WRITTEN, SKILL_AS_WRITTEN, Rows
 
 if TYPE_CHECKING:
     import fsrs
-
-    from .connection import Store
 
 #: The ratings (fsrs.Rating's values), named here so that deciding one needs no import.
 AGAIN, HARD, GOOD = 1, 2, 3
@@ -170,7 +168,7 @@ class Skill:
         return self.due <= at
 
 
-def skills(store: Store, at: datetime | None = None) -> list[Skill]:
+def skills(store: Rows, at: datetime | None = None) -> list[Skill]:
     """Every skill reviewed at least once, with its retention at ``at`` (default: now), soonest due first."""
     at = at or datetime.now(UTC)
     out = []

@@ -44,7 +44,9 @@ once, in one transaction, when it is opened to be written
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ..base.messages import t
 from .errors import StoreDamagedError, StoreError
@@ -266,3 +268,9 @@ def migrated_copy(conn: sqlite3.Connection) -> sqlite3.Connection | None:
     upgrade(memory, version)
     memory.execute("COMMIT")
     return memory
+
+
+class Rows(Protocol):
+    """What a query needs of an open store: the rows of one SQL query (:meth:`tutor.store.Store.read`)."""
+
+    def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]: ...
