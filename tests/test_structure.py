@@ -293,3 +293,39 @@ def test_no_message_key_is_given_twice():
                         twice.append((key.value, first[key.value], key.lineno))
                     first.setdefault(key.value, key.lineno)
     assert twice == []
+
+
+# --- the docs name what exists -------------------------------------------------------------------------
+
+
+def _resolves(name: str) -> bool:
+    """Whether ``tutor.a.b.c`` names a module, or an attribute (a class's field included) of one."""
+    import dataclasses
+    import importlib
+
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:n]))
+        except ImportError:
+            continue
+        for attr in parts[n:]:
+            fields = {f.name for f in dataclasses.fields(obj)} if dataclasses.is_dataclass(obj) else set()
+            if attr in fields:
+                return True
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_every_dotted_name_the_docs_and_docstrings_give_exists():
+    """A module, class or function named ``tutor.…`` in the package's docstrings and comments, the docs or
+    the README exists: the layout moved, and so may a name; the description follows it."""
+    files = [*PACKAGE.rglob("*.py"), *(REPO / "docs").glob("*.md"), REPO / "README.md", REPO / "benchmarks" / "README.md"]
+    dangling = sorted({(f.name, m.group(0).rstrip(".")) for f in files
+                       for m in re.finditer(r"\btutor(?:\.[A-Za-z_]\w*)+", f.read_text(encoding="utf-8"))
+                       if "__main__" not in m.group(0) and not m.group(0).startswith("tutor.schema")
+                       and not _resolves(m.group(0).rstrip("."))})
+    assert dangling == []

@@ -168,7 +168,7 @@ def _tokenize(text: str) -> list[_Tok]:
         elif c in _OPS:
             toks.append(_Tok("op", c, _OPS[c], i + 1))
             i += 1
-        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.practice.session._prepare)
+        elif c == "\ufffd":  # what the stream made of bytes it could not decode (tutor.practice.terminal.Lines)
             refuse("answer.undecodable", column=i + 1)
         else:
             refuse("answer.unexpected_char", char=printable(c), column=i + 1, text=printable(text))

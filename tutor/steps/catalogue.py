@@ -167,7 +167,7 @@ def solve(ex: Exercise, backward: bool = False) -> Solution:
     ``scaled``/``masked``/``weights`` ``[L, L_k]``, ``head_output [L, d_v]``,
     ``concat [L, num_heads·d_v]`` (only with more than one head), ``output
     [L, d_out]`` (only with ``w_o``); with ``backward`` the gradients after them
-    (:mod:`tutor.steps.backward`).  Source of the math: :mod:`tutor.exact.engine`, :mod:`tutor.exact.backward`.
+    (:mod:`tutor.steps.backward_layer`, :mod:`~tutor.steps.backward_head`, :mod:`~tutor.steps.backward_projection`).  Source of the math: :mod:`tutor.exact.engine`, :mod:`tutor.exact.backward`.
     """
     if backward:
         backward_sized(ex)
