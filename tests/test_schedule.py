@@ -20,7 +20,7 @@ import pytest
 from tutor.store import AGAIN, APPLICATION_ID, GOOD, HARD, SCHEMA_VERSION, Attempt, Store, skills
 from tutor.store.scheduling import rating
 
-from .test_practice_cli import practise, store_path
+from .test_practice_cli import practise, rows, store_path
 
 DECAY = -0.1542
 F = 0.9 ** (1 / DECAY) - 1
@@ -232,3 +232,63 @@ def test_stats_groups_mistakes_by_key_and_names_where_each_happened(cli):
     code, out, _ = cli("stats")
     assert "  3×  forgot to divide by √d_k" in out
     assert "      in single-head-3x4 scaled ×2, two-head-causal-3x4 masked (head 2) ×1" in out
+
+
+# --- a schedule of the right types, out of range (issue 20, B) -------------------------------------------
+
+#: Values of the right SQL type that the scheduler never writes, each in the column it goes in: a stability of
+#: 0 (a division by zero), negative, infinite or vast; a due date in the year 9999 (with an offset that carries
+#: it past the calendar, too); a last review in the far future or before any real one;
+#: a difficulty off FSRS's [1, 10]; a state it does not have; a negative learning step.
+OUT_OF_RANGE = [
+    "stability = 0", "stability = -1", "stability = 9e999", "stability = -9e999", "stability = 1e300",
+    "due = '9999-12-31T23:59:59+00:00'", "due = '9999-12-31T23:59:59-14:00'",
+    "last_review = '9999-01-01T00:00:00+00:00'", "last_review = '0001-01-01T00:00:00+00:00'",
+    "difficulty = 0.0", "difficulty = 99.0", "state = 7", "learning_step = -5",
+]
+
+
+@pytest.mark.parametrize("change", OUT_OF_RANGE)
+def test_a_schedule_out_of_range_starts_afresh_and_no_answer_is_lost(cli, change):
+    """One right answer, then a skill's row edited to a value of its type the scheduler never writes:
+    ``stats`` and ``practice --due`` leave it out and say so (exit 0); the next ``practice`` saves its
+    answer, says once that the skill starts afresh, and writes a schedule the scheduler wrote again."""
+    right = "1 1; 2 2; 2 2\nquit\n"
+    assert practise(cli, right, "single-head-3x4", "--steps", "q")[0] == 0
+    conn = sqlite3.connect(store_path())
+    conn.execute(f"UPDATE skills SET {change}")
+    conn.commit()
+    conn.close()
+
+    code, out, err = cli("stats")
+    assert (code, err) == (0, "")
+    assert "1 row of the progress file is not as attn-tutor writes it" in " ".join(out.split())
+    code, doc, err = cli("stats", "--format", "json")
+    assert code == 0 and json.loads(doc)["left_out"] == 1 and json.loads(doc)["steps"][0]["due"] is None
+    code, out, err = cli("practice", "--due", input="quit\n")
+    assert code == 0 and "internal error" not in err
+
+    code, lines, err = practise(cli, right * 2, "single-head-3x4", "--steps", "q")  # the second line: quit's
+    text = " ".join(" ".join(lines).split())
+    assert (code, err) == (0, "")
+    assert text.count("The review schedule of q (single-head) in the progress file held values attn-tutor does not "
+                      "write") == 1
+    assert rows("SELECT COUNT(*) FROM answers") == [(2,)]  # the answer just typed is saved
+    (stability, difficulty, due, last), = rows("SELECT stability, difficulty, due, last_review FROM skills")
+    assert stability == pytest.approx(S0[GOOD]) and 1 <= difficulty <= 10  # a first Good review again
+    assert datetime.fromisoformat(due) - datetime.fromisoformat(last) == timedelta(days=2)
+    code, doc, _ = cli("stats", "--format", "json")
+    assert json.loads(doc)["left_out"] == 0
+
+
+def test_a_schedule_in_range_is_kept(tmp_path):
+    """The bounds leave a schedule the scheduler wrote alone: a card a century ahead, the largest interval."""
+    from tutor.store.scheduling import card_of
+
+    now = datetime.now(UTC)
+    far = (now + timedelta(days=36500)).isoformat()
+    card = card_of((2, None, 36500.0, 10.0, far, now.isoformat()), now)
+    assert card is not None and card.stability == 36500.0
+    assert card_of((2, None, 0.0009, 5.0, far, now.isoformat()), now) is None  # below FSRS's STABILITY_MIN
+    ahead = card_of((2, None, 3.0, 5.0, "2026-12-01T10:00:00+14:00", "2026-11-28T10:00:00-12:00"), now)
+    assert ahead is not None and ahead.due == datetime(2026, 11, 30, 20, 0, tzinfo=UTC)  # an offset read as UTC

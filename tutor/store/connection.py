@@ -63,6 +63,8 @@ class Store:
         self.path = path
         self.readonly = readonly
         self.damaged: StoreDamagedError | None = None  # set when a write found the file damaged: no more writes
+        #: the skills whose schedule held values the scheduler does not write, started afresh by a review (step, family)
+        self.restarted: set[tuple[str, str]] = set()
         self._cleanup = cleanup
         self.identity = files.file_id(path) if not readonly else None  # the file this store writes: see gone()
         self._sidecars = self._own_sidecars()
@@ -288,6 +290,8 @@ class Store:
             raise ValueError(f"unknown outcome {a.outcome!r}")
         from .scheduling import review
 
+        restarted: set[tuple[str, str]] = set()
+
         def work(conn: sqlite3.Connection) -> int:
             at = a.at or now()
             answer = conn.execute(
@@ -299,11 +303,12 @@ class Store:
             rows += [(answer, key, "grading", n) for n, key in enumerate(dict.fromkeys(a.notes))
                      if key not in a.diagnoses]
             conn.executemany("INSERT INTO mistakes (answer, key, kind, rank) VALUES (?, ?, ?, ?)", rows)
-            if a.family is not None:
-                review(conn, session, answer, a, at)
+            if a.family is not None and review(conn, session, answer, a, at):
+                restarted.add((a.step, a.family))
             return answer
 
         self.write(work)
+        self.restarted |= restarted  # only once the answer is in: a write tried again may find the same row
 
     # -- reading --------------------------------------------------------------------
     def read(self, sql: str, args: Sequence[object] = ()) -> list[tuple]:

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from ..steps import KINDS, STEP_IDS
 from .attempt import OutcomeCounts
-from .scheduling import Skill, skills
+from .scheduling import Skill, skills, unreadable_skills
 from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN, Rows
 
 Key = tuple[str, "int | None"]  # (step id, 0-based head or None)
@@ -84,13 +84,16 @@ def stats(store: Rows, top: int = 5, at: datetime | None = None) -> Stats:
     Drill answers (:mod:`tutor.drills.results`) are left out.
 
     Only rows as attn-tutor writes them are counted (:data:`.schema.ANSWER_AS_WRITTEN`: every
-    value of the type its column holds; likewise for ``mistakes`` and ``skills``); the others --
-    a value another program or a hand edit put there, such as a BLOB for a step -- are left out
-    and counted in :attr:`Stats.left_out`, so that the rest of the progress stays usable."""
+    value of the type its column holds; likewise for ``mistakes`` and ``skills``, whose values must
+    also lie in the range the scheduler writes, :func:`.scheduling.card_of`); the others -- a
+    value another program or a hand edit put there, such as a BLOB for a step or a stability of
+    0 -- are left out and counted in :attr:`Stats.left_out`, so that the rest of the progress
+    stays usable."""
     (sessions,), = store.read(f"SELECT COUNT(*) FROM sessions WHERE {PRACTICE_SESSIONS}")
     (left_out,), = store.read(f"SELECT (SELECT COUNT(*) FROM answers WHERE NOT ({ANSWER_AS_WRITTEN}))"
                               f" + (SELECT COUNT(*) FROM mistakes WHERE NOT ({MISTAKE_AS_WRITTEN}))"
                               f" + (SELECT COUNT(*) FROM skills WHERE NOT ({SKILL_AS_WRITTEN}))")
+    left_out += unreadable_skills(store)  # of the right types, but out of the range the scheduler writes
     by_step = {
         step: StepStats(step, correct, wrong, shown, skipped, first)
         for step, correct, wrong, shown, skipped, first in store.read(

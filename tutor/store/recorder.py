@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..base.errors import StoreError
-from ..base.messages import plural, t
+from ..base.messages import join_and, plural, t
 from .attempt import OUTCOMES, Attempt
 from .connection import Store, now
 from .errors import StoreDamagedError, StoreGoneError
@@ -39,6 +39,7 @@ class Recorder:
         self.saved: list[Attempt] = []  # written this session: written again if the file goes away
         self.error: StoreError | None = None
         self.notice: str | None = None  # set when the answers were moved to a new file, for the caller to show
+        self._told: set[tuple[str, str]] = set()  # skills started afresh that a notice has named
         try:  # what the session was started with: to start it again elsewhere
             self._row = store.session_row(session)
         except StoreError:
@@ -62,8 +63,19 @@ class Recorder:
                 self.error = err
                 return False
             self.saved.append(self.pending.pop(0))
+            self._tell_restarted()
         self.error = None
         return True
+
+    def _tell_restarted(self) -> None:
+        """A notice, once per skill, when a review started a skill afresh (its schedule held values the
+        scheduler does not write): the answer is saved all the same."""
+        new = sorted(self.store.restarted - self._told)
+        if not new:
+            return
+        self._told |= set(new)
+        said = plural("store.skills_restarted", len(new), skills=join_and([f"{step} ({family})" for step, family in new]))
+        self.notice = said if self.notice is None else f"{self.notice} {said}"
 
     def _move(self) -> bool:
         """The file went away: a new session row, and every answer of this session, in what is there now."""

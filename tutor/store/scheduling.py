@@ -80,37 +80,71 @@ def rating(a: Attempt, previous: int | None) -> int | None:
     return None
 
 
-def _card(row: tuple | None, at: datetime) -> fsrs.Card:
-    """The card of a ``skills`` row (state, learning_step, stability, difficulty, due, last_review), or a new one."""
+#: The times a card of attn-tutor's can hold: it writes the time of a review and a due date at most the
+#: scheduler's maximum interval (100 years) later.  A time outside these (the year 9999, a +14:00 offset
+#: that carries it past the calendar) was written by another program, and the scheduler cannot add to it.
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2500, 1, 1, tzinfo=UTC)
+#: The largest stability (days) a card may hold: far beyond any the scheduler reaches in a lifetime of reviews,
+#: and far below what overflows its arithmetic.
+MAX_STABILITY = 1e9
+
+
+def card_of(row: tuple, at: datetime) -> fsrs.Card | None:
+    """The card of a ``skills`` row ``(state, learning_step, stability, difficulty, due, last_review)``, or
+    ``None`` when a value is outside what the scheduler writes: a state it does not have, a negative
+    learning step, a stability not in [``fsrs.scheduler.STABILITY_MIN``, :data:`MAX_STABILITY`], a
+    difficulty not in [1, 10], a time that does not parse or lies outside [:data:`EARLIEST`, :data:`LATEST`]
+    (after its offset).  Such a skill starts afresh (its caller says so).
+    ``at``: the time of the reading (unused but for symmetry with :func:`new_card`)."""
+    import math
+
+    import fsrs
+    from fsrs.scheduler import STABILITY_MIN
+
+    state, step, stability, difficulty, due, last = row
+    try:
+        kind = fsrs.State(state)
+        due_at = _utc(due)
+        last_at = None if last is None else _utc(last)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    times = [due_at] + ([] if last_at is None else [last_at])
+    if any(not EARLIEST <= moment <= LATEST for moment in times):
+        return None
+    if step is not None and (not isinstance(step, int) or step < 0):
+        return None
+    if stability is not None and not (math.isfinite(stability) and STABILITY_MIN <= stability <= MAX_STABILITY):
+        return None
+    if difficulty is not None and not (math.isfinite(difficulty) and 1.0 <= difficulty <= 10.0):
+        return None
+    return fsrs.Card(card_id=_CARD_ID, state=kind, step=step, stability=stability, difficulty=difficulty,
+                     due=due_at, last_review=last_at)
+
+
+def new_card(at: datetime) -> fsrs.Card:
+    """A card never reviewed, due at ``at``."""
     import fsrs
 
-    if row is None:
-        return fsrs.Card(card_id=_CARD_ID, due=at)
-    state, step, stability, difficulty, due, last = row
-    return fsrs.Card(card_id=_CARD_ID, state=fsrs.State(state), step=step, stability=stability,
-                     difficulty=difficulty, due=datetime.fromisoformat(due),
-                     last_review=None if last is None else datetime.fromisoformat(last))
-
-
-def _read_card(row: tuple | None, at: datetime) -> fsrs.Card:
-    """:func:`_card`, a new card for a row whose values the scheduler cannot read (a state or time
-    another program wrote)."""
-    try:
-        return _card(row, at)
-    except (ValueError, TypeError):
-        return _card(None, at)
+    return fsrs.Card(card_id=_CARD_ID, due=at)
 
 
 def _utc(text: str) -> datetime:
-    """An ISO 8601 time the store wrote, as an aware UTC datetime (what the scheduler requires)."""
+    """An ISO 8601 time the store wrote, as an aware UTC datetime (what the scheduler requires).
+
+    Raises ``ValueError``/``TypeError`` for text that is not a time, ``OverflowError`` for one whose
+    offset carries it past the calendar (``9999-12-31T23:00:00-14:00``)."""
     moment = datetime.fromisoformat(text)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def review(conn: sqlite3.Connection, session: int, answer: int, a: Attempt, at: str) -> None:
+def review(conn: sqlite3.Connection, session: int, answer: int, a: Attempt, at: str) -> bool:
     """Apply the review answer ``a`` (row ``answer`` of ``session``, answered at ``at``) decides,
     inside the caller's transaction: a new review of the skill ``(a.step, a.family)``, a revision
-    of this step's review in this session, or nothing (:func:`rating`)."""
+    of this step's review in this session, or nothing (:func:`rating`).
+
+    Returns ``True`` when the skill's row held values the scheduler does not write (:func:`card_of`):
+    the skill then starts afresh with this review, and the caller says so once."""
     import fsrs
 
     assert a.family is not None
@@ -120,17 +154,21 @@ def review(conn: sqlite3.Connection, session: int, answer: int, a: Attempt, at: 
                             f" AND {REVIEW_AS_WRITTEN} ORDER BY id DESC LIMIT 1", (session, a.step, a.head)).fetchone()
     chosen = rating(a, None if previous is None else previous[1])
     if chosen is None:
-        return
-    card = None
+        return False
+    card: fsrs.Card | None = None
     if previous is not None:
         try:
-            card = fsrs.Card.from_json(previous[2])
-        except (ValueError, TypeError, KeyError):  # not a card as the scheduler writes it
+            card = card_of(_row_of(fsrs.Card.from_json(previous[2])), moment)  # read as a row of the table is
+        except (ValueError, TypeError, KeyError, AttributeError):  # not a card as the scheduler writes it
             card = None
+    afresh = False
     if card is None:
-        card = _read_card(conn.execute("SELECT state, learning_step, stability, difficulty, due, last_review FROM skills"
-                                       f" WHERE step = ? AND family = ? AND {SKILL_AS_WRITTEN}",
-                                       (a.step, a.family)).fetchone(), moment)
+        row = conn.execute("SELECT state, learning_step, stability, difficulty, due, last_review FROM skills"
+                           f" WHERE step = ? AND family = ? AND {SKILL_AS_WRITTEN}", (a.step, a.family)).fetchone()
+        card = None if row is None else card_of(row, moment)
+        afresh = row is not None and card is None  # a row the scheduler cannot use: the skill starts again
+        if card is None:
+            card = new_card(moment)
     if card.last_review is not None and moment < card.last_review:
         moment = card.last_review  # a clock set back: never review before the last review
     after, _log = scheduler().review_card(card, fsrs.Rating(chosen), review_datetime=moment)
@@ -147,6 +185,13 @@ def review(conn: sqlite3.Connection, session: int, answer: int, a: Attempt, at: 
         conn.execute("INSERT INTO reviews (answer, session, step, head, family, rating, at, before)"
                      " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (answer, session, a.step, a.head, a.family, chosen, at, card.to_json()))
+    return afresh
+
+
+def _row_of(card: fsrs.Card) -> tuple:
+    """A card as its ``skills`` row's values (what :func:`card_of` reads)."""
+    return (int(card.state), card.step, card.stability, card.difficulty, card.due.isoformat(),
+            None if card.last_review is None else card.last_review.isoformat())
 
 
 # --- reading the schedule ----------------------------------------------------------------------
@@ -175,9 +220,17 @@ def skills(store: Rows, at: datetime | None = None) -> list[Skill]:
     for step, family, *card, reviews in store.read(
             "SELECT step, family, state, learning_step, stability, difficulty, due, last_review, reviews FROM skills"
             f" WHERE {SKILL_AS_WRITTEN}"):  # rows of another type are left out (counted in Stats.left_out)
-        try:
-            c = _card(tuple(card), at)
-        except (ValueError, TypeError):  # a state or time the scheduler cannot read: left out too
+        c = card_of(tuple(card), at)
+        if c is None:  # values the scheduler does not write: left out too (unreadable_skills counts them)
             continue
         out.append(Skill(step, family, c.due, float(scheduler().get_card_retrievability(c, at)), reviews))
     return sorted(out, key=lambda s: (s.due, s.step, s.family))
+
+
+def unreadable_skills(store: Rows) -> int:
+    """How many rows of ``skills`` are of the right types but hold values the scheduler does not write
+    (:func:`card_of`): left out of the schedule, each starting afresh at its next review."""
+    now = datetime.now(UTC)
+    return sum(card_of(tuple(row), now) is None for row in store.read(
+        "SELECT state, learning_step, stability, difficulty, due, last_review FROM skills"
+        f" WHERE {SKILL_AS_WRITTEN}"))
