@@ -289,3 +289,75 @@ def test_the_exact_walk_is_the_exact_engine(exercise_id):
                     assert a is b, (exercise_id, step.key)
                 else:
                     assert as_value(a).equals(b) == (True, True), (exercise_id, step.key, str(b))
+
+
+# --- work bounded by the size of the numbers (issue 20, A) ----------------------------------------------
+
+
+def _long_numbers(tmp_path):
+    """The issue's input: 8 tokens, d_model = 8, two heads of d_k = 4, W_O, every entry of x and of the
+    weights a 14-digit integer over 999999999999999999999989 (inside every limit of the format)."""
+    import random
+
+    from tutor.exercise import load_exercise
+
+    rng = random.Random(1)
+    D = "999999999999999999999989"
+
+    def m(r: int, c: int) -> str:
+        return "[" + ", ".join("[" + ", ".join(f"{rng.randint(10**13, 10**14 - 1) * rng.choice([1, -1])}/{D}"
+                                              for _ in range(c)) + "]" for _ in range(r)) + "]"
+
+    heads = "\n".join(f"  - w_q: {m(8, 4)}\n    w_k: {m(8, 4)}\n    w_v: {m(8, 4)}" for _ in range(2))
+    path = tmp_path / "long.yaml"
+    path.write_text(f"id: long-numbers\ntitle: long numbers\nx: {m(8, 8)}\nheads:\n{heads}\nw_o: {m(8, 8)}\n")
+    return load_exercise(str(path))
+
+
+def test_the_exact_walk_is_bounded_by_the_size_of_the_numbers(tmp_path, monkeypatch):
+    """Every unit of exact work is counted against one budget per exercise, and past it the floats decide:
+    the work done is at most the budget (and one operation's worth), however long the numbers."""
+    from tutor.exact import expoly
+
+    charged: list[int] = []
+    real = expoly.charge
+
+    refused: list[int] = []
+
+    def counting(units: int) -> None:
+        try:
+            real(units)  # raises TooLarge before the work is done when the budget cannot pay for it
+        except expoly.TooLarge:
+            refused.append(units)
+            raise
+        charged.append(units)
+
+    monkeypatch.setattr(expoly, "charge", counting)
+    sol = solve(_long_numbers(tmp_path))
+    found = invisible(sol)
+    assert sum(charged) <= expoly.MAX_WORK  # the budget held: no work done past it
+    assert refused  # it did run out: long numbers are more work than it allows
+    assert any(not f.exact for f in found)  # ... so some verdicts are the floats', and say so
+
+
+def test_a_verdict_by_the_floats_is_not_fooled_by_tiny_numbers(tmp_path):
+    """Long numbers here are also tiny (1e-10): a float comparison at a fixed scale would call every
+    mistake invisible; compared at the step's own float64 error bound, the classic mistakes show, and
+    what float64 cannot tell apart is said to be decided by the floats."""
+    sol = solve(_long_numbers(tmp_path))
+    hidden = {(f.key, f.step[0]) for f in invisible(sol, CORE)}
+    assert ("w_o_transposed", "output") not in hidden and ("times_k", "head_output") not in hidden
+    assert ("heads_order", "concat") not in hidden and ("kq_transposed", "scores") not in hidden
+    assert all("not decided exactly" in text for texts in notes(sol).values() for text in texts)
+
+
+def test_a_mistake_that_cannot_change_a_step_is_not_said_to_be_invisible_there():
+    """Cut weights (``truncated_weights``) change the head output, never the masked scores or the weights:
+    a mistake is listed only where its knobs reach (a rounded input counts where it is read)."""
+    from tutor.steps import varies
+
+    ex = resolve("two-head-causal-3x4")
+    assert "round_weights" not in varies(ex, ("weights", 0)) and "round_weights" in varies(ex, ("head_output", 0))
+    assert "round_scaled" in varies(ex, ("masked", 0)) and "round_scaled" not in varies(ex, ("weights", 0))
+    found = {(f.key, f.step[0]) for f in invisible(solve(ex))}
+    assert not {("truncated_weights", "masked"), ("truncated_weights", "weights")} & found

@@ -201,17 +201,21 @@ def validate(paths: list[Path], *, notes: bool = True) -> ValidationReport:
 def mistake_notes(ex: Exercise, file: str) -> list[tuple[str, Problem]]:
     """One note per core mistake ``ex`` cannot catch where it is made (:func:`tutor.mistakes.invisible.uncaught`):
     the misconception's key, and the sentence ``validate`` prints with a hint on how to catch it."""
-    from ..mistakes.invisible import reason, uncaught
+    from ..mistakes.invisible import CORE, invisible, reason, uncaught
     from ..steps import solve
 
     sol = solve(ex)
+    found = invisible(sol, CORE)
+    exact = {(f.key, f.step): f.exact for f in found}
     notes = []
-    for key, steps in uncaught(sol):
+    for key, steps in uncaught(sol, found):
         where = ", ".join(sol.step(*s).name + (t("invisible.validate.head", head=s[1] + 1) if s[1] is not None and ex.num_heads > 1
                                                else "") for s in steps)
         reasons = {reason(key, sol, s) for s in steps}  # said only when it holds at every step
-        message = t("invisible.validate", mistake=t(f"invisible.mistake.{key}"), steps=where,
-                    because=reasons.pop() if len(reasons) == 1 else "")
+        because = reasons.pop() if len(reasons) == 1 else ""
+        if not because and not all(exact[key, s] for s in steps):  # the floats decided: said, as in explain's notes
+            because = t("invisible.because.floats")
+        message = t("invisible.validate", mistake=t(f"invisible.mistake.{key}"), steps=where, because=because)
         notes.append((key, Problem(file, None, None, "", message, t(f"invisible.hint.{key}"))))
     return notes
 

@@ -345,6 +345,8 @@ EN: dict[str, str] = {
     "invisible.kq_transposed": "On this exercise K·Qᵀ = Q·Kᵀ{because}: computing K·Qᵀ by mistake gives the same {step}, so it cannot be caught here.",
     "invisible.generic": "On this exercise {mistake} gives the same {step}{because}, so that mistake cannot be caught here.",
     "invisible.try": "Try `{id}` to be tested on it.",
+    "invisible.because.floats": " (to float64's precision: not decided exactly here)",
+    "invisible.because.blocks_nothing": " because the mask blocks no key here",
     "invisible.because.q_is_k": " because Q = K",
     "invisible.because.symmetric": " because the scores are symmetric",
     "invisible.because.d_k_1": " (√d_k = 1)",

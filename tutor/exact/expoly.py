@@ -25,7 +25,9 @@ Pure: no numpy, no sympy, no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 
 from .numbers import square_free
@@ -42,7 +44,42 @@ MAX_ROUNDED = 60
 
 class TooLarge(ArithmeticError):
     """An exact computation would take more terms or digits than it is worth (:data:`MAX_TERMS`,
-    :data:`MAX_ROUNDED`); the caller falls back to what floats say, and says so."""
+    :data:`MAX_ROUNDED`, a :func:`budget`); the caller falls back to what floats say, and says so."""
+
+
+#: The work one :func:`budget` allows by default, in units of one product of two coefficients of one
+#: machine word each (a longer coefficient counts as many units as the products of its words: the cost of
+#: multiplying and hashing it).  Every misconception of every bundled exercise is decided in a few
+#: thousand units; a step of 16 tokens, or numbers with 24 digits, takes millions.
+MAX_WORK = 400_000
+_WORK: ContextVar[list[int] | None] = ContextVar("expoly_work", default=None)
+
+
+@contextmanager
+def budget(units: int = MAX_WORK) -> Iterator[None]:
+    """Inside the block, exact arithmetic on :class:`Poly` and :class:`Value` may do at most ``units`` of
+    work (see :data:`MAX_WORK`), then raises :class:`TooLarge`: the work is bounded by the size of the
+    numbers as well as by how many there are.  Outside any budget nothing is counted."""
+    token = _WORK.set([units])
+    try:
+        yield
+    finally:
+        _WORK.reset(token)
+
+
+def words(q: Fraction) -> int:
+    """How many machine words a fraction's numerator and denominator take (1 for a small one)."""
+    return 1 + (q.numerator.bit_length() + q.denominator.bit_length()) // 64
+
+
+def charge(units: int) -> None:
+    """Count ``units`` of work against the current :func:`budget`; :class:`TooLarge` when it runs out."""
+    left = _WORK.get()
+    if left is None:
+        return
+    left[0] -= units
+    if left[0] < 0:
+        raise TooLarge("more exact work than the budget allows: numbers too long, or too many")
 
 
 def surds(pairs: Iterable[tuple[int, Fraction]]) -> Surds:
@@ -67,11 +104,21 @@ def _times_root(t1: int, t2: int) -> tuple[int, int]:
 class Poly:
     """``Σ c·√t·exp(a)``: ``terms[(a, t)] = c`` (``a`` :data:`Surds`, ``t`` square-free, ``c`` a non-zero Fraction)."""
 
-    __slots__ = ("terms", "_key")
+    __slots__ = ("terms", "_key", "_size")
 
     def __init__(self, terms: dict[tuple[Surds, int], Fraction] | None = None):
         self.terms = {k: c for k, c in (terms or {}).items() if c}
         self._key: tuple | None = None
+        self._size: int | None = None
+
+    @property
+    def size(self) -> int:
+        """The words of the longest coefficient or exponent of this polynomial (:func:`words`): what one
+        of its terms costs to multiply, add and hash."""
+        if self._size is None:
+            self._size = max((max([words(c)] + [words(u) for _, u in a]) for (a, _), c in self.terms.items()),
+                             default=1)
+        return self._size
 
     @classmethod
     def const(cls, value: Surds) -> Poly:
@@ -84,6 +131,7 @@ class Poly:
         return cls({(a, 1): Fraction(1)})
 
     def __add__(self, other: Poly) -> Poly:
+        charge((len(self.terms) + len(other.terms)) * max(self.size, other.size) ** 2)
         out = dict(self.terms)
         for k, c in other.terms.items():
             out[k] = out.get(k, Fraction(0)) + c
@@ -94,11 +142,13 @@ class Poly:
 
     def scale(self, q: Fraction) -> Poly:
         """``q`` times this polynomial."""
+        charge(len(self.terms) * self.size * words(q))
         return Poly({k: c * q for k, c in self.terms.items()})
 
     def __mul__(self, other: Poly) -> Poly:
         if len(self.terms) * len(other.terms) > MAX_TERMS:
             raise TooLarge(f"{len(self.terms)} × {len(other.terms)} terms")
+        charge(len(self.terms) * len(other.terms) * (self.size + other.size) ** 2)
         out: dict[tuple[Surds, int], Fraction] = {}
         for (a1, t1), c1 in self.terms.items():
             for (a2, t2), c2 in other.terms.items():
@@ -110,6 +160,7 @@ class Poly:
     def key(self) -> tuple:
         """A hashable, canonical form (equal polynomials have equal keys); computed once."""
         if self._key is None:
+            charge(len(self.terms) * self.size ** 2)  # sorted and hashed, every coefficient and exponent
             self._key = tuple(sorted(self.terms.items()))
         return self._key
 

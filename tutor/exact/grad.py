@@ -149,7 +149,10 @@ def _divide(n: Numer, row: SoftmaxRow) -> Numer | None:
     heapq.heapify(heap)
     out: dict[Key, int] = {}
     zt = z[ztop]
-    for _ in range(_MAX_DIVISION_STEPS * max(1, len(z))):
+    # each step takes one term off the top; a quotient the backward pass reduces by has at most as many terms
+    # as the numerator, so a division still going after len(n) + len(z) steps will not end (generic exponents,
+    # as long numbers give, make such remainders grow without end: give up, the numerator stays over Z^deg)
+    for _ in range(min(_MAX_DIVISION_STEPS * max(1, len(z)), len(n) + len(z))):
         while heap and not rem.get(heap[0][1]):
             heapq.heappop(heap)
         if not heap:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from .expoly import NEG_INF, Poly, Value, _cut, _NegInf
+from .expoly import NEG_INF, Poly, Value, _cut, _NegInf, charge, words
 
 Entry = Value | Fraction | _NegInf  # a rational entry stays a Fraction (Q, K, V, scores): fast
 Matrix = list[list[Entry]]
@@ -57,6 +57,7 @@ def matmul(a: Matrix, b: Matrix) -> Matrix | None:
                 line.append(_over(row, col, shared))
                 continue
             if rational:
+                charge(sum(words(x) * words(y) for x, y in zip(row, col)))  # type: ignore[arg-type]
                 line.append(sum((x * y for x, y in zip(row, col)), ZERO))
                 continue
             parts: list = []

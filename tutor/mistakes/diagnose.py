@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 from ..base.decimals import trimmed
 from ..base.messages import join_and, plural, t
 from ..exercise.record import Exercise
-from ..steps import KINDS, STEP_IDS, Key, Solution, Variant, downstream, entry_work, keys, replay
+from ..steps import KINDS, STEP_IDS, Key, Solution, Variant, downstream, entry_work, keys, replay, varies
 
 __all__ = [
     "MISCONCEPTIONS",
@@ -111,7 +111,7 @@ class Misconception:
     ``message`` is the key of its sentence in :mod:`tutor.base.messages`.
 
     Where it can show up: ``variant``'s knobs turn the steps whose kind
-    :attr:`~tutor.steps.StepKind.varies` by one of them, and every step
+    by one of them (:func:`tutor.steps.varies`), and every step
     computed from those (:meth:`applies`); a misconception that is not a
     variant of the pipeline names its steps in ``steps`` (with a variant,
     ``steps`` narrows where it is reported).
@@ -150,7 +150,7 @@ class Misconception:
             return True
         turned = self.variant.turned()
         backward = KINDS[key[0]].backward  # the backward pass only for a backward step (none for format v2)
-        first = [k for k in keys(ex, backward=backward) if KINDS[k[0]].varies & turned]
+        first = [k for k in keys(ex, backward=backward) if varies(ex, k) & turned]
         return key in downstream(ex, first, backward=backward)
 
     def candidates(self, sol: Solution, step_id: str, head: int | None) -> list[tuple[dict[str, object], Array]]:

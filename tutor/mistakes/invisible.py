@@ -32,9 +32,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..base.messages import t
-from ..exact.expoly import TooLarge
+from ..exact.expoly import TooLarge, budget
 from ..exercise.record import Exercise
-from ..steps import KINDS, Key, Solution, downstream, inputs, keys, replay, upstream
+from ..steps import KINDS, Key, Solution, downstream, inputs, keys, replay, rounding_bounds, upstream, varies
 from .diagnose import MISCONCEPTIONS, Misconception, needs_met
 
 #: A float difference larger than this fraction of the matrix's magnitude is a real one (no round-off is that large).
@@ -77,6 +77,25 @@ def _clearly_differ(got: Array, right: Array) -> bool:
     return bool(np.any(np.abs(got[~inf] - right[~inf]) > CLEAR * finite.max()))
 
 
+#: How many times the right step's float64 error bound two float computations of it may differ by and
+#: still count as the same (the mistake's own computation rounds too, in another order).
+SAFETY = 8.0
+
+
+def _floats_agree(got: Array, right: Array, bound: Array) -> bool:
+    """Whether two float matrices of one shape are the same to float64's precision: entry by entry within
+    :data:`SAFETY` times the right step's error bound ``bound`` (:func:`tutor.steps.rounding_bounds`),
+    ``-inf`` only equal to ``-inf``.  The verdict when no exact one can be made: it scales with the
+    exercise's numbers, so tiny ones are compared at their own scale, and a sum that cancels to 0 (d_b_K)
+    is 0 whatever its round-off."""
+    inf = np.isinf(got) | np.isinf(right)
+    if not np.array_equal(got[inf], right[inf]):
+        return False
+    with np.errstate(invalid="ignore"):
+        close = np.abs(got - right) <= SAFETY * np.broadcast_to(bound, right.shape)
+    return bool(np.all(close | inf))
+
+
 def _same_exactly(a: Sequence[Sequence[object]], b: Sequence[Sequence[object]]) -> tuple[bool, bool]:
     """``(equal, exact)`` for two exact matrices (:mod:`tutor.exact.matrices` entries)."""
     from fractions import Fraction
@@ -102,8 +121,9 @@ def _same_exactly(a: Sequence[Sequence[object]], b: Sequence[Sequence[object]]) 
 class _Exact:
     """The exact walks of one exercise, made only when a float comparison cannot decide."""
 
-    def __init__(self, ex: Exercise):
+    def __init__(self, ex: Exercise, bounds: dict[Key, Array]):
         self.ex = ex
+        self.bounds = bounds  # each step's float64 error bound: how close floats must be to count as the same
         self.walks: dict[str, Walk] = {}
 
     def walk(self, m: Misconception | None) -> Walk:
@@ -142,58 +162,68 @@ def invisible(sol: Solution, only: Sequence[str] | None = None) -> list[Invisibl
     # decides there (the exact walk follows the forward pass only)
     backward = any(KINDS[s.id].backward for s in sol.steps)
     right = {s.key: np.array(s.value, dtype=np.float64) for s in sol.steps}
-    exact = _Exact(ex)
+    exact = _Exact(ex, rounding_bounds(sol))
     found: list[Invisible] = []
-    for m in MISCONCEPTIONS:
-        if (only is not None and m.key not in only) or not needs_met(sol, m.needs):
-            continue
-        where = downstream(ex, origins(m, ex, backward), backward) if m.variant is not None else origins(m, ex)
-        if not where:
-            continue
-        walked: dict[Key, Array] | None = None
-        turned: frozenset[str] = frozenset()
-        if m.variant is not None:
-            turned = m.variant.turned()
-            with np.errstate(all="ignore"):  # a mistake may overflow (exp without the softmax's shift): inf is its answer
-                walked = replay(ex, m.variant, backward=backward).values
-        affected = set(where)
-        same_as_right: dict[Key, bool] = {}  # decided exactly, step by step
-        for k in where:
-            got = walked.get(k) if walked is not None else m.recompute(sol, k[0], k[1])
-            if got is None or got.shape != right[k].shape or _clearly_differ(got, right[k]):
-                same_as_right[k] = False
-                continue
-            if m.variant is not None and not KINDS[k[0]].varies & turned and all(
-                    same_as_right.get(i, i not in affected) for i in inputs(ex, k)):
-                same, decided = True, True  # the same computation on exactly the same inputs
-            else:
-                same, decided = _exactly_right(exact, m, k)
-            same_as_right[k] = same
-            if same:
-                found.append(Invisible(m.key, k, exact=decided))
+    with budget():  # the exact walks of every mistake together: past it the floats decide (TooLarge, below)
+        for m in MISCONCEPTIONS:
+            _one(sol, m, only, backward, right, exact, found)
     return found
 
 
-def _exactly_right(exact: _Exact, m: Misconception, k: Key) -> tuple[bool, bool]:
-    """``(same, exact)``: whether misconception ``m`` gives exactly the right value at step ``k``.
+def _one(sol: Solution, m: Misconception, only: Sequence[str] | None, backward: bool, right: dict[Key, Array],
+         exact: _Exact, found: list[Invisible]) -> None:
+    """:func:`invisible` for misconception ``m``: the steps where it gives exactly the right value, added to ``found``."""
+    ex = sol.exercise
+    if (only is not None and m.key not in only) or not needs_met(sol, m.needs):
+        return
+    where = downstream(ex, origins(m, ex, backward), backward) if m.variant is not None else origins(m, ex)
+    if not where:
+        return
+    walked: dict[Key, Array] | None = None
+    turned: frozenset[str] = frozenset()
+    if m.variant is not None:
+        turned = m.variant.turned()
+        with np.errstate(all="ignore"):  # a mistake may overflow (exp without the softmax's shift): inf is its answer
+            walked = replay(ex, m.variant, backward=backward).values
+    affected = set(where)
+    same_as_right: dict[Key, bool] = {}  # decided exactly, step by step
+    for k in where:
+        got = walked.get(k) if walked is not None else m.recompute(sol, k[0], k[1])
+        if got is None or got.shape != right[k].shape or _clearly_differ(got, right[k]):
+            same_as_right[k] = False
+            continue
+        if m.variant is not None and not varies(ex, k) & turned and all(
+                same_as_right.get(i, i not in affected) for i in inputs(ex, k)):
+            same, decided = True, True  # the same computation on exactly the same inputs
+        else:
+            same, decided = _exactly_right(exact, m, k, got, right[k])
+        same_as_right[k] = same
+        if same:
+            found.append(Invisible(m.key, k, exact=decided))
+
+
+def _exactly_right(exact: _Exact, m: Misconception, k: Key, got: Array, right: Array) -> tuple[bool, bool]:
+    """``(same, exact)``: whether misconception ``m`` gives exactly the right value at step ``k``
+    (``got`` and ``right`` its float values, which do not clearly differ).
 
     A misconception with no exact form (none today) keeps the float verdict, ``exact`` False;
     so does a computation too large to carry out exactly (:class:`tutor.exact.expoly.TooLarge`), and a
-    variant the exact walk does not follow (:class:`tutor.steps.NoExactForm`).
+    variant the exact walk does not follow (:class:`tutor.steps.NoExactForm`): the floats then decide
+    as closely as they can (:func:`_floats_agree`).
     """
     from ..steps import NoExactForm
 
-    if KINDS[k[0]].backward:  # no exact walk of the backward pass under a mistake: the floats agree, and that is said
-        return True, False
+    if KINDS[k[0]].backward:  # no exact walk of the backward pass under a mistake: the floats decide, and that is said
+        return _floats_agree(got, right, exact.bounds[k]), False
     try:
         mine = exact.walk(m).get(k) if m.variant is not None else exact.special(m.key, k)
-        if mine is None:
-            return m.variant is None, False  # no exact form of a special misconception: the floats agree
+        if mine is None:  # no exact form of a special misconception: the floats decide
+            return m.variant is None and _floats_agree(got, right, exact.bounds[k]), False
         right_exact = exact.walk(None).get(k)
         assert right_exact is not None
         return _same_exactly(mine, right_exact)
     except (TooLarge, NoExactForm):  # beyond what is worth computing exactly, or a mistake the exact walk does
-        return True, False              # not follow (the heads' layout): the floats agree, and that is said
+        return _floats_agree(got, right, exact.bounds[k]), False  # not follow (the heads' layout): the floats decide, as said
 
 
 def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
@@ -221,7 +251,7 @@ def origins(m: Misconception, ex: Exercise, backward: bool = False) -> list[Key]
         return [k for k in keys(ex) if k[0] in biased]
     first: list[Key] = []  # each step a knob turns that is not computed from an earlier one (d_q and d_k both)
     for k in keys(ex, backward):
-        if KINDS[k[0]].varies & turned and not upstream(ex, k) & set(first):
+        if varies(ex, k) & turned and not upstream(ex, k) & set(first):
             first.append(k)
     return first
 
@@ -246,15 +276,22 @@ def reason(key: str, sol: Solution, step: Key) -> str:
         return t("invisible.because.k_is_v")
     if key == "w_o_transposed" and ex.w_o is not None and tuple(zip(*ex.w_o)) == ex.w_o:
         return t("invisible.because.w_o_symmetric")
+    allowed = ex.allowed()
+    if key == "no_mask" and allowed is not None and all(all(row) for row in allowed):
+        return t("invisible.because.blocks_nothing")
     return ""
 
 
-def note(sol: Solution, key: str, step: Key, suggestion: str | None) -> str:
+def note(sol: Solution, key: str, step: Key, suggestion: str | None, exact: bool = True) -> str:
     """The sentence saying that mistake ``key`` cannot be caught at ``step`` of this exercise, with a
-    bundled exercise that does catch it (``suggestion``) when there is one."""
+    bundled exercise that does catch it (``suggestion``) when there is one.  ``exact`` False: the
+    floats decided (:attr:`Invisible.exact`), which the sentence says unless a reason shows it exactly."""
     name = sol.step(*step).name
-    text = t(f"invisible.{key}", step=name, because=reason(key, sol, step)) if key in _SPECIFIC else \
-        t("invisible.generic", mistake=t(f"invisible.mistake.{key}"), step=name, because=reason(key, sol, step))
+    because = reason(key, sol, step)
+    if not exact and not because:
+        because = t("invisible.because.floats")
+    text = t(f"invisible.{key}", step=name, because=because) if key in _SPECIFIC else \
+        t("invisible.generic", mistake=t(f"invisible.mistake.{key}"), step=name, because=because)
     if suggestion:
         text += " " + t("invisible.try", id=suggestion)
     return text
@@ -275,7 +312,7 @@ def notes(sol: Solution, found: Sequence[Invisible] | None = None, *,
     backward = any(KINDS[s.id].backward for s in sol.steps)
     core = CORE + CORE_BACKWARD if backward else CORE
     found = invisible(sol, core) if found is None else found
-    hidden = {(f.key, f.step) for f in found}
+    hidden = {(f.key, f.step): f.exact for f in found}
     out: dict[Key, list[str]] = {}
     for key in core:
         m = _BY_KEY.get(key)
@@ -283,7 +320,7 @@ def notes(sol: Solution, found: Sequence[Invisible] | None = None, *,
             continue
         for step in origins(m, ex, backward):
             if (key, step) in hidden:
-                out.setdefault(step, []).append(note(sol, key, step, suggest(key, step[0], ex.id)))
+                out.setdefault(step, []).append(note(sol, key, step, suggest(key, step[0], ex.id), hidden[key, step]))
     return out
 
 

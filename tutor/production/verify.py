@@ -17,7 +17,7 @@ import numpy as np
 
 from ..base.errors import EngineMismatchError
 from ..base.messages import t
-from ..steps import KINDS, Replay, Solution
+from ..steps import KINDS, Solution, rounding_bounds
 from .run import run_exercise
 
 RTOL = 1e-9
@@ -56,13 +56,8 @@ def verify(sol: Solution) -> None:
     ex = sol.exercise
     backward = any(KINDS[s.id].backward for s in sol.steps)
     run = run_exercise(ex, backward=backward)  # q, k, v [H, L, d]; scores, weights [H, L, L_k]; context [L, H·d_v]
-    bounds = Replay(ex, slack={})  # the exact values of the steps so far, and their rounding bounds
-    assert bounds.slack is not None
-    for step in sol.steps:
-        kind = KINDS[step.id]
-        bounds.values[step.key] = np.array(step.value, dtype=np.float64)
-        bounds.slack[step.key] = bound = kind.rounding(bounds, step.head)
-        _compare(sol, step.id, step.head, kind.production(run, ex, step.head), bound)
+    for step, bound in zip(sol.steps, rounding_bounds(sol).values()):
+        _compare(sol, step.id, step.head, KINDS[step.id].production(run, ex, step.head), bound)
 
 
 def _one_based(head: int | None) -> str:

@@ -52,9 +52,11 @@ from .catalogue import (
     keys,
     kind,
     replay,
+    rounding_bounds,
     solve,
     supports,
     upstream,
+    varies,
     worked_entry,
 )
 from .kind import Input, StepKind
@@ -102,8 +104,10 @@ __all__ = [
     "keys",
     "kind",
     "replay",
+    "rounding_bounds",
     "solve",
     "torch_empty_row",
     "upstream",
+    "varies",
     "worked_entry",
 ]

@@ -42,7 +42,7 @@ from .projection import PROJECTIONS
 from .records import Key, Solution, Step
 from .scores import SCORE_STEPS
 from .softmax import SOFTMAX_STEPS
-from .state import PASS, Build, ExactWalk, Replay
+from .state import PASS, READ_KNOBS, Build, ExactWalk, Replay
 from .variant import RIGHT, Variant
 from .worked import entry_name
 
@@ -132,6 +132,17 @@ def has_backward(ids: Iterable[str]) -> bool:
 def inputs(ex: Exercise, key: Key) -> tuple[Key, ...]:
     """The steps ``key`` is computed from (``q``, ``k``, ``v`` come from the exercise: none)."""
     return KINDS[key[0]].inputs(ex, key[1])
+
+
+def varies(ex: Exercise, key: Key) -> frozenset[str]:
+    """The :class:`~tutor.steps.variant.Variant` knobs that change step ``key`` of ``ex`` directly: those its
+    kind's float function reads (:attr:`StepKind.varies`), and those that change one of its inputs as it is
+    read (a rounded or cut ``scaled`` or ``weights``, :data:`~tutor.steps.state.READ_KNOBS`).  A step none of
+    whose knobs a variant turns, computed from inputs that are exactly the right ones, is exactly right."""
+    out = KINDS[key[0]].varies
+    for i in inputs(ex, key):
+        out = out | READ_KNOBS.get(i[0], frozenset())
+    return out
 
 
 def upstream(ex: Exercise, key: Key) -> set[Key]:
@@ -275,9 +286,16 @@ class Walk:
         self._walk = ExactWalk(ex, variant)
         self._done: set[Key] = set()
         self._order = {k: n for n, k in enumerate(keys(ex))}
+        self._failed: ArithmeticError | None = None
 
     def get(self, key: Key) -> em.Matrix | None:
-        """Step ``key`` exactly, or ``None`` when the variant cannot reach it (or the exercise has no such step)."""
+        """Step ``key`` exactly, or ``None`` when the variant cannot reach it (or the exercise has no such step).
+
+        Raises :class:`~tutor.exact.expoly.TooLarge` when a step is more work than its budget allows
+        (:func:`tutor.exact.expoly.budget`), and again at every later call: a walk broken off is never
+        taken for one that found nothing."""
+        if self._failed is not None:
+            raise self._failed
         if key not in self._order:
             return None
         heads = range(self._ex.num_heads) if key[1] is None else (key[1],)
@@ -285,14 +303,22 @@ class Walk:
         for k in sorted(needed, key=self._order.__getitem__):
             if k not in self._done:
                 self._done.add(k)
-                kind = KINDS[k[0]]
-                assert kind.exact_walk is not None  # supports() leaves out the exercises of the kinds without one
-                value = kind.exact_walk(self._walk, k[1])
-                if value is PASS:
-                    self._walk.passed[k] = kind.inputs(self._ex, k[1])[0]
-                elif value is not None:
-                    self._walk.values[k] = value  # type: ignore[assignment]
+                try:
+                    self._step(k)
+                except ArithmeticError as err:  # TooLarge (and an overflow): this walk stops here for good
+                    self._failed = err
+                    raise
         return self._walk.values.get(key)
+
+    def _step(self, k: Key) -> None:
+        """Compute step ``k`` (its inputs done), recording its value or that the variant left it out."""
+        kind = KINDS[k[0]]
+        assert kind.exact_walk is not None  # supports() leaves out the exercises of the kinds without one
+        value = kind.exact_walk(self._walk, k[1])
+        if value is PASS:
+            self._walk.passed[k] = kind.inputs(self._ex, k[1])[0]
+        elif value is not None:
+            self._walk.values[k] = value  # type: ignore[assignment]
 
 
 def exact_replay(ex: Exercise, variant: Variant) -> dict[Key, em.Matrix]:
@@ -307,6 +333,18 @@ def exact_replay(ex: Exercise, variant: Variant) -> dict[Key, em.Matrix]:
         if value is not None:
             out[key] = value
     return out
+
+
+def rounding_bounds(sol: Solution) -> dict[Key, NDArray]:
+    """How far float64 may move each step of ``sol`` when the batched layer computes it: each kind's
+    :attr:`StepKind.rounding`, carried through the steps in order from the exact values (Higham's forward
+    error bounds, :mod:`tutor.steps.rounding`).  ``[rows, cols]`` per key, the step's shape."""
+    bounds = Replay(sol.exercise, slack={})  # the exact values of the steps so far, and their bounds
+    assert bounds.slack is not None
+    for step in sol.steps:
+        bounds.values[step.key] = np.array(step.value, dtype=np.float64)
+        bounds.slack[step.key] = KINDS[step.id].rounding(bounds, step.head)
+    return bounds.slack
 
 
 def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:

@@ -79,8 +79,9 @@ class StepKind:
       (:class:`~tutor.steps.state.ExactWalk`), ``None`` for a kind the
       exact walk does not follow (format v2's, the backward pass's);
       ``varies``: the :class:`~tutor.steps.variant.Variant` knobs ``floats``
-      reads (a misconception that turns one of them can show up from this
-      step on).
+      reads itself (a misconception that turns one of them can show up from
+      this step on); the knobs that change an input as it is read (a rounded
+      ``scaled`` or ``weights``) are added by :func:`tutor.steps.varies`.
 
     How it is taught:
       ``work(sol, step, i, j)``: entry ``(i, j)`` worked out with its products

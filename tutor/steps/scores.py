@@ -488,7 +488,7 @@ MASKED = StepKind(
     inputs=lambda ex, head: (pre_mask(ex, head),),
     build=_masked, floats=_masked_floats, slack=_masked_slack, production=_masked_production,
     rounding=_masked_rounding, exact_walk=_masked_exact,
-    varies=frozenset({"mask", "round_scaled", "truncate"}), work=_masked_work, given=_masked_given,
+    varies=frozenset({"mask"}), work=_masked_work, given=_masked_given,
     arithmetic=_masked_arithmetic,
     why=_masked_why, fixed_by_mask=-math.inf,
     latex=(r"\text{masked} = \text{scaled} + M, \quad M_{ij} = "

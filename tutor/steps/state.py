@@ -102,6 +102,10 @@ class Build:
 
 #: When a step is read as the input of the next one, the knob that rounds it.
 _ROUNDED = {"scaled": "round_scaled", "weights": "round_weights"}
+#: The knobs that change a step as it is read by the next one, by its id: a step that reads ``scaled``
+#: varies by ``round_scaled`` whatever its own function does (:func:`tutor.steps.varies`).  ``truncate``
+#: only says how those round (cut, not rounded): it changes nothing without one of them.
+READ_KNOBS: dict[str, frozenset[str]] = {id: frozenset({knob}) for id, knob in _ROUNDED.items()}
 
 
 def floats(m: Sequence[Sequence[Fraction]]) -> Array:
