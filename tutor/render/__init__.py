@@ -1,4 +1,7 @@
-"""Renderers: each takes a :class:`tutor.steps.Solution` and a Console, or returns text."""
+"""Renderers: each takes a :class:`tutor.steps.Solution` and a Console, or returns text.
+
+What a worked solution shows, and in what order, is decided once (:mod:`.outline`); the terminal
+and HTML (:mod:`.rich`, :mod:`.html`), Markdown (:mod:`.markdown`) and JSON (:mod:`.json`) render it."""
 
 #: The narrowest width any console is laid out at (``COLUMNS=0`` or a tiny terminal is
 #: clamped to it): the layouts are made and tested for it.  Here, not in ``console.py``,
