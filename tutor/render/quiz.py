@@ -318,13 +318,6 @@ class QuizRenderer:
         if any(r.outcome not in (None, "given") for r in results) and not self.unsaved:
             self.line(t("practice.saved"), "dim")
 
-def status_words(outcome: str | None, attempts: int, seen: bool, hints: int) -> str:
-    """How one ``practice --tiled`` quantity went, in words: ``right after 1 wrong, 1 hint``."""
-    from ..practice import Result
-
-    return Result(None, outcome, attempts, hints, seen=seen).status  # type: ignore[arg-type]
-
-
 def rounded(value: float, places: int) -> str:
     """``value`` rounded to ``places`` decimals, as a learner writes it (``0.11``)."""
     return fixed(value, max(places, 0))
