@@ -27,6 +27,7 @@ from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pack, pretty
 
 if TYPE_CHECKING:
+    from ..mistakes.diagnose import Diagnosis
     from ..store.attempt import Attempt
 
 PLACES = 4
@@ -206,19 +207,23 @@ class QuizRenderer:
                         example=rounded(step.value[i][j], MIN_PLACES)))
         if e.blocked:
             self.line(t("practice.blocked", cells=self.where(step, e.blocked)))
-        shown = e.shown
+        if not self.diagnoses(e.shown) and e.wrong is not None and not e.inexact and not e.blocked \
+                and set(e.truncated) != set(e.wrong):
+            self.line(t("practice.no_diagnosis"))
+        if e.retry:
+            self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
+        else:
+            self.line(t("practice.retry"), "dim")
+
+    def diagnoses(self, shown: Sequence[Diagnosis]) -> bool:
+        """The mistakes that explain a wrong answer (several: those it cannot tell apart); whether there are any."""
         if len(shown) == 1:
             self.line(t("practice.diagnosis", message=shown[0].message), "bold")
         elif shown:
             self.line(t(f"practice.diagnosis.alike.{len(shown)}"), "bold")
             for d in shown:
                 self.bullet(d.message)
-        elif e.wrong is not None and not e.inexact and not e.blocked and set(e.truncated) != set(e.wrong):
-            self.line(t("practice.no_diagnosis"))
-        if e.retry:
-            self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
-        else:
-            self.line(t("practice.retry"), "dim")
+        return bool(shown)
 
     def where(self, step: Step, cells: Sequence[quiz.Cell], limit: int = 0) -> str:
         """Cells named by their labels, ``(t1, t1), (t2, t3)``; ``every entry`` for all of the step's;

@@ -138,14 +138,7 @@ class TiledPracticeRenderer:
         if e.coarse and not e.shown:
             self.line(t("tiled.practice.coarse.also", places=MIN_PLACES,
                         example=rounded(ask.right[e.coarse[0][1]].value(), MIN_PLACES)))
-        shown = e.shown
-        if len(shown) == 1:
-            self.line(t("practice.diagnosis", message=shown[0].message), "bold")
-        elif shown:
-            self.line(t(f"practice.diagnosis.alike.{len(shown)}"), "bold")
-            for d in shown:
-                self.q.bullet(d.message)
-        elif set(e.truncated) != set(e.wrong or ()):
+        if not self.q.diagnoses(e.shown) and set(e.truncated) != set(e.wrong or ()):
             self.line(t("tiled.practice.no_diagnosis"))
         self.line(t("tiled.practice.retry"), "dim")
 
