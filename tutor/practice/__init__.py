@@ -1,8 +1,9 @@
 """Practice: what a session asks (the plan: an exercise, its steps, where it
-resumes), the drill as a pure state machine (``handle(state, event) ->
-(state, effects)``), the one line reader every drill uses with Ctrl-C at any
-moment, and the session loop that feeds the machine, records each answer and
-shows the effects on a view it is given.
+resumes), the drill as one pure state machine (``handle(state, event) ->
+(state, effects)``) parameterised by what it asks (a worked solution's steps
+here, the online softmax's quantities in ``flash``), the one line reader every
+drill uses with Ctrl-C at any moment, and the session loop that feeds the
+machine, records each answer and shows the effects on a view it is given.
 
 The caller reads a line, turns it into an event with :func:`read_event` (or
 sends :class:`EndOfInput` / :class:`Interrupt`), calls :func:`handle`, and
