@@ -83,8 +83,10 @@ class Settings:
 
 
 class Drill(Generic[Q]):
-    """What a drill asks, supplied by a client of the machine; the defaults record nothing and show
-    nothing as a question begins.  A client is immutable (the machine's state holds it)."""
+    """What a drill asks, supplied by a client of the machine: every client gives its hints
+    (:meth:`formula`, :meth:`worked`), and :meth:`miscount` when it asks in ``row`` mode; the
+    defaults of the rest show nothing as a question begins, explain no mistake, grade no cell
+    exactly and record nothing.  A client is immutable (the machine's state holds it)."""
 
     #: the questions are named with their head (a multi-head exercise)
     multi_head: bool = False
