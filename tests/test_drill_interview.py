@@ -12,6 +12,7 @@ from tutor.drills import interview, runs
 from tutor.drills.bank import load
 from tutor.exercise.catalog import resolve
 from tutor.render.console import make_console
+from tutor.render.drill import DrillView
 from tutor.steps import solve
 from tutor.store import default_path
 
@@ -67,7 +68,7 @@ def run(p: interview.Plan, answers: list[str], *, minutes: float = 15, seconds: 
     out = io.StringIO()
     console = make_console(file=out, width=100)
     report = runs.interview(p, minutes=minutes, bank=load(), stream=Timed("\n".join(answers) + "\n", clock, seconds),
-                            console=console, report=lambda m: None, clock=clock)
+                            view=DrillView(console), report=lambda m: None, clock=clock)
     return report, out.getvalue()
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tutor.authoring.generate import LEVELS, Spec, fresh, generate, like, shape_of
+from tutor.authoring.draw import LEVELS
+from tutor.authoring.generate import Spec, fresh, generate, like
+from tutor.authoring.shape import shape_of
 from tutor.base.errors import ShapeError
 from tutor.exact.numbers import Rat
 from tutor.exercise import load_exercise, validate_text

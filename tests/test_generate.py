@@ -14,7 +14,9 @@ from fractions import Fraction
 import pytest
 import yaml
 
-from tutor.authoring.generate import LEVELS, MASKS, Spec, default_id, generate
+from tutor.authoring.draw import LEVELS
+from tutor.authoring.generate import Spec, generate
+from tutor.authoring.spec import MASKS, default_id
 from tutor.base.messages import t
 from tutor.exact.numbers import Rat
 from tutor.exercise import load_exercise, validate_text
@@ -209,7 +211,7 @@ def test_generated_values_are_exact_integers_as_written():
 
 def test_default_titles_count_in_words_and_agree_with_their_numbers():
     """The title is the catalogue's (new.title*): number words up to eight, a noun that agrees with its number."""
-    from tutor.authoring.generate import default_title
+    from tutor.authoring.spec import default_title
 
     assert default_title(Spec()) == "Three tokens, d_model = 4, one head with d_k = 2"
     assert default_title(Spec(tokens=12, heads=2, mask="causal")) == "12 tokens, d_model = 4, two heads with d_k = 2, causal mask"

@@ -46,11 +46,12 @@ def test_the_cache_is_the_earlier_tokens_projected():
     """The generator draws the whole sequence; its first rows, projected, must be the cache it writes."""
     import dataclasses
 
-    from tutor.authoring.generate import LEVELS, _pick, _spec_shape
+    from tutor.authoring.draw import LEVELS, pick
+    from tutor.authoring.shape import spec_shape
     spec = Spec(tokens=1, cache=3, heads=2, kv_heads=1, mask="causal_lower_right", seed=9)
     ex = validate_text(generate(spec)).exercise
     whole = dataclasses.replace(spec, tokens=4, kv_heads=None, cache=None, mask="causal")
-    full = _pick(_spec_shape(whole), LEVELS[whole.level], whole.seed, whole.allow_dull)
+    full = pick(spec_shape(whole), LEVELS[whole.level], whole.seed, whole.allow_dull)
     x_past = full.x[:3]
     w_k, w_v = full.heads[0].w[1], full.heads[0].w[2]
     k = [[sum(a * b for a, b in zip(row, col)) for col in zip(*w_k)] for row in x_past]
@@ -117,9 +118,9 @@ def test_heads_that_share_k_v_never_have_the_same_weights(spec):
 
 def test_without_the_redraw_seed_399453_has_two_heads_alike(monkeypatch):
     """The premise of the test above: the first draw of that seed is the dull one."""
-    import tutor.authoring.generate_v2 as llm
+    import tutor.authoring.draw as draw
 
-    monkeypatch.setattr(llm, "_same_weights", lambda *args: False)
+    monkeypatch.setattr(draw, "same_weights", lambda *args: False)
     ex = validate_text(generate(Spec(heads=2, kv_heads=1, seed=399453))).exercise
     sol = solve(ex)
     assert sol.step("head_output", 0).value == sol.step("head_output", 1).value

@@ -133,9 +133,7 @@ def new(
         if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
             raise typer.BadParameter(t("new.padding_keys"), param_hint="--mask")
         try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
-            from ..authoring.generate_v2 import check_v2
-
-            check_v2(spec)
+            spec.check_v2()
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint=getattr(err, "option", "--kv-heads/--cache/--mask/--alibi")) from None
         text = generate(spec)

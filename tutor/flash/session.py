@@ -1,8 +1,7 @@
-"""A practice session of the online softmax (``practice EXERCISE --tiled``): read a line, feed
-:mod:`tutor.flash.drill`, show its effects.
+"""A practice session of the online softmax (``practice EXERCISE --tiled``): the practice loop
+(:func:`tutor.practice.session.drive`) run over :mod:`tutor.flash.drill`, with no progress store.
 
-The loop of :mod:`tutor.practice.session` without the progress store: the same
-reading (:class:`tutor.practice.terminal.Lines`: a terminal with line
+The same reading (:class:`tutor.practice.terminal.Lines`: a terminal with line
 editing, or piped text echoed after its prompt), the same Ctrl-C (at any
 moment it ends the session with its summary, whatever SIGINT's disposition
 was), the same end of input.  Nothing is recorded: the intro and the
@@ -12,58 +11,37 @@ summary say so.  The view it shows effects on is passed in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
-from ..practice.events import EndOfInput, Interrupt, read_event
+from ..practice.events import Interrupt
+from ..practice.session import Shows, drive
 from ..practice.terminal import Lines, ctrl_c_interrupts
-from . import drill as tq
+from . import drill
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ..exercise.record import Exercise
-    from .drill import Effect, Prompt, State
+    from ..practice.machine import State
     from .walk import TiledRow
 
 
-class View(Protocol):
+class View(Shows, Protocol):
     """What the session shows its effects on."""
 
-    console: Console
-
     def intro(self, row: TiledRow, chosen: bool) -> None: ...
-    def show(self, effect: Effect) -> None: ...
-    def prompt(self, p: Prompt) -> str: ...
-    def echo(self, prompt: str, line: str) -> None: ...
 
 
 def practise_tiled(ex: Exercise, row: TiledRow, *, chosen: bool, tolerance: float | None, stream: TextIO,
-                   view: View) -> State:
+                   view: View) -> State[Any]:
     """Run the session over ``row`` (of ``ex``) to its end, showing it on ``view``; returns the final state.
 
     ``chosen``: the row was named (``--query``), so the intro does not say why it was picked.
     """
-    console = view.console
+    handle = drill.handle  # looked up now (a test may stand in for it)
     with ctrl_c_interrupts():
-        state, effects = tq.start(row, tolerance)
+        state, effects = drill.start(row, tolerance)
         try:
             view.intro(row, chosen)
         except KeyboardInterrupt:
-            console.print()
-            state, effects = tq.handle(state, Interrupt())
-        lines = Lines(stream, console, view.echo)
-        while True:
-            try:
-                prompt = None
-                for effect in effects:
-                    if isinstance(effect, tq.Prompt):
-                        prompt = effect
-                    else:
-                        view.show(effect)
-                if state.done or prompt is None:
-                    return state
-                line = lines.read(view.prompt(prompt))
-                state, effects = tq.handle(state, EndOfInput() if line is None else read_event(line))
-            except KeyboardInterrupt:
-                console.print()
-                state, effects = tq.handle(state, Interrupt())
+            view.console.print()
+            state, effects = handle(state, Interrupt())
+        return drive(state, effects, view, Lines(stream, view.console, view.echo), handle)

@@ -1,8 +1,9 @@
 """Practice: what a session asks (the plan: an exercise, its steps, where it
-resumes), the drill as a pure state machine (``handle(state, event) ->
-(state, effects)``), the one line reader every drill uses with Ctrl-C at any
-moment, and the session loop that feeds the machine, records each answer and
-shows the effects on a view it is given.
+resumes), the drill as one pure state machine (``handle(state, event) ->
+(state, effects)``) parameterised by what it asks (a worked solution's steps
+here, the online softmax's quantities in ``flash``), the one line reader every
+drill uses with Ctrl-C at any moment, and the session loop that feeds the
+machine, records each answer and shows the effects on a view it is given.
 
 The caller reads a line, turns it into an event with :func:`read_event` (or
 sends :class:`EndOfInput` / :class:`Interrupt`), calls :func:`handle`, and
@@ -12,12 +13,14 @@ answer is saved before the learner reads the verdict), everything else to the
 renderer, and the last :class:`Prompt` says what to ask next.
 
 * :mod:`.events` -- what the learner does (:class:`Answer`, :class:`Command`, …);
-* :mod:`.effects` -- what the caller is asked to do (:class:`Present`,
-  :class:`Wrong`, :class:`Summary`, … and the shared :class:`~tutor.store.attempt.Attempt`);
-* :mod:`.machine` -- the session's :class:`State` and its transitions
-  (:func:`start`, :func:`handle`);
-* :mod:`.grading` -- how an entry of a step is judged: the cells a mask
-  fixes exactly (:func:`blocked_cells`), mistakes that give the same numbers.
+* :mod:`.effects` -- what the caller is asked to do (:class:`Wrong`,
+  :class:`Summary`, … and the shared :class:`~tutor.store.attempt.Attempt`);
+* :mod:`.machine` -- the one state machine of every drill that asks for typed
+  values: its :class:`State`, its transitions (:func:`handle`) and what a client
+  supplies (:class:`Drill`: what is asked);
+* :mod:`.worked` -- its client for the steps of a worked solution
+  (:func:`start`, :class:`Present`); :mod:`tutor.flash.drill` is the other;
+* :mod:`.grading` -- how a typed answer is judged, entry by entry, by the one rule.
 
 >>> from tutor.exercise.catalog import resolve; from tutor.steps import solve
 >>> state, effects = start(solve(resolve("single-head-3x4")), steps=("q",))
@@ -39,7 +42,7 @@ from .effects import (
     Hint,
     Invalid,
     Mode,
-    Present,
+    Opening,
     Prompt,
     Result,
     Reveal,
@@ -51,7 +54,8 @@ from .effects import (
 )
 from .events import COMMANDS, Answer, Command, EndOfInput, Event, Interrupt, read_event
 from .grading import Graded, grade
-from .machine import Settings, State, handle, inputs_for, result_name, select, start
+from .machine import Drill, Settings, State, begin, handle
+from .worked import Present, Worked, inputs_for, result_name, select, start
 
 __all__ = [
     "COMMANDS",
@@ -62,6 +66,7 @@ __all__ = [
     "Coarse",
     "Command",
     "Correct",
+    "Drill",
     "Effect",
     "EndOfInput",
     "Event",
@@ -71,6 +76,7 @@ __all__ = [
     "Interrupt",
     "Invalid",
     "Mode",
+    "Opening",
     "Outcome",
     "Present",
     "Prompt",
@@ -82,7 +88,9 @@ __all__ = [
     "Skipped",
     "State",
     "Summary",
+    "Worked",
     "Wrong",
+    "begin",
     "blocked_cells",
     "grade",
     "handle",

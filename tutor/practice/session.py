@@ -1,4 +1,4 @@
-"""A practice session: read a line, feed the quiz, carry out its effects, record every answer.
+"""A practice session: read a line, feed the machine, carry out its effects, record every answer.
 
 The library below ``attn-tutor practice``; the command in
 :mod:`tutor.cli.practice` parses options, plans the session
@@ -9,7 +9,9 @@ on (:class:`tutor.render.quiz.QuizRenderer`), the open
 :class:`tutor.store.Store`, and a ``report`` callable for the one error that
 must reach stderr while another error ends the session.  The state machine
 itself is the pure :mod:`tutor.practice.machine`; lines are read by
-:class:`tutor.practice.terminal.Lines`; this module is the loop around them.
+:class:`tutor.practice.terminal.Lines`; this module is the loop around them
+(:func:`drive`: every client of the machine is run by it; ``practice --tiled``,
+:mod:`tutor.flash.session`, with no store).
 
 A session reads one line at a time (a terminal, with line editing, or any
 piped text: one answer per line), turns it into an event, and carries out the
@@ -37,11 +39,15 @@ summary, which marks each answer not saved.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from ..base.errors import StoreError
 from ..base.messages import plural
+from ..store.attempt import Attempt
 from ..store.recorder import why_unsaved
+from .effects import Prompt, Summary
+from .events import EndOfInput, Event, Interrupt, read_event
 from .terminal import Lines, ctrl_c_interrupts, deferred_interrupt
 
 if TYPE_CHECKING:
@@ -49,30 +55,38 @@ if TYPE_CHECKING:
 
     from ..exercise.record import Exercise
     from ..store import Recorder, Store
-    from ..store.attempt import Attempt
-    from .effects import Effect, Prompt
+    from .effects import Effect
     from .machine import Settings, State
     from .plan import Plan
 
+#: The machine's transition, as a loop calls it (:func:`tutor.practice.handle`, looked up when the session starts).
+Handle = Callable[["State[Any]", Event], "tuple[State[Any], list[Effect]]"]
 
-class View(Protocol):
-    """What a session shows its effects on (:class:`tutor.render.quiz.QuizRenderer` is one)."""
+
+class Shows(Protocol):
+    """What a loop shows a drill's effects on."""
 
     console: Console
+
+    def show(self, effect: Effect) -> None: ...
+    def prompt(self, p: Prompt[Any]) -> str: ...
+    def echo(self, prompt: str, line: str) -> None: ...
+
+
+class View(Shows, Protocol):
+    """What a practice session shows its effects on (:class:`tutor.render.quiz.QuizRenderer` is one)."""
+
     notes: dict
     unsaved: Sequence[Attempt]
 
     def intro(self, ex: Exercise, total: int, settings: Settings, opening: Sequence[str] = ()) -> None: ...
-    def show(self, effect: Effect) -> None: ...
-    def prompt(self, p: Prompt) -> str: ...
-    def echo(self, prompt: str, line: str) -> None: ...
     def line(self, text: str, style: str = "", indent: int = 0) -> None: ...
     def unsaved_warning(self, reason: str, lost: bool = False) -> None: ...
 
 
 def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, view: View,
-             report: Callable[[str], None]) -> State:
-    """Run the practice session ``plan`` (:mod:`tutor.practice.plan`) to its end; returns the final quiz state.
+             report: Callable[[str], None]) -> State[Any]:
+    """Run the practice session ``plan`` (:mod:`tutor.practice.plan`) to its end; returns the final state.
 
     The session and each answer are recorded in ``store`` (open, left open),
     under ``plan``'s selection (so that an interrupted session can be
@@ -84,8 +98,8 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, vi
     """
     from ..mistakes.invisible import notes
     from ..store import Recorder
-    from .events import Interrupt
-    from .machine import handle, select, start
+    from . import handle  # the package's, looked up now (a test may stand in for it)
+    from .worked import select, start
 
     sol = plan.sol
     total = len(select(sol, plan.steps, plan.head)) - plan.begin_at
@@ -105,7 +119,8 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, vi
             state, effects = handle(state, Interrupt())
         finished = False
         try:
-            state = drive(state, effects, renderer, recorder, Lines(stream, console, renderer.echo))  # flushes at the summary
+            keeper = Keeper(recorder, renderer)
+            state = drive(state, effects, renderer, Lines(stream, console, renderer.echo), handle, keeper)
             finished = True
         finally:
             with deferred_interrupt():
@@ -122,24 +137,57 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, vi
     return state
 
 
-def _complete(state: State) -> bool:
+def _complete(state: State[Any]) -> bool:
     """Whether every step of a finished session was given or finished (right, shown, skipped)."""
     return state.done and all(r.outcome is not None for r in state.results)
 
 
-def drive(state: State, effects: Sequence[Effect], renderer: View, recorder: Recorder, lines: Lines) -> State:
-    """Run a session to its end: carry out ``effects``, read the next line, repeat.
+@dataclass
+class Keeper:
+    """Where a recording session's answers go: ``recorder``, and the ``view`` its warnings are said on."""
+
+    recorder: Recorder
+    view: View
+
+    def save(self, waiting: list[Effect]) -> None:
+        """Save the answer first in ``waiting``, taken off the list together; a warning when it waits."""
+        with deferred_interrupt():
+            attempt = waiting.pop(0)
+            assert isinstance(attempt, Attempt)
+            saved = self.recorder.add(attempt)
+        self._notice()
+        if not saved:
+            self.view.unsaved_warning(why_unsaved(self.recorder), lost=self.recorder.lost)
+
+    def summary(self) -> None:
+        """Before the summary: the last chance to save what is still waiting; the view learns what is not."""
+        with deferred_interrupt():
+            self.recorder.flush()
+        self._notice()
+        self.view.unsaved = tuple(self.recorder.pending)
+
+    def interrupted(self, waiting: Sequence[Effect]) -> None:
+        """Ctrl-C: the answers graded before it, not saved yet, saved like the others."""
+        for effect in waiting:
+            if isinstance(effect, Attempt):
+                with deferred_interrupt():
+                    self.recorder.add(effect)
+
+    def _notice(self) -> None:
+        if self.recorder.notice is not None:  # the file was deleted or replaced: say where the answers are
+            self.view.line(self.recorder.notice, "bold yellow")
+            self.recorder.notice = None
+
+
+def drive(state: State[Any], effects: Sequence[Effect], view: Shows, lines: Lines, handle: Handle,
+          keeper: Keeper | None = None) -> State[Any]:
+    """Run a session to its end: carry out ``effects``, read the next line, ``handle`` it, repeat.
 
     Lines come from ``lines`` (:class:`~tutor.practice.terminal.Lines`).  Every
-    answer (an :class:`~tutor.store.attempt.Attempt` effect) goes to ``recorder``;
-    one it cannot write yet gets a warning and stays in it.  Returns the final state.
+    answer (an :class:`~tutor.store.attempt.Attempt` effect, made only by a client
+    that records) goes to ``keeper``.  Ctrl-C at any moment ends the session with
+    its summary.  Returns the final state.
     """
-    from ..store.attempt import Attempt
-    from .effects import Prompt, Summary
-    from .events import EndOfInput, Event, Interrupt, read_event
-    from .machine import handle
-
-    out = lines.console
     while True:
         waiting = list(effects)  # the effects not carried out yet: on Ctrl-C, the answers among them are saved
         try:
@@ -147,36 +195,22 @@ def drive(state: State, effects: Sequence[Effect], renderer: View, recorder: Rec
             while waiting:
                 effect = waiting[0]
                 if isinstance(effect, Attempt):
-                    with deferred_interrupt():  # saved and taken off the list together
-                        waiting.pop(0)
-                        saved = recorder.add(effect)
-                    if recorder.notice is not None:  # the file was deleted or replaced: say where the answers are
-                        renderer.line(recorder.notice, "bold yellow")
-                        recorder.notice = None
-                    if not saved:
-                        renderer.unsaved_warning(why_unsaved(recorder), lost=recorder.lost)
+                    assert keeper is not None  # a client that records is run with a keeper
+                    keeper.save(waiting)
                     continue
                 waiting.pop(0)
                 if isinstance(effect, Prompt):
                     prompt = effect
                 else:
-                    if isinstance(effect, Summary):  # the last chance to save what is still waiting
-                        with deferred_interrupt():
-                            recorder.flush()
-                        if recorder.notice is not None:
-                            renderer.line(recorder.notice, "bold yellow")
-                            recorder.notice = None
-                        renderer.unsaved = tuple(recorder.pending)
-                    renderer.show(effect)
+                    if isinstance(effect, Summary) and keeper is not None:
+                        keeper.summary()
+                    view.show(effect)
             if state.done or prompt is None:
                 return state
-            line = lines.read(renderer.prompt(prompt))
-            event: Event = EndOfInput() if line is None else read_event(line)
-            state, effects = handle(state, event)  # grading: Ctrl-C here drops the answer being graded
-        except KeyboardInterrupt:
-            out.print()
-            for effect in waiting:  # answered (graded) before the Ctrl-C: saved like the others
-                if isinstance(effect, Attempt):
-                    with deferred_interrupt():
-                        recorder.add(effect)
+            line = lines.read(view.prompt(prompt))
+            state, effects = handle(state, EndOfInput() if line is None else read_event(line))  # Ctrl-C here
+        except KeyboardInterrupt:  # drops the answer being graded
+            lines.console.print()
+            if keeper is not None:
+                keeper.interrupted(waiting)
             state, effects = handle(state, Interrupt())

@@ -2,6 +2,9 @@
 (rich), as Markdown, JSON, HTML and SVG; the practice drill's and the
 drills' views; check reports, stats and the exercise list.  Renderers take
 a console (or return text); they compute nothing.
+
+What a worked solution shows, and in what order, is decided once (:mod:`.outline`); the terminal
+and HTML (:mod:`.rich`, :mod:`.html`), Markdown (:mod:`.markdown`) and JSON (:mod:`.json`) render it.
 """
 
 #: The narrowest width any console is laid out at (``COLUMNS=0`` or a tiny terminal is

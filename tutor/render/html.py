@@ -16,7 +16,7 @@ import re
 
 from rich.console import Console
 
-from ..steps import Solution, Step, Worked
+from ..steps import Solution, Step
 from .console import make_console
 from .rich import RichRenderer
 
@@ -43,24 +43,17 @@ BLANK_WIDTH = 8  # characters of writing space per cell of a worksheet
 
 
 class BlankRichRenderer(RichRenderer):
-    """The rich layout with every step's result left empty: a worksheet."""
+    """The rich layout with every step's result left empty: a worksheet.  Its outline
+    (:func:`tutor.render.outline.outline` with ``blank``) has no arithmetic (it is what the learner
+    writes), no notes ("K·Qᵀ = Q·Kᵀ here" would give part of the answer away) and no heatmap (the
+    shades would show the answer)."""
+
+    blank = True
 
     def step_cells(self, step: Step) -> tuple[list[list[str]], list[tuple[str, list[tuple[str, str]]]]]:
         """Empty cells, wide enough to write in; nothing listed below the table."""
         rows, cols = step.shape
         return [[" " * BLANK_WIDTH] * cols for _ in range(rows)], []
-
-    def heatmap(self, step: Step) -> None:
-        """No heatmap on a worksheet."""
-        return  # the shades would show the answer
-
-    def worked(self, sol: Solution, step: Step) -> tuple[Worked, ...]:
-        """No arithmetic on a worksheet: it is what the learner writes."""
-        return ()
-
-    def notes_for(self, sol: Solution) -> dict[tuple[str, int | None], list[str]]:
-        """No notes on a worksheet: "K·Qᵀ = Q·Kᵀ here" would give part of the answer away."""
-        return {}
 
 
 def renderer(console: Console, precision: int = 4, blank: bool = False, *, brief: bool = False) -> RichRenderer:

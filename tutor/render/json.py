@@ -9,7 +9,8 @@ lists the keys of the misconceptions (:data:`tutor.mistakes.diagnose.MISCONCEPTI
 that give exactly the step's right value on this exercise, so that no answer
 can reveal them there.  ``production`` is the batched layer's shape trace,
 ``notes`` the sentences on its configuration, ``production_masks`` the
-exercise's masks as PyTorch takes them (:func:`production_masks`).
+exercise's masks as PyTorch takes them (:func:`mask_dict`).  The steps are the
+flat list of :func:`tutor.render.outline.outline`.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import math
 from typing import Any
 
 from ..base.jsontext import compact
-from ..base.messages import t
 from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
-from ..steps import KINDS, Solution, Step
+from ..steps import Solution
+from .outline import MaskItem, StepItem, outline
 
 
 def _m(m: Matrix | None) -> list[list[str]] | None:
@@ -81,33 +82,33 @@ def _v2_dict(ex: Exercise) -> dict[str, Any]:
     return out
 
 
-def step_dict(step: Step, ex: Exercise, indistinguishable: tuple[str, ...] = ()) -> dict[str, Any]:
+def step_dict(item: StepItem) -> dict[str, Any]:
     """One step as JSON, with ``why`` (the sentences a reader gets beside it: its kind's ``why``) and
     ``indistinguishable`` (the misconception keys that give exactly its right value:
     :func:`tutor.mistakes.invisible.by_step`).  A K or V step shared by grouped query heads (format v2) has
     ``head`` null and gives ``kv_head`` and ``shared_by``."""
+    step = item.step
     kv = {} if step.kv_head is None else {"kv_head": step.kv_head, "shared_by": list(step.shared)}
     return {
         "id": step.id,
         "head": None if step.kv_head is not None else step.head,  # a shared K/V step belongs to its K/V head
         **kv,
-        "title": KINDS[step.id].title,
+        "title": item.title,
         "formula": step.formula,
         "shape": list(step.shape),
         "annotation": step.annotation(),
         "exact": [[str(e) for e in row] for row in step.exact],
         "value": [[None if math.isinf(v) else v for v in row] for row in step.value],
-        "why": KINDS[step.id].why(step, ex),
-        "indistinguishable": list(indistinguishable),
+        "why": list(item.why),
+        "indistinguishable": list(item.keys),
     }
 
 
-def production_masks(ex: Exercise) -> list[dict[str, Any]]:
-    """The exercise's masks as PyTorch takes them: ``api``, ``argument``, ``value``, ``code``, ``meaning``."""
-    from ..production.masks import pytorch_masks
-
-    return [{"api": m.api_name, "argument": m.argument, "value": _nested(m.value), "code": m.code(),
-             "meaning": t(f"explain.production.mask.{m.kind}")} for m in pytorch_masks(ex)]
+def mask_dict(item: MaskItem) -> dict[str, Any]:
+    """One mask as PyTorch takes it: ``api``, ``argument``, ``value``, ``code``, ``meaning``."""
+    m = item.mask
+    return {"api": m.api_name, "argument": m.argument, "value": _nested(m.value), "code": m.code(),
+            "meaning": item.meaning}
 
 
 def _nested(value: bool | str | tuple) -> bool | str | list:
@@ -115,23 +116,15 @@ def _nested(value: bool | str | tuple) -> bool | str | list:
 
 
 def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
-    """The document: ``exercise``, ``steps`` (each with its ``why`` sentences and the mistakes that
-    cannot show there), ``production`` (the batched forward pass, each step with its ``note`` and the
-    note's catalogue ``key``), ``notes`` (on the configuration: causal alignment) and
-    ``production_masks`` (the masks as PyTorch takes them)."""
-    from ..mistakes.invisible import by_step
-    from ..production.view import production_view
-
-    ex = sol.exercise
-    hidden = by_step(sol)
-    # grouped K/V heads: K and V once per K/V head, where its first query head computed them
-    steps = [s for s in sol.steps if s.kv_head is None or s.head == s.shared[0]]
-    steps = [s for s in steps if head is None or s.head in (head, None) or s.kv_head is not None and head in s.shared]
-    trace, notes = production_view(ex)
+    """The document: ``exercise``, ``steps`` (the outline's flat list, :attr:`tutor.render.outline.Outline.steps`:
+    each step with its ``why`` sentences and the mistakes that cannot show there), ``production`` (the
+    batched forward pass, each step with its ``note`` and the note's catalogue ``key``), ``notes`` (on the
+    configuration: causal alignment) and ``production_masks`` (the masks as PyTorch takes them)."""
+    o = outline(sol, head=head, brief=True, keys=True)  # no arithmetic; the mistakes as keys
     production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note, "key": p.key}
-                  for p in trace]
-    return {"exercise": exercise_dict(ex), "steps": [step_dict(s, ex, hidden.get(s.key, ())) for s in steps],
-            "production": production, "notes": list(notes), "production_masks": production_masks(ex)}
+                  for p in o.production]
+    return {"exercise": exercise_dict(o.exercise), "steps": [step_dict(item) for item in o.steps],
+            "production": production, "notes": list(o.production_notes), "production_masks": [mask_dict(m) for m in o.masks]}
 
 
 def dumps(sol: Solution, head: int | None = None) -> str:

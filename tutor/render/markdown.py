@@ -25,8 +25,8 @@ from ..base.decimals import tex
 from ..base.messages import t
 from ..exact.numbers import Exact, Mix, MixSum, NegInf, Rat, Surd
 from ..exercise.record import Exercise, Matrix
-from ..steps import KINDS, Operand, Solution, Step, Worked, hand_sized
-from .text import reflow, why
+from ..steps import KINDS, Operand, Solution, Step, Worked
+from .outline import Flow, Header, Named, Outline, Rule, StepItem, outline
 
 if TYPE_CHECKING:
     import sympy
@@ -212,7 +212,6 @@ class MarkdownRenderer:
         self.places = precision
         self.blank = blank
         self.brief = brief
-        self.notes: dict[tuple[str, int | None], list[str]] = {}
         self.latex = _Latex()
         self.lines: list[str] = []
 
@@ -228,9 +227,9 @@ class MarkdownRenderer:
         """An input matrix (exact rationals) as a ``bmatrix``."""
         return bmatrix([[_fraction_latex(self.latex, v) for v in row] for row in m])
 
-    def inputs(self, named: Sequence[tuple[str, Matrix]]) -> None:
+    def inputs(self, named: Sequence[Named]) -> None:
         """Named input matrices side by side in one block: ``X = [...], W_Q = [...]``."""
-        self.block(r",\quad ".join(f"{tex_name(name)} = {self.input_matrix(m)}" for name, m in named))
+        self.block(r",\quad ".join(f"{tex_name(n.name)} = {self.input_matrix(n.matrix)}" for n in named))
 
     def values(self, step: Step) -> tuple[str, bool]:
         """``name = [exact] ≈ [decimals]`` (``[blank]`` on a worksheet), and whether only decimals are shown."""
@@ -256,113 +255,74 @@ class MarkdownRenderer:
             self.add(*(f"  - {_escape(line)}" for line in piece.lines[1:]))
         self.add("")
 
-    def step(self, number: int, step: Step, ex: Exercise, sol: Solution | None = None) -> None:
-        """One step: its title, formula, shape annotation, values (or blanks), its arithmetic
-        (a hand-sized exercise, not ``brief``, not blank) and why it is there."""
-        self.add(f"### {number}. {KINDS[step.id].title}", "")
+    def step(self, item: StepItem, ex: Exercise) -> None:
+        """One step: its title, formula, shape annotation, values (or blanks), its arithmetic, why it is
+        there and the notes on what it cannot catch (as the outline has them)."""
+        step = item.step
+        self.add(f"### {item.number}. {item.title}", "")
         self.add(f"${formula(step, ex)}$", "", f"${annotation(step)}$", "")
-        if KINDS[step.id].axes_note:
-            self.add(_escape(t("handout.scores_axes", rows=", ".join(step.row_labels), cols=", ".join(step.col_labels))), "")
+        if item.axes is not None:
+            self.add(_escape(item.axes), "")
         tex, decimals_only = self.values(step)
         self.block(tex)
         if decimals_only:
             self.add(_escape(t("handout.decimals_only", id=ex.id)), "")
-        if sol is not None and not (self.blank or self.brief) and hand_sized(ex):
-            self.arithmetic(KINDS[step.id].arithmetic(sol, step, self.places))
-        for sentence in why(step, ex):
+        self.arithmetic(item.worked)
+        for sentence in item.why:
             self.add(f"> {_escape(sentence)}", "")
-        for sentence in self.notes.get(step.key, ()):
+        for sentence in item.notes:
             self.add(f"> **{_escape(t('explain.note.label'))}** {_escape(sentence)}", "")
 
-    def header(self, sol: Solution) -> None:
+    def header(self, h: Header) -> None:
         """Title, id, description, sizes, mask, and the input sequence(s)."""
-        ex = sol.exercise
-        h0 = ex.heads[0]
-        self.add(f"# {_escape(ex.title)}", "")
-        self.add(f"*{_escape(t('explain.exercise', id=ex.id))}*", "")
+        self.add(f"# {_escape(h.title)}", "")
+        self.add(f"*{_escape(t('explain.exercise', id=h.id))}*", "")
         if self.blank:
-            self.add(_escape(t("handout.worksheet", id=ex.id)), "")
-        if ex.description:
-            self.add(_markdown(reflow(ex.description)), "")
-        self.add(_escape(t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads,
-                           d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out)), "")
-        if ex.mask_kind == "causal":
-            self.add(_escape(t("explain.mask.causal")), "")
-        elif ex.mask_kind == "matrix":
-            self.add(_escape(t("explain.mask.matrix")), "")
-            self.block("M = " + bmatrix([[r"\text{T}" if v else r"\text{F}" for v in row] for row in ex.mask or ()]))
-        if ex.key_padding is not None:
-            pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
-            self.add(_escape(t("explain.mask.padding", keys=", ".join(pads) or "-")), "")
-        from .v2 import header_lines
-
-        for line in header_lines(ex):  # format v2: alignment, grouped K/V heads, the cache, the bias
+            self.add(_escape(t("handout.worksheet", id=h.id)), "")
+        if h.description is not None:
+            self.add(_markdown(h.description), "")
+        self.add(_escape(h.sizes), "")
+        if h.mask is not None:
+            self.add(_escape(h.mask), "")
+        if h.mask_matrix is not None:
+            self.block("M = " + bmatrix([[r"\text{T}" if v else r"\text{F}" for v in row] for row in h.mask_matrix]))
+        if h.padding is not None:
+            self.add(_escape(h.padding), "")
+        for line in h.v2:  # format v2: alignment, grouped K/V heads, the cache, the bias
             self.add(_escape(line), "")
-        named: list[tuple[str, Matrix]] = [("X", ex.x)]
-        if ex.x_kv is not None:
-            named.append(("X_kv", ex.x_kv))
-        self.inputs(named)
-        self.add(_escape(t("handout.rows", name="X", labels=", ".join(ex.query_labels))), "")
-        if ex.x_kv is not None:
-            self.add(_escape(t("handout.rows", name="X_kv", labels=", ".join(ex.key_labels))), "")
-
-    def weights_of(self, ex: Exercise, h: int) -> None:
-        """Head ``h``'s weights and biases."""
-        head = ex.heads[h]
-        named = [(n, m) for n, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
-        named += [(n, (b,)) for n, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v)) if b is not None]
-        self.inputs(named)
+        self.inputs(h.inputs)
+        for n in h.inputs:
+            self.add(_escape(t("handout.rows", name=n.name, labels=", ".join(n.rows))), "")
 
     def solution(self, sol: Solution, head: int | None = None) -> str:
         """The whole handout (only ``head`` when given; the layer steps are always kept), with the
         core mistakes this exercise cannot catch noted where they are made (not on a worksheet)."""
-        ex, full = sol.exercise, sol
-        back = [s for s in sol.steps if KINDS[s.id].backward and (head is None or s.head in (None, head))
-                and (head is not None or s.kv_head is None or s.head == s.shared[0])]  # a group's K/V gradient once
-        sol = Solution(ex, tuple(s for s in sol.steps if not KINDS[s.id].backward))  # the forward pass first
-        if not self.blank:
-            from ..mistakes.invisible import notes
+        return self.render(outline(sol, head=head, precision=self.places, brief=self.brief, blank=self.blank))
 
-            self.notes = notes(sol)
-        self.header(sol)
-        number = 0
-        for h in (range(ex.num_heads) if head is None else [head]):
-            self.add(f"## {t('explain.head', head=h + 1)}", "")  # heads counted from 1 where a learner reads them
-            self.weights_of(ex, h)
-            for step in sol.for_head(h):
-                number += 1
-                self.step(number, step, ex, sol)
-        if sol.layer_steps:
-            self.add(f"## {t('explain.layer')}", "")
-            if ex.w_o is not None:
-                named: list[tuple[str, Matrix]] = [("W_O", ex.w_o)]
-                if ex.b_o is not None:
-                    named.append(("b_O", (ex.b_o,)))
-                self.inputs(named)
-            for step in sol.layer_steps:
-                number += 1
-                self.step(number, step, ex, sol)
-        if back:  # --backward: the gradients in the order they are computed, output to input
-            self.add(f"## {_escape(t('explain.backward'))}", "")
-            shown: tuple[int | None, int | None] = (None, None)
-            for step in back:
-                if ex.num_heads > 1 and (step.head, step.kv_head) != shown:  # a heading where the steps change head
-                    shown = (step.head, step.kv_head)
-                    if step.kv_head is not None:
-                        title = t("explain.kv_head", kv=step.kv_head + 1, heads=", ".join(str(h + 1) for h in step.shared))
-                    else:
-                        title = t("explain.head", head=step.head + 1) if step.head is not None else t("explain.layer")
-                    self.add(f"**{_escape(title)}**", "")
-                number += 1
-                self.step(number, step, ex, full)
-        self.add(f"## {t('explain.flow')}", "")
-        for step in sol.for_head(0):
-            self.add(f"- ${annotation(step)}$")
-        if ex.num_heads > 1:
-            self.add(f"- {_escape(t('explain.flow.each_head', heads=ex.num_heads))}")
-        for step in sol.layer_steps:
-            self.add(f"- ${annotation(step)}$")
+    def render(self, o: Outline) -> str:
+        """The handout of outline ``o``: the header, each part under its heading, the dimension flow."""
+        self.header(o.header)
+        for part in o.parts:
+            self.add(f"## {_escape(part.title)}", "")  # heads counted from 1 where a learner reads them
+            if part.inputs:
+                self.inputs(part.inputs)
+            for entry in part.entries:
+                if isinstance(entry, Rule):  # the backward pass moves on to another head
+                    self.add(f"**{_escape(entry.title)}**", "")
+                else:
+                    self.step(entry, o.exercise)
+        self.flow(o.flow)
         return "\n".join(self.lines).rstrip("\n") + "\n"
+
+    def flow(self, f: Flow) -> None:
+        """The shape annotations of the first head's steps (under ``--head`` too) and of the layer's."""
+        self.add(f"## {t('explain.flow')}", "")
+        for step in f.first:
+            self.add(f"- ${annotation(step)}$")
+        if f.heads > 1:
+            self.add(f"- {_escape(t('explain.flow.each_head', heads=f.heads))}")
+        for step in f.layer:
+            self.add(f"- ${annotation(step)}$")
 
 
 def render_markdown(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,

@@ -27,6 +27,7 @@ from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pack, pretty
 
 if TYPE_CHECKING:
+    from ..mistakes.diagnose import Diagnosis
     from ..store.attempt import Attempt
 
 PLACES = 4
@@ -127,7 +128,7 @@ class QuizRenderer:
         """The step's result, named for a learner: ``Q``, ``Q (head 1)``, ``head_1``, ``output``."""
         return quiz.result_name(step) + self.head_suffix(step, multi_head)
 
-    def prompt(self, p: quiz.Prompt) -> str:
+    def prompt(self, p: quiz.Prompt[Step]) -> str:
         """The text before the cursor: ``Q> ``, ``Q row 2> ``, ``Q[t1, d2]> ``, ``Q (head 1)> ``."""
         name, head = quiz.result_name(p.step), self.head_suffix(p.step, p.multi_head)
         if p.cell is not None:
@@ -174,13 +175,13 @@ class QuizRenderer:
     def on_rowbyrow(self, e: quiz.RowByRow) -> None:
         self.line(t("practice.rows", rows=e.rows), "dim")
 
-    def on_correct(self, e: quiz.Correct) -> None:
+    def on_correct(self, e: quiz.Correct[Step]) -> None:
         key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
         self.line(f"{self.right_mark} " + t(key, attempt=e.attempt), "bold green")
         for sentence in self.notes.get(e.step.key, ()):  # a right answer here cannot rule these mistakes out
             self.line(t("explain.note", note=sentence), "yellow", indent=2)
 
-    def on_wrong(self, e: quiz.Wrong) -> None:
+    def on_wrong(self, e: quiz.Wrong[Step]) -> None:
         step = e.step
         rows, cols = len(e.answer), len(e.answer[0])
         if e.wrong is None:
@@ -206,19 +207,23 @@ class QuizRenderer:
                         example=rounded(step.value[i][j], MIN_PLACES)))
         if e.blocked:
             self.line(t("practice.blocked", cells=self.where(step, e.blocked)))
-        shown = e.shown
+        if not self.diagnoses(e.shown) and e.wrong is not None and not e.inexact and not e.blocked \
+                and set(e.truncated) != set(e.wrong):
+            self.line(t("practice.no_diagnosis"))
+        if e.retry:
+            self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
+        else:
+            self.line(t("practice.retry"), "dim")
+
+    def diagnoses(self, shown: Sequence[Diagnosis]) -> bool:
+        """The mistakes that explain a wrong answer (several: those it cannot tell apart); whether there are any."""
         if len(shown) == 1:
             self.line(t("practice.diagnosis", message=shown[0].message), "bold")
         elif shown:
             self.line(t(f"practice.diagnosis.alike.{len(shown)}"), "bold")
             for d in shown:
                 self.bullet(d.message)
-        elif e.wrong is not None and not e.inexact and not e.blocked and set(e.truncated) != set(e.wrong):
-            self.line(t("practice.no_diagnosis"))
-        if e.retry:
-            self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
-        else:
-            self.line(t("practice.retry"), "dim")
+        return bool(shown)
 
     def where(self, step: Step, cells: Sequence[quiz.Cell], limit: int = 0) -> str:
         """Cells named by their labels, ``(t1, t1), (t2, t3)``; ``every entry`` for all of the step's;
@@ -241,7 +246,7 @@ class QuizRenderer:
         self.line(t(key, cells=self.where(step, cells, limit=4), value=trimmed(step.value[i][j], places + 3), places=places,
                     rounded=rounded(step.value[i][j], places), written=written.text))
 
-    def on_coarse(self, e: quiz.Coarse) -> None:
+    def on_coarse(self, e: quiz.Coarse[Step]) -> None:
         step = e.step
         i, j = e.cells[0]
         example = rounded(step.value[i][j], MIN_PLACES)
@@ -256,7 +261,7 @@ class QuizRenderer:
         or, when ``lost`` (the file turned out to be damaged), not saved at all."""
         self.line(t("practice.unsaved.lost" if lost else "practice.unsaved", reason=reason), "bold yellow")
 
-    def on_hint(self, h: quiz.Hint) -> None:
+    def on_hint(self, h: quiz.Hint[Step]) -> None:
         step = h.step
         if h.level == 1:
             self.line(t("practice.hint.1", formula=h.formula), "bold")
@@ -268,13 +273,13 @@ class QuizRenderer:
         else:
             self.line(t("practice.hint.none"))
 
-    def on_shapeinfo(self, s: quiz.ShapeInfo) -> None:
+    def on_shapeinfo(self, s: quiz.ShapeInfo[Step]) -> None:
         step = s.step
         self.line(t("practice.shape", name=quiz.result_name(step), shape=_shape(step.shape),
                     rows=step.shape[0], cols=step.shape[1]))
         self.line(step.annotation(), indent=3)
 
-    def on_reveal(self, r: quiz.Reveal) -> None:
+    def on_reveal(self, r: quiz.Reveal[Step]) -> None:
         step = r.step
         self.line(t("practice.reveal", name=quiz.result_name(step), shape=_shape(step.shape)), "bold")
         cells, listed = self.r.step_cells(step)
@@ -291,7 +296,7 @@ class QuizRenderer:
                 self.console.print(Padding(Text(packed), (0, 0, 0, 3), expand=False))
                 self.line(exact, indent=5)
 
-    def on_skipped(self, s: quiz.Skipped) -> None:
+    def on_skipped(self, s: quiz.Skipped[Step]) -> None:
         self.line(t("practice.skipped"), "dim")
 
     def on_help(self, h: quiz.Help) -> None:
@@ -300,52 +305,23 @@ class QuizRenderer:
         for command in quiz.COMMANDS:
             self.line(f"{command:<6} " + t(f"practice.help.{command}"), indent=2)
 
-    def on_summary(self, s: quiz.Summary) -> None:
+    def on_summary(self, s: quiz.Summary[Step]) -> None:
         results = s.results
         self.console.print()
         self.line(t(f"practice.end.{s.reason}"), "bold")
         if not results:
             return
-        right = sum(r.outcome == "correct" for r in results)
-        first = sum(r.outcome == "correct" and r.attempts == 0 for r in results)
-        asked = [r for r in results if r.outcome != "given"]
-        self.line(t("practice.summary" if len(asked) == len(results) else "practice.summary.asked", right=right,
-                    total=len(asked), first=first, shown=sum(r.outcome == "shown" for r in results),
-                    skipped=sum(r.outcome == "skipped" for r in results)))
+        self.line(t("practice.summary" if s.asked == len(results) else "practice.summary.asked",
+                    right=s.count("correct"), total=s.asked, first=s.first, shown=s.count("shown"),
+                    skipped=s.count("skipped")))
         multi = len({r.step.head for r in results if r.step.head is not None}) > 1
         width = max(len(self.tx(self.label(r.step, multi))) for r in results)
         for n, r in enumerate(results, start=1):
             tries = [a.attempt for a in self.unsaved if (a.step, a.head) == (r.step.id, r.step.head)]
             unsaved = plural("practice.status.unsaved", len(tries), tries=_runs(tries)) if tries else ""
-            self.line(f"{n:>2}. {self.tx(self.label(r.step, multi)):<{width}}  {self.status(r)}{unsaved}", indent=2)
+            self.line(f"{n:>2}. {self.tx(self.label(r.step, multi)):<{width}}  {r.status}{unsaved}", indent=2)
         if any(r.outcome not in (None, "given") for r in results) and not self.unsaved:
             self.line(t("practice.saved"), "dim")
-
-    def status(self, r: quiz.Result) -> str:
-        """How one step went, in words."""
-        return status_words(r.outcome, r.attempts, r.seen, r.hints)
-
-
-def status_words(outcome: str | None, attempts: int, seen: bool, hints: int) -> str:
-    """How one step (or ``practice --tiled`` quantity) went, in words: ``right after 1 wrong, 1 hint``."""
-    if outcome == "correct":
-        text = t("practice.status.first") if attempts == 0 else t("practice.status.retry", wrong=attempts)
-    elif outcome == "shown":
-        text = t("practice.status.shown")
-    elif outcome == "skipped":
-        text = t("practice.status.skipped")
-    elif outcome == "given":
-        text = t("practice.status.given")
-    elif attempts:
-        text = t("practice.status.left", wrong=attempts)
-    elif seen:
-        text = t("practice.status.unanswered")  # on screen when the session ended, not answered
-    else:
-        text = t("practice.status.unreached")
-    if hints:
-        text += plural("practice.status.hints", hints)
-    return text
-
 
 def rounded(value: float, places: int) -> str:
     """``value`` rounded to ``places`` decimals, as a learner writes it (``0.11``)."""

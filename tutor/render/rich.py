@@ -25,10 +25,10 @@ from ..base.ascii import asciify, is_utf
 from ..base.messages import t
 from ..base.textsafe import shown
 from ..exact.numbers import Rat, frac_text
-from ..exercise.record import Exercise, Matrix
-from ..steps import KINDS, Solution, Step, Worked, hand_sized
+from ..steps import KINDS, Solution, Step, Worked
 from ..steps.worked import PART
-from .text import decimal, is_plain, pack, pretty, reflow, why
+from .outline import Flow, Header, Named, Outline, Rule, StepItem, outline
+from .text import decimal, is_plain, pack, pretty
 
 INLINE_EXACT = 16  # longest exact text shown inside a table cell; longer ones are listed below it
 GRID_WIDTH = 60  # narrower than this, the exact entries listed below a table are stacked, not in two columns
@@ -37,17 +37,18 @@ _OPERATORS = {"=", "≈", "~", "+", "-", "−", "/", "·", "*"}  # kept with the
 
 
 class RichRenderer:
-    """Renders solutions onto one console at one precision.
+    """Renders solutions (their :class:`~tutor.render.outline.Outline`) onto one console at one precision.
 
     ``brief``: the compact view, without the arithmetic that a hand-sized
     exercise (:func:`tutor.steps.hand_sized`) shows under each step.
     """
 
+    blank = False  # a worksheet (tutor.render.html.BlankRichRenderer): the outline leaves the answers out
+
     def __init__(self, console: Console, precision: int = 4, *, brief: bool = False):
         self.console = console
         self.places = precision
         self.brief = brief
-        self.notes: dict[tuple[str, int | None], list[str]] = {}
         self.unicode = is_utf(console.encoding)
         self.box = box.ROUNDED if self.unicode else box.ASCII
 
@@ -134,13 +135,14 @@ class RichRenderer:
             self.console.print(Padding(item, (0, 0, 0, 2), expand=False))
 
     # -- pieces -------------------------------------------------------------
-    def inputs(self, named: Sequence[tuple[str, Matrix, Sequence[str]]]) -> None:
+    def inputs(self, named: Sequence[Named]) -> None:
         """Input matrices side by side where the width allows."""
         items: list[RenderableType] = []
-        for name, m, row_labels in named:
+        for n in named:
+            m = n.matrix
             cells = [[self.notation(frac_text(v)) for v in row] for row in m]
-            shape = f"[{len(m)}×{len(m[0])}]" if len(m) > 1 or name[0] != "b" else f"[{len(m[0])}]"
-            items += self.tables(cells, row_labels, [f"d{j + 1}" for j in range(len(m[0]))], title=f"{name} {shape}")
+            shape = f"[{len(m)}×{len(m[0])}]" if len(m) > 1 or n.name[0] != "b" else f"[{len(m[0])}]"
+            items += self.tables(cells, n.rows, [f"d{j + 1}" for j in range(len(m[0]))], title=f"{n.name} {shape}")
         self.console.print(Padding(Columns(items, padding=(0, 3)), (0, 0, 0, 2), expand=False))
 
     def step_cells(self, step: Step) -> tuple[list[list[str]], list[tuple[str, list[tuple[str, str]]]]]:
@@ -163,19 +165,6 @@ class RichRenderer:
                     out.append(f"{self.notation(x)}\n{d}")
             cells.append(out)
         return cells, list(listed.items())
-
-    def notes_for(self, sol: Solution) -> dict[tuple[str, int | None], list[str]]:
-        """The sentences naming the core mistakes this exercise cannot catch, by the step where each is made
-        (:func:`tutor.mistakes.invisible.notes`)."""
-        from ..mistakes.invisible import notes
-
-        return notes(sol)
-
-    def worked(self, sol: Solution, step: Step) -> tuple[Worked, ...]:
-        """The arithmetic shown under ``step``: none in the brief view or beyond a hand-sized exercise."""
-        if self.brief or not hand_sized(sol.exercise):
-            return ()
-        return KINDS[step.id].arithmetic(sol, step, self.places)
 
     def arithmetic(self, pieces: Sequence[Worked]) -> None:
         """A step worked out: each piece's label, then its lines aligned after it.
@@ -238,11 +227,13 @@ class RichRenderer:
                 out.append(chunk)
         return out
 
-    def step(self, number: int, step: Step, ex: Exercise, sol: Solution | None = None) -> None:
+    def step(self, item: StepItem) -> None:
+        """One step: its title, formula, shape annotation, table (exact entries too long for a cell listed
+        below it), arithmetic, why it is there, the notes on what it cannot catch, and its heatmap."""
+        step = item.step
         kind = KINDS[step.id]
-        title = kind.title
         self.console.print()
-        self.line(f"{number}. {title}", "bold")
+        self.line(f"{item.number}. {item.title}", "bold")
         self.line(f"   {step.formula}", "cyan")
         self.line(f"   {step.annotation()}", "magenta")
         cells, listed = self.step_cells(step)
@@ -274,14 +265,13 @@ class RichRenderer:
                     a = pack(labs[:-1] + [labs[-1] + ":"], self.console.width - 5)
                     self.console.print(Padding(Text(a, overflow="fold"), (0, 0, 0, 5), expand=False))
                     self.console.print(Padding(Text(b, overflow="fold"), (0, 0, 0, 7), expand=False))
-        if sol is not None:
-            self.arithmetic(self.worked(sol, step))
-        for sentence in why(step, ex):
+        self.arithmetic(item.worked)
+        for sentence in item.why:
             self.console.print(Padding(Text(self.tx(sentence), style="italic"), (0, 0, 0, 3), expand=False))
-        for sentence in self.notes.get(step.key, ()):
+        for sentence in item.notes:
             self.console.print(Padding(Text(self.tx(t("explain.note", note=sentence)), style="yellow"), (0, 0, 0, 3),
                                        expand=False))
-        if kind.heatmap:
+        if item.heatmap:
             self.heatmap(step)
 
     def heatmap(self, step: Step) -> None:
@@ -307,136 +297,81 @@ class RichRenderer:
                                    expand=False))
 
     # -- whole solution -----------------------------------------------------
-    def header(self, sol: Solution) -> None:
-        ex = sol.exercise
-        h0 = ex.heads[0]
-        self.rule(ex.title)
-        self.line(t("explain.exercise", id=ex.id) + (f"  ({ex.source})" if ex.source else ""), "dim")
-        if ex.description:
-            self.console.print(Padding(Text(self.tx(reflow(ex.description))), (0, 0, 0, 2), expand=False))
-        self.line(t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads,
-                    d_k=h0.d_k, d_v=h0.d_v, d_out=ex.d_out), "bold")
-        if ex.mask_kind == "causal":
-            self.line(t("explain.mask.causal"))
-            from ..production.view import notes  # causal with L ≠ L_k, or on cross-attention: said where the mask is
-
-            for note in notes(ex):
-                self.console.print(Padding(Text(self.tx(note), style="italic"), (0, 0, 0, 2), expand=False))
-        elif ex.mask_kind == "matrix":
-            self.line(t("explain.mask.matrix"))
-        if ex.key_padding is not None:
-            pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
-            self.line(t("explain.mask.padding", keys=", ".join(pads) or "-"))
-        from .v2 import header_lines
-
-        for line in header_lines(ex):  # format v2: alignment, grouped K/V heads, the cache, the bias
+    def header(self, h: Header) -> None:
+        """The title, the exercise's id and source, description, sizes, the mask and format v2's sentences, X."""
+        self.rule(h.title)
+        self.line(t("explain.exercise", id=h.id) + (f"  ({h.source})" if h.source else ""), "dim")
+        if h.description is not None:
+            self.console.print(Padding(Text(self.tx(h.description)), (0, 0, 0, 2), expand=False))
+        self.line(h.sizes, "bold")
+        if h.mask is not None:
+            self.line(h.mask)
+        for note in h.mask_notes:  # said where the mask is
+            self.console.print(Padding(Text(self.tx(note), style="italic"), (0, 0, 0, 2), expand=False))
+        if h.padding is not None:
+            self.line(h.padding)
+        for line in h.v2:  # format v2: alignment, grouped K/V heads, the cache, the bias
             self.line(line)
         self.console.print()
-        named = [("X", ex.x, ex.query_labels)]
-        if ex.x_kv is not None:
-            named.append(("X_kv", ex.x_kv, ex.key_labels))
-        self.inputs(named)
-
-    def weights_of(self, ex: Exercise, h: int) -> None:
-        head = ex.heads[h]
-        named = [(name, m, [f"r{i + 1}" for i in range(len(m))])
-                 for name, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
-        named += [(name, (b,), [""]) for name, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v)) if b is not None]
-        self.inputs(named)
+        self.inputs(h.inputs)
 
     def solution(self, sol: Solution, head: int | None = None) -> None:
-        ex = sol.exercise
-        back = [s for s in sol.steps if KINDS[s.id].backward and (head is None or s.head in (None, head))
-                and (head is not None or s.kv_head is None or s.head == s.shared[0])]  # a group's K/V gradient once
-        sol = Solution(ex, tuple(s for s in sol.steps if not KINDS[s.id].backward))  # the forward pass first
-        self.notes = self.notes_for(sol)
-        self.header(sol)
-        heads = range(ex.num_heads) if head is None else [head]
-        number = 0
-        for h in heads:
-            self.console.print()
-            self.rule(t("explain.head", head=h + 1))  # heads counted from 1 where a learner reads them
-            self.weights_of(ex, h)
-            for step in sol.for_head(h):
-                number += 1
-                self.step(number, step, ex, sol)
-        if sol.layer_steps:
-            self.console.print()
-            self.rule(t("explain.layer"))
-            if ex.w_o is not None:
-                named = [("W_O", ex.w_o, [f"r{i + 1}" for i in range(len(ex.w_o))])]
-                if ex.b_o is not None:
-                    named.append(("b_O", (ex.b_o,), [""]))
-                self.inputs(named)
-            for step in sol.layer_steps:
-                number += 1
-                self.step(number, step, ex, sol)
-        if back:  # explain --backward: the gradients in the order they are computed, output to input
-            self.console.print()
-            self.rule(t("explain.backward"))
-            shown: tuple[int | None, int | None] = (None, None)
-            for step in back:
-                if ex.num_heads > 1 and (step.head, step.kv_head) != shown:  # a rule where the steps change head
-                    shown = (step.head, step.kv_head)
-                    if step.kv_head is not None:  # a group's K/V gradients: its K/V head's, once
-                        self.rule(t("explain.kv_head", kv=step.kv_head + 1,
-                                    heads=", ".join(str(h + 1) for h in step.shared)))
-                    else:
-                        self.rule(t("explain.head", head=step.head + 1) if step.head is not None else t("explain.layer"))
-                number += 1
-                self.step(number, step, ex)
-        self.flow(sol, head, back)
+        """The worked solution of ``sol`` (only ``head``, 0-based, when given; the layer's steps are kept)."""
+        self.render(outline(sol, head=head, precision=self.places, brief=self.brief, blank=self.blank))
 
-    def flow(self, sol: Solution, head: int | None = None, back: Sequence[Step] = ()) -> None:
-        """Every step's shape annotation, for one head (the one shown, else head 0) and the layer."""
-        ex = sol.exercise
+    def render(self, o: Outline) -> None:
+        """Every part of outline ``o`` in order: the header, each head, the layer, the backward pass,
+        then the dimension flow and the production view."""
+        self.header(o.header)
+        for part in o.parts:
+            self.console.print()
+            self.rule(part.title)
+            if part.inputs:
+                self.inputs(part.inputs)
+            for entry in part.entries:
+                if isinstance(entry, Rule):  # the backward pass moves on to another head
+                    self.rule(entry.title)
+                else:
+                    self.step(entry)
+        self.flow(o.flow)
+        self.production(o)
+
+    def flow(self, f: Flow) -> None:
+        """Every step's shape annotation, for the head shown and the layer."""
         self.console.print()
         self.line(t("explain.flow"), "bold")
-        for step in sol.for_head(head or 0):
+        for step in f.steps:
             self.line(f"  {step.annotation()}")
-        if ex.num_heads > 1:
-            self.line(f"  {t('explain.flow.each_head', heads=ex.num_heads)}", "dim")
-        for step in sol.layer_steps:
+        if f.heads > 1:
+            self.line(f"  {t('explain.flow.each_head', heads=f.heads)}", "dim")
+        for step in (*f.layer, *f.backward):
             self.line(f"  {step.annotation()}")
-        for step in back:
-            if step.head in (None, head or 0):
-                self.line(f"  {step.annotation()}")
-        self.production(ex)
 
-    def production(self, ex: Exercise) -> None:
-        """The same layer as production code runs it: batched tensors, reshapes and transposes named."""
-        from ..production.view import production_view
-
-        steps, _ = production_view(ex)  # its notes are in the header, beside the mask
+    def production(self, o: Outline) -> None:
+        """The same layer as production code runs it: batched tensors, reshapes and transposes named;
+        then every mask of the exercise spelled as PyTorch takes it (its notes are in the header)."""
         self.console.print()
         self.line(t("explain.production"), "bold")
         table = Table.grid(padding=(0, 2))
         table.add_column(style="bold", overflow="fold")
         table.add_column(overflow="fold")
-        for step in steps:
+        for step in o.production:
             shape = Text(self.tx(f"{step.symbolic} = {step.concrete}"))
             shape.append("\n" + self.tx(step.note), style="dim")
             table.add_row(step.name, shape)
         self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
-        self.pytorch_masks(ex)
-
-    def pytorch_masks(self, ex: Exercise) -> None:
-        """Every mask of the exercise spelled as PyTorch takes it, with the polarity it has there."""
-        from ..production.masks import pytorch_masks
-
-        masks = pytorch_masks(ex)
-        if not masks:
+        if not o.masks:
             return
         self.console.print()
         self.line(t("explain.production.masks"), "bold")
         api = None
-        for m in masks:  # grouped by API: its name, then each argument and what it means there
+        for item in o.masks:  # grouped by API: its name, then each argument and what it means there
+            m = item.mask
             if m.api != api:
                 api = m.api
                 self.console.print(Padding(Text(m.api_name, style="bold", overflow="fold"), (0, 0, 0, 2), expand=False))
             self.console.print(Padding(Text(self.tx(m.code()), overflow="fold"), (0, 0, 0, 4), expand=False))
-            meaning = t(f"explain.production.mask.{m.kind}")
-            self.console.print(Padding(Text(self.tx(meaning), style="dim"), (0, 0, 0, 6), expand=False))
+            self.console.print(Padding(Text(self.tx(item.meaning), style="dim"), (0, 0, 0, 6), expand=False))
 
 
 def render(sol: Solution, console: Console, *, head: int | None = None, precision: int = 4, brief: bool = False) -> None:

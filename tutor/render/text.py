@@ -7,8 +7,6 @@ import re
 from ..base.decimals import pretty as pretty_decimal
 from ..base.textsafe import lines
 from ..exact.numbers import notation
-from ..exercise.record import Exercise
-from ..steps import KINDS, Step
 
 #: Answer-grammar text -> notation: ``2*exp(-sqrt(2))`` -> ``2·exp(−√2)`` (:func:`tutor.exact.numbers.notation`).
 pretty = notation
@@ -27,11 +25,6 @@ decimal = pretty_decimal
 def is_plain(exact: str) -> bool:
     """True when the exact text says all there is and no decimal is needed: an integer or ``-inf``."""
     return exact == "-inf" or exact.lstrip("-").isdigit()
-
-
-def why(step: Step, ex: Exercise) -> list[str]:
-    """The sentences that say why a step exists (and what a fully masked row gives), for every renderer."""
-    return KINDS[step.id].why(step, ex)
 
 
 def pack(items: list[str], width: int, sep: str = ", ") -> str:

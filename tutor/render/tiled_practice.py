@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from .. import practice as quiz
 from ..answers import MIN_PLACES, Entry
 from ..base.decimals import trimmed
 from ..base.messages import t
@@ -18,7 +19,7 @@ from ..exact.numbers import Exact, frac_text, notation
 from ..exercise.record import Exercise
 from ..flash import drill as tq
 from ..flash.walk import TiledRow
-from .quiz import QuizRenderer, rounded, status_words
+from .quiz import QuizRenderer, rounded
 from .text import decimal, is_plain, pretty
 
 #: The commands at the prompt, as listed by ``help`` (``practice``'s, with what they do here).
@@ -28,7 +29,7 @@ COMMANDS = (("hint", "tiled.practice.help.hint"), ("shape", "tiled.practice.help
 
 
 class TiledPracticeRenderer:
-    """Renders the effects of :mod:`tutor.flash.drill` on one console."""
+    """Renders the effects of :mod:`tutor.flash.drill` (the practice machine's, over :class:`tq.Ask`) on one console."""
 
     def __init__(self, console: Console, ex: Exercise, precision: int = 4):
         self.q = QuizRenderer(console, precision)
@@ -77,12 +78,12 @@ class TiledPracticeRenderer:
         self.line(t("practice.commands"))
         self.line(t("tiled.practice.unrecorded"), "dim")
 
-    def show(self, effect: tq.Effect) -> None:
-        """Render one effect (not :class:`tq.Prompt`, which :meth:`prompt` turns into text)."""
+    def show(self, effect: quiz.Effect) -> None:
+        """Render one effect (not :class:`quiz.Prompt`, which :meth:`prompt` turns into text)."""
         getattr(self, "on_" + type(effect).__name__.lower())(effect)
 
-    def prompt(self, p: tq.Prompt) -> str:
-        return self.q.tx(t("practice.prompt", name=self.name(p.ask), head="")) + " "
+    def prompt(self, p: quiz.Prompt[tq.Ask]) -> str:
+        return self.q.tx(t("practice.prompt", name=self.name(p.step), head="")) + " "
 
     def echo(self, prompt: str, line: str) -> None:
         self.q.echo(prompt, line)
@@ -109,10 +110,10 @@ class TiledPracticeRenderer:
             self.line(t("tiled.practice.block.carried", m=self.num(prev.m), l=self.num(prev.l), acc=self.vec(prev.acc)),
                       indent=2)
 
-    def on_invalid(self, e: tq.Invalid) -> None:
+    def on_invalid(self, e: quiz.Invalid) -> None:
         self.line(t("practice.invalid", message=e.message))
 
-    def on_correct(self, e: tq.Correct) -> None:
+    def on_correct(self, e: quiz.Correct[tq.Ask]) -> None:
         key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
         self.line(f"{self.q.right_mark} " + t(key, attempt=e.attempt), "bold green")
 
@@ -121,43 +122,34 @@ class TiledPracticeRenderer:
         items = [notation(e.text) + (f" {self.q.wrong_mark}" if i in marked else "") for i, e in enumerate(answer)]
         return "[" + ", ".join(items) + "]" if len(answer) > 1 else items[0]
 
-    def on_wrong(self, e: tq.Wrong) -> None:
-        ask, mark = e.ask, self.q.wrong_mark
+    def on_wrong(self, e: quiz.Wrong[tq.Ask]) -> None:
+        ask, mark = e.step, self.q.wrong_mark
+        answer, wrong = e.answer[0], [j for _, j in e.wrong or ()]  # one row: the entries by their column
         if ask.vector:
-            self.line(f"{mark} " + t("practice.wrong", wrong=len(e.wrong), total=len(ask.right), mark=mark), "bold red")
+            self.line(f"{mark} " + t("practice.wrong", wrong=len(wrong), total=len(ask.right), mark=mark), "bold red")
         else:
             self.line(f"{mark} " + t("tiled.practice.wrong.scalar"), "bold red")
-        self.line(t("tiled.practice.yours", name=self.name(ask), written=self.written(e.answer, e.wrong)), indent=2)
+        self.line(t("tiled.practice.yours", name=self.name(ask), written=self.written(answer, wrong)), indent=2)
         if e.truncated:
-            i = e.truncated[0]
-            v, entry = ask.right[i].value(), e.answer[i]
+            j = e.truncated[0][1]
+            v, entry = ask.right[j].value(), answer[j]
             self.line(t("tiled.practice.truncated", value=trimmed(v, (entry.places or 0) + 3), places=entry.places or 0,
                         rounded=rounded(v, entry.places or 0), written=entry.text))
-        if e.coarse and not e.diagnoses:
-            self.line(t("tiled.practice.coarse.also", places=MIN_PLACES, example=rounded(ask.right[e.coarse[0]].value(),
-                                                                                        MIN_PLACES)))
-        found = e.diagnoses[:3]
-        if len(found) == 1:
-            self.line(t("practice.diagnosis", message=found[0][1]), "bold")
-        elif found:
-            self.line(t(f"practice.diagnosis.alike.{len(found)}"), "bold")
-            for _, message in found:
-                self.q.bullet(message)
-        elif set(e.truncated) != set(e.wrong):
+        if e.coarse and not e.shown:
+            self.line(t("tiled.practice.coarse.also", places=MIN_PLACES,
+                        example=rounded(ask.right[e.coarse[0][1]].value(), MIN_PLACES)))
+        if not self.q.diagnoses(e.shown) and set(e.truncated) != set(e.wrong or ()):
             self.line(t("tiled.practice.no_diagnosis"))
         self.line(t("tiled.practice.retry"), "dim")
 
-    def on_coarse(self, e: tq.Coarse) -> None:
-        example = rounded(e.ask.right[e.cells[0]].value(), MIN_PLACES)
+    def on_coarse(self, e: quiz.Coarse[tq.Ask]) -> None:
+        example = rounded(e.step.right[e.cells[0][1]].value(), MIN_PLACES)
         self.line(t("tiled.practice.coarse", places=MIN_PLACES, example=example))
 
-    def on_hint(self, h: tq.Hint) -> None:
-        ask = h.ask
+    def on_hint(self, h: quiz.Hint[tq.Ask]) -> None:
+        ask = h.step
         if h.level == 1:
-            formula = {"m": "tiled.formula.m", "alpha": "tiled.formula.alpha", "l": "tiled.formula.l",
-                       "acc": "tiled.formula.acc", "o": "tiled.practice.formula.o",
-                       "lse": "tiled.practice.formula.lse"}[ask.name]
-            self.line(t("practice.hint.1", formula=t(formula)), "bold")
+            self.line(t("practice.hint.1", formula=h.formula), "bold")
             self.line(t(f"tiled.practice.why.{ask.name}"), indent=3)
         elif h.level == 2:
             self.line(t("tiled.practice.hint.2" if ask.block is not None else "tiled.practice.hint.2.end"), "bold")
@@ -168,37 +160,29 @@ class TiledPracticeRenderer:
         else:
             self.line(t("tiled.practice.hint.none", name=self.name(ask)))
 
-    def on_shapeinfo(self, s: tq.ShapeInfo) -> None:
-        key = "tiled.practice.shape.vector" if s.ask.vector else "tiled.practice.shape.scalar"
-        self.line(t(key, name=s.ask.name, d_v=len(s.ask.right)))
+    def on_shapeinfo(self, s: quiz.ShapeInfo[tq.Ask]) -> None:
+        key = "tiled.practice.shape.vector" if s.step.vector else "tiled.practice.shape.scalar"
+        self.line(t(key, name=s.step.name, d_v=len(s.step.right)))
 
-    def on_reveal(self, r: tq.Reveal) -> None:
-        self.line(t("tiled.practice.reveal", name=self.name(r.ask), value=self.value(r.ask)), "bold")
+    def on_reveal(self, r: quiz.Reveal[tq.Ask]) -> None:
+        self.line(t("tiled.practice.reveal", name=self.name(r.step), value=self.value(r.step)), "bold")
 
-    def on_skipped(self, s: tq.Skipped) -> None:
+    def on_skipped(self, s: quiz.Skipped[tq.Ask]) -> None:
         self.line(t("practice.skipped"), "dim")
 
-    def on_help(self, h: tq.Help) -> None:
+    def on_help(self, h: quiz.Help) -> None:
         self.line(t("tiled.practice.how", d_v=self.d_v))
         self.line(t("practice.numbers"))
         for command, key in COMMANDS:
             self.line(f"{command:<6} " + t(key), indent=2)
 
-    def on_summary(self, s: tq.Summary) -> None:
+    def on_summary(self, s: quiz.Summary[tq.Ask]) -> None:
         results = s.results
         self.console.print()
         self.line(t(f"practice.end.{s.reason}"), "bold")
-        right = sum(r.outcome == "correct" for r in results)
-        first = sum(r.outcome == "correct" and r.attempts == 0 for r in results)
-        self.line(t("tiled.practice.summary", right=right, total=len(results), first=first,
-                    shown=sum(r.outcome == "shown" for r in results),
-                    skipped=sum(r.outcome == "skipped" for r in results)))
-        width = max(len(self.q.tx(self.name(r.ask))) for r in results)
+        self.line(t("tiled.practice.summary", right=s.count("correct"), total=s.asked, first=s.first,
+                    shown=s.count("shown"), skipped=s.count("skipped")))
+        width = max(len(self.q.tx(self.name(r.step))) for r in results)
         for n, r in enumerate(results, start=1):
-            self.line(f"{n:>2}. {self.q.tx(self.name(r.ask)):<{width}}  {status(r)}", indent=2)
+            self.line(f"{n:>2}. {self.q.tx(self.name(r.step)):<{width}}  {r.status}", indent=2)
         self.line(t("tiled.practice.unrecorded"), "dim")
-
-
-def status(r: tq.Result) -> str:
-    """How one quantity went, in words (the words of ``practice``'s summary)."""
-    return status_words(r.outcome, r.attempts, r.seen, r.hints)

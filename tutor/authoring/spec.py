@@ -1,0 +1,187 @@
+"""What ``attn-tutor new`` is asked for (:class:`Spec`), and the words it implies: the id, the title,
+the command that writes the file again, the tags.
+
+One spec for both formats: the format-v2 options (``--kv-heads``,
+``--cache``, ``--mask causal_lower_right``, ``--alibi``) are fields that
+default to "not asked", and each function below adds their part when they
+are set.  Pure: no printing, no files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base.messages import plural, t
+from ..exercise.checks import LIMITS
+
+MASKS = ("none", "causal", "padding")
+V2_MASKS = ("causal_lower_right",)  # with --cache or --cross (format v2)
+MAX_KEYS = 16  # --cache plus --tokens: the keys of a decode step
+
+
+class SpecError(ValueError):
+    """A v2 spec that cannot be an exercise: the sentence, and the option it is about (``--kv-heads``)."""
+
+    def __init__(self, message: str, option: str):
+        super().__init__(message)
+        self.option = option
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What to generate.  ``cross`` is ``L_k`` for cross-attention (K and V from ``x_kv``), else ``None``;
+    ``allow_dull``: keep the first numbers within bounds even when they are dull
+    (:func:`tutor.authoring.draw.pick`).  Format v2: ``kv_heads`` K/V heads shared by the query heads,
+    a decode step after ``cache`` cached tokens, ``alibi``'s bias, ``mask="causal_lower_right"``."""
+
+    tokens: int = 3
+    d_model: int = 4
+    heads: int = 1
+    d_k: int = 2
+    mask: str = "none"
+    cross: int | None = None
+    seed: int = 0
+    difficulty: int | None = None
+    id: str | None = None
+    title: str | None = None
+    allow_dull: bool = False
+    kv_heads: int | None = None
+    cache: int | None = None
+    alibi: bool = False
+
+    def check(self) -> None:
+        """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown, and
+        :class:`SpecError` (:meth:`check_v2`) for v2 options that cannot go together."""
+        for name, value, limit in (("tokens", self.tokens, LIMITS["L"]), ("d_model", self.d_model, LIMITS["d_model"]),
+                                   ("heads", self.heads, LIMITS["heads"]), ("d_k", self.d_k, LIMITS["d_k"]),
+                                   ("cross", self.cross or 1, LIMITS["L_k"]), ("difficulty", self.difficulty or 1, 5)):
+            if not 1 <= value <= limit:
+                raise ValueError(f"{name} must be between 1 and {limit}, found {value}")
+        if self.heads * self.d_k > LIMITS["d_out"]:
+            raise ValueError(f"heads x d_k must be at most {LIMITS['d_out']} (the heads are concatenated into the output), "
+                             f"found {self.heads} x {self.d_k} = {self.heads * self.d_k}")
+        if self.mask not in MASKS + V2_MASKS:
+            raise ValueError(f"mask must be one of {', '.join(MASKS)}, found {self.mask!r}")
+        if self.mask == "padding" and (self.cross or self.tokens) + (self.cache or 0) < 2:
+            raise ValueError("padding needs at least two keys: one to pad and one to attend")
+        self.check_v2()
+
+    def check_v2(self) -> None:
+        """Raise :class:`SpecError` (one sentence, from the catalogue) for v2 options that cannot be an exercise."""
+        H = self.heads
+        if self.kv_heads is not None and (self.kv_heads > H or H % self.kv_heads):
+            raise SpecError(t("new.kv_heads.divide", G=self.kv_heads, H=H), "--kv-heads")
+        if self.cache is not None and self.cross is not None:
+            raise SpecError(t("new.cache.cross"), "--cache")
+        if self.cache is not None and self.cache + self.tokens > MAX_KEYS:
+            raise SpecError(t("new.cache.limit", total=self.cache + self.tokens), "--cache")
+        if self.mask == "causal_lower_right" and self.cache is None and self.cross is None:
+            raise SpecError(t("new.lower_right.alone"), "--mask")
+        if self.alibi and (self.cross is not None or H & (H - 1)):
+            raise SpecError(t("new.alibi.heads", H=H) if self.cross is None else t("new.alibi.cross"), "--alibi")
+
+    @property
+    def is_v2(self) -> bool:
+        """Whether a format-v2 option is asked for (grouped K/V heads, a cache, ALiBi, the lower-right mask)."""
+        return self.kv_heads is not None or self.cache is not None or self.alibi or self.mask == "causal_lower_right"
+
+    @property
+    def level(self) -> int:
+        """The difficulty the file states: given, else 1 plus one for each of several heads, a mask,
+        cross-attention, a cache, ALiBi (at most 5)."""
+        if self.difficulty is not None:
+            return self.difficulty
+        return min(5, self.draw_level + (self.cache is not None) + self.alibi)
+
+    @property
+    def draw_level(self) -> int:
+        """The difficulty the numbers are drawn at: :attr:`level` without what a cache and ALiBi add
+        (the numbers are drawn for the whole sequence, and the bias is not drawn)."""
+        if self.difficulty is not None:
+            return self.difficulty
+        return min(5, 1 + (self.heads > 1) + (self.mask != "none") + (self.cross is not None))
+
+    @property
+    def L_k(self) -> int:
+        """The number of keys drawn for: ``cross``, else ``tokens``."""
+        return self.cross if self.cross is not None else self.tokens
+
+
+def default_id(spec: Spec) -> str:
+    """``gen-3x4-h1-dk2-s7`` (+ ``-causal``/``-padding``/``-causal-lower-right``, ``-cross3``,
+    ``-kv1``, ``-cache3``, ``-alibi`` before the seed)."""
+    parts = [f"gen-{spec.tokens}x{spec.d_model}-h{spec.heads}-dk{spec.d_k}"]
+    if spec.mask != "none":
+        parts.append(spec.mask.replace("_", "-"))
+    if spec.cross is not None:
+        parts.append(f"cross{spec.cross}")
+    if spec.kv_heads is not None:
+        parts.append(f"kv{spec.kv_heads}")
+    if spec.cache is not None:
+        parts.append(f"cache{spec.cache}")
+    if spec.alibi:
+        parts.append("alibi")
+    parts.append(f"s{spec.seed}")
+    return "-".join(parts)
+
+
+def _word(n: int) -> str:
+    """``n`` as the catalogue spells it in a title (``three``, up to eight), else its digits."""
+    try:
+        return t(f"new.number.{n}")
+    except KeyError:
+        return str(n)
+
+
+def default_title(spec: Spec) -> str:
+    """``Three tokens, d_model = 4, one head with d_k = 2`` and the mask, cross-attention, and what
+    the v2 options add (K/V heads, the cache, the alignment, ALiBi)."""
+    title = t("new.title", tokens=plural("new.title.tokens", spec.tokens, word=_word(spec.tokens)), d_model=spec.d_model,
+              heads=plural("new.title.heads", spec.heads, word=_word(spec.heads)), d_k=spec.d_k)
+    if spec.cross is not None:
+        title += plural("new.title.cross", spec.cross)
+    if spec.mask == "causal":
+        title += t("new.title.causal")
+    elif spec.mask == "padding":
+        title += t("new.title.padding")
+    if spec.kv_heads is not None:
+        title += plural("new.title.kv_heads", spec.kv_heads)
+    if spec.cache is not None:
+        title += plural("new.title.cache", spec.cache)
+    if spec.mask == "causal_lower_right":
+        title += t("new.title.lower_right")
+    if spec.alibi:
+        title += t("new.title.alibi")
+    return title[:1].upper() + title[1:]
+
+
+def command_line(spec: Spec) -> str:
+    """The ``attn-tutor new`` command that writes this exercise again."""
+    parts = ["attn-tutor new", f"--tokens {spec.tokens}", f"--d-model {spec.d_model}", f"--heads {spec.heads}",
+             f"--d-k {spec.d_k}", f"--mask {spec.mask}"]
+    if spec.cross is not None:
+        parts.append(f"--cross {spec.cross}")
+    if spec.difficulty is not None:
+        parts.append(f"--difficulty {spec.difficulty}")
+    if spec.kv_heads is not None:
+        parts.append(f"--kv-heads {spec.kv_heads}")
+    if spec.cache is not None:
+        parts.append(f"--cache {spec.cache}")
+    if spec.alibi:
+        parts.append("--alibi")
+    parts.append(f"--seed {spec.seed}")
+    if spec.allow_dull:
+        parts.append("--allow-dull")
+    return " ".join(parts)
+
+
+def tags(spec: Spec) -> list[str]:
+    """The file's tags: ``generated``, single- or multi-head, the mask, cross-attention, and the v2 parts."""
+    out = ["generated", "single-head" if spec.heads == 1 else "multi-head"]
+    out += {"causal": ["mask", "causal"], "padding": ["mask", "padding"],
+            "causal_lower_right": ["mask", "causal", "causal-alignment"]}.get(spec.mask, [])
+    out += ["cross-attention"] if spec.cross is not None else []
+    out += ["grouped-kv"] if spec.kv_heads is not None and spec.kv_heads < spec.heads else []
+    out += ["kv-cache"] if spec.cache else []
+    out += ["position-bias"] if spec.alibi else []
+    return out
