@@ -73,6 +73,8 @@ def solution(tmp_path, exercise: str, per_head: list[dict[str, str]] | None = No
     elif per_head is not None:
         lines.append("heads:")
         for steps in per_head:
+            if not steps:
+                lines.append("  - {}")  # a head with no step given keeps its place in the list
             first = True
             for k, v in steps.items():
                 lines.append(f"  {'- ' if first else '  '}{k}: {v}")
