@@ -201,3 +201,45 @@ def test_a_right_value_that_is_not_0_never_reads_as_0(cli, tmp_path):
     assert code == 1
     line = next(x for x in out.splitlines() if "[t2, t1]: you wrote" in x)
     assert line.strip() == "[t2, t1]: you wrote 0.000100, the right value is -0.000012", line
+
+
+# --- issue 20, C: the softmax's Jacobian cut to its diagonal; d_K's factors in the wrong order -------------
+
+
+def test_the_softmax_derivative_taken_element_wise_as_p_one_minus_p(cli, tmp_path):
+    """P(1 − P)∘d_weights: each weight differentiated by its own score alone (the Jacobian's diagonal)."""
+    ex, g, P, dP, Q, K, d_k = _torch_parts("single-head-3x4")
+    wrong = P * (1 - P) * dP
+    assert not np.allclose(wrong, g["d_scaled", 0])
+    doc = _check(cli, tmp_path, "single-head-3x4", f"d_scaled: {_yaml(wrong)}\n")
+    assert _keys(doc, "d_scaled") == ["softmax_grad_diagonal"]
+
+
+def test_d_k_as_q_transposed_times_d_scaled_is_the_order_of_the_product(cli, tmp_path):
+    """Qᵀ·d_scaled is d_K transposed ([d_k, L_k]): the named order, not a bare "transposed"."""
+    ex, g, P, dP, Q, K, d_k = _torch_parts("single-head-3x4")
+    wrong = Q.T @ g["d_scaled", 0] / math.sqrt(d_k)  # [2, 3]
+    assert np.allclose(wrong, g["d_k", 0].T)
+    doc = _check(cli, tmp_path, "single-head-3x4", f"d_k: {_yaml(wrong)}\n")
+    assert _keys(doc, "d_k") == ["d_k_order_transposed"]
+
+
+def test_d_k_as_q_times_d_scaled_transposed_is_named_where_the_product_exists(cli, tmp_path):
+    """Q·d_scaledᵀ exists only when d_k = L_k: an exercise with three tokens and d_k = 3."""
+    exercise = tmp_path / "square.yaml"
+    exercise.write_text("id: square-3\ntitle: square\nx: [[1, 0, 1], [0, 1, 0], [1, 1, 0]]\n"
+                        "heads:\n  - w_q: [[1, 0, 0], [0, 1, 1], [1, 0, 1]]\n"
+                        "    w_k: [[0, 1, 0], [1, 0, 1], [1, 1, 0]]\n    w_v: [[1, 0, 1], [0, 1, 0], [0, 0, 1]]\n")
+    from tutor.exercise.catalog import read_exercise_file
+
+    ex = read_exercise_file(exercise).exercise
+    g = torch_grads(ex)
+    x = torch.tensor([[float(v) for v in r] for r in ex.x], dtype=torch.float64)
+    Q = (x @ torch.tensor([[float(v) for v in r] for r in ex.heads[0].w_q], dtype=torch.float64)).numpy()
+    wrong = Q @ g["d_scaled", 0].T / math.sqrt(3)  # [3, 3]
+    assert not np.allclose(wrong, g["d_k", 0]) and not np.allclose(wrong, g["d_k", 0].T)
+    path = tmp_path / "solution.yaml"
+    path.write_text(f"exercise: square.yaml\nd_k: {_yaml(wrong)}\n")
+    code, out, err = cli("check", str(path), "--format", "json")
+    assert code == 1, (out, err)
+    assert _keys(json.loads(out), "d_k") == ["d_k_order"]

@@ -152,7 +152,7 @@ def test_kq_instead_of_qk():
     # Q = x W_Q = [[1, 0], [0, 1]]; K = x_kv W_K = [[1, 0], [0, 1], [1, 1]]: K Qᵀ is [3×2]
     kq = [[1, 0], [0, 1], [1, 1]]
     d = diagnose(sol, "scores", 0, kq, tolerance=TOL)
-    assert keys(d) == ["kq_transposed", "transposed"]
+    assert keys(d) == ["kq_transposed"]  # K·Qᵀ is (Q·Kᵀ)ᵀ: the named mistake says it, "transposed" is not repeated
     assert d[0].message == "You computed K·Qᵀ instead of Q·Kᵀ: scores = Q·Kᵀ, one row per query and one column per key."
     assert d[0].cells == ()
     # and carried into the weights: softmax of (K Qᵀ)/√2 along rows, [3×2]
@@ -298,7 +298,7 @@ def test_missing_bias_propagates_to_scores():
 
 def test_transposed_answer(e):
     d = diagnose(e, "scores", 0, tr(S), tolerance=TOL)
-    assert keys(d) == ["kq_transposed", "transposed"]  # for scores K Qᵀ is (Q Kᵀ)ᵀ: both explain it
+    assert keys(d) == ["kq_transposed"]  # for scores K Qᵀ is (Q Kᵀ)ᵀ: the named mistake, not "transposed" besides
     w = softmax_rows(scale(S, 1 / R2))
     d = diagnose(e, "weights", 0, rnd(tr(w), 3), tolerance=TOL)
     assert keys(d) == ["transposed"]
@@ -546,6 +546,9 @@ TESTED = {
     # issue 10: tested here by hand (practice answers), and by solution files from torch in tests/test_misconceptions.py
     "mask_large_negative", "mask_added", "scale_constant", "heads_averaged", "heads_split_reshape",
     "heads_merge_reshape", "dropout_on", "truncated_scaled", "truncated_weights",
+    # issue 20, C: solution files torch computes, tests/test_named_mistakes.py and tests/test_backward_check.py
+    "argmax_weights", "q_prescaled", "scores_prescaled", "scale_root_rounded", "scale_after_softmax",
+    "mask_upper", "mask_diagonal", "alibi_shifted", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed",
 }
 
 

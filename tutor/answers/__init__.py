@@ -33,7 +33,17 @@ Every sentence these modules raise is a key of :mod:`tutor.base.messages`
 """
 
 from .entry import Entry, Matrix
-from .grading import MIN_PLACES, TRUNCATED, Judgement, Verdict, claim, equals_exactly, judge, practice_verdict
+from .grading import (
+    MIN_PLACES,
+    ROUNDED_AWAY,
+    TRUNCATED,
+    Judgement,
+    Verdict,
+    claim,
+    equals_exactly,
+    judge,
+    practice_verdict,
+)
 from .grammar import (
     MAX_DECIMAL_EXPONENT,
     MAX_DEPTH,
@@ -65,6 +75,7 @@ __all__ = [
     "MAX_MATRIX_CHARS",
     "MAX_POWER",
     "MIN_PLACES",
+    "ROUNDED_AWAY",
     "TRUNCATED",
     "Entry",
     "Judgement",

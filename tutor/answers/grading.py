@@ -32,7 +32,9 @@ rule (:func:`practice_verdict`, and :mod:`tutor.audit.check`):
 **Truncation.**  A wrong decimal that is the true value cut (not rounded) to
 the places written -- ``0.10`` for 0.1084, whose rounding is ``0.11`` -- is
 named: the grading note ``truncated_decimal`` (a note of the grading, not a
-misconception of :mod:`tutor.mistakes.diagnose`).
+misconception of :mod:`tutor.mistakes.diagnose`).  Its sibling, the value
+rounded away from zero when its nearest is towards it (``0.4459`` for
+0.445808, whose rounding is ``0.4458``), is ``rounded_away_decimal``.
 
 >>> from tutor.answers import parse_entry
 >>> from tutor.exact.numbers import Rat
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
 MIN_PLACES = 2
 #: The key of the grading note for a decimal truncated instead of rounded.
 TRUNCATED = "truncated_decimal"
+#: The key of the grading note for a decimal rounded away from zero when its nearest is towards zero.
+ROUNDED_AWAY = "rounded_away_decimal"
 #: Within this of the true value, a wrong exact form or masked entry gets a note saying why it is
 #: still wrong (an exact form must be exact; a masked weight is exactly 0).
 NEAR = 0.005
@@ -77,7 +81,9 @@ class Judgement:
     places -- a decimal with fewer places, or an integer within ½ of the
     value (a claim at 0 places); ``truncated``: wrong, and the true value cut
     towards zero at ``places`` gives exactly the entry (its rounding does
-    not); ``near``: wrong, an exact form or masked entry within
+    not); ``rounded_away``: wrong, and the true value rounded away from
+    zero at ``places`` gives exactly the entry (its nearest is towards
+    zero); ``near``: wrong, an exact form or masked entry within
     :data:`NEAR` of the true value.
     """
 
@@ -88,6 +94,7 @@ class Judgement:
     coarse: bool = False
     truncated: bool = False
     near: bool = False
+    rounded_away: bool = False
 
 
 def judge(entry: Entry, true: Exact, *, tolerance: float | None = None, strict: bool = False) -> Judgement:
@@ -124,9 +131,9 @@ def judge(entry: Entry, true: Exact, *, tolerance: float | None = None, strict: 
         lo, hi = written - half, written + half
     right = _inside(true, lo, hi)
     coarse = places is not None and places < MIN_PLACES and not _is_integer(true)
-    truncated = (not right and places is not None and written is not None and entry.places is not None
-                 and _truncates(true, written, places))
-    return Judgement(right, float(lo), float(hi), places, coarse, truncated)
+    way = (_misrounded(true, written, places) if not right and places is not None and written is not None
+           and entry.places is not None else None)
+    return Judgement(right, float(lo), float(hi), places, coarse, way == "cut", rounded_away=way == "away")
 
 
 def practice_verdict(j: Judgement) -> Verdict:
@@ -228,9 +235,14 @@ def _inside(true: Exact, lo: Fraction, hi: Fraction) -> bool:
     return lo <= _rational(true) <= hi
 
 
-def _truncates(true: Exact, written: Fraction, places: int) -> bool:
-    """Whether ``written`` is ``true`` cut towards zero at ``places`` places (and ``true`` is not itself that)."""
+def _misrounded(true: Exact, written: Fraction, places: int) -> Literal["cut", "away"] | None:
+    """How ``written`` is ``true``'s other neighbour at ``places`` places, when it is: ``"cut"`` towards
+    zero, ``"away"`` from it (``true`` not itself a decimal of that many places; the caller knows ``written``
+    is not ``true``'s rounding)."""
     q = _rational(true)
     scale = Fraction(10) ** places
     cut = Fraction(math.trunc(q * scale)) / scale
-    return cut == written and cut != q
+    if cut == q:
+        return None
+    away = cut + (Fraction(1) if q > 0 else Fraction(-1)) / scale
+    return "cut" if written == cut else "away" if written == away else None

@@ -24,16 +24,17 @@ Pure: no printing, no I/O; the report is data for :mod:`tutor.render.check`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..answers import MIN_PLACES, Entry, judge
+from ..answers import MIN_PLACES, ROUNDED_AWAY, TRUNCATED, Entry, judge
 from ..base.decimals import fixed, trimmed
 from ..base.messages import plural, t
 from ..exercise.record import Exercise
 from ..mistakes.diagnose import EPS, Claim, Diagnosis, diagnose_claim, matches, right_value
-from ..steps import Key, Solution, keys, replay, torch_empty_row, upstream
+from ..steps import Key, Solution, inputs, keys, replay, torch_empty_row, upstream
 from .plausibility import Finding, cell_name, cells_text, findings, label
 from .solution import GivenStep, SolutionFile
 
@@ -58,8 +59,9 @@ class StepCheck:
     rounds to what was written, each with its note (``[t2, t1]: you wrote
     0, an exact claim; the value is 0.000012 — write 0.0000 ...``);
     ``notes`` the grading notes of the step, ``(key, cells, sentence)``:
-    ``truncated_decimal`` (wrong decimals that are the value cut off instead
-    of rounded) and ``coarse_decimal`` (right decimals written to fewer than
+    ``truncated_decimal`` and ``rounded_away_decimal`` (wrong decimals that
+    are the value cut off, or rounded away from zero, instead of rounded to
+    the nearest) and ``coarse_decimal`` (right decimals written to fewer than
     2 places for a value that is not an integer: right within a rounding that
     says little).
     """
@@ -235,6 +237,7 @@ def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple
     wrong: list[tuple[int, int]] = []
     coarse: list[tuple[int, int]] = []
     cut: list[tuple[int, int]] = []
+    away: list[tuple[int, int]] = []
     for i, row in enumerate(g.entries):
         for j, e in enumerate(row):
             if e is None:
@@ -247,17 +250,20 @@ def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple
                 wrong.append((i, j))
                 if verdict.truncated:
                     cut.append((i, j))
+                elif verdict.rounded_away:
+                    away.append((i, j))
             elif verdict.coarse:
                 coarse.append((i, j))
     notes = []
-    if cut:
-        i, j = cut[0]
+    for key, cells in ((TRUNCATED, cut), (ROUNDED_AWAY, away)):
+        if not cells:
+            continue
+        i, j = cells[0]
         e = g.entries[i][j]
         assert isinstance(e, Entry) and e.places is not None
-        notes.append(("truncated_decimal", tuple(cut), t("check.note.truncated", cells=cells_text(sol, g, cut),
-                                                         value=trimmed(step.value[i][j], max(e.places, 0) + 3), places=e.places,
-                                                         rounded=fixed(step.value[i][j], max(e.places, 0)),
-                                                         written=e.text)))
+        notes.append((key, tuple(cells), t(f"check.note.{key}", cells=cells_text(sol, g, cells),
+                                           value=trimmed(step.value[i][j], max(e.places, 0) + 3), places=e.places,
+                                           rounded=fixed(step.value[i][j], max(e.places, 0)), written=e.text)))
     if coarse:
         notes.append(("coarse_decimal", tuple(coarse), t("check.note.coarse", cells=cells_text(sol, g, coarse),
                                                          places=MIN_PLACES)))
@@ -326,5 +332,20 @@ def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | N
     first = next((s for s in judged if not s.ok), None)
     affected: tuple[Key, ...] = ()
     if first is not None:
-        affected = tuple(k for k in order if first.key in upstream(ex, k))
+        affected = _affected(ex, order, first.key, {s.key for s in judged if s.ok})
     return Report(sf, sol, tuple(judged), tuple(findings(sol, sf)), first, affected)
+
+
+def _affected(ex: Exercise, order: Sequence[Key], wrong: Key, right: set[Key]) -> tuple[Key, ...]:
+    """The steps after ``wrong`` that take its error in: computed from it, or from a step that took it in.
+
+    A step given and right (``right``) is listed, since the learner should see the error stop there, but
+    what is computed from it does not inherit the error through it (only through another input)."""
+    reached = {wrong}
+    out = []
+    for k in order:
+        if k != wrong and any(i in reached for i in inputs(ex, k)):
+            out.append(k)
+            if k not in right:
+                reached.add(k)
+    return tuple(out)

@@ -284,6 +284,7 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "lower_right": lambda ex: ex.mask_kind == "causal_lower_right" and ex.L != ex.L_k,
     "bias": lambda ex: ex.has_bias,
     "alibi": lambda ex: ex.alibi,
+    "causal": lambda ex: ex.mask_kind in ("causal", "causal_lower_right"),
 }
 
 
@@ -292,7 +293,7 @@ def needs_met(sol: Solution, needs: Sequence[str]) -> bool:
     ``"padding"``, ``"heads"`` (more than one), ``"empty_row"`` (a query row that may attend to no
     key), ``"square_w_o"`` (a W_O with as many rows as columns), a bias field (``"b_q"``...), or
     a part of format v2 (:data:`_V2_NEEDS`: ``"grouped"``, ``"cache"``, ``"lower_right"``, ``"bias"``,
-    ``"alibi"``)."""
+    ``"alibi"``), or a causal mask (``"causal"``)."""
     ex = sol.exercise
     for need in needs:
         if need == "mask" and not ex.has_mask:
@@ -325,6 +326,16 @@ def _mask_in_scaled(sol: Solution, step_id: str, head: int | None) -> Array | No
     return right_value(sol, "masked", head)  # [L, L_k], -inf where blocked
 
 
+def _q_prescaled(sol: Solution, step_id: str, head: int | None) -> Array | None:
+    """Q already divided by ``√d_k``: the scale folded into the projection (``q`` only)."""
+    return right_value(sol, "q", head) / math.sqrt(sol.exercise.heads[head or 0].d_k)  # [L, d_k]
+
+
+def _scores_prescaled(sol: Solution, step_id: str, head: int | None) -> Array | None:
+    """``scores`` written already divided by ``√d_k``: the ``scaled`` step one step early."""
+    return right_value(sol, "scaled", head)  # [L, L_k]
+
+
 def _empty_rows(sol: Solution) -> list[int]:
     """The 0-based query rows that may attend to no key at all."""
     allowed = sol.exercise.allowed()
@@ -343,6 +354,8 @@ _LARGE_NEGATIVE = -1000.0
 _UNDERFLOW = 746.0
 #: The simplest dropout rates first, when several fit the scaling.
 _RATES = (0.5, 0.1, 0.2, 0.25, 0.3, 0.4, 0.05, 0.15, 0.35, 0.45, *(k / 100 for k in range(1, 100)))
+#: How many of :data:`_RATES` are the rates people set (the rest: any rate in hundredths).
+_SIMPLE = 10
 
 
 def _cells(sol: Solution, step_id: str, head: int | None, cells: Sequence[tuple[int, int]]) -> str:
@@ -368,7 +381,8 @@ def _large_fill(sol: Solution, step_id: str, head: int | None, claim: Claim,
     if not (blocked & given).any():
         return None
     live = ~blocked
-    if not matches(np.where(live, right, 0.0), Claim(np.where(live, claim.lo, 0.0), np.where(live, claim.hi, 0.0))):
+    if not matches(np.where(live, right, 0.0), Claim(np.where(live, claim.lo, 0.0), np.where(live, claim.hi, 0.0)),
+                   slack=ROUND_OFF):  # an exact form's bounds and the float right value may differ by round-off
         return None
     cells = [(int(i), int(j)) for i, j in zip(*np.nonzero(blocked & given))]
     lo = max(float(claim.lo[c]) for c in cells)
@@ -399,7 +413,10 @@ def _dropout(sol: Solution, step_id: str, head: int | None, claim: Claim,
     (``s = 1/(1 - p)``), shared by the whole matrix, with at least one
     weight zeroed and one scaled.  A blocked weight must still be 0.  An
     entry whose claim holds both 0 and ``s·w`` (a tiny weight) counts as
-    neither.  ``weights`` only.
+    neither.  Some row written in full must not sum to 1 (a one-hot row is
+    :func:`_argmax`'s), and a factor fitted to one kept weight alone (one
+    fits any factor) must be that of a rate people set (0.5, 0.1, ...).
+    ``weights`` only.
     """
     if claim.shape != right.shape:
         return None
@@ -416,7 +433,13 @@ def _dropout(sol: Solution, step_id: str, head: int | None, claim: Claim,
         s_lo, s_hi = max(s_lo, (lo[i, j] - slack[i, j]) / w), min(s_hi, (hi[i, j] + slack[i, j]) / w)
     if s_lo > s_hi or s_lo <= 1.0 + 1e-9 or s_hi == math.inf:
         return None
+    whole = given.all(axis=1)  # [r]: rows written in full
+    sums_lo, sums_hi = lo.sum(axis=1) - slack.sum(axis=1), hi.sum(axis=1) + slack.sum(axis=1)  # [r]
+    if not (whole & ((sums_lo > 1) | (sums_hi < 1))).any():
+        return None  # every written row still sums to 1: the signature says it does not
     rate = next((p for p in _RATES if s_lo <= 1 / (1 - p) <= s_hi), None)
+    if (live & ~zero_ok).sum() < 2 and rate not in _RATES[:_SIMPLE]:
+        return None  # one kept entry fits any factor: only a rate people use makes it evidence
     s = 1 / (1 - rate) if rate is not None else (s_lo + s_hi) / 2
     dropped = [(int(i), int(j)) for i, j in zip(*np.nonzero(live & zero_ok)) if not lo[i, j] <= right[i, j] * s <= hi[i, j]]
     if not dropped:
@@ -424,6 +447,38 @@ def _dropout(sol: Solution, step_id: str, head: int | None, claim: Claim,
     p_text = trimmed(rate if rate is not None else 1 - 1 / s, 3)
     return {"p": p_text, "scale": trimmed(s, 4), "dropped": _cells(sol, step_id, head, dropped),
             "count": len(dropped)}, tuple(dropped)
+
+
+def _argmax(sol: Solution, step_id: str, head: int | None, claim: Claim,
+            right: Array) -> tuple[dict[str, object], tuple[tuple[int, int], ...]] | None:
+    """Weights written one-hot: each row 1 at a key of its largest weight (its largest score), 0 elsewhere.
+
+    A hard argmax in place of the softmax.  Every row must be written in full; a row whose keys are all
+    blocked must stay 0.  At least one row must differ from its right weights (a row whose softmax is
+    already one-hot, to float64, is no evidence).  ``weights`` only."""
+    if claim.shape != right.shape:
+        return None
+    given = _given(claim)
+    if not given.all():
+        return None
+    slack = EPS * np.maximum(1.0, np.abs(right))
+    picked: list[tuple[int, int]] = []
+    for i in range(right.shape[0]):
+        zero = (claim.lo[i] - slack[i] <= 0) & (0 <= claim.hi[i] + slack[i])  # [c]
+        one = (claim.lo[i] - EPS <= 1) & (1 <= claim.hi[i] + EPS)  # [c]
+        if not (right[i] > 0).any():  # an empty row: its weights are all 0
+            if not zero.all():
+                return None
+            continue
+        top = right[i] >= right[i].max() * (1 - EPS)  # [c]: the keys of the row's largest weight
+        j = int(np.argmax(one & ~zero)) if (one & ~zero).any() else -1
+        if j < 0 or (one & ~zero).sum() != 1 or not top[j] or not np.delete(zero, j).all():
+            return None
+        picked.append((i, j))
+    cells = off_cells(right, claim)
+    if not cells:
+        return None
+    return {"rows": len(picked)}, tuple(cells)
 
 
 #: The sizes of an exercise a learner may divide the scores by instead of √d_k, by name.
@@ -456,6 +511,28 @@ def _wrong_constants(sol: Solution, step_id: str, head: int | None) -> list[tupl
             if got is not None:
                 c = sizes[names[0]]
                 out.append(({"_message": f"diagnose.scale_constant.{form}", "c": c, "names": " = ".join(names)}, got))
+    return out
+
+
+#: The decimals a learner may round √d_k to before dividing by it.
+_ROOT_PLACES = (1, 2)
+
+
+def _rounded_roots(sol: Solution, step_id: str, head: int | None) -> list[tuple[dict[str, object], Array]]:
+    """The scores divided by ``√d_k`` rounded to 1 or 2 decimals (``√2`` as 1.4, 1.41), when that is not
+    ``√d_k`` itself (a perfect square), one value per distinct rounding."""
+    d_k = sol.exercise.heads[head or 0].d_k
+    root = math.sqrt(d_k)
+    out: list[tuple[dict[str, object], Array]] = []
+    seen: set[float] = set()
+    for places in _ROOT_PLACES:
+        r = round(root, places)
+        if math.isclose(r, root) or r in seen or r == 0:
+            continue
+        seen.add(r)
+        got = recompute(sol, step_id, head, Variant(divisor=r))
+        if got is not None:
+            out.append(({"rounded": f"{r:.{places}f}", "root": trimmed(root, 6)}, got))
     return out
 
 
@@ -494,8 +571,17 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("scale_d_k", Variant(scale="dk")),
     _m("scale_times_d_k", Variant(scale="times_dk")),
     _m("scale_times_sqrt_d_k", Variant(scale="times_sqrt_dk")),
+    Misconception("scale_root_rounded", "diagnose.scale_root_rounded", _none, None,
+                  ("scaled", "masked", "biased", "weights", "head_output", "concat", "output"), family=_rounded_roots),
+    # before the softmax it is no_scaling's (the scores left as they are): named from the weights on
+    replace(_m("scale_after_softmax", Variant(scale="after_softmax")),
+            steps=tuple(s for s in _ALL if s not in ("scaled", "masked", "biased"))),
+    _m("mask_upper", Variant(mask="upper"), "causal"),
+    _m("mask_diagonal", Variant(mask="diagonal"), "causal"),
     _m("mask_inverted", Variant(mask="inverted"), "mask"),
     _m("mask_zero", Variant(mask="zero"), "mask"),
+    _special("q_prescaled", ("q",), _q_prescaled),
+    _special("scores_prescaled", ("scores",), _scores_prescaled),
     _special("mask_in_scaled", ("scaled",), _mask_in_scaled),
     _m("padding_rows", Variant(mask="padding_rows"), "padding"),
     _m("no_mask", Variant(mask="none"), "mask"),
@@ -512,8 +598,11 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("no_b_o", Variant(drop=frozenset({"b_o"})), "b_o"),
     # the backward pass (issue 13)
     _m("softmax_grad_elementwise", Variant(softmax_grad="elementwise")),
+    _m("softmax_grad_diagonal", Variant(softmax_grad="diagonal")),
     _m("grad_no_scale", Variant(grad_scale=False)),
     _m("d_k_not_transposed", Variant(d_k_transposed=False)),
+    _m("d_k_order", Variant(d_k_order="q_first")),
+    _m("d_k_order_transposed", Variant(d_k_order="qt_first")),
     replace(_m("masked_grad_leak", Variant(masked_grad="leak"), "mask"), per_entry=True),
     _m("bias_grad_mean", Variant(bias_grad="mean")),
     _m("kv_grad_not_summed", Variant(kv_grad="own"), "grouped"),
@@ -523,6 +612,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("cache_reprojected", Variant(cache="reprojected"), "cache"),
     _m("bias_after_softmax", Variant(bias="after_softmax"), "bias"),
     _m("alibi_sign", Variant(bias="negated"), "alibi"),
+    _m("alibi_shifted", Variant(bias="shifted"), "alibi"),
     _special("transposed", _ALL, _transposed),
     # mistakes from published tutorials, notebooks and issues (issue 10)
     _judged("mask_large_negative", ("masked",), _large_fill),
@@ -533,6 +623,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("heads_split_reshape", Variant(split_reshape=True), "heads"),
     _m("heads_merge_reshape", Variant(merge_reshape=True), "heads"),
     _judged("dropout_on", ("weights",), _dropout),
+    _judged("argmax_weights", ("weights",), _argmax),
     _m("truncated_scaled", Variant(round_scaled=2, truncate=True)),
     _m("truncated_weights", Variant(round_weights=2, truncate=True)),
 )
@@ -547,7 +638,7 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     rows, cols = step.shape
     empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
-            "rows": rows, "cols": cols, "places": 2, "L_k": ex.L_k, "empty_rows": empty,
+            "rows": rows, "cols": cols, "places": 2, "num_heads": ex.num_heads, "L_k": ex.L_k, "empty_rows": empty,
             "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else "",
             "ratio": ex.num_heads // ex.num_kv_heads, "offset": ex.L_k - ex.L}
 
@@ -627,6 +718,8 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, 
             elif (odd := _near(got, right, claim, off)) is not None:
                 near.append((odd, Diagnosis(m.key, _near_message(sol, step_id, head, claim, got, odd, message),
                                             tuple(odd), got)))
+    if len(found) > 1:  # a named mistake that gives the same numbers says more than "transposed"
+        found = [d for d in found if d.key != "transposed"]
     if not found and near:  # all entries but a few explained: the closest fits, all of them
         fewest = min(len(odd) for odd, _ in near)
         found = [d for odd, d in near if len(odd) == fewest]

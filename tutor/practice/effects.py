@@ -88,7 +88,8 @@ class Wrong(Generic[Q]):
     entry mode; ``coarse`` the cells written coarser than 2 decimals (not
     wrong, but to be given more precisely); ``truncated`` the wrong cells that
     are the value cut instead of rounded (the grading note
-    ``truncated_decimal``).
+    ``truncated_decimal``), ``rounded_away`` those rounded away from zero
+    when the nearest is towards it (``rounded_away_decimal``).
     """
 
     step: Q
@@ -102,6 +103,7 @@ class Wrong(Generic[Q]):
     alike: int = 1
     coarse: tuple[Cell, ...] = ()
     truncated: tuple[Cell, ...] = ()
+    rounded_away: tuple[Cell, ...] = ()
 
     @property
     def shown(self) -> tuple[Diagnosis, ...]:

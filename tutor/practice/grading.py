@@ -20,7 +20,8 @@ class Graded:
     ``coarse``: the cells written coarser than 2 decimals for a value that is
     not an integer, whose claim holds the value ("give at least 2 decimals":
     neither right nor wrong); ``truncated``: wrong cells that are the value cut
-    instead of rounded; ``inexact``: wrong cells written as an exact form
+    instead of rounded; ``rounded_away``: wrong cells that are the value rounded
+    away from zero when its nearest is towards zero; ``inexact``: wrong cells written as an exact form
     within :data:`tutor.answers.grading.NEAR` of the value; ``blocked``: wrong
     cells graded exactly whose entry is within that of the right value.
     """
@@ -30,6 +31,7 @@ class Graded:
     truncated: tuple[Cell, ...] = ()
     inexact: tuple[Cell, ...] = ()
     blocked: tuple[Cell, ...] = ()
+    rounded_away: tuple[Cell, ...] = ()
 
     @property
     def right(self) -> bool:
@@ -47,6 +49,7 @@ def grade(right: Sequence[Sequence[Exact]], answer: Answered, tolerance: float |
     wrong: list[Cell] = []
     coarse: list[Cell] = []
     truncated: list[Cell] = []
+    away: list[Cell] = []
     inexact: list[Cell] = []
     blocked: list[Cell] = []
     for i, row in enumerate(answer):
@@ -59,6 +62,8 @@ def grade(right: Sequence[Sequence[Exact]], answer: Answered, tolerance: float |
                 wrong.append((i, j))
                 if j_.truncated:
                     truncated.append((i, j))
+                elif j_.rounded_away:
+                    away.append((i, j))
                 if j_.near:
                     (blocked if (i, j) in strict else inexact).append((i, j))
-    return Graded(tuple(wrong), tuple(coarse), tuple(truncated), tuple(inexact), tuple(blocked))
+    return Graded(tuple(wrong), tuple(coarse), tuple(truncated), tuple(inexact), tuple(blocked), tuple(away))

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
-from tutor.answers import TRUNCATED, Entry, parse_entry, parse_matrix, parse_row
+from tutor.answers import ROUNDED_AWAY, TRUNCATED, Entry, parse_entry, parse_matrix, parse_row
 from tutor.base.errors import AnswerError
 from tutor.base.messages import t
 from tutor.exact.numbers import Exact
@@ -313,7 +313,7 @@ def _grade(state: State[Q], answer: Answered, text: str) -> tuple[State[Q], list
         state = _retry(replace(state, rows=()), answer, g.coarse)
         return state, [Coarse(step, answer, g.coarse, state.todo), _prompt(state)]
     diagnoses, alike = state.drill.diagnose(state, answer, g)
-    notes = (TRUNCATED,) if g.truncated else ()
+    notes = ((TRUNCATED,) if g.truncated else ()) + ((ROUNDED_AWAY,) if g.rounded_away else ())
     record = _record(state, "wrong", attempt, diagnoses=tuple(d.key for d in diagnoses), notes=notes, answer=text)
     keys = state.diagnoses + tuple(d.key for d in diagnoses[:1] if d.key not in state.diagnoses)
     state = replace(state, attempts=attempt, diagnoses=keys, last_wrong=g.wrong or (), rows=())
@@ -321,7 +321,7 @@ def _grade(state: State[Q], answer: Answered, text: str) -> tuple[State[Q], list
         assert g.wrong is not None  # entry mode always answers the question's shape
         state = _retry(state, answer, g.wrong + g.coarse)
     wrong = Wrong(step, answer, g.wrong, g.inexact, diagnoses, attempt, state.todo, g.blocked, alike, g.coarse,
-                  g.truncated)
+                  g.truncated, g.rounded_away)
     return state, record + [wrong, _prompt(state)]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from ..answers import ROUNDED_AWAY, TRUNCATED
 from ..audit.check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
 from ..audit.plausibility import cell_name, label
 from ..base.ascii import asciify, is_utf
@@ -147,7 +148,7 @@ class CheckRenderer:
             self.line(note, indent=2)
         for d in s.diagnoses:
             self.line(t("check.diagnosis", message=d.message), "bold", indent=2)
-        explained = {c for c, _ in s.exact_claims} | {c for key, cells, _ in s.notes if key == "truncated_decimal"
+        explained = {c for c, _ in s.exact_claims} | {c for key, cells, _ in s.notes if key in (TRUNCATED, ROUNDED_AWAY)
                                                        for c in cells}
         if not s.diagnoses and not set(s.wrong) <= explained:  # notes alone explain exact claims and truncations
             self.line(t("check.no_diagnosis"), indent=2)
@@ -253,7 +254,8 @@ def report_dict(r: Report) -> dict[str, Any]:
     ``title:``, ``null`` likewise; ``verdict``, ``exit_code``, ``steps``
     (each with ``exact_claims``: wrong cells written as exact numbers for a
     rounded value, with their note; and ``notes``: the grading notes
-    ``truncated_decimal`` and ``coarse_decimal`` with their cells, 0-based),
+    ``truncated_decimal``, ``rounded_away_decimal`` and ``coarse_decimal``
+    with their cells, 0-based),
     ``first_wrong``, ``affected``,
     ``plausibility``; ``warnings`` the file's warnings (a plain ``010``),
     each with ``file``, ``line``, ``column``, ``field``, ``message``,

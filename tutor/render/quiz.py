@@ -200,7 +200,9 @@ class QuizRenderer:
             i, j = e.inexact[0]
             self.line(t("practice.inexact", cells=self.where(step, e.inexact), example=f"{step.value[i][j]:.2f}"))
         if e.truncated:
-            self.truncated(step, e.answer, e.truncated)
+            self.misrounded("truncated", step, e.answer, e.truncated)
+        if e.rounded_away:
+            self.misrounded("rounded_away", step, e.answer, e.rounded_away)
         if e.coarse and not e.shown:  # a mistake that explains the numbers as written says more
             i, j = e.coarse[0]
             self.line(t("practice.coarse.also", cells=self.where(step, e.coarse, limit=4), places=MIN_PLACES,
@@ -208,7 +210,7 @@ class QuizRenderer:
         if e.blocked:
             self.line(t("practice.blocked", cells=self.where(step, e.blocked)))
         if not self.diagnoses(e.shown) and e.wrong is not None and not e.inexact and not e.blocked \
-                and set(e.truncated) != set(e.wrong):
+                and set(e.truncated + e.rounded_away) != set(e.wrong):
             self.line(t("practice.no_diagnosis"))
         if e.retry:
             self.line(t("practice.retry.entries", count=len(e.retry), mark=self.wrong_mark), "dim")
@@ -235,14 +237,15 @@ class QuizRenderer:
             return ", ".join(names[:limit]) + " " + t("practice.cells.more", count=len(names) - limit)
         return ", ".join(names)
 
-    def truncated(self, step: Step, answer: quiz.Answered, cells: Sequence[quiz.Cell]) -> None:
-        """The note for entries cut off instead of rounded, worked out on the first of them."""
+    def misrounded(self, way: str, step: Step, answer: quiz.Answered, cells: Sequence[quiz.Cell]) -> None:
+        """The note for entries cut off (``way`` "truncated") or rounded away from zero ("rounded_away")
+        instead of rounded to the nearest, worked out on the first of them."""
         i, j = cells[0]
         written = answer[i][j]
         places = written.places or 0
-        key = "practice.truncated" if len(cells) == 1 else "practice.truncated.many"
+        key = f"practice.{way}" if len(cells) == 1 else f"practice.{way}.many"
         if len(cells) == step.shape[0] * step.shape[1] > 1:
-            key = "practice.truncated.all"
+            key = f"practice.{way}.all"
         self.line(t(key, cells=self.where(step, cells, limit=4), value=trimmed(step.value[i][j], places + 3), places=places,
                     rounded=rounded(step.value[i][j], places), written=written.text))
 

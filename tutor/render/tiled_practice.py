@@ -130,15 +130,17 @@ class TiledPracticeRenderer:
         else:
             self.line(f"{mark} " + t("tiled.practice.wrong.scalar"), "bold red")
         self.line(t("tiled.practice.yours", name=self.name(ask), written=self.written(answer, wrong)), indent=2)
-        if e.truncated:
-            j = e.truncated[0][1]
+        for way, cells in (("truncated", e.truncated), ("rounded_away", e.rounded_away)):
+            if not cells:
+                continue
+            j = cells[0][1]
             v, entry = ask.right[j].value(), answer[j]
-            self.line(t("tiled.practice.truncated", value=trimmed(v, (entry.places or 0) + 3), places=entry.places or 0,
+            self.line(t(f"tiled.practice.{way}", value=trimmed(v, (entry.places or 0) + 3), places=entry.places or 0,
                         rounded=rounded(v, entry.places or 0), written=entry.text))
         if e.coarse and not e.shown:
             self.line(t("tiled.practice.coarse.also", places=MIN_PLACES,
                         example=rounded(ask.right[e.coarse[0][1]].value(), MIN_PLACES)))
-        if not self.q.diagnoses(e.shown) and set(e.truncated) != set(e.wrong or ()):
+        if not self.q.diagnoses(e.shown) and set(e.truncated + e.rounded_away) != set(e.wrong or ()):
             self.line(t("tiled.practice.no_diagnosis"))
         self.line(t("tiled.practice.retry"), "dim")
 

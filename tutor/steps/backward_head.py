@@ -163,7 +163,9 @@ def _d_scaled_floats(r: Replay, head: int | None) -> Array | None:
     """``weights ∘ (d_weights − rowsum(d_weights ∘ weights))``: ``[L, L_k]``, 0 where blocked.
 
     Variants: ``softmax_grad="elementwise"`` (``weights ∘ d_weights``: the softmax
-    treated as element-wise); ``masked_grad="leak"`` (a blocked entry left as
+    treated as element-wise), ``"diagonal"`` (``weights ∘ (1 - weights) ∘ d_weights``:
+    the Jacobian's diagonal only, each weight's derivative by its own score);
+    ``masked_grad="leak"`` (a blocked entry left as
     ``d_weights − rowsum``).
     """
     P, dP = r.inputs(D_SCALED, head)
@@ -172,6 +174,9 @@ def _d_scaled_floats(r: Replay, head: int | None) -> Array | None:
     if r.variant.softmax_grad == "elementwise":
         dS = P * dP  # [L, L_k]
         D = np.zeros((P.shape[0], 1))
+    elif r.variant.softmax_grad == "diagonal":
+        D = P * dP  # [L, L_k]: what -P∘(rowsum) becomes when only the diagonal of the Jacobian is kept
+        dS = P * (1 - P) * dP  # [L, L_k]
     else:
         D = np.sum(dP * P, axis=-1, keepdims=True)  # [L, 1]
         dS = P * (dP - D)  # [L, L_k]
@@ -328,6 +333,10 @@ def _d_k_floats(r: Replay, head: int | None) -> Array | None:
         dS, Q = r.input("d_scaled", h), r.input("q", h)
         if dS is None or Q is None:
             return None
+        if r.variant.d_k_order == "q_first":  # Q·d_scaledᵀ: [L, d_k]·[L_k, L], a product only when d_k = L_k
+            return None if Q.shape[1] != dS.shape[1] else Q @ dS.T * _scale(r, h)  # [L, L]
+        if r.variant.d_k_order == "qt_first":  # Qᵀ·d_scaled: [d_k, L]·[L, L_k] -> [d_k, L_k], d_K transposed
+            return None if Q.shape[0] != dS.shape[0] else Q.T @ dS * _scale(r, h)
         A = dS.T if r.variant.d_k_transposed else dS  # [L_k, L]; without the transpose [L, L_k], chains only if square
         return None if A.shape[1] != Q.shape[0] else A @ Q * _scale(r, h)
 
@@ -354,7 +363,7 @@ def _group_givens(sol: Solution, step: Step, *ids: str) -> tuple[Input, ...]:
 D_K = StepKind(
     id="d_k", scope="head", op="·", exists=always, inputs=_group_inputs("d_scaled", "q"),
     build=_d_k, floats=_d_k_floats, slack=_d_k_slack, production=production("d_k"), rounding=rounding(_d_k_slack),
-    varies=frozenset({"grad_scale", "d_k_transposed", "kv_grad"}),
+    varies=frozenset({"grad_scale", "d_k_transposed", "d_k_order", "kv_grad"}),
     work=kv_grad_work("d_scaled", "q", scaled=True),
     given=lambda sol, step: _group_givens(sol, step, "d_scaled", "q"),
     latex=r"d_K = $sigma\frac{d_{\text{scaled}$h}^\top Q$h}{\sqrt{$d_k}}", backward=True,

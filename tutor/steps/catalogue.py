@@ -242,7 +242,7 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
 
 #: The knobs of :class:`~tutor.steps.variant.Variant` the exact walk follows; a variant turning any other
 #: (the heads averaged, split or merged by a plain reshape; format v2's kv_order, cache, bias) has no exact
-#: walk (:class:`NoExactForm`), nor has ``mask="top_left"`` (:func:`supports`).
+#: walk (:class:`NoExactForm`), nor have ``mask="top_left"`` and ``scale="after_softmax"`` (:func:`supports`).
 EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
                          "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed"})
 
@@ -260,9 +260,10 @@ def supports(variant: Variant, ex: Exercise | None = None) -> bool:
     ``ex.allowed()``).  A KV cache (``k_new``, ``v_new``, K and V appended
     to the cache), a bias (the ``biased`` step), and the knobs of its
     misconceptions (``kv_order``, ``cache``, ``bias``, ``mask="top_left"``)
-    have no exact walk: the floats decide.
+    have no exact walk, nor has ``scale="after_softmax"`` (weights over an
+    irrational √d_k): the floats decide.
     """
-    if not variant.turned() <= EXACT_KNOBS or variant.mask == "top_left":
+    if not variant.turned() <= EXACT_KNOBS or variant.mask == "top_left" or variant.scale == "after_softmax":
         return False
     return ex is None or not (ex.has_cache or ex.has_bias)
 
@@ -279,8 +280,9 @@ class Walk:
 
     def __init__(self, ex: Exercise, variant: Variant):
         if not supports(variant, ex):
-            turned = sorted(variant.turned() - EXACT_KNOBS) or [f"mask={variant.mask}" if variant.mask == "top_left"
-                                                               else "a KV cache or a bias (format v2)"]
+            turned = sorted(variant.turned() - EXACT_KNOBS) or [
+                f"mask={variant.mask}" if variant.mask == "top_left" else
+                f"scale={variant.scale}" if variant.scale == "after_softmax" else "a KV cache or a bias (format v2)"]
             raise NoExactForm(f"no exact walk under {', '.join(turned)}")
         self._ex = ex
         self._walk = ExactWalk(ex, variant)

@@ -181,7 +181,7 @@ def _scale_factor(r: Replay, head: int | None) -> float:
     if r.variant.divisor is not None:
         return 1.0 / r.variant.divisor
     return {
-        "sqrt_dk": 1 / math.sqrt(d_k), "none": 1.0, "sqrt_dmodel": 1 / math.sqrt(r.ex.d_model),
+        "sqrt_dk": 1 / math.sqrt(d_k), "none": 1.0, "after_softmax": 1.0, "sqrt_dmodel": 1 / math.sqrt(r.ex.d_model),
         "dk": 1 / d_k, "times_dk": float(d_k), "times_sqrt_dk": math.sqrt(d_k),
     }[r.variant.scale]
 
@@ -278,9 +278,13 @@ def _biased(bd: Build, h: int | None) -> Step:
     return Step("biased", h, "biased", _biased_formula(ex, h), ops, "+", b.exact(), ex.query_labels, ex.key_labels)
 
 
-def _bias_matrix(r: Replay, head: int | None) -> Array:
-    """The bias ``[L, L_k]`` as the variant adds it (``-B`` under ``bias="negated"``: ALiBi's distance as ``i - j``)."""
+def _bias_matrix(r: Replay, head: int | None) -> Array | None:
+    """The bias ``[L, L_k]`` as the variant adds it: ``-B`` under ``bias="negated"`` (ALiBi's distance as
+    ``i - j``); under ``bias="shifted"`` ALiBi's slopes counted from head 0, ``2^(-8h/H)``, each head the
+    slope of the head before it (the first 1): ``B·2^(8/H)`` (``None`` for a bias that is not ALiBi's)."""
     B = floats(_bias(r.ex, head))  # [L, L_k]
+    if r.variant.bias == "shifted":
+        return B * 2.0 ** (8 / r.ex.num_heads) if r.ex.alibi else None
     return -B if r.variant.bias == "negated" else B
 
 
@@ -289,9 +293,10 @@ def _biased_floats(r: Replay, head: int | None) -> Array | object | None:
     if r.variant.bias == "after_softmax":
         return PASS
     (A,) = r.inputs(BIASED, head)
-    if A is None or A.shape != _bias_matrix(r, head).shape:
+    B = _bias_matrix(r, head)
+    if A is None or B is None or A.shape != B.shape:
         return None
-    return A + _bias_matrix(r, head)  # [L, L_k]
+    return A + B  # [L, L_k]
 
 
 def _biased_slack(r: Replay, head: int | None) -> Array:
@@ -353,15 +358,32 @@ def _masked(bd: Build, h: int | None) -> Step:
                 ops, "+", exact.masked_exact(live, sc), ex.query_labels, ex.key_labels)
 
 
+def causal_variant(ex: Exercise, mask: str) -> list[list[bool]] | None:
+    """A causal mask built wrongly, ``[L, L_k]`` (True = may attend), key padding applied as given:
+    ``"diagonal"`` blocks the query's own key as well (``j < i'``), ``"upper"`` keeps the other triangle,
+    the query's own key and those after it (``j >= i'``, blocking the past); ``i' = i + L_k - L`` for a
+    lower-right mask, ``i`` for a top-left one.  ``None`` for an exercise without a causal mask."""
+    if ex.mask_kind not in ("causal", "causal_lower_right"):
+        return None
+    offset = ex.L_k - ex.L if ex.mask_kind == "causal_lower_right" else 0
+    pad = ex.key_padding or (True,) * ex.L_k
+    return [[(j < i + offset if mask == "diagonal" else j >= i + offset) and pad[j] for j in range(ex.L_k)]
+            for i in range(ex.L)]
+
+
 def keep(r: Replay, A: Array) -> Array | None:
     """The ``[L, L_k]`` booleans the variant applies (True = may attend), or ``None`` if it cannot apply:
-    the mask inverted, aligned top-left (a decode step's), key padding applied to query rows."""
+    the mask inverted, aligned top-left (a decode step's), key padding applied to query rows, a causal mask
+    that blocks the diagonal too or keeps the wrong triangle (:func:`causal_variant`)."""
     ex, v = r.ex, r.variant
     assert r.allowed is not None
     if A.shape != r.allowed.shape:
         return None
     if v.mask == "inverted":
         return ~r.allowed
+    if v.mask in ("diagonal", "upper"):
+        built = causal_variant(ex, v.mask)
+        return None if built is None else np.array(built, dtype=bool)  # [L, L_k]
     if v.mask == "top_left":  # a decode step's mask aligned top-left (format v2)
         if ex.mask_kind != "causal_lower_right" or ex.L == ex.L_k:
             return None
@@ -415,6 +437,8 @@ def _exact_keep(w: ExactWalk, A: em.Matrix) -> list[list[bool]] | None:
         return None
     if v.mask == "inverted":
         return [[not a for a in row] for row in w.allowed]
+    if v.mask in ("diagonal", "upper"):
+        return causal_variant(ex, v.mask)
     if v.mask == "padding_rows":
         if ex.key_padding is None or ex.L != ex.L_k:
             return None

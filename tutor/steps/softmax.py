@@ -85,8 +85,12 @@ def _weights_floats(r: Replay, head: int | None) -> Array | None:
     if v.empty_rows == "uniform":
         empty = np.all(np.isneginf(A), axis=-1)  # [L], rows whose every score is blocked
         W = np.where(empty[:, None], 1.0 / W.shape[1], W)  # [L, L_k]
+    if v.scale == "after_softmax":  # the scores were not scaled: the weights are divided instead
+        W = W / math.sqrt(r.ex.heads[head or 0].d_k)  # [L, L_k]
     if v.bias == "after_softmax" and r.ex.has_bias:
-        W = W + np.where(np.isneginf(A), 0.0, _bias_matrix(r, head))  # [L, L_k], added to the weights (blocked stay 0)
+        B = _bias_matrix(r, head)
+        assert B is not None  # only "shifted" has none
+        W = W + np.where(np.isneginf(A), 0.0, B)  # [L, L_k], added to the weights (blocked stay 0)
     if v.average_heads:
         assert r.right is not None
         right = r.right()
@@ -188,7 +192,7 @@ WEIGHTS = StepKind(
     inputs=lambda ex, head: (softmax_input(ex, head),),
     build=_weights, floats=_weights_floats, slack=_weights_slack, production=_weights_production,
     rounding=_weights_rounding, exact_walk=_weights_exact,
-    varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "average_heads", "bias"}),
+    varies=frozenset({"mask", "softmax", "softmax_axis", "normalise", "empty_rows", "average_heads", "bias", "scale"}),
     work=_weights_work, why=_weights_why, arithmetic=_weights_arithmetic,
     given=lambda sol, step: (given_step(sol.step(*softmax_input(sol.exercise, step.head))),),
     latex=r"\text{weights}_{ij} = \frac{\exp(\text{$src}_{ij})}{\sum_k \exp(\text{$src}_{ik})}",

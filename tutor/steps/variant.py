@@ -17,7 +17,8 @@ class Variant:
     """The knobs a misconception turns; the defaults compute the right answer.
 
     ``scale``: what the scores are divided by ("sqrt_dk", "none", "sqrt_dmodel",
-    "dk") or multiplied by ("times_dk", "times_sqrt_dk").  ``kq``: ``K·Qᵀ``
+    "dk") or multiplied by ("times_dk", "times_sqrt_dk"); "after_softmax": the
+    scores left unscaled and the weights divided by ``√d_k`` instead.  ``kq``: ``K·Qᵀ``
     instead of ``Q·Kᵀ``.  ``mask``: "right", "none" (forgotten), "inverted",
     "zero" (blocked scores set to 0), "after_softmax" (weights zeroed after
     the softmax, not renormalised), "padding_rows" (key padding applied to
@@ -41,9 +42,12 @@ class Variant:
     ``[A, B, A, B]`` of ``repeat``/``tile``).  ``cache``: "right", or
     "reprojected" (the cached rows multiplied by W_K, W_V again, as if the
     cache held inputs; chains only when W is square).  ``bias``: "right",
-    "after_softmax" (added to the weights, not to the scores) or "negated"
-    (``-B``: ALiBi's distance with the wrong sign, ``i - j``).  ``mask``
+    "after_softmax" (added to the weights, not to the scores), "negated"
+    (``-B``: ALiBi's distance with the wrong sign, ``i - j``) or "shifted"
+    (ALiBi's slopes ``2^(-8h/H)`` with ``h`` counted from 0, not 1).  ``mask``
     "top_left" builds a causal_lower_right exercise's mask top-left instead.
+    ``mask`` "diagonal": a causal mask that blocks the query's own key too;
+    "upper": a causal mask on the wrong triangle, blocking the past.
 
     Issue 10 (mistakes from published tutorials and notebooks):
     ``divisor``: the scores divided by this number instead of ``√d_k``
@@ -84,7 +88,8 @@ class Variant:
     split_reshape: bool = False
     merge_reshape: bool = False
     truncate: bool = False
-    # the backward pass (issue 13): the softmax's gradient "jacobian" (right) or "elementwise" (no −rowsum);
+    # the backward pass (issue 13): the softmax's gradient "jacobian" (right), "elementwise" (no −rowsum) or
+    # "diagonal" (P(1−P)∘d_weights: the Jacobian's diagonal alone);
     # grad_scale False = d_Q, d_K without 1/√d_k; d_k_transposed False = d_K from d_scaled·Q;
     # masked_grad "leak" = a blocked d_scaled entry left as d_weights − rowsum; bias_grad "mean" = rows averaged
     softmax_grad: str = "jacobian"
@@ -92,6 +97,7 @@ class Variant:
     d_k_transposed: bool = True
     masked_grad: str = "zero"
     bias_grad: str = "sum"
+    d_k_order: str = "right"  # d_K's factors in the wrong order: "q_first" Q·d_scaledᵀ, "qt_first" Qᵀ·d_scaled
     kv_grad: str = "sum"  # grouped K/V heads: "own" = d_K, d_V from this query head only (not summed over the group)
 
     def turned(self) -> frozenset[str]:
