@@ -466,7 +466,8 @@ def _near(found: float | Fraction, answer: int, tol: float) -> bool:
 # A typed count is explained by a mistake (one of the question's variants, or none: the answer) read one
 # of three ways -- as typed, in the other system's unit (GiB written GB: a GiB is 2^30 bytes, a GB 10^9),
 # or as the count of elements where their bytes are asked -- and rounded as written (the number claims
-# its value to within half a unit in its last place, or within 1%) or cut off instead of rounded.  The
+# its value to within half a unit in its last place; read as typed, within 1% will do) or cut off
+# instead of rounded.  The
 # explanations of the fewest parts that fit are named, the closest first; several that give the same
 # number are all named (either could be what happened).  A unit slip and an element slip are not
 # stacked (the unit would then be a prefix of elements, not of bytes), nor is either stacked on a
