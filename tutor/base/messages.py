@@ -1735,3 +1735,22 @@ EN.update({
     "count.quantities.one": "{count} quantity",
     "count.quantities.other": "{count} quantities",
 })
+
+# --- issue 20, C: a wrong count explained (drill counts): a mistake or none, and the slips beside it ---
+EN.update({
+    "drill.count.either": "Each of these gives that number:",
+    "drill.count.about": "about {value}",
+    "drill.count.prefix_size": "{power:bytes}",
+    "drill.count.to_whole": "to a whole number",
+    "drill.count.to_places": "to {places:decimals}",
+    "drill.count.rounds": "That count is {count}, which rounds to {written}.",
+    "drill.count.near": "That count is {count}; {written} is within 1% of it.",
+    "drill.count.slip.unit": "That is the count in {meant} ({meant_size} each), written with {typed} ({typed_size} each): {count:bytes} are {meant_value} {meant} and {typed_value} {typed}.",
+    "drill.count.slip.unit.also": "And it is in {meant} ({meant_size} each), written with {typed} ({typed_size} each): that count, {count:bytes}, is {meant_value} {meant} and {typed_value} {typed}.",
+    "drill.count.slip.elements": "That is the number of elements, not of bytes: {elements} elements of {size:bytes} ({dtype}) are {bytes:bytes}.",
+    "drill.count.slip.elements.also": "And it counts elements, not bytes: {elements} elements of {size:bytes} ({dtype}) are {bytes:bytes}.",
+    "drill.count.slip.truncated": "Cut off instead of rounded: {value} {places} is {rounded}, not {written}.",
+    "drill.count.slip.truncated.also": "And it is cut off instead of rounded: {value} {places} is {rounded}, not {written}.",
+    "drill.count.slip.coarse": "That is the answer rounded too far: {written} is more than 1% from it ({value}); within 1% counts.",
+    "drill.count.slip.coarse.exact": "That is the answer ({value}) written with fewer digits; here a known mistake lands within 1% of the answer, so only the exact count is right.",
+})

@@ -60,10 +60,13 @@ def check(
 
 
 def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None:
-    """``check`` of a file with a ``tiled:`` part (and maybe steps): both reports; exit 1 when either is wrong."""
+    """``check`` of a file with a ``tiled:`` part (and maybe steps): both reports, under the heading that
+    names the file, its exercise, and its ``title:`` and ``source:`` (in JSON too, with its warnings, as
+    for steps alone); exit 1 when either is wrong."""
     import json
 
     from ..audit.check import audit
+    from ..authoring.validate import warning_text
     from ..flash.check import audit_tiled, tiled_json, tiled_lines
 
     assert sf.tiled is not None  # called only for a file with a tiled: part
@@ -71,9 +74,9 @@ def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None
     report = audit(sf, tolerance=tolerance) if sf.steps else None
     wrong = not rep.ok or (report is not None and report.exit_code == EXIT_WRONG)
     if fmt is Format.json:
-        from ..render.check import dumps
+        from ..render.check import dumps, file_dict, warnings_list
 
-        doc = json.loads(dumps(report)) if report is not None else {"file": sf.file, "exercise": sf.exercise.id}
+        doc = json.loads(dumps(report)) if report is not None else {**file_dict(sf), "warnings": warnings_list(sf)}
         doc["tiled"] = tiled_json(sf.exercise, rep)
         doc["verdict"], doc["exit_code"] = ("wrong", EXIT_WRONG) if wrong else ("correct", 0)
         write_document(document(doc))
@@ -81,10 +84,14 @@ def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None
         from rich.padding import Padding
         from rich.text import Text
 
-        from ..render.check import render
+        from ..render.check import render, render_heading
 
+        for p in sf.warnings:
+            warn(warning_text(p))
         if report is not None:
             render(report, console())
+        else:
+            render_heading(sf, console())
         out = console()
         for line in tiled_lines(sf.exercise, rep):
             text = line if is_utf(out.encoding) else asciify(line)

@@ -11,13 +11,16 @@ width 64 or 128, ``num_kv_heads`` = ``num_heads`` (multi-head), 8, 4 or 2
 
 A wrong answer that equals what a known mistake gives (a multiply-add
 counted as one FLOP, K and V counted with ``num_heads``, the factor 2 for K
-and V forgotten, bits for bytes, …) is named.
+and V forgotten, bits for bytes, …) is named: each question lists its
+mistakes (``variants``) and, for bytes, the dtype's size (``element``);
+:func:`tutor.drills.record.count_fits` names them with the slips beside them
+(GB written for GiB, elements for bytes, a number cut off).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..base.messages import t
 from .record import Question, Variant
@@ -143,14 +146,26 @@ def _layer_fields(layer: Layer) -> dict[str, object]:
 
 
 def _variants(answer: int, candidates: list[tuple[int, str]]) -> tuple[Variant, ...]:
-    """The known mistakes whose value differs from the answer and from every earlier one."""
-    seen = {answer}
-    out = []
+    """The known mistakes whose value differs from the answer, one variant per value: a later mistake
+    giving an earlier one's value is kept beside it (``also``), since either may be what happened.
+    Bits are not bytes: no unit or element slip stacks on them; float32's bytes are bytes of another
+    dtype: no element slip stacks on them (:attr:`Variant.slips`)."""
+    out: dict[int, Variant] = {}
     for value, key in candidates:
-        if value not in seen and value > 0:
-            seen.add(value)
-            out.append(Variant(value, key, t(key)))
-    return tuple(out)
+        if value == answer or value <= 0:
+            continue
+        slips = SLIPS.get(key, ("unit", "elements"))
+        if value in out:
+            v = out[value]
+            if key != v.key and all(key != a.key for a in v.also):
+                out[value] = replace(v, also=v.also + (Variant(value, key, t(key), slips=slips),))
+        else:
+            out[value] = Variant(value, key, t(key), slips=slips)
+    return tuple(out.values())
+
+
+#: The slips that may stack on a mistake, where not both (:attr:`Variant.slips`).
+SLIPS: dict[str, tuple[str, ...]] = {"drill.counts.memory.bits": (), "drill.counts.memory.fp32": ("unit",)}
 
 
 def _n(value: int) -> str:
@@ -160,7 +175,12 @@ def _n(value: int) -> str:
 def params_question(rng: random.Random, qid: str) -> Question:
     """Parameters of one layer, with or without biases."""
     bias = rng.random() < 0.5
-    layer = random_layer(rng, bias)
+    return parameters_question(random_layer(rng, bias), qid)
+
+
+def parameters_question(layer: Layer, qid: str) -> Question:
+    """The parameters of ``layer`` (with its biases or without, as ``layer.bias`` says), asked."""
+    bias = layer.bias
     parts = parameters(layer)
     answer = sum(parts.values())
     D, H, Hkv, d = layer.d_model, layer.num_heads, layer.num_kv_heads, layer.d_k
@@ -193,6 +213,13 @@ def flops_question(rng: random.Random, qid: str) -> Question:
     B = rng.choice((1, 2, 4, 8))
     L = rng.choice((128, 512, 1024, 2048, 4096))
     part = rng.choice(FLOP_PARTS)
+    return forward_flops_question(layer, B, L, part, qid)
+
+
+def forward_flops_question(layer: Layer, B: int, L: int, part: str, qid: str) -> Question:
+    """The FLOPs of ``part`` (of :data:`FLOP_PARTS`) in one self-attention forward of ``layer`` with batch
+    ``B`` and ``L_q = L_k = L``, asked; a layer without biases (they are not matrix products)."""
+    layer = replace(layer, bias=False)
     parts = forward_flops(layer, B, L, L)
     chosen = {"total": tuple(parts), "projections": ("q_proj", "k_proj", "v_proj", "output"),
               "scores": ("scores",), "head_outputs": ("head_outputs",), "output": ("output",)}[part]
@@ -232,8 +259,12 @@ def memory_question(rng: random.Random, qid: str) -> Question:
     B = rng.choice((1, 2, 4, 8, 16))
     L = rng.choice((512, 1024, 2048, 4096, 8192))
     dtype = rng.choice(("float32", "float16", "bfloat16"))
+    return weights_memory_question(B, layer.num_heads, L, dtype, qid)
+
+
+def weights_memory_question(B: int, H: int, L: int, dtype: str, qid: str) -> Question:
+    """The bytes of the attention weights ``[B, H, L, L]`` in ``dtype``, asked."""
     element = DTYPE_BYTES[dtype]
-    H = layer.num_heads
     answer = weights_bytes(B, H, L, L, element)
     candidates = [(answer * 8, "drill.counts.memory.bits"), (answer // H, "drill.counts.memory.one_head"),
                   (answer // B, "drill.counts.flops.no_batch"), (weights_bytes(B, H, L, L, 4), "drill.counts.memory.fp32")]
@@ -246,7 +277,7 @@ def memory_question(rng: random.Random, qid: str) -> Question:
         config={"quantity": "weights_memory", "B": B, "num_heads": H, "L_q": L, "L_k": L, "dtype": dtype,
                 "bytes_per_element": element},
         hint=t("drill.counts.memory.hint"), explain=explain,
-        variants=_variants(answer, candidates), json={"unit": "bytes"},
+        variants=_variants(answer, candidates), element=(dtype, element), json={"unit": "bytes"},
     )
 
 
@@ -257,6 +288,11 @@ def kv_question(rng: random.Random, qid: str) -> Question:
     B = rng.choice((1, 4, 8, 16, 32))
     L = rng.choice((1024, 2048, 4096, 8192, 32768))
     dtype = rng.choice(("float32", "float16", "bfloat16", "int8"))
+    return kv_cache_question(layer, layers, B, L, dtype, qid)
+
+
+def kv_cache_question(layer: Layer, layers: int, B: int, L: int, dtype: str, qid: str) -> Question:
+    """The bytes of the KV cache of ``layers`` such layers for ``B`` sequences of ``L`` tokens in ``dtype``, asked."""
     element = DTYPE_BYTES[dtype]
     H, Hkv, d = layer.num_heads, layer.num_kv_heads, layer.d_k
     answer = kv_cache_bytes(layers, B, L, Hkv, d, d, element)
@@ -273,7 +309,7 @@ def kv_question(rng: random.Random, qid: str) -> Question:
         config={"quantity": "kv_cache", **_layer_fields(layer), "layers": layers, "B": B, "L": L, "dtype": dtype,
                 "bytes_per_element": element},
         hint=t("drill.counts.kv.hint"), explain=explain,
-        variants=_variants(answer, candidates), json={"unit": "bytes"},
+        variants=_variants(answer, candidates), element=(dtype, element), json={"unit": "bytes"},
     )
 
 

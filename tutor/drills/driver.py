@@ -188,15 +188,14 @@ def self_graded(q: Question, text: str, hints: int, lines: Lines, view: View) ->
 
 def attempt(a: Answered) -> Attempt:
     """The record the progress store keeps for an answered question: under ``drill:<drill>`` and
-    step ``drill:<drill>:<topic>``; the diagnosis of a wrong answer; the text typed (cut to
-    :data:`~tutor.drills.record.MAX_ANSWER_CHARS`)."""
+    step ``drill:<drill>:<topic>``; the diagnoses of a wrong answer (its mistake first, then the slips
+    beside it); the text typed (cut to :data:`~tutor.drills.record.MAX_ANSWER_CHARS`)."""
     q = a.question
     assert a.outcome is not None
     v = a.verdict
-    diagnosis = v.diagnosis if v is not None and a.outcome == "wrong" else None
+    diagnoses = (v.diagnosis, *v.also) if v is not None and v.diagnosis and a.outcome == "wrong" else ()
     text = None if a.text is None else a.text[:MAX_ANSWER_CHARS]
-    return Attempt(f"{DRILL_PREFIX}{q.drill}", q.step, None, a.outcome, 1, a.hints,
-                   (diagnosis,) if diagnosis else (), text)
+    return Attempt(f"{DRILL_PREFIX}{q.drill}", q.step, None, a.outcome, 1, a.hints, diagnoses, text)
 
 
 def save(a: Answered, recorder: Recorder | None, view: View) -> None:

@@ -22,6 +22,7 @@ from rich.text import Text
 from ..answers import ROUNDED_AWAY, TRUNCATED
 from ..audit.check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
 from ..audit.plausibility import cell_name, label
+from ..audit.solution import SolutionFile
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import legible, trimmed
 from ..base.messages import plural, t
@@ -178,14 +179,19 @@ class CheckRenderer:
         return ", ".join(self.name(r, k) for k in inputs(r.exercise, s.key))
 
     # -- whole report --------------------------------------------------------------
-    def report(self, r: Report) -> None:
-        ex = r.exercise
-        self.line(t("check.heading", file=shown(r.solution.file), id=ex.id, title=ex.title), "bold")
-        if r.solution.title:
-            self.line(shown(r.solution.title), "dim")
-        if r.solution.source:
-            self.line(t("check.source", source=shown(r.solution.source)), "dim")
+    def heading(self, sf: SolutionFile) -> None:
+        """What is checked against what: the file, its exercise and the exercise's title; the file's own
+        ``title:`` and ``source:`` when it has them; a blank line."""
+        ex = sf.exercise
+        self.line(t("check.heading", file=shown(sf.file), id=ex.id, title=ex.title), "bold")
+        if sf.title:
+            self.line(shown(sf.title), "dim")
+        if sf.source:
+            self.line(t("check.source", source=shown(sf.source)), "dim")
         self.console.print()
+
+    def report(self, r: Report) -> None:
+        self.heading(r.solution)
         if not r.steps:
             self.line(t("check.no_steps"))
         else:
@@ -228,6 +234,12 @@ def _count(s: StepCheck) -> int:
 def render(report: Report, console: Console) -> None:
     """Print ``report`` on ``console``."""
     CheckRenderer(console).report(report)
+
+
+def render_heading(sf: SolutionFile, console: Console) -> None:
+    """Print on ``console`` the heading of a check of ``sf`` without steps (a ``tiled:`` part alone): what
+    :func:`render` prints above the steps -- the file, its exercise, the file's ``title:`` and ``source:``."""
+    CheckRenderer(console).heading(sf)
 
 
 # --- JSON -----------------------------------------------------------------------------------
@@ -284,11 +296,7 @@ def report_dict(r: Report) -> dict[str, Any]:
             "notes": [{"key": k, "cells": [list(c) for c in cells], "message": m} for k, cells, m in s.notes],
         })
     return {
-        "file": r.solution.file,
-        "exercise": ex.id,
-        "title": ex.title,
-        "source": r.solution.source or None,
-        "solution_title": r.solution.title or None,
+        **file_dict(r.solution),
         "verdict": "correct" if r.ok else "wrong",
         "exit_code": r.exit_code,
         "first_wrong": None if r.first_wrong is None else _key(ex, r.first_wrong.key),
@@ -296,9 +304,28 @@ def report_dict(r: Report) -> dict[str, Any]:
         "steps": steps,
         "plausibility": [{"check": f.check, "id": f.id or None, "head": f.head, "ok": f.ok, "message": f.message,
                           "cells": [list(c) for c in f.cells]} for f in r.findings],
-        "warnings": [{"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
-                      "hint": p.hint} for p in r.solution.warnings],
+        "warnings": warnings_list(r.solution),
     }
+
+
+def file_dict(sf: SolutionFile) -> dict[str, Any]:
+    """What a check's JSON says of the file, with steps or without (a ``tiled:`` part alone): ``file``;
+    ``exercise`` its id and ``title`` its title; ``source`` and ``solution_title``, the file's own
+    ``source:`` and ``title:`` (``null`` when it has none)."""
+    return {
+        "file": sf.file,
+        "exercise": sf.exercise.id,
+        "title": sf.exercise.title,
+        "source": sf.source or None,
+        "solution_title": sf.title or None,
+    }
+
+
+def warnings_list(sf: SolutionFile) -> list[dict[str, Any]]:
+    """The file's warnings (a plain ``010``) as a check's JSON lists them: ``file``, ``line``, ``column``,
+    ``field``, ``message``, ``hint``."""
+    return [{"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
+             "hint": p.hint} for p in sf.warnings]
 
 
 def dumps(r: Report) -> str:
