@@ -10,13 +10,18 @@ Two fixtures run attn-tutor, so that every test drives it the same way:
   real process shows: the real standard streams, their encoding, closed
   descriptors (``redirect=">&-"``, applied by a shell), start-up imports.
 
-Tests that need a terminal (a pseudo-terminal) drive it with pexpect.
+Tests that need a terminal (a pseudo-terminal) drive it with pexpect
+(``tests/ptys.py``: by what the terminal shows, never by a delay).  A test
+that sends SIGINT to a child gives it the default disposition itself
+(:func:`default_sigint`): a suite started as a background job has SIGINT
+ignored, and children inherit that.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -132,6 +137,22 @@ def cli_process() -> Callable[..., ProcessResult]:
         return ProcessResult(done.returncode, done.stdout, done.stderr)
 
     return run
+
+
+def default_sigint() -> None:
+    """A ``preexec_fn`` for a child that is sent Ctrl-C: SIGINT's default disposition, as in a shell's foreground job.
+
+    Python then installs its own handler at start-up (Ctrl-C raises
+    ``KeyboardInterrupt``).  The child must not inherit the suite's: a
+    non-interactive shell starts a background job (``make test &``) with
+    SIGINT ignored, and a child inherits that.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ignored_sigint() -> None:
+    """A ``preexec_fn``: what a non-interactive shell does to a job it starts with ``&``: SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class InterruptedInput(io.StringIO):

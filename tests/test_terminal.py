@@ -677,12 +677,10 @@ def test_any_columns_value_is_clamped_to_the_narrowest_layout(cli, monkeypatch, 
 def test_practice_in_a_ten_column_terminal():
     """A real pseudo-terminal ten columns wide, no COLUMNS: the layout is clamped, the session works."""
     pexpect = pytest.importorskip("pexpect")
-    env = {**os.environ, "TERM": "xterm-256color"}
-    env.pop("COLUMNS", None)
-    child = pexpect.spawn(sys.executable, ["-m", "tutor", "practice", "single-head-3x4", "--steps", "q"], env=env,
-                          cwd=str(REPO), encoding="utf-8", timeout=120, dimensions=(50, 10))
-    child.expect_exact("Q> ")
-    child.sendline("1 1; 2 2; 2 2")
+    from .ptys import answer, spawn
+
+    child = spawn("practice", "single-head-3x4", "--steps", "q", dimensions=(50, 10), timeout=120)
+    answer(child, "Q> ", "1 1; 2 2; 2 2")
     child.expect_exact("Session complete.")
     child.expect(pexpect.EOF)
     child.close()
