@@ -2,13 +2,18 @@
 
 Two fixtures run attn-tutor, so that every test drives it the same way:
 
-- ``cli(*argv, input=None, env=None) -> Result``: in this process, through
+- ``cli(*argv, input=None, env=None, cwd=None) -> Result``: in this process, through
   :func:`tutor.cli.main` with its standard streams injected (no
   monkeypatching of ``sys.stdin``, no capture of the test's own output).
+- ``cli_encoded(*argv, encoding, input=b"", env=None, cwd=None) -> ProcessResult``:
+  the same, on real text streams of one encoding over bytes (what Python makes
+  of ``PYTHONIOENCODING``), for what an encoding does to the output.
 - ``cli_process(*argv, input=b"", env=None, cwd=REPO, redirect="") ->
   ProcessResult``: a fresh interpreter (``python -m tutor``), for what only a
-  real process shows: the real standard streams, their encoding, closed
-  descriptors (``redirect=">&-"``, applied by a shell), start-up imports.
+  real process shows: the real standard streams and how Python makes them,
+  closed descriptors (``redirect=">&-"``, applied by a shell), start-up
+  imports, signals.  A process costs about a second of CPU (the imports), so
+  a test that needs none of these runs in this process.
 
 Tests that need a terminal (a pseudo-terminal) drive it with pexpect
 (``tests/ptys.py``: by what the terminal shows, never by a delay).  A test
@@ -24,7 +29,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TextIO
@@ -84,28 +90,73 @@ class ProcessResult:
 Env = Mapping[str, "str | None"]
 
 
+@contextmanager
+def _run_context(monkeypatch, env: Env | None, cwd: Path | str | None) -> Iterator[None]:
+    """``env`` on top of the pinned environment (``None`` as a value removes a variable), in folder ``cwd``."""
+    with monkeypatch.context() as m:
+        for name, value in (env or {}).items():
+            if value is None:
+                m.delenv(name, raising=False)
+            else:
+                m.setenv(name, value)
+        if cwd is not None:
+            m.chdir(cwd)
+        yield
+
+
 @pytest.fixture
 def cli(monkeypatch) -> Callable[..., Result]:
-    """Run attn-tutor in this process: ``cli(*argv, input=None, env=None) -> Result(code, out, err)``.
+    """Run attn-tutor in this process: ``cli(*argv, input=None, env=None, cwd=None) -> Result(code, out, err)``.
 
     ``input`` is the text on standard input (``None``: empty, the end of
     input at once; or a stream of your own); ``env`` sets variables for this run (``None`` as a value
-    removes one), on top of the pinned environment.  The streams are
-    passed to :func:`tutor.cli.main`; each is a fresh ``StringIO``.
+    removes one), on top of the pinned environment; ``cwd`` is the current folder for the run.  The
+    streams are passed to :func:`tutor.cli.main`; each is a fresh ``StringIO``.
     """
     from tutor.cli import main
 
-    def run(*argv: object, input: str | TextIO | None = None, env: Env | None = None) -> Result:
+    def run(*argv: object, input: str | TextIO | None = None, env: Env | None = None,
+            cwd: Path | str | None = None) -> Result:
         out, err = io.StringIO(), io.StringIO()
-        with monkeypatch.context() as m:
-            for name, value in (env or {}).items():
-                if value is None:
-                    m.delenv(name, raising=False)
-                else:
-                    m.setenv(name, value)
+        with _run_context(monkeypatch, env, cwd):
             stdin = io.StringIO(input or "") if input is None or isinstance(input, str) else input
             code = main([str(a) for a in argv], stdin=stdin, stdout=out, stderr=err)
         return Result(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
+def cli_encoded(monkeypatch) -> Callable[..., ProcessResult]:
+    """Run attn-tutor in this process on streams of one encoding:
+    ``cli_encoded(*argv, encoding, input=b"", env=None, cwd=None) -> ProcessResult`` (the bytes written).
+
+    The streams are the ones Python makes for a process whose standard
+    streams are pipes under ``PYTHONIOENCODING=<encoding>``: an
+    :class:`io.TextIOWrapper` over bytes each, stdin and stdout ``strict``,
+    stderr ``backslashreplace``, no newline translation.  ``input`` (bytes,
+    or text written as UTF-8) is what stdin reads.  For what an encoding does
+    to what attn-tutor writes and reads; whether Python makes these streams
+    from the variable is for ``cli_process`` to show.
+    """
+    from tutor.cli import main
+
+    def run(*argv: object, encoding: str, input: bytes | str = b"", env: Env | None = None,
+            cwd: Path | str | None = None) -> ProcessResult:
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+        stdin = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors="strict", newline="\n")
+        out = io.TextIOWrapper(out_bytes, encoding=encoding, errors="strict", newline="\n", write_through=True)
+        err = io.TextIOWrapper(err_bytes, encoding=encoding, errors="backslashreplace", newline="\n",
+                               write_through=True)
+        try:
+            with _run_context(monkeypatch, env, cwd):
+                code = main([str(a) for a in argv], stdin=stdin, stdout=out, stderr=err)
+        finally:
+            for stream in (out, err):
+                stream.flush()
+                stream.detach()  # the bytes stay readable
+        return ProcessResult(code, out_bytes.getvalue(), err_bytes.getvalue())
 
     return run
 

@@ -562,8 +562,8 @@ def test_key_padding_column_must_get_no_weight():
 # --- terminals ---------------------------------------------------------------------------------------
 
 
-def test_ascii_console_gets_words_and_ascii_symbols(cli_process):
-    r = cli_process("check", "homework-no-scaling.yaml", cwd=DATA, env={"PYTHONIOENCODING": "ascii", "NO_COLOR": "1", "COLUMNS": "100"})
+def test_ascii_console_gets_words_and_ascii_symbols(cli_encoded):
+    r = cli_encoded("check", "homework-no-scaling.yaml", encoding="ascii", cwd=DATA, env={"NO_COLOR": "1", "COLUMNS": "100"})
     assert r.code == 1, r.stderr
     out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
     assert "  x wrong     scaled       9 of 9 entries off" in out

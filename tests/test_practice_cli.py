@@ -424,7 +424,7 @@ def _read_until(proc: subprocess.Popen, needle: bytes, timeout: float = 60) -> b
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_a_killed_session_keeps_every_answer_given(cli_process):
+def test_a_killed_session_keeps_every_answer_given(cli):
     proc = subprocess.Popen([sys.executable, "-m", "tutor", "practice", "single-head-3x4"], cwd=REPO,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
     try:
@@ -451,17 +451,18 @@ def test_a_killed_session_keeps_every_answer_given(cli_process):
         ("q", "correct", 1, "1 1; 2 2; 2 2"), ("k", "wrong", 1, "9 9; 2 2; 2 2")]
     assert rows("SELECT ended FROM sessions") == [(None,)]
     # and the store opens cleanly afterwards
-    r = cli_process("stats", "--format", "json")
-    assert r.code == 0, r.stderr
-    assert json.loads(r.stdout)["answers"] == 2
+    code, out, err = cli("stats", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["answers"] == 2
 
 
 # --- what the learner reads, under constraints -------------------------------------------------
 
 
-def test_ascii_stream_no_colour_and_60_columns(cli_process):
+def test_ascii_stream_no_colour_and_60_columns(cli_encoded):
     script = (typed(SCORES) + "\n" + "show\n").encode()  # forgets the scaling, then reveals
-    r = cli_process("practice", "single-head-3x4", "--steps", "scaled,weights", input=script + b"show\n", env={"PYTHONIOENCODING": "ascii", "COLUMNS": "60", "NO_COLOR": "1", "TERM": "xterm-256color"})
+    r = cli_encoded("practice", "single-head-3x4", "--steps", "scaled,weights", input=script + b"show\n",
+                    encoding="ascii", env={"COLUMNS": "60", "NO_COLOR": "1", "TERM": "xterm-256color"})
     assert r.code == 0, r.stderr
     out = r.stdout.decode("ascii")  # raises on any non-ASCII byte
     assert "\x1b[" not in out
@@ -478,8 +479,10 @@ def test_ascii_stream_no_colour_and_60_columns(cli_process):
     assert r.stderr == b""
 
 
-def test_undecodable_piped_bytes_are_a_message_not_a_crash(cli_process):
-    r = cli_process("practice", "single-head-3x4", "--steps", "q", input=b"\xff\xfe 1\n1 1; 2 2; 2 2\n")
+def test_undecodable_piped_bytes_are_a_message_not_a_crash(cli_encoded):
+    """Bytes that are not UTF-8 on a UTF-8 stdin (strict, as Python makes it for a pipe)."""
+    r = cli_encoded("practice", "single-head-3x4", "--steps", "q", input=b"\xff\xfe 1\n1 1; 2 2; 2 2\n",
+                    encoding="utf-8")
     assert r.code == 0 and r.stderr == b""
     out = r.stdout.decode()
     assert "Not an answer: " in out and "✓ Right." in out
