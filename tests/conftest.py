@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,6 +40,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"
+COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # SGR colour codes
+#: What a colour terminal is to rich: any stream taken for a terminal, with 256 colours.
+COLOUR_TERMINAL = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": None}
 
 
 def _v1_bundled() -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXERCISES, REPO
+from .conftest import COLOUR, COLOUR_TERMINAL, EXERCISES, REPO
 
 GOLDEN = REPO / "tests" / "golden"
 BUNDLED_IDS = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
@@ -135,9 +135,13 @@ def test_narrow_terminal_never_cuts_numbers(cli):
             assert f"{v:.4f}" in out or str(int(v)) in out
 
 
-def test_no_color_output_has_no_escape_codes(cli_process):
-    r = cli_process("explain", "single-head-3x4", env={"NO_COLOR": "1", "FORCE_COLOR": ""})
-    assert b"\x1b[" not in r.stdout
+def test_no_color_turns_the_colours_off_even_on_a_colour_terminal(cli):
+    """NO_COLOR on a stream rich takes for a colour terminal: not one colour code (bold and dim may stay);
+    without NO_COLOR the same run is coloured."""
+    code, out, _ = cli("explain", "single-head-3x4", env={**COLOUR_TERMINAL, "NO_COLOR": "1"})
+    assert code == 0 and "Exact entries:" in out and not COLOUR.search(out)
+    code, out, _ = cli("explain", "single-head-3x4", env=COLOUR_TERMINAL)
+    assert code == 0 and COLOUR.search(out)
 
 
 # --- list ------------------------------------------------------------------------

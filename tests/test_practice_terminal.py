@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import COLOUR
 from .ptys import answer, at_prompt, default_sigint, ignored_sigint, spawn
 
 pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
-
-COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # SGR colour codes
 
 
 def answers() -> list[tuple]:
