@@ -194,6 +194,29 @@ def cli_process() -> Callable[..., ProcessResult]:
     return run
 
 
+def wrapped(message: str, path: object) -> re.Pattern[str]:
+    """``message`` as the console lays it out, to search the output for: a line break (and indent) may
+    stand for any space, and ``path`` (a temporary folder's, whose length the test does not choose: longer
+    under xdist or with a long TMPDIR) may also be folded between any two of its characters.
+
+    Only the spaces and the folds are free: every character of ``message`` is matched, in order.
+    """
+    path = str(path)
+    start = message.index(path)
+    # the unbroken word around the path (quotes, a trailing dot) folds with it
+    left = message.rfind(" ", 0, start) + 1
+    right = message.find(" ", start + len(path))
+    right = len(message) if right < 0 else right
+
+    def spaced(text: str) -> str:
+        return r"\s+".join(re.escape(word) for word in text.split(" "))
+
+    def folded(text: str) -> str:
+        return r"\s*".join(r"\s+" if c == " " else re.escape(c) for c in text)
+
+    return re.compile(spaced(message[:left]) + folded(message[left:right]) + spaced(message[right:]))
+
+
 def default_sigint() -> None:
     """A ``preexec_fn`` for a child that is sent Ctrl-C: SIGINT's default disposition, as in a shell's foreground job.
 
