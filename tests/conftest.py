@@ -2,24 +2,36 @@
 
 Two fixtures run attn-tutor, so that every test drives it the same way:
 
-- ``cli(*argv, input=None, env=None) -> Result``: in this process, through
+- ``cli(*argv, input=None, env=None, cwd=None) -> Result``: in this process, through
   :func:`tutor.cli.main` with its standard streams injected (no
   monkeypatching of ``sys.stdin``, no capture of the test's own output).
+- ``cli_encoded(*argv, encoding, input=b"", env=None, cwd=None) -> ProcessResult``:
+  the same, on real text streams of one encoding over bytes (what Python makes
+  of ``PYTHONIOENCODING``), for what an encoding does to the output.
 - ``cli_process(*argv, input=b"", env=None, cwd=REPO, redirect="") ->
   ProcessResult``: a fresh interpreter (``python -m tutor``), for what only a
-  real process shows: the real standard streams, their encoding, closed
-  descriptors (``redirect=">&-"``, applied by a shell), start-up imports.
+  real process shows: the real standard streams and how Python makes them,
+  closed descriptors (``redirect=">&-"``, applied by a shell), start-up
+  imports, signals.  A process costs about a second of CPU (the imports), so
+  a test that needs none of these runs in this process.
 
-Tests that need a terminal (a pseudo-terminal) drive it with pexpect.
+Tests that need a terminal (a pseudo-terminal) drive it with pexpect
+(``tests/ptys.py``: by what the terminal shows, never by a delay).  A test
+that sends SIGINT to a child gives it the default disposition itself
+(:func:`default_sigint`): a suite started as a background job has SIGINT
+ignored, and children inherit that.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
+import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, TextIO
@@ -28,6 +40,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"
+COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # SGR colour codes
+#: What a colour terminal is to rich: any stream taken for a terminal, with 256 colours.
+COLOUR_TERMINAL = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": None}
 
 
 def _v1_bundled() -> list[str]:
@@ -79,28 +94,73 @@ class ProcessResult:
 Env = Mapping[str, "str | None"]
 
 
+@contextmanager
+def _run_context(monkeypatch, env: Env | None, cwd: Path | str | None) -> Iterator[None]:
+    """``env`` on top of the pinned environment (``None`` as a value removes a variable), in folder ``cwd``."""
+    with monkeypatch.context() as m:
+        for name, value in (env or {}).items():
+            if value is None:
+                m.delenv(name, raising=False)
+            else:
+                m.setenv(name, value)
+        if cwd is not None:
+            m.chdir(cwd)
+        yield
+
+
 @pytest.fixture
 def cli(monkeypatch) -> Callable[..., Result]:
-    """Run attn-tutor in this process: ``cli(*argv, input=None, env=None) -> Result(code, out, err)``.
+    """Run attn-tutor in this process: ``cli(*argv, input=None, env=None, cwd=None) -> Result(code, out, err)``.
 
     ``input`` is the text on standard input (``None``: empty, the end of
     input at once; or a stream of your own); ``env`` sets variables for this run (``None`` as a value
-    removes one), on top of the pinned environment.  The streams are
-    passed to :func:`tutor.cli.main`; each is a fresh ``StringIO``.
+    removes one), on top of the pinned environment; ``cwd`` is the current folder for the run.  The
+    streams are passed to :func:`tutor.cli.main`; each is a fresh ``StringIO``.
     """
     from tutor.cli import main
 
-    def run(*argv: object, input: str | TextIO | None = None, env: Env | None = None) -> Result:
+    def run(*argv: object, input: str | TextIO | None = None, env: Env | None = None,
+            cwd: Path | str | None = None) -> Result:
         out, err = io.StringIO(), io.StringIO()
-        with monkeypatch.context() as m:
-            for name, value in (env or {}).items():
-                if value is None:
-                    m.delenv(name, raising=False)
-                else:
-                    m.setenv(name, value)
+        with _run_context(monkeypatch, env, cwd):
             stdin = io.StringIO(input or "") if input is None or isinstance(input, str) else input
             code = main([str(a) for a in argv], stdin=stdin, stdout=out, stderr=err)
         return Result(code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
+def cli_encoded(monkeypatch) -> Callable[..., ProcessResult]:
+    """Run attn-tutor in this process on streams of one encoding:
+    ``cli_encoded(*argv, encoding, input=b"", env=None, cwd=None) -> ProcessResult`` (the bytes written).
+
+    The streams are the ones Python makes for a process whose standard
+    streams are pipes under ``PYTHONIOENCODING=<encoding>``: an
+    :class:`io.TextIOWrapper` over bytes each, stdin and stdout ``strict``,
+    stderr ``backslashreplace``, no newline translation.  ``input`` (bytes,
+    or text written as UTF-8) is what stdin reads.  For what an encoding does
+    to what attn-tutor writes and reads; whether Python makes these streams
+    from the variable is for ``cli_process`` to show.
+    """
+    from tutor.cli import main
+
+    def run(*argv: object, encoding: str, input: bytes | str = b"", env: Env | None = None,
+            cwd: Path | str | None = None) -> ProcessResult:
+        data = input.encode("utf-8") if isinstance(input, str) else input
+        out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+        stdin = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors="strict", newline="\n")
+        out = io.TextIOWrapper(out_bytes, encoding=encoding, errors="strict", newline="\n", write_through=True)
+        err = io.TextIOWrapper(err_bytes, encoding=encoding, errors="backslashreplace", newline="\n",
+                               write_through=True)
+        try:
+            with _run_context(monkeypatch, env, cwd):
+                code = main([str(a) for a in argv], stdin=stdin, stdout=out, stderr=err)
+        finally:
+            for stream in (out, err):
+                stream.flush()
+                stream.detach()  # the bytes stay readable
+        return ProcessResult(code, out_bytes.getvalue(), err_bytes.getvalue())
 
     return run
 
@@ -132,6 +192,45 @@ def cli_process() -> Callable[..., ProcessResult]:
         return ProcessResult(done.returncode, done.stdout, done.stderr)
 
     return run
+
+
+def wrapped(message: str, path: object) -> re.Pattern[str]:
+    """``message`` as the console lays it out, to search the output for: a line break (and indent) may
+    stand for any space, and ``path`` (a temporary folder's, whose length the test does not choose: longer
+    under xdist or with a long TMPDIR) may also be folded between any two of its characters.
+
+    Only the spaces and the folds are free: every character of ``message`` is matched, in order.
+    """
+    path = str(path)
+    start = message.index(path)
+    # the unbroken word around the path (quotes, a trailing dot) folds with it
+    left = message.rfind(" ", 0, start) + 1
+    right = message.find(" ", start + len(path))
+    right = len(message) if right < 0 else right
+
+    def spaced(text: str) -> str:
+        return r"\s+".join(re.escape(word) for word in text.split(" "))
+
+    def folded(text: str) -> str:
+        return r"\s*".join(r"\s+" if c == " " else re.escape(c) for c in text)
+
+    return re.compile(spaced(message[:left]) + folded(message[left:right]) + spaced(message[right:]))
+
+
+def default_sigint() -> None:
+    """A ``preexec_fn`` for a child that is sent Ctrl-C: SIGINT's default disposition, as in a shell's foreground job.
+
+    Python then installs its own handler at start-up (Ctrl-C raises
+    ``KeyboardInterrupt``).  The child must not inherit the suite's: a
+    non-interactive shell starts a background job (``make test &``) with
+    SIGINT ignored, and a child inherits that.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ignored_sigint() -> None:
+    """A ``preexec_fn``: what a non-interactive shell does to a job it starts with ``&``: SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 class InterruptedInput(io.StringIO):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXERCISES, REPO
+from .conftest import COLOUR, COLOUR_TERMINAL, EXERCISES, REPO
 
 GOLDEN = REPO / "tests" / "golden"
 BUNDLED_IDS = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
@@ -114,8 +114,8 @@ def test_fully_masked_row_is_explained(cli):
 
 # --- terminals: ASCII, narrow, no colour --------------------------------------
 
-def test_ascii_stream_has_no_unicode_and_keeps_exact_forms(cli_process):
-    r = cli_process("explain", "two-head-causal-3x4", env={"PYTHONIOENCODING": "ascii", "COLUMNS": "80"})
+def test_ascii_stream_has_no_unicode_and_keeps_exact_forms(cli_encoded):
+    r = cli_encoded("explain", "two-head-causal-3x4", encoding="ascii", env={"COLUMNS": "80"})
     assert r.code == 0, r.stderr
     out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
     assert "X [3x4] * W_Q [4x2] -> Q [3x2]" in out
@@ -123,22 +123,25 @@ def test_ascii_stream_has_no_unicode_and_keeps_exact_forms(cli_process):
     assert "+----" in out
 
 
-def test_narrow_terminal_never_cuts_numbers(cli_process):
-    r = cli_process("explain", "two-head-fused-3x4", env={"COLUMNS": "60", "NO_COLOR": "1"})
-    assert r.code == 0, r.stderr
-    out = r.stdout.decode()
+def test_narrow_terminal_never_cuts_numbers(cli):
+    code, out, err = cli("explain", "two-head-fused-3x4", env={"COLUMNS": "60", "NO_COLOR": "1"})
+    assert code == 0, err
     assert max(len(line) for line in out.splitlines()) <= 60
     # every decimal of the output projection appears whole
-    doc = json.loads(cli_process("explain", "two-head-fused-3x4", "--format", "json").stdout)
+    doc = json.loads(cli("explain", "two-head-fused-3x4", "--format", "json").out)
     output = next(s for s in doc["steps"] if s["id"] == "output")
     for row in output["value"]:
         for v in row:
             assert f"{v:.4f}" in out or str(int(v)) in out
 
 
-def test_no_color_output_has_no_escape_codes(cli_process):
-    r = cli_process("explain", "single-head-3x4", env={"NO_COLOR": "1", "FORCE_COLOR": ""})
-    assert b"\x1b[" not in r.stdout
+def test_no_color_turns_the_colours_off_even_on_a_colour_terminal(cli):
+    """NO_COLOR on a stream rich takes for a colour terminal: not one colour code (bold and dim may stay);
+    without NO_COLOR the same run is coloured."""
+    code, out, _ = cli("explain", "single-head-3x4", env={**COLOUR_TERMINAL, "NO_COLOR": "1"})
+    assert code == 0 and "Exact entries:" in out and not COLOUR.search(out)
+    code, out, _ = cli("explain", "single-head-3x4", env=COLOUR_TERMINAL)
+    assert code == 0 and COLOUR.search(out)
 
 
 # --- list ------------------------------------------------------------------------

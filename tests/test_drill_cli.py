@@ -209,13 +209,12 @@ def test_interview_show_answers_json_has_every_section(cli):
 # --- terminals -----------------------------------------------------------------------------------------
 
 
-def test_an_ascii_stream_gets_ascii(cli_process):
+def test_an_ascii_stream_gets_ascii(cli_encoded):
     answers = "\n".join(_shape_answers(11, 5)) + "\n"
-    r = cli_process("drill", "shapes", "--seed", 11, "--count", 5, input=answers, env={"PYTHONIOENCODING": "ascii"})
+    r = cli_encoded("drill", "shapes", "--seed", 11, "--count", 5, input=answers, encoding="ascii")
     assert r.code == 0, r.err
-    assert r.stdout.isascii() and b"sqrt" in r.stdout or b"[x]" in r.stdout
-    r = cli_process("drill", "masks", "--seed", 5, "--count", 3, input="skip\nskip\nskip\n",
-                    env={"PYTHONIOENCODING": "ascii"})
+    assert r.stdout.isascii() and (b"sqrt" in r.stdout or b"[x]" in r.stdout)
+    r = cli_encoded("drill", "masks", "--seed", 5, "--count", 3, input="skip\nskip\nskip\n", encoding="ascii")
     assert r.code == 0 and r.stdout.isascii()
 
 

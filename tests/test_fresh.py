@@ -22,7 +22,7 @@ from tutor.exercise.catalog import bundled, resolve
 from tutor.mistakes.invisible import uncaught
 from tutor.steps import solve
 
-from .conftest import EXERCISES
+from .conftest import EXERCISES, wrapped
 
 
 def integers(step) -> list[int]:
@@ -169,7 +169,7 @@ def test_the_command_shown_for_a_file_or_a_pack_names_it_so_that_it_runs(cli, tm
     path = str(pack / "mine.yaml")
     code, out, err = cli("practice", path, "--fresh", "--seed", "4", "--steps", "q", input="quit\n")
     assert (code, err) == (0, "")
-    assert f"`attn-tutor new --like '{path}' --seed 4`" in " ".join(out.split())  # quoted: the path has a space
+    assert wrapped(f"`attn-tutor new --like '{path}' --seed 4`", path).search(out)  # quoted: the path has a space
     written = cli("new", "--like", path, "--seed", "4")[1]
     assert f"# Written by `attn-tutor new --like '{path}' --seed 4`;" in written
     by_id = cli("new", "--like", "my-asym", "--exercises", str(pack), "--seed", "4")[1]

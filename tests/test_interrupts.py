@@ -22,7 +22,7 @@ from tutor import practice as quiz
 from tutor.practice import Answer
 from tutor.store import Store, default_path
 
-from .conftest import REPO
+from .conftest import REPO, default_sigint
 
 Q = K = "1 1; 2 2; 2 2"  # single-head-3x4: W_Q = W_K
 
@@ -122,7 +122,7 @@ def run_slow(args: list[str], *, name: str = "_matrix", when: str = "if True:", 
              input: str = "") -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent(SLOW).format(name=name, when=when, patch=patch)
     return subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True, text=True,
-                          cwd=REPO, timeout=60, check=False)
+                          cwd=REPO, timeout=60, check=False, preexec_fn=default_sigint)
 
 
 def test_a_real_ctrl_c_while_grading_ends_the_practice_session_with_its_summary():
@@ -158,7 +158,7 @@ def test_any_other_command_interrupted_says_so_in_one_line_and_exits_130(args):
     name = "recommendation" if args == ["stats"] else "parse_yaml"
     code = textwrap.dedent(INTERRUPTED_AT).format(name=name)
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=60, check=False)
+                          timeout=60, check=False, preexec_fn=default_sigint)  # as in a foreground job
     assert (done.returncode, done.stderr, done.stdout) == (130, "interrupted\n", "")
 
 

@@ -207,10 +207,10 @@ def test_closed_stdin_is_one_error_before_anything(cli):
     assert not store_made()
 
 
-def test_ascii_stream_no_colour_and_40_columns(cli_process):
+def test_ascii_stream_no_colour_and_40_columns(cli_encoded):
     script = "\n".join(["sqrt(2)/2 - 1/8", "1", "1 0", "0.64", "exp(1/16)", "hint", "hint", "show", "quit"]) + "\n"
-    r = cli_process("practice", "alibi-causal-3x2", "--tiled", "--block-size", "1", "--query", "c", input=script,
-                    env={"PYTHONIOENCODING": "ascii", "COLUMNS": "40", "NO_COLOR": "1", "TERM": "xterm-256color"})
+    r = cli_encoded("practice", "alibi-causal-3x2", "--tiled", "--block-size", "1", "--query", "c", input=script,
+                    encoding="ascii", env={"COLUMNS": "40", "NO_COLOR": "1", "TERM": "xterm-256color"})
     assert r.code == 0 and r.stderr == b""
     out = r.stdout.decode("ascii")  # raises on any non-ASCII byte
     assert "\x1b[" not in out and max(len(line) for line in out.splitlines()) <= 40
