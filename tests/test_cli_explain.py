@@ -13,6 +13,8 @@ import pytest
 
 from .conftest import EXERCISES, REPO
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 GOLDEN = REPO / "tests" / "golden"
 BUNDLED_IDS = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
 

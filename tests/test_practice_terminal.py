@@ -16,7 +16,8 @@ import pytest
 from .conftest import REPO
 
 pexpect = pytest.importorskip("pexpect")
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal"),
+              pytest.mark.usefixtures("child_environment")]  # the processes started here read their environment
 
 EXE = REPO / ".venv" / "bin" / "attn-tutor"
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # SGR colour codes

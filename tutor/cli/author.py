@@ -20,7 +20,7 @@ import typer
 
 from ..base.jsontext import document
 from ..base.messages import t
-from .common import ExercisesOpt, Format, FormatOpt, warn, write, write_document
+from .common import ExercisesOpt, Format, FormatOpt, environment, folders, warn, write, write_document
 
 
 class MaskChoice(str, Enum):
@@ -120,8 +120,8 @@ def new(
         from ..exercise.catalog import resolve
 
         source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
-        text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title,
-                         source=source)
+        text = draw_like(resolve(like, folders(environment(ctx), exercises)), seed, allow_dull=allow_dull,
+                         id=exercise_id, title=title, source=source)
     else:
         if cache and not _given(ctx, "mask"):  # a decode step: each new token sees the cache and the new tokens up to it
             mask = MaskChoice.causal_lower_right
