@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +14,6 @@ from tutor.drills import counts, masks, shapes
 from tutor.store import default_path
 
 from .conftest import REPO, InterruptedInput
-
-pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
 
 GOLDEN = REPO / "tests" / "golden"
 
@@ -235,23 +231,6 @@ def test_verdicts_are_words_and_marks_not_colour(cli):
     answers = "\n".join(_shape_answers(11, 5)) + "\n"
     out = cli("drill", "shapes", "--seed", 11, "--count", 5, input=answers, env={"NO_COLOR": "1"}).out
     assert "\x1b[" not in out and "✓ Right." in out and "✗ Not quite." in out
-
-
-# --- fast start ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("argv", [["drill", "--help"], ["drill", "shapes", "--help"], ["--help"], ["list"]])
-def test_help_imports_neither_sympy_nor_numpy(argv):
-    code = (
-        "import sys, io, contextlib\n"
-        "from tutor.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main({argv!r})\n"
-        "print(sorted(m for m in ('sympy', 'numpy') if m in sys.modules))\n"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("sub", ["shapes", "counts", "masks", "concepts", "interview"])

@@ -8,7 +8,8 @@ imports what it shares from :mod:`tutor.cli.common` and never from here; this
 module builds ``app`` and registers the commands explicitly, in the order of
 ``attn-tutor --help`` (:data:`COMMANDS`).  Commands import what they compute
 with inside their bodies, so ``attn-tutor --help`` and ``attn-tutor list``
-never import sympy or numpy.  :func:`main` builds the run's
+never import sympy or numpy, and a run builds only the command it runs
+(:class:`CommandLine`).  :func:`main` builds the run's
 :class:`tutor.base.env.Env` (or is given one) and hands it to the commands
 through the click context.  Every :class:`tutor.base.errors.TutorError` becomes
 a one-line ``error: ...`` on stderr and exit code 2, and every exit code is
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from ..base.env import Env
 from ..base.errors import TutorError
@@ -108,14 +110,73 @@ def build_app() -> typer.Typer:
 app = build_app()
 
 
+class CommandLine(HelpGroup):
+    """The root of a run: attn-tutor's own options, and each command of :data:`app` built only when it
+    is asked for (typer would build every command, parsing every signature, for any run).
+
+    ``attn-tutor --help`` lists the commands from their registered help without building one.
+    """
+
+    _listing = False  # inside format_help: get_command gives the listing's summaries
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [name for name, _, _ in COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.list_commands(ctx):
+            return None
+        if self._listing:  # the help's list of commands reads a command's name and help, nothing else
+            return TyperCommand(cmd_name, help=_registered_help(cmd_name))
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = _tidied(_build(cmd_name))
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def _registered_help(name: str) -> str:
+    """The help text command ``name`` was registered with on :data:`app`."""
+    for info in app.registered_commands:
+        if info.name == name:
+            return str(info.help)
+    for group in app.registered_groups:
+        if group.name == name:
+            return str(group.help)
+    raise KeyError(name)
+
+
+def _build(name: str) -> Any:
+    """The click command of :data:`app`'s command ``name``, as typer builds it (a group for ``drill``)."""
+    import typer.main
+
+    for info in app.registered_commands:
+        if info.name == name:
+            return typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                    rich_markup_mode=app.rich_markup_mode)
+    for group in app.registered_groups:
+        if group.name == name and group.typer_instance is not None:
+            built = typer.main.get_command(group.typer_instance)
+            built.name, built.help = name, group.help
+            return built
+    raise KeyError(name)
+
+
 def _tidied(cmd: Any) -> Any:
     """``cmd`` with its help tidied: a flag (``--force``, ``--help``) shows no ``<bool>`` type, since it
-    takes no value."""
+    takes no value; and ``--help`` not given is ``False`` (typer would otherwise build a pydantic
+    validator, importing pydantic, for the root's absent ``--help`` of every ``COMMAND --help``)."""
     ctx = type("HelpContext", (), {"help_option_names": ["-h", "--help"]})()
     helper = cmd.get_help_option(ctx)  # built once and kept by the command
     for param in list(cmd.params) + ([helper] if helper is not None else []):
         if getattr(param, "is_bool_flag", False) and param.metavar is None:
             param.metavar = ""
+    if helper is not None and helper.default is None:
+        helper.default = False
     return cmd
 
 
@@ -163,14 +224,12 @@ def main(argv: list[str] | None = None, *, env: Env | None = None) -> int:
         sys.stdout, sys.stderr = real_out, real_err
 
 
-def command() -> Any:
-    """The click command tree of :data:`app`, its help tidied (:func:`_tidied`)."""
+def command() -> CommandLine:
+    """The click command of a run: the root :class:`CommandLine` (its own help tidied as
+    :func:`_tidied` says), whose commands are built from :data:`app` when asked for."""
     import typer.main
 
-    group = typer.main.get_command(app)
-    for cmd in [group, *getattr(group, "commands", {}).values()]:
-        _tidied(cmd)
-    return group
+    return _tidied(typer.main.get_command(_root(CommandLine)))
 
 
 def _run(args: list[str], env: Env) -> int:

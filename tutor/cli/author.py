@@ -18,9 +18,8 @@ from typing import Annotated
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import t
-from .common import ExercisesOpt, Format, FormatOpt, environment, folders, warn, write, write_document
+from .common import ExercisesOpt, Format, FormatOpt, environment, folders, warn, write, write_document, write_json
 
 
 class MaskChoice(str, Enum):
@@ -46,7 +45,7 @@ def validate(
     report = validate_files(paths, notes=notes)
     if fmt is Format.json:
         # ASCII (non-ASCII and control characters as \u escapes): safe on any stream
-        write_document(document(report.document()))
+        write_json(report.document())
     else:
         for line in report.lines():
             write(line)
@@ -188,4 +187,4 @@ def schema() -> None:
     """Print the JSON Schema of the exercise format."""
     from ..exercise import json_schema
 
-    write_document(document(json_schema()))
+    write_json(json_schema())

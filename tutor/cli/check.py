@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..base.ascii import asciify, is_utf
-from ..base.jsontext import document
 from ..base.messages import t
 from .common import (
     EXIT_WRONG,
@@ -30,6 +29,7 @@ from .common import (
     folders,
     warn,
     write_document,
+    write_json,
 )
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
         doc = json.loads(dumps(report)) if report is not None else {"file": sf.file, "exercise": sf.exercise.id}
         doc["tiled"] = tiled_json(sf.exercise, rep)
         doc["verdict"], doc["exit_code"] = ("wrong", EXIT_WRONG) if wrong else ("correct", 0)
-        write_document(document(doc))
+        write_json(doc)
     else:
         from rich.padding import Padding
         from rich.text import Text

@@ -164,6 +164,14 @@ def write_document(text: str) -> None:
         sys.stdout.write(text)
 
 
+def write_json(obj: object) -> None:
+    """Write ``obj`` as a JSON document on stdout (:func:`tutor.base.jsontext.document`: ASCII, safe on any
+    stream); json is imported here, not when a command module is (``--help`` does not pay for it)."""
+    from ..base.jsontext import document
+
+    write_document(document(obj))
+
+
 def warn(text: str) -> None:
     """Write ``text`` on stderr, one line per line, control characters escaped (a file name may hold any)."""
     for line in text.split("\n"):

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import plural, t
 from .common import (
     Format,
@@ -31,7 +30,7 @@ from .common import (
     environment,
     store_path,
     warn,
-    write_document,
+    write_json,
 )
 
 if TYPE_CHECKING:
@@ -69,8 +68,8 @@ def _seed(seed: int | None) -> int:
 def _out(env: Env, name: str, questions: list[Question], seed: int, answers: bool, fmt: Format) -> None:
     """``--show-answers`` / ``--format json``: the questions (with their answers) instead of a run."""
     if fmt is Format.json:
-        write_document(document({"drill": name, "seed": seed, "count": len(questions), "answers": answers,
-                                 "questions": [q.document(answers) for q in questions]}))
+        write_json({"drill": name, "seed": seed, "count": len(questions), "answers": answers,
+                                 "questions": [q.document(answers) for q in questions]})
         return
     from ..render.drill import DrillView
 
@@ -183,7 +182,7 @@ def _list(env: Env, bank: Bank, fmt: Format) -> None:
 
     doc = listing(bank)
     if fmt is Format.json:
-        write_document(document(doc))
+        write_json(doc)
         return
     from ..render.drill import DrillView
 
@@ -215,8 +214,8 @@ def interview(
     p = mock.plan(s, loaded, mode.value)
     if show_answers or fmt is Format.json:
         if fmt is Format.json:
-            write_document(document({"drill": "interview", "minutes": minutes, "answers": show_answers,
-                                     **p.document(show_answers)}))
+            write_json({"drill": "interview", "minutes": minutes, "answers": show_answers,
+                                     **p.document(show_answers)})
         else:
             from ..render.drill import DrillView
 

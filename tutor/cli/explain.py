@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import t
 from .common import (
     ExerciseArg,
@@ -23,6 +22,7 @@ from .common import (
     store_path,
     warn,
     write_document,
+    write_json,
 )
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ def list_(
         warn(f"{t('validate.warning')}: {p}")
     if fmt is Format.json:
 
-        write_document(document(rows))
+        write_json(rows)
         return
     from ..render.catalog import render_catalog
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import t
 from .common import (
     ExercisesOpt,
@@ -32,7 +31,7 @@ from .common import (
     head_index,
     store_path,
     warn,
-    write_document,
+    write_json,
 )
 
 if TYPE_CHECKING:
@@ -195,7 +194,7 @@ def stats(
     doc["drills"] = drills  # issue 14: the drills' answers, by drill and topic
     if fmt is Format.json:
 
-        write_document(document(doc))  # ASCII: safe on any stream
+        write_json(doc)  # ASCII: safe on any stream
         return
     from ..render.stats import render_stats
 

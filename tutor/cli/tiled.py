@@ -8,10 +8,9 @@ from pathlib import Path
 import typer
 
 from ..base.env import Env
-from ..base.jsontext import document
 from ..base.messages import t
 from ..exercise.record import Exercise
-from .common import check_head, check_tolerance, console, environment, write_document
+from .common import check_head, check_tolerance, console, environment, write_json
 
 
 def explain_tiled(env: Env, ex: Exercise, *, head: int | None, block_size: int, precision: int, fmt: str) -> None:
@@ -24,7 +23,7 @@ def explain_tiled(env: Env, ex: Exercise, *, head: int | None, block_size: int, 
     if fmt == "json":
         from ..render.tiled import tiled_document
 
-        write_document(document(tiled_document(ex, rows)))
+        write_json(tiled_document(ex, rows))
         return
     from ..render.tiled import TiledRenderer
 
