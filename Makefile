@@ -81,6 +81,7 @@ fuzz: $(VENV)/.installed-test
 		tests/test_engine_limits.py::test_files_at_the_limits_validate_and_explain
 
 bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/startup.py
 	$(PY) benchmarks/answers_budget.py
 	$(PY) benchmarks/exact_limits.py
 	$(PY) benchmarks/run.py

@@ -21,10 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "check"
 
 
-@pytest.fixture(autouse=True)
-def _wide_terminal(monkeypatch):
+@pytest.fixture
+def variables(variables):
     """The report's lines whole: these tests compare content; wrapping at the width is tested in test_terminal.py."""
-    monkeypatch.setenv("COLUMNS", "400")
+    return {**variables, "COLUMNS": "400"}
 
 
 def audit_text(text: str, base: Path = DATA):

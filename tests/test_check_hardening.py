@@ -40,10 +40,10 @@ from tutor.render.check import dumps, render
 from tutor.render.text import decimal
 
 
-@pytest.fixture(autouse=True)
-def _wide_terminal(monkeypatch):
+@pytest.fixture
+def variables(variables):
     """The report's lines whole: these tests compare content; wrapping at the width is tested in test_terminal.py."""
-    monkeypatch.setenv("COLUMNS", "400")
+    return {**variables, "COLUMNS": "400"}
 
 REPO = Path(__file__).resolve().parents[1]
 EXERCISES = REPO / "exercises"
@@ -400,8 +400,7 @@ def test_check_json_on_an_unusable_file(cli, tmp_path):
     (["stats"], "input"),  # the progress file is not attn-tutor's
     (["check", "--bogus"], "usage"),
 ])
-def test_every_json_command_prints_an_error_document(cli, tmp_path, argv, kind):
-    home = Path(os.environ["ATTN_TUTOR_HOME"])
+def test_every_json_command_prints_an_error_document(cli, home, tmp_path, argv, kind):
     home.mkdir(parents=True, exist_ok=True)
     (home / "progress.sqlite3").write_text("not a database")
     code, out, err = cli(*[a.format(tmp=tmp_path) for a in argv], "--format", "json")

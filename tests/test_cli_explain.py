@@ -13,6 +13,8 @@ import pytest
 
 from .conftest import COLOUR, COLOUR_TERMINAL, EXERCISES, REPO
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 GOLDEN = REPO / "tests" / "golden"
 BUNDLED_IDS = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
 
@@ -165,18 +167,35 @@ def test_list_rich(cli):
         assert exercise_id in out
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["list"], ["list", "--format", "json"]])
-def test_fast_commands_import_neither_sympy_nor_numpy(argv):
+def fast_commands() -> list[list[str]]:
+    """``--help``, every registered command's ``--help`` (a group's subcommands' too), and ``list``."""
+    import typer
+
+    from tutor.cli import COMMANDS
+
+    argv = [["--help"], ["list"], ["list", "--format", "json"]]
+    for name, function, _ in COMMANDS:
+        argv.append([name, "--help"])
+        if isinstance(function, typer.Typer):
+            argv += [[name, str(sub.name), "--help"] for sub in function.registered_commands]
+    return argv
+
+
+@pytest.mark.parametrize("argv", fast_commands(), ids=" ".join)
+def test_fast_commands_import_neither_the_step_catalogue_nor_sympy_nor_numpy(argv):
+    """Start-up (issue 19, item 7): help imports none of them; ``list`` counts each exercise's steps,
+    which the step catalogue decides, and the catalogue reaches numpy only on first use."""
     code = (
         "import sys, io, contextlib\n"
         "from tutor.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main({argv!r})\n"
-        "print(sorted(m for m in ('sympy', 'numpy') if m in sys.modules))\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    code = main({argv!r})\n"
+        "print(code, bool(out.getvalue()), sorted(m for m in ('tutor.steps', 'sympy', 'numpy') if m in sys.modules))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[]"
+    loaded = "[]" if "--help" in argv else "['tutor.steps']"
+    assert r.stdout.strip() == f"0 True {loaded}"
 
 
 # --- errors ----------------------------------------------------------------------

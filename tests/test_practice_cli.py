@@ -25,6 +25,8 @@ import pytest
 
 from .conftest import REPO, InterruptedInput, wrapped
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 R2 = math.sqrt(2)
 Q = [[1, 1], [2, 2], [2, 2]]
 SCORES = [[sum(a * b for a, b in zip(qi, kj)) for kj in Q] for qi in Q]  # Q·Kᵀ with K = Q
@@ -55,6 +57,8 @@ def stats(cli, *argv: str) -> tuple[int, str, str]:
 
 
 def store_path() -> Path:
+    """The pinned progress store, found through the environment the ``child_environment`` fixture pins
+    (a module that uses this marks its tests with it)."""
     return Path(os.environ["ATTN_TUTOR_HOME"]) / "progress.sqlite3"
 
 
@@ -718,10 +722,9 @@ def seed_store() -> None:
         s.record(session, Attempt("two-head-causal-3x4", "head_output", 0, "shown"))
 
 
-def test_stats_at_60_columns_cuts_nothing(cli, monkeypatch):
+def test_stats_at_60_columns_cuts_nothing(cli):
     seed_store()
-    monkeypatch.setenv("COLUMNS", "60")
-    code, text, err = stats(cli)
+    code, text, err = cli("stats", env={"COLUMNS": "60"})
     assert (code, err) == (0, "")
     lines = [line.rstrip() for line in text.splitlines()]
     assert lines[:19] == [
@@ -749,10 +752,9 @@ def test_stats_at_60_columns_cuts_nothing(cli, monkeypatch):
 
 
 @pytest.mark.parametrize("columns", [40, 30, 20])
-def test_stats_when_narrow_keeps_every_header_and_step_whole(cli, monkeypatch, columns):
+def test_stats_when_narrow_keeps_every_header_and_step_whole(cli, columns):
     seed_store()
-    monkeypatch.setenv("COLUMNS", str(columns))
-    code, text, _ = stats(cli)
+    code, text, _ = cli("stats", env={"COLUMNS": str(columns)})
     assert code == 0 and "…" not in text
     words = set(text.replace("│", " ").replace(":", " ").replace(",", " ").split())
     assert {"step", "right", "answers", "accuracy", "shown", "skipped"} <= words or columns == 20

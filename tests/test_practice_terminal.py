@@ -16,7 +16,8 @@ from .conftest import COLOUR
 from .ptys import answer, at_prompt, default_sigint, ignored_sigint, spawn
 
 pexpect = pytest.importorskip("pexpect")
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal"),
+              pytest.mark.usefixtures("child_environment")]  # the processes started here read their environment
 
 
 def answers() -> list[tuple]:

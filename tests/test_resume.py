@@ -15,8 +15,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from .conftest import REPO
 from .test_practice_cli import practise, store_path
+
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
 
 QKV = "1 1; 2 2; 2 2"
 SCORES = "2 4 4; 4 8 8; 4 8 8"

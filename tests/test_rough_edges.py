@@ -11,6 +11,8 @@ import pytest
 
 from .test_practice_cli import practise, store_path
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 
 def test_a_matrix_typed_row_by_row_ends_at_its_last_row(cli):
     """Three rows for a 3-row V: graded at once, no "V row 4>" prompt; the verdict on a line of its own."""

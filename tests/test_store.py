@@ -33,21 +33,15 @@ from tutor.store import (
 
 from .conftest import REPO, wrapped
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_default_path_is_under_attn_tutor_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTN_TUTOR_HOME", str(tmp_path / "h"))
-    assert default_path() == tmp_path / "h" / "progress.sqlite3"
-
-
-def test_default_path_without_home_is_the_platform_data_dir(monkeypatch):
-    import platformdirs
-
-    monkeypatch.delenv("ATTN_TUTOR_HOME")
-    assert default_path() == Path(platformdirs.user_data_dir("attn-tutor", appauthor=False)) / "progress.sqlite3"
+def test_default_path_is_in_the_data_folder(tmp_path):
+    assert default_path(tmp_path / "h") == tmp_path / "h" / "progress.sqlite3"
 
 
 def test_a_new_store_is_versioned_identified_and_in_wal_mode(tmp_path):
