@@ -65,5 +65,5 @@ def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None
         if index is None:
             raise typer.BadParameter(t("tiled.file.query", labels=", ".join(labels)), param_hint="--query")
         row = rows[index]
-    practise_tiled(ex, row, chosen=query is not None, tolerance=tolerance, stream=stream,
+    practise_tiled(row, chosen=query is not None, tolerance=tolerance, stream=stream,
                    view=TiledPracticeRenderer(console(env), ex))
