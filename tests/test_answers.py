@@ -180,14 +180,12 @@ def test_a_typographic_minus_in_an_exponent_keeps_the_exponent_rules(text: str) 
         parse_entry(text)
 
 
-def test_a_typographic_minus_in_an_exponent_in_a_row_and_a_solution_file(tmp_path, capsys) -> None:
-    from tutor.cli import main
-
+def test_a_typographic_minus_in_an_exponent_in_a_row_and_a_solution_file(tmp_path, cli) -> None:
     assert [e.value() for e in parse_row("2.5e−1, 1e−2, 3")] == [0.25, 0.01, 3.0]
     sol = tmp_path / "s.yaml"
     sol.write_text("exercise: single-head-3x4\nq: [[1, 1], [2, 2], [2, 2.0e−0]]\n", encoding="utf-8")
-    assert main(["check", str(sol)]) == 0
-    assert "right" in capsys.readouterr().out
+    code, out, _ = cli("check", sol)
+    assert code == 0 and "right" in out
 
 
 @pytest.mark.parametrize(

@@ -87,8 +87,8 @@ def test_markdown_lists_the_arithmetic_under_each_step(cli):
     assert "  - Σ ≈ 4.1133 + 16.9188 + 16.9188 ≈ 37.9509" in out
 
 
-def test_ascii_stream_transliterates_the_arithmetic(cli_process):
-    r = cli_process("explain", "single-head-3x4", env={"PYTHONIOENCODING": "ascii", "COLUMNS": "100"})
+def test_ascii_stream_transliterates_the_arithmetic(cli_encoded):
+    r = cli_encoded("explain", "single-head-3x4", encoding="ascii", env={"COLUMNS": "100"})
     out = r.stdout.decode("ascii")
     assert "t1: exp(sqrt(2)) ~ 4.1133,  exp(2*sqrt(2)) ~ 16.9188" in out
     assert "sum ~ 4.1133 + 16.9188 + 16.9188 ~ 37.9509" in out

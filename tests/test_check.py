@@ -15,14 +15,16 @@ from tutor.audit.solution import read_solution
 from tutor.base.errors import ExerciseError
 from tutor.exercise import validate_text
 
+from .conftest import COLOUR, COLOUR_TERMINAL
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "check"
 
 
-@pytest.fixture(autouse=True)
-def _wide_terminal(monkeypatch):
+@pytest.fixture
+def variables(variables):
     """The report's lines whole: these tests compare content; wrapping at the width is tested in test_terminal.py."""
-    monkeypatch.setenv("COLUMNS", "400")
+    return {**variables, "COLUMNS": "400"}
 
 
 def audit_text(text: str, base: Path = DATA):
@@ -562,8 +564,8 @@ def test_key_padding_column_must_get_no_weight():
 # --- terminals ---------------------------------------------------------------------------------------
 
 
-def test_ascii_console_gets_words_and_ascii_symbols(cli_process):
-    r = cli_process("check", "homework-no-scaling.yaml", cwd=DATA, env={"PYTHONIOENCODING": "ascii", "NO_COLOR": "1", "COLUMNS": "100"})
+def test_ascii_console_gets_words_and_ascii_symbols(cli_encoded):
+    r = cli_encoded("check", "homework-no-scaling.yaml", encoding="ascii", cwd=DATA, env={"NO_COLOR": "1", "COLUMNS": "100"})
     assert r.code == 1, r.stderr
     out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
     assert "  x wrong     scaled       9 of 9 entries off" in out
@@ -572,10 +574,13 @@ def test_ascii_console_gets_words_and_ascii_symbols(cli_process):
     assert "  [t1, t2]: you wrote 4, the right value is 2*sqrt(2) (about 2.8284)" in out  # the answer grammar
 
 
-def test_no_color_has_no_escape_codes(cli_process):
-    r = cli_process("check", "blog-single-head-3x4.yaml", cwd=DATA, env={"NO_COLOR": "1", "FORCE_COLOR": ""})
-    assert r.code == 1
-    assert b"\x1b[" not in r.stdout
+def test_no_color_turns_the_colours_off_even_on_a_colour_terminal(cli):
+    """NO_COLOR on a stream rich takes for a colour terminal: not one colour code, the verdicts still in
+    words; without NO_COLOR the same report is coloured."""
+    code, out, _ = cli("check", "blog-single-head-3x4.yaml", cwd=DATA, env={**COLOUR_TERMINAL, "NO_COLOR": "1"})
+    assert code == 1 and "✗ wrong" in out and not COLOUR.search(out)
+    code, out, _ = cli("check", "blog-single-head-3x4.yaml", cwd=DATA, env=COLOUR_TERMINAL)
+    assert code == 1 and COLOUR.search(out)
 
 
 def test_empty_file(tmp_path, cli):

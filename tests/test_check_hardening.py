@@ -40,10 +40,10 @@ from tutor.render.check import dumps, render
 from tutor.render.text import decimal
 
 
-@pytest.fixture(autouse=True)
-def _wide_terminal(monkeypatch):
+@pytest.fixture
+def variables(variables):
     """The report's lines whole: these tests compare content; wrapping at the width is tested in test_terminal.py."""
-    monkeypatch.setenv("COLUMNS", "400")
+    return {**variables, "COLUMNS": "400"}
 
 REPO = Path(__file__).resolve().parents[1]
 EXERCISES = REPO / "exercises"
@@ -274,26 +274,30 @@ def tree(tmp_path):
     return tmp_path
 
 
-def check_names(cli_process, tree: Path, name: str, *extra: str, **env: str):
-    """``check`` of a solution in ``tree/tree/`` naming ``name`` as its exercise, run from ``tree``."""
+def check_names(cli, tree: Path, name: str, *extra: str, **env: str):
+    """``check`` of a solution in ``tree/tree/`` naming ``name`` as its exercise, run from ``tree``.
+
+    In this process: which file a name reaches, and what the refusal says, is decided in it; a FIFO
+    that were opened would hang the test, which its timeout fails.
+    """
     (tree / "tree/s.yaml").write_text(f"exercise: {name}\nq: [[1, 1], [2, 2], [2, 2]]\n")
-    return cli_process("check", "tree/s.yaml", *extra, cwd=tree, env=env)
+    return cli("check", "tree/s.yaml", *extra, cwd=tree, env=env)
 
 
 @pytest.mark.parametrize("name", [
     "sub/ex.yaml", "./sub/ex.yaml", "sub/../sub/ex.yaml", "good-link.yaml", "{tree}/tree/sub/ex.yaml",
     "../pack/p.yaml", "{tree}/pack/p.yaml", "pack-ex", "single-head-3x4",
 ])
-def test_exercise_files_inside_the_tree_a_pack_or_bundled_are_read(cli_process, tree, name):
-    done = check_names(cli_process, tree, name.format(tree=tree), "--exercises", "pack")
+def test_exercise_files_inside_the_tree_a_pack_or_bundled_are_read(cli, tree, name):
+    done = check_names(cli, tree, name.format(tree=tree), "--exercises", "pack")
     assert (done.code, done.err) == (0, ""), done.err
     assert "✓ correct" in done.out
 
 
-def test_a_pack_in_the_environment_counts_as_a_pack(cli_process, tree):
+def test_a_pack_in_the_environment_counts_as_a_pack(cli, tree):
     for name in ("../pack/p.yaml", "pack-ex"):
-        assert check_names(cli_process, tree, name).code == 2
-        assert check_names(cli_process, tree, name, ATTN_TUTOR_PATH=str(tree / "pack")).code == 0
+        assert check_names(cli, tree, name).code == 2
+        assert check_names(cli, tree, name, ATTN_TUTOR_PATH=str(tree / "pack")).code == 0
 
 
 @pytest.mark.parametrize(("name", "message"), [
@@ -317,20 +321,21 @@ def test_a_pack_in_the_environment_counts_as_a_pack(cli_process, tree):
     ('"x\\0.yaml"', "is not a usable file name"),  # a NUL character
     ("a/" * 3000 + "x.yaml", "cannot read 'a/a/a/"),  # a name too long for the system
 ])
-def test_other_files_are_refused_without_quoting_them(cli_process, tree, name, message):
-    done = check_names(cli_process, tree, name.format(tree=tree))
+@pytest.mark.timeout(60)  # fifo.yaml: never opened, so no hang
+def test_other_files_are_refused_without_quoting_them(cli, tree, name, message):
+    done = check_names(cli, tree, name.format(tree=tree))
     assert done.code == 2 and done.out == ""
     assert done.err.count("\n") == 1 and message in done.err
     for quoted in (SECRET, "secret_key", "api_token", "users", "root:", "Traceback"):
         assert quoted not in done.err
-    json_done = cli_process("check", "tree/s.yaml", "--format", "json", cwd=tree)
+    json_done = cli("check", "tree/s.yaml", "--format", "json", cwd=tree)
     assert json_done.code == 2 and message in json.loads(json_done.out)["errors"][0]["message"]
     assert SECRET not in json_done.out
 
 
-def test_a_file_in_the_current_folder_is_not_taken_for_an_id(cli_process, tree):
+def test_a_file_in_the_current_folder_is_not_taken_for_an_id(cli, tree):
     (tree / "secret").write_text(f"{SECRET}\n")  # check runs in tmp/, the solution is in tmp/tree/
-    done = check_names(cli_process, tree, "secret")
+    done = check_names(cli, tree, "secret")
     assert done.code == 2 and "no exercise has the id 'secret'" in done.err and SECRET not in done.err
 
 
@@ -347,9 +352,10 @@ def test_export_refuses_an_existing_file_without_force(cli, tmp_path):
     assert code == 0 and page.read_text().startswith("<!DOCTYPE html>") and err == f"wrote {page}\n"
 
 
-def test_export_to_a_fifo_is_refused_even_with_force(cli_process, tmp_path):
+@pytest.mark.timeout(60)  # a FIFO opened for writing would wait for a reader: a hang fails the test
+def test_export_to_a_fifo_is_refused_even_with_force(cli, tmp_path):
     os.mkfifo(tmp_path / "page.html")
-    done = cli_process("explain", "single-head-3x4", "--export", "page.html", "--force", cwd=tmp_path)
+    done = cli("explain", "single-head-3x4", "--export", "page.html", "--force", cwd=tmp_path)
     assert done.code == 2 and "page.html exists and is a named pipe (FIFO), not a regular file" in done.err
 
 
@@ -394,8 +400,7 @@ def test_check_json_on_an_unusable_file(cli, tmp_path):
     (["stats"], "input"),  # the progress file is not attn-tutor's
     (["check", "--bogus"], "usage"),
 ])
-def test_every_json_command_prints_an_error_document(cli, tmp_path, argv, kind):
-    home = Path(os.environ["ATTN_TUTOR_HOME"])
+def test_every_json_command_prints_an_error_document(cli, home, tmp_path, argv, kind):
     home.mkdir(parents=True, exist_ok=True)
     (home / "progress.sqlite3").write_text("not a database")
     code, out, err = cli(*[a.format(tmp=tmp_path) for a in argv], "--format", "json")

@@ -67,3 +67,17 @@ def test_command_modules_import_nothing_from_the_cli_package():
     assert "tutor.cli.common" in edges["tutor.cli.explain"] and "tutor.cli.explain" in edges["tutor.cli"]
     for module in ("explain", "practice", "check", "author", "drill", "common", "streams"):
         assert "tutor.cli" not in edges[f"tutor.cli.{module}"], module
+
+
+# --- start-up: a run builds only the command it runs (issue 19, item 7) ---------------------------------
+
+
+def test_a_run_builds_only_the_command_it_runs(cli, monkeypatch):
+    import tutor.cli
+
+    built: list[str] = []
+    real = tutor.cli._build
+    monkeypatch.setattr(tutor.cli, "_build", lambda name: built.append(name) or real(name))
+    assert cli("--help").code == 0 and built == []  # the list of commands needs none of them built
+    assert cli("schema").code == 0 and built == ["schema"]
+    assert cli("drill", "shapes", "--help").code == 0 and built == ["schema", "drill"]

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXERCISES, REPO
+from .conftest import COLOUR, COLOUR_TERMINAL, EXERCISES, REPO
+
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
 
 GOLDEN = REPO / "tests" / "golden"
 BUNDLED_IDS = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
@@ -114,8 +116,8 @@ def test_fully_masked_row_is_explained(cli):
 
 # --- terminals: ASCII, narrow, no colour --------------------------------------
 
-def test_ascii_stream_has_no_unicode_and_keeps_exact_forms(cli_process):
-    r = cli_process("explain", "two-head-causal-3x4", env={"PYTHONIOENCODING": "ascii", "COLUMNS": "80"})
+def test_ascii_stream_has_no_unicode_and_keeps_exact_forms(cli_encoded):
+    r = cli_encoded("explain", "two-head-causal-3x4", encoding="ascii", env={"COLUMNS": "80"})
     assert r.code == 0, r.stderr
     out = r.stdout.decode("ascii")  # raises if any byte is not ASCII
     assert "X [3x4] * W_Q [4x2] -> Q [3x2]" in out
@@ -123,22 +125,25 @@ def test_ascii_stream_has_no_unicode_and_keeps_exact_forms(cli_process):
     assert "+----" in out
 
 
-def test_narrow_terminal_never_cuts_numbers(cli_process):
-    r = cli_process("explain", "two-head-fused-3x4", env={"COLUMNS": "60", "NO_COLOR": "1"})
-    assert r.code == 0, r.stderr
-    out = r.stdout.decode()
+def test_narrow_terminal_never_cuts_numbers(cli):
+    code, out, err = cli("explain", "two-head-fused-3x4", env={"COLUMNS": "60", "NO_COLOR": "1"})
+    assert code == 0, err
     assert max(len(line) for line in out.splitlines()) <= 60
     # every decimal of the output projection appears whole
-    doc = json.loads(cli_process("explain", "two-head-fused-3x4", "--format", "json").stdout)
+    doc = json.loads(cli("explain", "two-head-fused-3x4", "--format", "json").out)
     output = next(s for s in doc["steps"] if s["id"] == "output")
     for row in output["value"]:
         for v in row:
             assert f"{v:.4f}" in out or str(int(v)) in out
 
 
-def test_no_color_output_has_no_escape_codes(cli_process):
-    r = cli_process("explain", "single-head-3x4", env={"NO_COLOR": "1", "FORCE_COLOR": ""})
-    assert b"\x1b[" not in r.stdout
+def test_no_color_turns_the_colours_off_even_on_a_colour_terminal(cli):
+    """NO_COLOR on a stream rich takes for a colour terminal: not one colour code (bold and dim may stay);
+    without NO_COLOR the same run is coloured."""
+    code, out, _ = cli("explain", "single-head-3x4", env={**COLOUR_TERMINAL, "NO_COLOR": "1"})
+    assert code == 0 and "Exact entries:" in out and not COLOUR.search(out)
+    code, out, _ = cli("explain", "single-head-3x4", env=COLOUR_TERMINAL)
+    assert code == 0 and COLOUR.search(out)
 
 
 # --- list ------------------------------------------------------------------------
@@ -162,18 +167,35 @@ def test_list_rich(cli):
         assert exercise_id in out
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["list"], ["list", "--format", "json"]])
-def test_fast_commands_import_neither_sympy_nor_numpy(argv):
+def fast_commands() -> list[list[str]]:
+    """``--help``, every registered command's ``--help`` (a group's subcommands' too), and ``list``."""
+    import typer
+
+    from tutor.cli import COMMANDS
+
+    argv = [["--help"], ["list"], ["list", "--format", "json"]]
+    for name, function, _ in COMMANDS:
+        argv.append([name, "--help"])
+        if isinstance(function, typer.Typer):
+            argv += [[name, str(sub.name), "--help"] for sub in function.registered_commands]
+    return argv
+
+
+@pytest.mark.parametrize("argv", fast_commands(), ids=" ".join)
+def test_fast_commands_import_neither_the_step_catalogue_nor_sympy_nor_numpy(argv):
+    """Start-up (issue 19, item 7): help imports none of them; ``list`` counts each exercise's steps,
+    which the step catalogue decides, and the catalogue reaches numpy only on first use."""
     code = (
         "import sys, io, contextlib\n"
         "from tutor.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main({argv!r})\n"
-        "print(sorted(m for m in ('sympy', 'numpy') if m in sys.modules))\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    code = main({argv!r})\n"
+        "print(code, bool(out.getvalue()), sorted(m for m in ('tutor.steps', 'sympy', 'numpy') if m in sys.modules))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "[]"
+    loaded = "[]" if "--help" in argv else "['tutor.steps']"
+    assert r.stdout.strip() == f"0 True {loaded}"
 
 
 # --- errors ----------------------------------------------------------------------

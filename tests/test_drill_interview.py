@@ -63,17 +63,24 @@ def right_answers(p: interview.Plan, *, wrong: frozenset[str] = frozenset()) -> 
     return out
 
 
-def run(p: interview.Plan, answers: list[str], *, minutes: float = 15, seconds: float = 1.0):
-    clock = Clock()
-    out = io.StringIO()
-    console = make_console(file=out, width=100)
-    report = runs.interview(p, minutes=minutes, bank=load(), stream=Timed("\n".join(answers) + "\n", clock, seconds),
-                            view=DrillView(console), report=lambda m: None, clock=clock)
-    return report, out.getvalue()
+@pytest.fixture
+def run(home):
+    """``run(p, answers, minutes=15, seconds=1.0) -> (report, text)``: plan ``p`` on piped ``answers``, each
+    taking ``seconds`` on a fake clock, recorded in the progress store in ``home``."""
+
+    def interview_run(p: interview.Plan, answers: list[str], *, minutes: float = 15, seconds: float = 1.0):
+        clock = Clock()
+        out = io.StringIO()
+        view = DrillView(make_console(None, file=out, width=100))
+        report = runs.interview(p, minutes=minutes, bank=load(), stream=Timed("\n".join(answers) + "\n", clock, seconds),
+                                view=view, store=default_path(home), report=lambda m: None, clock=clock)
+        return report, out.getvalue()
+
+    return interview_run
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_all_right_is_all_strong_with_nothing_to_review(seed):
+def test_all_right_is_all_strong_with_nothing_to_review(run, seed):
     p = interview.plan(seed, load())
     report, out = run(p, right_answers(p))
     assert report.reason == "done" and not report.review and report.outline is None
@@ -81,7 +88,7 @@ def test_all_right_is_all_strong_with_nothing_to_review(seed):
     assert "Nothing: every answer was right." in out and "Interview complete." in out
 
 
-def test_the_weakest_topics_come_first_with_their_commands_and_an_outline():
+def test_the_weakest_topics_come_first_with_their_commands_and_an_outline(run):
     p = interview.plan(2, load())
     report, out = run(p, right_answers(p, wrong=frozenset({"counts", "calculation"})))
     assert {a.section for a in report.review} == {"counts", "calculation"}
@@ -98,7 +105,7 @@ def test_the_weakest_topics_come_first_with_their_commands_and_an_outline():
     assert "A spoken answer on" in out and weakest.command in " ".join(out.split())
 
 
-def test_the_time_is_checked_before_each_question_and_ends_the_interview():
+def test_the_time_is_checked_before_each_question_and_ends_the_interview(run):
     """Each answer takes 2 minutes on the fake clock: a 5-minute interview stops after the third reading."""
     p = interview.plan(2, load())
     report, out = run(p, right_answers(p), minutes=5, seconds=120)
@@ -107,32 +114,32 @@ def test_the_time_is_checked_before_each_question_and_ends_the_interview():
     assert sum(a.asked for a in report.areas) == 3  # the calculation and two shape questions
 
 
-def test_the_minutes_left_are_shown_in_each_question():
+def test_the_minutes_left_are_shown_in_each_question(run):
     p = interview.plan(2, load())
     _, out = run(p, right_answers(p), minutes=15, seconds=30)
     assert "· 14:30 left" in out and "· 14:00 left" in out
 
 
-def test_a_wrong_hand_calculation_is_shown_at_once_and_the_interview_goes_on():
+def test_a_wrong_hand_calculation_is_shown_at_once_and_the_interview_goes_on(run, home):
     p = interview.plan(2, load())
     report, out = run(p, right_answers(p, wrong=frozenset({"calculation"})))
     assert "The answer:" in out and "Type the matrix again" not in out
     assert report.reason == "done"
-    with sqlite3.connect(default_path()) as conn:
+    with sqlite3.connect(default_path(home)) as conn:
         practice = conn.execute("SELECT exercise, step, outcome FROM answers WHERE exercise NOT LIKE 'drill:%'").fetchall()
         sessions = conn.execute("SELECT exercise, mode FROM sessions").fetchall()
     assert practice == [(p.exercise, p.step, "wrong"), (p.exercise, p.step, "shown")]
     assert sessions == [("drill:interview", "interview")]
 
 
-def test_quitting_ends_the_interview_with_its_report():
+def test_quitting_ends_the_interview_with_its_report(run):
     p = interview.plan(2, load())
     report, out = run(p, right_answers(p)[:2] + ["quit"])
     assert report.reason == "quit" and sum(a.asked for a in report.areas) == 2
     assert "Interview ended." in out and "Report" in out
 
 
-def test_end_of_input_during_the_calculation_reports_nothing_answered():
+def test_end_of_input_during_the_calculation_reports_nothing_answered(run):
     p = interview.plan(2, load())
     report, out = run(p, [])
     assert report.reason == "end" and not report.areas and "Nothing was answered." in out

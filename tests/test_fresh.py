@@ -8,7 +8,6 @@ reads it, and properties checked here by hand (integers, symmetry, rows).
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +21,7 @@ from tutor.exercise.catalog import bundled, resolve
 from tutor.mistakes.invisible import uncaught
 from tutor.steps import solve
 
-from .conftest import EXERCISES
+from .conftest import EXERCISES, wrapped
 
 
 def integers(step) -> list[int]:
@@ -124,7 +123,7 @@ def test_like_refuses_shape_options_and_needs_an_exercise(cli):
 # --- practice --fresh ---------------------------------------------------------------------------------------------
 
 
-def test_practice_fresh_drills_the_numbers_new_like_writes_and_records_the_original_id(cli, tmp_path):
+def test_practice_fresh_drills_the_numbers_new_like_writes_and_records_the_original_id(cli, home):
     ex = load_exercise_text(cli("new", "--like", "single-head-3x4", "--seed", "5")[1])
     q = matrix(solve(ex).step("q", 0))  # the right Q of the fresh numbers
     answer = "; ".join(" ".join(map(str, row)) for row in q)
@@ -132,7 +131,7 @@ def test_practice_fresh_drills_the_numbers_new_like_writes_and_records_the_origi
     assert (code, err) == (0, "")
     assert "Fresh numbers (seed 5) for single-head-3x4" in out
     assert "✓ Right." in out
-    store = Path(__import__("os").environ["ATTN_TUTOR_HOME"]) / "progress.sqlite3"
+    store = home / "progress.sqlite3"
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT exercise FROM sessions").fetchall() == [("single-head-3x4",)]
     assert fresh(resolve("single-head-3x4"), 5).x == ex.x  # the library function behind --fresh
@@ -169,7 +168,7 @@ def test_the_command_shown_for_a_file_or_a_pack_names_it_so_that_it_runs(cli, tm
     path = str(pack / "mine.yaml")
     code, out, err = cli("practice", path, "--fresh", "--seed", "4", "--steps", "q", input="quit\n")
     assert (code, err) == (0, "")
-    assert f"`attn-tutor new --like '{path}' --seed 4`" in " ".join(out.split())  # quoted: the path has a space
+    assert wrapped(f"`attn-tutor new --like '{path}' --seed 4`", path).search(out)  # quoted: the path has a space
     written = cli("new", "--like", path, "--seed", "4")[1]
     assert f"# Written by `attn-tutor new --like '{path}' --seed 4`;" in written
     by_id = cli("new", "--like", "my-asym", "--exercises", str(pack), "--seed", "4")[1]

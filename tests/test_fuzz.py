@@ -95,6 +95,8 @@ from tutor.steps import STEP_IDS as STEPS
 
 from .conftest import EXERCISES, REPO
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 FUZZ_EXAMPLES = int(os.environ.get("ATTN_TUTOR_FUZZ", "6"))
 SUBPROCESS_EVERY = 100  # seeds 0 and 1, 100 and 101, ...: also in a fresh interpreter
 WIDTHS = ["20", "27", "35", "50", "80", "100", "160"]  # COLUMNS of an example (20 is the narrowest layout)

@@ -17,7 +17,7 @@ import pytest
 from .conftest import REPO
 
 GOLDEN = REPO / "tests" / "golden"
-NARROW_ASCII = {"COLUMNS": "40", "PYTHONIOENCODING": "ascii", "NO_COLOR": "1"}
+NARROW = {"COLUMNS": "40", "NO_COLOR": "1"}  # on an ASCII stream (cli_encoded)
 
 
 def _same_as_golden(name: str, out: str) -> None:
@@ -27,19 +27,19 @@ def _same_as_golden(name: str, out: str) -> None:
     assert out == golden.read_text(encoding="utf-8")
 
 
-def test_explain_asym_narrow_ascii(cli_process):
+def test_explain_asym_narrow_ascii(cli_encoded):
     """The classic size with W_Q ≠ W_K: every dot product, each softmax row's exp values, sum and
     e_j / sum, every weighted sum, wrapped at 40 columns between parts, in ASCII."""
-    r = cli_process("explain", "single-head-asym-3x4", env=NARROW_ASCII)
+    r = cli_encoded("explain", "single-head-asym-3x4", encoding="ascii", env=NARROW)
     assert (r.code, r.err) == (0, "")
     out = r.stdout.decode("ascii")  # nothing outside ASCII reached the stream
     assert max(len(line.rstrip()) for line in out.splitlines()) <= 40
     _same_as_golden("explain-single-head-asym-3x4.narrow-ascii.txt", out)
 
 
-def test_practice_says_what_the_classic_cannot_catch_narrow_ascii(cli_process):
-    r = cli_process("practice", "single-head-3x4", "--steps", "scores", input="2 4 4; 4 8 8; 4 8 8\n",
-                    env=NARROW_ASCII)
+def test_practice_says_what_the_classic_cannot_catch_narrow_ascii(cli_encoded):
+    r = cli_encoded("practice", "single-head-3x4", "--steps", "scores", input="2 4 4; 4 8 8; 4 8 8\n",
+                    encoding="ascii", env=NARROW)
     assert (r.code, r.err) == (0, "")
     out = r.stdout.decode("ascii")
     words = " ".join(out.split())
@@ -47,8 +47,8 @@ def test_practice_says_what_the_classic_cannot_catch_narrow_ascii(cli_process):
     _same_as_golden("practice-single-head-3x4-scores.narrow-ascii.txt", out)
 
 
-def test_validate_tells_an_instructor_what_each_bundled_exercise_cannot_catch(cli_process):
-    r = cli_process("validate", "exercises", env={"PYTHONIOENCODING": "ascii", "COLUMNS": "100"}, cwd=REPO)
+def test_validate_tells_an_instructor_what_each_bundled_exercise_cannot_catch(cli_encoded):
+    r = cli_encoded("validate", "exercises", encoding="ascii", env={"COLUMNS": "100"}, cwd=REPO)
     assert r.code == 0
     out = r.stdout.decode("ascii") + r.stderr.decode("ascii")
     assert "single-head-asym-3x4" not in out  # it catches every classic mistake

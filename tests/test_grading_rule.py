@@ -17,6 +17,8 @@ import pytest
 
 from .test_practice_cli import practise, store_path
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # store_path() reads where it puts the store
+
 R2 = math.sqrt(2)
 ROW1 = [1 / (1 + 2 * math.exp(R2)), math.exp(R2) / (1 + 2 * math.exp(R2))]  # 0.10838, 0.44581
 ROW2 = [1 / (1 + 2 * math.exp(2 * R2)), math.exp(2 * R2) / (1 + 2 * math.exp(2 * R2))]  # 0.02870, 0.48565

@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -22,20 +23,22 @@ from tutor import practice as quiz
 from tutor.practice import Answer
 from tutor.store import Store, default_path
 
-from .conftest import REPO
+from .conftest import REPO, default_sigint
+
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
 
 Q = K = "1 1; 2 2; 2 2"  # single-head-3x4: W_Q = W_K
 
 
-def answers() -> list[tuple[str, str]]:
-    conn = sqlite3.connect(default_path())
+def answers(home: Path) -> list[tuple[str, str]]:
+    conn = sqlite3.connect(default_path(home))
     try:
         return conn.execute("SELECT step, outcome FROM answers ORDER BY id").fetchall()
     finally:
         conn.close()
 
 
-def test_ctrl_c_while_an_answer_is_graded_ends_with_the_summary(cli, monkeypatch):
+def test_ctrl_c_while_an_answer_is_graded_ends_with_the_summary(cli, home, monkeypatch):
     real = quiz.handle
     graded: list[str] = []
 
@@ -50,10 +53,10 @@ def test_ctrl_c_while_an_answer_is_graded_ends_with_the_summary(cli, monkeypatch
     code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k,v", input=f"{Q}\n{K}\n{Q}\n")
     assert (code, err) == (0, "")
     assert "Interrupted: session ended." in out and "Steps right: 1 of 3" in out
-    assert answers() == [("q", "correct")]  # the answer being graded is dropped, the one before is kept
+    assert answers(home) == [("q", "correct")]  # the answer being graded is dropped, the one before is kept
 
 
-def test_ctrl_c_while_feedback_is_shown_keeps_that_answer(cli, monkeypatch):
+def test_ctrl_c_while_feedback_is_shown_keeps_that_answer(cli, home, monkeypatch):
     from tutor.render.quiz import QuizRenderer
 
     real = QuizRenderer.show
@@ -69,10 +72,10 @@ def test_ctrl_c_while_feedback_is_shown_keeps_that_answer(cli, monkeypatch):
     code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k", input=f"{Q}\n{K}\n")
     assert (code, err) == (0, "")
     assert "Interrupted: session ended." in out
-    assert answers() == [("q", "correct")]
+    assert answers(home) == [("q", "correct")]
 
 
-def test_ctrl_c_in_the_middle_of_a_write_saves_the_answer_once(cli, monkeypatch):
+def test_ctrl_c_in_the_middle_of_a_write_saves_the_answer_once(cli, home, monkeypatch):
     """The signal arrives while SQLite writes the answer: the write completes, and is noted as done,
     before the session ends (neither lost nor written twice at the summary)."""
     real = Store.record
@@ -85,10 +88,10 @@ def test_ctrl_c_in_the_middle_of_a_write_saves_the_answer_once(cli, monkeypatch)
     code, out, err = cli("practice", "single-head-3x4", "--steps", "q,k", input=f"{Q}\n{K}\n")
     assert (code, err) == (0, "")
     assert "Interrupted: session ended." in out and "Steps right: 1 of 2" in out
-    assert answers() == [("q", "correct")]
+    assert answers(home) == [("q", "correct")]
 
 
-def test_ctrl_c_during_the_introduction_ends_with_the_summary(cli, monkeypatch):
+def test_ctrl_c_during_the_introduction_ends_with_the_summary(cli, home, monkeypatch):
     from tutor.render.quiz import QuizRenderer
 
     def intro(self, *args, **kwargs):
@@ -98,7 +101,7 @@ def test_ctrl_c_during_the_introduction_ends_with_the_summary(cli, monkeypatch):
     code, out, err = cli("practice", "single-head-3x4", input=f"{Q}\n")
     assert (code, err) == (0, "")
     assert "Interrupted: session ended." in out
-    with Store.open_existing(default_path()) as s:
+    with Store.open_existing(default_path(home)) as s:
         assert s.stats().sessions == 1 and s.attempts() == []
 
 
@@ -122,16 +125,16 @@ def run_slow(args: list[str], *, name: str = "_matrix", when: str = "if True:", 
              input: str = "") -> subprocess.CompletedProcess[str]:
     code = textwrap.dedent(SLOW).format(name=name, when=when, patch=patch)
     return subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True, text=True,
-                          cwd=REPO, timeout=60, check=False)
+                          cwd=REPO, timeout=60, check=False, preexec_fn=default_sigint)
 
 
-def test_a_real_ctrl_c_while_grading_ends_the_practice_session_with_its_summary():
+def test_a_real_ctrl_c_while_grading_ends_the_practice_session_with_its_summary(home):
     """In a process of its own, through the real SIGINT handler: the second answer's grading is slow."""
     done = run_slow(["practice", "single-head-3x4", "--steps", "q,k,v"],
                     when="if args[1] == 'SECOND':", input=f"{Q}\nSECOND\n{Q}\n")
     assert (done.returncode, done.stderr) == (0, "")
     assert "Interrupted: session ended." in done.stdout and "Steps right: 1 of 3" in done.stdout
-    assert answers() == [("q", "correct")]
+    assert answers(home) == [("q", "correct")]
 
 
 INTERRUPTED_AT = """
@@ -158,7 +161,7 @@ def test_any_other_command_interrupted_says_so_in_one_line_and_exits_130(args):
     name = "recommendation" if args == ["stats"] else "parse_yaml"
     code = textwrap.dedent(INTERRUPTED_AT).format(name=name)
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=60, check=False)
+                          timeout=60, check=False, preexec_fn=default_sigint)  # as in a foreground job
     assert (done.returncode, done.stderr, done.stdout) == (130, "interrupted\n", "")
 
 

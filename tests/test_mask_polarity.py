@@ -122,9 +122,8 @@ def test_production_masks_in_json(cli):
     assert ex["key_padding_mask"] == [False, False, False, True] and ex["key_padding"] == [True, True, True, False]
 
 
-def test_production_masks_at_a_narrow_width_in_ascii(cli_process):
-    done = cli_process("explain", "two-head-causal-3x4", env={"COLUMNS": "40", "NO_COLOR": "1",
-                                                                "PYTHONIOENCODING": "ascii"})
+def test_production_masks_at_a_narrow_width_in_ascii(cli_encoded):
+    done = cli_encoded("explain", "two-head-causal-3x4", encoding="ascii", env={"COLUMNS": "40", "NO_COLOR": "1"})
     assert done.code == 0
     text = done.stdout.decode("ascii")
     view = text[text.index("The masks as PyTorch takes them"):]

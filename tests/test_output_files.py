@@ -27,12 +27,13 @@ KINDS = {"fifo": "a named pipe (FIFO)", "link to a fifo": "a named pipe (FIFO)",
 @pytest.mark.parametrize("target", sorted(TARGETS))
 @pytest.mark.parametrize("force", [True, False])
 @pytest.mark.parametrize("command", ["new", "export"])
-def test_a_path_that_is_not_a_regular_file_is_refused_even_with_force(cli_process, tmp_path, target, force, command):
-    """In a process of its own: a hang fails the test (its timeout), as the FIFO hung before."""
+@pytest.mark.timeout(60)  # the FIFO hung before: a hang fails the test
+def test_a_path_that_is_not_a_regular_file_is_refused_even_with_force(cli, tmp_path, target, force, command):
+    """The command as typed in ``tmp_path``; a file name given relative to it."""
     name = "out.yaml" if command == "new" else "out.html"
     TARGETS[target](tmp_path / name)
     args = ["new", "--seed", "1", "-o", name] if command == "new" else ["explain", "single-head-3x4", "--export", name]
-    done = subprocess_run(cli_process, args + (["--force"] if force else []), tmp_path)
+    done = cli(*args, *(["--force"] if force else []), cwd=tmp_path)
     if target == "directory":  # the option itself refuses a folder (a usage error)
         assert done.code == 2 and "is a directory" in done.err
         return
@@ -40,10 +41,6 @@ def test_a_path_that_is_not_a_regular_file_is_refused_even_with_force(cli_proces
     assert done.err == (f"error: {name} exists and is {KINDS[target]}, not a regular file, so nothing is written to "
                         "it, even with --force; write to a file name\n")
     assert done.out == ""
-
-
-def subprocess_run(cli_process, args, cwd):
-    return cli_process(*args, cwd=cwd, timeout=60)
 
 
 def test_a_fifo_that_appears_after_the_look_fails_at_once(tmp_path, monkeypatch):

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tutor.base.env import Env
 from tutor.base.errors import ExerciseError, NotFoundError
-from tutor.exercise.catalog import env_folders, exercises, load_catalog, resolve, search_folders
+from tutor.exercise.catalog import exercises, load_catalog, resolve, search_folders
 
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"
@@ -93,26 +94,36 @@ def test_a_broken_file_is_reported_and_the_others_are_still_listed(pack):
         resolve(str(pack / "broken.yaml"))
 
 
-def test_env_path_adds_folders_separated_by_pathsep(tmp_path, monkeypatch, pack):
+def packs_of(value: str) -> tuple[Path, ...]:
+    """The packs an Env reads from ``ATTN_TUTOR_PATH=value``."""
+    return Env.from_environ({"ATTN_TUTOR_PATH": value}, stdin=None, stdout=None, stderr=None).packs
+
+
+def test_env_path_adds_folders_separated_by_pathsep(tmp_path, pack):
     other = tmp_path / "other"
     other.mkdir()
     (other / "o.yaml").write_text(exercise_text("from-env"))
-    monkeypatch.setenv("ATTN_TUTOR_PATH", os.pathsep.join([str(pack), "", str(other)]))
-    assert env_folders() == [pack, other]
-    assert [f.label for f in search_folders()] == ["bundled", str(pack), str(other)]
-    assert resolve("from-env").id == "from-env" and resolve("my-first").id == "my-first"
-    assert {"from-env", "my-first"} <= {ex.id for ex in exercises()}
+    packs = packs_of(os.pathsep.join([str(pack), "", str(other)]))
+    assert packs == (pack, other)
+    assert [f.label for f in search_folders(packs)] == ["bundled", str(pack), str(other)]
+    assert resolve("from-env", packs).id == "from-env" and resolve("my-first", packs).id == "my-first"
+    assert {"from-env", "my-first"} <= {ex.id for ex in exercises(packs)}
 
 
-def test_a_folder_given_twice_is_read_once(pack, monkeypatch):
-    monkeypatch.setenv("ATTN_TUTOR_PATH", str(pack))
-    cat = load_catalog([pack])
+def test_env_path_reaches_the_commands(tmp_path, pack, cli):
+    code, out, err = cli("list", "--format", "json", env={"ATTN_TUTOR_PATH": str(pack)})
+    assert (code, err) == (0, "") and {"my-first", "my-second"} <= {row["id"] for row in json.loads(out)}
+    assert cli("explain", "my-first", "--format", "json", env={"ATTN_TUTOR_PATH": str(pack)}).code == 0
+    assert cli("explain", "my-first", "--format", "json").code == 2  # not without it
+
+
+def test_a_folder_given_twice_is_read_once(pack):
+    cat = load_catalog([pack, *packs_of(str(pack))])  # --exercises pack, ATTN_TUTOR_PATH=pack
     assert cat.problems == () and len(cat.find("my-first")) == 1
 
 
-def test_a_missing_env_folder_is_a_problem_not_a_crash(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTN_TUTOR_PATH", str(tmp_path / "nowhere"))
-    cat = load_catalog()
+def test_a_missing_env_folder_is_a_problem_not_a_crash(tmp_path):
+    cat = load_catalog(packs_of(str(tmp_path / "nowhere")))
     assert [str(p) for p in cat.problems] == [
         f"{tmp_path / 'nowhere'}: exercise folder not found (check --exercises and ATTN_TUTOR_PATH "
         f"(folders separated by '{os.pathsep}'))"
@@ -144,8 +155,7 @@ def test_list_shows_the_source_of_each_exercise(pack, cli, monkeypatch):
 
 def test_list_is_a_table_when_it_fits(pack, cli, monkeypatch):
     monkeypatch.chdir(pack.parent)
-    monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = cli("list", "--exercises", "pack")
+    code, out, _ = cli("list", "--exercises", "pack", env={"COLUMNS": "200"})
     lines = [line.rstrip() for line in out.splitlines()]
     header = next(line for line in lines if line.lstrip().startswith("status "))
     assert header.split() == ["status", "id", "title", "L", "L_k", "d_model", "heads", "mask", "source"]
@@ -155,9 +165,8 @@ def test_list_is_a_table_when_it_fits(pack, cli, monkeypatch):
 
 
 @pytest.mark.parametrize("width", [40, 60, 80])
-def test_list_never_cuts_an_id(pack, cli, monkeypatch, width):
-    monkeypatch.setenv("COLUMNS", str(width))
-    code, out, _ = cli("list", "--exercises", str(pack))
+def test_list_never_cuts_an_id(pack, cli, width):
+    code, out, _ = cli("list", "--exercises", str(pack), env={"COLUMNS": str(width)})
     assert code == 0 and "…" not in out
     for exercise_id in [*BUNDLED_IDS, "my-first", "my-second"]:
         assert any(line.startswith(exercise_id + " ") for line in out.splitlines()), exercise_id

@@ -6,34 +6,18 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from .conftest import COLOUR
+from .ptys import answer, at_prompt, default_sigint, ignored_sigint, spawn
 
 pexpect = pytest.importorskip("pexpect")
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
-
-EXE = REPO / ".venv" / "bin" / "attn-tutor"
-COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")  # SGR colour codes
-
-
-def spawn(*argv: str, preexec_fn=None, **env: str):
-    exe = str(EXE) if EXE.exists() else sys.executable
-    args = list(argv) if EXE.exists() else ["-m", "tutor", *argv]
-    full = {**os.environ, "TERM": "xterm-256color", **env}
-    full.pop("COLUMNS", None)  # the terminal's own size
-    return pexpect.spawn(exe, args, env=full, cwd=str(REPO), encoding="utf-8", timeout=60, dimensions=(40, 100),
-                         preexec_fn=preexec_fn)
-
-
-def as_a_background_job() -> None:
-    """What a non-interactive shell does to a job it starts with ``&`` (``make test &``): SIGINT ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal"),
+              pytest.mark.usefixtures("child_environment")]  # the processes started here read their environment
 
 
 def answers() -> list[tuple]:
@@ -46,15 +30,13 @@ def answers() -> list[tuple]:
 
 
 def test_ctrl_c_ends_with_the_summary_and_keeps_the_answers():
-    child = spawn("practice", "single-head-3x4")
+    child = spawn("practice", "single-head-3x4", preexec_fn=default_sigint)  # as a foreground job: Python's handler
     child.expect_exact("Step 1 of 7: Queries Q")
-    child.expect_exact("Q> ")
-    child.sendline("1 1; 2 2; 2 2")
+    answer(child, "Q> ", "1 1; 2 2; 2 2")
     child.expect_exact("Right.")
-    child.expect_exact("K> ")
-    child.sendline("9 9; 2 2; 2 2")
+    answer(child, "K> ", "9 9; 2 2; 2 2")
     child.expect_exact("Not yet: 2 of 6 entries wrong")
-    child.expect_exact("K> ")
+    at_prompt(child, "K> ")
     child.sendintr()
     child.expect_exact("Interrupted: session ended.")
     child.expect_exact("Steps right: 1 of 7 (1 at the first try); shown: 0; skipped: 0.")
@@ -69,11 +51,10 @@ def test_ctrl_c_ends_with_the_summary_and_keeps_the_answers():
 def test_ctrl_c_ends_the_session_even_when_started_with_sigint_ignored():
     """Started as a background job (SIGINT ignored, so Python installs no handler), Ctrl-C at the prompt
     still ends the session with its summary: the session installs its own handler for its duration."""
-    child = spawn("practice", "single-head-3x4", "--steps", "q,k", preexec_fn=as_a_background_job)
-    child.expect_exact("Q> ")
-    child.sendline("1 1; 2 2; 2 2")
+    child = spawn("practice", "single-head-3x4", "--steps", "q,k", preexec_fn=ignored_sigint)
+    answer(child, "Q> ", "1 1; 2 2; 2 2")
     child.expect_exact("Right.")
-    child.expect_exact("K> ")
+    at_prompt(child, "K> ")
     child.sendintr()
     child.expect_exact("Interrupted: session ended.")
     child.expect_exact("Steps right: 1 of 2 (1 at the first try); shown: 0; skipped: 0.")
@@ -85,7 +66,7 @@ def test_ctrl_c_ends_the_session_even_when_started_with_sigint_ignored():
 
 def test_ctrl_d_ends_the_session_cleanly():
     child = spawn("practice", "single-head-3x4", "--steps", "scores")
-    child.expect_exact("scores> ")
+    at_prompt(child, "scores> ")  # a Ctrl-D sent before readline reads would be lost in the cooked terminal
     child.sendeof()
     child.expect_exact("End of input: session ended.")
     child.expect(pexpect.EOF)
@@ -95,7 +76,7 @@ def test_ctrl_d_ends_the_session_cleanly():
 
 def test_line_editing_and_no_colour_under_no_color():
     child = spawn("practice", "single-head-3x4", "--steps", "scores", NO_COLOR="1")
-    child.expect_exact("scores> ")
+    at_prompt(child, "scores> ")
     child.send("2 4 4; 4 8 8; 4 8 9")
     child.send("\x7f")  # backspace: the 9 becomes an 8
     child.sendline("8")
@@ -111,11 +92,10 @@ def test_line_editing_and_no_colour_under_no_color():
 
 def test_wrong_entries_are_marked_not_only_coloured():
     child = spawn("practice", "single-head-3x4", "--steps", "scaled")  # colours allowed here
-    child.expect_exact("scaled> ")
-    child.sendline("2 4 4; 4 8 8; 4 8 8")
+    answer(child, "scaled> ", "2 4 4; 4 8 8; 4 8 8")
     child.expect_exact("You forgot to divide by √d_k")
     text = child.before
-    child.sendline("quit")
+    answer(child, "scaled> ", "quit")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0

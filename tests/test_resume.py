@@ -15,8 +15,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from .conftest import REPO
 from .test_practice_cli import practise, store_path
+
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
 
 QKV = "1 1; 2 2; 2 2"
 SCORES = "2 4 4; 4 8 8; 4 8 8"
@@ -61,7 +65,7 @@ def test_a_complete_session_is_not_resumed(cli):
     assert "Step 1 of 2: Queries Q" in out
 
 
-def test_a_killed_session_resumes_too(tmp_path):
+def test_a_killed_session_resumes_too(cli):
     """kill -9 after three answers: each was committed before its verdict was shown, so the next
     session begins at step 4."""
     env = dict(os.environ, COLUMNS="100")
@@ -86,10 +90,9 @@ def test_a_killed_session_resumes_too(tmp_path):
         ("q", "correct"), ("k", "correct"), ("v", "correct")]
     assert conn.execute("SELECT ended, complete FROM sessions").fetchall() == [(None, 0)]
     conn.close()
-    done = subprocess.run([sys.executable, "-m", "tutor", "practice", "single-head-3x4"], cwd=REPO, env=env,
-                          input=b"quit\n", capture_output=True, timeout=120, check=False)
-    assert done.returncode == 0
-    assert b"Resuming where your last session of these steps stopped: step 4 of 7 (scores)" in done.stdout
+    code, out, _ = cli("practice", "single-head-3x4", input="quit\n")  # the next session: the store as the kill left it
+    assert code == 0
+    assert "Resuming where your last session of these steps stopped: step 4 of 7 (scores)" in out
 
 
 def test_practice_with_no_exercise_starts_at_the_weakest_step(cli):

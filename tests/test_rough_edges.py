@@ -11,6 +11,8 @@ import pytest
 
 from .test_practice_cli import practise, store_path
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 
 def test_a_matrix_typed_row_by_row_ends_at_its_last_row(cli):
     """Three rows for a 3-row V: graded at once, no "V row 4>" prompt; the verdict on a line of its own."""
@@ -22,15 +24,12 @@ def test_a_matrix_typed_row_by_row_ends_at_its_last_row(cli):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 def test_in_a_terminal_the_verdict_is_on_its_own_line():
-    from .test_practice_terminal import spawn
+    from .ptys import answer, spawn
 
     child = spawn("practice", "single-head-3x4", "--steps", "v")
-    child.expect_exact("V> ")
-    child.sendline("1 1")
-    child.expect_exact("V row 2> ")
-    child.sendline("2 2")
-    child.expect_exact("V row 3> ")
-    child.sendline("2 2")
+    answer(child, "V> ", "1 1")
+    answer(child, "V row 2> ", "2 2")
+    answer(child, "V row 3> ", "2 2")
     child.expect(r"2 2\r\n(.*)Right\.")
     before = re.sub(r"\x1b\[[0-9;]*m", "", child.match.group(1)).strip()  # without its style codes
     assert before in ("✓", "")  # nothing typed or echoed before the mark on its line

@@ -22,6 +22,8 @@ from tutor.store.scheduling import rating
 
 from .test_practice_cli import practise, rows, store_path
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # store_path() reads where it puts the store
+
 DECAY = -0.1542
 F = 0.9 ** (1 / DECAY) - 1
 S0 = {AGAIN: 0.212, HARD: 1.2931, GOOD: 2.3065}

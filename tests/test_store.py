@@ -31,23 +31,17 @@ from tutor.store import (
     recommend,
 )
 
-from .conftest import REPO
+from .conftest import REPO, wrapped
+
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
 
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_default_path_is_under_attn_tutor_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTN_TUTOR_HOME", str(tmp_path / "h"))
-    assert default_path() == tmp_path / "h" / "progress.sqlite3"
-
-
-def test_default_path_without_home_is_the_platform_data_dir(monkeypatch):
-    import platformdirs
-
-    monkeypatch.delenv("ATTN_TUTOR_HOME")
-    assert default_path() == Path(platformdirs.user_data_dir("attn-tutor", appauthor=False)) / "progress.sqlite3"
+def test_default_path_is_in_the_data_folder(tmp_path):
+    assert default_path(tmp_path / "h") == tmp_path / "h" / "progress.sqlite3"
 
 
 def test_a_new_store_is_versioned_identified_and_in_wal_mode(tmp_path):
@@ -489,8 +483,8 @@ def test_damage_found_mid_session_keeps_the_session_going_and_never_claims_saved
     assert code == 2
     assert err == f"error: 2 answers could not be saved: {reason}\n"
     text = unwrapped(out.splitlines())
-    assert text.count(f"Not saved: {reason}. Nothing more from this session will be saved; "
-                      "the summary lists what was not.") == 2
+    assert len(wrapped(f"Not saved: {reason}. Nothing more from this session will be saved; "
+                       "the summary lists what was not.", path).findall(out)) == 2
     assert "saved with your next answer" not in text and "Your answers are saved" not in text
     assert text.count("✓ Right.") == 2  # the session went on to its end
     assert [line.rstrip() for line in out.splitlines()][-4:] == [

@@ -19,6 +19,8 @@ from tutor.store import files as store_files
 
 from .conftest import REPO
 
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
+
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -36,10 +36,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
+from tutor.base.env import Env
 from tutor.base.textsafe import UNSAFE_CATEGORIES, escape_char, shown, shown_stream
 from tutor.cli import main
 
 from .conftest import EXERCISES, REPO
+
+pytestmark = pytest.mark.usefixtures("child_environment")  # processes started here read their environment
 
 DATA = REPO / "tests" / "data" / "check"
 BLOG = str(DATA / "blog-single-head-3x4.yaml")
@@ -132,7 +135,7 @@ def test_the_console_escapes_what_a_renderer_forgot():
     from tutor.render.console import make_console
 
     buffer = io.StringIO()
-    console = make_console(file=buffer, width=40, record=True)
+    console = make_console(None, file=buffer, width=40, record=True)
     table = Table()
     table.add_column("h\x1b]0;t\x07")
     table.add_row("\u202ecell")
@@ -144,15 +147,18 @@ def test_the_console_escapes_what_a_renderer_forgot():
         assert unsafe(page) == []
 
 
-def test_the_console_is_never_narrower_than_the_narrowest_layout(monkeypatch):
+def test_the_console_is_never_narrower_than_the_narrowest_layout():
+    from tutor.base.env import Env
     from tutor.render import MIN_WIDTH
     from tutor.render.console import make_console
 
+    def env(columns: str) -> Env:
+        return Env.from_environ({"COLUMNS": columns}, stdin=None, stdout=None, stderr=None)
+
     for columns in ("0", "1", "19"):
-        monkeypatch.setenv("COLUMNS", columns)
-        assert make_console(file=io.StringIO()).width == MIN_WIDTH
-    monkeypatch.setenv("COLUMNS", "33")
-    assert make_console(file=io.StringIO()).width == 33
+        assert make_console(env(columns), file=io.StringIO()).width == MIN_WIDTH
+        assert make_console(env("40"), file=io.StringIO(), width=int(columns)).width == MIN_WIDTH
+    assert make_console(env("33"), file=io.StringIO()).width == 33
 
 
 def test_an_exercise_holds_its_text_as_it_is_shown():
@@ -382,8 +388,10 @@ DOCUMENTS = [  # (argv, exit code): machine-readable, UTF-8 bytes whatever the s
 ]
 
 
-def run_on_stream(argv: list[str], encoding: str | None, *, stdin: str = "") -> tuple[int, bytes, bytes]:
-    """``main(argv)`` with stdout and stderr real text streams of ``encoding`` (None: closed, as after ``>&-``)."""
+def run_on_stream(argv: list[str], encoding: str | None, variables: dict[str, str], *,
+                  stdin: str = "") -> tuple[int, bytes, bytes]:
+    """``main(argv)`` with stdout and stderr real text streams of ``encoding`` (None: closed, as after ``>&-``),
+    under ``variables``."""
     out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
     out = None if encoding is None else io.TextIOWrapper(out_bytes, encoding=encoding, errors="strict", write_through=True)
     err = io.TextIOWrapper(err_bytes, encoding=encoding or "utf-8", errors="backslashreplace", write_through=True)
@@ -391,7 +399,7 @@ def run_on_stream(argv: list[str], encoding: str | None, *, stdin: str = "") -> 
     if out is None:
         sys.stdout = None  # what Python makes of a closed fd 1
     try:
-        code = main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err)
+        code = main(argv, env=Env.from_environ(variables, stdin=io.StringIO(stdin), stdout=out, stderr=err))
     finally:
         sys.stdout = saved
         for stream in (out, err):
@@ -402,10 +410,14 @@ def run_on_stream(argv: list[str], encoding: str | None, *, stdin: str = "") -> 
 
 
 @pytest.fixture
-def stream_files(tmp_path, cli, monkeypatch) -> dict[str, str]:
+def variables(variables, tmp_path):
+    """A progress store with a non-ASCII path (:func:`stream_files` puts answers in it)."""
+    return {**variables, "ATTN_TUTOR_HOME": str(tmp_path / "h\u00f6m\u00e9")}
+
+
+@pytest.fixture
+def stream_files(tmp_path, cli) -> dict[str, str]:
     """A store with answers (and a non-ASCII path), a file with a non-ASCII key, a hostile exercise."""
-    home = tmp_path / "h\u00f6m\u00e9"
-    monkeypatch.setenv("ATTN_TUTOR_HOME", str(home))
     cli("practice", "single-head-3x4", "--steps", "scaled", input="2 4 4; 4 8 8; 4 8 8\nquit\n")
     cyrillic = tmp_path / "cyr.yaml"
     cyrillic.write_text((EXERCISES / "single-head-3x4.yaml").read_text() + "\u0445: 1\n", encoding="utf-8")
@@ -415,9 +427,9 @@ def stream_files(tmp_path, cli, monkeypatch) -> dict[str, str]:
 
 @pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
 @pytest.mark.parametrize(("argv", "expected"), HUMAN, ids=lambda a: " ".join(a) if isinstance(a, list) else str(a))
-def test_every_command_for_people_on_a_narrow_encoding(argv, expected, encoding, stream_files):
+def test_every_command_for_people_on_a_narrow_encoding(argv, expected, encoding, stream_files, variables):
     args = [a.format(**stream_files) for a in argv]
-    code, out, err = run_on_stream(args, encoding, stdin=PRACTICE_INPUT)
+    code, out, err = run_on_stream(args, encoding, variables, stdin=PRACTICE_INPUT)
     assert code == expected, err
     assert b"Traceback" not in err
     text = out.decode(encoding) + err.decode(encoding)  # strict: every byte is of the stream's encoding
@@ -429,10 +441,10 @@ def test_every_command_for_people_on_a_narrow_encoding(argv, expected, encoding,
 
 @pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
 @pytest.mark.parametrize(("argv", "expected"), DOCUMENTS, ids=lambda a: " ".join(a) if isinstance(a, list) else str(a))
-def test_every_document_is_utf8_whatever_the_stream(argv, expected, encoding, stream_files):
+def test_every_document_is_utf8_whatever_the_stream(argv, expected, encoding, stream_files, variables):
     args = [a.format(**stream_files) for a in argv]
-    code, out, err = run_on_stream(args, encoding)
-    utf_code, utf_out, _ = run_on_stream(args, "utf-8")
+    code, out, err = run_on_stream(args, encoding, variables)
+    utf_code, utf_out, _ = run_on_stream(args, "utf-8", variables)
     assert (code, utf_code) == (expected, expected) and b"Traceback" not in err
     assert out == utf_out  # the same document, byte for byte
     text = out.decode("utf-8")
@@ -496,13 +508,13 @@ CLOSED = "error: cannot write the output: standard output is closed\n"
 
 
 @pytest.mark.parametrize("argv", STDOUT_COMMANDS, ids=" ".join)
-def test_a_closed_stdout_is_one_error_line_and_exit_2(argv):
-    code, _, err = run_on_stream(argv, None)
+def test_a_closed_stdout_is_one_error_line_and_exit_2(argv, variables):
+    code, _, err = run_on_stream(argv, None, variables)
     assert (code, err.decode()) == (2, CLOSED)
 
 
-def test_practice_with_a_closed_stdout_stops_before_the_store_is_written():
-    code, _, err = run_on_stream(["practice", "single-head-3x4"], None, stdin="1 1; 2 2; 2 2\n")
+def test_practice_with_a_closed_stdout_stops_before_the_store_is_written(variables):
+    code, _, err = run_on_stream(["practice", "single-head-3x4"], None, variables, stdin="1 1; 2 2; 2 2\n")
     assert (code, err.decode()) == (2, CLOSED)
     store = Path(os.environ["ATTN_TUTOR_HOME"]) / "progress.sqlite3"
     if store.exists():
@@ -662,27 +674,25 @@ COLUMN_COMMANDS = [
 
 @pytest.mark.parametrize("columns", ["0", "1", "5", "19"])
 @pytest.mark.parametrize(("argv", "stdin", "expected"), COLUMN_COMMANDS, ids=lambda a: " ".join(a) if isinstance(a, list) else "")
-def test_any_columns_value_is_clamped_to_the_narrowest_layout(cli, monkeypatch, columns, argv, stdin, expected):
-    monkeypatch.setenv("COLUMNS", columns)
-    code, out, err = cli(*argv, input=stdin)
+def test_any_columns_value_is_clamped_to_the_narrowest_layout(cli, columns, argv, stdin, expected):
+    before = dict(os.environ)
+    code, out, err = cli(*argv, input=stdin, env={"COLUMNS": columns})
     assert code == expected and "Traceback" not in err
     assert len(out.strip()) > 100  # the output is there, not lost at width 0
     lines = out.splitlines()
     if argv[0] != "--help":  # typer lays its help out itself
         assert max(cell_len(line) for line in lines) <= 20 or argv[0] == "stats"  # stats copies a command whole
         assert "…" not in out
-    assert os.environ["COLUMNS"] == columns  # restored
+    assert dict(os.environ) == before  # the process's environment: never changed
 
 
 def test_practice_in_a_ten_column_terminal():
     """A real pseudo-terminal ten columns wide, no COLUMNS: the layout is clamped, the session works."""
     pexpect = pytest.importorskip("pexpect")
-    env = {**os.environ, "TERM": "xterm-256color"}
-    env.pop("COLUMNS", None)
-    child = pexpect.spawn(sys.executable, ["-m", "tutor", "practice", "single-head-3x4", "--steps", "q"], env=env,
-                          cwd=str(REPO), encoding="utf-8", timeout=120, dimensions=(50, 10))
-    child.expect_exact("Q> ")
-    child.sendline("1 1; 2 2; 2 2")
+    from .ptys import answer, spawn
+
+    child = spawn("practice", "single-head-3x4", "--steps", "q", dimensions=(50, 10), timeout=120)
+    answer(child, "Q> ", "1 1; 2 2; 2 2")
     child.expect_exact("Session complete.")
     child.expect(pexpect.EOF)
     child.close()
@@ -692,28 +702,32 @@ def test_practice_in_a_ten_column_terminal():
 # --- the README's promises, as a user's shell runs them ---------------------------------------------------
 
 
-def test_readme_ascii_streams_work_for_every_command(cli_process, tmp_path):
-    """"on ASCII-only streams (`PYTHONIOENCODING=ascii`: `√` becomes `sqrt`, box drawing becomes `+-|`)"."""
-    env = {"PYTHONIOENCODING": "ascii", "ATTN_TUTOR_HOME": str(tmp_path), "COLUMNS": "80"}
-    r = cli_process("practice", "single-head-3x4", "--steps", "scaled", input=b"2 4 4; 4 8 8; 4 8 8\nquit\n", env=env)
+def test_readme_ascii_streams_work_for_every_command(cli_encoded, tmp_path):
+    """"on ASCII-only streams (`PYTHONIOENCODING=ascii`: `√` becomes `sqrt`, box drawing becomes `+-|`)".
+
+    On the streams Python makes of that variable, in this process; that a real process gets them
+    is shown above (the inputs of the issue on real streams)."""
+    env = {"ATTN_TUTOR_HOME": str(tmp_path), "COLUMNS": "80"}
+    r = cli_encoded("practice", "single-head-3x4", "--steps", "scaled", input=b"2 4 4; 4 8 8; 4 8 8\nquit\n",
+                    encoding="ascii", env=env)
     assert r.code == 0 and r.stdout.isascii() and "sqrt(d_k)" in r.stdout.decode()
     for argv, expected in [(["explain", "single-head-3x4"], 0), (["check", BLOG], 1), (["stats"], 0), (["list"], 0),
                            (["--help"], 0), (["practice", "--help"], 0), (["validate", "exercises"], 0)]:
-        r = cli_process(*argv, env=env)
+        r = cli_encoded(*argv, encoding="ascii", env=env, cwd=REPO)
         assert r.code == expected and r.stdout.isascii() and r.stderr.isascii(), (argv, r.stderr)
         assert b"Traceback" not in r.stderr
-    r = cli_process("explain", "single-head-3x4", env=env)
+    r = cli_encoded("explain", "single-head-3x4", encoding="ascii", env=env)
     assert "+----" in r.stdout.decode() and "sqrt(2)" in r.stdout.decode()
     for fmt in ("markdown", "html", "json"):  # documents: UTF-8 (JSON: ASCII), as a file of the format is read
-        r = cli_process("explain", "single-head-3x4", "--format", fmt, env=env)
+        r = cli_encoded("explain", "single-head-3x4", "--format", fmt, encoding="ascii", env=env)
         assert r.code == 0 and b"Traceback" not in r.stderr
         assert r.stdout.isascii() if fmt == "json" else "√" in r.stdout.decode("utf-8")
 
 
-def test_readme_narrow_terminals_never_cut_numbers(cli_process):
+def test_readme_narrow_terminals_never_cut_numbers(cli):
     """"in narrow terminals (wide tables are split into column groups; numbers are never cut)"."""
-    wide = cli_process("explain", "two-head-fused-3x4", "--precision", "12", env={"COLUMNS": "200"})
-    narrow = cli_process("explain", "two-head-fused-3x4", "--precision", "12", env={"COLUMNS": "24"})
+    wide = cli("explain", "two-head-fused-3x4", "--precision", "12", env={"COLUMNS": "200"})
+    narrow = cli("explain", "two-head-fused-3x4", "--precision", "12", env={"COLUMNS": "24"})
     assert narrow.code == 0
-    assert "(column 1 of" in narrow.stdout.decode()
-    assert_numbers_whole(wide.stdout.decode(), narrow.stdout.decode(), 24)
+    assert "(column 1 of" in narrow.out
+    assert_numbers_whole(wide.out, narrow.out, 24)

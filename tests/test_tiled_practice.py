@@ -38,17 +38,17 @@ def practise(cli, lines, *argv):
     return code, [line.rstrip() for line in out.splitlines()], err
 
 
-def store_made() -> bool:
-    return Path(os.environ["ATTN_TUTOR_HOME"]).exists()
+def store_made(home: Path) -> bool:
+    return home.exists()
 
 
-def test_every_quantity_right_exact_and_decimal(cli):
+def test_every_quantity_right_exact_and_decimal(cli, home):
     code, out, err = practise(cli, RIGHT, "single-head-3x4", "--block-size", "1")
     assert (code, err) == (0, "")
     assert out.count("✓ Right.") == 13 and "✗" not in "\n".join(out)
     assert out[-17:-14] == ["", "Session complete.", "Quantities right: 13 of 13 (13 at the first try); shown: 0; skipped: 0."]
     assert out[-1] == "This drill is not recorded in your progress file: stats does not count it."
-    assert not store_made()  # nothing written: no progress file, not even its folder
+    assert not store_made(home)  # nothing written: no progress file, not even its folder
 
 
 def test_the_issue_example_is_the_default_row_and_its_blocks_are_given(cli):
@@ -200,17 +200,17 @@ def test_ctrl_c_while_an_answer_is_graded_ends_with_the_summary(cli, monkeypatch
     assert "2. block 1 l      not answered" in out
 
 
-def test_closed_stdin_is_one_error_before_anything(cli):
+def test_closed_stdin_is_one_error_before_anything(cli, home):
     closed = io.StringIO()
     closed.close()
     assert cli("practice", "single-head-3x4", "--tiled", input=closed) == (2, "", STDIN_CLOSED)
-    assert not store_made()
+    assert not store_made(home)
 
 
-def test_ascii_stream_no_colour_and_40_columns(cli_process):
+def test_ascii_stream_no_colour_and_40_columns(cli_encoded):
     script = "\n".join(["sqrt(2)/2 - 1/8", "1", "1 0", "0.64", "exp(1/16)", "hint", "hint", "show", "quit"]) + "\n"
-    r = cli_process("practice", "alibi-causal-3x2", "--tiled", "--block-size", "1", "--query", "c", input=script,
-                    env={"PYTHONIOENCODING": "ascii", "COLUMNS": "40", "NO_COLOR": "1", "TERM": "xterm-256color"})
+    r = cli_encoded("practice", "alibi-causal-3x2", "--tiled", "--block-size", "1", "--query", "c", input=script,
+                    encoding="ascii", env={"COLUMNS": "40", "NO_COLOR": "1", "TERM": "xterm-256color"})
     assert r.code == 0 and r.stderr == b""
     out = r.stdout.decode("ascii")  # raises on any non-ASCII byte
     assert "\x1b[" not in out and max(len(line) for line in out.splitlines()) <= 40
@@ -235,10 +235,10 @@ def test_ascii_stream_no_colour_and_40_columns(cli_process):
     (["single-head-3x4", "--tiled", "--block-size", "0"], "--block-size"),
     (["single-head-3x4", "--tiled", "--tolerance", "-1"], "the tolerance must be a number above 0"),
 ])
-def test_usage_errors_exit_2_before_any_question(cli, argv, message):
+def test_usage_errors_exit_2_before_any_question(cli, home, argv, message):
     code, out, err = cli("practice", *argv, input="sqrt(2)\n")
     assert code == 2 and out == "" and message in err and "Traceback" not in err
-    assert not store_made()
+    assert not store_made(home)
 
 
 def test_when_no_max_rises_the_intro_says_so(cli):

@@ -92,7 +92,7 @@ def test_a_huge_number_in_a_solution_file_is_a_problem(tmp_path, cli, text):
 
 
 @pytest.mark.parametrize("text", [HUGE["leading zero"], HUGE["huge exponent"]], ids=["leading zero", "exponent"])
-def test_a_huge_number_in_a_pack_breaks_nothing_else(tmp_path, cli, monkeypatch, text):
+def test_a_huge_number_in_a_pack_breaks_nothing_else(tmp_path, cli, text):
     pack = tmp_path / "pack"
     pack.mkdir()
     (pack / "broken.yaml").write_text(exercise("broken", text))
@@ -103,10 +103,10 @@ def test_a_huge_number_in_a_pack_breaks_nothing_else(tmp_path, cli, monkeypatch,
     code, out, err = cli("list", "--exercises", str(pack))
     assert code == 0 and "fine" in out and "single-head-3x4" in out
     assert f"warning: {pack / 'broken.yaml'}:7:23: " in err
-    monkeypatch.setenv("ATTN_TUTOR_PATH", str(pack))
-    code, out, err = cli("explain", "single-head-3x4", "--format", "json")
+    packs = {"ATTN_TUTOR_PATH": str(pack)}
+    code, out, err = cli("explain", "single-head-3x4", "--format", "json", env=packs)
     assert code == 0 and json.loads(out)["exercise"]["id"] == "single-head-3x4"
-    code, out, err = cli("practice", "fine", input="quit\n")
+    code, out, err = cli("practice", "fine", input="quit\n", env=packs)
     assert code == 0, err
 
 
@@ -162,21 +162,20 @@ def test_read_text_refuses_a_fifo_without_blocking(fifo_pack):
 @POSIX
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("how", ["option", "env"])
-def test_a_fifo_in_a_pack_is_reported_not_waited_for(fifo_pack, cli, monkeypatch, how):
+def test_a_fifo_in_a_pack_is_reported_not_waited_for(fifo_pack, cli, how):
     args = ["--exercises", str(fifo_pack)] if how == "option" else []
-    if how == "env":
-        monkeypatch.setenv("ATTN_TUTOR_PATH", str(fifo_pack))
+    env = {"ATTN_TUTOR_PATH": str(fifo_pack)} if how == "env" else {}
     fifo = fifo_pack / "x.yaml"
-    code, out, err = cli("list", *args)
+    code, out, err = cli("list", *args, env=env)
     assert code == 0 and "fine" in out
     assert f"warning: {fifo}: cannot read the file: it is a named pipe (FIFO), not a regular file" in err
-    code, out, err = cli("explain", "single-head-3x4", "--format", "json", *args)
+    code, out, err = cli("explain", "single-head-3x4", "--format", "json", *args, env=env)
     assert code == 0 and json.loads(out)["exercise"]["id"] == "single-head-3x4"
-    code, out, err = cli("explain", "fine", "--format", "json", *args)
+    code, out, err = cli("explain", "fine", "--format", "json", *args, env=env)
     assert code == 0 and json.loads(out)["exercise"]["id"] == "fine"
-    code, out, err = cli("practice", "fine", *args, input="quit\n")
+    code, out, err = cli("practice", "fine", *args, input="quit\n", env=env)
     assert code == 0, err
-    code, out, err = cli("practice", *args, input="quit\n")
+    code, out, err = cli("practice", *args, input="quit\n", env=env)
     assert code == 0, err
 
 
@@ -219,7 +218,7 @@ def test_a_directory_given_as_a_file(tmp_path):
 
 @POSIX
 @pytest.mark.timeout(60)
-def test_a_symlink_loop_is_a_problem_not_a_traceback(tmp_path, cli, monkeypatch):
+def test_a_symlink_loop_is_a_problem_not_a_traceback(tmp_path, cli):
     pack = tmp_path / "loop"
     pack.mkdir()
     (pack / "a.yaml").symlink_to("b.yaml")
@@ -235,17 +234,15 @@ def test_a_symlink_loop_is_a_problem_not_a_traceback(tmp_path, cli, monkeypatch)
     assert code == 2 and out.startswith(f"{pack / 'a.yaml'}: cannot read the file: ")  # not "no such file"
     code, out, err = cli("explain", str(pack / "a.yaml"))
     assert code == 2 and err.startswith(f"error: {pack / 'a.yaml'}: cannot read the file: ")
-    monkeypatch.setenv("ATTN_TUTOR_PATH", f"{pack}{os.pathsep}{pack / 'a.yaml'}")
-    code, out, err = cli("list")
+    code, out, err = cli("list", env={"ATTN_TUTOR_PATH": f"{pack}{os.pathsep}{pack / 'a.yaml'}"})
     assert code == 0 and "fine" in out
     no_traceback(err)
 
 
 @POSIX
-def test_a_folder_that_is_a_symlink_loop_in_the_path(tmp_path, cli, monkeypatch):
+def test_a_folder_that_is_a_symlink_loop_in_the_path(tmp_path, cli):
     (tmp_path / "self").symlink_to("self")
-    monkeypatch.setenv("ATTN_TUTOR_PATH", str(tmp_path / "self"))
-    code, out, err = cli("list")
+    code, out, err = cli("list", env={"ATTN_TUTOR_PATH": str(tmp_path / "self")})
     assert code == 0 and "single-head-3x4" in out
     assert "exercise folder not found" in err
 

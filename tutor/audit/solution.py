@@ -337,7 +337,7 @@ def read_solution(text: str, filename: str, *, base: Path | None = None, exercis
 
     ``base`` is the folder a relative ``exercise:`` path is taken from (the
     solution file's own folder); only exercise files in it or below, in a
-    pack (``folders``, ``ATTN_TUTOR_PATH``) or bundled are read, and an id is
+    pack (``folders``: ``--exercises``, then ``ATTN_TUTOR_PATH``) or bundled are read, and an id is
     looked up among the bundled exercises and the packs.  ``exercise``, when
     given, overrides the file's ``exercise:`` (the ``--exercise`` option).
     Raises :class:`ExerciseError` listing every problem (file:line:col); a
@@ -480,7 +480,7 @@ def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[s
     """Read the solution file at ``path``; ``exercise`` (an id or a path, taken
     from the current folder: named on the command line, so read as ``explain``
     reads it) overrides the file's ``exercise:``; ``folders`` are packs
-    (``--exercises``) searched for ids and allowed for paths.
+    (``--exercises``, then ``ATTN_TUTOR_PATH``) searched for ids and allowed for paths.
 
     Raises :class:`ExerciseError` (unreadable, not YAML, bad steps or
     entries, with file:line:col) or :class:`NotFoundError` (no such exercise).

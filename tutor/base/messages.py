@@ -2,16 +2,27 @@
 
 Code asks for text by key: ``t("schema.required")``; templates use
 ``str.format`` fields.  A translation is another dict with the same keys,
-registered in :data:`CATALOGS` and chosen with ``ATTN_TUTOR_LANG``; a key a
-translation lacks falls back to English.  Notation (``Q K^T``, shapes,
-numbers) is not wording and is not translated.
+registered in :data:`CATALOGS`; a key a translation lacks falls back to
+English.  Notation (``Q K^T``, shapes, numbers) is not wording and is not
+translated.
+
+The language in use is a context variable, never the process's environment:
+:func:`use_language` sets it for a block (:func:`tutor.cli.main` speaks the
+language of its :class:`tutor.base.env.Env`, ``ATTN_TUTOR_LANG``, for the
+whole run) and :func:`t` reads it; outside such a block it is English.  A
+context variable follows the code that runs in the block, and only it: a
+test that sets a language cannot leak it into the next, and a thread started
+inside the block speaks English unless it runs in a copy of the context
+(:func:`contextvars.copy_context`).  Text computed at import time (the help
+of the command line's options) is English.
 """
 
 from __future__ import annotations
 
-import os
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from numbers import Integral
 
 EN: dict[str, str] = {
@@ -1471,10 +1482,31 @@ EN.update({
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 
+_LANGUAGE: ContextVar[str] = ContextVar("attn_tutor_language", default="en")
+
+
 def language() -> str:
-    """The catalogue in use: ``ATTN_TUTOR_LANG`` if it names one, else English."""
-    lang = os.environ.get("ATTN_TUTOR_LANG", "en")
-    return lang if lang in CATALOGS else "en"
+    """The catalogue in use: the language :func:`use_language` set for the code running now, else ``en``."""
+    return _LANGUAGE.get()
+
+
+@contextmanager
+def use_language(lang: str) -> Iterator[None]:
+    """Speak ``lang`` (a key of :data:`CATALOGS`) inside the block; the language before it afterwards.
+
+    Raises ``ValueError`` for a language that has no catalogue.
+
+    >>> with use_language("en"):
+    ...     language()
+    'en'
+    """
+    if lang not in CATALOGS:
+        raise ValueError(f"no message catalogue for language {lang!r} (known: {', '.join(CATALOGS)})")
+    token = _LANGUAGE.set(lang)
+    try:
+        yield
+    finally:
+        _LANGUAGE.reset(token)
 
 
 def t(key: str, /, **fields: object) -> str:

@@ -8,27 +8,41 @@ imports what it shares from :mod:`tutor.cli.common` and never from here; this
 module builds ``app`` and registers the commands explicitly, in the order of
 ``attn-tutor --help`` (:data:`COMMANDS`).  Commands import what they compute
 with inside their bodies, so ``attn-tutor --help`` and ``attn-tutor list``
-never import sympy or numpy.  Every :class:`tutor.base.errors.TutorError` becomes
+never import sympy or numpy, and a run builds only the command it runs
+(:class:`CommandLine`).  :func:`main` builds the run's
+:class:`tutor.base.env.Env` (or is given one) and hands it to the commands
+through the click context.  Every :class:`tutor.base.errors.TutorError` becomes
 a one-line ``error: ...`` on stderr and exit code 2, and every exit code is
 decided, in :func:`main` only (1 means only "the solution checked is wrong").
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
+from ..base.env import Env
 from ..base.errors import TutorError
-from ..base.messages import t
+from ..base.messages import t, use_language
 from ..base.textsafe import lines, shown
 from . import author, check, drill, explain, practice
-from .common import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_WRONG, SolutionWrong, Streams, write
-from .streams import GuardedStream, OutputError, clamp_columns, plug_closed_descriptors, restore_environ
+from .common import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_WRONG,
+    HelpCommand,
+    HelpGroup,
+    SolutionWrong,
+    write,
+)
+from .streams import GuardedStream, OutputError, plug_closed_descriptors
 
 __all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_WRONG", "SolutionWrong", "app", "main", "run"]
 
@@ -65,16 +79,23 @@ def _options(
     """Options of attn-tutor itself (before the command)."""
 
 
-def build_app() -> typer.Typer:
-    """The Typer application: attn-tutor's own options and every command of :data:`COMMANDS`."""
+def _root(cls: type[HelpGroup]) -> typer.Typer:
+    """attn-tutor's own Typer application, without its commands: its help and options (before the command)."""
     application = typer.Typer(
         help=t("cli.help"),
         add_completion=False,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
+        cls=cls,
     )
     application.callback()(_options)
+    return application
+
+
+def build_app() -> typer.Typer:
+    """The Typer application: attn-tutor's own options and every command of :data:`COMMANDS`."""
+    application = _root(HelpGroup)
     for name, function, help_key in COMMANDS:
         text = t(help_key)
         if name in GRADED:  # the one grading rule, said once, in the help of the commands that grade
@@ -82,75 +103,140 @@ def build_app() -> typer.Typer:
         if isinstance(function, typer.Typer):
             application.add_typer(function, name=name, help=text)
         else:
-            application.command(name, help=text)(function)
+            application.command(name, help=text, cls=HelpCommand)(function)
     return application
 
 
 app = build_app()
 
 
-def main(argv: list[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
+class CommandLine(HelpGroup):
+    """The root of a run: attn-tutor's own options, and each command of :data:`app` built only when it
+    is asked for (typer would build every command, parsing every signature, for any run).
+
+    ``attn-tutor --help`` lists the commands from their registered help without building one.
+    """
+
+    _listing = False  # inside format_help: get_command gives the listing's summaries
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [name for name, _, _ in COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.list_commands(ctx):
+            return None
+        if self._listing:  # the help's list of commands reads a command's name and help, nothing else
+            return TyperCommand(cmd_name, help=_registered_help(cmd_name))
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = _tidied(_build(cmd_name))
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def _registered_help(name: str) -> str:
+    """The help text command ``name`` was registered with on :data:`app`."""
+    for info in app.registered_commands:
+        if info.name == name:
+            return str(info.help)
+    for group in app.registered_groups:
+        if group.name == name:
+            return str(group.help)
+    raise KeyError(name)
+
+
+def _build(name: str) -> Any:
+    """The click command of :data:`app`'s command ``name``, as typer builds it (a group for ``drill``)."""
+    import typer.main
+
+    for info in app.registered_commands:
+        if info.name == name:
+            return typer.main.get_command_from_info(info, pretty_exceptions_short=app.pretty_exceptions_short,
+                                                    rich_markup_mode=app.rich_markup_mode)
+    for group in app.registered_groups:
+        if group.name == name and group.typer_instance is not None:
+            built = typer.main.get_command(group.typer_instance)
+            built.name, built.help = name, group.help
+            return built
+    raise KeyError(name)
+
+
+def _tidied(cmd: Any) -> Any:
+    """``cmd`` with its help tidied: a flag (``--force``, ``--help``) shows no ``<bool>`` type, since it
+    takes no value; and ``--help`` not given is ``False`` (typer would otherwise build a pydantic
+    validator, importing pydantic, for the root's absent ``--help`` of every ``COMMAND --help``)."""
+    ctx = type("HelpContext", (), {"help_option_names": ["-h", "--help"]})()
+    helper = cmd.get_help_option(ctx)  # built once and kept by the command
+    for param in list(cmd.params) + ([helper] if helper is not None else []):
+        if getattr(param, "is_bool_flag", False) and param.metavar is None:
+            param.metavar = ""
+    if helper is not None and helper.default is None:
+        helper.default = False
+    return cmd
+
+
+def main(argv: list[str] | None = None, *, env: Env | None = None) -> int:
     """Run the CLI; returns the exit code: 0 done, 1 ``check`` found the solution
     wrong, 2 a usage error or unusable input, 3 attn-tutor itself failed (a bug),
     130 interrupted by Ctrl-C (one ``interrupted`` line on stderr; a practice
     session interrupted ends with its summary and 0 instead).
 
-    ``argv`` defaults to ``sys.argv[1:]``, each stream to the process's own
-    (``sys.stdin`` ...; tests pass theirs).  Every outcome passes through here
-    (Typer runs with ``standalone_mode=False``): a usage error is one
-    ``error: ...`` line and a ``try 'attn-tutor COMMAND --help'`` line
-    (:func:`_show_usage_error`), every :class:`TutorError` becomes ``error: ...`` lines
-    on stderr, any other exception one ``internal error`` line naming its type
-    and place (the traceback only with ``ATTN_TUTOR_DEBUG=1``), never a
-    traceback and never exit code 1.  With ``--format json`` on the command
-    line, an error also prints one JSON document on stdout
-    (:func:`error_document`).  Output goes through
-    :class:`tutor.cli.streams.GuardedStream` (stdout and stderr, installed as
-    ``sys.stdout``/``sys.stderr`` for the run, where typer, click and rich
-    write): text is escaped, encodable, and an output that cannot be written
-    is one error line and exit 2.  Standard input reaches the commands through
-    the click context (:func:`tutor.cli.common.stdin`).
+    ``argv`` defaults to ``sys.argv[1:]``; ``env`` to the process's own
+    (:meth:`Env.from_process`, the one place the environment is read: the
+    variables, the standard streams; tests pass theirs).  The Env reaches
+    the commands as the click context's object
+    (:func:`tutor.cli.common.environment`), and its language is spoken for
+    the whole run (:func:`tutor.base.messages.use_language`).  Every outcome
+    passes through here (Typer runs with ``standalone_mode=False``): a usage
+    error is one ``error: ...`` line and a ``try 'attn-tutor COMMAND
+    --help'`` line (:func:`_show_usage_error`), every :class:`TutorError`
+    becomes ``error: ...`` lines on stderr, any other exception one
+    ``internal error`` line naming its type and place (the traceback only
+    with ``Env.debug``, ``ATTN_TUTOR_DEBUG=1``), never a traceback and never
+    exit code 1.  With ``--format json`` on the command line, an error also
+    prints one JSON document on stdout (:func:`error_document`).  Output goes
+    through :class:`tutor.cli.streams.GuardedStream` (the Env's stdout and
+    stderr, installed as ``sys.stdout``/``sys.stderr`` for the run, where
+    typer, click and rich write): text is escaped, encodable, and an output
+    that cannot be written is one error line and exit 2.
     """
     args = sys.argv[1:] if argv is None else list(argv)
     plug_closed_descriptors()
+    if env is None:
+        env = Env.from_process()
     real_out, real_err = sys.stdout, sys.stderr
-    out = GuardedStream(real_out if stdout is None else stdout, required=True)
+    out = GuardedStream(env.stdout, required=True)
     sys.stdout = out
-    sys.stderr = GuardedStream(real_err if stderr is None else stderr, required=False)
-    columns = clamp_columns()
+    sys.stderr = GuardedStream(env.stderr, required=False)
     try:
-        code = _run(args, Streams(sys.stdin if stdin is None else stdin))
-        if out.failure is not None and code != EXIT_INPUT:  # also when a library swallowed the OutputError
-            sys.stderr.write(t("cli.error", message=t("cli.output_failed", reason=out.failure)) + "\n")
-            code = EXIT_INPUT
+        with use_language(env.language):
+            code = _run(args, env)
+            if out.failure is not None and code != EXIT_INPUT:  # also when a library swallowed the OutputError
+                sys.stderr.write(t("cli.error", message=t("cli.output_failed", reason=out.failure)) + "\n")
+                code = EXIT_INPUT
         return code
     finally:
         sys.stdout, sys.stderr = real_out, real_err
-        restore_environ(columns)
 
 
-def command() -> Any:
-    """The click command tree of :data:`app`, its help tidied: a flag (``--force``, ``--help``)
-    shows no ``<bool>`` type, since it takes no value."""
+def command() -> CommandLine:
+    """The click command of a run: the root :class:`CommandLine` (its own help tidied as
+    :func:`_tidied` says), whose commands are built from :data:`app` when asked for."""
     import typer.main
 
-    group = typer.main.get_command(app)
-    for cmd in [group, *getattr(group, "commands", {}).values()]:
-        params = list(cmd.params)
-        ctx = type("HelpContext", (), {"help_option_names": ["-h", "--help"]})()
-        helper = cmd.get_help_option(ctx)  # built once and kept by the command
-        for param in params + ([helper] if helper is not None else []):
-            if getattr(param, "is_bool_flag", False) and param.metavar is None:
-                param.metavar = ""
-    return group
+    return _tidied(typer.main.get_command(_root(CommandLine)))
 
 
-def _run(args: list[str], streams: Streams) -> int:
+def _run(args: list[str], env: Env) -> int:
     """Run the app on ``args`` with the guarded streams in place; every way out becomes an exit code."""
     try:
         try:
-            result = command().main(args=args, prog_name="attn-tutor", standalone_mode=False, obj=streams)
+            result = command().main(args=args, prog_name="attn-tutor", standalone_mode=False, obj=env)
         finally:
             sys.stdout.flush()  # inside the try: a failing last flush is reported like any write
     except SolutionWrong:
@@ -169,7 +255,7 @@ def _run(args: list[str], streams: Streams) -> int:
     except Exception as err:  # noqa: BLE001 - the one place every failure is reported
         if _is_usage_error(err):
             return _fail(args, "usage", EXIT_INPUT, _show_usage_error(err, args), echo=False)
-        return _internal_error(args, err)
+        return _internal_error(args, err, debug=env.debug)
     if result == EXIT_INTERRUPTED:  # Typer's answer to Ctrl-C (KeyboardInterrupt -> Exit(130)); no command returns it
         return _interrupted()
     return _not_wrong(result)
@@ -239,8 +325,9 @@ def _fail(args: list[str], kind: str, code: int, message: str, problems: object 
     return code
 
 
-def _internal_error(args: list[str], err: Exception) -> int:
-    """An exception attn-tutor did not expect: one line naming its type and where it was raised."""
+def _internal_error(args: list[str], err: Exception, *, debug: bool) -> int:
+    """An exception attn-tutor did not expect: one line naming its type and where it was raised
+    (and its traceback first when ``debug``)."""
     import traceback
 
     frames = [f for f in traceback.extract_tb(err.__traceback__) if "tutor" in Path(f.filename).parts]
@@ -249,7 +336,7 @@ def _internal_error(args: list[str], err: Exception) -> int:
         parts = Path(frames[-1].filename).parts
         inside = parts[len(parts) - 1 - parts[::-1].index("tutor"):]  # from the package folder down
         where = f"{'/'.join(inside)}:{frames[-1].lineno}"
-    if os.environ.get("ATTN_TUTOR_DEBUG"):
+    if debug:
         traceback.print_exception(err, file=sys.stderr)
     message = t("cli.internal", kind=type(err).__name__, where=where)
     sys.stderr.write(message + "\n")

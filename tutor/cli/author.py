@@ -18,9 +18,8 @@ from typing import Annotated
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import t
-from .common import ExercisesOpt, Format, FormatOpt, warn, write, write_document
+from .common import ExercisesOpt, Format, FormatOpt, environment, folders, warn, write, write_document, write_json
 
 
 class MaskChoice(str, Enum):
@@ -46,7 +45,7 @@ def validate(
     report = validate_files(paths, notes=notes)
     if fmt is Format.json:
         # ASCII (non-ASCII and control characters as \u escapes): safe on any stream
-        write_document(document(report.document()))
+        write_json(report.document())
     else:
         for line in report.lines():
             write(line)
@@ -120,8 +119,8 @@ def new(
         from ..exercise.catalog import resolve
 
         source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
-        text = draw_like(resolve(like, exercises or ()), seed, allow_dull=allow_dull, id=exercise_id, title=title,
-                         source=source)
+        text = draw_like(resolve(like, folders(environment(ctx), exercises)), seed, allow_dull=allow_dull,
+                         id=exercise_id, title=title, source=source)
     else:
         if cache and not _given(ctx, "mask"):  # a decode step: each new token sees the cache and the new tokens up to it
             mask = MaskChoice.causal_lower_right
@@ -186,4 +185,4 @@ def schema() -> None:
     """Print the JSON Schema of the exercise format."""
     from ..exercise import json_schema
 
-    write_document(document(json_schema()))
+    write_json(json_schema())

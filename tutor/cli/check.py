@@ -17,15 +17,28 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..base.ascii import asciify, is_utf
-from ..base.jsontext import document
 from ..base.messages import t
-from .common import EXIT_WRONG, ExercisesOpt, Format, FormatOpt, SolutionWrong, console, warn, write_document
+from .common import (
+    EXIT_WRONG,
+    ExercisesOpt,
+    Format,
+    FormatOpt,
+    SolutionWrong,
+    console,
+    environment,
+    folders,
+    warn,
+    write_document,
+    write_json,
+)
 
 if TYPE_CHECKING:
     from ..audit.solution import SolutionFile
+    from ..base.env import Env
 
 
 def check(
+    ctx: typer.Context,
     solution: Annotated[str, typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
@@ -40,9 +53,10 @@ def check(
     from .practice import check_tolerance
 
     check_tolerance(tolerance)
-    sf = load_solution(solution, exercise=exercise, folders=exercises or ())
+    env = environment(ctx)
+    sf = load_solution(solution, exercise=exercise, folders=folders(env, exercises))
     if sf.tiled is not None:  # a worked online softmax (issue 13): judged on its own, after any steps
-        _check_tiled(sf, tolerance, fmt)
+        _check_tiled(env, sf, tolerance, fmt)
         return
     report = audit(sf, tolerance=tolerance)
     if fmt is Format.json:
@@ -54,15 +68,15 @@ def check(
 
         for p in report.solution.warnings:
             warn(warning_text(p))
-        render(report, console())
+        render(report, console(env))
     if report.exit_code == EXIT_WRONG:
         raise SolutionWrong()  # exit code 1, the one way to it
 
 
-def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None:
+def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Format) -> None:
     """``check`` of a file with a ``tiled:`` part (and maybe steps): both reports, under the heading that
     names the file, its exercise, and its ``title:`` and ``source:`` (in JSON too, with its warnings, as
-    for steps alone); exit 1 when either is wrong."""
+    for steps alone), on a console of ``env``; exit 1 when either is wrong."""
     import json
 
     from ..audit.check import audit
@@ -79,7 +93,7 @@ def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None
         doc = json.loads(dumps(report)) if report is not None else {**file_dict(sf), "warnings": warnings_list(sf)}
         doc["tiled"] = tiled_json(sf.exercise, rep)
         doc["verdict"], doc["exit_code"] = ("wrong", EXIT_WRONG) if wrong else ("correct", 0)
-        write_document(document(doc))
+        write_json(doc)
     else:
         from rich.padding import Padding
         from rich.text import Text
@@ -89,10 +103,10 @@ def _check_tiled(sf: SolutionFile, tolerance: float | None, fmt: Format) -> None
         for p in sf.warnings:
             warn(warning_text(p))
         if report is not None:
-            render(report, console())
+            render(report, console(env))
         else:
-            render_heading(sf, console())
-        out = console()
+            render_heading(sf, console(env))
+        out = console(env)
         for line in tiled_lines(sf.exercise, rep):
             text = line if is_utf(out.encoding) else asciify(line)
             indent = len(text) - len(text.lstrip(" "))

@@ -1,21 +1,31 @@
-"""What every command shares: output helpers, shared options, exit codes.
+"""What every command shares: the run's environment, output helpers, shared options, exit codes.
 
 The command modules (``explain``, ``practice``, ``check``, ``author``) import
 from here and never from :mod:`tutor.cli` itself, which imports them to
 register their functions on the Typer app: dependencies point one way,
 ``tutor.cli -> command modules -> common``.  Nothing here imports sympy or
 numpy (``attn-tutor --help`` and ``list`` must stay fast).
+
+Every command reads the run's :class:`tutor.base.env.Env` from its click
+context (:func:`environment`; :func:`tutor.cli.main` puts it there) and
+passes on what the library needs: the packs (:func:`folders`), the progress
+store's file (:func:`store_path`), a console (:func:`console`), standard
+input (``Env.stdin``).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
+from ..base.env import Env
 from ..base.messages import t
 from ..base.textsafe import shown
 
@@ -42,17 +52,95 @@ class SolutionWrong(Exception):
 # --- output ------------------------------------------------------------------------------
 
 
-def console(stderr: bool = False) -> SafeConsole:
-    """The console commands print to; colour and encoding come from the environment.
+# --- the environment of the run ----------------------------------------------------------
 
-    Its width is the terminal's (or ``COLUMNS``), never under
+
+def environment(ctx: typer.Context) -> Env:
+    """The :class:`Env` of this run: the object :func:`tutor.cli.main` gave the click context.
+
+    Raises ``RuntimeError`` when the command was run without one (not through ``main``).
+    """
+    env = ctx.find_object(Env)
+    if env is None:
+        raise RuntimeError("attn-tutor's commands run through tutor.cli.main, which gives them an Env")
+    return env
+
+
+def folders(env: Env, exercises: Sequence[Path] | None) -> list[Path]:
+    """The exercise packs of a command: its ``--exercises`` folders, then ``ATTN_TUTOR_PATH``'s (``env.packs``)."""
+    return [*(exercises or ()), *env.packs]
+
+
+def store_path(env: Env) -> Path:
+    """The progress store's file: ``progress.sqlite3`` in the Env's data folder (:meth:`Env.data_dir`)."""
+    from ..store.files import default_path
+
+    return default_path(env.data_dir())
+
+
+@contextmanager
+def help_console(env: Env | None) -> Iterator[None]:
+    """Inside the block, typer's help is printed on a console of ``env`` (its help width, else its
+    width, and its variables), not of the process's environment; ``None`` changes nothing.
+
+    typer builds its help console itself (``typer.rich_utils._get_rich_console``, with its theme
+    and colours) from the ``Console`` it imported from rich; for the block that name makes the
+    same console with the Env's width and variables, and forced to be a terminal by typer's own
+    rule (``GITHUB_ACTIONS``, ``FORCE_COLOR``, ``PY_COLORS``; ``_TYPER_FORCE_DISABLE_TERMINAL``)
+    read from the Env's variables, where typer reads the process's once, at import.  Used by
+    :class:`HelpCommand` and :class:`HelpGroup` around their help, so typer's rich module is
+    imported only when help is shown.
+    """
+    if env is None:
+        yield
+        return
+    from typer import rich_utils
+
+    made = rich_utils.Console
+    width = env.help_width if env.help_width is not None else env.width
+    variables = env.environ
+    forced = True if any(variables.get(name) for name in ("GITHUB_ACTIONS", "FORCE_COLOR", "PY_COLORS")) else None
+    if variables.get("_TYPER_FORCE_DISABLE_TERMINAL"):
+        forced = False
+
+    def pinned(**options: Any) -> Any:
+        return made(**{**options, "width": width if width is not None else options.get("width"),
+                       "force_terminal": forced, "_environ": variables})
+
+    rich_utils.Console = pinned  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        rich_utils.Console = made  # type: ignore[misc]
+
+
+class HelpCommand(TyperCommand):
+    """A command whose help is printed at the run's width and colours (:func:`help_console`)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        with help_console(ctx.find_object(Env)):
+            super().format_help(ctx, formatter)
+
+
+class HelpGroup(TyperGroup):
+    """A group of commands whose help is printed at the run's width and colours (:func:`help_console`)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        with help_console(ctx.find_object(Env)):
+            super().format_help(ctx, formatter)
+
+
+def console(env: Env, stderr: bool = False) -> SafeConsole:
+    """The console a command prints to: width, colour and terminal from ``env``.
+
+    Its width is ``env.width`` (``COLUMNS``) or the terminal's, never under
     :data:`tutor.render.MIN_WIDTH`; markup is off (text from exercise files,
     token labels and titles, is shown as written, never as rich markup); the
     text it renders never holds a raw control character.
     """
     from ..render.console import make_console
 
-    return make_console(stderr=stderr)
+    return make_console(env, stderr=stderr)
 
 
 def write(text: str) -> None:
@@ -76,34 +164,18 @@ def write_document(text: str) -> None:
         sys.stdout.write(text)
 
 
+def write_json(obj: object) -> None:
+    """Write ``obj`` as a JSON document on stdout (:func:`tutor.base.jsontext.document`: ASCII, safe on any
+    stream); json is imported here, not when a command module is (``--help`` does not pay for it)."""
+    from ..base.jsontext import document
+
+    write_document(document(obj))
+
+
 def warn(text: str) -> None:
     """Write ``text`` on stderr, one line per line, control characters escaped (a file name may hold any)."""
     for line in text.split("\n"):
         sys.stderr.write(shown(line, keep="\t") + "\n")
-
-
-# --- input -------------------------------------------------------------------------------
-
-
-def stdin(ctx: typer.Context) -> TextIO | None:
-    """The standard input of this run: the stream :func:`tutor.cli.main` was given, else ``sys.stdin``.
-
-    ``None`` when it is closed (``<&-``); the command decides what that means.
-    """
-    given = ctx.find_object(Streams)
-    return given.stdin if given is not None else sys.stdin
-
-
-class Streams:
-    """The input streams :func:`tutor.cli.main` hands down to the commands (as the click context's object).
-
-    Output needs no such path: ``main`` installs its guarded stdout and
-    stderr as ``sys.stdout``/``sys.stderr`` for the run, since typer, click
-    and rich write there.
-    """
-
-    def __init__(self, stdin: TextIO | None):
-        self.stdin = stdin
 
 
 # --- options shared by several commands: defined once -------------------------------------

@@ -20,11 +20,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import plural, t
-from .common import Format, FormatOpt, console, stdin, warn, write_document
+from .common import (
+    Format,
+    FormatOpt,
+    HelpCommand,
+    HelpGroup,
+    console,
+    environment,
+    store_path,
+    warn,
+    write_json,
+)
 
 if TYPE_CHECKING:
+    from ..base.env import Env
     from ..drills.bank import Bank
     from ..drills.record import Question
 
@@ -46,7 +56,7 @@ BankOpt = Annotated[
 
 
 app = typer.Typer(help=t("cli.drill.help"), no_args_is_help=True, add_completion=False,
-                  context_settings={"help_option_names": ["-h", "--help"]})
+                  context_settings={"help_option_names": ["-h", "--help"]}, cls=HelpGroup)
 
 
 def _seed(seed: int | None) -> int:
@@ -55,15 +65,15 @@ def _seed(seed: int | None) -> int:
     return new_seed() if seed is None else seed
 
 
-def _out(name: str, questions: list[Question], seed: int, answers: bool, fmt: Format) -> None:
+def _out(env: Env, name: str, questions: list[Question], seed: int, answers: bool, fmt: Format) -> None:
     """``--show-answers`` / ``--format json``: the questions (with their answers) instead of a run."""
     if fmt is Format.json:
-        write_document(document({"drill": name, "seed": seed, "count": len(questions), "answers": answers,
-                                 "questions": [q.document(answers) for q in questions]}))
+        write_json({"drill": name, "seed": seed, "count": len(questions), "answers": answers,
+                                 "questions": [q.document(answers) for q in questions]})
         return
     from ..render.drill import DrillView
 
-    DrillView(console()).listing(questions, seed, answers)
+    DrillView(console(env)).listing(questions, seed, answers)
 
 
 def _run(ctx: typer.Context, name: str, questions: list[Question], seed: int, mode: str) -> None:
@@ -71,8 +81,9 @@ def _run(ctx: typer.Context, name: str, questions: list[Question], seed: int, mo
     from ..practice.terminal import answer_stream
     from ..render.drill import DrillView
 
-    stream = answer_stream(stdin(ctx))  # before the store is opened: a run that cannot read leaves no trace
-    drill(name, questions, seed=seed, mode=mode, stream=stream, view=DrillView(console()),
+    env = environment(ctx)
+    stream = answer_stream(env.stdin)  # before the store is opened: a run that cannot read leaves no trace
+    drill(name, questions, seed=seed, mode=mode, stream=stream, view=DrillView(console(env)), store=store_path(env),
           report=lambda message: warn(t("cli.error", message=message)))
 
 
@@ -82,12 +93,12 @@ def _generated(ctx: typer.Context, name: str, make: Callable[[int, int], Any], s
     s = _seed(seed)
     questions = make(s, count)
     if show_answers or fmt is Format.json:
-        _out(name, questions, s, show_answers, fmt)
+        _out(environment(ctx), name, questions, s, show_answers, fmt)
     else:
         _run(ctx, name, questions, s, "drill")
 
 
-@app.command("shapes", help=t("cli.drill.shapes.help"))
+@app.command("shapes", help=t("cli.drill.shapes.help"), cls=HelpCommand)
 def shapes(
     ctx: typer.Context,
     seed: SeedOpt = None,
@@ -101,7 +112,7 @@ def shapes(
     _generated(ctx, "shapes", drill.questions, seed, count, show_answers, fmt)
 
 
-@app.command("counts", help=t("cli.drill.counts.help"))
+@app.command("counts", help=t("cli.drill.counts.help"), cls=HelpCommand)
 def counts(
     ctx: typer.Context,
     seed: SeedOpt = None,
@@ -115,7 +126,7 @@ def counts(
     _generated(ctx, "counts", drill.questions, seed, count, show_answers, fmt)
 
 
-@app.command("masks", help=t("cli.drill.masks.help"))
+@app.command("masks", help=t("cli.drill.masks.help"), cls=HelpCommand)
 def masks(
     ctx: typer.Context,
     seed: SeedOpt = None,
@@ -135,7 +146,7 @@ def _bank(folders: list[Path] | None) -> Bank:
     return load(folders or ())
 
 
-@app.command("concepts", help=t("cli.drill.concepts.help"))
+@app.command("concepts", help=t("cli.drill.concepts.help"), cls=HelpCommand)
 def concepts(
     ctx: typer.Context,
     topic: Annotated[str | None, typer.Option("--topic", help=t("cli.opt.topic"), show_default=False)] = None,
@@ -152,7 +163,7 @@ def concepts(
 
     loaded = _bank(bank)
     if list_:
-        _list(loaded, fmt)
+        _list(environment(ctx), loaded, fmt)
         return
     s = _seed(seed)
     try:
@@ -161,21 +172,21 @@ def concepts(
         raise typer.BadParameter(t("drill.bad_topic", topic=topic, topics=", ".join(loaded.topics)),
                                  param_hint="--topic") from None
     if show_answers or fmt is Format.json:
-        _out("concepts", questions, s, show_answers, fmt)
+        _out(environment(ctx), "concepts", questions, s, show_answers, fmt)
     else:
         _run(ctx, "concepts", questions, s, mode.value)
 
 
-def _list(bank: Bank, fmt: Format) -> None:
+def _list(env: Env, bank: Bank, fmt: Format) -> None:
     from ..drills.concepts import listing
 
     doc = listing(bank)
     if fmt is Format.json:
-        write_document(document(doc))
+        write_json(doc)
         return
     from ..render.drill import DrillView
 
-    view = DrillView(console())
+    view = DrillView(console(env))
     view.line(t("drill.list.header", questions=plural("drill.count.questions", len(doc["questions"])),
                 topics=plural("drill.list.topics", len(doc["topics"]))), "bold")
     for topic in doc["topics"]:
@@ -185,7 +196,7 @@ def _list(bank: Bank, fmt: Format) -> None:
                 view.bullet(f"{q['id']}: {q['question']}")
 
 
-@app.command("interview", help=t("cli.drill.interview.help"))
+@app.command("interview", help=t("cli.drill.interview.help"), cls=HelpCommand)
 def interview(
     ctx: typer.Context,
     minutes: Annotated[float, typer.Option("--minutes", help=t("cli.opt.minutes"), min=1, max=180)] = 15,
@@ -203,12 +214,12 @@ def interview(
     p = mock.plan(s, loaded, mode.value)
     if show_answers or fmt is Format.json:
         if fmt is Format.json:
-            write_document(document({"drill": "interview", "minutes": minutes, "answers": show_answers,
-                                     **p.document(show_answers)}))
+            write_json({"drill": "interview", "minutes": minutes, "answers": show_answers,
+                                     **p.document(show_answers)})
         else:
             from ..render.drill import DrillView
 
-            view = DrillView(console())
+            view = DrillView(console(environment(ctx)))
             view.line(t("drill.interview.calculation", command=p.document(False)["calculation"]["command"]), "bold")
             view.listing([q for _, qs in p.sections for q in qs], s, show_answers)
         return
@@ -216,6 +227,7 @@ def interview(
     from ..practice.terminal import answer_stream
     from ..render.drill import DrillView
 
-    stream = answer_stream(stdin(ctx))
-    run(p, minutes=minutes, bank=loaded, stream=stream, view=DrillView(console()),
+    env = environment(ctx)
+    stream = answer_stream(env.stdin)
+    run(p, minutes=minutes, bank=loaded, stream=stream, view=DrillView(console(env)), store=store_path(env),
         report=lambda message: warn(t("cli.error", message=message)))

@@ -8,11 +8,25 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import t
-from .common import ExerciseArg, ExercisesOpt, Format, FormatOpt, check_head, console, head_index, warn, write_document
+from .common import (
+    ExerciseArg,
+    ExercisesOpt,
+    Format,
+    FormatOpt,
+    check_head,
+    console,
+    environment,
+    folders,
+    head_index,
+    store_path,
+    warn,
+    write_document,
+    write_json,
+)
 
 if TYPE_CHECKING:
+    from ..base.env import Env
     from ..steps import Solution
 
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
@@ -55,7 +69,8 @@ def explain(
         source = ctx.get_parameter_source("fmt")
         check_export(export, fmt.value, explicit=source is not None and source.name != "DEFAULT", force=force)
 
-    ex = resolve(exercise, exercises or ())
+    env = environment(ctx)
+    ex = resolve(exercise, folders(env, exercises))
     check_head(head, ex.num_heads)
     head = head_index(head)  # from here on the 0-based index
     source = ctx.get_parameter_source("block_size")
@@ -66,14 +81,15 @@ def explain(
 
         if backward or blank or export is not None or fmt not in (ExplainFormat.rich, ExplainFormat.json):
             raise typer.BadParameter(t("tiled.formats"), param_hint="--tiled")
-        explain_tiled(ex, head=head, block_size=block_size, precision=precision, fmt=fmt.value)
+        explain_tiled(env, ex, head=head, block_size=block_size, precision=precision, fmt=fmt.value)
         return
     sol = solve(ex, backward=backward)
     from ..production.verify import verify
 
     verify(sol)  # the exact engine and the NumPy core must agree before anything is printed
     if fmt in (ExplainFormat.markdown, ExplainFormat.html) or blank or export is not None:
-        handout(sol, fmt.value, head=head, precision=precision, blank=blank, export=export, brief=brief, force=force)
+        handout(env, sol, fmt.value, head=head, precision=precision, blank=blank, export=export, brief=brief,
+                force=force)
     elif fmt is ExplainFormat.json:
         from ..render.json import dumps
 
@@ -81,7 +97,7 @@ def explain(
     else:
         from ..render.rich import render
 
-        render(sol, console(), head=head, precision=precision, brief=brief)
+        render(sol, console(env), head=head, precision=precision, brief=brief)
 
 
 def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:
@@ -110,9 +126,10 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     check_target(export, force=force)  # the one rule for every file attn-tutor writes
 
 
-def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool, export: Path | None,
-            brief: bool = False, force: bool = False) -> None:
-    """Print or export ``sol`` as a handout: ``fmt`` is ``rich``, ``markdown``, ``html`` (or ``json``, not blank).
+def handout(env: Env, sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool,
+            export: Path | None, brief: bool = False, force: bool = False) -> None:
+    """Print or export ``sol`` as a handout: ``fmt`` is ``rich`` (on a console of ``env``), ``markdown``,
+    ``html`` (or ``json``, not blank).
 
     With ``export`` (checked by :func:`check_export`) the kind of file follows
     its suffix (:func:`tutor.authoring.validate.export_handout`) and nothing is printed
@@ -137,10 +154,11 @@ def handout(sol: Solution, fmt: str, *, head: int | None, precision: int, blank:
     else:
         from ..render.html import renderer
 
-        renderer(console(), precision, blank, brief=brief).solution(sol, head)
+        renderer(console(env), precision, blank, brief=brief).solution(sol, head)
 
 
 def list_(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.rich,
     exercises: ExercisesOpt = None,
 ) -> None:
@@ -150,10 +168,11 @@ def list_(
     from ..exercise.catalog import load_catalog
     from ..store import Store, solved
 
-    cat = load_catalog(exercises or ())
+    env = environment(ctx)
+    cat = load_catalog(folders(env, exercises))
     progress: dict[str, frozenset[tuple[str, int | None]]] = {}
     try:  # done / pending marks; list only reads the store, and lists the exercises whatever it holds
-        store = Store.open_existing()
+        store = Store.open_existing(store_path(env))
         if store is not None:
             with store:
                 progress = solved(store)
@@ -164,8 +183,8 @@ def list_(
         warn(f"{t('validate.warning')}: {p}")
     if fmt is Format.json:
 
-        write_document(document(rows))
+        write_json(rows)
         return
     from ..render.catalog import render_catalog
 
-    render_catalog(rows, console())
+    render_catalog(rows, console(env))

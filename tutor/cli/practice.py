@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..base.jsontext import document
 from ..base.messages import t
 from .common import (
     ExercisesOpt,
@@ -27,10 +26,12 @@ from .common import (
     check_head,
     check_tolerance,
     console,
+    environment,
+    folders,
     head_index,
-    stdin,
+    store_path,
     warn,
-    write_document,
+    write_json,
 )
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def practice(
     from ..render.quiz import QuizRenderer
     from ..store import Store
 
+    env = environment(ctx)
     if tiled:  # FlashAttention's online softmax, quantity by quantity: a session of its own, not recorded
         from .tiled import practice_tiled
 
@@ -95,7 +97,7 @@ def practice(
                                            ("--fresh", fresh), ("--seed", seed is not None), ("--restart", restart),
                                            ("--mode", mode is not PracticeMode.matrix)) if given]
         practice_tiled(ctx, exercise, head=head, block_size=block_size, query=query, tolerance=tolerance,
-                       exercises=exercises or (), others=others)
+                       folders=folders(env, exercises), others=others)
         return
     if query is not None:
         raise typer.BadParameter(t("tiled.practice.query_alone"), param_hint="--query")
@@ -108,11 +110,11 @@ def practice(
         raise typer.BadParameter(t("practice.due.steps"), param_hint="--due")
     if seed is not None and not fresh:
         raise typer.BadParameter(t("practice.seed_without_fresh"), param_hint="--seed")
-    stream = answer_stream(stdin(ctx))  # before the store is opened: a session that cannot read leaves no trace
-    store = Store.open()  # a damaged, foreign or read-only store stops here, before any question
+    stream = answer_stream(env.stdin)  # before the store is opened: a session that cannot read leaves no trace
+    store = Store.open(store_path(env))  # a damaged, foreign or read-only store stops here, before any question
     try:
-        folders = exercises or ()
-        ex = None if exercise is None else resolve(exercise, folders)
+        packs = folders(env, exercises)
+        ex = None if exercise is None else resolve(exercise, packs)
         if ex is not None:
             check_head(head, ex.num_heads)
         if backward:  # every backward step of the exercise, the forward pass given (issue 13)
@@ -123,29 +125,30 @@ def practice(
             chosen = [id for id in BACKWARD_IDS if any(k[0] == id for k in keys(ex, backward=True))]
         plan: plans.Plan | str | None
         if due:
-            plan = plans.due(store, ex, folders)
+            plan = plans.due(store, ex, packs)
         elif ex is None:
-            plan = plans.weakest(store, folders, head_index(head))
+            plan = plans.weakest(store, packs, head_index(head))
             if plan is None:
                 raise typer.BadParameter(t("practice.no_bundled"), param_hint="EXERCISE")
         else:
             plan = plans.chosen(ex, chosen, head_index(head))
         if isinstance(plan, str):  # nothing is due: say so, and when
-            console().print(plan, markup=False, highlight=False)
+            console(env).print(plan, markup=False, highlight=False)
             return
         if fresh:
-            plan = _fresh(plan, exercise, folders, seed)
+            plan = _fresh(plan, exercise, exercises or (), seed)
         else:
             plan = plans.resume(store, plan, mode.value, restart=restart)
-        practise(plan, Settings(mode.value, tolerance), store=store, stream=stream, view=QuizRenderer(console()),
+        practise(plan, Settings(mode.value, tolerance), store=store, stream=stream, view=QuizRenderer(console(env)),
                  report=lambda message: warn(t("cli.error", message=message)))
     finally:
         store.close()
 
 
-def _fresh(plan: Plan, named: str | None, folders: Sequence[Path], seed: int | None) -> Plan:
+def _fresh(plan: Plan, named: str | None, exercises: Sequence[Path], seed: int | None) -> Plan:
     """``plan`` on fresh numbers of its exercise's shape (seed ``seed``, else a random one), recorded
-    under the original id, with the sentence giving the ``new --like`` command that writes them."""
+    under the original id, with the sentence giving the ``new --like`` command that writes them
+    (with the ``--exercises`` folders given; ``ATTN_TUTOR_PATH`` speaks for itself)."""
     import shlex
     from dataclasses import replace
 
@@ -155,7 +158,7 @@ def _fresh(plan: Plan, named: str | None, folders: Sequence[Path], seed: int | N
     original = plan.sol.exercise
     seed = _random_seed() if seed is None else seed
     ex = fresh_numbers(original, seed)
-    like = " ".join(shlex.quote(str(a)) for a in [named or original.id, *(f"--exercises={d}" for d in folders)])
+    like = " ".join(shlex.quote(str(a)) for a in [named or original.id, *(f"--exercises={d}" for d in exercises)])
     why = "\n".join(filter(None, [plan.why, t("practice.fresh", id=ex.id, like=like, seed=seed)]))
     back = plan.steps is not None and has_backward(plan.steps)  # practice --fresh --backward: the gradients too
     return replace(plan, sol=solve(ex, backward=back), why=why, record_as=original.id)
@@ -168,6 +171,7 @@ def _random_seed() -> int:
 
 
 def stats(
+    ctx: typer.Context,
     fmt: FormatOpt = Format.rich,
 ) -> None:
     """Show accuracy by step, mistakes by kind, the review schedule and what to practise next;
@@ -175,22 +179,23 @@ def stats(
     from ..drills.results import drills_document
     from ..practice.plan import heads_by_id, recommendation
     from ..practice.stats import stats_document
-    from ..store import Store, default_path
+    from ..store import Store
 
-    path = default_path()
+    env = environment(ctx)
+    path = store_path(env)
     store = Store.open_existing(path)
     try:
-        data, rec = recommendation(store)
+        data, rec = recommendation(store, env.packs)
         drills = drills_document(store.attempts() if store is not None else ())
     finally:
         if store is not None:
             store.close()
-    doc = stats_document(data, rec, str(path), heads_by_id())
+    doc = stats_document(data, rec, str(path), heads_by_id(env.packs))
     doc["drills"] = drills  # issue 14: the drills' answers, by drill and topic
     if fmt is Format.json:
 
-        write_document(document(doc))  # ASCII: safe on any stream
+        write_json(doc)  # ASCII: safe on any stream
         return
     from ..render.stats import render_stats
 
-    render_stats(doc, console())
+    render_stats(doc, console(env))

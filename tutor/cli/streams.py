@@ -17,7 +17,6 @@ from ..base.ascii import is_utf
 from ..base.errors import TutorError
 from ..base.messages import t
 from ..base.textsafe import shown_stream
-from ..render import MAX_WIDTH, MIN_WIDTH
 
 
 class OutputError(TutorError):
@@ -161,41 +160,3 @@ def plug_closed_descriptors() -> None:
                     os.close(null)
             except OSError:  # pragma: no cover - no /dev/null
                 pass
-
-
-#: The variables a console takes its width from: ``COLUMNS`` (rich, and typer's help),
-#: ``TERMINAL_WIDTH`` (typer's help, when set).
-WIDTH_VARIABLES = ("COLUMNS", "TERMINAL_WIDTH")
-
-
-def clamp_columns() -> dict[str, str | None]:
-    """The widths every console of this run is laid out at, within :data:`MIN_WIDTH` and :data:`MAX_WIDTH`.
-
-    ``COLUMNS`` and ``TERMINAL_WIDTH`` below the minimum (``COLUMNS=0``) are
-    raised to it and above the maximum (``COLUMNS=1000000``) lowered to it;
-    without ``COLUMNS``, a terminal wider than the maximum sets it to the
-    maximum (typer's help reads the terminal's size).  Returns the values to
-    restore afterwards (:func:`restore_environ`).
-    """
-    import shutil
-
-    saved = {name: os.environ.get(name) for name in WIDTH_VARIABLES}
-    for name, value in saved.items():
-        digits = None if value is None else value.strip()
-        if digits and digits.isascii() and digits.isdigit():
-            # compared as text first: int() refuses more than 4,300 digits
-            significant = digits.lstrip("0") or "0"
-            wide = len(significant) > len(str(MAX_WIDTH))
-            os.environ[name] = str(MAX_WIDTH if wide else min(max(int(significant), MIN_WIDTH), MAX_WIDTH))
-    if saved["COLUMNS"] is None and shutil.get_terminal_size((0, 0)).columns > MAX_WIDTH:
-        os.environ["COLUMNS"] = str(MAX_WIDTH)
-    return saved
-
-
-def restore_environ(saved: dict[str, str | None]) -> None:
-    """Put back the variables :func:`clamp_columns` changed."""
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value

@@ -7,36 +7,37 @@ from pathlib import Path
 
 import typer
 
-from ..base.jsontext import document
+from ..base.env import Env
 from ..base.messages import t
 from ..exercise.record import Exercise
-from .common import check_head, check_tolerance, console, stdin, write_document
+from .common import check_head, check_tolerance, console, environment, write_json
 
 
-def explain_tiled(ex: Exercise, *, head: int | None, block_size: int, precision: int, fmt: str) -> None:
+def explain_tiled(env: Env, ex: Exercise, *, head: int | None, block_size: int, precision: int, fmt: str) -> None:
     """Print every query row's online softmax (of ``head``, 0-based, or of every head) in blocks of
-    ``block_size`` keys: text, or JSON with ``--format json`` (the contract's ``tiled`` list)."""
+    ``block_size`` keys: text (on a console of ``env``), or JSON with ``--format json`` (the contract's
+    ``tiled`` list)."""
     from ..flash.walk import tiled
 
     rows = tiled(ex, block_size, head)
     if fmt == "json":
         from ..render.tiled import tiled_document
 
-        write_document(document(tiled_document(ex, rows)))
+        write_json(tiled_document(ex, rows))
         return
     from ..render.tiled import TiledRenderer
 
-    TiledRenderer(console(), precision).render(ex, rows)
+    TiledRenderer(console(env), precision).render(ex, rows)
 
 
 def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None, block_size: int, query: str | None,
-                   tolerance: float | None, exercises: Sequence[Path], others: Sequence[str]) -> None:
+                   tolerance: float | None, folders: Sequence[Path], others: Sequence[str]) -> None:
     """``practice EXERCISE --tiled``: type one query row's online softmax, block by block (of ``head``,
     counted from 1; the query by label or number from 1, else the row whose max rises most often).
 
     Usage errors (exit 2) for options that choose steps or a schedule (``others``), no exercise, a
     head or query the exercise does not have; the closed standard input is refused before anything
-    is computed.  Nothing is written to the progress store."""
+    is computed.  ``folders`` are the exercise packs.  Nothing is written to the progress store."""
     from ..exercise.catalog import resolve
     from ..flash.drill import default_row
     from ..flash.session import practise_tiled
@@ -49,8 +50,9 @@ def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None
     if exercise is None:
         raise typer.BadParameter(t("tiled.practice.exercise"), param_hint="EXERCISE")
     check_tolerance(tolerance)
-    stream = answer_stream(stdin(ctx))
-    ex = resolve(exercise, exercises)
+    env = environment(ctx)
+    stream = answer_stream(env.stdin)
+    ex = resolve(exercise, folders)
     check_head(head, ex.num_heads)
     rows = tiled(ex, block_size, 0 if head is None else head - 1)
     if query is None:
@@ -63,5 +65,5 @@ def practice_tiled(ctx: typer.Context, exercise: str | None, *, head: int | None
         if index is None:
             raise typer.BadParameter(t("tiled.file.query", labels=", ".join(labels)), param_hint="--query")
         row = rows[index]
-    practise_tiled(ex, row, chosen=query is not None, tolerance=tolerance, stream=stream,
-                   view=TiledPracticeRenderer(console(), ex))
+    practise_tiled(row, chosen=query is not None, tolerance=tolerance, stream=stream,
+                   view=TiledPracticeRenderer(console(env), ex))

@@ -1,10 +1,12 @@
 """``drill interview``: a timed mock interview, then a report.
 
 The interview runs in the order an interviewer would go: a hand calculation
-(one step of a bundled exercise, asked by the practice drill itself,
-:mod:`tutor.practice` through :func:`tutor.practice.session.drive`), two shape questions,
-two count questions, one mask scenario (two or three questions), and a
-concept question with its follow-ups.  The time is checked before every
+(one step of a bundled exercise, asked by the practice state machine itself,
+:mod:`tutor.practice.machine`, in a loop of its own, :func:`_calculation`:
+one try, as in an interview, where :func:`tutor.practice.session.drive`
+would ask again after a wrong answer), two shape questions, two count
+questions, one mask scenario (two or three questions), and a concept
+question with its follow-ups.  The time is checked before every
 question (a clock is passed in: tests use a fake one); when it is up the
 interview stops there.  The report (:class:`Report`) says what was strong,
 what to review -- the weakest topics first, each with the command that drills

@@ -13,6 +13,7 @@ after the summary.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from time import monotonic  # the clock of a timed run (a module attribute: tests replace it)
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
@@ -34,9 +35,10 @@ def new_seed() -> int:
     return secrets.randbelow(10**6)
 
 
-def drill(name: str, questions: Sequence[Question], *, seed: int, mode: str, stream: TextIO, view: View,
+def drill(name: str, questions: Sequence[Question], *, seed: int, mode: str, stream: TextIO, view: View, store: Path,
           report: Callable[[str], None]) -> Run:
-    """Ask ``questions`` of drill ``name`` on ``stream``, record them, show the summary on ``view``; returns the run.
+    """Ask ``questions`` of drill ``name`` on ``stream``, record them in the progress store at ``store``,
+    show the summary on ``view``; returns the run.
 
     ``report`` gets the sentence saying how many answers are lost when another
     error breaks the run off and they cannot be saved."""
@@ -50,12 +52,13 @@ def drill(name: str, questions: Sequence[Question], *, seed: int, mode: str, str
         view.summary(result, len(recorder.pending))
         return result
 
-    return _recorded(f"{DRILL_PREFIX}{name}", mode, body, report)
+    return _recorded(store, f"{DRILL_PREFIX}{name}", mode, body, report)
 
 
-def interview(p: Plan, *, minutes: float, bank: Bank, stream: TextIO, view: InterviewView,
+def interview(p: Plan, *, minutes: float, bank: Bank, stream: TextIO, view: InterviewView, store: Path,
               report: Callable[[str], None], clock: Callable[[], float] | None = None) -> Report:
-    """Run the mock interview ``p`` and show its report; returns the report.
+    """Run the mock interview ``p``, recorded in the progress store at ``store``, and show its report;
+    returns the report.
 
     ``clock`` gives seconds (default :func:`time.monotonic`, looked up at each run)."""
     from . import interview as mock
@@ -67,14 +70,15 @@ def interview(p: Plan, *, minutes: float, bank: Bank, stream: TextIO, view: Inte
         view.report(result, len(recorder.pending))
         return result
 
-    return _recorded(f"{DRILL_PREFIX}interview", "interview", body, report)
+    return _recorded(store, f"{DRILL_PREFIX}interview", "interview", body, report)
 
 
 T = TypeVar("T")
 
 
-def _recorded(exercise: str, mode: str, body: Callable[[Recorder], T], report: Callable[[str], None]) -> T:
-    """Open the store, begin a session, run ``body`` with its recorder under Ctrl-C handling, end the session.
+def _recorded(path: Path, exercise: str, mode: str, body: Callable[[Recorder], T], report: Callable[[str], None]) -> T:
+    """Open the store at ``path``, begin a session, run ``body`` with its recorder under Ctrl-C handling, end
+    the session.
 
     Raises :class:`StoreError` after ``body`` when answers are still unsaved;
     when another error breaks ``body`` off, what is waiting is saved if it
@@ -83,7 +87,7 @@ def _recorded(exercise: str, mode: str, body: Callable[[Recorder], T], report: C
     from ..store import Recorder, Store
     from ..store.recorder import why_unsaved
 
-    store = Store.open()  # a damaged, foreign or read-only store stops here, before any question
+    store = Store.open(path)  # a damaged, foreign or read-only store stops here, before any question
     try:
         with ctrl_c_interrupts():
             session = store.begin_session(exercise, mode=mode, tolerance=0.0)

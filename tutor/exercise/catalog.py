@@ -4,9 +4,10 @@
 loads a file.  Bundled files are named ``<id>.yaml``; they ship inside the
 wheel as ``tutor/exercises``.
 
-Exercise packs are more folders searched after the bundled one: the folders
-given on the command line (``--exercises DIR``, passed in as ``folders``) and
-those in ``ATTN_TUTOR_PATH`` (separated by :data:`os.pathsep`).  Every
+Exercise packs are more folders searched after the bundled one, passed in as
+``folders``: the command line's ``--exercises DIR``, then those of
+``ATTN_TUTOR_PATH`` (:attr:`tutor.base.env.Env.packs`; nothing here reads the
+environment).  Every
 ``*.yaml``/``*.yml`` below a pack folder is read (hidden folders such as
 ``.github`` are skipped, and so are solution files, which start with
 ``exercise:``).  An id defined twice is a problem naming both files - never
@@ -33,7 +34,6 @@ from .record import Exercise
 from .yamlread import parse_yaml, read_text
 
 _SUFFIXES = (".yaml", ".yml")
-ENV_PATH = "ATTN_TUTOR_PATH"
 BUNDLED = "bundled"
 
 
@@ -110,22 +110,16 @@ class Catalog:
         return [e for e in self.entries if e.exercise.id == exercise_id]
 
 
-def env_folders(environ: dict[str, str] | None = None) -> list[Path]:
-    """The folders named in ``ATTN_TUTOR_PATH`` (``os.pathsep``-separated; empty parts ignored)."""
-    value = (os.environ if environ is None else environ).get(ENV_PATH, "")
-    return [Path(part) for part in value.split(os.pathsep) if part.strip()]
-
-
 def real_path(path: str | Path) -> str:
     """``path`` with every symbolic link resolved; never raises (a symlink loop stays as far as it resolves)."""
     return os.path.realpath(path)
 
 
-def search_folders(folders: Iterable[str | Path] = (), environ: dict[str, str] | None = None) -> list[Folder]:
-    """The bundled folder, then ``folders`` (``--exercises``), then ``ATTN_TUTOR_PATH``; each once."""
+def search_folders(folders: Iterable[str | Path] = ()) -> list[Folder]:
+    """The bundled folder, then the packs ``folders`` (``--exercises``, then ``ATTN_TUTOR_PATH``); each once."""
     out = [Folder(bundled_dir(), BUNDLED)]
     seen = {real_path(out[0].path)}
-    for p in [Path(f) for f in folders] + env_folders(environ):
+    for p in [Path(f) for f in folders]:
         key = real_path(p)
         if key not in seen:
             seen.add(key)
@@ -168,14 +162,14 @@ def _read_exercise_file(file: Path, name: str) -> Validation | None:
     return validate_document(doc)
 
 
-def load_catalog(folders: Iterable[str | Path] = (), environ: dict[str, str] | None = None) -> Catalog:
+def load_catalog(folders: Iterable[str | Path] = ()) -> Catalog:
     """Read the bundled folder and every pack; never raises for a bad pack or file.
 
     A folder that does not exist, an unreadable or invalid file, and an id
     defined twice each become a :class:`Problem`; the valid exercises are
     all listed.
     """
-    places = search_folders(folders, environ)
+    places = search_folders(folders)
     entries: list[Entry] = []
     problems: list[Problem] = []
     first: dict[str, Entry] = {}
@@ -205,14 +199,10 @@ def load_catalog(folders: Iterable[str | Path] = (), environ: dict[str, str] | N
     return Catalog(tuple(entries), tuple(problems), tuple(places))
 
 
-def _has_packs(folders: Sequence[str | Path], environ: dict[str, str] | None) -> bool:
-    return bool(list(folders) or env_folders(environ))
-
-
 # --- one exercise ----------------------------------------------------------------
 
 
-def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> Exercise:
+def resolve(name: str, folders: Sequence[str | Path] = ()) -> Exercise:
     """The exercise named by an id (bundled or in a pack) or a file path.
 
     Raises :class:`NotFoundError` when nothing matches or when the id is
@@ -227,7 +217,7 @@ def resolve(name: str, folders: Sequence[str | Path] = (), environ: dict[str, st
         if (clash := reserved_clash(ex, path)) is not None:
             raise NotFoundError(clash)
         return ex
-    return resolve_id(name, folders, environ)
+    return resolve_id(name, folders)
 
 
 def bundled_ids() -> dict[str, Path]:
@@ -274,20 +264,20 @@ def reserved_clash(ex: Exercise, file: str | Path) -> str | None:
             + f" ({t('catalog.duplicate_id.hint')})")
 
 
-def resolve_id(name: str, folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> Exercise:
-    """The exercise with id ``name``: bundled, or in a pack (``folders``, ``ATTN_TUTOR_PATH``).
+def resolve_id(name: str, folders: Sequence[str | Path] = ()) -> Exercise:
+    """The exercise with id ``name``: bundled, or in a pack (``folders``).
 
     Raises :class:`UnknownId` (a :class:`NotFoundError`) when no exercise has
     the id, and :class:`NotFoundError` when two do.
     """
-    if _has_packs(folders, environ):
-        found = load_catalog(folders, environ).find(name)
+    if folders:
+        found = load_catalog(folders).find(name)
         if len(found) > 1:
             raise NotFoundError(t("catalog.duplicate_id", id=name, first=found[0].exercise.source,
                                   second=found[1].exercise.source) + f" ({t('catalog.duplicate_id.hint')})")
         if found:
             return found[0].exercise
-        raise UnknownId(_not_found(name, [e.exercise.id for e in load_catalog(folders, environ).entries]))
+        raise UnknownId(_not_found(name, [e.exercise.id for e in load_catalog(folders).entries]))
     folder = bundled_dir()
     direct = [folder / f"{name}{s}" for s in _SUFFIXES if (folder / f"{name}{s}").is_file()]
     ids = []
@@ -336,16 +326,14 @@ def names_a_file(name: str) -> bool:
     return _ID.fullmatch(name) is None
 
 
-def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (),
-                      environ: dict[str, str] | None = None) -> Exercise:
+def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = ()) -> Exercise:
     """The exercise a file refers to by ``name`` (a solution file's ``exercise:``): an id, bundled
     or in a pack, or a path taken from ``base`` (the referring file's folder).
 
     What such a file names is not trusted (a student's solution names it, and
     ``check`` reports go back to students): a path is read only when, with
     every symbolic link followed, it is a regular ``.yaml``/``.yml`` file
-    inside ``base`` or below, inside a pack folder (``folders``,
-    ``ATTN_TUTOR_PATH``) or among the bundled exercises, and it is used only
+    inside ``base`` or below, inside a pack folder (``folders``) or among the bundled exercises, and it is used only
     when it is a valid exercise.  Raises :class:`RefusedReference` otherwise
     (outside those folders - whether or not the file exists -, missing, not a
     regular file, not YAML, not a valid exercise) and :class:`NotFoundError`
@@ -353,10 +341,10 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (),
     """
     if not names_a_file(name):
         try:
-            return resolve_id(name, folders, environ)
+            return resolve_id(name, folders)
         except UnknownId:
             raise RefusedReference(t("reference.unknown_id", name=name), t("reference.unknown_id.hint")) from None
-    roots = [base] + [f.path for f in search_folders(folders, environ)]
+    roots = [base] + [f.path for f in search_folders(folders)]
     try:
         target = Path(os.path.realpath(base / name))  # an absolute name replaces base
         inside = any(_within(target, Path(os.path.realpath(r))) for r in roots)
@@ -413,12 +401,12 @@ def bundled() -> list[Exercise]:
     return sorted((load_exercise(str(p), display=f"bundled:{p.name}") for p in _files(bundled_dir())), key=lambda e: e.id)
 
 
-def exercises(folders: Sequence[str | Path] = (), environ: dict[str, str] | None = None) -> list[Exercise]:
+def exercises(folders: Sequence[str | Path] = ()) -> list[Exercise]:
     """Every exercise of the bundled folder and the packs, sorted by id; broken files and clashes left out.
 
     For commands that pick from the catalogue (``practice``); :func:`load_catalog`
     has the problems too.
     """
-    entries = load_catalog(folders, environ).entries
+    entries = load_catalog(folders).entries
     count = Counter(e.exercise.id for e in entries)
     return [e.exercise for e in entries if count[e.exercise.id] == 1]

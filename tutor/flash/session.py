@@ -19,7 +19,6 @@ from ..practice.terminal import Lines, ctrl_c_interrupts
 from . import drill
 
 if TYPE_CHECKING:
-    from ..exercise.record import Exercise
     from ..practice.machine import State
     from .walk import TiledRow
 
@@ -30,9 +29,8 @@ class View(Shows, Protocol):
     def intro(self, row: TiledRow, chosen: bool) -> None: ...
 
 
-def practise_tiled(ex: Exercise, row: TiledRow, *, chosen: bool, tolerance: float | None, stream: TextIO,
-                   view: View) -> State[Any]:
-    """Run the session over ``row`` (of ``ex``) to its end, showing it on ``view``; returns the final state.
+def practise_tiled(row: TiledRow, *, chosen: bool, tolerance: float | None, stream: TextIO, view: View) -> State[Any]:
+    """Run the session over ``row`` to its end, showing it on ``view``; returns the final state.
 
     ``chosen``: the row was named (``--query``), so the intro does not say why it was picked.
     """

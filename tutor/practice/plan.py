@@ -194,8 +194,9 @@ def step_kinds(ex: Exercise) -> set[str]:
 def recommendation(store: Store | None, folders: Sequence[Path] = ()) -> tuple[Stats, Recommendation | None]:
     """The learner's stats (empty without a ``store``) and the exercise that trains their weakest step.
 
-    The candidates are the bundled exercises and those of ``folders`` (and
-    ``ATTN_TUTOR_PATH``); ``None`` when there is none.
+    The candidates are the bundled exercises and those of the packs ``folders``
+    (the command line passes ``--exercises``, then ``ATTN_TUTOR_PATH``); ``None``
+    when there is none.
     """
     from ..exercise.catalog import exercises
     from ..store import Stats, recommend

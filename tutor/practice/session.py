@@ -10,8 +10,10 @@ on (:class:`tutor.render.quiz.QuizRenderer`), the open
 must reach stderr while another error ends the session.  The state machine
 itself is the pure :mod:`tutor.practice.machine`; lines are read by
 :class:`tutor.practice.terminal.Lines`; this module is the loop around them
-(:func:`drive`: every client of the machine is run by it; ``practice --tiled``,
-:mod:`tutor.flash.session`, with no store).
+(:func:`drive`, which runs the sessions of the machine's clients: practice,
+and ``practice --tiled``, :mod:`tutor.flash.session`, with no store; the mock
+interview's one hand calculation, :mod:`tutor.drills.interview`, is one try
+and has a loop of its own).
 
 A session reads one line at a time (a terminal, with line editing, or any
 piped text: one answer per line), turns it into an event, and carries out the

@@ -9,10 +9,11 @@ terminal, the recording of an HTML or SVG page, only as visible escapes
 misaligned, never raw).  Only rich's own control segments pass unchanged.
 
 :func:`make_console` is the factory: markup and highlighting off (text from a
-file is shown as written, never read as rich markup), and a width from
-:data:`MIN_WIDTH` to :data:`MAX_WIDTH` columns whatever ``COLUMNS`` or the
-terminal says (at ``COLUMNS=0`` rich would print nothing, or wrap a word per
-character; at ``COLUMNS=1000000`` it wrote 23 MB).
+file is shown as written, never read as rich markup); width, colour and
+terminal from a :class:`tutor.base.env.Env`, never from the process's
+environment; and a width from :data:`MIN_WIDTH` to :data:`MAX_WIDTH` columns
+whatever the Env or the terminal says (at ``COLUMNS=0`` rich would print
+nothing, or wrap a word per character; at ``COLUMNS=1000000`` it wrote 23 MB).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
+from ..base.env import MAX_WIDTH, MIN_WIDTH, Env
 from ..base.textsafe import shown
-from . import MAX_WIDTH, MIN_WIDTH
 
 
 class SafeConsole(Console):
@@ -55,11 +56,22 @@ class SafeConsole(Console):
             self._escaping = False
 
 
-def make_console(**options: Any) -> SafeConsole:
+def make_console(env: Env | None, **options: Any) -> SafeConsole:
     """A :class:`SafeConsole` (markup, highlighting and soft wrapping off unless given) from
-    :data:`MIN_WIDTH` to :data:`MAX_WIDTH` wide, whatever ``COLUMNS``, the terminal or ``width`` say."""
-    settings: dict[str, Any] = {"highlight": False, "soft_wrap": False, "markup": False, **options}
-    console = SafeConsole(**settings)
+    :data:`MIN_WIDTH` to :data:`MAX_WIDTH` wide, whatever the Env, the terminal or ``width`` say.
+
+    ``env`` gives the width (unless ``width`` is given), colour and terminal
+    settings, and the variables rich reads itself (``TERM`` ...); ``None``
+    is a console of no terminal that reads no variable (a recording exported
+    to a file).  ``options`` are rich's.
+    """
+    settings: dict[str, Any] = {"highlight": False, "soft_wrap": False, "markup": False}
+    if env is None:
+        settings["_environ"] = {}
+    else:
+        settings.update(width=env.width, no_color=env.no_color, force_terminal=env.force_terminal,
+                        _environ=env.environ)
+    console = SafeConsole(**{**settings, **options})
     if console.width < MIN_WIDTH:
         console.width = MIN_WIDTH
     if console.width > MAX_WIDTH:

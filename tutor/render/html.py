@@ -65,9 +65,10 @@ def recording_console(width: int = EXPORT_WIDTH) -> Console:
     """A console that records what is printed on it, writes nowhere else, and has a fixed width.
 
     The same kind as the terminal's (:func:`tutor.render.console.make_console`):
-    no markup, and no raw control character in what it records.
+    no markup, and no raw control character in what it records; no terminal, and no
+    environment variable read (what is exported does not depend on them).
     """
-    return make_console(record=True, file=io.StringIO(), width=width)
+    return make_console(None, record=True, file=io.StringIO(), width=width)
 
 
 def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,

@@ -3,8 +3,11 @@ its feedback is shown, opened checked (ours, intact, writable), never
 losing an answer it cannot take yet; the statistics read from it, and the
 FSRS schedule of every skill.
 
-Where: ``$ATTN_TUTOR_HOME/progress.sqlite3`` when ``ATTN_TUTOR_HOME`` is set,
-else ``platformdirs.user_data_dir("attn-tutor")/progress.sqlite3``.
+Where: ``progress.sqlite3`` in the data folder its caller names
+(:func:`default_path`); the command line names the folder of its
+:class:`tutor.base.env.Env` (:meth:`~tutor.base.env.Env.data_dir`:
+``$ATTN_TUTOR_HOME``, else platformdirs' user data folder).  Nothing here
+reads the environment.
 
 One job per module:
 
@@ -36,7 +39,7 @@ written; an older file is migrated once, in one transaction; ``stats`` and
 from .attempt import OUTCOMES, Attempt  # the record the store writes and reads (shared with the quiz)
 from .connection import Store
 from .errors import StoreDamagedError, StoreFullError, StoreGoneError, StoreLockedError
-from .files import BUSY_TIMEOUT_MS, FILENAME, default_path, home
+from .files import BUSY_TIMEOUT_MS, FILENAME, default_path
 from .queries import MistakeCount, Place, Recommendation, Stats, StepStats, Unfinished, recommend, solved, unfinished
 from .recorder import Recorder
 from .scheduling import AGAIN, GOOD, HARD, Skill, skills
@@ -66,7 +69,6 @@ __all__ = [
     "StoreLockedError",
     "Unfinished",
     "default_path",
-    "home",
     "recommend",
     "skills",
     "solved",

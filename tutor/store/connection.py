@@ -71,8 +71,8 @@ class Store:
 
     # -- opening -----------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path | str | None = None, *, busy_timeout_ms: int | None = None) -> Store:
-        """Open the store at ``path`` (default :func:`~.files.default_path`) to read and write,
+    def open(cls, path: Path | str, *, busy_timeout_ms: int | None = None) -> Store:
+        """Open the store at ``path`` (:func:`~.files.default_path` of the data folder) to read and write,
         creating it if missing and migrating it once if it has an older schema.
 
         An existing file is checked first, through a read-only connection:
@@ -84,7 +84,7 @@ class Store:
         (:class:`StoreDamagedError`), newer, or that cannot be written (a
         read-only file or folder); such a file is left exactly as it was.
         """
-        path = Path(path) if path is not None else files.default_path()
+        path = Path(path)
         if files.journal_left(path):
             files.roll_back(path)  # a writer killed mid-transaction: undo its write, as any SQLite program would
         files.check_header(path)
@@ -110,12 +110,12 @@ class Store:
         return cls(conn, path)
 
     @classmethod
-    def open_existing(cls, path: Path | str | None = None) -> Store | None:
+    def open_existing(cls, path: Path | str) -> Store | None:
         """Open the store at ``path`` read-only, to read it; ``None`` when there is none yet
         (no file, or a file with nothing in it).  Nothing is created or written, so it
         works on a read-only folder; a file of an older schema is read through a copy in
         memory, migrated.  Raises :class:`StoreError` as :meth:`open` does."""
-        path = Path(path) if path is not None else files.default_path()
+        path = Path(path)
         if not path.exists() and not path.is_symlink():
             return None
         if files.journal_left(path):  # read what was committed, from a copy: the file itself is never written

@@ -78,19 +78,10 @@ _WAL_PAGES = 8  # checkpoint the write-ahead log once it holds this many pages (
 _WAL_LIMIT = 64 * 1024  # and truncate it back to this many bytes when it restarts
 
 
-def home() -> Path:
-    """The user's attn-tutor data directory: ``ATTN_TUTOR_HOME``, else the platform's user data dir."""
-    env = os.environ.get("ATTN_TUTOR_HOME")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("attn-tutor", appauthor=False))
-
-
-def default_path() -> Path:
-    """Where the progress store lives: ``home() / progress.sqlite3``."""
-    return home() / FILENAME
+def default_path(home: Path) -> Path:
+    """Where the progress store lives in the data folder ``home`` (:meth:`tutor.base.env.Env.data_dir`):
+    ``home / progress.sqlite3``."""
+    return home / FILENAME
 
 
 def decode_text(data: bytes) -> str:
