@@ -17,7 +17,6 @@ import pytest
 from tutor.drills import counts
 from tutor.drills.driver import Answered, attempt
 from tutor.drills.record import count_tolerance, grade, read_count
-from tutor.store import default_path
 
 LAYER = counts.Layer(4096, 32, 8, 128, 128)  # grouped-query: 8 K/V heads of 128
 
@@ -220,7 +219,7 @@ def _first_kv_seed() -> tuple[int, counts.Question]:
     return next((s, q) for s in range(100) for q in [counts.questions(s, 1)[0]] if q.topic == "kv_cache")
 
 
-def test_a_piped_run_shows_and_saves_the_mistake_and_its_slip(cli):
+def test_a_piped_run_shows_and_saves_the_mistake_and_its_slip(cli, home):
     """The cache without the factor 2, in GiB typed as GB (its value in GiB, written with 6 decimals)."""
     seed, q = _first_kv_seed()
     half = next(v.value for v in q.variants if v.key == "drill.counts.kv.no_two")
@@ -229,7 +228,7 @@ def test_a_piped_run_shows_and_saves_the_mistake_and_its_slip(cli):
     code, out, err = cli("drill", "counts", "--seed", seed, "--count", 1, input=typed + "\n")
     assert code == 0, err
     assert NO_TWO + " And it is in GiB (2^30 bytes each), written with GB (10^9 bytes each)" in " ".join(out.split())
-    with sqlite3.connect(default_path()) as conn:
+    with sqlite3.connect(home / "progress.sqlite3") as conn:
         keys = conn.execute("SELECT key FROM mistakes ORDER BY rowid").fetchall()
     assert keys == [("drill.counts.kv.no_two",), ("drill.count.slip.unit",)]
 
