@@ -109,3 +109,17 @@ def test_every_hand_calculation_of_the_interview_combines_several_numbers_per_en
             ratios = {round(w / v, 9) for r, wr in zip(m, want, strict=True) for v, w in zip(r, wr, strict=True) if v}
             assert len(ratios) > 1 or any(w and not v for r, wr in zip(m, want, strict=True)
                                           for v, w in zip(r, wr, strict=True))
+
+
+# --- a character the stream cannot decode ------------------------------------------------------------
+
+
+def test_drills_name_a_character_the_stream_could_not_decode(cli_process):
+    done = cli_process("drill", "shapes", "--seed", "1", "--count", "1", input="2\u00d74\u00d78\nquit\n",
+                       env={"PYTHONIOENCODING": "ascii"})
+    assert done.code == 0, done.err
+    assert "a character the input stream could not decode at column 2" in done.out
+    assert "\\ufffd" not in done.out and "cannot read" not in done.out
+    q = masks.questions(3, 1)[0]
+    verdict = grade(q, "1 \ufffd\ufffd 0")
+    assert verdict.outcome == "invalid" and "at column 3" in verdict.message

@@ -948,6 +948,9 @@ EN.update({
     "drill.unsaved.other": "{count} answers could not be saved.",
     "drill.listing": "{total}, seed {seed}",
     "drill.answer.too_long": "the answer is longer than {limit:characters}",
+    "drill.answer.undecodable": ("a character the input stream could not decode at column {column} (the stream's "
+                                 "encoding cannot hold it); type the answer in ASCII, such as 2x8x5x7 for a shape "
+                                 "and -inf for minus infinity"),
     # grading
     "drill.shape.unreadable": "cannot read \"{text}\" as a shape; write the sizes, e.g. [2, 8, 5, 7], 2x8x5x7 or (2, 8, 5, 7)",
     "drill.shape.expected": "It is {dims} = {shape}.",
