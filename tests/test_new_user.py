@@ -4,6 +4,7 @@ Each test computes what it expects by hand (or independently of the code under t
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -123,3 +124,131 @@ def test_drills_name_a_character_the_stream_could_not_decode(cli_process):
     q = masks.questions(3, 1)[0]
     verdict = grade(q, "1 \ufffd\ufffd 0")
     assert verdict.outcome == "invalid" and "at column 3" in verdict.message
+
+
+# --- stats: counted in SQL, every mistake named, the cut said ----------------------------------------
+
+
+def _stored_mistake_keys() -> set[str]:
+    """Every key a session can write to the ``mistakes`` table: the misconceptions, the single slip,
+    the online softmax's mistakes and the grading note."""
+    from tutor.answers.grading import TRUNCATED
+    from tutor.flash.check import MISTAKES as TILED
+    from tutor.mistakes.diagnose import MISCONCEPTIONS
+
+    return {m.key for m in MISCONCEPTIONS} | {"single_entry", TRUNCATED} | {k for k, _ in TILED}
+
+
+def test_every_mistake_a_session_can_store_has_a_name_in_stats():
+    from tutor.base.messages import EN
+    from tutor.practice.stats import mistake_name
+
+    keys = _stored_mistake_keys()
+    assert {"grad_no_scale", "tiled_no_rescale_acc", "dropout_on", "truncated_decimal"} <= keys
+    unnamed = sorted(k for k in keys if f"mistake.{k}" not in EN)
+    assert unnamed == []
+    for key in keys:
+        name = mistake_name(key)
+        assert name != key and "does not name" not in name, (key, name)  # a phrase, not the key
+    # a key only another version wrote: said to be unnamed, the key given to look it up
+    assert mistake_name("from_the_future") == "a mistake this version does not name (from_the_future)"
+
+
+def _record_many(store, answers):
+    from tutor.store import Attempt
+
+    s = store.begin_session("single-head-3x4", mode="matrix", tolerance=None)
+    for exercise, step, head, outcome, attempt, keys in answers:
+        store.record(s, Attempt(exercise, step, head, outcome, attempt, 0, keys))
+
+
+def test_stats_counts_what_a_hand_count_of_the_answers_gives(tmp_path):
+    from collections import Counter
+
+    from tutor.drills.results import counted, topic_stats
+    from tutor.store import Store
+
+    rng = random.Random(20)
+    answers = []
+    for _ in range(300):
+        if rng.random() < 0.3:
+            step = rng.choice(["drill:shapes:scores", "drill:masks:sdpa_bool", "drill:counts:kv_cache"])
+            answers.append(("drill:" + step.split(":")[1], step, None, rng.choice(["correct", "wrong", "skipped"]),
+                            1, ()))
+        else:
+            outcome = rng.choice(["correct", "wrong", "shown", "skipped"])
+            keys = (rng.choice(["no_scaling", "transposed", "mask_zero"]),) if outcome == "wrong" else ()
+            answers.append((rng.choice(["single-head-3x4", "two-head-causal-3x4"]), rng.choice(["q", "scores", "scaled"]),
+                            0, outcome, rng.choice([1, 2]), keys))
+    with Store.open(tmp_path / "p.sqlite3") as store:
+        _record_many(store, answers)
+        # a row another program wrote (a BLOB for the step): left out of every count, and counted as left out
+        store.conn.execute("INSERT INTO answers (session, at, exercise, step, head, outcome, attempt)"
+                           " VALUES (1, 'x', 'single-head-3x4', X'00', 0, 'correct', 1)")
+        store.conn.commit()
+        data = store.stats()
+    practice = [a for a in answers if not a[1].startswith("drill:")]
+    by = Counter((step, outcome) for _, step, _, outcome, _, _ in practice)
+    for step in ("q", "scores", "scaled"):
+        s = data.step(step)
+        assert (s.correct, s.wrong, s.shown, s.skipped) == tuple(by[(step, o)] for o in
+                                                                 ("correct", "wrong", "shown", "skipped"))
+        assert s.first_try == sum(1 for a in practice if a[1] == step and a[3] == "correct" and a[4] == 1)
+    assert data.answers == len(practice)
+    assert data.left_out == 1
+    assert data.practised == dict(Counter((a[0], a[1]) for a in practice if a[3] != "skipped"))
+    keys = Counter(a[5][0] for a in practice if a[5])
+    assert [(m.key, m.count) for m in data.mistakes] == sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert data.mistake_kinds == len(keys)
+    # the drills' topics, from the counts in SQL, are those counted answer by answer
+    from tutor.store import Attempt
+
+    drills = [Attempt(e, st, h, o, n) for e, st, h, o, n, _ in answers if st.startswith("drill:")]
+    assert counted(data.drill_outcomes) == topic_stats(drills)
+    assert sum(s.correct + s.wrong + s.shown + s.skipped for s in counted(data.drill_outcomes)) == len(drills)
+
+
+def test_stats_never_reads_every_answer_into_memory(cli, monkeypatch):
+    from tutor.store import Store
+
+    assert cli("practice", "single-head-3x4", "--steps", "q,scores", input="skip\nskip\n").code == 0
+    assert cli("drill", "shapes", "--count", "1", "--seed", "1", input="skip\n").code == 0
+
+    def every_answer(self):  # what took 900 MB on a store of 500,000 answers
+        raise AssertionError("stats read every answer")
+
+    monkeypatch.setattr(Store, "attempts", every_answer)
+    code, out, err = cli("stats")
+    assert (code, err) == (0, "")
+    assert "Drills: 1 answer" in out
+    code, out, err = cli("stats", "--format", "json")
+    assert code == 0 and json.loads(out)["drills"]["answers"] == 1
+
+
+def test_stats_says_the_mistakes_shown_are_the_most_frequent_of_more(tmp_path, cli, monkeypatch):
+    from tutor.store import Store, default_path
+
+    kinds = ["no_scaling", "transposed", "mask_zero", "softmax_columns", "no_softmax", "grad_no_scale", "times_k"]
+    answers = [("single-head-3x4", "scaled", 0, "wrong", 1, (k,)) for i, k in enumerate(kinds) for _ in range(7 - i)]
+    with Store.open(default_path()) as store:
+        _record_many(store, answers)
+    code, out, err = cli("stats")
+    assert code == 0
+    assert "Mistakes, by kind: the 5 most frequent of 7" in out
+    assert "grad_no_scale" not in out  # the sixth: cut, and said to be
+    doc = json.loads(cli("stats", "--format", "json").out)
+    assert (len(doc["mistakes"]), doc["mistake_kinds"]) == (5, 7)
+    with Store.open(default_path()) as store:  # five kinds or fewer: no cut to speak of
+        store.conn.execute("DELETE FROM mistakes WHERE key IN ('grad_no_scale', 'times_k')")
+        store.conn.commit()
+    out = cli("stats").out
+    assert "Mistakes, by kind\n" in out and "most frequent" not in out
+
+
+def test_stats_names_a_backward_mistake_not_its_key(cli):
+    from tutor.store import Store, default_path
+
+    with Store.open(default_path()) as store:
+        _record_many(store, [("single-head-3x4", "d_q", 0, "wrong", 1, ("grad_no_scale",))])
+    out = cli("stats").out
+    assert "1×  forgot the 1/√d_k of d_Q and d_K" in out and "grad_no_scale" not in out

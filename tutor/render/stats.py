@@ -47,7 +47,8 @@ def render_stats(data: dict, console: Console, now: datetime | None = None) -> N
             line(t("stats.due.count", count=len(data["due_now"])), "bold")
         if data["mistakes"]:
             console.print()
-            line(t("stats.mistakes"), "bold")
+            shown, made = len(data["mistakes"]), data.get("mistake_kinds", len(data["mistakes"]))
+            line(t("stats.mistakes") if shown >= made else t("stats.mistakes.top", shown=shown, made=made), "bold")
             for m in data["mistakes"]:
                 line(t("stats.mistake", count=m["count"], name=m["name"]), indent=2)
                 places = ", ".join(_place(p) for p in m["where"])
