@@ -336,6 +336,7 @@ EN: dict[str, str] = {
     "diagnose.times_k": "You multiplied the weights by K; the head output is weights·V.",
     "diagnose.heads_order": "You concatenated the heads in the wrong order; head 1 comes first: concat = [head_1, head_2, …].",
     "diagnose.transposed": "Your {step} matrix is transposed; write it as [{rows}×{cols}], swapping rows and columns.",
+    "diagnose.transposed.square": "Your {step} matrix is transposed: your rows are its columns. It is square, so the shape stays [{rows}×{cols}]; swap rows and columns (entry (i, j) goes to (j, i)).",
     "diagnose.w_o_transposed": "You multiplied by W_O transposed, as nn.Linear does with its weight stored [d_out, d_in]; here W_O is written [d_in, d_out] (one row per column of {src}), so output = {src}·W_O{b_o} with no transpose.",
     "diagnose.no_softmax": "You skipped the softmax and used the scaled scores as weights; take exp of each score and divide by its row's sum first: weights_ij = exp(s_ij) / Σ_k exp(s_ik), then head_output = weights·V.",
     "diagnose.empty_row_uniform": "You gave uniform weights (1/{L_k} each) to a query that may attend to no key ({empty_rows}); its weights are all 0 and its output row is 0. Uniform weights are what the softmax gives when blocked scores are filled with a large negative number instead of -inf.",
