@@ -252,3 +252,39 @@ def test_stats_names_a_backward_mistake_not_its_key(cli):
         _record_many(store, [("single-head-3x4", "d_q", 0, "wrong", 1, ("grad_no_scale",))])
     out = cli("stats").out
     assert "1×  forgot the 1/√d_k of d_Q and d_K" in out and "grad_no_scale" not in out
+
+
+# --- practice says why a step is computed as it is, once its answer is known ---------------------------
+
+
+def test_show_and_a_right_answer_give_the_steps_why(cli):
+    script = "show\n2 4 4; 4 8 8; 4 8 8\n2 4 4; 4 8 8; 4 8 8\nskip\n"
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q,scores,scaled", input=script,
+                         env={"COLUMNS": "200"})
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    q_why = "  Each token asks a question: its row of Q is what it looks for in the other tokens."
+    scores_why = ("  Entry (i, j) is the dot product q_i·k_j: how well query i matches key j. Rows are queries,"
+                  " columns are keys.")
+    # shown: after the answer's table; right: after the verdict, before the note on what it cannot catch
+    assert lines[lines.index(q_why) - 1].startswith("  ╰") and lines.count(q_why) == 1
+    assert lines[lines.index(scores_why) - 1] == "✓ Right." and lines[lines.index(scores_why) + 1].startswith("  Note:")
+    # a wrong answer or a skipped step is not explained: the learner is still to work it out, or chose not to
+    assert "dividing by √d_k brings the variance back to 1" not in out
+    assert lines.count(scores_why) == 1
+
+
+def test_the_why_is_wrapped_at_words_on_a_narrow_ascii_terminal(cli):
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="show\n",
+                         env={"COLUMNS": "30", "PYTHONIOENCODING": "ascii"})
+    assert code == 0
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  Each token asks"))
+    why = []
+    for line in lines[start:]:
+        if not line.startswith("  ") or line.startswith("   "):
+            break
+        why.append(line.rstrip())
+    assert all(len(line) <= 30 for line in why)
+    assert " ".join(line.strip() for line in why) == ("Each token asks a question: its row of Q is what it looks for"
+                                                       " in the other tokens.")

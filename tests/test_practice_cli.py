@@ -110,6 +110,9 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     assert out == HEADER + SCORES_STEP + [
         "scores> 2 4 4; 4 8 8; 4 8 8",
         "✓ Right.",
+        # once the step is answered, what it means (explain's sentence for it; issue 20, E)
+        "  Entry (i, j) is the dot product q_i·k_j: how well query i matches key j. Rows are queries, columns",
+        "  are keys.",
         # Q = K here: a right answer cannot show that the learner did not compute K·Qᵀ, so the drill says so
         "  Note: On this exercise K·Qᵀ = Q·Kᵀ because Q = K: computing K·Qᵀ by mistake gives the same scores,",
         "  so it cannot be caught here. Try `single-head-asym-3x4` to be tested on it.",
