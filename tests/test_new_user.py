@@ -288,3 +288,60 @@ def test_the_why_is_wrapped_at_words_on_a_narrow_ascii_terminal(cli):
     assert all(len(line) <= 30 for line in why)
     assert " ".join(line.strip() for line in why) == ("Each token asks a question: its row of Q is what it looks for"
                                                        " in the other tokens.")
+
+
+# --- stats and drill masks fit 20 columns ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_drill_masks_fits_20_columns_its_grids_split_by_columns(cli, seed):
+    code, out, err = cli("drill", "masks", "--count", 4, "--seed", seed, "--show-answers", env={"COLUMNS": "20"})
+    assert code == 0
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 20
+    skip = "skip\n" * 4
+    code, out, err = cli("drill", "masks", "--count", 4, "--seed", seed, input=skip, env={"COLUMNS": "20"})
+    assert code == 0
+    assert max(len(line.rstrip()) for line in out.splitlines() if "> " not in line) <= 20  # echoes are typed text
+
+
+def test_a_mask_grid_too_wide_is_split_into_groups_of_columns_that_keep_every_cell(cli):
+    # seed 1, question 2: sequence 2 of lengths (4, 2) padded at the start, causal; its additive mask has
+    # -inf wherever the sequence's key is padding (k1, k2) or in the future, 0 at (q3, k3), (q4, k3), (q4, k4)
+    wide = cli("drill", "masks", "--count", 2, "--seed", 1, "--show-answers", env={"COLUMNS": "100"}).out
+    assert "    q3  -inf -inf    0 -inf" in wide.splitlines()
+    narrow = cli("drill", "masks", "--count", 2, "--seed", 1, "--show-answers", env={"COLUMNS": "20"}).out.splitlines()
+    at = narrow.index("  -inf removed):")
+    assert [line.rstrip() for line in narrow[at + 1:at + 11]] == [
+        "          k1   k2",
+        "    q1  -inf -inf",
+        "    q2  -inf -inf",
+        "    q3  -inf -inf",
+        "    q4  -inf -inf",
+        "          k3   k4",
+        "    q1  -inf -inf",
+        "    q2  -inf -inf",
+        "    q3     0 -inf",
+        "    q4     0    0",
+    ]
+
+
+def test_stats_fits_20_columns_and_its_command_is_still_one_command_to_a_shell(cli):
+    import subprocess
+
+    from tutor.store import Store, default_path
+
+    with Store.open(default_path()) as store:  # practised on a long id: the next exercise is another one
+        _record_many(store, [("decode-two-tokens-alignment", "q", 0, "wrong", 1, ("transposed",))])
+    doc = json.loads(cli("stats", "--format", "json").out)
+    command = doc["next"]["command"]
+    for columns in (20, 24, 33):
+        out = cli("stats", env={"COLUMNS": str(columns)}).out
+        assert max(len(line.rstrip()) for line in out.splitlines()) <= columns
+        lines = out.splitlines()
+        first = next(i for i, line in enumerate(lines) if line.startswith("attn-tutor"))
+        end = next(i for i in range(first, len(lines)) if not lines[i].endswith("\\"))
+        typed = "\n".join(lines[first:end + 1])
+        assert typed != command and typed.replace("\\\n", "") == command
+        # what a POSIX shell reads from the lines as printed: the command's words
+        words = subprocess.run(["sh", "-c", 'printf "%s|" ' + typed], capture_output=True, text=True, check=True).stdout
+        assert words == "|".join(command.split()) + "|"
