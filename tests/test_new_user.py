@@ -345,3 +345,32 @@ def test_stats_fits_20_columns_and_its_command_is_still_one_command_to_a_shell(c
         # what a POSIX shell reads from the lines as printed: the command's words
         words = subprocess.run(["sh", "-c", 'printf "%s|" ' + typed], capture_output=True, text=True, check=True).stdout
         assert words == "|".join(command.split()) + "|"
+
+
+# --- explain: a list of places is never wrapped in the middle beside an entry ----------------------------
+
+
+@pytest.mark.parametrize("columns", [60, 64, 70, 80, 90, 100])
+def test_the_places_of_an_exact_entry_are_one_list_on_one_line(cli, columns):
+    import re
+
+    code, out, err = cli("explain", "single-head-3x4", "--backward", env={"COLUMNS": str(columns)})
+    assert code == 0
+    lines = out.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= columns
+    place = r"\([a-z]+\d, [a-z]+\d\)"
+    starts = [i for i, line in enumerate(lines) if re.match(r"^     \(", line)]  # a list of places starts at 5 spaces
+    assert starts
+    for i in starts:  # the whole list, ended by its colon, on the line it starts, an entry after it or below it
+        if re.match(rf"^     {place}(?:, {place})*: ?", lines[i]):
+            continue
+        # wrapped only when the list alone is wider than the console: places to the end of the line, nothing else,
+        # and the rest of the list on the next line
+        assert re.fullmatch(rf"     {place}(?:, {place})*,", lines[i].rstrip()), lines[i]
+        rest = lines[i + 1].rstrip()
+        assert re.fullmatch(rf"     {place}(?:, {place})*:", rest), rest
+        assert len(lines[i].rstrip()) + len(rest) - 4 > columns - 5
+    # d_K (issue 20, E): its second entry's four places, one list, then that entry
+    d_k = lines.index(next(line for line in lines if line.startswith("   d_K = ")))
+    at = next(i for i in range(d_k, len(lines)) if lines[i].startswith("     (t2, d1), (t2, d2), (t3, d1), (t3, d2):"))
+    assert "√2·exp(√2)/(1 + 2·exp(√2))^2 + 4√2·exp(2√2)/" in " ".join(line.strip() for line in lines[at:at + 4])
