@@ -86,6 +86,7 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/exact_limits.py
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/backward.py
+	$(PY) benchmarks/stats_memory.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist

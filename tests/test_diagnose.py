@@ -302,8 +302,12 @@ def test_transposed_answer(e):
     w = softmax_rows(scale(S, 1 / R2))
     d = diagnose(e, "weights", 0, rnd(tr(w), 3), tolerance=TOL)
     assert keys(d) == ["transposed"]
-    assert d[0].message == "Your weights matrix is transposed; write it as [3×3], swapping rows and columns."
-    assert keys(diagnose(e, "v", 0, tr(V), tolerance=TOL)) == ["transposed"]
+    # a square matrix transposed keeps its shape: "write it as [3×3]" would ask for what it already is (issue 20, E)
+    assert d[0].message == ("Your weights matrix is transposed: your rows are its columns. It is square, so the shape"
+                            " stays [3×3]; swap rows and columns (entry (i, j) goes to (j, i)).")
+    d = diagnose(e, "v", 0, tr(V), tolerance=TOL)  # V is [3×2]: its transpose [2×3] has another shape, named
+    assert keys(d) == ["transposed"]
+    assert d[0].message == "Your V matrix is transposed; write it as [3×2], swapping rows and columns."
 
 
 def test_single_wrong_entry_points_at_the_products(classic):

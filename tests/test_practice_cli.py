@@ -114,6 +114,9 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
     assert out == HEADER + SCORES_STEP + [
         "scores> 2 4 4; 4 8 8; 4 8 8",
         "✓ Right.",
+        # once the step is answered, what it means (explain's sentence for it; issue 20, E)
+        "  Entry (i, j) is the dot product q_i·k_j: how well query i matches key j. Rows are queries, columns",
+        "  are keys.",
         # Q = K here: a right answer cannot show that the learner did not compute K·Qᵀ, so the drill says so
         "  Note: On this exercise K·Qᵀ = Q·Kᵀ because Q = K: computing K·Qᵀ by mistake gives the same scores,",
         "  so it cannot be caught here. Try `single-head-asym-3x4` to be tested on it.",
@@ -142,8 +145,8 @@ def test_classic_drill_names_the_forgotten_sqrt_dk_then_quits(cli):
         ("scores", "correct", 1, None, unscaled),
         ("scaled", "wrong", 1, "no_scaling", unscaled),
     ]
-    # ... and stats shows it
-    code, text, err = stats(cli)
+    # ... and stats shows it (wide enough for the file's path on the last line, however deep pytest's tmp_path is)
+    code, text, err = cli("stats", env={"COLUMNS": str(max(100, len(f"Progress file: {store_path()}")))})
     assert (code, err) == (0, "")
     # the last line names the progress file: a temporary folder's path (longer under xdist, or with a
     # long TMPDIR) may wrap at 100 columns, so it is compared without its line breaks
@@ -759,9 +762,11 @@ def test_stats_when_narrow_keeps_every_header_and_step_whole(cli, columns):
     words = set(text.replace("│", " ").replace(":", " ").replace(",", " ").split())
     assert {"step", "right", "answers", "accuracy", "shown", "skipped"} <= words or columns == 20
     assert {"q", "scaled", "masked", "head_output", "concat", "output"} <= words
-    assert "attn-tutor practice single-head-3x4" in text  # the command, never broken
-    body = text.split("Practise next")[0]
-    assert max(len(line.rstrip()) for line in body.splitlines()) <= columns
+    # the command, whole or continued over lines as a shell reads it (a backslash-newline is removed)
+    assert "attn-tutor practice single-head-3x4" in text.replace("\\\n", "")
+    if columns < len("attn-tutor practice single-head-3x4") + 2:
+        assert "attn-tutor practice single-head-3x4" not in text
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= columns  # every line (issue 20, E)
 
 
 # --- Ctrl-C, however the process was started --------------------------------------------------

@@ -101,3 +101,25 @@ def test_wrong_entries_are_marked_not_only_coloured():
     assert child.exitstatus == 0
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
     assert plain.count("✗") == 2 + 9  # the headline (twice) and each of the 9 entries
+
+
+@pytest.mark.parametrize(("argv", "prompt", "typed", "said"), [
+    (("practice", "single-head-3x4", "--steps", "scaled"), "scaled> ", "\u221a2 2\u221a2 2\u221a2; 1 1 1; 1 1 1",
+     "a character the input stream could not decode at"),
+    (("drill", "shapes", "--seed", "1", "--count", "1"), "merged> ", "2\u00d74\u00d78",
+     "a character the input stream could not decode at column 2"),
+])
+def test_a_character_the_terminal_stream_cannot_decode_is_refused_with_a_sentence(argv, prompt, typed, said):
+    """Typed at a terminal whose stream is ASCII (issue 20, E): input() decodes with the stream's errors,
+    so a `√` or a `×` is an unreadable answer and the prompt asks again, not an internal error (exit 3)."""
+    child = spawn(*argv, PYTHONIOENCODING="ascii", NO_COLOR="1")
+    child.expect_exact(prompt)
+    child.sendline(typed)
+    child.expect_exact(said)
+    child.expect_exact(prompt)
+    child.sendline("quit")
+    child.expect(pexpect.EOF)
+    text = child.before
+    child.close()
+    assert child.exitstatus == 0, text
+    assert "internal error" not in text and "Traceback" not in text

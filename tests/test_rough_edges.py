@@ -90,7 +90,8 @@ def test_sentences_agree_with_their_nouns(cli, tmp_path):
     w = sol.step("weights", 0).value
     transposed = [[w[j][i] for j in range(3)] for i in range(3)]
     messages = [d.message for d in diagnose(sol, "weights", 0, transposed, tolerance=0.005)]
-    assert "Your weights matrix is transposed; write it as [3×3], swapping rows and columns." in messages
+    assert ("Your weights matrix is transposed: your rows are its columns. It is square, so the shape stays [3×3];"
+            " swap rows and columns (entry (i, j) goes to (j, i)).") in messages
     path = tmp_path / "seven.yaml"  # seven steps given, one (head_output) wrong
     path.write_text("exercise: single-head-3x4\nq: [[1, 1], [2, 2], [2, 2]]\nk: [[1, 1], [2, 2], [2, 2]]\n"
                     "v: [[1, 1], [2, 2], [2, 2]]\nscores: [[2, 4, 4], [4, 8, 8], [4, 8, 8]]\n"

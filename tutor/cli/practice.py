@@ -176,7 +176,7 @@ def stats(
 ) -> None:
     """Show accuracy by step, mistakes by kind, the review schedule and what to practise next;
     never writes to the store."""
-    from ..drills.results import drills_document
+    from ..drills.results import counted, drills_document
     from ..practice.plan import heads_by_id, recommendation
     from ..practice.stats import stats_document
     from ..store import Store
@@ -186,7 +186,7 @@ def stats(
     store = Store.open_existing(path)
     try:
         data, rec = recommendation(store, env.packs)
-        drills = drills_document(store.attempts() if store is not None else ())
+        drills = drills_document(counted(data.drill_outcomes))
     finally:
         if store is not None:
             store.close()

@@ -34,9 +34,12 @@ if TYPE_CHECKING:
     from ..practice.session import View as QuizView
     from ..store import Recorder
 
-#: The hand calculations an interview may start with: (exercise, step), each small enough for paper.
-CALCULATIONS = (("single-head-3x4", "scores"), ("single-head-dk4-2x4", "scaled"), ("cross-attention-2x3", "scores"),
-                ("two-head-causal-3x4", "masked"), ("padding-4x2", "masked"))
+#: The hand calculations an interview may start with: (exercise, step), each small enough for paper and each
+#: a real calculation -- every entry combines several numbers: a matrix product (``scores``, ``head_output``) or
+#: a softmax over a row (``weights``), never a step that rescales or copies its input entry by entry (``scaled``,
+#: ``masked``: the masks section asks about masks).
+CALCULATIONS = (("single-head-3x4", "scores"), ("single-head-dk4-2x4", "weights"), ("cross-attention-2x3", "scores"),
+                ("two-head-dk1-3x4", "weights"), ("single-head-asym-3x4", "scores"))
 SECTIONS = ("calculation", "shapes", "counts", "masks", "concepts")
 
 #: The concept question whose key points outline a spoken answer for a topic that is not itself a concept topic.

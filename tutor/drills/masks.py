@@ -121,20 +121,26 @@ def _cell(v: float, convention: str) -> str:
     return str(int(v))
 
 
+def position(i: int) -> int:
+    """The position a learner reads for index ``i``: sequences, queries and keys are counted from 1, as
+    everywhere else in the tool (``r1``, ``d1``, head 1)."""
+    return i + 1
+
+
 def grid(rows: tuple[tuple[float, ...], ...], convention: str, row_label: str = "q", col_label: str = "k") -> list[str]:
-    """A mask as aligned text lines, rows labelled ``q0``, ``q1``, … and columns ``k0``, ``k1``, …"""
+    """A mask as aligned text lines, rows labelled ``q1``, ``q2``, … and columns ``k1``, ``k2``, …"""
     cells = [[_cell(v, convention) for v in row] for row in rows]
-    width = max([len(c) for row in cells for c in row] + [len(f"{col_label}{len(rows[0]) - 1}")])
-    label = len(f"{row_label}{len(rows) - 1}")
-    head = " " * label + "  " + " ".join(f"{col_label}{j}".rjust(width) for j in range(len(rows[0])))
-    return [head] + [f"{row_label}{i}".ljust(label) + "  " + " ".join(c.rjust(width) for c in row)
+    width = max([len(c) for row in cells for c in row] + [len(f"{col_label}{position(len(rows[0]) - 1)}")])
+    label = len(f"{row_label}{position(len(rows) - 1)}")
+    head = " " * label + "  " + " ".join(f"{col_label}{position(j)}".rjust(width) for j in range(len(rows[0])))
+    return [head] + [f"{row_label}{position(i)}".ljust(label) + "  " + " ".join(c.rjust(width) for c in row)
                      for i, row in enumerate(cells)]
 
 
 def every_convention(s: Scenario) -> list[str]:
     """The scenario's mask for the sequence asked about, in every convention, as lines of text."""
     allowed = s.allowed()
-    lines = [t("drill.masks.every", batch=s.batch)]
+    lines = [t("drill.masks.every", batch=position(s.batch))]
     for convention in CONVENTIONS:
         lines.append(t(f"drill.masks.name.{convention}"))
         lines += ["  " + line for line in grid(as_convention(allowed, convention), convention)]
@@ -146,7 +152,7 @@ def every_convention(s: Scenario) -> list[str]:
         lines.append(t(f"drill.masks.causal.{s.causal}", L_q=s.L_q, L_k=s.L_k))
     rows = s.fully_masked()
     if rows:
-        lines.append(t("drill.masks.fully_masked_rows", rows=", ".join(f"q{i}" for i in rows)))
+        lines.append(t("drill.masks.fully_masked_rows", rows=", ".join(f"q{position(i)}" for i in rows)))
     return lines
 
 
@@ -267,7 +273,7 @@ def _matrix_question(s: Scenario, convention: str, topic: str | None, setting: s
             seen.add(value)
             unique.append(Variant(value, key, t(key)))
     topic = topic or convention
-    how = t(f"drill.masks.ask.{convention}", L_q=s.L_q, L_k=s.L_k, batch=s.batch)
+    how = t(f"drill.masks.ask.{convention}", L_q=s.L_q, L_k=s.L_k, batch=position(s.batch))
     if topic == "causal_alignment":
         how = t("drill.masks.ask.bottom_right", L_q=s.L_q, L_k=s.L_k)
     return Question(
@@ -301,8 +307,8 @@ def _fact_question(f: Fact, s: Scenario, setting: str, config: dict[str, object]
     choices = lettered([(r, t(f"drill.masks.result.{r}"), r == f.result, "") for r in results])
     right = next(c for c in choices if c.right)
     masked = s.fully_masked()
-    rows = ", ".join(f"q{i}" for i in masked)
-    ask = (plural("drill.masks.ask.fully_masked", len(masked), rows=rows, batch=s.batch,
+    rows = ", ".join(f"q{position(i)}" for i in masked)
+    ask = (plural("drill.masks.ask.fully_masked", len(masked), rows=rows, batch=position(s.batch),
                   setting=t(f"drill.masks.setting.{f.id}"))
            if f.topic == "fully_masked" else t("drill.masks.ask.neg_1e9", setting=t(f"drill.masks.setting.{f.id}")))
     prompt = ask if f.topic == "neg_1e9" else setting + "\n" + ask

@@ -367,6 +367,8 @@ def grade(q: Question, text: str) -> Verdict:
 
     Never raises for what was typed: unreadable text is an ``invalid`` verdict saying why.
     """
+    if "\ufffd" in text:  # what the line reader made of bytes the stream could not decode (practice.terminal.Lines)
+        return Verdict("invalid", t("drill.answer.undecodable", column=text.index("\ufffd") + 1))
     try:
         if q.kind == "shape":
             return _grade_shape(q, parse_shape(text))

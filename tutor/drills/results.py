@@ -16,7 +16,8 @@ the schema is unchanged (no migration):
   ``drill:interview``) and ``mode`` the drill's mode.
 
 Practice statistics leave these rows out (:data:`DRILL_PREFIX`); this module
-summarises them: pure functions of the attempts.
+summarises them: pure functions of the attempts, or of their counts per step
+name as the store aggregates them in SQL (``stats`` on a store of any size).
 """
 
 from __future__ import annotations
@@ -53,13 +54,24 @@ def split_step(step: str) -> tuple[str, str] | None:
 
 def topic_stats(attempts: Iterable[Attempt]) -> list[TopicStats]:
     """One :class:`TopicStats` per drill topic answered, drills in :data:`DRILLS` order, topics by name."""
-    counts: dict[tuple[str, str], dict[str, int]] = {}
+    counts: dict[str, dict[str, int]] = {}
     for a in attempts:
-        key = split_step(a.step)
+        c = counts.setdefault(a.step, {"correct": 0, "wrong": 0, "shown": 0, "skipped": 0})
+        c[a.outcome] += 1
+    return counted([(step, c["correct"], c["wrong"], c["shown"], c["skipped"]) for step, c in counts.items()])
+
+
+def counted(rows: Iterable[tuple[str, int, int, int, int]]) -> list[TopicStats]:
+    """:func:`topic_stats` from answers already counted per step name, ``(step, correct, wrong, shown,
+    skipped)`` (the store's :meth:`~tutor.store.Store.drill_outcomes`): practice steps are left out."""
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for step, correct, wrong, shown, skipped in rows:
+        key = split_step(step)
         if key is None:
             continue
         c = counts.setdefault(key, {"correct": 0, "wrong": 0, "shown": 0, "skipped": 0})
-        c[a.outcome] += 1
+        for name, n in (("correct", correct), ("wrong", wrong), ("shown", shown), ("skipped", skipped)):
+            c[name] += n
     order = {d: i for i, d in enumerate(DRILLS)}
     return [TopicStats(d, tp, **c) for (d, tp), c in sorted(counts.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0]))]
 
@@ -77,11 +89,10 @@ def weakest(stats: Iterable[TopicStats], n: int = 3) -> list[TopicStats]:
     return sorted(missed, key=lambda s: (s.score, -(s.graded - s.correct), s.drill, s.topic))[:n]
 
 
-def drills_document(attempts: Iterable[Attempt]) -> dict[str, Any]:
-    """The drills section of ``stats --format json``: ``{"answers", "topics": [{"drill", "topic", "correct",
-    "wrong", "shown", "skipped", "graded", "accuracy"}], "review": [{"drill", "topic", "accuracy",
-    "command"}]}``; accuracies rounded to 4 places."""
-    stats = topic_stats(attempts)
+def drills_document(stats: list[TopicStats]) -> dict[str, Any]:
+    """The drills section of ``stats --format json`` from the topics' counts (:func:`counted`, :func:`topic_stats`):
+    ``{"answers", "topics": [{"drill", "topic", "correct", "wrong", "shown", "skipped", "graded", "accuracy"}],
+    "review": [{"drill", "topic", "accuracy", "command"}]}``; accuracies rounded to 4 places."""
 
     def accuracy(s: TopicStats) -> float | None:
         return None if s.accuracy is None else round(s.accuracy, 4)

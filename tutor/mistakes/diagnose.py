@@ -319,6 +319,13 @@ def _transposed(sol: Solution, step_id: str, head: int | None) -> Array | None:
     return right_value(sol, step_id, head).T  # [cols, rows]
 
 
+def _transposed_said(sol: Solution, step_id: str, head: int | None) -> list[tuple[dict[str, object], Array]]:
+    """The transposed step, with the sentence for its shape: a square matrix transposed keeps its shape,
+    so the learner is told to swap the entries, not to write it in another shape."""
+    got = right_value(sol, step_id, head).T  # [cols, rows]
+    return [({"_message": "diagnose.transposed.square"} if got.shape[0] == got.shape[1] else {}, got)]
+
+
 def _mask_in_scaled(sol: Solution, step_id: str, head: int | None) -> Array | None:
     """``scaled`` with the mask already applied: the right ``masked`` step, written one step early."""
     if not sol.exercise.has_mask:
@@ -613,7 +620,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("bias_after_softmax", Variant(bias="after_softmax"), "bias"),
     _m("alibi_sign", Variant(bias="negated"), "alibi"),
     _m("alibi_shifted", Variant(bias="shifted"), "alibi"),
-    _special("transposed", _ALL, _transposed),
+    replace(_special("transposed", _ALL, _transposed), family=_transposed_said),
     # mistakes from published tutorials, notebooks and issues (issue 10)
     _judged("mask_large_negative", ("masked",), _large_fill),
     _m("mask_added", Variant(mask="added"), "mask"),

@@ -79,6 +79,7 @@ class View(Shows, Protocol):
     """What a practice session shows its effects on (:class:`tutor.render.quiz.QuizRenderer` is one)."""
 
     notes: dict
+    why: dict
     unsaved: Sequence[Attempt]
 
     def intro(self, ex: Exercise, total: int, settings: Settings, opening: Sequence[str] = ()) -> None: ...
@@ -99,6 +100,7 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, vi
     answers are lost, and the error goes on.
     """
     from ..mistakes.invisible import notes
+    from ..steps import KINDS
     from ..store import Recorder
     from . import handle  # the package's, looked up now (a test may stand in for it)
     from .worked import select, start
@@ -107,6 +109,7 @@ def practise(plan: Plan, settings: Settings, *, store: Store, stream: TextIO, vi
     total = len(select(sol, plan.steps, plan.head)) - plan.begin_at
     renderer, console = view, view.console
     renderer.notes = notes(sol)  # said after a right answer at a step whose check cannot catch a core mistake
+    renderer.why = {s.key: KINDS[s.id].why(s, sol.exercise) for s in sol.steps}  # said once a step is answered or shown
     with ctrl_c_interrupts():
         state, effects = start(sol, settings, steps=plan.steps, head=plan.head, begin_at=plan.begin_at,
                                record_as=plan.exercise_id)

@@ -17,18 +17,18 @@ if TYPE_CHECKING:
 
 
 def mistake_name(key: str) -> str:
-    """What a mistake's key is called where it is counted (``mistake.<key>``); the key itself
-    for one the catalogue does not name (a misconception added without its name)."""
+    """What a mistake's key is called where it is counted (``mistake.<key>``; every key a session can
+    store has one, a test holds it); a key only another version wrote is said to be unnamed, with the key."""
     from ..base.messages import EN
 
-    return t(f"mistake.{key}") if f"mistake.{key}" in EN else key
+    return t(f"mistake.{key}") if f"mistake.{key}" in EN else t("mistake.unnamed", key=key)
 
 
 def stats_document(data: Stats, rec: Recommendation | None, path: str,
                    heads: dict[str, int] | None = None) -> dict[str, Any]:
     """The stats as plain data: what ``stats --format json`` prints and the terminal view renders.
 
-    ``{"store", "sessions", "answers", "steps", "mistakes", "due_now", "next", "left_out"}``:
+    ``{"store", "sessions", "answers", "steps", "mistakes", "mistake_kinds", "due_now", "next", "left_out"}``:
 
     * ``steps``: per step kind practised, ``{"step", "correct", "wrong",
       "shown", "skipped", "first_try", "graded", "accuracy", "due",
@@ -42,6 +42,7 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str,
       (``kind`` is ``diagnosis`` or ``grading``; ``head`` is 0-based, as in
       every JSON document, ``null`` for a layer step; ``heads`` the number of
       heads of the exercise, from ``heads`` (id -> heads), ``null`` when unknown);
+      ``mistake_kinds`` how many different mistakes were made (``mistakes`` lists the most frequent);
     * ``due_now``: the skills due for review, ``{"step", "family", "due"}``;
     * ``next``: ``{"step", "exercise", "correct", "graded", "accuracy",
       "command"}`` or ``null``.
@@ -83,6 +84,7 @@ def stats_document(data: Stats, rec: Recommendation | None, path: str,
         "answers": data.answers,
         "steps": steps,
         "mistakes": mistakes,
+        "mistake_kinds": data.mistake_kinds,
         "due_now": [{"step": k.step, "family": k.family, "due": k.due.isoformat()} for k in data.skills
                     if k.is_due(now)],
         "next": nxt,

@@ -5,8 +5,8 @@ interview drills, the mock interview) reads its answers with :class:`Lines`:
 from a terminal that is ``sys.stdin`` with ``input()`` (line editing and
 history), from anything else with ``stream.readline()``, each line then
 echoed after its prompt so that a transcript reads as typed; undecodable
-bytes in piped input become U+FFFD (then an unreadable answer), never a
-crash.  The console it writes prompts to and the echo are passed in (rich's
+bytes, piped or typed at a terminal whose encoding cannot hold them, become
+U+FFFD (then an unreadable answer), never a crash.  The console it writes prompts to and the echo are passed in (rich's
 ``Prompt(stream=...)``); nothing here renders.
 
 Ctrl-C: :func:`ctrl_c_interrupts` makes it raise :class:`KeyboardInterrupt`
@@ -91,17 +91,19 @@ class Lines:
     def __init__(self, stream: TextIO, console: Console, echo: Callable[[str, str], None]):
         self.stream, self.console, self.echo = stream, console, echo
         self.interactive = stream is sys.stdin and stream.isatty()
+        # Undecodable bytes become U+FFFD (then an unreadable answer), never a crash: piped or typed at a
+        # terminal alike, since input() decodes a terminal's line with the stream's encoding and errors too
+        # (a `√` typed where the stream's encoding is ASCII).
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
+                pass
         if self.interactive:
             try:  # input() gets line editing and history only once readline is loaded
                 import readline  # noqa: F401
             except ImportError:  # pragma: no cover - Windows without pyreadline
-                pass
-            return
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:  # undecodable bytes become U+FFFD (then an unreadable answer), never a crash
-            try:
-                reconfigure(errors="replace")
-            except (ValueError, OSError):  # pragma: no cover - a stream that cannot change
                 pass
 
     def read(self, prompt: str) -> str | None:

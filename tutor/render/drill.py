@@ -157,16 +157,39 @@ class DrillView:
         self._explain(q)
 
     def _explain(self, q: Question) -> None:
-        for line in q.explain:
-            self._explain_line(line)
-        for line in q.after:
-            self._explain_line(line)
-
-    def _explain_line(self, line: str) -> None:
-        if line.startswith("  "):  # notation: a row of a mask grid, aligned
-            self.code(line[2:], indent=4)
-        else:
+        grid: list[str] = []  # the rows of a mask grid, laid out together
+        for line in (*q.explain, *q.after):
+            if line.startswith("  "):  # notation: a row of a mask grid, aligned
+                grid.append(line[2:])
+                continue
+            self.grid(grid)
+            grid = []
             self.line(line, indent=2)
+        self.grid(grid)
+
+    def grid(self, rows: Sequence[str], indent: int = 4) -> None:
+        """A mask grid (a header of column labels, then a labelled row per query; cells without spaces),
+        each row on one line so that its columns stay aligned.  A grid wider than the console is split
+        into groups of columns, each with the row labels, as the step tables are: no line is wider than
+        the console (issue 20, E: ``drill masks`` at 20 columns)."""
+        if not rows:
+            return
+        if indent + max(len(self.tx(r)) for r in rows) <= self.console.width:
+            for r in rows:
+                self.code(r, indent)
+            return
+        head, *body = [self.tx(r).split() for r in rows]  # [label, cell, ...] per row; the header has no label
+        label = max(len(b[0]) for b in body)
+        widths = [max([len(head[j])] + [len(b[j + 1]) for b in body]) for j in range(len(head))]
+        groups: list[list[int]] = [[]]
+        for j, w in enumerate(widths):  # a line: indent, label, 2 spaces, the cells 1 space apart
+            if groups[-1] and indent + label + 2 + sum(widths[k] + 1 for k in groups[-1]) + w > self.console.width:
+                groups.append([])
+            groups[-1].append(j)
+        for group in groups:
+            self.code(" " * (label + 2) + " ".join(head[j].rjust(widths[j]) for j in group), indent)
+            for b in body:
+                self.code(b[0].ljust(label) + "  " + " ".join(b[j + 1].rjust(widths[j]) for j in group), indent)
 
     def reveal(self, q: Question, *, shown: bool) -> None:
         """``show`` (the answer, counted as a miss) or ``skip`` (not counted; the answer is shown too)."""

@@ -53,6 +53,7 @@ class QuizRenderer:
         self.right_mark = "✓" if self.r.unicode else "ok"
         self.unsaved: Sequence[Attempt] = ()  # answers the store could not take by the end (set by the CLI before the summary)
         self.notes: dict[tuple[str, int | None], list[str]] = {}  # mistakes this exercise cannot catch, by step
+        self.why: dict[tuple[str, int | None], list[str]] = {}  # what each step means, said once it is answered or shown
 
     # -- primitives ---------------------------------------------------------------
     def tx(self, text: str) -> str:
@@ -178,8 +179,14 @@ class QuizRenderer:
     def on_correct(self, e: quiz.Correct[Step]) -> None:
         key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
         self.line(f"{self.right_mark} " + t(key, attempt=e.attempt), "bold green")
+        self.explained(e.step)
         for sentence in self.notes.get(e.step.key, ()):  # a right answer here cannot rule these mistakes out
             self.line(t("explain.note", note=sentence), "yellow", indent=2)
+
+    def explained(self, step: Step) -> None:
+        """Why the step is computed as it is (the sentences ``explain`` gives it), once its answer is known."""
+        for sentence in self.why.get(step.key, ()):
+            self.line(sentence, "italic", indent=2)
 
     def on_wrong(self, e: quiz.Wrong[Step]) -> None:
         step = e.step
@@ -298,6 +305,7 @@ class QuizRenderer:
                 packed = pack([self.tx(x) for x in labels[:-1]] + [self.tx(labels[-1] + ":")], self.console.width - 3)
                 self.console.print(Padding(Text(packed), (0, 0, 0, 3), expand=False))
                 self.line(exact, indent=5)
+        self.explained(step)
 
     def on_skipped(self, s: quiz.Skipped[Step]) -> None:
         self.line(t("practice.skipped"), "dim")

@@ -252,14 +252,8 @@ class RichRenderer:
             if max(len(a) + len(b) for a, b in rows) + 6 <= self.console.width:
                 for a, b in rows:
                     self.console.print(Padding(Text(f"{a} {b}"), (0, 0, 0, 5), expand=False))
-            elif self.console.width >= GRID_WIDTH:  # too wide for one line: a grid, so wrapped lines keep their column
-                column = max(12, self.console.width // 3)
-                grid = Table.grid(padding=(0, 1))
-                grid.add_column(max_width=column, overflow="fold")
-                grid.add_column(overflow="fold")
-                for (a, b), labs in zip(rows, labels):  # the places break between cells, never inside "(t1, t2)"
-                    grid.add_row(Text(pack(labs[:-1] + [labs[-1] + ":"], column)), Text(b))
-                self.console.print(Padding(grid, (0, 0, 0, 5), expand=False))
+            elif self.console.width >= GRID_WIDTH:  # too wide for one line: two columns, so wrapped lines keep theirs
+                self.exact_columns(rows, labels)
             else:  # narrow: the places, then the entry below them, wrapped between words (a number only folds)
                 for (a, b), labs in zip(rows, labels):
                     a = pack(labs[:-1] + [labs[-1] + ":"], self.console.width - 5)
@@ -273,6 +267,27 @@ class RichRenderer:
                                        expand=False))
         if item.heatmap:
             self.heatmap(step)
+
+    def exact_columns(self, rows: Sequence[tuple[str, str]], labels: Sequence[Sequence[str]]) -> None:
+        """The exact entries listed below a table, in two columns: the places, and the entry wrapped in its
+        own column.  A list of places too long for its column (a third of the console) is never wrapped in
+        the middle beside an entry (issue 20, E: it read as two lists): it takes a line of its own, its
+        entry below it in the entries' column."""
+        width = self.console.width
+        column = max(12, width // 3)
+        fitting = [len(a) for a, _ in rows if len(a) <= column]
+        at = 5 + (max(fitting) + 1 if fitting else 2)  # where the entries' column starts
+        for (a, b), labs in zip(rows, labels):
+            lines = Text(b).wrap(self.console, width - at, overflow="fold")
+            if len(a) <= column:
+                first = Text(a.ljust(at - 6) + " ") + lines[0]
+                rest = lines[1:]
+            else:  # the places on their own line (wrapped between places only when wider than the console)
+                first = Text(pack([*labs[:-1], labs[-1] + ":"], width - 5), overflow="fold")
+                rest = list(lines)
+            self.console.print(Padding(first, (0, 0, 0, 5), expand=False))
+            for line in rest:
+                self.console.print(Padding(line, (0, 0, 0, at), expand=False))
 
     def heatmap(self, step: Step) -> None:
         """The weights as shades (darker = more weight), each with its value, so no colour is needed."""

@@ -14,7 +14,7 @@ from datetime import datetime
 from ..steps import KINDS, STEP_IDS
 from .attempt import OutcomeCounts
 from .scheduling import Skill, skills, unreadable_skills
-from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN, Rows
+from .schema import ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN, Rows
 
 Key = tuple[str, "int | None"]  # (step id, 0-based head or None)
 
@@ -61,6 +61,11 @@ class Stats:
     mistakes: tuple[MistakeCount, ...] = ()
     practised: dict[tuple[str, str], int] = field(default_factory=dict)  # (exercise, step) -> graded answers
     skills: tuple[Skill, ...] = ()
+    #: how many different mistakes (key and kind) were made: :attr:`mistakes` holds only the most frequent
+    mistake_kinds: int = 0
+    #: the drills' answers (:mod:`tutor.drills.results`), counted per step name: ``(step, correct, wrong,
+    #: shown, skipped)``; every other field leaves them out
+    drill_outcomes: tuple[tuple[str, int, int, int, int], ...] = ()
     #: rows not as attn-tutor writes them (see :data:`.schema.ANSWER_AS_WRITTEN`, and those of
     #: ``mistakes`` and ``skills``): left out of every count
     left_out: int = 0
@@ -81,7 +86,9 @@ PRACTICE_SESSIONS = "substr(exercise, 1, 6) != 'drill:'"
 def stats(store: Rows, top: int = 5, at: datetime | None = None) -> Stats:
     """Accuracy by step kind, the ``top`` most frequent mistakes (by key, with where each
     happened), practice per (exercise, step), and the schedule of every skill at ``at``.
-    Drill answers (:mod:`tutor.drills.results`) are left out.
+    Drill answers (:mod:`tutor.drills.results`) are left out of these, and counted apart
+    (:attr:`Stats.drill_outcomes`).  Everything is aggregated in SQL: the memory it takes does not
+    grow with the number of answers (``benchmarks/stats_memory.py``).
 
     Only rows as attn-tutor writes them are counted (:data:`.schema.ANSWER_AS_WRITTEN`: every
     value of the type its column holds; likewise for ``mistakes`` and ``skills``, whose values must
@@ -90,17 +97,37 @@ def stats(store: Rows, top: int = 5, at: datetime | None = None) -> Stats:
     0 -- are left out and counted in :attr:`Stats.left_out`, so that the rest of the progress
     stays usable."""
     (sessions,), = store.read(f"SELECT COUNT(*) FROM sessions WHERE {PRACTICE_SESSIONS}")
-    (left_out,), = store.read(f"SELECT (SELECT COUNT(*) FROM answers WHERE NOT ({ANSWER_AS_WRITTEN}))"
-                              f" + (SELECT COUNT(*) FROM mistakes WHERE NOT ({MISTAKE_AS_WRITTEN}))"
+    # one scan of the answers, counted in SQL per (exercise, step): a few hundred rows whatever the size
+    # of the store, from which the steps, the practice per (exercise, step) and the drills' counts are
+    # summed here (never every answer in memory).  The same statement (one snapshot, whoever writes
+    # meanwhile) counts every row of the table, NULL for exercise: the answers not as written are the rest.
+    counts: dict[str, list[int]] = {}
+    practised: dict[tuple[str, str], int] = {}
+    drills: dict[str, list[int]] = {}
+    read = total = 0
+    for exercise, step, correct, wrong, shown, skipped, first in store.read(
+            "SELECT exercise, step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
+            f" SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM {ANSWERS} GROUP BY exercise, step"
+            " UNION ALL SELECT NULL, NULL, COUNT(*), 0, 0, 0, 0 FROM answers"):
+        if exercise is None:
+            total = correct
+            continue
+        read += correct + wrong + shown + skipped
+        if step[:6] == "drill:":  # not PRACTICE_ONLY: a drill's answer
+            d = drills.setdefault(step, [0, 0, 0, 0])
+            for i, n in enumerate((correct, wrong, shown, skipped)):
+                d[i] += n
+            continue
+        c = counts.setdefault(step, [0, 0, 0, 0, 0])
+        for i, n in enumerate((correct, wrong, shown, skipped, first)):
+            c[i] += n
+        if correct + wrong + shown:
+            practised[(exercise, step)] = correct + wrong + shown
+    (left_out,), = store.read(f"SELECT (SELECT COUNT(*) FROM mistakes WHERE NOT ({MISTAKE_AS_WRITTEN}))"
                               f" + (SELECT COUNT(*) FROM skills WHERE NOT ({SKILL_AS_WRITTEN}))")
+    left_out += total - read
     left_out += unreadable_skills(store)  # of the right types, but out of the range the scheduler writes
-    by_step = {
-        step: StepStats(step, correct, wrong, shown, skipped, first)
-        for step, correct, wrong, shown, skipped, first in store.read(
-            "SELECT step, SUM(outcome = 'correct'), SUM(outcome = 'wrong'), SUM(outcome = 'shown'),"
-            " SUM(outcome = 'skipped'), SUM(outcome = 'correct' AND attempt = 1) FROM " + ANSWERS +
-            f" WHERE {PRACTICE_ONLY} GROUP BY step")
-    }
+    by_step = {step: StepStats(step, *c) for step, c in counts.items()}
     order: dict[str, int] = {s: i for i, s in enumerate(STEP_IDS)}
     steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
     places: dict[tuple[str, str], list[Place]] = {}
@@ -114,11 +141,9 @@ def stats(store: Rows, top: int = 5, at: datetime | None = None) -> Stats:
                                                           -1 if p.head is None else p.head))))
          for (key, kind), where in places.items()),
         key=lambda m: (-m.count, m.key))[:top]
-    practised = {(ex, step): n for ex, step, n in store.read(
-        f"SELECT exercise, step, COUNT(*) FROM {ANSWERS} WHERE outcome != 'skipped' AND {PRACTICE_ONLY}"
-        " GROUP BY exercise, step")}
     answers = sum(s.graded + s.skipped for s in steps)
-    return Stats(sessions, answers, steps, tuple(mistakes), practised, tuple(skills(store, at)), left_out)
+    return Stats(sessions, answers, steps, tuple(mistakes), practised, tuple(skills(store, at)), len(places),
+                 tuple((step, c[0], c[1], c[2], c[3]) for step, c in sorted(drills.items())), left_out)
 
 
 # --- what to practise next ------------------------------------------------------------------------

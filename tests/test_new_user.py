@@ -1,0 +1,376 @@
+"""Issue 20, E: what a new user and a hostile trial found, each input and its siblings as a test.
+
+Each test computes what it expects by hand (or independently of the code under test) and can fail."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from tutor.drills import interview, masks
+from tutor.drills.record import grade
+
+T, F = True, False
+
+
+# --- positions are counted from 1 wherever a learner reads them ----------------------------------------
+
+
+def test_drill_masks_counts_sequences_queries_and_keys_from_1():
+    # B = 2, lengths 4 and 2 padded at the start, causal: the asked sequence is the second one (index 1)
+    s = masks.Scenario("left_padding", 2, 4, 4, "top_left", (4, 2), True, 1)
+    qs = masks.scenario_questions(s, random.Random(0), "m")
+    first = qs[0]
+    assert "for sequence 2:" in first.prompt and "sequence 1" not in first.prompt
+    # the second sequence's mask is right; the first sequence's (no padding: the causal mask alone) is not
+    second_rows = "0 0 0 0; 0 0 0 0; 0 0 1 0; 0 0 1 1"
+    first_rows = "1 0 0 0; 1 1 0 0; 1 1 1 0; 1 1 1 1"
+    conv = first.json["convention"]
+    def typed(rows: str) -> str:
+        m = [[int(v) for v in r.split()] for r in rows.split(";")]
+        cell = {"sdpa_bool": lambda a: str(a), "mha_bool": lambda a: str(1 - a),
+                "additive": lambda a: "0" if a else "-inf"}[str(conv)]
+        return "; ".join(" ".join(cell(a) for a in r) for r in m)
+    assert grade(first, typed(second_rows)).outcome == "correct"
+    assert grade(first, typed(first_rows)).outcome != "correct"
+    every = masks.every_convention(s)
+    assert every[0].startswith("The mask of sequence 2 ")
+    assert every[2].split() == ["k1", "k2", "k3", "k4"]
+    assert [line.split()[0] for line in every[3:7]] == ["q1", "q2", "q3", "q4"]
+    kpm = every[every.index(next(x for x in every if "key_padding_mask" in x)) + 1:][:3]
+    assert [line.split()[0] for line in kpm[1:]] == ["b1", "b2"]
+    assert every[-1] == "Rows that may attend to no key: q1, q2."
+    fully = next(q for q in qs if q.topic == "fully_masked")
+    assert "In sequence 2, queries q1, q2 may attend to no key." in fully.prompt
+
+
+def test_no_text_a_learner_reads_counts_positions_from_0():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    decode = (root / "exercises" / "decode-one-token-cache-3.yaml").read_text(encoding="utf-8")
+    assert "(i = 0)" not in decode and "keys 0 to" not in decode
+    assert "the new token (i = 1) sees keys 1 to 4" in decode
+    bank = "".join(p.read_text(encoding="utf-8") for p in (root / "tutor" / "drills" / "concepts").glob("*.yaml"))
+    assert "keys 0 to" not in bank and "key 0" not in bank
+    for seed in range(30):  # every scenario of 30 drills: no label q0, k0, b0, no "sequence 0"
+        for q in masks.questions(seed, 9):
+            text = "\n".join([q.prompt, *q.explain, *q.after])
+            assert not any(w in text.split() for w in ("q0", "k0", "b0", "q0,")), text
+            assert "sequence 0" not in text
+
+
+# --- the mock interview's hand step is a real calculation -------------------------------------------
+
+
+def _oracle(kind: str, given: dict[str, list[list[float]]]) -> list[list[float]]:
+    import math
+
+    if kind == "scores":
+        Q, K = given["Q"], given["K"]
+        return [[sum(a * b for a, b in zip(q, k, strict=True)) for k in K] for q in Q]
+    if kind == "weights":
+        (S,) = given.values()
+        out = []
+        for row in S:
+            e = [math.exp(v) for v in row]
+            out.append([v / sum(e) for v in e])
+        return out
+    raise AssertionError(f"{kind} is not a calculation the test knows")
+
+
+@pytest.mark.parametrize(("exercise", "step"), interview.CALCULATIONS)
+def test_every_hand_calculation_of_the_interview_combines_several_numbers_per_entry(exercise, step):
+    from tutor.exercise.catalog import resolve
+    from tutor.steps import solve
+    from tutor.steps.catalogue import CATALOGUE
+
+    sol = solve(resolve(exercise))
+    kind = next(k for k in CATALOGUE if k.id == step)
+    st = sol.step(step, 0)
+    given = {g.name: [list(r) for r in g.value] for g in kind.given(sol, st)}
+    want = _oracle(step, given)
+    assert [[round(v, 9) for v in r] for r in st.value] == [[round(v, 9) for v in r] for r in want]
+    # every entry moves when one of at least two numbers it is computed from moves (a halving moves with one)
+    for i, row in enumerate(want):
+        for j, _ in enumerate(row):
+            moved = 0
+            for name, m in given.items():
+                for a, r in enumerate(m):
+                    for b, _ in enumerate(r):
+                        bumped = {n: [list(x) for x in g] for n, g in given.items()}
+                        bumped[name][a][b] += 0.5
+                        moved += abs(_oracle(step, bumped)[i][j] - want[i][j]) > 1e-12
+            assert moved >= 2, (exercise, step, i, j)
+    # and no answer is a given matrix times a constant (the 2×2 halving of scores into scaled)
+    for m in given.values():
+        if (len(m), len(m[0])) == (len(want), len(want[0])) and any(v for r in m for v in r):
+            ratios = {round(w / v, 9) for r, wr in zip(m, want, strict=True) for v, w in zip(r, wr, strict=True) if v}
+            assert len(ratios) > 1 or any(w and not v for r, wr in zip(m, want, strict=True)
+                                          for v, w in zip(r, wr, strict=True))
+
+
+# --- a character the stream cannot decode ------------------------------------------------------------
+
+
+def test_drills_name_a_character_the_stream_could_not_decode(cli_process):
+    done = cli_process("drill", "shapes", "--seed", "1", "--count", "1", input="2\u00d74\u00d78\nquit\n",
+                       env={"PYTHONIOENCODING": "ascii"})
+    assert done.code == 0, done.err
+    assert "a character the input stream could not decode at column 2" in done.out
+    assert "cannot read" not in done.out
+    q = masks.questions(3, 1)[0]
+    verdict = grade(q, "1 \ufffd\ufffd 0")
+    assert verdict.outcome == "invalid" and "at column 3" in verdict.message
+
+
+# --- stats: counted in SQL, every mistake named, the cut said ----------------------------------------
+
+
+def _stored_mistake_keys() -> set[str]:
+    """Every key a session can write to the ``mistakes`` table: the misconceptions, the single slip,
+    the online softmax's mistakes and the grading note."""
+    from tutor.answers.grading import TRUNCATED
+    from tutor.flash.check import MISTAKES as TILED
+    from tutor.mistakes.diagnose import MISCONCEPTIONS
+
+    return {m.key for m in MISCONCEPTIONS} | {"single_entry", TRUNCATED} | {k for k, _ in TILED}
+
+
+def test_every_mistake_a_session_can_store_has_a_name_in_stats():
+    from tutor.base.messages import EN
+    from tutor.practice.stats import mistake_name
+
+    keys = _stored_mistake_keys()
+    assert {"grad_no_scale", "tiled_no_rescale_acc", "dropout_on", "truncated_decimal"} <= keys
+    unnamed = sorted(k for k in keys if f"mistake.{k}" not in EN)
+    assert unnamed == []
+    for key in keys:
+        name = mistake_name(key)
+        assert name != key and "does not name" not in name, (key, name)  # a phrase, not the key
+    # a key only another version wrote: said to be unnamed, the key given to look it up
+    assert mistake_name("from_the_future") == "a mistake this version does not name (from_the_future)"
+
+
+def _record_many(store, answers):
+    from tutor.store import Attempt
+
+    s = store.begin_session("single-head-3x4", mode="matrix", tolerance=None)
+    for exercise, step, head, outcome, attempt, keys in answers:
+        store.record(s, Attempt(exercise, step, head, outcome, attempt, 0, keys))
+
+
+def test_stats_counts_what_a_hand_count_of_the_answers_gives(tmp_path):
+    from collections import Counter
+
+    from tutor.drills.results import counted, topic_stats
+    from tutor.store import Store
+
+    rng = random.Random(20)
+    answers = []
+    for _ in range(300):
+        if rng.random() < 0.3:
+            step = rng.choice(["drill:shapes:scores", "drill:masks:sdpa_bool", "drill:counts:kv_cache"])
+            answers.append(("drill:" + step.split(":")[1], step, None, rng.choice(["correct", "wrong", "skipped"]),
+                            1, ()))
+        else:
+            outcome = rng.choice(["correct", "wrong", "shown", "skipped"])
+            keys = (rng.choice(["no_scaling", "transposed", "mask_zero"]),) if outcome == "wrong" else ()
+            answers.append((rng.choice(["single-head-3x4", "two-head-causal-3x4"]), rng.choice(["q", "scores", "scaled"]),
+                            0, outcome, rng.choice([1, 2]), keys))
+    with Store.open(tmp_path / "p.sqlite3") as store:
+        _record_many(store, answers)
+        # a row another program wrote (a BLOB for the step): left out of every count, and counted as left out
+        store.conn.execute("INSERT INTO answers (session, at, exercise, step, head, outcome, attempt)"
+                           " VALUES (1, 'x', 'single-head-3x4', X'00', 0, 'correct', 1)")
+        store.conn.commit()
+        data = store.stats()
+    practice = [a for a in answers if not a[1].startswith("drill:")]
+    by = Counter((step, outcome) for _, step, _, outcome, _, _ in practice)
+    for step in ("q", "scores", "scaled"):
+        s = data.step(step)
+        assert (s.correct, s.wrong, s.shown, s.skipped) == tuple(by[(step, o)] for o in
+                                                                 ("correct", "wrong", "shown", "skipped"))
+        assert s.first_try == sum(1 for a in practice if a[1] == step and a[3] == "correct" and a[4] == 1)
+    assert data.answers == len(practice)
+    assert data.left_out == 1
+    assert data.practised == dict(Counter((a[0], a[1]) for a in practice if a[3] != "skipped"))
+    keys = Counter(a[5][0] for a in practice if a[5])
+    assert [(m.key, m.count) for m in data.mistakes] == sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert data.mistake_kinds == len(keys)
+    # the drills' topics, from the counts in SQL, are those counted answer by answer
+    from tutor.store import Attempt
+
+    drills = [Attempt(e, st, h, o, n) for e, st, h, o, n, _ in answers if st.startswith("drill:")]
+    assert counted(data.drill_outcomes) == topic_stats(drills)
+    assert sum(s.correct + s.wrong + s.shown + s.skipped for s in counted(data.drill_outcomes)) == len(drills)
+
+
+def test_stats_never_reads_every_answer_into_memory(cli, monkeypatch):
+    from tutor.store import Store
+
+    assert cli("practice", "single-head-3x4", "--steps", "q,scores", input="skip\nskip\n").code == 0
+    assert cli("drill", "shapes", "--count", "1", "--seed", "1", input="skip\n").code == 0
+
+    def every_answer(self):  # what took 900 MB on a store of 500,000 answers
+        raise AssertionError("stats read every answer")
+
+    monkeypatch.setattr(Store, "attempts", every_answer)
+    code, out, err = cli("stats")
+    assert (code, err) == (0, "")
+    assert "Drills: 1 answer" in out
+    code, out, err = cli("stats", "--format", "json")
+    assert code == 0 and json.loads(out)["drills"]["answers"] == 1
+
+
+def test_stats_says_the_mistakes_shown_are_the_most_frequent_of_more(tmp_path, cli, monkeypatch):
+    from tutor.store import Store, default_path
+
+    kinds = ["no_scaling", "transposed", "mask_zero", "softmax_columns", "no_softmax", "grad_no_scale", "times_k"]
+    answers = [("single-head-3x4", "scaled", 0, "wrong", 1, (k,)) for i, k in enumerate(kinds) for _ in range(7 - i)]
+    with Store.open(default_path()) as store:
+        _record_many(store, answers)
+    code, out, err = cli("stats")
+    assert code == 0
+    assert "Mistakes, by kind: the 5 most frequent of 7" in out
+    assert "grad_no_scale" not in out  # the sixth: cut, and said to be
+    doc = json.loads(cli("stats", "--format", "json").out)
+    assert (len(doc["mistakes"]), doc["mistake_kinds"]) == (5, 7)
+    with Store.open(default_path()) as store:  # five kinds or fewer: no cut to speak of
+        store.conn.execute("DELETE FROM mistakes WHERE key IN ('grad_no_scale', 'times_k')")
+        store.conn.commit()
+    out = cli("stats").out
+    assert "Mistakes, by kind\n" in out and "most frequent" not in out
+
+
+def test_stats_names_a_backward_mistake_not_its_key(cli):
+    from tutor.store import Store, default_path
+
+    with Store.open(default_path()) as store:
+        _record_many(store, [("single-head-3x4", "d_q", 0, "wrong", 1, ("grad_no_scale",))])
+    out = cli("stats").out
+    assert "1×  forgot the 1/√d_k of d_Q and d_K" in out and "grad_no_scale" not in out
+
+
+# --- practice says why a step is computed as it is, once its answer is known ---------------------------
+
+
+def test_show_and_a_right_answer_give_the_steps_why(cli):
+    script = "show\n2 4 4; 4 8 8; 4 8 8\n2 4 4; 4 8 8; 4 8 8\nskip\n"
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q,scores,scaled", input=script,
+                         env={"COLUMNS": "200"})
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    q_why = "  Each token asks a question: its row of Q is what it looks for in the other tokens."
+    scores_why = ("  Entry (i, j) is the dot product q_i·k_j: how well query i matches key j. Rows are queries,"
+                  " columns are keys.")
+    # shown: after the answer's table; right: after the verdict, before the note on what it cannot catch
+    assert lines[lines.index(q_why) - 1].startswith("  ╰") and lines.count(q_why) == 1
+    assert lines[lines.index(scores_why) - 1] == "✓ Right." and lines[lines.index(scores_why) + 1].startswith("  Note:")
+    # a wrong answer or a skipped step is not explained: the learner is still to work it out, or chose not to
+    assert "dividing by √d_k brings the variance back to 1" not in out
+    assert lines.count(scores_why) == 1
+
+
+def test_the_why_is_wrapped_at_words_on_a_narrow_ascii_terminal(cli):
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="show\n",
+                         env={"COLUMNS": "30", "PYTHONIOENCODING": "ascii"})
+    assert code == 0
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  Each token asks"))
+    why = []
+    for line in lines[start:]:
+        if not line.startswith("  ") or line.startswith("   "):
+            break
+        why.append(line.rstrip())
+    assert all(len(line) <= 30 for line in why)
+    assert " ".join(line.strip() for line in why) == ("Each token asks a question: its row of Q is what it looks for"
+                                                       " in the other tokens.")
+
+
+# --- stats and drill masks fit 20 columns ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_drill_masks_fits_20_columns_its_grids_split_by_columns(cli, seed):
+    code, out, err = cli("drill", "masks", "--count", 4, "--seed", seed, "--show-answers", env={"COLUMNS": "20"})
+    assert code == 0
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 20
+    skip = "skip\n" * 4
+    code, out, err = cli("drill", "masks", "--count", 4, "--seed", seed, input=skip, env={"COLUMNS": "20"})
+    assert code == 0
+    assert max(len(line.rstrip()) for line in out.splitlines() if "> " not in line) <= 20  # echoes are typed text
+
+
+def test_a_mask_grid_too_wide_is_split_into_groups_of_columns_that_keep_every_cell(cli):
+    # seed 1, question 2: sequence 2 of lengths (4, 2) padded at the start, causal; its additive mask has
+    # -inf wherever the sequence's key is padding (k1, k2) or in the future, 0 at (q3, k3), (q4, k3), (q4, k4)
+    wide = cli("drill", "masks", "--count", 2, "--seed", 1, "--show-answers", env={"COLUMNS": "100"}).out
+    assert "    q3  -inf -inf    0 -inf" in wide.splitlines()
+    narrow = cli("drill", "masks", "--count", 2, "--seed", 1, "--show-answers", env={"COLUMNS": "20"}).out.splitlines()
+    at = narrow.index("  -inf removed):")
+    assert [line.rstrip() for line in narrow[at + 1:at + 11]] == [
+        "          k1   k2",
+        "    q1  -inf -inf",
+        "    q2  -inf -inf",
+        "    q3  -inf -inf",
+        "    q4  -inf -inf",
+        "          k3   k4",
+        "    q1  -inf -inf",
+        "    q2  -inf -inf",
+        "    q3     0 -inf",
+        "    q4     0    0",
+    ]
+
+
+def test_stats_fits_20_columns_and_its_command_is_still_one_command_to_a_shell(cli):
+    import subprocess
+
+    from tutor.store import Store, default_path
+
+    with Store.open(default_path()) as store:  # practised on a long id: the next exercise is another one
+        _record_many(store, [("decode-two-tokens-alignment", "q", 0, "wrong", 1, ("transposed",))])
+    doc = json.loads(cli("stats", "--format", "json").out)
+    command = doc["next"]["command"]
+    for columns in (20, 24, 33):
+        out = cli("stats", env={"COLUMNS": str(columns)}).out
+        assert max(len(line.rstrip()) for line in out.splitlines()) <= columns
+        lines = out.splitlines()
+        first = next(i for i, line in enumerate(lines) if line.startswith("attn-tutor"))
+        end = next(i for i in range(first, len(lines)) if not lines[i].endswith("\\"))
+        typed = "\n".join(lines[first:end + 1])
+        assert typed != command and typed.replace("\\\n", "") == command
+        # what a POSIX shell reads from the lines as printed: the command's words
+        words = subprocess.run(["sh", "-c", 'printf "%s|" ' + typed], capture_output=True, text=True, check=True).stdout
+        assert words == "|".join(command.split()) + "|"
+
+
+# --- explain: a list of places is never wrapped in the middle beside an entry ----------------------------
+
+
+@pytest.mark.parametrize("columns", [60, 64, 70, 80, 90, 100])
+def test_the_places_of_an_exact_entry_are_one_list_on_one_line(cli, columns):
+    import re
+
+    code, out, err = cli("explain", "single-head-3x4", "--backward", env={"COLUMNS": str(columns)})
+    assert code == 0
+    lines = out.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= columns
+    place = r"\([a-z]+\d, [a-z]+\d\)"
+    starts = [i for i, line in enumerate(lines) if re.match(r"^     \(", line)]  # a list of places starts at 5 spaces
+    assert starts
+    for i in starts:  # the whole list, ended by its colon, on the line it starts, an entry after it or below it
+        if re.match(rf"^     {place}(?:, {place})*: ?", lines[i]):
+            continue
+        # wrapped only when the list alone is wider than the console: places to the end of the line, nothing else,
+        # and the rest of the list on the next line
+        assert re.fullmatch(rf"     {place}(?:, {place})*,", lines[i].rstrip()), lines[i]
+        rest = lines[i + 1].rstrip()
+        assert re.fullmatch(rf"     {place}(?:, {place})*:", rest), rest
+        assert len(lines[i].rstrip()) + len(rest) - 4 > columns - 5
+    # d_K (issue 20, E): its second entry's four places, one list, then that entry
+    d_k = lines.index(next(line for line in lines if line.startswith("   d_K = ")))
+    at = next(i for i in range(d_k, len(lines)) if lines[i].startswith("     (t2, d1), (t2, d2), (t3, d1), (t3, d2):"))
+    assert "√2·exp(√2)/(1 + 2·exp(√2))^2 + 4√2·exp(2√2)/" in " ".join(line.strip() for line in lines[at:at + 4])
