@@ -57,7 +57,7 @@ def matmul(a: Matrix, b: Matrix) -> Matrix | None:
                 line.append(_over(row, col, shared))
                 continue
             if rational:
-                charge(sum(words(x) * words(y) for x, y in zip(row, col)))  # type: ignore[arg-type]
+                charge(sum(words(x) * words(y) for x, y in zip(row, col)))  # type: ignore[arg-type, misc]
                 line.append(sum((x * y for x, y in zip(row, col)), ZERO))
                 continue
             parts: list = []
