@@ -69,6 +69,36 @@ def test_sdpa_returns_no_weights_and_a_zero_row():
     assert t("torch.empty_row.sdpa") in torch_empty_row()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+@pytest.mark.parametrize("additive", [False, True])
+def test_the_zero_row_of_sdpa_is_measured_on_cpu_with_its_math_and_flash_backends(additive, dtype):
+    """What the sentence says was checked, and where: CPU, the math and the flash backend, a boolean
+    and a float mask.  Other backends are reported, not measured: the sentence names them as reports,
+    with their public sources, and claims the zero row for none of them."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 1, 3, 4, dtype=dtype, generator=g) for _ in range(3))
+    keep = ~BLOCK_LAST_ROW
+    mask = torch.zeros(3, 3, dtype=dtype).masked_fill(~keep, -math.inf) if additive else keep
+    assert q.device.type == "cpu"
+    for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(backend):  # only this backend may run: an unsupported input raises, never falls back
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        assert torch.equal(out[0, 0, 2], torch.zeros(4, dtype=dtype)), backend
+        assert torch.isfinite(out).all()
+    sdpa, sentence = t("torch.empty_row.sdpa"), torch_empty_row()
+    assert "with its math and its flash backend alike" in sdpa and "a boolean or a float mask" in sdpa
+    assert "PyTorch 2.13 on CPU" in sentence
+    for report in ("MPS before a July 2025 fix (pytorch/pytorch#156707)", "XPU (intel/torch-xpu-ops#1432)",
+                   "CUDA with torch 2.13 on a B200 GPU (unslothai/unsloth#9848)"):
+        assert report in sentence
+        assert report in t("drill.masks.fact.sdpa_bool") and report in t("drill.masks.fact.sdpa_additive")
+    assert "reported to give NaN" in sentence and "on CPU" in t("trace.decoder.weights")
+    for exercise in ("fully-masked-row-3x3", "causal-left-padding-4x2"):  # the bundled files that state the rule
+        assert "on CPU" in " ".join(resolve(exercise).description.split()), exercise
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_mha_gives_nan_with_need_weights_true_its_default(training):
     mha = _mha().train(training)

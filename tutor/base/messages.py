@@ -813,9 +813,9 @@ EN.update({
 # Each sentence about PyTorch is checked against torch 2.13 in tests/test_torch_claims.py.
 EN.update({
     # a query row that may attend to no key, in PyTorch (joined by torch.facts.sep)
-    "torch.empty_row": "In PyTorch 2.13 that row depends on the API and the setting: {facts}.",
+    "torch.empty_row": "In PyTorch 2.13 on CPU (where these facts were checked) that row depends on the API and the setting: {facts}. Other backends were reported to give NaN for F.scaled_dot_product_attention's row: MPS before a July 2025 fix (pytorch/pytorch#156707), XPU (intel/torch-xpu-ops#1432) and CUDA with torch 2.13 on a B200 GPU (unslothai/unsloth#9848).",
     "torch.facts.sep": "; ",
-    "torch.empty_row.sdpa": "F.scaled_dot_product_attention returns no weights, and its output row is 0 (since 2.5)",
+    "torch.empty_row.sdpa": "F.scaled_dot_product_attention returns no weights, and its output row is 0 (since 2.5; with its math and its flash backend alike, and a boolean or a float mask)",
     "torch.empty_row.mha_nan": "nn.MultiheadAttention returns NaN there (output and weights) with need_weights=True, its default",
     "torch.empty_row.mha_fast": "it returns NaN too on its inference fast path, which it takes only when all of its conditions hold (among them: eval(); no gradient to track, as under torch.no_grad() or with every parameter frozen; batch_first=True; an even num_heads; query, key and value the same tensor; bool masks, not float ones; bias=True)",
     "torch.empty_row.mha_bias": "with need_weights=False off that fast path (in training, with gradients on, with a float mask, ...) its output row is out_proj.bias (0 with bias=False)",
@@ -1094,8 +1094,8 @@ EN.update({
     "drill.masks.result.mean_v": "uniform weights, 1/L_k each, so the output is the mean of the value rows",
     "drill.masks.result.error": "a RuntimeError: the value does not fit in float16",
     "drill.masks.result.neg_inf": "-inf",
-    "drill.masks.fact.sdpa_bool": "F.scaled_dot_product_attention returns a zero output row for a query that may attend to no key (checked with torch 2.13).",
-    "drill.masks.fact.sdpa_additive": "F.scaled_dot_product_attention returns a zero output row also when the row of its additive mask is all -inf (checked with torch 2.13).",
+    "drill.masks.fact.sdpa_bool": "F.scaled_dot_product_attention returns a zero output row for a query that may attend to no key (checked with torch 2.13 on CPU, with its math and its flash backend). Other backends were reported to give NaN there: MPS before a July 2025 fix (pytorch/pytorch#156707), XPU (intel/torch-xpu-ops#1432) and CUDA with torch 2.13 on a B200 GPU (unslothai/unsloth#9848).",
+    "drill.masks.fact.sdpa_additive": "F.scaled_dot_product_attention returns a zero output row also when the row of its additive mask is all -inf (checked with torch 2.13 on CPU, with its math and its flash backend). Other backends were reported to give NaN there: MPS before a July 2025 fix (pytorch/pytorch#156707), XPU (intel/torch-xpu-ops#1432) and CUDA with torch 2.13 on a B200 GPU (unslothai/unsloth#9848).",
     "drill.masks.fact.manual_inf": "The softmax of a row that is all -inf is 0/0, NaN, and the NaN spreads to the output row.",
     "drill.masks.fact.manual_1e9": "Every score of the row becomes -1e9, so the softmax gives each key 1/L_k: the output is the mean of the value rows, padding included, with no sign of a problem.",
     "drill.masks.fact.mha_need_weights": "With need_weights=True, nn.MultiheadAttention returns NaN for that row, in its output and its weights (checked with torch 2.13).",
@@ -1394,7 +1394,7 @@ EN.update({
     "trace.decoder.scores.cache": "q @ k.transpose(-2, -1) / √d_k, against every key (the cached ones too)",
     "trace.decoder.attn_mask.float": "a float attn_mask: the bias, and -inf where the mask or the padding blocks; added to the scaled scores",
     "trace.decoder.attn_mask": "the mask: True = may attend (broadcast over B and the heads)",
-    "trace.decoder.weights": "softmax over the last axis (keys); a row with no key gives zeros in SDPA",
+    "trace.decoder.weights": "softmax over the last axis (keys); a row with no key gives zeros in SDPA on CPU (checked with torch 2.13; NaN was reported on MPS before a July 2025 fix, on XPU and on a CUDA B200 GPU)",
     "trace.decoder.context": "weights @ v (v's K/V heads repeated likewise)",
     "trace.decoder.context.plain": "weights @ v",
     "trace.decoder.out_proj": "merge @ W_o + b_o",
