@@ -195,6 +195,41 @@ def test_causal_is_is_causal_top_left_and_a_decode_needs_bottom_right(L, L_k):
     assert "j ≤ i + 1" in t("explain.causal.offset", L=2, L_k=3, shift=1)
 
 
+DECODES = ["decode-one-token-cache-3", "decode-two-tokens-alignment"]
+
+
+@pytest.mark.filterwarnings("ignore:Lower right causal bias")
+@pytest.mark.parametrize("name", DECODES)
+def test_a_decode_step_is_the_full_forwards_last_rows_and_says_so(cli, name):
+    """Issue 20, D: the decode exercises claim their rows are the full causal forward's last rows.  From the
+    file itself (not the loader): the cache is past_x projected with the head's own W_K, W_V; torch's SDPA over
+    all the tokens with is_causal=True gives, as its last rows, what the decode step gives with the cache and
+    causal_lower_right, and what the engine gives; explain shows those rows; top-left alignment would not."""
+    import yaml
+    from torch.nn.attention.bias import causal_lower_right
+
+    data = yaml.safe_load((EXERCISES / f"{name}.yaml").read_text(encoding="utf-8"))
+    head = data["heads"][0]
+    w_q, w_k, w_v = (T(head[n]) for n in ("w_q", "w_k", "w_v"))
+    past, x = T(data["past_x"]), T(data["x"])
+    cache_k, cache_v = T(data["cache"][0]["k"]), T(data["cache"][0]["v"])
+    assert torch.equal(past @ w_k, cache_k) and torch.equal(past @ w_v, cache_v)
+    every = torch.cat([past, x])  # [L_k, d_model]
+    full = F.scaled_dot_product_attention(*(every @ w for w in (w_q, w_k, w_v)), is_causal=True)  # [L_k, d_v]
+    L, L_k = len(x), len(every)
+    k, v = torch.cat([cache_k, x @ w_k]), torch.cat([cache_v, x @ w_v])  # [L_k, d]
+    decode = F.scaled_dot_product_attention(x @ w_q, k, v, attn_mask=causal_lower_right(L, L_k))  # [L, d_v]
+    torch.testing.assert_close(decode, full[-L:], rtol=0, atol=1e-15)
+    engine = torch.tensor(solve(resolve(name)).final.value, dtype=f64)
+    torch.testing.assert_close(engine, full[-L:], rtol=0, atol=1e-14)
+    top_left = F.scaled_dot_product_attention(x @ w_q, k, v, is_causal=True)
+    assert (top_left - full[-L:]).abs().max() > 0.1  # the alignment exercise's claim: top-left would not match
+    code, out, _ = cli("explain", name, "--format", "markdown")
+    note = next(line for line in out.splitlines() if "The full forward over all" in line).replace("\\", "")
+    rows = "; ".join("[" + ", ".join(f"{float(e):.4f}" for e in row) + "]" for row in full[-L:])
+    assert code == 0 and f"exactly {'these rows' if L > 1 else 'this row'} of head_1: {rows}" in note, note
+
+
 def test_causal_alignment_is_said_only_where_it_matters():
     for name in BUNDLED:
         ex = resolve(name)
