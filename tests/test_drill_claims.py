@@ -434,6 +434,36 @@ def test_dropout_scales_kept_weights_and_keeps_row_sums_at_one_on_average():
     assert torch.equal(torch.nn.functional.dropout(w, p=p, training=False), w)
 
 
+@measures("dropout-mode")
+def test_eval_turns_dropout_off_in_the_modules_but_not_in_sdpa():
+    """nn.Dropout and nn.MultiheadAttention read their training flag; F.scaled_dot_product_attention has none:
+    inside a module in eval(), even under torch.no_grad(), dropout_p = 0.5 still zeroes and scales weights."""
+    torch = torch_or_skip()
+    F, nn = torch.nn.functional, torch.nn
+    f64 = torch.float64
+
+    class Layer(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 1, 4, 8, dtype=f64), torch.randn(1, 1, 4, 8, dtype=f64)
+    eye = torch.eye(4, dtype=f64)[None, None]  # v = I: the output is the weights
+    layer = Layer().eval()
+    with torch.no_grad():
+        w = layer(q, k, eye)[0, 0]
+    plain = F.scaled_dot_product_attention(q, k, eye)[0, 0]
+    assert not layer.training and (w == 0).any()  # weights dropped in eval()
+    assert torch.allclose(w[w != 0], plain[w != 0] / 0.5)  # and the kept ones scaled by 1/(1 - p)
+    x = torch.randn(1, 4, 8, dtype=f64)
+    mha = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True, dtype=f64).eval()
+    assert torch.equal(mha(x, x, x)[1], mha(x, x, x)[1])  # eval(): the same weights every call, no dropout
+    assert torch.allclose(mha(x, x, x)[1].sum(-1), torch.ones(1, 4, dtype=f64))
+    mha.train()
+    assert not torch.equal(mha(x, x, x)[1], mha(x, x, x)[1])  # training: dropped at random
+    assert torch.equal(nn.Dropout(0.5).eval()(x), x)
+
+
 @measures("dtype-limits")
 def test_the_limits_of_16_bit_floats():
     f16, f32 = np.finfo(np.float16), np.finfo(np.float32)

@@ -336,3 +336,27 @@ def test_two_output_entries_of_the_fused_exercise_are_exactly_three_halves():
         heads.append(F.scaled_dot_product_attention(q[None], k[None], v[None])[0])
     o = torch.cat(heads, -1) @ T(ex.w_o) + torch.tensor([float(c) for c in ex.b_o], dtype=f64)
     assert abs(float(o[2, 0]) - 1.5) < 1e-15 and abs(float(o[2, 1]) - 1.5) < 1e-15
+
+
+# --- dropout and the module's mode (issue 20, D) ------------------------------------------------------
+
+
+def test_the_dropout_diagnosis_says_eval_does_not_reach_sdpa():
+    """'Compute the weights with dropout off': eval() switches nn.MultiheadAttention's dropout off, not
+    F.scaled_dot_product_attention's, which applies dropout_p inside a module in eval() too."""
+    class Layer(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    g = torch.Generator().manual_seed(4)
+    q, k = (torch.randn(1, 1, 3, 4, dtype=f64, generator=g) for _ in range(2))
+    eye = torch.eye(3, dtype=f64)[None, None]  # v = I: the output is the weights
+    torch.manual_seed(0)
+    assert (Layer().eval()(q, k, eye) == 0).any()  # eval() did not turn SDPA's dropout off
+    mha = nn.MultiheadAttention(4, 1, dropout=0.5, batch_first=True, dtype=f64).eval()
+    x = torch.randn(1, 3, 4, dtype=f64, generator=g)
+    assert torch.equal(mha(x, x, x)[1], mha(x, x, x)[1])  # it did turn nn.MultiheadAttention's off
+    said = t("diagnose.dropout_on", p="1/2", count=1, dropped="w", scale="2")
+    assert "eval() turns it off in nn.Dropout and nn.MultiheadAttention" in said
+    assert "F.scaled_dot_product_attention applies dropout_p whatever the module's mode" in said
+    assert "model.eval()" not in said
