@@ -464,6 +464,20 @@ def test_eval_turns_dropout_off_in_the_modules_but_not_in_sdpa():
     assert torch.equal(nn.Dropout(0.5).eval()(x), x)
 
 
+@measures("llama-warmup")
+def test_the_warm_up_of_a_pre_norm_model_is_the_papers():
+    """Not a measurement but a citation, checked both ways: LLaMA (Touvron et al. 2023) normalises each
+    sub-layer's input with RMSNorm (section 2.2, "Pre-normalization") and uses "2,000 warmup steps"
+    (section 2.3, "Optimizer"); the answer states that number and cites those sections, and does not say
+    pre-LN needs no warm-up."""
+    q = next(c.q for c in load().concepts if c.q.id == "pre-post-ln")
+    text = " ".join([q.model_answer, q.short_answer, *q.key_points])
+    assert "LLaMA" in text and "2,000 steps" in text
+    assert any("Touvron et al. 2023" in s and "2.2" in s and "2.3" in s and "2,000" in s for s in q.sources)
+    assert "little or no" not in text and "without warm-up" not in text
+    assert any("need no learning-rate warm-up" in w.answer for w in q.wrong_answers)
+
+
 @measures("dtype-limits")
 def test_the_limits_of_16_bit_floats():
     f16, f32 = np.finfo(np.float16), np.finfo(np.float32)
