@@ -160,6 +160,19 @@ def test_attention_is_not_linear_in_x():
     assert not np.allclose(attention(2 * x, w_q, w_k, w_v), 2 * attention(x, w_q, w_k, w_v))
 
 
+@measures("attention-cubic")
+def test_without_a_softmax_attention_is_cubic_in_x():
+    """(X·W_Q)(X·W_K)ᵀ(X·W_V): doubling X multiplies it by 8, so it is not linear before any softmax."""
+    rng = np.random.default_rng(16)
+    x, w_q, w_k, w_v = (rng.standard_normal(s) for s in ((4, 6), (6, 3), (6, 3), (6, 3)))
+
+    def no_softmax(x: np.ndarray) -> np.ndarray:
+        return (x @ w_q) @ (x @ w_k).T @ (x @ w_v)  # [L, L] · [L, d_v]
+
+    assert np.allclose(no_softmax(2 * x), 8 * no_softmax(x), rtol=1e-13, atol=0)
+    assert not np.allclose(no_softmax(2 * x), 2 * no_softmax(x))
+
+
 @measures("tied-qk-symmetric")
 def test_tying_w_q_and_w_k_makes_the_scores_symmetric():
     rng = np.random.default_rng(7)

@@ -316,8 +316,35 @@ def test_the_layer_is_not_linear_in_x_though_w_o_is(name):
     assert not torch.allclose(layer(2.0), 2 * layer(1.0))  # attention(2X) ≠ 2·attention(X)
     c = torch.randn(ex.L, len(ex.w_o), dtype=f64)
     assert torch.allclose((2 * c) @ T(ex.w_o), 2 * (c @ T(ex.w_o)))  # W_O itself is linear
+    x = T(ex.x)
+    hd = ex.heads[0]
+    scores = (x @ T(hd.w_q)) @ (x @ T(hd.w_k)).T  # without biases the scores are quadratic in X
+    if hd.b_q is None and hd.b_k is None:
+        assert torch.allclose(((2 * x) @ T(hd.w_q)) @ ((2 * x) @ T(hd.w_k)).T, 4 * scores)
     why = " ".join(KINDS["output"].why(solve(ex).step("output", None), ex))
     assert "not linear in X" in why and "attention(2X)" in why and "no non-linearity" not in why
+    assert "the scores Q·Kᵀ are quadratic in X" in why and "the softmax makes" not in why  # not the softmax alone
+
+
+def test_in_cross_attention_the_softmax_is_what_makes_the_layer_not_linear_in_x():
+    """With K and V from X_kv, the scores are linear in X: there the softmax is the non-linearity in X,
+    and the sentence says so (not 'quadratic')."""
+    base = resolve("cross-attention-2x3")
+    d_v = sum(h.d_v for h in base.heads)
+    ex = replace(base, w_o=tuple(tuple(int(i == j) for j in range(d_v)) for i in range(d_v)))
+    hd = ex.heads[0]
+    x, kv = T(ex.x), T(ex.x_kv)
+
+    def layer(scale: float) -> torch.Tensor:
+        q, k, v = (scale * x) @ T(hd.w_q), kv @ T(hd.w_k), kv @ T(hd.w_v)
+        return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0] @ T(ex.w_o)
+
+    assert hd.b_q is None and torch.allclose(((2 * x) @ T(hd.w_q)) @ (kv @ T(hd.w_k)).T,
+                                              2 * (x @ T(hd.w_q)) @ (kv @ T(hd.w_k)).T)  # scores: linear in X
+    assert not torch.allclose(layer(2.0), 2 * layer(1.0))
+    why = " ".join(KINDS["output"].why(solve(ex).step("output", None), ex))
+    assert "the scores Q·Kᵀ are linear in X (K and V come from X_kv), but the softmax of them is not" in why
+    assert "quadratic" not in why
 
 
 # --- exact values ----------------------------------------------------------------------------------

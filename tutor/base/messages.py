@@ -115,8 +115,10 @@ EN: dict[str, str] = {
     "step.weights.why": "Softmax along each row (over the keys, axis -1) turns scores into weights that are positive and sum to 1 in each row: how much query i takes from each key.",
     "step.head_output.why": "Each output row is a weighted average of the rows of V (non-negative weights that sum to 1), so each column stays between the smallest and largest value of that column of V.",
     "step.concat.why": "The heads are placed side by side, head 1 first: [L × h·d_v]. Each head looked at the input through its own projections.",
-    "step.output.why": "W_O is a linear map: it mixes the heads' outputs and maps them to d_out. The layer is still not linear in X: the softmax makes attention(2X) differ from 2·attention(X).",
-    "step.output.why.nohead": "W_O is a linear map to d_out. The layer is still not linear in X: the softmax makes attention(2X) differ from 2·attention(X).",
+    "step.output.why": "W_O is a linear map: it mixes the heads' outputs and maps them to d_out. The layer is still not linear in X: its weights are computed from X (the scores Q·Kᵀ are quadratic in X, and the softmax of them is not linear either), so attention(2X) differs from 2·attention(X).",
+    "step.output.why.cross": "W_O is a linear map: it mixes the heads' outputs and maps them to d_out. The layer is still not linear in X: the scores Q·Kᵀ are linear in X (K and V come from X_kv), but the softmax of them is not, so attention(2X, X_kv) differs from 2·attention(X, X_kv).",
+    "step.output.why.nohead.cross": "W_O is a linear map to d_out. The layer is still not linear in X: the scores Q·Kᵀ are linear in X (K and V come from X_kv), but the softmax of them is not, so attention(2X, X_kv) differs from 2·attention(X, X_kv).",
+    "step.output.why.nohead": "W_O is a linear map to d_out. The layer is still not linear in X: its weights are computed from X (the scores Q·Kᵀ are quadratic in X, and the softmax of them is not linear either), so attention(2X) differs from 2·attention(X).",
     # --- explain ---------------------------------------------------------------
     "explain.head": "Head {head}",
     "explain.kv_head": "K/V head {kv} (query heads {heads})",
