@@ -491,6 +491,26 @@ def test_the_warm_up_of_a_pre_norm_model_is_the_papers():
     assert any("need no learning-rate warm-up" in w.answer for w in q.wrong_answers)
 
 
+@measures("flash-loop-order")
+def test_the_loop_order_of_each_flashattention_is_the_papers():
+    """A citation, checked both ways: FlashAttention (Dao et al. 2022, Algorithm 1) loops over K/V blocks
+    outside and query blocks inside; FlashAttention-2 (Dao 2023, section 3.1, Algorithm 1) the other way
+    round.  The answer says which is which and cites both algorithms; the order changes no number (the
+    blocked mirror, query blocks outside, is the plain softmax·V whatever the blocks)."""
+    q = next(c.q for c in load().concepts if c.q.id == "flash-attention")
+    text = " ".join(q.model_answer.split())
+    assert "FlashAttention-2 loads a block of queries and loops over the blocks of keys and values" in text
+    assert "the first FlashAttention had the loops the other way round, K/V blocks outside and query blocks inside" in text
+    assert any("Dao et al. 2022" in s and "Algorithm 1 (K/V blocks in the outer loop" in s for s in q.sources)
+    assert any("Dao 2023" in s and "Algorithm 1 (query blocks in the outer loop" in s for s in q.sources)
+    from tutor.numeric.functional import blocked_attention, scaled_dot_product_attention
+
+    rng = np.random.default_rng(17)
+    x = [rng.standard_normal((1, 1, 5, 3)) for _ in range(3)]
+    plain = scaled_dot_product_attention(*x)
+    assert np.allclose(blocked_attention(*x, block_size=(2, 2)), plain, rtol=1e-12, atol=1e-14)
+
+
 @measures("dtype-limits")
 def test_the_limits_of_16_bit_floats():
     f16, f32 = np.finfo(np.float16), np.finfo(np.float32)
