@@ -387,3 +387,24 @@ def test_the_dropout_diagnosis_says_eval_does_not_reach_sdpa():
     assert "eval() turns it off in nn.Dropout and nn.MultiheadAttention" in said
     assert "F.scaled_dot_product_attention applies dropout_p whatever the module's mode" in said
     assert "model.eval()" not in said
+
+
+# --- the online softmax of a row with no key (issue 20, D) --------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+def test_the_lse_of_an_empty_row_is_minus_inf_exactly_and_a_number_in_a_kernel(dtype):
+    """log Σ_j exp(s_j) over no key is −∞ (torch.logsumexp says so); torch's CPU flash kernel, which returns
+    its lse, stores 0 there (m taken as 0, l as 1) and a zero output row.  FlashAttention-2's CUDA kernel
+    (flash-attn, normalize_softmax_lse: `sum == 0 ? INFINITY`) stores +∞: cited, not run (no GPU here)."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 1, 3, 4, dtype=dtype, generator=g) for _ in range(3))
+    blocked = torch.zeros(3, 3, dtype=dtype).masked_fill(BLOCK_LAST_ROW, -math.inf)  # row 3: no key
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, attn_mask=blocked)
+    assert lse[0, 0, 2].item() == 0.0 and torch.equal(out[0, 0, 2], torch.zeros(4, dtype=dtype))
+    scores = (q @ k.transpose(-1, -2))[0, 0] / 2 + blocked  # [3, 3], d_k = 4
+    assert torch.logsumexp(scores, -1)[2].item() == -math.inf
+    torch.testing.assert_close(lse[0, 0, :2], torch.logsumexp(scores, -1)[:2])  # the other rows: the true lse
+    for key in ("tiled.empty", "tiled.practice.why.lse.empty"):
+        said = t(key, query="q", o="[0]")
+        assert "−∞ exactly" in said and "+∞" in said and "torch's CPU flash kernel 0 (checked with torch 2.13)" in said
