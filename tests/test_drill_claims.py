@@ -160,6 +160,19 @@ def test_attention_is_not_linear_in_x():
     assert not np.allclose(attention(2 * x, w_q, w_k, w_v), 2 * attention(x, w_q, w_k, w_v))
 
 
+@measures("attention-cubic")
+def test_without_a_softmax_attention_is_cubic_in_x():
+    """(X·W_Q)(X·W_K)ᵀ(X·W_V): doubling X multiplies it by 8, so it is not linear before any softmax."""
+    rng = np.random.default_rng(16)
+    x, w_q, w_k, w_v = (rng.standard_normal(s) for s in ((4, 6), (6, 3), (6, 3), (6, 3)))
+
+    def no_softmax(x: np.ndarray) -> np.ndarray:
+        return (x @ w_q) @ (x @ w_k).T @ (x @ w_v)  # [L, L] · [L, d_v]
+
+    assert np.allclose(no_softmax(2 * x), 8 * no_softmax(x), rtol=1e-13, atol=0)
+    assert not np.allclose(no_softmax(2 * x), 2 * no_softmax(x))
+
+
 @measures("tied-qk-symmetric")
 def test_tying_w_q_and_w_k_makes_the_scores_symmetric():
     rng = np.random.default_rng(7)
@@ -432,6 +445,70 @@ def test_dropout_scales_kept_weights_and_keeps_row_sums_at_one_on_average():
     assert within(sums.mean().item(), 1.0, sums.std().item() / math.sqrt(sums.numel()))
     assert (sums != 1).any()
     assert torch.equal(torch.nn.functional.dropout(w, p=p, training=False), w)
+
+
+@measures("dropout-mode")
+def test_eval_turns_dropout_off_in_the_modules_but_not_in_sdpa():
+    """nn.Dropout and nn.MultiheadAttention read their training flag; F.scaled_dot_product_attention has none:
+    inside a module in eval(), even under torch.no_grad(), dropout_p = 0.5 still zeroes and scales weights."""
+    torch = torch_or_skip()
+    F, nn = torch.nn.functional, torch.nn
+    f64 = torch.float64
+
+    class Layer(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 1, 4, 8, dtype=f64), torch.randn(1, 1, 4, 8, dtype=f64)
+    eye = torch.eye(4, dtype=f64)[None, None]  # v = I: the output is the weights
+    layer = Layer().eval()
+    with torch.no_grad():
+        w = layer(q, k, eye)[0, 0]
+    plain = F.scaled_dot_product_attention(q, k, eye)[0, 0]
+    assert not layer.training and (w == 0).any()  # weights dropped in eval()
+    assert torch.allclose(w[w != 0], plain[w != 0] / 0.5)  # and the kept ones scaled by 1/(1 - p)
+    x = torch.randn(1, 4, 8, dtype=f64)
+    mha = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True, dtype=f64).eval()
+    assert torch.equal(mha(x, x, x)[1], mha(x, x, x)[1])  # eval(): the same weights every call, no dropout
+    assert torch.allclose(mha(x, x, x)[1].sum(-1), torch.ones(1, 4, dtype=f64))
+    mha.train()
+    assert not torch.equal(mha(x, x, x)[1], mha(x, x, x)[1])  # training: dropped at random
+    assert torch.equal(nn.Dropout(0.5).eval()(x), x)
+
+
+@measures("llama-warmup")
+def test_the_warm_up_of_a_pre_norm_model_is_the_papers():
+    """Not a measurement but a citation, checked both ways: LLaMA (Touvron et al. 2023) normalises each
+    sub-layer's input with RMSNorm (section 2.2, "Pre-normalization") and uses "2,000 warmup steps"
+    (section 2.3, "Optimizer"); the answer states that number and cites those sections, and does not say
+    pre-LN needs no warm-up."""
+    q = next(c.q for c in load().concepts if c.q.id == "pre-post-ln")
+    text = " ".join([q.model_answer, q.short_answer, *q.key_points])
+    assert "LLaMA" in text and "2,000 steps" in text
+    assert any("Touvron et al. 2023" in s and "2.2" in s and "2.3" in s and "2,000" in s for s in q.sources)
+    assert "little or no" not in text and "without warm-up" not in text
+    assert any("need no learning-rate warm-up" in w.answer for w in q.wrong_answers)
+
+
+@measures("flash-loop-order")
+def test_the_loop_order_of_each_flashattention_is_the_papers():
+    """A citation, checked both ways: FlashAttention (Dao et al. 2022, Algorithm 1) loops over K/V blocks
+    outside and query blocks inside; FlashAttention-2 (Dao 2023, section 3.1, Algorithm 1) the other way
+    round.  The answer says which is which and cites both algorithms; the order changes no number (the
+    blocked mirror, query blocks outside, is the plain softmax·V whatever the blocks)."""
+    q = next(c.q for c in load().concepts if c.q.id == "flash-attention")
+    text = " ".join(q.model_answer.split())
+    assert "FlashAttention-2 loads a block of queries and loops over the blocks of keys and values" in text
+    assert "the first FlashAttention had the loops the other way round, K/V blocks outside and query blocks inside" in text
+    assert any("Dao et al. 2022" in s and "Algorithm 1 (K/V blocks in the outer loop" in s for s in q.sources)
+    assert any("Dao 2023" in s and "Algorithm 1 (query blocks in the outer loop" in s for s in q.sources)
+    from tutor.numeric.functional import blocked_attention, scaled_dot_product_attention
+
+    rng = np.random.default_rng(17)
+    x = [rng.standard_normal((1, 1, 5, 3)) for _ in range(3)]
+    plain = scaled_dot_product_attention(*x)
+    assert np.allclose(blocked_attention(*x, block_size=(2, 2)), plain, rtol=1e-12, atol=1e-14)
 
 
 @measures("dtype-limits")

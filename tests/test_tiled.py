@@ -481,3 +481,15 @@ def test_a_block_size_without_tiled_is_a_usage_error(cli):
         code, out, err = cli(cmd, "single-head-3x4", "--block-size", "2", input="quit\n")
         assert code == 2 and out == "", cmd
         assert err.splitlines()[0] == "error: invalid value for --block-size: --block-size sets the blocks of --tiled; add --tiled"
+
+
+def test_an_empty_block_has_one_alpha_everywhere(cli):
+    """Issue 20, D: alpha of a block while the running max is still −∞ was 'none' in the text, 0 in JSON and
+    not asked in practice.  It is 0 in each (FlashAttention-2's kernel subtracts 0 in place of an m of −∞,
+    so its scale is exp(−∞) = 0), and the text says why."""
+    code, out, _ = cli("explain", "causal-left-padding-4x2", "--tiled", "--block-size", "1", env={"COLUMNS": "200"})
+    pad = out.split("Query PAD")[1].split("Query Hello")[0]
+    assert code == 0 and pad.count("alpha = 0: m_old and m are both still −∞") == 3 and "alpha: none" not in out
+    code, out, _ = cli("explain", "causal-left-padding-4x2", "--tiled", "--block-size", "1", "--format", "json")
+    row = json.loads(out)["tiled"][0]
+    assert [b["alpha"]["exact"] for b in row["blocks"][1:]] == ["0", "0", "0"]

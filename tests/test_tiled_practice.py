@@ -101,16 +101,17 @@ def test_hints_shape_show_skip_help(cli):
                                   "skip", "shape", "quit"], "single-head-3x4", "--block-size", "1")
     assert code == 0
     start = out.index("block 2 alpha> hint")
-    assert out[start:start + 7] == [
+    assert out[start:start + 8] == [
         "block 2 alpha> hint",
         "Hint: alpha = exp(m_old − m): the rescale factor (at most 1)",
         "   l and acc were summed relative to the old max; exp(m_old − m) moves them to the new one. It is 1",
-        "   when the max did not change, and 0 while the old max was −∞.",
+        "   when the max did not change, and 0 while the old max was −∞ (also while m is still −∞, where",
+        "   exp(−∞ − (−∞)) is no number: FlashAttention-2's kernel takes 0 there).",
         "block 2 alpha> hint",
         "Hint: worked out with this block's numbers:",
         "   alpha = exp(m_old − m) = exp(√2 − 2√2) = exp(−√2) ≈ 0.2431",
     ]
-    assert out[start + 7:start + 10] == ["block 2 alpha> hint",
+    assert out[start + 8:start + 11] == ["block 2 alpha> hint",
                                          "No more hints for block 2 alpha: type show to see it, or skip.",
                                          "block 2 alpha> shape"]
     assert "block 2 alpha is one number." not in out and "alpha is one number." in out
@@ -259,12 +260,16 @@ def test_the_default_row_is_where_the_max_rises_most():
     assert [tq.rises(r) for r in flat] == [0, 0, 0] and tq.default_row(flat).row == 0
 
 
-def test_asks_in_order_without_an_alpha_while_m_is_minus_infinity():
+def test_asks_in_order_with_alpha_0_while_the_old_max_is_minus_infinity():
     r = tiled(resolve("causal-left-padding-4x2"), 1)[1]  # query Hello: keys PAD (padding), Hello
     names = [(a.block, a.name) for a in tq.asks(r)]
     assert names[:4] == [(0, "m"), (0, "l"), (0, "acc"), (1, "m")]  # block 1: PAD is padding, m = -inf
     assert (1, "alpha") in names and str(r.blocks[1].alpha) == "0"  # exp(m_old − m) with m_old = −∞
     assert names[-2:] == [(None, "o"), (None, "lse")]
+    pad = tiled(resolve("causal-left-padding-4x2"), 1)[0]  # query PAD: no key at all, m stays −∞
+    alphas = [a for a in tq.asks(pad) if a.name == "alpha"]
+    assert [(a.block, str(a.right[0])) for a in alphas] == [(1, "0"), (2, "0"), (3, "0")]  # asked, as 0: one value
+    assert "alpha = 0: m_old = m = -inf" in tq.worked(pad, alphas[0])
 
 
 GOLDEN = REPO / "tests" / "golden" / "practice-tiled-single-head-3x4.txt"

@@ -69,6 +69,36 @@ def test_sdpa_returns_no_weights_and_a_zero_row():
     assert t("torch.empty_row.sdpa") in torch_empty_row()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+@pytest.mark.parametrize("additive", [False, True])
+def test_the_zero_row_of_sdpa_is_measured_on_cpu_with_its_math_and_flash_backends(additive, dtype):
+    """What the sentence says was checked, and where: CPU, the math and the flash backend, a boolean
+    and a float mask.  Other backends are reported, not measured: the sentence names them as reports,
+    with their public sources, and claims the zero row for none of them."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 1, 3, 4, dtype=dtype, generator=g) for _ in range(3))
+    keep = ~BLOCK_LAST_ROW
+    mask = torch.zeros(3, 3, dtype=dtype).masked_fill(~keep, -math.inf) if additive else keep
+    assert q.device.type == "cpu"
+    for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(backend):  # only this backend may run: an unsupported input raises, never falls back
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        assert torch.equal(out[0, 0, 2], torch.zeros(4, dtype=dtype)), backend
+        assert torch.isfinite(out).all()
+    sdpa, sentence = t("torch.empty_row.sdpa"), torch_empty_row()
+    assert "with its math and its flash backend alike" in sdpa and "a boolean or a float mask" in sdpa
+    assert "PyTorch 2.13 on CPU" in sentence
+    for report in ("MPS before a July 2025 fix (pytorch/pytorch#156707)", "XPU (intel/torch-xpu-ops#1432)",
+                   "CUDA with torch 2.13 on a B200 GPU (unslothai/unsloth#9848)"):
+        assert report in sentence
+        assert report in t("drill.masks.fact.sdpa_bool") and report in t("drill.masks.fact.sdpa_additive")
+    assert "reported to give NaN" in sentence and "on CPU" in t("trace.decoder.weights")
+    for exercise in ("fully-masked-row-3x3", "causal-left-padding-4x2"):  # the bundled files that state the rule
+        assert "on CPU" in " ".join(resolve(exercise).description.split()), exercise
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_mha_gives_nan_with_need_weights_true_its_default(training):
     mha = _mha().train(training)
@@ -165,6 +195,41 @@ def test_causal_is_is_causal_top_left_and_a_decode_needs_bottom_right(L, L_k):
     assert "j ≤ i + 1" in t("explain.causal.offset", L=2, L_k=3, shift=1)
 
 
+DECODES = ["decode-one-token-cache-3", "decode-two-tokens-alignment"]
+
+
+@pytest.mark.filterwarnings("ignore:Lower right causal bias")
+@pytest.mark.parametrize("name", DECODES)
+def test_a_decode_step_is_the_full_forwards_last_rows_and_says_so(cli, name):
+    """Issue 20, D: the decode exercises claim their rows are the full causal forward's last rows.  From the
+    file itself (not the loader): the cache is past_x projected with the head's own W_K, W_V; torch's SDPA over
+    all the tokens with is_causal=True gives, as its last rows, what the decode step gives with the cache and
+    causal_lower_right, and what the engine gives; explain shows those rows; top-left alignment would not."""
+    import yaml
+    from torch.nn.attention.bias import causal_lower_right
+
+    data = yaml.safe_load((EXERCISES / f"{name}.yaml").read_text(encoding="utf-8"))
+    head = data["heads"][0]
+    w_q, w_k, w_v = (T(head[n]) for n in ("w_q", "w_k", "w_v"))
+    past, x = T(data["past_x"]), T(data["x"])
+    cache_k, cache_v = T(data["cache"][0]["k"]), T(data["cache"][0]["v"])
+    assert torch.equal(past @ w_k, cache_k) and torch.equal(past @ w_v, cache_v)
+    every = torch.cat([past, x])  # [L_k, d_model]
+    full = F.scaled_dot_product_attention(*(every @ w for w in (w_q, w_k, w_v)), is_causal=True)  # [L_k, d_v]
+    L, L_k = len(x), len(every)
+    k, v = torch.cat([cache_k, x @ w_k]), torch.cat([cache_v, x @ w_v])  # [L_k, d]
+    decode = F.scaled_dot_product_attention(x @ w_q, k, v, attn_mask=causal_lower_right(L, L_k))  # [L, d_v]
+    torch.testing.assert_close(decode, full[-L:], rtol=0, atol=1e-15)
+    engine = torch.tensor(solve(resolve(name)).final.value, dtype=f64)
+    torch.testing.assert_close(engine, full[-L:], rtol=0, atol=1e-14)
+    top_left = F.scaled_dot_product_attention(x @ w_q, k, v, is_causal=True)
+    assert (top_left - full[-L:]).abs().max() > 0.1  # the alignment exercise's claim: top-left would not match
+    code, out, _ = cli("explain", name, "--format", "markdown")
+    note = next(line for line in out.splitlines() if "The full forward over all" in line).replace("\\", "")
+    rows = "; ".join("[" + ", ".join(f"{float(e):.4f}" for e in row) + "]" for row in full[-L:])
+    assert code == 0 and f"exactly {'these rows' if L > 1 else 'this row'} of head_1: {rows}" in note, note
+
+
 def test_causal_alignment_is_said_only_where_it_matters():
     for name in BUNDLED:
         ex = resolve(name)
@@ -251,8 +316,35 @@ def test_the_layer_is_not_linear_in_x_though_w_o_is(name):
     assert not torch.allclose(layer(2.0), 2 * layer(1.0))  # attention(2X) ≠ 2·attention(X)
     c = torch.randn(ex.L, len(ex.w_o), dtype=f64)
     assert torch.allclose((2 * c) @ T(ex.w_o), 2 * (c @ T(ex.w_o)))  # W_O itself is linear
+    x = T(ex.x)
+    hd = ex.heads[0]
+    scores = (x @ T(hd.w_q)) @ (x @ T(hd.w_k)).T  # without biases the scores are quadratic in X
+    if hd.b_q is None and hd.b_k is None:
+        assert torch.allclose(((2 * x) @ T(hd.w_q)) @ ((2 * x) @ T(hd.w_k)).T, 4 * scores)
     why = " ".join(KINDS["output"].why(solve(ex).step("output", None), ex))
     assert "not linear in X" in why and "attention(2X)" in why and "no non-linearity" not in why
+    assert "the scores Q·Kᵀ are quadratic in X" in why and "the softmax makes" not in why  # not the softmax alone
+
+
+def test_in_cross_attention_the_softmax_is_what_makes_the_layer_not_linear_in_x():
+    """With K and V from X_kv, the scores are linear in X: there the softmax is the non-linearity in X,
+    and the sentence says so (not 'quadratic')."""
+    base = resolve("cross-attention-2x3")
+    d_v = sum(h.d_v for h in base.heads)
+    ex = replace(base, w_o=tuple(tuple(int(i == j) for j in range(d_v)) for i in range(d_v)))
+    hd = ex.heads[0]
+    x, kv = T(ex.x), T(ex.x_kv)
+
+    def layer(scale: float) -> torch.Tensor:
+        q, k, v = (scale * x) @ T(hd.w_q), kv @ T(hd.w_k), kv @ T(hd.w_v)
+        return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0] @ T(ex.w_o)
+
+    assert hd.b_q is None and torch.allclose(((2 * x) @ T(hd.w_q)) @ (kv @ T(hd.w_k)).T,
+                                              2 * (x @ T(hd.w_q)) @ (kv @ T(hd.w_k)).T)  # scores: linear in X
+    assert not torch.allclose(layer(2.0), 2 * layer(1.0))
+    why = " ".join(KINDS["output"].why(solve(ex).step("output", None), ex))
+    assert "the scores Q·Kᵀ are linear in X (K and V come from X_kv), but the softmax of them is not" in why
+    assert "quadratic" not in why
 
 
 # --- exact values ----------------------------------------------------------------------------------
@@ -271,3 +363,48 @@ def test_two_output_entries_of_the_fused_exercise_are_exactly_three_halves():
         heads.append(F.scaled_dot_product_attention(q[None], k[None], v[None])[0])
     o = torch.cat(heads, -1) @ T(ex.w_o) + torch.tensor([float(c) for c in ex.b_o], dtype=f64)
     assert abs(float(o[2, 0]) - 1.5) < 1e-15 and abs(float(o[2, 1]) - 1.5) < 1e-15
+
+
+# --- dropout and the module's mode (issue 20, D) ------------------------------------------------------
+
+
+def test_the_dropout_diagnosis_says_eval_does_not_reach_sdpa():
+    """'Compute the weights with dropout off': eval() switches nn.MultiheadAttention's dropout off, not
+    F.scaled_dot_product_attention's, which applies dropout_p inside a module in eval() too."""
+    class Layer(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+
+    g = torch.Generator().manual_seed(4)
+    q, k = (torch.randn(1, 1, 3, 4, dtype=f64, generator=g) for _ in range(2))
+    eye = torch.eye(3, dtype=f64)[None, None]  # v = I: the output is the weights
+    torch.manual_seed(0)
+    assert (Layer().eval()(q, k, eye) == 0).any()  # eval() did not turn SDPA's dropout off
+    mha = nn.MultiheadAttention(4, 1, dropout=0.5, batch_first=True, dtype=f64).eval()
+    x = torch.randn(1, 3, 4, dtype=f64, generator=g)
+    assert torch.equal(mha(x, x, x)[1], mha(x, x, x)[1])  # it did turn nn.MultiheadAttention's off
+    said = t("diagnose.dropout_on", p="1/2", count=1, dropped="w", scale="2")
+    assert "eval() turns it off in nn.Dropout and nn.MultiheadAttention" in said
+    assert "F.scaled_dot_product_attention applies dropout_p whatever the module's mode" in said
+    assert "model.eval()" not in said
+
+
+# --- the online softmax of a row with no key (issue 20, D) --------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, f64])
+def test_the_lse_of_an_empty_row_is_minus_inf_exactly_and_a_number_in_a_kernel(dtype):
+    """log Σ_j exp(s_j) over no key is −∞ (torch.logsumexp says so); torch's CPU flash kernel, which returns
+    its lse, stores 0 there (m taken as 0, l as 1) and a zero output row.  FlashAttention-2's CUDA kernel
+    (flash-attn, normalize_softmax_lse: `sum == 0 ? INFINITY`) stores +∞: cited, not run (no GPU here)."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 1, 3, 4, dtype=dtype, generator=g) for _ in range(3))
+    blocked = torch.zeros(3, 3, dtype=dtype).masked_fill(BLOCK_LAST_ROW, -math.inf)  # row 3: no key
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, attn_mask=blocked)
+    assert lse[0, 0, 2].item() == 0.0 and torch.equal(out[0, 0, 2], torch.zeros(4, dtype=dtype))
+    scores = (q @ k.transpose(-1, -2))[0, 0] / 2 + blocked  # [3, 3], d_k = 4
+    assert torch.logsumexp(scores, -1)[2].item() == -math.inf
+    torch.testing.assert_close(lse[0, 0, :2], torch.logsumexp(scores, -1)[:2])  # the other rows: the true lse
+    for key in ("tiled.empty", "tiled.practice.why.lse.empty"):
+        said = t(key, query="q", o="[0]")
+        assert "−∞ exactly" in said and "+∞" in said and "torch's CPU flash kernel 0 (checked with torch 2.13)" in said

@@ -69,3 +69,29 @@ def test_every_v2_exercise_explains_practises_checks_and_exports(cli, tmp_path, 
     # export: a handout and a worksheet
     r = cli("explain", name, "--export", str(tmp_path / f"{name}.md"))
     assert r.code == 0, r.err
+
+
+def test_the_full_forward_note_says_what_the_engine_finds_and_only_where_it_can():
+    """The note beside a decode step's last step (issue 20, D) is the engine's finding on the unrolled exercise:
+    'exactly' on the bundled file; on a record whose past_x is not what the cache holds (the loader refuses
+    such a file, so it is built by hand here) it says the rows differ; a top-left mask or no past_x: no note;
+    a worksheet or JSON: no note."""
+    from dataclasses import replace
+
+    from tutor.exercise.catalog import resolve
+    from tutor.exercise.record import causal, unrolled
+    from tutor.render.outline import outline
+    from tutor.steps import solve
+
+    def note(ex, **kw):
+        said = [n for item in outline(solve(ex), **kw).steps for n in item.notes if "full forward" in n]
+        return said[0] if said else None
+
+    ex = resolve("decode-one-token-cache-3")
+    assert "gives as its last row exactly this row of head_1: [0.5052, 0.8772]" in note(ex)
+    assert note(ex, blank=True) is None and note(ex, keys=True) is None
+    wrong = replace(ex, past_x=((0, 0), (0, 0), (0, 0)))  # the cache is no longer the projection of past_x
+    assert "gives another last row than this row of head_1" in note(wrong)
+    assert note(replace(ex, past_x=None)) is None
+    top_left = replace(ex, mask_kind="causal", mask=causal(1, 4))
+    assert unrolled(top_left) is None and note(top_left) is None

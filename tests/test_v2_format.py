@@ -211,3 +211,40 @@ def test_a_list_where_a_k_v_head_or_a_cache_entry_goes_asks_for_a_mapping():
 def test_an_unknown_mask_names_the_v2_alignments_too():
     found = problems("mask: causal_lower_left\nx: [[1, 1]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[0], [1]], w_v: [[1], [1]]}\n")
     assert "causal_upper_left, causal_lower_right" in found[0][3]
+
+
+# --- past_x: the cached tokens' inputs, and the cache checked against them (issue 20, D) ---------------------
+
+DECODE = "heads:\n  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 1], [0, 1]], w_v: [[0, 1], [1, 0]]}\nx: [[1, 1]]\n"  # lines 3-5
+
+
+def test_past_x_consistent_with_the_cache_is_kept():
+    # past_x·W_K: [1, -1]·[[1, 1], [0, 1]] = [1, 0]; [0, 1] -> [0, 1].  past_x·W_V swaps the columns: [-1, 1], [1, 0]
+    ex = parse_exercise(HEAD + DECODE + "past_x: [[1, -1], [0, 1]]\ncache:\n  - {k: [[1, 0], [0, 1]], v: [[-1, 1], [1, 0]]}\n")
+    assert ex.past_x == ((1, -1), (0, 1)) and ex.L_past == 2
+
+
+def test_a_cache_that_is_not_the_projection_of_past_x_is_refused_at_its_first_wrong_row():
+    text = DECODE + "past_x: [[1, -1], [0, 1]]\ncache:\n  - k: [[1, 0], [0, 1]]\n    v: [[-1, 1], [0, 2]]\n"  # v: line 9
+    assert problems(text) == [(9, 18, "cache[0].v[1]",
+        "cache v row 2 is [0, 2], but past_x row 2 · W_V is [1, 0]: the cache holds the earlier tokens' values, "
+        "projected with this K/V head's own weights")]
+
+
+def test_the_projection_counts_the_bias_and_each_k_v_head_its_own_weights():
+    """MQA with b_k: the one K/V head's cache is past_x·W_K + b_K; both query heads read it."""
+    text = ("num_heads: 2\nnum_kv_heads: 1\nx: [[1, 0]]\nw_q: [[1, 0], [0, 1]]\nw_k: [[2], [1]]\nw_v: [[1], [1]]\n"
+            "b_k: [5]\nmask: causal_lower_right\npast_x: [[1, 1]]\ncache:\n  - {k: [[3]], v: [[2]]}\n")
+    found = problems(text)
+    assert [(p[2], p[3].split(":")[0]) for p in found] == [("cache[0].k[0]", "cache k row 1 is [3], but past_x row 1 · W_K + b_K is [8]")]
+    assert parse_exercise(HEAD + text.replace("k: [[3]]", "k: [[8]]")).L_k == 2
+
+
+def test_past_x_without_a_cache_or_of_another_size():
+    assert problems(DECODE + "past_x: [[1, 0]]\n")[0][2:] == (
+        "past_x", "past_x gives the inputs of cached tokens, but there is no cache")
+    cache = "cache:\n  - {k: [[1, 0], [0, 1]], v: [[-1, 1], [1, 0]]}\n"
+    assert problems(DECODE + "past_x: [[1, -1]]\n" + cache)[0][2:] == (
+        "past_x", "past_x has 1 row but the cache has 2 rows (L_past)")
+    assert problems(DECODE + "past_x: [[1, -1, 0], [0, 1, 0]]\n" + cache)[0][2:] == (
+        "past_x", "past_x has 3 columns but d_model is 2: the earlier tokens have the width of x")

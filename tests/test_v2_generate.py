@@ -59,6 +59,7 @@ def test_the_cache_is_the_earlier_tokens_projected():
     assert [[int(e) for e in r] for r in ex.cache[0].k] == k
     assert [[int(e) for e in r] for r in ex.cache[0].v] == v
     assert [list(map(int, r)) for r in ex.x] == full.x[3:]
+    assert ex.past_x is not None and [list(map(int, r)) for r in ex.past_x] == x_past  # written, so the cache is checked
 
 
 @pytest.mark.parametrize("args, message", [

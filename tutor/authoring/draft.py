@@ -11,7 +11,7 @@ draft.  Pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .draw import Candidate, Matrix, matmul, plus
 from .shape import Shape
@@ -39,7 +39,8 @@ class Draft:
 
     ``x [L, d_model]`` holds the new tokens only; ``cache`` one ``(K, V)``
     pair per K/V head for the ``past_tokens`` (``[L_past, d_k]``,
-    ``[L_past, d_v]``).  ``kv_heads``: the number of K/V heads when fewer
+    ``[L_past, d_v]``), projected from their inputs ``past_x``
+    (``[L_past, d_model]``).  ``kv_heads``: the number of K/V heads when fewer
     than the query heads (then written as ``num_kv_heads``), else ``None``.
     ``mask``: ``"none"``, ``"causal"``, ``"causal_lower_right"`` or a matrix
     ``[L, L_k]`` (True = may attend); ``key_padding_mask`` in PyTorch's
@@ -59,6 +60,7 @@ class Draft:
     x_kv: Matrix | None = None
     past_tokens: tuple[str, ...] = ()
     cache: tuple[tuple[Matrix, Matrix], ...] = ()
+    past_x: Matrix = field(default_factory=list)
     kv_heads: int | None = None
     fused: bool = False
     w_o: Matrix | None = None
@@ -73,7 +75,7 @@ def drafted(shape: Shape, c: Candidate, *, id: str, title: str, description: str
     """The draft of draw ``c`` of ``shape``, with the words given.
 
     Format v2: the first ``shape.past`` tokens are cached (their K and V
-    per K/V head, computed here, go in ``cache``; their x is not written),
+    per K/V head, computed here, go in ``cache``; their x in ``past_x``),
     and with ``shape.kv_heads`` each query head takes the K/V weights of
     its group's first head.
     """
@@ -88,7 +90,7 @@ def drafted(shape: Shape, c: Candidate, *, id: str, title: str, description: str
     grouped = shape.kv_heads is not None and shape.kv_heads < len(shape.heads)
     return Draft(id=id, title=title, description=description, command=command, tags=tuple(tags), difficulty=difficulty,
                  tokens=shape.tokens[N:], x=c.x[N:], heads=tuple(heads), kv_tokens=shape.kv_tokens, x_kv=c.x_kv,
-                 past_tokens=shape.tokens[:N], cache=cache, kv_heads=shape.kv_heads if grouped else None,
+                 past_tokens=shape.tokens[:N], cache=cache, past_x=x_past if N else [], kv_heads=shape.kv_heads if grouped else None,
                  fused=shape.fused, w_o=c.w_o, b_o=c.b_o, mask=shape.mask,
                  key_padding_mask=None if shape.key_padding is None else tuple(not real for real in shape.key_padding))
 

@@ -116,6 +116,7 @@ def text(d: Draft) -> str:
     ]
     if d.cache:
         out += [*_comment(t("new.file.past_tokens")), f"past_tokens: {_labels(d.past_tokens)}",
+                *_comment(t("new.file.past_x", L_past=len(d.past_x), d_model=dm)), f"past_x: {_matrix(d.past_x, 8)}",
                 *_comment(t("new.file.cache", L_past=len(d.past_tokens), d_k=len(d.heads[0].w_q[0]))), "cache:"]
         for k, v in d.cache:
             out += [f"  - k: {_matrix(k, 7)}", f"    v: {_matrix(v, 7)}"]

@@ -284,6 +284,8 @@ def validate_document(doc: Document) -> Validation:
     found, ex = check_fields(f, doc, bad)
     problems += state.problems + found
     ex = v2.finish(ex, state) if ex is not None and not state.problems else None
+    if ex is not None:
+        problems += v2.derived(ex, doc)
     warnings = tuple(doc.warnings)
     if problems:  # a warning on a value that is an error anyway (1e20 refused: no use writing it out) goes
         refused = {(p.line, p.column) for p in problems}

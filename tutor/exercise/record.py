@@ -11,7 +11,7 @@ and a projection is ``x @ W`` with ``W`` of shape ``[d_in, d_out]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -111,6 +111,7 @@ class Exercise:
     kv_heads: tuple[KVHead, ...] | None = None  # G entries when K/V heads are grouped (G < num_heads), else None
     cache: tuple[CacheEntry, ...] | None = None  # one entry per K/V head (G, or num_heads): a decode step
     past_tokens: tuple[str, ...] | None = None
+    past_x: Matrix | None = None  # [L_past, d_model]: the cached tokens' inputs, when given (the cache is checked against them)
     bias: tuple[Matrix, ...] | None = None  # per query head, [L, L_k], added to the scaled scores
     alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
 
@@ -263,6 +264,27 @@ class Exercise:
                 )
             )
         return tuple(rows)
+
+
+def unrolled(ex: Exercise) -> Exercise | None:
+    """The full forward a decode step stands for: the same layer over every token (``past_x``, then ``x``),
+    without a cache; ``None`` when ``ex`` gives no ``past_x``, or when its mask or bias says nothing of the
+    earlier tokens' own rows (a mask matrix, an ``attn_bias``, a top-left causal mask).
+
+    ``causal_lower_right`` becomes the square ``causal`` mask and ALiBi is counted over every position, so
+    the last ``L`` rows of the result are the decode step's rows when the cache holds the earlier tokens'
+    projections (:func:`tutor.exercise.v2.derived` checks it).
+    """
+    if ex.past_x is None or ex.cache is None or ex.mask_kind not in ("none", "causal_lower_right") \
+            or (ex.bias is not None and not ex.alibi):
+        return None
+    L_k = ex.L_k
+    return replace(
+        ex, id=f"{ex.id}-unrolled", description="", x=ex.past_x + ex.x, tokens=ex.past_labels + ex.query_labels,
+        cache=None, past_tokens=None, past_x=None, upstream=None,
+        mask_kind="causal" if ex.mask_kind == "causal_lower_right" else "none",
+        mask=causal(L_k, L_k) if ex.mask_kind == "causal_lower_right" else None,
+        bias=tuple(alibi_bias(h, ex.num_heads, L_k, L_k) for h in range(ex.num_heads)) if ex.alibi else None)
 
 
 def causal_lower_right(L_q: int, L_k: int) -> BoolMatrix:

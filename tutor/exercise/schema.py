@@ -270,6 +270,7 @@ class ExerciseFile(_Strict):
     kv_heads: Annotated[list[KVHeadBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.kv_heads"))
     cache: Annotated[list[CacheBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.cache"))
     past_tokens: list[Text] | None = Field(None, description=t("schema.field.past_tokens"))
+    past_x: MatrixField | None = Field(None, description=t("schema.field.past_x"))
     attn_bias: BiasField | None = Field(None, description=t("schema.field.attn_bias"))
     alibi: Flag | None = Field(None, description=t("schema.field.alibi"))
 

@@ -33,7 +33,7 @@ from tutor.exercise.yamlread import Document, Path
 from . import record
 from .schema import MAX_DENOMINATOR, MAX_DENOMINATOR_DIGITS, ExerciseFile, HeadBlock
 
-_V2_FIELDS = ("num_kv_heads", "kv_heads", "cache", "past_tokens", "attn_bias", "alibi")
+_V2_FIELDS = ("num_kv_heads", "kv_heads", "cache", "past_tokens", "past_x", "attn_bias", "alibi")
 _MAX_KEYS = 16  # LIMITS["L_k"] of .checks: the cached keys and the new ones together
 
 
@@ -44,6 +44,7 @@ class State:
     kv_heads: tuple[record.KVHead, ...] | None = None
     cache: tuple[record.CacheEntry, ...] | None = None
     past_tokens: tuple[str, ...] | None = None
+    past_x: record.Matrix | None = None  # the cached tokens' inputs (checked against the cache by :func:`derived`)
     mask_name: str | None = None  # a causal mask built here: "causal" (top-left) or "causal_lower_right"
     mask_matrix: tuple[tuple[bool, ...], ...] | None = None  # a mask matrix checked here (with a cache)
     padding: tuple[bool, ...] | None = None  # key padding checked here (with a cache), True = a real key
@@ -132,7 +133,7 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, State]:
 
     d_model = _d_model(f, bad, d_model) if not cross else d_model
     G = _groups(c, f, g, H, per_head, d_model)
-    L_past = _cache(c, f, G if G is not None else H, cross)
+    L_past = _cache(c, f, G if G is not None else H, cross, d_model)
     L_k = None
     if L is not None and not cross:
         L_k = L + (L_past or 0)
@@ -311,12 +312,13 @@ def _groups_per_head(c: _Check, f: Any, g: SimpleNamespace, H: int | None, G: in
     return G
 
 
-def _cache(c: _Check, f: Any, G: int | None, cross: bool) -> int | None:
-    """cache and past_tokens: their mistakes; ``L_past``, or ``None`` without a (valid) cache."""
+def _cache(c: _Check, f: Any, G: int | None, cross: bool, d_model: int | None) -> int | None:
+    """cache, past_tokens and past_x: their mistakes; ``L_past``, or ``None`` without a (valid) cache."""
     if f.cache is None:
-        if f.past_tokens is not None:
-            c.add(("past_tokens",), "v2.past_tokens.alone")
-            c.bad.add(("past_tokens",))
+        for name in ("past_tokens", "past_x"):
+            if getattr(f, name) is not None:
+                c.add((name,), f"v2.{name}.alone")
+                c.bad.add((name,))
         return None
     if cross:
         c.add(("cache",), "v2.cache.cross")
@@ -354,6 +356,15 @@ def _cache(c: _Check, f: Any, G: int | None, cross: bool) -> int | None:
         c.bad.add(("past_tokens",))
     c.st.cache = tuple(record.CacheEntry(tuple(map(tuple, e.k)), tuple(map(tuple, e.v))) for e in entries)
     c.st.past_tokens = tuple(f.past_tokens) if f.past_tokens is not None else None
+    if f.past_x is not None and c.matrix(("past_x",), f.past_x):
+        if len(f.past_x) != L_past:
+            c.add(("past_x",), "v2.past_x.rows", found=len(f.past_x), expected=L_past)
+            c.bad.add(("past_x",))
+        elif d_model is not None and _cols(f.past_x) != d_model:
+            c.add(("past_x",), "v2.past_x.width", found=_cols(f.past_x), expected=d_model)
+            c.bad.add(("past_x",))
+        else:
+            c.st.past_x = tuple(map(tuple, f.past_x))
     return L_past
 
 
@@ -481,6 +492,7 @@ def finish(ex: record.Exercise, st: State) -> record.Exercise:
     if st.cache is not None:
         changes["cache"] = st.cache
         changes["past_tokens"] = st.past_tokens
+        changes["past_x"] = st.past_x
     L = ex.L
     L_k = (len(st.cache[0].k) if st.cache else 0) + len(ex.kv)
     if st.mask_name == "causal":
@@ -499,3 +511,36 @@ def finish(ex: record.Exercise, st: State) -> record.Exercise:
         mats = [tuple(tuple(r) for r in m) for m in st.bias]
         changes["bias"] = tuple(mats) if len(mats) == H else tuple(mats * H)  # one matrix: every head's
     return dataclasses.replace(ex, **changes) if changes else ex
+
+
+def derived(ex: record.Exercise, doc: Document) -> list[Problem]:
+    """With ``past_x``: each K/V head's cache against the earlier tokens' projections, ``past_x·W_K + b_K``
+    and ``past_x·W_V + b_V`` with that head's own weights; the first row that differs, per matrix, is a
+    problem at its place in the file (a cache no past input gives makes the decode step's claim, the full
+    forward's last rows, false)."""
+    if ex.past_x is None or ex.cache is None:
+        return []
+
+    past_x = ex.past_x
+
+    def projected(w: record.Matrix, b: record.Vector | None) -> list[list[Fraction]]:
+        return [[sum((x * w[i][j] for i, x in enumerate(row)), Fraction(0)) + (b[j] if b is not None else 0)
+                 for j in range(len(w[0]))] for row in past_x]  # [L_past, d_model] · [d_model, d] + [d]
+
+    def text(row: Any) -> str:
+        return ", ".join(str(v) for v in row)
+
+    problems = []
+    for g, entry in enumerate(ex.cache):
+        head = ex.heads[ex.sharing(g)[0]]
+        for name, w, b, got, weight, what in (("k", head.w_k, head.b_k, entry.k, "W_K", "keys"),
+                                              ("v", head.w_v, head.b_v, entry.v, "W_V", "values")):
+            want = projected(w, b)
+            r = next((r for r, (a, e) in enumerate(zip(got, want, strict=True)) if list(a) != e), None)
+            if r is not None:
+                weight += f" + b_{weight[-1]}" if b is not None else ""
+                problems.append(doc.problem(("cache", g, name, r),
+                                            t("v2.past_x.cache", field=name, row=r + 1, found=text(got[r]),
+                                              weight=weight, expected=text(want[r]), what=t(f"v2.past_x.{what}")),
+                                            t("v2.past_x.cache.hint")))
+    return problems

@@ -2,7 +2,7 @@
 
 One query row of one head, its keys in blocks (:func:`tutor.flash.walk.online_row`):
 per block the learner types the running max ``m``, the rescale factor
-``alpha`` (from block 2 on, once ``m`` is a number), the running sum ``l``
+``alpha`` (from block 2 on; 0 while the old max is ``-inf``), the running sum ``l``
 and the accumulator ``acc``; then ``o`` and ``lse``.  Each answer is one line
 (a number; ``acc`` and ``o`` a row: ``2.24, 2.24`` or ``[2.24, 2.24]``: the
 machine's ``row`` mode), graded by the machine against the exact walk.  What
@@ -76,11 +76,12 @@ class Ask:
 
 def asks(row: TiledRow) -> tuple[Ask, ...]:
     """The quantities of ``row`` in the order they are computed: per block ``m``, ``alpha`` (not in
-    block 1, nor while ``m`` is still ``-inf``: no number then), ``l``, ``acc``; then ``o`` and ``lse``."""
+    block 1; 0 while the old max is ``-inf``, as FlashAttention-2's kernel takes it, also while ``m`` is
+    still ``-inf``), ``l``, ``acc``; then ``o`` and ``lse``."""
     out: list[Ask] = []
     for b, block in enumerate(row.blocks):
         out.append(Ask(b, "m", (block.m,)))
-        if block.alpha is not None and not isinstance(block.m, NegInf):
+        if block.alpha is not None:
             out.append(Ask(b, "alpha", (block.alpha,)))
         out += [Ask(b, "l", (block.l,)), Ask(b, "acc", block.acc)]
     return (*out, Ask(None, "o", row.o), Ask(None, "lse", (row.lse,)))
@@ -201,6 +202,8 @@ def worked(row: TiledRow, ask: Ask) -> str:
     if ask.name == "m":
         return f"m = max(m_old, s_j) = max({', '.join([m_old] + [str(s) for s in b.scores])}) = {b.m}"
     if ask.name == "alpha":
+        if isinstance(b.m, NegInf):  # exp(-inf - (-inf)) is no number: FlashAttention-2's kernel takes 0
+            return f"alpha = 0: m_old = m = -inf, and FlashAttention-2 takes exp(m_old - 0) = {b.alpha}"
         return f"alpha = exp(m_old - m) = exp({m_old} - {_paren(str(b.m))}) = {b.alpha}"
     terms = [str(p) for _, p in live] if ask.name == "l" else [f"{_paren(str(p))}*{_vec(row.V[j])}" for j, p in live]
     if prev is not None and b.alpha is not None and not isinstance(prev.m, NegInf):

@@ -76,6 +76,8 @@ def _v2_dict(ex: Exercise) -> dict[str, Any]:
         out["L_past"] = ex.L_past
         out["past_tokens"] = list(ex.past_labels)
         out["cache"] = [{"k": _m(c.k), "v": _m(c.v)} for c in ex.cache]
+        if ex.past_x is not None:
+            out["past_x"] = _m(ex.past_x)
     if ex.bias is not None:
         out["alibi"] = ex.alibi
         out["attn_bias"] = [_m(b) for b in ex.bias]

@@ -14,13 +14,14 @@ show (Markdown has no production view, JSON no parts).  Pure: no printing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..base.messages import t
+from ..base.messages import plural, t
 from ..exact.numbers import frac_text
-from ..exercise.record import Exercise, Matrix, alibi_slope
+from ..exercise.record import Exercise, Matrix, alibi_slope, unrolled
 from ..steps import KINDS, Solution, Step, Worked, hand_sized
 from .text import reflow
 
@@ -167,6 +168,8 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
     back = tuple(s for s in sol.steps if KINDS[s.id].backward and (head is None or s.head in (None, head))
                  and (head is not None or s.kv_head is None or s.head == s.shared[0]))  # a group's K/V gradient once
     said = {} if blank or keys else notes(forward)
+    if not (blank or keys):  # a decode step given its past inputs: the full forward's last rows, beside its own
+        said = _full_forward(forward, said, precision)
     hidden = by_step(sol) if keys else {}
     worked = not (brief or blank) and hand_sized(ex)
 
@@ -207,6 +210,31 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
         steps=tuple(item(n, s) for n, s in enumerate(shown, 1)), production=trace,
         production_notes=production_notes,
         masks=tuple(MaskItem(m, t(f"explain.production.mask.{m.kind}")) for m in pytorch_masks(ex)), blank=blank)
+
+
+def _full_forward(forward: Solution, said: dict, precision: int) -> dict:
+    """``said`` with a note on the decode step's last forward step: the full forward over every token
+    (:func:`~tutor.exercise.record.unrolled`), solved by the same engine, and its last rows -- the same
+    as the decode step's when the cache holds the earlier tokens' projections."""
+    from ..base.decimals import fixed
+    from ..steps import solve
+
+    ex = forward.exercise
+    full = unrolled(ex)
+    if full is None:
+        return said
+    last = forward.final
+    rows = solve(full).step(last.id, last.head).exact[ex.L_past:]  # [L, d]: the new tokens' rows
+    if [[str(e) for e in row] for row in rows] == [[str(e) for e in row] for row in last.exact]:
+        key = "explain.v2.full_forward"  # the same exact forms
+    elif all(math.isclose(e.value(), d, rel_tol=1e-12, abs_tol=1e-300)
+             for row, mine in zip(rows, last.value, strict=True) for e, d in zip(row, mine, strict=True)):
+        key = "explain.v2.full_forward.float"  # other forms of (very likely) the same numbers: not claimed exact
+    else:
+        key = "explain.v2.full_forward.differs"
+    shown = "; ".join("[" + ", ".join(fixed(e.value(), precision) for e in row) + "]" for row in rows)
+    note = plural(key, ex.L, n=ex.L_k, labels=", ".join(ex.key_labels), step=last.name, rows=shown)
+    return {**said, last.key: (*said.get(last.key, ()), note)}
 
 
 def _backward(ex: Exercise, back: tuple[Step, ...], number: int,
@@ -261,7 +289,8 @@ def _header(ex: Exercise, production_notes: tuple[str, ...]) -> Header:
     if ex.key_padding is not None:
         pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
         padding = t("explain.mask.padding", keys=", ".join(pads) or "-")
-    inputs = [Named("X", ex.x, ex.query_labels)]
+    inputs = [Named("X_past", ex.past_x, ex.past_labels)] if ex.past_x is not None else []
+    inputs.append(Named("X", ex.x, ex.query_labels))
     if ex.x_kv is not None:
         inputs.append(Named("X_kv", ex.x_kv, ex.key_labels))
     return Header(
@@ -284,7 +313,10 @@ def _v2_lines(ex: Exercise) -> tuple[str, ...]:
     if ex.grouped:
         out.append(t("explain.v2.grouped", G=ex.num_kv_heads, H=ex.num_heads, ratio=ex.num_heads // ex.num_kv_heads))
     if ex.has_cache:
-        out.append(t("explain.v2.cache", L_past=ex.L_past, labels=", ".join(ex.past_labels), L=ex.L))
+        k = "X_past·W_K" + (" + b_K" if any(h.b_k is not None for h in ex.heads) else "")
+        v = "X_past·W_V" + (" + b_V" if any(h.b_v is not None for h in ex.heads) else "")
+        out.append(t("explain.v2.cache.past_x" if ex.past_x is not None else "explain.v2.cache", L_past=ex.L_past,
+                     labels=", ".join(ex.past_labels), L=ex.L, k=k, v=v))
     if ex.alibi:
         out.append(t("explain.v2.alibi", slopes=", ".join(frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads))))
     elif ex.has_bias:

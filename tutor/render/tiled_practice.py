@@ -15,7 +15,7 @@ from .. import practice as quiz
 from ..answers import MIN_PLACES, Entry
 from ..base.decimals import trimmed
 from ..base.messages import t
-from ..exact.numbers import Exact, frac_text, notation
+from ..exact.numbers import Exact, NegInf, frac_text, notation
 from ..exercise.record import Exercise
 from ..flash import drill as tq
 from ..flash.walk import TiledRow
@@ -152,7 +152,8 @@ class TiledPracticeRenderer:
         ask = h.step
         if h.level == 1:
             self.line(t("practice.hint.1", formula=h.formula), "bold")
-            self.line(t(f"tiled.practice.why.{ask.name}"), indent=3)
+            empty = ask.name == "lse" and isinstance(ask.right[0], NegInf)  # a row that may attend to no key
+            self.line(t(f"tiled.practice.why.{ask.name}" + (".empty" if empty else "")), indent=3)
         elif h.level == 2:
             self.line(t("tiled.practice.hint.2" if ask.block is not None else "tiled.practice.hint.2.end"), "bold")
             approx = "" if all(is_plain(str(x)) for x in ask.right) else " ≈ " + (

@@ -213,7 +213,8 @@ OUTPUT = StepKind(
     rounding=_output_rounding, exact_walk=_output_exact,
     varies=frozenset({"w_o_transposed", "drop"}), work=_output_work, given=_output_given,
     arithmetic=_output_arithmetic,
-    why=lambda step, ex: [t("step.output.why.nohead" if ex.num_heads == 1 else "step.output.why")],
+    why=lambda step, ex: [t(("step.output.why.nohead" if ex.num_heads == 1 else "step.output.why")
+                            + (".cross" if ex.is_cross else ""))],
     latex=r"\text{output} = $op0\, W_{O}$plus",
 )
 

@@ -2,7 +2,7 @@
 
 ``head = softmax(scores) V`` (Vaswani et al. 2017, eq. 1), the softmax over
 each query row's keys; a query row that may attend to no key gets zero
-weights and a zero output row (PyTorch's SDPA since 2.5).  The scores it
+weights and a zero output row (PyTorch's SDPA on CPU since 2.5).  The scores it
 reads are :mod:`tutor.steps.scores`'s.
 
 Each kind's engines, side by side: the exact build (one structured softmax
