@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..steps import KINDS, STEP_IDS
 from .attempt import OutcomeCounts
 from .scheduling import Skill, skills
 from .schema import ANSWER_AS_WRITTEN, ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN, Rows
@@ -91,6 +90,8 @@ def stats(store: Rows, top: int = 5, at: datetime | None = None) -> Stats:
     (left_out,), = store.read(f"SELECT (SELECT COUNT(*) FROM answers WHERE NOT ({ANSWER_AS_WRITTEN}))"
                               f" + (SELECT COUNT(*) FROM mistakes WHERE NOT ({MISTAKE_AS_WRITTEN}))"
                               f" + (SELECT COUNT(*) FROM skills WHERE NOT ({SKILL_AS_WRITTEN}))")
+    from ..steps import STEP_IDS  # here, not at the top: `list` reads the store and loads no step catalogue
+
     by_step = {
         step: StepStats(step, correct, wrong, shown, skipped, first)
         for step, correct, wrong, shown, skipped, first in store.read(
@@ -138,6 +139,8 @@ def recommend(stats: Stats, exercises: Sequence[tuple[str, Iterable[str], int | 
     computation); among the exercises that have it, the one least practised on
     that step, then the easiest, then by id.  ``None`` when there are no exercises.
     """
+    from ..steps import KINDS, STEP_IDS  # here, not at the top: `list` reads the store and loads no step catalogue
+
     kinds = {ex_id: set(steps) for ex_id, steps, _ in exercises}
     available = [s for s in STEP_IDS if any(s in k for k in kinds.values())]
     if not available:
