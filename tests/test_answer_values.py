@@ -142,17 +142,12 @@ def test_a_sigmoid_deeper_than_the_nesting_limit_is_refused() -> None:
 
 
 def test_a_deep_sigmoid_builds_its_sympy_expression_lazily() -> None:
-    """Built without asking sympy's assumptions (which evaluated the nested exp numerically: 30 s of CPU
-    and more at 13 levels); a bound on this process's CPU time, not on wall-clock time, so a loaded
-    machine does not move it (the build takes about 0.2 s)."""
-    import time
-
+    """Built unevaluated (sympy's evaluation asked its assumptions, which evaluated the nested exp
+    numerically: 30 s of CPU and more at 13 levels).  Its time is measured in
+    benchmarks/answers_budget.py, not here: this test holds what the form holds."""
     import sympy
 
-    entry = parse_entry(sigmoid_text(13))
-    start = time.process_time()
-    expr = entry.expr  # built unevaluated where sympy would ask its assumptions
-    assert time.process_time() - start < 5
+    expr = parse_entry(sigmoid_text(13)).expr  # built unevaluated where sympy would ask its assumptions
     assert isinstance(expr, sympy.Expr)
     assert len(expr.atoms(sympy.exp)) == 12 and expr.has(sympy.E)  # the innermost exp(1 - 0) is e
 
