@@ -242,6 +242,9 @@ def random_part(count: int, runs: int, grade: Callable[[str], object]) -> tuple[
     return cpu_worst[1], "random: " + shown(cpu_worst[2], 40)
 
 
+EXPR_TARGET = 1.0  # seconds of CPU for the sympy form of the deepest sigmoid case
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -291,6 +294,14 @@ def main() -> int:
         wall, cpu, out = timed(lambda text=text, run=run: run(text), 1)
         print(f"{name}: {len(text):,} chars, {cpu:.2f} s of CPU (wall {wall:.2f} s): "
               f"{'refused' if isinstance(out, AnswerError | ExerciseError) else 'read'}")
+
+    # The sympy form shown beside a typed entry (Entry.expr), built on the deepest sigmoid the limits allow
+    # below the nesting bound: built unevaluated, it took 30-140 s of CPU before issue 19 (each level tripled it).
+    deep = parse_entry(sigmoid(13))
+    wall, cpu, _ = timed(lambda: parse_entry(sigmoid(13)).expr, 1)
+    assert deep.expr is not None
+    print(f"\nsympy form of a 13-level sigmoid (Entry.expr): {cpu:.2f} s of CPU (wall {wall:.2f} s), "
+          f"target <= {EXPR_TARGET:.0f} s: {'PASS' if cpu <= EXPR_TARGET else 'MISS'}")
 
     if args.random:
         rows.append(random_part(args.random, args.runs, grade))

@@ -18,7 +18,7 @@ import pytest
 
 from tutor.base.messages import EN
 from tutor.exercise.catalog import resolve
-from tutor.steps import CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
+from tutor.steps import BACKWARD_IDS, CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
 from tutor.steps import replay as walk
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,6 +166,27 @@ def test_the_every_feature_exercises_have_every_kind():
     v1 = every_feature_v1(1)
     assert v1.is_cross and v1.has_mask and v1.key_padding is not None and not v1.is_v2
     assert any(not any(row) for row in v1.allowed())  # a query row with no key to attend
+
+
+def test_the_step_list_of_list_is_the_catalogue():
+    """``attn-tutor list`` counts an exercise's steps with :mod:`tutor.authoring.steplist` (it loads no
+    catalogue): its table is the forward kinds in order, and it gives :func:`keys` on every bundled
+    exercise, every generated golden one and the every-feature ones."""
+    from tutor.authoring.steplist import FORWARD_STEPS, forward_keys
+    from tutor.exercise.load import load_exercise
+
+    forward = [(k.id, k.scope) for k in CATALOGUE if k.id not in BACKWARD_IDS]
+    assert [(id, scope) for id, scope, _ in FORWARD_STEPS] == forward, "tutor/authoring/steplist.py: FORWARD_STEPS"
+    golden = sorted((REPO / "tests" / "golden" / "generate").glob("*.yaml"))
+    assert len(golden) > 50
+    exercises = ([resolve(name) for name in BUNDLED] + [load_exercise(str(p)) for p in golden]
+                 + [make() for _, make in EVERY_FEATURE])
+    for ex in exercises:
+        assert forward_keys(ex) == keys(ex), (ex.id, "tutor/authoring/steplist.py")
+    has = [{id for id, _ in forward_keys(ex)} for ex in exercises]
+    assert set.union(*has) == {id for id, _ in forward}  # each step is there somewhere...
+    assert set.union(*has) - set.intersection(*has) == {"k_new", "v_new", "biased", "masked", "concat", "output"}
+    # ... and each step an exercise may lack is missing somewhere
 
 
 @pytest.mark.parametrize("make", [m for _, m in EVERY_FEATURE], ids=[n for n, _ in EVERY_FEATURE])

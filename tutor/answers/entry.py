@@ -165,14 +165,16 @@ def _sympy_op(tree: tuple[Any, ...], a: sympy.Expr, b: sympy.Expr | None, *, eva
         if op == "exp":
             return sympy.exp(a)
         return a ** sympy.Integer(tree[2])
+    # Add and Mul unevaluated too: Mul's flattening rebuilds ``Pow(1 + exp(…), -1)`` with evaluation,
+    # whose assumptions evaluate the nested exp numerically (tens of seconds at 13 levels of a sigmoid).
     if op == "+":
-        return sympy.Add(a, b)
+        return sympy.Add(a, b, evaluate=False)
     if op == "-":
-        return sympy.Add(a, sympy.Mul(-1, b))
+        return sympy.Add(a, sympy.Mul(-1, b, evaluate=False), evaluate=False)
     if op == "*":
-        return sympy.Mul(a, b)
+        return sympy.Mul(a, b, evaluate=False)
     if op == "/":
-        return sympy.Mul(a, _power(b, sympy.Integer(-1)))
+        return sympy.Mul(a, _power(b, sympy.Integer(-1)), evaluate=False)
     if op == "neg":
         return -a
     if op == "sqrt":

@@ -284,15 +284,16 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
 def catalog_rows(cat: Catalog, solved: dict[str, frozenset[tuple[str, int | None]]] | None = None) -> list[dict[str, Any]]:
     """One row per exercise of the catalogue, in learning order (:func:`tutor.exercise.catalog.learning_key`),
     with where it comes from (``source``) and, given the steps ``solved`` per exercise id (from
-    the progress store), ``steps`` (how many it has), ``solved`` (how many were answered right at
+    the progress store), ``steps`` (how many forward steps it has, by :mod:`.steplist`: ``list`` loads no
+    step catalogue), ``solved`` (how many were answered right at
     least once) and ``done`` (all of them): what ``list`` shows."""
     from ..exercise.catalog import learning_key
-    from ..steps import keys
+    from .steplist import forward_keys
 
     rows = []
     for entry in sorted(cat.entries, key=lambda e: learning_key(e.exercise)):
         ex = entry.exercise
-        own = keys(ex)
+        own = forward_keys(ex)
         right = len(set(own) & (solved or {}).get(ex.id, frozenset()))
         rows.append({
             "id": ex.id,

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..steps import KINDS, STEP_IDS
 from .attempt import OutcomeCounts
 from .scheduling import Skill, skills, unreadable_skills
 from .schema import ANSWERS, MISTAKE_AS_WRITTEN, MISTAKES, SESSION_AS_WRITTEN, SKILL_AS_WRITTEN, Rows
@@ -128,6 +127,8 @@ def stats(store: Rows, top: int = 5, at: datetime | None = None) -> Stats:
     left_out += total - read
     left_out += unreadable_skills(store)  # of the right types, but out of the range the scheduler writes
     by_step = {step: StepStats(step, *c) for step, c in counts.items()}
+    from ..steps import STEP_IDS  # here, not at the top: `list` reads the store and loads no step catalogue
+
     order: dict[str, int] = {s: i for i, s in enumerate(STEP_IDS)}
     steps = tuple(sorted(by_step.values(), key=lambda s: (order.get(s.step, len(order)), s.step)))
     places: dict[tuple[str, str], list[Place]] = {}
@@ -166,6 +167,8 @@ def recommend(stats: Stats, exercises: Sequence[tuple[str, Iterable[str], int | 
     computation); among the exercises that have it, the one least practised on
     that step, then the easiest, then by id.  ``None`` when there are no exercises.
     """
+    from ..steps import KINDS, STEP_IDS  # here, not at the top: `list` reads the store and loads no step catalogue
+
     kinds = {ex_id: set(steps) for ex_id, steps, _ in exercises}
     available = [s for s in STEP_IDS if any(s in k for k in kinds.values())]
     if not available:

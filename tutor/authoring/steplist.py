@@ -1,0 +1,48 @@
+"""The forward steps an exercise has, by id and head, without the step catalogue: what ``attn-tutor
+list`` counts (``pending 3/7``).
+
+``list`` has to start fast (issue 19, item 7: it imports neither :mod:`tutor.steps` nor sympy
+nor numpy), yet each exercise's step count is the catalogue's to decide
+(:func:`tutor.steps.keys`).  This table repeats, for the forward kinds only, the three things the
+count reads -- the id, the scope and ``exists`` -- in the
+catalogue's order; ``tests/test_catalogue.py`` holds it equal to the catalogue on every bundled
+exercise and on generated ones with every feature, and fails naming this file when a forward
+kind is added, removed or reordered without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..exercise.record import Exercise
+
+def _always(ex: Exercise) -> bool:
+    return True
+
+
+#: ``(id, scope, exists)`` of each forward kind, in the catalogue's order.
+FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
+    ("q", "head", _always),
+    ("k_new", "head", lambda ex: ex.has_cache),
+    ("v_new", "head", lambda ex: ex.has_cache),
+    ("k", "head", _always),
+    ("v", "head", _always),
+    ("scores", "head", _always),
+    ("scaled", "head", _always),
+    ("biased", "head", lambda ex: ex.has_bias),
+    ("masked", "head", lambda ex: ex.has_mask),
+    ("weights", "head", _always),
+    ("head_output", "head", _always),
+    ("concat", "layer", lambda ex: ex.num_heads > 1),
+    ("output", "layer", lambda ex: ex.w_o is not None),
+)
+
+
+def forward_keys(ex: Exercise) -> list[tuple[str, int | None]]:
+    """Every forward step ``ex`` has, as :func:`tutor.steps.keys` lists them (each head's steps, head 0
+    first, then the layer's)."""
+    live = [(id, scope) for id, scope, exists in FORWARD_STEPS if exists(ex)]
+    per_head: list[tuple[str, int | None]] = [(id, h) for h in range(ex.num_heads) for id, scope in live if scope == "head"]
+    return per_head + [(id, None) for id, scope in live if scope == "layer"]
