@@ -1058,6 +1058,8 @@ EN.update({
     "drill.counts.memory.one_head": "That is one head; the tensor has num_heads of them.",
     "drill.counts.memory.fp32": "That uses 4 bytes per element (float32); this dtype has fewer.",
     "drill.counts.kv.ask": "{layer}\nThe model has {layers} such layers. How many bytes does its KV cache take for a batch of B = {B} at a context length of L = {L}, in {dtype}?",
+    "drill.counts.kv.ask.int8": "Count the 1-byte elements only: an int8 cache also keeps the scales it was quantized with, left out here.",
+    "drill.counts.kv.int8.scales": "That counts the int8 elements only. A quantized cache also stores its scales (and zero points, if the quantization is asymmetric), per tensor, channel, token or group: with one float16 scale per token and K/V head, for example, 2·layers·B·L·num_kv_heads·2 = {scales} bytes ({human}) more.",
     "drill.counts.kv.hint": "Every layer caches K and V, each [B, num_kv_heads, L, d_k].",
     "drill.counts.kv.source": "Source: K and V of every layer, each [B, num_kv_heads, L, d_k]; Shazeer 2019 (multi-query) and Ainslie et al. 2023 (GQA).",
     "drill.counts.kv.no_two": "That counts K or V; the cache holds both (the factor 2).",
