@@ -163,12 +163,13 @@ def test_the_right_v2_backward_values_from_torch_pass(cli, tmp_path, name):
 
 
 def test_the_tiled_walk_of_a_row_with_no_key_says_so(cli):
-    """causal-left-padding-4x2's PAD query may attend to no key: no alpha of exp(−∞ − (−∞)), and o = 0 said as
-    the 0/0 convention, not as acc / l."""
+    """causal-left-padding-4x2's PAD query may attend to no key: alpha is 0 with the reason (exp(−∞ − (−∞)) is no
+    number; FlashAttention-2 takes 0), never worked out as exp(m_old − m), and o = 0 said as the 0/0
+    convention, not as acc / l."""
     code, out, _ = cli("explain", "causal-left-padding-4x2", "--tiled", "--block-size", "2", env={"COLUMNS": "200"})
     assert code == 0
     pad = out.split("Query PAD:")[1].split("Query Hello")[0]
-    assert "alpha: none, m is still −∞ (every key so far is masked)" in pad and "alpha = exp" not in pad
+    assert "alpha = 0: m_old and m are both still −∞ (every key so far is masked)" in pad and "alpha = exp" not in pad
     assert "Query PAD may attend to no key: m stays −∞ and l = 0, so acc / l is 0/0; o = [0, 0] by convention" in pad
     assert "o = acc / l" not in pad and "the softmax's denominator" not in pad
 

@@ -153,6 +153,21 @@ def test_w_o_mixes_the_heads_and_folds_into_w_v():
     assert H * D * D > 2 * D * (H * d)  # folded per head vs W_V and W_O together (H·d_v = d_model)
 
 
+@measures("w-o-fold-batched")
+def test_the_folded_value_maps_still_run_as_one_batched_matmul():
+    """Folding W_V^h·W_O^h per head loses no batching: the H maps stacked [H, D, D] run in one batched
+    matmul (np.matmul over the head axis) and give the layer's output; only the size grows."""
+    rng = np.random.default_rng(18)
+    L, D, H, d = 5, 8, 4, 2
+    x, w_v, w_o = rng.standard_normal((L, D)), rng.standard_normal((H, D, d)), rng.standard_normal((H * d, D))
+    weights = softmax(rng.standard_normal((H, L, L)))  # [H, L, L]
+    factored = np.concatenate([weights[h] @ x @ w_v[h] for h in range(H)], axis=1) @ w_o  # [L, D]
+    folded = w_v @ w_o.reshape(H, d, D)  # [H, D, d] @ [H, d, D] -> [H, D, D]: one batched matmul
+    batched = np.matmul(weights @ x, folded).sum(axis=0)  # [H, L, D] @ [H, D, D] -> [H, L, D], summed over heads
+    assert folded.shape == (H, D, D) and np.allclose(batched, factored, rtol=1e-12, atol=1e-12)
+    assert folded.size == H * D * D > w_v.size + w_o.size  # the cost: num_heads·d_model² entries
+
+
 @measures("attention-nonlinear")
 def test_attention_is_not_linear_in_x():
     rng = np.random.default_rng(6)

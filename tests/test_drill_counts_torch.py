@@ -157,3 +157,23 @@ def test_every_count_question_is_answered_by_torch(seed):
         else:
             kv = torch.empty(c["B"], c["num_kv_heads"], c["L"], c["d_k"], dtype=getattr(torch, c["dtype"]), device="meta")
             assert q.answer == 2 * c["layers"] * kv.numel() * kv.element_size()
+
+
+def test_an_int8_cache_is_asked_as_its_elements_and_its_scales_are_said():
+    """Issue 20, D: 'how many bytes in int8' left out the quantization scales.  The question now asks for the
+    elements alone and says so; its explanation gives the scales of one example scheme (a float16 scale per
+    token and K/V head), which a per-token int8 quantization of real tensors stores, byte for byte."""
+    q = next(q for s in range(200) for q in [counts.kv_question(random.Random(s), "x")] if q.config["dtype"] == "int8")
+    c = q.config
+    assert "Count the 1-byte elements only" in q.prompt and "scales" in q.prompt
+    torch.manual_seed(0)
+    B, H, L, d = c["B"], c["num_kv_heads"], 4, c["d_k"]  # L small: the bytes scale with it, the structure does not
+    k = torch.randn(B, H, L, d)  # [B, num_kv_heads, L, d_k]
+    scale = (k.abs().amax(-1, keepdim=True) / 127).to(torch.float16)  # [B, num_kv_heads, L, 1]: per token and head
+    k8 = torch.round(k / scale.float()).clamp(-127, 127).to(torch.int8)  # [B, num_kv_heads, L, d_k]
+    torch.testing.assert_close(k8.float() * scale.float(), k, atol=scale.float().max().item(), rtol=0)
+    per_layer = 2 * (k8.numel() * k8.element_size() + scale.numel() * scale.element_size())  # K and V
+    assert per_layer == counts.kv_cache_bytes(1, B, L, H, d, d, 1) + counts.kv_cache_bytes(1, B, L, H, 1, 1, 2)
+    scales = counts.kv_cache_bytes(c["layers"], B, c["L"], H, 1, 1, 2)
+    assert f"{scales:,} bytes" in q.explain[-1] and "2·layers·B·L·num_kv_heads·2" in q.explain[-1]
+    assert q.answer == counts.kv_cache_bytes(c["layers"], B, c["L"], H, d, d, 1)  # the elements alone

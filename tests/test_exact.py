@@ -757,3 +757,23 @@ def test_floats_survive_cancellation():
         a = mpmath.exp(-mpmath.sqrt(2) / 10**6)
         truth2 = float((1 - a) / (1 + a))
     assert m.value() == pytest.approx(truth2, rel=1e-14, abs=0)
+
+
+@pytest.mark.parametrize("name", ["single-head-dk4-2x4", "two-head-dk1-3x4", "gqa-four-heads-2x4"])
+def test_eulers_number_is_written_exp_1_in_every_exact_string(cli, name):
+    """Issue 20, D: JSON's exact strings wrote exp(1) as a bare 'e' (beside 'exp(-1)', 'exp(2)'), which a program
+    reading them takes for a variable.  It is 'exp(1)' now, and every exact string of the forward and backward
+    JSON reads back, through the answer grammar, as the float the JSON gives beside it."""
+    import json
+    import re
+
+    code, out, _ = cli("explain", name, "--backward", "--format", "json")
+    assert code == 0
+    steps = json.loads(out)["steps"]
+    exact = [(e, v) for s in steps for er, vr in zip(s["exact"], s["value"], strict=True)
+             for e, v in zip(er, vr, strict=True)]
+    assert any("exp(1)" in e for e, _ in exact)  # these exercises have a scaled score of 1
+    assert not [e for e, _ in exact if re.search(r"(?<![a-z])e(?![a-z(])", e)]  # no bare e
+    for e, v in exact:
+        if v is not None:
+            assert answers.parse_entry(e).value() == pytest.approx(v, rel=1e-12, abs=1e-15), e

@@ -408,3 +408,33 @@ def test_the_lse_of_an_empty_row_is_minus_inf_exactly_and_a_number_in_a_kernel(d
     for key in ("tiled.empty", "tiled.practice.why.lse.empty"):
         said = t(key, query="q", o="[0]")
         assert "−∞ exactly" in said and "+∞" in said and "torch's CPU flash kernel 0 (checked with torch 2.13)" in said
+
+
+# --- the shape of the boolean mask the production view names (issue 20, D) ------------------------------
+
+
+@pytest.mark.parametrize(("name", "shape"), [("padding-4x2", "[B, 1, 1, L_k]"), ("fully-masked-row-3x3", "[1, 1, L, L_k]"),
+                                             ("causal-left-padding-4x2", "[B, 1, L, L_k]")])
+def test_the_masked_step_names_the_shape_of_what_it_masks_with(name, shape):
+    """Key padding alone is per sequence and per key: [B, 1, 1, L_k] (it was called [B, 1, L, L_k]); a mask
+    alone is shared by the sequences, [1, 1, L, L_k]; both together are [B, 1, L, L_k].  In torch, with a
+    batch of two sequences that differ in their padding, each form broadcasts over [B, H, L, L_k] scores and
+    masks them as the mask AND the padding."""
+    ex = resolve(name)
+    steps, _ = production_view(ex)
+    note = next(s.note for s in steps if s.name == "masked")
+    assert shape in note and (shape == "[B, 1, L, L_k]") == ("[B, 1, L, L_k]" in note)
+    B, H, L, L_k = 2, 2, ex.L, ex.L_k
+    padding = torch.tensor([[not real for real in (ex.key_padding or [True] * L_k)], [False] * L_k])  # [B, L_k]
+    mask = torch.tensor(ex.mask) if ex.mask is not None else None  # [L, L_k]
+    allowed = ~padding[:, None, None, :] if mask is None else mask[None, None] if ex.key_padding is None \
+        else mask[None, None] & ~padding[:, None, None, :]
+    want = {"[B, 1, 1, L_k]": (B, 1, 1, L_k), "[1, 1, L, L_k]": (1, 1, L, L_k), "[B, 1, L, L_k]": (B, 1, L, L_k)}[shape]
+    assert tuple(allowed.shape) == want
+    scores = torch.zeros(B, H, L, L_k, dtype=f64).masked_fill(~allowed, -math.inf)  # broadcast over what is 1
+    full = torch.ones(L, L_k, dtype=torch.bool) if mask is None else mask
+    for b in range(B):
+        if ex.key_padding is None and b == 1:
+            continue
+        keep = full & ~padding[b][None, :] if ex.key_padding is not None else full
+        assert torch.equal(scores[b, 0] == 0, keep) and torch.equal(scores[b, 1], scores[b, 0])

@@ -300,11 +300,15 @@ def kv_cache_question(layer: Layer, layers: int, B: int, L: int, dtype: str, qid
                                                             "drill.counts.kv.num_heads"),
                   (answer // layers, "drill.counts.kv.one_layer"), (answer * 8, "drill.counts.memory.bits"),
                   (kv_cache_bytes(layers, B, L, Hkv, d, d, 4), "drill.counts.memory.fp32")]
-    explain = (f"2·layers·B·L·num_kv_heads·d_k·{element} = 2·{layers}·{B}·{L}·{Hkv}·{d}·{element} = {_n(answer)} "
-               f"({human_bytes(answer)})", t("drill.counts.kv.source"))
+    explain: tuple[str, ...] = (f"2·layers·B·L·num_kv_heads·d_k·{element} = 2·{layers}·{B}·{L}·{Hkv}·{d}·{element} = "
+                                f"{_n(answer)} ({human_bytes(answer)})", t("drill.counts.kv.source"))
+    if dtype == "int8":  # the elements alone: a quantized cache also keeps its scales
+        scales = kv_cache_bytes(layers, B, L, Hkv, 1, 1, DTYPE_BYTES["float16"])  # one float16 per token and K/V head
+        explain += (t("drill.counts.kv.int8.scales", scales=_n(scales), human=human_bytes(scales)),)
     return Question(
         drill="counts", topic="kv_cache", id=qid, kind="count",
-        prompt=t("drill.counts.kv.ask", layers=layers, B=B, L=L, layer=_layer_text(layer), dtype=dtype),
+        prompt=t("drill.counts.kv.ask", layers=layers, B=B, L=L, layer=_layer_text(layer), dtype=dtype)
+        + (" " + t("drill.counts.kv.ask.int8") if dtype == "int8" else ""),
         answer=answer, answer_text=f"{_n(answer)} ({human_bytes(answer)})",
         config={"quantity": "kv_cache", **_layer_fields(layer), "layers": layers, "B": B, "L": L, "dtype": dtype,
                 "bytes_per_element": element},

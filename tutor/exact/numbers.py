@@ -70,13 +70,14 @@ def notation(text: str) -> str:
 
 
 def _exp_text(u: Fraction, t: int, r: Fraction | None = None) -> str:
-    """``exp(u·sqrt(t) + r)`` as text: ``e``, ``exp(sqrt(2)/2)``, ``exp(sqrt(2) - 1/16)``, ``exp(1/16)``."""
+    """``exp(u·sqrt(t) + r)`` as text: ``exp(1)``, ``exp(sqrt(2)/2)``, ``exp(sqrt(2) - 1/16)``, ``exp(1/16)``.
+
+    Euler's number itself is written ``exp(1)``, never ``e``: as ``exp(-1)`` and ``exp(2)`` are, so that a
+    program reading ``--format json`` (sympy, a spreadsheet) cannot take it for a variable named e."""
     if r:  # a bias part (format v2); t >= 2 here: a rational t = 1 is folded into u by the caller
         if u == 0:
             return f"exp({frac_text(r)})"
         return f"exp({sum_text([surd_text(u, t), frac_text(r)])})"
-    if u == 1 and t == 1:
-        return "e"
     return f"exp({surd_text(u, t)})"
 
 

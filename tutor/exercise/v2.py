@@ -133,7 +133,7 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, State]:
 
     d_model = _d_model(f, bad, d_model) if not cross else d_model
     G = _groups(c, f, g, H, per_head, d_model)
-    L_past = _cache(c, f, G if G is not None else H, cross, d_model)
+    L_past = _cache(c, f, G if G is not None else H, cross)
     L_k = None
     if L is not None and not cross:
         L_k = L + (L_past or 0)
@@ -312,7 +312,7 @@ def _groups_per_head(c: _Check, f: Any, g: SimpleNamespace, H: int | None, G: in
     return G
 
 
-def _cache(c: _Check, f: Any, G: int | None, cross: bool, d_model: int | None) -> int | None:
+def _cache(c: _Check, f: Any, G: int | None, cross: bool) -> int | None:
     """cache, past_tokens and past_x: their mistakes; ``L_past``, or ``None`` without a (valid) cache."""
     if f.cache is None:
         for name in ("past_tokens", "past_x"):
@@ -360,10 +360,7 @@ def _cache(c: _Check, f: Any, G: int | None, cross: bool, d_model: int | None) -
         if len(f.past_x) != L_past:
             c.add(("past_x",), "v2.past_x.rows", found=len(f.past_x), expected=L_past)
             c.bad.add(("past_x",))
-        elif d_model is not None and _cols(f.past_x) != d_model:
-            c.add(("past_x",), "v2.past_x.width", found=_cols(f.past_x), expected=d_model)
-            c.bad.add(("past_x",))
-        else:
+        else:  # its width is checked against d_model once the v1 checks have settled it (derived)
             c.st.past_x = tuple(map(tuple, f.past_x))
     return L_past
 
@@ -520,8 +517,9 @@ def derived(ex: record.Exercise, doc: Document) -> list[Problem]:
     forward's last rows, false)."""
     if ex.past_x is None or ex.cache is None:
         return []
-
     past_x = ex.past_x
+    if len(past_x[0]) != ex.d_model:  # the width the weights multiply, as the v1 checks settled it
+        return [doc.problem(("past_x",), t("v2.past_x.width", found=len(past_x[0]), expected=ex.d_model))]
 
     def projected(w: record.Matrix, b: record.Vector | None) -> list[list[Fraction]]:
         return [[sum((x * w[i][j] for i, x in enumerate(row)), Fraction(0)) + (b[j] if b is not None else 0)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from tutor.base.errors import ShapeError
+from tutor.base.messages import t
 
 from ._common import _float_dtype, _Record, _shape_text
 from .backward import LayerGrads
@@ -414,14 +416,17 @@ class MultiHeadAttention:
 
     # the shape trace --------------------------------------------------------
     def shape_trace(
-        self, B: int, L: int, L_k: int | None = None, *, cross: bool = False, masked: bool = False
+        self, B: int, L: int, L_k: int | None = None, *, cross: bool = False, masked: bool = False,
+        allowed: Literal["mask", "padding", "both"] = "both",
     ) -> tuple[TraceStep, ...]:
         """The forward pass as an ordered tuple of :class:`TraceStep` (name, shapes, note).
 
         Both symbolic (``[B, H, L, d_k]``) and concrete shapes, for a batch of
         ``B`` sequences of ``L`` queries over ``L_k`` keys (``L_k = L`` for
         self-attention; ``cross=True`` names the key sequence ``x_kv``).
-        ``masked`` adds the ``masked_fill`` step.  The steps are exactly the
+        ``masked`` adds the ``masked_fill`` step; ``allowed`` says what its boolean mask is, so that its
+        note gives its shape: a mask shared by the batch (``[1, 1, L, L_k]``), key padding alone
+        (``[B, 1, 1, L_k]``) or both (``[B, 1, L, L_k]``).  The steps are exactly the
         arrays :meth:`forward` makes (a test checks every shape).  Self-attention
         with equal ``d_k``, ``d_v`` reads::
 
@@ -464,7 +469,7 @@ class MultiHeadAttention:
             tr.add("v_heads", ("B", "H", Lk, "d_v"), "trace.heads_axis")
         tr.add("scores", ("B", "H", "L", Lk))
         if masked:
-            tr.add("masked", ("B", "H", "L", Lk))
+            tr.add("masked", ("B", "H", "L", Lk), allowed=t(f"trace.masked.{allowed}"))
         tr.add("weights", ("B", "H", "L", Lk))
         tr.add("context", ("B", "H", "L", "d_v"))
         tr.add("transpose", ("B", "L", "H", "d_v"))

@@ -26,9 +26,11 @@ def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     if ex.is_v2:
         return decoder_trace(ex, B)
     layer = layer_of(ex)
+    mask = ex.mask is not None or ex.mask_kind == "causal"
+    padding = ex.key_padding is not None
     return layer.shape_trace(
-        B, ex.L, ex.L_k if ex.is_cross else None, cross=ex.is_cross,
-        masked=ex.has_mask or ex.mask_kind == "causal",
+        B, ex.L, ex.L_k if ex.is_cross else None, cross=ex.is_cross, masked=mask or padding,
+        allowed="both" if mask and padding else "padding" if padding else "mask",
     )
 
 

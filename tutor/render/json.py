@@ -2,8 +2,8 @@
 
 ``{"exercise": {...}, "steps": [{"id", "head", "title", "formula", "shape",
 "exact", "value", "why", "indistinguishable"}], "production": [...], "notes": [...],
-"production_masks": [...]}``: exact entries are answer-grammar strings, values
-are floats, and a masked score is ``"-inf"`` exactly with value ``null``;
+"production_masks": [...]}``: exact entries are answer-grammar strings (Euler's number
+written ``exp(1)``, never ``e``), values are floats, and a masked score is ``"-inf"`` exactly with value ``null``;
 ``why`` the sentences a reader gets beside the step; ``indistinguishable``
 lists the keys of the misconceptions (:data:`tutor.mistakes.diagnose.MISCONCEPTIONS`)
 that give exactly the step's right value on this exercise, so that no answer
