@@ -12,6 +12,8 @@ import pytest
 from tutor.drills import interview, masks
 from tutor.drills.record import grade
 
+from .conftest import REPO
+
 T, F = True, False
 
 
@@ -374,3 +376,64 @@ def test_the_places_of_an_exact_entry_are_one_list_on_one_line(cli, columns):
     d_k = lines.index(next(line for line in lines if line.startswith("   d_K = ")))
     at = next(i for i in range(d_k, len(lines)) if lines[i].startswith("     (t2, d1), (t2, d2), (t3, d1), (t3, d2):"))
     assert "√2·exp(√2)/(1 + 2·exp(√2))^2 + 4√2·exp(2√2)/" in " ".join(line.strip() for line in lines[at:at + 4])
+
+
+# --- make run (explain in a terminal) ends with the next step ------------------------------------------
+
+
+
+
+def test_make_run_ends_with_the_command_that_practises_what_it_showed(cli):
+    import shlex
+
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    run = makefile.split("\nrun:")[1].splitlines()[1].strip()
+    assert run.endswith("attn-tutor explain single-head-3x4")  # what make run does
+    code, out, err = cli("explain", "single-head-3x4")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-2:] == ["Next: compute these steps yourself, each answer checked as you type it:",
+                                     "  attn-tutor practice single-head-3x4"]
+    argv = shlex.split(out.splitlines()[-1])[1:]
+    code, out, err = cli(*argv, input="quit\n")  # the command does what the sentence says
+    assert code == 0 and out.startswith("Practice: ") and "(single-head-3x4, steps to do: 7)" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["two-head-causal-3x4", "--head", "2", "--backward"], "attn-tutor practice two-head-causal-3x4 --head 2 --backward"),
+    (["single-head-3x4", "--tiled", "--block-size", "1"], "attn-tutor practice single-head-3x4 --tiled --block-size 1"),
+    (["single-head-3x4", "--brief"], "attn-tutor practice single-head-3x4"),
+])
+def test_the_next_step_keeps_the_head_the_pass_and_the_blocks(cli, argv, command):
+    import shlex
+
+    code, out, err = cli("explain", *argv)
+    assert code == 0
+    assert out.splitlines()[-1] == "  " + command
+    code, out, err = cli(*shlex.split(command)[1:], input="quit\n")
+    assert code == 0 and "error" not in err
+
+
+def test_the_next_step_quotes_a_path_and_fits_20_columns(cli, tmp_path):
+    import shlex
+    import subprocess
+
+    folder = tmp_path / "my exercises"
+    folder.mkdir()
+    path = folder / "mine.yaml"
+    path.write_text((REPO / "exercises" / "single-head-3x4.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    out = cli("explain", str(path), env={"COLUMNS": "200"}).out
+    assert shlex.split(out.splitlines()[-1]) == ["attn-tutor", "practice", str(path)]
+    out = cli("explain", str(path), env={"COLUMNS": "20"}).out
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 20
+    lines = out.splitlines()
+    first = max(i for i, line in enumerate(lines) if line.startswith("attn-tutor"))
+    typed = "\n".join(lines[first:])
+    words = subprocess.run(["sh", "-c", "set -- " + typed + '\nfor w in "$@"; do printf "%s|" "$w"; done'],
+                           check=True, capture_output=True, text=True).stdout
+    assert words == f"attn-tutor|practice|{path}|"
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_a_document_has_no_next_step(cli, fmt):
+    out = cli("explain", "single-head-3x4", "--format", fmt).out
+    assert "attn-tutor practice" not in out

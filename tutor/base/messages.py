@@ -140,6 +140,8 @@ EN: dict[str, str] = {
     # the arithmetic of a worked solution (issue 11): shown for hand-sized exercises unless --brief
     "explain.worked": "Worked out",
     "explain.note": "Note: {note}",
+    "explain.next": "Next: compute these steps yourself, each answer checked as you type it:",
+    "explain.next.tiled": "Next: compute one query row's online softmax yourself, each quantity checked as you type it:",
     "explain.note.label": "Note:",
     "explain.work.kept": "keeps {keys}",
     "explain.work.blocked": "blocks {keys} (−∞)",
