@@ -437,3 +437,50 @@ def test_the_next_step_quotes_a_path_and_fits_20_columns(cli, tmp_path):
 def test_a_document_has_no_next_step(cli, fmt):
     out = cli("explain", "single-head-3x4", "--format", fmt).out
     assert "attn-tutor practice" not in out
+
+
+# --- 2e^√2: a power of e straight after a factor multiplies ----------------------------------------------
+
+
+@pytest.mark.parametrize(("typed", "same_as"), [
+    ("2e^√2", "2*exp(sqrt(2))"),
+    ("2e^(√2)", "2*exp(sqrt(2))"),
+    ("2E^2", "2*exp(2)"),
+    ("2e**2", "2*exp(2)"),
+    ("2e^-1", "2*exp(-1)"),
+    ("(1 + 1)e^1", "2*exp(1)"),
+    ("√2e^√2", "sqrt(2)*exp(sqrt(2))"),
+    ("2e^√2/(1 + 2e^√2)", "2*exp(sqrt(2))/(1 + 2*exp(sqrt(2)))"),
+])
+def test_a_power_of_e_after_a_factor_is_a_product(typed, same_as):
+    import sympy
+
+    from tutor.answers.grammar import parse_entry
+
+    got = parse_entry(typed)
+    assert got.is_exact and sympy.simplify(got.expr - sympy.sympify(same_as)) == 0
+
+
+@pytest.mark.parametrize(("typed", "value"), [("2e2", 200.0), ("2e-1^2", 0.04), ("2E+1", 20.0)])
+def test_a_number_with_an_exponent_is_still_one(typed, value):
+    from tutor.answers.grammar import parse_entry
+
+    got = parse_entry(typed)
+    assert not got.is_exact and got.value() == pytest.approx(value, rel=1e-15)
+
+
+def test_e_alone_after_a_number_is_still_refused():
+    from tutor.answers.grammar import parse_entry
+    from tutor.base.errors import AnswerError
+
+    with pytest.raises(AnswerError, match='unexpected "e" at column 2'):
+        parse_entry("2e")
+    with pytest.raises(AnswerError):
+        parse_entry("2e√2")
+
+
+def test_weights_typed_with_powers_of_e_are_right_in_practice(cli):
+    row1 = "1/(1 + 2e^√2), e^√2/(1 + 2e^√2), e^√2/(1 + 2e^√2)"
+    row2 = "1/(1 + 2e^(2√2)), e^(2√2)/(1 + 2e^(2√2)), e^(2√2)/(1 + 2e^(2√2))"
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "weights", input=f"{row1}; {row2}; {row2}\n")
+    assert code == 0 and "✓ Right." in out and "Not an answer" not in out
