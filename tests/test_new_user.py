@@ -484,3 +484,26 @@ def test_weights_typed_with_powers_of_e_are_right_in_practice(cli):
     row2 = "1/(1 + 2e^(2√2)), e^(2√2)/(1 + 2e^(2√2)), e^(2√2)/(1 + 2e^(2√2))"
     code, out, err = cli("practice", "single-head-3x4", "--steps", "weights", input=f"{row1}; {row2}; {row2}\n")
     assert code == 0 and "✓ Right." in out and "Not an answer" not in out
+
+
+# --- validate: did you mean, for a misspelt mask name ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mask", "meant"), [
+    ("casual", "causal"), ("Causal", "causal"), ("causal_lower_rigth", "causal_lower_right"),
+    ("upper_left", "causal_upper_left"), ("nonee", "none"), ("banana", None),
+    ("yes", None),  # YAML 1.1's boolean: its own hint, not a did-you-mean
+])
+def test_validate_suggests_the_mask_name_a_typo_stands_for(cli, tmp_path, mask, meant):
+    text = (REPO / "exercises" / "two-head-causal-3x4.yaml").read_text(encoding="utf-8")
+    assert "\nmask: causal\n" in text
+    path = tmp_path / "ex.yaml"
+    path.write_text(text.replace("\nmask: causal\n", f"\nmask: {mask}\n"), encoding="utf-8")
+    code, out, err = cli("validate", str(path), "--format", "json")
+    assert code == 2
+    (problem,) = json.loads(out)["files"][0]["problems"]
+    assert problem["field"] == "mask" and f"found the text '{mask}'" in problem["message"]
+    if meant is None:
+        assert "did you mean" not in problem["hint"]
+    else:
+        assert problem["hint"] == f"did you mean '{meant}'?"
