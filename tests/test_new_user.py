@@ -507,3 +507,21 @@ def test_validate_suggests_the_mask_name_a_typo_stands_for(cli, tmp_path, mask, 
         assert "did you mean" not in problem["hint"]
     else:
         assert problem["hint"] == f"did you mean '{meant}'?"
+
+
+# --- the resume message names the step as its prompt does ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "typed", "named"), [
+    (["single-head-3x4"], "1 1; 2 2; 2 2\n" * 3 + "2 4 4; 4 8 8; 4 8 8\nskip\nskip\n", "step 7 of 7, head_1;"),
+    (["two-head-causal-3x4", "--steps", "q"], "skip\n", "step 2 of 2, Q (head 2);"),
+    (["gqa-four-heads-2x4", "--steps", "k"], "skip\n", "step 2 of 2, K (K/V head 2);"),
+])
+def test_the_resume_message_names_the_step_as_its_prompt_does(cli, argv, typed, named):
+    code, out, err = cli("practice", *argv, input=typed + "quit\n")
+    prompt = [line for line in out.splitlines() if "> quit" in line][0].split(">")[0]  # the step left at
+    code, out, err = cli("practice", *argv, input="quit\n")
+    said = " ".join(out.split())
+    assert f"Resuming where your last session of these steps stopped: {named}" in said
+    assert named.split(", ", 1)[1].rstrip(";") == prompt
+    assert "head_output" not in said

@@ -1215,7 +1215,7 @@ EN.update({
     # resume, and where a session begins
     "cli.practice.restart": "Begin the steps anew instead of resuming an unfinished session of the same exercise and steps.",
     "cli.practice.due": "Practise what the schedule says is due (spaced repetition): the due steps of an exercise of their family.",
-    "practice.resumed": "Resuming where your last session of these steps stopped: step {number} of {total} ({step}); the steps before it are given. --restart begins anew.",
+    "practice.resumed": "Resuming where your last session of these steps stopped: step {number} of {total}, {step}; the steps before it are given. --restart begins anew.",
     "practice.weakest": "Starting at step {number} of {total} ({step}), your weakest step; the steps before it are given.",
     "practice.status.given": "given",
     "practice.status.unanswered": "not answered",
