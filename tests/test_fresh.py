@@ -145,7 +145,7 @@ def test_a_fresh_session_begins_anew_not_where_an_unfinished_one_stopped(cli):
     code, out, _ = cli("practice", "single-head-3x4", "--fresh", "--seed", "5", input=answer + "\nquit\n")
     assert code == 0 and "Step 2 of 7: Keys K" in out  # one step done, then quit: unfinished
     code, out, _ = cli("practice", "single-head-3x4", input="quit\n")  # the plain session resumes it ...
-    assert "Resuming where your last session of these steps stopped: step 2 of 7 (k)" in " ".join(out.split())
+    assert "Resuming where your last session of these steps stopped: step 2 of 7, K;" in " ".join(out.split())
     code, out, _ = cli("practice", "single-head-3x4", "--fresh", "--seed", "6", input="quit\n")  # ... a fresh one not
     assert code == 0 and "Step 1 of 7: Queries Q" in out and "Resuming" not in out
 

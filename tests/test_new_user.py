@@ -12,6 +12,8 @@ import pytest
 from tutor.drills import interview, masks
 from tutor.drills.record import grade
 
+from .conftest import REPO
+
 T, F = True, False
 
 
@@ -374,3 +376,152 @@ def test_the_places_of_an_exact_entry_are_one_list_on_one_line(cli, columns):
     d_k = lines.index(next(line for line in lines if line.startswith("   d_K = ")))
     at = next(i for i in range(d_k, len(lines)) if lines[i].startswith("     (t2, d1), (t2, d2), (t3, d1), (t3, d2):"))
     assert "√2·exp(√2)/(1 + 2·exp(√2))^2 + 4√2·exp(2√2)/" in " ".join(line.strip() for line in lines[at:at + 4])
+
+
+# --- make run (explain in a terminal) ends with the next step ------------------------------------------
+
+
+
+
+def test_make_run_ends_with_the_command_that_practises_what_it_showed(cli):
+    import shlex
+
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    run = makefile.split("\nrun:")[1].splitlines()[1].strip()
+    assert run.endswith("attn-tutor explain single-head-3x4")  # what make run does
+    code, out, err = cli("explain", "single-head-3x4")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-2:] == ["Next: compute these steps yourself, each answer checked as you type it:",
+                                     "  attn-tutor practice single-head-3x4"]
+    argv = shlex.split(out.splitlines()[-1])[1:]
+    code, out, err = cli(*argv, input="quit\n")  # the command does what the sentence says
+    assert code == 0 and out.startswith("Practice: ") and "(single-head-3x4, steps to do: 7)" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["two-head-causal-3x4", "--head", "2", "--backward"], "attn-tutor practice two-head-causal-3x4 --head 2 --backward"),
+    (["single-head-3x4", "--tiled", "--block-size", "1"], "attn-tutor practice single-head-3x4 --tiled --block-size 1"),
+    (["single-head-3x4", "--brief"], "attn-tutor practice single-head-3x4"),
+])
+def test_the_next_step_keeps_the_head_the_pass_and_the_blocks(cli, argv, command):
+    import shlex
+
+    code, out, err = cli("explain", *argv)
+    assert code == 0
+    assert out.splitlines()[-1] == "  " + command
+    code, out, err = cli(*shlex.split(command)[1:], input="quit\n")
+    assert code == 0 and "error" not in err
+
+
+def test_the_next_step_quotes_a_path_and_fits_20_columns(cli, tmp_path):
+    import shlex
+    import subprocess
+
+    folder = tmp_path / "my exercises"
+    folder.mkdir()
+    path = folder / "mine.yaml"
+    path.write_text((REPO / "exercises" / "single-head-3x4.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    out = cli("explain", str(path), env={"COLUMNS": "200"}).out
+    assert shlex.split(out.splitlines()[-1]) == ["attn-tutor", "practice", str(path)]
+    out = cli("explain", str(path), env={"COLUMNS": "20"}).out
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 20
+    lines = out.splitlines()
+    first = max(i for i, line in enumerate(lines) if line.startswith("attn-tutor"))
+    typed = "\n".join(lines[first:])
+    words = subprocess.run(["sh", "-c", "set -- " + typed + '\nfor w in "$@"; do printf "%s|" "$w"; done'],
+                           check=True, capture_output=True, text=True).stdout
+    assert words == f"attn-tutor|practice|{path}|"
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_a_document_has_no_next_step(cli, fmt):
+    out = cli("explain", "single-head-3x4", "--format", fmt).out
+    assert "attn-tutor practice" not in out
+
+
+# --- 2e^√2: a power of e straight after a factor multiplies ----------------------------------------------
+
+
+@pytest.mark.parametrize(("typed", "same_as"), [
+    ("2e^√2", "2*exp(sqrt(2))"),
+    ("2e^(√2)", "2*exp(sqrt(2))"),
+    ("2E^2", "2*exp(2)"),
+    ("2e**2", "2*exp(2)"),
+    ("2e^-1", "2*exp(-1)"),
+    ("(1 + 1)e^1", "2*exp(1)"),
+    ("√2e^√2", "sqrt(2)*exp(sqrt(2))"),
+    ("2e^√2/(1 + 2e^√2)", "2*exp(sqrt(2))/(1 + 2*exp(sqrt(2)))"),
+])
+def test_a_power_of_e_after_a_factor_is_a_product(typed, same_as):
+    import sympy
+
+    from tutor.answers.grammar import parse_entry
+
+    got = parse_entry(typed)
+    assert got.is_exact and sympy.simplify(got.expr - sympy.sympify(same_as)) == 0
+
+
+@pytest.mark.parametrize(("typed", "value"), [("2e2", 200.0), ("2e-1^2", 0.04), ("2E+1", 20.0)])
+def test_a_number_with_an_exponent_is_still_one(typed, value):
+    from tutor.answers.grammar import parse_entry
+
+    got = parse_entry(typed)
+    assert not got.is_exact and got.value() == pytest.approx(value, rel=1e-15)
+
+
+def test_e_alone_after_a_number_is_still_refused():
+    from tutor.answers.grammar import parse_entry
+    from tutor.base.errors import AnswerError
+
+    with pytest.raises(AnswerError, match='unexpected "e" at column 2'):
+        parse_entry("2e")
+    with pytest.raises(AnswerError):
+        parse_entry("2e√2")
+
+
+def test_weights_typed_with_powers_of_e_are_right_in_practice(cli):
+    row1 = "1/(1 + 2e^√2), e^√2/(1 + 2e^√2), e^√2/(1 + 2e^√2)"
+    row2 = "1/(1 + 2e^(2√2)), e^(2√2)/(1 + 2e^(2√2)), e^(2√2)/(1 + 2e^(2√2))"
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "weights", input=f"{row1}; {row2}; {row2}\n")
+    assert code == 0 and "✓ Right." in out and "Not an answer" not in out
+
+
+# --- validate: did you mean, for a misspelt mask name ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mask", "meant"), [
+    ("casual", "causal"), ("Causal", "causal"), ("causal_lower_rigth", "causal_lower_right"),
+    ("upper_left", "causal_upper_left"), ("nonee", "none"), ("banana", None),
+    ("yes", None),  # YAML 1.1's boolean: its own hint, not a did-you-mean
+])
+def test_validate_suggests_the_mask_name_a_typo_stands_for(cli, tmp_path, mask, meant):
+    text = (REPO / "exercises" / "two-head-causal-3x4.yaml").read_text(encoding="utf-8")
+    assert "\nmask: causal\n" in text
+    path = tmp_path / "ex.yaml"
+    path.write_text(text.replace("\nmask: causal\n", f"\nmask: {mask}\n"), encoding="utf-8")
+    code, out, err = cli("validate", str(path), "--format", "json")
+    assert code == 2
+    (problem,) = json.loads(out)["files"][0]["problems"]
+    assert problem["field"] == "mask" and f"found the text '{mask}'" in problem["message"]
+    if meant is None:
+        assert "did you mean" not in problem["hint"]
+    else:
+        assert problem["hint"] == f"did you mean '{meant}'?"
+
+
+# --- the resume message names the step as its prompt does ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "typed", "named"), [
+    (["single-head-3x4"], "1 1; 2 2; 2 2\n" * 3 + "2 4 4; 4 8 8; 4 8 8\nskip\nskip\n", "step 7 of 7, head_1;"),
+    (["two-head-causal-3x4", "--steps", "q"], "skip\n", "step 2 of 2, Q (head 2);"),
+    (["gqa-four-heads-2x4", "--steps", "k"], "skip\n", "step 2 of 2, K (K/V head 2);"),
+])
+def test_the_resume_message_names_the_step_as_its_prompt_does(cli, argv, typed, named):
+    code, out, err = cli("practice", *argv, input=typed + "quit\n")
+    prompt = [line for line in out.splitlines() if "> quit" in line][0].split(">")[0]  # the step left at
+    code, out, err = cli("practice", *argv, input="quit\n")
+    said = " ".join(out.split())
+    assert f"Resuming where your last session of these steps stopped: {named}" in said
+    assert named.split(", ", 1)[1].rstrip(";") == prompt
+    assert "head_output" not in said

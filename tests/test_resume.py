@@ -30,7 +30,7 @@ def test_an_interrupted_session_resumes_at_step_4_after_3_answers(cli):
     code, out, _ = practise(cli, f"{QKV}\n{QKV}\n{QKV}\n", "single-head-3x4")  # the input ends after 3 answers
     assert code == 0 and "End of input: session ended." in out
     code, out, _ = practise(cli, f"{SCORES}\nquit\n", "single-head-3x4")
-    assert " ".join(out[0:2]) == ("Resuming where your last session of these steps stopped: step 4 of 7 (scores); "
+    assert " ".join(out[0:2]) == ("Resuming where your last session of these steps stopped: step 4 of 7, scores; "
                                   "the steps before it are given. --restart begins anew.")
     assert "Step 4 of 7: Scores Q·Kᵀ" in out and "Step 1 of 7: Queries Q" not in out
     assert "✓ Right." in out
@@ -41,7 +41,7 @@ def test_an_interrupted_session_resumes_at_step_4_after_3_answers(cli):
     assert summary[6] == "   5. scaled   not answered"  # on screen when the session ended
     # and again: the chain goes on at step 5
     code, out, _ = practise(cli, "quit\n", "single-head-3x4")
-    assert "step 5 of 7 (scaled)" in out[0]
+    assert "step 5 of 7, scaled;" in out[0]
 
 
 def test_restart_begins_anew_and_other_selections_do_not_resume(cli):
@@ -56,7 +56,7 @@ def test_restart_begins_anew_and_other_selections_do_not_resume(cli):
         code, out, _ = practise(cli, "quit\n", "single-head-3x4", *argv)
         assert not any(line.startswith("Resuming") for line in out), argv
     code, out, _ = practise(cli, "quit\n", "single-head-3x4", "--steps", "k,q")  # the same steps, another order
-    assert out[0].startswith("Resuming where your last session of these steps stopped: step 2 of 2 (k)")
+    assert out[0].startswith("Resuming where your last session of these steps stopped: step 2 of 2, K;")  # named as its prompt K>
 
 
 def test_a_complete_session_is_not_resumed(cli):
@@ -92,7 +92,7 @@ def test_a_killed_session_resumes_too(cli):
     conn.close()
     code, out, _ = cli("practice", "single-head-3x4", input="quit\n")  # the next session: the store as the kill left it
     assert code == 0
-    assert "Resuming where your last session of these steps stopped: step 4 of 7 (scores)" in out
+    assert "Resuming where your last session of these steps stopped: step 4 of 7, scores;" in out
 
 
 def test_practice_with_no_exercise_starts_at_the_weakest_step(cli):

@@ -26,7 +26,9 @@ expression on request, from Python ints).  ::
 
 As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
 A number or a closing parenthesis directly before ``√``, ``sqrt``, ``exp`` or ``(`` multiplies
-(``2√2`` is ``2*sqrt(2)``, as explain prints it); before a name it does not (``2e`` is an error).
+(``2√2`` is ``2*sqrt(2)``, as explain prints it), and so before a power of ``e`` (``2e^√2`` is
+``2*e^√2``, ``2e**2`` is ``2*e^2``: a number's exponent is digits); before a name otherwise it does
+not (``2e`` is an error).
 ``inf`` (also ``-inf``, ``+inf``, ``∞``, ``infinity``, YAML's ``-.inf``) is
 only allowed as a whole entry, for a masked score.
 
@@ -255,7 +257,7 @@ class _Parser:
         left = self.unary()
         while True:
             t = self.peek()
-            if self.implicit(t):  # 2√2, 3sqrt(2), 2exp(1), 2(1 + e): a product, as the tables print it
+            if self.implicit(t) or self.power_of_e(t):  # 2√2, 3sqrt(2), 2exp(1), 2(1 + e), 2e^√2: a product
                 right = self.power()
                 left = self.op(t, V.mul, left, right)
                 continue
@@ -270,6 +272,14 @@ class _Parser:
     def implicit(t: _Tok) -> bool:
         """Whether ``t`` starts a factor written without ``*``: ``√``, ``sqrt``, ``exp`` or ``(``."""
         return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in ("sqrt", "exp"))
+
+    def power_of_e(self, t: _Tok) -> bool:
+        """Whether ``t`` is ``e`` raised to a power, ``e^x`` or ``e**x``, which multiplies when written
+        straight after a factor: ``2e^√2`` is ``2·exp(√2)`` (issue 20, E).  ``e`` alone there stays an
+        error (``2e`` reads as a number's exponent left out)."""
+        following = self.toks[self.i + 1] if self.i + 1 < len(self.toks) else None
+        return t.kind == "name" and t.op in ("e", "E") and following is not None and following.kind == "op" \
+            and following.op == "^"
 
     def unary(self) -> Value:
         t = self.peek()

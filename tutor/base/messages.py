@@ -153,6 +153,8 @@ EN: dict[str, str] = {
     # the arithmetic of a worked solution (issue 11): shown for hand-sized exercises unless --brief
     "explain.worked": "Worked out",
     "explain.note": "Note: {note}",
+    "explain.next": "Next: compute these steps yourself, each answer checked as you type it:",
+    "explain.next.tiled": "Next: compute one query row's online softmax yourself, each quantity checked as you type it:",
     "explain.note.label": "Note:",
     "explain.work.kept": "keeps {keys}",
     "explain.work.blocked": "blocks {keys} (−∞)",
@@ -1246,7 +1248,7 @@ EN.update({
     # resume, and where a session begins
     "cli.practice.restart": "Begin the steps anew instead of resuming an unfinished session of the same exercise and steps.",
     "cli.practice.due": "Practise what the schedule says is due (spaced repetition): the due steps of an exercise of their family.",
-    "practice.resumed": "Resuming where your last session of these steps stopped: step {number} of {total} ({step}); the steps before it are given. --restart begins anew.",
+    "practice.resumed": "Resuming where your last session of these steps stopped: step {number} of {total}, {step}; the steps before it are given. --restart begins anew.",
     "practice.weakest": "Starting at step {number} of {total} ({step}), your weakest step; the steps before it are given.",
     "practice.status.given": "given",
     "practice.status.unanswered": "not answered",

@@ -26,6 +26,10 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
+
     from ..base.env import Env
     from ..steps import Solution
 
@@ -82,6 +86,10 @@ def explain(
         if backward or blank or export is not None or fmt not in (ExplainFormat.rich, ExplainFormat.json):
             raise typer.BadParameter(t("tiled.formats"), param_hint="--tiled")
         explain_tiled(env, ex, head=head, block_size=block_size, precision=precision, fmt=fmt.value)
+        if fmt is ExplainFormat.rich:
+            tiled_options = ["--tiled"] + (["--block-size", str(block_size)] if block_size != 2 else [])
+            next_step(console(env), exercise, head=head, options=tiled_options, exercises=exercises or (),
+                      sentence="explain.next.tiled")
         return
     sol = solve(ex, backward=backward)
     from ..production.verify import verify
@@ -97,7 +105,30 @@ def explain(
     else:
         from ..render.rich import render
 
-        render(sol, console(env), head=head, precision=precision, brief=brief)
+        out = console(env)
+        render(sol, out, head=head, precision=precision, brief=brief)
+        next_step(out, exercise, head=head, options=["--backward"] if backward else [], exercises=exercises or ())
+
+
+def next_step(out: Console, exercise: str, *, head: int | None, options: Sequence[str], exercises: Sequence[Path],
+              sentence: str = "explain.next") -> None:
+    """The last lines of a worked solution in a terminal: what to do next, the command that does it (the
+    same exercise and head, practised step by step, with ``options``: ``--backward``, ``--tiled``).
+    Issue 20, E: ``make run`` ended on a table."""
+    from rich.text import Text
+
+    from ..render.rich import RichRenderer
+    from ..render.text import print_command
+
+    argv = ["attn-tutor", "practice", exercise]
+    argv += ["--head", str(head + 1)] if head is not None else []
+    argv += options
+    for folder in exercises:
+        argv += ["--exercises", str(folder)]
+    tx = RichRenderer(out).tx  # escaped, and in ASCII on a stream that is not UTF-8
+    out.print()
+    out.print(Text(tx(t(sentence)), style="bold"))
+    print_command(out, [tx(word) for word in argv])
 
 
 def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:

@@ -21,7 +21,7 @@ import difflib
 import functools
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -32,7 +32,7 @@ from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints
 from . import v2
 from .checks import check_fields
 from .record import Exercise
-from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock
+from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, MaskName
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask", "attn_bias", "k", "v"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields),
@@ -149,6 +149,8 @@ def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] 
         elif kind == "literal_error":
             found = e["input"]
             hint = t("hint.yaml11_mask", text=found) if isinstance(found, str) and found.lower() in YAML11_BOOL else ""
+            if not hint and isinstance(found, str) and (near := _suggest(found.strip().lower(), set(get_args(MaskName)))):
+                hint = t("schema.unknown.hint", suggestion=near)  # mask: casual -> did you mean 'causal'?
             problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(found)), hint))
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))

@@ -55,7 +55,7 @@ from .effects import (
 from .events import COMMANDS, Answer, Command, EndOfInput, Event, Interrupt, read_event
 from .grading import Graded, grade
 from .machine import Drill, Settings, State, begin, handle
-from .worked import Present, Worked, inputs_for, result_name, select, start
+from .worked import Present, Worked, inputs_for, result_name, select, start, step_label
 
 __all__ = [
     "COMMANDS",
@@ -98,5 +98,6 @@ __all__ = [
     "read_event",
     "result_name",
     "select",
+    "step_label",
     "start",
 ]

@@ -177,8 +177,11 @@ def resume(store: Store, plan: Plan, mode: str, *, restart: bool = False) -> Pla
     at = left.resume_at(keys)
     if at <= plan.begin_at or at >= len(keys):
         return plan
-    step, _ = keys[at]
-    return replace(plan, begin_at=at, start=t("practice.resumed", number=at + 1, total=len(keys), step=step))
+    from . import select, step_label
+
+    step = select(plan.sol, plan.steps, plan.head)[at]  # named as its prompt will name it (head_1, Q (head 2))
+    return replace(plan, begin_at=at, start=t("practice.resumed", number=at + 1, total=len(keys),
+                                              step=step_label(step, plan.sol.exercise.num_heads > 1)))
 
 
 # --- which exercise trains the weakest step ------------------------------------------------------

@@ -177,6 +177,20 @@ def result_name(step: Step) -> str:
     return step.name
 
 
+def step_label(step: Step, multi_head: bool) -> str:
+    """A step's result named as its prompt names it: ``Q``, ``Q (head 1)``, ``head_1``, ``K (K/V head 1)``,
+    ``output`` -- the head counted from 1, said for a per-head step of a multi-head exercise (unless its
+    name says it)."""
+    from ..base.messages import t
+    from ..steps import KINDS
+
+    if multi_head and step.kv_head is not None:  # a matrix grouped query heads share: its K/V head's
+        return result_name(step) + t("practice.label.kv_head", kv=step.kv_head + 1)
+    if multi_head and step.head is not None and not KINDS[step.id].names_head:
+        return result_name(step) + t("practice.label.head", head=step.head + 1)
+    return result_name(step)
+
+
 def inputs_for(sol: Solution, step: Step) -> tuple[Input, ...]:
     """The matrices ``step`` is computed from, as the learner has them (the right values
     of the earlier steps): e.g. ``Q`` and ``K`` for ``scores``, ``X``, ``W_Q`` (and ``b_Q``) for ``q``."""

@@ -22,7 +22,7 @@ from ..answers import MIN_PLACES
 from ..base.decimals import fixed, trimmed
 from ..base.messages import join_and, plural, t
 from ..exercise.record import Exercise
-from ..steps import KINDS, Step
+from ..steps import Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pack, pretty
 
@@ -119,15 +119,11 @@ class QuizRenderer:
 
     def head_suffix(self, step: Step, multi_head: bool) -> str:
         """`` (head 1)`` for a per-head step of a multi-head exercise, else nothing."""
-        if multi_head and step.kv_head is not None:  # a matrix grouped query heads share: its K/V head's
-            return t("practice.label.kv_head", kv=step.kv_head + 1)
-        if multi_head and step.head is not None and not KINDS[step.id].names_head:
-            return t("practice.label.head", head=step.head + 1)  # heads counted from 1 where a learner reads them
-        return ""
+        return quiz.step_label(step, multi_head)[len(quiz.result_name(step)):]
 
     def label(self, step: Step, multi_head: bool) -> str:
         """The step's result, named for a learner: ``Q``, ``Q (head 1)``, ``head_1``, ``output``."""
-        return quiz.result_name(step) + self.head_suffix(step, multi_head)
+        return quiz.step_label(step, multi_head)
 
     def prompt(self, p: quiz.Prompt[Step]) -> str:
         """The text before the cursor: ``Q> ``, ``Q row 2> ``, ``Q[t1, d2]> ``, ``Q (head 1)> ``."""

@@ -278,13 +278,13 @@ class RichRenderer:
         fitting = [len(a) for a, _ in rows if len(a) <= column]
         at = 5 + (max(fitting) + 1 if fitting else 2)  # where the entries' column starts
         for (a, b), labs in zip(rows, labels):
-            lines = Text(b).wrap(self.console, width - at, overflow="fold")
+            lines = list(Text(b).wrap(self.console, width - at, overflow="fold"))
             if len(a) <= column:
                 first = Text(a.ljust(at - 6) + " ") + lines[0]
                 rest = lines[1:]
             else:  # the places on their own line (wrapped between places only when wider than the console)
                 first = Text(pack([*labs[:-1], labs[-1] + ":"], width - 5), overflow="fold")
-                rest = list(lines)
+                rest = lines
             self.console.print(Padding(first, (0, 0, 0, 5), expand=False))
             for line in rest:
                 self.console.print(Padding(line, (0, 0, 0, at), expand=False))

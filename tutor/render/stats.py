@@ -20,6 +20,7 @@ from rich.text import Text
 from ..base.messages import plural, t
 from .drill import DrillView
 from .rich import RichRenderer
+from .text import print_command
 
 
 def render_stats(data: dict, console: Console, now: datetime | None = None) -> None:
@@ -61,47 +62,12 @@ def render_stats(data: dict, console: Console, now: datetime | None = None) -> N
         else:
             why = t("stats.next.new", step=nxt["step"])
         line(t("stats.next", why=why, exercise=nxt["exercise"]), "bold")
-        command = tx(nxt["command"])  # the exercise id comes from the store
-        if len(command) + 2 <= console.width:
-            console.print(Padding(Text(command), (0, 0, 0, 2), expand=False))
-        else:  # too wide for the console: continued over lines as a shell reads it, so it is still copied whole
-            for part in shell_lines(command, console.width):
-                console.print(Text(part), soft_wrap=True)
+        print_command(console, tx(nxt["command"]).split(" "))  # the exercise id comes from the store
     if data.get("left_out"):
         line(plural("stats.left_out", data["left_out"]))
     if data.get("drills"):  # issue 14: the drills section
         render_drill_stats(data["drills"], console)
     line(t("stats.file", path=data["store"]), "dim")
-
-
-def shell_lines(command: str, width: int) -> list[str]:
-    r"""``command`` in lines of at most ``width`` characters, every one but the last ending with a
-    backslash: a POSIX shell joins them back into the command (a backslash-newline is removed before the
-    line is read, between words or inside one).  Broken between words where they fit, inside a word
-    only when it is wider than a line.
-
-    >>> shell_lines("attn-tutor practice single-head-asym-3x4", 24)
-    ['attn-tutor practice \\', 'single-head-asym-3x4']
-    >>> shell_lines("attn-tutor practice decode-two-tokens-alignment", 20)
-    ['attn-tutor \\', 'practice \\', 'decode-two-tokens-a\\', 'lignment']
-    """
-    words = command.split(" ")
-    lines: list[str] = []
-    line = ""
-    for i, word in enumerate(words):
-        room = width if i == len(words) - 1 else width - 2  # a line another follows ends with " \\"
-        joined = f"{line} {word}" if line else word
-        if len(joined) <= room:
-            line = joined
-            continue
-        if line:  # the word starts the next line
-            lines.append(line + " \\")
-            line = ""
-        while len(word) > room:  # wider than a line: broken inside, each piece ending with a backslash
-            lines.append(word[:width - 1] + "\\")
-            word = word[width - 1:]
-        line = word
-    return lines + [line]
 
 
 def _place(p: dict) -> str:

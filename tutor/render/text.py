@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.text import Text
 
 from ..base.decimals import pretty as pretty_decimal
 from ..base.textsafe import lines
@@ -45,3 +49,57 @@ def pack(items: list[str], width: int, sep: str = ", ") -> str:
             lines.append(piece)
     return "\n".join(lines)
 
+
+def shell_lines(argv: Sequence[str], width: int) -> list[str]:
+    r"""The command ``argv`` (its words as the program receives them) as a POSIX shell reads it, in lines of
+    at most ``width`` characters: each word quoted where it needs to be (:func:`shlex.quote`), every line
+    but the last ending with a backslash, which the shell removes with the newline.  Broken between words
+    where they fit; a word wider than a line is cut into pieces quoted one by one, which the shell joins
+    into the one word (a backslash-newline inside quotes would be kept as written).
+
+    >>> shell_lines(["attn-tutor", "practice", "single-head-asym-3x4"], 24)
+    ['attn-tutor practice \\', 'single-head-asym-3x4']
+    >>> shell_lines(["attn-tutor", "practice", "decode-two-tokens-alignment"], 20)
+    ['attn-tutor \\', 'practice \\', 'decode-two-tokens-a\\', 'lignment']
+    >>> shell_lines(["attn-tutor", "practice", "/tmp/my exercises/mine.yaml"], 20)
+    ['attn-tutor \\', 'practice \\', "'/tmp/my exercises'\\", '/mine.yaml']
+    """
+    import shlex
+
+    lines: list[str] = []
+    line = ""
+    for n, raw in enumerate(argv):
+        room = width if n == len(argv) - 1 else width - 2  # a line another follows ends with " \"
+        word = shlex.quote(raw)
+        joined = f"{line} {word}" if line else word
+        if len(joined) <= room:
+            line = joined
+            continue
+        if line:  # the word starts the next line
+            lines.append(line + " \\")
+        if len(word) <= room:
+            line = word
+            continue
+        piece = ""  # wider than a line: pieces of the raw word, each quoted, each line ending with a backslash
+        for ch in raw:
+            if piece and len(shlex.quote(piece + ch)) + 1 > width:
+                lines.append(shlex.quote(piece) + "\\")
+                piece = ""
+            piece += ch
+        line = shlex.quote(piece)
+        if len(line) > room:  # the last piece must leave room for " \" when a word follows
+            lines.append(shlex.quote(piece[:-2]) + "\\")
+            line = shlex.quote(piece[-2:])
+    return lines + [line]
+
+
+def print_command(console: Console, argv: Sequence[str]) -> None:
+    """A command to copy (its words as the program receives them), on a line of its own after 2 spaces;
+    too wide for the console, continued over lines as a shell reads it (:func:`shell_lines`), so that it
+    is still copied whole and no line is wider than the console."""
+    lines = shell_lines(argv, console.width - 2)
+    if len(lines) == 1:
+        console.print(Text("  " + lines[0]), soft_wrap=True)
+    else:
+        for part in shell_lines(argv, console.width):
+            console.print(Text(part), soft_wrap=True)
