@@ -227,12 +227,12 @@ def test_stats_never_reads_every_answer_into_memory(cli, monkeypatch):
     assert code == 0 and json.loads(out)["drills"]["answers"] == 1
 
 
-def test_stats_says_the_mistakes_shown_are_the_most_frequent_of_more(tmp_path, cli, monkeypatch):
-    from tutor.store import Store, default_path
+def test_stats_says_the_mistakes_shown_are_the_most_frequent_of_more(tmp_path, cli, monkeypatch, home):
+    from tutor.store import Store
 
     kinds = ["no_scaling", "transposed", "mask_zero", "softmax_columns", "no_softmax", "grad_no_scale", "times_k"]
     answers = [("single-head-3x4", "scaled", 0, "wrong", 1, (k,)) for i, k in enumerate(kinds) for _ in range(7 - i)]
-    with Store.open(default_path()) as store:
+    with Store.open(home / "progress.sqlite3") as store:
         _record_many(store, answers)
     code, out, err = cli("stats")
     assert code == 0
@@ -240,17 +240,17 @@ def test_stats_says_the_mistakes_shown_are_the_most_frequent_of_more(tmp_path, c
     assert "grad_no_scale" not in out  # the sixth: cut, and said to be
     doc = json.loads(cli("stats", "--format", "json").out)
     assert (len(doc["mistakes"]), doc["mistake_kinds"]) == (5, 7)
-    with Store.open(default_path()) as store:  # five kinds or fewer: no cut to speak of
+    with Store.open(home / "progress.sqlite3") as store:  # five kinds or fewer: no cut to speak of
         store.conn.execute("DELETE FROM mistakes WHERE key IN ('grad_no_scale', 'times_k')")
         store.conn.commit()
     out = cli("stats").out
     assert "Mistakes, by kind\n" in out and "most frequent" not in out
 
 
-def test_stats_names_a_backward_mistake_not_its_key(cli):
-    from tutor.store import Store, default_path
+def test_stats_names_a_backward_mistake_not_its_key(cli, home):
+    from tutor.store import Store
 
-    with Store.open(default_path()) as store:
+    with Store.open(home / "progress.sqlite3") as store:
         _record_many(store, [("single-head-3x4", "d_q", 0, "wrong", 1, ("grad_no_scale",))])
     out = cli("stats").out
     assert "1×  forgot the 1/√d_k of d_Q and d_K" in out and "grad_no_scale" not in out
@@ -327,12 +327,12 @@ def test_a_mask_grid_too_wide_is_split_into_groups_of_columns_that_keep_every_ce
     ]
 
 
-def test_stats_fits_20_columns_and_its_command_is_still_one_command_to_a_shell(cli):
+def test_stats_fits_20_columns_and_its_command_is_still_one_command_to_a_shell(cli, home):
     import subprocess
 
-    from tutor.store import Store, default_path
+    from tutor.store import Store
 
-    with Store.open(default_path()) as store:  # practised on a long id: the next exercise is another one
+    with Store.open(home / "progress.sqlite3") as store:  # practised on a long id: the next exercise is another one
         _record_many(store, [("decode-two-tokens-alignment", "q", 0, "wrong", 1, ("transposed",))])
     doc = json.loads(cli("stats", "--format", "json").out)
     command = doc["next"]["command"]

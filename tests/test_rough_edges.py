@@ -86,7 +86,7 @@ def test_sentences_agree_with_their_nouns(cli, tmp_path):
     from tutor.mistakes.diagnose import diagnose
     from tutor.steps import solve
 
-    sol = solve(resolve("single-head-3x4"))
+    sol = solve(resolve("single-head-asym-3x4"))  # Q ≠ K: the transpose is no column-wise softmax
     w = sol.step("weights", 0).value
     transposed = [[w[j][i] for j in range(3)] for i in range(3)]
     messages = [d.message for d in diagnose(sol, "weights", 0, transposed, tolerance=0.005)]

@@ -227,7 +227,7 @@ def test_past_x_consistent_with_the_cache_is_kept():
 def test_a_cache_that_is_not_the_projection_of_past_x_is_refused_at_its_first_wrong_row():
     text = DECODE + "past_x: [[1, -1], [0, 1]]\ncache:\n  - k: [[1, 0], [0, 1]]\n    v: [[-1, 1], [0, 2]]\n"  # v: line 9
     assert problems(text) == [(9, 18, "cache[0].v[1]",
-        "cache v row 2 is [0, 2], but past_x row 2 · W_V is [1, 0]: the cache holds the earlier tokens' values, "
+        "row 2 of the cache's v is [0, 2], but row 2 of past_x · W_V is [1, 0]: the cache holds the earlier tokens' values, "
         "projected with this K/V head's own weights")]
 
 
@@ -236,7 +236,7 @@ def test_the_projection_counts_the_bias_and_each_k_v_head_its_own_weights():
     text = ("num_heads: 2\nnum_kv_heads: 1\nx: [[1, 0]]\nw_q: [[1, 0], [0, 1]]\nw_k: [[2], [1]]\nw_v: [[1], [1]]\n"
             "b_k: [5]\nmask: causal_lower_right\npast_x: [[1, 1]]\ncache:\n  - {k: [[3]], v: [[2]]}\n")
     found = problems(text)
-    assert [(p[2], p[3].split(":")[0]) for p in found] == [("cache[0].k[0]", "cache k row 1 is [3], but past_x row 1 · W_K + b_K is [8]")]
+    assert [(p[2], p[3].split(":")[0]) for p in found] == [("cache[0].k[0]", "row 1 of the cache's k is [3], but row 1 of past_x · W_K + b_K is [8]")]
     assert parse_exercise(HEAD + text.replace("k: [[3]]", "k: [[8]]")).L_k == 2
 
 
