@@ -525,3 +525,25 @@ def test_the_resume_message_names_the_step_as_its_prompt_does(cli, argv, typed, 
     assert f"Resuming where your last session of these steps stopped: {named}" in said
     assert named.split(", ", 1)[1].rstrip(";") == prompt
     assert "head_output" not in said
+
+
+# --- new: no all-zero row of V, no two equal columns of V --------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [[], ["--heads", "2", "--mask", "causal"], ["--tokens", "4", "--d-model", "2"],
+                                  ["--d-k", "3", "--mask", "padding"]], ids=lambda a: " ".join(a) or "default")
+def test_new_draws_values_every_token_adds_to_and_columns_that_differ(cli, argv):
+    import yaml
+
+    for seed in range(12):  # the issue: 5 of 12 seeds drew an all-zero row of V, or equal columns
+        code, out, err = cli("new", "--seed", seed, *argv)
+        assert code == 0, err
+        doc = yaml.safe_load(out)
+        x = doc["x"]
+        for h, head in enumerate(doc["heads"]):
+            w_v, b_v = head["w_v"], head.get("b_v")
+            v = [[sum(a * w_v[r][c] for r, a in enumerate(row)) + (b_v[c] if b_v else 0) for c in range(len(w_v[0]))]
+                 for row in x]  # [L, d_v] = x·W_V (+ b_V), worked out here
+            assert all(any(e != 0 for e in row) for row in v), (seed, h, v)
+            columns = [tuple(col) for col in zip(*v)]
+            assert len(set(columns)) == len(columns), (seed, h, v)
