@@ -547,3 +547,56 @@ def test_new_draws_values_every_token_adds_to_and_columns_that_differ(cli, argv)
             assert all(any(e != 0 for e in row) for row in v), (seed, h, v)
             columns = [tuple(col) for col in zip(*v)]
             assert len(set(columns)) == len(columns), (seed, h, v)
+
+
+# --- a row wider than any answer could be is refused before any entry is read ----------------------------
+
+
+COSTLY = "1/(1 + 2*exp(sqrt(2)))*exp(sqrt(3))/(1+exp(sqrt(5)))"  # a few ms to read, each
+
+
+def _unread(monkeypatch):
+    import tutor.answers.matrix as matrix
+
+    def read(text):
+        raise AssertionError(f"an entry was read: {text!r}")
+
+    monkeypatch.setattr(matrix, "parse_entry", read)
+
+
+def test_a_368_entry_line_for_a_2_column_step_is_refused_by_its_width(cli, monkeypatch):
+    _unread(monkeypatch)
+    line = " ".join([COSTLY] * 368)
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input=line + "\nquit\n")
+    assert (code, err) == (0, "")
+    said = " ".join(out.split())
+    # Q is [3×2]; single-head-3x4's widest matrix is 4 wide (x, d_model = 4): 368 entries are no answer to it
+    assert ("Not an answer: row 1 has 368 entries, more than any answer to this step could: it is [3×2], 2 per row."
+            in said)
+
+
+def test_a_later_row_of_another_width_is_refused_before_it_is_read(cli, monkeypatch):
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q",
+                         input="1 1\n" + " ".join([COSTLY] * 3) + "\nquit\n")
+    assert code == 0 and "row 2 has 3 entries, but row 1 has 2" in " ".join(out.split())
+
+
+def test_answers_of_another_shape_up_to_the_widest_matrix_are_still_graded(cli):
+    # Q transposed ([2×3]): graded, and the mistake named
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 2 2; 1 2 2\nquit\n")
+    assert code == 0 and "transposed" in out and "Not an answer" not in out
+    # x itself ([3×4], as wide as d_model): a wrong shape, graded as one
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 0 1 0; 0 2 0 2; 1 1 1 1\nquit\n")
+    assert code == 0 and "Not an answer" not in out and "✗" in out
+    # one entry wider than that: refused before it is read
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 0 1 0 1; 0 2 0 2 1; 1 1 1 1 1\nquit\n")
+    assert "row 1 has 5 entries, more than any answer to this step could: it is [3×2], 2 per row" in " ".join(out.split())
+
+
+def test_the_counts_are_those_the_parser_reads():
+    from tutor.answers import entry_counts, parse_matrix, parse_row
+
+    for text in ["1 -1; 2 - 1 3", "[[1, 2], [3, 4]]", "1/(1 + 2) 3; sqrt(2) 2√2", "[1 2; 3 4]", "1, 2 + 3, 4"]:
+        assert entry_counts(text) == [len(row) for row in parse_matrix(text)], text
+    for text in ["[1, 1/2],", "1 -1", "exp(1) e^2 -inf"]:
+        assert entry_counts(text, one_row=True) == [len(parse_row(text))], text
