@@ -525,3 +525,78 @@ def test_the_resume_message_names_the_step_as_its_prompt_does(cli, argv, typed, 
     assert f"Resuming where your last session of these steps stopped: {named}" in said
     assert named.split(", ", 1)[1].rstrip(";") == prompt
     assert "head_output" not in said
+
+
+# --- new: no all-zero row of V, no two equal columns of V --------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [[], ["--heads", "2", "--mask", "causal"], ["--tokens", "4", "--d-model", "2"],
+                                  ["--d-k", "3", "--mask", "padding"]], ids=lambda a: " ".join(a) or "default")
+def test_new_draws_values_every_token_adds_to_and_columns_that_differ(cli, argv):
+    import yaml
+
+    for seed in range(12):  # the issue: 5 of 12 seeds drew an all-zero row of V, or equal columns
+        code, out, err = cli("new", "--seed", seed, *argv)
+        assert code == 0, err
+        doc = yaml.safe_load(out)
+        x = doc["x"]
+        for h, head in enumerate(doc["heads"]):
+            w_v, b_v = head["w_v"], head.get("b_v")
+            v = [[sum(a * w_v[r][c] for r, a in enumerate(row)) + (b_v[c] if b_v else 0) for c in range(len(w_v[0]))]
+                 for row in x]  # [L, d_v] = x·W_V (+ b_V), worked out here
+            assert all(any(e != 0 for e in row) for row in v), (seed, h, v)
+            columns = [tuple(col) for col in zip(*v)]
+            assert len(set(columns)) == len(columns), (seed, h, v)
+
+
+# --- a row wider than any answer could be is refused before any entry is read ----------------------------
+
+
+COSTLY = "1/(1 + 2*exp(sqrt(2)))*exp(sqrt(3))/(1+exp(sqrt(5)))"  # a few ms to read, each
+
+
+def _unread(monkeypatch):
+    import tutor.answers.matrix as matrix
+
+    def read(text):
+        raise AssertionError(f"an entry was read: {text!r}")
+
+    monkeypatch.setattr(matrix, "parse_entry", read)
+
+
+def test_a_368_entry_line_for_a_2_column_step_is_refused_by_its_width(cli, monkeypatch):
+    _unread(monkeypatch)
+    line = " ".join([COSTLY] * 368)
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input=line + "\nquit\n")
+    assert (code, err) == (0, "")
+    said = " ".join(out.split())
+    # Q is [3×2]; single-head-3x4's widest matrix is 4 wide (x, d_model = 4): 368 entries are no answer to it
+    assert ("Not an answer: row 1 has 368 entries, more than any answer to this step could: it is [3×2], 2 per row."
+            in said)
+
+
+def test_a_later_row_of_another_width_is_refused_before_it_is_read(cli, monkeypatch):
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q",
+                         input="1 1\n" + " ".join([COSTLY] * 3) + "\nquit\n")
+    assert code == 0 and "row 2 has 3 entries, but row 1 has 2" in " ".join(out.split())
+
+
+def test_answers_of_another_shape_up_to_the_widest_matrix_are_still_graded(cli):
+    # Q transposed ([2×3]): graded, and the mistake named
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 2 2; 1 2 2\nquit\n")
+    assert code == 0 and "transposed" in out and "Not an answer" not in out
+    # x itself ([3×4], as wide as d_model): a wrong shape, graded as one
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 0 1 0; 0 2 0 2; 1 1 1 1\nquit\n")
+    assert code == 0 and "Not an answer" not in out and "✗" in out
+    # one entry wider than that: refused before it is read
+    code, out, err = cli("practice", "single-head-3x4", "--steps", "q", input="1 0 1 0 1; 0 2 0 2 1; 1 1 1 1 1\nquit\n")
+    assert "row 1 has 5 entries, more than any answer to this step could: it is [3×2], 2 per row" in " ".join(out.split())
+
+
+def test_the_counts_are_those_the_parser_reads():
+    from tutor.answers import entry_counts, parse_matrix, parse_row
+
+    for text in ["1 -1; 2 - 1 3", "[[1, 2], [3, 4]]", "1/(1 + 2) 3; sqrt(2) 2√2", "[1 2; 3 4]", "1, 2 + 3, 4"]:
+        assert entry_counts(text) == [len(row) for row in parse_matrix(text)], text
+    for text in ["[1, 1/2],", "1 -1", "exp(1) e^2 -inf"]:
+        assert entry_counts(text, one_row=True) == [len(parse_row(text))], text

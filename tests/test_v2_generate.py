@@ -100,10 +100,11 @@ def test_a_v2_usage_error_names_the_option_it_is_about(cli, args, option):
     assert err.startswith(f"error: invalid value for {option}: "), err
 
 
-@pytest.mark.parametrize("spec", [Spec(heads=2, kv_heads=1, seed=399453), Spec(heads=4, kv_heads=2, seed=11),
+@pytest.mark.parametrize("spec", [Spec(heads=2, kv_heads=1, seed=31), Spec(heads=4, kv_heads=2, seed=11),
                                   Spec(tokens=2, cache=2, heads=2, kv_heads=1, mask="causal_lower_right", seed=12)])
 def test_heads_that_share_k_v_never_have_the_same_weights(spec):
-    """Seed 399453 drew two query heads whose scores differed by a constant along each row: the same
+    """Seed 31 draws first two query heads whose scores differ by a constant along each row (399453 did, before
+    V was drawn without an all-zero row or equal columns): the same
     weights, and (their V shared) the same outputs. The generator draws again; checked on the exercise's
     own exact head outputs."""
     from tutor.exercise.load import validate_text
@@ -117,11 +118,11 @@ def test_heads_that_share_k_v_never_have_the_same_weights(spec):
         assert len({outputs[h] for h in group}) == len(group), (spec, g)
 
 
-def test_without_the_redraw_seed_399453_has_two_heads_alike(monkeypatch):
+def test_without_the_redraw_seed_31_has_two_heads_alike(monkeypatch):
     """The premise of the test above: the first draw of that seed is the dull one."""
     import tutor.authoring.draw as draw
 
     monkeypatch.setattr(draw, "same_weights", lambda *args: False)
-    ex = validate_text(generate(Spec(heads=2, kv_heads=1, seed=399453))).exercise
+    ex = validate_text(generate(Spec(heads=2, kv_heads=1, seed=31))).exercise
     sol = solve(ex)
     assert sol.step("head_output", 0).value == sol.step("head_output", 1).value

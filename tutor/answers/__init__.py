@@ -56,6 +56,7 @@ from .grammar import (
 from .matrix import (
     MAX_ENTRIES,
     MAX_MATRIX_CHARS,
+    entry_counts,
     entry_from_value,
     matrix_from_value,
     parse_matrix,
@@ -82,6 +83,7 @@ __all__ = [
     "Matrix",
     "Verdict",
     "claim",
+    "entry_counts",
     "entry_from_value",
     "equals_exactly",
     "judge",

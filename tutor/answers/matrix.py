@@ -256,7 +256,9 @@ def _parse_rows(text: str, *, one_row: bool) -> Matrix:
         return _read_rows(text, one_row=one_row)
 
 
-def _read_rows(text: str, *, one_row: bool) -> Matrix:
+def _split(text: str, *, one_row: bool) -> list[list[str]]:
+    """The texts of the entries of each row, none of them read yet (refused: not text, too long, empty,
+    brackets amiss, too many entries)."""
     if not isinstance(text, str):
         refuse("answer.not_text", found=type(text).__name__)
     if len(text) > MAX_MATRIX_CHARS:
@@ -269,6 +271,23 @@ def _read_rows(text: str, *, one_row: bool) -> Matrix:
     split = [split_entries(row_text) for row_text in row_texts]
     if sum(len(texts) for texts in split) > MAX_ENTRIES:  # counted before any entry is parsed: refused at once
         refuse("matrix.too_many", limit=MAX_ENTRIES)
+    return split
+
+
+def entry_counts(text: str, *, one_row: bool = False) -> list[int]:
+    """How many entries each row of a typed matrix (or row) has, none of them read: a caller checks the
+    shape it expects with these before the work of parsing (issue 20, E: a 368-entry line for a step of
+    2 columns was read whole first).  Raises :class:`AnswerError` as :func:`parse_matrix` would for the
+    text's layout.
+
+    >>> entry_counts("1 -1; 2 - 1 3"), entry_counts("[1, 1/2]", one_row=True)
+    ([2, 2], [2])
+    """
+    return [len(texts) for texts in _split(_pasted_row(text) if one_row else text, one_row=one_row)]
+
+
+def _read_rows(text: str, *, one_row: bool) -> Matrix:
+    split = _split(text, one_row=one_row)
     rows: list[tuple[Entry, ...]] = []
     for r, texts in enumerate(split, start=1):
         entries = []
@@ -307,9 +326,14 @@ def parse_row(text: str) -> tuple[Entry, ...]:
     >>> [e.text for e in parse_row("[1, 1/2],")]
     ['1', '1/2']
     """
+    return _parse_rows(_pasted_row(text), one_row=True)[0]
+
+
+def _pasted_row(text: str) -> str:
+    """A row without the ``,`` after its closing bracket (``[1, 1],``, a line of a pasted ``[[1, 1],\\n [2, 2]]``)."""
     if isinstance(text, str):
         stripped = text.strip()
         if stripped.endswith(",") and stripped[:-1].rstrip().endswith("]"):
-            text = stripped[:-1]
-    return _parse_rows(text, one_row=True)[0]
+            return stripped[:-1]
+    return text
 

@@ -12,7 +12,7 @@ smallest numbers (:func:`pick`).
 
 Not dull, unless asked (``allow_dull``): among the draws within bounds the
 first one is kept whose heads have no two identical Q rows, no row of
-equal scores (uniform weights), and numbers that tell the classic mistakes
+equal scores (uniform weights), no all-zero row and no two equal columns of V, and numbers that tell the classic mistakes
 apart where the shape allows -- scores that are not symmetric (``K·Qᵀ``
 shows), weights that a softmax down the columns does not give, ``K ≠ V``,
 a square W_O that is not symmetric (``W_Oᵀ`` shows).  A missing or wrong
@@ -114,9 +114,10 @@ def _row_softmax(rows: Sequence[Sequence[float]]) -> list[list[float]]:
 
 
 def _dull(q: Matrix, k: Matrix, v: Matrix, s: Matrix, d_k: int, allowed: tuple[tuple[bool, ...], ...] | None) -> int:
-    """How dull a head is: two identical Q rows, a row of equal scores (uniform weights), and each
-    classic mistake its numbers cannot tell apart -- K·Qᵀ (symmetric scores), a softmax down the
-    columns (it gives the same weights), weights·K (K = V)."""
+    """How dull a head is: two identical Q rows, a row of equal scores (uniform weights), an all-zero
+    row of V or two equal columns of V (issue 20, E: a token that adds nothing, an output column
+    computed twice), and each classic mistake its numbers cannot tell apart -- K·Qᵀ (symmetric
+    scores), a softmax down the columns (it gives the same weights), weights·K (K = V)."""
     n = int(len({tuple(r) for r in q}) < len(q))
     L, L_k = len(s), len(s[0])
     for i, row in enumerate(s):
@@ -126,6 +127,9 @@ def _dull(q: Matrix, k: Matrix, v: Matrix, s: Matrix, d_k: int, allowed: tuple[t
         n += 1
     if k == v:
         n += 1
+    n += int(any(not any(row) for row in v))  # a token whose value is all zero: it adds nothing to any output
+    if len(v[0]) > 1 and len({tuple(c) for c in zip(*v)}) < len(v[0]):
+        n += 1  # two equal columns of V: the same two columns in the head's output, one computed twice
     a = [[x / math.sqrt(d_k) if allowed is None or allowed[i][j] else -math.inf for j, x in enumerate(row)]
          for i, row in enumerate(s)]  # [L, L_k]
     rows, cols = _row_softmax(a), transposed(_row_softmax(transposed(a)))

@@ -712,6 +712,7 @@ EN.update({
     "matrix.row_empty_entry": "entry {entry} is empty",
     "matrix.empty_row": "row {row} is empty",
     "matrix.ragged": "row {row} has {found:entries}, but row 1 has {expected}",
+    "practice.too_wide": "row {row} has {found:entries}, more than any answer to this step could: it is [{rows}×{cols}], {cols} per row",
     "matrix.empty_between": "row {row} is empty (two \";\" in a row?); write every row",
     "matrix.no_rows": "no rows given",
     "matrix.one_row": "expected one row, found {found:rows}",

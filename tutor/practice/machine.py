@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
-from tutor.answers import ROUNDED_AWAY, TRUNCATED, Entry, parse_entry, parse_matrix, parse_row
+from tutor.answers import ROUNDED_AWAY, TRUNCATED, Entry, entry_counts, parse_entry, parse_matrix, parse_row
 from tutor.base.errors import AnswerError
 from tutor.base.messages import t
 from tutor.exact.numbers import Exact
@@ -125,6 +125,12 @@ class Drill(Generic[Q]):
     def entry_name(self, step: Q, cell: Cell) -> tuple[str, str]:
         """``entry`` mode: the row and column ``cell`` is named by."""
         return str(cell[0] + 1), str(cell[1] + 1)
+
+    def widest(self, step: Q) -> int:
+        """The most entries a row of an answer to ``step`` may have to be read at all: a wider row is
+        refused before any entry is parsed.  A wrong shape is still graded (and a mistake such as a
+        transposed matrix named) up to this width; by default the step's rows or columns."""
+        return max(step.shape)
 
 
 # --- state ------------------------------------------------------------------------------
@@ -229,6 +235,8 @@ def _matrix(state: State[Q], text: str) -> tuple[State[Q], list[Effect]]:
         if stripped.startswith("[[") and "]]" not in stripped:  # the first line of a pasted [[...],\n [...]]
             return _add_row(state, stripped[1:])
         try:
+            if (wide := _too_wide(state, entry_counts(text))) is not None:
+                return state, [Invalid(wide), _prompt(state)]
             m = parse_matrix(text)
         except AnswerError as err:
             return state, [Invalid(str(err)), _prompt(state)]
@@ -249,12 +257,15 @@ def _add_row(state: State[Q], text: str) -> tuple[State[Q], list[Effect]]:
     if ends:
         stripped = stripped[:-1]
     try:
+        (found,) = entry_counts(stripped, one_row=True)  # the width, before any entry is read
+        if state.rows and found != len(state.rows[0]):
+            message = t("matrix.ragged", row=number, found=found, expected=len(state.rows[0]))
+            return state, [Invalid(message), _prompt(state)]
+        if (wide := _too_wide(state, [found], number)) is not None:
+            return state, [Invalid(wide), _prompt(state)]
         row = parse_row(stripped)
     except AnswerError as err:
         return state, [Invalid(t("practice.bad_row", row=number, message=str(err))), _prompt(state)]
-    if state.rows and len(row) != len(state.rows[0]):
-        message = t("matrix.ragged", row=number, found=len(row), expected=len(state.rows[0]))
-        return state, [Invalid(message), _prompt(state)]
     state = replace(state, rows=state.rows + (row,))
     if ends or len(state.rows) == state.step.shape[0]:  # the last row: graded at once, no empty line needed
         return _grade(state, state.rows, _rows_text(state.rows))
@@ -284,12 +295,24 @@ def _row(state: State[Q], text: str) -> tuple[State[Q], list[Effect]]:
     if not text.strip():
         return state, [_prompt(state)]
     try:
+        (found,) = entry_counts(text, one_row=True)  # the width, before any entry is read
+        if found != state.step.shape[1]:
+            return state, [Invalid(state.drill.miscount(state.step, found)), _prompt(state)]
         row = parse_row(text)
     except AnswerError as err:
         return state, [Invalid(str(err)), _prompt(state)]
-    if len(row) != state.step.shape[1]:
-        return state, [Invalid(state.drill.miscount(state.step, len(row))), _prompt(state)]
     return _grade(state, (row,), _rows_text((row,)))
+
+
+def _too_wide(state: State[Q], counts: Sequence[int], first: int = 1) -> str | None:
+    """The sentence for the first row (numbered from ``first``) wider than any answer to the step is read
+    (:meth:`Drill.widest`), or ``None``."""
+    widest = state.drill.widest(state.step)
+    for number, found in enumerate(counts, start=first):
+        if found > widest:
+            rows, cols = state.step.shape
+            return t("practice.too_wide", row=number, found=found, rows=rows, cols=cols)
+    return None
 
 
 def _rows_text(rows: Answered) -> str:

@@ -90,6 +90,16 @@ class Worked(Drill[Step]):
     def entry_name(self, step: Step, cell: Cell) -> tuple[str, str]:
         return step.row_labels[cell[0]], step.col_labels[cell[1]]
 
+    def widest(self, step: Step) -> int:
+        """Every size of the exercise's matrices (a step's, or d_model): a wrong answer of another shape
+        -- transposed, weights·K, a head's output for the layer's -- is built from them, so no row of
+        one is wider."""
+        return max(self._widest, max(step.shape))
+
+    @property
+    def _widest(self) -> int:
+        return max([self.sol.exercise.d_model] + [max(s.shape) for s in self.sol.steps])
+
 
 def select(sol: Solution, steps: Sequence[str] | None = None, head: int | None = None) -> tuple[Step, ...]:
     """The steps of ``sol`` a session asks, in order: only ``steps`` (ids) if given, only
