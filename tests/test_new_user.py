@@ -600,3 +600,23 @@ def test_the_counts_are_those_the_parser_reads():
         assert entry_counts(text) == [len(row) for row in parse_matrix(text)], text
     for text in ["[1, 1/2],", "1 -1", "exp(1) e^2 -inf"]:
         assert entry_counts(text, one_row=True) == [len(parse_row(text))], text
+
+
+# --- check's messages never name the grader's absolute folder ------------------------------------------------
+
+
+@pytest.mark.parametrize(("exercise", "said"), [
+    ("../../elsewhere/x.yaml", "'../../elsewhere/x.yaml' is outside the folder of this file, the exercise packs"),
+    ("missing.yaml", "no exercise file 'missing.yaml' (a relative path is taken from the folder of this file)"),
+    ("bad.yaml", "'bad.yaml' is not a valid exercise file (3 problems) (`attn-tutor validate sub/bad.yaml` lists them)"),
+])
+def test_check_names_folders_only_as_the_grader_named_the_file(cli, tmp_path, monkeypatch, exercise, said):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bad.yaml").write_text("id: broken\n", encoding="utf-8")
+    (tmp_path / "sub" / "a.yaml").write_text(f"exercise: {exercise}\nq: [[1, 1], [2, 2], [2, 2]]\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for fmt in ("rich", "json"):
+        code, out, err = cli("check", "sub/a.yaml", "--format", fmt)
+        assert code == 2
+        assert str(tmp_path) not in out + err
+        assert said in (err if fmt == "rich" else json.loads(out)["errors"][0]["text"])
