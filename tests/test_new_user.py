@@ -620,3 +620,27 @@ def test_check_names_folders_only_as_the_grader_named_the_file(cli, tmp_path, mo
         assert code == 2
         assert str(tmp_path) not in out + err
         assert said in (err if fmt == "rich" else json.loads(out)["errors"][0]["text"])
+
+
+# --- after a drill on a --bank topic, the command to review it keeps --bank ----------------------------------
+
+
+def test_the_review_command_of_a_bank_topic_keeps_its_bank(cli, tmp_path):
+    import shlex
+
+    from .test_drill_bank import GOOD
+
+    bank = tmp_path / "my bank"
+    bank.mkdir()
+    (bank / "mine.yaml").write_text(GOOD, encoding="utf-8")
+    args = ["drill", "concepts", "--bank", bank, "--topic", "my-topic", "--count", 2, "--seed", 1, "--mode", "choice"]
+    code, out, err = cli(*args, input="b\nb\n", env={"COLUMNS": "200"})
+    assert code == 0, err
+    review = [line.split("missed): ", 1)[1] for line in out.splitlines() if line.startswith("  • ") and "missed): " in line]
+    mine = next(c for c in review if "--topic my-topic" in c)
+    assert shlex.split(mine) == ["attn-tutor", "drill", "concepts", "--topic", "my-topic", "--bank", str(bank)]
+    assert all("--bank" not in c for c in review if "--topic my-topic" not in c)  # a bundled topic needs none
+    code, out, err = cli(*shlex.split(mine)[1:], "--count", 1, input="skip\n")  # the command runs the topic
+    assert code == 0 and err == ""
+    code, out, err = cli("drill", "concepts", "--topic", "my-topic")  # without the bank it does not exist
+    assert code == 2 and "--topic" in err
