@@ -644,3 +644,27 @@ def test_the_review_command_of_a_bank_topic_keeps_its_bank(cli, tmp_path):
     assert code == 0 and err == ""
     code, out, err = cli("drill", "concepts", "--topic", "my-topic")  # without the bank it does not exist
     assert code == 2 and "--topic" in err
+
+
+# --- a bank file's errors speak of bank files ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("", "the file is empty (a concept bank file needs a questions: list (see docs/concept-bank.md))"),
+    ("topic: my-topic\n", "questions: required field is missing (a concept bank file needs questions"),
+    (None, "questions[0].wrong_answers[0].why: required field is missing (every wrong answer needs why"),
+    (None, "questions[0].key_points: required field is missing (every question needs key_points"),
+    ("questions: []\n" + "#" * 1_000_001, "are far smaller; split or shorten it"),
+])
+def test_a_bank_files_errors_speak_of_bank_files(cli, tmp_path, text, said):
+    from .test_drill_bank import GOOD
+
+    if text is None:
+        text = (GOOD.replace("      - {answer: A wrong answer., why: Why it is wrong.}", "      - {answer: A wrong answer.}")
+                if "wrong_answers" in said else GOOD.replace("    key_points: [the first point, the second point]\n", ""))
+        assert text != GOOD
+    (tmp_path / "mine.yaml").write_text(text, encoding="utf-8")
+    code, out, err = cli("drill", "concepts", "--bank", tmp_path)
+    assert code == 2 and out == ""
+    assert said in err, err
+    assert "an exercise" not in err and "w_q" not in err and "id: my-exercise" not in err
