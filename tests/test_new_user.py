@@ -668,3 +668,48 @@ def test_a_bank_files_errors_speak_of_bank_files(cli, tmp_path, text, said):
     assert code == 2 and out == ""
     assert said in err, err
     assert "an exercise" not in err and "w_q" not in err and "id: my-exercise" not in err
+
+
+# --- a problem through an alias is reported where the alias is written ---------------------------------------
+
+
+def test_a_duplicate_question_through_an_alias_is_reported_at_the_alias(cli, tmp_path):
+    from .test_drill_bank import GOOD
+
+    text = GOOD.replace("  - id: my-question", "  - &q\n    id: my-question") + "  - *q\n"
+    lines = text.splitlines()
+    alias_line = lines.index("  - *q") + 1
+    id_line = lines.index("    id: my-question") + 1
+    assert (id_line, alias_line) == (4, 13)
+    (tmp_path / "mine.yaml").write_text(text, encoding="utf-8")
+    code, out, err = cli("drill", "concepts", "--bank", tmp_path)
+    assert code == 2
+    assert err == (f"error: {tmp_path / 'mine.yaml'}:13:5: questions[1].id: the id my-question is already used in"
+                   " this file, at line 4\n")
+
+
+def test_a_bad_value_through_an_alias_is_reported_at_the_alias_too():
+    from tutor.base.errors import ExerciseError
+    from tutor.exercise.load import parse_exercise
+
+    from .test_exercise import BASE
+
+    text = BASE.replace("  - w_q: [[1, 0], [1, 0], [0, 1], [0, 1]]\n    w_k: [[1, 0], [1, 0], [0, 1], [0, 1]]\n",
+                        "  - w_q: &w [[1, 0], [1, 0], [0, 1], [0, one]]\n    w_k: *w\n")
+    assert "w_k: *w" in text
+    with pytest.raises(ExerciseError) as info:
+        parse_exercise(text, "f.yaml")
+    assert [(p.line, p.column, p.field) for p in info.value.problems] == [
+        (5, 42, "heads[0].w_q[3][1]"),  # where 'one' is written
+        (6, 10, "heads[0].w_k[3][1]"),  # where the alias that repeats it is written, not at 'one' again
+    ]
+
+
+def test_an_alias_in_a_list_and_an_anchor_inside_an_alias():
+    from tutor.exercise.yamlread import parse_yaml
+
+    doc = parse_yaml("a: &x [1, &y [2, 3]]\nb: [*y, *x]\n", "f.yaml")
+    assert doc.problems == []
+    assert doc.where(("b", 0)) == (2, 5) and doc.where(("b", 1)) == (2, 9)
+    assert doc.where(("b", 1, 1, 0)) == (2, 9)  # a part of the alias's value: at the alias
+    assert doc.where(("a", 1, 0)) == (1, 15)  # the anchored value itself keeps its own places

@@ -1199,6 +1199,7 @@ EN.update({
     "bank.no_topic": "question {id} has no topic",
     "bank.no_topic.hint": "give it a topic:, or give the file a topic: for all its questions",
     "bank.duplicate": "the id {id} is already used in {first}",
+    "bank.duplicate.here": "this file, at line {line}",
     "bank.self_follow_up": "{id} names itself as a follow-up",
     "bank.unknown_follow_up": "follow-up {id} of {question} is not a question of the bank",
     "bank.no_folder": "no such folder",

@@ -257,7 +257,12 @@ def _check(files: Iterable[_Read], elsewhere: dict[str, str] | None = None) -> t
                 problems.append(read.doc.problem(("questions", i), t("bank.no_topic", id=q.id), t("bank.no_topic.hint")))
                 continue
             if q.id in first:
-                problems.append(read.doc.problem(("questions", i, "id"), t("bank.duplicate", id=q.id, first=first[q.id])))
+                before = first[q.id]
+                if q.id in where and where[q.id][0] is read.doc:  # in this file: say where
+                    line, _ = read.doc.where(("questions", where[q.id][1], "id"))
+                    if line is not None:
+                        before = t("bank.duplicate.here", line=line)
+                problems.append(read.doc.problem(("questions", i, "id"), t("bank.duplicate", id=q.id, first=before)))
                 continue
             first[q.id] = read.name
             where[q.id] = (read.doc, i)

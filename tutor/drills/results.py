@@ -63,7 +63,7 @@ def topic_stats(attempts: Iterable[Attempt]) -> list[TopicStats]:
 
 def counted(rows: Iterable[tuple[str, int, int, int, int]]) -> list[TopicStats]:
     """:func:`topic_stats` from answers already counted per step name, ``(step, correct, wrong, shown,
-    skipped)`` (the store's :meth:`~tutor.store.Store.drill_outcomes`): practice steps are left out."""
+    skipped)`` (:attr:`tutor.store.Stats.drill_outcomes`, counted by the store in SQL): practice steps are left out."""
     counts: dict[tuple[str, str], dict[str, int]] = {}
     for step, correct, wrong, shown, skipped in rows:
         key = split_step(step)
