@@ -326,6 +326,8 @@ def test_other_files_are_refused_without_quoting_them(cli, tree, name, message):
     done = check_names(cli, tree, name.format(tree=tree))
     assert done.code == 2 and done.out == ""
     assert done.err.count("\n") == 1 and message in done.err
+    if "{tree}" not in name:  # the report goes back to a student: no folder of the grader's they did not name
+        assert str(tree) not in done.err and str(tree.parent) not in done.err, done.err
     for quoted in (SECRET, "secret_key", "api_token", "users", "root:", "Traceback"):
         assert quoted not in done.err
     json_done = cli("check", "tree/s.yaml", "--format", "json", cwd=tree)

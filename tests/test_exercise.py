@@ -301,8 +301,8 @@ def test_alias_bomb_is_refused_quickly():
 
 def test_recursive_alias():
     p = only(BASE + "tags: &t [a, *t]\n")
-    # the alias is the anchored list itself, so its place is where that list starts
-    assert where(p) == ("f.yaml", 8, 7, "tags[1]")
+    # reported where the alias is written (issue 20, E: a problem through an alias is reported at the alias)
+    assert where(p) == ("f.yaml", 8, 14, "tags[1]")
     assert "alias refers to the value that contains it" in p.message
 
 

@@ -600,3 +600,116 @@ def test_the_counts_are_those_the_parser_reads():
         assert entry_counts(text) == [len(row) for row in parse_matrix(text)], text
     for text in ["[1, 1/2],", "1 -1", "exp(1) e^2 -inf"]:
         assert entry_counts(text, one_row=True) == [len(parse_row(text))], text
+
+
+# --- check's messages never name the grader's absolute folder ------------------------------------------------
+
+
+@pytest.mark.parametrize(("exercise", "said"), [
+    ("../../elsewhere/x.yaml", "'../../elsewhere/x.yaml' is outside the folder of this file, the exercise packs"),
+    ("missing.yaml", "no exercise file 'missing.yaml' (a relative path is taken from the folder of this file)"),
+    ("bad.yaml", "'bad.yaml' is not a valid exercise file (3 problems) (`attn-tutor validate sub/bad.yaml` lists them)"),
+])
+def test_check_names_folders_only_as_the_grader_named_the_file(cli, tmp_path, monkeypatch, exercise, said):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bad.yaml").write_text("id: broken\n", encoding="utf-8")
+    (tmp_path / "sub" / "a.yaml").write_text(f"exercise: {exercise}\nq: [[1, 1], [2, 2], [2, 2]]\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for fmt in ("rich", "json"):
+        code, out, err = cli("check", "sub/a.yaml", "--format", fmt)
+        assert code == 2
+        assert str(tmp_path) not in out + err
+        assert said in (err if fmt == "rich" else json.loads(out)["errors"][0]["text"])
+
+
+# --- after a drill on a --bank topic, the command to review it keeps --bank ----------------------------------
+
+
+def test_the_review_command_of_a_bank_topic_keeps_its_bank(cli, tmp_path):
+    import shlex
+
+    from .test_drill_bank import GOOD
+
+    bank = tmp_path / "my bank"
+    bank.mkdir()
+    (bank / "mine.yaml").write_text(GOOD, encoding="utf-8")
+    args = ["drill", "concepts", "--bank", bank, "--topic", "my-topic", "--count", 2, "--seed", 1, "--mode", "choice"]
+    code, out, err = cli(*args, input="b\nb\n", env={"COLUMNS": "200"})
+    assert code == 0, err
+    review = [line.split("missed): ", 1)[1] for line in out.splitlines() if line.startswith("  • ") and "missed): " in line]
+    mine = next(c for c in review if "--topic my-topic" in c)
+    assert shlex.split(mine) == ["attn-tutor", "drill", "concepts", "--topic", "my-topic", "--bank", str(bank)]
+    assert all("--bank" not in c for c in review if "--topic my-topic" not in c)  # a bundled topic needs none
+    code, out, err = cli(*shlex.split(mine)[1:], "--count", 1, input="skip\n")  # the command runs the topic
+    assert code == 0 and err == ""
+    code, out, err = cli("drill", "concepts", "--topic", "my-topic")  # without the bank it does not exist
+    assert code == 2 and "--topic" in err
+
+
+# --- a bank file's errors speak of bank files ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("", "the file is empty (a concept bank file needs a questions: list (see docs/concept-bank.md))"),
+    ("topic: my-topic\n", "questions: required field is missing (a concept bank file needs questions"),
+    (None, "questions[0].wrong_answers[0].why: required field is missing (every wrong answer needs why"),
+    (None, "questions[0].key_points: required field is missing (every question needs key_points"),
+    ("questions: []\n" + "#" * 1_000_001, "are far smaller; split or shorten it"),
+])
+def test_a_bank_files_errors_speak_of_bank_files(cli, tmp_path, text, said):
+    from .test_drill_bank import GOOD
+
+    if text is None:
+        text = (GOOD.replace("      - {answer: A wrong answer., why: Why it is wrong.}", "      - {answer: A wrong answer.}")
+                if "wrong_answers" in said else GOOD.replace("    key_points: [the first point, the second point]\n", ""))
+        assert text != GOOD
+    (tmp_path / "mine.yaml").write_text(text, encoding="utf-8")
+    code, out, err = cli("drill", "concepts", "--bank", tmp_path)
+    assert code == 2 and out == ""
+    assert said in err, err
+    assert "an exercise" not in err and "w_q" not in err and "id: my-exercise" not in err
+
+
+# --- a problem through an alias is reported where the alias is written ---------------------------------------
+
+
+def test_a_duplicate_question_through_an_alias_is_reported_at_the_alias(cli, tmp_path):
+    from .test_drill_bank import GOOD
+
+    text = GOOD.replace("  - id: my-question", "  - &q\n    id: my-question") + "  - *q\n"
+    lines = text.splitlines()
+    alias_line = lines.index("  - *q") + 1
+    id_line = lines.index("    id: my-question") + 1
+    assert (id_line, alias_line) == (4, 13)
+    (tmp_path / "mine.yaml").write_text(text, encoding="utf-8")
+    code, out, err = cli("drill", "concepts", "--bank", tmp_path)
+    assert code == 2
+    assert err == (f"error: {tmp_path / 'mine.yaml'}:13:5: questions[1].id: the id my-question is already used in"
+                   " this file, at line 4\n")
+
+
+def test_a_bad_value_through_an_alias_is_reported_at_the_alias_too():
+    from tutor.base.errors import ExerciseError
+    from tutor.exercise.load import parse_exercise
+
+    from .test_exercise import BASE
+
+    text = BASE.replace("  - w_q: [[1, 0], [1, 0], [0, 1], [0, 1]]\n    w_k: [[1, 0], [1, 0], [0, 1], [0, 1]]\n",
+                        "  - w_q: &w [[1, 0], [1, 0], [0, 1], [0, one]]\n    w_k: *w\n")
+    assert "w_k: *w" in text
+    with pytest.raises(ExerciseError) as info:
+        parse_exercise(text, "f.yaml")
+    assert [(p.line, p.column, p.field) for p in info.value.problems] == [
+        (5, 42, "heads[0].w_q[3][1]"),  # where 'one' is written
+        (6, 10, "heads[0].w_k[3][1]"),  # where the alias that repeats it is written, not at 'one' again
+    ]
+
+
+def test_an_alias_in_a_list_and_an_anchor_inside_an_alias():
+    from tutor.exercise.yamlread import parse_yaml
+
+    doc = parse_yaml("a: &x [1, &y [2, 3]]\nb: [*y, *x]\n", "f.yaml")
+    assert doc.problems == []
+    assert doc.where(("b", 0)) == (2, 5) and doc.where(("b", 1)) == (2, 9)
+    assert doc.where(("b", 1, 1, 0)) == (2, 9)  # a part of the alias's value: at the alias
+    assert doc.where(("a", 1, 0)) == (1, 15)  # the anchored value itself keeps its own places

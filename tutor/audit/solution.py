@@ -317,13 +317,16 @@ def _unknown(name: str) -> str:
     return t("solution.unknown.codepoints", name=shown(name), names=names) if names else t("solution.unknown", name=name)
 
 
-def _resolve_exercise(name: str, base: Path, r: Reader, path: YPath, folders: Sequence[str | Path]) -> Exercise | None:
+def _resolve_exercise(name: str, base: Path, r: Reader, path: YPath, folders: Sequence[str | Path],
+                      shown_base: str) -> Exercise | None:
     """The exercise ``exercise:`` names (:func:`tutor.exercise.catalog.resolve_reference`: only exercise files
-    below ``base``, in a pack or bundled are read); a problem at ``path`` when it names none."""
+    below ``base``, in a pack or bundled are read); a problem at ``path`` when it names none.  ``shown_base``
+    is ``base`` as the solution file was named (``check``'s reports go back to students: never the
+    grader's absolute folder)."""
     from ..exercise.catalog import RefusedReference, resolve_reference
 
     try:
-        return resolve_reference(name, base, folders)
+        return resolve_reference(name, base, folders, shown_base=shown_base)
     except RefusedReference as err:
         r.add(path, err.message, err.hint)
     except NotFoundError as err:  # an id defined twice, naming both files
@@ -377,7 +380,8 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
         elif not isinstance(name, str) or not name.strip():
             r.add(("exercise",), t("schema.expected", expected=t("expected.text"), found=describe(name)))
         else:
-            exercise = _resolve_exercise(name.strip(), base or Path(os.path.abspath(".")), r, ("exercise",), folders)
+            exercise = _resolve_exercise(name.strip(), base or Path(os.path.abspath(".")), r, ("exercise",), folders,
+                                         os.path.dirname(filename))
     for meta in ("title", "source"):
         if meta in data and not isinstance(data[meta], str):
             r.add((meta,), t("schema.expected", expected=t("expected.text"), found=describe(data[meta])))
@@ -472,7 +476,7 @@ def _check_inside(path: str) -> None:
     except (OSError, ValueError):  # a NUL character, a name too long: read_text says what
         return
     if not inside:
-        raise ExerciseError([Problem(str(path), None, None, "", t("solution.outside", folder=folder),
+        raise ExerciseError([Problem(str(path), None, None, "", t("solution.outside"),
                                      t("solution.outside.hint"))])
 
 

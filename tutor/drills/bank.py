@@ -176,16 +176,26 @@ def _read(file: Path, name: str, source: str) -> tuple[list[Problem], _Read | No
 
     text, problems = read_text(str(file), name)
     if text is None:
-        return problems, None
+        return _of_a_bank(problems), None
     doc = parse_yaml(text, name)
     if doc.problems:
-        return list(doc.problems), None
+        return _of_a_bank(doc.problems), None
     if not isinstance(doc.value, dict):
         return [doc.problem((), t("bank.not_mapping"), t("bank.not_mapping.hint"))], None
     try:
         return [], _Read(name, source, BankFile.model_validate(doc.value), doc)
     except ValidationError as err:
         return _problems(err, doc), None
+
+
+def _of_a_bank(problems: Sequence[Problem]) -> list[Problem]:
+    """The reading's problems, their hints about a bank file where the YAML reader's speak of an exercise
+    (issue 20, E: an empty bank file was told what an exercise needs)."""
+    from dataclasses import replace
+
+    said = {t(key): t(f"bank.{key}") for key in ("yaml.empty.hint", "yaml.key_type.hint", "yaml.too_deep.hint",
+                                                  "yaml.merge_key.hint", "yaml.top_level.hint")}
+    return [replace(p, hint=said.get(p.hint, p.hint)) for p in problems]
 
 
 def _problems(err: ValidationError, doc: Any) -> list[Problem]:
@@ -201,7 +211,10 @@ def _problems(err: ValidationError, doc: Any) -> list[Problem]:
         if kind == "tutor":
             out.append(doc.problem(path, e["ctx"]["message"]))
         elif kind == "missing":
-            out.append(doc.problem(path, t("schema.required"), t("bank.required.hint", field=path[-1])))
+            where = [p for p in path[:-1] if isinstance(p, str)]  # the file's own field, or a question's, an answer's
+            hint = {"": "bank.required.file.hint", "wrong_answers": "bank.required.wrong.hint"}.get(
+                where[-1] if where else "", "bank.required.hint")
+            out.append(doc.problem(path, t("schema.required"), t(hint, field=path[-1])))
         elif kind == "extra_forbidden":
             names = [p for p in path[:-1] if isinstance(p, str)]
             message, hint = unknown_field(str(path[-1]), known[names[-1] if names else ""])
@@ -244,7 +257,12 @@ def _check(files: Iterable[_Read], elsewhere: dict[str, str] | None = None) -> t
                 problems.append(read.doc.problem(("questions", i), t("bank.no_topic", id=q.id), t("bank.no_topic.hint")))
                 continue
             if q.id in first:
-                problems.append(read.doc.problem(("questions", i, "id"), t("bank.duplicate", id=q.id, first=first[q.id])))
+                before = first[q.id]
+                if q.id in where and where[q.id][0] is read.doc:  # in this file: say where
+                    line, _ = read.doc.where(("questions", where[q.id][1], "id"))
+                    if line is not None:
+                        before = t("bank.duplicate.here", line=line)
+                problems.append(read.doc.problem(("questions", i, "id"), t("bank.duplicate", id=q.id, first=before)))
                 continue
             first[q.id] = read.name
             where[q.id] = (read.doc, i)

@@ -28,7 +28,7 @@ from .bank import Bank
 from .concepts import Mode, chain, to_question
 from .driver import Answer, Answered, Reason, View, ask
 from .record import Question
-from .results import command_for
+from .results import banks_of, command_for
 
 if TYPE_CHECKING:
     from ..practice.session import View as QuizView
@@ -131,7 +131,8 @@ def report(p: Plan, calc: Answered | None, answered: list[Answered], reason: Rea
         t_ = tally.setdefault((a.question.drill, a.question.topic), [0, 0])
         t_[0] += a.outcome == "correct"
         t_[1] += 1
-    areas = tuple(Area(section, topic, right, asked, _command(p, section, topic))
+    areas = tuple(Area(section, topic, right, asked, _command(p, section, topic, banks_of(
+                      a.question for a in answered if (a.question.drill, a.question.topic) == (section, topic))))
                   for (section, topic), (right, asked) in tally.items())
     strong = tuple(a for a in areas if a.right == a.asked)
     review = tuple(sorted((a for a in areas if a.right < a.asked), key=lambda a: (a.right / a.asked, -a.asked)))
@@ -140,10 +141,10 @@ def report(p: Plan, calc: Answered | None, answered: list[Answered], reason: Rea
     return Report(reason, elapsed, minutes, areas, strong, review, outline)
 
 
-def _command(p: Plan, section: str, topic: str) -> str:
+def _command(p: Plan, section: str, topic: str, banks: tuple[str, ...] = ()) -> str:
     if section == "calculation":
         return f"attn-tutor practice {p.exercise} --steps {topic}"
-    return command_for(section, topic)
+    return command_for(section, topic, banks)
 
 
 def _outline(area: Area, answered: list[Answered], bank: Bank) -> tuple[str, str, tuple[str, ...], str] | None:

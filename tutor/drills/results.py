@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store.attempt import Attempt, OutcomeCounts
-from .record import DRILL_PREFIX
+from .record import DRILL_PREFIX, Question
 
 DRILLS = ("shapes", "counts", "masks", "concepts")
 
@@ -76,11 +76,22 @@ def counted(rows: Iterable[tuple[str, int, int, int, int]]) -> list[TopicStats]:
     return [TopicStats(d, tp, **c) for (d, tp), c in sorted(counts.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0]))]
 
 
-def command_for(drill: str, topic: str) -> str:
-    """The command that drills ``topic``: ``attn-tutor drill concepts --topic scaling``, ``attn-tutor drill masks``."""
+def command_for(drill: str, topic: str, banks: Iterable[str] = ()) -> str:
+    """The command that drills ``topic``: ``attn-tutor drill concepts --topic scaling``, ``attn-tutor drill masks``;
+    with ``--bank`` for each folder of ``banks`` (the instructor's banks the topic's questions came from: without
+    them the topic may not exist, issue 20, E)."""
+    import shlex
+
     if drill == "concepts":
-        return f"attn-tutor drill concepts --topic {topic}"
+        return f"attn-tutor drill concepts --topic {topic}" + "".join(f" --bank {shlex.quote(b)}" for b in banks)
     return f"attn-tutor drill {drill}"
+
+
+def banks_of(questions: Iterable[Question]) -> tuple[str, ...]:
+    """The bank folders (as given to ``--bank``) that ``questions`` came from, in the order met; the bundled
+    bank is none of them."""
+    found = (q.json.get("source") for q in questions if q.drill == "concepts")
+    return tuple(dict.fromkeys(str(s) for s in found if s and s != "bundled"))
 
 
 def weakest(stats: Iterable[TopicStats], n: int = 3) -> list[TopicStats]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shlex
 import stat
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -326,7 +327,7 @@ def names_a_file(name: str) -> bool:
     return _ID.fullmatch(name) is None
 
 
-def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = ()) -> Exercise:
+def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (), *, shown_base: str = "") -> Exercise:
     """The exercise a file refers to by ``name`` (a solution file's ``exercise:``): an id, bundled
     or in a pack, or a path taken from ``base`` (the referring file's folder).
 
@@ -337,7 +338,9 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = ())
     when it is a valid exercise.  Raises :class:`RefusedReference` otherwise
     (outside those folders - whether or not the file exists -, missing, not a
     regular file, not YAML, not a valid exercise) and :class:`NotFoundError`
-    for an unknown or clashing id; no message quotes the named file's content.
+    for an unknown or clashing id; no message quotes the named file's content, nor names a folder
+    otherwise than as the referring file was named (``shown_base``, its folder as given: ``""`` for the
+    current one) -- never an absolute folder the user did not type (issue 20, E).
     """
     if not names_a_file(name):
         try:
@@ -351,7 +354,7 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = ())
     except (OSError, ValueError):  # a NUL character, a name too long for the system
         raise RefusedReference(t("reference.bad_name", path=name)) from None
     if not inside:
-        raise RefusedReference(t("reference.outside", path=name, where=base), t("reference.outside.hint"))
+        raise RefusedReference(t("reference.outside", path=name), t("reference.outside.hint"))
     try:
         mode: int | None = target.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -359,7 +362,7 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = ())
     except (OSError, ValueError) as err:
         raise RefusedReference(t("reference.unreadable", path=name, reason=getattr(err, "strerror", None) or err)) from None
     if mode is None:
-        raise RefusedReference(t("solution.exercise_missing", path=name, where=str(base)))
+        raise RefusedReference(t("solution.exercise_missing", path=name))
     if not stat.S_ISREG(mode):  # a folder, a FIFO, a device: never opened
         raise RefusedReference(t("reference.not_file", path=name))
     if target.suffix not in _SUFFIXES:
@@ -368,7 +371,7 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = ())
         ex = load_exercise(str(target), display=name)
     except ExerciseError as err:  # its problems would quote it: say only that it is not an exercise
         raise RefusedReference(t("reference.invalid", path=name, count=len(err.problems)),
-                               t("reference.invalid.hint", path=target)) from None
+                               t("reference.invalid.hint", path=shlex.quote(os.path.join(shown_base, name)))) from None
     if reserved_clash(ex, target) is not None:
         raise RefusedReference(t("catalog.duplicate_id", id=ex.id, first=f"bundled:{bundled_ids()[ex.id].name}",
                                  second=name), t("catalog.duplicate_id.hint"))

@@ -276,6 +276,44 @@ def _alias_keys(text: str) -> dict[tuple[int, int, int], tuple[int, int]]:
     return out
 
 
+def _alias_values(text: str) -> dict[Path, tuple[int, int]]:
+    """Where each alias used as a value is written, by the path of that value: ``path -> (line, column)``.
+
+    As for :func:`_alias_keys`, the composer gives an alias its anchor's node (and position); the alias's
+    own position is read from the parser's events, following the path as the walker builds it (a
+    mapping's values by their plain keys, a list's items by their index).
+    """
+    out: dict[Path, tuple[int, int]] = {}
+    stack: list[list[Any]] = []  # per open collection: [its path, is a mapping, children so far, the last key]
+
+    def here() -> Path | None:  # the path of the node an event starts, None for a mapping's key
+        if not stack:
+            return ()
+        path, mapping, seen, key = stack[-1]
+        if not mapping:
+            return (*path, seen)
+        return None if seen % 2 == 0 or key is None else (*path, key)
+
+    for event in yaml.parse(text, Loader=_ComposeOnly):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            at = here()
+            stack.append([at if at is not None else ("?",), isinstance(event, yaml.MappingStartEvent), 0, None])
+            continue
+        if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)) and stack:
+            path, mapping, seen, _ = stack[-1]
+            if mapping and seen % 2 == 0:  # a key: the next value's name (an alias or a tagged key: none)
+                stack[-1][3] = event.value if isinstance(event, yaml.ScalarEvent) else None
+            elif isinstance(event, yaml.AliasEvent) and (at := here()) is not None:
+                out[at] = (event.start_mark.line + 1, event.start_mark.column + 1)
+        else:
+            continue
+        if stack:
+            stack[-1][2] += 1
+    return out
+
+
 class _Walker:
     def __init__(self, doc: Document, text: str = ""):
         self.doc = doc
@@ -285,6 +323,9 @@ class _Walker:
         self.keys_seen: set[int] = set()  # key nodes met so far: meeting one again means an alias
         self.values_seen: set[int] = set()  # scalar value nodes met so far (an alias key may repeat one)
         self._alias_keys: dict[tuple[int, int, int], tuple[int, int]] | None = None
+        self._alias_values: dict[Path, tuple[int, int]] | None = None
+        self.walked: set[int] = set()  # every node walked: meeting one again means an alias
+        self.aliased = 0  # how deep the walk is inside an alias's value: its parts have no place of their own
 
     def key_mark(self, mapping: yaml.MappingNode, pair: int, key_node: yaml.Node, alias: bool) -> tuple[int, int]:
         """Where a key is written: its node's position, or for an alias the alias's own position."""
@@ -298,6 +339,17 @@ class _Walker:
             if found is not None:
                 return found
         return _mark(key_node)
+
+    def alias_mark(self, path: Path) -> tuple[int, int] | None:
+        """Where the alias that gives ``path`` its value is written (``None`` when not found)."""
+        if not self.text:
+            return None
+        if self._alias_values is None:
+            try:
+                self._alias_values = _alias_values(self.text)
+            except yaml.YAMLError:  # pragma: no cover - the text was composed already
+                self._alias_values = {}
+        return self._alias_values.get(path)
 
     def poison(self, path: Path, message: str, hint: str = "") -> None:
         self.doc.problems.append(self.doc.problem(path, message, hint))
@@ -327,7 +379,12 @@ class _Walker:
         self.count += 1
         if self.count > MAX_VALUES:  # a file without aliases written with that many values
             raise _TooBig(path)
-        self.doc.marks.setdefault(path, node)  # the mark is computed only if a problem needs it
+        alias = id(node) in self.walked
+        self.walked.add(id(node))
+        if alias and not self.aliased:  # a problem in an alias's value is reported where the alias is written
+            self.doc.marks[path] = self.alias_mark(path) or self.doc.marks.get(path) or node
+        elif not self.aliased:
+            self.doc.marks.setdefault(path, node)  # the mark is computed only if a problem needs it
         if isinstance(node, yaml.ScalarNode):
             self.values_seen.add(id(node))
         if id(node) in self.active:
@@ -345,6 +402,7 @@ class _Walker:
             self.poison(path, t("yaml.too_deep", limit=MAX_DEPTH), t("yaml.too_deep.hint"))
             return None
         self.active.add(id(node))
+        self.aliased += alias
         try:
             if isinstance(node, yaml.SequenceNode):
                 if node.tag != _SEQ_TAG:
@@ -355,6 +413,7 @@ class _Walker:
             return self._mapping(node, path)
         finally:
             self.active.discard(id(node))
+            self.aliased -= alias
 
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -371,7 +430,8 @@ class _Walker:
                 continue
             key = key_node.value
             child = path + (key,)
-            self.doc.key_marks.setdefault(child, _mark(key_node))
+            if not self.aliased:  # inside an alias's value, a key's place is the alias's
+                self.doc.key_marks.setdefault(child, _mark(key_node))
             if key == "<<" and not key_node.style:
                 self.doc.merged.add(path)
                 line, col = _mark(key_node)

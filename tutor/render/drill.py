@@ -226,7 +226,7 @@ class DrillView:
 
     def summary(self, run: Run, unsaved: int = 0) -> None:
         """The end of a run: why it ended, the score, and each topic with a miss and the command that drills it."""
-        from ..drills.results import command_for
+        from ..drills.results import banks_of, command_for
 
         self.console.print()
         self.line(t(f"drill.end.{run.reason}"), "bold")
@@ -243,7 +243,8 @@ class DrillView:
         if missed:
             self.line(t("drill.review"), "bold")
             for (drill, topic), n in sorted(missed.items(), key=lambda kv: -kv[1]):
-                self.bullet(t("drill.review.item", topic=topic, missed=n, command=command_for(drill, topic)))
+                banks = banks_of(a.question for a in graded if (a.question.drill, a.question.topic) == (drill, topic))
+                self.bullet(t("drill.review.item", topic=topic, missed=n, command=command_for(drill, topic, banks)))
         if unsaved:
             self.line(plural("drill.unsaved", unsaved), "bold yellow")
         elif graded or skipped:
