@@ -713,3 +713,32 @@ def test_an_alias_in_a_list_and_an_anchor_inside_an_alias():
     assert doc.where(("b", 0)) == (2, 5) and doc.where(("b", 1)) == (2, 9)
     assert doc.where(("b", 1, 1, 0)) == (2, 9)  # a part of the alias's value: at the alias
     assert doc.where(("a", 1, 0)) == (1, 15)  # the anchored value itself keeps its own places
+
+
+# --- a 4,001-digit --seed is blamed on --seed -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["new"], ["new", "--like", "single-head-3x4"], ["drill", "shapes"],
+                                  ["drill", "concepts"], ["drill", "interview"],
+                                  ["practice", "single-head-3x4", "--fresh"]], ids=" ".join)
+def test_a_seed_too_large_is_a_usage_error_of_seed(cli, argv):
+    for digits in (20, 4001):
+        code, out, err = cli(*argv, "--seed", "9" * digits, input="")
+        assert code == 2 and out == ""
+        assert err.splitlines() == ["error: invalid value for '--seed': Input should be less than or equal to"
+                                    " 9223372036854775807", f"try 'attn-tutor {' '.join(argv[:2 if argv[0] == 'drill' else 1])} --help'"]
+
+
+def test_the_largest_seed_writes_a_valid_exercise_whatever_its_shape(cli, tmp_path):
+    import yaml
+
+    biggest = str(2**63 - 1)
+    for argv in (["--tokens", "12", "--d-model", "32", "--heads", "8", "--d-k", "4", "--mask", "causal_lower_right",
+                  "--kv-heads", "8", "--cache", "4", "--alibi"], ["--like", "causal-left-padding-4x2"], []):
+        code, out, err = cli("new", "--seed", biggest, *argv)
+        assert code == 0, err
+        exercise_id = yaml.safe_load(out)["id"]
+        assert exercise_id.endswith("-s" + biggest) and len(exercise_id) <= 64
+        path = tmp_path / "ex.yaml"
+        path.write_text(out, encoding="utf-8")
+        assert cli("validate", path).code == 0

@@ -22,7 +22,7 @@ import typer
 
 from ..base.jsontext import document
 from ..base.messages import plural, t
-from .common import Format, FormatOpt, console, stdin, warn, write_document
+from .common import MAX_SEED, Format, FormatOpt, console, stdin, warn, write_document
 
 if TYPE_CHECKING:
     from ..drills.bank import Bank
@@ -36,7 +36,7 @@ class DrillMode(str, Enum):
     choice = "choice"
 
 
-SeedOpt = Annotated[int | None, typer.Option("--seed", help=t("cli.opt.seed"), min=0, show_default=False)]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help=t("cli.opt.seed"), min=0, max=MAX_SEED, show_default=False)]
 ShowOpt = Annotated[bool, typer.Option("--show-answers", help=t("cli.opt.show_answers"))]
 ModeOpt = Annotated[DrillMode, typer.Option("--mode", help=t("cli.opt.drill_mode"))]
 BankOpt = Annotated[
