@@ -344,7 +344,7 @@ def test_an_unwritable_output_is_one_error_line(argv):
     with open("/dev/full", "w") as full:
         r = subprocess.run([sys.executable, "-m", "tutor", *argv], stdout=full, stderr=subprocess.PIPE, cwd=REPO)
     assert r.returncode == 2
-    assert r.stderr.decode() == "error: cannot write the output: No space left on device\n"
+    assert r.stderr.decode() == "error: cannot write the output: the disk is full (no space left on the device)\n"
 
 
 def test_token_labels_are_shown_as_written_never_as_markup(tmp_path, cli):

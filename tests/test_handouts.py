@@ -194,7 +194,7 @@ def test_blank_rich_worksheet_in_the_terminal(cli):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--export", "out.txt"], "cannot export to '.txt'"),
+    (["--export", "out.txt"], "cannot export to 'out.txt': the file name must end in one of .html, .htm, .svg, .md"),
     (["--blank", "--format", "json"], "--blank makes a worksheet for reading"),
 ])
 def test_handout_option_errors_exit_2(args, message, cli, tmp_path, monkeypatch):

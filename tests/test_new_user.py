@@ -713,3 +713,93 @@ def test_an_alias_in_a_list_and_an_anchor_inside_an_alias():
     assert doc.where(("b", 0)) == (2, 5) and doc.where(("b", 1)) == (2, 9)
     assert doc.where(("b", 1, 1, 0)) == (2, 9)  # a part of the alias's value: at the alias
     assert doc.where(("a", 1, 0)) == (1, 15)  # the anchored value itself keeps its own places
+
+
+# --- a 4,001-digit --seed is blamed on --seed -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["new"], ["new", "--like", "single-head-3x4"], ["drill", "shapes"],
+                                  ["drill", "concepts"], ["drill", "interview"],
+                                  ["practice", "single-head-3x4", "--fresh"]], ids=" ".join)
+def test_a_seed_too_large_is_a_usage_error_of_seed(cli, argv):
+    for digits in (20, 4001):
+        code, out, err = cli(*argv, "--seed", "9" * digits, input="")
+        assert code == 2 and out == ""
+        assert err.splitlines() == ["error: invalid value for '--seed': Input should be less than or equal to"
+                                    " 9223372036854775807", f"try 'attn-tutor {' '.join(argv[:2 if argv[0] == 'drill' else 1])} --help'"]
+
+
+def test_the_largest_seed_writes_a_valid_exercise_whatever_its_shape(cli, tmp_path):
+    import yaml
+
+    biggest = str(2**63 - 1)
+    for argv in (["--tokens", "12", "--d-model", "32", "--heads", "8", "--d-k", "4", "--mask", "causal_lower_right",
+                  "--kv-heads", "8", "--cache", "4", "--alibi"], ["--like", "causal-left-padding-4x2"], []):
+        code, out, err = cli("new", "--seed", biggest, *argv)
+        assert code == 0, err
+        exercise_id = yaml.safe_load(out)["id"]
+        assert exercise_id.endswith("-s" + biggest) and len(exercise_id) <= 64
+        path = tmp_path / "ex.yaml"
+        path.write_text(out, encoding="utf-8")
+        assert cli("validate", path).code == 0
+
+
+# --- --export /dev/full, and a full disk, said in words --------------------------------------------------------
+
+
+def test_export_to_a_device_names_it_and_says_what_it_is(cli):
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    for argv in (["--export", "/dev/full"], ["--export", "/dev/full", "--force"], ["--export", "/dev/full",
+                                                                                   "--format", "markdown"]):
+        code, out, err = cli("explain", "single-head-3x4", *argv)
+        assert (code, out) == (2, "")
+        assert err == ("error: /dev/full exists and is a device, not a regular file, so nothing is written to it,"
+                       " even with --force; write to a file name\n")
+    code, out, err = cli("explain", "single-head-3x4", "--export", "notes")  # a name without a suffix: named whole
+    assert code == 2 and "cannot export to 'notes': the file name must end in one of" in err
+
+
+def test_standard_output_on_dev_full_says_the_disk_is_full(cli_process):
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    for argv in (["explain", "single-head-3x4"], ["explain", "single-head-3x4", "--format", "markdown"], ["new"]):
+        done = cli_process(*argv, redirect="> /dev/full")
+        assert done.code == 2
+        assert done.err == "error: cannot write the output: the disk is full (no space left on the device)\n"
+
+
+@pytest.mark.parametrize("argv", [["new", "-o", "{dir}/ex.yaml"],
+                                  ["explain", "single-head-3x4", "--export", "{dir}/h.md"]])
+def test_a_file_on_a_full_disk_is_said_to_be_on_a_full_disk(cli, tmp_path, monkeypatch, argv):
+    import errno
+    import io
+    import os
+
+    target = argv[-1].format(dir=tmp_path)
+    ours: set[int] = set()
+    real_open, real_fdopen = os.open, os.fdopen
+
+    def tracked(path, flags, mode=0o777, **kw):  # the descriptor of the file asked for
+        fd = real_open(path, flags, mode, **kw)
+        if str(path) == target:
+            ours.add(fd)
+        return fd
+
+    class Full(io.RawIOBase):  # a disk with no space left
+        def writable(self):
+            return True
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "open", tracked)
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **kw: io.BufferedWriter(Full()) if fd in ours
+                        else real_fdopen(fd, *a, **kw))
+    code, out, err = cli(*[a.format(dir=tmp_path) for a in argv])
+    assert ours and code == 2
+    assert err == f"error: cannot write {target}: the disk is full (no space left on the device)\n"

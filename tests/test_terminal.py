@@ -541,7 +541,7 @@ def test_a_full_disk_is_one_error_line_and_exit_2(argv):
         r = subprocess.run([sys.executable, "-m", "tutor", *argv], stdout=full, stderr=subprocess.PIPE, cwd=REPO,
                            timeout=180, check=False)
     assert r.returncode == 2
-    assert r.stderr.decode() == "error: cannot write the output: No space left on device\n"
+    assert r.stderr.decode() == "error: cannot write the output: the disk is full (no space left on the device)\n"
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

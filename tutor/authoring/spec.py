@@ -121,8 +121,10 @@ def default_id(spec: Spec) -> str:
         parts.append(f"cache{spec.cache}")
     if spec.alibi:
         parts.append("alibi")
-    parts.append(f"s{spec.seed}")
-    return "-".join(parts)
+    tail = f"-s{spec.seed}"  # the seed is kept whole; the shape's last words are left out to fit in 64 characters
+    while len(parts) > 1 and len("-".join(parts)) + len(tail) > 64:
+        parts.pop()
+    return "-".join(parts) + tail
 
 
 def _word(n: int) -> str:

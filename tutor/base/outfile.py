@@ -33,6 +33,18 @@ _KINDS = ((stat.S_ISDIR, "file.kind.directory"), (stat.S_ISFIFO, "file.kind.fifo
           (stat.S_ISCHR, "file.kind.device"), (stat.S_ISBLK, "file.kind.device"))
 
 
+def os_reason(err: OSError) -> str:
+    """Why a write failed, as a learner reads it: a full disk (or a quota used up) said in words, which the
+    system's "No space left on device" hides behind a device; else the system's own sentence."""
+    import errno
+
+    if err.errno == errno.ENOSPC:
+        return t("os.no_space")
+    if err.errno == getattr(errno, "EDQUOT", None):
+        return t("os.quota")
+    return str(err.strerror or err)
+
+
 def file_kind(mode: int) -> str:
     """What a file that is not a regular one is, by its ``st_mode``: "a directory", "a named pipe (FIFO)" ..."""
     return t(next((key for test, key in _KINDS if test(mode)), "file.kind.special"))
@@ -70,13 +82,13 @@ def write_file(path: Path, text: str, *, force: bool) -> None:
     except FileExistsError:
         raise TutorError(t("new.exists", path=path)) from None
     except OSError as err:  # ENXIO: a FIFO without a reader appeared after the look
-        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from None
+        raise TutorError(t("new.unwritable", path=path, reason=os_reason(err))) from None
     try:
         _refuse_special(path, os.fstat(fd).st_mode)
         os.ftruncate(fd, 0)
         with os.fdopen(fd, "wb", closefd=False) as f:
             f.write(text.encode("utf-8"))
-    except OSError as err:
-        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from None
+    except OSError as err:  # ENOSPC: the disk is full
+        raise TutorError(t("new.unwritable", path=path, reason=os_reason(err))) from None
     finally:
         os.close(fd)

@@ -19,7 +19,18 @@ from typing import Annotated
 import typer
 
 from ..base.messages import t
-from .common import ExercisesOpt, Format, FormatOpt, environment, folders, warn, write, write_document, write_json
+from .common import (
+    MAX_SEED,
+    ExercisesOpt,
+    Format,
+    FormatOpt,
+    environment,
+    folders,
+    warn,
+    write,
+    write_document,
+    write_json,
+)
 
 
 class MaskChoice(str, Enum):
@@ -68,7 +79,7 @@ def new(
     d_k: Annotated[int, typer.Option("--d-k", help=t("cli.new.d_k"), min=1, max=32)] = 2,
     mask: Annotated[MaskChoice, typer.Option("--mask", help=t("cli.new.mask"))] = MaskChoice.none,
     cross: Annotated[int | None, typer.Option("--cross", help=t("cli.new.cross"), min=1, max=16, show_default=False)] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help=t("cli.new.seed"), min=0, show_default=False)] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help=t("cli.new.seed"), min=0, max=MAX_SEED, show_default=False)] = None,
     difficulty: Annotated[int | None, typer.Option("--difficulty", help=t("cli.new.difficulty"), min=1, max=5,
                                                    show_default=False)] = None,
     exercise_id: Annotated[str | None, typer.Option("--id", help=t("cli.new.id"), show_default=False)] = None,

@@ -40,6 +40,10 @@ EXIT_OK, EXIT_WRONG, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 #: Ctrl-C ended the command (128 + SIGINT, as a shell reports it); a practice session ends with 0.
 EXIT_INTERRUPTED = 130
 
+#: The largest ``--seed`` (a signed 64-bit integer, 19 digits): a larger one is a usage error of ``--seed``
+#: itself, never a file's id too long to write (issue 20, E: a 4,001-digit seed was blamed on ``--id``).
+MAX_SEED = 2**63 - 1
+
 
 class SolutionWrong(Exception):
     """Raised by ``check`` (only) when the solution it audited is wrong: exit code 1.

@@ -22,6 +22,7 @@ import typer
 
 from ..base.messages import plural, t
 from .common import (
+    MAX_SEED,
     Format,
     FormatOpt,
     HelpCommand,
@@ -46,7 +47,7 @@ class DrillMode(str, Enum):
     choice = "choice"
 
 
-SeedOpt = Annotated[int | None, typer.Option("--seed", help=t("cli.opt.seed"), min=0, show_default=False)]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help=t("cli.opt.seed"), min=0, max=MAX_SEED, show_default=False)]
 ShowOpt = Annotated[bool, typer.Option("--show-answers", help=t("cli.opt.show_answers"))]
 ModeOpt = Annotated[DrillMode, typer.Option("--mode", help=t("cli.opt.drill_mode"))]
 BankOpt = Annotated[

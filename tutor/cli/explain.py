@@ -147,8 +147,9 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
 
     suffix = export.suffix.lower()
     if suffix not in EXPORT_SUFFIXES:
-        raise typer.BadParameter(t("handout.bad_suffix", found=export.suffix or export.name,
-                                   choices=", ".join(EXPORT_SUFFIXES)), param_hint="--export")
+        check_target(export, force=True)  # /dev/full: said to be a device, before its name is looked at
+        raise typer.BadParameter(t("handout.bad_suffix", found=export, choices=", ".join(EXPORT_SUFFIXES)),
+                                 param_hint="--export")
     if explicit and fmt not in EXPORT_FORMATS[suffix]:
         kind = t(f"handout.kind.{'html' if suffix == '.htm' else suffix[1:]}")
         raise typer.BadParameter(t("handout.format_clash", path=export, found=fmt, kind=kind,

@@ -18,6 +18,7 @@ import typer
 
 from ..base.messages import t
 from .common import (
+    MAX_SEED,
     ExercisesOpt,
     Format,
     FormatOpt,
@@ -69,7 +70,7 @@ def practice(
     exercises: ExercisesOpt = None,
     backward: Annotated[bool, typer.Option("--backward", help=t("cli.practice.backward"))] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help=t("cli.practice.fresh"))] = False,
-    seed: Annotated[int | None, typer.Option("--seed", help=t("cli.practice.seed"), min=0, show_default=False)] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help=t("cli.practice.seed"), min=0, max=MAX_SEED, show_default=False)] = None,
     tiled: Annotated[bool, typer.Option("--tiled", help=t("cli.practice.tiled"))] = False,
     block_size: Annotated[int, typer.Option("--block-size", help=t("cli.opt.block_size"), min=1, max=16)] = 2,
     query: Annotated[str | None, typer.Option("--query", help=t("cli.practice.query"), show_default=False)] = None,

@@ -99,8 +99,10 @@ class GuardedStream:
         except BrokenPipeError:
             self._silence()
         except OSError as err:
+            from ..base.outfile import os_reason
+
             self._silence()
-            self._fail(str(err.strerror or err))
+            self._fail(os_reason(err))  # ENOSPC (> /dev/full): the disk is full
         except ValueError:  # "I/O operation on closed file"
             self._fail(t("cli.stdout_closed"))
 
