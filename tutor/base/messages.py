@@ -1557,6 +1557,10 @@ EN.update({
     "explain.v2.attn_bias": "bias: attn_bias, added to the scaled scores before the mask",
 })
 
+from .messages_code import EN_CODE  # noqa: E402 -- the katas' sentences, kept in a file of their own
+
+EN.update(EN_CODE)
+
 CATALOGS: dict[str, dict[str, str]] = {"en": EN}
 
 

@@ -1,0 +1,189 @@
+"""The program ``attn-tutor code check`` runs in a child process: it loads the learner's file and calls it.
+
+This file is run as a script by the learner's own interpreter (``--python``),
+which may have neither attn-tutor nor NumPy installed (a PyTorch learner's
+interpreter need not have NumPy), so it imports nothing but the standard
+library, and NumPy or PyTorch only for the flavour the learner's file is in.
+It is the one place attn-tutor runs code: the file named on the command line,
+as the learner's own program, under the limits :mod:`tutor.katas.run` set.
+
+``python harness.py REQUEST EVENTS_FD``: ``REQUEST`` is a JSON file (the
+file, the names of the kata's function and class, the cases); every event is
+one JSON line written to the pipe ``EVENTS_FD``, so that nothing the learner
+prints can be read as one:
+
+* ``{"event": "syntax", "line", "col", "text", "message"}``: the file is not Python;
+* ``{"event": "load_error", "traceback", "exception"}``: it raised while it was imported;
+* ``{"event": "missing", "wanted", "defined"}``: it defines none of the names;
+* ``{"event": "loaded", "flavour"}``: it is in this flavour (``numpy`` or ``torch``);
+* ``{"event": "start", "id"}``, then ``{"event": "result", "id", "outputs", "peak"}``
+  or ``{"event": "error", "id", "traceback", "exception"}``: one case.
+
+An array crosses as ``{"dtype", "shape", "data"}`` (``data`` nested lists;
+JSON's ``NaN`` and ``Infinity`` for those floats); any other returned value as
+``{"type", "repr"}``.  The flavour: the class (PyTorch) or the function (NumPy)
+the request names; when both flavours are a function, a file that imports
+``torch`` at its top level is in the PyTorch flavour, and a module-level
+``FLAVOUR = "numpy"`` or ``"torch"`` says it outright.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import traceback
+import tracemalloc
+from typing import Any
+
+MAX_ELEMENTS = 1_000_000  # the largest returned array sent back (a kata's outputs are small)
+REPR_CHARS = 200
+
+
+def _send(out: Any, event: dict[str, Any]) -> None:
+    out.write(json.dumps(event) + "\n")
+    out.flush()
+
+
+def _theirs(tb: Any, folder: str) -> str:
+    """The traceback's frames in the learner's own files (those in their file's folder, not a library's)."""
+    frames = [f for f in traceback.extract_tb(tb)
+              if os.path.dirname(os.path.realpath(f.filename)) == folder]
+    return "".join(traceback.format_list(frames))
+
+
+def _exception_line(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def _to_array(spec: Any, flavour: str) -> Any:
+    """A request's value as the flavour's array (``{"dtype", "data"}``), or as it is (numbers, None, lists)."""
+    if isinstance(spec, dict) and "dtype" in spec:
+        if flavour == "torch":
+            import torch
+
+            return torch.tensor(spec["data"], dtype=getattr(torch, spec["dtype"])).reshape(spec["shape"])
+        import numpy as np
+
+        return np.array(spec["data"], dtype=spec["dtype"]).reshape(spec["shape"])
+    if isinstance(spec, list):
+        return [_to_array(s, flavour) for s in spec]
+    return spec
+
+
+def _from_value(value: Any) -> dict[str, Any]:
+    """A returned value as it crosses back: an array's dtype, shape and entries; anything else's type and repr."""
+    kind = type(value).__module__.split(".")[0]
+    if kind == "torch" and hasattr(value, "detach"):
+        value = value.detach().cpu()
+        dtype = str(value.dtype).removeprefix("torch.")
+        shape = list(value.shape)
+        if value.numel() > MAX_ELEMENTS:
+            return {"type": "tensor", "repr": f"a tensor of shape {shape} (too large to check)"}
+        return {"dtype": dtype, "shape": shape, "data": value.tolist()}
+    if kind == "numpy" and hasattr(value, "dtype") and hasattr(value, "shape"):
+        shape = list(value.shape)
+        if value.size > MAX_ELEMENTS:
+            return {"type": "ndarray", "repr": f"an array of shape {shape} (too large to check)"}
+        return {"dtype": str(value.dtype), "shape": shape, "data": value.tolist()}
+    text = repr(value)
+    return {"type": type(value).__name__, "repr": text[:REPR_CHARS]}
+
+
+def _outputs(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, (tuple, list)):
+        return [_from_value(v) for v in value]
+    return [_from_value(value)]
+
+
+def _flavour(module: Any, request: dict[str, Any]) -> str | None:
+    """The file's flavour by what it defines (see the module docstring); None when it defines neither name."""
+    told = getattr(module, "FLAVOUR", None)
+    numpy_name, torch_name = request["numpy_name"], request["torch_name"]
+    has_numpy, has_torch = callable(getattr(module, numpy_name, None)), callable(getattr(module, torch_name, None))
+    if told in ("numpy", "torch") and (has_numpy or has_torch):
+        return str(told)
+    if numpy_name != torch_name:  # a class for PyTorch, a function for NumPy
+        return "torch" if has_torch else "numpy" if has_numpy else None
+    if not has_numpy:
+        return None
+    imported = getattr(module, "torch", None)
+    return "torch" if getattr(imported, "__name__", None) == "torch" else "numpy"
+
+
+def _call(module: Any, flavour: str, request: dict[str, Any], case: dict[str, Any]) -> Any:
+    as_module = flavour == "torch" and request["numpy_name"] != request["torch_name"]
+    args = [_to_array(a, flavour) for a in case["module_args" if as_module else "args"]]
+    kwargs = {k: _to_array(v, flavour) for k, v in case["module_kwargs" if as_module else "kwargs"].items()}
+    if flavour == "numpy":
+        return getattr(module, request["numpy_name"])(*args, **kwargs)
+    import torch
+
+    with torch.no_grad():
+        if not as_module:
+            return getattr(module, request["torch_name"])(*args, **kwargs)
+        layer = getattr(module, request["torch_name"])(*case["init"])
+        for name, spec in case.get("load", {}).items():
+            target = layer.get_parameter(name)
+            target.copy_(_to_array(spec, "torch").to(target.dtype))
+        layer = layer.to(getattr(torch, case["dtype"])).eval()
+        return layer(*args, **kwargs)
+
+
+def main(argv: list[str]) -> int:
+    request_path, fd = argv[1], int(argv[2])
+    out = os.fdopen(fd, "w", encoding="utf-8")
+    with open(request_path, encoding="utf-8") as f:
+        request = json.load(f)
+    path = os.path.realpath(request["file"])
+    folder = os.path.dirname(path)
+    sys.path.insert(0, folder)  # the learner's file may import a module of theirs beside it
+    sys.argv = [path]
+    spec = importlib.util.spec_from_file_location("learner_solution", path)
+    if spec is None or spec.loader is None:
+        _send(out, {"event": "load_error", "traceback": "", "exception": "not a Python file"})
+        return 0
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["learner_solution"] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        _send(out, {"event": "syntax", "line": exc.lineno, "col": exc.offset, "text": (exc.text or "").rstrip("\n"),
+                    "message": exc.msg})
+        return 0
+    except BaseException as exc:  # noqa: BLE001 -- the learner's program raised while it was imported
+        _send(out, {"event": "load_error", "traceback": _theirs(exc.__traceback__, folder),
+                    "exception": _exception_line(exc)})
+        return 0
+    flavour = _flavour(module, request)
+    if flavour is None:
+        defined = sorted(n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n]))
+        _send(out, {"event": "missing", "wanted": [request["numpy_name"], request["torch_name"]],
+                    "defined": defined[:20]})
+        return 0
+    _send(out, {"event": "loaded", "flavour": flavour})
+    for case in request["cases"]:
+        if case.get("only") not in (None, flavour):
+            continue
+        _send(out, {"event": "start", "id": case["id"]})
+        peak = None
+        try:
+            if case.get("trace_memory") and flavour == "numpy":
+                tracemalloc.start()
+                value = _call(module, flavour, request, case)
+                peak = tracemalloc.get_traced_memory()[1]
+                tracemalloc.stop()
+            else:
+                value = _call(module, flavour, request, case)
+            _send(out, {"event": "result", "id": case["id"], "outputs": _outputs(value), "peak": peak})
+        except BaseException as exc:  # noqa: BLE001 -- the learner's code raised: their traceback, not ours
+            if tracemalloc.is_tracing():
+                tracemalloc.stop()
+            _send(out, {"event": "error", "id": case["id"], "traceback": _theirs(exc.__traceback__, folder),
+                        "exception": _exception_line(exc)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,200 @@
+"""Run a learner's file on a kata's cases, in a child process with limits.
+
+The one place attn-tutor runs code: the file a learner names on ``attn-tutor
+code check``, as their own program, never a file an exercise, a solution or a
+pack names.  It runs under the interpreter ``--python`` names (by default the
+one running attn-tutor) as ``harness.py`` (:mod:`tutor.katas.harness`), in a
+session of its own (Ctrl-C reaches attn-tutor, which stops the child and all
+it started), with standard input closed, an address-space limit
+(``RLIMIT_AS``), a CPU-time limit over the whole run and a wall-clock limit
+per case (a case that runs past it is stopped and named), its standard output
+and error captured (the first :data:`KEEP_OUTPUT` bytes of each, shown escaped
+by the caller).  Events come back on a pipe of their own, so nothing the
+learner prints is read as one.
+
+:func:`run` returns a :class:`Run`: how the file loaded (or why it did not) and
+each case's outputs or exception.  Pure of printing; POSIX only (``resource``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["DEFAULT_MEMORY_MB", "DEFAULT_TIME_LIMIT", "KEEP_OUTPUT", "CaseRun", "Run", "run"]
+
+HARNESS = Path(__file__).with_name("harness.py")
+DEFAULT_TIME_LIMIT = 10.0  # seconds of wall-clock time per case
+LOAD_TIME_LIMIT = 120.0  # seconds to start the interpreter and import the file (PyTorch takes a few)
+DEFAULT_MEMORY_MB = 2048  # the child's address space (PyTorch's import needs under 1 GiB)
+KEEP_OUTPUT = 64 * 1024  # bytes of the child's standard output and error kept
+MAX_EVENT = 64 * 1024 * 1024  # bytes of events read before the child is stopped as flooding
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """One case as the learner's code ran it: its outputs (as the harness sends them) or its exception."""
+
+    id: str
+    outputs: tuple[dict[str, Any], ...] | None = None
+    exception: str | None = None
+    traceback: str = ""
+    peak: int | None = None  # bytes NumPy allocated at most during the case (when traced)
+
+
+Status = Literal["ran", "syntax", "load_error", "missing", "hang", "crash", "no_python"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """The whole run: ``status`` "ran" when every case was called (some may have raised); else why not.
+
+    ``hang_case`` the case that ran past its limit (``None`` while loading) for "hang";
+    ``detail`` the event's fields for "syntax", "load_error", "missing"; ``returncode``
+    and ``signal`` for "crash" (the child died: out of memory, killed, exited mid-case).
+    """
+
+    status: Status
+    flavour: str | None = None
+    cases: tuple[CaseRun, ...] = ()
+    detail: dict[str, Any] = field(default_factory=dict)
+    hang_case: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    returncode: int | None = None
+
+
+def _limits(memory_mb: int, cpu_seconds: int) -> Any:
+    def apply() -> None:  # runs in the child between fork and exec
+        import resource
+
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+    return apply
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *, python: str | None = None,
+        time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: int = DEFAULT_MEMORY_MB) -> Run:
+    """Run ``file`` on ``cases`` (the harness's request: the kata's names, each case's arguments).
+
+    ``python``: the interpreter (default: ``sys.executable``).  Raises nothing for
+    what the learner's code does (it is reported in the :class:`Run`); raises
+    ``KeyboardInterrupt`` after stopping the child when the learner presses Ctrl-C.
+    """
+    with tempfile.TemporaryDirectory(prefix="attn-tutor-code-") as tmp:
+        req = Path(tmp) / "request.json"
+        req.write_text(json.dumps({**request, "file": str(file), "cases": list(cases)}), encoding="utf-8")
+        read_fd, write_fd = os.pipe()
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
+        cpu = int(LOAD_TIME_LIMIT + time_limit * max(1, len(cases))) + 1
+        try:
+            proc = subprocess.Popen(
+                [python or sys.executable, str(HARNESS), str(req), str(write_fd)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(write_fd,), start_new_session=True, env=env, cwd=str(file.parent),
+                preexec_fn=_limits(memory_mb, cpu),  # noqa: PLW1509 -- only setrlimit and signal dispositions
+            )
+        except OSError as err:
+            os.close(read_fd)
+            os.close(write_fd)
+            return Run("no_python", detail={"python": python or sys.executable, "reason": err.strerror or str(err)})
+        os.close(write_fd)
+        try:
+            return _watch(proc, read_fd, time_limit)
+        except BaseException:
+            _kill(proc)
+            raise
+        finally:
+            os.close(read_fd)
+
+
+def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> Run:
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    sel.register(events_fd, selectors.EVENT_READ, "events")
+    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    kept = {"stdout": bytearray(), "stderr": bytearray()}
+    pending = bytearray()
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + LOAD_TIME_LIMIT
+    current: str | None = None
+    received = 0
+    open_streams = 3
+    while open_streams:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            _kill(proc)
+            return _finish(proc, events, kept, hang=True, hang_case=current)
+        for key, _ in sel.select(timeout):
+            fd = key.fd if key.data == "events" else key.fileobj
+            chunk = os.read(fd if isinstance(fd, int) else fd.fileno(), 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                open_streams -= 1
+                continue
+            if key.data != "events":
+                room = KEEP_OUTPUT - len(kept[key.data])
+                kept[key.data] += chunk[:max(0, room)]
+                continue
+            received += len(chunk)
+            if received > MAX_EVENT:
+                _kill(proc)
+                return _finish(proc, events, kept)
+            pending += chunk
+            while b"\n" in pending:
+                line, _, rest = pending.partition(b"\n")
+                pending = bytearray(rest)
+                event = json.loads(line)
+                events.append(event)
+                if event["event"] == "start":
+                    current = event["id"]
+                    deadline = time.monotonic() + time_limit
+                elif event["event"] in ("result", "error"):
+                    current = None
+    proc.wait()
+    return _finish(proc, events, kept)
+
+
+def _finish(proc: subprocess.Popen[bytes], events: list[dict[str, Any]], kept: dict[str, bytearray], *,
+            hang: bool = False, hang_case: str | None = None) -> Run:
+    out = kept["stdout"].decode("utf-8", "replace")
+    err = kept["stderr"].decode("utf-8", "replace")
+    common: dict[str, Any] = {"stdout": out, "stderr": err, "returncode": proc.returncode}
+    for e in events:
+        if e["event"] in ("syntax", "load_error", "missing"):
+            return Run(e["event"], detail=e, **common)
+    flavour = next((e["flavour"] for e in events if e["event"] == "loaded"), None)
+    cases = tuple(
+        CaseRun(e["id"], tuple(e["outputs"]), peak=e.get("peak")) if e["event"] == "result"
+        else CaseRun(e["id"], exception=e["exception"], traceback=e["traceback"])
+        for e in events if e["event"] in ("result", "error"))
+    if hang:
+        return Run("hang", flavour, cases, hang_case=hang_case, **common)
+    started = [e["id"] for e in events if e["event"] == "start"]
+    if flavour is None or len(cases) < len(started) or proc.returncode != 0:
+        return Run("crash", flavour, cases, hang_case=started[-1] if len(cases) < len(started) else None, **common)
+    return Run("ran", flavour, cases, **common)
