@@ -123,12 +123,11 @@ def _call(module: Any, flavour: str, request: dict[str, Any], case: dict[str, An
     with torch.no_grad():
         if not as_module:
             return getattr(module, request["torch_name"])(*args, **kwargs)
-        layer = getattr(module, request["torch_name"])(*case["init"])
+        layer = getattr(module, request["torch_name"])(*case["init"]).to(getattr(torch, case["dtype"]))
         for name, spec in case.get("load", {}).items():
             target = layer.get_parameter(name)
             target.copy_(_to_array(spec, "torch").to(target.dtype))
-        layer = layer.to(getattr(torch, case["dtype"])).eval()
-        return layer(*args, **kwargs)
+        return layer.eval()(*args, **kwargs)
 
 
 def main(argv: list[str]) -> int:
