@@ -17,6 +17,8 @@ __all__ = ["IDS", "get", "katas"]
 #: Kata id -> the module that defines it, in the order they are listed and learnt.
 _MODULES = {
     "mha": "mha",
+    "gqa": "gqa",
+    "kv-cache": "kv_cache",
 }
 IDS = tuple(_MODULES)
 
