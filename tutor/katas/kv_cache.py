@@ -116,7 +116,7 @@ def _from_exercise(id: str, case_id: str, given: tuple[str, ...]) -> Case:
     def fused(name: str) -> Array:  # [D, H·d_k] in x @ W form, transposed to nn.Linear's [H·d_k, D]
         return np.hstack([hand.array(getattr(h, name)) for h in ex.heads]).T
 
-    inputs = {
+    inputs: dict[str, Any] = {
         "x_new": hand.array(ex.x)[None], "num_heads": H,
         "w_q": fused("w_q"), "w_k": fused("w_k"), "w_v": fused("w_v"),
         "w_o": np.eye(D) if ex.w_o is None else hand.array(ex.w_o).T,
@@ -134,7 +134,7 @@ def _generated(rng: np.random.Generator, B: int, P: int, T: int, D: int, H: int)
     projected and split into heads, as the steps before this one would have left them."""
     def u(*shape: int, scale: float = 1.0) -> Array:
         return (scale * rng.uniform(-1.0, 1.0, size=shape)).round(3)
-    inputs = {"x_new": u(B, T, D, scale=2.0), "num_heads": H, "w_q": u(D, D), "w_k": u(D, D), "w_v": u(D, D),
+    inputs: dict[str, Any] = {"x_new": u(B, T, D, scale=2.0), "num_heads": H, "w_q": u(D, D), "w_k": u(D, D), "w_v": u(D, D),
               "w_o": u(D, D), "past_x": u(B, P, D, scale=2.0)}
     inputs["k_cache"], inputs["v_cache"] = (split_heads(inputs["past_x"] @ inputs[w].T, H) for w in ("w_k", "w_v"))
     return inputs

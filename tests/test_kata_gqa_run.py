@@ -1,0 +1,117 @@
+"""The `gqa` kata's files through the child-process runner: the reference solutions (NumPy and PyTorch) pass
+every case, the start files load and raise NotImplementedError, and each held-back buggy file (the reference
+solution with one realistic bug) fails some case with exactly the outputs its catalogued mistake gives there,
+so that the judge can name it.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tutor.katas import gqa
+from tutor.katas.kata import Case
+from tutor.katas.run import Run, run
+
+KATA = gqa.KATA
+CASES = KATA.cases()
+FILES = Path(gqa.__file__).parent / "files" / "gqa"
+BUGGY = Path(__file__).parent / "kata_files" / "gqa"
+F32 = {"rtol": 1e-4, "atol": 1e-5}
+#: Each held-back buggy file and the mistake the judge must be able to name for it.
+BUGS = {
+    "kv_tile_order": "kv_tile_order",
+    "kv_tile_order_torch": "kv_tile_order",
+    "kv_tile_order_modulo": "kv_tile_order",  # K/V head h % G for query head h: the same numbers as tiling
+    "weights_per_kv_head": "weights_per_kv_head",
+    "weights_per_kv_head_torch": "weights_per_kv_head",
+    "no_scaling": "no_scaling",
+    "kq_transposed": "kq_transposed",
+    "softmax_columns": "softmax_columns",
+    "times_k": "times_k",
+    "no_mask": "no_mask",
+    "mask_upper": "mask_upper",
+    "mask_diagonal": "mask_diagonal",  # -inf fill: NaN where no key is left
+    "mask_diagonal_large_negative": "mask_diagonal",  # -1e9 fill: uniform weights there
+    "mask_inverted": "mask_inverted",
+    "mask_inverted_torch": "mask_inverted",
+}
+
+
+def tolerance(case: Case) -> dict[str, float]:
+    return F32 if case.dtype == "float32" else {"rtol": 1e-9, "atol": 1e-9}
+
+
+def same(a: tuple[np.ndarray, ...] | None, b: tuple[np.ndarray, ...] | None, **tol: float) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(
+        x.shape == y.shape and np.allclose(x, y, equal_nan=True, **tol) for x, y in zip(a, b, strict=True))
+
+
+def decoded(outputs: tuple[dict, ...]) -> tuple[np.ndarray, ...]:
+    """The outputs as float64 arrays (a value that is no array: a NaN scalar, which matches nothing)."""
+    return tuple(np.array(o["data"], dtype=np.float64).reshape(o["shape"]) if "data" in o else np.array(np.nan)
+                 for o in outputs)
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Run]:
+    """Every solution, start and buggy file, run once on every case (side by side: each is its own process)."""
+    paths = {f"files/{p.stem}": p for p in FILES.glob("*.py")} | {p.stem: p for p in BUGGY.glob("*.py")}
+    request, cases = KATA.request(), [c.request() for c in CASES]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        done = {name: pool.submit(run, path.resolve(), request, cases) for name, path in paths.items()}
+        return {name: f.result() for name, f in done.items()}
+
+
+# --- (d) the reference solutions run and pass; the start files run and raise ----------------------------
+
+
+@pytest.mark.parametrize("name,flavour", [("files/numpy_solution", "numpy"), ("files/torch_solution", "torch")])
+def test_reference_solutions_pass(runs, name, flavour):
+    r = runs[name]
+    assert (r.status, r.flavour) == ("ran", flavour), (r.status, r.detail, r.stderr)
+    assert [cr.id for cr in r.cases] == [c.id for c in CASES]
+    for case, cr in zip(CASES, r.cases, strict=True):
+        assert cr.outputs is not None, cr.exception
+        assert [o["dtype"] for o in cr.outputs] == [case.dtype] * 2
+        assert same(decoded(cr.outputs), case.expected, **tolerance(case)), case.id
+
+
+@pytest.mark.parametrize("name,flavour", [("files/numpy_start", "numpy"), ("files/torch_start", "torch")])
+def test_start_files_load_and_raise_not_implemented(runs, name, flavour):
+    r = runs[name]
+    assert (r.status, r.flavour) == ("ran", flavour)
+    assert all(cr.exception == "NotImplementedError" for cr in r.cases)
+
+
+# --- (e) each buggy file gives what its mistake gives, where it fails -------------------------------------
+
+
+def test_every_mistake_has_a_buggy_file():
+    assert {m.key for m in KATA.mistakes} == set(BUGS.values())
+    assert {p.stem for p in BUGGY.glob("*.py")} == set(BUGS)
+    assert sum(name.endswith("_torch") for name in BUGS) >= 2
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_buggy_file_is_named_by_its_mistake(runs, name):
+    """On every case it fails, the file's outputs are its mistake's (and no other mistake's)."""
+    r = runs[name]
+    assert (r.status, r.flavour) == ("ran", "torch" if name.endswith("_torch") else "numpy"), (r.status, r.detail)
+    key = BUGS[name]
+    failed = 0
+    for case, cr in zip(CASES, r.cases, strict=True):
+        assert cr.outputs is not None, (case.id, cr.exception)
+        theirs = decoded(cr.outputs)
+        if same(theirs, case.expected, **tolerance(case)):
+            continue
+        failed += 1
+        named = {m.key for m in KATA.mistakes if (m.judge(case, theirs, {}) if m.judge
+                                                  else same(theirs, KATA.reference(case.inputs, m.slips), **F32))}
+        assert named == {key}, (case.id, named)
+    assert failed, f"{name} passes every case"
