@@ -7,12 +7,13 @@ solutions and the held-back buggy files run through the child-process runner in 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.bias import causal_lower_right
 
 from tutor.base.messages import t
 from tutor.katas import catalog, hand, kv_cache
@@ -57,7 +58,12 @@ def test_every_mistake_has_a_message():
 # --- (a) the reference is PyTorch's attention over the grown cache, and the full forward's last rows ----------
 
 
-def torch_step(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lower_right(T: int, S: int) -> torch.Tensor:
+    """True = may attend: query i sees keys j ≤ i + S − T (what torch's causal_lower_right materialises)."""
+    return torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)
+
+
+def torch_step(case: Case, mask: Callable[[int, int], Any] = lower_right) -> tuple[np.ndarray, ...]:
     i = {n: torch.tensor(v, dtype=torch.float64) for n, v in case.inputs.items() if isinstance(v, np.ndarray)}
     B, T, D = i["x_new"].shape
     H = case.inputs["num_heads"]
@@ -69,7 +75,7 @@ def torch_step(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     q = split(F.linear(i["x_new"], i["w_q"]))
     k = torch.cat([i["k_cache"], split(F.linear(i["x_new"], i["w_k"]))], dim=2)
     v = torch.cat([i["v_cache"], split(F.linear(i["x_new"], i["w_v"]))], dim=2)
-    context = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(T, P + T))
+    context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask(T, P + T))
     out = F.linear(context.transpose(1, 2).reshape(B, T, D), i["w_o"])
     return out.numpy(), k.numpy(), v.numpy()
 
@@ -85,6 +91,15 @@ def torch_full_forward(case: Case) -> np.ndarray:
         L = x.shape[1]
         out, _ = mha(x, x, x, attn_mask=torch.ones(L, L, dtype=torch.bool).triu(1), need_weights=False)
     return out.numpy()
+
+
+def test_reference_is_torch_with_its_causal_lower_right_bias():
+    """SDPA given torch's own causal_lower_right bias (imported here: it imports torch._dynamo, seconds of a test
+    run) gives the reference's step on every case."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    for c in CASES:
+        assert same(KATA.reference(c.inputs, frozenset()), torch_step(c, causal_lower_right), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

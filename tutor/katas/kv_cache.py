@@ -66,7 +66,8 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     if "cache_reprojected" in slips:  # the cache taken for inputs: [B, P, D] again, then projected with x_new
         k, v = (split_heads(np.concatenate([merge_heads(c), x], axis=1) @ inputs[w].T, H, slips)
                 for c, w in ((k_cache, "w_k"), (v_cache, "w_v")))
-    elif "cache_not_appended" in slips:
+    elif "cache_not_appended" in slips:  # the mask j ≤ P + i then keeps every cached key (with T = 1 so would
+        # one built from K's length, j ≤ i + L_k − T: the T = 1 cases name this mistake whichever the code built)
         if P == 0:
             return None  # a softmax over no key: the learner's code raises
         k, v = k_cache, v_cache
