@@ -67,23 +67,38 @@ def _cell(x: Any) -> str:
     return f"{float(x):>8.4f}" if np.isfinite(x) else f"{float(x):>8}"
 
 
+_PROBLEMS = ("unknown", "exception", "shape", "count", "type", "memory")
+
+
 def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = ()) -> list[str]:
     """The report of ``code check`` as text lines."""
     kata = report.kata
     out = [t("code.check.title", file=shown(file), kata=kata.id, flavour=t(f"code.flavour.{report.flavour}"))]
+    shown_keys: set[tuple[str, ...]] = set()
     for v in report.cases:
         mark = "✓" if v.passed else "✗"
         given = " · ".join((_sizes(v.case.sizes), v.case.dtype, *v.case.given))
         out.append(f"  {mark} {v.case.id:<18} {given}")
         if v.passed:
             continue
+        keys = (*(d.key for d in v.diagnoses), v.exception or "", v.traceback)
+        first = not shown_keys
         if v.problem == "values":
+            index = [o.name for o in kata.outputs].index(v.output or "")
             out.append("      " + t("code.wrong_entries", name=v.output, n=v.n_wrong,
-                                    total=int(v.case.expected[[o.name for o in kata.outputs].index(v.output or "")].size)))
-            out += _marked(v, kata)
+                                    total=int(v.case.expected[index].size)))
+            if first:
+                out += _marked(v, kata)
+        if keys in shown_keys:
+            out.append("      " + t("code.same_as_above"))
+            continue
+        shown_keys.add(keys)
+        named = [d for d in v.diagnoses if d.key not in _PROBLEMS]
+        if len(named) > 1:
+            out.append("      " + t("code.one_of"))
         for d in v.diagnoses:
-            out.append("      " + t("code.mistake_line" if d.key not in ("unknown", "exception", "shape", "count", "type")
-                                    else "code.problem_line", message=shown(d.message)))
+            out.append("      " + (t("code.mistake_line", message=shown(d.message)) if d.key not in _PROBLEMS
+                                   else shown(d.message)))
         if v.traceback:
             out += ["        " + line for line in shown_output(v.traceback)]
     if run.status == "hang":
