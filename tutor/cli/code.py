@@ -139,17 +139,11 @@ def _record(env: Env, checked: Checked) -> None:
 
 
 def _check_once(env: Env, file: Path, kata: str | None, python: str | None, fmt: Format, time_limit: float) -> bool:
-    from ..katas.check import CodeFileError, check, kata_of
-    from ..render.katas import check_document, check_lines, shown_output
+    from ..katas.check import check, kata_of
+    from ..render.katas import check_document, check_lines
 
     k = kata_of(file, kata)
-    try:
-        checked = check(file, k, python=python, time_limit=time_limit)
-    except CodeFileError as err:
-        if err.traceback:
-            for line in shown_output(err.traceback):
-                warn("  " + line)
-        raise
+    checked = check(file, k, python=python, time_limit=time_limit, environ=env.environ)
     passed = checked.report.passed and checked.run.status == "ran"
     follow = _follow_ups(k) if passed else []
     _record(env, checked)

@@ -13,6 +13,7 @@ imported, an interpreter that cannot be started -- raises
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,12 +30,12 @@ MAX_FILE_BYTES = 1024 * 1024  # a kata's file is a page or two; this is read to 
 
 
 class CodeFileError(TutorError):
-    """The file cannot be run as the kata (exit code 2).  ``traceback``: the learner's frames, when
-    their file raised while it was imported (shown escaped under the one line)."""
+    """The file cannot be run as the kata (exit code 2): one line, and under it the learner's own
+    frames when their file raised while it was imported (escaped)."""
 
     def __init__(self, message: str, traceback: str = "") -> None:
-        super().__init__(message)
-        self.traceback = traceback
+        frames = [shown(line, keep="\t") for line in traceback.rstrip("\n").split("\n") if line.strip()]
+        super().__init__("\n".join([message, *frames]))
 
 
 @dataclass(frozen=True)
@@ -83,12 +84,12 @@ def _syntax(file: Path, line: int | None, col: int | None, message: str, text: s
 
 
 def check(file: Path, kata: Kata, *, python: str | None = None, time_limit: float = run.DEFAULT_TIME_LIMIT,
-          memory_mb: int = run.DEFAULT_MEMORY_MB) -> Checked:
+          memory_mb: int = run.DEFAULT_MEMORY_MB, environ: Mapping[str, str] | None = None) -> Checked:
     """Run ``file`` on every case of ``kata`` and judge it.  Raises :class:`CodeFileError` when the file
     cannot be run as the kata; ``KeyboardInterrupt`` (the child stopped) on Ctrl-C."""
     cases = kata.cases()
     result = run.run(file.resolve(), kata.request(), [c.request() for c in cases], python=python,
-                     time_limit=time_limit, memory_mb=memory_mb)
+                     time_limit=time_limit, memory_mb=memory_mb, environ=environ)
     d = result.detail
     name = shown(str(file))
     if result.status == "no_python":

@@ -75,10 +75,11 @@ class Report:
 
     @property
     def mistakes(self) -> tuple[str, ...]:
-        """The keys named on failing cases, most often named first (what to fix)."""
+        """The keys named on failing cases, most often named first (what to fix); those named equally
+        often in the order first named."""
         counts: dict[str, int] = {}
         for c in self.cases:
-            for d in c.diagnoses[:1]:
+            for d in c.diagnoses:
                 counts[d.key] = counts.get(d.key, 0) + 1
         return tuple(sorted(counts, key=lambda k: -counts[k]))
 
