@@ -34,6 +34,7 @@ EN_CODE: dict[str, str] = {
     "code.kata.backward": "the backward pass by hand: d_Q, d_K, d_V and the softmax's gradient",
     "code.list.done": "done",
     "code.list.pending": "pending",
+    "code.list.review": "review due",
     "code.list.next": "Start one: attn-tutor code start KATA [--torch], then attn-tutor code check KATA.py --watch",
     "code.start.written": "wrote {file}: the {kata} kata's skeleton. Fill in the TODOs, then run: attn-tutor code check {file} --watch",
     "code.show.locked": "the {kata} kata has not passed yet: solve it first (attn-tutor code check FILE), or add --force to see the reference solution now",

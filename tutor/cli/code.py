@@ -39,19 +39,29 @@ def _step(kata: str) -> str:
     return f"{CODE_PREFIX}:{kata}"
 
 
-def _passed_katas(env: Env) -> set[str]:
-    """The katas whose check has passed at least once (read from the progress store; none if it is absent)."""
-    from ..store import Store
+def _progress(env: Env) -> tuple[set[str], set[str]]:
+    """The katas whose check has passed at least once, and those due for review (the FSRS schedule of
+    the skill ``(drill:code:<kata>, code)``), read from the progress store (none while it is absent)."""
+    from datetime import UTC, datetime
+
+    from ..store import Store, skills
 
     store = Store.open_existing(store_path(env))
     if store is None:
-        return set()
+        return set(), set()
     try:
         rows = store.read("SELECT DISTINCT step FROM answers WHERE substr(step, 1, 11) = ? AND outcome = 'correct'",
                           (CODE_PREFIX + ":",))
+        now = datetime.now(UTC)
+        due = {s.step for s in skills(store, now) if s.family == "code" and s.is_due(now)}
     finally:
         store.close()
-    return {str(step)[len(CODE_PREFIX) + 1:] for (step,) in rows}
+    cut = len(CODE_PREFIX) + 1
+    return {str(step)[cut:] for (step,) in rows}, {step[cut:] for step in due}
+
+
+def _passed_katas(env: Env) -> set[str]:
+    return _progress(env)[0]
 
 
 @app.command("list", help=t("cli.code.list.help"))
@@ -60,8 +70,9 @@ def list_(ctx: typer.Context, fmt: FormatOpt = Format.rich) -> None:
     from ..render.katas import list_document, list_lines
 
     env = environment(ctx)
-    done = _passed_katas(env)
-    rows = [{"id": k, "title": t(f"code.kata.{k}"), "done": k in done} for k in catalog.IDS]
+    done, due = _progress(env)
+    rows = [{"id": k, "title": t(f"code.kata.{k}"), "done": k in done, "review_due": k in done and k in due}
+            for k in catalog.IDS]
     if fmt is Format.json:
         write_json(list_document(rows))
         return

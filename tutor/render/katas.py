@@ -165,8 +165,8 @@ def list_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """``code list``: each kata, done or pending, and what it asks."""
     out = []
     for r in rows:
-        status = t("code.list.done") if r["done"] else t("code.list.pending")
-        out.append(f"  {r['id']:<10} {status:<9} {r['title']}")
+        status = t("code.list.review") if r.get("review_due") else t("code.list.done") if r["done"] else t("code.list.pending")
+        out.append(f"  {r['id']:<10} {status:<11} {r['title']}")
     out.append(t("code.list.next"))
     return out
 
