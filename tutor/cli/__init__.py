@@ -13,7 +13,7 @@ never import sympy or numpy, and a run builds only the command it runs
 :class:`tutor.base.env.Env` (or is given one) and hands it to the commands
 through the click context.  Every :class:`tutor.base.errors.TutorError` becomes
 a one-line ``error: ...`` on stderr and exit code 2, and every exit code is
-decided, in :func:`main` only (1 means only "the solution checked is wrong").
+decided, in :func:`main` only (1 means only "the solution checked is wrong": ``check``, ``code check``).
 """
 
 from __future__ import annotations
