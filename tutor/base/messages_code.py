@@ -56,6 +56,7 @@ EN_CODE: dict[str, str] = {
     "code.yours_marked": "{name}, yours (* = wrong):",
     "code.expected_here": "expected:",
     "code.mistake_line": "mistake: {message}",
+    "code.given.exercise": "the numbers of `attn-tutor explain {id}`",
     "code.same_as_above": "the same mistake as above",
     "code.one_of": "each of these mistakes gives your numbers:",
     "code.hang": "case {case} ran past its time limit: stopped (an endless loop? a wait on input?); the cases after it were not run",

@@ -28,6 +28,13 @@ def _sizes(sizes: Mapping[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in sizes.items())
 
 
+def _given(text: str) -> str:
+    """A case's ``given`` item as read: ``exercise:ID`` is the bundled exercise the numbers come from."""
+    if text.startswith("exercise:"):
+        return t("code.given.exercise", id=text.removeprefix("exercise:"))
+    return text
+
+
 def shown_output(text: str, limit: int = MAX_SHOWN_LINES) -> list[str]:
     """``text`` (what the learner's program wrote) as escaped lines, at most ``limit`` and a count of the rest."""
     rows = [shown(line, keep="\t") for line in lines(text.rstrip("\n"))]
@@ -77,7 +84,7 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
     shown_keys: set[tuple[str, ...]] = set()
     for v in report.cases:
         mark = "✓" if v.passed else "✗"
-        given = " · ".join((_sizes(v.case.sizes), v.case.dtype, *v.case.given))
+        given = ", ".join((_sizes(v.case.sizes), v.case.dtype, *map(_given, v.case.given)))
         out.append(f"  {mark} {v.case.id:<18} {given}")
         if v.passed:
             continue
