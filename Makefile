@@ -59,7 +59,7 @@ test: $(VENV)/.installed-test
 # `make test` stays the whole suite: run it before a commit.
 FAST = tests/test_exercise.py tests/test_grading_rule.py tests/test_shared_kv_views.py tests/test_numeric.py \
 	tests/test_tiled_practice.py tests/test_drill_interview.py tests/test_goldens_issue11.py \
-	tests/test_cli_commands.py tests/test_schedule.py \
+	tests/test_cli_commands.py tests/test_schedule.py tests/test_katas_catch_every_mistake.py \
 	--deselect tests/test_numeric.py::test_parity_tests_fail_without_torch_only_when_required
 
 test-fast: $(VENV)/.installed-test
