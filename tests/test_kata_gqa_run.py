@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tutor.katas import gqa
+from tutor.katas.judge import judge
 from tutor.katas.kata import Case
 from tutor.katas.run import Run, run
 
@@ -24,9 +25,8 @@ BUGGY = Path(__file__).parent / "kata_files" / "gqa"
 F32 = {"rtol": 1e-4, "atol": 1e-5}
 #: Each held-back buggy file and the mistake the judge must be able to name for it.
 BUGS = {
-    "kv_tile_order": "kv_tile_order",
-    "kv_tile_order_torch": "kv_tile_order",
-    "kv_tile_order_modulo": "kv_tile_order",  # K/V head h % G for query head h: the same numbers as tiling
+    "kv_tile_order": "kv_tile_order",  # K/V head h % G for query head h: the numbers of np.tile
+    "kv_tile_order_torch": "kv_tile_order",  # k.repeat(1, H // G, 1, 1): torch's repeat tiles
     "weights_per_kv_head": "weights_per_kv_head",
     "weights_per_kv_head_torch": "weights_per_kv_head",
     "no_scaling": "no_scaling",
@@ -35,10 +35,8 @@ BUGS = {
     "times_k": "times_k",
     "no_mask": "no_mask",
     "mask_upper": "mask_upper",
-    "mask_diagonal": "mask_diagonal",  # -inf fill: NaN where no key is left
-    "mask_diagonal_large_negative": "mask_diagonal",  # -1e9 fill: uniform weights there
-    "mask_inverted": "mask_inverted",  # -1e9 fill: uniform weights where no key is left
-    "mask_inverted_inf": "mask_inverted",  # -inf fill: NaN there
+    "mask_diagonal": "mask_diagonal",  # a -inf fill: NaN where no key is left
+    "mask_inverted": "mask_inverted",  # a -1e9 fill: uniform weights where no key is left
 }
 
 
@@ -112,8 +110,10 @@ def test_torch_start_file_is_the_numpy_ones_in_torch():
 
 
 def test_every_mistake_has_a_buggy_file():
+    """One or two per mistake, named by it (``<key>.py``, ``<key>_torch.py``), as test_code_cli reads them."""
     assert {m.key for m in KATA.mistakes} == set(BUGS.values())
     assert {p.stem for p in BUGGY.glob("*.py")} == set(BUGS)
+    assert all(name.removesuffix("_torch") == key for name, key in BUGS.items())
     assert sum(name.endswith("_torch") for name in BUGS) >= 2
 
 
@@ -134,3 +134,7 @@ def test_buggy_file_is_named_by_its_mistake(runs, name):
                                                   else same(theirs, KATA.reference(case.inputs, m.slips), **F32))}
         assert named == {key}, (case.id, named)
     assert failed, f"{name} passes every case"
+    report = judge(KATA, CASES, r)  # and the judge names it, alone, on every case it fails (and does not raise on)
+    for v in report.cases:
+        if not v.passed and v.problem != "exception":
+            assert {d.key for d in v.diagnoses} - {"shape"} == {key}, (v.case.id, v.diagnoses)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tutor.katas import kv_cache
+from tutor.katas.judge import judge
 from tutor.katas.kata import Case
 from tutor.katas.run import Run, run
 
@@ -109,8 +110,10 @@ def test_torch_start_file_is_the_numpy_ones_in_torch():
 
 
 def test_every_mistake_has_a_buggy_file():
+    """One or two per mistake, named by it (``<key>.py``, ``<key>_torch.py``), as test_code_cli reads them."""
     assert {m.key for m in KATA.mistakes} == set(BUGS.values())
     assert {p.stem for p in BUGGY.glob("*.py")} == set(BUGS)
+    assert all(name.removesuffix("_torch") == key for name, key in BUGS.items())
     assert sum(name.endswith("_torch") for name in BUGS) >= 2
 
 
@@ -134,3 +137,7 @@ def test_buggy_file_is_named_by_its_mistake(runs, name):
                                                   else same(theirs, KATA.reference(case.inputs, m.slips), **F32))}
         assert named == {key}, (case.id, named)
     assert failed, f"{name} passes every case"
+    report = judge(KATA, CASES, r)  # and the judge names it, alone, on every case it fails (and does not raise on)
+    for v in report.cases:
+        if not v.passed and v.problem != "exception":
+            assert {d.key for d in v.diagnoses} - {"shape"} == {key}, (v.case.id, v.diagnoses)

@@ -1,4 +1,4 @@
-"""Grouped-query attention in NumPy: the reference solution with one bug (kv_tile_order), as a learner would write it."""
+"""Grouped-query attention in NumPy: the reference solution with one bug (kv_tile_order: K/V head h % G), as a learner would write it."""
 
 import math
 
@@ -10,9 +10,9 @@ KATA = "gqa"
 def grouped_query_attention(q, k, v, is_causal=False):
     B, H, L, d_k = q.shape
     G = k.shape[1]
-    group = H // G                                     # query heads per K/V head
-    k = np.tile(k, (1, group, 1, 1))                   # [B, H, L, d_k]
-    v = np.tile(v, (1, group, 1, 1))
+    kv_head = [h % G for h in range(H)]               # the K/V head of query head h
+    k = k[:, kv_head]                                  # [B, H, L, d_k]
+    v = v[:, kv_head]
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d_k)  # [B, H, L, L]
     if is_causal:
         allowed = np.tril(np.ones((L, L), dtype=bool))  # query i sees keys j <= i

@@ -1,4 +1,4 @@
-"""Grouped-query attention in NumPy: the reference solution with one bug (mask_inverted, a -1e9 fill), as a learner would write it."""
+"""Grouped-query attention in NumPy: the reference solution with one bug (mask_inverted), as a learner would write it."""
 
 import math
 
