@@ -147,12 +147,12 @@ def cases() -> tuple[Case, ...]:
     an empty cache (P = 0: a causal prefill); float32 and float64."""
     rng = np.random.default_rng(2106)
     return (
-        _from_exercise("decode-two-tokens-alignment", "hand-two-new", ("T = 2, P = 2", "w_o = I")),
-        _from_exercise("decode-one-token-cache-3", "hand-one-new", ("T = 1, P = 3", "w_o = I")),
-        _case("two-new-tokens", _generated(rng, 2, 3, 2, 6, 2), "float64", given=("T = 2, P = 3",)),
-        _case("one-new-token-float32", _generated(rng, 2, 4, 1, 6, 3), "float32", given=("T = 1, P = 4",)),
-        _case("empty-cache", _generated(rng, 2, 0, 3, 4, 2), "float64", given=("T = 3, P = 0 (a prefill)",)),
-        _case("three-new-float32", _generated(rng, 2, 2, 3, 8, 2), "float32", given=("T = 3, P = 2",)),
+        _from_exercise("decode-two-tokens-alignment", "hand-two-new", ("w_o = I (the exercise has none)",)),
+        _from_exercise("decode-one-token-cache-3", "hand-one-new", ("w_o = I (the exercise has none)",)),
+        _case("two-new-tokens", _generated(rng, 2, 3, 2, 6, 2), "float64", given=("the new tokens see each other causally",)),
+        _case("one-new-token-float32", _generated(rng, 2, 4, 1, 6, 3), "float32", given=("one new token",)),
+        _case("empty-cache", _generated(rng, 2, 0, 3, 4, 2), "float64", given=("an empty cache: a causal prefill",)),
+        _case("three-new-float32", _generated(rng, 2, 2, 3, 8, 2), "float32", given=("the new tokens see each other causally",)),
     )
 
 
