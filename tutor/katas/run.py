@@ -107,6 +107,7 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
     what the learner's code does (it is reported in the :class:`Run`); raises
     ``KeyboardInterrupt`` after stopping the child when the learner presses Ctrl-C.
     """
+    file = file.resolve()  # the child runs in the file's folder
     with tempfile.TemporaryDirectory(prefix="attn-tutor-code-") as tmp:
         req = Path(tmp) / "request.json"
         req.write_text(json.dumps({**request, "file": str(file), "cases": list(cases)}), encoding="utf-8")
