@@ -17,6 +17,8 @@ __all__ = ["IDS", "get", "katas"]
 #: Kata id -> the module that defines it, in the order they are listed and learnt.
 _MODULES = {
     "mha": "mha",
+    "flash": "flash",
+    "backward": "backward",
 }
 IDS = tuple(_MODULES)
 
