@@ -3,12 +3,16 @@ mistake seen by its cases, its solutions and the held-back buggy files run throu
 
 torch.autograd through the same forward pass (float64; a query with no key to attend to gets a row of
 zero weights, so zero gradients) is the oracle of every case; the hand cases' values come from the exact
-engine's backward pass (:func:`tutor.steps.solve` with ``backward=True``).  Every file is run once,
-concurrently (a PyTorch file spends most of its time importing torch), by the module's ``runs`` fixture.
+engine's backward pass (:func:`tutor.steps.solve` with ``backward=True``).  Every file is run once by the module's
+``runs`` fixture: the solutions and the NumPy files through the harness in child processes, concurrently;
+the held-back PyTorch files in this process, through the harness's own functions (importing torch again
+in a child takes seconds).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import math
 from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
@@ -18,9 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from tutor.katas import backward
+from tutor.katas import backward, harness
 from tutor.katas.kata import Case
-from tutor.katas.run import Run, run
+from tutor.katas.run import CaseRun, Run, run
 
 KATA = backward.KATA
 CASES = KATA.cases()
@@ -43,14 +47,35 @@ def decoded(outputs) -> tuple[np.ndarray, ...]:
     return tuple(np.array(o["data"], dtype=np.float64).reshape(o["shape"]) for o in outputs)
 
 
+def run_here(path: Path, cases: list[Case]) -> Run:
+    """A PyTorch file run in this process, through the harness's own loading, calling and encoding (this
+    process has imported torch already: a child would spend seconds importing it again)."""
+    spec = importlib.util.spec_from_file_location(f"kata_file_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    flavour = harness._flavour(module, KATA.request())
+    assert flavour is not None
+    done = []
+    for case in cases:
+        try:
+            value = harness._call(module, flavour, KATA.request(), case.request())
+            done.append(CaseRun(case.id, tuple(harness._outputs(value))))
+        except Exception as exc:  # noqa: BLE001 -- a buggy file may raise, as the learner's would
+            done.append(CaseRun(case.id, exception=type(exc).__name__))
+    return Run("ran", flavour, tuple(done))
+
+
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Run]:
     files = {f"solution:{name}": SOLUTIONS / f"{name}_solution.py" for name in ("numpy", "torch")}
-    files |= {stem: BUGGY / f"{stem}.py" for stem in BUGGY_FILES}
+    files |= {stem: BUGGY / f"{stem}.py" for stem in BUGGY_FILES if not stem.endswith("_torch")}
+    files["start:numpy"] = SOLUTIONS / "numpy_start.py"
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(run, path.resolve(), KATA.request(), [c.request() for c in CASES])
                    for name, path in files.items()}
-        return {name: f.result() for name, f in futures.items()}
+        here = {stem: run_here(BUGGY / f"{stem}.py", CASES) for stem in BUGGY_FILES if stem.endswith("_torch")}
+        return {name: f.result() for name, f in futures.items()} | here
 
 
 # --- (a) the reference is torch.autograd's; (b) the hand cases are the exact engine's ---------------------
@@ -171,3 +196,28 @@ def test_buggy_file_gives_its_mistakes_outputs(runs: dict[str, Run], stem: str) 
     assert any(outputs is not None for _, outputs in failing), f"{stem} passes every case it runs"
     assert any(all(not differ(outputs, _slipped(case, m.slips), case.dtype) for case, outputs in failing)
                for m in KATA.mistakes if m.key == key), [(c.id, o is None) for c, o in failing]
+
+
+# --- the skeletons ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flavour", ["numpy", "torch"])
+def test_skeleton_names_the_kata_and_raises(flavour: str) -> None:
+    """``KATA = "backward"``, the pinned signature, numbered TODOs, a body that raises NotImplementedError;
+    the PyTorch skeleton imports torch at its top level (how the harness tells the flavour), the NumPy one not."""
+    text = (SOLUTIONS / f"{flavour}_start.py").read_text()
+    tree = ast.parse(text)
+    assert any(isinstance(n, ast.Assign) and ast.unparse(n) == "KATA = 'backward'" for n in tree.body)
+    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert fn.name == KATA.numpy_name and ", ".join(a.arg for a in fn.args.args) == "q, k, v, d_out, mask"
+    assert ast.unparse(fn.body[-1]) == "raise NotImplementedError"
+    assert "# 1. " in text and "# 2. " in text
+    imported = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    assert ("torch" in imported) == (flavour == "torch")
+    assert imported <= {"math", "numpy", "torch"}
+
+
+def test_numpy_skeleton_runs_and_raises(runs: dict[str, Run]) -> None:
+    result = runs["start:numpy"]
+    assert result.status == "ran" and result.flavour == "numpy", result
+    assert result.cases and all(c.exception == "NotImplementedError" for c in result.cases)

@@ -3,12 +3,16 @@ seen by its cases, its solutions and the held-back buggy files run through the h
 
 torch is the oracle of the generated cases (``scaled_dot_product_attention`` for ``out``,
 ``logsumexp`` of the scaled scores for ``lse``); the hand cases' values come from the exact
-online softmax (:func:`tutor.flash.walk.tiled`).  Every file is run once, concurrently
-(a PyTorch file spends most of its time importing torch), by the module's ``runs`` fixture.
+online softmax (:func:`tutor.flash.walk.tiled`).  Every file is run once by the module's
+``runs`` fixture: the solutions and the NumPy files through the harness in child processes, concurrently;
+the held-back PyTorch files in this process, through the harness's own functions (importing torch again
+in a child takes seconds).
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import math
 from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
@@ -19,9 +23,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tutor.katas import flash
+from tutor.katas import flash, harness
 from tutor.katas.kata import Case
-from tutor.katas.run import Run, run
+from tutor.katas.run import CaseRun, Run, run
 
 KATA = flash.KATA
 CASES = KATA.cases()
@@ -45,15 +49,36 @@ def decoded(outputs) -> tuple[np.ndarray, ...]:
     return tuple(np.array(o["data"], dtype=np.float64).reshape(o["shape"]) for o in outputs)
 
 
+def run_here(path: Path, cases: list[Case]) -> Run:
+    """A PyTorch file run in this process, through the harness's own loading, calling and encoding (this
+    process has imported torch already: a child would spend seconds importing it again)."""
+    spec = importlib.util.spec_from_file_location(f"kata_file_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    flavour = harness._flavour(module, KATA.request())
+    assert flavour is not None
+    done = []
+    for case in cases:
+        try:
+            value = harness._call(module, flavour, KATA.request(), case.request())
+            done.append(CaseRun(case.id, tuple(harness._outputs(value))))
+        except Exception as exc:  # noqa: BLE001 -- a buggy file may raise, as the learner's would
+            done.append(CaseRun(case.id, exception=type(exc).__name__))
+    return Run("ran", flavour, tuple(done))
+
+
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Run]:
     files = {f"solution:{name}": (SOLUTIONS / f"{name}_solution.py", CASES) for name in ("numpy", "torch")}
     files["full_scores"] = (BUGGY / "full_scores.py", [c for c in CASES if c.trace_memory])
-    files |= {stem: (BUGGY / f"{stem}.py", SMALL) for stem in BUGGY_FILES}
+    files["start:numpy"] = (SOLUTIONS / "numpy_start.py", SMALL)
+    files |= {stem: (BUGGY / f"{stem}.py", SMALL) for stem in BUGGY_FILES if not stem.endswith("_torch")}
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(run, path.resolve(), KATA.request(), [c.request() for c in cases])
                    for name, (path, cases) in files.items()}
-        return {name: f.result() for name, f in futures.items()}
+        here = {stem: run_here(BUGGY / f"{stem}.py", SMALL) for stem in BUGGY_FILES if stem.endswith("_torch")}
+        return {name: f.result() for name, f in futures.items()} | here
 
 
 # --- (a) the reference is PyTorch's attention; (b) the hand cases are the exact engine's -----------------
@@ -174,3 +199,28 @@ def test_buggy_file_gives_its_mistakes_outputs(runs: dict[str, Run], stem: str) 
     assert failing, f"{stem} passes every case"
     assert any(all(same(outputs, _slipped(case, m.slips), case.dtype) for case, outputs in failing)
                for m in KATA.mistakes if m.key == key), [c.id for c, _ in failing]
+
+
+# --- the skeletons ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flavour", ["numpy", "torch"])
+def test_skeleton_names_the_kata_and_raises(flavour: str) -> None:
+    """``KATA = "flash"``, the pinned signature, numbered TODOs, a body that raises NotImplementedError;
+    the PyTorch skeleton imports torch at its top level (how the harness tells the flavour), the NumPy one not."""
+    text = (SOLUTIONS / f"{flavour}_start.py").read_text()
+    tree = ast.parse(text)
+    assert any(isinstance(n, ast.Assign) and ast.unparse(n) == "KATA = 'flash'" for n in tree.body)
+    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert fn.name == KATA.numpy_name and ", ".join(a.arg for a in fn.args.args) == "q, k, v, block_size"
+    assert ast.unparse(fn.body[-1]) == "raise NotImplementedError"
+    assert "# 1. " in text and "# 2. " in text
+    imported = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    assert ("torch" in imported) == (flavour == "torch")
+    assert imported <= {"math", "numpy", "torch"}
+
+
+def test_numpy_skeleton_runs_and_raises(runs: dict[str, Run]) -> None:
+    result = runs["start:numpy"]
+    assert result.status == "ran" and result.flavour == "numpy", result
+    assert result.cases and all(c.exception == "NotImplementedError" for c in result.cases)
