@@ -76,7 +76,8 @@ class Env:
       and ``TERMINAL_WIDTH`` as clamped (``width``, ``help_width``), handed to
       rich (its ``_environ``) for what it reads itself (rich reads ``COLUMNS``
       again when it measures a console, and ``int()`` refuses a 5,000-digit
-      one); nothing else reads it.
+      one), and the environment of the learner's program that ``code check`` runs; nothing else
+      reads it.
 
     Raises ``ValueError`` for a language that has no catalogue.
     """

@@ -13,7 +13,7 @@ never import sympy or numpy, and a run builds only the command it runs
 :class:`tutor.base.env.Env` (or is given one) and hands it to the commands
 through the click context.  Every :class:`tutor.base.errors.TutorError` becomes
 a one-line ``error: ...`` on stderr and exit code 2, and every exit code is
-decided, in :func:`main` only (1 means only "the solution checked is wrong").
+decided, in :func:`main` only (1 means only "the solution checked is wrong": ``check``, ``code check``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..base.env import Env
 from ..base.errors import TutorError
 from ..base.messages import t, use_language
 from ..base.textsafe import lines, shown
-from . import author, check, drill, explain, practice
+from . import author, check, code, drill, explain, practice
 from .common import (
     EXIT_INPUT,
     EXIT_INTERNAL,
@@ -58,6 +58,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("schema", author.schema, "cli.schema.help"),
     ("check", check.check, "cli.check.help"),
     ("drill", drill.app, "cli.drill.help"),  # a group: drill shapes|counts|masks|concepts|interview
+    ("code", code.app, "cli.code.help"),  # a group: code list|start|check|show
 )
 
 

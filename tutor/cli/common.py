@@ -46,7 +46,7 @@ MAX_SEED = 2**63 - 1
 
 
 class SolutionWrong(Exception):
-    """Raised by ``check`` (only) when the solution it audited is wrong: exit code 1.
+    """Raised by ``check`` when the solution it audited is wrong, and by ``code check`` when a case failed: exit code 1.
 
     Neither a :class:`tutor.base.errors.TutorError` (exit 2) nor a ``SystemExit``:
     :func:`tutor.cli.main` is the one place that turns it into :data:`EXIT_WRONG`.

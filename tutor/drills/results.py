@@ -29,7 +29,7 @@ from typing import Any
 from ..store.attempt import Attempt, OutcomeCounts
 from .record import DRILL_PREFIX, Question
 
-DRILLS = ("shapes", "counts", "masks", "concepts")
+DRILLS = ("shapes", "counts", "masks", "concepts", "code")  # code: the katas' checks (``drill:code:<kata>``)
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ def command_for(drill: str, topic: str, banks: Iterable[str] = ()) -> str:
 
     if drill == "concepts":
         return f"attn-tutor drill concepts --topic {topic}" + "".join(f" --bank {shlex.quote(b)}" for b in banks)
+    if drill == "code":  # a kata: checked again in the file `code start` writes by default
+        return f"attn-tutor code check {topic.replace('-', '_')}.py --watch"
     return f"attn-tutor drill {drill}"
 
 

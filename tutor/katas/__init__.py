@@ -1,11 +1,9 @@
-"""The code katas: the learner's own implementation run on cases that catch every catalogued mistake, and the mistake it made named.
-
-``attn-tutor code`` asks a learner to write a piece of attention (the seed's
+"""The code katas: a learner writes a piece of attention (the seed's
 multi-head module, SDPA, the masks, cross-attention, grouped K/V heads, a
 KV-cache decode step, the online softmax, the backward pass) in NumPy or in
-PyTorch, runs their file in a child process with limits (the one place the
-tool runs code), compares what it returns with the exact engine's values on
-hand-sized cases and the reference's on generated ones, and names the
-mistake by matching their outputs to what each catalogued mistake gives on
-that case.
+PyTorch; ``code check`` runs their file in a child process with limits (the
+one place the tool runs code), compares what it returns with the exact
+engine's values on hand-sized cases and the reference's on generated ones,
+and names the mistake by matching their outputs to what each catalogued
+mistake gives on that case.
 """

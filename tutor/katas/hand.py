@@ -14,7 +14,7 @@ from functools import cache
 import numpy as np
 
 from ..exercise.catalog import resolve_id
-from ..exercise.record import Exercise, Matrix
+from ..exercise.record import Exercise, Matrix, Vector
 from ..steps import Solution, solve
 from .kata import Array
 
@@ -33,10 +33,10 @@ def solved(id: str) -> Solution:
     return solve(exercise(id))
 
 
-def array(m: Matrix | None) -> Array:
-    """An exact matrix (or vector) as a float64 array."""
-    return np.array([[float(x) for x in row] for row in m] if m and isinstance(m[0], tuple)
-                    else [float(x) for x in (m or ())], dtype=np.float64)
+def array(m: Matrix | Vector | None) -> Array:
+    """An exact matrix (or vector) as a float64 array (``None``: an empty one)."""
+    return np.array([[float(x) for x in row] if isinstance(row, tuple) else float(row) for row in (m or ())],
+                    dtype=np.float64)
 
 
 def step(id: str, step_id: str, head: int | None = None) -> Array:

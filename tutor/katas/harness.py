@@ -49,7 +49,7 @@ def _send(out: Any, event: dict[str, Any]) -> None:
 def _theirs(tb: Any, folder: str) -> str:
     """The traceback's frames in the learner's own files (those in their file's folder, not a library's)."""
     frames = [f for f in traceback.extract_tb(tb)
-              if os.path.dirname(os.path.realpath(f.filename)) == folder]
+              if not f.filename.startswith("<") and os.path.dirname(os.path.realpath(f.filename)) == folder]
     return "".join(traceback.format_list(frames))
 
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -97,10 +97,13 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *, python: str | None = None,
-        time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: int = DEFAULT_MEMORY_MB) -> Run:
+        time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: int = DEFAULT_MEMORY_MB,
+        environ: Mapping[str, str] | None = None) -> Run:
     """Run ``file`` on ``cases`` (the harness's request: the kata's names, each case's arguments).
 
-    ``python``: the interpreter (default: ``sys.executable``).  Raises nothing for
+    ``python``: the interpreter (default: ``sys.executable``); ``environ``: the variables the
+    learner's program runs with (attn-tutor's own run's, :attr:`tutor.base.env.Env.environ`;
+    default this process's).  Raises nothing for
     what the learner's code does (it is reported in the :class:`Run`); raises
     ``KeyboardInterrupt`` after stopping the child when the learner presses Ctrl-C.
     """
@@ -108,7 +111,7 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
         req = Path(tmp) / "request.json"
         req.write_text(json.dumps({**request, "file": str(file), "cases": list(cases)}), encoding="utf-8")
         read_fd, write_fd = os.pipe()
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
+        env = {**(os.environ if environ is None else environ), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
         cpu = int(LOAD_TIME_LIMIT + time_limit * max(1, len(cases))) + 1
         try:
             proc = subprocess.Popen(

@@ -136,7 +136,7 @@ def due(store: Store, exercise: Exercise | None, folders: Sequence[Path] = (),
     from ..store import skills
 
     at = at or datetime.now(UTC)
-    scheduled = skills(store, at)
+    scheduled = [s for s in skills(store, at) if not s.step.startswith("drill:")]  # a kata is reviewed by `code`
     if not scheduled:
         return t("practice.due.empty")
     ready = [s for s in scheduled if s.is_due(at) and (exercise is None or s.family == exercise.family)]

@@ -1,0 +1,54 @@
+"""``code check --watch``: checked again when the file is saved, a summary on Ctrl-C (issue 21, item 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tutor.katas.watch import watch_file
+
+from .ptys import default_sigint, spawn
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTION = REPO / "tutor" / "katas" / "files" / "mha" / "numpy_solution.py"
+
+
+def test_a_change_is_checked_once_it_holds_still(tmp_path) -> None:
+    f = tmp_path / "mine.py"
+    f.write_text("a")
+    looks: list[str] = []
+    checked: list[str] = []
+    results = iter([False, True])
+
+    def sleep(_: float) -> None:  # the editor saves between the watch's looks
+        looks.append("look")
+        if len(looks) == 2:
+            f.write_text("ab")  # a save, seen at the next look ...
+        if len(looks) == 3:
+            f.write_text("abc")  # ... and another before it held still: the half-written "ab" is never run
+
+    def check() -> bool:
+        checked.append(f.read_text())
+        return next(results)
+
+    summary = watch_file(f, check, sleep=sleep, stop=lambda checks: checks == 2)
+    assert (summary.checks, summary.passes, summary.last) == (2, 1, True)
+    assert checked == ["a", "abc"]
+
+
+def test_ctrl_c_ends_the_watch_with_its_summary(tmp_path) -> None:
+    f = tmp_path / "mha.py"
+    f.write_text(SOLUTION.read_text().replace("/ math.sqrt(d_k)", ""))
+    child = spawn("code", "check", str(f), "--watch", preexec_fn=default_sigint,
+                  ATTN_TUTOR_HOME=str(tmp_path / "home"))
+    child.expect("mistake: the scores are not scaled")
+    child.expect("waiting for")
+    f.write_text(SOLUTION.read_text())
+    child.expect("PASS: all")
+    child.expect("waiting for")
+    child.sendintr()
+    child.expect("watch ended: 2 checks, 1 passed; the last one passed")
+    child.expect(pytest.importorskip("pexpect").EOF)
+    child.close()
+    assert child.exitstatus == 0

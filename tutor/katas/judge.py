@@ -1,0 +1,232 @@
+"""The verdict on a learner's run: each case passed or not, the wrong entries, and the mistake named.
+
+A case passes when the code returned the kata's outputs, each an array of
+the right shape whose entries are within :func:`tolerance` of the expected
+ones (a boolean output: equal).  A failing case is diagnosed by matching:
+:func:`diagnose` recomputes the case with the reference under each
+catalogued mistake (:attr:`tutor.katas.kata.Kata.mistakes`) and keeps those
+whose outputs equal the learner's and differ from the right ones; a mistake
+with no one value is asked its judge.  When no single mistake matches, two
+at once are tried; when none does, the report says so and shows the first
+wrong entry.  A wrong shape is explained axis by axis
+(:func:`tutor.drills.record.explain_shape`).
+
+Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from ..base.messages import t
+from ..drills.record import explain_shape
+from .kata import Array, Case, Kata, Mistake
+from .run import CaseRun, Run
+
+__all__ = ["CaseVerdict", "Diagnosis", "Report", "diagnose", "judge", "tolerance"]
+
+MAX_WRONG = 6  # wrong entries listed per output
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A named mistake (``key``: a catalogued mistake's, or ``unknown``, ``shape``, ``exception`` …) and its sentence."""
+
+    key: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """One case's verdict.  ``problem``: ``None`` (passed), ``exception``, ``count`` (not the number of
+    outputs), ``type`` (an output not an array), ``shape``, ``values``; ``output`` the first wrong
+    output's name; ``wrong`` its wrong entries (index, expected, got), at most :data:`MAX_WRONG`,
+    and ``n_wrong`` how many there are; ``got`` the learner's arrays (``None`` for a non-array)."""
+
+    case: Case
+    passed: bool
+    problem: str | None = None
+    output: str | None = None
+    wrong: tuple[tuple[tuple[int, ...], float, float], ...] = ()
+    n_wrong: int = 0
+    got: tuple[Array | None, ...] = ()
+    diagnoses: tuple[Diagnosis, ...] = ()
+    exception: str | None = None
+    traceback: str = ""
+    peak: int | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """The whole check: the kata, the flavour the file is in, every case's verdict."""
+
+    kata: Kata
+    flavour: str
+    cases: tuple[CaseVerdict, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.cases) and all(c.passed for c in self.cases)
+
+    @property
+    def mistakes(self) -> tuple[str, ...]:
+        """The keys named on failing cases, most often named first (what to fix); those named equally
+        often in the order first named."""
+        counts: dict[str, int] = {}
+        for c in self.cases:
+            for d in c.diagnoses:
+                counts[d.key] = counts.get(d.key, 0) + 1
+        return tuple(sorted(counts, key=lambda k: -counts[k]))
+
+
+def tolerance(dtype: str) -> tuple[float, float]:
+    """``(rtol, atol)`` an entry may stray by: float32's round-off over a few hundred operations
+    (``rtol 1e-4``, ``atol 1e-5``), float64's (``1e-7``, ``1e-9``)."""
+    return (1e-4, 1e-5) if dtype == "float32" else (1e-7, 1e-9)
+
+
+def _array(sent: Mapping[str, Any]) -> Array | None:
+    if "dtype" not in sent:
+        return None
+    kind = bool if sent["dtype"] == "bool" else np.float64
+    try:
+        return np.array(sent["data"], dtype=kind).reshape(sent["shape"])
+    except (TypeError, ValueError):  # a complex or object array
+        return None
+
+
+def _close(a: Array, b: Array, dtype: str, loose: float = 1.0) -> bool:
+    if a.shape != b.shape:
+        return False
+    if a.dtype == bool or b.dtype == bool:
+        return bool(np.array_equal(a.astype(float), b.astype(float)))
+    rtol, atol = tolerance(dtype)
+    return bool(np.allclose(a, b, rtol=rtol * loose, atol=atol * loose, equal_nan=True))
+
+
+def _same(a: Array, b: Array, dtype: str) -> bool:
+    """The same outputs up to round-off, and up to size-1 axes (weights averaged into ``[B, L, L]`` or ``[B, 1, L, L]``)."""
+    if a.shape != b.shape and a.size == b.size and np.squeeze(a).shape == np.squeeze(b).shape:
+        a, b = np.squeeze(a), np.squeeze(b)
+    return _close(a, b, dtype, loose=10.0)
+
+
+def _wrong_entries(want: Array, got: Array, dtype: str) -> tuple[list[tuple[tuple[int, ...], float, float]], int]:
+    if want.dtype == bool or got.dtype == bool:
+        bad = want.astype(float) != got.astype(float)
+    else:
+        rtol, atol = tolerance(dtype)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    where = [tuple(int(i) for i in idx) for idx in np.argwhere(bad)]
+    return [(i, float(want[i]), float(got[i])) for i in where[:MAX_WRONG]], len(where)
+
+
+def judge(kata: Kata, cases: Sequence[Case], run: Run) -> Report:
+    """Every case of ``run`` judged against ``cases`` (those the run called, in order), mistakes named."""
+    by_id = {c.id: c for c in cases}
+    verdicts = [_verdict(kata, by_id[r.id], r) for r in run.cases if r.id in by_id]
+    passed = {v.case.id: v.passed for v in verdicts}
+    named = [v if v.passed or v.problem in ("exception", "count", "type") else
+             _named(kata, v, passed) for v in verdicts]
+    return Report(kata, run.flavour or "numpy", tuple(named))
+
+
+def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
+    if r.outputs is None:
+        return CaseVerdict(case, False, "exception", exception=r.exception, traceback=r.traceback,
+                           diagnoses=(Diagnosis("exception", t("code.exception", exception=r.exception or "")),))
+    want = len(kata.outputs)
+    if len(r.outputs) != want:
+        names = ", ".join(o.name for o in kata.outputs)
+        return CaseVerdict(case, False, "count", diagnoses=(Diagnosis("count", t(
+            "code.output_count", n=want, names=names, found=len(r.outputs))),))
+    got = tuple(_array(o) for o in r.outputs)
+    for spec, sent, a in zip(kata.outputs, r.outputs, got, strict=True):
+        if a is None:
+            return CaseVerdict(case, False, "type", output=spec.name, got=got, diagnoses=(Diagnosis("type", t(
+                "code.output_type", name=spec.name, found=sent.get("type", sent.get("dtype", "?")),
+                shape=_shape_text(spec.axes, case.sizes))),))
+    for spec, want_a, a in zip(kata.outputs, case.expected, got, strict=True):
+        assert a is not None
+        if a.shape != want_a.shape:
+            return CaseVerdict(case, False, "shape", output=spec.name, got=got, peak=r.peak)
+    for spec, want_a, a in zip(kata.outputs, case.expected, got, strict=True):
+        assert a is not None
+        wrong, n = _wrong_entries(want_a, a, case.dtype)
+        if n:
+            return CaseVerdict(case, False, "values", output=spec.name, wrong=tuple(wrong), n_wrong=n, got=got,
+                               peak=r.peak)
+    return CaseVerdict(case, True, got=got, peak=r.peak)
+
+
+def _shape_text(axes: Sequence[str], sizes: Mapping[str, int]) -> str:
+    return "[" + ", ".join(axes) + "] = [" + ", ".join(str(sizes.get(a, "?")) for a in axes) + "]"
+
+
+def _named(kata: Kata, v: CaseVerdict, passed: Mapping[str, bool]) -> CaseVerdict:
+    found = diagnose(kata, v.case, tuple(a for a in v.got if a is not None), passed)
+    if v.problem == "shape":
+        spec = next(o for o in kata.outputs if o.name == v.output)
+        i = [o.name for o in kata.outputs].index(spec.name)
+        got = v.got[i]
+        assert got is not None
+        expected = v.case.expected[i].shape
+        lines = explain_shape(spec.axes, expected, got.shape, v.case.sizes, (), spec.name)[1:]
+        shape = Diagnosis("shape", t("code.shape", name=spec.name, expected=_shape_text(spec.axes, v.case.sizes),
+                                     found=list(got.shape)) + (" " + " ".join(lines) if lines else ""))
+        return _with(v, (*found, shape))
+    if not found:
+        index, want, got_v = v.wrong[0]
+        found = (Diagnosis("unknown", t("code.unknown", name=v.output, index=list(index), expected=_num(want),
+                                        found=_num(got_v), n=v.n_wrong)),)
+    return _with(v, found)
+
+
+def _with(v: CaseVerdict, diagnoses: tuple[Diagnosis, ...]) -> CaseVerdict:
+    from dataclasses import replace
+
+    return replace(v, diagnoses=diagnoses)
+
+
+def _num(x: float) -> str:
+    return "nan" if np.isnan(x) else f"{x:.6g}"
+
+
+def _message(m: Mistake) -> str:
+    return t(f"code.mistake.{m.key}", **m.fields)
+
+
+def diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[str, bool]) -> tuple[Diagnosis, ...]:
+    """The catalogued mistakes whose outputs on ``case`` are ``got`` (and not the right ones); two at
+    once when no single one matches; ``()`` when none does."""
+    right = case.expected
+    found: list[Mistake] = []
+    slipped: list[Mistake] = []
+    for m in kata.mistakes:
+        if m.judge is not None:
+            if m.judge(case, got, passed):
+                found.append(m)
+            continue
+        slipped.append(m)
+        if _gives(kata, case, m.slips, got, right):
+            found.append(m)
+    if found:
+        return tuple(Diagnosis(m.key, _message(m)) for m in found)
+    pairs = [(a, b) for a, b in combinations(slipped, 2) if _gives(kata, case, a.slips | b.slips, got, right)]
+    return tuple(Diagnosis(f"{a.key}+{b.key}", t("code.two_mistakes", first=_message(a), second=_message(b)))
+                 for a, b in pairs[:2])
+
+
+def _gives(kata: Kata, case: Case, slips: frozenset[str], got: tuple[Array, ...], right: tuple[Array, ...]) -> bool:
+    outs = kata.reference(case.inputs, slips)
+    if outs is None or len(outs) != len(got):
+        return False
+    if all(_close(o, r, case.dtype) for o, r in zip(outs, right, strict=True)):
+        return False  # the mistake changes nothing on this case
+    return all(_same(o, g, case.dtype) for o, g in zip(outs, got, strict=True))

@@ -1,0 +1,176 @@
+"""``attn-tutor code``'s reports as text and as JSON: the katas listed, a check's verdict case by case.
+
+Plain text lines (the command line writes them); verdicts in words and
+symbols (``PASS``/``FAIL``, ✓/✗, ``*`` beside a wrong entry), never colour
+alone.  Everything the learner's program printed or raised is shown escaped
+(:func:`tutor.base.textsafe.shown`): it cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..base.messages import t
+from ..base.textsafe import lines, shown
+from ..katas.judge import CaseVerdict, Report
+from ..katas.kata import Kata
+from ..katas.run import Run
+
+__all__ = ["check_document", "check_lines", "list_document", "list_lines", "shown_output"]
+
+MAX_SHOWN_LINES = 20  # lines of the learner's output (or traceback) shown per stream
+
+
+def _sizes(sizes: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def shown_output(text: str, limit: int = MAX_SHOWN_LINES) -> list[str]:
+    """``text`` (what the learner's program wrote) as escaped lines, at most ``limit`` and a count of the rest."""
+    rows = [shown(line, keep="\t") for line in lines(text.rstrip("\n"))]
+    if len(rows) > limit:
+        return rows[:limit] + [t("code.more_lines", n=len(rows) - limit)]
+    return rows
+
+
+def _marked(v: CaseVerdict, kata: Kata) -> list[str]:
+    """The slice of the first wrong output that holds its first wrong entry: yours, ``*`` beside each
+    wrong entry, and the expected values under it."""
+    i = [o.name for o in kata.outputs].index(v.output or "")
+    got, want = v.got[i], v.case.expected[i]
+    if got is None or not v.wrong or got.ndim == 0:
+        return []
+    index = v.wrong[0][0]
+    lead = index[:-2] if got.ndim >= 2 else ()
+    g, w = (got[lead], want[lead]) if lead else (got, want)
+    if g.ndim == 1:
+        g, w = g[None], w[None]
+    if g.shape[0] > 8 or g.shape[1] > 8:
+        return []
+    rtol, atol = (1e-4, 1e-5) if v.case.dtype == "float32" else (1e-7, 1e-9)
+    bad = ~np.isclose(g.astype(float), w.astype(float), rtol=rtol, atol=atol, equal_nan=True)
+    name = f"{v.output}[{', '.join(str(j) for j in lead)}]" if lead else str(v.output)
+    out = ["      " + t("code.yours_marked", name=name)]
+    out += ["        " + " ".join(f"{_cell(x)}{'*' if b else ' '}" for x, b in zip(row, brow, strict=True))
+            for row, brow in zip(g, bad, strict=True)]
+    out.append("      " + t("code.expected_here"))
+    out += ["        " + " ".join(f"{_cell(x)} " for x in row) for row in w]
+    return out
+
+
+def _cell(x: Any) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return f"{'True' if x else 'False':>8}"
+    return f"{float(x):>8.4f}" if np.isfinite(x) else f"{float(x):>8}"
+
+
+_PROBLEMS = ("unknown", "exception", "shape", "count", "type", "memory")
+
+
+def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = ()) -> list[str]:
+    """The report of ``code check`` as text lines."""
+    kata = report.kata
+    out = [t("code.check.title", file=shown(file), kata=kata.id, flavour=t(f"code.flavour.{report.flavour}"))]
+    shown_keys: set[tuple[str, ...]] = set()
+    for v in report.cases:
+        mark = "✓" if v.passed else "✗"
+        given = " · ".join((_sizes(v.case.sizes), v.case.dtype, *v.case.given))
+        out.append(f"  {mark} {v.case.id:<18} {given}")
+        if v.passed:
+            continue
+        keys = (*(d.key for d in v.diagnoses), v.exception or "", v.traceback)
+        first = not shown_keys
+        if v.problem == "values":
+            index = [o.name for o in kata.outputs].index(v.output or "")
+            out.append("      " + t("code.wrong_entries", name=v.output, n=v.n_wrong,
+                                    total=int(v.case.expected[index].size)))
+            if first:
+                out += _marked(v, kata)
+        if keys in shown_keys:
+            out.append("      " + t("code.same_as_above"))
+            continue
+        shown_keys.add(keys)
+        named = [d for d in v.diagnoses if d.key not in _PROBLEMS]
+        if len(named) > 1:
+            out.append("      " + t("code.one_of"))
+        for d in v.diagnoses:
+            out.append("      " + (t("code.mistake_line", message=shown(d.message)) if d.key not in _PROBLEMS
+                                   else shown(d.message)))
+        if v.traceback:
+            out += ["        " + line for line in shown_output(v.traceback)]
+    if run.status == "hang":
+        out.append("  ✗ " + t("code.hang", case=run.hang_case or "?"))
+    elif run.status == "crash":
+        out.append("  ✗ " + t("code.crash", case=run.hang_case or "?", code=run.returncode))
+    total = len(report.cases) + (1 if run.status in ("hang", "crash") else 0)
+    passed = sum(v.passed for v in report.cases)
+    for stream, text in (("stdout", run.stdout), ("stderr", run.stderr)):
+        if text.strip():
+            out.append(t(f"code.printed.{stream}"))
+            out += ["  | " + line for line in shown_output(text)]
+    if report.passed and run.status == "ran":
+        out.append(t("code.passed", n=total))
+        if follow_ups:
+            out.append(t("code.follow_ups"))
+            out += [f"  - {shown(q)}  ({t('code.follow_up.drill', topic=topic)})" for _, q, topic in follow_ups]
+    else:
+        out.append(t("code.failed", passed=passed, n=total))
+    return out
+
+
+def check_document(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = ()) -> dict[str, Any]:
+    """``code check --format json``: ``{"kata", "flavour", "passed", "cases": [{"id", "passed", "diagnoses"…}], …}``."""
+    kata = report.kata
+    names = [o.name for o in kata.outputs]
+
+    def case(v: CaseVerdict) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "id": v.case.id, "passed": v.passed, "dtype": v.case.dtype, "sizes": dict(v.case.sizes),
+            "given": list(v.case.given), "hand_sized": v.case.hand, "problem": v.problem, "output": v.output,
+            "diagnoses": [{"key": d.key, "message": d.message} for d in v.diagnoses],
+        }
+        if v.problem == "values":
+            doc["wrong_entries"] = v.n_wrong
+            doc["wrong"] = [{"index": list(i), "expected": _num(e), "got": _num(g)} for i, e, g in v.wrong]
+        if v.problem == "shape" and v.output is not None:
+            got = v.got[names.index(v.output)]
+            doc["shape"] = {"expected": list(v.case.expected[names.index(v.output)].shape),
+                            "got": None if got is None else list(got.shape)}
+        if v.exception is not None:
+            doc["exception"] = v.exception
+            doc["traceback"] = v.traceback
+        if v.peak is not None:
+            doc["peak_bytes"] = v.peak
+        return doc
+
+    return {
+        "kata": kata.id, "flavour": report.flavour, "file": file,
+        "passed": report.passed and run.status == "ran",
+        "cases": [case(v) for v in report.cases],
+        "stopped": None if run.status == "ran" else {"status": run.status, "case": run.hang_case},
+        "mistakes": list(report.mistakes),
+        "stdout": run.stdout, "stderr": run.stderr,
+        "follow_ups": [{"id": qid, "question": q, "topic": topic} for qid, q, topic in follow_ups],
+    }
+
+
+def _num(x: float) -> float | str:
+    return x if np.isfinite(x) else str(x)
+
+
+def list_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``code list``: each kata, done or pending, and what it asks."""
+    out = []
+    for r in rows:
+        status = t("code.list.review") if r.get("review_due") else t("code.list.done") if r["done"] else t("code.list.pending")
+        out.append(f"  {r['id']:<10} {status:<11} {r['title']}")
+    out.append(t("code.list.next"))
+    return out
+
+
+def list_document(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"katas": [dict(r) for r in rows]}
+
