@@ -209,9 +209,10 @@ def test_skeleton_names_the_kata_and_raises(flavour: str) -> None:
     tree = ast.parse(text)
     assert any(isinstance(n, ast.Assign) and ast.unparse(n) == "KATA = 'backward'" for n in tree.body)
     (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert "Check it with:  attn-tutor code check THIS_FILE --watch" in (ast.get_docstring(tree) or "")
     assert fn.name == KATA.numpy_name and ", ".join(a.arg for a in fn.args.args) == "q, k, v, d_out, mask"
     assert ast.unparse(fn.body[-1]) == "raise NotImplementedError"
-    assert "# 1. " in text and "# 2. " in text
+    assert "# TODO 1: " in text and "# TODO 2: " in text
     imported = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
     assert ("torch" in imported) == (flavour == "torch")
     assert imported <= {"math", "numpy", "torch"}

@@ -1,23 +1,11 @@
-"""The `flash` kata in PyTorch: FlashAttention-2's forward pass, the keys read in blocks with the online softmax.
+"""The `flash` kata, PyTorch flavour: FlashAttention-2's forward pass, the keys read in blocks (online softmax).
 
-Write flash_attention(q, k, v, block_size) -> (out, lse), with tensors:
-
-    q    [B, H, L_q, d]     queries
-    k    [B, H, L_k, d]     keys
-    v    [B, H, L_k, d_v]   values
-    block_size              keys (and values) per block, an int >= 1; the last block may be smaller
-    out  [B, H, L_q, d_v]   softmax(q·kᵀ/√d)·v, the same numbers as plain attention
-    lse  [B, H, L_q]        log Σ_j exp(s_j) of each query row's scaled scores s = q·kᵀ/√d (natural log)
-
-Walk the keys in blocks and never form the [L_q, L_k] scores (the checker measures memory only in the
-NumPy flavour, but that is the point of the exercise); do not call scaled_dot_product_attention.  No
-mask.  Return tensors of the inputs' dtype (float32 or float64); the checker calls your function under
-torch.no_grad().  This file is the PyTorch flavour because it imports torch at its top level.  The
-algorithm: Dao 2023, FlashAttention-2, Algorithm 1; `attn-tutor explain single-head-3x4 --tiled` works
-it by hand, row by row.
+Check it with:  attn-tutor code check THIS_FILE --watch
+(the checker calls flash_attention under torch.no_grad(); this file is the PyTorch flavour because it
+imports torch at its top level).
 """
 
-import math  # noqa: F401 -- for your code
+import math
 
 import torch
 
@@ -25,12 +13,27 @@ KATA = "flash"
 
 
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_size: int):
-    # 1. The running state of every query row: the max m_i = -inf, the sum l_i = 0 ([B, H, L_q])
-    #    and the accumulator acc = 0 ([B, H, L_q, d_v]); q.new_full / q.new_zeros keep q's dtype.
-    # 2. For each block of keys k[..., start:start + block_size, :] (and the same rows of v):
-    #    a. its scores s = q·k_blockᵀ/√d: [B, H, L_q, n];
-    #    b. the new running max m_new = max(m_i, s.amax(dim=-1));
-    #    c. the rescale factor alpha = exp(m_i − m_new) (0 at the first block, where m_i = -inf);
-    #    d. p = exp(s − m_new); l_i = alpha·l_i + p.sum(dim=-1); acc = alpha·acc + p·v_block; m_i = m_new.
-    # 3. out = acc / l_i and lse = m_i + log(l_i).
+    """softmax(q·kᵀ/√d)·v and each row's log-sum-exp, the keys walked in blocks (Dao 2023, FlashAttention-2,
+    Algorithm 1; `attn-tutor explain single-head-3x4 --tiled` works it by hand, row by row).
+
+    Walk the keys in blocks and never form the [L_q, L_k] scores (the checker measures memory in the NumPy
+    flavour only, but that is the point); do not call scaled_dot_product_attention.
+
+    Shapes:
+      q           [B, H, L_q, d]
+      k           [B, H, L_k, d]
+      v           [B, H, L_k, d_v]
+      block_size  keys (and values) per block, an int >= 1; the last block may be smaller
+    Returns (out, lse), in the inputs' dtype:
+      out         [B, H, L_q, d_v]   the same numbers as plain attention (no mask)
+      lse         [B, H, L_q]        log Σ_j exp(s_j) of each query row's scaled scores s = q·kᵀ/√d
+                                     (natural log)
+    """
+    # TODO 1: the running state of every query row: max m_i = -inf, sum l_i = 0 ([B, H, L_q]),
+    #         accumulator acc = 0 ([B, H, L_q, d_v]); q.new_full / q.new_zeros keep q's dtype
+    # TODO 2: for each block k[..., start:start + block_size, :] (and the same rows of v): its scores
+    #         s [B, H, L_q, n], the new running max m_new = max(m_i, s.amax(dim=-1))
+    # TODO 3: the rescale factor alpha = exp(m_i − m_new) (0 at the first block, where m_i = -inf);
+    #         p = exp(s − m_new); l_i = alpha·l_i + p.sum(dim=-1); acc = alpha·acc + p·v_block; m_i = m_new
+    # TODO 4: out = acc / l_i and lse = m_i + log(l_i)
     raise NotImplementedError
