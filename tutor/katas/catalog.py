@@ -19,6 +19,8 @@ _MODULES = {
     "mha": "mha",
     "gqa": "gqa",
     "kv-cache": "kv_cache",
+    "flash": "flash",
+    "backward": "backward",
 }
 IDS = tuple(_MODULES)
 

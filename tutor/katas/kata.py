@@ -70,7 +70,9 @@ class Case:
     ``given`` a line saying what is special about the case (a causal mask, key padding, a
     fully masked row); ``expected`` the right outputs; ``hand``: expected from the exact engine;
     ``only``: the one flavour this case is for (a dropout probability only a module takes);
-    ``trace_memory``: the case measures the most memory NumPy allocates (the online softmax).
+    ``trace_memory``: the case measures the most memory NumPy allocates (the online softmax);
+    ``memory_limit``: then the bytes the learner's NumPy code may allocate at most (the online
+    softmax's: a quarter of one ``[L_q, L_k]`` matrix of the case's dtype, ``sizes`` ``L_q``, ``L_k``).
     """
 
     id: str
@@ -88,6 +90,7 @@ class Case:
     hand: bool = False
     only: str | None = None
     trace_memory: bool = False
+    memory_limit: int | None = None  # bytes, with trace_memory
     twin: str | None = None  # the case with the same numbers and no dropout (a dropout case's)
 
     def request(self) -> dict[str, Any]:
