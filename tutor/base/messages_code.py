@@ -84,7 +84,7 @@ EN_CODE: dict[str, str] = {
     "code.two_mistakes": "two mistakes at once: {first} And: {second}",
     "code.memory": "your code allocated {peak} at most on this case; a full [L_q, L_k] matrix of scores is {full}: the online softmax never forms it (walk the keys in blocks of block_size)",
     # --- mha -------------------------------------------------------------------------
-    "code.mistake.no_scaling": "the scores are not scaled: divide them by √d_k, `scores = q @ k.T / math.sqrt(d_k)` (d_k = D / num_heads, the size of one head)",
+    "code.mistake.no_scaling": "the scores are not scaled: divide them by √d_k, `scores = q @ k.T / math.sqrt(d_k)` (d_k: the size of one head, q's last axis)",
     "code.mistake.scale_sqrt_d_model": "the scores are divided by √d_model; the scale is the size of one head: `/ math.sqrt(d_k)` with `d_k = D // num_heads`",
     "code.mistake.scale_d_k": "the scores are divided by d_k; divide by its square root: `/ math.sqrt(d_k)`",
     "code.mistake.kq_transposed": "the scores are K·Qᵀ, each query's scores in a column; compute `q @ k.transpose(-2, -1)` (NumPy: `q @ k.swapaxes(-1, -2)`): row i is query i",

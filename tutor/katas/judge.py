@@ -28,9 +28,11 @@ from ..drills.record import explain_shape
 from .kata import Array, Case, Kata, Mistake
 from .run import CaseRun, Run
 
-__all__ = ["CaseVerdict", "Diagnosis", "Report", "diagnose", "judge", "tolerance"]
+__all__ = ["PROBLEMS", "CaseVerdict", "Diagnosis", "Report", "diagnose", "judge", "tolerance"]
 
 MAX_WRONG = 6  # wrong entries listed per output
+#: Diagnosis keys that are not a catalogued mistake: what went wrong when none is named.
+PROBLEMS = frozenset({"unknown", "exception", "shape", "count", "type", "memory"})
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class Report:
         for c in self.cases:
             for d in c.diagnoses:
                 counts[d.key] = counts.get(d.key, 0) + 1
-        return tuple(sorted(counts, key=lambda k: -counts[k]))
+        return tuple(sorted(counts, key=lambda k: (k in PROBLEMS, -counts[k])))  # catalogued mistakes first
 
 
 def tolerance(dtype: str) -> tuple[float, float]:
@@ -132,7 +134,7 @@ def judge(kata: Kata, cases: Sequence[Case], run: Run) -> Report:
     by_id = {c.id: c for c in cases}
     verdicts = [_verdict(kata, by_id[r.id], r) for r in run.cases if r.id in by_id]
     passed = {v.case.id: v.passed for v in verdicts}
-    named = [v if v.passed or v.problem in ("exception", "count", "type") else
+    named = [v if v.passed or v.problem in ("exception", "count", "type", "memory") else
              _named(kata, v, passed) for v in verdicts]
     return Report(kata, run.flavour or "numpy", tuple(named))
 
@@ -162,7 +164,16 @@ def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
         if n:
             return CaseVerdict(case, False, "values", output=spec.name, wrong=tuple(wrong), n_wrong=n, got=got,
                                peak=r.peak)
+    if case.memory_limit is not None and r.peak is not None and r.peak > case.memory_limit:
+        full = case.sizes.get("B", 1) * case.sizes.get("H", 1) * case.sizes["L_q"] * case.sizes["L_k"]
+        full *= 4 if case.dtype == "float32" else 8
+        return CaseVerdict(case, False, "memory", got=got, peak=r.peak, diagnoses=(Diagnosis("memory", t(
+            "code.memory", peak=_mib(r.peak), full=_mib(full))),))
     return CaseVerdict(case, True, got=got, peak=r.peak)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
 
 
 def _shape_text(axes: Sequence[str], sizes: Mapping[str, int]) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..base.messages import t
 from ..base.textsafe import lines, shown
+from ..katas.judge import PROBLEMS as _PROBLEMS
 from ..katas.judge import CaseVerdict, Report
 from ..katas.kata import Kata
 from ..katas.run import Run
@@ -72,9 +73,6 @@ def _cell(x: Any) -> str:
     if isinstance(x, (bool, np.bool_)):
         return f"{'True' if x else 'False':>8}"
     return f"{float(x):>8.4f}" if np.isfinite(x) else f"{float(x):>8}"
-
-
-_PROBLEMS = ("unknown", "exception", "shape", "count", "type", "memory")
 
 
 def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = ()) -> list[str]:
