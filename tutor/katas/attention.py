@@ -20,9 +20,10 @@ from collections.abc import Set
 
 import numpy as np
 
+from ..numeric.functional import softmax  # the one softmax: a row of only -inf gives zeros
 from .kata import Array
 
-__all__ = ["SLIPS", "NotApplicable", "attend", "merge_heads", "softmax", "split_heads"]
+__all__ = ["SLIPS", "NotApplicable", "attend", "merge_heads", "split_heads"]
 
 #: What each slip of :func:`attend`, :func:`split_heads` and :func:`merge_heads` does, as code.
 SLIPS = {
@@ -45,14 +46,6 @@ SLIPS = {
 
 class NotApplicable(Exception):
     """The slips cannot run on these inputs: the learner's code would raise (shapes that do not chain)."""
-
-
-def softmax(s: Array, axis: int = -1) -> Array:
-    """Softmax along ``axis``; ``-inf`` entries get 0; a slice of only ``-inf`` gives NaN (0/0), as ``exp`` does."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        m = np.max(s, axis=axis, keepdims=True)
-        e = np.exp(s - np.where(np.isfinite(m), m, 0.0))
-        return e / e.sum(axis=axis, keepdims=True)
 
 
 def attend(q: Array, k: Array, v: Array, allowed: Array | None, slips: Set[str] = frozenset(), *,
@@ -86,8 +79,8 @@ def attend(q: Array, k: Array, v: Array, allowed: Array | None, slips: Set[str] 
         empty = ~keep.any(axis=-1, keepdims=True)
         fill = -1e9 if "empty_row_uniform" in slips else -np.inf
         weights = softmax(np.where(keep, scores, fill), axis=-2 if "softmax_columns" in slips else -1)
-        if not slips & {"empty_row_nan", "empty_row_uniform"}:
-            weights = np.where(empty, 0.0, weights)
+        if "empty_row_nan" in slips:  # exp(-inf - max) with no guard: 0/0 on a row with no key
+            weights = np.where(empty, np.nan, weights)
     else:
         weights = softmax(scores, axis=-2 if "softmax_columns" in slips else -1)
     if "times_k" in slips:

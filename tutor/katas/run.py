@@ -112,11 +112,12 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
         req = Path(tmp) / "request.json"
         req.write_text(json.dumps({**request, "file": str(file), "cases": list(cases)}), encoding="utf-8")
         read_fd, write_fd = os.pipe()
-        env = {**(os.environ if environ is None else environ), "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
+        env = None if environ is None else dict(environ)  # None: this process's, inherited
         cpu = int(LOAD_TIME_LIMIT + time_limit * max(1, len(cases))) + 1
         try:
             proc = subprocess.Popen(
-                [python or sys.executable, str(HARNESS), str(req), str(write_fd)],
+                # -B: no __pycache__ beside the learner's file; -u: output as written; -X utf8: UTF-8 streams
+                [python or sys.executable, "-B", "-u", "-X", "utf8", str(HARNESS), str(req), str(write_fd)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 pass_fds=(write_fd,), start_new_session=True, env=env, cwd=str(file.parent),
                 preexec_fn=_limits(memory_mb, cpu),  # noqa: PLW1509 -- only setrlimit and signal dispositions
