@@ -43,9 +43,11 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     Slips beyond :func:`tutor.katas.attention.attend`'s and the heads' (``heads_split_reshape``,
     ``heads_merge_reshape``): ``sources_swapped`` (Q from ``memory``, K and V from ``x``), ``kv_from_x``
     (K and V from ``x`` too: self-attention), ``weights_not_transposed`` (``x @ w`` for every
-    projection), ``padding_rows`` (the key padding on the query rows), ``padding_polarity``
-    (``key_padding_mask`` read as True = keep), ``no_out_proj``.  ``None`` when the slips' shapes
-    do not chain (a padding mask of ``L_k`` keys against another length).
+    projection), ``guarded_columns`` (with ``softmax_columns``: a padding key's column zero, not NaN,
+    as a softmax whose 0/0 is guarded gives it), ``padding_rows`` (the key padding on the query rows),
+    ``padding_polarity`` (``key_padding_mask`` read as True = keep), ``no_out_proj``.  ``None`` when
+    the slips' shapes do not chain (a padding mask of ``L_k`` keys against another length: the
+    learner's masking line raises).
     """
     x, memory, H = inputs["x"], inputs["memory"], inputs["num_heads"]
     B, L_q, D = x.shape
@@ -67,6 +69,9 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
         except ValueError:
             return None  # the learner's masking line raises
     context, weights = attend(q, k, v, allowed, slips)
+    if "guarded_columns" in slips:
+        weights = np.nan_to_num(weights, nan=0.0)
+        context = weights @ v
     out = merge_heads(context, slips)  # [B, L_q, D]
     if "no_out_proj" not in slips:
         out = linear(out, inputs["w_o"])
@@ -167,6 +172,7 @@ KATA = Kata(
         Mistake.of("weights_not_transposed"),
         Mistake.of("no_scaling"),
         Mistake.of("softmax_columns"),
+        Mistake.of("softmax_columns", "softmax_columns", "guarded_columns"),
         Mistake.of("padding_rows"),
         Mistake.of("padding_polarity"),
         Mistake.of("heads_split_reshape"),

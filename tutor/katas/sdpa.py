@@ -54,10 +54,13 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     ``is_causal``), made with ``slips``.
 
     Slips beyond :func:`tutor.katas.attention.attend`'s: ``mask_upper``, ``mask_diagonal`` (the causal
-    mask built wrongly, :func:`causal`), ``causal_ignored`` (``is_causal`` not read).  ``no_mask`` is the
-    ``mask`` argument ignored; the causal mask goes through the same masking line as ``mask`` does, so
-    ``mask_inverted``, ``mask_added``, ``mask_after_softmax`` turn it too.  ``None`` when the slips'
-    shapes do not chain (``K·Qᵀ`` with ``L_q ≠ L_k``, ``weights·K`` with ``d_k ≠ d_v``).
+    mask built wrongly, :func:`causal`), ``causal_ignored`` (``is_causal`` not read), ``guarded_columns``
+    (with ``softmax_columns``: a key no query may attend gets zero weights, not NaN, as a softmax whose
+    0/0 is guarded gives them).  ``no_mask`` is the ``mask`` argument ignored; the causal mask goes
+    through the same masking line as ``mask`` does, so ``mask_inverted``, ``mask_added`` and
+    ``mask_after_softmax`` turn it too.  ``times_k`` gives ``out [B, H, L_q, d_k]`` (the weights times
+    K chain whatever ``d_v`` is).  ``None`` when the slips' shapes do not chain (``K·Qᵀ`` with
+    ``L_q ≠ L_k``: the learner's code raises).
     """
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
     allowed = inputs.get("mask")
@@ -65,9 +68,12 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
         allowed = None if "causal_ignored" in slips else causal(q.shape[-2], k.shape[-2], slips)
         slips = slips - {"no_mask"}
     try:
-        return attend(q, k, v, allowed, slips)
+        _, weights = attend(q, k, v, allowed, slips - {"times_k"})
     except NotApplicable:
         return None
+    if "guarded_columns" in slips:
+        weights = np.nan_to_num(weights, nan=0.0)
+    return weights @ (k if "times_k" in slips else v), weights  # weights·K chains whatever d_v is
 
 
 def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...],
@@ -156,6 +162,7 @@ KATA = Kata(
         Mistake.of("scale_d_k"),
         Mistake.of("kq_transposed"),
         Mistake.of("softmax_columns"),
+        Mistake.of("softmax_columns", "softmax_columns", "guarded_columns"),
         Mistake.of("times_k"),
         Mistake.of("mask_inverted"),
         Mistake.of("mask_added"),

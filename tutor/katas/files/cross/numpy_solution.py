@@ -9,15 +9,14 @@ KATA = "cross"
 
 def cross_attention(x, memory, w_q, w_k, w_v, w_o, num_heads, key_padding_mask=None):
     B, L_q, D = x.shape
-    L_k = memory.shape[1]
     d_k = D // num_heads
 
-    def heads(t, L):  # [B, L, D] -> [B, H, L, d_k]: head h takes features h·d_k … (h+1)·d_k - 1
-        return t.reshape(B, L, num_heads, d_k).transpose(0, 2, 1, 3)
+    def heads(t):  # [B, L, D] -> [B, H, L, d_k]: head h takes features h·d_k … (h+1)·d_k - 1
+        return t.reshape(B, t.shape[1], num_heads, d_k).transpose(0, 2, 1, 3)
 
-    q = heads(x @ w_q.T, L_q)         # the queries from the decoder: [B, H, L_q, d_k]
-    k = heads(memory @ w_k.T, L_k)    # the keys and values from the encoder: [B, H, L_k, d_k]
-    v = heads(memory @ w_v.T, L_k)
+    q = heads(x @ w_q.T)         # the queries from the decoder: [B, H, L_q, d_k]
+    k = heads(memory @ w_k.T)    # the keys and values from the encoder: [B, H, L_k, d_k]
+    v = heads(memory @ w_v.T)
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d_k)  # [B, H, L_q, L_k]
     if key_padding_mask is not None:
         blocked = key_padding_mask[:, None, None, :]       # [B, 1, 1, L_k]: a padding key's column

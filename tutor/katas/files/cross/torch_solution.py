@@ -15,15 +15,14 @@ KATA = "cross"
 
 def cross_attention(x, memory, w_q, w_k, w_v, w_o, num_heads, key_padding_mask=None):
     B, L_q, D = x.shape
-    L_k = memory.size(1)
     d_k = D // num_heads
 
-    def heads(t, L):  # [B, L, D] -> [B, H, L, d_k]: head h takes features h·d_k … (h+1)·d_k - 1
-        return t.view(B, L, num_heads, d_k).transpose(1, 2)
+    def heads(t):  # [B, L, D] -> [B, H, L, d_k]: head h takes features h·d_k … (h+1)·d_k - 1
+        return t.view(B, t.size(1), num_heads, d_k).transpose(1, 2)
 
-    q = heads(F.linear(x, w_q), L_q)       # the queries from the decoder (x @ w_q.T): [B, H, L_q, d_k]
-    k = heads(F.linear(memory, w_k), L_k)  # the keys and values from the encoder: [B, H, L_k, d_k]
-    v = heads(F.linear(memory, w_v), L_k)
+    q = heads(F.linear(x, w_q))       # the queries from the decoder (x @ w_q.T): [B, H, L_q, d_k]
+    k = heads(F.linear(memory, w_k))  # the keys and values from the encoder: [B, H, L_k, d_k]
+    v = heads(F.linear(memory, w_v))
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # [B, H, L_q, L_k]
     if key_padding_mask is not None:
         scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))  # padding keys' columns
