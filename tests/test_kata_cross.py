@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from tutor.base.messages import EN
+from tutor.drills.bank import load as load_bank
 from tutor.katas import catalog
 from tutor.katas.cross import KATA, reference
 
@@ -75,6 +76,8 @@ def test_every_mistake_shows_and_parts_from_every_other():
 
 def test_the_kata_is_registered_and_every_mistake_has_its_sentence():
     assert catalog.get("cross") is KATA
+    bank = load_bank()
+    assert [bank.get(f).id for f in KATA.follow_ups] == list(KATA.follow_ups)  # concepts of the bank
     assert catalog.IDS.index("cross") == catalog.IDS.index("masks") + 1
     ours = {"sources_swapped", "kv_from_x", "weights_not_transposed", "padding_rows", "padding_polarity"}
     from_mha = {"no_scaling", "softmax_columns", "heads_split_reshape", "heads_merge_reshape", "no_out_proj"}

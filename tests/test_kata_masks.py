@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tutor.base.messages import EN
+from tutor.drills.bank import load as load_bank
 from tutor.katas import catalog
 from tutor.katas.masks import KATA, reference
 
@@ -87,6 +88,8 @@ def test_every_mistake_shows_and_parts_from_every_other():
 
 def test_the_kata_is_registered_and_every_mistake_has_its_sentence():
     assert catalog.get("masks") is KATA
+    bank = load_bank()
+    assert [bank.get(f).id for f in KATA.follow_ups] == list(KATA.follow_ups)  # concepts of the bank
     assert catalog.IDS.index("masks") == catalog.IDS.index("sdpa") + 1
     for m in KATA.mistakes:
         assert f"code.mistake.{m.key}" in EN
@@ -125,3 +128,28 @@ def test_every_mistake_has_a_held_back_file_and_two_are_pytorch():
     stems = [p.stem for p in held_back(KATA)]
     assert {s.removesuffix("_torch") for s in stems} == {m.key for m in KATA.mistakes}
     assert sum(s.endswith("_torch") for s in stems) >= 2
+
+
+@pytest.mark.parametrize("fill", [-1e9, -1e4])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_large_negative_fill_gives_a_fully_masked_row_weights_as_the_sentence_says(fill, dtype):
+    """What ``code.mistake.mask_large_negative`` says: rows with a key get -inf's weights; the row with none gets
+    the unmasked softmax (the fill cancels, up to its rounding of the scores), uniform in float32 with -1e9;
+    with -inf it gets zeros."""
+    gen = torch.Generator().manual_seed(5)
+    q, k = (torch.randn(1, 1, 4, 3, generator=gen, dtype=dtype) for _ in range(2))
+    eye = torch.eye(4, dtype=dtype)[None, None]  # V = I: the output is the weights
+    inputs = {"key_padding_mask": np.array([[True, False, False, False]]), "is_causal": True}  # row 0: no key
+    _, right = (torch.from_numpy(a).to(dtype) for a in reference(inputs, frozenset()))
+    slip = "fill_neg_1e9" if fill == -1e9 else "fill_neg_1e4"
+    _, filled = (torch.from_numpy(a).to(dtype) for a in reference(inputs, frozenset({slip})))
+    assert filled.min().item() == fill
+    want = F.scaled_dot_product_attention(q, k, eye, attn_mask=right)
+    got = F.scaled_dot_product_attention(q, k, eye, attn_mask=filled)
+    torch.testing.assert_close(got[..., 1:, :], want[..., 1:, :])
+    assert torch.equal(want[0, 0, 0], torch.zeros(4, dtype=dtype))
+    if fill == -1e9 and dtype == torch.float32:
+        torch.testing.assert_close(got[0, 0, 0], torch.full((4,), 0.25, dtype=dtype))
+    else:
+        unmasked = F.scaled_dot_product_attention(q, k, eye)[0, 0, 0]  # the fill's rounding off the scores aside
+        torch.testing.assert_close(got[0, 0, 0], unmasked, rtol=0, atol=1e-3 if dtype == torch.float32 else 1e-7)

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tutor.base.messages import EN
+from tutor.drills.bank import load as load_bank
 from tutor.katas import catalog
 from tutor.katas.sdpa import KATA, reference
 
@@ -67,6 +69,18 @@ def test_pytorch_gives_a_fully_masked_row_zeros_as_the_docstring_says(backend, d
             assert torch.isfinite(out).all()
 
 
+def test_nn_multihead_attention_gives_a_fully_masked_row_nan_with_its_weights():
+    """The docstring's contrast: nn.MultiheadAttention, need_weights=True (its default), gives NaN there."""
+    mha = nn.MultiheadAttention(4, 2, bias=False, batch_first=True)
+    x = torch.randn(1, 3, 4, generator=torch.Generator().manual_seed(0))
+    blocked = torch.zeros(3, 3, dtype=torch.bool)
+    blocked[1] = True  # nn.MultiheadAttention's polarity: True = may not attend
+    with torch.no_grad():
+        out, weights = mha(x, x, x, attn_mask=blocked)
+    assert torch.isnan(out[0, 1]).all() and torch.isnan(weights[0, 1]).all()
+    assert torch.isfinite(out[0, [0, 2]]).all()
+
+
 def test_hand_cases_expected_values_are_the_reference_s():
     hand = [c for c in CASES if c.hand]
     assert len(hand) == 4
@@ -97,6 +111,8 @@ def test_every_mistake_shows_and_parts_from_every_other():
 
 def test_the_kata_is_registered_and_every_mistake_has_its_sentence():
     assert catalog.get("sdpa") is KATA
+    bank = load_bank()
+    assert [bank.get(f).id for f in KATA.follow_ups] == list(KATA.follow_ups)  # concepts of the bank
     assert catalog.IDS.index("sdpa") == catalog.IDS.index("mha") + 1
     ours = {"mask_upper", "mask_diagonal", "causal_ignored"}
     from_mha = {"no_scaling", "scale_d_k", "kq_transposed", "softmax_columns", "times_k", "mask_inverted",
