@@ -18,9 +18,9 @@ with a causal mask leaves its padding queries no key at all: a fully masked
 row, which SDPA gives zero weights with ``-inf`` (CPU, torch 2.13); an additive
 ``-1e9`` or ``-1e4`` is added to the whole row and cancels in the softmax, so
 that row attends every key, padding included (in float32 ``-1e9`` swamps the
-scores: uniform weights).  The
-masks: Vaswani et al. 2017, §3.2.3 (the decoder's masking); the additive form:
-the ``attn_mask`` of ``torch.nn.functional.scaled_dot_product_attention``.
+scores: uniform weights).  The masks: Vaswani et al. 2017, §3.2.3 (the
+decoder's masking); the additive form: the ``attn_mask`` of
+``torch.nn.functional.scaled_dot_product_attention``.
 
 Pure NumPy: no I/O.
 """
