@@ -132,9 +132,11 @@ KATA = Kata(
     reference=reference,
     cases=cases,
     mistakes=(
+        # first: where is_causal=False the key padding read as True = keep gives what an inverted `allowed`
+        # with the additive mask made from it gives, and the judge's first name on a case counts
+        Mistake.of("padding_polarity"),
         Mistake.of("allowed_inverted"),
         Mistake.of("allowed_inverted", "allowed_inverted", "additive_inverted"),
-        Mistake.of("padding_polarity"),
         Mistake.of("padding_rows"),
         Mistake.of("mask_upper"),
         Mistake.of("mask_diagonal"),
