@@ -101,6 +101,8 @@ def test_the_skeletons_define_the_function_the_solutions_do():
         tree = ast.parse((FILES / "cross" / f"{flavour}_{kind}.py").read_text(encoding="utf-8"))
         fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == KATA.numpy_name)
         top = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+        named = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "KATA"]
+        assert named == [KATA.id]
         return ast.unparse(fn.args), "torch" if "torch" in top else "numpy"
 
     for flavour in ("numpy", "torch"):
