@@ -17,6 +17,9 @@ __all__ = ["IDS", "get", "katas"]
 #: Kata id -> the module that defines it, in the order they are listed and learnt.
 _MODULES = {
     "mha": "mha",
+    "sdpa": "sdpa",
+    "masks": "masks",
+    "cross": "cross",
     "gqa": "gqa",
     "kv-cache": "kv_cache",
     "flash": "flash",
