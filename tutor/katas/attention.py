@@ -32,6 +32,7 @@ SLIPS = {
     "scale_d_k": "scores / d_k",
     "kq_transposed": "scores = k @ q.T",
     "softmax_columns": "softmax over the queries' axis (dim=-2)",
+    "guarded_columns": "with softmax_columns: a guarded 0/0, zeros on a column no query may attend",
     "times_k": "out = weights @ k",
     "mask_inverted": "blocked where the mask is True",
     "mask_added": "the boolean mask added to the scores as 0/1",
@@ -81,6 +82,8 @@ def attend(q: Array, k: Array, v: Array, allowed: Array | None, slips: Set[str] 
         weights = softmax(np.where(keep, scores, fill), axis=-2 if "softmax_columns" in slips else -1)
         if "empty_row_nan" in slips:  # exp(-inf - max) with no guard: 0/0 on a row with no key
             weights = np.where(empty, np.nan, weights)
+        if "softmax_columns" in slips and "guarded_columns" not in slips:  # 0/0 on a column no query may attend
+            weights = np.where(~keep.any(axis=-2, keepdims=True), np.nan, weights)
     else:
         weights = softmax(scores, axis=-2 if "softmax_columns" in slips else -1)
     if "times_k" in slips:

@@ -160,6 +160,7 @@ KATA = Kata(
         Mistake.of("scale_d_k"),
         Mistake.of("kq_transposed"),
         Mistake.of("softmax_columns"),
+        Mistake.of("softmax_columns", "softmax_columns", "guarded_columns"),
         Mistake.of("times_k"),
         *(Mistake.of("qkv_order", f"qkv_order_{o}", order=", ".join(o.upper())) for o in _ORDERS),
         Mistake.of("qkv_interleaved"),
