@@ -26,7 +26,7 @@ MAX_SHOWN_LINES = 20  # lines of the learner's output (or traceback) shown per s
 
 
 def _sizes(sizes: Mapping[str, int]) -> str:
-    return " ".join(f"{k}={v}" for k, v in sizes.items())
+    return " ".join(f"{k}={v}" for k, v in sizes.items() if not k.isdigit())  # "1": a size-1 axis's name
 
 
 def _given(text: str) -> str:
