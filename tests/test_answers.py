@@ -242,7 +242,13 @@ ERRORS: dict[str, tuple[object, object, str]] = {
         'unknown name "pi" at column 3 in "2*pi" (known: sqrt, exp, e, inf)',
     ),
     "answer.needs_parens": (parse_entry, "sqrt 2", '"sqrt" at column 1 in "sqrt 2" needs parentheses, e.g. sqrt(2)'),
-    "answer.nan": (parse_entry, "nan", '"nan" at column 1 in "nan" is not a number'),
+    "answer.nan": (parse_entry, "2*nan", '"nan" at column 3 in "2*nan" is not a number'),
+    "answer.nan_alone": (
+        parse_entry,
+        " NaN ",
+        '"NaN" is not a number, and no value asked for here is NaN (a query that may attend to no key has weights 0 '
+        "here, not 0/0); give the value it should be",
+    ),
     "answer.inf_alone": (parse_entry, "1 - inf", 'inf at column 5 in "1 - inf" must stand alone, as inf or -inf'),
     "answer.too_deep": (
         parse_entry,
@@ -322,8 +328,8 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "matrix.bracket_unmatched": (parse_matrix, "[1, 2]]", 'unmatched "]" at column 7'),
     "matrix.bracket_deep": (
         parse_matrix,
-        "[[[1]]]",
-        'brackets nested too deeply at column 3 (a matrix is [[1, 2], [3, 4]])',
+        "[[1, 2], [[3]]]",  # [[[1]]] is a printed array of shape (1, 1, 1): its one matrix [[1]]
+        'brackets nested too deeply at column 11 (a matrix is [[1, 2], [3, 4]])',
     ),
     "matrix.bracket_mixed": (
         parse_matrix,
@@ -332,6 +338,32 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     ),
     "matrix.not_list": (matrix_from_value, "1 2", "expected a matrix (a list of rows), found str"),
     "matrix.row_not_list": (matrix_from_value, [1, 2], "row 1: expected a list of numbers, found int"),
+    # a matrix pasted as PyTorch or NumPy printed it (more in tests/test_pasted_output.py)
+    "matrix.on_line": (parse_matrix, "[[1, 2],\n [3, 4]]]", 'line 2: unmatched "]" at column 9'),
+    "matrix.printed_unclosed": (parse_matrix, "tensor([[1, 2]]", 'the "(" of tensor( at column 7 is never closed'),
+    "matrix.printed_after": (
+        parse_matrix,
+        "tensor([[1, 2]]) + 1",
+        'unexpected "+ 1" at column 18, after the ")" that closes tensor(...)',
+    ),
+    "matrix.printed_argument": (
+        parse_matrix,
+        "array([[1, 2]], 3)",
+        'unexpected "3" at column 17 in array(...): only keyword arguments such as dtype=torch.float64 or '
+        "grad_fn=<...> may follow the numbers",
+    ),
+    "matrix.printed_batch": (
+        parse_matrix,
+        "[[[1, 2]], [[3, 4]], [[5, 6]]]",
+        "the pasted array has shape (3, 1, 2): 3 matrices of [1×2], but one matrix is expected; paste one of them "
+        "(such as x[0])",
+    ),
+    "matrix.printed_summarized": (
+        parse_matrix,
+        "tensor([[0., 1.,  ..., 9.]])",
+        'the matrix was printed in part ("..." at column 19); print it whole (after '
+        "torch.set_printoptions(threshold=100_000) or np.set_printoptions(threshold=100_000)) and paste that",
+    ),
 }
 def spent_budget(fn, text):
     """``fn(text)`` after the entries before it spent the budget of their matrix or file."""
@@ -705,7 +737,7 @@ def test_entry_from_value(value: object, expr: sympy.Expr, exact: bool, places: 
         (None, "found nothing (null)"),
         ([1], "found a list"),
         ({"a": 1}, "found a mapping"),
-        (float("nan"), '"nan" at column 1 in "nan" is not a number'),
+        (float("nan"), '"nan" is not a number, and no value asked for here is NaN'),
         (b"1", "found bytes"),
         ("1:20", 'unexpected character ":"'),  # YAML 1.1 base 60 is not a number
         ("0x10", 'unexpected "x10" at column 2'),  # no hexadecimal

@@ -248,10 +248,13 @@ def test_commands_at_the_prompt(cli):
     code, out, _ = practise(cli, script, "single-head-3x4", "--steps", "scores,scaled")
     assert code == 0
     start = out.index("scores> help")
-    assert out[start:start + 30] == [
+    assert out[start:start + 33] == [
         "scores> help",
         'Type each matrix on one line, rows separated by ";" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or',
         "row by row (an empty line ends it early).",
+        "A matrix as PyTorch or NumPy prints it can be pasted too, over as many lines as it was printed on:",
+        "tensor([[1.0000, 1.0000], [2.0000, 2.0000]], dtype=torch.float64), array([[1., 1.], [2., 2.]]) or",
+        "print()'s [[1. 1.] [2. 2.]] (nan is not accepted: no value asked for is NaN).",
         "Numbers: 2, -1/3, 0.45, sqrt(2), 2*sqrt(2), exp(1), e, 1/(1 + 2*exp(sqrt(2))), -inf for a masked",
         "score.",
         "  hint   the formula; again: one entry worked out",

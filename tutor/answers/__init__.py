@@ -1,7 +1,8 @@
 """What a learner types, read safely, and graded: the answer grammar (a
 recursive-descent parser; nothing is ever evaluated as code), bounded exact
-values and intervals, matrices typed on one line or read from YAML, and the
-one grading rule of ``practice`` and ``check``.
+values and intervals, matrices typed on one line (or pasted as PyTorch or
+NumPy printed them) or read from YAML, and the one grading rule of ``practice``
+and ``check``.
 
 Pure: no I/O, no printing, no numpy.  What a learner types at the practice
 prompt, and every entry of a solution file, goes through :func:`parse_entry`
@@ -59,8 +60,12 @@ from .matrix import (
     entry_counts,
     entry_from_value,
     matrix_from_value,
+    matrix_texts,
     parse_matrix,
     parse_row,
+    printed,
+    printout_begins,
+    printout_open,
     split_entries,
 )
 from .values import MAX_MAGNITUDE
@@ -88,9 +93,13 @@ __all__ = [
     "equals_exactly",
     "judge",
     "matrix_from_value",
+    "matrix_texts",
     "parse_entry",
     "parse_matrix",
     "parse_row",
     "practice_verdict",
+    "printed",
+    "printout_begins",
+    "printout_open",
     "split_entries",
 ]

@@ -39,9 +39,23 @@ parentheses; otherwise whitespace outside parentheses does, except next to
 an operator: ``1 -1`` is two entries, ``1 - 1`` is one (see
 :func:`.matrix.split_entries`, which splits them).
 
+Pasted output: a matrix as PyTorch or NumPy prints it is read as it was printed
+(:func:`.matrix.printed` unwraps it; nothing in it is evaluated), over as many lines
+as it was printed on: ``tensor([[1.8916, 1.8916],`` / ``[0.5000, 0.2500]], dtype=torch.float64)``,
+with any of ``dtype=``, ``grad_fn=<SoftmaxBackward0>``, ``requires_grad=True``,
+``device='cpu'`` after the numbers; ``array([[1.8916, 1.8916], [0.5   , 0.25  ]], dtype=float32)``;
+``print()``'s ``[[1.8916 1.8916]`` / `` [0.5    0.25  ]]``; numbers as they print them
+(``1.0000e+00``, ``2.5000e-03``, NumPy's ``1.e-03``, ``1.``, ``-inf``, ``inf``).  A 1-D array is
+one row; an array of more axes is read as its one matrix when every leading axis has size 1
+(``tensor([[[1., 2.]]])``), and refused, with its shape, when it holds several.  A printout
+summarised with ``...`` is refused (its entries are not all there).  ``nan`` (``NaN``, ``.nan``)
+is refused with its row and entry: no value asked for is NaN (``check`` reads a solution file's
+``nan`` as a wrong entry instead, and says why).
+
 Exactness: ``0.1`` is the rational 1/10 (read from its text, never through a
 binary float), but an entry containing any decimal literal (a ``.`` or an
-exponent: ``0.45``, ``1e-3``) is *not exact* -- it claims a rounded value.
+exponent: ``0.45``, ``1e-3``) is *not exact* -- it claims a rounded value.  So
+does a pasted one: ``0.2500`` claims 0.25 ± 0.00005, torch's ``2.`` claims 2 ± 0.5.
 
 Resource guards: every entry is graded within a fixed budget (well under
 100 ms for any entry inside these limits; ``make bench`` runs
@@ -141,6 +155,7 @@ _OPS = {
 _INF_ALONE = re.compile(r"(?P<sign>[+\-−]?)\s*(?:\.?(?:inf|Inf|INF)|infinity|Infinity|∞|oo)")  # oo: sympy's
 _INF_NAMES = {"inf", "Inf", "INF", "infinity", "Infinity", "oo"}
 _NAN_NAMES = {"nan", "NaN", "NAN"}
+_NAN_ALONE = re.compile(r"[+\-−]?\.?nan", re.IGNORECASE)  # as Python, NumPy, PyTorch and YAML (.nan) write it
 
 
 def _tokenize(text: str) -> list[_Tok]:
@@ -428,6 +443,8 @@ def parse_entry(text: str) -> Entry:
         refuse("answer.empty")
     if m := _INF_ALONE.fullmatch(stripped):
         return Entry(stripped, True, None, -1 if m["sign"] in ("-", "−") else 1)
+    if _NAN_ALONE.fullmatch(stripped):  # what code that divided 0 by 0 printed: said as such
+        refuse("answer.nan_alone", text=printable(stripped))
     toks = _tokenize(text)
     parser = _Parser(text, toks)
     with V.budget(V.Work(V.MAX_ENTRY_WORK)):

@@ -13,7 +13,10 @@ The contract is the "Solution files" section of ``docs/exercise-format.md``::
 
 Any subset of the steps may be given.  Entries are numbers or strings in the
 answer grammar (:mod:`tutor.answers`), read from their text (``0.4500`` keeps
-its four places).  Beyond the contract (compatible additions): ``source`` and
+its four places).  A step may also be given as text: a matrix as typed in
+``practice``, or pasted as PyTorch or NumPy printed it (a YAML block scalar,
+``weights: |``), split by :func:`tutor.answers.matrix_texts`; its entries are
+read as a list's are (``nan`` among them).  Beyond the contract (compatible additions): ``source`` and
 ``title`` (text, shown in the report), a ``heads`` list shorter than the
 number of heads (the heads not listed are not given), and ``~`` (null) for an
 entry the source did not print.  A file must give at least one step: one
@@ -45,14 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from ..answers import Entry, claim, entry_from_value
+from ..answers import Entry, claim, entry_from_value, matrix_texts
 from ..answers.values import MAX_SHARED_WORK, Work, budget
 from ..base.errors import AnswerError, ExerciseError, NotFoundError, Problem
 from ..base.messages import t
 from ..exercise.checks import LIMITS
 from ..exercise.record import Exercise
 from ..exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
-from ..exercise.yamlread import Document, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
+from ..exercise.yamlread import Document, YNum, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 from ..exercise.yamlread import Path as YPath
 from ..steps import HEAD_STEPS, KINDS, LAYER_STEPS, STEP_IDS, has_backward, keys
 from .tiled_part import TiledGiven, read_tiled
@@ -211,6 +214,12 @@ class Reader:
         return False
 
     def matrix(self, path: YPath, value: Any) -> tuple[tuple[Entry | NanEntry | None, ...], ...] | None:
+        if isinstance(value, str) and not isinstance(value, YNum):  # a matrix as typed, or as PyTorch or NumPy printed it
+            try:
+                value = matrix_texts(value)
+            except AnswerError as err:
+                self.add(path, str(err))
+                return None
         if not isinstance(value, list) or not value:
             self.add(path, t("schema.expected", expected=t("expected.matrix"), found=describe(value)))
             return None

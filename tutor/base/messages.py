@@ -243,6 +243,7 @@ EN: dict[str, str] = {
     "practice.intro": "Practice: {title} ({id}, steps to do: {total})",
     "practice.how.matrix": "Type each matrix on one line, rows separated by \";\" (1 1; 2 2) or in brackets ([[1, 1], [2, 2]]), or row by row (an empty line ends it early).",
     "practice.how.entry": "Type each entry when it is asked for.",
+    "practice.how.pasted": "A matrix as PyTorch or NumPy prints it can be pasted too, over as many lines as it was printed on: tensor([[1.0000, 1.0000], [2.0000, 2.0000]], dtype=torch.float64), array([[1., 1.], [2., 2.]]) or print()'s [[1. 1.] [2. 2.]] (nan is not accepted: no value asked for is NaN).",
     "practice.numbers": "Numbers: 2, -1/3, 0.45, sqrt(2), 2*sqrt(2), exp(1), e, 1/(1 + 2*exp(sqrt(2))), -inf for a masked score.",
     "practice.commands": "Commands: hint, shape, show, skip, quit, help.",
     "practice.step": "Step {number} of {total}: {title}",
@@ -252,6 +253,7 @@ EN: dict[str, str] = {
     "practice.label.kv_head": " (K/V head {kv})",
     "practice.prompt": "{name}{head}>",
     "practice.prompt.row": "{name}{head} row {row}>",
+    "practice.prompt.more": "{name}{head} …>",
     "practice.prompt.entry": "{name}[{row}, {col}]{head}>",
     "practice.invalid": "Not an answer: {message}. Type it again (or help).",
     "practice.bad_row": "row {row}: {message}",
@@ -687,6 +689,7 @@ EN.update({
     "answer.log": '"{name}" at column {column} in "{text}": a logarithm is not part of what answers can be written in (sqrt, exp, e); give it as a decimal (log(2) ≈ 0.6931)',
     "answer.needs_parens": '"{name}" at column {column} in "{text}" needs parentheses, e.g. {name}(2)',
     "answer.nan": '"{name}" at column {column} in "{text}" is not a number',
+    "answer.nan_alone": '"{text}" is not a number, and no value asked for here is NaN (a query that may attend to no key has weights 0 here, not 0/0); give the value it should be',
     "answer.inf_alone": 'inf at column {column} in "{text}" must stand alone, as inf or -inf',
     "answer.too_deep": 'nesting deeper than {limit:levels} at column {column} in "{text}"',
     "answer.number_too_long": 'the number at column {column} in "{text}" has more than {limit:digits}',
@@ -725,6 +728,13 @@ EN.update({
     "matrix.bracket_mixed": "mix of bracketed rows and bare entries; write every row in brackets, e.g. [[1, 2], [3, 4]]",
     "matrix.not_list": "expected a matrix (a list of rows), found {found}",
     "matrix.row_not_list": "row {row}: expected a list of numbers, found {found}",
+    "matrix.on_line": "line {line}: {message}",
+    # a matrix pasted as PyTorch or NumPy printed it (tutor.answers.matrix.printed)
+    "matrix.printed_unclosed": 'the "(" of {name}( at column {column} is never closed',
+    "matrix.printed_after": 'unexpected "{text}" at column {column}, after the ")" that closes {name}(...)',
+    "matrix.printed_argument": 'unexpected "{text}" at column {column} in {name}(...): only keyword arguments such as dtype=torch.float64 or grad_fn=<...> may follow the numbers',
+    "matrix.printed_batch": "the pasted array has shape ({shape}): {count} matrices of [{rows}×{cols}], but one matrix is expected; paste one of them (such as x[0])",
+    "matrix.printed_summarized": 'the matrix was printed in part ("..." at column {column}); print it whole (after torch.set_printoptions(threshold=100_000) or np.set_printoptions(threshold=100_000)) and paste that',
 })
 
 # --- sentences that were built outside the catalogue (issue 9) -----------------------

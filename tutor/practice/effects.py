@@ -42,12 +42,14 @@ class Opening:
 @dataclass(frozen=True)
 class Prompt(Generic[Q]):
     """Ask for input.  ``row`` (1-based) during row-by-row input; ``cell`` in entry mode;
+    ``more``: the next line of a printout pasted over several lines;
     ``multi_head``: the question is named with its head."""
 
     step: Q
     multi_head: bool = False
     row: int | None = None
     cell: Cell | None = None
+    more: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,10 @@ quantities, recorded nowhere).
 
 The forms (:class:`.effects.Mode`): in ``matrix`` mode an answer is a whole
 matrix on one line (``1 1; 2 2; 2 2``), or row by row: a first line holding one
-row of a taller matrix starts row-by-row input, which an empty line ends.  In
+row of a taller matrix starts row-by-row input, which an empty line ends; a
+matrix pasted as PyTorch or NumPy printed it over several lines
+(``tensor([[1., 1.],`` then ``[2., 2.]])``) is collected until its brackets close
+and read whole.  In
 ``entry`` mode every entry is asked for in turn, and after a wrong answer only
 the wrong entries are asked again.  In ``row`` mode the answer is one row on one
 line (``2.24, 2.24``), and a line with another number of entries is not an
@@ -27,7 +30,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
-from tutor.answers import ROUNDED_AWAY, TRUNCATED, Entry, entry_counts, parse_entry, parse_matrix, parse_row
+from tutor.answers import (
+    MAX_MATRIX_CHARS,
+    ROUNDED_AWAY,
+    TRUNCATED,
+    Entry,
+    entry_counts,
+    parse_entry,
+    parse_matrix,
+    parse_row,
+    printout_begins,
+    printout_open,
+)
 from tutor.base.errors import AnswerError
 from tutor.base.messages import t
 from tutor.exact.numbers import Exact
@@ -149,6 +163,7 @@ class State(Generic[Q]):
     diagnoses: tuple[str, ...] = ()  # diagnosis keys at the current question
     last_wrong: tuple[Cell, ...] = ()
     rows: Answered = ()  # matrix mode: rows typed so far, row by row
+    pasted: str = ""  # matrix mode: the lines so far of a printout pasted over several, its brackets still open
     grid: tuple[tuple[Entry | None, ...], ...] = ()  # entry mode: entries typed so far
     todo: tuple[Cell, ...] = ()  # entry mode: cells still to ask
     results: tuple[Result[Q], ...] = ()
@@ -181,9 +196,14 @@ def handle(state: State[Q], event: Event) -> tuple[State[Q], list[Effect]]:
         return _finish(state, "interrupt")
     if isinstance(event, EndOfInput):
         effects: list[Effect] = []
+        if state.pasted:  # a printout whose brackets never closed: read as it is (refused, saying which)
+            state, read = _whole(replace(state, pasted=""), state.pasted)
+            effects = [e for e in read if not isinstance(e, (Opening, Prompt, Summary))]
+            if state.done:
+                return state, effects + [Summary(state.results, "done")]
         if state.rows:  # a script that ends without the blank line after its last row
-            state, effects = _grade(state, state.rows, _rows_text(state.rows))
-            effects = [e for e in effects if not isinstance(e, (Opening, Prompt, Summary))]
+            state, graded = _grade(state, state.rows, _rows_text(state.rows))
+            effects += [e for e in graded if not isinstance(e, (Opening, Prompt, Summary))]
             if state.done:
                 return state, effects + [Summary(state.results, "done")]
         state, end = _finish(state, "end")
@@ -227,26 +247,47 @@ def _command(state: State[Q], name: str) -> tuple[State[Q], list[Effect]]:
 
 
 def _matrix(state: State[Q], text: str) -> tuple[State[Q], list[Effect]]:
-    rows_needed = state.step.shape[0]
+    if state.pasted:
+        return _pasting(state, text)
     if not state.rows:
         if not text.strip():
             return state, [_prompt(state)]
         stripped = text.strip()
+        if printout_begins(stripped):  # tensor([[1., 1.],  array([[...  [[[...  or a first row that runs on
+            return replace(state, pasted=text), [_prompt(replace(state, pasted=text))]
         if stripped.startswith("[[") and "]]" not in stripped:  # the first line of a pasted [[...],\n [...]]
             return _add_row(state, stripped[1:])
-        try:
-            if (wide := _too_wide(state, entry_counts(text))) is not None:
-                return state, [Invalid(wide), _prompt(state)]
-            m = parse_matrix(text)
-        except AnswerError as err:
-            return state, [Invalid(str(err)), _prompt(state)]
-        if len(m) == 1 and rows_needed > 1:
-            state = replace(state, rows=m)
-            return state, [RowByRow(len(m)), _prompt(state)]
-        return _grade(state, m, text.strip())
+        return _whole(state, text)
     if not text.strip():
         return _grade(state, state.rows, _rows_text(state.rows))
     return _add_row(state, text)
+
+
+def _whole(state: State[Q], text: str) -> tuple[State[Q], list[Effect]]:
+    """A whole matrix in ``text`` (on one line, or a printout pasted over several); one row of a taller
+    step begins row-by-row input."""
+    try:
+        if (wide := _too_wide(state, entry_counts(text))) is not None:
+            return state, [Invalid(wide), _prompt(state)]
+        m = parse_matrix(text)
+    except AnswerError as err:
+        return state, [Invalid(str(err)), _prompt(state)]
+    if len(m) == 1 and state.step.shape[0] > 1:
+        state = replace(state, rows=m)
+        return state, [RowByRow(len(m)), _prompt(state)]
+    return _grade(state, m, text.strip())
+
+
+def _pasting(state: State[Q], text: str) -> tuple[State[Q], list[Effect]]:
+    """One more line of a printout pasted over several: read whole once its brackets close.  A blank
+    line goes on only where a batch's printout has one (after ``]],``); elsewhere it ends the paste,
+    which is then read as it is (an unclosed bracket is named)."""
+    pasted = state.pasted + "\n" + text
+    if not text.strip() and not state.pasted.rstrip().endswith(("]],", "]]")):
+        return _whole(replace(state, pasted=""), state.pasted)
+    if printout_open(pasted) and len(pasted) <= MAX_MATRIX_CHARS:
+        return replace(state, pasted=pasted), [_prompt(replace(state, pasted=pasted))]
+    return _whole(replace(state, pasted=""), pasted)
 
 
 def _add_row(state: State[Q], text: str) -> tuple[State[Q], list[Effect]]:
@@ -371,7 +412,7 @@ def _record(state: State[Q], outcome: Outcome, attempt: int, *,
 def _begin(state: State[Q]) -> State[Q]:
     """Reset the per-question fields for the question at ``state.index``."""
     rows, cols = state.step.shape
-    state = replace(state, attempts=0, hints=0, diagnoses=(), last_wrong=(), rows=(), grid=(), todo=())
+    state = replace(state, attempts=0, hints=0, diagnoses=(), last_wrong=(), rows=(), pasted="", grid=(), todo=())
     if state.settings.mode == "entry":
         state = replace(state, grid=tuple((None,) * cols for _ in range(rows)),
                         todo=tuple((i, j) for i in range(rows) for j in range(cols)))
@@ -393,7 +434,7 @@ def _finish(state: State[Q], reason: Literal["done", "quit", "end", "interrupt"]
     """End the session: what is half typed is dropped; the question on screen keeps its tries and hints."""
     current = Result(state.step, None, state.attempts, state.hints, state.diagnoses, seen=True)
     results = state.results + (current,) + tuple(Result(s) for s in state.steps[state.index + 1:])
-    state = replace(state, done=True, results=results, rows=(), todo=(), grid=())
+    state = replace(state, done=True, results=results, rows=(), pasted="", todo=(), grid=())
     return state, [Summary(results, reason)]
 
 
@@ -403,4 +444,4 @@ def _prompt(state: State[Q]) -> Prompt[Q]:
         return Prompt(state.step, multi_head, cell=state.todo[0])
     if state.rows:
         return Prompt(state.step, multi_head, row=len(state.rows) + 1)
-    return Prompt(state.step, multi_head)
+    return Prompt(state.step, multi_head, more=bool(state.pasted))

@@ -126,13 +126,15 @@ class QuizRenderer:
         return quiz.step_label(step, multi_head)
 
     def prompt(self, p: quiz.Prompt[Step]) -> str:
-        """The text before the cursor: ``Q> ``, ``Q row 2> ``, ``Q[t1, d2]> ``, ``Q (head 1)> ``."""
+        """The text before the cursor: ``Q> ``, ``Q row 2> ``, ``Q[t1, d2]> ``, ``Q (head 1)> ``, ``Q …> ``."""
         name, head = quiz.result_name(p.step), self.head_suffix(p.step, p.multi_head)
         if p.cell is not None:
             i, j = p.cell
             text = t("practice.prompt.entry", name=name, head=head, row=p.step.row_labels[i], col=p.step.col_labels[j])
         elif p.row is not None:
             text = t("practice.prompt.row", name=name, head=head, row=p.row)
+        elif p.more:
+            text = t("practice.prompt.more", name=name, head=head)
         else:
             text = t("practice.prompt", name=name, head=head)
         return self.tx(text) + " "
@@ -308,6 +310,8 @@ class QuizRenderer:
 
     def on_help(self, h: quiz.Help) -> None:
         self.line(t("practice.how.entry" if h.mode == "entry" else "practice.how.matrix"))
+        if h.mode == "matrix":
+            self.line(t("practice.how.pasted"))
         self.line(t("practice.numbers"))
         for command in quiz.COMMANDS:
             self.line(f"{command:<6} " + t(f"practice.help.{command}"), indent=2)
