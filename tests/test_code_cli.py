@@ -207,3 +207,20 @@ def test_wrong_count_type_and_shape_are_explained(cli, tmp_path) -> None:
     assert problems["batch-2x4"][0] == "type" and "weights should be an array" in problems["batch-2x4"][1]
     shape = [c for c in doc["cases"] if c["problem"] == "shape"][0]
     assert shape["output"] == "weights" and shape["shape"]["got"] == [2, 5, 5]
+
+
+def test_the_flavour_is_said_with_its_reason_and_can_be_told(cli, tmp_path) -> None:
+    """A NumPy solution of a function kata that imports torch runs as PyTorch (and says so), unless --flavour numpy."""
+    f = _write(tmp_path, "kv.py", "import torch\n" + (FILES / "kv-cache" / "numpy_solution.py").read_text())
+    r = cli("code", "check", f)
+    assert r.code == 1 and "PyTorch flavour (the file imports torch; --flavour numpy to run it as NumPy)" in r.out
+    told = cli("code", "check", f, "--flavour", "numpy", "--format", "json")
+    doc = json.loads(told.out)
+    assert told.code == 0 and doc["flavour"] == "numpy" and doc["flavour_because"] == "option"
+
+
+def test_a_narrow_terminal_gets_wrapped_sentences(cli) -> None:
+    r = cli("code", "check", REPO / "tests" / "kata_files" / "mha" / "no_scaling.py", "--kata", "mha",
+            env={"COLUMNS": "60"})
+    assert r.code == 1
+    assert max(len(line) for line in r.out.splitlines() if "mistake" in line or line.startswith("        ")) <= 60

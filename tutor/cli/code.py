@@ -11,6 +11,7 @@ sympy at import time.
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,6 +24,20 @@ if TYPE_CHECKING:
     from ..base.env import Env
     from ..katas.check import Checked
     from ..katas.kata import Kata
+
+class Flavour(str, Enum):
+    """`--flavour` of ``code check``: the file's flavour, whatever it imports."""
+
+    numpy = "numpy"
+    torch = "torch"
+
+
+def _width() -> int:
+    """The terminal's width for wrapping a report (80 when standard output is not a terminal)."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns
+
 
 CODE_PREFIX = "drill:code"  # answers are stored as a drill's: practice statistics leave them out
 
@@ -149,19 +164,21 @@ def _record(env: Env, checked: Checked) -> None:
         warn(t("code.unsaved", reason=str(err)))
 
 
-def _check_once(env: Env, file: Path, kata: str | None, python: str | None, fmt: Format, time_limit: float) -> bool:
+def _check_once(env: Env, file: Path, kata: str | None, python: str | None, fmt: Format, time_limit: float,
+                flavour: Flavour | None) -> bool:
     from ..katas.check import check, kata_of
     from ..render.katas import check_document, check_lines
 
     k = kata_of(file, kata)
-    checked = check(file, k, python=python, time_limit=time_limit, environ=env.environ)
+    checked = check(file, k, python=python, time_limit=time_limit, environ=env.environ,
+                    flavour=None if flavour is None else flavour.value)
     passed = checked.report.passed and checked.run.status == "ran"
     follow = _follow_ups(k) if passed else []
     _record(env, checked)
     if fmt is Format.json:
         write_json(check_document(checked.report, checked.run, str(file), follow))
     else:
-        write("\n".join(check_lines(checked.report, checked.run, str(file), follow)))
+        write("\n".join(check_lines(checked.report, checked.run, str(file), follow, width=env.width or _width())))
     return passed
 
 
@@ -173,26 +190,28 @@ def check_(
     python: Annotated[str | None, typer.Option("--python", help=t("cli.code.python"), show_default=False)] = None,
     watch: Annotated[bool, typer.Option("--watch", help=t("cli.code.watch"))] = False,
     time_limit: Annotated[float, typer.Option("--time-limit", help=t("cli.code.time_limit"), min=0.1, max=600.0)] = 10.0,
+    flavour: Annotated[Flavour | None, typer.Option("--flavour", help=t("cli.code.flavour"), show_default=False)] = None,
     fmt: FormatOpt = Format.rich,
 ) -> None:
     env = environment(ctx)
     if not watch:
-        if not _check_once(env, file, kata, python, fmt, time_limit):
+        if not _check_once(env, file, kata, python, fmt, time_limit, flavour):
             raise SolutionWrong()
         return
     from ..katas.watch import watch_file
 
-    summary = watch_file(file, lambda: _watch_step(env, file, kata, python, fmt, time_limit))
+    summary = watch_file(file, lambda: _watch_step(env, file, kata, python, fmt, time_limit, flavour))
     write(t("code.watch.summary", checks=summary.checks, passes=summary.passes,
             last=t("code.watch.last_passed") if summary.last else t("code.watch.last_failed")))
 
 
-def _watch_step(env: Env, file: Path, kata: str | None, python: str | None, fmt: Format, time_limit: float) -> bool:
+def _watch_step(env: Env, file: Path, kata: str | None, python: str | None, fmt: Format, time_limit: float,
+                flavour: Flavour | None) -> bool:
     from ..base.errors import TutorError
 
     write(t("code.watch.checking", file=str(file)))
     try:
-        return _check_once(env, file, kata, python, fmt, time_limit)
+        return _check_once(env, file, kata, python, fmt, time_limit, flavour)
     except TutorError as err:  # a syntax error while editing: said, and the watch goes on
         for line in str(err).split("\n"):
             warn(t("cli.error", message=line))

@@ -34,6 +34,7 @@ SLIPS = {
     "softmax_columns": "softmax over the queries' axis (dim=-2)",
     "guarded_columns": "with softmax_columns: a guarded 0/0, zeros on a column no query may attend",
     "times_k": "out = weights @ k",
+    "no_softmax": "the scaled scores used as the weights, no softmax",
     "mask_inverted": "blocked where the mask is True",
     "mask_added": "the boolean mask added to the scores as 0/1",
     "no_mask": "the mask ignored",
@@ -86,6 +87,8 @@ def attend(q: Array, k: Array, v: Array, allowed: Array | None, slips: Set[str] 
             weights = np.where(~keep.any(axis=-2, keepdims=True), np.nan, weights)
     else:
         weights = softmax(scores, axis=-2 if "softmax_columns" in slips else -1)
+    if "no_softmax" in slips:  # the (masked) scaled scores used as the weights, a blocked one as 0
+        weights = scores if keep is None else np.where(keep, scores, 0.0)
     if "times_k" in slips:
         if k.shape[-1] != v.shape[-1]:
             raise NotApplicable("weights·K needs d_k = d_v")

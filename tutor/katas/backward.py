@@ -166,7 +166,7 @@ def cases() -> tuple[Case, ...]:
                        ("two heads", "causal mask")),
         _from_exercise("fully-masked-row-3x3", ((1, -1), (0, 2), (2, 1)), "hand-fully-masked-row",
                        ("a query with no key to attend to",)),
-        _case("cross-4-by-5", cross, "float64", given=("L_q = 3, L_k = 5", "d = 4, d_v = 3", "no mask")),
+        _case("cross-3-by-5", cross, "float64", given=("L_q = 3, L_k = 5", "d = 4, d_v = 3", "no mask")),
         _case("causal-float32", causal, "float32", given=("causal mask [L, L]",)),
         _case("key-padding", padded, "float64", given=("key padding [B, 1, 1, L_k]", "d = L_k = 4")),
         _case("fully-masked-row", empty, "float64", given=("a query with no key to attend to", "mask [B, 1, L, L]")),

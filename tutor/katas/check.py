@@ -84,11 +84,12 @@ def _syntax(file: Path, line: int | None, col: int | None, message: str, text: s
 
 
 def check(file: Path, kata: Kata, *, python: str | None = None, time_limit: float = run.DEFAULT_TIME_LIMIT,
-          memory_mb: int = run.DEFAULT_MEMORY_MB, environ: Mapping[str, str] | None = None) -> Checked:
-    """Run ``file`` on every case of ``kata`` and judge it.  Raises :class:`CodeFileError` when the file
+          memory_mb: int = run.DEFAULT_MEMORY_MB, environ: Mapping[str, str] | None = None,
+          flavour: str | None = None) -> Checked:
+    """Run ``file`` on every case of ``kata`` (in ``flavour`` when given, else the one the file is in) and judge it.  Raises :class:`CodeFileError` when the file
     cannot be run as the kata; ``KeyboardInterrupt`` (the child stopped) on Ctrl-C."""
     cases = kata.cases()
-    result = run.run(file.resolve(), kata.request(), [c.request() for c in cases], python=python,
+    result = run.run(file.resolve(), {**kata.request(), "flavour": flavour}, [c.request() for c in cases], python=python,
                      time_limit=time_limit, memory_mb=memory_mb, environ=environ)
     d = result.detail
     name = shown(str(file))

@@ -15,7 +15,7 @@ prints can be read as one:
 * ``{"event": "syntax", "line", "col", "text", "message"}``: the file is not Python;
 * ``{"event": "load_error", "traceback", "exception"}``: it raised while it was imported;
 * ``{"event": "missing", "wanted", "defined"}``: it defines none of the names;
-* ``{"event": "loaded", "flavour"}``: it is in this flavour (``numpy`` or ``torch``);
+* ``{"event": "loaded", "flavour", "why"}``: it is in this flavour (``numpy`` or ``torch``), and why;
 * ``{"event": "start", "id"}``, then ``{"event": "result", "id", "outputs", "peak"}``
   or ``{"event": "error", "id", "traceback", "exception"}``: one case.
 
@@ -24,7 +24,7 @@ JSON's ``NaN`` and ``Infinity`` for those floats); any other returned value as
 ``{"type", "repr"}``.  The flavour: the class (PyTorch) or the function (NumPy)
 the request names; when both flavours are a function, a file that imports
 ``torch`` at its top level is in the PyTorch flavour, and a module-level
-``FLAVOUR = "numpy"`` or ``"torch"`` says it outright.
+``FLAVOUR = "numpy"`` or ``"torch"`` says it outright, as ``--flavour`` does (the request's ``flavour``).
 """
 
 from __future__ import annotations
@@ -97,19 +97,22 @@ def _outputs(value: Any) -> list[dict[str, Any]]:
     return [_from_value(value)]
 
 
-def _flavour(module: Any, request: dict[str, Any]) -> str | None:
-    """The file's flavour by what it defines (see the module docstring); None when it defines neither name."""
-    told = getattr(module, "FLAVOUR", None)
+def _flavour(module: Any, request: dict[str, Any]) -> tuple[str, str] | None:
+    """The file's flavour and why (see the module docstring); None when it defines neither name.
+
+    Why: ``option`` (``--flavour``), ``FLAVOUR`` (the file says so), ``class`` / ``function`` (what
+    it defines), ``imports torch`` / ``no torch`` (a function kata: whether torch is imported)."""
     numpy_name, torch_name = request["numpy_name"], request["torch_name"]
     has_numpy, has_torch = callable(getattr(module, numpy_name, None)), callable(getattr(module, torch_name, None))
-    if told in ("numpy", "torch") and (has_numpy or has_torch):
-        return str(told)
-    if numpy_name != torch_name:  # a class for PyTorch, a function for NumPy
-        return "torch" if has_torch else "numpy" if has_numpy else None
-    if not has_numpy:
+    if not (has_numpy or has_torch):
         return None
+    for told, why in ((request.get("flavour"), "option"), (getattr(module, "FLAVOUR", None), "FLAVOUR")):
+        if told in ("numpy", "torch") and (has_torch if told == "torch" else has_numpy):
+            return str(told), why
+    if numpy_name != torch_name:  # a class for PyTorch, a function for NumPy
+        return ("torch", "class") if has_torch else ("numpy", "function")
     imported = getattr(module, "torch", None)
-    return "torch" if getattr(imported, "__name__", None) == "torch" else "numpy"
+    return ("torch", "imports torch") if getattr(imported, "__name__", None) == "torch" else ("numpy", "no torch")
 
 
 def _call(module: Any, flavour: str, request: dict[str, Any], case: dict[str, Any]) -> Any:
@@ -155,13 +158,14 @@ def main(argv: list[str]) -> int:
         _send(out, {"event": "load_error", "traceback": _theirs(exc.__traceback__, folder),
                     "exception": _exception_line(exc)})
         return 0
-    flavour = _flavour(module, request)
-    if flavour is None:
+    found = _flavour(module, request)
+    if found is None:
         defined = sorted(n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n]))
         _send(out, {"event": "missing", "wanted": [request["numpy_name"], request["torch_name"]],
                     "defined": defined[:20]})
         return 0
-    _send(out, {"event": "loaded", "flavour": flavour})
+    flavour, why = found
+    _send(out, {"event": "loaded", "flavour": flavour, "why": why})
     for case in request["cases"]:
         if case.get("only") not in (None, flavour):
             continue

@@ -134,9 +134,25 @@ def judge(kata: Kata, cases: Sequence[Case], run: Run) -> Report:
     by_id = {c.id: c for c in cases}
     verdicts = [_verdict(kata, by_id[r.id], r) for r in run.cases if r.id in by_id]
     passed = {v.case.id: v.passed for v in verdicts}
-    named = [v if v.passed or v.problem in ("exception", "count", "type", "memory") else
-             _named(kata, v, passed) for v in verdicts]
-    return Report(kata, run.flavour or "numpy", tuple(named))
+    named: dict[str, CaseVerdict] = {}
+    # small cases first: a large one (the online softmax's traced case) is asked only the mistakes named on them
+    for v in sorted(verdicts, key=lambda v: _size(v.case)):
+        if v.passed or v.problem in ("exception", "count", "type", "memory"):
+            named[v.case.id] = v
+            continue
+        seen = {d.key for n in named.values() for d in n.diagnoses if d.key not in PROBLEMS}
+        only = seen if _size(v.case) > LARGE and seen else None
+        named[v.case.id] = _named(kata, v, passed, only)
+    return Report(kata, run.flavour or "numpy", tuple(named[v.case.id] for v in verdicts))
+
+
+#: A case with more expected entries than this is large: recomputing it under every mistake (and every
+#: pair of them) would take seconds, so it is asked the mistakes the small cases showed, or single ones.
+LARGE = 50_000
+
+
+def _size(case: Case) -> int:
+    return sum(int(e.size) for e in case.expected)
 
 
 def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
@@ -180,8 +196,9 @@ def _shape_text(axes: Sequence[str], sizes: Mapping[str, int]) -> str:
     return "[" + ", ".join(axes) + "] = [" + ", ".join(str(sizes.get(a, "?")) for a in axes) + "]"
 
 
-def _named(kata: Kata, v: CaseVerdict, passed: Mapping[str, bool]) -> CaseVerdict:
-    found = diagnose(kata, v.case, tuple(a for a in v.got if a is not None), passed)
+def _named(kata: Kata, v: CaseVerdict, passed: Mapping[str, bool], only: set[str] | None = None) -> CaseVerdict:
+    found = diagnose(kata, v.case, tuple(a for a in v.got if a is not None), passed, only=only,
+                     pairs=_size(v.case) <= LARGE)
     if v.problem == "shape":
         spec = next(o for o in kata.outputs if o.name == v.output)
         i = [o.name for o in kata.outputs].index(spec.name)
@@ -213,13 +230,24 @@ def _message(m: Mistake) -> str:
     return t(f"code.mistake.{m.key}", **m.fields)
 
 
-def diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[str, bool]) -> tuple[Diagnosis, ...]:
-    """The catalogued mistakes whose outputs on ``case`` are ``got`` (and not the right ones); two at
-    once when no single one matches; ``()`` when none does."""
+def diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[str, bool], *,
+             only: set[str] | None = None, pairs: bool = True) -> tuple[Diagnosis, ...]:
+    """The catalogued mistakes whose outputs on ``case`` are ``got`` (and not the right ones), each key
+    once; two at once when no single one matches (``pairs``); ``()`` when none does.  ``only``: the keys
+    tried first (a large case asks those its small cases showed; all of them when none matches)."""
+    if only:
+        found = _diagnose(kata, case, got, passed, [m for m in kata.mistakes if m.key in only], pairs=False)
+        if found:
+            return found
+    return _diagnose(kata, case, got, passed, list(kata.mistakes), pairs=pairs)
+
+
+def _diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[str, bool], mistakes: list[Mistake],
+              *, pairs: bool) -> tuple[Diagnosis, ...]:
     right = case.expected
     found: list[Mistake] = []
     slipped: list[Mistake] = []
-    for m in kata.mistakes:
+    for m in mistakes:
         if m.judge is not None:
             if m.judge(case, got, passed):
                 found.append(m)
@@ -228,10 +256,13 @@ def diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[str
         if _gives(kata, case, m.slips, got, right):
             found.append(m)
     if found:
-        return tuple(Diagnosis(m.key, _message(m)) for m in found)
-    pairs = [(a, b) for a, b in combinations(slipped, 2) if _gives(kata, case, a.slips | b.slips, got, right)]
+        return tuple(Diagnosis(m.key, _message(m)) for m in {m.key: m for m in found}.values())
+    if not pairs:
+        return ()
+    two = [(a, b) for a, b in combinations(slipped, 2) if a.key != b.key
+           and _gives(kata, case, a.slips | b.slips, got, right)]
     return tuple(Diagnosis(f"{a.key}+{b.key}", t("code.two_mistakes", first=_message(a), second=_message(b)))
-                 for a, b in pairs[:2])
+                 for a, b in two[:2])
 
 
 def _gives(kata: Kata, case: Case, slips: frozenset[str], got: tuple[Array, ...], right: tuple[Array, ...]) -> bool:

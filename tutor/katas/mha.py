@@ -162,6 +162,7 @@ KATA = Kata(
         Mistake.of("softmax_columns"),
         Mistake.of("softmax_columns", "softmax_columns", "guarded_columns"),
         Mistake.of("times_k"),
+        Mistake.of("no_softmax"),
         *(Mistake.of("qkv_order", f"qkv_order_{o}", order=", ".join(o.upper())) for o in _ORDERS),
         Mistake.of("qkv_interleaved"),
         Mistake.of("heads_split_reshape"),

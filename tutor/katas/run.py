@@ -67,6 +67,7 @@ class Run:
     status: Status
     flavour: str | None = None
     cases: tuple[CaseRun, ...] = ()
+    why: str = ""  # why the file is in that flavour (the harness's reason: "imports torch", "class" ...)
     detail: dict[str, Any] = field(default_factory=dict)
     hang_case: str | None = None
     stdout: str = ""
@@ -192,14 +193,16 @@ def _finish(proc: subprocess.Popen[bytes], events: list[dict[str, Any]], kept: d
     for e in events:
         if e["event"] in ("syntax", "load_error", "missing"):
             return Run(e["event"], detail=e, **common)
-    flavour = next((e["flavour"] for e in events if e["event"] == "loaded"), None)
+    loaded = next((e for e in events if e["event"] == "loaded"), {})
+    flavour, why = loaded.get("flavour"), str(loaded.get("why", ""))
     cases = tuple(
         CaseRun(e["id"], tuple(e["outputs"]), peak=e.get("peak")) if e["event"] == "result"
         else CaseRun(e["id"], exception=e["exception"], traceback=e["traceback"])
         for e in events if e["event"] in ("result", "error"))
     if hang:
-        return Run("hang", flavour, cases, hang_case=hang_case, **common)
+        return Run("hang", flavour, cases, why=why, hang_case=hang_case, **common)
     started = [e["id"] for e in events if e["event"] == "start"]
     if flavour is None or len(cases) < len(started) or proc.returncode != 0:
-        return Run("crash", flavour, cases, hang_case=started[-1] if len(cases) < len(started) else None, **common)
-    return Run("ran", flavour, cases, **common)
+        return Run("crash", flavour, cases, why=why, hang_case=started[-1] if len(cases) < len(started) else None,
+                   **common)
+    return Run("ran", flavour, cases, why=why, **common)

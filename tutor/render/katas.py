@@ -75,15 +75,27 @@ def _cell(x: Any) -> str:
     return f"{float(x):>8.4f}" if np.isfinite(x) else f"{float(x):>8}"
 
 
-def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = ()) -> list[str]:
-    """The report of ``code check`` as text lines."""
+def _wrapped(text: str, indent: int, width: int) -> list[str]:
+    """``text`` wrapped to ``width`` columns, every line indented by ``indent`` and its continuations by 2 more."""
+    import textwrap
+
+    pad = " " * indent
+    return textwrap.wrap(text, max(40, width - 1), initial_indent=pad, subsequent_indent=pad + "  ",
+                         break_long_words=False, break_on_hyphens=False) or [pad]
+
+
+def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = (), *,
+                width: int = 100) -> list[str]:
+    """The report of ``code check`` as text lines, sentences wrapped to ``width`` columns."""
     kata = report.kata
-    out = [t("code.check.title", file=shown(file), kata=kata.id, flavour=t(f"code.flavour.{report.flavour}"))]
+    why = t(f"code.flavour.why.{run.why}") if run.why else ""
+    out = _wrapped(t("code.check.title", file=shown(file), kata=kata.id, flavour=t(f"code.flavour.{report.flavour}"),
+                     why=why).replace(" ()", ""), 0, width)
     shown_keys: set[tuple[str, ...]] = set()
     for v in report.cases:
         mark = "✓" if v.passed else "✗"
         given = ", ".join((_sizes(v.case.sizes), v.case.dtype, *map(_given, v.case.given)))
-        out.append(f"  {mark} {v.case.id:<18} {given}")
+        out += _wrapped(f"{mark} {v.case.id:<18} {given}", 2, width)
         if v.passed:
             continue
         keys = (*(d.key for d in v.diagnoses), v.exception or "", v.traceback)
@@ -102,8 +114,8 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
         if len(named) > 1:
             out.append("      " + t("code.one_of"))
         for d in v.diagnoses:
-            out.append("      " + (t("code.mistake_line", message=shown(d.message)) if d.key not in _PROBLEMS
-                                   else shown(d.message)))
+            out += _wrapped(t("code.mistake_line", message=shown(d.message)) if d.key not in _PROBLEMS
+                            else shown(d.message), 6, width)
         if v.traceback:
             out += ["        " + line for line in shown_output(v.traceback)]
     if run.status == "hang":
@@ -152,7 +164,7 @@ def check_document(report: Report, run: Run, file: str, follow_ups: Sequence[tup
         return doc
 
     return {
-        "kata": kata.id, "flavour": report.flavour, "file": file,
+        "kata": kata.id, "flavour": report.flavour, "flavour_because": run.why, "file": file,
         "passed": report.passed and run.status == "ran",
         "cases": [case(v) for v in report.cases],
         "stopped": None if run.status == "ran" else {"status": run.status, "case": run.hang_case},

@@ -21,7 +21,7 @@ def flash_attention(q, k, v, block_size):
       k           [B, H, L_k, d]
       v           [B, H, L_k, d_v]
       block_size  keys (and values) per block, an int >= 1; the last block may be smaller
-    Returns (out, lse), in the inputs' dtype:
+    Returns (out, lse):
       out         [B, H, L_q, d_v]   the same numbers as plain attention (no mask)
       lse         [B, H, L_q]        log Σ_j exp(s_j) of each query row's scaled scores s = q·kᵀ/√d
                                      (natural log)

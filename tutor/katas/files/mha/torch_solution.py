@@ -1,4 +1,4 @@
-"""Multi-head attention in PyTorch: a reference solution of the `mha` kata (the seed's module)."""
+"""Multi-head attention in PyTorch: a reference solution of the `mha` kata (the module an interview asks for)."""
 
 import math
 
