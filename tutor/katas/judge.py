@@ -146,13 +146,16 @@ def judge(kata: Kata, cases: Sequence[Case], run: Run) -> Report:
     return Report(kata, run.flavour or "numpy", tuple(named[v.case.id] for v in verdicts))
 
 
-#: A case with more expected entries than this is large: recomputing it under every mistake (and every
-#: pair of them) would take seconds, so it is asked the mistakes the small cases showed, or single ones.
+#: A case whose work is more than this is large: recomputing it under every mistake (and every pair of
+#: them) would take seconds, so it is asked the mistakes the small cases showed, or single ones.
 LARGE = 50_000
 
 
 def _size(case: Case) -> int:
-    return sum(int(e.size) for e in case.expected)
+    """A case's work: its expected entries, or its scores' (``B·H·L_q·L_k``), whichever is more."""
+    z = case.sizes
+    L_q, L_k = z.get("L_q", z.get("L", 1)), z.get("L_k", z.get("L", 1))
+    return max(sum(int(e.size) for e in case.expected), z.get("B", 1) * z.get("H", 1) * L_q * L_k)
 
 
 def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
