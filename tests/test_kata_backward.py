@@ -54,8 +54,9 @@ def run_here(path: Path, cases: list[Case]) -> Run:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    flavour = harness._flavour(module, KATA.request())
-    assert flavour is not None
+    found = harness._flavour(module, KATA.request())
+    assert found is not None
+    flavour = found[0]
     done = []
     for case in cases:
         try:
