@@ -224,3 +224,79 @@ def test_a_narrow_terminal_gets_wrapped_sentences(cli) -> None:
             env={"COLUMNS": "60"})
     assert r.code == 1
     assert max(len(line) for line in r.out.splitlines() if "mistake" in line or line.startswith("        ")) <= 60
+
+
+# --- the second trial: a program that tampers with the checker, or outlives it -----------------------
+
+
+SOLUTION = FILES / "mha" / "numpy_solution.py"
+
+
+def test_a_case_the_program_leaves_out_fails(cli, tmp_path) -> None:
+    """A program that drops the cases it fails from what the harness reports does not pass: every case the
+    checker sent must come back."""
+    f = _write(tmp_path, "mine.py", """\
+        import __main__
+        KATA = "mha"
+        _send, _held = __main__._send, {}
+        def _dropping(out, event):
+            if event["event"] == "start":
+                _held[event["id"]] = event
+                return
+            if event["event"] == "error":
+                return
+            if event["event"] == "result":
+                _send(out, _held.pop(event["id"]))
+            _send(out, event)
+        __main__._send = _dropping
+        def multi_head_attention(x, qkv_weight, qkv_bias, out_weight, out_bias, num_heads, mask=None):
+            raise NotImplementedError
+        """)
+    r = cli("code", "check", f, "--format", "json")
+    doc = json.loads(r.out)
+    assert r.code == 1 and doc["passed"] is False
+    assert {c["problem"] for c in doc["cases"]} == {"not_run"} and len(doc["cases"]) == 6
+
+
+@pytest.mark.parametrize("junk", [b"garbage\n", b"\xff\n", b"[1]\n", b'{"event": "loaded"}\n',
+                                  b'{"event": "result", "id": "hand-fused", "outputs": 5}\n'])
+def test_writing_on_the_events_pipe_is_one_line(cli, tmp_path, junk) -> None:
+    f = _write(tmp_path, "mine.py", f"""\
+        import os, sys
+        KATA = "mha"
+        fd = int(open("/proc/self/cmdline", "rb").read().split(b"\\0")[-2])  # the events pipe: the harness's last argument
+        os.write(fd, {junk!r})
+        def multi_head_attention(x, *args, mask=None):
+            return x, x
+        """)
+    r = cli("code", "check", f)
+    assert r.code == 2 and "events pipe" in r.err, r.out + r.err
+    assert "internal error" not in r.err
+
+
+def test_a_thread_left_running_is_not_waited_for(cli, tmp_path) -> None:
+    f = _write(tmp_path, "mine.py", "import threading, time\nthreading.Thread(target=time.sleep, args=(600,)).start()\n"
+               + SOLUTION.read_text())
+    r = cli("code", "check", f)
+    assert r.code == 0 and "PASS: all 6 cases passed." in r.out, r.out
+
+
+def test_a_byte_order_mark_is_no_syntax_error(cli, tmp_path) -> None:
+    f = tmp_path / "mine.py"
+    f.write_bytes(b"\xef\xbb\xbf" + SOLUTION.read_bytes())
+    assert cli("code", "check", f).code == 0
+
+
+def test_autograd_is_off_in_the_backward_kata(cli, tmp_path) -> None:
+    f = _write(tmp_path, "bw.py", """\
+        import torch
+        KATA = "backward"
+        def attention_backward(q, k, v, d_out, mask=None):
+            with torch.enable_grad():
+                q = q.clone().requires_grad_()
+                (q * 2).sum().backward()
+            return q.grad, k, v, q
+        """)
+    doc = json.loads(cli("code", "check", f, "--format", "json").out)
+    assert doc["flavour"] == "torch"
+    assert all("autograd" in c["exception"] for c in doc["cases"]), doc["cases"][0]

@@ -198,4 +198,5 @@ KATA = Kata(
         Mistake.of("empty_row_nan"),
     ),
     follow_ups=("gradcheck", "scale-gradients", "fully-masked-row", "flash-attention"),
+    by_hand=True,
 )

@@ -10,6 +10,7 @@ from importlib import import_module
 
 from ..base.errors import NotFoundError
 from ..base.messages import t
+from ..base.textsafe import shown
 from .kata import Kata
 
 __all__ = ["IDS", "get", "katas"]
@@ -31,7 +32,8 @@ IDS = tuple(_MODULES)
 def get(id: str) -> Kata:
     """The kata ``id``.  Raises :class:`NotFoundError` naming the katas there are."""
     if id not in _MODULES:
-        raise NotFoundError(t("code.no_such_kata", kata=id, katas=", ".join(IDS)))
+        name = id if len(id) <= 40 else id[:40] + "…"
+        raise NotFoundError(t("code.no_such_kata", kata=shown(name), katas=", ".join(IDS)))
     kata: Kata = import_module(f"{__package__}.{_MODULES[id]}").KATA
     return kata
 

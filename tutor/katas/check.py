@@ -51,10 +51,13 @@ def _read(file: Path) -> str:
         if not file.is_file():
             raise CodeFileError(t("code.file.missing" if not file.exists() else "code.file.not_file",
                                   file=shown(str(file))))
-        data = file.read_bytes()[:MAX_FILE_BYTES]
+        with file.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         raise CodeFileError(t("code.file.unreadable", file=shown(str(file)), reason=err.strerror or str(err))) from None
-    return data.decode("utf-8", "replace")
+    if len(data) > MAX_FILE_BYTES:
+        raise CodeFileError(t("code.file.too_large", file=shown(str(file)), limit="1 MiB"))
+    return data.decode("utf-8-sig", "replace")  # a byte-order mark, as Notepad writes, is no syntax error
 
 
 def kata_of(file: Path, kata: str | None) -> Kata:
@@ -74,13 +77,14 @@ def kata_of(file: Path, kata: str | None) -> Kata:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id == "KATA" and isinstance(node.value, ast.Constant)
                 and isinstance(node.value.value, str)):
-            return catalog.get(node.value.value)
+            return catalog.get(node.value.value[:100])
     raise CodeFileError(t("code.file.no_kata", file=shown(str(file)), katas=", ".join(catalog.IDS)))
 
 
 def _syntax(file: Path, line: int | None, col: int | None, message: str, text: str) -> str:
-    return t("code.file.syntax", file=shown(str(file)), line=line or "?", col=col or "?", message=shown(message),
-             text=shown(text.strip()))
+    text = text.strip()
+    return t("code.file.syntax", file=shown(str(file)), line=line or "?", col=col or "?", message=shown(message)[:200],
+             text=shown(text[:200]) + ("…" if len(text) > 200 else ""))
 
 
 def check(file: Path, kata: Kata, *, python: str | None = None, time_limit: float = run.DEFAULT_TIME_LIMIT,
@@ -103,7 +107,10 @@ def check(file: Path, kata: Kata, *, python: str | None = None, time_limit: floa
     if result.status == "load_error":
         raise CodeFileError(t("code.file.load_error", file=name, exception=shown(d.get("exception", ""))),
                             traceback=d.get("traceback", ""))
+    if result.status == "tampered":
+        raise CodeFileError(t("code.file.tampered", file=name))
     if result.status in ("hang", "crash") and result.flavour is None:
         key = "code.file.load_hang" if result.status == "hang" else "code.file.load_crash"
-        raise CodeFileError(t(key, file=name, seconds=int(run.LOAD_TIME_LIMIT), code=result.returncode))
+        said = " / ".join(shown(line)[:200] for line in (result.stderr + result.stdout).strip().splitlines()[:3]) or "-"
+        raise CodeFileError(t(key, file=name, seconds=int(run.LOAD_TIME_LIMIT), code=result.returncode, said=said))
     return Checked(judge(kata, cases, result), result)

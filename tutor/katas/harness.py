@@ -15,7 +15,8 @@ prints can be read as one:
 * ``{"event": "syntax", "line", "col", "text", "message"}``: the file is not Python;
 * ``{"event": "load_error", "traceback", "exception"}``: it raised while it was imported;
 * ``{"event": "missing", "wanted", "defined"}``: it defines none of the names;
-* ``{"event": "loaded", "flavour", "why"}``: it is in this flavour (``numpy`` or ``torch``), and why;
+* ``{"event": "loaded", "flavour", "why", "cases"}``: it is in this flavour (``numpy`` or ``torch``), why, and
+  how many cases it will run (those for its flavour);
 * ``{"event": "start", "id"}``, then ``{"event": "result", "id", "outputs", "peak"}``
   or ``{"event": "error", "id", "traceback", "exception"}``: one case.
 
@@ -133,6 +134,19 @@ def _call(module: Any, flavour: str, request: dict[str, Any], case: dict[str, An
         return layer.eval()(*args, **kwargs)
 
 
+def _autograd_off() -> None:
+    """A kata done by hand (the backward pass): PyTorch's autograd raises, saying so."""
+    import torch
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("this kata asks for the gradients by hand: autograd (.backward(), torch.autograd.grad) "
+                           "is switched off here")
+
+    torch.Tensor.backward = refuse  # type: ignore[method-assign]
+    torch.autograd.backward = refuse
+    torch.autograd.grad = refuse
+
+
 def main(argv: list[str]) -> int:
     request_path, fd = argv[1], int(argv[2])
     out = os.fdopen(fd, "w", encoding="utf-8")
@@ -165,10 +179,11 @@ def main(argv: list[str]) -> int:
                     "defined": defined[:20]})
         return 0
     flavour, why = found
-    _send(out, {"event": "loaded", "flavour": flavour, "why": why})
-    for case in request["cases"]:
-        if case.get("only") not in (None, flavour):
-            continue
+    cases = [c for c in request["cases"] if c.get("only") in (None, flavour)]
+    _send(out, {"event": "loaded", "flavour": flavour, "why": why, "cases": len(cases)})
+    if flavour == "torch" and request.get("no_autograd"):
+        _autograd_off()
+    for case in cases:
         _send(out, {"event": "start", "id": case["id"]})
         peak = None
         try:

@@ -32,7 +32,7 @@ __all__ = ["PROBLEMS", "CaseVerdict", "Diagnosis", "Report", "diagnose", "judge"
 
 MAX_WRONG = 6  # wrong entries listed per output
 #: Diagnosis keys that are not a catalogued mistake: what went wrong when none is named.
-PROBLEMS = frozenset({"unknown", "exception", "shape", "count", "type", "memory"})
+PROBLEMS = frozenset({"unknown", "exception", "shape", "count", "type", "memory", "not_run"})
 
 
 @dataclass(frozen=True)
@@ -132,12 +132,17 @@ def _wrong_entries(want: Array, got: Array, dtype: str) -> tuple[list[tuple[tupl
 def judge(kata: Kata, cases: Sequence[Case], run: Run) -> Report:
     """Every case of ``run`` judged against ``cases`` (those the run called, in order), mistakes named."""
     by_id = {c.id: c for c in cases}
-    verdicts = [_verdict(kata, by_id[r.id], r) for r in run.cases if r.id in by_id]
+    reported = {r.id: r for r in reversed(run.cases) if r.id in by_id}  # the first report of an id counts
+    verdicts = [_verdict(kata, c, reported[c.id]) for c in cases if c.id in reported]
+    if run.status == "ran":  # every case the flavour has must have been reported: none skipped
+        flavour = run.flavour or "numpy"
+        verdicts += [CaseVerdict(c, False, "not_run", diagnoses=(Diagnosis("not_run", t("code.not_run")),))
+                     for c in cases if c.only in (None, flavour) and c.id not in reported]
     passed = {v.case.id: v.passed for v in verdicts}
     named: dict[str, CaseVerdict] = {}
     # small cases first: a large one (the online softmax's traced case) is asked only the mistakes named on them
     for v in sorted(verdicts, key=lambda v: _size(v.case)):
-        if v.passed or v.problem in ("exception", "count", "type", "memory"):
+        if v.passed or v.problem in ("exception", "count", "type", "memory", "not_run"):
             named[v.case.id] = v
             continue
         seen = {d.key for n in named.values() for d in n.diagnoses if d.key not in PROBLEMS}

@@ -129,6 +129,8 @@ class Kata:
     cases: Callable[[], tuple[Case, ...]]
     mistakes: tuple[Mistake, ...]
     follow_ups: tuple[str, ...] = ()
+    by_hand: bool = False  # PyTorch's autograd is switched off in the learner's program (the backward pass)
 
     def request(self) -> dict[str, Any]:
-        return {"kata": self.id, "numpy_name": self.numpy_name, "torch_name": self.torch_name}
+        return {"kata": self.id, "numpy_name": self.numpy_name, "torch_name": self.torch_name,
+                "no_autograd": self.by_hand}

@@ -52,7 +52,7 @@ class CaseRun:
     peak: int | None = None  # bytes NumPy allocated at most during the case (when traced)
 
 
-Status = Literal["ran", "syntax", "load_error", "missing", "hang", "crash", "no_python"]
+Status = Literal["ran", "syntax", "load_error", "missing", "hang", "crash", "no_python", "tampered"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,10 @@ def _limits(memory_mb: int, cpu_seconds: int) -> Any:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if sys.platform == "linux":  # killed with attn-tutor, however attn-tutor ends (PR_SET_PDEATHSIG = 1)
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)
 
     return apply
 
@@ -128,6 +132,7 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
             os.close(write_fd)
             return Run("no_python", detail={"python": python or sys.executable, "reason": err.strerror or str(err)})
         os.close(write_fd)
+        previous = _stop_on_hangup()
         try:
             return _watch(proc, read_fd, time_limit)
         except BaseException:
@@ -135,6 +140,26 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
             raise
         finally:
             os.close(read_fd)
+            _restore(previous)
+
+
+def _stop_on_hangup() -> dict[int, Any]:
+    """SIGTERM and SIGHUP (a closed terminal, ``kill``) stop the check as Ctrl-C does: the child is killed and
+    the temporary folder removed.  Only in the main thread (where Python runs signal handlers)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for s, handler in previous.items():
+        signal.signal(s, handler)
 
 
 def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> Run:
@@ -148,6 +173,7 @@ def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> 
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + LOAD_TIME_LIMIT
     current: str | None = None
+    expected, done = -1, 0
     received = 0
     open_streams = 3
     while open_streams:
@@ -174,22 +200,65 @@ def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> 
             while b"\n" in pending:
                 line, _, rest = pending.partition(b"\n")
                 pending = bytearray(rest)
-                event = json.loads(line)
+                event = _event(bytes(line))
+                if event is None:  # not what the harness writes: the learner's code wrote on the pipe
+                    _kill(proc)
+                    return Run("tampered", **_common(proc, kept))
                 events.append(event)
+                if event["event"] == "loaded":
+                    expected = event["cases"]
                 if event["event"] == "start":
                     current = event["id"]
                     deadline = time.monotonic() + time_limit
                 elif event["event"] in ("result", "error"):
                     current = None
+                    done += 1
+                    if done == expected:  # every case reported: a thread or a child left running is not waited for
+                        _kill(proc)
+                        return _finish(proc, events, kept, all_reported=True)
     proc.wait()
     return _finish(proc, events, kept)
 
 
+_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "syntax": {"message": str, "text": str},
+    "load_error": {"traceback": str, "exception": str},
+    "missing": {"wanted": list, "defined": list},
+    "loaded": {"flavour": str, "why": str, "cases": int},
+    "start": {"id": str},
+    "result": {"id": str, "outputs": list},
+    "error": {"id": str, "traceback": str, "exception": str},
+}
+
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    """One event as the harness writes it, its fields of their types; ``None`` for anything else."""
+    try:
+        event = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(event, dict) or event.get("event") not in _FIELDS:
+        return None
+    fields = _FIELDS[event["event"]]
+    if not all(isinstance(event.get(k), t) for k, t in fields.items()):
+        return None
+    if event["event"] == "loaded" and event["flavour"] not in ("numpy", "torch"):
+        return None
+    if event["event"] == "missing" and not all(isinstance(n, str) for n in event["defined"]):
+        return None
+    if event["event"] == "result" and not all(isinstance(o, dict) for o in event["outputs"]):
+        return None
+    return event
+
+
+def _common(proc: subprocess.Popen[bytes], kept: dict[str, bytearray]) -> dict[str, Any]:
+    return {"stdout": kept["stdout"].decode("utf-8", "replace"), "stderr": kept["stderr"].decode("utf-8", "replace"),
+            "returncode": proc.returncode}
+
+
 def _finish(proc: subprocess.Popen[bytes], events: list[dict[str, Any]], kept: dict[str, bytearray], *,
-            hang: bool = False, hang_case: str | None = None) -> Run:
-    out = kept["stdout"].decode("utf-8", "replace")
-    err = kept["stderr"].decode("utf-8", "replace")
-    common: dict[str, Any] = {"stdout": out, "stderr": err, "returncode": proc.returncode}
+            hang: bool = False, hang_case: str | None = None, all_reported: bool = False) -> Run:
+    common = _common(proc, kept)
     for e in events:
         if e["event"] in ("syntax", "load_error", "missing"):
             return Run(e["event"], detail=e, **common)
@@ -202,7 +271,7 @@ def _finish(proc: subprocess.Popen[bytes], events: list[dict[str, Any]], kept: d
     if hang:
         return Run("hang", flavour, cases, why=why, hang_case=hang_case, **common)
     started = [e["id"] for e in events if e["event"] == "start"]
-    if flavour is None or len(cases) < len(started) or proc.returncode != 0:
+    if not all_reported and (flavour is None or len(cases) < len(started) or proc.returncode != 0):
         return Run("crash", flavour, cases, why=why, hang_case=started[-1] if len(cases) < len(started) else None,
                    **common)
     return Run("ran", flavour, cases, why=why, **common)
