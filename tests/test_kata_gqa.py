@@ -1,7 +1,7 @@
 """The `gqa` kata: its reference against PyTorch's own grouped-query attention (torch 2.13), its hand cases
 against the exact engine, every catalogued mistake visible on its cases and told apart from the others.
 The reference solutions and the held-back buggy files run through the child-process runner in
-test_kata_gqa_run.py (a file of its own: each run is a process, and a PyTorch one takes seconds to import).
+test_kata_files_run.py (a file of its own: each run is a process, and a PyTorch one takes seconds to import).
 
 torch is a test oracle here (CI has it): ``F.scaled_dot_product_attention(..., enable_gqa=True)``.
 """

@@ -1,7 +1,7 @@
 """The `kv-cache` kata: its reference against PyTorch (torch 2.13: ``causal_lower_right`` on the grown cache,
 and a full causal forward over all the tokens, whose last rows the step must give), its hand cases against the
 exact engine, every catalogued mistake visible on its cases and told apart from the others.  The reference
-solutions and the held-back buggy files run through the child-process runner in test_kata_kv_cache_run.py.
+solutions and the held-back buggy files run through the child-process runner in test_kata_files_run.py.
 """
 
 from __future__ import annotations
