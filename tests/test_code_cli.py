@@ -300,3 +300,18 @@ def test_autograd_is_off_in_the_backward_kata(cli, tmp_path) -> None:
     doc = json.loads(cli("code", "check", f, "--format", "json").out)
     assert doc["flavour"] == "torch"
     assert all("autograd" in c["exception"] for c in doc["cases"]), doc["cases"][0]
+
+
+def test_stats_shows_the_katas_apart_from_the_drills(cli) -> None:
+    """A kata's checks are not answers whose accuracy falls while the learner iterates: passed once is done."""
+    bug = REPO / "tests" / "kata_files" / "mha" / "no_scaling.py"
+    assert cli("code", "check", bug, "--kata", "mha").code == 1
+    doc = json.loads(cli("stats", "--format", "json").out)["drills"]
+    assert doc["katas"] == [{"kata": "mha", "checks": 1, "passed": 0}] and doc["topics"] == []
+    assert doc["review"] == [{"drill": "code", "topic": "mha", "accuracy": None,
+                              "command": "attn-tutor code check mha.py --watch"}]
+    assert cli("code", "check", SOLUTION).code == 0
+    doc = json.loads(cli("stats", "--format", "json").out)["drills"]
+    assert doc["katas"] == [{"kata": "mha", "checks": 2, "passed": 1}] and doc["review"] == []
+    text = cli("stats").out
+    assert "Code katas:" in text and "mha: passed (1 of 2 checks passed)" in text

@@ -105,11 +105,24 @@ def weakest(stats: Iterable[TopicStats], n: int = 3) -> list[TopicStats]:
 def drills_document(stats: list[TopicStats]) -> dict[str, Any]:
     """The drills section of ``stats --format json`` from the topics' counts (:func:`counted`, :func:`topic_stats`):
     ``{"answers", "topics": [{"drill", "topic", "correct", "wrong", "shown", "skipped", "graded", "accuracy"}],
-    "review": [{"drill", "topic", "accuracy", "command"}]}``; accuracies rounded to 4 places."""
+    "review": [{"drill", "topic", "accuracy", "command"}]}``; accuracies rounded to 4 places.  The katas' checks
+    (``drill:code:<kata>``) are apart: ``"katas": [{"kata", "checks", "passed"}]`` (present when a kata was
+    checked), and a kata is to review only while no check of it has passed."""
 
     def accuracy(s: TopicStats) -> float | None:
         return None if s.accuracy is None else round(s.accuracy, 4)
 
+    katas = [s for s in stats if s.drill == "code"]  # a kata's checks: passed once is done, not an accuracy
+    stats = [s for s in stats if s.drill != "code"]
+    doc = _drills(stats, accuracy)
+    if katas:
+        doc["katas"] = [{"kata": s.topic, "checks": s.graded, "passed": s.correct} for s in katas]
+        doc["review"] += [{"drill": "code", "topic": s.topic, "accuracy": None, "command": command_for("code", s.topic)}
+                          for s in katas if not s.correct]
+    return doc
+
+
+def _drills(stats: list[TopicStats], accuracy: Any) -> dict[str, Any]:
     return {
         "answers": sum(s.graded + s.skipped for s in stats),
         "topics": [{"drill": s.drill, "topic": s.topic, "correct": s.correct, "wrong": s.wrong, "shown": s.shown,

@@ -145,10 +145,16 @@ def percent(x: float | None) -> str:
 def render_drill_stats(doc: dict[str, Any], console: Console) -> None:
     """The drills section of ``attn-tutor stats``, from the dict ``--format json`` prints under ``drills``."""
     view = DrillView(console)
-    if not doc["topics"]:
+    if not doc["topics"] and not doc.get("katas"):
         return
     console.print()
-    view.line(t("stats.drills", answers=plural("stats.answers", doc["answers"])), "bold")
+    if doc.get("katas"):
+        view.line(t("stats.katas"), "bold")
+        for k in doc["katas"]:
+            key = "stats.katas.passed" if k["passed"] else "stats.katas.pending"
+            view.line(t(key, kata=k["kata"], checks=k["checks"], passes=k["passed"]), indent=2)
+    if doc["topics"]:
+        view.line(t("stats.drills", answers=plural("stats.answers", doc["answers"])), "bold")
     for s in doc["topics"]:
         accuracy = "-" if s["accuracy"] is None else f"{round(100 * s['accuracy'])}%"
         view.line(t("stats.drills.topic", drill=s["drill"], topic=s["topic"], right=s["correct"], graded=s["graded"],
