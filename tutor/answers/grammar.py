@@ -52,6 +52,11 @@ summarised with ``...`` is refused (its entries are not all there).  ``nan`` (``
 is refused with its row and entry: no value asked for is NaN (``check`` reads a solution file's
 ``nan`` as a wrong entry instead, and says why).
 
+A Chinese input method's full-width forms are read as the ASCII they stand
+for, one character for one (``１．５``, ``（``, ``－``, ``；``, ``，``, the
+ideographic space, and ``。【】`` for ``.[]``: :func:`tutor.base.halfwidth.halfwidth`),
+in every answer that reads numbers: practice, the drills, ``check``.
+
 Exactness: ``0.1`` is the rational 1/10 (read from its text, never through a
 binary float), but an entry containing any decimal literal (a ``.`` or an
 exponent: ``0.45``, ``1e-3``) is *not exact* -- it claims a rounded value.  So
@@ -111,6 +116,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from tutor.base import messages
 from tutor.base.errors import AnswerError
+from tutor.base.halfwidth import halfwidth
 
 from . import values as V
 from .entry import Entry
@@ -438,6 +444,7 @@ def parse_entry(text: str) -> Entry:
         refuse("answer.not_text", found=type(text).__name__)
     if len(text) > MAX_ENTRY_CHARS:
         refuse("answer.too_long", length=len(text), limit=MAX_ENTRY_CHARS)
+    text = halfwidth(text)  # a Chinese input method's １．５, （, －: one character for one
     stripped = text.strip()
     if not stripped:
         refuse("answer.empty")

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 from tutor.base import messages
 from tutor.base.errors import AnswerError
+from tutor.base.halfwidth import halfwidth
 
 from .entry import Entry, Matrix
 from .grammar import MAX_DIGITS, parse_entry, printable, refuse
@@ -437,7 +438,7 @@ def _split(text: str, *, one_row: bool) -> list[list[str]]:
         refuse("answer.too_long", length=len(text), limit=MAX_MATRIX_CHARS)
     if not text.strip():
         refuse("answer.empty")
-    text = printed(text)
+    text = printed(halfwidth(text))  # a Chinese input method's ；，【】 and ideographic space, as ASCII
     if not text.strip():  # tensor([]) or array([])
         refuse("matrix.no_rows")
     row_texts = _row_texts(text)

@@ -30,6 +30,7 @@ from fractions import Fraction
 from typing import Any, Literal
 
 from ..base.errors import AnswerError
+from ..base.halfwidth import halfwidth
 from ..base.messages import t
 
 Kind = Literal["shape", "count", "matrix", "choice", "free"]
@@ -369,6 +370,8 @@ def grade(q: Question, text: str) -> Verdict:
     """
     if "\ufffd" in text:  # what the line reader made of bytes the stream could not decode (practice.terminal.Lines)
         return Verdict("invalid", t("drill.answer.undecodable", column=text.index("\ufffd") + 1))
+    if q.kind != "free":  # a Chinese input method's full-width digits and punctuation, as ASCII
+        text = halfwidth(text)
     try:
         if q.kind == "shape":
             return _grade_shape(q, parse_shape(text))
