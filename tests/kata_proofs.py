@@ -26,7 +26,7 @@ import numpy as np
 
 from tutor.katas import harness
 from tutor.katas.kata import Array, Case, Kata, Mistake
-from tutor.katas.run import Run, run
+from tutor.katas.run import CaseRun, Run, run
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -176,3 +176,40 @@ def held_back_problems(kata: Kata, path: Path) -> list[str]:
         if all(differ(outs, kata.reference(c.inputs, m.slips)) for m in entries):
             problems.append(f"{c.id}: not what {key} gives")
     return problems + ([] if failing else ["passed every case"])
+
+
+# --- shared by the flash and backward katas' tests ---------------------------------------------------------
+
+
+def close(got: np.ndarray, want: np.ndarray, dtype: str) -> bool:
+    """Equal within the case's tolerance (float32: rtol 1e-4, atol 1e-5; float64: 1e-9), NaN equal to NaN."""
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-9}
+    return got.shape == want.shape and bool(np.allclose(got, want, equal_nan=True, **tol))
+
+
+def same(got: tuple[np.ndarray, ...] | None, want: tuple[np.ndarray, ...], dtype: str) -> bool:
+    return got is not None and len(got) == len(want) and all(close(g, w, dtype) for g, w in zip(got, want))
+
+
+def decoded(outputs) -> tuple[np.ndarray, ...]:
+    return tuple(np.array(o["data"], dtype=np.float64).reshape(o["shape"]) for o in outputs)
+
+
+def run_here(kata: Kata, path: Path, cases: list[Case]) -> Run:
+    """A PyTorch file run in this process, through the harness's own loading, calling and encoding (this
+    process has imported torch already: a child would spend seconds importing it again)."""
+    spec = importlib.util.spec_from_file_location(f"kata_file_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = harness._flavour(module, kata.request())
+    assert found is not None
+    flavour = found[0]
+    done = []
+    for case in cases:
+        try:
+            value = harness._call(module, flavour, kata.request(), case.request())
+            done.append(CaseRun(case.id, tuple(harness._outputs(value))))
+        except Exception as exc:  # noqa: BLE001 -- a buggy file may raise, as the learner's would
+            done.append(CaseRun(case.id, exception=type(exc).__name__))
+    return Run("ran", flavour, tuple(done))

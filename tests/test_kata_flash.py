@@ -12,7 +12,6 @@ in a child takes seconds).
 from __future__ import annotations
 
 import ast
-import importlib.util
 import math
 from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
@@ -23,9 +22,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tutor.katas import flash, harness
+from tutor.katas import flash
 from tutor.katas.kata import Case
-from tutor.katas.run import CaseRun, Run, run
+from tutor.katas.run import Run, run
+
+from .kata_proofs import decoded, run_here, same
 
 KATA = flash.KATA
 CASES = KATA.cases()
@@ -38,40 +39,6 @@ FULL_SCORES = Path(__file__).with_name("kata_files") / "flash" / "memory.py"
 SMALL = [c for c in CASES if not c.trace_memory]  # what the buggy files run on (the traced case takes a second)
 
 
-def close(got: np.ndarray, want: np.ndarray, dtype: str) -> bool:
-    """Equal within the case's tolerance (float32: rtol 1e-4, atol 1e-5; float64: 1e-9), NaN equal to NaN."""
-    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-9}
-    return got.shape == want.shape and bool(np.allclose(got, want, equal_nan=True, **tol))
-
-
-def same(got: tuple[np.ndarray, ...] | None, want: tuple[np.ndarray, ...], dtype: str) -> bool:
-    return got is not None and len(got) == len(want) and all(close(g, w, dtype) for g, w in zip(got, want))
-
-
-def decoded(outputs) -> tuple[np.ndarray, ...]:
-    return tuple(np.array(o["data"], dtype=np.float64).reshape(o["shape"]) for o in outputs)
-
-
-def run_here(path: Path, cases: list[Case]) -> Run:
-    """A PyTorch file run in this process, through the harness's own loading, calling and encoding (this
-    process has imported torch already: a child would spend seconds importing it again)."""
-    spec = importlib.util.spec_from_file_location(f"kata_file_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found = harness._flavour(module, KATA.request())
-    assert found is not None
-    flavour = found[0]
-    done = []
-    for case in cases:
-        try:
-            value = harness._call(module, flavour, KATA.request(), case.request())
-            done.append(CaseRun(case.id, tuple(harness._outputs(value))))
-        except Exception as exc:  # noqa: BLE001 -- a buggy file may raise, as the learner's would
-            done.append(CaseRun(case.id, exception=type(exc).__name__))
-    return Run("ran", flavour, tuple(done))
-
-
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Run]:
     files = {f"solution:{name}": (SOLUTIONS / f"{name}_solution.py", CASES) for name in ("numpy", "torch")}
@@ -81,7 +48,7 @@ def runs() -> dict[str, Run]:
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(run, path.resolve(), KATA.request(), [c.request() for c in cases])
                    for name, (path, cases) in files.items()}
-        here = {stem: run_here(BUGGY / f"{stem}.py", SMALL) for stem in BUGGY_FILES if stem.endswith("_torch")}
+        here = {stem: run_here(KATA, BUGGY / f"{stem}.py", SMALL) for stem in BUGGY_FILES if stem.endswith("_torch")}
         return {name: f.result() for name, f in futures.items()} | here
 
 
