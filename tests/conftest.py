@@ -68,12 +68,13 @@ V1_BUNDLED = _v1_bundled()
 
 def pinned_variables(home: Path) -> dict[str, str]:
     """The variables attn-tutor runs under in a test: progress in ``home``, 100 columns, no colour, a dumb
-    terminal (and none of :data:`UNPINNED`: English, no packs, colour not forced)."""
-    return {"ATTN_TUTOR_HOME": str(home), "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
+    terminal, the C locale in UTF-8 (and none of :data:`UNPINNED`: English whatever the machine's locale,
+    no packs, colour not forced)."""
+    return {"ATTN_TUTOR_HOME": str(home), "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb", "LANG": "C.UTF-8"}
 
 
 #: Variables a test's attn-tutor runs without.
-UNPINNED = ("ATTN_TUTOR_PATH", "ATTN_TUTOR_LANG", "FORCE_COLOR")
+UNPINNED = ("ATTN_TUTOR_PATH", "ATTN_TUTOR_LANG", "LC_ALL", "LC_MESSAGES", "FORCE_COLOR")
 
 
 def with_changes(variables: Mapping[str, str], changes: Mapping[str, str | None] | None) -> dict[str, str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tutor.base.env import MAX_WIDTH, MIN_WIDTH, Env, clamp_width
+from tutor.base.env import MAX_WIDTH, MIN_WIDTH, Env, UnknownLanguage, clamp_width
 from tutor.base.messages import CATALOGS, EN, language, t, use_language
 from tutor.render.console import make_console
 
@@ -46,10 +46,30 @@ def test_nothing_set_is_english_no_packs_the_terminal_and_the_platform_folder():
     assert env(ATTN_TUTOR_HOME="/somewhere").data_dir() == Path("/somewhere")
 
 
-def test_a_language_without_a_catalogue_is_english_when_read_and_refused_when_given():
-    assert env(ATTN_TUTOR_LANG="xx").language == "en"
+def test_a_language_without_a_catalogue_is_refused_when_asked_for_and_when_given():
+    with pytest.raises(UnknownLanguage, match=r"unknown language 'xx' \(ATTN_TUTOR_LANG\); attn-tutor speaks: en, zh"):
+        env(ATTN_TUTOR_LANG="xx")
     with pytest.raises(ValueError, match="no message catalogue for language 'xx'"):
         Env(home=None, language="xx")
+
+
+@pytest.mark.parametrize(("variables", "language"), [
+    ({}, "en"),
+    ({"LANG": "zh_CN.UTF-8"}, "zh"),
+    ({"LANG": "zh_TW"}, "zh"),
+    ({"LC_MESSAGES": "zh_CN.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),  # LC_MESSAGES before LANG
+    ({"LC_ALL": "en_US.UTF-8", "LC_MESSAGES": "zh_CN.UTF-8"}, "en"),  # LC_ALL before both
+    ({"LC_ALL": "", "LANG": "zh_CN"}, "zh"),  # an empty one is not set
+    ({"LC_ALL": "C", "LANG": "zh_CN.UTF-8"}, "en"),  # C is no language: English
+    ({"LANG": "fr_FR.UTF-8"}, "en"),  # a locale attn-tutor does not speak is English, not an error
+    ({"ATTN_TUTOR_LANG": "zh", "LANG": "en_US"}, "zh"),  # ATTN_TUTOR_LANG before the locale
+    ({"ATTN_TUTOR_LANG": "en", "LC_ALL": "zh_CN.UTF-8"}, "en"),
+    ({"ATTN_TUTOR_LANG": "zh-Hans"}, "zh"),
+    ({"ATTN_TUTOR_LANG": "ZH_cn.utf8"}, "zh"),
+    ({"ATTN_TUTOR_LANG": " ", "LANG": "zh_CN"}, "zh"),  # blank: not set
+])
+def test_the_language_is_attn_tutor_lang_then_the_locale_then_english(variables, language):
+    assert env(**variables).language == language
 
 
 @pytest.mark.parametrize(("value", "width"), [

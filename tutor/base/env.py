@@ -10,7 +10,8 @@ passes the Env down: the library takes what it needs as parameters.  Tests
 build their own (:meth:`Env.from_environ` with a mapping of their own, or
 ``Env(...)``) instead of changing the process's environment.
 
-The variables read (:data:`VARIABLES`): ``ATTN_TUTOR_LANG`` (the message
+The variables read (:data:`VARIABLES`): ``ATTN_TUTOR_LANG``, else the locale
+(``LC_ALL``, ``LC_MESSAGES``, ``LANG``: :func:`language_from`) (the message
 catalogue), ``ATTN_TUTOR_HOME`` (the progress store's folder),
 ``ATTN_TUTOR_PATH`` (exercise packs, separated by :data:`os.pathsep`),
 ``ATTN_TUTOR_DEBUG`` (tracebacks of internal errors), ``COLUMNS`` and
@@ -32,7 +33,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TextIO
 
-from .messages import CATALOGS
+from .errors import TutorError
+from .messages import CATALOGS, LANGUAGES, t
 
 #: The narrowest width any console is laid out at (``COLUMNS=0`` or a tiny terminal is
 #: clamped to it): the layouts are made and tested for it.
@@ -43,7 +45,7 @@ MIN_WIDTH = 20
 MAX_WIDTH = 500
 
 #: The variables attn-tutor itself reads.
-VARIABLES = ("ATTN_TUTOR_LANG", "ATTN_TUTOR_HOME", "ATTN_TUTOR_PATH", "ATTN_TUTOR_DEBUG", "COLUMNS", "TERMINAL_WIDTH",
+VARIABLES = ("ATTN_TUTOR_LANG", "LC_ALL", "LC_MESSAGES", "LANG", "ATTN_TUTOR_HOME", "ATTN_TUTOR_PATH", "ATTN_TUTOR_DEBUG", "COLUMNS", "TERMINAL_WIDTH",
              "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE")
 
 
@@ -101,17 +103,21 @@ class Env:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], *, stdin: TextIO | None, stdout: TextIO | None,
-                     stderr: TextIO | None, terminal_width: int = 0) -> Env:
+                     stderr: TextIO | None, terminal_width: int = 0, language: str | None = None) -> Env:
         """The Env that the variables ``environ`` describe, with these streams.
+
+        ``language`` (``--lang``) is spoken instead of the one ``environ`` asks for.
 
         ``terminal_width`` is the terminal's width in columns (0: no
         terminal); it matters only without ``COLUMNS``, where a terminal
-        wider than :data:`MAX_WIDTH` makes ``width`` that maximum.  An
-        unknown ``ATTN_TUTOR_LANG`` is English; a ``COLUMNS`` that is not a
+        wider than :data:`MAX_WIDTH` makes ``width`` that maximum.  The
+        language is :func:`language_from`'s; a ``COLUMNS`` that is not a
         number is left to rich (which ignores it, as it always did).
+
+        Raises :class:`UnknownLanguage` for an ``ATTN_TUTOR_LANG`` attn-tutor does not speak.
         """
         home = environ.get("ATTN_TUTOR_HOME")
-        lang = environ.get("ATTN_TUTOR_LANG", "en")
+        lang = language or language_from(environ)
         width = clamp_width(environ.get("COLUMNS"))
         if width is None and environ.get("COLUMNS") is None and terminal_width > MAX_WIDTH:
             width = MAX_WIDTH
@@ -121,7 +127,7 @@ class Env:
         variables = MappingProxyType({**environ, **clamped})
         return cls(
             home=Path(home).expanduser() if home else None,
-            language=lang if lang in CATALOGS else "en",
+            language=lang,
             packs=pack_folders(environ.get("ATTN_TUTOR_PATH", "")),
             width=width,
             help_width=help_width,
@@ -135,11 +141,12 @@ class Env:
         )
 
     @classmethod
-    def from_process(cls) -> Env:
+    def from_process(cls, language: str | None = None) -> Env:
         """This process's Env: ``os.environ``, ``sys.stdin``/``sys.stdout``/``sys.stderr`` and the
-        terminal's width.  The one place attn-tutor reads its environment."""
+        terminal's width; ``language`` as :meth:`from_environ` says.  The one place attn-tutor reads
+        its environment.  Raises :class:`UnknownLanguage` as :meth:`from_environ` does."""
         return cls.from_environ(os.environ, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr,
-                                terminal_width=_terminal_width())
+                                terminal_width=_terminal_width(), language=language)
 
     def data_dir(self) -> Path:
         """The folder of attn-tutor's data (the progress store): ``home``, else the platform's user
@@ -149,6 +156,48 @@ class Env:
         import platformdirs
 
         return Path(platformdirs.user_data_dir("attn-tutor", appauthor=False))
+
+
+class UnknownLanguage(TutorError):
+    """A language attn-tutor does not speak was asked for (``--lang``, ``ATTN_TUTOR_LANG``): a usage error."""
+
+
+def language_code(value: str) -> str | None:
+    """The language of :data:`tutor.base.messages.LANGUAGES` a language or locale name means, else ``None``.
+
+    The name's first part decides (``zh``, ``zh_CN``, ``zh-Hans``, ``zh_TW.UTF-8`` are ``zh``; ``en_GB`` is
+    ``en``), in any case; a catalogue registered by a test (``CATALOGS``) is matched by its whole name.
+
+    >>> language_code("zh_CN.UTF-8"), language_code("EN-us"), language_code("C"), language_code("fr")
+    ('zh', 'en', None, None)
+    """
+    name = value.strip()
+    first = name.replace("-", "_").split("_")[0].split(".")[0].split("@")[0].lower()
+    if first in LANGUAGES:
+        return first
+    return name if name and name in CATALOGS else None
+
+
+def language_from(environ: Mapping[str, str]) -> str:
+    """The language ``environ`` asks for: ``ATTN_TUTOR_LANG``; else the locale of messages (the first
+    of ``LC_ALL``, ``LC_MESSAGES``, ``LANG`` that is set and not empty, as POSIX reads them) when it
+    names a language attn-tutor speaks (``zh_CN.UTF-8``: Chinese); else English.
+
+    Raises :class:`UnknownLanguage` for an ``ATTN_TUTOR_LANG`` that names no language attn-tutor
+    speaks (a locale it does not speak is English: the locale is the system's, not a request).
+
+    >>> language_from({"LANG": "zh_CN.UTF-8"}), language_from({"LC_ALL": "C", "LANG": "zh_CN.UTF-8"})
+    ('zh', 'en')
+    """
+    asked = environ.get("ATTN_TUTOR_LANG", "")
+    if asked.strip():
+        code = language_code(asked)
+        if code is None:
+            raise UnknownLanguage(t("cli.lang.unknown", value=asked, where="ATTN_TUTOR_LANG",
+                                    languages=", ".join(LANGUAGES)))
+        return code
+    locale = next((environ[name] for name in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(name)), "")
+    return language_code(locale) or "en"
 
 
 def clamp_width(value: str | None) -> int | None:

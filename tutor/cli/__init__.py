@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
-from ..base.env import Env
+from ..base.env import Env, UnknownLanguage, language_code
 from ..base.errors import TutorError
-from ..base.messages import t, use_language
+from ..base.messages import LANGUAGES, t, use_language
 from ..base.textsafe import lines, shown
 from . import author, check, code, drill, explain, practice
 from .common import (
@@ -40,6 +41,8 @@ from .common import (
     HelpCommand,
     HelpGroup,
     SolutionWrong,
+    translate_help,
+    translated_help,
     write,
 )
 from .streams import GuardedStream, OutputError, plug_closed_descriptors
@@ -127,7 +130,7 @@ class CommandLine(HelpGroup):
         if cmd_name not in self.list_commands(ctx):
             return None
         if self._listing:  # the help's list of commands reads a command's name and help, nothing else
-            return TyperCommand(cmd_name, help=_registered_help(cmd_name))
+            return TyperCommand(cmd_name, help=translated_help(_registered_help(cmd_name)))
         if cmd_name not in self.commands:
             self.commands[cmd_name] = _tidied(_build(cmd_name))
         return self.commands[cmd_name]
@@ -176,9 +179,37 @@ def _tidied(cmd: Any) -> Any:
     for param in list(cmd.params) + ([helper] if helper is not None else []):
         if getattr(param, "is_bool_flag", False) and param.metavar is None:
             param.metavar = ""
-    if helper is not None and helper.default is None:
-        helper.default = False
+    if helper is not None:
+        helper.help = t("cli.opt.help")
+        if helper.default is None:
+            helper.default = False
+    _with_language(cmd)
+    translate_help(cmd)
+    for sub in getattr(cmd, "commands", {}).values():  # a group's commands (drill, code)
+        _tidied(sub)
     return cmd
+
+
+def _with_language(cmd: Any) -> None:
+    """``cmd``'s help lists ``--lang`` (read before parsing, by :func:`language_option`, and taken off the
+    command line: the command itself never sees it)."""
+    if not any("--lang" in getattr(param, "opts", ()) for param in cmd.params):
+        cmd.params.append(_language_param())
+
+
+def _language_param() -> Any:
+    """The ``--lang`` option as typer builds it: the one parameter of a command made for it."""
+    import typer.main
+
+    def speak(lang: Annotated[str, typer.Option("--lang", metavar="<en|zh>", show_default=False,
+                                                 help=t("cli.opt.lang"))] = "") -> None:
+        """Nothing: the command that carries the option."""
+
+    probe = typer.Typer(add_completion=False)
+    probe.command()(speak)
+    param = typer.main.get_command(probe).params[0]
+    param.expose_value = False  # never handed to a command's function
+    return param
 
 
 def main(argv: list[str] | None = None, *, env: Env | None = None) -> int:
@@ -208,8 +239,14 @@ def main(argv: list[str] | None = None, *, env: Env | None = None) -> int:
     """
     args = sys.argv[1:] if argv is None else list(argv)
     plug_closed_descriptors()
-    if env is None:
-        env = Env.from_process()
+    try:
+        lang, args = language_option(args)
+        if env is None:
+            env = Env.from_process(language=lang)
+        elif lang is not None:
+            env = replace(env, language=lang)
+    except UnknownLanguage as err:
+        return _before_the_run(args, str(err), env)
     real_out, real_err = sys.stdout, sys.stderr
     out = GuardedStream(env.stdout, required=True)
     sys.stdout = out
@@ -220,6 +257,53 @@ def main(argv: list[str] | None = None, *, env: Env | None = None) -> int:
             if out.failure is not None and code != EXIT_INPUT:  # also when a library swallowed the OutputError
                 sys.stderr.write(t("cli.error", message=t("cli.output_failed", reason=out.failure)) + "\n")
                 code = EXIT_INPUT
+        return code
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+
+
+def language_option(args: list[str]) -> tuple[str | None, list[str]]:
+    """The language ``--lang`` asks for (``--lang zh``, ``--lang=zh``, anywhere before ``--``; the last
+    one given wins), and ``args`` without it.  Read before the command line is parsed, so that its help
+    and errors are in that language; every command lists the option (:func:`_with_language`).
+
+    Raises :class:`UnknownLanguage` for a language attn-tutor does not speak, or ``--lang`` without one.
+
+    >>> language_option(["explain", "x", "--lang", "zh"]), language_option(["--lang=en", "list"])
+    (('zh', ['explain', 'x']), ('en', ['list']))
+    """
+    lang: str | None = None
+    rest: list[str] = []
+    it = iter(enumerate(args))
+    for i, arg in it:
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg == "--lang" or arg.startswith("--lang="):
+            value = arg[len("--lang="):] if "=" in arg else next(it, (None, None))[1]
+            code = None if value is None else language_code(value)
+            if code is None:
+                raise UnknownLanguage(t("cli.lang.unknown", value=shown(value or ""), where="--lang",
+                                        languages=", ".join(LANGUAGES)))
+            lang = code
+            continue
+        rest.append(arg)
+    return lang, rest
+
+
+def _before_the_run(args: list[str], message: str, env: Env | None) -> int:
+    """A language that cannot be spoken, found before the run (``--lang``, ``ATTN_TUTOR_LANG``): one
+    ``error:`` line and the ``try`` line on stderr (in English, or the language of ``env``), exit 2."""
+    stderr = GuardedStream(env.stderr if env is not None else sys.stderr, required=False)
+    stdout = GuardedStream(env.stdout if env is not None else sys.stdout, required=True)
+    real_out, real_err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = stdout, stderr
+    try:
+        with use_language(env.language if env is not None else "en"):
+            code = _fail(args, "usage", EXIT_INPUT, message)
+            words = [a for i, a in enumerate(args) if not (a.startswith("--lang") or (i and args[i - 1] == "--lang"))]
+            sys.stderr.write(t("cli.usage.try", command=shown(_command_path(words))) + "\n")
+            sys.stdout.flush()
         return code
     finally:
         sys.stdout, sys.stderr = real_out, real_err

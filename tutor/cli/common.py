@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -26,7 +27,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from ..base.env import Env
-from ..base.messages import t
+from ..base.messages import language, t
 from ..base.textsafe import shown
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ def store_path(env: Env) -> Path:
 @contextmanager
 def help_console(env: Env | None) -> Iterator[None]:
     """Inside the block, typer's help is printed on a console of ``env`` (its help width, else its
-    width, and its variables), not of the process's environment; ``None`` changes nothing.
+    width, and its variables), not of the process's environment (``None``: the process's), with
+    typer's own words (``Options``, ``[default: …]``) in the language of the run.
 
     typer builds its help console itself (``typer.rich_utils._get_rich_console``, with its theme
     and colours) from the ``Console`` it imported from rich; for the block that name makes the
@@ -95,11 +97,32 @@ def help_console(env: Env | None) -> Iterator[None]:
     :class:`HelpCommand` and :class:`HelpGroup` around their help, so typer's rich module is
     imported only when help is shown.
     """
-    if env is None:
-        yield
-        return
     from typer import rich_utils
 
+    words = {name: getattr(rich_utils, name) for name in _TYPER_WORDS}
+    for name, key in _TYPER_WORDS.items():  # typer's own words, in the language of the run
+        setattr(rich_utils, name, t(key))
+    try:
+        if env is None:
+            yield
+        else:
+            with _pinned_console(rich_utils, env):
+                yield
+    finally:
+        for name, word in words.items():
+            setattr(rich_utils, name, word)
+
+
+#: typer's own words in its help (``typer.rich_utils``' constants) and the keys that say them.
+_TYPER_WORDS = {"DEFAULT_STRING": "cli.help.default", "REQUIRED_LONG_STRING": "cli.help.required",
+                "ENVVAR_STRING": "cli.help.env_var", "DEPRECATED_STRING": "cli.help.deprecated",
+                "ARGUMENTS_PANEL_TITLE": "cli.help.arguments", "OPTIONS_PANEL_TITLE": "cli.help.options",
+                "COMMANDS_PANEL_TITLE": "cli.help.commands"}
+
+
+@contextmanager
+def _pinned_console(rich_utils: Any, env: Env) -> Iterator[None]:
+    """typer's help console made with ``env``'s width and variables inside the block (:func:`help_console`)."""
     made = rich_utils.Console
     width = env.help_width if env.help_width is not None else env.width
     variables = env.environ
@@ -118,20 +141,60 @@ def help_console(env: Env | None) -> Iterator[None]:
         rich_utils.Console = made  # type: ignore[misc]
 
 
+def translated_help(text: str | None) -> str | None:
+    """A help text of the command line (a paragraph or several, each a ``cli.*`` key's English, fixed when
+    the commands were declared) in the language of the run; a paragraph that is no key's stays as it is."""
+    if text is None or language() == "en":
+        return text
+    return "\n\n".join(t(_help_keys()[p]) if p in _help_keys() else p for p in text.split("\n\n"))
+
+
+@cache
+def _help_keys() -> dict[str, str]:
+    """The English of every ``cli.*`` key, to its key."""
+    from ..base.messages import EN
+
+    return {text: key for key, text in EN.items() if key.startswith("cli.")}
+
+
+def translate_help(cmd: Any) -> None:
+    """Put ``cmd``'s help, its short help and its parameters' help (its subcommands' too, for a group) in
+    the language of the run (:func:`translated_help`)."""
+    cmd.help = translated_help(cmd.help)
+    cmd.short_help = translated_help(getattr(cmd, "short_help", None))
+    for param in cmd.params:
+        if getattr(param, "help", None):
+            param.help = translated_help(param.help)
+    for sub in getattr(cmd, "commands", {}).values():
+        translate_help(sub)
+
+
+def _usage(cmd: Any, ctx: Any, formatter: Any) -> None:
+    """The usage line, its ``Usage:`` in the language of the run."""
+    formatter.write_usage(ctx.command_path, " ".join(cmd.collect_usage_pieces(ctx)), prefix=t("cli.help.usage"))
+
+
 class HelpCommand(TyperCommand):
-    """A command whose help is printed at the run's width and colours (:func:`help_console`)."""
+    """A command whose help is printed at the run's width and colours and in its language (:func:`help_console`)."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         with help_console(ctx.find_object(Env)):
             super().format_help(ctx, formatter)
+
+    def format_usage(self, ctx: Any, formatter: Any) -> None:
+        _usage(self, ctx, formatter)
 
 
 class HelpGroup(TyperGroup):
-    """A group of commands whose help is printed at the run's width and colours (:func:`help_console`)."""
+    """A group of commands whose help is printed at the run's width and colours and in its language
+    (:func:`help_console`)."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         with help_console(ctx.find_object(Env)):
             super().format_help(ctx, formatter)
+
+    def format_usage(self, ctx: Any, formatter: Any) -> None:
+        _usage(self, ctx, formatter)
 
 
 def console(env: Env, stderr: bool = False) -> SafeConsole:
