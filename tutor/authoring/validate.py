@@ -297,7 +297,7 @@ def catalog_rows(cat: Catalog, solved: dict[str, frozenset[tuple[str, int | None
         right = len(set(own) & (solved or {}).get(ex.id, frozenset()))
         rows.append({
             "id": ex.id,
-            "title": ex.title,
+            "title": ex.local_title,
             "L": ex.L,
             "L_k": ex.L_k,
             "d_model": ex.d_model,

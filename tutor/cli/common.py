@@ -99,6 +99,9 @@ def help_console(env: Env | None) -> Iterator[None]:
     """
     from typer import rich_utils
 
+    from ..render.console import line_breaks
+
+    line_breaks()
     words = {name: getattr(rich_utils, name) for name in _TYPER_WORDS}
     for name, key in _TYPER_WORDS.items():  # typer's own words, in the language of the run
         setattr(rich_utils, name, t(key))
@@ -134,11 +137,11 @@ def _pinned_console(rich_utils: Any, env: Env) -> Iterator[None]:
         return made(**{**options, "width": width if width is not None else options.get("width"),
                        "force_terminal": forced, "_environ": variables})
 
-    rich_utils.Console = pinned  # type: ignore[misc,assignment]
+    rich_utils.Console = pinned
     try:
         yield
     finally:
-        rich_utils.Console = made  # type: ignore[misc]
+        rich_utils.Console = made
 
 
 def translated_help(text: str | None) -> str | None:

@@ -16,6 +16,8 @@ format is documented in ``docs/concept-bank.md``.  One file::
         follow_ups: [scale-saturation]  # ids asked next, in order (the chain)
         claims: [qk-variance]           # numeric claims of the model answer, each measured by a test
         sources: [...]                  # papers or docs the answer rests on
+        translations:                   # the question's words in another language (zh), optional
+          zh: {question: ..., key_points: [...], model_answer: ..., short_answer: ..., wrong_answers: [...]}
 
 Loading goes as for exercises: :func:`tutor.exercise.yamlread.parse_yaml` (safe,
 YAML 1.2, with positions), then the pydantic model (``extra="forbid"``), then
@@ -35,8 +37,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
+from ..base.cjk import join_lines
 from ..base.errors import Problem, TutorError
-from ..base.messages import t
+from ..base.messages import LANGUAGES, t
 from ..exercise.load import Validation
 
 BUNDLED = Path(__file__).resolve().parent / "concepts"
@@ -63,8 +66,8 @@ def _text(value: Any) -> str:
     if isinstance(value, str) and value.strip():
         if len(value) > MAX_TEXT:
             raise PydanticCustomError("tutor", "{message}", {"message": t("bank.too_long", limit=MAX_TEXT)})
-        return " ".join(value.split()) if "\n\n" not in value else "\n\n".join(
-            " ".join(p.split()) for p in value.strip().split("\n\n"))
+        return join_lines(value.split()) if "\n\n" not in value else "\n\n".join(
+            join_lines(p.split()) for p in value.strip().split("\n\n"))
     raise _fail(t("expected.text"), value)
 
 
@@ -91,6 +94,17 @@ class WrongAnswer(_Strict):
     why: Text
 
 
+class QuestionWords(_Strict):
+    """A question's words in another language (``translations: {zh: ...}``): the same fields as its
+    English, with as many key points and wrong answers, in the same order."""
+
+    question: Text
+    key_points: Annotated[list[Text], Field(min_length=2, max_length=8)]
+    model_answer: Text
+    short_answer: Text
+    wrong_answers: Annotated[list[WrongAnswer], Field(min_length=2, max_length=8)]
+
+
 class ConceptQuestion(_Strict):
     """One question of the bank (see the module docstring for each field)."""
 
@@ -104,6 +118,18 @@ class ConceptQuestion(_Strict):
     follow_ups: list[Slug] = []
     claims: list[Slug] = []
     sources: list[Text] = []
+    translations: dict[Slug, QuestionWords] = {}
+
+    def in_language(self, lang: str) -> ConceptQuestion:
+        """This question with its words in ``lang`` (its ``translations``), else as written (English)."""
+        words = self.translations.get(lang)
+        return self if words is None else self.model_copy(update=dict(words))
+
+
+class FileWords(_Strict):
+    """A bank file's title in another language."""
+
+    title: Text | None = None
 
 
 class BankFile(_Strict):
@@ -111,6 +137,7 @@ class BankFile(_Strict):
 
     topic: Slug | None = None
     title: Text | None = None
+    translations: dict[Slug, FileWords] = {}
     questions: Annotated[list[ConceptQuestion], Field(min_length=1, max_length=MAX_QUESTIONS)]
 
 
@@ -267,6 +294,11 @@ def _check(files: Iterable[_Read], elsewhere: dict[str, str] | None = None) -> t
             first[q.id] = read.name
             where[q.id] = (read.doc, i)
             concepts.append(Concept(q, topic, read.name, read.source))
+            problems += _translation_problems(read, i, q)
+        for lang in read.record.translations:
+            if lang not in LANGUAGES or lang == "en":
+                problems.append(read.doc.problem(("translations", lang), t("bank.translation.language", lang=lang,
+                                                                              languages=", ".join(LANGUAGES))))
     for c in concepts:
         doc, i = where[c.id]
         for n, f in enumerate(c.q.follow_ups):
@@ -276,6 +308,23 @@ def _check(files: Iterable[_Read], elsewhere: dict[str, str] | None = None) -> t
             elif f not in first:
                 problems.append(doc.problem(path, t("bank.unknown_follow_up", id=f, question=c.id)))
     return problems, concepts
+
+
+def _translation_problems(read: _Read, i: int, q: ConceptQuestion) -> list[Problem]:
+    """The problems of question ``i``'s translations: a language attn-tutor does not speak (or English
+    itself), a count of key points or wrong answers that is not its English's."""
+    out: list[Problem] = []
+    for lang, words in q.translations.items():
+        path: tuple[Any, ...] = ("questions", i, "translations", lang)
+        if lang not in LANGUAGES or lang == "en":
+            out.append(read.doc.problem(path, t("bank.translation.language", lang=lang, languages=", ".join(LANGUAGES))))
+            continue
+        for field, theirs, ours in (("key_points", words.key_points, q.key_points),
+                                    ("wrong_answers", words.wrong_answers, q.wrong_answers)):
+            if len(theirs) != len(ours):
+                out.append(read.doc.problem((*path, field), t("bank.translation.count", field=field, found=len(theirs),
+                                                                  expected=len(ours))))
+    return out
 
 
 def load(folders: Sequence[Path] = (), *, bundled: bool = True) -> Bank:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any, Literal
 
-from ..base.messages import t
+from ..base.messages import language, t
 from .bank import Bank, Concept
 from .record import Question, lettered
 
@@ -22,7 +22,7 @@ CHAIN = 3  # questions in one chain at most: the question and up to two follow-u
 
 def to_question(c: Concept, mode: Mode, rng: random.Random, follow_up: str | None = None) -> Question:
     """One bank question as a drill :class:`Question` (free text, or lettered options)."""
-    q = c.q
+    q = c.q.in_language(language())
     common: dict[str, Any] = dict(
         drill="concepts", topic=c.topic, id=q.id, prompt=q.question, model_answer=q.model_answer,
         key_points=tuple(q.key_points), wrong_answers=tuple((w.answer, w.why) for w in q.wrong_answers),
@@ -80,5 +80,5 @@ def listing(bank: Bank) -> dict[str, Any]:
     """``drill concepts --list``: ``{"topics": [...], "questions": [{"id", "topic", "question",
     "follow_ups", "claims", "source", "file"}]}``."""
     return {"topics": bank.topics,
-            "questions": [{"id": c.id, "topic": c.topic, "question": c.q.question, "follow_ups": list(c.q.follow_ups),
+            "questions": [{"id": c.id, "topic": c.topic, "question": c.q.in_language(language()).question, "follow_ups": list(c.q.follow_ups),
                            "claims": list(c.q.claims), "source": c.source, "file": c.file} for c in bank.concepts]}

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from ..base.messages import language
 from ..practice.terminal import Lines
 from ..store.recorder import why_unsaved
 from . import counts, masks, shapes
@@ -160,7 +161,8 @@ def _outline(area: Area, answered: list[Answered], bank: Bank) -> tuple[str, str
         c = None
     if c is None:
         return None
-    return (area.topic, c.q.question, tuple(c.q.key_points), c.q.short_answer)
+    q = c.q.in_language(language())
+    return (area.topic, q.question, tuple(q.key_points), q.short_answer)
 
 
 class InterviewView(View, Protocol):

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from tutor.base.errors import Problem
-from tutor.base.messages import join_and, t
+from tutor.base.messages import LANGUAGES, join_and, t
 from tutor.exercise.yamlread import Document, Path, format_path
 
 from . import record
@@ -140,6 +140,9 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
     exercise is built only when every field is valid and nothing is found.
     """
     c = _Checker(doc, set(bad or ()))
+    for lang in getattr(f, "translations", None) or {}:
+        if lang not in LANGUAGES or lang == "en":
+            c.add(("translations", lang), "schema.translation.language", lang=lang, languages=", ".join(LANGUAGES))
     for name in ("x", "x_kv", "w_q", "w_k", "w_v", "w_o", "upstream"):
         c.ragged((name,), getattr(f, name))
     if isinstance(f.mask, list):
@@ -439,6 +442,7 @@ def check_fields(f: Any, doc: Document, bad: set[Path] | None = None) -> tuple[l
         mask_kind, mask_m = "matrix", tuple(tuple(r) for r in f.mask)
     ex = record.Exercise(
         id=f.id, title=f.title, description=f.description,
+        translations=tuple((lang, w.title, w.description) for lang, w in f.translations.items()),
         x=tuple(map(tuple, x)), x_kv=tuple(map(tuple, x_kv)) if x_kv is not None else None,
         tokens=tuple(f.tokens) if f.tokens else None, kv_tokens=tuple(f.kv_tokens) if f.kv_tokens else None,
         heads=tuple(heads), w_o=tuple(map(tuple, w_o)) if w_o is not None else None,

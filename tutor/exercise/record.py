@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Literal
 
+from tutor.base.messages import language
 from tutor.base.textsafe import shown
 
 Vector = tuple[Fraction, ...]
@@ -114,6 +115,8 @@ class Exercise:
     past_x: Matrix | None = None  # [L_past, d_model]: the cached tokens' inputs, when given (the cache is checked against them)
     bias: tuple[Matrix, ...] | None = None  # per query head, [L, L_k], added to the scaled scores
     alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
+    # the title and description in other languages: (language, title, description), from the file's translations
+    translations: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         """Text from the file, as it is shown: control and bidi characters escaped (:func:`tutor.base.textsafe.shown`).
@@ -128,12 +131,24 @@ class Exercise:
         for name in ("title", "source"):
             object.__setattr__(self, name, shown(getattr(self, name)))
         object.__setattr__(self, "description", shown(self.description, keep="\n\t"))
+        object.__setattr__(self, "translations", tuple((lang, shown(title), shown(text, keep="\n\t"))
+                                                      for lang, title, text in self.translations))
         for name in ("tokens", "kv_tokens", "tags", "past_tokens"):
             labels = getattr(self, name)
             if labels is not None:
                 object.__setattr__(self, name, tuple(shown(label) for label in labels))
 
     # sizes, named once ------------------------------------------------------
+
+    @property
+    def local_title(self) -> str:
+        """The title in the language of the run (the file's ``translations``), else as written."""
+        return next((title for lang, title, _ in self.translations if lang == language()), self.title)
+
+    @property
+    def local_description(self) -> str:
+        """The description in the language of the run (the file's ``translations``), else as written."""
+        return next((text for lang, _, text in self.translations if lang == language() and text), self.description)
     @property
     def L(self) -> int:
         return len(self.x)

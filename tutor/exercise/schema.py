@@ -237,6 +237,13 @@ BiasField = Annotated[
 ]
 
 
+class ExerciseWords(_Strict):
+    """An exercise's title and description in another language (``translations: {zh: ...}``)."""
+
+    title: Text = Field(description=t("schema.field.title"))
+    description: Text = Field("", description=t("schema.field.description"))
+
+
 class ExerciseFile(_Strict):
     """An attn-tutor exercise file, format v1 (the schema's description: ``schema.exercise``)."""
 
@@ -245,6 +252,7 @@ class ExerciseFile(_Strict):
     id: Slug = Field(description=t("schema.field.id"))
     title: Text = Field(description=t("schema.field.title"))
     description: Text = Field("", description=t("schema.field.description"))
+    translations: dict[Slug, ExerciseWords] = Field({}, description=t("schema.field.translations"))
     x: MatrixField = Field(description=t("schema.field.x"))
     tokens: list[Text] | None = Field(None, description=t("schema.field.tokens"))
     x_kv: MatrixField | None = Field(None, description=t("schema.field.x_kv"))

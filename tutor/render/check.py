@@ -183,7 +183,7 @@ class CheckRenderer:
         """What is checked against what: the file, its exercise and the exercise's title; the file's own
         ``title:`` and ``source:`` when it has them; a blank line."""
         ex = sf.exercise
-        self.line(t("check.heading", file=shown(sf.file), id=ex.id, title=ex.title), "bold")
+        self.line(t("check.heading", file=shown(sf.file), id=ex.id, title=ex.local_title), "bold")
         if sf.title:
             self.line(shown(sf.title), "dim")
         if sf.source:
@@ -315,7 +315,7 @@ def file_dict(sf: SolutionFile) -> dict[str, Any]:
     return {
         "file": sf.file,
         "exercise": sf.exercise.id,
-        "title": sf.exercise.title,
+        "title": sf.exercise.local_title,
         "source": sf.source or None,
         "solution_title": sf.title or None,
     }

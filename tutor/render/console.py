@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
+from ..base.cjk import WORD
 from ..base.env import MAX_WIDTH, MIN_WIDTH, Env
 from ..base.textsafe import shown
 
@@ -56,6 +57,15 @@ class SafeConsole(Console):
             self._escaping = False
 
 
+def line_breaks() -> None:
+    """Let rich break a line between two Chinese characters (:data:`tutor.base.cjk.WORD`, its word
+    pattern; the same as rich's own for text without Chinese).  Idempotent; every console made here
+    and typer's help (:func:`tutor.cli.common.help_console`) call it."""
+    import rich._wrap
+
+    rich._wrap.re_word = WORD
+
+
 def make_console(env: Env | None, **options: Any) -> SafeConsole:
     """A :class:`SafeConsole` (markup, highlighting and soft wrapping off unless given) from
     :data:`MIN_WIDTH` to :data:`MAX_WIDTH` wide, whatever the Env, the terminal or ``width`` say.
@@ -65,6 +75,7 @@ def make_console(env: Env | None, **options: Any) -> SafeConsole:
     is a console of no terminal that reads no variable (a recording exported
     to a file).  ``options`` are rich's.
     """
+    line_breaks()
     settings: dict[str, Any] = {"highlight": False, "soft_wrap": False, "markup": False}
     if env is None:
         settings["_environ"] = {}

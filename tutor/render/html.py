@@ -82,7 +82,7 @@ def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank:
 def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
                 brief: bool = False) -> str:
     """A standalone HTML page of the rich output, titled with the exercise's title."""
-    title = html.escape(sol.exercise.title).replace("{", "{{").replace("}", "}}")
+    title = html.escape(sol.exercise.local_title).replace("{", "{{").replace("}", "}}")
     page = _PAGE.format(title=title)
     return record(sol, head=head, precision=precision, blank=blank, brief=brief).export_html(
         inline_styles=True, code_format=page)
@@ -91,7 +91,7 @@ def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, b
 def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
                brief: bool = False) -> str:
     """A standalone SVG image of the rich output, titled with the exercise's title."""
-    svg = record(sol, head=head, precision=precision, blank=blank, brief=brief).export_svg(title=sol.exercise.title)
+    svg = record(sol, head=head, precision=precision, blank=blank, brief=brief).export_svg(title=sol.exercise.local_title)
     return _offline(svg)
 
 

@@ -37,8 +37,8 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
     """The exercise's sizes, labels, masks and inputs (entries as exact strings)."""
     return {
         "id": ex.id,
-        "title": ex.title,
-        "description": ex.description,
+        "title": ex.local_title,
+        "description": ex.local_description,
         "source": ex.source,
         "L": ex.L,
         "L_k": ex.L_k,

@@ -294,7 +294,7 @@ def _header(ex: Exercise, production_notes: tuple[str, ...]) -> Header:
     if ex.x_kv is not None:
         inputs.append(Named("X_kv", ex.x_kv, ex.key_labels))
     return Header(
-        title=ex.title, id=ex.id, source=ex.source, description=reflow(ex.description) if ex.description else None,
+        title=ex.local_title, id=ex.id, source=ex.source, description=reflow(ex.local_description) if ex.local_description else None,
         sizes=t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads, d_k=h0.d_k, d_v=h0.d_v,
                 d_out=ex.d_out),
         mask=mask, mask_matrix=ex.mask if ex.mask_kind == "matrix" else None,

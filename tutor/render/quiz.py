@@ -107,7 +107,7 @@ class QuizRenderer:
         practised and how to answer."""
         for sentence in opening:
             self.line(sentence)
-        self.line(t("practice.intro", title=ex.title, id=ex.id, total=total), "bold")
+        self.line(t("practice.intro", title=ex.local_title, id=ex.id, total=total), "bold")
         self.line(t("practice.how.entry" if settings.mode == "entry" else "practice.how.matrix"))
         self.line(t("practice.commands"))
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
+from ..base.cjk import join_lines
 from ..base.decimals import pretty as pretty_decimal
 from ..base.textsafe import lines
 from ..exact.numbers import notation
@@ -17,9 +18,10 @@ pretty = notation
 
 
 def reflow(text: str) -> str:
-    """Join the lines of each paragraph (Markdown semantics); paragraphs stay apart."""
+    """Join the lines of each paragraph (Markdown semantics: a space between them, none between two
+    Chinese characters, :func:`tutor.base.cjk.join_lines`); paragraphs stay apart."""
     paragraphs = re.split(r"\n\s*\n", text.strip())
-    return "\n\n".join(" ".join(line.strip() for line in lines(p)) for p in paragraphs)  # not at U+2028: see lines()
+    return "\n\n".join(join_lines(lines(p)) for p in paragraphs)  # not at U+2028: see lines()
 
 
 #: ``v`` to ``places`` decimals in notation (``−0.5000``, ``−∞``; never ``-0``): :func:`tutor.base.decimals.pretty`.

@@ -41,7 +41,7 @@ def tiled_document(ex: Exercise, rows: list[TiledRow]) -> dict[str, Any]:
                       "o": [_q(x) for x in r.o],
                       "lse": _q(r.lse),
                       "equals_plain_softmax": r.equal})
-    return {"exercise": {"id": ex.id, "title": ex.title}, "block_size": rows[0].block_size if rows else None,
+    return {"exercise": {"id": ex.id, "title": ex.local_title}, "block_size": rows[0].block_size if rows else None,
             "tiled": items}
 
 
@@ -72,7 +72,7 @@ class TiledRenderer:
 
     def render(self, ex: Exercise, rows: list[TiledRow]) -> None:
         # a title too long for the width goes on its own line(s) above a plain rule, as explain's titles
-        RichRenderer(self.console, self.places).rule(t("tiled.title", title=ex.title, block=rows[0].block_size))
+        RichRenderer(self.console, self.places).rule(t("tiled.title", title=ex.local_title, block=rows[0].block_size))
         for key in ("tiled.formula.m", "tiled.formula.alpha", "tiled.formula.l", "tiled.formula.acc", "tiled.formula.end"):
             self.line(t(key), indent=2)
         self.line(t("tiled.why"), "dim", 2)

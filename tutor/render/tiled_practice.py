@@ -63,7 +63,7 @@ class TiledPracticeRenderer:
         ex = self.ex
         head = t("tiled.row.head", head=row.head + 1) if ex.num_heads > 1 else ""
         query = ex.query_labels[row.row]
-        self.line(t("tiled.practice.intro", query=query, head=head, title=ex.title, id=ex.id, block=row.block_size,
+        self.line(t("tiled.practice.intro", query=query, head=head, title=ex.local_title, id=ex.id, block=row.block_size,
                     n=len(tq.asks(row))), "bold")
         if not chosen:
             key = "tiled.practice.row.default" if tq.rises(row) else "tiled.practice.row.flat"

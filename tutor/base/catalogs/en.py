@@ -809,6 +809,8 @@ EN.update({
     "schema.field.id": "unique name; `attn-tutor explain ID` finds it",
     "schema.field.title": "one line",
     "schema.field.description": "Markdown shown above the worked solution",
+    "schema.field.translations": "The title and description in another language, by language code: translations: {zh: {title: ..., description: ...}}. Shown when attn-tutor speaks that language (--lang zh).",
+    "schema.translation.language": "no language '{lang}' to translate into (attn-tutor speaks: {languages}; the exercise itself is English)",
     "schema.field.x": "[L, d_model]: the input sequence; rows are tokens",
     "schema.field.tokens": "L labels for the rows of x",
     "schema.field.x_kv": "[L_k, d_kv]: cross-attention; K and V come from this sequence",
@@ -1237,6 +1239,8 @@ EN.update({
     "bank.duplicate.here": "this file, at line {line}",
     "bank.self_follow_up": "{id} names itself as a follow-up",
     "bank.unknown_follow_up": "follow-up {id} of {question} is not a question of the bank",
+    "bank.translation.language": "no language '{lang}' to translate into (attn-tutor speaks: {languages}; the question itself is English)",
+    "bank.translation.count": "{field}: {found} here, {expected} in English; a translation has the same ones, in the same order",
     "bank.no_folder": "no such folder",
     "bank.no_files": "no concept bank files (*.yaml, *.yml) in this folder",
 })
