@@ -18,7 +18,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..base.messages import t
-from .common import Format, FormatOpt, HelpGroup, SolutionWrong, environment, store_path, warn, write, write_json
+from .common import (
+    Format,
+    FormatOpt,
+    HelpCommand,
+    HelpGroup,
+    SolutionWrong,
+    environment,
+    store_path,
+    warn,
+    write,
+    write_json,
+)
 
 if TYPE_CHECKING:
     from ..base.env import Env
@@ -79,7 +90,7 @@ def _passed_katas(env: Env) -> set[str]:
     return _progress(env)[0]
 
 
-@app.command("list", help=t("cli.code.list.help"))
+@app.command("list", help=t("cli.code.list.help"), cls=HelpCommand)
 def list_(ctx: typer.Context, fmt: FormatOpt = Format.rich) -> None:
     from ..katas import catalog
     from ..render.katas import list_document, list_lines
@@ -98,7 +109,7 @@ def _file(kata: Kata, torch: bool, kind: str) -> Path:
     return Path(__file__).parent.parent / "katas" / "files" / kata.id / f"{'torch' if torch else 'numpy'}_{kind}.py"
 
 
-@app.command("start", help=t("cli.code.start.help"))
+@app.command("start", help=t("cli.code.start.help"), cls=HelpCommand)
 def start(
     ctx: typer.Context,
     kata: KataArg,
@@ -116,7 +127,7 @@ def start(
     write(t("code.start.written", file=shown(str(target)), kata=k.id))
 
 
-@app.command("show", help=t("cli.code.show.help"))
+@app.command("show", help=t("cli.code.show.help"), cls=HelpCommand)
 def show(ctx: typer.Context, kata: KataArg, torch: TorchOpt = False, force: ForceOpt = False) -> None:
     from ..base.errors import TutorError
     from ..katas import catalog
@@ -182,7 +193,7 @@ def _check_once(env: Env, file: Path, kata: str | None, python: str | None, fmt:
     return passed
 
 
-@app.command("check", help=t("cli.code.check.help"))
+@app.command("check", help=t("cli.code.check.help"), cls=HelpCommand)
 def check_(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help=t("cli.code.file"), show_default=False)],

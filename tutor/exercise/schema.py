@@ -13,6 +13,7 @@ refused with a hint saying what they are now.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -283,9 +284,29 @@ class ExerciseFile(_Strict):
     alibi: Flag | None = Field(None, description=t("schema.field.alibi"))
 
 
+def _described(node: Any) -> Any:
+    """``node`` (a JSON Schema, or a part of it) with every ``description`` in the language of the run: the
+    model's descriptions are the English of ``schema.*`` keys, fixed when the module was imported."""
+    if isinstance(node, list):
+        return [_described(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    keys = _description_keys()
+    return {k: (t(keys[v]) if k == "description" and isinstance(v, str) and v in keys else _described(v))
+            for k, v in node.items()}
+
+
+@functools.cache
+def _description_keys() -> dict[str, str]:
+    """The English of every ``schema.*`` key, to its key."""
+    from ..base.messages import EN
+
+    return {text: key for key, text in EN.items() if key.startswith("schema.")}
+
+
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the format, from the model the loader uses."""
-    schema = ExerciseFile.model_json_schema()
+    schema = _described(ExerciseFile.model_json_schema())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+from ..base.messages import t
 from ..exercise.record import Exercise
 
 
@@ -41,7 +42,7 @@ class TorchMask:
     def api_name(self) -> str:
         """``nn.MultiheadAttention``, ``F.scaled_dot_product_attention`` or the KV cache."""
         return {"mha": "nn.MultiheadAttention", "sdpa": "F.scaled_dot_product_attention",
-                "cache": "KV cache (past_key_values)"}[self.api]
+                "cache": t("production.api.cache")}[self.api]
 
     @property
     def kind(self) -> str:

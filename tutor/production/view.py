@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..base.messages import join_and, t
+from ..base.messages import join_and, plural_category, t
 from ..exercise.record import Exercise
 from ..numeric.trace import TraceStep, _TraceBuilder, merge_copies
 from .run import layer_of
@@ -102,7 +102,7 @@ def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tu
     steps = exercise_trace(ex, B)
     rows = empty_rows(ex)
     if rows:
-        steps = tuple(replace(s, key="trace.weights.empty.one" if len(rows) == 1 else "trace.weights.empty.other",
+        steps = tuple(replace(s, key=f"trace.weights.empty.{plural_category(len(rows))}",
                               fields=(("rows", join_and(list(rows))),)) if s.name == "weights" else s
                       for s in steps)
     return steps, notes(ex)

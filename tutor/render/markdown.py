@@ -183,7 +183,8 @@ def formula(step: Step, ex: Exercise) -> str:
         "head": str((step.head or 0) + 1), "src": names[0], "d_k": str(d_k),
         "root": "" if _sqrt_latex(d_k) == rf"\sqrt{{{d_k}}}" else f" = {_sqrt_latex(d_k)}",
         # format v2 in the backward pass: a group's K/V gradient sums its query heads; a cache's new rows
-        "sigma": "", "h": "", "new": r"[\text{new rows}]" if ex.has_cache else "",
+        "sigma": "", "h": "", "new": rf"[\text{{{t('latex.new_rows')}}}]" if ex.has_cache else "",
+        "cases": t("latex.masked.cases", i="i", j="j"), "head_columns": t("latex.head_columns", head=(step.head or 0) + 1),
     }
     if step.kv_head is not None and KINDS[step.id].backward and len(step.shared) > 1:
         fields["sigma"] = r"\sum_{h \in \{" + ", ".join(str(h + 1) for h in step.shared) + r"\}} "

@@ -76,7 +76,7 @@ def _d_head_output(bd: Build, h: int | None) -> Step:
     dH = [row[_v_cols(ex, h)] for row in g]  # [L, d_v], this head's columns
     bd.data["d_head_output", h] = dH
     name = f"d_head_{(h or 0) + 1}"
-    return Step("d_head_output", h, name, f"{name} = {src[0]}[:, columns of head_{(h or 0) + 1}]",
+    return Step("d_head_output", h, name, t("formula.d_head", name=name, src=src[0], head=(h or 0) + 1),
                 (Operand(src[0], (ex.L, len(g[0]))),), "=", eb.rational_exact(dH), ex.query_labels, dims("d", d_v))
 
 
@@ -107,7 +107,7 @@ D_HEAD_OUTPUT = StepKind(
     production=production("d_head_output"), rounding=rounding(_d_head_output_slack),
     work=_d_head_output_work, why=_d_head_why,
     given=givens(lambda sol, step: d_head_source(sol.exercise)), names_head=True,
-    latex=r"d_{\text{head}_{$head}} = $op0[:, \text{head } $head]", backward=True,
+    latex=r"d_{\text{head}_{$head}} = $op0[:, $head_columns]", backward=True,
 )
 
 

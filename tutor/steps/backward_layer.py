@@ -66,7 +66,7 @@ def _d_output(bd: Build, head: int | None) -> Step:
     G = [list(r) for r in ex.upstream] if ex.upstream is not None else eb.ones(ex.L, ex.d_out)
     bd.data["d_output", None] = G
     final = bd.steps[final_key(bd)]
-    formula = "d_output = ∂L/∂output = upstream" if ex.upstream is not None else "d_output = ∂L/∂output = 1 (all ones)"
+    formula = "d_output = ∂L/∂output = upstream" if ex.upstream is not None else t("formula.d_output.ones")
     return Step("d_output", None, "d_output", formula, (Operand("upstream", (ex.L, ex.d_out)),), "=",
                 eb.rational_exact(G), final.row_labels, final.col_labels)
 

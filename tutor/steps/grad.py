@@ -153,7 +153,7 @@ def new_rows(ex: Exercise, id: str) -> slice:
 
 
 def rows_note(ex: Exercise, id: str) -> str:
-    return "[new rows]" if id in ("d_k", "d_v") and ex.has_cache else ""
+    return t("formula.new_rows") if id in ("d_k", "d_v") and ex.has_cache else ""
 
 
 def bias_step(id: str, name: str, src: str, src_name: str, g: eb.Grads, cols: tuple[str, ...], head: int | None,

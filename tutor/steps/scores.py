@@ -354,7 +354,7 @@ def _masked(bd: Build, h: int | None) -> Step:
     live = exact.mask(sc, bd.allowed)  # [L, L_k], None where blocked
     bd.data["masked", h] = live
     ops = (Operand(src, (ex.L, ex.L_k)), Operand("M", (ex.L, ex.L_k)))
-    return Step("masked", h, "masked", f"masked = {src} + M,  M_ij = 0 if query i may attend key j, else −∞",
+    return Step("masked", h, "masked", t("formula.masked", src=src),
                 ops, "+", exact.masked_exact(live, sc), ex.query_labels, ex.key_labels)
 
 
@@ -515,8 +515,7 @@ MASKED = StepKind(
     varies=frozenset({"mask"}), work=_masked_work, given=_masked_given,
     arithmetic=_masked_arithmetic,
     why=_masked_why, fixed_by_mask=-math.inf,
-    latex=(r"\text{masked} = \text{scaled} + M, \quad M_{ij} = "
-           r"\begin{cases} 0 & \text{if query } i \text{ may attend key } j \\ -\infty & \text{otherwise} \end{cases}"),
+    latex=r"\text{masked} = \text{scaled} + M, \quad M_{ij} = $cases",
 )
 
 

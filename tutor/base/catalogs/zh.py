@@ -175,6 +175,18 @@ ZH: dict[str, str] = {
     "cli.usage.try": "试试 '{command} --help'",
     "cli.usage.no_command": "没有指定命令",
     "cli.opt.version": "显示版本号并退出。",
+    # --- formula
+    "formula.masked": "masked = {src} + M，其中查询 i 可关注键 j 时 M_ij = 0，否则为 −∞",
+    "formula.d_output.ones": "d_output = ∂L/∂output = 1（全为 1）",
+    "formula.d_head": "{name} = {src}[:, 第 {head} 个头的列]",
+    "formula.new_rows": "[新增的行]",
+    # --- latex
+    "latex.masked.cases": "\\begin{{cases}} 0 & \\text{{查询 }} {i} \\text{{ 可关注键 }} {j} \\text{{ 时}} \\\\ -\\infty & \\text{{其他情况}} \\end{{cases}}",
+    "latex.new_rows": "新增的行",
+    "latex.head_columns": "\\text{{第 }} {head} \\text{{ 个头}}",
+    # --- production
+    "production.api.cache": "键值缓存（KV cache，past_key_values）",
+    # --- cli
     "cli.opt.lang": "界面语言：en 或 zh（默认先看 ATTN_TUTOR_LANG；未设置时，若 LC_ALL、LC_MESSAGES 或 LANG 以 zh 开头则用中文，否则用英文）。",
     "cli.opt.help": "显示此帮助并退出。",
     "cli.lang.unknown": "不支持的语言 '{value}'（{where}）；attn-tutor 支持：{languages}",
