@@ -279,10 +279,11 @@ def test_message_catalogue_doctests():
     assert result.failed == 0 and result.attempted >= 2
 
 
-def test_no_message_key_is_given_twice():
-    """A key written twice in tutor/base/messages.py (in one dict or across ``EN.update`` blocks) silently keeps
+@pytest.mark.parametrize("catalog", ["en", "zh"])
+def test_no_message_key_is_given_twice(catalog):
+    """A key written twice in a catalogue module (in one dict or across ``EN.update`` blocks) silently keeps
     the last sentence: two sentences meant for different places, one of them shown in the wrong one."""
-    tree = ast.parse((REPO / "tutor" / "base" / "messages.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "tutor" / "base" / "catalogs" / f"{catalog}.py").read_text(encoding="utf-8"))
     first: dict[str, int] = {}
     twice = []
     for node in ast.walk(tree):

@@ -179,6 +179,10 @@ def _tidied(cmd: Any) -> Any:
     for param in list(cmd.params) + ([helper] if helper is not None else []):
         if getattr(param, "is_bool_flag", False) and param.metavar is None:
             param.metavar = ""
+        elif param.metavar is None and getattr(param, "display_type_rich", None) is not None:
+            shown_type = param.display_type_rich(None)  # "<int range>": the range is said beside it ([x>=1])
+            if shown_type in ("<int range>", "<float range>"):
+                param.metavar = shown_type.replace(" range", "")
     if helper is not None:
         helper.help = t("cli.opt.help")
         if helper.default is None:
