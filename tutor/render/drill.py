@@ -122,8 +122,9 @@ class DrillView:
 
     def prompt(self, q: Question) -> str:
         """The text before the cursor: ``scores> ``, ``answer> ``."""
-        name = q.topic if q.drill == "shapes" and q.kind == "shape" else "answer"
-        return self.tx(t("drill.prompt", name=name)) + " "
+        if q.drill == "shapes" and q.kind == "shape":  # the name of the tensor asked for
+            return self.tx(t("drill.prompt", name=q.topic)) + " "
+        return self.tx(t("drill.prompt.answer")) + " "
 
     def yes_no_prompt(self) -> str:
         return self.tx(t("drill.prompt.yes_no")) + " "

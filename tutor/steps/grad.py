@@ -235,8 +235,8 @@ def kv_why(step: Step, ex: Exercise) -> list[str]:
         out.append(t("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
                      heads=", ".join(str(h + 1) for h in kv_group(ex, step.head))))
     if ex.has_cache:
-        what = {"d_k": "keys", "d_v": "values"}.get(step.id)  # step id: d_K's rows are keys, d_V's values
-        out.append(t("step.d_kv.why.cache", L_past=ex.L_past, what=what) if what
+        cached = step.id in ("d_k", "d_v")  # step id: d_K's rows are the cached keys, d_V's the cached values
+        out.append(t(f"step.{step.id}.why.cache", L_past=ex.L_past) if cached
                    else t("step.d_kv.why.cache_weights", L_past=ex.L_past))
     return out
 

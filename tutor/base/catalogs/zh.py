@@ -963,6 +963,7 @@ ZH: dict[str, str] = {
     "drill.how.choice": "输入你所选答案的字母。",
     "drill.how.free": "用自己的话在一行内作答，然后对照要点自查。",
     "drill.prompt": "{name}>",
+    "drill.prompt.answer": "答案>",
     "drill.prompt.yes_no": "答到了吗？y/n>",
     "drill.hint": "提示：{hint}",
     "drill.hint.none": "没有更多提示了：输入 show 查看答案。",
@@ -1556,7 +1557,8 @@ ZH: dict[str, str] = {
     # --- step
     "step.d_scaled.why.bias": "偏置是加到缩放后注意力分数上的常数（biased = scaled + bias），所以缩放后注意力分数的梯度就等于加偏置后注意力分数的梯度：d_scaled 仍由注意力权重算出，与没有偏置时一样。",
     "step.d_kv.why.grouped": "K/V 头 {kv} 由查询头 {heads} 共同读取，所以它的梯度是这些头的贡献之和，每个头贡献一个乘积。PyTorch 2.13 的 scaled_dot_product_attention 在 enable_gqa=True 时也是这样：key.grad 和 value.grad 的形状与 K/V 头一致，每个 K/V 头的梯度都是对其所在组求和的结果。",
-    "step.d_kv.why.cache": "有键值缓存（KV cache）时，缓存的 {what} 占前 {L_past:rows}：它们在本解码步中是常量（在之前的步骤中投影得到，并非来自这里的 X）。它们仍有梯度（与新的行一样参与了这一步的计算），但梯度不再往前传：只有新的行会传到 W_K、W_V、它们的偏置和 X。",
+    "step.d_k.why.cache": "有键值缓存（KV cache）时，缓存的键占前 {L_past:rows}：它们在本解码步中是常量（在之前的步骤中投影得到，并非来自这里的 X）。它们仍有梯度（与新的行一样参与了这一步的计算），但梯度不再往前传：只有新的行会传到 W_K、W_V、它们的偏置和 X。",
+    "step.d_v.why.cache": "有键值缓存（KV cache）时，缓存的值占前 {L_past:rows}：它们在本解码步中是常量（在之前的步骤中投影得到，并非来自这里的 X）。它们仍有梯度（与新的行一样参与了这一步的计算），但梯度不再往前传：只有新的行会传到 W_K、W_V、它们的偏置和 X。",
     "step.d_kv.why.cache_weights": "有键值缓存时，只有 d_K 和 d_V 中新词元的行参与计算：缓存的行（共 {L_past:rows}）是本解码步的常量。",
     "step.d_scaled.why": "一行中的每个权重都依赖于该行的每个注意力分数（∂P_ij/∂S_ik = P_ij·(δ_jk − P_ik)），所以 d_scaled = P ∘ (d_weights − rowsum(d_weights ∘ P))；softmax 不是逐元素运算。被遮蔽的键权重为 0，所以它对应的元素恰好为 0。",
     "step.d_v.title": "V 的梯度（weightsᵀ·d_head）",
