@@ -213,3 +213,35 @@ questions:
 """, encoding="utf-8")
     code, out, err = cli("validate", folder)
     assert code == 2 and "key_points: 2 here, 3 in English" in out + err
+
+
+# --- usage errors -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "key", "fields"), [
+    (("explain", "--foo"), "cli.usage.no_such_option.suggest", {"option": "--foo", "options": "--force, --format"}),
+    (("explain",), "cli.usage.missing_argument", {"name": "exercise"}),
+    (("explain", "single-head-3x4", "--precision", "abc"), "cli.usage.invalid_value",
+     {"param": "--precision", "reason": ZH["cli.usage.reason.integer"]}),
+    (("explain", "single-head-3x4", "--precision", "99"), "cli.usage.invalid_value",
+     {"param": "--precision", "reason": ZH["cli.usage.reason.at_most"].format(n=15)}),
+    (("explain", "single-head-3x4", "--head", "0"), "cli.usage.invalid_value",
+     {"param": "--head", "reason": ZH["cli.usage.reason.at_least"].format(n=1)}),
+    (("explain", "single-head-3x4", "--format", "xml"), "cli.usage.invalid_value",
+     {"param": "--format", "reason": ZH["cli.usage.reason.choice"].format(
+         value="xml", choices="'rich', 'json', 'markdown', 'html'")}),
+    (("explain", "a", "b"), "cli.usage.extra", {"args": "b"}),
+    (("explain", "single-head-3x4", "--precision"), "cli.usage.needs_value", {"option": "--precision"}),
+    (("drill", "bogus"), "cli.usage.no_such_command", {"name": "bogus"}),
+])
+def test_a_usage_error_is_said_in_chinese(cli, argv, key, fields):
+    code, out, err = cli(*argv, "--lang", "zh")
+    assert (code, out) == (2, "")
+    first, second = err.splitlines()
+    assert first == ZH["cli.error"].format(message=ZH[key].format(**fields))
+    assert second.startswith(ZH["cli.usage.try"].split("'")[0])
+
+
+def test_in_english_a_usage_error_is_clicks_own_sentence(cli):
+    assert cli("explain", "single-head-3x4", "--precision", "99").err.splitlines()[0] == (
+        "error: invalid value for '--precision': Input should be less than or equal to 15")

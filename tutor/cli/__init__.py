@@ -18,6 +18,7 @@ decided, in :func:`main` only (1 means only "the solution checked is wrong": ``c
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,7 +30,7 @@ from typer.core import TyperCommand
 
 from ..base.env import Env, UnknownLanguage, language_code
 from ..base.errors import TutorError
-from ..base.messages import LANGUAGES, t, use_language
+from ..base.messages import LANGUAGES, language, t, use_language
 from ..base.textsafe import lines, shown
 from . import author, check, code, drill, explain, practice
 from .common import (
@@ -385,13 +386,66 @@ def _show_usage_error(err: Exception, args: list[str]) -> str:
         message = "; ".join(line.strip() for line in lines(text) if line.strip()) or text
         if message[:1].isupper() and message[1:2].islower():
             message = message[0].lower() + message[1:]
-        message = message.removesuffix(".")
+        message = usage_message(message.removesuffix("."))
     sys.stderr.write(t("cli.error", message=shown(message)) + "\n")
     if type(err).__name__ != "NoArgsIsHelpError":
         ctx = getattr(err, "ctx", None)  # None for an option without its value: the command is read off args
         command = str(ctx.command_path) if ctx is not None else _command_path(args)
         sys.stderr.write(t("cli.usage.try", command=shown(command)) + "\n")
     return message
+
+
+#: click's and pydantic's usage messages (as :func:`_show_usage_error` writes them: one line, lower case first, no
+#: final period), each with the key that says it in the language of the run; the reason of an invalid value too.
+USAGE_MESSAGES = (
+    (r"no such option: (?P<option>\S+) \(Possible options: (?P<options>.*)\)", "cli.usage.no_such_option.suggest"),
+    (r"no such option: (?P<option>\S+)", "cli.usage.no_such_option"),
+    (r"no such command '(?P<name>.*)'", "cli.usage.no_such_command"),
+    (r"missing argument '(?P<name>.*)'", "cli.usage.missing_argument"),
+    (r"missing option '(?P<name>.*)'", "cli.usage.missing_option"),
+    (r"option '(?P<option>[^']*)' requires an argument", "cli.usage.needs_value"),
+    (r"option '(?P<option>[^']*)' does not take a value", "cli.usage.takes_no_value"),
+    (r"got unexpected extra arguments? ?(?:\(s\))? \((?P<args>.*)\)", "cli.usage.extra"),
+    (r"invalid value for '(?P<param>[^']*)': (?P<reason>.*)", "cli.usage.invalid_value"),
+)
+REASONS = (
+    (r"Input should be a valid integer.*", "cli.usage.reason.integer"),
+    (r"Input should be a valid number.*", "cli.usage.reason.number"),
+    (r"Input should be less than or equal to (?P<n>\S+)", "cli.usage.reason.at_most"),
+    (r"Input should be greater than or equal to (?P<n>\S+)", "cli.usage.reason.at_least"),
+    (r"Input should be less than (?P<n>\S+)", "cli.usage.reason.below"),
+    (r"Input should be greater than (?P<n>\S+)", "cli.usage.reason.above"),
+    (r"Value error, '(?P<value>.*)' is not one of (?P<choices>.*)", "cli.usage.reason.choice"),
+)
+
+
+def usage_message(message: str) -> str:
+    """A usage error's message (click's or pydantic's English) in the language of the run: said by its key
+    (:data:`USAGE_MESSAGES`, :data:`REASONS`) in any language but English; one no key says stays as written.
+
+    >>> from tutor.base.messages import use_language
+    >>> with use_language("zh"):
+    ...     usage_message("invalid value for '--precision': Input should be less than or equal to 15")
+    "'--precision' 的值无效：应不大于 15"
+    """
+    if language() == "en":
+        return message
+    for pattern, key in USAGE_MESSAGES:
+        m = re.fullmatch(pattern, message)
+        if m:
+            fields = m.groupdict()
+            if "reason" in fields:
+                fields["reason"] = _reason(fields["reason"])
+            return t(key, **fields)
+    return message
+
+
+def _reason(reason: str) -> str:
+    for pattern, key in REASONS:
+        m = re.fullmatch(pattern, reason)
+        if m:
+            return t(key, **m.groupdict())
+    return reason
 
 
 def _command_path(args: list[str]) -> str:
