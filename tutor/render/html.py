@@ -16,12 +16,13 @@ import re
 
 from rich.console import Console
 
+from ..base.messages import language
 from ..steps import Solution, Step
 from .console import make_console
 from .rich import RichRenderer
 
 _PAGE = """<!DOCTYPE html>
-<html>
+<html lang="{lang}">
 <head>
 <meta charset="UTF-8">
 <title>{title}</title>
@@ -83,7 +84,7 @@ def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, b
                 brief: bool = False) -> str:
     """A standalone HTML page of the rich output, titled with the exercise's title."""
     title = html.escape(sol.exercise.local_title).replace("{", "{{").replace("}", "}}")
-    page = _PAGE.format(title=title)
+    page = _PAGE.format(title=title, lang={"zh": "zh-CN"}.get(language(), language()))
     return record(sol, head=head, precision=precision, blank=blank, brief=brief).export_html(
         inline_styles=True, code_format=page)
 
