@@ -245,3 +245,11 @@ def test_a_usage_error_is_said_in_chinese(cli, argv, key, fields):
 def test_in_english_a_usage_error_is_clicks_own_sentence(cli):
     assert cli("explain", "single-head-3x4", "--precision", "99").err.splitlines()[0] == (
         "error: invalid value for '--precision': Input should be less than or equal to 15")
+
+
+@pytest.mark.parametrize("argv", [("schema",), ("explain", "--help"), ("code", "check", "--help"), ("--help",)])
+def test_a_chinese_run_leaves_nothing_chinese_for_the_next_english_one(cli, argv):
+    """Text fixed when a module is imported (the schema's descriptions, the help) is English, whichever
+    language the run that imported it spoke; each run translates it when it shows it."""
+    assert chinese(cli(*argv, "--lang", "zh").out)
+    assert not chinese(cli(*argv).out)

@@ -18,10 +18,12 @@ decided, in :func:`main` only (1 means only "the solution checked is wrong": ``c
 
 from __future__ import annotations
 
+import copy
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,7 +32,7 @@ from typer.core import TyperCommand
 
 from ..base.env import Env, UnknownLanguage, language_code
 from ..base.errors import TutorError
-from ..base.messages import LANGUAGES, language, t, use_language
+from ..base.messages import EN, LANGUAGES, language, t, use_language
 from ..base.textsafe import lines, shown
 from . import author, check, code, drill, explain, practice
 from .common import (
@@ -203,11 +205,17 @@ def _with_language(cmd: Any) -> None:
 
 
 def _language_param() -> Any:
-    """The ``--lang`` option as typer builds it: the one parameter of a command made for it."""
+    """The ``--lang`` option as typer builds it (a copy for each command: its help is translated in place)."""
+    return copy.copy(_built_language_param())
+
+
+@cache
+def _built_language_param() -> Any:
+    """The ``--lang`` option, built once: the one parameter of a command made for it."""
     import typer.main
 
     def speak(lang: Annotated[str, typer.Option("--lang", metavar="<en|zh>", show_default=False,
-                                                 help=t("cli.opt.lang"))] = "") -> None:
+                                                 help=EN["cli.opt.lang"])] = "") -> None:  # translated when shown
         """Nothing: the command that carries the option."""
 
     probe = typer.Typer(add_completion=False)

@@ -30,8 +30,14 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from tutor.base.messages import t
+from tutor.base.messages import EN, t
 from tutor.exercise.yamlread import YNum, describe
+
+
+def english(key: str) -> str:
+    """The English of ``key``: the model's descriptions are fixed when this module is imported, whatever the
+    language of the run then; :func:`json_schema` says them in the run's language (:func:`_described`)."""
+    return EN[key]
 
 MAX_ENTRY_CHARS = 40
 MAX_EXPONENT = 20
@@ -174,7 +180,7 @@ _NUMBER_SCHEMA = {
         {"type": "string", "pattern": r"^\s*[-+]?[0-9]+\s*/\s*[-+]?[0-9]+\s*$"},
         {"type": "string", "pattern": r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$"},
     ],
-    "description": t("schema.field.number"),
+    "description": english("schema.field.number"),
 }
 
 Entry = Annotated[Fraction, PlainValidator(parse_entry), WithJsonSchema(_NUMBER_SCHEMA)]
@@ -199,35 +205,35 @@ class _Strict(BaseModel):
 class HeadBlock(_Strict):
     """One head in the per-head form (the schema's description: ``schema.head``)."""
 
-    model_config = ConfigDict(json_schema_extra={"description": t("schema.head")})
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.head")})
 
-    w_q: MatrixField = Field(description=t("schema.field.heads.w_q"))
+    w_q: MatrixField = Field(description=english("schema.field.heads.w_q"))
     # required unless the exercise has kv_heads (format v2; :mod:`.v2` reports a head that lacks them)
-    w_k: MatrixField | None = Field(None, description=t("schema.field.heads.w_k"))
-    w_v: MatrixField | None = Field(None, description=t("schema.field.heads.w_v"))
-    b_q: VectorField | None = Field(None, description=t("schema.field.heads.b_q"))
-    b_k: VectorField | None = Field(None, description=t("schema.field.heads.b_k"))
-    b_v: VectorField | None = Field(None, description=t("schema.field.heads.b_v"))
+    w_k: MatrixField | None = Field(None, description=english("schema.field.heads.w_k"))
+    w_v: MatrixField | None = Field(None, description=english("schema.field.heads.w_v"))
+    b_q: VectorField | None = Field(None, description=english("schema.field.heads.b_q"))
+    b_k: VectorField | None = Field(None, description=english("schema.field.heads.b_k"))
+    b_v: VectorField | None = Field(None, description=english("schema.field.heads.b_v"))
 
 
 class KVHeadBlock(_Strict):
     """One K/V head of grouped-query attention, per-head form (format v2)."""
 
-    model_config = ConfigDict(json_schema_extra={"description": t("schema.kv_head")})
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.kv_head")})
 
-    w_k: MatrixField = Field(description=t("schema.field.heads.w_k"))
-    w_v: MatrixField = Field(description=t("schema.field.heads.w_v"))
-    b_k: VectorField | None = Field(None, description=t("schema.field.heads.b_k"))
-    b_v: VectorField | None = Field(None, description=t("schema.field.heads.b_v"))
+    w_k: MatrixField = Field(description=english("schema.field.heads.w_k"))
+    w_v: MatrixField = Field(description=english("schema.field.heads.w_v"))
+    b_k: VectorField | None = Field(None, description=english("schema.field.heads.b_k"))
+    b_v: VectorField | None = Field(None, description=english("schema.field.heads.b_v"))
 
 
 class CacheBlock(_Strict):
     """The KV cache of one K/V head (format v2)."""
 
-    model_config = ConfigDict(json_schema_extra={"description": t("schema.cache_entry")})
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.cache_entry")})
 
-    k: MatrixField = Field(description=t("schema.field.cache.k"))
-    v: MatrixField = Field(description=t("schema.field.cache.v"))
+    k: MatrixField = Field(description=english("schema.field.cache.k"))
+    v: MatrixField = Field(description=english("schema.field.cache.v"))
 
 
 BiasField = Annotated[
@@ -241,47 +247,47 @@ BiasField = Annotated[
 class ExerciseWords(_Strict):
     """An exercise's title and description in another language (``translations: {zh: ...}``)."""
 
-    title: Text = Field(description=t("schema.field.title"))
-    description: Text = Field("", description=t("schema.field.description"))
+    title: Text = Field(description=english("schema.field.title"))
+    description: Text = Field("", description=english("schema.field.description"))
 
 
 class ExerciseFile(_Strict):
     """An attn-tutor exercise file, format v1 (the schema's description: ``schema.exercise``)."""
 
-    model_config = ConfigDict(title="attn-tutor exercise (v1)", json_schema_extra={"description": t("schema.exercise")})
+    model_config = ConfigDict(title="attn-tutor exercise (v1)", json_schema_extra={"description": english("schema.exercise")})
 
-    id: Slug = Field(description=t("schema.field.id"))
-    title: Text = Field(description=t("schema.field.title"))
-    description: Text = Field("", description=t("schema.field.description"))
-    translations: dict[Slug, ExerciseWords] = Field({}, description=t("schema.field.translations"))
-    x: MatrixField = Field(description=t("schema.field.x"))
-    tokens: list[Text] | None = Field(None, description=t("schema.field.tokens"))
-    x_kv: MatrixField | None = Field(None, description=t("schema.field.x_kv"))
-    kv_tokens: list[Text] | None = Field(None, description=t("schema.field.kv_tokens"))
-    heads: Annotated[list[HeadBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.heads"))
-    num_heads: PositiveInt | None = Field(None, description=t("schema.field.num_heads"))
-    w_q: MatrixField | None = Field(None, description=t("schema.field.w_q"))
-    w_k: MatrixField | None = Field(None, description=t("schema.field.w_k"))
-    w_v: MatrixField | None = Field(None, description=t("schema.field.w_v"))
-    b_q: VectorField | None = Field(None, description=t("schema.field.b_q"))
-    b_k: VectorField | None = Field(None, description=t("schema.field.b_k"))
-    b_v: VectorField | None = Field(None, description=t("schema.field.b_v"))
-    w_o: MatrixField | None = Field(None, description=t("schema.field.w_o"))
-    b_o: VectorField | None = Field(None, description=t("schema.field.b_o"))
-    mask: MaskField | None = Field(None, description=t("schema.field.mask"))
-    key_padding: list[Flag] | None = Field(None, description=t("schema.field.key_padding"))
-    key_padding_mask: list[Flag] | None = Field(None, description=t("schema.field.key_padding_mask"))
-    upstream: MatrixField | None = Field(None, description=t("schema.field.upstream"))
+    id: Slug = Field(description=english("schema.field.id"))
+    title: Text = Field(description=english("schema.field.title"))
+    description: Text = Field("", description=english("schema.field.description"))
+    translations: dict[Slug, ExerciseWords] = Field({}, description=english("schema.field.translations"))
+    x: MatrixField = Field(description=english("schema.field.x"))
+    tokens: list[Text] | None = Field(None, description=english("schema.field.tokens"))
+    x_kv: MatrixField | None = Field(None, description=english("schema.field.x_kv"))
+    kv_tokens: list[Text] | None = Field(None, description=english("schema.field.kv_tokens"))
+    heads: Annotated[list[HeadBlock], Field(min_length=1)] | None = Field(None, description=english("schema.field.heads"))
+    num_heads: PositiveInt | None = Field(None, description=english("schema.field.num_heads"))
+    w_q: MatrixField | None = Field(None, description=english("schema.field.w_q"))
+    w_k: MatrixField | None = Field(None, description=english("schema.field.w_k"))
+    w_v: MatrixField | None = Field(None, description=english("schema.field.w_v"))
+    b_q: VectorField | None = Field(None, description=english("schema.field.b_q"))
+    b_k: VectorField | None = Field(None, description=english("schema.field.b_k"))
+    b_v: VectorField | None = Field(None, description=english("schema.field.b_v"))
+    w_o: MatrixField | None = Field(None, description=english("schema.field.w_o"))
+    b_o: VectorField | None = Field(None, description=english("schema.field.b_o"))
+    mask: MaskField | None = Field(None, description=english("schema.field.mask"))
+    key_padding: list[Flag] | None = Field(None, description=english("schema.field.key_padding"))
+    key_padding_mask: list[Flag] | None = Field(None, description=english("schema.field.key_padding_mask"))
+    upstream: MatrixField | None = Field(None, description=english("schema.field.upstream"))
     tags: list[Text] = Field(default_factory=list)
-    difficulty: Difficulty | None = Field(None, description=t("schema.field.difficulty"))
+    difficulty: Difficulty | None = Field(None, description=english("schema.field.difficulty"))
     # --- format v2 (docs/exercise-format.md, "v2"): grouped K/V heads, a KV cache, an additive bias
-    num_kv_heads: PositiveInt | None = Field(None, description=t("schema.field.num_kv_heads"))
-    kv_heads: Annotated[list[KVHeadBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.kv_heads"))
-    cache: Annotated[list[CacheBlock], Field(min_length=1)] | None = Field(None, description=t("schema.field.cache"))
-    past_tokens: list[Text] | None = Field(None, description=t("schema.field.past_tokens"))
-    past_x: MatrixField | None = Field(None, description=t("schema.field.past_x"))
-    attn_bias: BiasField | None = Field(None, description=t("schema.field.attn_bias"))
-    alibi: Flag | None = Field(None, description=t("schema.field.alibi"))
+    num_kv_heads: PositiveInt | None = Field(None, description=english("schema.field.num_kv_heads"))
+    kv_heads: Annotated[list[KVHeadBlock], Field(min_length=1)] | None = Field(None, description=english("schema.field.kv_heads"))
+    cache: Annotated[list[CacheBlock], Field(min_length=1)] | None = Field(None, description=english("schema.field.cache"))
+    past_tokens: list[Text] | None = Field(None, description=english("schema.field.past_tokens"))
+    past_x: MatrixField | None = Field(None, description=english("schema.field.past_x"))
+    attn_bias: BiasField | None = Field(None, description=english("schema.field.attn_bias"))
+    alibi: Flag | None = Field(None, description=english("schema.field.alibi"))
 
 
 def _described(node: Any) -> Any:
