@@ -5,9 +5,9 @@ any two characters, except before closing punctuation (``，。）``) or after
 opening punctuation (``（“``), the rules of 标点符号用法 (GB/T 15834) that
 every browser applies (CSS Text 3, ``line-break``).  rich breaks lines only
 at spaces, so a Chinese sentence is one long "word" that it moves whole to
-the next line: :data:`WORD` is a word pattern that makes each Chinese
-character a word of its own (with the punctuation that clings to it), and is
-the same as rich's own for text without Chinese (:func:`tutor.render.console.make_console`
+the next line: :data:`WORD` makes each Chinese character a word of its own
+(with the punctuation that clings to it), and is rich's own pattern for text
+without Chinese (:func:`tutor.render.console.make_console`
 installs it).  Joining the lines of a paragraph (Markdown, a YAML ``>``
 block) puts no space between two Chinese characters (CSS Text 4's
 line-break transformation): :func:`join_lines`.
@@ -17,25 +17,57 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import cache
 
 #: Characters of scripts written without spaces: CJK ideographs (and extensions), kana, CJK symbols
-#: and punctuation, full-width forms.
-UNSPACED = "\u2e80-\u2fdf\u3000-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff"
+#: and punctuation, full-width forms (code point ranges, first and last).
+UNSPACED_RANGES = ((0x2E80, 0x2FDF), (0x3000, 0x30FF), (0x3100, 0x312F), (0x31A0, 0x31FF), (0x3400, 0x4DBF),
+                   (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF), (0x20000, 0x3FFFF))
+UNSPACED = "".join(f"{chr(a)}-{chr(b)}" for a, b in UNSPACED_RANGES)
 #: Punctuation that never begins a line.
 CLOSING = "、。，．：；！？）」』】》〉”’\uff09\uff0c\uff1a\uff1b\uff01\uff1f\uff0e…"
 #: Punctuation that never ends a line.
 OPENING = "（「『【《〈“‘\uff08"
-
-#: One "word" of a line that may be broken between words: optional spaces, then an unspaced-script
-#: character with the opening punctuation before it and the closing after it, or a run of other
-#: characters (with the punctuation that clings to it), then spaces.  Without Chinese in the text it
-#: matches what ``\s*\S+\s*`` (rich's word) matches.
-WORD = re.compile(
-    rf"\s*(?:[{OPENING}]*(?![{OPENING}{CLOSING}])[{UNSPACED}][{CLOSING}]*|[{OPENING}]*[^\s{UNSPACED}]+[{CLOSING}]*|\S)\s*"
-)
-
-_UNSPACED_CHAR = re.compile(rf"[{UNSPACED}]")
 _PUNCTUATION = set(OPENING + CLOSING)
+_FIRST = min(a for a, _ in UNSPACED_RANGES)
+
+
+def unspaced(ch: str) -> bool:
+    """True for a character of a script written without spaces (:data:`UNSPACED_RANGES`)."""
+    code = ord(ch)
+    return code >= _FIRST and any(a <= code <= b for a, b in UNSPACED_RANGES)
+
+
+@cache
+def _word_pattern() -> re.Pattern[str]:
+    """:data:`WORD`'s pattern for text with Chinese in it, compiled when first needed (its character classes
+    take some 20 ms to compile: a run of English text never pays it)."""
+    return re.compile(
+        rf"\s*(?:[{OPENING}]*(?![{OPENING}{CLOSING}])[{UNSPACED}][{CLOSING}]*|[{OPENING}]*[^\s{UNSPACED}]+[{CLOSING}]*|\S)\s*")
+
+
+_RICH_WORD = re.compile(r"\s*\S+\s*")
+
+
+class _Words:
+    """One "word" of a line that may be broken between words (what rich's ``re_word.match`` gives): optional
+    spaces, then an unspaced-script character with the opening punctuation before it and the closing after
+    it, or a run of other characters (with the punctuation that clings to it), then spaces.  Text without
+    Chinese is matched by rich's own pattern, ``\\s*\\S+\\s*``, as it always was."""
+
+    def __init__(self) -> None:
+        self._text: str | None = None
+        self._pattern = _RICH_WORD
+
+    def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        if text is not self._text:  # rich asks for each word of one text in turn: look at the text once
+            self._text = text
+            self._pattern = _word_pattern() if any(unspaced(ch) for ch in text if ord(ch) >= _FIRST) else _RICH_WORD
+        return self._pattern.match(text, pos)
+
+
+#: The word pattern rich breaks lines with (:func:`tutor.render.console.line_breaks` installs it).
+WORD = _Words()
 
 
 def join_lines(parts: Iterable[str]) -> str:
@@ -49,8 +81,7 @@ def join_lines(parts: Iterable[str]) -> str:
     for part in (p.strip() for p in parts):
         if not part:
             continue
-        if out and not (_UNSPACED_CHAR.match(out[-1]) and _UNSPACED_CHAR.match(part[0])
-                        or out[-1] in _PUNCTUATION or part[0] in _PUNCTUATION):
+        if out and not (unspaced(out[-1]) and unspaced(part[0]) or out[-1] in _PUNCTUATION or part[0] in _PUNCTUATION):
             out += " "
         out += part
     return out
