@@ -25,6 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from ..base.cells import pad, pad_left, widest
 from ..base.messages import plural, t
 from .record import Question, Variant, lettered
 
@@ -130,10 +131,10 @@ def position(i: int) -> int:
 def grid(rows: tuple[tuple[float, ...], ...], convention: str, row_label: str = "q", col_label: str = "k") -> list[str]:
     """A mask as aligned text lines, rows labelled ``q1``, ``q2``, … and columns ``k1``, ``k2``, …"""
     cells = [[_cell(v, convention) for v in row] for row in rows]
-    width = max([len(c) for row in cells for c in row] + [len(f"{col_label}{position(len(rows[0]) - 1)}")])
-    label = len(f"{row_label}{position(len(rows) - 1)}")
-    head = " " * label + "  " + " ".join(f"{col_label}{position(j)}".rjust(width) for j in range(len(rows[0])))
-    return [head] + [f"{row_label}{position(i)}".ljust(label) + "  " + " ".join(c.rjust(width) for c in row)
+    width = widest([c for row in cells for c in row] + [f"{col_label}{position(len(rows[0]) - 1)}"])  # cells, not len
+    label = widest(f"{row_label}{position(i)}" for i in range(len(rows)))
+    head = " " * label + "  " + " ".join(pad_left(f"{col_label}{position(j)}", width) for j in range(len(rows[0])))
+    return [head] + [pad(f"{row_label}{position(i)}", label) + "  " + " ".join(pad_left(c, width) for c in row)
                      for i, row in enumerate(cells)]
 
 
