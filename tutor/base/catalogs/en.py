@@ -1291,6 +1291,8 @@ EN.update({
     # the schedule in stats
     "stats.col.due": "review",
     "stats.col.retention": "recall",
+    "stats.step.line": "{step}: {stats}",
+    "stats.step.stat": "{column} {value}",
     "stats.due.now": "now",
     "stats.due.in": "in {days:days}",
     "stats.due.count": "Due now: {count:skills}. attn-tutor practice --due reviews them.",
@@ -1374,9 +1376,9 @@ EN.update({
     # list: learning order, done / pending
     "list.col.status": "status",
     "list.done": "done",
-    "list.pending": "pending",
-    "list.progress": "{solved}/{total}",
+    "list.pending.progress": "pending {solved}/{total}",
     "list.legend": "In learning order (difficulty, then concept). done: every step answered right at least once.",
+    "list.row.narrow": "{status}  L={L} L_k={L_k} d_model={d_model} heads={heads} mask={mask}  ({source})",
     # a near-miss exercise id
     "catalog.not_found.suggest": "did you mean '{suggestion}'?",
     # one convention for heads (1-based wherever a learner reads them)
