@@ -209,10 +209,10 @@ def list_(
             with store:
                 progress = solved(store)
     except StoreError as err:
-        warn(f"{t('validate.warning')}: {err}")
+        warn(t("validate.warning.text", text=str(err)))
     rows = catalog_rows(cat, progress)
     for p in cat.problems:  # broken pack files and clashing ids: on stderr, the rest is still listed
-        warn(f"{t('validate.warning')}: {p}")
+        warn(t("validate.warning.text", text=str(p)))
     if fmt is Format.json:
 
         write_json(rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 EN: dict[str, str] = {
     # --- files and YAML ------------------------------------------------------
     "file.unreadable": "cannot read the file: {reason}",
+    "problem.with_hint": "{message} ({hint})",
     "yaml.syntax": "not valid YAML: {problem}",
     "yaml.tab": "a tab character where YAML expects spaces",
     "yaml.tab.hint": "indent with spaces; YAML does not allow tabs there",
@@ -369,7 +370,7 @@ EN: dict[str, str] = {
     "invisible.because.k_is_v": " (K = V)",
     "invisible.because.w_o_symmetric": " (W_O is symmetric: W_Oᵀ = W_O)",
     "invisible.validate": "cannot catch {mistake} at {steps}{because}: it gives the right values there",
-    "invisible.validate.head": " of head {head}",
+    "invisible.validate.step_of_head": "{step} of head {head}",
     "invisible.hint.kq_transposed": "give W_Q and W_K different columns, so that the scores are not symmetric",
     "invisible.hint.no_scaling": "use d_k > 1",
     "invisible.hint.scale_sqrt_d_model": "use a d_k other than d_model",
@@ -565,8 +566,9 @@ EN: dict[str, str] = {
     "validate.missing": "no such file or folder",
     "validate.solution_file": "this is a solution file (it starts with 'exercise:'), not an exercise",
     "validate.solution_file.hint": "check it with `attn-tutor check {file}`",
-    "validate.warning": "warning",
-    "validate.note": "note",
+    "validate.warning.line": "{where}: warning: {text}",
+    "validate.warning.text": "warning: {text}",
+    "validate.note.line": "{where}: note: {text}",
     "validate.summary": "files checked: {files}; valid: {valid}; invalid: {invalid}; problems: {problems}",
     "new.too_wide": "--heads {heads} with --d-k {d_k} concatenate to {product:columns}; the limit of d_out is 32",
     "new.padding_keys": "--mask padding needs at least two keys (--tokens, or --cross): one to pad, one to attend",
