@@ -12,6 +12,8 @@ Pure: no I/O, usable from every layer.
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Iterable
 
 from rich.cells import cell_len
@@ -51,3 +53,57 @@ def widest(texts: Iterable[str]) -> int:
     (4, 0)
     """
     return max((cell_len(s) for s in texts), default=0)
+
+
+#: Punctuation a line never starts with (it stays after the character before it) and never ends with.
+_CLOSING = set("，。、；：！？）」』”’》〉】,.;:!?)]}")
+_OPENING = set("（「『“‘《〈【([{")
+_CHUNKS = re.compile(r"\S+")
+
+
+def _pieces(word: str) -> list[str]:
+    """``word`` (no spaces) cut where a line may break inside it: before each wide character (a CJK text
+    has no spaces), never before closing punctuation nor after opening; a run of narrow characters stays whole."""
+    out: list[str] = []
+    for ch in word:
+        if out and (cell_len(ch) > 1 or cell_len(out[-1][-1]) > 1) and ch not in _CLOSING \
+                and out[-1][-1] not in _OPENING:
+            out.append(ch)
+        elif out:
+            out[-1] += ch
+        else:
+            out.append(ch)
+    return out
+
+
+def wrap(text: str, cells: int, *, initial: str = "", subsequent: str = "", break_long_words: bool = True,
+         break_on_hyphens: bool = True) -> list[str]:
+    """``text`` in lines of at most ``cells`` cells (each after ``initial``, the later ones after
+    ``subsequent``), broken between words and, in CJK text, between characters.
+
+    Text whose every character takes one cell is wrapped by :func:`textwrap.wrap` with the same options,
+    as it always was; other text is measured in cells, a piece wider than a line standing alone on one.
+
+    >>> wrap("注意力分数除以缩放因子", 12, initial="# ", subsequent="# ")
+    ['# 注意力分数', '# 除以缩放因', '# 子']
+    >>> wrap("two words", 6)
+    ['two', 'words']
+    """
+    if cell_len(text + initial + subsequent) == len(text + initial + subsequent):
+        return textwrap.wrap(text, cells, initial_indent=initial, subsequent_indent=subsequent,
+                             break_long_words=break_long_words, break_on_hyphens=break_on_hyphens)
+    if not text.strip():
+        return []
+    lines: list[str] = []
+    line, lead = initial, initial
+    for m in _CHUNKS.finditer(text):
+        for n, piece in enumerate(_pieces(m.group())):
+            glue = " " if n == 0 and line != lead else ""
+            if line != lead and cell_len(line + glue + piece) > cells:
+                lines.append(line)
+                line = lead = subsequent
+                glue = ""
+            line += glue + piece
+    if line != lead:
+        lines.append(line)
+    return lines

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.cells import pad
+from ..base.cells import pad, wrap
 from ..base.messages import t
 from ..base.textsafe import lines, shown
 from ..katas.judge import PROBLEMS as _PROBLEMS
@@ -77,12 +77,10 @@ def _cell(x: Any) -> str:
 
 
 def _wrapped(text: str, indent: int, width: int) -> list[str]:
-    """``text`` wrapped to ``width`` columns, every line indented by ``indent`` and its continuations by 2 more."""
-    import textwrap
-
-    pad = " " * indent
-    return textwrap.wrap(text, max(40, width - 1), initial_indent=pad, subsequent_indent=pad + "  ",
-                         break_long_words=False, break_on_hyphens=False) or [pad]
+    """``text`` wrapped to ``width`` cells, every line indented by ``indent`` and its continuations by 2 more."""
+    lead = " " * indent
+    return wrap(text, max(40, width - 1), initial=lead, subsequent=lead + "  ", break_long_words=False,
+                break_on_hyphens=False) or [lead]
 
 
 def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = (), *,
