@@ -153,7 +153,7 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     if explicit and fmt not in EXPORT_FORMATS[suffix]:
         kind = t(f"handout.kind.{'html' if suffix == '.htm' else suffix[1:]}")
         raise typer.BadParameter(t("handout.format_clash", path=export, found=fmt, kind=kind,
-                                   formats=" or ".join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
+                                   formats=t("list.sep.or").join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
                                  param_hint="--format")
     check_target(export, force=force)  # the one rule for every file attn-tutor writes
 

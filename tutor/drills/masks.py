@@ -315,7 +315,7 @@ def _fact_question(f: Fact, s: Scenario, setting: str, config: dict[str, object]
     prompt = ask if f.topic == "neg_1e9" else setting + "\n" + ask
     return Question(
         drill="masks", topic=f.topic, id=qid, kind="choice", prompt=prompt,
-        answer=right.key, answer_text=f"{right.key}: {right.text}", config=config if f.topic == "fully_masked" else {},
+        answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text), config=config if f.topic == "fully_masked" else {},
         hint=t(f"drill.masks.hint.{f.topic}"), explain=(why,), choices=choices, json={"fact": f.id},
     )
 
@@ -332,7 +332,7 @@ def _query_padding_question(s: Scenario, setting: str, config: dict[str, object]
     return Question(
         drill="masks", topic="query_padding", id=qid, kind="choice",
         prompt=setting + "\n" + t("drill.masks.ask.query_padding"),
-        answer=right.key, answer_text=f"{right.key}: {right.text}", config=config,
+        answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text), config=config,
         hint=t("drill.masks.hint.query_padding"), explain=(t("drill.masks.qpad.explain"),), choices=choices,
         json={"fact": "query_padding"},
     )
