@@ -315,7 +315,7 @@ class QuizRenderer:
             self.line(t("practice.how.pasted"))
         self.line(t("practice.numbers"))
         for command in quiz.COMMANDS:
-            self.line(pad(command, 6) + " " + t(f"practice.help.{command}"), indent=2)  # two columns: the command, what it does
+            self.line(t("practice.help.line", command=pad(command, 6), text=t(f"practice.help.{command}")), indent=2)
 
     def on_summary(self, s: quiz.Summary[Step]) -> None:
         results = s.results

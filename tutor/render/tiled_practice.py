@@ -178,7 +178,7 @@ class TiledPracticeRenderer:
         self.line(t("tiled.practice.how", d_v=self.d_v))
         self.line(t("practice.numbers"))
         for command, key in COMMANDS:
-            self.line(pad(command, 6) + " " + t(key), indent=2)  # two columns: the command, what it does
+            self.line(t("practice.help.line", command=pad(command, 6), text=t(key)), indent=2)  # the command padded in cells
 
     def on_summary(self, s: quiz.Summary[tq.Ask]) -> None:
         results = s.results

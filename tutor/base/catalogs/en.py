@@ -296,6 +296,7 @@ EN: dict[str, str] = {
     "practice.help.skip": "move on without answering (not counted)",
     "practice.help.quit": "end the session (your answers are saved)",
     "practice.help.help": "this list",
+    "practice.help.line": "{command} {text}",
     "practice.end.done": "Session complete.",
     "practice.end.quit": "Session ended.",
     "practice.end.end": "End of input: session ended.",
