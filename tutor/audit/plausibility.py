@@ -75,7 +75,7 @@ def cells_text(sol: Solution, g: GivenStep, cells: list[tuple[int, int]], limit:
     shown = [f"{cell_name(sol, g.id, g.head, i, j)} = {texts[i][j]}" for i, j in cells[:limit]]
     if len(cells) > limit:
         shown.append(t("check.more", count=len(cells) - limit))
-    return ", ".join(shown)
+    return t("list.sep").join(shown)
 
 
 def dims(shape: tuple[int, int]) -> str:
@@ -103,10 +103,10 @@ class _Given:
     def right_shape(self) -> bool:
         return self.g.shape == self.sol.step(self.g.id, self.g.head).shape
 
-    @property
-    def apart(self) -> str:
-        """", apart from its nan entries" when the step has any: NaN entries are judged in their step."""
-        return t("check.nan.apart") if self.g.nan_cells().any() else ""
+    def ok(self, key: str) -> str:
+        """The key of a passed check's sentence: ``key``, or ``key.nan`` ("…, apart from its nan entries") when
+        the step has NaN entries, which are judged in their step.  (A plural key's ``.one``/``.other`` follow.)"""
+        return f"{key}.nan" if self.g.nan_cells().any() else key
 
     def half(self) -> tuple[Array, Array, Array]:
         """``(lo, hi, mid)`` ``[r, c]`` of the entries (NaN where not given or written as NaN)."""
@@ -159,7 +159,7 @@ def _weights_range(c: _Given) -> list[Finding]:
     if outside:
         return [Finding("weights_range", g.id, g.head, False, t(
             "check.range01.bad", step=c.name, cells=cells_text(c.sol, g, outside)), tuple(outside))]
-    return [Finding("weights_range", g.id, g.head, True, t("check.range01.ok", step=c.name) + c.apart)]
+    return [Finding("weights_range", g.id, g.head, True, t(c.ok("check.range01.ok"), step=c.name))]
 
 
 def _masked_zero(c: _Given) -> list[Finding]:
@@ -172,7 +172,7 @@ def _masked_zero(c: _Given) -> list[Finding]:
     if leak:
         return [Finding("masked_zero", g.id, g.head, False, t(
             "check.masked_zero.bad", step=c.name, cells=cells_text(c.sol, g, leak)), tuple(leak))]
-    return [Finding("masked_zero", g.id, g.head, True, t("check.masked_zero.ok", step=c.name) + c.apart)]
+    return [Finding("masked_zero", g.id, g.head, True, t(c.ok("check.masked_zero.ok"), step=c.name))]
 
 
 def _column_range(c: _Given) -> list[Finding]:
@@ -202,12 +202,12 @@ def _column_range(c: _Given) -> list[Finding]:
                                value=g.texts()[i][j], low=trimmed(bottom, 6), high=trimmed(top, 6), col=v_step.col_labels[j]))
     if bad:
         return [Finding("column_range", g.id, g.head, False, t(
-            "check.column.bad", step=c.name, cells="; ".join(texts), whose=whose), tuple(bad))]
+            "check.column.bad", step=c.name, cells=t("list.sep.clauses").join(texts), whose=whose), tuple(bad))]
     empty = [sol.step(g.id, g.head).row_labels[i] for i in range(g.shape[0]) if not live_rows[i]]
     if empty:  # a zero row (no key to attend) is no weighted average: the bound does not hold for it
         return [Finding("column_range", g.id, g.head, True, plural(
-            "check.column.ok_empty", len(empty), step=c.name, whose=whose, rows=", ".join(empty)) + c.apart)]
-    return [Finding("column_range", g.id, g.head, True, t("check.column.ok", step=c.name, whose=whose) + c.apart)]
+            c.ok("check.column.ok_empty"), len(empty), step=c.name, whose=whose, rows=", ".join(empty)))]
+    return [Finding("column_range", g.id, g.head, True, t(c.ok("check.column.ok"), step=c.name, whose=whose))]
 
 
 #: The checks a step kind may name, by name.

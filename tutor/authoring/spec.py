@@ -140,20 +140,23 @@ def default_title(spec: Spec) -> str:
     the v2 options add (K/V heads, the cache, the alignment, ALiBi)."""
     title = t("new.title", tokens=plural("new.title.tokens", spec.tokens, word=_word(spec.tokens)), d_model=spec.d_model,
               heads=plural("new.title.heads", spec.heads, word=_word(spec.heads)), d_k=spec.d_k)
+    features = []  # what the options add, a list after the shape
     if spec.cross is not None:
-        title += plural("new.title.cross", spec.cross)
+        features.append(plural("new.title.part.cross", spec.cross))
     if spec.mask == "causal":
-        title += t("new.title.causal")
+        features.append(t("new.title.part.causal"))
     elif spec.mask == "padding":
-        title += t("new.title.padding")
+        features.append(t("new.title.part.padding"))
     if spec.kv_heads is not None:
-        title += plural("new.title.kv_heads", spec.kv_heads)
+        features.append(plural("new.title.part.kv_heads", spec.kv_heads))
     if spec.cache is not None:
-        title += plural("new.title.cache", spec.cache)
+        features.append(plural("new.title.part.cache", spec.cache))
     if spec.mask == "causal_lower_right":
-        title += t("new.title.lower_right")
+        features.append(t("new.title.part.lower_right"))
     if spec.alibi:
-        title += t("new.title.alibi")
+        features.append(t("new.title.part.alibi"))
+    if features:
+        title = t("new.title.with", title=title, features=t("list.sep").join(features))
     return title[:1].upper() + title[1:]
 
 

@@ -107,13 +107,13 @@ def problem_dict(p: Problem, severity: str) -> dict[str, Any]:
 
 def note_text(p: Problem) -> str:
     """``file: note: message (hint)``."""
-    return f"{p.location()}: {t('validate.note')}: {p.message}" + (f" ({p.hint})" if p.hint else "")
+    return t("validate.note.line", where=p.location(), text=p.text())
 
 
 def warning_text(p: Problem) -> str:
     """``file:line:col: warning: field: message (hint)``."""
     rest = str(p)[len(p.location()) + 2:]
-    return f"{p.location()}: {t('validate.warning')}: {rest}"
+    return t("validate.warning.line", where=p.location(), text=rest)
 
 
 @dataclass
@@ -209,8 +209,8 @@ def mistake_notes(ex: Exercise, file: str) -> list[tuple[str, Problem]]:
     exact = {(f.key, f.step): f.exact for f in found}
     notes = []
     for key, steps in uncaught(sol, found):
-        where = ", ".join(sol.step(*s).name + (t("invisible.validate.head", head=s[1] + 1) if s[1] is not None and ex.num_heads > 1
-                                               else "") for s in steps)
+        where = t("list.sep").join(t("invisible.validate.step_of_head", step=sol.step(*s).name, head=s[1] + 1)
+                                   if s[1] is not None and ex.num_heads > 1 else sol.step(*s).name for s in steps)
         reasons = {reason(key, sol, s) for s in steps}  # said only when it holds at every step
         because = reasons.pop() if len(reasons) == 1 else ""
         if not because and not all(exact[key, s] for s in steps):  # the floats decided: said, as in explain's notes

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from collections.abc import Sequence
 
-from ..base.messages import t
+from ..base.cells import wrap
+from ..base.messages import join_sentences, t
 from .draft import Draft, Weights
 from .draw import Matrix, matmul, plus, transposed
 
@@ -92,7 +92,7 @@ def _why(d: Draft) -> str:
             qkv=_range(min(entries), max(entries)), scores=_range(min(scores), max(scores)),
             scale="; ".join(_scale(d_k) for d_k in d_ks))
     if any(b is not None for w in d.heads for b in (w.b_q, w.b_k, w.b_v)) or d.b_o is not None:
-        why += " " + t("new.file.why.bias")
+        return join_sentences([why, t("new.file.why.bias")])
     return why
 
 
@@ -102,7 +102,7 @@ def text(d: Draft) -> str:
     out = [
         *_comment(t("new.file.written_by", command=d.command)),
         "#",
-        *textwrap.wrap(_why(d), 78, initial_indent="# ", subsequent_indent="# "),
+        *wrap(_why(d), 78, initial="# ", subsequent="# "),  # in cells: a translation may be Chinese
         "#",
         *_comment(t("new.file.check")),
         "",
@@ -121,7 +121,7 @@ def text(d: Draft) -> str:
         for k, v in d.cache:
             out += [f"  - k: {_matrix(k, 7)}", f"    v: {_matrix(v, 7)}"]
     out += [*_comment(t("new.file.tokens")), f"tokens: {_labels(d.tokens)}",
-            *_comment(t("new.file.x", L=L, d_model=dm) + (" " + t("new.file.x.new") if d.cache else "")),
+            *_comment(join_sentences([t("new.file.x", L=L, d_model=dm), *([t("new.file.x.new")] if d.cache else [])])),
             f"x: {_matrix(d.x, 3)}"]
     if d.x_kv is not None:
         out += [*_comment(t("new.file.kv_tokens")), f"kv_tokens: {_labels(d.kv_tokens or ())}",

@@ -38,9 +38,15 @@ class Problem:
                 parts.append(str(self.column))
         return ":".join(parts)
 
+    def text(self) -> str:
+        """The message and its hint, one sentence in the language of the run: ``message (hint)``."""
+        from .messages import t
+
+        return t("problem.with_hint", message=self.message, hint=self.hint) if self.hint else self.message
+
     def __str__(self) -> str:
-        text = f"{self.location()}: {self.field}: {self.message}" if self.field else f"{self.location()}: {self.message}"
-        return f"{text} ({self.hint})" if self.hint else text
+        """``file:line:col: field: message (hint)``: where, as compilers write it, then :meth:`text`."""
+        return f"{self.location()}: {self.field}: {self.text()}" if self.field else f"{self.location()}: {self.text()}"
 
 
 class ExerciseError(TutorError):

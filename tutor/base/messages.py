@@ -147,6 +147,22 @@ def join_and(parts: Sequence[str]) -> str:
         return parts[0]
     return t("list.and", rest=t("list.sep").join(parts[:-1]), last=parts[-1])
 
+
+def join_sentences(sentences: Sequence[str]) -> str:
+    """Whole sentences as one paragraph, each after the one before by ``sentence.pair``: a space in English
+    (``Right. Exactly 12.``), nothing after a Chinese full stop.  ``""`` for none.
+
+    >>> join_sentences(["It is [2, 3].", "Axis 0 is B = 2."])
+    'It is [2, 3]. Axis 0 is B = 2.'
+    """
+    if not sentences:
+        return ""
+    text = sentences[0]
+    for sentence in sentences[1:]:
+        text = t("sentence.pair", first=text, second=sentence)
+    return text
+
+
 def _form(key: str, category: str) -> str:
     """The template of ``key`` for a plural category, falling back to ``other``, then to English."""
     catalog = CATALOGS[language()]

@@ -153,7 +153,7 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     if explicit and fmt not in EXPORT_FORMATS[suffix]:
         kind = t(f"handout.kind.{'html' if suffix == '.htm' else suffix[1:]}")
         raise typer.BadParameter(t("handout.format_clash", path=export, found=fmt, kind=kind,
-                                   formats=" or ".join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
+                                   formats=t("list.sep.or").join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
                                  param_hint="--format")
     check_target(export, force=force)  # the one rule for every file attn-tutor writes
 
@@ -209,10 +209,10 @@ def list_(
             with store:
                 progress = solved(store)
     except StoreError as err:
-        warn(f"{t('validate.warning')}: {err}")
+        warn(t("validate.warning.text", text=str(err)))
     rows = catalog_rows(cat, progress)
     for p in cat.problems:  # broken pack files and clashing ids: on stderr, the rest is still listed
-        warn(f"{t('validate.warning')}: {p}")
+        warn(t("validate.warning.text", text=str(p)))
     if fmt is Format.json:
 
         write_json(rows)

@@ -38,7 +38,7 @@ def to_question(c: Concept, mode: Mode, rng: random.Random, follow_up: str | Non
     rng.shuffle(options)
     choices = lettered(options)
     right = next(ch for ch in choices if ch.right)
-    return Question(kind="choice", answer=right.key, answer_text=f"{right.key}: {right.text}", choices=choices, **common)
+    return Question(kind="choice", answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text), choices=choices, **common)
 
 
 def chain(bank: Bank, root: Concept, seen: set[str]) -> list[tuple[Concept, str | None]]:

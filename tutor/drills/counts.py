@@ -307,8 +307,8 @@ def kv_cache_question(layer: Layer, layers: int, B: int, L: int, dtype: str, qid
         explain += (t("drill.counts.kv.int8.scales", scales=_n(scales), human=human_bytes(scales)),)
     return Question(
         drill="counts", topic="kv_cache", id=qid, kind="count",
-        prompt=t("drill.counts.kv.ask", layers=layers, B=B, L=L, layer=_layer_text(layer), dtype=dtype)
-        + (" " + t("drill.counts.kv.ask.int8") if dtype == "int8" else ""),
+        prompt=t("drill.counts.kv.ask_int8" if dtype == "int8" else "drill.counts.kv.ask", layers=layers, B=B, L=L,
+                 layer=_layer_text(layer), dtype=dtype),
         answer=answer, answer_text=f"{_n(answer)} ({human_bytes(answer)})",
         config={"quantity": "kv_cache", **_layer_fields(layer), "layers": layers, "B": B, "L": L, "dtype": dtype,
                 "bytes_per_element": element},

@@ -25,6 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from ..base.cells import pad, pad_left, widest
 from ..base.messages import plural, t
 from .record import Question, Variant, lettered
 
@@ -130,10 +131,10 @@ def position(i: int) -> int:
 def grid(rows: tuple[tuple[float, ...], ...], convention: str, row_label: str = "q", col_label: str = "k") -> list[str]:
     """A mask as aligned text lines, rows labelled ``q1``, ``q2``, … and columns ``k1``, ``k2``, …"""
     cells = [[_cell(v, convention) for v in row] for row in rows]
-    width = max([len(c) for row in cells for c in row] + [len(f"{col_label}{position(len(rows[0]) - 1)}")])
-    label = len(f"{row_label}{position(len(rows) - 1)}")
-    head = " " * label + "  " + " ".join(f"{col_label}{position(j)}".rjust(width) for j in range(len(rows[0])))
-    return [head] + [f"{row_label}{position(i)}".ljust(label) + "  " + " ".join(c.rjust(width) for c in row)
+    width = widest([c for row in cells for c in row] + [f"{col_label}{position(len(rows[0]) - 1)}"])  # cells, not len
+    label = widest(f"{row_label}{position(i)}" for i in range(len(rows)))
+    head = " " * label + "  " + " ".join(pad_left(f"{col_label}{position(j)}", width) for j in range(len(rows[0])))
+    return [head] + [pad(f"{row_label}{position(i)}", label) + "  " + " ".join(pad_left(c, width) for c in row)
                      for i, row in enumerate(cells)]
 
 
@@ -314,7 +315,7 @@ def _fact_question(f: Fact, s: Scenario, setting: str, config: dict[str, object]
     prompt = ask if f.topic == "neg_1e9" else setting + "\n" + ask
     return Question(
         drill="masks", topic=f.topic, id=qid, kind="choice", prompt=prompt,
-        answer=right.key, answer_text=f"{right.key}: {right.text}", config=config if f.topic == "fully_masked" else {},
+        answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text), config=config if f.topic == "fully_masked" else {},
         hint=t(f"drill.masks.hint.{f.topic}"), explain=(why,), choices=choices, json={"fact": f.id},
     )
 
@@ -331,7 +332,7 @@ def _query_padding_question(s: Scenario, setting: str, config: dict[str, object]
     return Question(
         drill="masks", topic="query_padding", id=qid, kind="choice",
         prompt=setting + "\n" + t("drill.masks.ask.query_padding"),
-        answer=right.key, answer_text=f"{right.key}: {right.text}", config=config,
+        answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text), config=config,
         hint=t("drill.masks.hint.query_padding"), explain=(t("drill.masks.qpad.explain"),), choices=choices,
         json={"fact": "query_padding"},
     )

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from ..base.errors import AnswerError
 from ..base.halfwidth import halfwidth
-from ..base.messages import t
+from ..base.messages import join_sentences, t
 
 Kind = Literal["shape", "count", "matrix", "choice", "free"]
 Outcome = Literal["correct", "wrong", "invalid"]
@@ -391,7 +391,7 @@ def _grade_shape(q: Question, found: list[int]) -> Verdict:
         return Verdict("correct")
     lines = explain_shape(q.dims, tuple(q.answer), tuple(found), q.sizes, q.others, q.topic)
     return Verdict("wrong", t("drill.shape.expected", dims=_dims(q.dims), shape=_sizes(q.answer)), tuple(lines[1:]),
-                   "drill.shape." + lines[0], " ".join(lines[1:]) or None)
+                   "drill.shape." + lines[0], join_sentences(lines[1:]) or None)
 
 
 def _dims(dims: Sequence[str]) -> str:
@@ -421,8 +421,9 @@ def explain_shape(dims: Sequence[str], expected: tuple[int, ...], found: tuple[i
     for axis, (name, want, got) in enumerate(zip(dims, expected, found, strict=True)):
         if want != got:
             known = [n for n, v in sizes.items() if v == got and n != name and _is_plain(n)]
-            which = t("drill.shape.that_is", names=" or ".join(known)) if known else ""
-            lines.append(t("drill.shape.axis", axis=axis, name=name, value=want, found=got, which=which))
+            fields = {"axis": axis, "name": name, "value": want, "found": got}
+            lines.append(t("drill.shape.wrong_axis.that_is", **fields, names=t("list.sep.or").join(known)) if known
+                         else t("drill.shape.wrong_axis", **fields))
     return [kind] + lines
 
 
@@ -457,7 +458,7 @@ def _grade_count(q: Question, typed: TypedCount) -> Verdict:
     lines = [_explained(q, typed, f, tol) for f in fits]
     details = ((t("drill.count.either"),) if len(lines) > 1 else ()) + tuple(lines)
     keys = list(dict.fromkeys(k for f in fits for k in f.keys))
-    return Verdict("wrong", expected, details, keys[0], " ".join(lines), tuple(keys[1:]))
+    return Verdict("wrong", expected, details, keys[0], join_sentences(lines), tuple(keys[1:]))
 
 
 def _near(found: float | Fraction, answer: int, tol: float) -> bool:
@@ -601,7 +602,7 @@ def _explained(q: Question, typed: TypedCount, f: CountFit, tol: float) -> str:
         places = t("drill.count.to_whole") if typed.decimals == 0 else t("drill.count.to_places", places=typed.decimals)
         slip("drill.count.slip.truncated", value=_cut_off(scaled, typed.decimals + 4) + e, places=places,
              rounded=_fixed(scaled, typed.decimals) + e, written=typed.digits + e)
-    return " ".join(said)
+    return join_sentences(said)
 
 
 def _prefix_size(prefix: str) -> str:

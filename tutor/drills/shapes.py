@@ -262,7 +262,7 @@ def op_question(cfg: AttentionConfig, target: str, rng: random.Random, qid: str)
         drill="shapes", topic=target, id=qid, kind="choice",
         prompt=describe(cfg) + "\n" + t("drill.shapes.ask_op", source=source, source_shape=trace[source].concrete,
                                         target=target, target_shape=p.concrete),
-        answer=right.key, answer_text=f"{right.key}: {right.text}",
+        answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text),
         config=config_fields(cfg),
         hint=t("drill.shapes.hint_op", symbolic=p.symbolic),
         explain=(_explain(p),),

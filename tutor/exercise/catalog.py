@@ -261,8 +261,8 @@ def reserved_clash(ex: Exercise, file: str | Path) -> str | None:
             return None
     except ExerciseError:  # pragma: no cover - bundled_ids() lists only valid files
         pass
-    return (t("catalog.duplicate_id", id=ex.id, first=f"bundled:{bundled_file.name}", second=file)
-            + f" ({t('catalog.duplicate_id.hint')})")
+    return t("problem.with_hint", message=t("catalog.duplicate_id", id=ex.id, first=f"bundled:{bundled_file.name}",
+                                            second=file), hint=t("catalog.duplicate_id.hint"))
 
 
 def resolve_id(name: str, folders: Sequence[str | Path] = ()) -> Exercise:
@@ -274,8 +274,8 @@ def resolve_id(name: str, folders: Sequence[str | Path] = ()) -> Exercise:
     if folders:
         found = load_catalog(folders).find(name)
         if len(found) > 1:
-            raise NotFoundError(t("catalog.duplicate_id", id=name, first=found[0].exercise.source,
-                                  second=found[1].exercise.source) + f" ({t('catalog.duplicate_id.hint')})")
+            raise NotFoundError(t("problem.with_hint", message=t("catalog.duplicate_id", id=name, first=found[0].exercise.source,
+                                  second=found[1].exercise.source), hint=t("catalog.duplicate_id.hint")))
         if found:
             return found[0].exercise
         raise UnknownId(_not_found(name, [e.exercise.id for e in load_catalog(folders).entries]))
@@ -298,7 +298,7 @@ def _not_found(name: str, ids: Sequence[str]) -> str:
     (``single-head-3x3``: did you mean ``single-head-3x4``?), else the hint to list them."""
     near = difflib.get_close_matches(name, sorted(set(ids)), n=1, cutoff=0.75)
     hint = t("catalog.not_found.suggest", suggestion=near[0]) if near else t("catalog.not_found.hint")
-    return t("catalog.not_found", name=name) + f" ({hint})"
+    return t("problem.with_hint", message=t("catalog.not_found", name=name), hint=hint)
 
 
 class UnknownId(NotFoundError):

@@ -181,8 +181,11 @@ _LOOK_ALIKE = str.maketrans({
 
 def codepoint(ch: str) -> str:
     """``U+200B ZERO WIDTH SPACE``: a character by its code point and Unicode name (control characters: the number alone)."""
-    name = unicodedata.name(ch, "") or (t("char.control") if unicodedata.category(ch) == "Cc" else "")
-    return f"U+{ord(ch):04X} {name}" if name else f"U+{ord(ch):04X}"
+    code = f"U+{ord(ch):04X}"
+    if unicodedata.category(ch) == "Cc" and not unicodedata.name(ch, ""):
+        return t("char.control.named", code=code)
+    name = unicodedata.name(ch, "")
+    return f"{code} {name}" if name else code  # the Unicode name: notation, in English in every language
 
 
 def shown(text: str) -> str:

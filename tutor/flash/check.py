@@ -171,18 +171,19 @@ def tiled_lines(ex: Exercise, rep: TiledReport) -> list[str]:
     out = [t("tiled.check.title", query=ex.query_labels[g.row], head=head, block=g.block_size)]
     for j in rep.judged:
         q = j.quantity
-        where = t("tiled.check.block", n=q.block + 1) if q.block is not None else ""
+        name = t("tiled.practice.label", n=q.block + 1, name=q.name) if q.block is not None else q.name
         if j.expected is None:
-            out.append(f"  ✗ {where}{q.name}: " + t("tiled.check.none"))
+            out.append("  " + t("tiled.check.none.marked", quantity=name))
         elif j.wrong:
             right = [f"{x.value():.6f}" for x in j.expected]
             vector = q.name in ("acc", "o")
-            cells = "; ".join((f"[d{i + 1}] " if vector else "")
-                              + t("tiled.check.cell", written=q.entries[i].text if q.entries[i] else "~",  # type: ignore[union-attr]
-                                  right=right[i]) for i in j.wrong)
-            out.append(f"  ✗ {where}{q.name}: {cells}")
+            written = [q.entries[i].text if q.entries[i] else "~" for i in j.wrong]  # type: ignore[union-attr]
+            cells = t("list.sep.clauses").join(
+                t("tiled.check.cell.at", entry=f"d{i + 1}", written=w, right=right[i]) if vector
+                else t("tiled.check.cell", written=w, right=right[i]) for i, w in zip(j.wrong, written, strict=True))
+            out.append("  " + t("tiled.check.wrong.marked", quantity=name, cells=cells))
         else:
-            out.append(f"  ✓ {where}{q.name}")
+            out.append("  " + t("tiled.check.right.marked", quantity=name))
     for _, message in rep.diagnoses:
         out.append("  " + t("tiled.check.diagnosis", message=message))
     if not rep.ok and not rep.diagnoses:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.messages import t
+from ..base.messages import join_sentences, t
 from ..drills.record import explain_shape
 from .kata import Array, Case, Kata, Mistake
 from .run import CaseRun, Run
@@ -214,8 +214,8 @@ def _named(kata: Kata, v: CaseVerdict, passed: Mapping[str, bool], only: set[str
         assert got is not None
         expected = v.case.expected[i].shape
         lines = explain_shape(spec.axes, expected, got.shape, v.case.sizes, (), spec.name)[1:]
-        shape = Diagnosis("shape", t("code.shape", name=spec.name, expected=_shape_text(spec.axes, v.case.sizes),
-                                     found=list(got.shape)) + (" " + " ".join(lines) if lines else ""))
+        shape = Diagnosis("shape", join_sentences([t("code.shape", name=spec.name, found=list(got.shape),
+                                                     expected=_shape_text(spec.axes, v.case.sizes)), *lines]))
         return _with(v, (*found, shape))
     if not found:
         index, want, got_v = v.wrong[0]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from ..base.messages import t
+from ..base.messages import join_sentences, t
 from ..exact.expoly import TooLarge, budget
 from ..exercise.record import Exercise
 from ..steps import KINDS, Key, Solution, downstream, inputs, keys, replay, rounding_bounds, upstream, varies
@@ -292,9 +292,7 @@ def note(sol: Solution, key: str, step: Key, suggestion: str | None, exact: bool
         because = t("invisible.because.floats")
     text = t(f"invisible.{key}", step=name, because=because) if key in _SPECIFIC else \
         t("invisible.generic", mistake=t(f"invisible.mistake.{key}"), step=name, because=because)
-    if suggestion:
-        text += " " + t("invisible.try", id=suggestion)
-    return text
+    return join_sentences([text, t("invisible.try", id=suggestion)]) if suggestion else text
 
 
 _SPECIFIC = ("kq_transposed",)

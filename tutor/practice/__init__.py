@@ -55,7 +55,7 @@ from .effects import (
 from .events import COMMANDS, Answer, Command, EndOfInput, Event, Interrupt, read_event
 from .grading import Graded, grade
 from .machine import Drill, Settings, State, begin, handle
-from .worked import Present, Worked, inputs_for, result_name, select, start, step_label
+from .worked import Present, Worked, head_suffix, inputs_for, result_name, select, start, step_label
 
 __all__ = [
     "COMMANDS",
@@ -94,6 +94,7 @@ __all__ = [
     "blocked_cells",
     "grade",
     "handle",
+    "head_suffix",
     "inputs_for",
     "read_event",
     "result_name",

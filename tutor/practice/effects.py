@@ -195,9 +195,7 @@ class Result(Generic[Q]):
             text = t("practice.status.unanswered")  # on screen when the session ended, not answered
         else:
             text = t("practice.status.unreached")
-        if self.hints:
-            text += plural("practice.status.hints", self.hints)
-        return text
+        return plural("practice.status.with_hints", self.hints, status=text) if self.hints else text
 
 
 @dataclass(frozen=True)

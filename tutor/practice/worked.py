@@ -195,10 +195,23 @@ def step_label(step: Step, multi_head: bool) -> str:
     from ..steps import KINDS
 
     if multi_head and step.kv_head is not None:  # a matrix grouped query heads share: its K/V head's
-        return result_name(step) + t("practice.label.kv_head", kv=step.kv_head + 1)
+        return t("practice.label.of_kv_head", name=result_name(step), kv=step.kv_head + 1)
     if multi_head and step.head is not None and not KINDS[step.id].names_head:
-        return result_name(step) + t("practice.label.head", head=step.head + 1)
+        return t("practice.label.of_head", name=result_name(step), head=step.head + 1)
     return result_name(step)
+
+
+def head_suffix(step: Step, multi_head: bool) -> str:
+    """The head a prompt names after its result (`` (head 1)``, `` (K/V head 1)``), where :func:`step_label`
+    names one; else nothing.  A prompt's template places it (``{name}{head}>``)."""
+    from ..base.messages import t
+    from ..steps import KINDS
+
+    if multi_head and step.kv_head is not None:
+        return t("practice.label.kv_head", kv=step.kv_head + 1)
+    if multi_head and step.head is not None and not KINDS[step.id].names_head:
+        return t("practice.label.head", head=step.head + 1)
+    return ""
 
 
 def inputs_for(sol: Solution, step: Step) -> tuple[Input, ...]:

@@ -46,7 +46,8 @@ def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
     console.print(Text(title, style="bold"))
     for c in cells:
         line = Text(c[1], style="bold")
-        line.append(f"  {c[0]}  L={c[3]} L_k={c[4]} d_model={c[5]} {headers[6]}={c[6]} {headers[7]}={c[7]}  ({c[8]})")
+        line.append("  " + t("list.row.narrow", status=c[0], L=c[3], L_k=c[4], d_model=c[5], heads=c[6], mask=c[7],
+                             source=c[8]))
         console.print(line)
         console.print(Text("  " + c[2], style="dim"))
     console.print(Text(t("list.legend"), style="dim"))
@@ -56,4 +57,4 @@ def status(row: dict[str, Any]) -> str:
     """``done`` (every step answered right at least once) or ``pending 3/7`` (steps answered right so far)."""
     if row["done"]:
         return t("list.done")
-    return f"{t('list.pending')} {t('list.progress', solved=row['solved'], total=row['steps'])}"
+    return t("list.pending.progress", solved=row["solved"], total=row["steps"])

@@ -24,6 +24,7 @@ from ..audit.check import CARRIED, INDEPENDENT, ROUNDING, Report, StepCheck
 from ..audit.plausibility import cell_name, label
 from ..audit.solution import SolutionFile
 from ..base.ascii import asciify, is_utf
+from ..base.cells import pad, widest
 from ..base.decimals import legible, trimmed
 from ..base.messages import plural, t
 from ..base.textsafe import shown
@@ -82,7 +83,7 @@ class CheckRenderer:
         self.console.print(out, soft_wrap=True)  # wrapped here already
 
     def verdict(self, ok: bool) -> tuple[str, str]:
-        return ("✓ " + t("check.correct"), "green") if ok else ("✗ " + t("check.wrong"), "red")
+        return (t("check.mark.correct"), "green") if ok else (t("check.mark.wrong"), "red")
 
     # -- pieces ------------------------------------------------------------------
     def name(self, r: Report, key: tuple[str, int | None]) -> str:
@@ -97,12 +98,11 @@ class CheckRenderer:
         else:
             detail = t("check.step.off", wrong=len(s.wrong), count=_count(s))
         if s.follows == CARRIED and s.source is not None:
-            detail += "; " + t("check.step.carried", source=self.name(r, s.source))
+            detail = t("check.step.with_carried", detail=detail, source=self.name(r, s.source))
         elif s.follows == INDEPENDENT:
-            detail += "; " + t("check.step.independent")
-        words = [self.tx(self.verdict(ok)[0]) for ok in (True, False)]
-        pad = max(map(len, words))
-        prefix = Text.assemble("  ", (f"{self.tx(word):<{pad}}", style), f"  {self.tx(self.name(r, s.key)):<{width}}  ")
+            detail = t("check.step.with_independent", detail=detail)
+        words = widest(self.tx(self.verdict(ok)[0]) for ok in (True, False))  # in cells: a verdict may be Chinese
+        prefix = Text.assemble("  ", (pad(self.tx(word), words), style), f"  {pad(self.tx(self.name(r, s.key)), width)}  ")
         self.hanging(prefix, Text(self.tx(detail)))  # the detail wraps under itself
         if s.follows == INDEPENDENT:
             for d in s.diagnoses:
@@ -167,16 +167,16 @@ class CheckRenderer:
             if c is None:
                 missing.append(name)
             elif c.ok:
-                self.line("✓ " + t("check.follows.right", step=name), "green", indent=4)
+                self.line(t("check.follows.right.marked", step=name), "green", indent=4)
             elif c.follows == CARRIED:
-                self.line("✗ " + t("check.follows.carried", step=name, source=self.name(r, c.source)), "red", indent=4)  # type: ignore[arg-type]
+                self.line(t("check.follows.carried.marked", step=name, source=self.name(r, c.source)), "red", indent=4)  # type: ignore[arg-type]
             else:
-                self.line("✗ " + t("check.follows.independent", step=name), "red", indent=4)
+                self.line(t("check.follows.independent.marked", step=name), "red", indent=4)
         if missing:
-            self.line("• " + t("check.follows.not_given", steps=", ".join(missing)), indent=4)
+            self.line(t("check.follows.not_given.marked", steps=t("list.sep").join(missing)), indent=4)
 
     def inputs(self, r: Report, s: StepCheck) -> str:
-        return ", ".join(self.name(r, k) for k in inputs(r.exercise, s.key))
+        return t("list.sep").join(self.name(r, k) for k in inputs(r.exercise, s.key))
 
     # -- whole report --------------------------------------------------------------
     def heading(self, sf: SolutionFile) -> None:
@@ -196,7 +196,7 @@ class CheckRenderer:
             self.line(t("check.no_steps"))
         else:
             self.line(t("check.steps"), "bold")
-            width = max(len(self.tx(self.name(r, s.key))) for s in r.steps)
+            width = widest(self.tx(self.name(r, s.key)) for s in r.steps)
             for s in r.steps:
                 self.step_line(r, s, width)
         if r.first_wrong is not None:
@@ -205,11 +205,11 @@ class CheckRenderer:
             self.console.print()
             self.line(t("check.plausibility"), "bold")
             for f in r.findings:
-                word = "✓" if f.ok else "✗"
-                self.line(f"{word} {f.message}", "green" if f.ok else "red", indent=2)
+                self.line(t("check.finding.ok" if f.ok else "check.finding.bad", message=f.message),
+                          "green" if f.ok else "red", indent=2)
         self.console.print()
         if r.ok:
-            self.line("✓ " + t("check.verdict.ok", count=len(r.steps), total=len(r.sol.steps)), "bold green")
+            self.line(t("check.verdict.ok.marked", count=len(r.steps), total=len(r.sol.steps)), "bold green")
         else:
             wrong = sum(not s.ok for s in r.steps)
             failed = sum(not f.ok for f in r.findings)
@@ -217,9 +217,10 @@ class CheckRenderer:
                      else t("check.verdict.steps.none"))
             checks = (plural("check.verdict.checks", failed, total=len(r.findings)) if failed
                       else t("check.verdict.checks.none"))
-            text = "✗ " + t("check.verdict.bad", steps=steps, checks=checks)
-            if r.first_wrong is not None:
-                text += " " + t("check.verdict.first", step=self.name(r, r.first_wrong.key))
+            if r.first_wrong is None:
+                text = t("check.verdict.bad.marked", steps=steps, checks=checks)
+            else:
+                text = t("check.verdict.bad.first", steps=steps, checks=checks, step=self.name(r, r.first_wrong.key))
             self.line(text, "bold red")
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.text import Text
 
+from ..base.cells import pad, pad_left, widest, width
 from ..base.messages import plural, t
 from .quiz import QuizRenderer
 
@@ -64,10 +65,10 @@ class DrillView:
         (the first after ``first`` instead, when given: a bullet, a letter); no trailing blanks.
         A word wider than the console is folded, never cut."""
         lead = first or " " * indent
-        hang = " " * len(lead) if first else lead
-        width = max(self.console.width - len(lead), 8)
+        hang = " " * width(lead) if first else lead  # cells, as the terminal shows the lead
+        room = max(self.console.width - width(lead), 8)
         body = Text(self.tx(text), style=style)
-        for n, part in enumerate(body.wrap(self.console, width, overflow="fold")):
+        for n, part in enumerate(body.wrap(self.console, room, overflow="fold")):
             part.rstrip()
             self.console.print(Text(lead if n == 0 else hang) + part, soft_wrap=True)
 
@@ -141,7 +142,7 @@ class DrillView:
 
     def invalid(self, message: str, q: Question) -> None:
         """Typed text that is not an answer: nothing graded; say why, and how to answer."""
-        self.line(f"{self.wrong_mark} {message}")
+        self.line(t("drill.invalid.marked", mark=self.wrong_mark, message=message))
         self.line(t(f"drill.how.{self._how(q)}"), "dim", indent=2)
 
     def invalid_yes_no(self) -> None:
@@ -150,9 +151,10 @@ class DrillView:
     def verdict(self, q: Question, v: Verdict) -> None:
         """Right or wrong, in words and a mark; what was wrong; then the answer's explanation."""
         if v.outcome == "correct":
-            self.line(f"{self.right_mark} {t('drill.right')}" + (f" {v.message}" if v.message else ""), "bold green")
+            self.line(t("drill.right.marked.message", mark=self.right_mark, message=v.message) if v.message
+                      else t("drill.right.marked", mark=self.right_mark), "bold green")
         else:
-            self.line(f"{self.wrong_mark} {t('drill.wrong')} {v.message}", "bold red")
+            self.line(t("drill.wrong.marked", mark=self.wrong_mark, message=v.message), "bold red")
             for d in v.details:
                 self.bullet(d)
         self._explain(q)
@@ -175,22 +177,22 @@ class DrillView:
         the console (issue 20, E: ``drill masks`` at 20 columns)."""
         if not rows:
             return
-        if indent + max(len(self.tx(r)) for r in rows) <= self.console.width:
+        if indent + widest(self.tx(r) for r in rows) <= self.console.width:
             for r in rows:
                 self.code(r, indent)
             return
         head, *body = [self.tx(r).split() for r in rows]  # [label, cell, ...] per row; the header has no label
-        label = max(len(b[0]) for b in body)
-        widths = [max([len(head[j])] + [len(b[j + 1]) for b in body]) for j in range(len(head))]
+        label = widest(b[0] for b in body)  # in cells: a token's label may be Chinese
+        widths = [widest([head[j]] + [b[j + 1] for b in body]) for j in range(len(head))]
         groups: list[list[int]] = [[]]
         for j, w in enumerate(widths):  # a line: indent, label, 2 spaces, the cells 1 space apart
             if groups[-1] and indent + label + 2 + sum(widths[k] + 1 for k in groups[-1]) + w > self.console.width:
                 groups.append([])
             groups[-1].append(j)
         for group in groups:
-            self.code(" " * (label + 2) + " ".join(head[j].rjust(widths[j]) for j in group), indent)
+            self.code(" " * (label + 2) + " ".join(pad_left(head[j], widths[j]) for j in group), indent)
             for b in body:
-                self.code(b[0].ljust(label) + "  " + " ".join(b[j + 1].rjust(widths[j]) for j in group), indent)
+                self.code(pad(b[0], label) + "  " + " ".join(pad_left(b[j + 1], widths[j]) for j in group), indent)
 
     def reveal(self, q: Question, *, shown: bool) -> None:
         """``show`` (the answer, counted as a miss) or ``skip`` (not counted; the answer is shown too)."""

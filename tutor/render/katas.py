@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base.cells import pad, wrap
 from ..base.messages import t
 from ..base.textsafe import lines, shown
 from ..katas.judge import PROBLEMS as _PROBLEMS
@@ -76,26 +77,25 @@ def _cell(x: Any) -> str:
 
 
 def _wrapped(text: str, indent: int, width: int) -> list[str]:
-    """``text`` wrapped to ``width`` columns, every line indented by ``indent`` and its continuations by 2 more."""
-    import textwrap
-
-    pad = " " * indent
-    return textwrap.wrap(text, max(40, width - 1), initial_indent=pad, subsequent_indent=pad + "  ",
-                         break_long_words=False, break_on_hyphens=False) or [pad]
+    """``text`` wrapped to ``width`` cells, every line indented by ``indent`` and its continuations by 2 more."""
+    lead = " " * indent
+    return wrap(text, max(40, width - 1), initial=lead, subsequent=lead + "  ", break_long_words=False,
+                break_on_hyphens=False) or [lead]
 
 
 def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = (), *,
                 width: int = 100) -> list[str]:
     """The report of ``code check`` as text lines, sentences wrapped to ``width`` columns."""
     kata = report.kata
-    why = t(f"code.flavour.why.{run.why}") if run.why else ""
-    out = _wrapped(t("code.check.title", file=shown(file), kata=kata.id, flavour=t(f"code.flavour.{report.flavour}"),
-                     why=why).replace(" ()", ""), 0, width)
+    fields = {"file": shown(file), "kata": kata.id, "flavour": t(f"code.flavour.{report.flavour}")}
+    title = t("code.check.title", **fields, why=t(f"code.flavour.why.{run.why}")) if run.why else \
+        t("code.check.title.plain", **fields)
+    out = _wrapped(title, 0, width)
     shown_keys: set[tuple[str, ...]] = set()
     for v in report.cases:
         mark = "✓" if v.passed else "✗"
-        given = ", ".join((_sizes(v.case.sizes), v.case.dtype, *map(_given, v.case.given)))
-        out += _wrapped(f"{mark} {v.case.id:<18} {given}", 2, width)
+        given = t("list.sep").join((_sizes(v.case.sizes), v.case.dtype, *map(_given, v.case.given)))
+        out += _wrapped(f"{mark} {pad(v.case.id, 18)} {given}", 2, width)  # columns: the mark, the case, its inputs
         if v.passed:
             continue
         keys = (*(d.key for d in v.diagnoses), v.exception or "", v.traceback)
@@ -119,9 +119,9 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
         if v.traceback:
             out += ["        " + line for line in shown_output(v.traceback)]
     if run.status == "hang":
-        out.append("  ✗ " + t("code.hang", case=run.hang_case or "?"))
+        out.append("  " + t("code.hang.marked", case=run.hang_case or "?"))
     elif run.status == "crash":
-        out.append("  ✗ " + t("code.crash", case=run.hang_case or "?", code=run.returncode))
+        out.append("  " + t("code.crash.marked", case=run.hang_case or "?", code=run.returncode))
     total = len(report.cases) + (1 if run.status in ("hang", "crash") else 0)
     passed = sum(v.passed for v in report.cases)
     for stream, text in (("stdout", run.stdout), ("stderr", run.stderr)):
@@ -132,7 +132,7 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
         out.append(t("code.passed", n=total))
         if follow_ups:
             out.append(t("code.follow_ups"))
-            out += [f"  - {shown(q)}  ({t('code.follow_up.drill', topic=topic)})" for _, q, topic in follow_ups]
+            out += ["  " + t("code.follow_up.item", question=shown(q), topic=topic) for _, q, topic in follow_ups]
     else:
         out.append(t("code.failed", passed=passed, n=total))
     return out
@@ -183,7 +183,7 @@ def list_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         status = t("code.list.review") if r.get("review_due") else t("code.list.done") if r["done"] else t("code.list.pending")
-        out.append(f"  {r['id']:<10} {status:<11} {r['title']}")
+        out.append(f"  {pad(r['id'], 10)} {pad(status, 11)} {r['title']}")  # columns, in cells: a status may be Chinese
     out.append(t("code.list.next"))
     return out
 

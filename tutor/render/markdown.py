@@ -158,9 +158,24 @@ def annotation(step: Step) -> str:
             left += f" {'+' if o.name.startswith('b_') else op} {text}"
     out = rf"{left} \to {tex_name(step.result.name)}{_shape(step.result)}"
     if step.kv_head is not None:  # grouped K/V heads: whose matrix this is (as the terminal's annotation says)
-        key = "annotation.summed" if KINDS[step.id].backward else "annotation.shared"
-        out += r",\ \text{" + _escape_tex(t(key, kv=step.kv_head + 1, heads=", ".join(str(h + 1) for h in step.shared))) + "}"
+        key = "annotation.with_summed" if KINDS[step.id].backward else "annotation.with_shared"
+        marker = "\x00"  # where the sentence puts the annotation: the math, between its words in \text{…}
+        before, _, after = t(key, annotation=marker, kv=step.kv_head + 1,
+                             heads=", ".join(str(h + 1) for h in step.shared)).partition(marker)
+        out = _tex_text(before) + out + _tex_text(after)
     return out
+
+
+def _tex_text(words: str) -> str:
+    r"""Words of a sentence beside the math of an annotation, as TeX in math mode: ``\text{…}``, a space at
+    either end written ``\ `` and a comma before the words kept in math (``, K/V head 1`` ->
+    ``,\ \text{K/V head 1}``, as the annotation always read); nothing for none."""
+    if not words:
+        return ""
+    lead = r",\ " if words.startswith(", ") else r"\ " if words.startswith(" ") else ""
+    tail = r"\ " if words.endswith(" ") else ""
+    body = words.removeprefix(",").strip(" ")
+    return lead + (r"\text{" + _escape_tex(body) + "}" if body else "") + tail
 
 
 def _escape_tex(text: str) -> str:
@@ -183,7 +198,7 @@ def formula(step: Step, ex: Exercise) -> str:
         "head": str((step.head or 0) + 1), "src": names[0], "d_k": str(d_k),
         "root": "" if _sqrt_latex(d_k) == rf"\sqrt{{{d_k}}}" else f" = {_sqrt_latex(d_k)}",
         # format v2 in the backward pass: a group's K/V gradient sums its query heads; a cache's new rows
-        "sigma": "", "h": "", "new": rf"[\text{{{t('latex.new_rows')}}}]" if ex.has_cache else "",
+        "sigma": "", "h": "", "new": t("latex.rows_of", rows=t("latex.new_rows")) if ex.has_cache else "",
         "cases": t("latex.masked.cases", i="i", j="j"), "head_columns": t("latex.head_columns", head=(step.head or 0) + 1),
     }
     if step.kv_head is not None and KINDS[step.id].backward and len(step.shared) > 1:
@@ -250,7 +265,7 @@ class MarkdownRenderer:
         """The step worked out: one list item per entry or row, a row's further lines nested under it."""
         if not pieces:
             return
-        self.add(f"**{_escape(t('explain.worked'))}:**", "")
+        self.add(f"**{_escape(t('explain.worked.label'))}**", "")
         for piece in pieces:
             self.add(f"- {_escape(piece.label + piece.sep + piece.lines[0])}")
             self.add(*(f"  - {_escape(line)}" for line in piece.lines[1:]))
@@ -272,7 +287,7 @@ class MarkdownRenderer:
         for sentence in item.why:
             self.add(f"> {_escape(sentence)}", "")
         for sentence in item.notes:
-            self.add(f"> **{_escape(t('explain.note.label'))}** {_escape(sentence)}", "")
+            self.add("> " + t("explain.note.markdown", note=_escape(sentence)), "")
 
     def header(self, h: Header) -> None:
         """Title, id, description, sizes, mask, and the input sequence(s)."""

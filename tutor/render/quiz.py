@@ -19,6 +19,7 @@ from rich.text import Text
 
 from .. import practice as quiz
 from ..answers import MIN_PLACES
+from ..base.cells import pad, widest, width
 from ..base.decimals import fixed, trimmed
 from ..base.messages import join_and, plural, t
 from ..exercise.record import Exercise
@@ -119,7 +120,7 @@ class QuizRenderer:
 
     def head_suffix(self, step: Step, multi_head: bool) -> str:
         """`` (head 1)`` for a per-head step of a multi-head exercise, else nothing."""
-        return quiz.step_label(step, multi_head)[len(quiz.result_name(step)):]
+        return quiz.head_suffix(step, multi_head)
 
     def label(self, step: Step, multi_head: bool) -> str:
         """The step's result, named for a learner: ``Q``, ``Q (head 1)``, ``head_1``, ``output``."""
@@ -146,7 +147,7 @@ class QuizRenderer:
         with its length."""
         shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line[:ECHO_CHARS])
         if len(line) > ECHO_CHARS:
-            shown += t("practice.echo.cut", length=len(line))
+            shown = t("practice.echo.cut.line", line=shown, length=len(line))
         lines = Text(prompt + self.tx(shown)).wrap(self.console, self.console.width)
         lines[0] = lines[0][len(prompt):]
         self.console.print(Text("\n").join(lines))
@@ -175,8 +176,8 @@ class QuizRenderer:
         self.line(t("practice.rows", rows=e.rows), "dim")
 
     def on_correct(self, e: quiz.Correct[Step]) -> None:
-        key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
-        self.line(f"{self.right_mark} " + t(key, attempt=e.attempt), "bold green")
+        key = "practice.correct.marked" if e.attempt == 1 else "practice.correct.retry.marked"
+        self.line(t(key, mark=self.right_mark, attempt=e.attempt), "bold green")
         self.explained(e.step)
         for sentence in self.notes.get(e.step.key, ()):  # a right answer here cannot rule these mistakes out
             self.line(t("explain.note", note=sentence), "yellow", indent=2)
@@ -190,10 +191,10 @@ class QuizRenderer:
         step = e.step
         rows, cols = len(e.answer), len(e.answer[0])
         if e.wrong is None:
-            self.line(f"{self.wrong_mark} " + t("practice.wrong.shape", shape=_shape((rows, cols))), "bold red")
+            self.line(t("practice.wrong.shape.marked", mark=self.wrong_mark, shape=_shape((rows, cols))), "bold red")
         else:
-            self.line(f"{self.wrong_mark} " + t("practice.wrong", wrong=len(e.wrong), total=rows * cols,
-                                                mark=self.wrong_mark), "bold red")
+            self.line(t("practice.wrong.marked", wrong=len(e.wrong), total=rows * cols, mark=self.wrong_mark),
+                      "bold red")
             bad = set(e.wrong)
             cells = [[f"{self.r.notation(x.text)} {self.wrong_mark}" if (i, j) in bad else self.r.notation(x.text)
                       for j, x in enumerate(row)] for i, row in enumerate(e.answer)]
@@ -239,7 +240,7 @@ class QuizRenderer:
             return t("practice.cells.all")
         names = [f"({step.row_labels[i]}, {step.col_labels[j]})" for i, j in cells]
         if limit and len(names) > limit:
-            return ", ".join(names[:limit]) + " " + t("practice.cells.more", count=len(names) - limit)
+            return t("practice.cells.some", cells=", ".join(names[:limit]), count=len(names) - limit)
         return ", ".join(names)
 
     def misrounded(self, way: str, step: Step, answer: quiz.Answered, cells: Sequence[quiz.Cell]) -> None:
@@ -297,7 +298,7 @@ class QuizRenderer:
             labels = [f"({r_}, {c})" for r_, c in where]
             places = ", ".join(labels) + ":"
             exact = self.tx(self.r.notation(text))
-            if len(self.tx(places)) + 1 + len(exact) <= self.console.width - 3:
+            if width(self.tx(places)) + 1 + width(exact) <= self.console.width - 3:  # cells: a label may be Chinese
                 self.line(f"{places} {exact}", indent=3)
             else:  # the exact form on a line of its own rather than broken after the places
                 packed = pack([self.tx(x) for x in labels[:-1]] + [self.tx(labels[-1] + ":")], self.console.width - 3)
@@ -314,7 +315,7 @@ class QuizRenderer:
             self.line(t("practice.how.pasted"))
         self.line(t("practice.numbers"))
         for command in quiz.COMMANDS:
-            self.line(f"{command:<6} " + t(f"practice.help.{command}"), indent=2)
+            self.line(t("practice.help.line", command=pad(command, 6), text=t(f"practice.help.{command}")), indent=2)
 
     def on_summary(self, s: quiz.Summary[Step]) -> None:
         results = s.results
@@ -326,11 +327,12 @@ class QuizRenderer:
                     right=s.count("correct"), total=s.asked, first=s.first, shown=s.count("shown"),
                     skipped=s.count("skipped")))
         multi = len({r.step.head for r in results if r.step.head is not None}) > 1
-        width = max(len(self.tx(self.label(r.step, multi))) for r in results)
+        cells = widest(self.tx(self.label(r.step, multi)) for r in results)
         for n, r in enumerate(results, start=1):
             tries = [a.attempt for a in self.unsaved if (a.step, a.head) == (r.step.id, r.step.head)]
-            unsaved = plural("practice.status.unsaved", len(tries), tries=_runs(tries)) if tries else ""
-            self.line(f"{n:>2}. {self.tx(self.label(r.step, multi)):<{width}}  {r.status}{unsaved}", indent=2)
+            status = plural("practice.status.with_unsaved", len(tries), status=r.status, tries=_runs(tries)) if tries \
+                else r.status
+            self.line(f"{n:>2}. {pad(self.tx(self.label(r.step, multi)), cells)}  {status}", indent=2)
         if any(r.outcome not in (None, "given") for r in results) and not self.unsaved:
             self.line(t("practice.saved"), "dim")
 

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..base.ascii import asciify, is_utf
+from ..base.cells import pad, widest, width
 from ..base.messages import t
 from ..base.textsafe import shown
 from ..exact.numbers import Rat, frac_text
@@ -71,7 +72,7 @@ class RichRenderer:
     def rule(self, title: str) -> None:
         """A section rule; a title too long for the width goes on its own line above a plain rule."""
         characters = "─" if self.unicode else "-"
-        if len(title) + 8 > self.console.width:
+        if width(title) + 8 > self.console.width:  # cells: a Chinese title is twice as wide as its length
             self.console.print(Text(self.tx(title), style="bold"))
             self.console.rule(style="blue", characters=characters)
         else:
@@ -110,16 +111,16 @@ class RichRenderer:
         rows = [[self.tx(c) for c in r] for r in rows]
         row_labels = [self.tx(r) for r in row_labels]
         col_labels = [self.tx(c) for c in col_labels]
-        label_w = max([len(r) for r in row_labels] + [1])
-        widths = [max([len(col_labels[j])] + [max(len(x) for x in rows[i][j].split("\n")) for i in range(len(rows))])
+        label_w = max(widest(row_labels), 1)  # in cells, as the table lays them out: a label may be Chinese
+        widths = [widest([col_labels[j], *(x for i in range(len(rows)) for x in rows[i][j].split("\n"))])
                   for j in range(len(col_labels))]
         groups = self._chunks(label_w, widths)
         out: list[RenderableType] = []
         for cols in groups:
             caption = self.tx(title)
             if len(groups) > 1:
-                key = "explain.column" if len(cols) == 1 else "explain.columns"
-                caption += "  (" + self.tx(t(key, first=cols.start + 1, last=cols.stop, total=len(col_labels))) + ")"
+                key = "explain.column.caption" if len(cols) == 1 else "explain.columns.caption"
+                caption = self.tx(t(key, title=title, first=cols.start + 1, last=cols.stop, total=len(col_labels)))
             table = Table(box=self.box, show_lines=any("\n" in c for r in rows for c in r), padding=(0, 1), expand=False)
             # fold, never cut: wider than the terminal, a label or a number goes on over the next line
             table.add_column("", style="bold", overflow="fold")
@@ -175,8 +176,8 @@ class RichRenderer:
         """
         if not pieces:
             return
-        self.line(f"   {t('explain.worked')}:", "bold")
-        label_width = max(len(self.tx(p.label + p.sep)) for p in pieces)
+        self.line("   " + t("explain.worked.label"), "bold")
+        label_width = widest(self.tx(p.label + p.sep) for p in pieces)
         room = self.console.width - 5 - label_width
         if room < 24:  # narrow: each label on its own line, its calculation below it
             room = max(self.console.width - 7, 1)
@@ -198,14 +199,14 @@ class RichRenderer:
 
     @staticmethod
     def _parts(line: str, room: int) -> list[str]:
-        """``line`` in lines of at most ``room`` characters where it can be: broken between its parts
+        """``line`` in lines of at most ``room`` cells where it can be: broken between its parts
         (:data:`~tutor.steps.worked.PART`), else between words, an operator (``≈``, ``=``, ``+``) kept
         with the number after it."""
         chunks: list[str] = []
         parts = line.split(PART)
         for n, part in enumerate(parts):
             tail = PART.rstrip() if n < len(parts) - 1 else ""
-            if len(part) + len(tail) <= room:
+            if width(part + tail) <= room:
                 chunks.append(part + tail)
                 continue
             words = [w for w in (part + tail).split(" ") if w]
@@ -213,7 +214,7 @@ class RichRenderer:
             for n, word in enumerate(words):
                 if glued and glued[-1] in _OPERATORS:  # an operator goes with the number after it, when they fit
                     glued[-1] += " " + word
-                elif word in _OPERATORS and n + 1 < len(words) and len(word) + 1 + len(words[n + 1]) > room and glued:
+                elif word in _OPERATORS and n + 1 < len(words) and width(word) + 1 + width(words[n + 1]) > room and glued:
                     glued[-1] += " " + word  # else it ends the line before, never stands alone
                 else:
                     glued.append(word)
@@ -221,7 +222,7 @@ class RichRenderer:
         out: list[str] = []
         for chunk in chunks:
             joint = " " if out and not out[-1].endswith(",") else "  "
-            if out and len(out[-1]) + len(joint) + len(chunk) <= room:
+            if out and width(out[-1] + joint + chunk) <= room:
                 out[-1] += joint + chunk
             else:
                 out.append(chunk)
@@ -242,14 +243,14 @@ class RichRenderer:
             styles = [["dim" if v == float("-inf") or v == kind.fixed_by_mask else "" for v in row] for row in step.value]
         self.matrix(cells, step.row_labels, step.col_labels, styles=styles)
         if listed:
-            self.line(f"   {t('explain.exact_list')}:", "bold")
+            self.line("   " + t("explain.exact_list.label"), "bold")
             rows = []
             labels = []
             for text, where in listed:
                 labels.append([self.tx(f"({r}, {c})") for r, c in where])
                 v = step.value[step.row_labels.index(where[0][0])][step.col_labels.index(where[0][1])]
                 rows.append((", ".join(labels[-1]) + ":", self.tx(f"{self.notation(text)} {self.equals(text, v)}")))
-            if max(len(a) + len(b) for a, b in rows) + 6 <= self.console.width:
+            if max(width(a) + width(b) for a, b in rows) + 6 <= self.console.width:
                 for a, b in rows:
                     self.console.print(Padding(Text(f"{a} {b}"), (0, 0, 0, 5), expand=False))
             elif self.console.width >= GRID_WIDTH:  # too wide for one line: two columns, so wrapped lines keep theirs
@@ -273,17 +274,17 @@ class RichRenderer:
         own column.  A list of places too long for its column (a third of the console) is never wrapped in
         the middle beside an entry (issue 20, E: it read as two lists): it takes a line of its own, its
         entry below it in the entries' column."""
-        width = self.console.width
-        column = max(12, width // 3)
-        fitting = [len(a) for a, _ in rows if len(a) <= column]
+        across = self.console.width
+        column = max(12, across // 3)
+        fitting = [width(a) for a, _ in rows if width(a) <= column]
         at = 5 + (max(fitting) + 1 if fitting else 2)  # where the entries' column starts
         for (a, b), labs in zip(rows, labels):
-            lines = list(Text(b).wrap(self.console, width - at, overflow="fold"))
-            if len(a) <= column:
-                first = Text(a.ljust(at - 6) + " ") + lines[0]
+            lines = list(Text(b).wrap(self.console, across - at, overflow="fold"))
+            if width(a) <= column:
+                first = Text(pad(a, at - 6) + " ") + lines[0]
                 rest = lines[1:]
             else:  # the places on their own line (wrapped between places only when wider than the console)
-                first = Text(pack([*labs[:-1], labs[-1] + ":"], width - 5), overflow="fold")
+                first = Text(pack([*labs[:-1], labs[-1] + ":"], across - 5), overflow="fold")
                 rest = lines
             self.console.print(Padding(first, (0, 0, 0, 5), expand=False))
             for line in rest:
@@ -306,7 +307,7 @@ class RichRenderer:
             cells.append(out)
             styles.append(st)
         self.matrix(cells, step.row_labels, step.col_labels, title=t("explain.heatmap", head=(step.head or 0) + 1), styles=styles)
-        bands = ", ".join(t("explain.heatmap.band", shade=shades[k] * 2, low=f"{k / 4 - 0.25:g}", high=f"{k / 4:g}")
+        bands = t("list.sep").join(t("explain.heatmap.band", shade=shades[k] * 2, low=f"{k / 4 - 0.25:g}", high=f"{k / 4:g}")
                           for k in range(1, 5))
         self.console.print(Padding(Text(self.tx(t("explain.heatmap.legend", bands=bands)), style="dim"), (0, 0, 0, 2),
                                    expand=False))
@@ -315,7 +316,8 @@ class RichRenderer:
     def header(self, h: Header) -> None:
         """The title, the exercise's id and source, description, sizes, the mask and format v2's sentences, X."""
         self.rule(h.title)
-        self.line(t("explain.exercise", id=h.id) + (f"  ({h.source})" if h.source else ""), "dim")
+        self.line(t("explain.exercise.source", id=h.id, source=h.source) if h.source else t("explain.exercise", id=h.id),
+                  "dim")
         if h.description is not None:
             self.console.print(Padding(Text(self.tx(h.description)), (0, 0, 0, 2), expand=False))
         self.line(h.sizes, "bold")

@@ -17,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..base.cells import widest
 from ..base.messages import plural, t
 from .drill import DrillView
 from .rich import RichRenderer
@@ -52,7 +53,7 @@ def render_stats(data: dict, console: Console, now: datetime | None = None) -> N
             line(t("stats.mistakes") if shown >= made else t("stats.mistakes.top", shown=shown, made=made), "bold")
             for m in data["mistakes"]:
                 line(t("stats.mistake", count=m["count"], name=m["name"]), indent=2)
-                places = ", ".join(_place(p) for p in m["where"])
+                places = t("list.sep").join(_place(p) for p in m["where"])
                 line(t("stats.mistake.where", places=places), "dim", indent=6)
     nxt = data["next"]
     if nxt is not None:
@@ -111,8 +112,8 @@ def _step_tables(steps: Sequence[dict], r: RichRenderer, now: datetime) -> list[
     names = [tx(s["step"]) for s in steps]
     header = tx(t("stats.col.step"))
     columns = [(tx(t(key)), [tx(_stat_cell(s, field, now)) for s in steps]) for key, field in _STAT_COLUMNS]
-    step_w = max([len(header)] + [len(n) for n in names])
-    widths = [max([len(h)] + [len(c) for c in cells]) for h, cells in columns]
+    step_w = widest([header, *names])  # in cells, as the table lays them out: a header may be Chinese
+    widths = [widest([h, *cells]) for h, cells in columns]
     budget = r.console.width - 2  # the indent
 
     def width(group: Sequence[int]) -> int:  # borders: one per column and one more; padding: 1 each side
@@ -124,7 +125,8 @@ def _step_tables(steps: Sequence[dict], r: RichRenderer, now: datetime) -> list[
             groups.append([])
         groups[-1].append(j)
     if any(width(group) > budget for group in groups):
-        return [Text(f"{name}: " + ", ".join(f"{h} {cells[i]}" for h, cells in columns)) for i, name in enumerate(names)]
+        return [Text(t("stats.step.line", step=name, stats=t("list.sep").join(
+            t("stats.step.stat", column=h, value=cells[i]) for h, cells in columns))) for i, name in enumerate(names)]
     out: list[RenderableType] = []
     for group in groups:
         table = Table(box=r.box, padding=(0, 1), expand=False)

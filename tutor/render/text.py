@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
+from ..base.cells import width as cells
 from ..base.cjk import join_lines
 from ..base.decimals import pretty as pretty_decimal
 from ..base.textsafe import lines
@@ -34,7 +35,7 @@ def is_plain(exact: str) -> bool:
 
 
 def pack(items: list[str], width: int, sep: str = ", ") -> str:
-    """``items`` joined by ``sep``, broken into lines of at most ``width`` characters *between*
+    """``items`` joined by ``sep``, broken into lines of at most ``width`` cells *between*
     items, never inside one: a list of cell labels ``(t1, t2), (t3, t1)`` wraps at a label's end,
     not after ``(t1,``.  An item longer than ``width`` stands on a line of its own.
 
@@ -45,7 +46,7 @@ def pack(items: list[str], width: int, sep: str = ", ") -> str:
     lines: list[str] = []
     for n, item in enumerate(items):
         piece = item + (sep.rstrip() if n < len(items) - 1 else "")
-        if lines and len(lines[-1]) + 1 + len(piece) <= width:
+        if lines and cells(lines[-1]) + 1 + cells(piece) <= width:
             lines[-1] += " " + piece
         else:
             lines.append(piece)
@@ -54,7 +55,7 @@ def pack(items: list[str], width: int, sep: str = ", ") -> str:
 
 def shell_lines(argv: Sequence[str], width: int) -> list[str]:
     r"""The command ``argv`` (its words as the program receives them) as a POSIX shell reads it, in lines of
-    at most ``width`` characters: each word quoted where it needs to be (:func:`shlex.quote`), every line
+    at most ``width`` cells (a Chinese character takes two): each word quoted where it needs to be (:func:`shlex.quote`), every line
     but the last ending with a backslash, which the shell removes with the newline.  Broken between words
     where they fit; a word wider than a line is cut into pieces quoted one by one, which the shell joins
     into the one word (a backslash-newline inside quotes would be kept as written).
@@ -74,22 +75,22 @@ def shell_lines(argv: Sequence[str], width: int) -> list[str]:
         room = width if n == len(argv) - 1 else width - 2  # a line another follows ends with " \"
         word = shlex.quote(raw)
         joined = f"{line} {word}" if line else word
-        if len(joined) <= room:
+        if cells(joined) <= room:
             line = joined
             continue
         if line:  # the word starts the next line
             lines.append(line + " \\")
-        if len(word) <= room:
+        if cells(word) <= room:
             line = word
             continue
         piece = ""  # wider than a line: pieces of the raw word, each quoted, each line ending with a backslash
         for ch in raw:
-            if piece and len(shlex.quote(piece + ch)) + 1 > width:
+            if piece and cells(shlex.quote(piece + ch)) + 1 > width:
                 lines.append(shlex.quote(piece) + "\\")
                 piece = ""
             piece += ch
         line = shlex.quote(piece)
-        if len(line) > room:  # the last piece must leave room for " \" when a word follows
+        if cells(line) > room:  # the last piece must leave room for " \" when a word follows
             lines.append(shlex.quote(piece[:-2]) + "\\")
             line = shlex.quote(piece[-2:])
     return lines + [line]

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from .. import practice as quiz
 from ..answers import MIN_PLACES, Entry
+from ..base.cells import pad, widest
 from ..base.decimals import trimmed
 from ..base.messages import t
 from ..exact.numbers import Exact, NegInf, frac_text, notation
@@ -114,8 +115,8 @@ class TiledPracticeRenderer:
         self.line(t("practice.invalid", message=e.message))
 
     def on_correct(self, e: quiz.Correct[tq.Ask]) -> None:
-        key = "practice.correct" if e.attempt == 1 else "practice.correct.retry"
-        self.line(f"{self.q.right_mark} " + t(key, attempt=e.attempt), "bold green")
+        key = "practice.correct.marked" if e.attempt == 1 else "practice.correct.retry.marked"
+        self.line(t(key, mark=self.q.right_mark, attempt=e.attempt), "bold green")
 
     def written(self, answer: Sequence[Entry], marked: Sequence[int]) -> str:
         """What was typed, the marked entries followed by the wrong-mark: ``[2.24, 4.24 ✗]``."""
@@ -126,9 +127,9 @@ class TiledPracticeRenderer:
         ask, mark = e.step, self.q.wrong_mark
         answer, wrong = e.answer[0], [j for _, j in e.wrong or ()]  # one row: the entries by their column
         if ask.vector:
-            self.line(f"{mark} " + t("practice.wrong", wrong=len(wrong), total=len(ask.right), mark=mark), "bold red")
+            self.line(t("practice.wrong.marked", wrong=len(wrong), total=len(ask.right), mark=mark), "bold red")
         else:
-            self.line(f"{mark} " + t("tiled.practice.wrong.scalar"), "bold red")
+            self.line(t("tiled.practice.wrong.scalar.marked", mark=mark), "bold red")
         self.line(t("tiled.practice.yours", name=self.name(ask), written=self.written(answer, wrong)), indent=2)
         for way, cells in (("truncated", e.truncated), ("rounded_away", e.rounded_away)):
             if not cells:
@@ -177,7 +178,7 @@ class TiledPracticeRenderer:
         self.line(t("tiled.practice.how", d_v=self.d_v))
         self.line(t("practice.numbers"))
         for command, key in COMMANDS:
-            self.line(f"{command:<6} " + t(key), indent=2)
+            self.line(t("practice.help.line", command=pad(command, 6), text=t(key)), indent=2)  # the command padded in cells
 
     def on_summary(self, s: quiz.Summary[tq.Ask]) -> None:
         results = s.results
@@ -185,7 +186,7 @@ class TiledPracticeRenderer:
         self.line(t(f"practice.end.{s.reason}"), "bold")
         self.line(t("tiled.practice.summary", right=s.count("correct"), total=s.asked, first=s.first,
                     shown=s.count("shown"), skipped=s.count("skipped")))
-        width = max(len(self.q.tx(self.name(r.step))) for r in results)
+        cells = widest(self.q.tx(self.name(r.step)) for r in results)  # in cells: a name may be Chinese
         for n, r in enumerate(results, start=1):
-            self.line(f"{n:>2}. {self.q.tx(self.name(r.step)):<{width}}  {r.status}", indent=2)
+            self.line(f"{n:>2}. {pad(self.q.tx(self.name(r.step)), cells)}  {r.status}", indent=2)
         self.line(t("tiled.practice.unrecorded"), "dim")

@@ -356,7 +356,7 @@ def _group_givens(sol: Solution, step: Step, *ids: str) -> tuple[Input, ...]:
         for id in ids:
             inp = given_step(sol.step(id, h))
             named = len(group) > 1 and not inp.name.endswith(f"_{h + 1}")  # d_head_2 says its head already
-            out.append(replace(inp, name=inp.name + t("check.step_of_head", step="", head=h + 1)) if named else inp)
+            out.append(replace(inp, name=t("check.step_of_head", step=inp.name, head=h + 1)) if named else inp)
     return tuple(out)
 
 

@@ -165,8 +165,10 @@ def _append_work(sol: Solution, step: Step, i: int, j: int) -> str:
     sym = step.id.upper()
     rl, cl = step.row_labels[i], step.col_labels[j]
     if i < ex.L_past:
-        return f"{sym}_cache[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.cached')})"
-    return f"{sym}_new[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.appended')})"
+        return t("practice.work.noted", work=f"{sym}_cache[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}",
+                 note=t("practice.work.cached"))
+    return t("practice.work.noted", work=f"{sym}_new[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}",
+             note=t("practice.work.appended"))
 
 
 def _append_given(sol: Solution, step: Step) -> tuple:

@@ -90,8 +90,9 @@ class Step:
         if self.kv_head is not None:
             from ..base.messages import t
 
-            key = "annotation.summed" if self.id.startswith("d_") else "annotation.shared"  # a K/V gradient adds up
-            return f"{left} → {self.result}, " + t(key, kv=self.kv_head + 1, heads=", ".join(str(h + 1) for h in self.shared))
+            key = "annotation.with_summed" if self.id.startswith("d_") else "annotation.with_shared"  # a K/V gradient adds up
+            return t(key, annotation=f"{left} → {self.result}", kv=self.kv_head + 1,
+                     heads=", ".join(str(h + 1) for h in self.shared))
         return f"{left} → {self.result}"
 
 

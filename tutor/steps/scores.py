@@ -468,8 +468,10 @@ def _masked_work(sol: Solution, step: Step, i: int, j: int) -> str:
     rl, cl = step.row_labels[i], step.col_labels[j]
     src = pre_mask(sol.exercise, step.head)[0]
     if math.isinf(step.value[i][j]):
-        return f"{src}[{rl}, {cl}] + (-inf) = -inf  ({t('practice.work.blocked', row=rl, col=cl)})"
-    return f"{src}[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}  ({t('practice.work.kept', row=rl, col=cl)})"
+        return t("practice.work.noted", work=f"{src}[{rl}, {cl}] + (-inf) = -inf",
+                 note=t("practice.work.blocked", row=rl, col=cl))
+    return t("practice.work.noted", work=f"{src}[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}",
+             note=t("practice.work.kept", row=rl, col=cl))
 
 
 def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
@@ -503,7 +505,7 @@ def _masked_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
             parts.append(t("explain.work.kept", keys=", ".join(kept)))
         if blocked:
             parts.append(t("explain.work.blocked", keys=", ".join(blocked)))
-        out.append(Worked(step.row_labels[i], ("; ".join(parts),), ": "))
+        out.append(Worked(step.row_labels[i], (t("list.sep.clauses").join(parts),), ": "))
     return tuple(out)
 
 

@@ -163,9 +163,9 @@ def _weights_work(sol: Solution, step: Step, i: int, j: int) -> str:
     scores = sol.step(*softmax_input(sol.exercise, step.head))
     head = f"exp({scores.id}[{rl}, {cl}]) / Σ_k exp({scores.id}[{rl}, k])"
     if all(math.isinf(v) for v in scores.value[i]):  # no key to attend: 0/0, set to 0 by the convention
-        return f"{head} = {t('practice.work.empty', row=rl)} = 0"
+        return t("practice.work.empty.line", work=head, row=rl)
     if math.isinf(scores.value[i][j]):
-        return f"{head} = 0  ({t('practice.work.blocked', row=rl, col=cl)})"
+        return t("practice.work.noted", work=f"{head} = 0", note=t("practice.work.blocked", row=rl, col=cl))
     return f"{head} = {softmax_row(scores, i, j)} {total(step.exact[i][j], step.value[i][j])}"
 
 
