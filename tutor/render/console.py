@@ -63,7 +63,7 @@ def line_breaks() -> None:
     and typer's help (:func:`tutor.cli.common.help_console`) call it."""
     import rich._wrap
 
-    rich._wrap.re_word = WORD
+    rich._wrap.re_word = WORD  # type: ignore[assignment]  # its one use is re_word.match(text, pos)
 
 
 def make_console(env: Env | None, **options: Any) -> SafeConsole:
