@@ -1,0 +1,107 @@
+"""``attn-tutor code`` in Chinese: nothing a learner reads is left in English.
+
+What a kata says comes from the catalogue (a case's ``given`` words are
+:class:`tutor.katas.kata.Phrase` keys; the rest is notation), the checker's
+child process says what the parent hands it, and each kata file has a Chinese
+twin (``numpy_start.zh.py`` beside ``numpy_start.py``): the same code with
+its comments, docstrings and TODOs in Chinese, which ``code start`` and
+``code show`` write in a Chinese run and which passes ``code check`` as its
+English file does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from tutor.base.catalogs.en import EN
+from tutor.base.catalogs.zh import ZH
+from tutor.base.messages import t, use_language
+from tutor.exercise.catalog import resolve_id
+from tutor.katas import catalog
+from tutor.katas.kata import Phrase
+
+REPO = Path(__file__).resolve().parent.parent
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
+CASES = [(k, c) for k in catalog.katas() for c in k.cases()]
+
+
+# --- what a case is given ----------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LITERALS = {"True", "False", "None"}
+
+
+def english_words(text: str) -> list[str]:
+    """The English words in ``text``: a run of 3 or more letters, lower case after the first, that is no
+    identifier (no ``_`` or digit), no acronym (``MQA``), no Python literal, no keyword argument (``dropout=``),
+    no attribute or call (``.eval()``)."""
+    found = []
+    for m in _TOKEN.finditer(text):
+        word, before, after = m.group(), text[:m.start()], text[m.end():].lstrip()
+        if (re.fullmatch(r"[A-Za-z][a-z]{2,}", word) and word not in _LITERALS
+                and not before.endswith(".") and not after.startswith(("=", "("))):
+            found.append(word)
+    return found
+
+
+@pytest.mark.parametrize("text", ["no mask", "the last block smaller", "biases", "key padding [B, 1, 1, L]",
+                                  "w_o = I (the exercise has none)", "L_k = 7 in blocks of 3", "MQA layout"])
+def test_english_words_are_found(text) -> None:
+    assert english_words(text)
+
+
+@pytest.mark.parametrize("text", ["float32", "L_q = 3, L_k = 5", "W_Q ≠ W_K", "MQA", "is_causal=True",
+                                  "dropout=0.5, .eval()", "block_size 1", "d_v = 3 ≠ d_k = 4", "32 MiB",
+                                  "mask_shape", "因果掩码 [L, L]"])
+def test_notation_is_no_english(text) -> None:
+    assert english_words(text) == []
+
+
+def _fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+@pytest.mark.parametrize(("kata", "case"), CASES, ids=[f"{k.id}/{c.id}" for k, c in CASES])
+def test_every_given_item_is_a_catalogue_phrase_or_notation(kata, case) -> None:
+    """A new English phrase in a case's ``given`` fails here: words go in the catalogue (``phrase(key)``)."""
+    for item in case.given:
+        if isinstance(item, Phrase):
+            key = f"code.given.{item.key}"
+            assert key in EN and key in ZH, f"{kata.id}/{case.id}: {key} is in neither catalogue"
+            assert _fields(EN[key]) == set(item.fields), f"{kata.id}/{case.id}: {key} takes {_fields(EN[key])}"
+            with use_language("zh"):
+                said = t(key, **item.fields)
+            assert CHINESE.search(said) and not english_words(said), f"{key} in Chinese: {said!r}"
+        elif item.startswith("exercise:"):
+            resolve_id(item.removeprefix("exercise:"))  # a bundled exercise: raises if there is none
+        else:
+            assert not english_words(item), (f"{kata.id}/{case.id}: {item!r} has English words "
+                                             f"{english_words(item)}: make it a phrase(\"...\") of code.given.*")
+
+
+def test_the_code_keys_of_both_catalogues_agree() -> None:
+    """Every ``code.`` key in both catalogues, with the same ``{fields}`` (Chinese: only ``.other`` forms)."""
+    en = {k for k in EN if k.startswith("code.")}
+    zh = {k for k in ZH if k.startswith("code.")}
+    assert zh == {k for k in en if not k.endswith(".one")}
+    assert [k for k in zh if _fields(EN[k]) != _fields(ZH[k])] == []
+
+
+def test_a_failing_check_in_chinese_says_the_cases_in_chinese(cli) -> None:
+    bug = REPO / "tests" / "kata_files" / "masks" / "mask_or.py"
+    r = cli("code", "check", bug, "--kata", "masks", "--lang", "zh")
+    assert r.code == 1, r.err
+    cases = [line for line in r.out.splitlines() if line.lstrip().startswith(("✓", "✗"))]
+    assert len(cases) == len(catalog.get("masks").cases()) and all(CHINESE.search(line) for line in cases)
+    doc = json.loads(cli("code", "check", bug, "--kata", "masks", "--lang", "zh", "--format", "json").out)
+    given = {c["id"]: c["given"] for c in doc["cases"]}
+    assert given["causal-padded"] == ["is_causal=True", "右填充和左填充"]
+    # JSON keeps the bundled exercise a case's numbers come from as its id, ``exercise:ID``
+    assert not [g for gs in given.values() for g in gs if english_words(g) and not g.startswith("exercise:")]
+    english = json.loads(cli("code", "check", bug, "--kata", "masks", "--format", "json").out)
+    assert {c["id"]: c["given"] for c in english["cases"]}["causal-padded"] == ["is_causal=True", "right and left padding"]
