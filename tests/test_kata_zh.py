@@ -22,7 +22,7 @@ from tutor.base.catalogs.en import EN
 from tutor.base.catalogs.zh import ZH
 from tutor.base.messages import t, use_language
 from tutor.exercise.catalog import resolve_id
-from tutor.katas import catalog
+from tutor.katas import catalog, harness
 from tutor.katas.kata import Phrase
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,6 +92,12 @@ def test_the_code_keys_of_both_catalogues_agree() -> None:
     assert [k for k in zh if _fields(EN[k]) != _fields(ZH[k])] == []
 
 
+def test_the_checkers_own_sentences_are_the_catalogues() -> None:
+    """The child process cannot read the catalogue: its English fallbacks are the catalogue's words."""
+    assert {f"code.harness.{name}" for name in harness.MESSAGES} == {k for k in EN if k.startswith("code.harness.")}
+    assert all(EN[f"code.harness.{name}"] == said for name, said in harness.MESSAGES.items())
+
+
 def test_a_failing_check_in_chinese_says_the_cases_in_chinese(cli) -> None:
     bug = REPO / "tests" / "kata_files" / "masks" / "mask_or.py"
     r = cli("code", "check", bug, "--kata", "masks", "--lang", "zh")
@@ -105,3 +111,15 @@ def test_a_failing_check_in_chinese_says_the_cases_in_chinese(cli) -> None:
     assert not [g for gs in given.values() for g in gs if english_words(g) and not g.startswith("exercise:")]
     english = json.loads(cli("code", "check", bug, "--kata", "masks", "--format", "json").out)
     assert {c["id"]: c["given"] for c in english["cases"]}["causal-padded"] == ["is_causal=True", "right and left padding"]
+
+
+def test_autograd_switched_off_says_so_in_the_language_of_the_run(cli, tmp_path) -> None:
+    pytest.importorskip("torch")
+    f = tmp_path / "by_autograd.py"
+    f.write_text("import torch\nKATA = 'backward'\n\n\ndef attention_backward(q, k, v, d_out, mask=None):\n"
+                 "    torch.autograd.grad(q.sum(), q)\n", encoding="utf-8")
+    r = cli("code", "check", f, "--lang", "zh", "--format", "json")
+    assert {c["exception"] for c in json.loads(r.out)["cases"]} == {f"RuntimeError: {ZH['code.harness.autograd_off']}"}
+    r = cli("code", "check", f, "--format", "json")
+    assert {c["exception"] for c in json.loads(r.out)["cases"]} == {f"RuntimeError: {EN['code.harness.autograd_off']}"}
+

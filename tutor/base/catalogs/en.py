@@ -1863,6 +1863,8 @@ EN.update({
     "code.given.falling_max": "the first block holds the max: later blocks' maxes are smaller",
     "code.given.one_block": "block_size {size} ≥ L_k = {L_k}: one block",
     "code.given.memory": "L_q = L_k = {L}, blocks of {size}: the full scores would be {mib} MiB",
+    "code.harness.autograd_off": "this kata asks for the gradients by hand: autograd (.backward(), torch.autograd.grad) is switched off here",
+    "code.harness.not_python": "not a Python file",
     "code.not_run": "this case was never reported: the program left it out (a case is judged only on what the checker itself sent and got back)",
     "code.file.tampered": "{file} wrote on attn-tutor's events pipe (a file descriptor the checker reads the results from): a checked program must not write there",
     "code.file.too_large": "{file} is larger than {limit}: not a kata's file",

@@ -1815,6 +1815,8 @@ ZH: dict[str, str] = {
     "code.given.falling_max": "最大值在第一块：后面各块的最大值都更小",
     "code.given.one_block": "block_size {size} ≥ L_k = {L_k}：只有一块",
     "code.given.memory": "L_q = L_k = {L}，每块 {size} 个键：完整的注意力分数矩阵要占 {mib} MiB",
+    "code.harness.autograd_off": "这个编程练习要求手工推导梯度：这里关闭了 autograd（.backward()、torch.autograd.grad）",
+    "code.harness.not_python": "不是 Python 文件",
     "code.not_run": "这个用例没有收到结果：程序跳过了它（判分只依据检查器自己发出并收回的数据）",
     "code.file.tampered": "{file} 向 attn-tutor 的事件管道（检查器从这个文件描述符读取结果）写入了数据：被检查的程序不得向它写入",
     "code.file.too_large": "{file} 大于 {limit}：不是编程练习的文件",
