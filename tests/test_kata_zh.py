@@ -26,6 +26,7 @@ from tutor.katas import catalog, harness
 from tutor.katas.kata import Phrase
 
 REPO = Path(__file__).resolve().parent.parent
+FILES = REPO / "tutor" / "katas" / "files"
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 CASES = [(k, c) for k in catalog.katas() for c in k.cases()]
 
@@ -123,3 +124,9 @@ def test_autograd_switched_off_says_so_in_the_language_of_the_run(cli, tmp_path)
     r = cli("code", "check", f, "--format", "json")
     assert {c["exception"] for c in json.loads(r.out)["cases"]} == {f"RuntimeError: {EN['code.harness.autograd_off']}"}
 
+
+def test_a_chinese_pass_asks_the_follow_ups_in_chinese(cli) -> None:
+    r = cli("code", "check", FILES / "mha" / "numpy_solution.py", "--lang", "zh")
+    assert r.code == 0, r.out + r.err
+    asked = r.out.split(ZH["code.follow_ups"])[1].strip("\n").splitlines()
+    assert asked and all(line.startswith("  - ") and CHINESE.search(line) for line in asked)

@@ -128,7 +128,9 @@ def show(ctx: typer.Context, kata: KataArg, torch: TorchOpt = False, force: Forc
 
 
 def _follow_ups(kata: Kata) -> list[tuple[str, str, str]]:
-    """The follow-up questions of a passed kata: ``(id, question, topic)`` from the bundled concept bank."""
+    """The follow-up questions of a passed kata: ``(id, question, topic)`` from the bundled concept bank, the
+    question in the language of the run (its ``translations``, else English)."""
+    from ..base.messages import language
     from ..drills.bank import load
 
     bank = load()
@@ -138,7 +140,7 @@ def _follow_ups(kata: Kata) -> list[tuple[str, str, str]]:
             concept = bank.get(qid)
         except KeyError:
             continue
-        out.append((qid, concept.q.question, concept.topic))
+        out.append((qid, concept.q.in_language(language()).question, concept.topic))
     return out
 
 

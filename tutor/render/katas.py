@@ -93,7 +93,7 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
     kata = report.kata
     why = t(f"code.flavour.why.{run.why}") if run.why else ""
     out = _wrapped(t("code.check.title", file=shown(file), kata=kata.id, flavour=t(f"code.flavour.{report.flavour}"),
-                     why=why).replace(" ()", ""), 0, width)
+                     why=why).replace(" ()", "").replace("（）", ""), 0, width)  # no reason: no brackets
     shown_keys: set[tuple[str, ...]] = set()
     for v in report.cases:
         mark = "✓" if v.passed else "✗"

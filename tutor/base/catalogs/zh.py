@@ -1779,7 +1779,7 @@ ZH: dict[str, str] = {
     "code.file.no_python": "无法启动 Python 解释器 {python}：{reason}",
     "code.flavour.numpy": "NumPy",
     "code.flavour.torch": "PyTorch",
-    "code.check.title": "{file}：{kata} 编程练习，{flavour} 版 ({why})",
+    "code.check.title": "{file}：{kata} 编程练习，{flavour} 版（{why}）",
     "code.wrong_entries": "{name}：共 {total:entries}，错了 {n} 个",
     "code.yours_marked": "你的 {name}（* 表示错误）：",
     "code.expected_here": "期望值：",
