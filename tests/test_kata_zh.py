@@ -130,3 +130,15 @@ def test_a_chinese_pass_asks_the_follow_ups_in_chinese(cli) -> None:
     assert r.code == 0, r.out + r.err
     asked = r.out.split(ZH["code.follow_ups"])[1].strip("\n").splitlines()
     assert asked and all(line.startswith("  - ") and CHINESE.search(line) for line in asked)
+
+
+def test_chinese_lines_fit_the_terminal(cli) -> None:
+    """A Chinese character takes two columns: a report's sentences break between characters to fit."""
+    from rich.cells import cell_len
+
+    r = cli("code", "check", "d_k_order.py", "--lang", "zh", env={"COLUMNS": "60"},
+            cwd=REPO / "tests" / "kata_files" / "backward")  # a short name: a path is one word, never broken
+    assert r.code == 1, r.err
+    lines = [line for line in r.out.splitlines() if CHINESE.search(line)]
+    assert len(lines) > 5 and max(cell_len(line) for line in lines) <= 60, r.out
+

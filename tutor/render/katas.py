@@ -8,6 +8,7 @@ alone.  Everything the learner's program printed or raised is shown escaped
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,12 +80,32 @@ def _cell(x: Any) -> str:
 
 
 def _wrapped(text: str, indent: int, width: int) -> list[str]:
-    """``text`` wrapped to ``width`` columns, every line indented by ``indent`` and its continuations by 2 more."""
+    """``text`` wrapped to ``width`` columns, every line indented by ``indent`` and its continuations by 2 more.
+
+    Text with Chinese in it is broken between characters too (:data:`tutor.base.cjk.WORD`: never before
+    closing punctuation or after opening punctuation) and measured in terminal cells (a Chinese character
+    takes two); other text as :func:`textwrap.wrap` breaks it."""
     import textwrap
 
+    from ..base.cjk import UNSPACED, WORD
+
     pad = " " * indent
-    return textwrap.wrap(text, max(40, width - 1), initial_indent=pad, subsequent_indent=pad + "  ",
-                         break_long_words=False, break_on_hyphens=False) or [pad]
+    limit = max(40, width - 1)
+    if not re.search(f"[{UNSPACED}]", text):
+        return textwrap.wrap(text, limit, initial_indent=pad, subsequent_indent=pad + "  ",
+                             break_long_words=False, break_on_hyphens=False) or [pad]
+    from rich.cells import cell_len
+
+    lines: list[str] = []
+    line = pad
+    for word in WORD.findall(text):
+        if line.strip() and cell_len(line + word.rstrip()) > limit:
+            lines.append(line.rstrip())
+            line = pad + "  "
+        line += word if line.strip() else word.lstrip()
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines or [pad]
 
 
 def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = (), *,
