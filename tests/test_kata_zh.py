@@ -11,24 +11,33 @@ English file does.
 
 from __future__ import annotations
 
+import ast
+import io
 import json
 import re
 import string
+import tokenize
 from pathlib import Path
 
 import pytest
 
 from tutor.base.catalogs.en import EN
 from tutor.base.catalogs.zh import ZH
-from tutor.base.messages import t, use_language
+from tutor.base.messages import CATALOGS, t, use_language
 from tutor.exercise.catalog import resolve_id
 from tutor.katas import catalog, harness
 from tutor.katas.kata import Phrase
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = REPO / "tutor" / "katas" / "files"
+ENGLISH_FILES = sorted(p for p in FILES.glob("*/*.py") if p.name.count(".") == 1)
+SOLUTIONS = [p for p in ENGLISH_FILES if p.stem.endswith("_solution")]
 CHINESE = re.compile(r"[\u4e00-\u9fff]")
 CASES = [(k, c) for k in catalog.katas() for c in k.cases()]
+
+
+def _zh(path: Path) -> Path:
+    return path.with_name(f"{path.stem}.zh.py")
 
 
 # --- what a case is given ----------------------------------------------------------------------------------
@@ -142,3 +151,77 @@ def test_chinese_lines_fit_the_terminal(cli) -> None:
     lines = [line for line in r.out.splitlines() if CHINESE.search(line)]
     assert len(lines) > 5 and max(cell_len(line) for line in lines) <= 60, r.out
 
+
+# --- the kata files -----------------------------------------------------------------------------------------
+
+
+def _without_docstrings(text: str) -> str:
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def _code_tokens(text: str) -> list[tuple[int, str, int]]:
+    """The file's tokens but its comments and blank lines, each with its column; a docstring as ``\"\"\"``."""
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.COMMENT, tokenize.NL):
+            continue
+        docstring = tok.type == tokenize.STRING and tok.string.startswith('"""')
+        column = 0 if tok.type == tokenize.NEWLINE else tok.start[1]  # a line's end: after its comment
+        out.append((tok.type, '"""' if docstring else tok.string, column))
+    return out
+
+
+def _words(text: str) -> str:
+    """The comments and docstrings of a file."""
+    return "\n".join(tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+                     if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and tok.string.startswith('"""')))
+
+
+@pytest.mark.parametrize("path", ENGLISH_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_each_kata_file_has_a_chinese_twin_with_the_same_code(path) -> None:
+    zh = _zh(path)
+    assert zh.is_file(), f"{zh.relative_to(REPO)} is missing"
+    english, chinese = path.read_text(encoding="utf-8"), zh.read_text(encoding="utf-8")
+    assert _without_docstrings(chinese) == _without_docstrings(english)
+    assert _code_tokens(chinese) == _code_tokens(english), "the code differs, not only its comments"
+    assert CHINESE.search(_words(chinese)), "no Chinese in its comments and docstrings"
+
+
+def test_no_chinese_file_without_an_english_one() -> None:
+    assert sorted(FILES.glob("*/*.zh.py")) == sorted(_zh(p) for p in ENGLISH_FILES)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.parent.name + "/" + p.stem)
+def test_each_chinese_solution_passes(cli, path) -> None:
+    r = cli("code", "check", _zh(path), "--lang", "zh", "--format", "json")
+    doc = json.loads(r.out)
+    assert r.code == 0, r.out + r.err
+    assert doc["passed"] is True and doc["kata"] == path.parent.name and doc["flavour"] == path.stem.split("_")[0]
+
+
+@pytest.mark.parametrize("torch", [False, True])
+def test_start_and_show_write_the_file_of_the_language(cli, tmp_path, torch) -> None:
+    flavour, flag = ("torch", ["--torch"]) if torch else ("numpy", [])
+    assert cli("code", "start", "sdpa", *flag, "-o", tmp_path / "zh.py", "--lang", "zh").code == 0
+    assert cli("code", "start", "sdpa", *flag, "-o", tmp_path / "en.py").code == 0
+    assert (tmp_path / "zh.py").read_text(encoding="utf-8") == (FILES / "sdpa" / f"{flavour}_start.zh.py").read_text(encoding="utf-8")
+    assert (tmp_path / "en.py").read_text(encoding="utf-8") == (FILES / "sdpa" / f"{flavour}_start.py").read_text(encoding="utf-8")
+    shown = cli("code", "show", "sdpa", *flag, "--force", "--lang", "zh").out
+    assert shown.rstrip("\n") == (FILES / "sdpa" / f"{flavour}_solution.zh.py").read_text(encoding="utf-8").rstrip("\n")
+
+
+def test_a_language_with_no_file_of_its_own_gets_the_english_one(monkeypatch) -> None:
+    from tutor.cli.code import _file
+
+    monkeypatch.setitem(CATALOGS, "xx", dict(EN))
+    with use_language("xx"):
+        assert _file(catalog.get("mha"), False, "start") == FILES / "mha" / "numpy_start.py"
+    with use_language("zh"):
+        assert _file(catalog.get("mha"), True, "solution") == FILES / "mha" / "torch_solution.zh.py"
