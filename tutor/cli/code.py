@@ -4,8 +4,10 @@ A Typer sub-app (``app``), registered in :data:`tutor.cli.COMMANDS` under
 ``code``.  ``check`` is the one command that runs code: the file named on its
 command line, as the learner's own program, in a child process with limits
 (:mod:`tutor.katas.run`).  Its exit code: 0 every case passed, 1 a case
-failed, 2 the file cannot be run as the kata.  Nothing here imports numpy or
-sympy at import time.
+failed, 2 the file cannot be run as the kata.  ``start`` and ``show`` write the
+kata's file in the language of the run (``numpy_start.zh.py`` beside
+``numpy_start.py``, see :func:`_file`).  Nothing here imports numpy or sympy at
+import time.
 """
 
 from __future__ import annotations
@@ -106,7 +108,19 @@ def list_(ctx: typer.Context, fmt: FormatOpt = Format.rich) -> None:
 
 
 def _file(kata: Kata, torch: bool, kind: str) -> Path:
-    return Path(__file__).parent.parent / "katas" / "files" / kata.id / f"{'torch' if torch else 'numpy'}_{kind}.py"
+    """The kata's skeleton (``kind`` "start") or reference solution ("solution") in the language of the run.
+
+    ``tutor/katas/files/<kata>/{numpy,torch}_{start,solution}.py`` is English; a translation sits beside it
+    as ``<name>.<language>.py`` (``numpy_start.zh.py``): the same code, byte for byte, with its comments,
+    docstrings and TODOs in that language (``tests/test_kata_zh.py`` holds it to that).  A language
+    with no file of its own gets the English one.
+    """
+    from ..base.messages import language
+
+    folder = Path(__file__).parent.parent / "katas" / "files" / kata.id
+    name = f"{'torch' if torch else 'numpy'}_{kind}"
+    translated = folder / f"{name}.{language()}.py"
+    return translated if language() != "en" and translated.is_file() else folder / f"{name}.py"
 
 
 @app.command("start", help=t("cli.code.start.help"), cls=HelpCommand)
@@ -139,7 +153,9 @@ def show(ctx: typer.Context, kata: KataArg, torch: TorchOpt = False, force: Forc
 
 
 def _follow_ups(kata: Kata) -> list[tuple[str, str, str]]:
-    """The follow-up questions of a passed kata: ``(id, question, topic)`` from the bundled concept bank."""
+    """The follow-up questions of a passed kata: ``(id, question, topic)`` from the bundled concept bank, the
+    question in the language of the run (its ``translations``, else English)."""
+    from ..base.messages import language
     from ..drills.bank import load
 
     bank = load()
@@ -149,7 +165,7 @@ def _follow_ups(kata: Kata) -> list[tuple[str, str, str]]:
             concept = bank.get(qid)
         except KeyError:
             continue
-        out.append((qid, concept.q.question, concept.topic))
+        out.append((qid, concept.q.in_language(language()).question, concept.topic))
     return out
 
 

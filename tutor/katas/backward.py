@@ -39,7 +39,7 @@ import numpy as np
 
 from . import hand
 from .attention import attend
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 
 __all__ = ["KATA", "SLIPS", "reference"]
 
@@ -103,7 +103,7 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     return d_q, d_k, d_v, dS * scale if "d_scores_scaled" in slips else dS
 
 
-def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...] = (), expected: tuple[Array, ...] = (),
+def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str | Phrase, ...] = (), expected: tuple[Array, ...] = (),
           hand_sized: bool = False) -> Case:
     q, k, v, g, mask = (inputs[n] for n in ("q", "k", "v", "d_out", "mask"))
     B, H, L_q, d = q.shape
@@ -114,7 +114,7 @@ def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...]
                 given=given, hand=hand_sized)
 
 
-def _from_exercise(id: str, upstream: tuple[tuple[int, ...], ...], case_id: str, given: tuple[str, ...]) -> Case:
+def _from_exercise(id: str, upstream: tuple[tuple[int, ...], ...], case_id: str, given: tuple[str | Phrase, ...]) -> Case:
     """A hand-sized case: the bundled exercise ``id`` without its output projection, ``upstream`` as
     ∂loss/∂(the heads' outputs side by side), its gradients from the exact engine's backward pass."""
     from ..steps import solve
@@ -161,15 +161,15 @@ def cases() -> tuple[Case, ...]:
     rows[1, 0, 0, 1] = False
     empty["mask"] = rows
     return (
-        _from_exercise("single-head-asym-3x4", ((1, -1), (0, 2), (2, 1)), "hand-asym", ("no mask", "W_Q ≠ W_K")),
+        _from_exercise("single-head-asym-3x4", ((1, -1), (0, 2), (2, 1)), "hand-asym", (phrase("no_mask"), "W_Q ≠ W_K")),
         _from_exercise("two-head-causal-3x4", ((1, -1, 2, 0), (0, 2, -1, 1), (2, 1, 0, -2)), "hand-causal",
-                       ("two heads", "causal mask")),
+                       (phrase("two_heads"), phrase("causal_mask"))),
         _from_exercise("fully-masked-row-3x3", ((1, -1), (0, 2), (2, 1)), "hand-fully-masked-row",
-                       ("a query with no key to attend to",)),
-        _case("cross-3-by-5", cross, "float64", given=("L_q = 3, L_k = 5", "d = 4, d_v = 3", "no mask")),
-        _case("causal-float32", causal, "float32", given=("causal mask [L, L]",)),
-        _case("key-padding", padded, "float64", given=("key padding [B, 1, 1, L_k]", "d = L_k = 4")),
-        _case("fully-masked-row", empty, "float64", given=("a query with no key to attend to", "mask [B, 1, L, L]")),
+                       (phrase("query_no_key_to_attend"),)),
+        _case("cross-3-by-5", cross, "float64", given=("L_q = 3, L_k = 5", "d = 4, d_v = 3", phrase("no_mask"))),
+        _case("causal-float32", causal, "float32", given=(phrase("causal_mask_shape", shape="[L, L]"),)),
+        _case("key-padding", padded, "float64", given=(phrase("key_padding_shape", shape="[B, 1, 1, L_k]"), "d = L_k = 4")),
+        _case("fully-masked-row", empty, "float64", given=(phrase("query_no_key_to_attend"), phrase("mask_shape", shape="[B, 1, L, L]"))),
     )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..base.errors import TutorError
 from ..base.messages import t
 from ..base.textsafe import shown
-from . import catalog, run
+from . import catalog, harness, run
 from .judge import Report, judge
 from .kata import Kata
 
@@ -93,7 +93,9 @@ def check(file: Path, kata: Kata, *, python: str | None = None, time_limit: floa
     """Run ``file`` on every case of ``kata`` (in ``flavour`` when given, else the one the file is in) and judge it.  Raises :class:`CodeFileError` when the file
     cannot be run as the kata; ``KeyboardInterrupt`` (the child stopped) on Ctrl-C."""
     cases = kata.cases()
-    result = run.run(file.resolve(), {**kata.request(), "flavour": flavour}, [c.request() for c in cases], python=python,
+    messages = {name: t(f"code.harness.{name}") for name in harness.MESSAGES}  # the child cannot read the catalogue
+    result = run.run(file.resolve(), {**kata.request(), "flavour": flavour, "messages": messages},
+                     [c.request() for c in cases], python=python,
                      time_limit=time_limit, memory_mb=memory_mb, environ=environ)
     d = result.detail
     name = shown(str(file))

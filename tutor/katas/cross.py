@@ -32,7 +32,7 @@ from ..exercise.load import exercise_from_data
 from ..exercise.record import Exercise
 from ..steps import solve
 from .attention import attend, merge_heads, split_heads
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 
 __all__ = ["KATA", "reference"]
 
@@ -78,7 +78,7 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     return out, weights
 
 
-def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...],
+def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str | Phrase, ...],
           expected: tuple[Array, ...] = (), hand_sized: bool = False) -> Case:
     x, memory, H = inputs["x"], inputs["memory"], inputs["num_heads"]
     B, L_q, D = x.shape
@@ -126,7 +126,7 @@ def _hand(case_id: str, padded: bool) -> Case:
     inputs = {"x": np.array(HAND["x"], dtype=np.float64)[None], "memory": np.array(HAND["x_kv"], dtype=np.float64)[None],
               "w_q": linear("w_q"), "w_k": linear("w_k"), "w_v": linear("w_v"), "w_o": linear("w_o"), "num_heads": 2,
               "key_padding_mask": np.array([[False, False, True]]) if padded else None}
-    given = ("L_q = 2, L_k = 3", "two heads", "the last key padding" if padded else "no padding")
+    given = ("L_q = 2, L_k = 3", phrase("two_heads"), phrase("last_key_padding") if padded else phrase("no_padding"))
     return _case(case_id, inputs, "float64", given=given, expected=_exact(ex), hand_sized=True)
 
 
@@ -152,10 +152,10 @@ def cases() -> tuple[Case, ...]:
     return (
         _hand("hand-padded", True),
         _hand("hand", False),
-        _case("L_q<L_k", plain, "float64", given=("L_q = 3, L_k = 5", "no padding")),
-        _case("padded-float32", padded, "float32", given=("L_q = 4, L_k = 6", "key padding", "float32")),
-        _case("L_q>L_k", longer, "float64", given=("L_q = 5, L_k = 3", "no padding")),
-        _case("L_q=L_k-padded", square, "float64", given=("L_q = L_k = 4", "key padding", "H = 4")),
+        _case("L_q<L_k", plain, "float64", given=("L_q = 3, L_k = 5", phrase("no_padding"))),
+        _case("padded-float32", padded, "float32", given=("L_q = 4, L_k = 6", phrase("key_padding"), "float32")),
+        _case("L_q>L_k", longer, "float64", given=("L_q = 5, L_k = 3", phrase("no_padding"))),
+        _case("L_q=L_k-padded", square, "float64", given=("L_q = L_k = 4", phrase("key_padding"), "H = 4")),
     )
 
 

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from . import hand
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 
 __all__ = ["KATA", "SLIPS", "reference"]
 
@@ -92,7 +92,7 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     return out, lse
 
 
-def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...] = (), expected: tuple[Array, ...] = (),
+def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str | Phrase, ...] = (), expected: tuple[Array, ...] = (),
           hand_sized: bool = False, trace_memory: bool = False) -> Case:
     q, k, v, n = inputs["q"], inputs["k"], inputs["v"], inputs["block_size"]
     B, H, L_q, d = q.shape
@@ -103,7 +103,7 @@ def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...]
                 trace_memory=trace_memory, memory_limit=limit)
 
 
-def _from_exercise(id: str, block_size: int, case_id: str, given: tuple[str, ...]) -> Case:
+def _from_exercise(id: str, block_size: int, case_id: str, given: tuple[str | Phrase, ...]) -> Case:
     """A hand-sized case: head 1 of the bundled exercise ``id`` (its Q, K, V exact), walked in blocks of
     ``block_size`` by the exact engine (:func:`tutor.flash.walk.tiled`): its ``o`` and ``lse``."""
     from ..flash.walk import tiled
@@ -137,18 +137,18 @@ def cases() -> tuple[Case, ...]:
     rng = np.random.default_rng(2023)
     return (
         _from_exercise("single-head-asym-3x4", 1, "hand-blocks-of-1",
-                       ("block_size 1", "the running max rises, and a later key's score is below it")),
-        _from_exercise("cross-attention-2x3", 2, "hand-cross-2x3", ("L_q ≠ L_k", "the last block smaller")),
+                       ("block_size 1", phrase("running_max_rises"))),
+        _from_exercise("cross-attention-2x3", 2, "hand-cross-2x3", ("L_q ≠ L_k", phrase("last_block_smaller"))),
         _case("ragged-blocks", _generated(rng, 2, 2, 5, 7, 4, 3, 3), "float64",
-              given=("L_k = 7 in blocks of 3: the last block has 1 key", "L_q ≠ L_k")),
+              given=(phrase("ragged_blocks"), "L_q ≠ L_k")),
         _case("rising-max-float32", _generated(rng, 2, 2, 4, 8, 2, 3, 2, ramp=3.0), "float32",
-              given=("each block's max above the running max: every block rescales",)),
+              given=(phrase("rising_max"),)),
         _case("falling-max", _generated(rng, 1, 2, 3, 6, 4, 2, 2, ramp=-3.0), "float64",
-              given=("the first block holds the max: later blocks' maxes are smaller",)),
+              given=(phrase("falling_max"),)),
         _case("blocks-of-1-float32", _generated(rng, 2, 2, 4, 5, 3, 2, 1), "float32", given=("block_size 1",)),
-        _case("one-block", _generated(rng, 2, 2, 3, 5, 4, 4, 8), "float64", given=("block_size 8 ≥ L_k = 5: one block",)),
+        _case("one-block", _generated(rng, 2, 2, 3, 5, 4, 4, 8), "float64", given=(phrase("one_block", size=8, L_k=5),)),
         _case("memory-2048", _generated(rng, 1, 1, 2048, 2048, 4, 4, 64), "float64", trace_memory=True,
-              given=("L_q = L_k = 2048, blocks of 64: the full scores would be 32 MiB",)),
+              given=(phrase("memory", L=2048, size=64, mib=32),)),
     )
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import hand
 from .attention import attend
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 
 __all__ = ["KATA", "causal_mask", "expand_kv", "reference"]
 
@@ -67,7 +67,7 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     return attend(q, k, v, allowed, slips)
 
 
-def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...] = (),
+def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str | Phrase, ...] = (),
           expected: tuple[Array, ...] = (), hand_sized: bool = False) -> Case:
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
     B, H, L, d_k = q.shape
@@ -77,7 +77,7 @@ def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...]
         given=given, hand=hand_sized)
 
 
-def _from_exercise(id: str, case_id: str, given: tuple[str, ...]) -> Case:
+def _from_exercise(id: str, case_id: str, given: tuple[str | Phrase, ...]) -> Case:
     """A hand-sized case: the bundled exercise ``id``'s per-head Q, K, V (K/V head ``g`` from the first query
     head that reads it), the weights and head outputs exact."""
     ex = hand.exercise(id)
@@ -105,15 +105,15 @@ def cases() -> tuple[Case, ...]:
     d_v = d_k and d_v ≠ d_k; float32 and float64."""
     rng = np.random.default_rng(2105)
     return (
-        _from_exercise("gqa-four-heads-2x4", "hand-gqa", ("no mask",)),
-        _from_exercise("mqa-two-heads-3x4", "hand-mqa", ("MQA", "no mask")),
-        _case("gqa-4-of-2", _generated(rng, 2, 4, 2, 4, 3, 3, False), "float64", given=("no mask",)),
+        _from_exercise("gqa-four-heads-2x4", "hand-gqa", (phrase("no_mask"),)),
+        _from_exercise("mqa-two-heads-3x4", "hand-mqa", ("MQA", phrase("no_mask"))),
+        _case("gqa-4-of-2", _generated(rng, 2, 4, 2, 4, 3, 3, False), "float64", given=(phrase("no_mask"),)),
         _case("gqa-6-of-3-causal", _generated(rng, 2, 6, 3, 5, 4, 2, True), "float32",
               given=("is_causal=True",)),
         _case("mqa-causal", _generated(rng, 2, 3, 1, 4, 2, 2, True), "float64",
               given=("MQA", "is_causal=True")),
         _case("gqa-6-of-3-float64", _generated(rng, 2, 6, 3, 3, 2, 3, False), "float64",
-              given=("no mask",)),
+              given=(phrase("no_mask"),)),
         _case("gqa-8-of-2-causal", _generated(rng, 2, 8, 2, 4, 3, 3, True), "float32",
               given=("is_causal=True",)),
     )

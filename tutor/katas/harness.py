@@ -8,7 +8,10 @@ It is the one place attn-tutor runs code: the file named on the command line,
 as the learner's own program, under the limits :mod:`tutor.katas.run` set.
 
 ``python harness.py REQUEST EVENTS_FD``: ``REQUEST`` is a JSON file (the
-file, the names of the kata's function and class, the cases); every event is
+file, the names of the kata's function and class, the cases, and ``messages``:
+the sentences this program says itself, in the language of the run, since it
+cannot read attn-tutor's catalogue; :data:`MESSAGES` the English ones, for a
+request without them); every event is
 one JSON line written to the pipe ``EVENTS_FD``, so that nothing the learner
 prints can be read as one:
 
@@ -40,6 +43,19 @@ from typing import Any
 
 MAX_ELEMENTS = 1_000_000  # the largest returned array sent back (a kata's outputs are small)
 REPR_CHARS = 200
+#: What this program says itself, by name (``code.harness.<name>`` in attn-tutor's catalogue, which
+#: :mod:`tutor.katas.check` sends in the request's ``messages``): English when the request has none.
+MESSAGES = {
+    "autograd_off": "this kata asks for the gradients by hand: autograd (.backward(), torch.autograd.grad) "
+                    "is switched off here",
+    "not_python": "not a Python file",
+}
+
+
+def _said(request: dict[str, Any], name: str) -> str:
+    """The sentence ``name`` in the language of the run (the request's ``messages``), else in English."""
+    said = request.get("messages", {}).get(name)
+    return said if isinstance(said, str) else MESSAGES[name]
 
 
 def _send(out: Any, event: dict[str, Any]) -> None:
@@ -134,13 +150,12 @@ def _call(module: Any, flavour: str, request: dict[str, Any], case: dict[str, An
         return layer.eval()(*args, **kwargs)
 
 
-def _autograd_off() -> None:
-    """A kata done by hand (the backward pass): PyTorch's autograd raises, saying so."""
+def _autograd_off(message: str) -> None:
+    """A kata done by hand (the backward pass): PyTorch's autograd raises, saying so (``message``)."""
     import torch
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("this kata asks for the gradients by hand: autograd (.backward(), torch.autograd.grad) "
-                           "is switched off here")
+        raise RuntimeError(message)
 
     torch.Tensor.backward = refuse  # type: ignore[method-assign]
     torch.autograd.backward = refuse
@@ -158,7 +173,7 @@ def main(argv: list[str]) -> int:
     sys.argv = [path]
     spec = importlib.util.spec_from_file_location("learner_solution", path)
     if spec is None or spec.loader is None:
-        _send(out, {"event": "load_error", "traceback": "", "exception": "not a Python file"})
+        _send(out, {"event": "load_error", "traceback": "", "exception": _said(request, "not_python")})
         return 0
     module = importlib.util.module_from_spec(spec)
     sys.modules["learner_solution"] = module
@@ -182,7 +197,7 @@ def main(argv: list[str]) -> int:
     cases = [c for c in request["cases"] if c.get("only") in (None, flavour)]
     _send(out, {"event": "loaded", "flavour": flavour, "why": why, "cases": len(cases)})
     if flavour == "torch" and request.get("no_autograd"):
-        _autograd_off()
+        _autograd_off(_said(request, "autograd_off"))
     for case in cases:
         _send(out, {"event": "start", "id": case["id"]})
         peak = None

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Array", "Case", "Kata", "Mistake", "Output", "Reference", "encode"]
+__all__ = ["Array", "Case", "Kata", "Mistake", "Output", "Phrase", "Reference", "encode", "phrase"]
 
 Array = NDArray[Any]
 #: ``reference(inputs, slips) -> outputs`` (float64, in the kata's output order), or ``None`` when the
@@ -60,6 +60,20 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Phrase:
+    """A ``given`` item of a case in words: the catalogue's ``code.given.<key>`` with ``fields`` (a shape, a
+    size), shown in the language of the run.  Notation needs none (``float32``, ``L_q ≠ L_k``): a plain ``str``."""
+
+    key: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def phrase(key: str, **fields: Any) -> Phrase:
+    """The ``given`` item ``code.given.<key>`` (``phrase("mask_shape", shape="[L_q, L_k]")``)."""
+    return Phrase(key, fields)
+
+
+@dataclass(frozen=True)
 class Case:
     """One case: what the learner's code is given and what it must return.
 
@@ -67,8 +81,9 @@ class Case:
     learner's code is called with (``float32`` or ``float64``); ``args``/``kwargs`` the
     function flavour's call, ``init``/``load``/``module_args``/``module_kwargs`` the class
     flavour's (for a kata whose PyTorch flavour is a module); ``sizes`` the sizes by axis name,
-    ``given`` a line saying what is special about the case (a causal mask, key padding, a
-    fully masked row); ``expected`` the right outputs; ``hand``: expected from the exact engine;
+    ``given`` what is special about the case (a causal mask, key padding, a fully masked row): each
+    item words (a :class:`Phrase`, a catalogue key), notation (``is_causal=True``, ``L_q = 3, L_k = 5``)
+    or ``exercise:ID`` (the bundled exercise the numbers come from); ``expected`` the right outputs; ``hand``: expected from the exact engine;
     ``only``: the one flavour this case is for (a dropout probability only a module takes);
     ``trace_memory``: the case measures the most memory NumPy allocates (the online softmax);
     ``memory_limit``: then the bytes the learner's NumPy code may allocate at most (the online
@@ -86,7 +101,7 @@ class Case:
     load: Mapping[str, Any] = field(default_factory=dict)
     module_args: tuple[Any, ...] = ()
     module_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    given: tuple[str, ...] = ()
+    given: tuple[str | Phrase, ...] = ()
     hand: bool = False
     only: str | None = None
     trace_memory: bool = False

@@ -41,7 +41,7 @@ import numpy as np
 
 from . import hand
 from .attention import NotApplicable, attend, merge_heads, split_heads
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 
 __all__ = ["KATA", "full_forward", "reference"]
 
@@ -95,7 +95,7 @@ def full_forward(inputs: Mapping[str, Any]) -> Array:
     return merge_heads(context) @ inputs["w_o"].T
 
 
-def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...] = (),
+def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str | Phrase, ...] = (),
           expected: tuple[Array, ...] = (), hand_sized: bool = False) -> Case:
     x, H = inputs["x_new"], inputs["num_heads"]
     B, T, D = x.shape
@@ -107,7 +107,7 @@ def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...]
                 expected or right, args=tuple(inputs[n] for n in names), given=given, hand=hand_sized)
 
 
-def _from_exercise(id: str, case_id: str, given: tuple[str, ...]) -> Case:
+def _from_exercise(id: str, case_id: str, given: tuple[str | Phrase, ...]) -> Case:
     """A hand-sized case: the bundled decode exercise ``id``'s numbers in the kata's layout (its ``x @ W`` weights
     transposed to ``nn.Linear``'s, ``w_o`` the identity when it has none), the outputs and full caches exact."""
     ex = hand.exercise(id)
@@ -147,12 +147,12 @@ def cases() -> tuple[Case, ...]:
     an empty cache (P = 0: a causal prefill); float32 and float64."""
     rng = np.random.default_rng(2106)
     return (
-        _from_exercise("decode-two-tokens-alignment", "hand-two-new", ("w_o = I (the exercise has none)",)),
-        _from_exercise("decode-one-token-cache-3", "hand-one-new", ("w_o = I (the exercise has none)",)),
-        _case("two-new-tokens", _generated(rng, 2, 3, 2, 6, 2), "float64", given=("the new tokens see each other causally",)),
-        _case("one-new-token-float32", _generated(rng, 2, 4, 1, 6, 3), "float32", given=("one new token",)),
-        _case("empty-cache", _generated(rng, 2, 0, 3, 4, 2), "float64", given=("an empty cache: a causal prefill",)),
-        _case("three-new-float32", _generated(rng, 2, 2, 3, 8, 2), "float32", given=("the new tokens see each other causally",)),
+        _from_exercise("decode-two-tokens-alignment", "hand-two-new", (phrase("w_o_identity"),)),
+        _from_exercise("decode-one-token-cache-3", "hand-one-new", (phrase("w_o_identity"),)),
+        _case("two-new-tokens", _generated(rng, 2, 3, 2, 6, 2), "float64", given=(phrase("new_tokens_causal"),)),
+        _case("one-new-token-float32", _generated(rng, 2, 4, 1, 6, 3), "float32", given=(phrase("one_new_token"),)),
+        _case("empty-cache", _generated(rng, 2, 0, 3, 4, 2), "float64", given=(phrase("empty_cache"),)),
+        _case("three-new-float32", _generated(rng, 2, 2, 3, 8, 2), "float32", given=(phrase("new_tokens_causal"),)),
     )
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import hand
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 from .sdpa import causal
 
 __all__ = ["KATA", "reference"]
@@ -82,7 +82,7 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     return allowed, additive
 
 
-def _case(id: str, key_padding_mask: Array, is_causal: bool, dtype: str, *, given: tuple[str, ...],
+def _case(id: str, key_padding_mask: Array, is_causal: bool, dtype: str, *, given: tuple[str | Phrase, ...],
           expected: tuple[Array, ...] = (), hand_sized: bool = False) -> Case:
     inputs = {"key_padding_mask": key_padding_mask, "is_causal": is_causal}
     B, L = key_padding_mask.shape
@@ -90,7 +90,7 @@ def _case(id: str, key_padding_mask: Array, is_causal: bool, dtype: str, *, give
                 args=(key_padding_mask,), kwargs={"is_causal": is_causal}, given=given, hand=hand_sized)
 
 
-def _from_exercise(id: str, case_id: str, given: tuple[str, ...]) -> Case:
+def _from_exercise(id: str, case_id: str, given: tuple[str | Phrase, ...]) -> Case:
     """A hand-sized case (``B = 1``): the bundled exercise ``id``'s key padding and mask, the allowed keys
     as the exercise record combines them, the additive mask as the exact engine's ``masked`` step has it
     (``-inf`` where blocked, the scaled score where not: 0 there)."""
@@ -116,11 +116,11 @@ def cases() -> tuple[Case, ...]:
     mixed[0, 0] = mixed[1, 5] = True
     left = np.array([[True, True, False, False], [False, False, False, True]])
     return (
-        _from_exercise("causal-left-padding-4x2", "hand-left-padded", ("is_causal=True", "left padding")),
-        _from_exercise("padding-4x2", "hand-padding", ("is_causal=False", "key padding")),
-        _case("causal-padded", right, True, "float64", given=("is_causal=True", "right and left padding")),
-        _case("padding-only", mixed, False, "float64", given=("is_causal=False", "scattered padding")),
-        _case("causal-left", left, True, "float32", given=("is_causal=True", "two padding queries with no key")),
+        _from_exercise("causal-left-padding-4x2", "hand-left-padded", ("is_causal=True", phrase("left_padding"))),
+        _from_exercise("padding-4x2", "hand-padding", ("is_causal=False", phrase("key_padding"))),
+        _case("causal-padded", right, True, "float64", given=("is_causal=True", phrase("right_and_left_padding"))),
+        _case("padding-only", mixed, False, "float64", given=("is_causal=False", phrase("scattered_padding"))),
+        _case("causal-left", left, True, "float32", given=("is_causal=True", phrase("two_padding_queries_no_key"))),
     )
 
 

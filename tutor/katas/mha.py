@@ -26,7 +26,7 @@ import numpy as np
 
 from . import hand
 from .attention import NotApplicable, attend, merge_heads, split_heads
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 
 __all__ = ["KATA", "reference"]
 
@@ -66,7 +66,7 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     return out, weights
 
 
-def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...] = (), expected: tuple[Array, ...] = (),
+def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str | Phrase, ...] = (), expected: tuple[Array, ...] = (),
           hand_sized: bool = False, dropout: float | None = None, twin: str | None = None) -> Case:
     x, mask = inputs["x"], inputs["mask"]
     B, L, D = x.shape
@@ -84,7 +84,7 @@ def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...]
         given=given, hand=hand_sized, only="torch" if dropout else None, twin=twin)
 
 
-def _from_exercise(id: str, case_id: str, given: tuple[str, ...]) -> Case:
+def _from_exercise(id: str, case_id: str, given: tuple[str | Phrase, ...]) -> Case:
     """A hand-sized case: the bundled exercise ``id``'s numbers in the module's layout, its values exact."""
     ex = hand.exercise(id)
     D, H = ex.d_model, ex.num_heads
@@ -132,12 +132,12 @@ def cases() -> tuple[Case, ...]:
     rows[1, 0, :, 0] = False
     empty["mask"] = rows
     return (
-        _from_exercise("two-head-fused-3x4", "hand-fused", ("biases",)),
-        _from_exercise("two-head-causal-3x4", "hand-causal", ("causal mask",)),
-        _case("batch-2x4", plain, "float64", given=("no mask",)),
-        _case("causal-float32", causal, "float32", given=("causal mask [L, L]",)),
-        _case("key-padding", padded, "float64", given=("key padding [B, 1, 1, L]",)),
-        _case("fully-masked-row", empty, "float64", given=("a query with no key to attend to",)),
+        _from_exercise("two-head-fused-3x4", "hand-fused", (phrase("biases"),)),
+        _from_exercise("two-head-causal-3x4", "hand-causal", (phrase("causal_mask"),)),
+        _case("batch-2x4", plain, "float64", given=(phrase("no_mask"),)),
+        _case("causal-float32", causal, "float32", given=(phrase("causal_mask_shape", shape="[L, L]"),)),
+        _case("key-padding", padded, "float64", given=(phrase("key_padding_shape", shape="[B, 1, 1, L]"),)),
+        _case("fully-masked-row", empty, "float64", given=(phrase("query_no_key_to_attend"),)),
         _case("dropout-eval", plain, "float64", given=("dropout=0.5, .eval()",), dropout=0.5, twin="batch-2x4"),
     )
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import hand
 from .attention import NotApplicable, attend
-from .kata import Array, Case, Kata, Mistake, Output
+from .kata import Array, Case, Kata, Mistake, Output, Phrase, phrase
 
 __all__ = ["KATA", "causal", "reference"]
 
@@ -76,7 +76,7 @@ def reference(inputs: Mapping[str, Any], slips: frozenset[str]) -> tuple[Array, 
     return weights @ (k if "times_k" in slips else v), weights  # weights·K chains whatever d_v is
 
 
-def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...],
+def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str | Phrase, ...],
           expected: tuple[Array, ...] = (), hand_sized: bool = False) -> Case:
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
     B, H, L_q, d_k = q.shape
@@ -92,7 +92,7 @@ def _case(id: str, inputs: dict[str, Any], dtype: str, *, given: tuple[str, ...]
                 expected or right, args=(q, k, v), kwargs=kwargs, given=given, hand=hand_sized)
 
 
-def _from_exercise(id: str, case_id: str, given: tuple[str, ...], *, is_causal: bool = False) -> Case:
+def _from_exercise(id: str, case_id: str, given: tuple[str | Phrase, ...], *, is_causal: bool = False) -> Case:
     """A hand-sized case: the bundled exercise ``id``'s Q, K, V (every head, ``B = 1``) and its mask, the
     weights and head outputs the exact engine works out for them."""
     ex = hand.exercise(id)
@@ -136,17 +136,17 @@ def cases() -> tuple[Case, ...]:
     rows[1, 0, :, 2] = False
     empty["mask"] = rows  # [B, H, L_q, L_k]
     return (
-        _from_exercise("single-head-asym-3x4", "hand-asym", ("no mask", "W_Q ≠ W_K")),
-        _from_exercise("fully-masked-row-3x3", "hand-masked-row", ("mask [1, 1, L, L]", "a query with no key")),
+        _from_exercise("single-head-asym-3x4", "hand-asym", (phrase("no_mask"), "W_Q ≠ W_K")),
+        _from_exercise("fully-masked-row-3x3", "hand-masked-row", (phrase("mask_shape", shape="[1, 1, L, L]"), phrase("query_no_key"))),
         _from_exercise("two-head-causal-3x4", "hand-causal", ("is_causal=True",), is_causal=True),
         _from_exercise("cross-attention-2x3", "hand-cross", ("L_q ≠ L_k",)),
         _case("cross-d_v", cross, "float64", given=("L_q = 3, L_k = 5", "d_v = 3 ≠ d_k = 4")),
-        _case("square-float32", square, "float32", given=("no mask", "float32")),
+        _case("square-float32", square, "float32", given=(phrase("no_mask"), "float32")),
         _case("causal", causal64, "float64", given=("is_causal=True",)),
         _case("causal-float32", causal32, "float32", given=("is_causal=True", "d_v ≠ d_k", "float32")),
-        _case("key-padding", padded, "float64", given=("key padding [B, 1, 1, L_k]", "L_q ≠ L_k")),
-        _case("mask-2d-float32", plain2d, "float32", given=("mask [L_q, L_k]", "float32")),
-        _case("fully-masked-rows", empty, "float64", given=("mask [B, H, L_q, L_k]", "queries with no key")),
+        _case("key-padding", padded, "float64", given=(phrase("key_padding_shape", shape="[B, 1, 1, L_k]"), "L_q ≠ L_k")),
+        _case("mask-2d-float32", plain2d, "float32", given=(phrase("mask_shape", shape="[L_q, L_k]"), "float32")),
+        _case("fully-masked-rows", empty, "float64", given=(phrase("mask_shape", shape="[B, H, L_q, L_k]"), phrase("queries_no_key"))),
     )
 
 

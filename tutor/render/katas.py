@@ -18,7 +18,7 @@ from ..base.messages import t
 from ..base.textsafe import lines, shown
 from ..katas.judge import PROBLEMS as _PROBLEMS
 from ..katas.judge import CaseVerdict, Report
-from ..katas.kata import Kata
+from ..katas.kata import Kata, Phrase
 from ..katas.run import Run
 
 __all__ = ["check_document", "check_lines", "list_document", "list_lines", "shown_output"]
@@ -30,11 +30,14 @@ def _sizes(sizes: Mapping[str, int]) -> str:
     return " ".join(f"{k}={v}" for k, v in sizes.items() if not k.isdigit())  # "1": a size-1 axis's name
 
 
-def _given(text: str) -> str:
-    """A case's ``given`` item as read: ``exercise:ID`` is the bundled exercise the numbers come from."""
-    if text.startswith("exercise:"):
-        return t("code.given.exercise", id=text.removeprefix("exercise:"))
-    return text
+def _given(item: str | Phrase) -> str:
+    """A case's ``given`` item as read: a :class:`Phrase` in the run's language, ``exercise:ID`` the bundled
+    exercise the numbers come from, notation as it is."""
+    if isinstance(item, Phrase):
+        return t(f"code.given.{item.key}", **item.fields)
+    if item.startswith("exercise:"):
+        return t("code.given.exercise", id=item.removeprefix("exercise:"))
+    return item
 
 
 def shown_output(text: str, limit: int = MAX_SHOWN_LINES) -> list[str]:
@@ -94,7 +97,7 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
     shown_keys: set[tuple[str, ...]] = set()
     for v in report.cases:
         mark = "✓" if v.passed else "✗"
-        given = t("list.sep").join((_sizes(v.case.sizes), v.case.dtype, *map(_given, v.case.given)))
+        given = t("code.given.sep").join((_sizes(v.case.sizes), v.case.dtype, *map(_given, v.case.given)))
         out += _wrapped(f"{mark} {pad(v.case.id, 18)} {given}", 2, width)  # columns: the mark, the case, its inputs
         if v.passed:
             continue
@@ -146,7 +149,9 @@ def check_document(report: Report, run: Run, file: str, follow_ups: Sequence[tup
     def case(v: CaseVerdict) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "id": v.case.id, "passed": v.passed, "dtype": v.case.dtype, "sizes": dict(v.case.sizes),
-            "given": list(v.case.given), "hand_sized": v.case.hand, "problem": v.problem, "output": v.output,
+            # words in the run's language; notation and ``exercise:ID`` as they are
+            "given": [g if isinstance(g, str) else _given(g) for g in v.case.given],
+            "hand_sized": v.case.hand, "problem": v.problem, "output": v.output,
             "diagnoses": [{"key": d.key, "message": d.message} for d in v.diagnoses],
         }
         if v.problem == "values":

@@ -1,10 +1,10 @@
 """The `backward` kata, PyTorch flavour: the gradients of scaled dot-product attention, worked out by hand.
 
 Check it with:  attn-tutor code check THIS_FILE --watch
-(the checker calls attention_backward under torch.no_grad(), where loss.backward() and
-torch.autograd.grad raise "element 0 of tensors does not require grad and does not have a grad_fn":
-work the gradients out with tensor operations; autograd is what you would check them against.  This
-file is the PyTorch flavour because it imports torch at its top level.)
+(the checker calls attention_backward under torch.no_grad(), with autograd switched off: loss.backward()
+and torch.autograd.grad raise a RuntimeError that says so.  Work the gradients out with tensor operations;
+autograd is what you would check them against.  This file is the PyTorch flavour because it imports
+torch at its top level.)
 """
 
 import math
