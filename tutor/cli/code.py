@@ -26,6 +26,7 @@ from .common import (
     HelpCommand,
     HelpGroup,
     SolutionWrong,
+    console,
     environment,
     store_path,
     warn,
@@ -104,7 +105,7 @@ def list_(ctx: typer.Context, fmt: FormatOpt = Format.rich) -> None:
     if fmt is Format.json:
         write_json(list_document(rows))
         return
-    write("\n".join(list_lines(rows)))
+    write("\n".join(list_lines(rows, console(env).width)))
 
 
 def _file(kata: Kata, torch: bool, kind: str) -> Path:

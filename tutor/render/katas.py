@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base.cells import pad, wrap
+from ..base.cells import pad, widest, wrap
 from ..base.messages import t
 from ..base.textsafe import lines, shown
 from ..katas.judge import PROBLEMS as _PROBLEMS
@@ -183,13 +183,22 @@ def _num(x: float) -> float | str:
     return x if np.isfinite(x) else str(x)
 
 
-def list_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``code list``: each kata, done or pending, and what it asks."""
+def list_lines(rows: Sequence[Mapping[str, Any]], width: int = 100) -> list[str]:
+    """``code list``: each kata, done or pending, and what it asks, within ``width`` cells: the title wrapped
+    under its column, or, when the columns leave it less than 20 cells, on lines of its own below."""
+    statuses = [t("code.list.review") if r.get("review_due") else t("code.list.done") if r["done"]
+                else t("code.list.pending") for r in rows]
+    status_cells = max([widest(statuses), 11])
+    lead = 2 + 10 + 1 + status_cells + 1  # columns, in cells: a status may be Chinese
     out = []
-    for r in rows:
-        status = t("code.list.review") if r.get("review_due") else t("code.list.done") if r["done"] else t("code.list.pending")
-        out.append(f"  {pad(r['id'], 10)} {pad(status, 11)} {r['title']}")  # columns, in cells: a status may be Chinese
-    out.append(t("code.list.next"))
+    for r, status in zip(rows, statuses, strict=True):
+        head = f"  {pad(r['id'], 10)} {pad(status, status_cells)} "
+        if width - lead >= 20:
+            out += wrap(r["title"], width, initial=head, subsequent=" " * lead, break_long_words=False,
+                        break_on_hyphens=False)
+        else:
+            out += [head.rstrip(), *wrap(r["title"], width, initial="    ", subsequent="    ")]
+    out += wrap(t("code.list.next"), width, break_long_words=False, break_on_hyphens=False)
     return out
 
 
