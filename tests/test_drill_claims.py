@@ -150,7 +150,17 @@ def test_w_o_mixes_the_heads_and_folds_into_w_v():
     w_o_h = w_o[:d]
     assert np.allclose((weights @ (x @ w_v)) @ w_o_h, weights @ x @ (w_v @ w_o_h))  # one d_model × d_model map
     assert np.linalg.matrix_rank(w_v @ w_o_h) <= d
-    assert H * D * D > 2 * D * (H * d)  # folded per head vs W_V and W_O together (H·d_v = d_model)
+    # the cost of folding, with H·d_v = d_model: H·d_model² parameters against 2·d_model² for W_V and W_O
+    # together, H/2 times as many; more than W_V and W_O once H > 2, fewer only with a single head
+    assert H * d == D and H * D * D == (H / 2) * (D * (H * d) + (H * d) * D)
+    folded_vs_factored = {heads: heads * D * D - 2 * D * D for heads in (1, 2, 3)}  # H·d_model² − 2·d_model²
+    assert folded_vs_factored[1] < 0 == folded_vs_factored[2] < folded_vs_factored[3]
+    # multiply-adds per token (L_q = L_k = L), from the shapes of the matmuls of each form
+    factored_proj = L * D * (H * d) + L * (H * d) * D  # X·W_V, then concat·W_O
+    factored_sum = H * L * L * d  # weights_h·V_h: rows of d_v features
+    folded_proj = H * L * D * D  # X·(W_V^h·W_O^h) for every head
+    folded_sum = H * L * L * D  # weights_h·(X·W_V^h·W_O^h): rows of d_model features
+    assert folded_proj == (H / 2) * factored_proj and folded_sum == H * factored_sum
 
 
 @measures("w-o-fold-batched")
@@ -165,7 +175,7 @@ def test_the_folded_value_maps_still_run_as_one_batched_matmul():
     folded = w_v @ w_o.reshape(H, d, D)  # [H, D, d] @ [H, d, D] -> [H, D, D]: one batched matmul
     batched = np.matmul(weights @ x, folded).sum(axis=0)  # [H, L, D] @ [H, D, D] -> [H, L, D], summed over heads
     assert folded.shape == (H, D, D) and np.allclose(batched, factored, rtol=1e-12, atol=1e-12)
-    assert folded.size == H * D * D > w_v.size + w_o.size  # the cost: num_heads·d_model² entries
+    assert folded.size == H * D * D == (H / 2) * (w_v.size + w_o.size)  # the cost: num_heads/2 times the entries
 
 
 @measures("attention-nonlinear")
@@ -277,6 +287,15 @@ def test_minus_1e9_does_not_fit_float16():
 
     assert outcome_of("f16_masked_fill") == "error" and outcome_of("f16_mask_tensor") == "neg_inf"
     assert outcome_of("f32_fully_masked") == "mean_v"
+    torch = torch_or_skip()
+    assert torch.tensor(-1e9, dtype=torch.bfloat16).item() == -998244352  # bfloat16 rounds it, and holds it
+    torch.manual_seed(0)
+    blocked = torch.tensor([[False, False, True, True, False, True]] * 3)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        scores = (torch.randn(3, 6) * 3).to(dtype)
+        assert torch.exp(torch.tensor(-1e9, dtype=dtype) - scores.max()).item() == 0
+        with_1e9, with_inf = (scores.masked_fill(blocked, fill).softmax(-1) for fill in (-1e9, float("-inf")))
+        assert torch.equal(with_1e9, with_inf)
 
 
 @measures("finfo-min-sum")
@@ -351,6 +370,8 @@ def test_the_softmax_does_not_change_when_a_constant_is_subtracted():
     rng = np.random.default_rng(10)
     s = rng.standard_normal(8) * 4
     plain = np.exp(s) / np.exp(s).sum()
+    shifted = s - s.max()
+    assert shifted.max() == 0 and np.exp(shifted).max() == 1  # every exponent at most 0, the largest term exp(0) = 1
     for c in (s.max(), 3.0, -7.5):
         assert np.allclose(softmax(s - c), plain, rtol=1e-14)
 
@@ -409,9 +430,13 @@ def test_cached_decoding_needs_the_bottom_right_causal_mask():
         assert lower.tolist() == [[j <= i + L_k - L_q for j in range(L_k)] for i in range(L_q)]
         upper = causal_upper_left(L_q, L_k)._materialize()
         assert upper.tolist() == [[j <= i for j in range(L_k)] for i in range(L_q)]
+        assert (lower.sum(-1) - upper.sum(-1)).tolist() == [L_k - L_q] * L_q  # every query: L_k − L_q keys fewer
+        # as the bank counts them, from 1: query i sees keys 1 to i, and 1 to i + L_k − L_q
+        assert upper.tolist() == [[j <= i for j in range(1, L_k + 1)] for i in range(1, L_q + 1)]
+        assert lower.tolist() == [[j <= i + L_k - L_q for j in range(1, L_k + 1)] for i in range(1, L_q + 1)]
     q, k, v = torch.randn(1, 1, 1, 4), torch.randn(1, 1, 5, 4), torch.randn(1, 1, 5, 4)
     one = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    assert torch.allclose(one, v[:, :, :1])  # is_causal with one query: it sees key 0 only
+    assert torch.allclose(one, v[:, :, :1])  # is_causal with one query: it sees the first key only
     assert causal_lower_right(1, 5)._materialize().all()  # bottom-right: every key
 
 
@@ -533,6 +558,7 @@ def test_the_limits_of_16_bit_floats():
     assert f16.eps == 2**-10 and f"{f16.eps:.1e}" == "9.8e-04"  # about 9.8e-4
     assert f"{f32.eps:.1e}" == "1.2e-07"  # about 1.2e-7
     assert 8000 <= f16.eps / f32.eps <= 8200  # about 8000 times
+    assert round(1e-2 / f32.eps, -3) == 84_000  # a fixed tolerance of 1e-2: about 84,000 times float32's epsilon
     torch = torch_or_skip()
     bf16 = torch.finfo(torch.bfloat16)
     assert bf16.eps == 2**-7 and f"{bf16.eps:.1e}" == "7.8e-03"  # about 7.8e-3
@@ -558,21 +584,80 @@ def test_assert_close_default_tolerances_per_dtype():
     assert passes(1000, 1000.00122, torch.float32) and not passes(1000, 1000.0014, torch.float32)
 
 
+@measures("float16-attention-error")
+def test_float16_attention_rounds_many_times_so_a_failed_default_tolerance_is_no_verdict():
+    """2e-3 at 1 is more than one float16 rounding and fails assert_close's float16 defaults, yet plain
+    float16 attention ends that far off on its own; torch's SDPA in float16 stays under 1e-3 (CPU)."""
+    torch = torch_or_skip()
+    x = torch.linspace(0.75, 1.99, 200_001, dtype=torch.float32)  # float32 -> float16 is one rounding
+    err = (x.half().double() - x.double()).abs()  # (torch takes float64 -> float16 through float32: two)
+    assert err.max() <= 2**-11 and f"{2**-11:.1e}" == "4.9e-04"  # one rounding near 1: at most about 4.9e-4
+    assert f"{2**-10:.1e}" == "9.8e-04" and (torch.tensor(1 + 2**-10, dtype=torch.float16) - 1).item() == 2**-10
+
+    def passes(actual, expected, **options) -> bool:
+        try:
+            torch.testing.assert_close(actual, expected, **options)
+        except AssertionError:
+            return False
+        return True
+
+    one = torch.tensor([1.0], dtype=torch.float64)
+    assert not passes(torch.tensor([1.0], dtype=torch.float16), one)  # float16 against float64: check_dtype=False
+    assert passes(torch.tensor([1.001], dtype=torch.float16), one, check_dtype=False)  # about 1e-3 allowed at 1
+    assert not passes(torch.tensor([1.002], dtype=torch.float16), one, check_dtype=False)  # 2e-3 fails
+    assert not passes(torch.tensor([1.002], dtype=torch.float16), one.half())
+    eight = torch.tensor(8.0, dtype=torch.float16)
+    assert (torch.nextafter(eight, eight + 1) - eight).item() == 2**-7 and f"{2**-7:.1e}" == "7.8e-03"
+    assert (torch.nextafter(eight * 2, eight) - eight * 2).item() == -(2**-7)  # the same spacing up to 16
+
+    torch.manual_seed(0)
+    L, d = 1024, 64
+    q, k = ((torch.randn(1, 4, L, d) * 2).half() for _ in range(2))
+    v = (1 + 0.5 * torch.randn(1, 4, L, d)).half()
+
+    def plain(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v
+
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(d)
+    assert abs(scores.std().item() - 4) < 0.1  # scores of standard deviation 4
+    ref = plain(q.double(), k.double(), v.double())  # float64 from the same float16 inputs
+    near = (ref - 1).abs() < 0.25  # outputs near 1
+    plain_error = (plain(q, k, v).double() - ref).abs()[near].max().item()
+    sdpa_error = (torch.nn.functional.scaled_dot_product_attention(q, k, v).double() - ref).abs()[near].max().item()
+    assert 2e-3 < plain_error < 1e-2  # "a few times 1e-3"
+    assert sdpa_error < 1e-3
+
+
 @measures("gradcheck-defaults")
 def test_gradcheck_steps_by_1e_6_and_needs_float64():
     torch = torch_or_skip()
     defaults = inspect.signature(torch.autograd.gradcheck).parameters
     assert (defaults["eps"].default, defaults["atol"].default, defaults["rtol"].default) == (1e-6, 1e-5, 1e-3)
     assert f"{torch.finfo(torch.float64).eps:.1e}" == "2.2e-16"  # about 2.2e-16
-    assert 1e-6 / torch.finfo(torch.float64).eps > 1e9  # ten orders of magnitude above the rounding
+    f32_eps, f64_eps = torch.finfo(torch.float32).eps, torch.finfo(torch.float64).eps
+    assert f"{f32_eps:.1e}" == "1.2e-07" and 8 < 1e-6 / f32_eps < 9  # about 8 units of float32 rounding at 1
+    assert 1e-6 / f64_eps > 4e9  # over 4e9 units of float64 rounding
+
+    def quotient_errors(dtype):  # the central difference gradcheck takes, against the exact derivative
+        torch.manual_seed(4)
+        x = torch.randn(10_000, dtype=dtype)
+        fd = ((x + 1e-6) ** 3 - (x - 1e-6) ** 3) / (2 * 1e-6)
+        exact = 3 * x.double() ** 2
+        return ((fd.double() - exact).abs() / exact).sort().values
+
+    e32, e64 = quotient_errors(torch.float32), quotient_errors(torch.float64)
+    assert 1e-2 < e32.median() and e32.max() < f32_eps / 1e-6  # percent-level, up to eps/step ≈ 0.1
+    assert (e32 > 1e-3).float().mean() > 0.9  # far above rtol 1e-3 almost everywhere
+    assert e64.median() < 1e-9 and e64.quantile(0.99) < 1e-8  # of order 1e-10
     f = lambda t: (t ** 3).sum()  # noqa: E731
     torch.manual_seed(4)
     assert torch.autograd.gradcheck(f, (torch.randn(5, dtype=torch.float64, requires_grad=True),))
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         assert not torch.autograd.gradcheck(f, (torch.randn(5, requires_grad=True),), raise_exception=False)
+    assert any("not a double precision" in str(w.message) and "will likely fail" in str(w.message) for w in caught)
 
 
 @measures("permutation-equivariance")
@@ -581,6 +666,31 @@ def test_permuting_the_tokens_permutes_the_outputs():
     x, w_q, w_k, w_v = (rng.standard_normal(s) for s in ((6, 4), (4, 3), (4, 3), (4, 3)))
     perm = rng.permutation(6)
     assert np.allclose(attention(x[perm], w_q, w_k, w_v), attention(x, w_q, w_k, w_v)[perm])
+
+    def biased(x: np.ndarray, bias: np.ndarray, rotate: bool = False) -> np.ndarray:
+        q, k, v = x @ w_q, x @ w_k, x @ w_v
+        if rotate:  # RoPE: features 0 and 1 turned by an angle proportional to the position (the row index)
+            angle = np.arange(len(x))[:, None] * np.array([[0.7]])
+            c, s = np.cos(angle), np.sin(angle)
+            q = np.concatenate([q[:, :1] * c - q[:, 1:2] * s, q[:, :1] * s + q[:, 1:2] * c, q[:, 2:]], axis=1)
+            k = np.concatenate([k[:, :1] * c - k[:, 1:2] * s, k[:, :1] * s + k[:, 1:2] * c, k[:, 2:]], axis=1)
+        return softmax(q @ k.T / math.sqrt(3) + bias) @ v
+
+    i = np.arange(6)
+    no_bias, alibi = np.zeros((6, 6)), -0.5 * abs(i[:, None] - i[None, :])
+    causal = np.where(i[None, :] <= i[:, None], 0.0, -np.inf)
+    assert np.allclose(biased(x[perm], no_bias), biased(x, no_bias)[perm])
+    for bias, rotate in ((causal, False), (alibi, False), (no_bias, True)):  # a mask, ALiBi, RoPE: not equivariant
+        assert not np.allclose(biased(x[perm], bias, rotate), biased(x, bias, rotate)[perm])
+    torch = torch_or_skip()
+    torch.manual_seed(12)
+    mha = torch.nn.MultiheadAttention(4, 2, dropout=0.5, batch_first=True, dtype=torch.float64)
+    t, p = torch.from_numpy(x)[None], torch.from_numpy(perm)
+    with torch.no_grad():
+        mha.eval()  # dropout off
+        assert torch.allclose(mha(t[:, p], t[:, p], t[:, p])[0], mha(t, t, t)[0][:, p])
+        mha.train()  # dropout on
+        assert not torch.allclose(mha(t[:, p], t[:, p], t[:, p])[0], mha(t, t, t)[0][:, p])
 
 
 # --- every claim of the bank has its measurement ------------------------------------------------------------
