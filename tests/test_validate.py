@@ -261,7 +261,7 @@ def test_valid_file_with_problems_none_and_exercise_set():
 def test_shapes_are_checked_even_when_another_field_is_invalid():
     """Schema and shape problems are reported together, each once."""
     text = (EXERCISES / "single-head-3x4.yaml").read_text()
-    text = text.replace("title: ", "titel: ").replace("  - w_q: [[1, 0], [1, 0], [0, 1], [0, 1]]",
+    text = text.replace("title: ", "titel: ", 1).replace("  - w_q: [[1, 0], [1, 0], [0, 1], [0, 1]]",
                                                         "  - w_q: [[1, 0], [1, 0], [0, 1]]")
     v = validate_text(text, "f.yaml")
     assert [(p.line, p.field, p.message) for p in v.problems] == [

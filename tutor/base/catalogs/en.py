@@ -850,7 +850,7 @@ EN.update({
     "schema.field.id": "unique name; `attn-tutor explain ID` finds it",
     "schema.field.title": "one line",
     "schema.field.description": "Markdown shown above the worked solution",
-    "schema.field.translations": "The title and description in another language, by language code: translations: {zh: {title: ..., description: ...}}. Shown when attn-tutor speaks that language (--lang zh).",
+    "schema.field.translations": "The title and description in other languages: under a language's code (zh), its title and description. Shown when attn-tutor speaks that language (--lang zh).",
     "schema.translation.language": "no language '{lang}' to translate into (attn-tutor speaks: {languages}; the exercise itself is English)",
     "schema.field.x": "[L, d_model]: the input sequence; rows are tokens",
     "schema.field.tokens": "L labels for the rows of x",

@@ -809,7 +809,7 @@ ZH: dict[str, str] = {
     "schema.field.id": "唯一名称；`attn-tutor explain ID` 可按它找到该练习",
     "schema.field.title": "一行文字",
     "schema.field.description": "显示在详细解答上方的 Markdown",
-    "schema.field.translations": "标题和描述的其他语言版本，按语言代码给出：translations: {zh: {title: ..., description: ...}}。attn-tutor 使用该语言（--lang zh）时显示。",
+    "schema.field.translations": "标题和描述的其他语言版本：在语言代码（zh）下给出该语言的标题（title）和描述（description）。attn-tutor 使用该语言（--lang zh）时显示。",
     "schema.translation.language": "没有可翻译成的语言 '{lang}'（attn-tutor 支持：{languages}；练习本身用英文写）",
     "schema.field.x": "[L, d_model]：输入序列；每行是一个词元",
     "schema.field.tokens": "x 各行的标签，共 L 个",
