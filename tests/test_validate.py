@@ -267,7 +267,7 @@ def test_shapes_are_checked_even_when_another_field_is_invalid():
     assert [(p.line, p.field, p.message) for p in v.problems] == [
         (2, "title", "required field is missing"),
         (3, "titel", "unknown field"),
-        (13, "heads[0].w_q", "w_q has 3 rows but x has 4 columns (d_model)"),
+        (20, "heads[0].w_q", "w_q has 3 rows but x has 4 columns (d_model)"),  # after the Chinese title and description
     ]
 
 
