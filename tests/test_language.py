@@ -256,3 +256,26 @@ def test_a_chinese_run_leaves_nothing_chinese_for_the_next_english_one(cli, argv
 
     assert chinese(shown(cli(*argv, "--lang", "zh").out))
     assert not chinese(shown(cli(*argv).out))
+
+
+@pytest.mark.parametrize("columns", ["80", "100", "120"])
+@pytest.mark.parametrize("command", [("new",), ("practice",), ("code", "check"), ("drill", "shapes")], ids=" ".join)
+def test_chinese_help_wraps_its_lines_and_cuts_none(cli, command, columns):
+    """rich measured a wrapped line's last space in characters, not cells: a line of Chinese kept it and a
+    table cut the line's last character with "…" instead (the trial's first finding)."""
+    code, out, _ = cli(*command, "--help", "--lang", "zh", env={"COLUMNS": columns})
+    assert code == 0 and "…" not in out
+
+
+def test_an_unknown_lang_is_said_in_the_language_the_locale_asks_for(cli_process):
+    r = cli_process("list", "--lang", "zz", env={"LANG": "zh_CN.UTF-8"})
+    assert (r.code, r.stdout) == (2, b"")
+    assert r.stderr.decode().splitlines()[0] == ZH["cli.error"].format(message=ZH["cli.lang.unknown"].format(
+        value="zz", where="--lang", languages="en, zh"))
+
+
+def test_a_multiple_choice_concept_drill_says_so(cli):
+    out = cli("drill", "concepts", "--mode", "choice", "--count", "1", "--seed", "1", "--lang", "zh").out
+    assert ZH["drill.intro.concepts.choice"].split("{")[0] in out and "先用自己的话回答" not in out
+    out = cli("drill", "concepts", "--mode", "choice", "--count", "1", "--seed", "1").out
+    assert "pick the right answer" in out and "answer in your own words" not in out

@@ -77,7 +77,7 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     level = ex.difficulty or 1
     c = draw(shape, LEVELS[level], seed, allow_dull)
     command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
-    return text(drafted(shape, c, id=id or like_id(ex, seed), title=title or t("new.like.title", title=ex.title),
+    return text(drafted(shape, c, id=id or like_id(ex, seed), title=title or t("new.like.title", title=ex.local_title),
                         description=t("new.like.description", id=ex.id, seed=seed), command=command,
                         tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level))
 

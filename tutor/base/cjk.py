@@ -62,8 +62,23 @@ class _Words:
     def match(self, text: str, pos: int = 0) -> re.Match[str] | None:
         if text is not self._text:  # rich asks for each word of one text in turn: look at the text once
             self._text = text
-            self._pattern = _word_pattern() if any(unspaced(ch) for ch in text if ord(ch) >= _FIRST) else _RICH_WORD
+            self._pattern = _word_pattern() if has_unspaced(text) else _RICH_WORD
         return self._pattern.match(text, pos)
+
+
+def has_unspaced(text: str) -> bool:
+    """True when ``text`` has a character of a script written without spaces (Chinese)."""
+    return any(unspaced(ch) for ch in text if ord(ch) >= _FIRST)
+
+
+def pieces(text: str) -> list[str]:
+    """The pieces of ``text`` no line may break, without their spaces: words, and each Chinese character with
+    the punctuation that clings to it.
+
+    >>> pieces("未设置时，若 LC_ALL、LC_MESSAGES")
+    ['未', '设', '置', '时，', '若', 'LC_ALL、', 'LC_MESSAGES']
+    """
+    return [w.strip() for w in _word_pattern().findall(text) if w.strip()]
 
 
 #: The word pattern rich breaks lines with (:func:`tutor.render.console.line_breaks` installs it).

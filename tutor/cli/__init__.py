@@ -259,6 +259,11 @@ def main(argv: list[str] | None = None, *, env: Env | None = None) -> int:
         elif lang is not None:
             env = replace(env, language=lang)
     except UnknownLanguage as err:
+        if env is None:  # the error itself in the language the environment asks for, if it asks for one
+            try:
+                env = Env.from_process()
+            except UnknownLanguage:
+                env = None
         return _before_the_run(args, str(err), env)
     real_out, real_err = sys.stdout, sys.stderr
     out = GuardedStream(env.stdout, required=True)
@@ -313,6 +318,10 @@ def _before_the_run(args: list[str], message: str, env: Env | None) -> int:
     sys.stdout, sys.stderr = stdout, stderr
     try:
         with use_language(env.language if env is not None else "en"):
+            try:
+                language_option(args)  # said again, in this language: --lang's error
+            except UnknownLanguage as again:
+                message = str(again)
             code = _fail(args, "usage", EXIT_INPUT, message)
             words = [a for i, a in enumerate(args) if not (a.startswith("--lang") or (i and args[i - 1] == "--lang"))]
             sys.stderr.write(t("cli.usage.try", command=shown(_command_path(words))) + "\n")
@@ -415,6 +424,7 @@ USAGE_MESSAGES = (
     (r"option '(?P<option>[^']*)' does not take a value", "cli.usage.takes_no_value"),
     (r"got unexpected extra arguments? ?(?:\(s\))? \((?P<args>.*)\)", "cli.usage.extra"),
     (r"invalid value for '(?P<param>[^']*)': (?P<reason>.*)", "cli.usage.invalid_value"),
+    (r"invalid value for (?P<param>--[\w-]+): (?P<reason>.*)", "cli.usage.invalid_value"),
 )
 REASONS = (
     (r"Input should be a valid integer.*", "cli.usage.reason.integer"),

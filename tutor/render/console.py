@@ -62,8 +62,46 @@ def line_breaks() -> None:
     pattern; the same as rich's own for text without Chinese).  Idempotent; every console made here
     and typer's help (:func:`tutor.cli.common.help_console`) call it."""
     import rich._wrap
+    from rich.text import Text
 
     rich._wrap.re_word = WORD  # type: ignore[assignment]  # its one use is re_word.match(text, pos)
+    if not getattr(Text.__rich_measure__, "breaks_chinese", False):
+        Text.__rich_measure__ = _measured(Text.__rich_measure__)  # type: ignore[method-assign]
+        Text.rstrip_end = _rstrip_end  # type: ignore[method-assign]
+
+
+def _rstrip_end(self: Any, size: int) -> None:
+    """rich's ``Text.rstrip_end`` (drop the spaces that end a wrapped line past ``size``) measuring in cells,
+    not characters: rich counts ``len()``, so a line of Chinese (two cells a character) kept its last space,
+    and a table cropped the line's last character to fit it, with "…"."""
+    from rich.cells import cell_len
+
+    excess = cell_len(self.plain) - size
+    if excess > 0:
+        spaces = len(self.plain) - len(self.plain.rstrip(" "))
+        if spaces:
+            self.right_crop(min(spaces, excess))
+
+
+def _measured(measure: Any) -> Any:
+    """rich's measure of a text, whose narrowest width is its longest word (``text.split()``: a Chinese
+    sentence is one word), with the narrowest width of a text with Chinese in it its longest piece that
+    no line may break (:func:`tutor.base.cjk.pieces`): a table gives such a column room to wrap instead of
+    cutting its lines short with "…"."""
+    from rich.cells import cell_len
+    from rich.measure import Measurement
+
+    from ..base.cjk import has_unspaced, pieces
+
+    def __rich_measure__(self: Any, console: Any, options: Any) -> Any:
+        found = measure(self, console, options)
+        if not has_unspaced(self.plain):
+            return found
+        narrowest = max((cell_len(p) for p in pieces(self.plain)), default=0)
+        return Measurement(min(found.minimum, narrowest), found.maximum)
+
+    __rich_measure__.breaks_chinese = True  # type: ignore[attr-defined]
+    return __rich_measure__
 
 
 def make_console(env: Env | None, **options: Any) -> SafeConsole:

@@ -92,7 +92,8 @@ class DrillView:
     # -- a run ----------------------------------------------------------------------------------
     def intro(self, drill: str, total: int, seed: int, mode: str = "") -> None:
         """The first lines of a drill: what it asks, the seed that repeats it, how to answer."""
-        self.line(t(f"drill.intro.{drill}", total=plural("drill.count.questions", total)), "bold")
+        key = "drill.intro.concepts.choice" if (drill, mode) == ("concepts", "choice") else f"drill.intro.{drill}"
+        self.line(t(key, total=plural("drill.count.questions", total)), "bold")
         self.line(t("drill.seed", seed=seed, drill=drill))
         self.line(t("drill.commands"))
 

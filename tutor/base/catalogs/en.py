@@ -991,6 +991,7 @@ EN.update({
     "drill.intro.counts": "Count drill, {total}: parameters, FLOPs and bytes, worked out from the sizes.",
     "drill.intro.masks": "Mask drill, {total}: one mask in every convention PyTorch uses.",
     "drill.intro.concepts": "Concept drill, {total}: answer in your own words, then check the key points.",
+    "drill.intro.concepts.choice": "Concept drill, {total}: pick the right answer; a wrong pick says why it is wrong.",
     "drill.seed": "Seed {seed}: the same options with --seed {seed} ask the same questions again.",
     "drill.commands": "Commands: hint, show, skip, quit, help.",
     "drill.left": " · {minutes} left",

@@ -10,8 +10,8 @@ KATA = "flash"
 def flash_attention(q, k, v, block_size):
     L_k = k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1])
-    m_i = np.full(q.shape[:-1], -np.inf, dtype=q.dtype)          # 运行最大值 [B, H, L_q]
-    l_i = np.zeros(q.shape[:-1], dtype=q.dtype)                   # 运行和 [B, H, L_q]
+    m_i = np.full(q.shape[:-1], -np.inf, dtype=q.dtype)          # 当前最大值 [B, H, L_q]
+    l_i = np.zeros(q.shape[:-1], dtype=q.dtype)                   # 累计和 [B, H, L_q]
     acc = np.zeros((*q.shape[:-1], v.shape[-1]), dtype=q.dtype)  # 累加器 [B, H, L_q, d_v]
     for start in range(0, L_k, block_size):                      # 最后一块可能较小
         k_block = k[..., start:start + block_size, :]            # [B, H, n, d]

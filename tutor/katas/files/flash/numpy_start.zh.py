@@ -29,7 +29,7 @@ def flash_attention(q, k, v, block_size):
     # TODO 1: 每个查询行的运行状态：最大值 m_i = -inf，和 l_i = 0（[B, H, L_q]），
     #         累加器 acc = 0（[B, H, L_q, d_v]）
     # TODO 2: 对每一块 k[..., start:start + block_size, :]（以及 v 的相同行）：它的注意力分数
-    #         s [B, H, L_q, n]，新的运行最大值 m_new = max(m_i, 该块每行的最大值)
+    #         s [B, H, L_q, n]，新的当前最大值 m_new = max(m_i, 该块每行的最大值)
     # TODO 3: 重缩放因子 alpha = exp(m_i − m_new)（第一块时为 0，因为那时 m_i = -inf）；
     #         p = exp(s − m_new)；l_i = alpha·l_i + rowsum(p)；acc = alpha·acc + p·v_block；m_i = m_new
     # TODO 4: out = acc / l_i，lse = m_i + log(l_i)

@@ -32,7 +32,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_siz
     # TODO 1: 每个查询行的运行状态：最大值 m_i = -inf，和 l_i = 0（[B, H, L_q]），
     #         累加器 acc = 0（[B, H, L_q, d_v]）；q.new_full / q.new_zeros 会保持 q 的 dtype
     # TODO 2: 对每一块 k[..., start:start + block_size, :]（以及 v 的相同行）：它的注意力分数
-    #         s [B, H, L_q, n]，新的运行最大值 m_new = max(m_i, s.amax(dim=-1))
+    #         s [B, H, L_q, n]，新的当前最大值 m_new = max(m_i, s.amax(dim=-1))
     # TODO 3: 重缩放因子 alpha = exp(m_i − m_new)（第一块时为 0，因为那时 m_i = -inf）；
     #         p = exp(s − m_new)；l_i = alpha·l_i + p.sum(dim=-1)；acc = alpha·acc + p·v_block；m_i = m_new
     # TODO 4: out = acc / l_i，lse = m_i + log(l_i)
