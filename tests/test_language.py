@@ -81,9 +81,15 @@ def test_an_unknown_attn_tutor_lang_is_the_same_usage_error_from_a_real_process(
                                               "try 'attn-tutor list --help'"]
 
 
-def test_lang_without_a_language_is_a_usage_error(cli):
-    code, out, err = cli("list", "--lang")
-    assert (code, out) == (2, "") and err.splitlines()[0] == "error: " + UNKNOWN.format(value="", where="--lang")
+@pytest.mark.parametrize("argv", [("list", "--lang"), ("list", "--lang=")])
+def test_lang_without_a_language_is_a_usage_error(cli, argv):
+    code, out, err = cli(*argv)
+    assert (code, out) == (2, "") and err.splitlines()[0] == "error: --lang needs a language: en, zh"
+
+
+def test_a_long_unknown_language_is_cut_in_the_error(cli):
+    err = cli("list", "--lang", "z" * 100_000).err
+    assert len(err) < 300 and "z" * 40 + "…" in err
 
 
 def test_a_good_lang_makes_a_bad_attn_tutor_lang_irrelevant(cli_process):
@@ -279,3 +285,56 @@ def test_a_multiple_choice_concept_drill_says_so(cli):
     assert ZH["drill.intro.concepts.choice"].split("{")[0] in out and "先用自己的话回答" not in out
     out = cli("drill", "concepts", "--mode", "choice", "--count", "1", "--seed", "1").out
     assert "pick the right answer" in out and "answer in your own words" not in out
+
+
+# --- from the trial that tried to break it -----------------------------------------------------------------
+
+
+def test_an_unknown_field_in_a_bank_translation_is_one_problem_not_an_internal_error(cli, tmp_path):
+    folder = tmp_path / "bank"
+    folder.mkdir()
+    (folder / "b.yaml").write_text("""translations: {zh: {titel: 文件}}
+topic: t
+questions:
+  - id: q-one
+    question: Why?
+    key_points: [one, two]
+    model_answer: Because.
+    short_answer: Because.
+    wrong_answers: [{answer: a, why: b}, {answer: c, why: d}]
+    translations:
+      zh: {question: 为什么？, questoin: x, key_points: [一, 二], model_answer: 因为。, short_answer: 因为。,
+           wrong_answers: [{answer: 甲, why: 乙}, {answer: 丙, why: 丁}]}
+""", encoding="utf-8")
+    code, out, err = cli("validate", folder)
+    said = out + err
+    assert code == 2 and "internal error" not in said
+    assert "translations.zh.titel: unknown field (did you mean 'title'?)" in said
+    assert "translations.zh.questoin: unknown field (did you mean 'question'?)" in said
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_chinese_on_a_stream_that_cannot_show_it_is_english_with_a_warning(cli_process, encoding):
+    r = cli_process("list", "--lang", "zh", env={"PYTHONIOENCODING": encoding})
+    assert r.code == 0 and b"\\u" not in r.stdout and b"Bundled exercises" in r.stdout
+    assert r.stderr.decode("ascii").startswith("warning: this output's encoding")
+
+
+def test_a_gb18030_stream_shows_chinese_as_it_is(cli_process):
+    r = cli_process("list", "--lang", "zh", env={"PYTHONIOENCODING": "gb18030"})
+    out = r.stdout.decode("gb18030")
+    assert r.code == 0 and chinese(out) and "\\u" not in out and r.stderr == b""
+
+
+def test_commands_and_yes_no_typed_full_width_are_read(cli):
+    out = cli("practice", "single-head-3x4", "--lang", "zh", input="ｈｉｎｔ\nｑｕｉｔ\n").out
+    assert ZH["practice.hint.q"].split("{")[0][:4] in out or "提示" in out
+    assert "未知名称" not in out
+
+
+def test_a_blank_chinese_title_falls_back_to_the_english_one(cli, tmp_path):
+    text = (EXERCISES / "single-head-3x4.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "blank-title.yaml"
+    path.write_text(text.replace(_title_zh("single-head-3x4"), "   "), encoding="utf-8")
+    out = cli("explain", path, "--lang", "zh", env={"COLUMNS": "200"}).out
+    assert "Three tokens, d_model = 4, one head with d_k = 2" in out

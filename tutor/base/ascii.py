@@ -13,9 +13,11 @@ import unicodedata
 
 
 def is_utf(encoding: str | None) -> bool:
-    """Whether a stream of ``encoding`` writes every character (UTF-8, -16, -32); ``None`` counts as UTF-8."""
+    """Whether a stream of ``encoding`` writes every character (UTF-8, -16, -32, and GB18030, China's Unicode
+    encoding); ``None`` counts as UTF-8."""
     try:
-        return codecs.lookup(encoding or "utf-8").name.startswith("utf")
+        name = codecs.lookup(encoding or "utf-8").name
+        return name.startswith("utf") or name == "gb18030"
     except LookupError:
         return False
 

@@ -193,7 +193,7 @@ def language_from(environ: Mapping[str, str]) -> str:
     if asked.strip():
         code = language_code(asked)
         if code is None:
-            raise UnknownLanguage(t("cli.lang.unknown", value=asked, where="ATTN_TUTOR_LANG",
+            raise UnknownLanguage(t("cli.lang.unknown", value=asked if len(asked) <= 40 else asked[:40] + "…", where="ATTN_TUTOR_LANG",
                                     languages=", ".join(LANGUAGES)))
         return code
     locale = next((environ[name] for name in ("LC_ALL", "LC_MESSAGES", "LANG") if environ.get(name)), "")

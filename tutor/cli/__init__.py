@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None, *, env: Env | None = None) -> int:
             except UnknownLanguage:
                 env = None
         return _before_the_run(args, str(err), env)
+    env = _shown_language(env)
     real_out, real_err = sys.stdout, sys.stderr
     out = GuardedStream(env.stdout, required=True)
     sys.stdout = out
@@ -299,14 +300,32 @@ def language_option(args: list[str]) -> tuple[str | None, list[str]]:
             break
         if arg == "--lang" or arg.startswith("--lang="):
             value = arg[len("--lang="):] if "=" in arg else next(it, (None, None))[1]
-            code = None if value is None else language_code(value)
+            if not value:
+                raise UnknownLanguage(t("cli.lang.missing", languages=", ".join(LANGUAGES)))
+            code = language_code(value)
             if code is None:
-                raise UnknownLanguage(t("cli.lang.unknown", value=shown(value or ""), where="--lang",
+                cut = value if len(value) <= 40 else value[:40] + "…"
+                raise UnknownLanguage(t("cli.lang.unknown", value=shown(cut), where="--lang",
                                         languages=", ".join(LANGUAGES)))
             lang = code
             continue
         rest.append(arg)
     return lang, rest
+
+
+def _shown_language(env: Env) -> Env:
+    """``env``, or, when its output cannot show its language's script (Chinese on an ASCII or Latin-1 stream,
+    where every character would be an escape), ``env`` speaking English, said in one warning line on stderr."""
+    if env.language == "en" or env.stdout is None:
+        return env
+    encoding = getattr(env.stdout, "encoding", None) or "utf-8"
+    try:
+        LANGUAGES[env.language].encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        message = t("cli.lang.cannot_show", encoding=encoding, language=env.language)
+        GuardedStream(env.stderr, required=False).write(message + "\n")
+        return replace(env, language="en")
+    return env
 
 
 def _before_the_run(args: list[str], message: str, env: Env | None) -> int:

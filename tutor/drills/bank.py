@@ -244,7 +244,11 @@ def _problems(err: ValidationError, doc: Any) -> list[Problem]:
             out.append(doc.problem(path, t("schema.required"), t(hint, field=path[-1])))
         elif kind == "extra_forbidden":
             names = [p for p in path[:-1] if isinstance(p, str)]
-            message, hint = unknown_field(str(path[-1]), known[names[-1] if names else ""])
+            if "translations" in names:  # a translation's words: a question's, or the file's title
+                fields = set(QuestionWords.model_fields) if "questions" in names else set(FileWords.model_fields)
+            else:
+                fields = known[names[-1] if names else ""]
+            message, hint = unknown_field(str(path[-1]), fields)
             if hint == t("schema.unknown.hint.none"):  # that one points at the exercise schema
                 hint = t("bank.unknown.hint")
             out.append(doc.problem(path, message, hint, key=True))

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from ..base.halfwidth import halfwidth
 from ..practice.terminal import Lines, deferred_interrupt
 from ..store.attempt import Attempt
 from ..store.recorder import why_unsaved
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 Reason = Literal["done", "quit", "end", "interrupt", "time"]
 Answer = Literal["correct", "wrong", "shown", "skipped"]
 COMMANDS = ("hint", "show", "skip", "quit", "help")
-YES, NO = ("y", "yes"), ("n", "no")
+YES, NO = ("y", "yes", "是", "对"), ("n", "no", "否", "不")  # and the Chinese a learner may answer with
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def one(q: Question, lines: Lines, view: View, recorder: Recorder | None) -> Ans
         line = lines.read(view.prompt(q))
         if line is None:
             raise Stop("end")
-        word = line.strip().lower()
+        word = halfwidth(line).strip().lower()  # full-width, as a Chinese input method types it
         if not word:
             continue
         if word == "quit":
@@ -175,7 +176,7 @@ def self_graded(q: Question, text: str, hints: int, lines: Lines, view: View) ->
             line = lines.read(view.yes_no_prompt())
             if line is None:
                 raise Stop("end")
-            word = line.strip().lower()
+            word = halfwidth(line).strip().lower()  # full-width, as a Chinese input method types it
             if word == "quit":
                 raise Stop("quit")
             if word in YES or word in NO:

@@ -143,12 +143,13 @@ class Exercise:
     @property
     def local_title(self) -> str:
         """The title in the language of the run (the file's ``translations``), else as written."""
-        return next((title for lang, title, _ in self.translations if lang == language()), self.title)
+        return next((title for lang, title, _ in self.translations if lang == language() and title.strip()), self.title)
 
     @property
     def local_description(self) -> str:
         """The description in the language of the run (the file's ``translations``), else as written."""
-        return next((text for lang, _, text in self.translations if lang == language() and text), self.description)
+        return next((text for lang, _, text in self.translations if lang == language() and text.strip()),
+                    self.description)
     @property
     def L(self) -> int:
         return len(self.x)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..base.halfwidth import halfwidth
+
 COMMANDS = ("hint", "shape", "show", "skip", "quit", "help")
 
 
@@ -40,6 +42,6 @@ def read_event(line: str) -> Answer | Command:
     >>> read_event("  Hint "), read_event("1 1; 2 2")
     (Command(name='hint'), Answer(text='1 1; 2 2'))
     """
-    word = line.strip().lower()
+    word = halfwidth(line).strip().lower()  # ｈｉｎｔ typed with a Chinese input method is hint
     return Command(word) if word in COMMANDS else Answer(line.rstrip("\r\n"))
 

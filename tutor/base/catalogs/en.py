@@ -199,6 +199,8 @@ EN: dict[str, str] = {
     "production.api.cache": "KV cache (past_key_values)",
     "cli.opt.lang": "The language of everything shown: en or zh (default: ATTN_TUTOR_LANG, else a locale beginning with zh in LC_ALL, LC_MESSAGES or LANG is Chinese; else English).",
     "cli.opt.help": "Show this message and exit.",
+    "cli.lang.cannot_show": "warning: this output's encoding ({encoding}) cannot show the characters of --lang {language}; speaking English (a UTF-8 locale, such as LANG=C.UTF-8, shows it)",
+    "cli.lang.missing": "--lang needs a language: {languages}",
     "cli.lang.unknown": "unknown language '{value}' ({where}); attn-tutor speaks: {languages}",
     "cli.help.usage": "Usage: ",
     "cli.help.arguments": "Arguments",

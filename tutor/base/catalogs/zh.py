@@ -201,6 +201,8 @@ ZH: dict[str, str] = {
     # --- cli
     "cli.opt.lang": "界面语言：en 或 zh（默认先看 ATTN_TUTOR_LANG；未设置时，若 LC_ALL、LC_MESSAGES 或 LANG 以 zh 开头则用中文，否则用英文）。",
     "cli.opt.help": "显示此帮助并退出。",
+    "cli.lang.cannot_show": "警告：当前输出的编码（{encoding}）无法显示 --lang {language} 的文字，改用英文（使用 UTF-8 区域设置即可显示，例如 LANG=C.UTF-8）",
+    "cli.lang.missing": "--lang 后面要跟一种语言：{languages}",
     "cli.lang.unknown": "不支持的语言 '{value}'（{where}）；attn-tutor 支持：{languages}",
     "cli.help.usage": "用法：",
     "cli.help.arguments": "参数",
