@@ -338,3 +338,20 @@ def test_a_blank_chinese_title_falls_back_to_the_english_one(cli, tmp_path):
     path.write_text(text.replace(_title_zh("single-head-3x4"), "   "), encoding="utf-8")
     out = cli("explain", path, "--lang", "zh", env={"COLUMNS": "200"}).out
     assert "Three tokens, d_model = 4, one head with d_k = 2" in out
+
+
+@pytest.mark.parametrize(("value", "found"), [("\n  - zh", "a list"), ("{zh: 只是字符串}", "the text '只是字符串'")])
+def test_a_translations_field_that_is_no_mapping_says_what_it_should_be(cli, tmp_path, value, found):
+    path = tmp_path / "t.yaml"
+    path.write_text(f"id: x1\ntitle: T\ntranslations: {value}\nx: [[1]]\nheads:\n  - {{w_q: [[1]], w_k: [[1]], w_v: [[1]]}}\n",
+                    encoding="utf-8")
+    code, out, err = cli("validate", path)
+    assert code == 2
+    assert f"expected {EN['expected.translations']}, found {found}" in out + err
+
+
+def test_a_found_value_names_look_alike_characters_but_shows_chinese_as_written():
+    from tutor.exercise.yamlread import describe
+
+    assert describe("只是字符串") == "the text '只是字符串'"
+    assert "U+FF41" in describe("ａbc")  # a full-width letter looks like ASCII: named

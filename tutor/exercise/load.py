@@ -65,6 +65,8 @@ def _expected_for(path: Path) -> str:
         return t(_VECTOR_ENTRIES[name])
     if name in ("heads", "kv_heads", "cache") and depth == 1 or not path:  # a list of mappings: {w_k, w_v}, {k, v}
         return t("expected.mapping")
+    if name == "translations" or "translations" in names:  # {zh: {title, description}}: mappings, then text
+        return t("expected.text") if name in ("title", "description") else t("expected.translations")
     return t("expected.list")
 
 

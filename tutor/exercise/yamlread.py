@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from ..base.cjk import unspaced
 from ..base.errors import Problem
 from ..base.messages import t
 from ..base.outfile import file_kind
@@ -213,6 +214,12 @@ def codepoints(text: str, limit: int = 3) -> str:
     return ", ".join(names)
 
 
+def _suspect(ch: str) -> bool:
+    """True for a character worth naming in a message: outside printable ASCII, and not Chinese written as
+    Chinese (an ideograph is shown as it is; a full-width letter, which looks like ASCII, is named)."""
+    return not (" " <= ch <= "~") and not (unspaced(ch) and ascii_look_alike(ch) == ch)
+
+
 def ascii_look_alike(text: str) -> str:
     """What ``text`` looks like: invisible characters dropped, look-alike and full-width letters as ASCII.
 
@@ -242,7 +249,7 @@ def describe(value: Any) -> str:
         text, length = _cut(str(value))
         return t("found.number", value=text) if length is None else t("found.number.cut", value=text, length=length)
     if isinstance(value, str):
-        names = codepoints(value)
+        names = codepoints(value) if any(_suspect(ch) for ch in value) else ""
         if names:
             return t("found.text.codepoints", value=shown(value), names=names)
         return t("found.text", value=value if len(value) <= MAX_SHOWN else value[: MAX_SHOWN - 3] + "...")

@@ -42,6 +42,7 @@ EN: dict[str, str] = {
     "expected.matrix": "a matrix (a list of rows)",
     "expected.row": "a row (a list of numbers)",
     "expected.mapping": "a mapping of fields",
+    "expected.translations": "a mapping from a language to its title and description (zh: title: ..., description: ...)",
     "expected.text": "text",
     "expected.integer": "a whole number",
     "expected.number": "a number (integer, decimal, or a fraction such as \"1/3\")",

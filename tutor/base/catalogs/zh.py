@@ -40,6 +40,7 @@ ZH: dict[str, str] = {
     "expected.matrix": "矩阵（由行组成的列表）",
     "expected.row": "一行（由数字组成的列表）",
     "expected.mapping": "字段映射",
+    "expected.translations": "从语言到其标题和描述的映射（zh: title: ..., description: ...）",
     "expected.text": "文本",
     "expected.integer": "整数",
     "expected.number": "数字（整数、小数，或 \"1/3\" 这样的分数）",
