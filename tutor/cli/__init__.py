@@ -316,11 +316,12 @@ def language_option(args: list[str]) -> tuple[str | None, list[str]]:
 def _shown_language(env: Env) -> Env:
     """``env``, or, when its output cannot show its language's script (Chinese on an ASCII or Latin-1 stream,
     where every character would be an escape), ``env`` speaking English, said in one warning line on stderr."""
-    if env.language == "en" or env.stdout is None:
+    name = LANGUAGES.get(env.language)  # a test's own catalogue has none: nothing to check
+    if env.language == "en" or name is None or env.stdout is None:
         return env
     encoding = getattr(env.stdout, "encoding", None) or "utf-8"
     try:
-        LANGUAGES[env.language].encode(encoding)
+        name.encode(encoding)
     except (UnicodeEncodeError, LookupError):
         message = t("cli.lang.cannot_show", encoding=encoding, language=env.language)
         GuardedStream(env.stderr, required=False).write(message + "\n")
