@@ -355,3 +355,16 @@ def test_a_found_value_names_look_alike_characters_but_shows_chinese_as_written(
 
     assert describe("只是字符串") == "the text '只是字符串'"
     assert "U+FF41" in describe("ａbc")  # a full-width letter looks like ASCII: named
+
+
+@pytest.mark.parametrize("argv", [("new", "--seed", "3"), ("new", "--like", "two-head-causal-3x4", "--seed", "3")])
+def test_a_new_file_written_in_chinese_keeps_english_fields_and_its_chinese_under_translations(cli, tmp_path, argv):
+    path = tmp_path / "n.yaml"
+    assert cli(*argv, "-o", path, "--lang", "zh").code == 0
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    english = yaml.safe_load(cli(*argv).out)
+    assert (doc["title"], doc["description"]) == (english["title"], english["description"])
+    assert not chinese(doc["title"]) and chinese(doc["translations"]["zh"]["title"])
+    assert cli("validate", path).code == 0
+    assert doc["translations"]["zh"]["title"] in cli("explain", path, "--lang", "zh", env={"COLUMNS": "200"}).out
+    assert not chinese(cli("explain", path).out)

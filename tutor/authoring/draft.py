@@ -68,6 +68,8 @@ class Draft:
     mask: str | tuple[tuple[bool, ...], ...] = "none"
     key_padding_mask: tuple[bool, ...] | None = None
     alibi: bool = False
+    # the title and description in the language of the run, when it is not English: (language, title, description)
+    translations: tuple[tuple[str, str, str], ...] = ()
 
 
 def drafted(shape: Shape, c: Candidate, *, id: str, title: str, description: str, command: str,

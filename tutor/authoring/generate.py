@@ -17,10 +17,12 @@ lower-right mask and ALiBi.  Pure: no printing, no files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..base.errors import ShapeError
-from ..base.messages import t
+from ..base.messages import language, t, use_language
 from .draft import as_asked, drafted
 from .draw import LEVELS, draw
 from .shape import shape_of, spec_shape
@@ -45,9 +47,13 @@ def generate(spec: Spec) -> str:
     spec.check()
     shape = spec_shape(spec)
     c = draw(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull)
-    d = drafted(shape, c, id=spec.id or default_id(spec), title=spec.title or default_title(spec),
-                description=t("new.file.description.text", seed=spec.seed), command=command_line(spec),
-                tags=tags(spec), difficulty=spec.level)
+    def words() -> tuple[str, str]:
+        return spec.title or default_title(spec), t("new.file.description.text", seed=spec.seed)
+
+    (title, description), translations = _in_english(words)
+    d = drafted(shape, c, id=spec.id or default_id(spec), title=title, description=description,
+                command=command_line(spec), tags=tags(spec), difficulty=spec.level)
+    d = replace(d, translations=translations)
     return text(as_asked(d, spec) if spec.is_v2 else d)
 
 
@@ -77,9 +83,23 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     level = ex.difficulty or 1
     c = draw(shape, LEVELS[level], seed, allow_dull)
     command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
-    return text(drafted(shape, c, id=id or like_id(ex, seed), title=title or t("new.like.title", title=ex.local_title),
-                        description=t("new.like.description", id=ex.id, seed=seed), command=command,
-                        tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level))
+    def words() -> tuple[str, str]:
+        return title or t("new.like.title", title=ex.local_title), t("new.like.description", id=ex.id, seed=seed)
+
+    (english_title, description), translations = _in_english(words)
+    d = drafted(shape, c, id=id or like_id(ex, seed), title=english_title, description=description, command=command,
+                tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level)
+    return text(replace(d, translations=translations))
+
+
+def _in_english(words: Callable[[], tuple[str, str]]) -> tuple[tuple[str, str], tuple[tuple[str, str, str], ...]]:
+    """A new file's title and description in English (the format's own language), and, when the run speaks
+    another, the same words in it, for the file's ``translations``."""
+    with use_language("en"):
+        english = words()
+    if language() == "en":
+        return english, ()
+    return english, ((language(), *words()),)
 
 
 def fresh(ex: Exercise, seed: int) -> Exercise:

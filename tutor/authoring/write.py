@@ -114,6 +114,9 @@ def text(d: Draft) -> str:
         "description: |",
         *(f"  {line}" for line in d.description.split("\n")),
     ]
+    for lang, title, description in d.translations:
+        out += [*_comment(t("new.file.translations")), "translations:", f"  {lang}:", f"    title: {_quote(title)}",
+                "    description: |", *(f"      {line}" for line in description.split("\n"))]
     if d.cache:
         out += [*_comment(t("new.file.past_tokens")), f"past_tokens: {_labels(d.past_tokens)}",
                 *_comment(t("new.file.past_x", L_past=len(d.past_x), d_model=dm)), f"past_x: {_matrix(d.past_x, 8)}",

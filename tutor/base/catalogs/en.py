@@ -815,6 +815,7 @@ EN.update({
     "new.file.check": "Check it:        attn-tutor validate FILE\nWorked solution: attn-tutor explain FILE   (--format markdown for a handout)",
     "new.file.id": "id: a unique name (lowercase letters, digits and '-'); `attn-tutor explain ID` finds it.",
     "new.file.title": "title: one line, shown above the worked solution.",
+    "new.file.translations": "translations: the title and description in the language this file was written in, shown when attn-tutor speaks it (--lang).",
     "new.file.description": "description: Markdown shown above the worked solution (optional).",
     "new.file.description.text": "Generated with seed {seed}. Compute Q, K and V, the scores Q K^T, the\nscaled scores, the softmax weights row by row, and each head's output.",
     "new.file.tokens": "tokens: one label per row of x.",

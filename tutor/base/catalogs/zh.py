@@ -778,6 +778,7 @@ ZH: dict[str, str] = {
     "new.file.check": "检查：    attn-tutor validate FILE\n详细解答：attn-tutor explain FILE   （加 --format markdown 可生成讲义）",
     "new.file.id": "id：唯一名称（小写字母、数字和 '-'）；`attn-tutor explain ID` 可按它找到该练习。",
     "new.file.title": "title：一行文字，显示在详细解答上方。",
+    "new.file.translations": "translations：标题和描述的中文版本，attn-tutor 使用中文（--lang zh）时显示；上面的 title 和 description 是英文原文。",
     "new.file.description": "description：显示在详细解答上方的 Markdown（可选）。",
     "new.file.description.text": "由种子 {seed} 生成。依次计算 Q、K 和 V，注意力分数 Q K^T，\n缩放后的注意力分数，逐行 softmax 得到的注意力权重，以及每个头的输出。",
     "new.file.tokens": "tokens：x 每一行的标签，一行一个。",
