@@ -151,7 +151,7 @@ def new(
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid
         for p in checked.problems:
             if p.field in ("id", "title"):
-                raise typer.BadParameter(p.message, param_hint=f"--{p.field}")
+                raise typer.BadParameter(str(p.message), param_hint=f"--{p.field}")
         raise TutorError("\n".join(str(p) for p in checked.problems))
     assert checked.exercise is not None
     for w in checked.warnings:  # a valid exercise that no model runs: causal cross-attention

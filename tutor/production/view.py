@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..base.messages import join_and, plural_category, t
+from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
 from ..numeric.trace import TraceStep, _TraceBuilder, merge_copies
 from .run import layer_of
@@ -79,22 +79,22 @@ def empty_rows(ex: Exercise) -> tuple[str, ...]:
     return () if allowed is None else tuple(ex.query_labels[i] for i, row in enumerate(allowed) if not any(row))
 
 
-def notes(ex: Exercise) -> tuple[str, ...]:
+def notes(ex: Exercise) -> tuple[Text, ...]:
     """Sentences about the exercise's configuration as production code would run it.
 
     A causal mask with ``L ≠ L_k`` (top-left alignment is not a KV-cache
     decode's bottom-right); a causal mask on cross-attention (not a real
     configuration).
     """
-    out = []
+    out: list[Text] = []
     if ex.mask_kind == "causal" and ex.is_cross:
-        out.append(t("explain.causal.cross"))
+        out.append(Msg("explain.causal.cross"))
     if ex.mask_kind == "causal" and ex.L != ex.L_k:
-        out.append(t("explain.causal.offset", L=ex.L, L_k=ex.L_k, shift=ex.L_k - ex.L))
+        out.append(Msg("explain.causal.offset", L=ex.L, L_k=ex.L_k, shift=ex.L_k - ex.L))
     return tuple(out)
 
 
-def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[str, ...]]:
+def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[Text, ...]]:
     """``(steps, notes)``: the exercise's layer as batched tensors (:func:`exercise_trace`)
     with notes that hold for this exercise (a query row with no key to attend sums to 0, not 1),
     and the notes on its configuration (:func:`notes`).  Raises :class:`~tutor.base.errors.ShapeError`
@@ -102,7 +102,7 @@ def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tu
     steps = exercise_trace(ex, B)
     rows = empty_rows(ex)
     if rows:
-        steps = tuple(replace(s, key=f"trace.weights.empty.{plural_category(len(rows))}",
-                              fields=(("rows", join_and(list(rows))),)) if s.name == "weights" else s
+        steps = tuple(replace(s, key="trace.weights.empty", count=len(rows),
+                              fields=(("rows", Msg.and_list(list(rows))),)) if s.name == "weights" else s
                       for s in steps)
     return steps, notes(ex)

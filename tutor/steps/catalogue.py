@@ -30,7 +30,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from ..base.errors import TutorError
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import matrices as em
 from ..exercise.record import Exercise
 from .backward_head import HEAD_GRADS
@@ -120,7 +120,7 @@ def backward_sized(ex: Exercise) -> None:
     """Raise :class:`~tutor.base.errors.TutorError` (exit 2) when ``ex`` is past :data:`MAX_BACKWARD_WORK`."""
     work = ex.num_heads * ex.L * ex.L_k ** 2 * ex.d_model
     if work > MAX_BACKWARD_WORK:
-        raise TutorError(t("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
+        raise TutorError(Msg("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
                            L=ex.L, L_k=ex.L_k, d_model=ex.d_model))
 
 
@@ -355,7 +355,7 @@ def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:
     return f"{entry_name(step, i, j)} = {entry_work(sol, step, i, j)}"
 
 
-def entry_work(sol: Solution, step: Step, i: int, j: int) -> str:
+def entry_work(sol: Solution, step: Step, i: int, j: int) -> Text:
     """How entry ``(i, j)`` of ``step`` is made from the steps before it, with its value:
     ``Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4`` (the right-hand side of :func:`worked_entry`)."""
     return KINDS[step.id].work(sol, step, i, j)

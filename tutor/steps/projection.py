@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import engine as exact
 from ..exact import matrices as em
 from ..exercise.record import Exercise, Head, Matrix, Vector
@@ -80,7 +80,7 @@ def _kind(id: str) -> StepKind:
         return Step(id, head, sym, formula, ops, "·", m.exact(), rows, dims("d", len(w[0])), kv_head=_kv(ex, id, head),
                     shared=ex.sharing(ex.kv_head(head or 0)) if _kv(ex, id, head) is not None else ())
 
-    def work(sol: Solution, step: Step, i: int, j: int) -> str:
+    def work(sol: Solution, step: Step, i: int, j: int) -> Text:
         if _cached(sol.exercise, id):
             return _append_work(sol, step, i, j)
         x, src, _, w, b = _parts(sol.exercise, id, step.head)
@@ -112,15 +112,15 @@ def _kind(id: str) -> StepKind:
             out.append(given_matrix(f"b_{wsym}", (b,), ("",), dims("d", len(b))))
         return tuple(out)
 
-    def why(step: Step, ex: Exercise) -> list[str]:
-        out = [t("step.k.why.cross")] if id != "q" and ex.is_cross else []
-        out.append(t(f"step.{id}.why"))
+    def why(step: Step, ex: Exercise) -> list[Text]:
+        out: list[Text] = [Msg("step.k.why.cross")] if id != "q" and ex.is_cross else []
+        out.append(Msg(f"step.{id}.why"))
         if id != "q" and ex.grouped:
             g = ex.kv_head(step.head or 0)
-            out.append(t("step.kv.why.grouped", G=ex.num_kv_heads, H=ex.num_heads, kv=g + 1,
+            out.append(Msg("step.kv.why.grouped", G=ex.num_kv_heads, H=ex.num_heads, kv=g + 1,
                          heads=", ".join(str(h + 1) for h in ex.sharing(g)), ratio=ex.num_heads // ex.num_kv_heads))
         if _cached(ex, id):
-            out.append(t("step.kv.why.cache", L_past=ex.L_past, L=len(ex.kv)))
+            out.append(Msg("step.kv.why.cache", L_past=ex.L_past, L=len(ex.kv)))
         return out
 
     def inputs(ex: Exercise, head: int | None) -> tuple[Key, ...]:
@@ -160,15 +160,15 @@ def _append(bd: Build, id: str, head: int | None) -> Step:
                 shared=ex.sharing(ex.kv_head(head or 0)) if _kv(ex, id, head) is not None else ())
 
 
-def _append_work(sol: Solution, step: Step, i: int, j: int) -> str:
+def _append_work(sol: Solution, step: Step, i: int, j: int) -> Text:
     ex = sol.exercise
     sym = step.id.upper()
     rl, cl = step.row_labels[i], step.col_labels[j]
     if i < ex.L_past:
-        return t("practice.work.noted", work=f"{sym}_cache[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}",
-                 note=t("practice.work.cached"))
-    return t("practice.work.noted", work=f"{sym}_new[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}",
-             note=t("practice.work.appended"))
+        return Msg("practice.work.noted", work=f"{sym}_cache[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}",
+                 note=Msg("practice.work.cached"))
+    return Msg("practice.work.noted", work=f"{sym}_new[{rl}, {cl}] {total(step.exact[i][j], step.value[i][j])}",
+             note=Msg("practice.work.appended"))
 
 
 def _append_given(sol: Solution, step: Step) -> tuple:

@@ -192,7 +192,6 @@ EN: dict[str, str] = {
     "formula.masked": "masked = {src} + M,  M_ij = 0 if query i may attend key j, else −∞",
     "formula.d_output.ones": "d_output = ∂L/∂output = 1 (all ones)",
     "formula.d_head": "{name} = {src}[:, columns of head_{head}]",
-    "formula.new_rows": "[new rows]",
     "latex.masked.cases": "\\begin{{cases}} 0 & \\text{{if query }} {i} \\text{{ may attend key }} {j} \\\\ -\\infty & \\text{{otherwise}} \\end{{cases}}",
     "latex.new_rows": "new rows",
     "latex.rows_of": "[\\text{{{rows}}}]",

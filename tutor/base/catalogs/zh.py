@@ -191,7 +191,6 @@ ZH: dict[str, str] = {
     "formula.masked": "masked = {src} + M，其中查询 i 可关注键 j 时 M_ij = 0，否则为 −∞",
     "formula.d_output.ones": "d_output = ∂L/∂output = 1（全为 1）",
     "formula.d_head": "{name} = {src}[:, 第 {head} 个头的列]",
-    "formula.new_rows": "[新增的行]",
     # --- latex
     "latex.masked.cases": "\\begin{{cases}} 0 & \\text{{查询 }} {i} \\text{{ 可关注键 }} {j} \\text{{ 时}} \\\\ -\\infty & \\text{{其他情况}} \\end{{cases}}",
     "latex.new_rows": "新增的行",
