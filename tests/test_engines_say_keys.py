@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tutor.base.messages import Msg, use_language
@@ -67,3 +68,46 @@ def test_a_msg_is_put_into_words_when_shown():
     assert str(Msg.and_list(["a", Msg("kind.null")])) == "a and empty"
     assert str(Msg.plural("count.rows", 1)) == "1 row"
     assert Msg("check.more", count=3) == m and Msg("check.more", count=4) != m
+
+
+# --- what the engines build in one language reads, when shown, as built in the other ----------------------
+
+from tutor.exercise.catalog import bundled  # noqa: E402
+from tutor.mistakes.diagnose import diagnose  # noqa: E402
+from tutor.render.json import dumps  # noqa: E402
+from tutor.render.markdown import render_markdown  # noqa: E402
+from tutor.steps import solve  # noqa: E402
+
+EXERCISES = ("single-head-3x4", "decode-one-token-cache-3", "gqa-four-heads-2x4", "fully-masked-row-3x3",
+             "alibi-causal-3x2")
+
+
+def _by_id(name):
+    return next(e for e in bundled() if e.id == name)
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+@pytest.mark.parametrize("backward", [False, True])
+def test_a_solution_built_in_chinese_is_shown_in_english_as_one_built_in_english(name, backward):
+    ex = _by_id(name)
+    with use_language("zh"):
+        built_zh = solve(ex, backward=backward)
+    with use_language("en"):
+        built_en = solve(ex, backward=backward)
+        assert render_markdown(built_zh) == render_markdown(built_en)
+        assert dumps(built_zh) == dumps(built_en)
+    with use_language("zh"):  # and the other way round
+        assert render_markdown(built_en) == render_markdown(built_zh)
+        assert "Scores" not in render_markdown(built_en)
+
+
+def test_a_diagnosis_made_in_chinese_is_named_in_english():
+    ex = _by_id("single-head-3x4")
+    sol = solve(ex)
+    scaled = np.array(sol.step("scaled", 0).value)
+    columns = (np.exp(scaled) / np.exp(scaled).sum(axis=0)).tolist()  # the softmax taken down each column
+    with use_language("zh"):
+        made_zh = diagnose(sol, "weights", 0, columns, tolerance=1e-6)
+    made_en = diagnose(sol, "weights", 0, columns, tolerance=1e-6)
+    assert made_zh and [str(d.message) for d in made_zh] == [str(d.message) for d in made_en]
+    assert all(not any("\u4e00" <= c <= "\u9fff" for c in str(d.message)) for d in made_zh)

@@ -202,7 +202,8 @@ class Msg:
     (``Msg("check.more", count=3)``), :func:`plural` (:meth:`plural`), :func:`join_and`
     (:meth:`and_list`), :func:`join_sentences` (:meth:`sentences`) or the parts joined by a separator
     key (:meth:`joined`).  A field may itself be a ``Msg``; it is put into words with the rest.  Equal
-    when key, fields and parts are equal.  Immutable, hashable when its fields are.
+    to a ``Msg`` with the same key, fields and parts, and to the ``str`` it says now (the hash is the
+    record's: do not mix the two in one set).  Immutable, hashable when its fields are.
 
     >>> m = Msg("check.more", count=3)
     >>> str(m), m.key, dict(m.fields)
@@ -274,7 +275,14 @@ class Msg:
         return (self.how, self.key, self.fields, self.parts, self.count)
 
     def __eq__(self, other: object) -> bool:
+        """Equal to a ``Msg`` with the same key, fields and parts, and to the sentence it says now (a ``str``)."""
+        if isinstance(other, str):
+            return str(self) == other
         return isinstance(other, Msg) and self._identity() == other._identity()
+
+    def __contains__(self, text: str) -> bool:
+        """``text`` occurs in the sentence it says now."""
+        return text in str(self)
 
     def __hash__(self) -> int:
         return hash(self._identity())
