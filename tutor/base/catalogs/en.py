@@ -610,6 +610,7 @@ EN: dict[str, str] = {
     "new.wrote": "wrote {path} (id {id}); check it with `attn-tutor validate {path}`",
     "list.title.packs": "Exercises (bundled and packs)",
     "list.col.source": "source",
+    "list.source.bundled": "bundled",
     "cli.validate.help": "Check exercise files and folders: every problem in every file, at its line (exit 0 when all are valid, 2 otherwise).",
     "cli.validate.notes": "Note the classic mistakes (K·Qᵀ, a softmax down the columns, a missing or wrong scaling, W_Oᵀ, weights·K, the heads swapped, the mask inverted or left out) that an exercise cannot catch because they give its right values; notes never change the exit code.",
     "cli.validate.paths": "Exercise files, or folders (every *.yaml and *.yml below them).",

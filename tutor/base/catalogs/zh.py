@@ -1957,6 +1957,7 @@ ZH: dict[str, str] = {
     "stats.step.line": "{step}：{stats}",
     "stats.step.stat": "{column} {value}",
     "list.pending.progress": "未完成 {solved}/{total}",
+    "list.source.bundled": "内置",
     "list.row.narrow": "{status}  L={L} L_k={L_k} d_model={d_model} 头数={heads} 掩码={mask}（{source}）",
     "annotation.with_shared": "{annotation}，第 {kv} 个 K/V 头，由查询头 {heads} 共享",
     "annotation.with_summed": "{annotation}，第 {kv} 个 K/V 头，为查询头 {heads} 的梯度之和",
