@@ -29,7 +29,9 @@ from typing import Any
 from ..base.errors import TutorError
 from ..base.messages import t
 from . import counts
-from .record import Question
+from .record import COUNT_REL_TOL, Question
+
+COUNT_REL_TOL_F = Fraction(str(COUNT_REL_TOL))
 
 #: The question kinds of this module, in the order ``--kind`` lists them.
 INFERENCE = ("prefill", "decode", "paged", "mla", "window", "quant")
@@ -298,6 +300,10 @@ def _model_text(m: Model) -> str:
 
 
 def _variants(answer: int | Fraction, candidates: Sequence[tuple[int | Fraction, str]]) -> Any:
+    """The mistakes (:func:`tutor.drills.counts._variants`).  For a ratio or a time, one within the grading's
+    1% of the answer is left out: it would make only the exact value right, which no decimal typed is."""
+    if isinstance(answer, Fraction) and answer.denominator != 1:
+        candidates = [(v, key) for v, key in candidates if abs(Fraction(v) - answer) > COUNT_REL_TOL_F * answer]
     return counts._variants(answer, candidates)
 
 
