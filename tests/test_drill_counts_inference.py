@@ -55,7 +55,7 @@ def test_the_presets_are_the_ones_the_help_names():
 #: consolidated shards repeat a few tensors in every shard, which these counts do not: 70B's 8 shards each hold
 #: the (2·80 + 1) RMSNorm weights of 8192 (7 copies too many: 70,562,938,880 − 7·161·8192), 405B's 16 shards
 #: its norms and, with 8 K/V heads for 16 shards, W_K and W_V twice (410,143,424,512 − 15·253·16384 −
-#: 126·2·16384·1024).  Mistral-7B-v0.1: 7,241,732,096 (the Hub's "7.24B params").
+#: 126·2·16384·1024).  Mistral-7B-v0.1: 7,241,732,096, as transformers counts mistralai/Mistral-7B-v0.1 (7.24B).
 PARAMETERS = {"Llama-3.1-8B": 8_030_261_248, "Llama-3.1-70B": 70_562_938_880 - 7 * 161 * 8192,
               "Llama-3.1-405B": 410_143_424_512 - 15 * 253 * 16384 - 126 * 2 * 16384 * 1024,
               "Mistral-7B-v0.1": 7_241_732_096}

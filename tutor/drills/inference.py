@@ -171,8 +171,8 @@ def decode_flops(m: Model, L: int) -> int:
     """The FLOPs of the matrix products for one decoded token attending to ``L`` tokens:
     ``2·matrix_parameters + 4·layers·num_heads·head_dim·L``.
 
-    Source: Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1 and Table 1
-    (``2N`` per token plus ``2·n_layer·n_ctx·d_attn`` for attention)."""
+    Source: Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1 (``2N`` per token
+    for ``N`` parameters); ``Q·Kᵀ`` and ``weights·V`` are ``2·num_heads·head_dim·L`` each per layer."""
     return 2 * matrix_parameters(m) + attention_flops_per_token(m, L)
 
 
