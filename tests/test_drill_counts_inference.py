@@ -379,3 +379,12 @@ def test_a_question_reads_in_chinese():
         assert "同时能放下多少个这样的请求" in q.prompt and "131,072 字节" in q.prompt
         v = grade(q, str(60 * 2**30 // (175 * 131_072)))
         assert v.diagnosis == "drill.infer.paged.no_rounding" and "整块" in v.diagnosis_text
+
+
+def test_a_time_is_asked_in_milliseconds_and_a_miss_points_to_its_kind(cli):
+    code, out, err = cli("drill", "counts", "--kind", "decode", "--model", "Llama-3.1-8B", "--seed", 5, "--count", 2,
+                         input="skip\n13\n")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "Type the milliseconds: 5.76 or 5.76 ms" in flat and "It is 16.08." in flat
+    assert "attn-tutor drill counts --kind decode" in flat

@@ -2109,6 +2109,8 @@ EN.update({
     "drill.infer.quant.int4_byte": "That stores each int4 value in a whole byte; two fit in one.",
     "drill.infer.quant.scale_per_value": "That keeps a scale for every value; one scale serves a group of G values.",
     "drill.infer.quant.unquantized": "That is the cache before quantization, in the model's dtype.",
+    "drill.how.count_ms": "Type the milliseconds: 5.76 or 5.76 ms; within 1% counts as right.",
+    "drill.how.count_ratio": "Type a number, decimals allowed: 7.11; within 1% counts as right.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

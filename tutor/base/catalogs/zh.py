@@ -2057,6 +2057,8 @@ ZH: dict[str, str] = {
     "drill.infer.quant.int4_byte": "这让每个 int4 值占了一整个字节；一个字节能放两个。",
     "drill.infer.quant.scale_per_value": "这给每个值都配了一个缩放系数；一个缩放系数管一组 G 个值。",
     "drill.infer.quant.unquantized": "这是量化之前的缓存，用的是模型的 dtype。",
+    "drill.how.count_ms": "输入毫秒数：5.76 或 5.76 ms；误差在 1% 以内即算正确。",
+    "drill.how.count_ratio": "输入一个数，可以带小数：7.11；误差在 1% 以内即算正确。",
 }
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
