@@ -94,9 +94,7 @@ def test_the_parameter_count_is_torchs_for_the_same_modules(name):
 
 def test_the_dtypes_bytes_are_torchs():
     torch = pytest.importorskip("torch")
-    sizes = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-             "float8": torch.float8_e4m3fn, "int8": torch.int8}
-    assert {k: torch.empty(0, dtype=v).element_size() for k, v in sizes.items()} == inference.DTYPES
+    assert {k: torch.empty(0, dtype=getattr(torch, k)).element_size() for k in inference.DTYPES} == inference.DTYPES
 
 
 def test_mla_caches_nine_halves_of_a_head_per_token_and_layer():
@@ -261,6 +259,21 @@ def test_with_a_model_every_question_uses_its_sizes_and_skips_what_it_lacks():
         inference.questions(3, 1, ("decode",), DSV2)
 
 
+def test_an_mla_config_of_ones_own_is_asked_its_latent_cache_and_no_decode(tmp_path):
+    m = read_config(_config(tmp_path, GOOD + "kv_lora_rank: 64\nrope_head_dim: 16\n"))
+    assert m.mla and inference.kv_values_per_token(m) == 4 * (64 + 16)
+    assert {q.topic for q in inference.questions(1, 20, None, m)} == {"paged", "mla"}
+    with pytest.raises(ModelError, match="caches MLA's latent"):
+        inference.questions(1, 1, ("decode",), m)
+
+
+def test_a_model_without_ffn_dim_has_no_decode(tmp_path):
+    m = read_config(_config(tmp_path, GOOD.replace("ffn_dim: 1024\n", "")))
+    with pytest.raises(ModelError, match="no dense feed-forward width"):
+        inference.questions(1, 1, ("prefill",), m)
+    assert {q.topic for q in inference.questions(1, 30, None, m)} == set(inference.KINDS) - {"prefill", "decode", "mla"}
+
+
 def _config(tmp_path, text: str) -> str:
     path = tmp_path / "model.yaml"
     path.write_text(text, encoding="utf-8")
@@ -291,6 +304,9 @@ BAD = [
     ("num_kv_heads: 3\n", "num_kv_heads", "must be a multiple of num_kv_heads"),
     ("head_dim: 0\n", "head_dim", "from 1 to"),
     ("dtype: fp64\n", "dtype", "must be one of float32"),
+    ("dtype: 2\n", "dtype", "must be one of float32"),
+    ("dtype: [1]\n", "dtype", "must be one of float32"),
+    ("num_layers: {a: 1}\n", "num_layers", "must be a whole number"),
     ("tied_embeddings: yes\n", "tied_embeddings", "must be true or false"),
     ("kv_lora_rank: 512\n", "kv_lora_rank", "give both or neither"),
     ("sliding_window: 4096\n", "sliding_window", "shorter than the context"),
@@ -341,7 +357,7 @@ def test_each_kind_alone(cli, kind):
 
 @pytest.mark.parametrize(("argv", "words"), [
     (("--kind", "mla", "--model", "Llama-3.1-8B"), "has no MLA latent"),
-    (("--kind", "decode", "--model", "DeepSeek-V2"), "no dense feed-forward width"),
+    (("--kind", "decode", "--model", "DeepSeek-V2"), "caches MLA's latent"),
     (("--kind", "quant", "--model", "deepseek-v2"), "caches MLA's latent"),
     (("--model", "GPT-5"), "unknown model \"GPT-5\""),
 ])

@@ -39,8 +39,8 @@ INFERENCE = ("prefill", "decode", "paged", "mla", "window", "quant")
 KINDS = counts.QUANTITIES + INFERENCE
 
 
-#: Bytes per element of the dtypes a model may be stored in (``float8``: ``torch.float8_e4m3fn``).
-DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8": 1, "int8": 1}
+#: Bytes per element of the dtypes a model may be stored in: those the layer's questions ask about.
+DTYPES = counts.DTYPE_BYTES
 
 
 class ModelError(TutorError):
@@ -220,8 +220,8 @@ BANDWIDTHS = (1000, 2000, 3350)
 def applies(kind: str, m: Model) -> bool:
     """Whether ``kind`` can be asked of ``m``: prefill and decode need a parameter count (a dense
     ``ffn_dim``), a layer's quantities, ``window`` and ``quant`` a cache of K and V heads, ``mla`` MLA's latent."""
-    if kind in ("prefill", "decode"):
-        return m.ffn_dim is not None
+    if kind in ("prefill", "decode"):  # MLA's projections are not W_Q, W_K, W_V: no matrix count here
+        return m.ffn_dim is not None and not m.mla
     if kind in ("window", "quant") or kind in counts.QUANTITIES:
         return not m.mla
     if kind == "mla":
@@ -231,7 +231,7 @@ def applies(kind: str, m: Model) -> bool:
 
 def refuse(kind: str, m: Model) -> ModelError:
     """Why ``kind`` cannot be asked of ``m``, as an error: no parameter count, an MLA cache, no MLA latent."""
-    why = "dense" if kind in ("prefill", "decode") else "latent" if kind == "mla" else "mla"
+    why = "latent" if kind == "mla" else "dense" if kind in ("prefill", "decode") and not m.mla else "mla"
     return ModelError(t(f"drill.infer.not_for.{why}", model=m.name, kind=kind))
 
 
@@ -275,7 +275,7 @@ def _layer_question(kind: str, rng: random.Random, qid: str, model: Model | None
                   "weights_memory": counts.memory_question, "kv_cache": counts.kv_question}
         return makers[kind](rng, qid)
     layer = counts.Layer(model.d_model, model.num_heads, model.num_kv_heads, model.head_dim, model.head_dim, False)
-    dtype = model.dtype if model.dtype in counts.DTYPE_BYTES else "bfloat16"
+    dtype = model.dtype
     lengths = contexts(model)
     if kind == "params":
         return counts.parameters_question(layer, qid)
@@ -602,7 +602,7 @@ def read_config(path: str) -> Model:
                 raise fail(name, t("drill.infer.config.name"))
             values[name] = value.strip()
         elif name == "dtype":
-            if value not in DTYPES:
+            if not isinstance(value, str) or value not in DTYPES:
                 raise fail(name, t("drill.infer.config.dtype", dtypes=", ".join(DTYPES), found=_shown(value)))
             values[name] = value
         elif name == "tied_embeddings":
