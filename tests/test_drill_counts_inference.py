@@ -274,6 +274,19 @@ def test_a_model_without_ffn_dim_has_no_decode(tmp_path):
     assert {q.topic for q in inference.questions(1, 30, None, m)} == set(inference.KINDS) - {"prefill", "decode", "mla"}
 
 
+@pytest.mark.parametrize("seed", range(25))
+def test_any_sizes_a_file_allows_give_questions_whose_answers_grade(seed):
+    """Small and odd sizes (a context of 1 token, one head, head_dim 1): every kind the model has is asked."""
+    rng = random.Random(seed)
+    H = rng.choice((1, 2, 3, 12))
+    m = Model("odd", rng.randint(1, 3), H * rng.choice((1, 2, 5)), H, rng.choice([g for g in (1, 2, 3, 12) if H % g == 0]),
+              rng.choice((1, 2, 5)), rng.randint(1, 50), rng.choice((1, 2, 300, 10000)), ffn_dim=rng.choice((None, 7)),
+              dtype=rng.choice(sorted(inference.DTYPES)))
+    for q in inference.questions(seed, 20, None, m):
+        assert q.answer > 0 or q.topic == "paged"
+        assert grade(q, str(float(q.answer))).outcome == "correct", q.prompt
+
+
 def _config(tmp_path, text: str) -> str:
     path = tmp_path / "model.yaml"
     path.write_text(text, encoding="utf-8")

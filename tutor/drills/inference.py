@@ -439,9 +439,10 @@ def paged_question(m: Model, rng: random.Random, qid: str, part: str | None = No
     how many such requests fit in a given KV memory."""
     part = part or rng.choice(PAGED_PARTS)
     b = block_size or rng.choice(BLOCK_SIZES)
-    n = tokens or rng.randrange(100, min(m.context, 8192))
-    if n % b == 0 and tokens is None:
-        n += rng.randrange(1, b)
+    most = min(m.context, 8192)
+    n = tokens or rng.randrange(min(100, most), most + 1)
+    if n % b == 0 and tokens is None:  # a last block partly empty: a waste to ask about
+        n -= 1
     memory_gib = memory_gib or rng.choice(KV_MEMORY)
     per_token = kv_values_per_token(m) * m.dtype_bytes
     nb = blocks(n, b)
@@ -509,7 +510,7 @@ def window_question(m: Model, rng: random.Random, qid: str, B: int | None = None
                     window: int | None = None) -> Question:
     """The KV cache of a sliding window of ``W`` tokens: ``2·layers·B·min(L, W)·num_kv_heads·head_dim·e``
     (Jiang et al. 2023, "Mistral 7B", section 2: the rolling buffer cache of fixed size W)."""
-    W = window or m.sliding_window or rng.choice(WINDOWS)
+    W = window or m.sliding_window or rng.choice([w for w in WINDOWS if w < m.context] or [max(1, m.context // 2)])
     B = B or rng.choice(BATCHES[:4])
     L = L or rng.choice([c for c in contexts(m) if c > W] or [m.context])
     e, layers, Hkv, d = m.dtype_bytes, m.num_layers, m.num_kv_heads, m.head_dim
