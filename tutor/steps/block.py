@@ -135,7 +135,7 @@ def _x_norm_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
 
 
 def _x_norm_why(step: Step, ex: Exercise) -> list[str]:
-    return [t(f"step.x_norm.why.{ex.norm}"), t("step.x_norm.why.pre")]
+    return [t(f"step.x_norm.why.{ex.norm}"), t("step.x_norm.why")]
 
 
 X_NORM = StepKind(

@@ -2051,7 +2051,7 @@ EN.update({
     "step.x_norm.title": "Normalized input X_norm",
     "step.x_norm.why.rmsnorm": "RMSNorm (Zhang & Sennrich 2019) scales each token's row to a root mean square of 1: x / sqrt(mean(x²) + eps), the mean over the row's d_model entries. Unlike LayerNorm it subtracts no mean; the paper reports quality comparable to LayerNorm's with 7% to 64% less running time. Here it has no learned scale (torch.nn.RMSNorm with elementwise_affine=False).",
     "step.x_norm.why.layernorm": "LayerNorm (Ba et al. 2016) centres each token's row and scales it to variance 1: (x − mean(x)) / sqrt(var(x) + eps), over the row's d_model entries, with the population variance (divided by d_model, as torch.nn.LayerNorm computes it). Here it has no learned scale or shift (elementwise_affine=False).",
-    "step.x_norm.why.pre": "Pre-norm puts the norm before the attention, inside the residual branch: the block computes X + attention(norm(X)), so X reaches the block's output unnormalized. Xiong et al. 2020 show that the original post-norm block, norm(X + attention(X)), has large gradients near the output at initialization, which is why it needs a learning-rate warm-up, and train pre-norm models without one; that is no rule: LLaMA (pre-norm, RMSNorm) still warms up for 2,000 steps.",
+    "step.x_norm.why": "Pre-norm puts the norm before the attention, inside the residual branch: the block computes X + attention(norm(X)), so X reaches the block's output unnormalized. Xiong et al. 2020 show that the original post-norm block, norm(X + attention(X)), has large gradients near the output at initialization, which is why it needs a learning-rate warm-up, and train pre-norm models without one; that is no rule: LLaMA (pre-norm, RMSNorm) still warms up for 2,000 steps.",
     "step.residual.title": "Residual X + output",
     "step.residual.why": "The residual connection (He et al. 2016) adds the block's input X to what the attention layer computed, so the layer learns a change to X and the gradient reaches X directly through the sum. X is added as it is, not normalized: the norm acts only inside the branch.",
     "practice.hint.x_norm": "Each row on its own: RMSNorm divides row i of X by the square root of its mean square; LayerNorm subtracts the row's mean and divides by the square root of its variance (divided by d_model); norm_eps, if given, goes under the square root.",
@@ -2060,6 +2060,11 @@ EN.update({
     "solution.no_step.residual": "the exercise has no residual: true, so it has no 'residual' step",
     "block.backward": "exercise {id}: the backward pass through the pre-norm block (norm, residual) is not built; leave out --backward",
     "explain.block": "Before the heads: the norm",
+    "block.tiled": "exercise {id}: the online softmax is not walked after a norm (each row's scores mix several square roots); practise it on an exercise without norm",
+    "diagnose.norm_columns": "You normalized each column of X (over the tokens); the norm works on each row, one token at a time: its mean and mean square are taken over that token's d_model entries.",
+    "diagnose.rmsnorm_mean": "You subtracted the row's mean, as LayerNorm does; RMSNorm subtracts nothing: it divides the row as it is by the square root of its mean square.",
+    "diagnose.residual_forgotten": "You left out the residual: the block's output is X + output, not the layer's output alone.",
+    "diagnose.residual_normed": "You added the normalized X_norm; the residual adds X itself, as given: the norm acts only inside the branch the layer reads.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2002,7 +2002,7 @@ ZH: dict[str, str] = {
     "step.x_norm.title": "归一化后的输入 X_norm",
     "step.x_norm.why.rmsnorm": "RMSNorm（均方根归一化，Zhang & Sennrich 2019）把每个词元的那一行缩放到均方根为 1：x / sqrt(mean(x²) + eps)，均值取自这一行的 d_model 个元素。它与 LayerNorm 不同，不减去均值；论文报告其效果与 LayerNorm 相当，运行时间减少 7% 到 64%。这里没有可学习的缩放（相当于 torch.nn.RMSNorm 取 elementwise_affine=False）。",
     "step.x_norm.why.layernorm": "层归一化（LayerNorm，Ba et al. 2016）把每个词元的那一行中心化，并缩放到方差为 1：(x − mean(x)) / sqrt(var(x) + eps)，统计量取自这一行的 d_model 个元素，方差为总体方差（除以 d_model，与 torch.nn.LayerNorm 的算法相同）。这里没有可学习的缩放和平移（elementwise_affine=False）。",
-    "step.x_norm.why.pre": "前置归一化（pre-norm）把归一化放在注意力之前、残差分支之内：该块计算 X + attention(norm(X))，所以 X 未经归一化就到达块的输出。Xiong et al. 2020 表明，原始 Transformer 的后置归一化块 norm(X + attention(X)) 在初始化时靠近输出的梯度很大，因此需要学习率预热（warm-up），并且他们不用预热也训练出了前置归一化模型；但这并不是定律：LLaMA（前置归一化，RMSNorm）仍然预热了 2,000 步。",
+    "step.x_norm.why": "前置归一化（pre-norm）把归一化放在注意力之前、残差分支之内：该块计算 X + attention(norm(X))，所以 X 未经归一化就到达块的输出。Xiong et al. 2020 表明，原始 Transformer 的后置归一化块 norm(X + attention(X)) 在初始化时靠近输出的梯度很大，因此需要学习率预热（warm-up），并且他们不用预热也训练出了前置归一化模型；但这并不是定律：LLaMA（前置归一化，RMSNorm）仍然预热了 2,000 步。",
     "step.residual.title": "残差连接 X + output",
     "step.residual.why": "残差连接（He et al. 2016）把块的输入 X 加到注意力层的计算结果上，于是注意力层学习的是对 X 的修正，梯度也能经过这个加法直接到达 X。加上的是原样的 X，不是归一化后的 X：归一化只作用在分支内部。",
     "practice.hint.x_norm": "每一行单独计算：RMSNorm 把 X 的第 i 行除以它的均方的平方根；LayerNorm 先减去这一行的均值，再除以它的方差（除以 d_model）的平方根；若给出了 norm_eps，就把它加在平方根里面。",
@@ -2011,6 +2011,11 @@ ZH: dict[str, str] = {
     "solution.no_step.residual": "这道练习没有 residual: true，所以没有 'residual' 步骤",
     "block.backward": "练习 {id}：穿过前置归一化块（norm、residual）的反向传播尚未实现；请去掉 --backward",
     "explain.block": "进入各头之前：归一化",
+    "block.tiled": "练习 {id}：归一化之后不演示在线 softmax（每一行的注意力分数混有几个不同的平方根）；请在没有 norm 的练习上练习它",
+    "diagnose.norm_columns": "你对 X 的每一列（跨词元）做了归一化；归一化是对每一行、逐个词元进行的：均值和均方都取自该词元的 d_model 个元素。",
+    "diagnose.rmsnorm_mean": "你减去了这一行的均值，这是 LayerNorm 的做法；RMSNorm 不减任何数：它直接把这一行除以其均方的平方根。",
+    "diagnose.residual_forgotten": "你漏掉了残差连接：该块的输出是 X + output，而不只是注意力层的输出。",
+    "diagnose.residual_normed": "你加上的是归一化后的 X_norm；残差连接加的是原样给出的 X 本身：归一化只作用在注意力层读入的那条分支内部。",
 }
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
