@@ -33,7 +33,8 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-from ..base.errors import ShapeError
+from ..base.errors import ShapeError, TutorError
+from ..base.messages import t
 from ..exercise.record import Exercise
 from ..numeric.functional import attention_with_weights, causal_mask
 from ..numeric.layer import LayerRun, MultiHeadAttention
@@ -107,6 +108,8 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64, *, backward: bool 
     gradients of the exercise's upstream gradient (:func:`layer_backward`).
     """
     if ex.has_norm or ex.residual:
+        if backward:  # not built: refused, never a run without its gradients
+            raise TutorError(t("block.backward", id=ex.id))
         return _run_block(ex, dtype)
     run = run_decoder(ex) if ex.is_v2 else _run_layer(ex, dtype)
     return replace(run, grads=layer_backward(ex)) if backward else run
