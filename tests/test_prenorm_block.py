@@ -46,10 +46,11 @@ def _block_in_torch(ex) -> dict[str, torch.Tensor]:
     x = _t(ex.x)  # [L, d_model]
     eps = float(ex.norm_eps)
     if ex.norm == "rmsnorm":
-        norm = torch.nn.RMSNorm(ex.d_model, eps=eps, elementwise_affine=False, dtype=f64)
+        xn = torch.nn.RMSNorm(ex.d_model, eps=eps, elementwise_affine=False, dtype=f64)(x)
+    elif ex.norm == "layernorm":
+        xn = torch.nn.LayerNorm(ex.d_model, eps=eps, elementwise_affine=False, dtype=f64)(x)
     else:
-        norm = torch.nn.LayerNorm(ex.d_model, eps=eps, elementwise_affine=False, dtype=f64)
-    xn = norm(x)
+        xn = x  # a residual alone
     allowed = None if ex.allowed() is None else torch.tensor(ex.allowed())
     outs = []
     for hd in ex.heads:
@@ -61,10 +62,12 @@ def _block_in_torch(ex) -> dict[str, torch.Tensor]:
             s = s.masked_fill(~allowed, float("-inf"))
         w = torch.nan_to_num(torch.softmax(s, dim=-1))  # a fully masked row: zeros
         outs.append(w @ v)
-    out = torch.cat(outs, dim=-1) @ _t(ex.w_o)
+    out = torch.cat(outs, dim=-1)
+    if ex.w_o is not None:
+        out = out @ _t(ex.w_o)
     if ex.b_o is not None:
         out = out + torch.tensor([float(v) for v in ex.b_o], dtype=f64)
-    return {"x_norm": xn, "output": out, "residual": x + out}
+    return {"x_norm": xn, "output": out, "residual": x + out if ex.residual else out}
 
 
 # --- the shared vector, exactly ------------------------------------------------------------------------
@@ -267,3 +270,40 @@ def test_practice_names_the_forgotten_residual(cli):
     typed = "; ".join(" ".join(f"{v:.4f}" for v in row) for row in out.tolist())
     code, text, err = cli("practice", BUNDLED, "--steps", "residual", input=f"{typed}\nquit\n")
     assert "You left out the residual" in " ".join(text.split()), text
+
+
+# --- new --norm, --residual, --like -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [("--norm", "rmsnorm", "--residual"),
+                                  ("--norm", "layernorm", "--d-model", "3", "--heads", "2", "--mask", "causal"),
+                                  ("--residual", "--tokens", "2")])
+def test_new_writes_a_valid_block_exercise(cli, tmp_path, argv):
+    from tutor.exercise import load_exercise
+
+    path = tmp_path / "new.yaml"
+    code, out, err = cli("new", *argv, "--seed", "3", "-o", str(path))
+    assert code == 0, err
+    ex = load_exercise(str(path))
+    assert ex.norm == (argv[1] if argv[0] == "--norm" else None)
+    assert ex.residual == ("--residual" in argv)
+    command = path.read_text().splitlines()[0]
+    assert ("--norm " + argv[1] in command) == ex.has_norm and ("--residual" in command) == ex.residual
+    want = _block_in_torch(ex)
+    np.testing.assert_allclose(solve(ex).final.value, want["residual" if ex.residual else "output"].numpy(), rtol=1e-12)
+
+
+def test_new_refuses_a_block_with_what_it_is_not_built_for(cli):
+    code, out, err = cli("new", "--norm", "rmsnorm", "--cross", "2")
+    assert code == 2 and "--norm is built for self-attention of format v1; it cannot go with --cross" in err
+
+
+def test_new_like_keeps_the_block(cli, tmp_path):
+    from tutor.exercise import load_exercise
+
+    path = tmp_path / "like.yaml"
+    code, out, err = cli("new", "--like", BUNDLED, "--seed", "4", "-o", str(path))
+    assert code == 0, err
+    ex = load_exercise(str(path))
+    assert ex.norm == "rmsnorm" and ex.residual
+    assert "scores are small integers" not in path.read_text()  # not true after a norm

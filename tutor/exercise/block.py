@@ -20,6 +20,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -105,6 +106,12 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
     return out, (None if out else ex)
 
 
-def mean_square(ex: record.Exercise, i: int) -> Fraction:
-    """Row ``i``'s ``mean(x²) + eps`` (RMSNorm) or ``var(x) + eps`` (LayerNorm): its factor is ``1/sqrt`` of it."""
-    return _mean_square(ex, ex.x[i])
+def row_ok(row: Sequence[Fraction], center: bool, eps: Fraction) -> bool:
+    """Whether a norm can divide ``row`` (``center``: LayerNorm) and keep its square root exact (:data:`MAX_ROOT`)."""
+    if center:
+        mean = sum(row, Fraction(0)) / len(row)
+        m = sum(((x - mean) ** 2 for x in row), Fraction(0)) / len(row) + eps
+    else:
+        m = sum((x * x for x in row), Fraction(0)) / len(row) + eps
+    return m != 0 and m.numerator * m.denominator <= MAX_ROOT
+

@@ -2065,6 +2065,20 @@ EN.update({
     "diagnose.rmsnorm_mean": "You subtracted the row's mean, as LayerNorm does; RMSNorm subtracts nothing: it divides the row as it is by the square root of its mean square.",
     "diagnose.residual_forgotten": "You left out the residual: the block's output is X + output, not the layer's output alone.",
     "diagnose.residual_normed": "You added the normalized X_norm; the residual adds X itself, as given: the norm acts only inside the branch the layer reads.",
+    "cli.new.norm": "Normalize each row of X before the projections: rmsnorm or layernorm (the pre-norm block).",
+    "cli.new.residual": "Add X to the output (the block's residual; W_O is drawn [heads·d_k, d_model]).",
+    "new.norm.unknown": "--norm must be rmsnorm or layernorm, found {found}",
+    "new.block.not_with": "{option} is built for self-attention of format v1; it cannot go with {other}",
+    "new.title.part.rmsnorm": "RMSNorm before the projections",
+    "new.title.part.layernorm": "LayerNorm before the projections",
+    "new.title.part.residual": "a residual",
+    "new.file.rmsnorm": "norm: rmsnorm divides each row of x by the square root of its mean square before the projections (no learned scale).",
+    "new.file.layernorm": "norm: layernorm subtracts each row's mean from it and divides by the square root of its variance before the projections (no learned scale or shift).",
+    "new.file.norm_eps": "norm_eps is added under the square root.",
+    "new.file.residual": "residual: true makes the block's output x + output (d_out = d_model).",
+    "new.file.why.norm": "Small integers on purpose: x uses only {{{x_values}}}, and each column of a weight matrix has one or two non-zero entries from {{{w_values}}}. The norm divides each row of x by a square root of its own, so (before any bias is added) each row of Q, K and V is a row of small rationals times that row's factor, and a score multiplies the factors of two rows: the roots stay exact.",
+    "new.file.description.text.norm": "Generated with seed {seed}. Normalize each row of x (X_norm), then compute Q, K and V from it,\nthe scores Q K^T, the scaled scores, the softmax weights row by row, and each head's output.",
+    "new.like.description.norm": "Fresh numbers for {id} (seed {seed}): the same shape, mask, norm and steps.\nCompute every step as in {id}; x holds small integers.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2016,6 +2016,20 @@ ZH: dict[str, str] = {
     "diagnose.rmsnorm_mean": "你减去了这一行的均值，这是 LayerNorm 的做法；RMSNorm 不减任何数：它直接把这一行除以其均方的平方根。",
     "diagnose.residual_forgotten": "你漏掉了残差连接：该块的输出是 X + output，而不只是注意力层的输出。",
     "diagnose.residual_normed": "你加上的是归一化后的 X_norm；残差连接加的是原样给出的 X 本身：归一化只作用在注意力层读入的那条分支内部。",
+    "cli.new.norm": "在投影之前对 X 的每一行做归一化：rmsnorm 或 layernorm（前置归一化块）。",
+    "cli.new.residual": "把 X 加到输出上（该块的残差连接；W_O 按 [heads·d_k, d_model] 生成）。",
+    "new.norm.unknown": "--norm 必须是 rmsnorm 或 layernorm，实际为 {found}",
+    "new.block.not_with": "{option} 只用于格式 v1 的自注意力，不能与 {other} 同时使用",
+    "new.title.part.rmsnorm": "投影前做 RMSNorm",
+    "new.title.part.layernorm": "投影前做 LayerNorm",
+    "new.title.part.residual": "残差连接",
+    "new.file.rmsnorm": "norm: rmsnorm 在投影之前把 x 的每一行除以其均方的平方根（没有可学习的缩放）。",
+    "new.file.layernorm": "norm: layernorm 在投影之前把 x 的每一行减去其均值，再除以其方差的平方根（没有可学习的缩放和平移）。",
+    "new.file.norm_eps": "norm_eps 加在平方根里面。",
+    "new.file.residual": "residual: true 使该块的输出为 x + output（要求 d_out = d_model）。",
+    "new.file.why.norm": "这里特意用小整数：x 只用到 {{{x_values}}}，权重矩阵的每一列有一到两个非零元素，取自 {{{w_values}}}。归一化把 x 的每一行除以它自己的一个平方根，所以（在加偏置之前）Q、K、V 的每一行都是一行小有理数乘以该行的因子，而一个注意力分数是两行因子的乘积：根式始终保持精确。",
+    "new.file.description.text.norm": "由种子 {seed} 生成。先对 x 的每一行做归一化（X_norm），再由它计算 Q、K 和 V、\n注意力分数 Q K^T、缩放后的注意力分数、逐行的 softmax 注意力权重，以及每个头的输出。",
+    "new.like.description.norm": "为 {id} 生成的新数值（种子 {seed}）：形状、掩码、归一化和步骤都相同。\n像 {id} 一样计算每一步；x 只含小整数。",
 }
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
