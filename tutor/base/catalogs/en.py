@@ -2079,6 +2079,11 @@ EN.update({
     "new.file.why.norm": "Small integers on purpose: x uses only {{{x_values}}}, and each column of a weight matrix has one or two non-zero entries from {{{w_values}}}. The norm divides each row of x by a square root of its own, so (before any bias is added) each row of Q, K and V is a row of small rationals times that row's factor, and a score multiplies the factors of two rows: the roots stay exact.",
     "new.file.description.text.norm": "Generated with seed {seed}. Normalize each row of x (X_norm), then compute Q, K and V from it,\nthe scores Q K^T, the scaled scores, the softmax weights row by row, and each head's output.",
     "new.like.description.norm": "Fresh numbers for {id} (seed {seed}): the same shape, mask, norm and steps.\nCompute every step as in {id}; x holds small integers.",
+    "trace.block.rmsnorm": "torch.nn.RMSNorm(D, eps={eps}, elementwise_affine=False)(x): each token's row over its last axis; the projection reads it",
+    "trace.block.layernorm": "torch.nn.LayerNorm(D, eps={eps}, elementwise_affine=False)(x): each token's row over its last axis; the projection reads it",
+    "trace.block.residual": "x + out_proj: the residual adds the input x itself, not x_norm",
+    "trace.block.qkv": "x_norm @ W_qkv + b_qkv: one fused projection for Q, K and V, of the normalized input",
+    "trace.block.q": "x_norm @ W_q + b_q",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

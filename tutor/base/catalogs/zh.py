@@ -2030,6 +2030,11 @@ ZH: dict[str, str] = {
     "new.file.why.norm": "这里特意用小整数：x 只用到 {{{x_values}}}，权重矩阵的每一列有一到两个非零元素，取自 {{{w_values}}}。归一化把 x 的每一行除以它自己的一个平方根，所以（在加偏置之前）Q、K、V 的每一行都是一行小有理数乘以该行的因子，而一个注意力分数是两行因子的乘积：根式始终保持精确。",
     "new.file.description.text.norm": "由种子 {seed} 生成。先对 x 的每一行做归一化（X_norm），再由它计算 Q、K 和 V、\n注意力分数 Q K^T、缩放后的注意力分数、逐行的 softmax 注意力权重，以及每个头的输出。",
     "new.like.description.norm": "为 {id} 生成的新数值（种子 {seed}）：形状、掩码、归一化和步骤都相同。\n像 {id} 一样计算每一步；x 只含小整数。",
+    "trace.block.rmsnorm": "torch.nn.RMSNorm(D, eps={eps}, elementwise_affine=False)(x)：沿最后一个轴对每个词元的那一行归一化；投影读入的是它",
+    "trace.block.layernorm": "torch.nn.LayerNorm(D, eps={eps}, elementwise_affine=False)(x)：沿最后一个轴对每个词元的那一行归一化；投影读入的是它",
+    "trace.block.residual": "x + out_proj：残差连接加的是输入 x 本身，而不是 x_norm",
+    "trace.block.qkv": "x_norm @ W_qkv + b_qkv：对归一化后的输入一次性做 Q、K、V 的融合投影",
+    "trace.block.q": "x_norm @ W_q + b_q",
 }
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
