@@ -307,3 +307,33 @@ def test_new_like_keeps_the_block(cli, tmp_path):
     ex = load_exercise(str(path))
     assert ex.norm == "rmsnorm" and ex.residual
     assert "scores are small integers" not in path.read_text()  # not true after a norm
+
+
+def test_what_the_docs_say_of_torch_s_eps_holds():
+    """docs/exercise-format.md and tutor/numeric/norm.py: ``torch.nn.RMSNorm`` with ``eps=None`` adds
+    ``torch.finfo(dtype).eps``; ``torch.nn.LayerNorm``'s default eps is 1e-5 (the numpy mirror's too)."""
+    import inspect
+
+    x = torch.tensor([[1e-9, 2e-9]], dtype=f64)  # a mean square far below float64's eps: the eps shows
+    got = torch.nn.RMSNorm(2, elementwise_affine=False, dtype=f64)(x)
+    eps = torch.finfo(f64).eps
+    assert torch.allclose(got, x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps), rtol=1e-12)
+    assert not torch.allclose(got, x / torch.sqrt((x * x).mean(-1, keepdim=True)), rtol=1e-3)
+    assert torch.nn.LayerNorm(3).eps == 1e-5 == inspect.signature(layer_norm).parameters["eps"].default
+
+
+def test_every_exact_form_typed_back_is_graded_right_and_a_changed_one_wrong():
+    """The JSON's exact texts are in the answer grammar: each one, typed as an answer, is judged right by the
+    one grading rule; the same text with one exponent's sign flipped is judged wrong."""
+    from tutor.answers.grading import judge
+    from tutor.answers.grammar import parse_entry
+
+    sol = solve(resolve(BUNDLED))
+    for s in sol.steps:
+        for row in s.exact:
+            for e in row:
+                assert judge(parse_entry(str(e)), e).right, (s.id, str(e))
+    w = sol.step("weights", 0).exact[0][0]
+    text = str(w)
+    assert "exp(7/5 - 49*sqrt(2)/25)" in text
+    assert not judge(parse_entry(text.replace("exp(7/5 - 49*sqrt(2)/25)", "exp(-7/5 + 49*sqrt(2)/25)")), w).right
