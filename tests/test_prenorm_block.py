@@ -337,3 +337,13 @@ def test_every_exact_form_typed_back_is_graded_right_and_a_changed_one_wrong():
     text = str(w)
     assert "exp(7/5 - 49*sqrt(2)/25)" in text
     assert not judge(parse_entry(text.replace("exp(7/5 - 49*sqrt(2)/25)", "exp(-7/5 + 49*sqrt(2)/25)")), w).right
+
+
+def test_check_names_layernorm_over_the_columns(cli, tmp_path):
+    name = "prenorm-layernorm-causal-3x3"
+    x = _t(resolve(name).x)
+    c = x - x.mean(dim=0, keepdim=True)
+    wrong = c / torch.sqrt((c * c).mean(dim=0, keepdim=True))  # each column over the tokens
+    assert torch.allclose(torch.nn.LayerNorm(3, elementwise_affine=False, dtype=f64)(x.T).T, wrong)
+    found = diagnoses(cli, solution(tmp_path, name, x_norm=matrix(wrong, 4)))
+    assert keys_at(found, "x_norm", None) == ["norm_columns"]
