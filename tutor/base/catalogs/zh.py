@@ -2004,7 +2004,7 @@ ZH: dict[str, str] = {
     "step.x_norm.why.layernorm": "层归一化（LayerNorm，Ba et al. 2016）把每个词元的那一行中心化，并缩放到方差为 1：(x − mean(x)) / sqrt(var(x) + eps)，统计量取自这一行的 d_model 个元素，方差为总体方差（除以 d_model，与 torch.nn.LayerNorm 的算法相同）。这里没有可学习的缩放和平移（elementwise_affine=False）。",
     "step.x_norm.why": "前置归一化（pre-norm）把归一化放在注意力之前、残差分支之内：该块计算 X + attention(norm(X))，所以 X 未经归一化就到达块的输出。Xiong et al. 2020 表明，原始 Transformer 的后置归一化块 norm(X + attention(X)) 在初始化时靠近输出的梯度很大，因此需要学习率预热（warm-up），并且他们不用预热也训练出了前置归一化模型；但这并不是定律：LLaMA（前置归一化，RMSNorm）仍然预热了 2,000 步。",
     "step.residual.title": "残差连接 X + output",
-    "step.residual.why": "残差连接（He et al. 2016）把块的输入 X 加到注意力层的计算结果上，于是注意力层学习的是对 X 的修正，梯度也能经过这个加法直接到达 X。加上的是原样的 X，不是归一化后的 X：归一化只作用在分支内部。",
+    "step.residual.why": "残差连接（residual connection，He et al. 2016）把块的输入 X 加到注意力层的计算结果上，于是注意力层学习的是对 X 的修正，梯度也能经过这个加法直接到达 X。加上的是原样的 X，不是归一化后的 X：归一化只作用在分支内部。",
     "practice.hint.x_norm": "每一行单独计算：RMSNorm 把 X 的第 i 行除以它的均方的平方根；LayerNorm 先减去这一行的均值，再除以它的方差（除以 d_model）的平方根；若给出了 norm_eps，就把它加在平方根里面。",
     "practice.hint.residual": "元素 (i, j) 是 X[i, j] + output[i, j]：X 取原样，不做归一化。",
     "solution.no_step.x_norm": "这道练习没有 norm，所以没有 'x_norm' 步骤",
