@@ -17,6 +17,7 @@ Those entries are :class:`tutor.exact.expoly.Value` s (sums of fractions of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -32,6 +33,7 @@ from .numbers import (
     Rat,
     Surd,
     SurdPlus,
+    _cancels,
     frac_text,
     mix_sum,
     square_free,
@@ -148,7 +150,24 @@ class Alg(Exact):
         return sum_text(_part_text(n, d) for n, d in self.v.parts)
 
     def value(self) -> float:
-        return float(self.v.precise(30))
+        """In floats, each part's exponents shifted by its denominator's largest (no overflow); at 30 digits
+        (mpmath) when that is not finite or a sum cancels (as :meth:`tutor.exact.numbers.Mix.value` does)."""
+        parts = []
+        for n, d in self.v.parts:
+            exps = {a: math.fsum(float(u) * math.sqrt(s) for s, u in a) for a, _ in (*n.terms, *d.terms)}
+            top = max(exps[a] for a, _ in d.terms)
+
+            try:
+                num, den = ([float(c) * math.sqrt(t) * math.exp(exps[a] - top) for (a, t), c in p.terms.items()]
+                            for p in (n, d))
+            except OverflowError:
+                return float(self.v.precise(30))
+            top_n, top_d = math.fsum(num), math.fsum(den)
+            if not (math.isfinite(top_n) and math.isfinite(top_d)) or _cancels(top_n, num) or _cancels(top_d, den):
+                return float(self.v.precise(30))
+            parts.append(top_n / top_d)
+        total = math.fsum(parts)
+        return float(self.v.precise(30)) if _cancels(total, parts) else total
 
     def precise_value(self, digits: int = 40) -> mpmath.mpf:
         return self.v.precise(digits)

@@ -85,8 +85,19 @@ def _dot(row: Sequence[Entry], col: Sequence[Entry]) -> Entry:
             if q:
                 parts += as_value(v).scale(q).parts  # type: ignore[arg-type]
         else:
-            parts += (as_value(x) * as_value(y)).parts
+            parts += _times(as_value(x), as_value(y))
     return Value(parts)
+
+
+def _times(a: Value, b: Value) -> list:
+    """The parts of ``a·b``; when one is an algebraic number (a V or K entry: one part over 1), the other's
+    denominators are kept as they are (the same objects: a softmax row's one denominator stays one)."""
+    for u, v in ((a, b), (b, a)):
+        c = v.constant()
+        if c is not None:
+            factor = Poly.const(c)
+            return [(n * factor, d) for n, d in u.parts]
+    return list((a * b).parts)
 
 
 def _shared_denominator(row: Sequence[Entry]) -> Poly | None:
