@@ -24,6 +24,7 @@ def _always(ex: Exercise) -> bool:
 
 #: ``(id, scope, exists)`` of each forward kind, in the catalogue's order.
 FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
+    ("x_norm", "layer", lambda ex: ex.has_norm),  # a layer step before the heads (EARLY)
     ("q", "head", _always),
     ("k_new", "head", lambda ex: ex.has_cache),
     ("v_new", "head", lambda ex: ex.has_cache),
@@ -37,7 +38,12 @@ FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
     ("head_output", "head", _always),
     ("concat", "layer", lambda ex: ex.num_heads > 1),
     ("output", "layer", lambda ex: ex.w_o is not None),
+    ("residual", "layer", lambda ex: ex.residual),
 )
+
+
+#: The layer steps that come before the heads' (the catalogue's ``StepKind.early``): the pre-norm block's norm.
+EARLY = frozenset({"x_norm"})
 
 
 def forward_keys(ex: Exercise) -> list[tuple[str, int | None]]:
@@ -45,4 +51,5 @@ def forward_keys(ex: Exercise) -> list[tuple[str, int | None]]:
     first, then the layer's)."""
     live = [(id, scope) for id, scope, exists in FORWARD_STEPS if exists(ex)]
     per_head: list[tuple[str, int | None]] = [(id, h) for h in range(ex.num_heads) for id, scope in live if scope == "head"]
-    return per_head + [(id, None) for id, scope in live if scope == "layer"]
+    early: list[tuple[str, int | None]] = [(id, None) for id, scope in live if scope == "layer" and id in EARLY]
+    return early + per_head + [(id, None) for id, scope in live if scope == "layer" and id not in EARLY]

@@ -288,6 +288,11 @@ class ExerciseFile(_Strict):
     past_x: MatrixField | None = Field(None, description=english("schema.field.past_x"))
     attn_bias: BiasField | None = Field(None, description=english("schema.field.attn_bias"))
     alibi: Flag | None = Field(None, description=english("schema.field.alibi"))
+    # --- format v3, issue 23: the pre-norm block (checked by .block)
+    norm: Literal["rmsnorm", "layernorm"] | None = Field(None, description=english("schema.field.norm"))
+    norm_eps: Entry | None = Field(None, description=english("schema.field.norm_eps"))
+    residual: Flag | None = Field(None, description=english("schema.field.residual"))
+    norm_placement: Literal["pre", "post"] | None = Field(None, description=english("schema.field.norm_placement"))
 
 
 def _described(node: Any) -> Any:

@@ -285,6 +285,11 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "bias": lambda ex: ex.has_bias,
     "alibi": lambda ex: ex.alibi,
     "causal": lambda ex: ex.mask_kind in ("causal", "causal_lower_right"),
+    # the pre-norm block (issue 23)
+    "norm": lambda ex: ex.has_norm,
+    "rmsnorm": lambda ex: ex.norm == "rmsnorm",
+    "residual": lambda ex: ex.residual,
+    "norm_residual": lambda ex: ex.has_norm and ex.residual,
 }
 
 
@@ -633,6 +638,11 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _judged("argmax_weights", ("weights",), _argmax),
     _m("truncated_scaled", Variant(round_scaled=2, truncate=True)),
     _m("truncated_weights", Variant(round_weights=2, truncate=True)),
+    # the pre-norm block (issue 23)
+    _m("norm_columns", Variant(norm_axis=0), "norm"),
+    _m("rmsnorm_mean", Variant(norm_mean=True), "rmsnorm"),
+    _m("residual_forgotten", Variant(residual="none"), "residual"),
+    _m("residual_normed", Variant(residual="x_norm"), "norm_residual"),
 )
 
 

@@ -509,3 +509,5 @@ class LayerRun:
     v_new: NDArray | None = None
     biased: NDArray | None = None
     grads: LayerGrads | None = None
+    x_norm: NDArray | None = None  # [L, d_model]: X normalized before the projections (the pre-norm block)
+    residual: NDArray | None = None  # [L, d_model]: X + output (the block's residual)

@@ -28,10 +28,36 @@ def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     layer = layer_of(ex)
     mask = ex.mask is not None or ex.mask_kind == "causal"
     padding = ex.key_padding is not None
-    return layer.shape_trace(
+    steps = layer.shape_trace(
         B, ex.L, ex.L_k if ex.is_cross else None, cross=ex.is_cross, masked=mask or padding,
         allowed="both" if mask and padding else "padding" if padding else "mask",
     )
+    return _with_block(ex, steps, B) if ex.has_norm or ex.residual else steps
+
+
+def _reads_x_norm(step: TraceStep) -> TraceStep:
+    """A projection's step as it is after a norm: it reads ``x_norm``, not ``x``."""
+    if step.key == "trace.qkv":
+        return replace(step, key="trace.block.qkv")
+    if step.key == "trace.q":
+        return replace(step, key="trace.block.q")
+    if step.key in ("trace.k", "trace.v"):
+        return replace(step, fields=(("src", "x_norm"),))
+    return step
+
+
+def _with_block(ex: Exercise, steps: tuple[TraceStep, ...], B: int) -> tuple[TraceStep, ...]:
+    """The pre-norm block around the layer (issue 23): ``x_norm = norm(x)`` ``[B, L, D]`` after the input
+    (``torch.nn.RMSNorm``/``LayerNorm(D, elementwise_affine=False)``, over the last axis), which the
+    projection then reads, and ``x + out`` ``[B, L, D]`` at the end."""
+    shape = (B, ex.L, ex.d_model)
+    out = list(steps[:1])
+    if ex.norm is not None:
+        out.append(TraceStep("x_norm", ("B", "L", "D"), shape, f"trace.block.{ex.norm}", (("eps", str(ex.norm_eps)),)))
+    out += [_reads_x_norm(s) if ex.norm is not None else s for s in steps[1:]]
+    if ex.residual:
+        out.append(TraceStep("residual", ("B", "L", "D"), shape, "trace.block.residual"))
+    return tuple(out)
 
 
 def decoder_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:

@@ -117,6 +117,8 @@ class DrillView:
         if q.kind == "count":
             from ..drills.record import count_tolerance
 
+            if q.json.get("unit") in ("ms", "ratio") and count_tolerance(q):  # issue 23: a time, FLOPs per byte
+                return f"count_{q.json['unit']}"
             return "count" if count_tolerance(q) else "count_exact"
         return q.kind
 

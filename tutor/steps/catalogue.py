@@ -26,16 +26,19 @@ its family's tuple is in the catalogue.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
 
 from ..base.errors import TutorError
 from ..base.messages import Msg, Text
 from ..exact import matrices as em
+from ..exact.block import wrap
 from ..exercise.record import Exercise
 from .backward_head import HEAD_GRADS
 from .backward_layer import AFTER_HEADS, BEFORE_HEADS
 from .backward_projection import PROJECTION_GRADS
+from .block import RESIDUAL, X_NORM
 from .kind import StepKind
 from .layer import LAYER
 from .projection import PROJECTIONS
@@ -56,7 +59,7 @@ else:
 #: Every step kind, in the contract's order: the forward pass (k_new, v_new with a KV cache and biased with
 #: a bias: format v2), then the backward pass (the layer's steps before the heads', the heads', the
 #: projections' weights and biases, d_x).
-FORWARD: tuple[StepKind, ...] = PROJECTIONS + SCORE_STEPS + SOFTMAX_STEPS + LAYER
+FORWARD: tuple[StepKind, ...] = (X_NORM,) + PROJECTIONS + SCORE_STEPS + SOFTMAX_STEPS + LAYER + (RESIDUAL,)
 BACKWARD: tuple[StepKind, ...] = BEFORE_HEADS + HEAD_GRADS + PROJECTION_GRADS + AFTER_HEADS
 CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
@@ -92,8 +95,9 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
     gradients of a group (:attr:`StepKind.per_kv_head`: the sum over its
     query heads) come after the other backward steps of all its heads.
     """
+    early: list[Key] = [(k.id, None) for k in FORWARD if k.scope == "layer" and k.early and k.exists(ex)]
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
-    out = per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and k.exists(ex)]
+    out = early + per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and not k.early and k.exists(ex)]
     if backward:
         live = [k for k in BACKWARD if k.exists(ex)]
         out += [(k.id, None) for k in live if k.scope == "layer" and not k.late]
@@ -181,11 +185,54 @@ def solve(ex: Exercise, backward: bool = False) -> Solution:
     (:mod:`tutor.steps.backward_layer`, :mod:`~tutor.steps.backward_head`, :mod:`~tutor.steps.backward_projection`).  Source of the math: :mod:`tutor.exact.engine`, :mod:`tutor.exact.backward`.
     """
     if backward:
+        no_block_backward(ex)
         backward_sized(ex)
+    if ex.has_norm:
+        return _solve_normed(ex)
     bd = Build(ex)
     for key in keys(ex, backward):
         bd.steps[key] = KINDS[key[0]].build(bd, key[1])
     return Solution(ex, tuple(bd.steps.values()))
+
+
+# --- the pre-norm block (issue 23) ------------------------------------------------------------------------
+
+
+def no_block_backward(ex: Exercise) -> None:
+    """Raise :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of a pre-norm block: not built."""
+    if ex.has_norm or ex.residual:
+        raise TutorError(t("block.backward", id=ex.id))
+
+
+def _solve_normed(ex: Exercise) -> Solution:
+    """Every forward step of an exercise with a norm, exactly (:func:`solve`).
+
+    After ``X_norm`` the rows of Q, K and V carry different square roots, so
+    the scores of one row mix them and the structured softmax
+    (:class:`tutor.exact.numbers.Mix`, one root per row) does not apply: each
+    step's values are its exact walk's with no mistake (entries of
+    :mod:`tutor.exact.expoly`, shown by :class:`tutor.exact.block.Alg`),
+    and its record (name, formula, operands, labels) is the one its build
+    gives on the same exercise without the norm, the projections reading
+    ``X_norm`` in place of ``X``.
+    """
+    plain = replace(ex, norm=None, residual=False)
+    bd, real = Build(plain), Build(ex)
+    walk = Walk(ex, RIGHT)
+    for key in keys(ex):
+        kind = KINDS[key[0]]
+        if kind is X_NORM or kind is RESIDUAL:
+            step = kind.build(real, key[1])
+        else:
+            meta = bd.steps[key] = kind.build(bd, key[1])
+            value = walk.get(key)
+            assert value is not None  # the right walk reaches every step
+            step = replace(meta, exact=tuple(tuple(wrap(e) for e in row) for row in value))
+            if kind.id in ("q", "k", "v"):
+                step = replace(step, formula=step.formula.replace(" X·", " X_norm·"), operands=tuple(
+                    replace(o, name="X_norm") if o.name == "X" else o for o in step.operands))
+        real.steps[key] = step
+    return Solution(ex, tuple(real.steps.values()))
 
 
 Given = Callable[[Key], "tuple[NDArray, NDArray, NDArray] | None"]
@@ -244,7 +291,8 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
 #: (the heads averaged, split or merged by a plain reshape; format v2's kv_order, cache, bias) has no exact
 #: walk (:class:`NoExactForm`), nor have ``mask="top_left"`` and ``scale="after_softmax"`` (:func:`supports`).
 EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
-                         "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed"})
+                         "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed",
+                         "norm_axis", "norm_mean", "residual"})
 
 
 class NoExactForm(Exception):

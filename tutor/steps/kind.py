@@ -133,6 +133,7 @@ class StepKind:
     #: the K/V weights' and biases' gradients (the sum over the query heads that read it); keyed per query head,
     #: reported and named once per K/V head
     per_kv_head: bool = False
+    early: bool = False  # a layer step that comes before the heads' (``x_norm``: the projections read it)
 
     @property
     def title(self) -> Text:

@@ -127,6 +127,11 @@ def _scores_rounding(r: Replay, head: int | None) -> Array:
 def _scores_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
     q, k = _scores_inputs(w.ex, head)
     Q, K = w.qmats.get(q), w.qmats.get(k)  # the exact engine's integers: never rounded
+    if w.ex.has_norm:  # the pre-norm block: Q and K hold square roots, the scores are products of values
+        Qv, Kv = w.input(*q), w.input(*k)
+        if Qv is None or Kv is None:
+            return None
+        return em.matmul(Kv, em.transpose(Qv)) if w.variant.kq else em.matmul(Qv, em.transpose(Kv))
     if Q is None or K is None:
         return None
     S = exact.scores(K, Q) if w.variant.kq else exact.scores(Q, K)  # [L_k, L] or [L, L_k], on integers
@@ -220,6 +225,10 @@ def _scaled_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
     if S is None:
         return None
     c, t = _scaled_exact_factor(w, head)
+    if any(isinstance(x, em.Value) for row in S for x in row):  # after a norm: the scores hold square roots
+        root_t = em.Value.of(Fraction(1), t)
+        return [[x * c if isinstance(x, Fraction) and t == 1 else em.as_value(x).scale(c) * root_t for x in row]
+                for row in S]
     if t == 1:
         return [[x * c for x in row] for row in S]  # type: ignore[operator]
     return [[em.Value.of(x * c, t) for x in row] for row in S]  # type: ignore[operator]
