@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from ..base.errors import ShapeError, TutorError
-from ..base.messages import t
+from ..base.messages import Msg
 from ..exercise.record import Exercise
 from ..numeric.functional import attention_with_weights, causal_mask
 from ..numeric.layer import LayerRun, MultiHeadAttention
@@ -109,7 +109,7 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64, *, backward: bool 
     """
     if ex.has_norm or ex.residual:
         if backward:  # not built: refused, never a run without its gradients
-            raise TutorError(t("block.backward", id=ex.id))
+            raise TutorError(Msg("block.backward", id=ex.id))
         return _run_block(ex, dtype)
     run = run_decoder(ex) if ex.is_v2 else _run_layer(ex, dtype)
     return replace(run, grads=layer_backward(ex)) if backward else run

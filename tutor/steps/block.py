@@ -19,7 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import block as eb
 from ..exact import matrices as em
 from ..exact.numbers import Rat, frac_text, surd
@@ -134,8 +134,8 @@ def _x_norm_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
     return None if m is None else eb.as_values(m)
 
 
-def _x_norm_why(step: Step, ex: Exercise) -> list[str]:
-    return [t(f"step.x_norm.why.{ex.norm}"), t("step.x_norm.why")]
+def _x_norm_why(step: Step, ex: Exercise) -> list[Text]:
+    return [Msg(f"step.x_norm.why.{ex.norm}"), Msg("step.x_norm.why")]
 
 
 X_NORM = StepKind(
@@ -232,5 +232,5 @@ RESIDUAL = StepKind(
     arithmetic=_residual_arithmetic,
     given=lambda sol, step: (given_matrix("X", sol.exercise.x, sol.exercise.query_labels, dims("d", sol.exercise.d_model)),
                              given_step(sol.step("output"))),
-    why=lambda step, ex: [t("step.residual.why")], latex=r"\text{residual} = X + \text{output}",
+    why=lambda step, ex: [Msg("step.residual.why")], latex=r"\text{residual} = X + \text{output}",
 )

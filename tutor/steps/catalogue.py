@@ -201,7 +201,7 @@ def solve(ex: Exercise, backward: bool = False) -> Solution:
 def no_block_backward(ex: Exercise) -> None:
     """Raise :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of a pre-norm block: not built."""
     if ex.has_norm or ex.residual:
-        raise TutorError(t("block.backward", id=ex.id))
+        raise TutorError(Msg("block.backward", id=ex.id))
 
 
 def _solve_normed(ex: Exercise) -> Solution:
@@ -229,7 +229,8 @@ def _solve_normed(ex: Exercise) -> Solution:
             assert value is not None  # the right walk reaches every step
             step = replace(meta, exact=tuple(tuple(wrap(e) for e in row) for row in value))
             if kind.id in ("q", "k", "v"):
-                step = replace(step, formula=step.formula.replace(" X·", " X_norm·"), operands=tuple(
+                formula = step.formula.replace(" X·", " X_norm·") if isinstance(step.formula, str) else step.formula
+                step = replace(step, formula=formula, operands=tuple(
                     replace(o, name="X_norm") if o.name == "X" else o for o in step.operands))
         real.steps[key] = step
     return Solution(ex, tuple(real.steps.values()))
