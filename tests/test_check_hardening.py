@@ -39,6 +39,8 @@ from tutor.mistakes.diagnose import num_text
 from tutor.render.check import dumps, render
 from tutor.render.text import decimal
 
+from .oracle import require_torch
+
 
 @pytest.fixture
 def variables(variables):
@@ -190,7 +192,7 @@ def test_nan_on_a_fully_masked_row_is_wrong_and_explained(nan):
 
 
 def test_the_torch_sentence_is_true():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     import torch.nn.functional as F
 
     torch.manual_seed(0)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 import re
 from collections.abc import Callable
 
@@ -22,6 +21,8 @@ import pytest
 
 from tutor.drills import counts
 from tutor.drills.bank import load
+
+from .oracle import require_torch
 
 MEASURED: dict[str, str] = {}
 
@@ -37,12 +38,6 @@ def measures(*claims: str) -> Callable[[Callable[..., None]], Callable[..., None
     return register
 
 
-def torch_or_skip():
-    if os.environ.get("ATTN_TUTOR_REQUIRE_TORCH") == "1":
-        import torch
-
-        return torch
-    return pytest.importorskip("torch", reason="claims about PyTorch need torch==2.13.0 (test-only)")
 
 
 def within(estimate: float, stated: float, se: float, rounding: float = 0.0) -> bool:
@@ -219,7 +214,7 @@ def test_a_fused_projection_equals_three_separate_ones():
 
 @measures("mha-in-proj-layout")
 def test_multiheadattention_stores_a_fused_in_proj_weight_only_for_equal_widths():
-    torch = torch_or_skip()
+    torch = require_torch()
     same = torch.nn.MultiheadAttention(16, 4)
     assert tuple(same.in_proj_weight.shape) == (48, 16) and same.q_proj_weight is None
     other = torch.nn.MultiheadAttention(16, 4, kdim=12, vdim=12)
@@ -232,7 +227,7 @@ def test_multiheadattention_stores_a_fused_in_proj_weight_only_for_equal_widths(
 
 @measures("mask-polarity-torch")
 def test_sdpa_and_multiheadattention_read_boolean_masks_with_opposite_polarity():
-    torch = torch_or_skip()
+    torch = require_torch()
     torch.manual_seed(0)
     x = torch.randn(1, 3, 4, dtype=torch.float64)
     mha = torch.nn.MultiheadAttention(4, 1, bias=False, batch_first=True, dtype=torch.float64)
@@ -249,7 +244,7 @@ def test_sdpa_and_multiheadattention_read_boolean_masks_with_opposite_polarity()
 
 @measures("mask-combine-shape")
 def test_causal_and_padding_combine_to_b_1_lq_lk():
-    torch = torch_or_skip()
+    torch = require_torch()
     B, L = 2, 4
     causal = torch.ones(L, L, dtype=torch.bool).tril()
     kpm = torch.tensor([[False] * 4, [False, False, True, True]])
@@ -263,13 +258,13 @@ def test_causal_and_padding_combine_to_b_1_lq_lk():
 def test_the_softmax_of_an_all_minus_inf_row_is_nan():
     with np.errstate(invalid="ignore"):
         assert np.isnan(softmax(np.full(4, -np.inf))).all()
-    torch = torch_or_skip()
+    torch = require_torch()
     assert torch.isnan(torch.full((4,), float("-inf")).softmax(-1)).all()
 
 
 @measures("fully-masked-torch")
 def test_what_each_api_gives_for_a_fully_masked_row():
-    torch_or_skip()
+    require_torch()
     from .test_drill_masks_torch import outcome_of
 
     for fact, result in (("sdpa_bool", "zeros"), ("manual_inf", "nan"), ("manual_1e9", "mean_v"),
@@ -282,12 +277,12 @@ def test_minus_1e9_does_not_fit_float16():
     assert np.finfo(np.float16).max == 65504
     with np.errstate(over="ignore"):
         assert np.float16(-1e9) == -np.inf
-    torch_or_skip()
+    require_torch()
     from .test_drill_masks_torch import outcome_of
 
     assert outcome_of("f16_masked_fill") == "error" and outcome_of("f16_mask_tensor") == "neg_inf"
     assert outcome_of("f32_fully_masked") == "mean_v"
-    torch = torch_or_skip()
+    torch = require_torch()
     assert torch.tensor(-1e9, dtype=torch.bfloat16).item() == -998244352  # bfloat16 rounds it, and holds it
     torch.manual_seed(0)
     blocked = torch.tensor([[False, False, True, True, False, True]] * 3)
@@ -304,7 +299,7 @@ def test_two_finfo_min_masks_add_up_to_minus_inf():
         m = np.finfo(dtype).min
         with np.errstate(over="ignore"):
             assert np.array([m], dtype=dtype) + np.array([m], dtype=dtype) == -np.inf
-    torch_or_skip()
+    require_torch()
     from .test_drill_masks_torch import outcome_of
 
     assert outcome_of("finfo_min_sum") == "neg_inf"  # float32, float16 and bfloat16
@@ -312,7 +307,7 @@ def test_two_finfo_min_masks_add_up_to_minus_inf():
 
 @measures("cross-shapes")
 def test_cross_attention_shapes_follow_the_queries():
-    torch = torch_or_skip()
+    torch = require_torch()
     mha = torch.nn.MultiheadAttention(64, 8, kdim=32, vdim=32, batch_first=True)
     out, weights = mha(torch.randn(2, 5, 64), torch.randn(2, 7, 32), torch.randn(2, 7, 32),
                        key_padding_mask=torch.zeros(2, 7, dtype=torch.bool), average_attn_weights=False)
@@ -410,7 +405,7 @@ def test_grouped_kv_heads_shrink_the_cache_by_num_heads_over_num_kv_heads():
 
 @measures("gqa-repeat-interleave")
 def test_query_head_h_meets_kv_head_h_over_the_group_size():
-    torch = torch_or_skip()
+    torch = require_torch()
     torch.manual_seed(2)
     q, k, v = torch.randn(1, 8, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
     gqa = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
@@ -422,7 +417,7 @@ def test_query_head_h_meets_kv_head_h_over_the_group_size():
 
 @measures("causal-bottom-right")
 def test_cached_decoding_needs_the_bottom_right_causal_mask():
-    torch = torch_or_skip()
+    torch = require_torch()
     from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 
     for L_q, L_k in ((1, 5), (2, 5), (3, 4)):
@@ -474,7 +469,7 @@ def test_alibi_slopes_for_eight_heads():
 
 @measures("dropout-scale")
 def test_dropout_scales_kept_weights_and_keeps_row_sums_at_one_on_average():
-    torch = torch_or_skip()
+    torch = require_torch()
     torch.manual_seed(3)
     p = 0.1
     w = torch.randn(20_000, 16, dtype=torch.float64).softmax(-1)
@@ -491,7 +486,7 @@ def test_dropout_scales_kept_weights_and_keeps_row_sums_at_one_on_average():
 def test_eval_turns_dropout_off_in_the_modules_but_not_in_sdpa():
     """nn.Dropout and nn.MultiheadAttention read their training flag; F.scaled_dot_product_attention has none:
     inside a module in eval(), even under torch.no_grad(), dropout_p = 0.5 still zeroes and scales weights."""
-    torch = torch_or_skip()
+    torch = require_torch()
     F, nn = torch.nn.functional, torch.nn
     f64 = torch.float64
 
@@ -559,7 +554,7 @@ def test_the_limits_of_16_bit_floats():
     assert f"{f32.eps:.1e}" == "1.2e-07"  # about 1.2e-7
     assert 8000 <= f16.eps / f32.eps <= 8200  # about 8000 times
     assert round(1e-2 / f32.eps, -3) == 84_000  # a fixed tolerance of 1e-2: about 84,000 times float32's epsilon
-    torch = torch_or_skip()
+    torch = require_torch()
     bf16 = torch.finfo(torch.bfloat16)
     assert bf16.eps == 2**-7 and f"{bf16.eps:.1e}" == "7.8e-03"  # about 7.8e-3
     assert abs(bf16.max / torch.finfo(torch.float32).max - 1) < 0.01  # float32's range
@@ -567,7 +562,7 @@ def test_the_limits_of_16_bit_floats():
 
 @measures("assert-close-defaults")
 def test_assert_close_default_tolerances_per_dtype():
-    torch = torch_or_skip()
+    torch = require_torch()
 
     def passes(expected: float, actual: float, dtype) -> bool:
         try:
@@ -588,7 +583,7 @@ def test_assert_close_default_tolerances_per_dtype():
 def test_float16_attention_rounds_many_times_so_a_failed_default_tolerance_is_no_verdict():
     """2e-3 at 1 is more than one float16 rounding and fails assert_close's float16 defaults, yet plain
     float16 attention ends that far off on its own; torch's SDPA in float16 stays under 1e-3 (CPU)."""
-    torch = torch_or_skip()
+    torch = require_torch()
     x = torch.linspace(0.75, 1.99, 200_001, dtype=torch.float32)  # float32 -> float16 is one rounding
     err = (x.half().double() - x.double()).abs()  # (torch takes float64 -> float16 through float32: two)
     assert err.max() <= 2**-11 and f"{2**-11:.1e}" == "4.9e-04"  # one rounding near 1: at most about 4.9e-4
@@ -630,7 +625,7 @@ def test_float16_attention_rounds_many_times_so_a_failed_default_tolerance_is_no
 
 @measures("gradcheck-defaults")
 def test_gradcheck_steps_by_1e_6_and_needs_float64():
-    torch = torch_or_skip()
+    torch = require_torch()
     defaults = inspect.signature(torch.autograd.gradcheck).parameters
     assert (defaults["eps"].default, defaults["atol"].default, defaults["rtol"].default) == (1e-6, 1e-5, 1e-3)
     assert f"{torch.finfo(torch.float64).eps:.1e}" == "2.2e-16"  # about 2.2e-16
@@ -682,7 +677,7 @@ def test_permuting_the_tokens_permutes_the_outputs():
     assert np.allclose(biased(x[perm], no_bias), biased(x, no_bias)[perm])
     for bias, rotate in ((causal, False), (alibi, False), (no_bias, True)):  # a mask, ALiBi, RoPE: not equivariant
         assert not np.allclose(biased(x[perm], bias, rotate), biased(x, bias, rotate)[perm])
-    torch = torch_or_skip()
+    torch = require_torch()
     torch.manual_seed(12)
     mha = torch.nn.MultiheadAttention(4, 2, dropout=0.5, batch_first=True, dtype=torch.float64)
     t, p = torch.from_numpy(x)[None], torch.from_numpy(perm)
@@ -734,7 +729,7 @@ def test_rmsnorm_is_x_over_its_root_mean_square_and_torch_defaults_eps_to_float3
     bias; eps=None uses float32's epsilon for float16, bfloat16 and float32 inputs (float64's for float64), so
     features of 1e-4 (mean square 1e-8) come out at about 0.28, not 1.  Invariant to re-scaling, not to shifting;
     equal to LayerNorm without bias on a zero-mean input."""
-    torch = torch_or_skip()
+    torch = require_torch()
     torch.manual_seed(3)
     x = torch.randn(5, 8, dtype=torch.float64)
     norm = torch.nn.RMSNorm(8, dtype=torch.float64)
@@ -845,7 +840,7 @@ def test_the_tree_mask_gives_every_node_the_output_of_its_branch_alone():
     """A prefix of 3 cached tokens, then the tree a → {b, c}, b → d laid out as [a, b, c, d]: with the tree mask
     and positions by depth (RoPE on q and k), each node's output from SDPA equals attention over its own branch;
     a causal mask over the flat order, or positions by flat index, does not."""
-    torch = torch_or_skip()
+    torch = require_torch()
     F = torch.nn.functional
     torch.manual_seed(5)
     d, P = 4, 3
@@ -940,7 +935,7 @@ def _band(L: int, W: int, sinks: int = 0) -> np.ndarray:
 def test_sdpa_takes_the_window_as_a_boolean_mask():
     """torch 2.13's SDPA has no window argument; the band i − W < j ≤ i as a boolean attn_mask gives attention over
     the last W keys only, and with W = L the causal mask."""
-    torch = torch_or_skip()
+    torch = require_torch()
     import inspect
 
     F = torch.nn.functional

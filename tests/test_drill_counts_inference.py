@@ -14,6 +14,8 @@ from tutor.drills import inference
 from tutor.drills.inference import PRESETS, Model, ModelError, read_config
 from tutor.drills.record import count_tolerance, grade
 
+from .oracle import require_torch
+
 L8 = PRESETS["llama-3.1-8b"]
 L405 = PRESETS["llama-3.1-405b"]
 MISTRAL = PRESETS["mistral-7b-v0.1"]
@@ -72,7 +74,7 @@ def test_the_parameter_count_is_the_checkpoints(name):
 @pytest.mark.parametrize("name", ["Llama-3.1-8B", "Mistral-7B-v0.1"])
 def test_the_parameter_count_is_torchs_for_the_same_modules(name):
     """The same model built from torch modules on the meta device (no memory): every parameter counted."""
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     nn = torch.nn
     m = inference.preset(name)
     D, H, Hkv, d, F = m.d_model, m.num_heads, m.num_kv_heads, m.head_dim, m.ffn_dim
@@ -93,7 +95,7 @@ def test_the_parameter_count_is_torchs_for_the_same_modules(name):
 
 
 def test_the_dtypes_bytes_are_torchs():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     assert {k: torch.empty(0, dtype=getattr(torch, k)).element_size() for k in inference.DTYPES} == inference.DTYPES
 
 

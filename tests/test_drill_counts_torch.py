@@ -7,21 +7,13 @@ torch is a test-only dependency: without it these tests skip, unless ATTN_TUTOR_
 from __future__ import annotations
 
 import math
-import os
 import random
 
 import pytest
 
 from tutor.drills import counts
 
-
-def require_torch():
-    if os.environ.get("ATTN_TUTOR_REQUIRE_TORCH") == "1":
-        import torch
-
-        return torch
-    return pytest.importorskip("torch", reason="PyTorch parity tests need torch==2.13.0 (test-only)")
-
+from .oracle import require_torch
 
 torch = require_torch()
 from torch import nn

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 
 import pytest
@@ -23,15 +22,7 @@ import pytest
 from tutor.drills import shapes as drill
 from tutor.numeric.trace import AttentionConfig, production_trace
 
-
-def require_torch():
-    """``import torch``; skip without it, but fail when ATTN_TUTOR_REQUIRE_TORCH=1."""
-    if os.environ.get("ATTN_TUTOR_REQUIRE_TORCH") == "1":
-        import torch
-
-        return torch
-    return pytest.importorskip("torch", reason="PyTorch parity tests need torch==2.13.0 (test-only)")
-
+from .oracle import require_torch
 
 torch = require_torch()
 import torch.nn.functional as F

@@ -28,6 +28,8 @@ from tutor.exercise.catalog import resolve_id
 from tutor.katas import catalog, harness
 from tutor.katas.kata import Phrase
 
+from .oracle import require_torch
+
 REPO = Path(__file__).resolve().parent.parent
 FILES = REPO / "tutor" / "katas" / "files"
 ENGLISH_FILES = sorted(p for p in FILES.glob("*/*.py") if p.name.count(".") == 1)
@@ -124,7 +126,7 @@ def test_a_failing_check_in_chinese_says_the_cases_in_chinese(cli) -> None:
 
 
 def test_autograd_switched_off_says_so_in_the_language_of_the_run(cli, tmp_path) -> None:
-    pytest.importorskip("torch")
+    require_torch()
     f = tmp_path / "by_autograd.py"
     f.write_text("import torch\nKATA = 'backward'\n\n\ndef attention_backward(q, k, v, d_out, mask=None):\n"
                  "    torch.autograd.grad(q.sum(), q)\n", encoding="utf-8")

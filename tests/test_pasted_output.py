@@ -47,6 +47,8 @@ from tutor.exercise.catalog import resolve
 from tutor.practice import Answer, EndOfInput, handle, read_event, start
 from tutor.steps import solve
 
+from .oracle import require_torch
+
 pytestmark = pytest.mark.usefixtures("child_environment")  # the practice session below writes the store
 
 R2 = math.sqrt(2)
@@ -429,7 +431,7 @@ def test_check_names_a_bad_printout_at_its_step():
 
 
 def test_what_this_torch_prints_reads_back():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     # float64: NumPy prints 8 places, more than a float32 result is right to (see docs/exercise-format.md)
     q = torch.tensor([[1.0, 1.0], [2.0, 2.0], [2.0, 2.0]], dtype=torch.float64, requires_grad=True)
     scaled = q @ q.detach().T / math.sqrt(2)

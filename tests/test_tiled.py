@@ -17,6 +17,7 @@ from tutor.flash.walk import TiledVariant, exp_greater, exp_sign, online_floats,
 from tutor.steps import solve
 
 from .conftest import BLOCK_BUNDLED, EXERCISES
+from .oracle import require_torch
 
 BUNDLED = [p.stem for p in sorted(EXERCISES.glob("*.yaml"))  # every one: v2's grouped heads, cache and bias too
            if p.stem not in BLOCK_BUNDLED]  # but the pre-norm block's: refused after a norm (test_prenorm_block.py)
@@ -228,7 +229,7 @@ def test_the_sign_of_an_exponent_is_decided_exactly(u, r, t, sign):
 def test_tiled_matches_torch_on_every_bundled_exercise():
     """o is SDPA's output row (the bias and the mask as one float attn_mask, K/V heads given once with
     enable_gqa=True) and lse is torch.logsumexp of the scores the softmax reads (float64, CPU)."""
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     import torch.nn.functional as F
 
     for name in BUNDLED:

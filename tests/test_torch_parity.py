@@ -56,22 +56,7 @@ from tutor.numeric import (
 from tutor.production import layer_of, pytorch_masks, run_exercise
 
 from .conftest import EXERCISES
-
-
-def require_torch():
-    """``import torch``; skip without it, but fail when ATTN_TUTOR_REQUIRE_TORCH=1."""
-    if os.environ.get("ATTN_TUTOR_REQUIRE_TORCH") == "1":
-        try:
-            import torch
-        except ImportError as exc:
-            pytest.fail(
-                f"ATTN_TUTOR_REQUIRE_TORCH=1 but torch cannot be imported ({exc}); "
-                "install it with: .venv/bin/python -m pip install torch==2.13.0",
-                pytrace=False,
-            )
-        return torch
-    return pytest.importorskip("torch", reason="PyTorch parity tests need torch==2.13.0 (test-only)")
-
+from .oracle import require_torch
 
 torch = require_torch()
 import torch.nn.functional as F
