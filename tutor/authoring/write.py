@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 from ..base.cells import wrap
 from ..base.messages import join_sentences, t
+from ..exact.numbers import frac_text
+from ..exercise.record import alibi_slope
 from .draft import Draft, Weights
 from .draw import Matrix, matmul, plus, transposed
 
@@ -145,7 +147,8 @@ def text(d: Draft) -> str:
         out += [*_comment(t("new.file.key_padding_mask")),
                 f"key_padding_mask: [{', '.join('true' if pad else 'false' for pad in d.key_padding_mask)}]"]
     if d.alibi:
-        out += [*_comment(t("new.file.alibi")), "alibi: true"]
+        slopes = ", ".join(frac_text(alibi_slope(h, len(d.heads))) for h in range(len(d.heads)))
+        out += [*_comment(t("new.file.alibi", slopes=slopes)), "alibi: true"]
     out += [*_comment(t("new.file.tags")), f"tags: {_labels(d.tags)}",
             *_comment(t("new.file.difficulty")), f"difficulty: {d.difficulty}", ""]
     return "\n".join(out)

@@ -114,7 +114,7 @@ class Exercise:
     past_tokens: tuple[str, ...] | None = None
     past_x: Matrix | None = None  # [L_past, d_model]: the cached tokens' inputs, when given (the cache is checked against them)
     bias: tuple[Matrix, ...] | None = None  # per query head, [L, L_k], added to the scaled scores
-    alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
+    alibi: bool = False  # the bias is ALiBi's (its slopes: alibi_exponents, times j - i)
     # the title and description in other languages: (language, title, description), from the file's translations
     translations: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
 
@@ -312,15 +312,33 @@ def causal_lower_right(L_q: int, L_k: int) -> BoolMatrix:
     return tuple(tuple(j <= i + L_k - L_q for j in range(L_k)) for i in range(L_q))
 
 
-def alibi_slope(head: int, num_heads: int) -> Fraction:
-    """ALiBi's slope of ``head`` (0-based) of ``num_heads``: ``2^(-8(head+1)/num_heads)`` (Press et al. 2022, §3).
+def alibi_exponents(num_heads: int) -> tuple[Fraction, ...]:
+    """``e_h`` for each head (0-based) of ``num_heads``, ALiBi's slope of head ``h`` being ``2^(-e_h)``.
 
-    Exact for a power-of-two ``num_heads`` (the paper's geometric sequence); raises ``ValueError`` otherwise.
+    Press et al. 2022, §3 and the reference code's ``get_slopes`` (ofirpress/attention_with_linear_biases):
+    for ``n`` a power of two the geometric sequence ``2^(-8i/n)``, ``i = 1 … n``; otherwise the ``2^k``
+    slopes of the largest power of two ``2^k < n``, followed by every other slope of ``2^(k+1)`` heads
+    (``[0::2]``: ``i = 1, 3, 5 …``) for the remaining ``n − 2^k`` heads.  3 heads: ``4, 8, 2``
+    (slopes 1/16, 1/256, 1/4).  Raises ``ValueError`` for ``num_heads < 1``.
     """
-    num, den = 8 * (head + 1), num_heads
-    if num % den:
-        raise ValueError(f"ALiBi's slope 2^(-{num}/{den}) is not rational: num_heads must be a power of two")
-    return Fraction(1, 2 ** (num // den))
+    if num_heads < 1:
+        raise ValueError(f"ALiBi needs at least one head, found {num_heads}")
+    if num_heads & (num_heads - 1) == 0:
+        return tuple(Fraction(8 * i, num_heads) for i in range(1, num_heads + 1))
+    k = 1 << (num_heads.bit_length() - 1)  # the largest power of two below num_heads
+    return alibi_exponents(k) + alibi_exponents(2 * k)[0::2][:num_heads - k]
+
+
+def alibi_slope(head: int, num_heads: int) -> Fraction:
+    """ALiBi's slope of ``head`` (0-based) of ``num_heads``, exactly: ``2^(-e)`` with ``e`` from :func:`alibi_exponents`.
+
+    Rational for every ``num_heads`` up to 8 (the format's limit); raises ``ValueError`` when the exponent is
+    not an integer (``num_heads`` of 9 or more, where some slopes are odd powers of ``2^(-1/2)``).
+    """
+    e = alibi_exponents(num_heads)[head]
+    if e.denominator != 1:
+        raise ValueError(f"ALiBi's slope 2^(-{e}) of head {head + 1} of {num_heads} is not rational")
+    return Fraction(1, 2 ** int(e))
 
 
 def alibi_bias(head: int, num_heads: int, L_q: int, L_k: int) -> Matrix:

@@ -451,10 +451,6 @@ def _bias(c: _Check, f: Any, H: int | None, L: int | None, L_k: int | None, cros
             c.add(("alibi",), "v2.alibi.cross")
             c.bad.add(("alibi",))
             return
-        if H is not None and H & (H - 1):
-            c.add(("alibi",), "v2.alibi.heads", H=H)
-            c.bad.add(("alibi",))
-            return
         c.st.alibi = True
         return
     b = f.attn_bias

@@ -2,8 +2,8 @@
 
 ``softmax(Q Kᵀ / √d_k + B + M) V`` (Vaswani et al. 2017, eq. 1; the bias
 ``B`` a float ``attn_mask`` of PyTorch's ``scaled_dot_product_attention``
-or ALiBi's ``B_ij = m_h·(j − i)`` with ``m_h = 2^(−8(h+1)/H)``, Press et al.
-2022, §3; the mask ``M`` as in PyTorch's SDPA: 0 where a query may attend a
+or ALiBi's ``B_ij = m_h·(j − i)`` with ``m_h`` the paper's slope of head ``h``, Press et al.
+2022, §3 (:func:`tutor.exercise.record.alibi_exponents`); the mask ``M`` as in PyTorch's SDPA: 0 where a query may attend a
 key, ``-inf`` where it may not).  The softmax and what follows it are
 :mod:`tutor.steps.softmax`.
 
@@ -26,7 +26,7 @@ from ..exact import matrices as em
 from ..exact.engine import Scaled
 from ..exact.expoly import root
 from ..exact.numbers import frac_text, notation
-from ..exercise.record import Exercise, alibi_slope
+from ..exercise.record import Exercise, alibi_exponents, alibi_slope
 from .kind import Input, StepKind, always, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import gamma, magnitude
@@ -264,7 +264,8 @@ def _bias(ex: Exercise, head: int | None) -> tuple[tuple[Fraction, ...], ...]:
 def _biased_formula(ex: Exercise, head: int | None) -> str:
     if ex.alibi:
         m = alibi_slope(head or 0, ex.num_heads)
-        return f"biased = scaled + B,  B_ij = m·(j − i),  m = 2^(−8·{(head or 0) + 1}/{ex.num_heads}) = {frac_text(m)}"
+        e = alibi_exponents(ex.num_heads)[head or 0]
+        return f"biased = scaled + B,  B_ij = m·(j − i),  m = 2^(−{e}) = {frac_text(m)}"
     return "biased = scaled + B"
 
 
@@ -281,10 +282,20 @@ def _biased(bd: Build, h: int | None) -> Step:
 def _bias_matrix(r: Replay, head: int | None) -> Array | None:
     """The bias ``[L, L_k]`` as the variant adds it: ``-B`` under ``bias="negated"`` (ALiBi's distance as
     ``i - j``); under ``bias="shifted"`` ALiBi's slopes counted from head 0, ``2^(-8h/H)``, each head the
-    slope of the head before it (the first 1): ``B·2^(8/H)`` (``None`` for a bias that is not ALiBi's)."""
+    slope of the head before it (the first 1): ``B·2^(8/H)``, for ``H`` a power of two; under
+    ``bias="geometric"`` the power-of-two formula ``2^(-8(h+1)/H)`` used for an ``H`` that is not one (the
+    paper's slopes then interleave two sequences: :func:`tutor.exercise.record.alibi_exponents`).
+    ``None`` where the variant does not apply (a bias that is not ALiBi's, or the other kind of ``H``)."""
     B = floats(_bias(r.ex, head))  # [L, L_k]
+    H = r.ex.num_heads
+    power_of_two = H & (H - 1) == 0
     if r.variant.bias == "shifted":
-        return B * 2.0 ** (8 / r.ex.num_heads) if r.ex.alibi else None
+        return B * 2.0 ** (8 / H) if r.ex.alibi and power_of_two else None
+    if r.variant.bias == "geometric":
+        if not r.ex.alibi or power_of_two:
+            return None
+        h = head or 0
+        return B * 2.0 ** (float(alibi_exponents(H)[h]) - 8 * (h + 1) / H)  # B/m_h · 2^(-8(h+1)/H)
     return -B if r.variant.bias == "negated" else B
 
 

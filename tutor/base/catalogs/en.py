@@ -954,7 +954,7 @@ EN.update({
     "diagnose.scale_after_softmax": "You applied the scale after the softmax: the weights are softmax(scores)/√{d_k}, which no longer sum to 1. The scores are divided by √d_k before the softmax, so that their spread, not the weights, shrinks: softmax(scores/√d_k).",
     "diagnose.mask_upper": "Your causal mask is on the wrong triangle: it blocks the past (the keys before each query) and keeps the future. A causal mask keeps a query's own key and those before it, and blocks the ones after it (for a square mask, torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1) marks the keys to block).",
     "diagnose.mask_diagonal": "Your causal mask also blocks the diagonal: each query loses its own key, and a query with no earlier key has none left. A causal mask blocks only the keys after the query; it may attend to itself (for a square mask, torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1) marks the keys to block; diagonal=0 would block the diagonal too).",
-    "diagnose.alibi_shifted": "Your ALiBi slopes are shifted by one head: you counted h from 0 in 2^(−8h/H), so the first head got slope 1 and every other head the slope of the head before it. The slopes are 2^(−8h/H) for h = 1 … H (Press et al. 2022): with H = {num_heads}, the first head's slope is 2^(−8/{num_heads}).",
+    "diagnose.alibi_shifted": "Your ALiBi slopes are shifted by one head: you counted h from 0 in 2^(−8h/H), so the first head got slope 1 and every other head the slope of the head before it. For H a power of two the slopes are 2^(−8h/H) for h = 1 … H (Press et al. 2022): with H = {num_heads}, the first head's slope is 2^(−8/{num_heads}).",
     "diagnose.softmax_grad_diagonal": "You used P(1 − P)∘d_weights, the diagonal of the softmax's Jacobian alone: each weight's derivative by its own score. But every weight of a row depends on every score of the row (∂P_j/∂s_k = −P_j·P_k for k ≠ j), so d_scaled = P∘(d_weights − rowsum(P∘d_weights)): subtract the row's weighted sum of d_weights, not P∘d_weights.",
     "diagnose.d_k_order_transposed": "You multiplied in the wrong order: Qᵀ·d_scaled instead of d_scaledᵀ·Q. That is d_K transposed, [d_k, L_k]: (d_scaledᵀ·Q)ᵀ = Qᵀ·d_scaled. From scaled = Q·Kᵀ/√d_k, d_K = d_scaledᵀ·Q/√d_k, one row per key ([L_k, d_k], the shape of K).",
     "diagnose.d_k_order": "You multiplied in the wrong order: Q·d_scaledᵀ instead of d_scaledᵀ·Q. From scaled = Q·Kᵀ/√d_k, d_K = d_scaledᵀ·Q/√d_k ([L_k, L]·[L, d_k] = [L_k, d_k], one row per key); Q·d_scaledᵀ is [L, L] and multiplies the wrong things.",
@@ -1460,7 +1460,7 @@ EN.update({
     "schema.field.past_tokens": "L_past labels for the cached tokens",
     "schema.field.past_x": "[L_past, d_model]: the cached tokens' inputs; the cache must be their projections (k = past_x·W_K + b_K, v = past_x·W_V + b_V)",
     "schema.field.attn_bias": "[L, L_k] (or one per head): added to the scaled scores before the mask and the softmax",
-    "schema.field.alibi": "true: ALiBi's bias, slope 2^(-8(h+1)/num_heads) times (j - i)",
+    "schema.field.alibi": "true: ALiBi's bias, each head's slope (Press et al. 2022) times (j - i)",
     "v2.kv.divide": "num_kv_heads = {G} does not divide num_heads = {H}",
     "v2.kv.divide.hint": "each K/V head serves num_heads / num_kv_heads query heads: num_kv_heads must divide num_heads (1 = MQA, num_heads = MHA)",
     "v2.kv.fused_width": "{field} has {found:columns} but with num_kv_heads = {G} it must have num_kv_heads·{what} = {expected}",
@@ -1499,8 +1499,6 @@ EN.update({
     "v2.alibi.both": "alibi and attn_bias are both given",
     "v2.alibi.both.hint": "give one bias: alibi: true for ALiBi's, or attn_bias for your own",
     "v2.alibi.cross": "alibi needs positions of one sequence, but x_kv is given",
-    "v2.alibi.heads": "alibi with num_heads = {H}: ALiBi's slopes 2^(-8(h+1)/num_heads) are rational only when num_heads is a power of two",
-    "v2.alibi.heads.hint": "use 1, 2, 4 or 8 heads (the paper's geometric sequence), or give attn_bias",
     "v2.bias.count": "attn_bias has {found:entries} but there {H:are_heads}: one matrix per head, or one matrix for all",
     "v2.bias.shape": "attn_bias is {found} but must be [L × L_k] = [{L} × {L_k}]",
 })
@@ -1513,7 +1511,7 @@ EN.update({
     "step.k_new.why": "With a KV cache only the new tokens are projected: their keys are x·W_K; the earlier tokens' keys were computed in earlier steps and kept.",
     "step.v_new.why": "Likewise only the new tokens' values are computed (x·W_V); the cache holds the rest.",
     "step.biased.why": "An additive bias is added to the scaled scores before the mask and the softmax (a float attn_mask in PyTorch): it shifts how much each query attends to each key without touching Q or K.",
-    "step.biased.why.alibi": "ALiBi adds slope·(j − i) instead of position embeddings: 0 on the query's own position, more negative the farther back a key lies, with a different slope per head (2^(−8(h+1)/H)) so that heads attend at different ranges.",
+    "step.biased.why.alibi": "ALiBi adds slope·(j − i) instead of position embeddings: 0 on the query's own position, more negative the farther back a key lies, with a different slope per head so that heads attend at different ranges. For H heads, H a power of two, the slopes are 2^(−8h/H), h = 1 … H; for any other H, the slopes of the largest power of two below H, then every other slope of twice that many heads (Press et al. 2022, §3 and its get_slopes).",
     "step.kv.why.grouped": "Grouped K/V heads: num_kv_heads = {G}, num_heads = {H}, so K/V head {kv} is shared by the heads {heads} (head h reads K/V head h // {ratio}, in repeat_interleave order, counting from 0). The KV cache then holds K and V per K/V head instead of per query head: {ratio} times less cache memory. Ainslie et al. (2023) find grouped K/V heads close to multi-head quality, and a single K/V head (MQA) somewhat below it.",
     "step.kv.why.cache": "With a KV cache this is the cached rows ({L_past:rows}) with the new rows ({L:rows}) appended below: only the new tokens' q, k, v are computed in a decode step.",
     "count.are_heads.one": "is {count} head",
@@ -1576,12 +1574,11 @@ EN.update({
 EN.update({
     "cli.new.kv_heads": "Grouped K/V heads: this many K/V heads (divides --heads; 1 = MQA).",
     "cli.new.cache": "A decode step: this many earlier tokens in a KV cache; x holds only the new ones (--tokens). The mask is causal_lower_right unless --mask says otherwise.",
-    "cli.new.alibi": "Add ALiBi's linear bias (--heads a power of two).",
+    "cli.new.alibi": "Add ALiBi's linear bias.",
     "new.kv_heads.divide": "--kv-heads {G} must divide --heads {H} (each K/V head serves --heads / --kv-heads query heads)",
     "new.cache.cross": "--cache is for self-attention (a decode step); it cannot go with --cross",
     "new.cache.limit": "--cache and --tokens make L_k = {total}; the limit of L_k is 16",
     "new.lower_right.alone": "--mask causal_lower_right differs from causal only when queries and keys differ in number: add --cache (a decode step) or --cross",
-    "new.alibi.heads": "--alibi needs --heads a power of two (1, 2, 4 or 8), found {H}: ALiBi's slopes 2^(-8(h+1)/H) are then rational",
     "new.alibi.cross": "--alibi needs positions of one sequence; it cannot go with --cross",
     "new.title.part.kv_heads.one": "{count} K/V head",
     "new.title.part.kv_heads.other": "{count} K/V heads",
@@ -1597,7 +1594,7 @@ EN.update({
     "new.file.heads_q": "heads: one block per query head, w_q only: [d_model x d_k] = [{d_model} x {d_k}].",
     "new.file.kv_heads": "kv_heads: one block per K/V head: K = {src} W_K and V = {src} W_V with w_k, w_v [{d_model} x {d_k}].",
     "new.file.mask.lower_right": "mask: causal_lower_right: query i may attend key j only when j <= i + L_k - L_q (bottom-right aligned).",
-    "new.file.alibi": "alibi: true adds ALiBi's bias slope * (j - i) to the scaled scores, slope 2^(-8(h+1)/num_heads) for head h (from 0).",
+    "new.file.alibi": "alibi: true adds ALiBi's bias slope * (j - i) to the scaled scores; the slopes of the heads, head 1 first, are {slopes} (Press et al. 2022).",
 })
 
 # --- issue 12: the header of an explanation in format v2 ---
@@ -2023,6 +2020,9 @@ EN.update({
     "code.mistake.d_k_order_transposed": "d_k is `qᵀ @ d_scores`, [d, L_k]: the gradient transposed; write `d_k = d_scores.swapaxes(-1, -2) @ q / math.sqrt(d)` (PyTorch: `d_scores.transpose(-2, -1) @ q`), [L_k, d] like k",
     "code.mistake.d_v_not_transposed": "d_v is `P @ d_out`; from `out = P @ v` the gradient of v takes P transposed: `d_v = P.swapaxes(-1, -2) @ d_out` (PyTorch: `P.transpose(-2, -1) @ d_out`), [L_k, d_v] like v",
     "code.mistake.masked_grad_leak": "d_scores is not 0 where the mask is False; a masked weight is 0, so its gradient `P * (dP - row)` is 0 too: multiply by P everywhere, `d_scores = P * (dP - row)`",
+    # --- issue 23: masks (sliding window, attention sinks, ALiBi for any head count) ---
+    "mistake.alibi_geometric": "ALiBi's power-of-two slopes for another head count",
+    "diagnose.alibi_geometric": "You used 2^(−8h/H), h = 1 … H, with H = {num_heads}: that geometric sequence is ALiBi's only when H is a power of two. For any other H the paper takes the slopes of the largest power of two below H, then every other slope of twice that many heads (Press et al. 2022, §3 and its get_slopes): here {slopes}.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

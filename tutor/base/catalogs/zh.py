@@ -904,7 +904,7 @@ ZH: dict[str, str] = {
     "diagnose.scale_after_softmax": "你在 softmax 之后才做缩放：注意力权重成了 softmax(scores)/√{d_k}，各行之和不再是 1。注意力分数应在 softmax 之前除以 √d_k，这样缩小的是分数的分布范围，而不是权重：softmax(scores/√d_k)。",
     "diagnose.mask_upper": "你的因果掩码用错了三角：它屏蔽了过去（每个查询之前的键），却保留了未来。因果掩码保留查询自己的键和它之前的键，屏蔽它之后的键（对于方阵掩码，torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1) 标出的就是要屏蔽的键）。",
     "diagnose.mask_diagonal": "你的因果掩码把对角线也屏蔽了：每个查询都失去了自己的键，而前面没有键的查询就一个键都不剩了。因果掩码只屏蔽查询之后的键；查询可以关注它自己（对于方阵掩码，torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1) 标出要屏蔽的键；diagonal=0 则会连对角线一起屏蔽）。",
-    "diagnose.alibi_shifted": "你的 ALiBi 斜率错开了一个头：你在 2^(−8h/H) 中让 h 从 0 开始计数，于是第一个头的斜率成了 1，其余每个头都用了前一个头的斜率。斜率应为 2^(−8h/H)，h = 1 … H（Press et al. 2022）：当 H = {num_heads} 时，第一个头的斜率是 2^(−8/{num_heads})。",
+    "diagnose.alibi_shifted": "你的 ALiBi 斜率错开了一个头：你在 2^(−8h/H) 中让 h 从 0 开始计数，于是第一个头的斜率成了 1，其余每个头都用了前一个头的斜率。H 为 2 的幂时，斜率应为 2^(−8h/H)，h = 1 … H（Press et al. 2022）：当 H = {num_heads} 时，第一个头的斜率是 2^(−8/{num_heads})。",
     "diagnose.softmax_grad_diagonal": "你用了 P(1 − P)∘d_weights，只取了 softmax 雅可比矩阵的对角线，即每个权重只对它自己的分数求导。但一行中的每个权重都依赖该行的每个分数（k ≠ j 时 ∂P_j/∂s_k = −P_j·P_k），所以 d_scaled = P∘(d_weights − rowsum(P∘d_weights))：要减去的是该行 d_weights 的加权和，而不是 P∘d_weights。",
     "diagnose.d_k_order_transposed": "你的乘法顺序反了：算的是 Qᵀ·d_scaled，而不是 d_scaledᵀ·Q。这得到的是 d_K 的转置，[d_k, L_k]：(d_scaledᵀ·Q)ᵀ = Qᵀ·d_scaled。由 scaled = Q·Kᵀ/√d_k 得 d_K = d_scaledᵀ·Q/√d_k，每个键一行（[L_k, d_k]，即 K 的形状）。",
     "diagnose.d_k_order": "你的乘法顺序反了：算的是 Q·d_scaledᵀ，而不是 d_scaledᵀ·Q。由 scaled = Q·Kᵀ/√d_k 得 d_K = d_scaledᵀ·Q/√d_k（[L_k, L]·[L, d_k] = [L_k, d_k]，每个键一行）；Q·d_scaledᵀ 是 [L, L]，相乘的对象也不对。",
@@ -1375,7 +1375,7 @@ ZH: dict[str, str] = {
     "schema.field.past_tokens": "已缓存词元的 L_past 个标签",
     "schema.field.past_x": "[L_past, d_model]：已缓存词元的输入；缓存必须是它们的投影（k = past_x·W_K + b_K，v = past_x·W_V + b_V）",
     "schema.field.attn_bias": "[L, L_k]（或每个头一个）：在掩码和 softmax 之前加到缩放后的注意力分数上",
-    "schema.field.alibi": "true：使用 ALiBi 的偏置，即斜率 2^(-8(h+1)/num_heads) 乘以 (j - i)",
+    "schema.field.alibi": "true：使用 ALiBi 的偏置，即每个头的斜率（Press et al. 2022）乘以 (j - i)",
     # --- v2
     "v2.kv.divide": "num_kv_heads = {G} 不能整除 num_heads = {H}",
     "v2.kv.divide.hint": "每个 K/V 头服务 num_heads / num_kv_heads 个查询头：num_kv_heads 必须整除 num_heads（1 = MQA，等于 num_heads 即 MHA）",
@@ -1415,8 +1415,6 @@ ZH: dict[str, str] = {
     "v2.alibi.both": "同时给出了 alibi 和 attn_bias",
     "v2.alibi.both.hint": "只给一种偏置：用 ALiBi 的偏置就写 alibi: true，用你自己的就给出 attn_bias",
     "v2.alibi.cross": "alibi 需要同一序列中的位置，但这里给出了 x_kv",
-    "v2.alibi.heads": "alibi 搭配 num_heads = {H}：只有当 num_heads 是 2 的幂时，ALiBi 的斜率 2^(-8(h+1)/num_heads) 才是有理数",
-    "v2.alibi.heads.hint": "使用 1、2、4 或 8 个头（论文中的几何数列），或者给出 attn_bias",
     "v2.bias.count": "attn_bias 有 {found:entries}，但共有 {H:are_heads}：每个头一个矩阵，或所有头共用一个矩阵",
     "v2.bias.shape": "attn_bias 的形状是 {found}，但必须是 [L × L_k] = [{L} × {L_k}]",
     # --- step
@@ -1426,7 +1424,7 @@ ZH: dict[str, str] = {
     "step.k_new.why": "使用键值缓存（KV cache）时，只对新词元做投影：它们的键是 x·W_K；之前词元的键已在之前的步骤中算好并保存了下来。",
     "step.v_new.why": "同样，只计算新词元的值（x·W_V）；其余的都在缓存里。",
     "step.biased.why": "加性偏置在掩码和 softmax 之前加到缩放后的注意力分数上（在 PyTorch 中就是浮点 attn_mask）：它改变每个查询对每个键的关注程度，却不改动 Q 或 K。",
-    "step.biased.why.alibi": "ALiBi 不用位置编码，而是加上 slope·(j − i)：查询自身的位置为 0，键越靠前越负；每个头的斜率不同（2^(−8(h+1)/H)），因此不同的头关注不同的范围。",
+    "step.biased.why.alibi": "ALiBi 不用位置编码，而是加上 slope·(j − i)：查询自身的位置为 0，键越靠前越负；每个头的斜率不同，因此不同的头关注不同的范围。头数 H 为 2 的幂时，斜率为 2^(−8h/H)，h = 1 … H；H 为其他值时，先取小于 H 的最大 2 的幂个头的斜率，再从两倍头数的斜率中隔一个取一个补足（Press et al. 2022，第 3 节及其 get_slopes）。",
     "step.kv.why.grouped": "分组 K/V 头：num_kv_heads = {G}，num_heads = {H}，所以第 {kv} 个 K/V 头由头 {heads} 共享（头 h 读取 K/V 头 h // {ratio}，按 repeat_interleave 的顺序，从 0 开始计数）。这样键值缓存按 K/V 头而不是按查询头保存 K 和 V：缓存内存只需原来的 1/{ratio}。Ainslie et al.（2023）发现分组 K/V 头的效果接近多头注意力，而单个 K/V 头（MQA）略逊一筹。",
     "step.kv.why.cache": "使用键值缓存时，这就是缓存的行（{L_past:rows}）下面再接上新的行（{L:rows}）：解码步中只计算新词元的 q、k、v。",
     # --- count
@@ -1481,13 +1479,12 @@ ZH: dict[str, str] = {
     # --- cli
     "cli.new.kv_heads": "分组 K/V 头：K/V 头的数量（须整除 --heads；1 = MQA）。",
     "cli.new.cache": "一个解码步：键值缓存中之前词元的数量；x 只包含新词元（--tokens）。除非 --mask 另有指定，掩码为 causal_lower_right。",
-    "cli.new.alibi": "加上 ALiBi 的线性偏置（--heads 须为 2 的幂）。",
+    "cli.new.alibi": "加上 ALiBi 的线性偏置。",
     # --- new
     "new.kv_heads.divide": "--kv-heads {G} 必须整除 --heads {H}（每个 K/V 头服务 --heads / --kv-heads 个查询头）",
     "new.cache.cross": "--cache 用于自注意力（解码步），不能与 --cross 同时使用",
     "new.cache.limit": "--cache 与 --tokens 使 L_k = {total}；L_k 的上限是 16",
     "new.lower_right.alone": "只有查询和键的数量不同时，--mask causal_lower_right 才与 causal 不同：请加上 --cache（解码步）或 --cross",
-    "new.alibi.heads": "--alibi 要求 --heads 为 2 的幂（1、2、4 或 8），而这里是 {H}：这样 ALiBi 的斜率 2^(-8(h+1)/H) 才是有理数",
     "new.alibi.cross": "--alibi 需要同一序列中的位置，不能与 --cross 同时使用",
     "new.file.past_tokens": "past_tokens：每个已缓存词元一个标签。",
     "new.file.past_x": "past_x：已缓存词元的输入，[L_past x d_model] = [{L_past} x {d_model}]；下面的缓存是\n它们的投影，读取文件时会检查。",
@@ -1497,7 +1494,7 @@ ZH: dict[str, str] = {
     "new.file.heads_q": "heads：每个查询头一块，只有 w_q：[d_model x d_k] = [{d_model} x {d_k}]。",
     "new.file.kv_heads": "kv_heads：每个 K/V 头一块：K = {src} W_K，V = {src} W_V，其中 w_k、w_v 为 [{d_model} x {d_k}]。",
     "new.file.mask.lower_right": "mask: causal_lower_right：只有当 j <= i + L_k - L_q 时，查询 i 才能关注键 j（右下角对齐）。",
-    "new.file.alibi": "alibi: true 会把 ALiBi 的偏置 slope * (j - i) 加到缩放后的注意力分数上，头 h（从 0 开始）的斜率为 2^(-8(h+1)/num_heads)。",
+    "new.file.alibi": "alibi: true 会把 ALiBi 的偏置 slope * (j - i) 加到缩放后的注意力分数上；各头的斜率（从第 1 个头开始）依次为 {slopes}（Press et al. 2022）。",
     # --- explain
     "explain.mask.causal_lower_right": "掩码：causal_lower_right（查询 i 能看到键 j ≤ i + L_k − L_q = i + {offset}：最后一个查询能看到所有键）",
     "explain.mask.causal_top_left": "掩码：causal，左上角对齐（查询 i 能看到键 j ≤ i，尽管 L_q 与 L_k 不同）",
@@ -1974,6 +1971,9 @@ ZH: dict[str, str] = {
     "code.hang.marked": "✗ 用例 {case} 超出了时间限制，已终止（死循环？在等待输入？）；其后的用例没有运行",
     "code.crash.marked": "✗ 运行你文件的 Python 进程在用例 {case} 中退出，退出码为 {code}（负数表示终止它的信号：内存耗尽或被强制终止时为 -9）；其后的用例没有运行",
     "code.follow_up.item": "- {question}（attn-tutor drill concepts --topic {topic}）",
+    # --- issue 23: masks (sliding window, attention sinks, ALiBi for any head count) ---
+    "mistake.alibi_geometric": "头数不是 2 的幂时仍用了 ALiBi 的几何斜率",
+    "diagnose.alibi_geometric": "你用了 2^(−8h/H)，h = 1 … H，而 H = {num_heads}：这个几何数列只有在 H 为 2 的幂时才是 ALiBi 的斜率。H 为其他值时，论文先取小于 H 的最大 2 的幂个头的斜率，再从两倍头数的斜率中隔一个取一个补足（Press et al. 2022，第 3 节及其 get_slopes）：这里是 {slopes}。",
 }
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
