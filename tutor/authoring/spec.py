@@ -48,6 +48,8 @@ class Spec:
     kv_heads: int | None = None
     cache: int | None = None
     alibi: bool = False
+    window: int | None = None  # issue 23: mask {sliding_window: window, sinks: sinks}, drawn as causal
+    sinks: int | None = None
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown, and
@@ -79,11 +81,18 @@ class Spec:
             raise SpecError(t("new.lower_right.alone"), "--mask")
         if self.alibi and self.cross is not None:
             raise SpecError(t("new.alibi.cross"), "--alibi")
+        if self.sinks is not None and self.window is None:
+            raise SpecError(t("new.sinks.alone"), "--sinks")
+        if self.window is not None and self.cross is not None:
+            raise SpecError(t("new.window.cross"), "--window")
+        if self.window is not None and self.mask not in ("causal", "causal_lower_right"):
+            raise SpecError(t("new.window.mask", mask=self.mask), "--window")
 
     @property
     def is_v2(self) -> bool:
         """Whether a format-v2 option is asked for (grouped K/V heads, a cache, ALiBi, the lower-right mask)."""
-        return self.kv_heads is not None or self.cache is not None or self.alibi or self.mask == "causal_lower_right"
+        return self.kv_heads is not None or self.cache is not None or self.alibi or self.mask == "causal_lower_right" \
+            or self.window is not None
 
     @property
     def level(self) -> int:
@@ -121,6 +130,8 @@ def default_id(spec: Spec) -> str:
         parts.append(f"cache{spec.cache}")
     if spec.alibi:
         parts.append("alibi")
+    if spec.window is not None:
+        parts.append(f"window{spec.window}" + (f"-sinks{spec.sinks}" if spec.sinks else ""))
     tail = f"-s{spec.seed}"  # the seed is kept whole; the shape's last words are left out to fit in 64 characters
     while len(parts) > 1 and len("-".join(parts)) + len(tail) > 64:
         parts.pop()
@@ -155,6 +166,9 @@ def default_title(spec: Spec) -> str:
         features.append(t("new.title.part.lower_right"))
     if spec.alibi:
         features.append(t("new.title.part.alibi"))
+    if spec.window is not None:
+        features.append(plural("new.title.part.window.sinks", spec.sinks, W=spec.window) if spec.sinks
+                        else t("new.title.part.window", W=spec.window))
     if features:
         title = t("new.title.with", title=title, features=t("list.sep").join(features))
     return title[:1].upper() + title[1:]
@@ -174,6 +188,8 @@ def command_line(spec: Spec) -> str:
         parts.append(f"--cache {spec.cache}")
     if spec.alibi:
         parts.append("--alibi")
+    if spec.window is not None:
+        parts.append(f"--window {spec.window}" + (f" --sinks {spec.sinks}" if spec.sinks else ""))
     parts.append(f"--seed {spec.seed}")
     if spec.allow_dull:
         parts.append("--allow-dull")
@@ -189,4 +205,5 @@ def tags(spec: Spec) -> list[str]:
     out += ["grouped-kv"] if spec.kv_heads is not None and spec.kv_heads < spec.heads else []
     out += ["kv-cache"] if spec.cache else []
     out += ["position-bias"] if spec.alibi else []
+    out += ["sliding-window"] + (["attention-sinks"] if spec.sinks else []) if spec.window is not None else []
     return out

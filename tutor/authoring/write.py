@@ -136,7 +136,11 @@ def text(d: Draft) -> str:
         out += [*_comment(t("new.file.w_o", rows=len(d.w_o), d_out=len(d.w_o[0]))), f"w_o: {_matrix(d.w_o, 5)}"]
         if d.b_o is not None:
             out += [*_comment(t("new.file.b_o")), f"b_o: {_vector(d.b_o)}"]
-    if d.mask == "causal":
+    if d.window is not None:  # issue 23
+        W, S = d.window
+        out += [*_comment(t("new.file.mask.window.sinks" if S else "new.file.mask.window")),  # no fields: braces as written
+                f"mask: {{sliding_window: {W}" + (f", sinks: {S}" if S else "") + "}"]
+    elif d.mask == "causal":
         out += [*_comment(t("new.file.mask")), "mask: causal"]
     elif d.mask == "causal_lower_right":
         out += [*_comment(t("new.file.mask.lower_right")), "mask: causal_lower_right"]

@@ -286,6 +286,8 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "bias": lambda ex: ex.has_bias,
     "alibi": lambda ex: ex.alibi,
     "causal": lambda ex: ex.mask_kind in ("causal", "causal_lower_right"),
+    "window": lambda ex: ex.mask_kind == "sliding_window",  # issue 23
+    "sinks": lambda ex: ex.mask_kind == "sliding_window" and ex.sinks > 0,
 }
 
 
@@ -622,6 +624,11 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("alibi_sign", Variant(bias="negated"), "alibi"),
     _m("alibi_shifted", Variant(bias="shifted"), "alibi"),
     _m("alibi_geometric", Variant(bias="geometric"), "alibi"),
+    # issue 23: the sliding window and its attention sinks
+    _m("window_wide", Variant(mask="window_wide"), "window"),
+    _m("window_narrow", Variant(mask="window_narrow"), "window"),
+    _m("window_acausal", Variant(mask="window_acausal"), "window"),
+    _m("sinks_forgotten", Variant(mask="sinks_forgotten"), "sinks"),
     replace(_special("transposed", _ALL, _transposed), family=_transposed_said),
     # mistakes from published tutorials, notebooks and issues (issue 10)
     _judged("mask_large_negative", ("masked",), _large_fill),
@@ -657,6 +664,8 @@ def _v3_mask_fields(ex: Exercise) -> dict[str, object]:
     out: dict[str, object] = {}
     if ex.alibi:
         out["slopes"] = ", ".join(frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads))
+    if ex.window is not None:
+        out.update(window=ex.window, before=ex.window - 1, sinks=ex.sinks)
     return out
 
 

@@ -382,6 +382,27 @@ def causal_variant(ex: Exercise, mask: str) -> list[list[bool]] | None:
             for i in range(ex.L)]
 
 
+def window_variant(ex: Exercise, mask: str) -> list[list[bool]] | None:
+    """A sliding window built wrongly (issue 23), ``[L, L_k]`` (True = may attend), key padding applied as given:
+    ``"window_wide"`` keeps ``p − W ≤ j`` (one key too many), ``"window_narrow"`` ``p − W + 1 < j`` (one too
+    few), ``"window_acausal"`` the keys on both sides, ``|p − j| < W``, and ``"sinks_forgotten"`` the window
+    alone; ``p = i + L_k − L`` is the query's position.  ``None`` for an exercise without a window, or without
+    sinks under ``"sinks_forgotten"``."""
+    if ex.mask_kind != "sliding_window" or ex.window is None or mask == "sinks_forgotten" and not ex.sinks:
+        return None
+    W, S, offset = ex.window, ex.sinks, ex.L_k - ex.L
+    pad = ex.key_padding or (True,) * ex.L_k
+    rules = {"window_wide": lambda p, j: j <= p and (p - W <= j or j < S),
+             "window_narrow": lambda p, j: j <= p and (p - W + 1 < j or j < S),
+             "window_acausal": lambda p, j: p - W < j < p + W or j < S,
+             "sinks_forgotten": lambda p, j: p - W < j <= p}
+    rule = rules[mask]
+    return [[rule(i + offset, j) and pad[j] for j in range(ex.L_k)] for i in range(ex.L)]
+
+
+WINDOW_MASKS = ("window_wide", "window_narrow", "window_acausal", "sinks_forgotten")
+
+
 def keep(r: Replay, A: Array) -> Array | None:
     """The ``[L, L_k]`` booleans the variant applies (True = may attend), or ``None`` if it cannot apply:
     the mask inverted, aligned top-left (a decode step's), key padding applied to query rows, a causal mask
@@ -394,6 +415,9 @@ def keep(r: Replay, A: Array) -> Array | None:
         return ~r.allowed
     if v.mask in ("diagonal", "upper"):
         built = causal_variant(ex, v.mask)
+        return None if built is None else np.array(built, dtype=bool)  # [L, L_k]
+    if v.mask in WINDOW_MASKS:
+        built = window_variant(ex, v.mask)
         return None if built is None else np.array(built, dtype=bool)  # [L, L_k]
     if v.mask == "top_left":  # a decode step's mask aligned top-left (format v2)
         if ex.mask_kind != "causal_lower_right" or ex.L == ex.L_k:
@@ -450,6 +474,8 @@ def _exact_keep(w: ExactWalk, A: em.Matrix) -> list[list[bool]] | None:
         return [[not a for a in row] for row in w.allowed]
     if v.mask in ("diagonal", "upper"):
         return causal_variant(ex, v.mask)
+    if v.mask in WINDOW_MASKS:
+        return window_variant(ex, v.mask)
     if v.mask == "padding_rows":
         if ex.key_padding is None or ex.L != ex.L_k:
             return None
@@ -500,6 +526,10 @@ def _masked_why(step: Step, ex: Exercise) -> list[str]:
         out.append(t("step.masked.why.lower_right", L_q=ex.L, L_k=ex.L_k, offset=ex.L_k - ex.L))
     elif ex.mask_kind == "causal" and ex.L != ex.L_k:
         out.append(t("step.masked.why.upper_left", L_q=ex.L, L_k=ex.L_k))
+    elif ex.mask_kind == "sliding_window":  # issue 23: the window and its sinks
+        out.append(t("step.masked.why.window", W=ex.window))
+        if ex.sinks:
+            out.append(t("step.masked.why.sinks", S=ex.sinks))
     full = [step.row_labels[i] for i, row in enumerate(step.value) if all(math.isinf(v) for v in row)]
     if full:
         out.append(t("step.masked.why.full", rows=join_and(full), torch=torch_empty_row()))
