@@ -114,3 +114,245 @@ def test_new_writes_alibi_for_three_heads(cli, tmp_path):
     assert r.code == 0, r.err
     assert "1/16, 1/256, 1/4" in out.read_text()
     assert cli("validate", str(out)).code == 0
+
+
+# --- the sliding window and attention sinks ---------------------------------------------------------
+
+
+def torch_window(L_q: int, L_k: int, W: int, S: int = 0) -> torch.Tensor:
+    """The window built with torch's own ops, as xformers materialises a local causal mask with sinks:
+    ``tril(diagonal=shift)`` then ``triu(diagonal=shift - W + 1)``, the first S columns kept up to the diagonal."""
+    shift = L_k - L_q
+    ones = torch.ones(L_q, L_k, dtype=torch.bool)
+    mask = ones.tril(diagonal=shift) & ones.triu(diagonal=shift - W + 1)
+    if S:
+        mask[:, :S] = ones.tril(diagonal=shift)[:, :S]
+    return mask
+
+
+@pytest.mark.parametrize("L_q, L_k, W, S", [(5, 5, 2, 0), (5, 5, 2, 1), (6, 6, 3, 2), (1, 5, 3, 0), (2, 7, 3, 1),
+                                            (4, 4, 1, 0), (3, 3, 5, 0), (3, 6, 2, 4)])
+def test_the_window_masks_are_torch_s(L_q, L_k, W, S):
+    from tutor.exercise.record import sliding_window
+    from tutor.numeric.masks import sliding_window_mask
+
+    want = torch_window(L_q, L_k, W, S).numpy()
+    assert np.array_equal(sliding_window_mask(L_q, L_k, W, S), want)
+    assert np.array_equal(np.array(sliding_window(L_q, L_k, W, S)), want)
+
+
+def test_the_mirror_s_sdpa_with_the_window_is_torch_s():
+    from tutor.numeric.functional import scaled_dot_product_attention
+    from tutor.numeric.masks import sliding_window_mask
+
+    rng = np.random.default_rng(23)
+    q, k, v = rng.normal(size=(2, 3, 2, 4)), rng.normal(size=(2, 3, 6, 4)), rng.normal(size=(2, 3, 6, 5))
+    mask = sliding_window_mask(2, 6, 3, 1)  # [L_q, L_k]: a decode step of two tokens over four cached ones
+    T = [torch.tensor(a) for a in (q, k, v)]
+    for m in (mask, np.where(mask, 0.0, -np.inf)):  # the boolean attn_mask and the float one
+        want = F.scaled_dot_product_attention(*T, attn_mask=torch.tensor(m)).numpy()
+        np.testing.assert_allclose(scaled_dot_product_attention(q, k, v, attn_mask=m), want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_shared_window_vector_blocks_exactly_our_keys():
+    """v3-layernorm-window (torch, float64): given its q, k, v, our mask and the mirror's SDPA give its weights
+    and head output (the norm that made q, k, v is another helper's part)."""
+    from pathlib import Path
+
+    from tutor.numeric.functional import attention_with_weights
+    from tutor.numeric.masks import sliding_window_mask
+
+    path = Path("/work/shared/vectors/v3-cases.json")
+    if not path.exists():
+        pytest.skip("the shared v3 vectors are not on this machine")
+    (case,) = [c for c in json.loads(path.read_text())["cases"] if c["exercise"]["id"] == "v3-layernorm-window"]
+    W = case["exercise"]["mask"]["sliding_window"]
+    head = case["expected"]["heads"][0]
+    q, k, v = (np.array(head[n]) for n in ("q", "k", "v"))
+    L = len(q)
+    mask = sliding_window_mask(L, L, W)
+    assert np.array_equal(np.array(head["weights"]) == 0, ~mask)  # torch's zeros are exactly the blocked keys
+    out, weights = attention_with_weights(q, k, v, attn_mask=mask)
+    np.testing.assert_allclose(weights, head["weights"], atol=1e-12)
+    np.testing.assert_allclose(out, head["head_output"], atol=1e-12)
+
+
+def _bundled_torch(name: str, W: int, S: int):
+    """The bundled exercise's head output recomputed in torch, its numbers copied here from the file."""
+    if name == "sliding-window-sinks-5x2":
+        x = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1]], dtype=np.float64)
+        q, k, v = x @ np.eye(2), x @ np.array([[1, 1], [0, 1]]), x @ np.array([[1, 0], [1, 1]])
+    else:  # decode-sliding-window-cache-4: the cache, then the new row
+        past = np.array([[1, 0], [0, 1], [1, 1], [2, 0]], dtype=np.float64)
+        x = np.array([[1, 1]], dtype=np.float64)
+        q = x
+        k = np.vstack([past, x])
+        v = np.vstack([past @ np.array([[1, 1], [0, 1]]), x @ np.array([[1, 1], [0, 1]])])
+    return _sdpa(q, k, v, torch_window(len(q), len(k), W, S).numpy())
+
+
+@pytest.mark.parametrize("name, W, S", [("sliding-window-sinks-5x2", 2, 1), ("decode-sliding-window-cache-4", 3, 0)])
+def test_bundled_windows_end_to_end_against_torch(cli, name, W, S):
+    doc = _json(cli, name)
+    np.testing.assert_allclose(_values(doc, "head_output", 0), _bundled_torch(name, W, S), atol=1e-12)
+    masked = _values(doc, "masked", 0)
+    assert np.array_equal(np.isnan(masked), ~torch_window(*masked.shape, W, S).numpy())  # -inf is null in JSON
+    assert doc["exercise"]["mask"] == "sliding_window"
+
+
+def test_the_decode_step_is_the_last_row_of_the_windowed_full_forward():
+    from tutor.exercise.catalog import resolve
+    from tutor.exercise.record import unrolled
+    from tutor.steps import solve
+
+    ex = resolve("decode-sliding-window-cache-4")
+    full = unrolled(ex)
+    assert full is not None and full.mask == tuple(map(tuple, torch_window(5, 5, 3).tolist()))
+    assert solve(full).step("head_output", 0).exact[-1] == solve(ex).step("head_output", 0).exact[0]
+
+
+def test_explain_teaches_the_rolling_buffer(cli):
+    out = " ".join(cli("explain", "decode-sliding-window-cache-4").out.split())
+    # W = 3 slots, position p in slot p mod 3: after "the" (position 4) slot 0 holds "on" (3), 1 "the" (4), 2 "sat" (2)
+    assert "holds slot 0: on, slot 1: the, slot 2: sat; The, cat left the window" in out
+    assert "never grows past W entries" in out
+
+
+def test_the_rolling_buffer_is_a_simulated_one():
+    from tutor.exercise.record import window_slots
+
+    for W in (1, 2, 3, 4):
+        for S in (0, 1, 2):
+            buffer: dict[int, int] = {}
+            for p in range(12):  # write position p: sinks kept apart, the window's slot p mod W overwritten
+                buffer[p % W] = p
+                sinks = tuple(range(min(S, p + 1)))
+                assert window_slots(p, W, S) == (sinks, tuple(sorted(buffer.items()))), (W, S, p)
+
+
+def _check_keys(cli, tmp_path, text: str) -> tuple[int, list[str]]:
+    (tmp_path / "sol.yaml").write_text(text)
+    doc = json.loads(cli("check", str(tmp_path / "sol.yaml"), "--format", "json").out)
+    return doc["exit_code"], [d["key"] for s in doc["steps"] for d in s["diagnoses"]]
+
+
+@pytest.mark.parametrize("mistake, keep", [
+    ("window_wide", lambda i, j: j <= i and (i - 2 <= j or j < 1)),
+    ("window_narrow", lambda i, j: j <= i and (i - 1 < j or j < 1)),
+    ("window_acausal", lambda i, j: abs(i - j) < 2 or j < 1),
+    ("sinks_forgotten", lambda i, j: i - 2 < j <= i),
+])
+def test_window_mistakes_are_named(cli, tmp_path, mistake, keep):
+    x = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1]], dtype=np.float64)  # sliding-window-sinks-5x2, W = 2, S = 1
+    scaled = (x @ (x @ np.array([[1, 1], [0, 1]])).T) / np.sqrt(2)
+    mask = np.array([[keep(i, j) for j in range(5)] for i in range(5)])
+    a = np.where(mask, scaled, -np.inf)
+    weights = np.exp(a - a.max(1, keepdims=True))
+    weights /= weights.sum(1, keepdims=True)
+    code, keys = _check_keys(cli, tmp_path, "exercise: sliding-window-sinks-5x2\nweights: "
+                             + json.dumps(np.round(weights, 6).tolist()) + "\n")
+    assert code == 1 and mistake in keys
+
+
+def test_the_right_window_passes_check(cli, tmp_path):
+    weights = _bundled_torch("sliding-window-sinks-5x2", 2, 1)  # head output; the weights come from the same mask
+    code, keys = _check_keys(cli, tmp_path, "exercise: sliding-window-sinks-5x2\nhead_output: "
+                             + json.dumps(np.round(weights, 6).tolist()) + "\n")
+    assert (code, keys) == (0, [])
+
+
+@pytest.mark.parametrize("mask, message", [
+    ("{sliding_window: 0}", "mask.sliding_window: expected a whole number of at least 1"),
+    ("{sliding_window: 2, sink: 1}", "mask.sink: unknown field (did you mean 'sinks'?)"),
+    ("{sinks: 1}", "mask.sliding_window: required field is missing"),
+    ("{sliding_window: 2, sinks: -1}", "mask.sinks: expected a whole number of at least 1"),
+])
+def test_a_bad_window_is_one_line_and_exit_2(cli, tmp_path, mask, message):
+    path = tmp_path / "w.yaml"
+    path.write_text("id: w\ntitle: w\nx: [[1, 0], [0, 1]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[1], [0]], w_v: [[1], [0]]}\n"
+                    f"mask: {mask}\n")
+    r = cli("validate", str(path))
+    assert r.code == 2 and message in r.out and "Traceback" not in r.out + r.err
+
+
+def test_a_window_on_cross_attention_is_refused_and_a_covering_one_is_a_warning(cli, tmp_path):
+    base = "id: w\ntitle: w\nx: [[1, 0], [0, 1]]\nheads:\n  - {w_q: [[1], [0]], w_k: [[1], [0]], w_v: [[1], [0]]}\n"
+    (tmp_path / "c.yaml").write_text(base + "x_kv: [[1, 0]]\nmask: {sliding_window: 2}\n")
+    r = cli("validate", str(tmp_path / "c.yaml"))
+    assert r.code == 2 and "a sliding window needs positions of one sequence, but x_kv is given" in r.out
+    (tmp_path / "h.yaml").write_text(base + "mask: {sliding_window: 99999999999}\n")
+    r = cli("validate", str(tmp_path / "h.yaml"))
+    assert r.code == 0 and "every key is inside the window, so the mask is the causal one" in " ".join((r.out + r.err).split())
+
+
+def test_new_writes_a_window_with_sinks_and_a_windowed_decode_step(cli, tmp_path):
+    import yaml
+
+    r = cli("new", "--tokens", "5", "--window", "2", "--sinks", "1", "--seed", "4")
+    assert r.code == 0, r.err
+    assert yaml.safe_load(r.out)["mask"] == {"sliding_window": 2, "sinks": 1}
+    out = tmp_path / "d.yaml"
+    r = cli("new", "--tokens", "2", "--cache", "4", "--window", "3", "--seed", "4", "-o", str(out))
+    assert r.code == 0, r.err
+    doc = yaml.safe_load(out.read_text())
+    assert doc["mask"] == {"sliding_window": 3} and len(doc["past_tokens"]) == 4
+    assert cli("validate", str(out)).code == 0
+    for args, option in ((["--sinks", "1"], "--sinks"), (["--window", "2", "--cross", "2"], "--window"),
+                         (["--window", "2", "--mask", "padding"], "--window")):
+        r = cli("new", *args)
+        assert r.code == 2 and option in r.err and r.out == ""
+
+
+# --- drill masks: windows -------------------------------------------------------------------------
+
+
+def test_drill_window_questions_are_answered_by_code_and_their_mistakes_named():
+    import random
+
+    from tutor.drills import masks
+    from tutor.drills.record import grade
+
+    s = masks.Scenario("window_sinks", 1, 5, 5, "top_left", (5,), False, 0, 2, 1)
+    matrix, seen = masks.window_questions(s, random.Random(1), "w")[:2]
+    by_hand = [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 0, 1, 1, 0], [1, 0, 0, 1, 1]]  # W = 2, S = 1
+    wide = [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 0, 1, 1, 1]]
+
+    def typed(rows):
+        conv = matrix.json["convention"]
+        cell = {"sdpa_bool": lambda a: str(a), "mha_bool": lambda a: str(1 - a), "additive": lambda a: "0" if a else "-inf"}
+        return "; ".join(" ".join(cell[conv](a) for a in row) for row in rows)
+
+    assert grade(matrix, typed(by_hand)).outcome == "correct"
+    assert grade(matrix, typed(wide)).diagnosis == "drill.masks.window_wide"
+    assert seen.answer == 3 and grade(seen, "3").outcome == "correct"  # q5 sees <s>, k4, k5
+    verdict = grade(seen, "2")  # the window one key too narrow, or the sink forgotten: both give 2
+    assert verdict.diagnosis == "drill.masks.window_narrow" and "drill.masks.sinks_forgotten" in verdict.also
+
+
+def test_drill_rolling_buffer_question():
+    import random
+
+    from tutor.drills import masks
+    from tutor.drills.record import grade
+
+    s = masks.Scenario("window_cache", 1, 1, 5, "bottom_right", (5,), False, 0, 3)
+    *_, buffer = masks.window_questions(s, random.Random(2), "w")
+    P, W = buffer.config["position"], buffer.config["sliding_window"]
+    right = next(c for c in buffer.choices if c.right)
+    assert right.text == str(P - W) and grade(buffer, right.key).outcome == "correct"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_masks_drill_draws_windows_and_every_answer_is_accepted(seed):
+    from tutor.drills import masks
+    from tutor.drills.record import grade
+
+    qs = masks.questions(seed, 12)
+    assert any(q.topic == "sliding_window" for q in qs)
+    for q in qs:
+        if q.kind == "matrix":
+            conv = q.json["convention"]
+            text = "; ".join(" ".join("-inf" if v == float("-inf") else str(int(v)) for v in row) for row in q.answer)
+            assert grade(q, text).outcome == "correct", (conv, q.id)
+        elif q.kind == "count":
+            assert grade(q, str(q.answer)).outcome == "correct"

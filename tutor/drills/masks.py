@@ -22,7 +22,7 @@ question the mask is shown in every convention.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..base.cells import pad, pad_left, widest
@@ -437,8 +437,15 @@ def _seen_question(s: Scenario, setting: str, config: dict[str, object], qid: st
     variants: list[Variant] = []
     rule: WindowRule
     for rule in ("window_wide", "window_narrow", "sinks_forgotten"):
-        if seen(rule) != answer and all(seen(rule) != v.value for v in variants):
-            variants.append(Variant(seen(rule), f"drill.masks.{rule}", t(f"drill.masks.{rule}"), slips=()))
+        n = seen(rule)
+        mistake = Variant(n, f"drill.masks.{rule}", t(f"drill.masks.{rule}"), slips=())
+        same = next((i for i, v in enumerate(variants) if v.value == n), None)
+        if n == answer:
+            continue
+        if same is None:
+            variants.append(mistake)
+        else:  # two mistakes give this count: either may be what happened
+            variants[same] = replace(variants[same], also=(*variants[same].also, mistake))
     keys = [f"k{position(j)}" for j, ok in enumerate(s.allowed()[last]) if ok]
     return Question(
         drill="masks", topic="window_keys", id=qid, kind="count",
