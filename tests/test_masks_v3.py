@@ -313,7 +313,7 @@ def test_drill_window_questions_are_answered_by_code_and_their_mistakes_named():
     from tutor.drills.record import grade
 
     s = masks.Scenario("window_sinks", 1, 5, 5, "top_left", (5,), False, 0, 2, 1)
-    matrix, seen = masks.window_questions(s, random.Random(1), "w")[:2]
+    seen, matrix = masks.window_questions(s, random.Random(1), "w")[:2]
     by_hand = [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 0, 1, 1, 0], [1, 0, 0, 1, 1]]  # W = 2, S = 1
     wide = [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 0, 1, 1, 1]]
 

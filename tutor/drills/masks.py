@@ -385,18 +385,19 @@ def random_window_scenario(rng: random.Random) -> Scenario:
 
 
 def window_questions(s: Scenario, rng: random.Random, prefix: str) -> list[Question]:
-    """A window scenario's questions: its mask in one convention (the mistakes named: the window one key too
-    wide or too narrow, without causality, the sinks forgotten, a decode step aligned top-left), how many keys
-    the last query sees, and with a cache which position the rolling buffer overwrites."""
+    """A window scenario's questions: how many keys the last query sees, its mask in one convention (the
+    mistakes named: the window one key too wide or too narrow, without causality, the sinks forgotten, a decode
+    step aligned top-left), and with a cache which position the rolling buffer overwrites."""
     assert s.window is not None
     setting = _window_setting(s)
     config: dict[str, object] = {"B": s.B, "L_q": s.L_q, "L_k": s.L_k, "causal": s.causal, "lengths": list(s.lengths),
                                  "sliding_window": s.window, "sinks": s.sinks}
     convention = "sdpa_bool" if s.kind == "window_cache" else rng.choice(CONVENTIONS)
-    qs = [_matrix_question(s, convention, "sliding_window", setting, config, f"{prefix}-a"), _seen_question(s, setting, config, f"{prefix}-b")]
+    # the count first: the matrix question's verdict shows the mask in every convention
+    matrix = _matrix_question(s, convention, "sliding_window", setting, config, f"{prefix}-b")
+    qs = [_seen_question(s, setting, config, f"{prefix}-a"), Question(**{**matrix.__dict__, "after": tuple(every_convention(s))})]
     if s.kind == "window_cache":
         qs.append(_buffer_question(s, rng, f"{prefix}-c"))
-    qs[1] = Question(**{**qs[1].__dict__, "after": tuple(every_convention(s))})  # after the count, which reads it
     return qs
 
 

@@ -342,7 +342,7 @@ def window_lines(ex: Exercise) -> tuple[str, ...]:
     labels = ex.key_labels
     last = ex.L_k - 1  # the last new token's position
     sinks, slots = window_slots(last, ex.window, ex.sinks)
-    held = ", ".join(t("explain.window.slot", slot=s, key=labels[p]) for s, p in slots)
+    held = t("list.sep").join(t("explain.window.slot", slot=s, key=labels[p]) for s, p in slots)
     # the cached keys no new query reads: out of the first new query's window (and of every later one's), no sink
     dropped = [labels[p] for p in range(ex.L_past) if p <= ex.L_past - ex.window and p >= ex.sinks]
     out = [t("explain.window.positions", L_past=ex.L_past, first=labels[ex.L_past])]
