@@ -92,6 +92,7 @@ def test_three_heads_of_alibi_end_to_end_against_torch(cli):
         want = _sdpa(x @ w_q[:, h:h + 1], x @ w_k[:, h:h + 1], x @ w_v[:, h:h + 1], bias)
         assert np.allclose(_values(doc, "head_output", h), want, atol=1e-12)
     assert "slopes 1/16, 1/256, 1/4" in cli("explain", "alibi-three-heads-3x2").out
+    assert doc["exercise"]["alibi_slopes"] == ["1/16", "1/256", "1/4"]
 
 
 def test_the_power_of_two_formula_on_three_heads_is_named(cli, tmp_path):
@@ -198,6 +199,7 @@ def test_bundled_windows_end_to_end_against_torch(cli, name, W, S):
     masked = _values(doc, "masked", 0)
     assert np.array_equal(np.isnan(masked), ~torch_window(*masked.shape, W, S).numpy())  # -inf is null in JSON
     assert doc["exercise"]["mask"] == "sliding_window"
+    assert (doc["exercise"]["sliding_window"], doc["exercise"]["sinks"]) == (W, S)
 
 
 def test_the_decode_step_is_the_last_row_of_the_windowed_full_forward():
