@@ -347,9 +347,9 @@ def window_lines(ex: Exercise) -> tuple[str, ...]:
     dropped = [labels[p] for p in range(ex.L_past) if p <= ex.L_past - ex.window and p >= ex.sinks]
     out = [t("explain.window.positions", L_past=ex.L_past, first=labels[ex.L_past])]
     if dropped:
-        out.append(t("explain.window.buffer", W=ex.window, last=labels[last], held=held, dropped=", ".join(dropped)))
+        out.append(t("explain.window.buffer", W=ex.window, last=labels[last], held=held, dropped=t("list.sep").join(dropped)))
     else:
         out.append(t("explain.window.buffer.none_dropped", W=ex.window, last=labels[last], held=held))
     if ex.sinks:
-        out.append(t("explain.window.buffer.sinks", S=ex.sinks, sinks=", ".join(labels[p] for p in sinks)))
+        out.append(t("explain.window.buffer.sinks", S=ex.sinks, sinks=t("list.sep").join(labels[p] for p in sinks)))
     return tuple(out)

@@ -263,9 +263,11 @@ def _bias(ex: Exercise, head: int | None) -> tuple[tuple[Fraction, ...], ...]:
 
 def _biased_formula(ex: Exercise, head: int | None) -> str:
     if ex.alibi:
-        m = alibi_slope(head or 0, ex.num_heads)
-        e = alibi_exponents(ex.num_heads)[head or 0]
-        return f"biased = scaled + B,  B_ij = m·(j − i),  m = 2^(−{e}) = {frac_text(m)}"
+        h, H = head or 0, ex.num_heads
+        k = 1 << (H.bit_length() - 1)  # the largest power of two up to H: its heads come first (get_slopes)
+        i, n = (h + 1, k) if h < k else (2 * (h - k) + 1, 2 * k)  # then every other slope of 2k heads
+        assert alibi_exponents(H)[h] == Fraction(8 * i, n)
+        return f"biased = scaled + B,  B_ij = m·(j − i),  m = 2^(−8·{i}/{n}) = {frac_text(alibi_slope(h, H))}"
     return "biased = scaled + B"
 
 
