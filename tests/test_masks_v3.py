@@ -358,3 +358,11 @@ def test_the_masks_drill_draws_windows_and_every_answer_is_accepted(seed):
             assert grade(q, text).outcome == "correct", (conv, q.id)
         elif q.kind == "count":
             assert grade(q, str(q.answer)).outcome == "correct"
+
+
+def test_new_like_a_window_keeps_the_window(cli):
+    import yaml
+
+    r = cli("new", "--like", "sliding-window-sinks-5x2", "--seed", "2")
+    assert r.code == 0, r.err
+    assert yaml.safe_load(r.out)["mask"] == {"sliding_window": 2, "sinks": 1}
