@@ -180,11 +180,11 @@ def test_the_shared_window_vector_blocks_exactly_our_keys():
 
 def _bundled_torch(name: str, W: int, S: int):
     """The bundled exercise's head output recomputed in torch, its numbers copied here from the file."""
-    if name == "sliding-window-sinks-5x2":
-        x = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1]], dtype=np.float64)
+    if name == "sliding-window-sinks-4x2":
+        x = np.array([[1, 0], [0, 1], [1, 1], [1, 0]], dtype=np.float64)
         q, k, v = x @ np.eye(2), x @ np.array([[1, 1], [0, 1]]), x @ np.array([[1, 0], [1, 1]])
-    else:  # decode-sliding-window-cache-4: the cache, then the new row
-        past = np.array([[1, 0], [0, 1], [1, 1], [2, 0]], dtype=np.float64)
+    else:  # decode-sliding-window-cache-3: the cache, then the new row
+        past = np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float64)
         x = np.array([[1, 1]], dtype=np.float64)
         q = x
         k = np.vstack([past, x])
@@ -192,7 +192,7 @@ def _bundled_torch(name: str, W: int, S: int):
     return _sdpa(q, k, v, torch_window(len(q), len(k), W, S).numpy())
 
 
-@pytest.mark.parametrize("name, W, S", [("sliding-window-sinks-5x2", 2, 1), ("decode-sliding-window-cache-4", 3, 0)])
+@pytest.mark.parametrize("name, W, S", [("sliding-window-sinks-4x2", 2, 1), ("decode-sliding-window-cache-3", 2, 0)])
 def test_bundled_windows_end_to_end_against_torch(cli, name, W, S):
     doc = _json(cli, name)
     np.testing.assert_allclose(_values(doc, "head_output", 0), _bundled_torch(name, W, S), atol=1e-12)
@@ -207,16 +207,16 @@ def test_the_decode_step_is_the_last_row_of_the_windowed_full_forward():
     from tutor.exercise.record import unrolled
     from tutor.steps import solve
 
-    ex = resolve("decode-sliding-window-cache-4")
+    ex = resolve("decode-sliding-window-cache-3")
     full = unrolled(ex)
-    assert full is not None and full.mask == tuple(map(tuple, torch_window(5, 5, 3).tolist()))
+    assert full is not None and full.mask == tuple(map(tuple, torch_window(4, 4, 2).tolist()))
     assert solve(full).step("head_output", 0).exact[-1] == solve(ex).step("head_output", 0).exact[0]
 
 
 def test_explain_teaches_the_rolling_buffer(cli):
-    out = " ".join(cli("explain", "decode-sliding-window-cache-4").out.split())
-    # W = 3 slots, position p in slot p mod 3: after "the" (position 4) slot 0 holds "on" (3), 1 "the" (4), 2 "sat" (2)
-    assert "holds slot 0: on, slot 1: the, slot 2: sat; The, cat left the window" in out
+    out = " ".join(cli("explain", "decode-sliding-window-cache-3").out.split())
+    # W = 2 slots, position p in slot p mod 2: after "on" (position 3) slot 0 holds "sat" (2), slot 1 "on" (3)
+    assert "holds slot 0: sat, slot 1: on; The, cat left the window" in out
     assert "never grows past W entries" in out
 
 
@@ -245,20 +245,20 @@ def _check_keys(cli, tmp_path, text: str) -> tuple[int, list[str]]:
     ("sinks_forgotten", lambda i, j: i - 2 < j <= i),
 ])
 def test_window_mistakes_are_named(cli, tmp_path, mistake, keep):
-    x = np.array([[1, 0], [0, 1], [1, 1], [1, 0], [0, 1]], dtype=np.float64)  # sliding-window-sinks-5x2, W = 2, S = 1
+    x = np.array([[1, 0], [0, 1], [1, 1], [1, 0]], dtype=np.float64)  # sliding-window-sinks-4x2, W = 2, S = 1
     scaled = (x @ (x @ np.array([[1, 1], [0, 1]])).T) / np.sqrt(2)
-    mask = np.array([[keep(i, j) for j in range(5)] for i in range(5)])
+    mask = np.array([[keep(i, j) for j in range(4)] for i in range(4)])
     a = np.where(mask, scaled, -np.inf)
     weights = np.exp(a - a.max(1, keepdims=True))
     weights /= weights.sum(1, keepdims=True)
-    code, keys = _check_keys(cli, tmp_path, "exercise: sliding-window-sinks-5x2\nweights: "
+    code, keys = _check_keys(cli, tmp_path, "exercise: sliding-window-sinks-4x2\nweights: "
                              + json.dumps(np.round(weights, 6).tolist()) + "\n")
     assert code == 1 and mistake in keys
 
 
 def test_the_right_window_passes_check(cli, tmp_path):
-    weights = _bundled_torch("sliding-window-sinks-5x2", 2, 1)  # head output; the weights come from the same mask
-    code, keys = _check_keys(cli, tmp_path, "exercise: sliding-window-sinks-5x2\nhead_output: "
+    weights = _bundled_torch("sliding-window-sinks-4x2", 2, 1)  # head output; the weights come from the same mask
+    code, keys = _check_keys(cli, tmp_path, "exercise: sliding-window-sinks-4x2\nhead_output: "
                              + json.dumps(np.round(weights, 6).tolist()) + "\n")
     assert (code, keys) == (0, [])
 
@@ -363,6 +363,6 @@ def test_the_masks_drill_draws_windows_and_every_answer_is_accepted(seed):
 def test_new_like_a_window_keeps_the_window(cli):
     import yaml
 
-    r = cli("new", "--like", "sliding-window-sinks-5x2", "--seed", "2")
+    r = cli("new", "--like", "sliding-window-sinks-4x2", "--seed", "2")
     assert r.code == 0, r.err
     assert yaml.safe_load(r.out)["mask"] == {"sliding_window": 2, "sinks": 1}
