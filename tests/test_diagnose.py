@@ -553,6 +553,8 @@ TESTED = {
     # issue 20, C: solution files torch computes, tests/test_named_mistakes.py and tests/test_backward_check.py
     "argmax_weights", "q_prescaled", "scores_prescaled", "scale_root_rounded", "scale_after_softmax",
     "mask_upper", "mask_diagonal", "alibi_shifted", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed",
+    # issue 23: tests/test_masks_v3.py
+    "alibi_geometric", "window_wide", "window_narrow", "window_acausal", "sinks_forgotten",
 }
 
 

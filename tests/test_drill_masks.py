@@ -101,6 +101,9 @@ def test_every_question_accepts_its_answer(seed):
         if q.kind == "matrix":
             assert grade(q, _matrix_text(q.answer)).outcome == "correct", q.id
             assert all(v.value != q.answer for v in q.variants)
+        elif q.kind == "count":  # issue 23: how many keys a window's last query sees
+            assert grade(q, str(q.answer)).outcome == "correct", q.id
+            assert all(v.value != q.answer for v in q.variants)
         else:
             right = next(c for c in q.choices if c.right)
             assert grade(q, right.key).outcome == "correct"

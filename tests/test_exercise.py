@@ -560,7 +560,7 @@ def test_empty_mask_matrix_is_a_problem_not_a_crash():
 def test_unknown_mask_name():
     p = only(BASE + "mask: lower\n")
     assert where(p) == ("f.yaml", 8, 7, "mask")
-    assert "none, causal, causal_upper_left, causal_lower_right, or a matrix of true/false" in p.message and "'lower'" in p.message
+    assert "none, causal, causal_upper_left, causal_lower_right, {sliding_window: W, sinks: S}, or a matrix of true/false" in p.message and "'lower'" in p.message
 
 
 def test_key_padding_length():

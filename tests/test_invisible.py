@@ -67,7 +67,7 @@ def test_the_exact_walk_mirrors_the_float_walk_under_every_variant():
     assert {m.key for m in MISCONCEPTIONS if m.variant is not None and not supports(m.variant)} == {
         "heads_averaged", "heads_split_reshape", "heads_merge_reshape",
         "kv_tile_order", "decode_top_left", "cache_reprojected", "bias_after_softmax", "alibi_sign",
-        "alibi_shifted",  # format v2's bias, as alibi_sign
+        "alibi_shifted", "alibi_geometric",  # format v2's bias, as alibi_sign
         "scale_after_softmax",  # the weights divided after the softmax: the float walk alone (issue 20, C)
     } | backward
     right = {ex.id: replay(ex, RIGHT).values for ex in bundled()}

@@ -177,7 +177,9 @@ def test_bias_mistakes():
     three = "num_heads: 1\nx: [[1]]\nw_q: [[1]]\nw_k: [[1]]\nw_v: [[1]]\nalibi: true\n".replace("num_heads: 1", "num_heads: 3")
     three = three.replace("w_q: [[1]]", "w_q: [[1, 1, 1]]").replace("w_k: [[1]]", "w_k: [[1, 1, 1]]").replace(
         "w_v: [[1]]", "w_v: [[1, 1, 1]]")
-    assert problems(three)[0][2] == "alibi"
+    ex = parse_exercise("id: three\ntitle: t\n" + three.replace("x: [[1]]", "x: [[1], [1]]"))
+    # every head count has the paper's slopes (issue 23): the bias of query 2 on key 1 is -m_h
+    assert [b[1][0] for b in ex.bias] == [Fraction(-1, 16), Fraction(-1, 256), Fraction(-1, 4)]
 
 
 def test_alignment_is_a_warning_when_queries_and_keys_are_as_many():

@@ -44,7 +44,7 @@ EXPECTED: dict[str, tuple[int, list[str]]] = {
         f"{{f}}:7:17: heads[0].w_k[1][0]: {NUMBER}, found the text 'off' (off is text in YAML 1.2, not a boolean as in YAML 1.1; write a number)",
     ]),
     "yaml11-mask.yaml": (2, [
-        "{f}:5:7: mask: expected none, causal, causal_upper_left, causal_lower_right, or a matrix of true/false, found the text 'yes' "
+        "{f}:5:7: mask: expected none, causal, causal_upper_left, causal_lower_right, {{sliding_window: W, sinks: S}}, or a matrix of true/false, found the text 'yes' "
         "(yes is text in YAML 1.2, not a boolean as in YAML 1.1; write causal for a causal mask, none for no mask)",
     ]),
     "exponent.yaml": (0, [

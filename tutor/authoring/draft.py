@@ -71,6 +71,7 @@ class Draft:
     norm: str | None = None  # the pre-norm block (issue 23)
     norm_eps: str | None = None  # as written (a fraction), None: 0
     residual: bool = False
+    window: tuple[int, int] | None = None  # issue 23: mask {sliding_window: W, sinks: S} as (W, S), instead of mask
     # the title and description in the language of the run, when it is not English: (language, title, description)
     translations: tuple[tuple[str, str, str], ...] = ()
 
@@ -103,9 +104,11 @@ def drafted(shape: Shape, c: Candidate, *, id: str, title: str, description: str
 def as_asked(d: Draft, spec: Spec) -> Draft:
     """``d`` with what format-v2 spec ``spec`` states that its numbers were not drawn for: the mask
     aligned lower-right when asked (drawn causal over the whole sequence), the padded key the oldest
-    cached one with a cache (left padding; drawn with the last key padded), ALiBi's bias."""
+    cached one with a cache (left padding; drawn with the last key padded), ALiBi's bias, a sliding window
+    (drawn causal; it is aligned bottom-right over a cache by its definition)."""
     mask = "causal_lower_right" if spec.mask == "causal_lower_right" else d.mask
     pads = d.key_padding_mask
     if pads is not None and spec.cache:
         pads = pads[-1:] + pads[:-1]  # the padded key moves to the front
-    return replace(d, mask=mask, key_padding_mask=pads, alibi=spec.alibi)
+    window = None if spec.window is None else (spec.window, spec.sinks or 0)
+    return replace(d, mask=mask, key_padding_mask=pads, alibi=spec.alibi, window=window)

@@ -107,8 +107,9 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     (english_title, description), translations = _in_english(words)
     d = drafted(shape, c, id=id or like_id(ex, seed), title=english_title, description=description, command=command,
                 tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level)
+    window = (ex.window, ex.sinks) if ex.window is not None else None  # issue 23: the window kept as a window
     return text(replace(d, translations=translations, norm=ex.norm, residual=ex.residual,
-                        norm_eps=None if not ex.norm_eps else str(ex.norm_eps)))
+                        norm_eps=None if not ex.norm_eps else str(ex.norm_eps), window=window))
 
 
 def _in_english(words: Callable[[], tuple[str, str]]) -> tuple[tuple[str, str], tuple[tuple[str, str, str], ...]]:

@@ -51,6 +51,8 @@ class Spec:
     alibi: bool = False
     norm: str | None = None  # the pre-norm block (issue 23): "rmsnorm" or "layernorm"
     residual: bool = False
+    window: int | None = None  # issue 23: mask {sliding_window: window, sinks: sinks}, drawn as causal
+    sinks: int | None = None
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown, and
@@ -80,8 +82,14 @@ class Spec:
             raise SpecError(t("new.cache.limit", total=self.cache + self.tokens), "--cache")
         if self.mask == "causal_lower_right" and self.cache is None and self.cross is None:
             raise SpecError(t("new.lower_right.alone"), "--mask")
-        if self.alibi and (self.cross is not None or H & (H - 1)):
-            raise SpecError(t("new.alibi.heads", H=H) if self.cross is None else t("new.alibi.cross"), "--alibi")
+        if self.alibi and self.cross is not None:
+            raise SpecError(t("new.alibi.cross"), "--alibi")
+        if self.sinks is not None and self.window is None:
+            raise SpecError(t("new.sinks.alone"), "--sinks")
+        if self.window is not None and self.cross is not None:
+            raise SpecError(t("new.window.cross"), "--window")
+        if self.window is not None and self.mask not in ("causal", "causal_lower_right"):
+            raise SpecError(t("new.window.mask", mask=self.mask), "--window")
         # the pre-norm block (issue 23): self-attention of format v1
         if self.norm is not None and self.norm not in NORMS:
             raise SpecError(t("new.norm.unknown", found=self.norm), "--norm")
@@ -95,7 +103,8 @@ class Spec:
     @property
     def is_v2(self) -> bool:
         """Whether a format-v2 option is asked for (grouped K/V heads, a cache, ALiBi, the lower-right mask)."""
-        return self.kv_heads is not None or self.cache is not None or self.alibi or self.mask == "causal_lower_right"
+        return self.kv_heads is not None or self.cache is not None or self.alibi or self.mask == "causal_lower_right" \
+            or self.window is not None
 
     @property
     def level(self) -> int:
@@ -137,6 +146,8 @@ def default_id(spec: Spec) -> str:
         parts.append(spec.norm)
     if spec.residual:
         parts.append("residual")
+    if spec.window is not None:
+        parts.append(f"window{spec.window}" + (f"-sinks{spec.sinks}" if spec.sinks else ""))
     tail = f"-s{spec.seed}"  # the seed is kept whole; the shape's last words are left out to fit in 64 characters
     while len(parts) > 1 and len("-".join(parts)) + len(tail) > 64:
         parts.pop()
@@ -175,6 +186,9 @@ def default_title(spec: Spec) -> str:
         features.append(t(f"new.title.part.{spec.norm}"))
     if spec.residual:
         features.append(t("new.title.part.residual"))
+    if spec.window is not None:
+        features.append(plural("new.title.part.window.sinks", spec.sinks, W=spec.window) if spec.sinks
+                        else t("new.title.part.window", W=spec.window))
     if features:
         title = t("new.title.with", title=title, features=t("list.sep").join(features))
     return title[:1].upper() + title[1:]
@@ -198,6 +212,8 @@ def command_line(spec: Spec) -> str:
         parts.append(f"--norm {spec.norm}")
     if spec.residual:
         parts.append("--residual")
+    if spec.window is not None:
+        parts.append(f"--window {spec.window}" + (f" --sinks {spec.sinks}" if spec.sinks else ""))
     parts.append(f"--seed {spec.seed}")
     if spec.allow_dull:
         parts.append("--allow-dull")
@@ -215,4 +231,5 @@ def tags(spec: Spec) -> list[str]:
     out += ["position-bias"] if spec.alibi else []
     out += ["pre-norm", spec.norm] if spec.norm is not None else []
     out += ["residual"] if spec.residual else []
+    out += ["sliding-window"] + (["attention-sinks"] if spec.sinks else []) if spec.window is not None else []
     return out

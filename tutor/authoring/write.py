@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 from ..base.cells import wrap
 from ..base.messages import join_sentences, t
+from ..exact.numbers import frac_text
+from ..exercise.record import alibi_slope
 from .draft import Draft, Weights
 from .draw import Matrix, matmul, plus, transposed
 
@@ -137,7 +139,11 @@ def text(d: Draft) -> str:
         out += [*_comment(t("new.file.w_o", rows=len(d.w_o), d_out=len(d.w_o[0]))), f"w_o: {_matrix(d.w_o, 5)}"]
         if d.b_o is not None:
             out += [*_comment(t("new.file.b_o")), f"b_o: {_vector(d.b_o)}"]
-    if d.mask == "causal":
+    if d.window is not None:  # issue 23
+        W, S = d.window
+        out += [*_comment(t("new.file.mask.window.sinks" if S else "new.file.mask.window")),  # no fields: braces as written
+                f"mask: {{sliding_window: {W}" + (f", sinks: {S}" if S else "") + "}"]
+    elif d.mask == "causal":
         out += [*_comment(t("new.file.mask")), "mask: causal"]
     elif d.mask == "causal_lower_right":
         out += [*_comment(t("new.file.mask.lower_right")), "mask: causal_lower_right"]
@@ -148,7 +154,8 @@ def text(d: Draft) -> str:
         out += [*_comment(t("new.file.key_padding_mask")),
                 f"key_padding_mask: [{', '.join('true' if pad else 'false' for pad in d.key_padding_mask)}]"]
     if d.alibi:
-        out += [*_comment(t("new.file.alibi")), "alibi: true"]
+        slopes = ", ".join(frac_text(alibi_slope(h, len(d.heads))) for h in range(len(d.heads)))
+        out += [*_comment(t("new.file.alibi", slopes=slopes)), "alibi: true"]
     if d.norm is not None:  # the pre-norm block (issue 23)
         out += [*_comment(t(f"new.file.{d.norm}")), f"norm: {d.norm}"]
         if d.norm_eps is not None:

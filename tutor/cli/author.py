@@ -76,7 +76,7 @@ def validate(
 
 #: The options that give ``new`` a shape; ``--like`` takes the shape from an exercise instead.
 SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi", "norm",
-                 "residual")
+                 "residual", "window", "sinks")
 
 
 def new(
@@ -101,6 +101,8 @@ def new(
     alibi: Annotated[bool, typer.Option("--alibi", help=t("cli.new.alibi"))] = False,
     norm: Annotated[NormChoice | None, typer.Option("--norm", help=t("cli.new.norm"), show_default=False)] = None,
     residual: Annotated[bool, typer.Option("--residual", help=t("cli.new.residual"))] = False,
+    window: Annotated[int | None, typer.Option("--window", help=t("cli.new.window"), min=1, max=16, show_default=False)] = None,
+    sinks: Annotated[int | None, typer.Option("--sinks", help=t("cli.new.sinks"), min=1, max=16, show_default=False)] = None,
     like: Annotated[str | None, typer.Option("--like", help=t("cli.new.like"), show_default=False)] = None,
     allow_dull: Annotated[bool, typer.Option("--allow-dull", help=t("cli.new.allow_dull"))] = False,
     exercises: ExercisesOpt = None,
@@ -145,9 +147,12 @@ def new(
     else:
         if cache and not _given(ctx, "mask"):  # a decode step: each new token sees the cache and the new tokens up to it
             mask = MaskChoice.causal_lower_right
+        elif window is not None and not _given(ctx, "mask"):  # a sliding window is causal: drawn as such
+            mask = MaskChoice.causal
         spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
                     difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull, kv_heads=kv_heads,
-                    cache=cache, alibi=alibi, norm=None if norm is None else norm.value, residual=residual)
+                    cache=cache, alibi=alibi, norm=None if norm is None else norm.value, residual=residual,
+                    window=window, sinks=sinks)
         if heads * d_k > 32:
             raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
         if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:

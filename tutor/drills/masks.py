@@ -22,7 +22,7 @@ question the mask is shown in every convention.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..base.cells import pad, pad_left, widest
@@ -53,6 +53,8 @@ class Scenario:
     lengths: tuple[int, ...]
     left: bool
     batch: int
+    window: int | None = None  # issue 23: a sliding window of W keys (Mistral), and S attention sinks
+    sinks: int = 0
 
     @property
     def padded(self) -> bool:
@@ -68,6 +70,8 @@ class Scenario:
         """``[L_q, L_k]``, True = may attend, for the causal rule alone (all True without one)."""
         align = self.causal if align is None else align
         shift = self.L_k - self.L_q if align == "bottom_right" else 0
+        if self.window is not None and align != "none":  # issue 23: the window (and its sinks) as well
+            return window_rule(self.L_q, self.L_k, shift, self.window, self.sinks, "right")
         return tuple(tuple(align == "none" or j <= i + shift for j in range(self.L_k)) for i in range(self.L_q))
 
     def allowed(self, b: int | None = None) -> Mask:
@@ -149,7 +153,10 @@ def every_convention(s: Scenario) -> list[str]:
         lines.append(t("drill.masks.name.key_padding_mask"))
         kpm = tuple(tuple(1.0 if p else 0.0 for p in row) for row in s.key_padding_mask())
         lines += ["  " + line for line in grid(kpm, "mha_bool", "b")]
-    if s.causal != "none":
+    if s.window is not None:  # issue 23: the window's rule, not is_causal's
+        lines.append(t("drill.masks.window.rule.sinks" if s.sinks else "drill.masks.window.rule", W=s.window, S=s.sinks,
+                       shift=s.L_k - s.L_q))
+    elif s.causal != "none":
         lines.append(t(f"drill.masks.causal.{s.causal}", L_q=s.L_q, L_k=s.L_k))
     rows = s.fully_masked()
     if rows:
@@ -198,18 +205,22 @@ def fact(fid: str) -> Fact:
 
 
 def questions(seed: int, count: int) -> list[Question]:
-    """``count`` questions drawn with ``seed``: scenario after scenario, two or three questions each."""
+    """``count`` questions drawn with ``seed``: scenario after scenario, two or three questions each; every
+    third scenario a sliding window (:func:`random_window_scenario`)."""
     rng = random.Random(seed)
     out: list[Question] = []
     n = 0
     while len(out) < count:
         n += 1
-        out += scenario_questions(random_scenario(rng), rng, f"masks-{seed}-{n}")
+        s = random_window_scenario(rng) if n % 3 == 0 else random_scenario(rng)
+        out += scenario_questions(s, rng, f"masks-{seed}-{n}")
     return out[:count]
 
 
 def scenario_questions(s: Scenario, rng: random.Random, prefix: str) -> list[Question]:
     """The questions of one scenario; the last one shows the mask in every convention after its verdict."""
+    if s.window is not None:
+        return window_questions(s, rng, prefix)
     qs: list[Question] = []
     setting = _setting(s)
     config: dict[str, object] = {"B": s.B, "L_q": s.L_q, "L_k": s.L_k, "causal": s.causal, "lengths": list(s.lengths),
@@ -252,7 +263,9 @@ def _matrix_question(s: Scenario, convention: str, topic: str | None, setting: s
     variants: list[tuple[tuple[tuple[float, ...], ...], str]] = []
     inverted = tuple(tuple(not a for a in row) for row in allowed)
     variants.append((as_convention(inverted, convention), f"drill.masks.inverted.{convention}"))
-    if s.causal == "bottom_right":
+    if s.window is not None:  # issue 23
+        variants += _window_variants(s, convention)
+    elif s.causal == "bottom_right":
         variants.append((as_convention(s.causal_allowed("top_left"), convention), "drill.masks.top_left"))
     if s.padded:
         pad = s.key_padding_mask()[s.batch]
@@ -275,7 +288,9 @@ def _matrix_question(s: Scenario, convention: str, topic: str | None, setting: s
             unique.append(Variant(value, key, t(key)))
     topic = topic or convention
     how = t(f"drill.masks.ask.{convention}", L_q=s.L_q, L_k=s.L_k, batch=position(s.batch))
-    if topic == "causal_alignment":
+    if s.window is not None:
+        how = t(f"drill.masks.ask.window.{convention}", L_q=s.L_q, L_k=s.L_k)
+    elif topic == "causal_alignment":
         how = t("drill.masks.ask.bottom_right", L_q=s.L_q, L_k=s.L_k)
     return Question(
         drill="masks", topic=topic, id=qid, kind="matrix", prompt=setting + "\n" + how,
@@ -335,4 +350,132 @@ def _query_padding_question(s: Scenario, setting: str, config: dict[str, object]
         answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text), config=config,
         hint=t("drill.masks.hint.query_padding"), explain=(t("drill.masks.qpad.explain"),), choices=choices,
         json={"fact": "query_padding"},
+    )
+
+
+# --- issue 23: sliding windows (Mistral), attention sinks (StreamingLLM), the rolling buffer cache ---------
+
+WindowRule = Literal["right", "window_wide", "window_narrow", "window_acausal", "sinks_forgotten"]
+
+
+def window_rule(L_q: int, L_k: int, shift: int, window: int, sinks: int, rule: WindowRule) -> Mask:
+    """``[L_q, L_k]`` True = may attend, query ``i`` at position ``p = i + shift``: ``"right"`` is ``j <= p`` and
+    (``p - W < j`` or ``j < S``); the mistakes keep ``p - W <= j`` (``window_wide``), ``p - W + 1 < j``
+    (``window_narrow``), the keys after the query too, ``|p - j| < W`` (``window_acausal``), or no sink
+    (``sinks_forgotten``)."""
+    def ok(p: int, j: int) -> bool:
+        if rule == "window_acausal":
+            return p - window < j < p + window or j < sinks
+        low = {"window_wide": p - window - 1, "window_narrow": p - window + 1}.get(rule, p - window)
+        return j <= p and (low < j or (j < sinks and rule != "sinks_forgotten"))
+    return tuple(tuple(ok(i + shift, j) for j in range(L_k)) for i in range(L_q))
+
+
+def random_window_scenario(rng: random.Random) -> Scenario:
+    """A sliding window over a sequence, a window with attention sinks, or a decode step with a window over a
+    KV cache (bottom-right: the new queries are the last positions)."""
+    kind = rng.choice(("window", "window_sinks", "window_cache"))
+    W = rng.choice((2, 3))
+    if kind == "window_cache":
+        L_q = rng.choice((1, 2))
+        L_k = L_q + W + rng.choice((1, 2))
+        return Scenario(kind, 1, L_q, L_k, "bottom_right", (L_k,), False, 0, W)
+    L = rng.choice((4, 5, 6))
+    return Scenario(kind, 1, L, L, "top_left", (L,), False, 0, W, rng.choice((1, 2)) if kind == "window_sinks" else 0)
+
+
+def window_questions(s: Scenario, rng: random.Random, prefix: str) -> list[Question]:
+    """A window scenario's questions: how many keys the last query sees, its mask in one convention (the
+    mistakes named: the window one key too wide or too narrow, without causality, the sinks forgotten, a decode
+    step aligned top-left), and with a cache which position the rolling buffer overwrites."""
+    assert s.window is not None
+    setting = _window_setting(s)
+    config: dict[str, object] = {"B": s.B, "L_q": s.L_q, "L_k": s.L_k, "causal": s.causal, "lengths": list(s.lengths),
+                                 "sliding_window": s.window, "sinks": s.sinks}
+    convention = "sdpa_bool" if s.kind == "window_cache" else rng.choice(CONVENTIONS)
+    # the count first: the matrix question's verdict shows the mask in every convention
+    matrix = _matrix_question(s, convention, "sliding_window", setting, config, f"{prefix}-b")
+    qs = [_seen_question(s, setting, config, f"{prefix}-a"), Question(**{**matrix.__dict__, "after": tuple(every_convention(s))})]
+    if s.kind == "window_cache":
+        qs.append(_buffer_question(s, rng, f"{prefix}-c"))
+    return qs
+
+
+def _window_setting(s: Scenario) -> str:
+    if s.kind == "window_cache":
+        return t("drill.masks.setting.window_cache", L_q=s.L_q, L_k=s.L_k, cached=s.L_k - s.L_q, W=s.window)
+    if s.sinks:
+        return t("drill.masks.setting.window_sinks", L=s.L_q, W=s.window, S=s.sinks)
+    return t("drill.masks.setting.window", L=s.L_q, W=s.window)
+
+
+def _window_variants(s: Scenario, convention: str) -> list[tuple[tuple[tuple[float, ...], ...], str]]:
+    """The window's mistakes as masks in ``convention``, each with the key that names it."""
+    assert s.window is not None
+    shift = s.L_k - s.L_q
+    rules: list[WindowRule] = ["window_wide", "window_narrow", "window_acausal"]
+    if s.sinks:
+        rules.append("sinks_forgotten")
+    out = [(as_convention(window_rule(s.L_q, s.L_k, shift, s.window, s.sinks, r), convention), f"drill.masks.{r}")
+           for r in rules]
+    if shift:  # a decode step's window aligned top-left
+        out.append((as_convention(window_rule(s.L_q, s.L_k, 0, s.window, s.sinks, "right"), convention),
+                    "drill.masks.window_top_left"))
+    return out
+
+
+def _seen_question(s: Scenario, setting: str, config: dict[str, object], qid: str) -> Question:
+    """How many keys the last query attends to, with the counts the window's mistakes give."""
+    assert s.window is not None
+    shift = s.L_k - s.L_q
+    last = s.L_q - 1
+
+    def seen(rule: WindowRule) -> int:
+        assert s.window is not None
+        return sum(window_rule(s.L_q, s.L_k, shift, s.window, s.sinks, rule)[last])
+
+    answer = seen("right")
+    variants: list[Variant] = []
+    rule: WindowRule
+    for rule in ("window_wide", "window_narrow", "sinks_forgotten"):
+        n = seen(rule)
+        mistake = Variant(n, f"drill.masks.{rule}", t(f"drill.masks.{rule}"), slips=())
+        same = next((i for i, v in enumerate(variants) if v.value == n), None)
+        if n == answer:
+            continue
+        if same is None:
+            variants.append(mistake)
+        else:  # two mistakes give this count: either may be what happened
+            variants[same] = replace(variants[same], also=(*variants[same].also, mistake))
+    keys = [f"k{position(j)}" for j, ok in enumerate(s.allowed()[last]) if ok]
+    return Question(
+        drill="masks", topic="window_keys", id=qid, kind="count",
+        prompt=setting + "\n" + t("drill.masks.ask.window_keys", row=f"q{position(last)}"),
+        answer=answer, answer_text=str(answer), config=config, hint=t("drill.masks.hint.window_keys"),
+        explain=(t("drill.masks.window_keys.explain", row=f"q{position(last)}", keys=", ".join(keys), count=answer),),
+        variants=tuple(variants), json={"unit": "keys"},
+    )
+
+
+def _buffer_question(s: Scenario, rng: random.Random, qid: str) -> Question:
+    """A rolling buffer cache of W slots (position p in slot p mod W, from 0): which position writing position
+    P overwrites -- P − W, the first that left the window."""
+    assert s.window is not None
+    W = s.window
+    P = W + rng.choice((1, 2, 3, 4))
+    options = [("p_minus_w", str(P - W), True, ""),
+               ("p_minus_w_plus_1", str(P - W + 1), False, t("drill.masks.buffer.wrong.plus_1", W=W)),
+               ("p_minus_1", str(P - 1), False, t("drill.masks.buffer.wrong.previous")),
+               ("grows", t("drill.masks.buffer.grows"), False, t("drill.masks.buffer.wrong.grows", W=W))]
+    rng.shuffle(options)
+    choices = lettered(options)
+    right = next(c for c in choices if c.right)
+    return Question(
+        drill="masks", topic="rolling_buffer", id=qid, kind="choice",
+        prompt=t("drill.masks.ask.rolling_buffer", W=W, P=P),
+        answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text),
+        config={"sliding_window": W, "position": P},
+        hint=t("drill.masks.hint.rolling_buffer"),
+        explain=(t("drill.masks.buffer.explain", W=W, P=P, slot=P % W, old=P - W),), choices=choices,
+        json={"fact": "rolling_buffer"},
     )

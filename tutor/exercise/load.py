@@ -32,11 +32,12 @@ from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints
 from . import block, v2
 from .checks import check_fields
 from .record import Exercise
-from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, MaskName
+from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, MaskName, WindowMask
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask", "attn_bias", "k", "v"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields),
-                "kv_heads": set(KVHeadBlock.model_fields), "cache": set(CacheBlock.model_fields)}
+                "kv_heads": set(KVHeadBlock.model_fields), "cache": set(CacheBlock.model_fields),
+                "mask": set(WindowMask.model_fields)}  # issue 23: mask: {sliding_window: W, sinks: S}
 
 
 def _names(path: Path) -> set[str]:

@@ -21,7 +21,7 @@ from tutor.base.textsafe import shown
 Vector = tuple[Fraction, ...]
 Matrix = tuple[Vector, ...]
 BoolMatrix = tuple[tuple[bool, ...], ...]
-MaskKind = Literal["none", "causal", "causal_lower_right", "matrix"]
+MaskKind = Literal["none", "causal", "causal_lower_right", "matrix", "sliding_window"]
 
 
 def shape(m: Matrix) -> tuple[int, int]:
@@ -114,7 +114,10 @@ class Exercise:
     past_tokens: tuple[str, ...] | None = None
     past_x: Matrix | None = None  # [L_past, d_model]: the cached tokens' inputs, when given (the cache is checked against them)
     bias: tuple[Matrix, ...] | None = None  # per query head, [L, L_k], added to the scaled scores
-    alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
+    alibi: bool = False  # the bias is ALiBi's (its slopes: alibi_exponents, times j - i)
+    # --- issue 23: mask_kind "sliding_window": the window W (Mistral) and the attention sinks S (StreamingLLM)
+    window: int | None = None
+    sinks: int = 0
     # --- issue 23, the pre-norm block (format v3): X normalized per row before the projections, and the residual
     norm: Literal["rmsnorm", "layernorm"] | None = None  # no learned scale or shift
     norm_eps: Fraction = Fraction(0)  # added to the mean square (RMSNorm) or the variance (LayerNorm)
@@ -297,19 +300,26 @@ def unrolled(ex: Exercise) -> Exercise | None:
     without a cache; ``None`` when ``ex`` gives no ``past_x``, or when its mask or bias says nothing of the
     earlier tokens' own rows (a mask matrix, an ``attn_bias``, a top-left causal mask).
 
-    ``causal_lower_right`` becomes the square ``causal`` mask and ALiBi is counted over every position, so
+    ``causal_lower_right`` becomes the square ``causal`` mask, a sliding window the square window over every
+    position, and ALiBi is counted over every position, so
     the last ``L`` rows of the result are the decode step's rows when the cache holds the earlier tokens'
     projections (:func:`tutor.exercise.v2.derived` checks it).
     """
-    if ex.past_x is None or ex.cache is None or ex.mask_kind not in ("none", "causal_lower_right") \
+    if ex.past_x is None or ex.cache is None or ex.mask_kind not in ("none", "causal_lower_right", "sliding_window") \
             or (ex.bias is not None and not ex.alibi):
         return None
     L_k = ex.L_k
+    full: BoolMatrix | None = None
+    if ex.mask_kind == "causal_lower_right":
+        full = causal(L_k, L_k)
+    elif ex.mask_kind == "sliding_window":
+        assert ex.window is not None
+        full = sliding_window(L_k, L_k, ex.window, ex.sinks)  # positions count from the first cached token
     return replace(
         ex, id=f"{ex.id}-unrolled", description="", x=ex.past_x + ex.x, tokens=ex.past_labels + ex.query_labels,
         cache=None, past_tokens=None, past_x=None, upstream=None,
-        mask_kind="causal" if ex.mask_kind == "causal_lower_right" else "none",
-        mask=causal(L_k, L_k) if ex.mask_kind == "causal_lower_right" else None,
+        mask_kind="causal" if ex.mask_kind == "causal_lower_right" else ex.mask_kind,
+        mask=full,
         bias=tuple(alibi_bias(h, ex.num_heads, L_k, L_k) for h in range(ex.num_heads)) if ex.alibi else None)
 
 
@@ -322,15 +332,33 @@ def causal_lower_right(L_q: int, L_k: int) -> BoolMatrix:
     return tuple(tuple(j <= i + L_k - L_q for j in range(L_k)) for i in range(L_q))
 
 
-def alibi_slope(head: int, num_heads: int) -> Fraction:
-    """ALiBi's slope of ``head`` (0-based) of ``num_heads``: ``2^(-8(head+1)/num_heads)`` (Press et al. 2022, §3).
+def alibi_exponents(num_heads: int) -> tuple[Fraction, ...]:
+    """``e_h`` for each head (0-based) of ``num_heads``, ALiBi's slope of head ``h`` being ``2^(-e_h)``.
 
-    Exact for a power-of-two ``num_heads`` (the paper's geometric sequence); raises ``ValueError`` otherwise.
+    Press et al. 2022, §3 and the reference code's ``get_slopes`` (ofirpress/attention_with_linear_biases):
+    for ``n`` a power of two the geometric sequence ``2^(-8i/n)``, ``i = 1 … n``; otherwise the ``2^k``
+    slopes of the largest power of two ``2^k < n``, followed by every other slope of ``2^(k+1)`` heads
+    (``[0::2]``: ``i = 1, 3, 5 …``) for the remaining ``n − 2^k`` heads.  3 heads: ``4, 8, 2``
+    (slopes 1/16, 1/256, 1/4).  Raises ``ValueError`` for ``num_heads < 1``.
     """
-    num, den = 8 * (head + 1), num_heads
-    if num % den:
-        raise ValueError(f"ALiBi's slope 2^(-{num}/{den}) is not rational: num_heads must be a power of two")
-    return Fraction(1, 2 ** (num // den))
+    if num_heads < 1:
+        raise ValueError(f"ALiBi needs at least one head, found {num_heads}")
+    if num_heads & (num_heads - 1) == 0:
+        return tuple(Fraction(8 * i, num_heads) for i in range(1, num_heads + 1))
+    k = 1 << (num_heads.bit_length() - 1)  # the largest power of two below num_heads
+    return alibi_exponents(k) + alibi_exponents(2 * k)[0::2][:num_heads - k]
+
+
+def alibi_slope(head: int, num_heads: int) -> Fraction:
+    """ALiBi's slope of ``head`` (0-based) of ``num_heads``, exactly: ``2^(-e)`` with ``e`` from :func:`alibi_exponents`.
+
+    Rational for every ``num_heads`` up to 8 (the format's limit); raises ``ValueError`` when the exponent is
+    not an integer (``num_heads`` of 9 or more, where some slopes are odd powers of ``2^(-1/2)``).
+    """
+    e = alibi_exponents(num_heads)[head]
+    if e.denominator != 1:
+        raise ValueError(f"ALiBi's slope 2^(-{e}) of head {head + 1} of {num_heads} is not rational")
+    return Fraction(1, 2 ** int(e))
 
 
 def alibi_bias(head: int, num_heads: int, L_q: int, L_k: int) -> Matrix:
@@ -349,3 +377,37 @@ def causal(L_q: int, L_k: int) -> BoolMatrix:
     Same alignment as PyTorch's ``scaled_dot_product_attention(is_causal=True)``.
     """
     return tuple(tuple(j <= i for j in range(L_k)) for i in range(L_q))
+
+
+# --- issue 23: the sliding window (Mistral) and attention sinks (StreamingLLM) -------------------------------
+
+
+def sliding_window(L_q: int, L_k: int, window: int, sinks: int = 0) -> BoolMatrix:
+    """``[L_q, L_k]`` booleans, True = may attend: causal, within ``window``, or one of the first ``sinks`` keys.
+
+    Query ``i`` sits at position ``p = i + L_k − L_q`` among the keys (bottom-right aligned: with a KV cache
+    the new tokens come after the cached ones); it sees key ``j`` iff ``j ≤ p`` and (``p − window < j`` or
+    ``j < sinks``): itself and the ``window − 1`` keys before it (Mistral 7B, Jiang et al. 2023, §2, "Sliding
+    Window Attention"), and the first ``sinks`` tokens (Xiao et al. 2023, StreamingLLM, §3.2: attention
+    sinks kept beside a window of recent tokens).  Raises ``ValueError`` for ``window < 1`` or ``sinks < 0``.
+    """
+    if window < 1 or sinks < 0:
+        raise ValueError(f"a sliding window needs window >= 1 and sinks >= 0, found window={window}, sinks={sinks}")
+    offset = L_k - L_q
+    return tuple(tuple(j <= i + offset and (i + offset - window < j or j < sinks) for j in range(L_k))
+                 for i in range(L_q))
+
+
+def window_slots(position: int, window: int, sinks: int = 0) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """The rolling buffer cache after position ``position`` is written: ``(sinks kept, (slot, position) pairs)``.
+
+    Mistral's rolling buffer (Jiang et al. 2023, §2, "Rolling Buffer Cache") holds ``window`` slots; the
+    keys and values of position ``p`` go to slot ``p mod window``, overwriting position ``p − window``, the
+    first key that left the window, so the cache never grows past ``window`` entries (the pairs are in slot
+    order).  With ``sinks`` the first ``sinks`` positions are kept beside it, never overwritten (StreamingLLM's
+    cache of sinks and recent tokens); a sink still inside the window is in the window's slots too.
+    Positions count from 0.
+    """
+    kept = tuple(range(min(sinks, position + 1)))
+    recent = range(max(0, position - window + 1), position + 1)
+    return kept, tuple(sorted((p % window, p) for p in recent))

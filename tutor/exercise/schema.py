@@ -192,10 +192,6 @@ Difficulty = Annotated[int, PlainValidator(_parse_difficulty), WithJsonSchema({"
 MatrixField = Annotated[list[Annotated[list[Entry], Field(min_length=1)]], Field(min_length=1)]
 VectorField = Annotated[list[Entry], Field(min_length=1)]
 MaskName = Literal["none", "causal", "causal_upper_left", "causal_lower_right"]
-MaskField = Annotated[
-    Annotated[MaskName, Tag("#name")] | Annotated[list[list[Flag]], Tag("#matrix")],
-    Discriminator(lambda v: "#name" if isinstance(v, str) else "#matrix"),
-]
 
 
 class _Strict(BaseModel):
@@ -234,6 +230,30 @@ class CacheBlock(_Strict):
 
     k: MatrixField = Field(description=english("schema.field.cache.k"))
     v: MatrixField = Field(description=english("schema.field.cache.v"))
+
+
+# --- issue 23: a sliding window (Mistral) with attention sinks (StreamingLLM) as a mask
+class WindowMask(_Strict):
+    """``mask: {sliding_window: W, sinks: S}`` (format v3): causal, query i sees keys j with i − W < j ≤ i,
+    and the first S keys (the sinks) whenever j ≤ i."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.window")})
+
+    sliding_window: PositiveInt = Field(description=english("schema.field.sliding_window"))
+    sinks: PositiveInt | None = Field(None, description=english("schema.field.sinks"))
+
+
+def _mask_tag(v: Any) -> str:
+    if isinstance(v, str):
+        return "#name"
+    return "#window" if isinstance(v, dict | WindowMask) else "#matrix"
+
+
+MaskField = Annotated[
+    Annotated[MaskName, Tag("#name")] | Annotated[list[list[Flag]], Tag("#matrix")]
+    | Annotated[WindowMask, Tag("#window")],
+    Discriminator(_mask_tag),
+]
 
 
 BiasField = Annotated[

@@ -31,7 +31,7 @@ from tutor.base.messages import t
 from tutor.exercise.yamlread import Document, Path
 
 from . import record
-from .schema import MAX_DENOMINATOR, MAX_DENOMINATOR_DIGITS, ExerciseFile, HeadBlock
+from .schema import MAX_DENOMINATOR, MAX_DENOMINATOR_DIGITS, ExerciseFile, HeadBlock, WindowMask
 
 _V2_FIELDS = ("num_kv_heads", "kv_heads", "cache", "past_tokens", "past_x", "attn_bias", "alibi")
 _MAX_KEYS = 16  # LIMITS["L_k"] of .checks: the cached keys and the new ones together
@@ -50,6 +50,7 @@ class State:
     padding: tuple[bool, ...] | None = None  # key padding checked here (with a cache), True = a real key
     bias: list[list[list[Fraction]]] | None = None  # per head, or one for every head
     alibi: bool = False
+    window: tuple[int, int] | None = None  # issue 23: mask {sliding_window: W, sinks: S} as (W, S)
     problems: list[Problem] = field(default_factory=list)
 
 
@@ -120,7 +121,8 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, State]:
     heads_without_kv = isinstance(f.heads, list) and any(
         h is not None and any(getattr(h, n) is None and ("heads", i, n) not in bad for n in ("w_k", "w_v"))
         for i, h in enumerate(f.heads))
-    if not uses and not names & {"causal_upper_left", "causal_lower_right"} and not heads_without_kv:
+    if not uses and not names & {"causal_upper_left", "causal_lower_right"} and not heads_without_kv \
+            and not isinstance(f.mask, WindowMask):
         return f, st
     c = _Check(doc, bad, st)
     g = _copy(f)
@@ -402,7 +404,9 @@ def _vote(values: list[int]) -> int | None:
 
 
 def _masks(c: _Check, f: Any, g: SimpleNamespace, L: int | None, L_k: int | None, cached: bool) -> None:
-    """The causal alignments, and (with a cache) the mask and key padding over ``L_past + L`` keys."""
+    """The causal alignments, a sliding window, and (with a cache) the mask and key padding over ``L_past + L`` keys."""
+    if isinstance(f.mask, WindowMask):
+        _window(c, f, g, L, L_k)
     if isinstance(f.mask, str):
         name = "causal" if f.mask == "causal_upper_left" else f.mask
         if name in ("causal", "causal_lower_right") and (cached or name == "causal_lower_right"):
@@ -440,6 +444,22 @@ def _masks(c: _Check, f: Any, g: SimpleNamespace, L: int | None, L_k: int | None
         c.st.padding = tuple(old)
 
 
+def _window(c: _Check, f: Any, g: SimpleNamespace, L: int | None, L_k: int | None) -> None:
+    """Issue 23: ``mask: {sliding_window: W, sinks: S}``, built here (bottom-right aligned over the cache's keys
+    and the new ones); refused on cross-attention, whose keys have no positions in the queries' sequence.
+    A window that holds every key is a warning: the mask is then the causal one."""
+    g.mask = None
+    W, S = f.mask.sliding_window, f.mask.sinks or 0
+    if f.x_kv is not None or ("x_kv",) in c.bad:
+        c.add(("mask",), "v3.window.cross")
+        c.bad.add(("mask",))
+        return
+    c.st.window = (W, S)
+    if L_k is not None and W >= L_k:
+        c.doc.warnings.append(c.doc.problem(("mask", "sliding_window"), t("v3.window.covers", W=W, L_k=L_k),
+                                            t("v3.window.covers.hint")))
+
+
 def _bias(c: _Check, f: Any, H: int | None, L: int | None, L_k: int | None, cross: bool) -> None:
     """attn_bias and alibi."""
     if f.alibi:
@@ -449,10 +469,6 @@ def _bias(c: _Check, f: Any, H: int | None, L: int | None, L_k: int | None, cros
             return
         if cross:
             c.add(("alibi",), "v2.alibi.cross")
-            c.bad.add(("alibi",))
-            return
-        if H is not None and H & (H - 1):
-            c.add(("alibi",), "v2.alibi.heads", H=H)
             c.bad.add(("alibi",))
             return
         c.st.alibi = True
@@ -498,6 +514,9 @@ def finish(ex: record.Exercise, st: State) -> record.Exercise:
         changes["mask_kind"], changes["mask"] = "causal_lower_right", record.causal_lower_right(L, L_k)
     elif st.mask_matrix is not None:
         changes["mask_kind"], changes["mask"] = "matrix", st.mask_matrix
+    elif st.window is not None:
+        changes["mask_kind"], changes["mask"] = "sliding_window", record.sliding_window(L, L_k, *st.window)
+        changes["window"], changes["sinks"] = st.window
     if st.padding is not None:
         changes["key_padding"] = st.padding
     H = ex.num_heads

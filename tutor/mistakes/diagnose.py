@@ -44,7 +44,8 @@ from numpy.typing import NDArray
 
 from ..base.decimals import trimmed
 from ..base.messages import Msg, Text
-from ..exercise.record import Exercise
+from ..exact.numbers import frac_text
+from ..exercise.record import Exercise, alibi_slope
 from ..steps import KINDS, STEP_IDS, Key, Solution, Variant, downstream, entry_work, keys, replay, varies
 
 __all__ = [
@@ -290,6 +291,8 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "rmsnorm": lambda ex: ex.norm == "rmsnorm",
     "residual": lambda ex: ex.residual,
     "norm_residual": lambda ex: ex.has_norm and ex.residual,
+    "window": lambda ex: ex.mask_kind == "sliding_window",  # issue 23
+    "sinks": lambda ex: ex.mask_kind == "sliding_window" and ex.sinks > 0,
 }
 
 
@@ -625,6 +628,12 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("bias_after_softmax", Variant(bias="after_softmax"), "bias"),
     _m("alibi_sign", Variant(bias="negated"), "alibi"),
     _m("alibi_shifted", Variant(bias="shifted"), "alibi"),
+    _m("alibi_geometric", Variant(bias="geometric"), "alibi"),
+    # issue 23: the sliding window and its attention sinks
+    _m("window_wide", Variant(mask="window_wide"), "window"),
+    _m("window_narrow", Variant(mask="window_narrow"), "window"),
+    _m("window_acausal", Variant(mask="window_acausal"), "window"),
+    _m("sinks_forgotten", Variant(mask="sinks_forgotten"), "sinks"),
     replace(_special("transposed", _ALL, _transposed), family=_transposed_said),
     # mistakes from published tutorials, notebooks and issues (issue 10)
     _judged("mask_large_negative", ("masked",), _large_fill),
@@ -657,7 +666,17 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
             "rows": rows, "cols": cols, "places": 2, "num_heads": ex.num_heads, "L_k": ex.L_k, "empty_rows": empty,
             "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else "",
-            "ratio": ex.num_heads // ex.num_kv_heads, "offset": ex.L_k - ex.L}
+            "ratio": ex.num_heads // ex.num_kv_heads, "offset": ex.L_k - ex.L, **_v3_mask_fields(ex)}
+
+
+def _v3_mask_fields(ex: Exercise) -> dict[str, object]:
+    """The fields of the messages on ALiBi's slopes and the sliding window (issue 23)."""
+    out: dict[str, object] = {}
+    if ex.alibi:
+        out["slopes"] = ", ".join(frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads))
+    if ex.window is not None:
+        out.update(window=ex.window, before=ex.window - 1, sinks=ex.sinks)
+    return out
 
 
 # --- a single slipped entry ---------------------------------------------------------------

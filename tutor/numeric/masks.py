@@ -170,3 +170,26 @@ def mha_masks(
     return allowed, bias
 
 
+
+
+# --- issue 23: a sliding window (Mistral) with attention sinks (StreamingLLM) -----------------------------
+
+
+def sliding_window_mask(L_q: int, L_k: int, window: int, sinks: int = 0) -> NDArray[np.bool_]:
+    """A sliding-window causal mask ``[L_q, L_k]``, True = may attend: SDPA's boolean ``attn_mask``.
+
+    The queries are the last ``L_q`` of ``L_k`` positions (bottom-right aligned, as a decode step with a KV
+    cache): query ``i`` sits at ``p = i + L_k - L_q`` and may attend to key ``j`` iff ``j <= p`` and
+    ``p - window < j`` -- itself and the ``window - 1`` keys before it, the local causal mask of
+    Mistral 7B (Jiang et al. 2023, §2; xformers' ``triu(diagonal=shift - window_size + 1)``) -- or ``j <
+    sinks``, the attention sinks every later query keeps (Xiao et al. 2023, StreamingLLM).  For
+    ``F.scaled_dot_product_attention(..., attn_mask=mask)``; ``nn.MultiheadAttention`` wants ``~mask``; a
+    float mask is ``np.where(mask, 0.0, -np.inf)``.  Raises ``ValueError`` for negative sizes, ``window < 1``
+    or ``sinks < 0``.
+    """
+    if L_q < 0 or L_k < 0 or window < 1 or sinks < 0:
+        raise ValueError(f"sliding_window_mask needs L_q, L_k, sinks >= 0 and window >= 1, got L_q={L_q}, "
+                         f"L_k={L_k}, window={window}, sinks={sinks}")
+    i = np.arange(L_k - L_q, L_k)[:, None]  # [L_q, 1]  each query's position among the keys
+    j = np.arange(L_k)[None, :]  # [1, L_k]
+    return (j <= i) & ((j > i - window) | (j < sinks))  # [L_q, L_k]

@@ -38,6 +38,7 @@ from ..base.messages import Msg
 from ..exercise.record import Exercise
 from ..numeric.functional import attention_with_weights, causal_mask
 from ..numeric.layer import LayerRun, MultiHeadAttention
+from ..numeric.masks import sliding_window_mask
 from ..numeric.norm import layer_norm, rms_norm
 from .backward import layer_backward
 
@@ -140,7 +141,10 @@ def _run_layer(ex: Exercise, dtype: DTypeLike, x_in: NDArray | None = None) -> L
     x = (np.array(ex.x, dtype=object).astype(dt) if x_in is None else x_in.astype(dt))[None]  # [1, L, D]
     kv = x if ex.x_kv is None else np.array(ex.x_kv, dtype=object).astype(dt)[None]  # [1, L_k, D_kv]
     allowed = None
-    if ex.mask is not None:
+    if ex.mask_kind == "sliding_window":  # issue 23: the mirror's own window, checked against the exact one by verify
+        assert ex.window is not None
+        allowed = sliding_window_mask(ex.L, ex.L_k, ex.window, ex.sinks)  # [L, L_k]
+    elif ex.mask is not None:
         allowed = np.array(ex.mask, dtype=bool)  # [L, L_k]
     elif ex.mask_kind == "causal":
         allowed = causal_mask(ex.L, ex.L_k)  # [L, L_k]
@@ -203,9 +207,9 @@ def run_decoder(ex: Exercise) -> LayerRun:
     mask = np.zeros((H, L, L_k))  # [H, L, L_k]  one float attn_mask: the bias, and -inf where blocked
     if ex.bias is not None:
         mask += np.stack([_f(b) for b in ex.bias])  # [H, L, L_k]
-    allowed = ex.allowed()
+    allowed = _allowed(ex)
     if allowed is not None:
-        mask = np.where(np.array(allowed, dtype=bool)[None], mask, -np.inf)  # [H, L, L_k]
+        mask = np.where(allowed[None], mask, -np.inf)  # [H, L, L_k]
     out, weights = attention_with_weights(q, k, v, attn_mask=mask, enable_gqa=True)  # [H, L, d_v], [H, L, L_k]
     rep = H // G
     k_h, v_h = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)  # [H, L_k, d]  what each query head read
@@ -217,3 +221,14 @@ def run_decoder(ex: Exercise) -> LayerRun:
         output = context @ _f(ex.w_o) + (_f(ex.b_o) if ex.b_o is not None else 0.0)  # [L, d_out]
     return LayerRun(q=q, k=k_h, v=v_h, scores=scores, weights=weights, context=context, output=output,
                        k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased)
+
+
+def _allowed(ex: Exercise) -> NDArray[np.bool_] | None:
+    """``[L, L_k]`` True = may attend, for the decoder path: a sliding window built by the mirror
+    (:func:`tutor.numeric.masks.sliding_window_mask`, issue 23), else the record's mask; AND the key padding."""
+    if ex.mask_kind != "sliding_window":
+        allowed = ex.allowed()
+        return None if allowed is None else np.array(allowed, dtype=bool)  # [L, L_k]
+    assert ex.window is not None
+    window = sliding_window_mask(ex.L, ex.L_k, ex.window, ex.sinks)  # [L, L_k]
+    return window if ex.key_padding is None else window & np.array(ex.key_padding, dtype=bool)[None, :]

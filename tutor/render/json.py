@@ -21,7 +21,7 @@ from typing import Any
 from ..base.jsontext import compact
 from ..base.messages import plural_category
 from ..exact.numbers import frac_text
-from ..exercise.record import Exercise, Matrix, Vector
+from ..exercise.record import Exercise, Matrix, Vector, alibi_slope
 from ..steps import Solution
 from .outline import MaskItem, StepItem, outline
 
@@ -82,6 +82,11 @@ def _v2_dict(ex: Exercise) -> dict[str, Any]:
     if ex.bias is not None:
         out["alibi"] = ex.alibi
         out["attn_bias"] = [_m(b) for b in ex.bias]
+    if ex.window is not None:  # issue 23: mask "sliding_window"
+        out["sliding_window"] = ex.window
+        out["sinks"] = ex.sinks
+    if ex.alibi:
+        out["alibi_slopes"] = [frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads)]
     return out
 
 

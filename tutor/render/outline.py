@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..base.messages import Text, plural, t
+from ..base.messages import Text, join_sentences, plural, t
 from ..exact.numbers import frac_text
-from ..exercise.record import Exercise, Matrix, alibi_slope, unrolled
+from ..exercise.record import Exercise, Matrix, alibi_slope, unrolled, window_slots
 from ..steps import KINDS, Solution, Step, Worked, hand_sized
 from .text import reflow
 
@@ -239,6 +239,8 @@ def _full_forward(forward: Solution, said: dict, precision: int) -> dict:
         key = "explain.v2.full_forward.differs"
     shown = "; ".join("[" + ", ".join(fixed(e.value(), precision) for e in row) + "]" for row in rows)
     note = plural(key, ex.L, n=ex.L_k, labels=", ".join(ex.key_labels), step=last.name, rows=shown)
+    if ex.mask_kind == "sliding_window":  # issue 23: the full forward is windowed too, not merely causal
+        note = join_sentences([note, t("explain.window.full_forward", W=ex.window)])
     return {**said, last.key: (*said.get(last.key, ()), note)}
 
 
@@ -290,6 +292,8 @@ def _header(ex: Exercise, production_notes: tuple[Text, ...]) -> Header:
         mask = t("explain.mask.causal")
     elif ex.mask_kind == "matrix":
         mask = t("explain.mask.matrix")
+    elif ex.mask_kind == "sliding_window":  # issue 23
+        mask = t("explain.mask.window.sinks" if ex.sinks else "explain.mask.window", W=ex.window, S=ex.sinks)
     padding = None
     if ex.key_padding is not None:
         pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
@@ -302,9 +306,9 @@ def _header(ex: Exercise, production_notes: tuple[Text, ...]) -> Header:
         title=ex.local_title, id=ex.id, source=ex.source, description=reflow(ex.local_description) if ex.local_description else None,
         sizes=t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads, d_k=h0.d_k, d_v=h0.d_v,
                 d_out=ex.d_out),
-        mask=mask, mask_matrix=ex.mask if ex.mask_kind == "matrix" else None,
+        mask=mask, mask_matrix=ex.mask if ex.mask_kind in ("matrix", "sliding_window") else None,
         mask_notes=tuple(str(n) for n in production_notes) if ex.mask_kind == "causal" else (),  # causal with L ≠ L_k, or on cross-attention
-        padding=padding, v2=_v2_lines(ex), inputs=tuple(inputs))
+        padding=padding, v2=_v2_lines(ex) + window_lines(ex), inputs=tuple(inputs))
 
 
 def _v2_lines(ex: Exercise) -> tuple[str, ...]:
@@ -326,4 +330,31 @@ def _v2_lines(ex: Exercise) -> tuple[str, ...]:
         out.append(t("explain.v2.alibi", slopes=", ".join(frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads))))
     elif ex.has_bias:
         out.append(t("explain.v2.attn_bias"))
+    return tuple(out)
+
+
+# --- issue 23: the sliding window's positions and its rolling buffer cache -----------------------------------
+
+
+def window_lines(ex: Exercise) -> tuple[str, ...]:
+    """With a sliding window and a KV cache: where the new queries sit among the keys, and Mistral's rolling
+    buffer cache after the last new token is written (:func:`tutor.exercise.record.window_slots`): the slots and
+    the positions they hold, the cached keys that left the window (overwritten, never read again), and why the
+    buffer never grows past ``W`` (plus the sinks' own slots).  Empty otherwise."""
+    if ex.mask_kind != "sliding_window" or not ex.has_cache:
+        return ()
+    assert ex.window is not None
+    labels = ex.key_labels
+    last = ex.L_k - 1  # the last new token's position
+    sinks, slots = window_slots(last, ex.window, ex.sinks)
+    held = t("list.sep").join(t("explain.window.slot", slot=s, key=labels[p]) for s, p in slots)
+    # the cached keys no new query reads: out of the first new query's window (and of every later one's), no sink
+    dropped = [labels[p] for p in range(ex.L_past) if p <= ex.L_past - ex.window and p >= ex.sinks]
+    out = [t("explain.window.positions", L_past=ex.L_past, first=labels[ex.L_past])]
+    if dropped:
+        out.append(t("explain.window.buffer", W=ex.window, last=labels[last], held=held, dropped=t("list.sep").join(dropped)))
+    else:
+        out.append(t("explain.window.buffer.none_dropped", W=ex.window, last=labels[last], held=held))
+    if ex.sinks:
+        out.append(t("explain.window.buffer.sinks", S=ex.sinks, sinks=t("list.sep").join(labels[p] for p in sinks)))
     return tuple(out)

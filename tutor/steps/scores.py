@@ -2,8 +2,8 @@
 
 ``softmax(Q Kᵀ / √d_k + B + M) V`` (Vaswani et al. 2017, eq. 1; the bias
 ``B`` a float ``attn_mask`` of PyTorch's ``scaled_dot_product_attention``
-or ALiBi's ``B_ij = m_h·(j − i)`` with ``m_h = 2^(−8(h+1)/H)``, Press et al.
-2022, §3; the mask ``M`` as in PyTorch's SDPA: 0 where a query may attend a
+or ALiBi's ``B_ij = m_h·(j − i)`` with ``m_h`` the paper's slope of head ``h``, Press et al.
+2022, §3 (:func:`tutor.exercise.record.alibi_exponents`); the mask ``M`` as in PyTorch's SDPA: 0 where a query may attend a
 key, ``-inf`` where it may not).  The softmax and what follows it are
 :mod:`tutor.steps.softmax`.
 
@@ -26,7 +26,7 @@ from ..exact import matrices as em
 from ..exact.engine import Scaled
 from ..exact.expoly import root
 from ..exact.numbers import frac_text, notation
-from ..exercise.record import Exercise, alibi_slope
+from ..exercise.record import Exercise, alibi_exponents, alibi_slope
 from .kind import Input, StepKind, always, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import gamma, magnitude
@@ -272,8 +272,11 @@ def _bias(ex: Exercise, head: int | None) -> tuple[tuple[Fraction, ...], ...]:
 
 def _biased_formula(ex: Exercise, head: int | None) -> str:
     if ex.alibi:
-        m = alibi_slope(head or 0, ex.num_heads)
-        return f"biased = scaled + B,  B_ij = m·(j − i),  m = 2^(−8·{(head or 0) + 1}/{ex.num_heads}) = {frac_text(m)}"
+        h, H = head or 0, ex.num_heads
+        k = 1 << (H.bit_length() - 1)  # the largest power of two up to H: its heads come first (get_slopes)
+        i, n = (h + 1, k) if h < k else (2 * (h - k) + 1, 2 * k)  # then every other slope of 2k heads
+        assert alibi_exponents(H)[h] == Fraction(8 * i, n)
+        return f"biased = scaled + B,  B_ij = m·(j − i),  m = 2^(−8·{i}/{n}) = {frac_text(alibi_slope(h, H))}"
     return "biased = scaled + B"
 
 
@@ -290,10 +293,20 @@ def _biased(bd: Build, h: int | None) -> Step:
 def _bias_matrix(r: Replay, head: int | None) -> Array | None:
     """The bias ``[L, L_k]`` as the variant adds it: ``-B`` under ``bias="negated"`` (ALiBi's distance as
     ``i - j``); under ``bias="shifted"`` ALiBi's slopes counted from head 0, ``2^(-8h/H)``, each head the
-    slope of the head before it (the first 1): ``B·2^(8/H)`` (``None`` for a bias that is not ALiBi's)."""
+    slope of the head before it (the first 1): ``B·2^(8/H)``, for ``H`` a power of two; under
+    ``bias="geometric"`` the power-of-two formula ``2^(-8(h+1)/H)`` used for an ``H`` that is not one (the
+    paper's slopes then interleave two sequences: :func:`tutor.exercise.record.alibi_exponents`).
+    ``None`` where the variant does not apply (a bias that is not ALiBi's, or the other kind of ``H``)."""
     B = floats(_bias(r.ex, head))  # [L, L_k]
+    H = r.ex.num_heads
+    power_of_two = H & (H - 1) == 0
     if r.variant.bias == "shifted":
-        return B * 2.0 ** (8 / r.ex.num_heads) if r.ex.alibi else None
+        return B * 2.0 ** (8 / H) if r.ex.alibi and power_of_two else None
+    if r.variant.bias == "geometric":
+        if not r.ex.alibi or power_of_two:
+            return None
+        h = head or 0
+        return B * 2.0 ** (float(alibi_exponents(H)[h]) - 8 * (h + 1) / H)  # B/m_h · 2^(-8(h+1)/H)
     return -B if r.variant.bias == "negated" else B
 
 
@@ -380,6 +393,27 @@ def causal_variant(ex: Exercise, mask: str) -> list[list[bool]] | None:
             for i in range(ex.L)]
 
 
+def window_variant(ex: Exercise, mask: str) -> list[list[bool]] | None:
+    """A sliding window built wrongly (issue 23), ``[L, L_k]`` (True = may attend), key padding applied as given:
+    ``"window_wide"`` keeps ``p − W ≤ j`` (one key too many), ``"window_narrow"`` ``p − W + 1 < j`` (one too
+    few), ``"window_acausal"`` the keys on both sides, ``|p − j| < W``, and ``"sinks_forgotten"`` the window
+    alone; ``p = i + L_k − L`` is the query's position.  ``None`` for an exercise without a window, or without
+    sinks under ``"sinks_forgotten"``."""
+    if ex.mask_kind != "sliding_window" or ex.window is None or mask == "sinks_forgotten" and not ex.sinks:
+        return None
+    W, S, offset = ex.window, ex.sinks, ex.L_k - ex.L
+    pad = ex.key_padding or (True,) * ex.L_k
+    rules = {"window_wide": lambda p, j: j <= p and (p - W <= j or j < S),
+             "window_narrow": lambda p, j: j <= p and (p - W + 1 < j or j < S),
+             "window_acausal": lambda p, j: p - W < j < p + W or j < S,
+             "sinks_forgotten": lambda p, j: p - W < j <= p}
+    rule = rules[mask]
+    return [[rule(i + offset, j) and pad[j] for j in range(ex.L_k)] for i in range(ex.L)]
+
+
+WINDOW_MASKS = ("window_wide", "window_narrow", "window_acausal", "sinks_forgotten")
+
+
 def keep(r: Replay, A: Array) -> Array | None:
     """The ``[L, L_k]`` booleans the variant applies (True = may attend), or ``None`` if it cannot apply:
     the mask inverted, aligned top-left (a decode step's), key padding applied to query rows, a causal mask
@@ -392,6 +426,9 @@ def keep(r: Replay, A: Array) -> Array | None:
         return ~r.allowed
     if v.mask in ("diagonal", "upper"):
         built = causal_variant(ex, v.mask)
+        return None if built is None else np.array(built, dtype=bool)  # [L, L_k]
+    if v.mask in WINDOW_MASKS:
+        built = window_variant(ex, v.mask)
         return None if built is None else np.array(built, dtype=bool)  # [L, L_k]
     if v.mask == "top_left":  # a decode step's mask aligned top-left (format v2)
         if ex.mask_kind != "causal_lower_right" or ex.L == ex.L_k:
@@ -448,6 +485,8 @@ def _exact_keep(w: ExactWalk, A: em.Matrix) -> list[list[bool]] | None:
         return [[not a for a in row] for row in w.allowed]
     if v.mask in ("diagonal", "upper"):
         return causal_variant(ex, v.mask)
+    if v.mask in WINDOW_MASKS:
+        return window_variant(ex, v.mask)
     if v.mask == "padding_rows":
         if ex.key_padding is None or ex.L != ex.L_k:
             return None
@@ -498,6 +537,10 @@ def _masked_why(step: Step, ex: Exercise) -> list[Text]:
         out.append(Msg("step.masked.why.lower_right", L_q=ex.L, L_k=ex.L_k, offset=ex.L_k - ex.L))
     elif ex.mask_kind == "causal" and ex.L != ex.L_k:
         out.append(Msg("step.masked.why.upper_left", L_q=ex.L, L_k=ex.L_k))
+    elif ex.mask_kind == "sliding_window":  # issue 23: the window and its sinks
+        out.append(Msg("step.masked.why.window", W=ex.window))
+        if ex.sinks:
+            out.append(Msg("step.masked.why.sinks", S=ex.sinks))
     full = [step.row_labels[i] for i, row in enumerate(step.value) if all(math.isinf(v) for v in row)]
     if full:
         out.append(Msg("step.masked.why.full", rows=Msg.and_list(full), torch=torch_empty_row()))

@@ -43,8 +43,9 @@ class Variant:
     "reprojected" (the cached rows multiplied by W_K, W_V again, as if the
     cache held inputs; chains only when W is square).  ``bias``: "right",
     "after_softmax" (added to the weights, not to the scores), "negated"
-    (``-B``: ALiBi's distance with the wrong sign, ``i - j``) or "shifted"
-    (ALiBi's slopes ``2^(-8h/H)`` with ``h`` counted from 0, not 1).  ``mask``
+    (``-B``: ALiBi's distance with the wrong sign, ``i - j``), "shifted"
+    (ALiBi's slopes ``2^(-8h/H)`` with ``h`` counted from 0, not 1; ``H`` a power of two) or "geometric"
+    (``2^(-8(h+1)/H)`` for an ``H`` that is not a power of two, whose slopes the paper interleaves).  ``mask``
     "top_left" builds a causal_lower_right exercise's mask top-left instead.
     ``mask`` "diagonal": a causal mask that blocks the query's own key too;
     "upper": a causal mask on the wrong triangle, blocking the past.
