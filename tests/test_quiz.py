@@ -198,7 +198,7 @@ def test_row_by_row_ends_at_the_step_s_last_row():
     assert kinds(effects) == ["Invalid", "Prompt"]
     assert effects[0].message == "row 3 has 3 entries, but row 1 has 2"
     state, effects = handle(state, Answer("2 x"))
-    assert effects[0].message.startswith('row 3: entry 2: unknown name "x"')
+    assert str(effects[0].message).startswith('row 3: entry 2: unknown name "x"')
     state, effects = handle(state, Answer("2 2"))
     assert kinds(effects) == ["Attempt", "Correct", "Summary"]
     assert effects[0].answer == "1, 1; 2, 2; 2, 2"
@@ -374,7 +374,7 @@ def test_entry_mode_asks_each_entry_then_only_the_wrong_ones():
     assert effects[-1].cell == (0, 0)
     state, effects = run(state, "1", "1", "2", "x")
     assert kinds(effects)[-2:] == ["Invalid", "Prompt"]
-    assert effects[-2].message.startswith('entry (t2, d2): unknown name "x"')
+    assert str(effects[-2].message).startswith('entry (t2, d2): unknown name "x"')
     assert effects[-1].cell == (1, 1)
     state, effects = run(state, "2", "2", "3")
     wrong = next(e for e in effects if isinstance(e, Wrong))

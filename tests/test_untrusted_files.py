@@ -289,13 +289,13 @@ def test_a_value_with_a_non_ascii_character_is_named_by_code_point(value, names)
     v = validate_text(exercise(w_v_entry=f'"{value}"'), "f.yaml")
     (p,) = v.problems
     assert (p.line, p.column) == (7, 23)
-    assert p.message.endswith(f"found the text {ascii(value)}, with {names}")
+    assert str(p.message).endswith(f"found the text {ascii(value)}, with {names}")
 
 
 def test_a_look_alike_mask_name_is_named():
     v = validate_text(CLASSIC + "mask: c\u0430usal\n", "f.yaml")
     (p,) = v.problems
-    assert p.message.endswith("found the text 'c\\u0430usal', with U+0430 CYRILLIC SMALL LETTER A (looks like 'a')")
+    assert str(p.message).endswith("found the text 'c\\u0430usal', with U+0430 CYRILLIC SMALL LETTER A (looks like 'a')")
 
 
 @pytest.mark.parametrize(("text", "value"), [("\u22121", -1), ("\"\u22121/2\"", Fraction(-1, 2)), ("\u22120.5", Fraction(-1, 2)),
@@ -309,7 +309,7 @@ def test_the_minus_sign_is_read_as_minus_in_exercise_files(text, value):
 def test_the_minus_sign_in_a_whole_number_field():
     v = validate_text(CLASSIC + "difficulty: \u22122\n", "f.yaml")
     (p,) = v.problems
-    assert p.message.startswith("expected a whole number from 1 to 5")  # read as -2: out of range, not "not a number"
+    assert str(p.message).startswith("expected a whole number from 1 to 5")  # read as -2: out of range, not "not a number"
 
 
 @pytest.mark.parametrize(("key", "named"), [
@@ -384,7 +384,7 @@ def test_an_oversized_file_is_reported_where_it_passes_the_limit(tmp_path):
 def test_a_long_number_is_cut_in_messages():
     v = validate_text(CLASSIC.replace("x: [[1, 0, 1, 0]", "x: [[" + "1" * 5000 + ", 0, 1, 0]"), "f.yaml")
     (p,) = v.problems
-    assert p.message.endswith("found the number " + "1" * 37 + "... (5000 characters)")
+    assert str(p.message).endswith("found the number " + "1" * 37 + "... (5000 characters)")
 
 
 @pytest.mark.parametrize(("text", "line", "col", "first"), [
