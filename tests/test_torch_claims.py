@@ -167,8 +167,8 @@ def test_every_sentence_on_such_a_row_gives_the_setting_of_each_outcome(cli):
     _, out, _ = cli("explain", "fully-masked-row-3x3", "--format", "json")
     doc = json.loads(out)
     why = {s["id"]: " ".join(s["why"]) for s in doc["steps"]}
-    assert torch_empty_row() in why["masked"]
-    assert torch_empty_row() in t("check.nan.empty_row.one", step="weights", rows="t3", torch=torch_empty_row())
+    assert str(torch_empty_row()) in why["masked"]
+    assert str(torch_empty_row()) in t("check.nan.empty_row.one", step="weights", rows="t3", torch=torch_empty_row())
 
 
 # --- causal alignment ------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ X_NORM = StepKind(
     varies=frozenset({"norm_axis", "norm_mean"}), work=_x_norm_work, arithmetic=_x_norm_arithmetic,
     given=lambda sol, step: (given_matrix("X", sol.exercise.x, sol.exercise.query_labels,
                                           dims("d", sol.exercise.d_model)),),
-    why=_x_norm_why, latex=r"X_{\text{norm}} = \mathrm{norm}(X)", early=True,
+    why=_x_norm_why, latex=r"X_{\text{norm}} = \mathrm{norm}(X)", early=True, advanced=True,
 )
 
 
@@ -232,5 +232,5 @@ RESIDUAL = StepKind(
     arithmetic=_residual_arithmetic,
     given=lambda sol, step: (given_matrix("X", sol.exercise.x, sol.exercise.query_labels, dims("d", sol.exercise.d_model)),
                              given_step(sol.step("output"))),
-    why=lambda step, ex: [Msg("step.residual.why")], latex=r"\text{residual} = X + \text{output}",
+    why=lambda step, ex: [Msg("step.residual.why")], latex=r"\text{residual} = X + \text{output}", advanced=True,
 )

@@ -128,7 +128,7 @@ class StepKind:
     checks: tuple[str, ...] = ()
     backward: bool = False  # a step of the backward pass (``explain --backward``; issue 13)
     late: bool = False  # a backward layer step that comes after the heads' (``d_x``), not before (``d_output``)
-    advanced: bool = False  # a step of format v2 only (k_new, v_new, biased): recommended after the v1 steps
+    advanced: bool = False  # a step of format v2 or v3 only (k_new, v_new, biased, x_norm, residual): recommended after the v1 steps
     #: with grouped K/V heads, one value per K/V head: k, v (k_new, v_new), and the backward pass's d_k, d_v and
     #: the K/V weights' and biases' gradients (the sum over the query heads that read it); keyed per query head,
     #: reported and named once per K/V head
