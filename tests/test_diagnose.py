@@ -555,6 +555,8 @@ TESTED = {
     "mask_upper", "mask_diagonal", "alibi_shifted", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed",
     # issue 23: tests/test_masks_v3.py
     "alibi_geometric", "window_wide", "window_narrow", "window_acausal", "sinks_forgotten",
+    # issue 23: the pre-norm block, solution files torch computes, tests/test_prenorm_block.py
+    "norm_columns", "rmsnorm_mean", "residual_forgotten", "residual_normed",
 }
 
 

@@ -265,6 +265,22 @@ def test_check_names_each_block_mistake(cli, tmp_path, key, step):
     assert keys_at(found, step, None) == [key]
 
 
+def test_check_names_the_scaled_scores_cut_to_two_places_after_the_norm(cli, tmp_path):
+    """By hand: X_norm = [[3√2/5, 4√2/5], [1, -1], [0, √2]], Q = [[7√2/5, 4√2/5], [0, -1], [√2, √2]],
+    K = [[3√2/5, 7√2/5], [1, 0], [0, √2]], so Q·Kᵀ/√2 = [[49√2/25, 7/5, 4√2/5], [-7/5, 0, -1], [2√2, 1, √2]];
+    cut to 2 places: 7/5 -> 1.40 and 1 -> 1.00 (both walks once cut a float or digits just below them,
+    to 1.39 and 0.99, and missed the mistake).  The weights are torch's softmax of the cut scores."""
+    ex = resolve(BUNDLED)
+    xn = torch.nn.RMSNorm(2, eps=0.0, elementwise_affine=False, dtype=f64)(_t(ex.x))
+    scaled = (xn @ _t(ex.heads[0].w_q)) @ (xn @ _t(ex.heads[0].w_k)).T / math.sqrt(2)
+    r2 = math.sqrt(2)
+    np.testing.assert_allclose(scaled.numpy(), [[49 * r2 / 25, 7 / 5, 4 * r2 / 5], [-7 / 5, 0, -1], [2 * r2, 1, r2]],
+                               rtol=1e-14, atol=1e-14)
+    cut = torch.tensor([[2.77, 1.40, 1.13], [-1.40, 0.0, -1.00], [2.82, 1.00, 1.41]], dtype=f64)
+    found = diagnoses(cli, solution(tmp_path, BUNDLED, [{"weights": matrix(torch.softmax(cut, dim=-1), 4)}]))
+    assert keys_at(found, "weights") == ["truncated_scaled"]
+
+
 def test_practice_names_the_forgotten_residual(cli):
     out = _mistaken()["residual_forgotten"]
     typed = "; ".join(" ".join(f"{v:.4f}" for v in row) for row in out.tolist())

@@ -267,7 +267,9 @@ class Value:
     def rounded(self, places: int) -> Fraction:
         """This value rounded to ``places`` decimals (half to even), as the exact decimal it then is.
 
-        Raises :class:`TooLarge` beyond ``10**MAX_ROUNDED``."""
+        Read at :data:`DIGITS` digits; a value that close to a half-way point is compared to it exactly
+        (:meth:`_is`), so ``1/4`` rounds to 0.2 whatever its digits.  Raises :class:`TooLarge` beyond
+        ``10**MAX_ROUNDED``, or when that comparison runs out of the work budget (:func:`charge`)."""
         import mpmath
 
         v = self.precise()
@@ -275,11 +277,15 @@ class Value:
             return Fraction(0)
         if abs(v) > mpmath.mpf(10) ** MAX_ROUNDED:
             raise TooLarge(f"a value of magnitude {mpmath.nstr(v, 3)} to round")
-        return round(_fraction(v), places)
+        q, half = _fraction(v), Fraction(1, 2 * 10**places)
+        tie = round(q / half) * half  # the nearest half-way point or decimal: a tie is decided exactly
+        return round(tie if self._is(tie, q) else q, places)
 
     def truncated(self, places: int) -> Fraction:
         """This value with its decimals after the ``places``-th cut off (toward 0), as the exact decimal
-        it then is.  Raises :class:`TooLarge` beyond ``10**MAX_ROUNDED``."""
+        it then is.  Read at :data:`DIGITS` digits; a value that close to a decimal is compared to it exactly
+        (:meth:`_is`), so ``7/5`` cuts to 1.40, never 1.39.  Raises :class:`TooLarge` beyond
+        ``10**MAX_ROUNDED``, or when that comparison runs out of the work budget (:func:`charge`)."""
         import mpmath
 
         v = self.precise()
@@ -287,7 +293,17 @@ class Value:
             return Fraction(0)
         if abs(v) > mpmath.mpf(10) ** MAX_ROUNDED:
             raise TooLarge(f"a value of magnitude {mpmath.nstr(v, 3)} to cut")
-        return _cut(_fraction(v), places)
+        q = _fraction(v)
+        point = Fraction(round(q * 10**places), 10**places)  # the nearest decimal: on it or not, exactly
+        return _cut(point if self._is(point, q) else q, places)
+
+    def _is(self, point: Fraction, q: Fraction) -> bool:
+        """Whether this value (``q`` at :data:`DIGITS` digits) is exactly ``point``, a decimal or a half-way
+        point where rounding or cutting turns: ``7/5`` read at 60 digits in binary is ``1.3999…``, which
+        would cut to 1.39, not 1.40.  Decided by :meth:`equals` when ``q`` is that close, else no."""
+        if abs(q - point) > Fraction(1, 10 ** (DIGITS // 2)) * max(Fraction(1), abs(point)):
+            return False
+        return self.equals(Value.of(point))[0]
 
     def equals(self, other: Value) -> tuple[bool, bool]:
         """``(equal, exact)``: whether the two values are equal, and whether that was decided exactly.

@@ -124,6 +124,22 @@ def mul_slack(A: Array, dA: Array, B: Array, dB: Array) -> Array:
     return np.abs(A) @ dB + dA @ np.abs(B) + dA @ dB
 
 
+#: How close a float must be to a decimal to be read as on it when cut, in units of the last decimal kept
+#: (relative to the value when it is larger than one such unit): far above float64's round-off in a step
+#: (a few units in the 16th significant digit, more after cancellation), far below one unit.
+CUT_TOLERANCE = 1e-9
+
+
+def _cut(value: Array, places: int) -> Array:
+    """``value`` with its decimals after the ``places``-th cut off, toward 0 (``np.trunc``), a value within
+    round-off of a decimal read as on it: ``1`` computed as ``0.9999999999999998`` cuts to ``1.00``, as a
+    learner who has the exact ``1`` cuts it, not to ``0.99`` (``[r, c]`` float64 -> ``[r, c]``)."""
+    scaled = value * 10.0**places
+    near = np.rint(scaled)
+    on = np.abs(scaled - near) <= CUT_TOLERANCE * np.maximum(1.0, np.abs(scaled))
+    return np.where(on, near, np.trunc(scaled)) / 10.0**places
+
+
 @dataclass
 class Replay:
     """The state of one float walk: the exercise, the variant, and every step computed so far.
@@ -162,7 +178,7 @@ class Replay:
         places = getattr(self.variant, knob)
         if self.variant.truncate:  # the decimals cut off: 0.4458 -> 0.44
             with np.errstate(invalid="ignore"):
-                return np.where(np.isinf(value), value, np.trunc(value * 10.0**places) / 10.0**places)
+                return np.where(np.isinf(value), value, _cut(value, places))
         return np.round(value, places)
 
     def inputs(self, kind: StepKind, head: int | None) -> list[Array | None]:
