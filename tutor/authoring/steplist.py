@@ -29,6 +29,8 @@ FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
     ("v_new", "head", lambda ex: ex.has_cache),
     ("k", "head", _always),
     ("v", "head", _always),
+    ("q_rot", "head", lambda ex: ex.rope is not None),
+    ("k_rot", "head", lambda ex: ex.rope is not None),
     ("scores", "head", _always),
     ("scaled", "head", _always),
     ("biased", "head", lambda ex: ex.has_bias),

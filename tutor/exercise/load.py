@@ -29,7 +29,7 @@ from tutor.base.errors import ExerciseError, Problem
 from tutor.base.messages import t
 from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 
-from . import v2
+from . import rope, v2
 from .checks import check_fields
 from .record import Exercise
 from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, MaskName
@@ -290,6 +290,9 @@ def validate_document(doc: Document) -> Validation:
     ex = v2.finish(ex, state) if ex is not None and not state.problems else None
     if ex is not None:
         problems += v2.derived(ex, doc)
+    if ex is not None and getattr(f, "rope", None) is not None:  # format v3: RoPE (issue 23)
+        found, ex = rope.finish(ex, f, doc)
+        problems += found
     warnings = tuple(doc.warnings)
     if problems:  # a warning on a value that is an error anyway (1e20 refused: no use writing it out) goes
         refused = {(p.line, p.column) for p in problems}

@@ -244,6 +244,30 @@ BiasField = Annotated[
 ]
 
 
+# --- format v3: RoPE (issue 23) --------------------------------------------
+MAX_ROPE_BASE = 10**12  # 10000 in RoFormer and LLaMA 2, 500000 in LLaMA 3: a hand exercise needs no more
+
+
+def _parse_rope_base(value: Any) -> int:
+    n = _parse_int(value)
+    if not 2 <= n <= MAX_ROPE_BASE:
+        raise _fail(t("expected.rope_base"), value, t("hint.rope_base", limit=f"{MAX_ROPE_BASE:,}"))
+    return n
+
+
+RopeBase = Annotated[int, PlainValidator(_parse_rope_base),
+                     WithJsonSchema({"type": "integer", "minimum": 2, "maximum": MAX_ROPE_BASE})]
+
+
+class RopeBlock(_Strict):
+    """RoPE on each head's Q and K (format v3): ``rope: {base: 10000, pairing: interleaved}``."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.rope")})
+
+    base: RopeBase = Field(10000, description=english("schema.field.rope.base"))
+    pairing: Literal["interleaved", "half"] = Field("interleaved", description=english("schema.field.rope.pairing"))
+
+
 class ExerciseWords(_Strict):
     """An exercise's title and description in another language (``translations: {zh: ...}``)."""
 
@@ -288,6 +312,8 @@ class ExerciseFile(_Strict):
     past_x: MatrixField | None = Field(None, description=english("schema.field.past_x"))
     attn_bias: BiasField | None = Field(None, description=english("schema.field.attn_bias"))
     alibi: Flag | None = Field(None, description=english("schema.field.alibi"))
+    # --- format v3 (docs/exercise-format.md, "v3"): RoPE (issue 23)
+    rope: RopeBlock | None = Field(None, description=english("schema.field.rope"))
 
 
 def _described(node: Any) -> Any:

@@ -509,3 +509,5 @@ class LayerRun:
     v_new: NDArray | None = None
     biased: NDArray | None = None
     grads: LayerGrads | None = None
+    q_rot: NDArray | None = None  # [H, L, d_k]: RoPE's rotated queries (format v3), else None
+    k_rot: NDArray | None = None  # [H, L_k, d_k]: RoPE's rotated keys, each query head's K/V head

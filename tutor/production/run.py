@@ -37,6 +37,7 @@ from ..base.errors import ShapeError
 from ..exercise.record import Exercise
 from ..numeric.functional import attention_with_weights, causal_mask
 from ..numeric.layer import LayerRun, MultiHeadAttention
+from ..numeric.rotary import apply_rope
 from .backward import layer_backward
 
 
@@ -105,7 +106,7 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64, *, backward: bool 
     (:func:`run_decoder`, float64).  With ``backward`` the run also holds the
     gradients of the exercise's upstream gradient (:func:`layer_backward`).
     """
-    run = run_decoder(ex) if ex.is_v2 else _run_layer(ex, dtype)
+    run = run_decoder(ex) if ex.is_v2 or ex.rope is not None else _run_layer(ex, dtype)
     return replace(run, grads=layer_backward(ex)) if backward else run
 
 
@@ -174,6 +175,13 @@ def run_decoder(ex: Exercise) -> LayerRun:
         v = np.concatenate([np.stack([_f(c.v) for c in ex.cache]), v_new], axis=-2)  # [G, L_k, d_v]
     else:
         k, v = k_new, v_new  # [G, L_k, d]
+    q_rot = k_rot = None
+    q_in, k_in = q, k  # what the scores read: [H, L, d_k], [G, L_k, d_k]
+    if ex.rope is not None:  # RoPE (format v3): Q and K turned by position, then attended
+        q_in = q_rot = apply_rope(q, ex.query_positions, base=ex.rope.base, pairing=ex.rope.pairing)  # [H, L, d_k]
+        new_rot = apply_rope(k_new, ex.key_positions[ex.L_past:], base=ex.rope.base, pairing=ex.rope.pairing)  # [G, L, d_k]
+        # a cache holds its keys already rotated (each at its own position): they are not turned again
+        k_in = k_rot = new_rot if ex.cache is None else np.concatenate([k[:, :ex.L_past], new_rot], axis=-2)  # [G, L_k, d_k]
     d_k = q.shape[-1]
     L, L_k = q.shape[1], k.shape[1]
     mask = np.zeros((H, L, L_k))  # [H, L, L_k]  one float attn_mask: the bias, and -inf where blocked
@@ -182,14 +190,16 @@ def run_decoder(ex: Exercise) -> LayerRun:
     allowed = ex.allowed()
     if allowed is not None:
         mask = np.where(np.array(allowed, dtype=bool)[None], mask, -np.inf)  # [H, L, L_k]
-    out, weights = attention_with_weights(q, k, v, attn_mask=mask, enable_gqa=True)  # [H, L, d_v], [H, L, L_k]
+    out, weights = attention_with_weights(q_in, k_in, v, attn_mask=mask, enable_gqa=True)  # [H, L, d_v], [H, L, L_k]
     rep = H // G
     k_h, v_h = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)  # [H, L_k, d]  what each query head read
-    scores = (q * (1.0 / math.sqrt(d_k))) @ k_h.swapaxes(-1, -2)  # [H, L, L_k]  (q/√d_k)·kᵀ, as the core computes it
+    k_read = np.repeat(k_in, rep, axis=0)  # [H, L_k, d_k]  the keys each query head's scores read (rotated with RoPE)
+    scores = (q_in * (1.0 / math.sqrt(d_k))) @ k_read.swapaxes(-1, -2)  # [H, L, L_k]  (q/√d_k)·kᵀ, as the core computes it
     biased = scores + (np.stack([_f(b) for b in ex.bias]) if ex.bias is not None else 0.0)  # [H, L, L_k]
     context = out.transpose(1, 0, 2).reshape(L, -1)  # [L, H·d_v]  heads merged
     output = context
     if ex.w_o is not None:
         output = context @ _f(ex.w_o) + (_f(ex.b_o) if ex.b_o is not None else 0.0)  # [L, d_out]
+    rot = {} if q_rot is None or k_rot is None else {"q_rot": q_rot, "k_rot": np.repeat(k_rot, rep, axis=0)}  # [H, L|L_k, d_k]
     return LayerRun(q=q, k=k_h, v=v_h, scores=scores, weights=weights, context=context, output=output,
-                       k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased)
+                       k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased, **rot)

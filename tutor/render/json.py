@@ -81,6 +81,8 @@ def _v2_dict(ex: Exercise) -> dict[str, Any]:
     if ex.bias is not None:
         out["alibi"] = ex.alibi
         out["attn_bias"] = [_m(b) for b in ex.bias]
+    if ex.rope is not None:  # format v3 (issue 23): RoPE's base and pairing
+        out["rope"] = {"base": ex.rope.base, "pairing": ex.rope.pairing}
     return out
 
 

@@ -40,6 +40,7 @@ from .kind import StepKind
 from .layer import LAYER
 from .projection import PROJECTIONS
 from .records import Key, Solution, Step
+from .rope import ROPE_STEPS
 from .scores import SCORE_STEPS
 from .softmax import SOFTMAX_STEPS
 from .state import PASS, READ_KNOBS, Build, ExactWalk, Replay
@@ -56,7 +57,7 @@ else:
 #: Every step kind, in the contract's order: the forward pass (k_new, v_new with a KV cache and biased with
 #: a bias: format v2), then the backward pass (the layer's steps before the heads', the heads', the
 #: projections' weights and biases, d_x).
-FORWARD: tuple[StepKind, ...] = PROJECTIONS + SCORE_STEPS + SOFTMAX_STEPS + LAYER
+FORWARD: tuple[StepKind, ...] = PROJECTIONS + ROPE_STEPS + SCORE_STEPS + SOFTMAX_STEPS + LAYER
 BACKWARD: tuple[StepKind, ...] = BEFORE_HEADS + HEAD_GRADS + PROJECTION_GRADS + AFTER_HEADS
 CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
@@ -92,6 +93,8 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
     gradients of a group (:attr:`StepKind.per_kv_head`: the sum over its
     query heads) come after the other backward steps of all its heads.
     """
+    if backward and ex.rope is not None:  # RoPE's backward pass is not built (issue 23): refused, never wrong numbers
+        raise TutorError(t("rope.no_backward", id=ex.id))
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
     out = per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and k.exists(ex)]
     if backward:
@@ -265,7 +268,8 @@ def supports(variant: Variant, ex: Exercise | None = None) -> bool:
     """
     if not variant.turned() <= EXACT_KNOBS or variant.mask == "top_left" or variant.scale == "after_softmax":
         return False
-    return ex is None or not (ex.has_cache or ex.has_bias)
+    # RoPE (format v3): its exponents contain cos and sin, not algebraic numbers: no exact walk, the floats decide
+    return ex is None or not (ex.has_cache or ex.has_bias or ex.rope is not None)
 
 
 class Walk:

@@ -127,6 +127,7 @@ def _kind(id: str) -> StepKind:
         return ((f"{id}_new", head),) if _cached(ex, id) else ()
 
     varies = {"drop", "split_reshape"} | (set() if id == "q" else {"kv_order"}) | ({"cache"} if id in ("k", "v") else set())
+    varies |= {"rope"} if id == "v" else set()  # RoPE's mistake of turning V too (tutor.steps.rope)
     return StepKind(
         id=id, scope="head", op="·", exists=(lambda ex: ex.has_cache) if id.endswith("_new") else always,
         inputs=inputs, build=build, varies=frozenset(varies), work=work, given=given, why=why, arithmetic=arithmetic,
@@ -239,7 +240,12 @@ def _floats(id: str):
         if _cached(r.ex, id):
             new, = r.inputs(KINDS[id], head)
             return _with_cache(r, id, head, new)
-        return _project(r, id[0], head)
+        out = _project(r, id[0], head)
+        if id == "v" and r.variant.rope == "rotate_v" and r.ex.rope is not None:  # RoPE's mistake: V turned too
+            from .rope import rotated
+
+            return None if out.shape[1] % 2 else rotated(r.ex, out, r.ex.key_positions)  # [L_k, d_v]
+        return out
 
     return run
 

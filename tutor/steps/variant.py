@@ -99,6 +99,10 @@ class Variant:
     bias_grad: str = "sum"
     d_k_order: str = "right"  # d_K's factors in the wrong order: "q_first" Q·d_scaledᵀ, "qt_first" Qᵀ·d_scaled
     kv_grad: str = "sum"  # grouped K/V heads: "own" = d_K, d_V from this query head only (not summed over the group)
+    # RoPE (format v3, issue 23): "right"; "pairing" = the other pairing (rotate_half's on interleaved pairs, or
+    # the reverse); "from_one" = positions counted from 1; "no_two" = θ_i = base^(−i/d_k), the 2 left out;
+    # "rotate_v" = V turned as well as Q and K
+    rope: str = "right"
 
     def turned(self) -> frozenset[str]:
         """The names of the knobs this variant sets away from the right answer."""

@@ -2025,5 +2025,37 @@ EN.update({
     "code.mistake.masked_grad_leak": "d_scores is not 0 where the mask is False; a masked weight is 0, so its gradient `P * (dP - row)` is 0 too: multiply by P everywhere, `d_scores = P * (dP - row)`",
 })
 
+# --- issue 23: RoPE ---
+EN.update({
+    "step.q_rot.title": "Rotated queries Q_rot (RoPE)",
+    "step.k_rot.title": "Rotated keys K_rot (RoPE)",
+    "step.q_rot.why": "RoPE turns each pair of a query's dimensions by an angle that grows with the token's position m (counted from 0): pair i turns by m·θ_i, θ_i = {base}^(−2i/{d_k}), so [a, b] becomes [a·cos − b·sin, a·sin + b·cos].",
+    "step.k_rot.why": "The keys turn the same way, each by its own position n. A rotation keeps lengths and dot products, so (R_m q)·(R_n k) = q·(R_(n−m) k): the score of query m and key n depends on their positions only through m − n.",
+    "step.rope.why.interleaved": "Pairing interleaved: dimensions (2i, 2i+1) turn together (RoFormer, GPT-J).",
+    "step.rope.why.half": "Pairing half: dimensions (i, i + d_k/2) turn together, the rotate_half layout of GPT-NeoX and LLaMA.",
+    "practice.hint.q_rot": "Each row of {src} is one token at position m (from 0); split it into pairs and turn pair i by m·θ_i: [a, b] → [a·cos − b·sin, a·sin + b·cos].",
+    "practice.hint.k_rot": "Each row of {src} is one key at position n (from 0); split it into pairs and turn pair i by n·θ_i: [a, b] → [a·cos − b·sin, a·sin + b·cos].",
+    "solution.no_step.q_rot": "the exercise has no rope field, so it has no 'q_rot' step",
+    "solution.no_step.k_rot": "the exercise has no rope field, so it has no 'k_rot' step",
+    "schema.rope": "RoPE on each head's Q and K (format v3): base and pairing.",
+    "schema.field.rope": "rotary position embedding (format v3): a base (10000) and a pairing (interleaved or half); Q and K of each head turn by position before the scores",
+    "schema.field.rope.base": "θ_i = base^(−2i/d_k); 10000 in RoFormer (base^(2/d_k) must be a whole number, so that every angle is rational)",
+    "schema.field.rope.pairing": "interleaved: dimensions (2i, 2i+1) form a pair (RoFormer, GPT-J); half: (i, i + d_k/2) (rotate_half: GPT-NeoX, LLaMA)",
+    "expected.rope_base": "a whole number from 2 up",
+    "hint.rope_base": "RoPE's base is a whole number from 2 to {limit} (10000 in RoFormer)",
+    "rope.odd": "rope with d_k = {d_k}: RoPE turns pairs of dimensions, so every head's d_k must be even",
+    "rope.odd.hint": "give each head an even number of columns in w_q and w_k (2 or 4 for a hand calculation)",
+    "rope.irrational": "rope.base = {base} with d_k = {d_k}: the angles θ_i = {base}^(−2i/{d_k}) are not all rational ({base} is not a whole number to the power {half}), so cos and sin could not be kept exact",
+    "rope.irrational.hint": "with base 10000 use d_k = 2, 4 or 8; or pick a base that is a whole number to the power d_k/2 (for d_k = 6: 1000 = 10³)",
+    "rope.cross": "rope with x_kv: RoPE numbers the tokens of one sequence, but K and V come from another",
+    "rope.cross.hint": "drop x_kv (RoPE is for self-attention) or drop rope",
+    "rope.cache": "rope with a KV cache is not computed by attn-tutor yet",
+    "rope.cache.hint": "drop cache (and past_tokens) to work RoPE over every token",
+    "rope.bias": "rope with alibi or attn_bias is not computed by attn-tutor yet",
+    "rope.bias.hint": "give either a rope or a bias",
+    "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
+    "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN

@@ -1976,5 +1976,37 @@ ZH: dict[str, str] = {
     "code.follow_up.item": "- {question}（attn-tutor drill concepts --topic {topic}）",
 }
 
+# --- issue 23: RoPE ---
+ZH.update({
+    "step.q_rot.title": "旋转后的查询 Q_rot（RoPE）",
+    "step.k_rot.title": "旋转后的键 K_rot（RoPE）",
+    "step.q_rot.why": "旋转位置编码（RoPE）把查询的维度两两配对，每一对按一个随词元位置 m（从 0 开始计数）增大的角度旋转：第 i 对转过 m·θ_i，θ_i = {base}^(−2i/{d_k})，即 [a, b] 变为 [a·cos − b·sin, a·sin + b·cos]。",
+    "step.k_rot.why": "键也按同样的方式旋转，各自转过自己的位置 n 所对应的角度。旋转不改变长度和点积，所以 (R_m q)·(R_n k) = q·(R_(n−m) k)：查询 m 与键 n 的注意力分数只通过 m − n 依赖于位置。",
+    "step.rope.why.interleaved": "配对方式 interleaved：维度 (2i, 2i+1) 为一对，一起旋转（RoFormer、GPT-J）。",
+    "step.rope.why.half": "配对方式 half：维度 (i, i + d_k/2) 为一对，一起旋转，即 GPT-NeoX 和 LLaMA 的 rotate_half 布局。",
+    "practice.hint.q_rot": "{src} 的每一行是位置 m（从 0 开始）上的一个词元；把它分成若干对，第 i 对转过 m·θ_i：[a, b] → [a·cos − b·sin, a·sin + b·cos]。",
+    "practice.hint.k_rot": "{src} 的每一行是位置 n（从 0 开始）上的一个键；把它分成若干对，第 i 对转过 n·θ_i：[a, b] → [a·cos − b·sin, a·sin + b·cos]。",
+    "solution.no_step.q_rot": "这道练习没有 rope 字段，所以没有 'q_rot' 步骤",
+    "solution.no_step.k_rot": "这道练习没有 rope 字段，所以没有 'k_rot' 步骤",
+    "schema.rope": "对每个头的 Q 和 K 施加旋转位置编码（RoPE，格式 v3）：base 与 pairing。",
+    "schema.field.rope": "旋转位置编码（RoPE，格式 v3）：一个 base（10000）和一种配对方式 pairing（interleaved 或 half）；在计算注意力分数之前，每个头的 Q 和 K 按位置旋转",
+    "schema.field.rope.base": "θ_i = base^(−2i/d_k)；RoFormer 中为 10000（base^(2/d_k) 必须是整数，这样每个角度都是有理数）",
+    "schema.field.rope.pairing": "interleaved：维度 (2i, 2i+1) 为一对（RoFormer、GPT-J）；half：维度 (i, i + d_k/2) 为一对（rotate_half：GPT-NeoX、LLaMA）",
+    "expected.rope_base": "不小于 2 的整数",
+    "hint.rope_base": "RoPE 的 base 是 2 到 {limit} 之间的整数（RoFormer 中为 10000）",
+    "rope.odd": "rope 与 d_k = {d_k} 不相容：RoPE 按维度对旋转，所以每个头的 d_k 都必须是偶数",
+    "rope.odd.hint": "让每个头的 w_q 和 w_k 都有偶数列（手算时取 2 或 4）",
+    "rope.irrational": "rope.base = {base} 且 d_k = {d_k}：角度 θ_i = {base}^(−2i/{d_k}) 并非都是有理数（{base} 不是某个整数的 {half} 次方），cos 和 sin 无法保持精确",
+    "rope.irrational.hint": "base 为 10000 时请用 d_k = 2、4 或 8；或者选一个是整数的 d_k/2 次方的 base（d_k = 6 时可取 1000 = 10³）",
+    "rope.cross": "rope 与 x_kv 不能同时使用：RoPE 给同一个序列中的词元编号，而这里的 K 和 V 来自另一个序列",
+    "rope.cross.hint": "去掉 x_kv（RoPE 用于自注意力），或者去掉 rope",
+    "rope.cache": "attn-tutor 目前还不能计算带键值缓存（KV cache）的 rope",
+    "rope.cache.hint": "去掉 cache（以及 past_tokens），对全部词元做 RoPE",
+    "rope.bias": "attn-tutor 目前还不能计算同时带 alibi 或 attn_bias 的 rope",
+    "rope.bias.hint": "rope 和偏置二者只给其一",
+    "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
+    "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH

@@ -1,0 +1,56 @@
+"""Format v3's RoPE field checked and put in the record (issue 23).
+
+``rope: {base: 10000, pairing: interleaved | half}`` turns each head's Q and
+K by position before the scores (Su et al. 2021, "RoFormer", §3.4.2).  The
+schema (:class:`.schema.RopeBlock`) reads the two fields; :func:`finish`
+checks what needs the rest of the exercise -- every head's ``d_k`` even, and
+every angle ``θ_i = base^(−2i/d_k)`` rational, so that the exact engine can
+keep ``cos(m·θ_i)`` and ``sin(m·θ_i)`` exact -- and refuses, at the field,
+the combinations the engines do not compute with RoPE yet.  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tutor.base.errors import Problem
+from tutor.base.messages import t
+from tutor.exercise.yamlread import Document
+
+from . import record
+
+
+def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], record.Exercise | None]:
+    """``(problems, the exercise with its rope)`` for a file whose ``rope`` field the schema accepted.
+
+    Refused, each at its field: an odd ``d_k`` (a pair per two dimensions), an irrational angle (``base^(2/d_k)``
+    not a whole number), and RoPE with cross-attention (the keys of another sequence have no positions in
+    this one), with a KV cache, or with an additive bias (ALiBi or ``attn_bias``): not built yet.
+    """
+    block = f.rope
+    rope = record.Rope(base=block.base, pairing=block.pairing)
+    problems: list[Problem] = []
+
+    def add(path: tuple[str, ...], key: str, **fields: Any) -> None:
+        problems.append(doc.problem(path, t(key, **fields), t(f"{key}.hint", **fields)))
+
+    where = ("rope", "base") if "base" in block.model_fields_set else ("rope",)
+    d_ks = sorted({h.d_k for h in ex.heads})
+    odd = [d for d in d_ks if d % 2]
+    if odd:
+        add(("rope",), "rope.odd", d_k=odd[0])
+    else:
+        for d_k in d_ks:
+            if rope.thetas(d_k) is None:
+                add(where, "rope.irrational", base=rope.base, d_k=d_k, half=d_k // 2)
+                break
+    if ex.is_cross:
+        add(("rope",), "rope.cross")
+    if ex.has_cache:
+        add(("rope",), "rope.cache")
+    if ex.has_bias:
+        add(("rope",), "rope.bias")
+    if problems:
+        return problems, None
+    return [], dataclasses.replace(ex, rope=rope)
