@@ -32,7 +32,8 @@ def test_every_kind_has_its_functions_and_messages(kind):
     engines = (kind.build, kind.floats, kind.slack, kind.production, kind.rounding)
     assert all(callable(f) for f in engines), kind.id
     # the exact walk follows the forward pass of format v1 (a cache's and a bias's kinds, the gradients: the floats decide)
-    assert (kind.exact_walk is None) == (kind.backward or kind.id in ("k_new", "v_new", "biased")), kind.id
+    # and RoPE's (format v3): cos and sin in the exponents are not algebraic, the exact walk's values need them to be
+    assert (kind.exact_walk is None) == (kind.backward or kind.id in ("k_new", "v_new", "biased", "q_rot", "k_rot")), kind.id
     assert {f.__module__ for f in (*engines, *([kind.exact_walk] if kind.exact_walk else []))} <= {
         kind.build.__module__, "tutor.steps.grad"}, kind.id  # side by side in the kind's own module
     for key in (f"step.{kind.id}.title", f"step.{kind.id}.why", f"practice.hint.{kind.id}"):
@@ -49,8 +50,8 @@ def test_steps_an_exercise_may_lack_say_why_in_a_solution_file():
 
 
 def test_the_order_is_the_contract_order():
-    forward = ("q", "k_new", "v_new", "k", "v", "scores", "scaled", "biased", "masked", "weights", "head_output",
-               "concat", "output")  # k_new, v_new, biased: format v2
+    forward = ("q", "k_new", "v_new", "k", "v", "q_rot", "k_rot", "scores", "scaled", "biased", "masked", "weights",
+               "head_output", "concat", "output")  # k_new, v_new, biased: format v2; q_rot, k_rot: format v3 (RoPE)
     backward = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_v", "d_q", "d_k",
                 "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")  # the contract's v2 section
     assert STEP_IDS == forward + backward
@@ -155,13 +156,40 @@ def every_feature_v2(seed: int, alibi: bool):
     return exercise_from_data(data)
 
 
+def every_feature_v3(seed: int):
+    """Format v3's RoPE with everything it goes with: two heads of d_k = 4 (angles 1 and 1/100), rotate_half
+    pairs, every projection bias, a mask matrix and key padding that leave a query row with no key, ``W_O`` and
+    ``b_O``.  Forward only: RoPE's backward pass is refused (issue 23)."""
+    from tutor.exercise import exercise_from_data
+
+    rng = np.random.default_rng(seed)
+    L, d_model, d_k, H, d_out = 3, 3, 4, 2, 2
+    data = {
+        "id": f"every-feature-v3-{seed}", "title": "every v3 RoPE feature", "x": _frac(rng, L, d_model),
+        "heads": [{"w_q": _frac(rng, d_model, d_k), "w_k": _frac(rng, d_model, d_k), "w_v": _frac(rng, d_model, 2),
+                   "b_q": _frac(rng, 1, d_k)[0], "b_k": _frac(rng, 1, d_k)[0], "b_v": _frac(rng, 1, 2)[0]}
+                  for _ in range(H)],
+        "w_o": _frac(rng, H * 2, d_out), "b_o": _frac(rng, 1, d_out)[0],
+        "mask": [[True, False, False], [True, True, False], [False, False, True]],
+        "key_padding_mask": [False, False, True],  # row 3 may attend to key 3 only, which is padding: no key
+        "rope": {"base": 10000, "pairing": "half"},
+    }
+    return exercise_from_data(data)
+
+
+def _bw(ex) -> bool:
+    """Whether the exercise has a backward pass the tests walk (RoPE's is refused)."""
+    return ex.rope is None
+
+
 EVERY_FEATURE = [("v1", lambda: every_feature_v1(1)), ("v2-alibi", lambda: every_feature_v2(2, True)),
-                 ("v2-bias", lambda: every_feature_v2(3, False))]
+                 ("v2-bias", lambda: every_feature_v2(3, False)), ("v3-rope", lambda: every_feature_v3(4))]
 
 
 def test_the_every_feature_exercises_have_every_kind():
     """Between them the generated exercises have every kind of the catalogue, forward and backward."""
-    walked = {k for _, make in EVERY_FEATURE for k, _ in keys(make(), backward=True)}
+    made = [make() for _, make in EVERY_FEATURE]
+    walked = {k for ex in made for k, _ in keys(ex, backward=_bw(ex))}
     assert walked == set(STEP_IDS)
     v1 = every_feature_v1(1)
     assert v1.is_cross and v1.has_mask and v1.key_padding is not None and not v1.is_v2
@@ -185,7 +213,8 @@ def test_the_step_list_of_list_is_the_catalogue():
         assert forward_keys(ex) == keys(ex), (ex.id, "tutor/authoring/steplist.py")
     has = [{id for id, _ in forward_keys(ex)} for ex in exercises]
     assert set.union(*has) == {id for id, _ in forward}  # each step is there somewhere...
-    assert set.union(*has) - set.intersection(*has) == {"k_new", "v_new", "biased", "masked", "concat", "output"}
+    assert set.union(*has) - set.intersection(*has) == {"k_new", "v_new", "biased", "masked", "concat", "output",
+                                                        "q_rot", "k_rot"}
     # ... and each step an exercise may lack is missing somewhere
 
 
@@ -200,12 +229,13 @@ def test_every_kind_goes_through_every_engine(make):
     from tutor.steps import RIGHT, Walk, replay, supports
 
     ex = make()
-    sol = solve(ex, backward=True)
-    assert [s.key for s in sol.steps] == keys(ex, backward=True)
-    values = walk(ex, backward=True).values
+    backward = _bw(ex)
+    sol = solve(ex, backward=backward)
+    assert [s.key for s in sol.steps] == keys(ex, backward=backward)
+    values = walk(ex, backward=backward).values
     for s in sol.steps:
         np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
-    carried = replay(ex, given=lambda key: None, backward=True)
+    carried = replay(ex, given=lambda key: None, backward=backward)
     for s in sol.steps:
         value, slack = carried.computed[s.key]
         assert slack.shape == value.shape and np.all(np.isfinite(slack)), s.key
@@ -231,13 +261,14 @@ def test_every_mistake_walks_every_kind_it_can_change(make):
     from tutor.steps import Walk, replay, supports
 
     ex = make()
-    sol = solve(ex, backward=True)
+    backward = _bw(ex)
+    sol = solve(ex, backward=backward)
     for m in MISCONCEPTIONS:
         if m.variant is None:
             continue
-        floats = replay(ex, m.variant, backward=True).values
+        floats = replay(ex, m.variant, backward=backward).values
         exact = Walk(ex, m.variant) if supports(m.variant, ex) else None
-        for key in keys(ex, backward=True):
+        for key in keys(ex, backward=backward):
             if not m.applies(ex, key) or key not in floats:
                 continue
             assert floats[key].ndim == 2, (m.key, key)

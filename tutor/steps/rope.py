@@ -5,7 +5,7 @@ token at position ``m`` (its index from 0) turns by ``m·θ_i``,
 ``θ_i = base^(−2i/d_k)``: ``[a, b] → [a·cos − b·sin, a·sin + b·cos]``;
 ``interleaved`` pairs dimensions ``(2i, 2i+1)``, ``half`` pairs
 ``(i, i + d_k/2)`` (``rotate_half``).  The scores then read ``Q_rot`` and
-``K_rot`` (:func:`tutor.steps.scores.score_operands`).  Since a rotation is
+``K_rot`` (:mod:`tutor.steps.scores`).  Since a rotation is
 orthogonal, ``(R_m q)·(R_n k) = q·R_(n−m) k``: the score depends on the
 positions through ``m − n`` only.
 
