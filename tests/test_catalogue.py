@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tutor.base.errors import TutorError
+
 from tutor.base.messages import EN
 from tutor.exercise.catalog import resolve
 from tutor.steps import BACKWARD_IDS, CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream
@@ -75,6 +77,10 @@ def test_solve_gives_the_steps_of_keys_in_order_and_the_graph_is_closed(name):
 @pytest.mark.parametrize("name", BUNDLED)
 def test_with_the_backward_pass_the_graph_is_closed_and_the_walks_agree(name):
     ex = resolve(name)
+    if ex.rope is not None:  # RoPE's backward pass is refused (issue 23), in one line
+        with pytest.raises(TutorError, match="RoPE"):
+            keys(ex, backward=True)
+        return
     sol = solve(ex, backward=True)
     assert [s.key for s in sol.steps] == keys(ex, backward=True)
     assert keys(ex, backward=True)[:len(keys(ex))] == keys(ex)  # the forward pass first, unchanged
