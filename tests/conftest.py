@@ -57,10 +57,11 @@ COLOUR_TERMINAL = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": Non
 
 
 def _v1_bundled() -> list[str]:
-    """The bundled exercises of format v1 (no grouped K/V heads, cache or bias): what the backward pass is built for."""
+    """The bundled exercises of format v1 (no grouped K/V heads, cache or bias) without RoPE (format v3, whose
+    backward pass is refused): what the backward pass is built for."""
     from tutor.exercise.catalog import resolve
 
-    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2]
+    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2 and resolve(p.stem).rope is None]
 
 
 V1_BUNDLED = _v1_bundled()

@@ -322,3 +322,24 @@ def test_float_value_of_a_cancelling_trig_is_accurate():
     t = c - rotary.Trig(((Fraction(0), Fraction(1), Fraction(0)),))  # cos(1e-6) - 1 ≈ -5e-13
     assert math.isclose(t.value(), math.cos(1e-6) - 1, rel_tol=1e-3)
     assert math.isclose(t.value(), -0.5e-12, rel_tol=1e-6)
+
+
+def test_the_scores_worked_out_in_cos_and_sin_are_exactly_the_entries():
+    """``scores[b1, b1] = (−2·sin(1))·(cos(1) − sin(1)) + 2·cos(1)·(cos(1) + sin(1)) = 2``: each line's sum, read
+    by the answer grammar, is exactly the entry; ``=`` only where no decimal was written."""
+    from tutor.exercise.catalog import resolve
+    from tutor.steps import KINDS
+
+    sol = solve(resolve("rope-relative-4x2"))
+    step = sol.step("scores", 0)
+    pieces = KINDS["scores"].arithmetic(sol, step, 4)
+    assert len(pieces) == 16
+    for n, piece in enumerate(pieces):
+        i, j = divmod(n, 4)
+        line = piece.lines[0].replace("−", "-")
+        written = line.split(" = ")[0].split(" ≈ ")[0]
+        assert "." not in written
+        assert judge(parse_entry(written), step.exact[i][j]).right, line
+        # exact factors: the result follows "=" (and its decimal "≈"); a long exact form only its decimal
+        assert (" = " in line) == (len(str(step.exact[i][j])) <= 16), line
+    assert [str(e) for e in step.exact[1][:1] + step.exact[3][2:3]] == ["-2*sin(1)", "-2*sin(1)"]  # b1·a0 = b3·a2

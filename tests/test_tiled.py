@@ -18,7 +18,8 @@ from tutor.steps import solve
 
 from .conftest import EXERCISES
 
-BUNDLED = [p.stem for p in sorted(EXERCISES.glob("*.yaml"))]  # every one: v2's grouped heads, cache and bias too
+# every one: v2's grouped heads, cache and bias too; not RoPE's (format v3: --tiled refuses it, tested there)
+BUNDLED = [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if "rope:" not in p.read_text(encoding="utf-8")]
 CASES = json.loads((Path(__file__).parent / "data" / "v2" / "v2-cases.json").read_text())["cases"]
 
 

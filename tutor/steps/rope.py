@@ -126,7 +126,7 @@ def _kind(id: str) -> StepKind:
                 ang = frac_text(pos[r] * thetas[i])
                 fa = factor(m.exact[r][a], m.value[r][a], places)
                 fb = factor(m.exact[r][b], m.value[r][b], places)
-                first = notation(f"m = {pos[r]},  θ_{i} = {frac_text(thetas[i])},  m·θ_{i} = {ang}")
+                first = notation(f"m·θ_{i} = {pos[r]}·{factor(thetas[i], float(thetas[i]))} = {ang}")  # the angle
                 turn = notation(f"[{fa}, {fb}] → [{fa}·cos({ang}) - {fb}·sin({ang}), {fa}·sin({ang}) + {fb}·cos({ang})]")
                 xa = f"{step.name}[{step.row_labels[r]}, {step.col_labels[a]}] {result(step.exact[r][a], step.value[r][a], places)}"
                 xb = f"{step.name}[{step.row_labels[r]}, {step.col_labels[b]}] {result(step.exact[r][b], step.value[r][b], places)}"

@@ -31,7 +31,7 @@ from .kind import Input, StepKind, always, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import gamma, magnitude
 from .state import PASS, Build, ExactWalk, Replay, floats, mul_slack
-from .worked import Worked, dot, entry_name, entry_products, factor, result, total
+from .worked import Worked, dot, entry_name, entry_products, exact_factor, factor, result, total
 
 if TYPE_CHECKING:
     import numpy as np
@@ -139,7 +139,8 @@ def _scores_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
 
 def _scores_work(sol: Solution, step: Step, i: int, j: int) -> str:
     q, k = (sol.step(*key) for key in _scores_inputs(sol.exercise, step.head))
-    pairs = [(factor(q.exact[i][n], q.value[i][n]), factor(k.exact[j][n], k.value[j][n])) for n in range(q.shape[1])]
+    pairs = [(exact_factor(q.exact[i][n], q.value[i][n]), exact_factor(k.exact[j][n], k.value[j][n]))
+             for n in range(q.shape[1])]  # RoPE's cos(1) written as such; otherwise as factor() writes it
     return f"{q.name}[{step.row_labels[i]}, :]·{k.name}[{step.col_labels[j]}, :] = {dot(pairs)} {total(step.exact[i][j], step.value[i][j])}"
 
 
@@ -147,7 +148,7 @@ def _scores_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
     q, k = (sol.step(*key) for key in _scores_inputs(sol.exercise, step.head))
 
     def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
-        return [(factor(q.exact[i][n], q.value[i][n], places), factor(k.exact[j][n], k.value[j][n], places))
+        return [(exact_factor(q.exact[i][n], q.value[i][n], places), exact_factor(k.exact[j][n], k.value[j][n], places))
                 for n in range(q.shape[1])], ""
 
     return entry_products(step, pairs_of, places)

@@ -2054,6 +2054,7 @@ EN.update({
     "rope.bias": "rope with alibi or attn_bias is not computed by attn-tutor yet",
     "rope.bias.hint": "give either a rope or a bias",
     "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
+    "rope.no_tiled": "{id}: the online softmax (--tiled) over RoPE's scores is not built yet, so it is refused rather than computing wrong numbers",
     "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
 })
 

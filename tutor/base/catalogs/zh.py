@@ -2005,6 +2005,7 @@ ZH.update({
     "rope.bias": "attn-tutor 目前还不能计算同时带 alibi 或 attn_bias 的 rope",
     "rope.bias.hint": "rope 和偏置二者只给其一",
     "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
+    "rope.no_tiled": "{id}：基于 RoPE 注意力分数的在线 softmax（--tiled）尚未实现，因此拒绝执行，而不是算出错误的数值",
     "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
 })
 
