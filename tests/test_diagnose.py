@@ -553,6 +553,8 @@ TESTED = {
     # issue 20, C: solution files torch computes, tests/test_named_mistakes.py and tests/test_backward_check.py
     "argmax_weights", "q_prescaled", "scores_prescaled", "scale_root_rounded", "scale_after_softmax",
     "mask_upper", "mask_diagonal", "alibi_shifted", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed",
+    # issue 23, RoPE: practice (diagnose) and check (solution files) on values torch computes, tests/test_rope.py
+    "rope_pairing_mixed", "rope_positions_from_one", "rope_theta_without_two", "rope_v_rotated",
 }
 
 

@@ -343,3 +343,65 @@ def test_the_scores_worked_out_in_cos_and_sin_are_exactly_the_entries():
         # exact factors: the result follows "=" (and its decimal "≈"); a long exact form only its decimal
         assert (" = " in line) == (len(str(step.exact[i][j])) <= 16), line
     assert [str(e) for e in step.exact[1][:1] + step.exact[3][2:3]] == ["-2*sin(1)", "-2*sin(1)"]  # b1·a0 = b3·a2
+
+
+# --- the mistakes RoPE invites, named by practice (diagnose) and check (solution files) -------------------------
+
+ROPE_MISTAKES = {"pairing": "rope_pairing_mixed", "from_one": "rope_positions_from_one",
+                 "no_two": "rope_theta_without_two", "rotate_v": "rope_v_rotated"}
+
+
+def _wrong(data: dict, mistake: str) -> dict[str, np.ndarray]:
+    """What a learner holding ``mistake`` writes for HALF's head, computed here in torch (not by attn-tutor)."""
+    x = torch.tensor(data["x"], dtype=torch.float64)
+    h = data["heads"][0]
+    q, k, v = (x @ torch.tensor(h[w], dtype=torch.float64) for w in ("w_q", "w_k", "w_v"))
+    L, d = q.shape
+    pos = [m + 1 for m in range(L)] if mistake == "from_one" else list(range(L))
+    pairing = data["rope"]["pairing"]
+    if mistake == "pairing":
+        pairing = "interleaved" if pairing == "half" else "half"
+    base = float(data["rope"]["base"])
+    if mistake == "no_two":  # θ_i = base^(−i/d): the same as base'^(−2i/d) with base' = √base
+        base = math.sqrt(base)
+    q_rot, k_rot = torch_rope(q, pos, base, pairing), torch_rope(k, pos, base, pairing)
+    if mistake == "rotate_v":
+        v = torch_rope(v, pos, base, pairing)
+    out = torch.nn.functional.scaled_dot_product_attention(q_rot[None], k_rot[None], v[None], is_causal=True)[0]
+    return {"q_rot": q_rot.numpy(), "k_rot": k_rot.numpy(), "v": v.numpy(), "head_output": out.numpy()}
+
+
+@pytest.mark.parametrize("mistake", sorted(ROPE_MISTAKES))
+def test_practice_names_each_rope_mistake(mistake):
+    from tutor.mistakes.diagnose import diagnose
+
+    sol = solve(exercise_from_data(HALF))
+    wrong = _wrong(HALF, mistake)
+    shown = [s for s in ("q_rot", "k_rot", "v", "head_output")
+             if not np.allclose(wrong[s], _values(sol, s, 0), atol=1e-9)]
+    assert shown  # the mistake changes something on this exercise
+    for step in shown:
+        keys_ = [d.key for d in diagnose(sol, step, 0, wrong[step].tolist(), tolerance=1e-6)]
+        assert keys_[:1] == [ROPE_MISTAKES[mistake]], (step, keys_)
+
+
+def test_positions_from_one_leave_the_scores_as_they_are():
+    """Every position shifted by one: Q_rot and K_rot change, the scores (m − n) do not."""
+    sol = solve(exercise_from_data(HALF))
+    wrong = _wrong(HALF, "from_one")
+    assert not np.allclose(wrong["q_rot"], _values(sol, "q_rot", 0))
+    np.testing.assert_allclose(wrong["head_output"], _values(sol, "head_output", 0), atol=1e-12)
+
+
+@pytest.mark.parametrize("mistake", ["pairing", "no_two"])
+def test_check_names_a_rope_mistake_in_a_solution_file(cli, tmp_path, mistake):
+    ex_path = tmp_path / "half.yaml"
+    ex_path.write_text(json.dumps(HALF), encoding="utf-8")
+    wrong = _wrong(HALF, mistake)
+    rows = "[" + ", ".join("[" + ", ".join(f"{v:.6f}" for v in r) + "]" for r in wrong["q_rot"]) + "]"
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(f"exercise: {ex_path}\nheads:\n  - q_rot: {rows}\n", encoding="utf-8")
+    r = cli("check", str(sol_path), "--format", "json")
+    doc = json.loads(r.out)
+    assert doc["exit_code"] == 1
+    assert [d["key"] for s in doc["steps"] for d in s["diagnoses"]] == [ROPE_MISTAKES[mistake]]

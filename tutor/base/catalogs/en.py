@@ -2055,6 +2055,14 @@ EN.update({
     "rope.bias.hint": "give either a rope or a bias",
     "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
     "rope.no_tiled": "{id}: the online softmax (--tiled) over RoPE's scores is not built yet, so it is refused rather than computing wrong numbers",
+    "mistake.rope_pairing_mixed": "RoPE's two pairings mixed",
+    "mistake.rope_positions_from_one": "RoPE positions counted from 1",
+    "mistake.rope_theta_without_two": "RoPE angle without the 2 (base^(−i/d_k))",
+    "mistake.rope_v_rotated": "V rotated by RoPE",
+    "diagnose.rope_pairing_mixed": "You paired the dimensions the other way: this exercise's RoPE pairs them {pairing}, you turned the pairs of the other layout (rotate_half's (i, i + d_k/2) against the interleaved (2i, 2i+1), or the reverse). Weights trained for one layout need that layout: converting a checkpoint from one to the other permutes the columns of W_Q and W_K (as Hugging Face's LLaMA conversion script does).",
+    "diagnose.rope_positions_from_one": "You counted positions from 1: the first token's position is 0, so it is not turned at all (cos 0 = 1, sin 0 = 0). Shifting every position by one leaves the scores unchanged (they depend on m − n only), but not Q_rot and K_rot.",
+    "diagnose.rope_theta_without_two": "You left the 2 out of the angle: θ_i = base^(−2i/d_k), not base^(−i/d_k). Without it every pair but the first turns too fast: pair 1 by base^(−1/d_k) per position instead of base^(−2/d_k).",
+    "diagnose.rope_v_rotated": "You turned V too: RoPE rotates only the queries and the keys, whose dot product then depends on relative position; the values are used as they are projected.",
     "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
 })
 

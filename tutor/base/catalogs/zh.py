@@ -2006,6 +2006,14 @@ ZH.update({
     "rope.bias.hint": "rope 和偏置二者只给其一",
     "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
     "rope.no_tiled": "{id}：基于 RoPE 注意力分数的在线 softmax（--tiled）尚未实现，因此拒绝执行，而不是算出错误的数值",
+    "mistake.rope_pairing_mixed": "混用了 RoPE 的两种配对方式",
+    "mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
+    "mistake.rope_theta_without_two": "RoPE 角度漏了系数 2（base^(−i/d_k)）",
+    "mistake.rope_v_rotated": "把 V 也做了 RoPE 旋转",
+    "diagnose.rope_pairing_mixed": "你把维度配对弄反了：这道练习的 RoPE 按 {pairing} 方式配对，你却按另一种布局旋转（rotate_half 的 (i, i + d_k/2) 与 interleaved 的 (2i, 2i+1) 互换）。按一种布局训练出的权重只能用那种布局：把检查点从一种布局转换到另一种，要重排 W_Q 和 W_K 的列（Hugging Face 的 LLaMA 转换脚本就是这样做的）。",
+    "diagnose.rope_positions_from_one": "你的位置从 1 开始计数：第一个词元的位置是 0，所以它根本不旋转（cos 0 = 1，sin 0 = 0）。所有位置同时加 1 不会改变注意力分数（分数只依赖于 m − n），但会改变 Q_rot 和 K_rot。",
+    "diagnose.rope_theta_without_two": "你在角度里漏了系数 2：θ_i = base^(−2i/d_k)，而不是 base^(−i/d_k)。漏掉之后，除第一对外每一对都转得太快：第 1 对每个位置转过 base^(−1/d_k)，而不是 base^(−2/d_k)。",
+    "diagnose.rope_v_rotated": "你把 V 也旋转了：RoPE 只旋转查询和键，使它们的点积依赖于相对位置；值（V）按投影结果原样使用。",
     "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
 })
 
