@@ -273,10 +273,9 @@ def test_an_irrational_angle_is_refused_at_the_base():
     assert validate_text(_even("{base: 1000}")).ok  # 1000 = 10³: θ = 1, 1/10, 1/100
 
 
-def test_rope_with_a_cache_or_a_bias_is_refused_not_computed():
+def test_rope_with_a_bias_or_cross_attention_is_refused_not_computed():
     x = "x: [[1, 0], [0, 1]]\nheads:\n  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [0, 1]], w_v: [[1, 0], [0, 1]]}\n"
-    for tail, words in (("alibi: true\n", "alibi"), ("x_kv: [[1, 0]]\n", "x_kv"),
-                        ("cache: [{k: [[1, 0]], v: [[0, 1]]}]\n", "cache")):
+    for tail, words in (("alibi: true\n", "alibi"), ("x_kv: [[1, 0]]\n", "x_kv")):
         v = validate_text(f"id: r\ntitle: r\n{x}rope: {{}}\n{tail}")
         assert not v.ok and any(words in p.message and p.field == "rope" for p in v.problems), v.problems
 
@@ -405,3 +404,59 @@ def test_check_names_a_rope_mistake_in_a_solution_file(cli, tmp_path, mistake):
     doc = json.loads(r.out)
     assert doc["exit_code"] == 1
     assert [d["key"] for s in doc["steps"] for d in s["diagnoses"]] == [ROPE_MISTAKES[mistake]]
+
+
+# --- a decode step: the cache holds keys already rotated --------------------------------------------------------
+
+DECODE = {
+    "id": "rope-decode", "title": "a decode step with RoPE", "x": [[1, 0, 1], [0, 1, 1]],
+    "heads": [{"w_q": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]], "w_k": [[0, 1, 0, 1], [1, 0, 1, 0], [0, 0, 1, 1]],
+               "w_v": [[1, 0], [0, 1], [1, 1]]}],
+    "cache": [{"k": [["1/2", -1, 0, 2], [1, "3/4", -1, 0]], "v": [[1, 2], [0, -1]]}],
+    "mask": "causal_lower_right", "rope": {"base": 10000, "pairing": "half"},
+}
+
+
+def test_a_decode_step_turns_only_the_new_keys_at_positions_from_l_past():
+    sol = solve(exercise_from_data(DECODE))
+    x = torch.tensor(DECODE["x"], dtype=torch.float64)
+    h = DECODE["heads"][0]
+    q, k_new, v_new = (x @ torch.tensor(h[w], dtype=torch.float64) for w in ("w_q", "w_k", "w_v"))
+    cache = DECODE["cache"][0]
+    k_cache = torch.tensor([[float(Fraction(str(e))) for e in r] for r in cache["k"]], dtype=torch.float64)
+    v_cache = torch.tensor(cache["v"], dtype=torch.float64)
+    q_rot = torch_rope(q, [2, 3], 10000.0, "half")  # the new tokens continue from L_past = 2
+    k_rot = torch.cat([k_cache, torch_rope(k_new, [2, 3], 10000.0, "half")])  # the cached keys as stored
+    v = torch.cat([v_cache, v_new])
+    from torch.nn.attention.bias import causal_lower_right
+
+    out = torch.nn.functional.scaled_dot_product_attention(q_rot[None], k_rot[None], v[None],
+                                                           attn_mask=causal_lower_right(2, 4))[0]
+    np.testing.assert_allclose(_values(sol, "q_rot", 0), q_rot.numpy(), atol=1e-12)
+    np.testing.assert_allclose(_values(sol, "k_rot", 0), k_rot.numpy(), atol=1e-12)
+    np.testing.assert_allclose(_values(sol, "head_output", 0), out.numpy(), atol=1e-12)
+    assert [str(e) for e in sol.step("k_rot", 0).exact[0]] == ["1/2", "-1", "0", "2"]  # not turned again
+    verify(sol)
+
+
+def test_a_decode_step_explains_its_cached_keys(cli, tmp_path):
+    path = tmp_path / "decode.yaml"
+    path.write_text(json.dumps(DECODE), encoding="utf-8")
+    r = cli("explain", str(path), env={"COLUMNS": "120"})
+    assert r.code == 0, r.err
+    assert "stored already rotated at its own position" in r.out and "positions 2 and on" in r.out
+    bad = dict(DECODE, past_x=[[1, 0, 0], [0, 1, 0]])
+    v = validate_text(json.dumps(bad))
+    assert any(p.field == "past_x" and "rotated" in p.message for p in v.problems)
+
+
+def test_check_carries_a_decode_steps_slack_through_the_rotation():
+    from tutor.steps import replay
+
+    ex = exercise_from_data(DECODE)
+    sol = solve(ex)
+    carried = replay(ex, given=lambda key: None)
+    for s in sol.steps:
+        value, slack = carried.computed[s.key]
+        assert slack.shape == value.shape and np.all(np.isfinite(slack)), s.key
+        np.testing.assert_allclose(value, np.array(s.value), atol=1e-12, err_msg=str(s.key))

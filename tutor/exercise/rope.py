@@ -25,8 +25,10 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
     """``(problems, the exercise with its rope)`` for a file whose ``rope`` field the schema accepted.
 
     Refused, each at its field: an odd ``d_k`` (a pair per two dimensions), an irrational angle (``base^(2/d_k)``
-    not a whole number), and RoPE with cross-attention (the keys of another sequence have no positions in
-    this one), with a KV cache, or with an additive bias (ALiBi or ``attn_bias``): not built yet.
+    not a whole number), RoPE with cross-attention (the keys of another sequence have no positions in
+    this one), with ``past_x`` (a RoPE cache holds keys already rotated, by cosines and sines: no exact
+    projection of ``past_x`` gives them), and with an additive bias (ALiBi or ``attn_bias``): not built yet.
+    A KV cache is taken as RoPE's: its keys already rotated, each at its own position ``0 … L_past − 1``.
     """
     block = f.rope
     rope = record.Rope(base=block.base, pairing=block.pairing)
@@ -47,8 +49,8 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
                 break
     if ex.is_cross:
         add(("rope",), "rope.cross")
-    if ex.has_cache:
-        add(("rope",), "rope.cache")
+    if ex.past_x is not None:  # a RoPE cache holds rotated keys: cos and sin, which past_x's projections are not
+        add(("past_x",), "rope.past_x")
     if ex.has_bias:
         add(("rope",), "rope.bias")
     if problems:

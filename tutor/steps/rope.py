@@ -60,6 +60,11 @@ def has_rope(ex: Exercise) -> bool:
 OTHER = {"interleaved": "half", "half": "interleaved"}
 
 
+def _cached_rows(ex: Exercise, id: str) -> int:
+    """How many leading rows of ``id`` a KV cache holds already rotated: ``L_past`` for ``k_rot``, else 0."""
+    return ex.L_past if id == "k_rot" else 0
+
+
 # --- the exact build ----------------------------------------------------------------------------------------
 
 
@@ -77,7 +82,11 @@ def _kind(id: str) -> StepKind:
         n, d_k = M.shape
         thetas = rope.thetas(d_k)
         assert thetas is not None  # tutor.exercise.rope refuses an irrational angle
-        R = rotary.rotate(M.fractions(), positions(ex, id), thetas, rope.pairs(d_k))  # [n, d_k], exact
+        rows, pos = M.fractions(), positions(ex, id)
+        kept = _cached_rows(ex, id)  # a KV cache's keys are stored already rotated: kept as they are
+        R = rotary.rotate(rows[kept:], pos[kept:], thetas, rope.pairs(d_k))  # [n − kept, d_k], exact
+        if kept:
+            R = rotary.TrigMat(tuple(tuple(rotary.Trig.of(x) for x in row) for row in rows[:kept]) + R.num)  # [n, d_k]
         bd.data[id, head] = R
         formula = f"{sym}_rot = RoPE({sym}),  θ_i = {rope.base}^(−2i/{d_k})"
         kv = ex.kv_head(head or 0) if src == "k" and ex.grouped else None
@@ -100,6 +109,9 @@ def _kind(id: str) -> StepKind:
     def work(sol: Solution, step: Step, r: int, j: int) -> str:
         ex = sol.exercise
         m = sol.step(src, step.head)
+        if r < _cached_rows(ex, id):
+            return t("practice.work.noted", work=f"{sym}_cache[{step.row_labels[r]}, {step.col_labels[j]}] "
+                     f"{total(step.exact[r][j], step.value[r][j])}", note=t("rope.work.cached"))
         d_k = m.shape[1]
         i, a, b = pair_of(ex, d_k, j)
         ang = angle(ex, d_k, r, i)
@@ -122,6 +134,9 @@ def _kind(id: str) -> StepKind:
         pos = positions(ex, id)
         out = []
         for r in range(step.shape[0]):
+            if r < _cached_rows(ex, id):  # a cached key: stored rotated, not turned again
+                out.append(Worked(step.row_labels[r], (t("rope.work.cached"),), ": "))
+                continue
             for i, (a, b) in enumerate(_rope(ex).pairs(d_k)):
                 ang = frac_text(pos[r] * thetas[i])
                 fa = factor(m.exact[r][a], m.value[r][a], places)
@@ -139,6 +154,8 @@ def _kind(id: str) -> StepKind:
         d_k = ex.heads[step.head or 0].d_k
         out = [t(f"step.{id}.why", base=rope.base, d_k=d_k)]
         out.append(t(f"step.rope.why.{rope.pairing}"))
+        if _cached_rows(ex, id):
+            out.append(t("step.k_rot.why.cache", L_past=ex.L_past))
         return out
 
     return StepKind(
@@ -177,7 +194,9 @@ def _floats(id: str):
             return None
         if M.shape[1] % 2:  # a mistake upstream changed the width (cannot happen: Q, K keep d_k)
             return None
-        return rotated(r.ex, M, positions(r.ex, id), r.variant.rope)
+        kept = _cached_rows(r.ex, id)  # the cached keys: stored rotated, kept as they are
+        new = rotated(r.ex, M[kept:], positions(r.ex, id)[kept:], r.variant.rope)  # [n − kept, d_k]
+        return np.vstack([M[:kept], new]) if kept else new
 
     return run
 
@@ -187,7 +206,10 @@ def _slack(id: str):
         """A turn moves each output of a pair by at most ``|δa|·|cos| + |δb|·|sin| <= δa + δb``."""
         (key,) = KINDS[id].inputs(r.ex, head)
         d = r.delta(*key)  # [n, d_k]
-        return _pair_sum(r.ex, d)
+        out = _pair_sum(r.ex, d)
+        kept = _cached_rows(r.ex, id)
+        out[:kept] = d[:kept]  # the cached keys are read as they are
+        return out
 
     return run
 
@@ -216,7 +238,10 @@ def _rounding(id: str):
         (key,) = KINDS[id].inputs(r.ex, head)
         M = np.abs(r.value(key))  # [n, d_k]
         pos = np.array(positions(r.ex, id), dtype=np.float64)[:, None]  # [n, 1]
-        return _pair_sum(r.ex, r.delta(*key)) + gamma(8) * (1.0 + pos) * _pair_sum(r.ex, M)  # [n, d_k]
+        bound = _pair_sum(r.ex, r.delta(*key)) + gamma(8) * (1.0 + pos) * _pair_sum(r.ex, M)  # [n, d_k]
+        kept = _cached_rows(r.ex, id)
+        bound[:kept] = r.delta(*key)[:kept]  # the cached keys are read as they are
+        return bound
 
     return bound
 

@@ -2049,8 +2049,6 @@ EN.update({
     "rope.irrational.hint": "with base 10000 use d_k = 2, 4 or 8; or pick a base that is a whole number to the power d_k/2 (for d_k = 6: 1000 = 10³)",
     "rope.cross": "rope with x_kv: RoPE numbers the tokens of one sequence, but K and V come from another",
     "rope.cross.hint": "drop x_kv (RoPE is for self-attention) or drop rope",
-    "rope.cache": "rope with a KV cache is not computed by attn-tutor yet",
-    "rope.cache.hint": "drop cache (and past_tokens) to work RoPE over every token",
     "rope.bias": "rope with alibi or attn_bias is not computed by attn-tutor yet",
     "rope.bias.hint": "give either a rope or a bias",
     "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
@@ -2063,6 +2061,10 @@ EN.update({
     "diagnose.rope_positions_from_one": "You counted positions from 1: the first token's position is 0, so it is not turned at all (cos 0 = 1, sin 0 = 0). Shifting every position by one leaves the scores unchanged (they depend on m − n only), but not Q_rot and K_rot.",
     "diagnose.rope_theta_without_two": "You left the 2 out of the angle: θ_i = base^(−2i/d_k), not base^(−i/d_k). Without it every pair but the first turns too fast: pair 1 by base^(−1/d_k) per position instead of base^(−2/d_k).",
     "diagnose.rope_v_rotated": "You turned V too: RoPE rotates only the queries and the keys, whose dot product then depends on relative position; the values are used as they are projected.",
+    "rope.work.cached": "a cached key: stored already rotated at its own position, not turned again",
+    "step.k_rot.why.cache": "The first {L_past} keys come from the KV cache, which stores keys already rotated (each at its own position): they are used as they are, and only the new keys are turned, at positions {L_past} and on.",
+    "rope.past_x": "past_x with rope: a RoPE cache holds keys already rotated, by cosines and sines, which no exact projection of past_x gives",
+    "rope.past_x.hint": "drop past_x, and give the cache's keys as they are stored (rotated)",
     "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
 })
 

@@ -2000,8 +2000,6 @@ ZH.update({
     "rope.irrational.hint": "base 为 10000 时请用 d_k = 2、4 或 8；或者选一个是整数的 d_k/2 次方的 base（d_k = 6 时可取 1000 = 10³）",
     "rope.cross": "rope 与 x_kv 不能同时使用：RoPE 给同一个序列中的词元编号，而这里的 K 和 V 来自另一个序列",
     "rope.cross.hint": "去掉 x_kv（RoPE 用于自注意力），或者去掉 rope",
-    "rope.cache": "attn-tutor 目前还不能计算带键值缓存（KV cache）的 rope",
-    "rope.cache.hint": "去掉 cache（以及 past_tokens），对全部词元做 RoPE",
     "rope.bias": "attn-tutor 目前还不能计算同时带 alibi 或 attn_bias 的 rope",
     "rope.bias.hint": "rope 和偏置二者只给其一",
     "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
@@ -2014,6 +2012,10 @@ ZH.update({
     "diagnose.rope_positions_from_one": "你的位置从 1 开始计数：第一个词元的位置是 0，所以它根本不旋转（cos 0 = 1，sin 0 = 0）。所有位置同时加 1 不会改变注意力分数（分数只依赖于 m − n），但会改变 Q_rot 和 K_rot。",
     "diagnose.rope_theta_without_two": "你在角度里漏了系数 2：θ_i = base^(−2i/d_k)，而不是 base^(−i/d_k)。漏掉之后，除第一对外每一对都转得太快：第 1 对每个位置转过 base^(−1/d_k)，而不是 base^(−2/d_k)。",
     "diagnose.rope_v_rotated": "你把 V 也旋转了：RoPE 只旋转查询和键，使它们的点积依赖于相对位置；值（V）按投影结果原样使用。",
+    "rope.work.cached": "缓存中的键：存入时已在它自己的位置上旋转过，不再旋转",
+    "step.k_rot.why.cache": "前 {L_past} 个键来自键值缓存（KV cache），缓存中存的是已经旋转过的键（各自在自己的位置上）：它们原样使用，只有新的键从位置 {L_past} 开始旋转。",
+    "rope.past_x": "past_x 与 rope 不能同时使用：RoPE 的缓存存的是已经用 cos 和 sin 旋转过的键，past_x 的精确投影给不出这些值",
+    "rope.past_x.hint": "去掉 past_x，缓存中的键按存储时的样子（已旋转）给出",
     "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
 })
 
