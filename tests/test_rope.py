@@ -460,3 +460,34 @@ def test_check_carries_a_decode_steps_slack_through_the_rotation():
         value, slack = carried.computed[s.key]
         assert slack.shape == value.shape and np.all(np.isfinite(slack)), s.key
         np.testing.assert_allclose(value, np.array(s.value), atol=1e-12, err_msg=str(s.key))
+
+
+# --- new --rope ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pairing, d_k", [("interleaved", 2), ("half", 4), ("half", 8)])
+def test_new_writes_a_rope_exercise_that_validates_and_solves(cli, pairing, d_k):
+    r = cli("new", "--rope", pairing, "--d-k", str(d_k), "--tokens", "3", "--d-model", "3", "--seed", "4")
+    assert r.code == 0, r.err
+    v = validate_text(r.out)
+    assert v.ok and v.exercise is not None and v.exercise.rope is not None
+    assert (v.exercise.rope.base, v.exercise.rope.pairing) == (10000, pairing)
+    assert f"--rope {pairing}" in r.out and "Q_rot K_rot^T" in r.out
+    sol = solve(v.exercise)
+    assert [s.id for s in sol.steps][3:5] == ["q_rot", "k_rot"]
+    verify(sol)
+
+
+@pytest.mark.parametrize("args, words", [(["--d-k", "3"], "d_k = 2, 4 or 8"), (["--alibi"], "--alibi"),
+                                         (["--cross", "2"], "--cross"), (["--cache", "2"], "--cache")])
+def test_new_refuses_rope_where_it_cannot_be_exact_or_is_not_built(cli, args, words):
+    r = cli("new", "--rope", "half", *args)
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err
+
+
+def test_new_like_a_rope_exercise_keeps_the_rotation(cli):
+    r = cli("new", "--like", "rope-relative-4x2", "--seed", "3")
+    assert r.code == 0, r.err
+    v = validate_text(r.out)
+    assert v.ok and v.exercise is not None and v.exercise.rope is not None
+    assert "scores are small integers" not in r.out  # RoPE's scores are cosines and sines

@@ -68,6 +68,7 @@ class Draft:
     mask: str | tuple[tuple[bool, ...], ...] = "none"
     key_padding_mask: tuple[bool, ...] | None = None
     alibi: bool = False
+    rope: tuple[int, str] | None = None  # format v3: RoPE's (base, pairing)
     # the title and description in the language of the run, when it is not English: (language, title, description)
     translations: tuple[tuple[str, str, str], ...] = ()
 
@@ -105,4 +106,7 @@ def as_asked(d: Draft, spec: Spec) -> Draft:
     pads = d.key_padding_mask
     if pads is not None and spec.cache:
         pads = pads[-1:] + pads[:-1]  # the padded key moves to the front
-    return replace(d, mask=mask, key_padding_mask=pads, alibi=spec.alibi)
+    from .spec import ROPE_BASE
+
+    rope = None if spec.rope is None else (ROPE_BASE, spec.rope)
+    return replace(d, mask=mask, key_padding_mask=pads, alibi=spec.alibi, rope=rope)

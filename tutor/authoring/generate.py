@@ -48,13 +48,14 @@ def generate(spec: Spec) -> str:
     shape = spec_shape(spec)
     c = draw(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull)
     def words() -> tuple[str, str]:
-        return spec.title or default_title(spec), t("new.file.description.text", seed=spec.seed)
+        key = "new.file.description.rope" if spec.rope is not None else "new.file.description.text"
+        return spec.title or default_title(spec), t(key, seed=spec.seed)
 
     (title, description), translations = _in_english(words)
     d = drafted(shape, c, id=spec.id or default_id(spec), title=title, description=description,
                 command=command_line(spec), tags=tags(spec), difficulty=spec.level)
     d = replace(d, translations=translations)
-    return text(as_asked(d, spec) if spec.is_v2 else d)
+    return text(as_asked(d, spec) if spec.is_v2 or spec.rope is not None else d)  # v2's parts, v3's RoPE
 
 
 def like_id(ex: Exercise, seed: int) -> str:
@@ -84,12 +85,14 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     c = draw(shape, LEVELS[level], seed, allow_dull)
     command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
     def words() -> tuple[str, str]:
-        return title or t("new.like.title", title=ex.local_title), t("new.like.description", id=ex.id, seed=seed)
+        key = "new.like.description.rope" if ex.rope is not None else "new.like.description"  # RoPE: scores in cos, sin
+        return title or t("new.like.title", title=ex.local_title), t(key, id=ex.id, seed=seed)
 
     (english_title, description), translations = _in_english(words)
     d = drafted(shape, c, id=id or like_id(ex, seed), title=english_title, description=description, command=command,
                 tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level)
-    return text(replace(d, translations=translations))
+    rope = None if ex.rope is None else (ex.rope.base, ex.rope.pairing)  # RoPE (format v3) kept as it was
+    return text(replace(d, translations=translations, rope=rope))
 
 
 def _in_english(words: Callable[[], tuple[str, str]]) -> tuple[tuple[str, str], tuple[tuple[str, str, str], ...]]:

@@ -27,6 +27,10 @@ class SpecError(ValueError):
         self.option = option
 
 
+#: RoPE's base in a generated exercise (RoFormer's): with it d_k = 2, 4 and 8 keep every angle rational.
+ROPE_BASE = 10000
+
+
 @dataclass(frozen=True)
 class Spec:
     """What to generate.  ``cross`` is ``L_k`` for cross-attention (K and V from ``x_kv``), else ``None``;
@@ -48,6 +52,7 @@ class Spec:
     kv_heads: int | None = None
     cache: int | None = None
     alibi: bool = False
+    rope: str | None = None  # format v3 (issue 23): "interleaved" or "half", base 10000
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown, and
@@ -79,6 +84,14 @@ class Spec:
             raise SpecError(t("new.lower_right.alone"), "--mask")
         if self.alibi and (self.cross is not None or H & (H - 1)):
             raise SpecError(t("new.alibi.heads", H=H) if self.cross is None else t("new.alibi.cross"), "--alibi")
+        if self.rope is not None:  # format v3: RoPE, base 10000 (issue 23)
+            from ..exercise.record import rope_thetas
+
+            if self.cross is not None or self.alibi or self.cache is not None:
+                other = "--cross" if self.cross is not None else "--alibi" if self.alibi else "--cache"
+                raise SpecError(t("new.rope.with", option=other), "--rope")
+            if rope_thetas(ROPE_BASE, self.d_k) is None:
+                raise SpecError(t("new.rope.d_k", d_k=self.d_k, base=ROPE_BASE), "--rope")
 
     @property
     def is_v2(self) -> bool:
@@ -91,7 +104,7 @@ class Spec:
         cross-attention, a cache, ALiBi (at most 5)."""
         if self.difficulty is not None:
             return self.difficulty
-        return min(5, self.draw_level + (self.cache is not None) + self.alibi)
+        return min(5, self.draw_level + (self.cache is not None) + self.alibi + (self.rope is not None))
 
     @property
     def draw_level(self) -> int:
@@ -121,6 +134,8 @@ def default_id(spec: Spec) -> str:
         parts.append(f"cache{spec.cache}")
     if spec.alibi:
         parts.append("alibi")
+    if spec.rope is not None:
+        parts.append(f"rope-{spec.rope}")
     tail = f"-s{spec.seed}"  # the seed is kept whole; the shape's last words are left out to fit in 64 characters
     while len(parts) > 1 and len("-".join(parts)) + len(tail) > 64:
         parts.pop()
@@ -155,6 +170,8 @@ def default_title(spec: Spec) -> str:
         features.append(t("new.title.part.lower_right"))
     if spec.alibi:
         features.append(t("new.title.part.alibi"))
+    if spec.rope is not None:
+        features.append(t("new.title.part.rope", pairing=spec.rope))
     if features:
         title = t("new.title.with", title=title, features=t("list.sep").join(features))
     return title[:1].upper() + title[1:]
@@ -174,6 +191,8 @@ def command_line(spec: Spec) -> str:
         parts.append(f"--cache {spec.cache}")
     if spec.alibi:
         parts.append("--alibi")
+    if spec.rope is not None:
+        parts.append(f"--rope {spec.rope}")
     parts.append(f"--seed {spec.seed}")
     if spec.allow_dull:
         parts.append("--allow-dull")
@@ -189,4 +208,5 @@ def tags(spec: Spec) -> list[str]:
     out += ["grouped-kv"] if spec.kv_heads is not None and spec.kv_heads < spec.heads else []
     out += ["kv-cache"] if spec.cache else []
     out += ["position-bias"] if spec.alibi else []
+    out += ["rope"] if spec.rope is not None else []
     return out

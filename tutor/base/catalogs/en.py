@@ -2065,6 +2065,14 @@ EN.update({
     "step.k_rot.why.cache": "The first {L_past} keys come from the KV cache, which stores keys already rotated (each at its own position): they are used as they are, and only the new keys are turned, at positions {L_past} and on.",
     "rope.past_x": "past_x with rope: a RoPE cache holds keys already rotated, by cosines and sines, which no exact projection of past_x gives",
     "rope.past_x.hint": "drop past_x, and give the cache's keys as they are stored (rotated)",
+    "cli.new.rope": "Add RoPE with this pairing, base 10000 (--d-k 2, 4 or 8).",
+    "new.rope.with": "--rope cannot go with {option} yet",
+    "new.rope.d_k": "--rope with --d-k {d_k}: the angles {base}^(−2i/d_k) are rational only for d_k = 2, 4 or 8",
+    "new.title.part.rope": "RoPE ({pairing})",
+    "new.file.rope": "rope turns each head's Q and K by position before the scores: pair i at position m by m * base^(-2i/d_k).",
+    "new.file.why.rope": "With rope the scores read the rotated Q_rot and K_rot: their entries are cosines and sines (exact as cos(1), sin(1/100)), and the integer range above is that of Q K^T before the rotation.",
+    "new.file.description.rope": "Generated with seed {seed}. Compute Q, K and V, turn Q and K by\nposition (Q_rot, K_rot), then the scores Q_rot K_rot^T, the scaled\nscores, the softmax weights row by row, and each head's output.",
+    "new.like.description.rope": "Fresh numbers for {id} (seed {seed}): the same shape, mask, rotation and steps.\nCompute every step as in {id}; Q, K and V are small integers.",
     "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
 })
 

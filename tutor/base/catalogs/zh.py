@@ -2016,6 +2016,14 @@ ZH.update({
     "step.k_rot.why.cache": "前 {L_past} 个键来自键值缓存（KV cache），缓存中存的是已经旋转过的键（各自在自己的位置上）：它们原样使用，只有新的键从位置 {L_past} 开始旋转。",
     "rope.past_x": "past_x 与 rope 不能同时使用：RoPE 的缓存存的是已经用 cos 和 sin 旋转过的键，past_x 的精确投影给不出这些值",
     "rope.past_x.hint": "去掉 past_x，缓存中的键按存储时的样子（已旋转）给出",
+    "cli.new.rope": "加上 RoPE，使用这种配对方式，base 为 10000（--d-k 取 2、4 或 8）。",
+    "new.rope.with": "--rope 目前还不能与 {option} 同时使用",
+    "new.rope.d_k": "--rope 与 --d-k {d_k} 不相容：角度 {base}^(−2i/d_k) 只在 d_k = 2、4 或 8 时是有理数",
+    "new.title.part.rope": "RoPE（{pairing}）",
+    "new.file.rope": "rope 在计算注意力分数之前按位置旋转每个头的 Q 和 K：位置 m 上的第 i 对转过 m * base^(-2i/d_k)。",
+    "new.file.why.rope": "有 rope 时，注意力分数读入旋转后的 Q_rot 和 K_rot：它们的元素是余弦和正弦（精确形式如 cos(1)、sin(1/100)），上面给出的整数范围是旋转之前 Q K^T 的范围。",
+    "new.file.description.rope": "用种子 {seed} 生成。先算出 Q、K 和 V，再按位置旋转 Q 和 K\n（Q_rot、K_rot），然后算注意力分数 Q_rot K_rot^T、缩放后的注意力分数、\n逐行的 softmax 权重，以及每个头的输出。",
+    "new.like.description.rope": "为 {id} 换一组新数字（种子 {seed}）：形状、掩码、旋转和步骤都不变。\n按 {id} 的方式计算每一步；Q、K 和 V 都是小整数。",
     "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
 })
 
