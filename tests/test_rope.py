@@ -491,3 +491,17 @@ def test_new_like_a_rope_exercise_keeps_the_rotation(cli):
     v = validate_text(r.out)
     assert v.ok and v.exercise is not None and v.exercise.rope is not None
     assert "scores are small integers" not in r.out  # RoPE's scores are cosines and sines
+
+
+@pytest.mark.parametrize("data", [HALF, DECODE], ids=["half", "decode"])
+def test_the_production_view_turns_q_and_k_with_the_shapes_the_run_makes(data):
+    from tutor.production import exercise_trace, run_exercise
+
+    ex = exercise_from_data(data)
+    run = run_exercise(ex)
+    shapes = {s.name: s.shape for s in exercise_trace(ex)}
+    names = [s.name for s in exercise_trace(ex)]
+    assert names.index("q_rot") < names.index("scores") and names.index("k_rot") < names.index("scores")
+    assert shapes["q_rot"] == (1, *run.q_rot.shape)
+    assert shapes["k_rot"] == (1, ex.num_kv_heads, ex.L, run.k_rot.shape[-1])  # the new keys, before a cache
+    assert shapes["scores"] == (1, *run.scores.shape)

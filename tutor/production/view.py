@@ -23,7 +23,7 @@ def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     Raises :class:`~tutor.base.errors.ShapeError` as :func:`tutor.production.run.layer_of`.  An exercise of
     format v2 (grouped K/V heads, a cache, a bias) is traced as a decoder runs it (:func:`decoder_trace`).
     """
-    if ex.is_v2:
+    if ex.is_v2 or ex.rope is not None:  # RoPE (format v3): a decoder's layer, nn.MultiheadAttention has none
         return decoder_trace(ex, B)
     layer = layer_of(ex)
     mask = ex.mask is not None or ex.mask_kind == "causal"
@@ -55,6 +55,9 @@ def decoder_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     tb.add("q_heads", ("B", "H", "L", "d_k"), "trace.decoder.heads")
     tb.add("k_heads", ("B", G, "L", "d_k"), "trace.decoder.heads")
     tb.add("v_heads", ("B", G, "L", "d_v"), "trace.decoder.heads")
+    if ex.rope is not None:  # RoPE (format v3): q and the new k turned by position, before the cache and the scores
+        tb.add("q_rot", ("B", "H", "L", "d_k"), "trace.decoder.rope", what="q")
+        tb.add("k_rot", ("B", G, "L", "d_k"), "trace.decoder.rope", what="k")
     if ex.has_cache:
         tb.add("k_cache", ("B", G, "L_past", "d_k"), "trace.decoder.cache")
         tb.add("k", ("B", G, "L_k", "d_k"), "trace.decoder.cat", what="k")

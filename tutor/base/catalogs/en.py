@@ -2073,6 +2073,7 @@ EN.update({
     "new.file.why.rope": "With rope the scores read the rotated Q_rot and K_rot: their entries are cosines and sines (exact as cos(1), sin(1/100)), and the integer range above is that of Q K^T before the rotation.",
     "new.file.description.rope": "Generated with seed {seed}. Compute Q, K and V, turn Q and K by\nposition (Q_rot, K_rot), then the scores Q_rot K_rot^T, the scaled\nscores, the softmax weights row by row, and each head's output.",
     "new.like.description.rope": "Fresh numbers for {id} (seed {seed}): the same shape, mask, rotation and steps.\nCompute every step as in {id}; Q, K and V are small integers.",
+    "trace.decoder.rope": "RoPE: {what}'s pairs of dimensions turned by position (x·cos + rotate_half(x)·sin, or the interleaved pairs), the same shape",
     "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
 })
 

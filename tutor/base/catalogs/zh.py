@@ -2024,6 +2024,7 @@ ZH.update({
     "new.file.why.rope": "有 rope 时，注意力分数读入旋转后的 Q_rot 和 K_rot：它们的元素是余弦和正弦（精确形式如 cos(1)、sin(1/100)），上面给出的整数范围是旋转之前 Q K^T 的范围。",
     "new.file.description.rope": "用种子 {seed} 生成。先算出 Q、K 和 V，再按位置旋转 Q 和 K\n（Q_rot、K_rot），然后算注意力分数 Q_rot K_rot^T、缩放后的注意力分数、\n逐行的 softmax 权重，以及每个头的输出。",
     "new.like.description.rope": "为 {id} 换一组新数字（种子 {seed}）：形状、掩码、旋转和步骤都不变。\n按 {id} 的方式计算每一步；Q、K 和 V 都是小整数。",
+    "trace.decoder.rope": "RoPE：{what} 的维度对按位置旋转（x·cos + rotate_half(x)·sin，或 interleaved 配对），形状不变",
     "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
 })
 
