@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from tutor.base.errors import TutorError
-
 from tutor.base.messages import EN
 from tutor.exercise.catalog import resolve
 from tutor.steps import BACKWARD_IDS, CATALOGUE, KINDS, STEP_IDS, downstream, exists, inputs, keys, solve, upstream

@@ -130,7 +130,7 @@ def scale(S: QMat, d_k: int) -> Scaled:
     """``scores / √d_k`` (Vaswani et al. 2017, eq. 1), kept exact: ``[L, L_k]``."""
     s, t = square_free(d_k)
     if isinstance(S, rotary.TrigMat):  # RoPE: each entry divided by s·√t, kept a trigonometric polynomial
-        return Scaled(S.over_root(s, t), s, t)  # type: ignore[arg-type]
+        return Scaled(S.over_root(s, t), s, t)
     return Scaled(S.over(s * t), s, t)
 
 
@@ -176,7 +176,7 @@ def mask(scaled: Scaled, allowed: BoolMatrix | None) -> Exponents:
 def masked_exact(live: Exponents, scaled: Scaled) -> ExactMatrix:
     """The masked scores: ``-inf`` where blocked, the scaled score elsewhere."""
     if isinstance(scaled.U, rotary.TrigMat):  # RoPE: the exponents are the entries themselves
-        return rotary.masked_exact(live)  # type: ignore[arg-type]
+        return rotary.masked_exact(live)
     den, t = scaled.U.den, scaled.t
     if scaled.B is not None:
         B = scaled.B
@@ -188,7 +188,7 @@ def masked_exact(live: Exponents, scaled: Scaled) -> ExactMatrix:
 def softmax_rows(live: Exponents, scaled: Scaled) -> tuple[SoftmaxRow, ...]:
     """One structured softmax per query row (the exponents ``a_j = (n_j/den)·√t``, plus ``B_ij`` with a bias)."""
     if isinstance(scaled.U, rotary.TrigMat):  # RoPE: exponents are trigonometric polynomials
-        return rotary.softmax_rows(live, scaled.t)  # type: ignore[arg-type]
+        return rotary.softmax_rows(live, scaled.t)
     if scaled.B is not None:
         return tuple(SoftmaxRow(r, scaled.U.den, scaled.t, scaled.B.num[i], scaled.B.den) for i, r in enumerate(live))
     return tuple(SoftmaxRow(r, scaled.U.den, scaled.t) for r in live)

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .numbers import NEG_INF, Exact, Rat, SoftmaxRow, frac_text, sum_text, surd
 
@@ -295,7 +295,7 @@ class TrigRow(SoftmaxRow):
         self.den, self.bden = 1, 1
         self.bias = None
         self.exps = tuple(exps)
-        self.nums = tuple(None if e is None else 0 for e in exps)  # type: ignore[misc]  # only is-None is read
+        self.nums = tuple(None if e is None else 0 for e in exps)  # only is-None is read of a RoPE row's nums
         self.keys = self.exps  # type: ignore[assignment]
         self.live = tuple(j for j, e in enumerate(exps) if e is not None)
         self._float = {e: e.value() for e in exps if e is not None}
@@ -312,14 +312,14 @@ class TrigRow(SoftmaxRow):
         self._den = {}
         self._shape = {}
 
-    def approx(self, k):  # type: ignore[no-untyped-def, override]
+    def approx(self, k):
         return k.value()
 
     @staticmethod
-    def diff(a, b):  # type: ignore[no-untyped-def, override]
+    def diff(a, b):
         return a - b
 
-    def term(self, c: int, d) -> str:  # type: ignore[no-untyped-def, override]
+    def term(self, c: int, d) -> str:
         if d.is_zero:
             return str(c)
         e = self._exp_of(d)
@@ -327,7 +327,7 @@ class TrigRow(SoftmaxRow):
             return e
         return f"-{e}" if c == -1 else f"{c}*{e}"
 
-    def _exp_of(self, d) -> str:  # type: ignore[no-untyped-def, override]
+    def _exp_of(self, d) -> str:
         e = self._exp.get(d)
         if e is None:
             e = self._exp[d] = f"exp({d})"
@@ -336,20 +336,21 @@ class TrigRow(SoftmaxRow):
     def u(self, j: int) -> Fraction:  # pragma: no cover - the backward pass is refused with RoPE
         raise NotImplementedError("a RoPE row has no rational exponent")
 
-    def mp_shifted_exponent(self, j: int, ref=None):  # type: ignore[no-untyped-def]
+    def mp_shifted_exponent(self, j: int, ref=None):
         e = self.exps[j]
         assert e is not None
-        return (e - (self.top if ref is None else ref)).precise_value(_mp_digits())
+        other = cast(Trig, self.top if ref is None else ref)  # a RoPE row's keys are its Trig exponents
+        return (e - other).precise_value(_mp_digits())
 
-    def sympy_exponent(self, j: int, ref=None):  # type: ignore[no-untyped-def]
+    def sympy_exponent(self, j: int, ref=None):
         e = self.exps[j]
         assert e is not None
         return (e if ref is None else e - ref).to_sympy()
 
     @cached_property
-    def shifted(self) -> tuple[float, ...]:  # type: ignore[override]
+    def shifted(self) -> tuple[float, ...]:
         """``exp(a_j − max a)`` for live keys, 0 for masked ones."""
-        top = self._float[self.top] if self.live else 0.0  # type: ignore[index]
+        top = self._float[cast(Trig, self.top)] if self.live else 0.0
         return tuple(0.0 if e is None else math.exp(self._float[e] - top) for e in self.exps)
 
 

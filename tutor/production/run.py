@@ -200,6 +200,6 @@ def run_decoder(ex: Exercise) -> LayerRun:
     output = context
     if ex.w_o is not None:
         output = context @ _f(ex.w_o) + (_f(ex.b_o) if ex.b_o is not None else 0.0)  # [L, d_out]
-    rot = {} if q_rot is None or k_rot is None else {"q_rot": q_rot, "k_rot": np.repeat(k_rot, rep, axis=0)}  # [H, L|L_k, d_k]
     return LayerRun(q=q, k=k_h, v=v_h, scores=scores, weights=weights, context=context, output=output,
-                       k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased, **rot)
+                       k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased,
+                       q_rot=q_rot, k_rot=None if k_rot is None else np.repeat(k_rot, rep, axis=0))  # [H, L|L_k, d_k]
