@@ -83,8 +83,9 @@ def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
         assert ex.difficulty == (original.difficulty or 1)
         sol = solve(ex)
         for h in range(ex.num_heads):
-            for sid in ("q", "k", "v", "scores"):
+            for sid in ("q", "k", "v") + (("scores",) if ex.rope is None else ()):  # RoPE's scores: cos, sin
                 integers(sol.step(sid, h))
+        assert (ex.rope is None) == (original.rope is None)  # new --like keeps the rotation
         # distinguishing where the shape allows: only what the sizes force stays invisible
         forced = set()
         if any(hd.d_k == 1 for hd in ex.heads):

@@ -505,3 +505,10 @@ def test_the_production_view_turns_q_and_k_with_the_shapes_the_run_makes(data):
     assert shapes["q_rot"] == (1, *run.q_rot.shape)
     assert shapes["k_rot"] == (1, ex.num_kv_heads, ex.L, run.k_rot.shape[-1])  # the new keys, before a cache
     assert shapes["scores"] == (1, *run.scores.shape)
+
+
+def test_the_bundled_rotate_half_exercise_is_the_shared_torch_case():
+    from tutor.exercise.catalog import resolve
+
+    ex, shared = resolve("rope-half-causal-3x4"), exercise_from_data(HALF)
+    assert (ex.x, ex.heads, ex.mask, ex.rope) == (shared.x, shared.heads, shared.mask, shared.rope)
