@@ -247,7 +247,7 @@ EN: dict[str, str] = {
     "practice.status.with_unsaved.other": "{status}; not saved: answers {tries}",
     "cli.practice.help": "Drill an exercise step by step: type each matrix, get told what is wrong and why.",
     "cli.practice.exercise": "A bundled exercise id or a YAML file path (default: the one that trains your weakest step).",
-    "cli.practice.steps": "Only these steps, comma-separated: q, k_new, v_new, k, v, scores, scaled, biased, masked, weights, head_output, concat, output.",
+    "cli.practice.steps": "Only these steps, comma-separated: q, k_new, v_new, k, v, q_rot, k_rot, scores, scaled, biased, masked, weights, head_output, concat, output.",
     "cli.practice.mode": "Type whole matrices, or answer entry by entry.",
     "cli.practice.tolerance": "Judge every decimal within this distance of its value, instead of by the rounding it is written to (0.45 claims 0.445 to 0.455). Exact forms stay exact.",
     "cli.practice.fresh": "Practise on fresh numbers of the same shape (new small integers; `new --like ID --seed S` writes the same exercise); progress is recorded under the exercise's id.",

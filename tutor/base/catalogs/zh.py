@@ -245,7 +245,7 @@ ZH: dict[str, str] = {
     # --- cli
     "cli.practice.help": "一步一步演练一道练习：输入每个矩阵，程序会告诉你哪里错了、为什么错。",
     "cli.practice.exercise": "内置练习的 id 或 YAML 文件路径（默认：最能训练你最薄弱步骤的那道练习）。",
-    "cli.practice.steps": "只练这些步骤，用逗号分隔：q, k_new, v_new, k, v, scores, scaled, biased, masked, weights, head_output, concat, output。",
+    "cli.practice.steps": "只练这些步骤，用逗号分隔：q, k_new, v_new, k, v, q_rot, k_rot, scores, scaled, biased, masked, weights, head_output, concat, output。",
     "cli.practice.mode": "输入整个矩阵，或逐个元素作答。",
     "cli.practice.tolerance": "每个小数只要与正确值之差不超过该值即判为正确，而不是按它写出的舍入位数来判定（写 0.45 表示值在 0.445 到 0.455 之间）。精确形式仍须精确。",
     "cli.practice.fresh": "用形状相同的新数字练习（新的小整数；`new --like ID --seed S` 会写出同一道练习）；进度记在原练习的 id 下。",
