@@ -303,7 +303,7 @@ def test_explain_shows_each_pair_turned(cli, tmp_path):
     r = cli("explain", str(ok), env={"COLUMNS": "120"})
     assert r.code == 0, r.err
     assert "Q_rot = RoPE(Q)" in r.out and "scores = Q_rot·K_rotᵀ" in r.out
-    assert "[0, 1] → [0·cos(1) − 1·sin(1), 0·sin(1) + 1·cos(1)]" in r.out
+    assert "Q_rot[t2, d1] = 0·cos(1) − 1·sin(1) = −sin(1) ≈ −0.8415" in r.out  # the pair (d1, d3) = [0, 1] turned by 1
     assert "m − n" in r.out
     j = cli("explain", str(ok), "--format", "json")
     doc = json.loads(j.out)

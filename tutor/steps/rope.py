@@ -31,7 +31,7 @@ from .kind import StepKind, dims, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import gamma
 from .state import Build, Replay
-from .worked import Worked, factor, result, total
+from .worked import Worked, entry_name, factor, result, total
 
 if TYPE_CHECKING:
     import numpy as np
@@ -142,11 +142,12 @@ def _kind(id: str) -> StepKind:
                 fa = factor(m.exact[r][a], m.value[r][a], places)
                 fb = factor(m.exact[r][b], m.value[r][b], places)
                 first = notation(f"m·θ_{i} = {pos[r]}·{factor(thetas[i], float(thetas[i]))} = {ang}")  # the angle
-                turn = notation(f"[{fa}, {fb}] → [{fa}·cos({ang}) - {fb}·sin({ang}), {fa}·sin({ang}) + {fb}·cos({ang})]")
-                xa = f"{step.name}[{step.row_labels[r]}, {step.col_labels[a]}] {result(step.exact[r][a], step.value[r][a], places)}"
-                xb = f"{step.name}[{step.row_labels[r]}, {step.col_labels[b]}] {result(step.exact[r][b], step.value[r][b], places)}"
-                out.append(Worked(f"{step.row_labels[r]} ({step.col_labels[a]}, {step.col_labels[b]})",
-                                  (first, turn, xa, xb), ": "))
+                out.append(Worked(f"{step.row_labels[r]} ({step.col_labels[a]}, {step.col_labels[b]})", (first,), ": "))
+                # [a, b] → [a·cos − b·sin, a·sin + b·cos]: each output of the pair an entry of its own
+                xa = notation(f"{fa}·cos({ang}) - {fb}·sin({ang}) ") + result(step.exact[r][a], step.value[r][a], places)
+                xb = notation(f"{fa}·sin({ang}) + {fb}·cos({ang}) ") + result(step.exact[r][b], step.value[r][b], places)
+                out.append(Worked(entry_name(step, r, a), (xa,)))
+                out.append(Worked(entry_name(step, r, b), (xb,)))
         return tuple(out)
 
     def why(step: Step, ex: Exercise) -> list[str]:
