@@ -24,12 +24,15 @@ def _always(ex: Exercise) -> bool:
 
 #: ``(id, scope, exists)`` of each forward kind, in the catalogue's order.
 FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
+    ("c_kv", "layer", lambda ex: ex.mla is not None),  # a layer step listed before the heads' is computed before them
     ("q", "head", _always),
     ("k_new", "head", lambda ex: ex.has_cache),
     ("v_new", "head", lambda ex: ex.has_cache),
     ("k", "head", _always),
     ("v", "head", _always),
     ("scores", "head", _always),
+    ("q_absorbed", "head", lambda ex: ex.mla is not None),
+    ("scores_absorbed", "head", lambda ex: ex.mla is not None),
     ("scaled", "head", _always),
     ("biased", "head", lambda ex: ex.has_bias),
     ("masked", "head", lambda ex: ex.has_mask),
@@ -42,7 +45,10 @@ FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
 
 def forward_keys(ex: Exercise) -> list[tuple[str, int | None]]:
     """Every forward step ``ex`` has, as :func:`tutor.steps.keys` lists them (each head's steps, head 0
-    first, then the layer's)."""
-    live = [(id, scope) for id, scope, exists in FORWARD_STEPS if exists(ex)]
-    per_head: list[tuple[str, int | None]] = [(id, h) for h in range(ex.num_heads) for id, scope in live if scope == "head"]
-    return per_head + [(id, None) for id, scope in live if scope == "layer"]
+    first, then the layer's; a layer step listed before the heads' kinds, ``c_kv``, first)."""
+    first_head = next(n for n, (_, scope, _) in enumerate(FORWARD_STEPS) if scope == "head")
+    live = [(n, id, scope) for n, (id, scope, exists) in enumerate(FORWARD_STEPS) if exists(ex)]
+    early: list[tuple[str, int | None]] = [(id, None) for n, id, scope in live if scope == "layer" and n < first_head]
+    per_head: list[tuple[str, int | None]] = [(id, h) for h in range(ex.num_heads) for _, id, scope in live
+                                              if scope == "head"]
+    return early + per_head + [(id, None) for n, id, scope in live if scope == "layer" and n > first_head]

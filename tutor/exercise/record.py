@@ -78,6 +78,26 @@ class CacheEntry:
 
 
 @dataclass(frozen=True)
+class Latent:
+    """Multi-head latent attention's K/V side (format v3, ``mla:``; DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2).
+
+    Shapes: ``w_dkv [d_kv, d_c]`` (the down-projection to the latent ``c_KV = X_kv·W_DKV``, the one thing
+    a KV cache keeps per token); per query head ``w_uk [d_c, d_k]`` and ``w_uv [d_c, d_v]`` (the
+    up-projections ``K_h = c_KV·W_UK_h``, ``V_h = c_KV·W_UV_h``).  No biases (the paper's projections have
+    none).  Each :class:`Head` of the exercise holds the products ``W_DKV·W_UK_h`` and ``W_DKV·W_UV_h`` as its
+    ``w_k``, ``w_v``: the same K and V, exactly, for the code that knows no latent.
+    """
+
+    w_dkv: Matrix
+    w_uk: tuple[Matrix, ...]
+    w_uv: tuple[Matrix, ...]
+
+    @property
+    def d_c(self) -> int:
+        return len(self.w_dkv[0])
+
+
+@dataclass(frozen=True)
 class Exercise:
     """A validated exercise.
 
@@ -115,6 +135,7 @@ class Exercise:
     past_x: Matrix | None = None  # [L_past, d_model]: the cached tokens' inputs, when given (the cache is checked against them)
     bias: tuple[Matrix, ...] | None = None  # per query head, [L, L_k], added to the scaled scores
     alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
+    mla: Latent | None = None  # format v3: K and V up-projected from a shared latent (multi-head latent attention)
     # the title and description in other languages: (language, title, description), from the file's translations
     translations: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
 

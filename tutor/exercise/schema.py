@@ -236,6 +236,25 @@ class CacheBlock(_Strict):
     v: MatrixField = Field(description=english("schema.field.cache.v"))
 
 
+class LatentHeadBlock(_Strict):
+    """One query head's up-projections of multi-head latent attention (format v3, ``mla.heads``)."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.mla_head")})
+
+    w_uk: MatrixField = Field(description=english("schema.field.mla.w_uk"))
+    w_uv: MatrixField = Field(description=english("schema.field.mla.w_uv"))
+
+
+class LatentBlock(_Strict):
+    """Multi-head latent attention's K/V side (format v3, ``mla:``): the down-projection and each head's up-projections."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.mla")})
+
+    d_c: PositiveInt | None = Field(None, description=english("schema.field.mla.d_c"))
+    w_dkv: MatrixField = Field(description=english("schema.field.mla.w_dkv"))
+    heads: Annotated[list[LatentHeadBlock], Field(min_length=1)] = Field(description=english("schema.field.mla.heads"))
+
+
 BiasField = Annotated[
     Annotated[list[Annotated[list[Entry], Field(min_length=1)]], Tag("#matrix")]
     | Annotated[list[MatrixField], Tag("#heads")],
@@ -288,6 +307,8 @@ class ExerciseFile(_Strict):
     past_x: MatrixField | None = Field(None, description=english("schema.field.past_x"))
     attn_bias: BiasField | None = Field(None, description=english("schema.field.attn_bias"))
     alibi: Flag | None = Field(None, description=english("schema.field.alibi"))
+    # --- format v3 (docs/exercise-format.md, "v3"): multi-head latent attention
+    mla: LatentBlock | None = Field(None, description=english("schema.field.mla"))
 
 
 def _described(node: Any) -> Any:

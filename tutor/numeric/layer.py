@@ -509,3 +509,7 @@ class LayerRun:
     v_new: NDArray | None = None
     biased: NDArray | None = None
     grads: LayerGrads | None = None
+    # multi-head latent attention (format v3): c_kv [L_k, d_c], q_absorbed [H, L, d_c], scores_absorbed [H, L, L_k]
+    c_kv: NDArray | None = None
+    q_absorbed: NDArray | None = None
+    scores_absorbed: NDArray | None = None

@@ -189,15 +189,21 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
 
     parts: list[Part] = []
     number = 0
+    early = tuple(s for s in forward.layer_steps if KINDS[s.id].early)  # MLA's latent: before the heads, which read it
+    late = tuple(s for s in forward.layer_steps if not KINDS[s.id].early)
+    if early:
+        parts.append(Part(t("explain.latent"), _latent_weights(ex),
+                          tuple(item(number + n, s) for n, s in enumerate(early, 1))))
+        number += len(early)
     for h in range(ex.num_heads) if head is None else [head]:
         steps = forward.for_head(h)
         parts.append(Part(t("explain.head", head=h + 1), _weights(ex, h),  # heads counted from 1 where a learner reads them
                           tuple(item(number + n, s) for n, s in enumerate(steps, 1))))
         number += len(steps)
-    if forward.layer_steps:
+    if late:
         parts.append(Part(t("explain.layer"), _output_weights(ex),
-                          tuple(item(number + n, s) for n, s in enumerate(forward.layer_steps, 1))))
-        number += len(forward.layer_steps)
+                          tuple(item(number + n, s) for n, s in enumerate(late, 1))))
+        number += len(late)
     if back:  # the gradients in the order they are computed, output to input
         parts.append(Part(t("explain.backward"), (), _backward(ex, back, number, item)))
     trace, production_notes = production_view(ex)
@@ -205,7 +211,7 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
     shown = [s for s in shown if head is None or s.head in (head, None) or s.kv_head is not None and head in s.shared]
     return Outline(
         exercise=ex, header=_header(ex, production_notes), parts=tuple(parts),
-        flow=Flow(forward.for_head(head or 0), forward.for_head(0), ex.num_heads, forward.layer_steps,
+        flow=Flow(early + forward.for_head(head or 0), early + forward.for_head(0), ex.num_heads, late,
                   tuple(s for s in back if s.head in (None, head or 0))),
         steps=tuple(item(n, s) for n, s in enumerate(shown, 1)), production=trace,
         production_notes=production_notes,
@@ -260,12 +266,18 @@ def _rows(m: Matrix) -> tuple[str, ...]:
 
 
 def _weights(ex: Exercise, h: int) -> tuple[Named, ...]:
-    """Head ``h``'s weights and biases."""
+    """Head ``h``'s weights and biases (with ``mla``: W_Q and its up-projections W_UK, W_UV)."""
     head = ex.heads[h]
-    named = [Named(name, m, _rows(m)) for name, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
+    kv = (("W_K", head.w_k), ("W_V", head.w_v)) if ex.mla is None else (("W_UK", ex.mla.w_uk[h]), ("W_UV", ex.mla.w_uv[h]))
+    named = [Named(name, m, _rows(m)) for name, m in (("W_Q", head.w_q), *kv)]
     named += [Named(name, (b,), ("",)) for name, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v))
               if b is not None]
     return tuple(named)
+
+
+def _latent_weights(ex: Exercise) -> tuple[Named, ...]:
+    """W_DKV, the down-projection to multi-head latent attention's latent (format v3, ``mla``)."""
+    return () if ex.mla is None else (Named("W_DKV", ex.mla.w_dkv, _rows(ex.mla.w_dkv)),)
 
 
 def _output_weights(ex: Exercise) -> tuple[Named, ...]:

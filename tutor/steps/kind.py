@@ -133,6 +133,9 @@ class StepKind:
     #: the K/V weights' and biases' gradients (the sum over the query heads that read it); keyed per query head,
     #: reported and named once per K/V head
     per_kv_head: bool = False
+    #: a layer step computed before the heads' steps, which read it (format v3's ``c_kv``: the latent every head
+    #: up-projects its K and V from); a layer step is otherwise computed after the heads
+    early: bool = False
 
     @property
     def title(self) -> str:

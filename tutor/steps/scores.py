@@ -193,7 +193,7 @@ def _scaled_floats(r: Replay, head: int | None) -> Array | None:
 
 
 def _scaled_slack(r: Replay, head: int | None) -> Array:
-    return r.delta("scores", head) * abs(_scale_factor(r, head))
+    return r.delta(*SCALED.inputs(r.ex, head)[0]) * abs(_scale_factor(r, head))
 
 
 def _scaled_production(run: LayerRun, ex: Exercise, head: int | None) -> Array:
@@ -244,7 +244,7 @@ def _scaled_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
 
 SCALED = StepKind(
     id="scaled", scope="head", op="/", exists=always,
-    inputs=lambda ex, head: (("scores", head),),
+    inputs=lambda ex, head: (("scores_absorbed" if ex.mla is not None else "scores", head),),  # MLA: the absorbed route
     build=_scaled, floats=_scaled_floats, slack=_scaled_slack, production=_scaled_production,
     rounding=_scaled_rounding, exact_walk=_scaled_exact,
     varies=frozenset({"scale", "divisor"}), work=_scaled_work, arithmetic=_scaled_arithmetic,

@@ -99,6 +99,8 @@ class Variant:
     bias_grad: str = "sum"
     d_k_order: str = "right"  # d_K's factors in the wrong order: "q_first" Q·d_scaledᵀ, "qt_first" Qᵀ·d_scaled
     kv_grad: str = "sum"  # grouped K/V heads: "own" = d_K, d_V from this query head only (not summed over the group)
+    # multi-head latent attention (format v3, mla): W_UK absorbed untransposed, Q·W_UK for Q·W_UKᵀ (chains when d_c = d_k)
+    uk_untransposed: bool = False
 
     def turned(self) -> frozenset[str]:
         """The names of the knobs this variant sets away from the right answer."""
