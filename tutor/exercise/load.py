@@ -32,7 +32,7 @@ from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints
 from . import mla, v2
 from .checks import check_fields
 from .record import Exercise
-from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, MaskName
+from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, LatentBlock, LatentHeadBlock, MaskName
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask", "attn_bias", "k", "v"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields),
@@ -40,7 +40,10 @@ _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model
 
 
 def _names(path: Path) -> set[str]:
-    """The field names known where ``path`` points: a head's, a K/V head's, a cache entry's, or the top level's."""
+    """The field names known where ``path`` points: a head's, a K/V head's, a cache entry's, mla's or one of its
+    heads', or the top level's."""
+    if path[:1] == ("mla",) and len(path) > 1:
+        return set(LatentHeadBlock.model_fields) if len(path) > 3 and path[1] == "heads" else set(LatentBlock.model_fields)
     return _FIELD_NAMES.get(str(path[0]) if len(path) > 1 else "", _FIELD_NAMES[""])
 
 

@@ -62,6 +62,7 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, record.Latent |
         if getattr(f, name, None) is not None:
             c.add((name,), f"mla.not_with.{why}", field=name)
     if not per_head:
+        bad.update({("w_k",), ("w_v",)})  # mla stands for them: not reported missing
         if f.heads is None and ("heads",) not in bad:
             c.add(("mla",), "mla.per_head")
         return f, None, st.problems

@@ -285,6 +285,7 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "bias": lambda ex: ex.has_bias,
     "alibi": lambda ex: ex.alibi,
     "causal": lambda ex: ex.mask_kind in ("causal", "causal_lower_right"),
+    "mla": lambda ex: ex.mla is not None,  # format v3: multi-head latent attention
 }
 
 
@@ -633,6 +634,8 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _judged("argmax_weights", ("weights",), _argmax),
     _m("truncated_scaled", Variant(round_scaled=2, truncate=True)),
     _m("truncated_weights", Variant(round_weights=2, truncate=True)),
+    # issue 23: multi-head latent attention's absorbed route
+    _m("uk_untransposed", Variant(uk_untransposed=True), "mla"),
 )
 
 

@@ -2041,7 +2041,7 @@ EN.update({
     "mla.not_with.cache.hint": "leave {field} out and give every token in x",
     "mla.per_head": "mla needs the per-head form: its heads give w_q, mla.heads gives each head's w_uk, w_uv",
     "mla.per_head.hint": "write heads: [{w_q: ...}, ...] in place of num_heads and w_q",
-    "mla.heads.count": "mla.heads has {found} entries, but heads has {H}: one W_UK, W_UV per query head",
+    "mla.heads.count": "mla.heads and heads differ in length ({found} against {H}): one W_UK, W_UV per query head",
     "mla.in_head": "{field} is given in head {head}, but with mla its keys and values come from the latent",
     "mla.in_head.hint": "leave {field} out; give w_uk and w_uv under mla.heads (MLA's projections have no bias here)",
     "mla.d_c": "mla.d_c is {found}, but w_dkv has {cols} columns: W_DKV is [d_kv × d_c]",
@@ -2075,6 +2075,7 @@ EN.update({
     "trace.latent.v_proj": "c_kv @ W_uv: num_heads·d_v columns",
     "trace.latent.q_absorbed": "q_heads @ W_uk_hᵀ for each head h: the absorbed query, d_c columns; q_absorbed @ c_kv.transpose(-2, -1) equals q @ k.transpose(-2, -1) without forming k",
     "trace.latent.scores": "q @ k.transpose(-2, -1) / √d_k, against every key (the absorbed route gives the same)",
+    "diagnose.uk_untransposed": "You multiplied Q by W_UK as it is; the absorbed query is Q·W_UKᵀ: W_UK is [d_c × d_k], and its transpose takes Q's d_k columns to the latent's d_c, because Q·Kᵀ = Q·(c_KV·W_UK)ᵀ = (Q·W_UKᵀ)·c_KVᵀ. With d_c = d_k both products have the same shape, so only the values show it.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
