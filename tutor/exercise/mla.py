@@ -58,14 +58,16 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, record.Latent |
     if ("mla",) in bad:
         return f, None, st.problems
     m = f.mla
+    g = _copy(f)
     for name, why in _NOT_WITH:
         if getattr(f, name, None) is not None:
             c.add((name,), f"mla.not_with.{why}", field=name)
+            setattr(g, name, None)  # reported here: the v2 checks see the file without it
     if not per_head:
         bad.update({("w_k",), ("w_v",)})  # mla stands for them: not reported missing
         if f.heads is None and ("heads",) not in bad:
             c.add(("mla",), "mla.per_head")
-        return f, None, st.problems
+        return g, None, st.problems
     H = len(f.heads)
     if len(m.heads) != H:
         c.add(("mla", "heads"), "mla.heads.count", found=len(m.heads), H=H)
@@ -105,8 +107,7 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, record.Latent |
         ups.append((w_uk, w_uv) if w_uk is not None and w_uv is not None else None)
     ok = ok and not st.problems and w_dkv is not None and all(u is not None for u in ups)
     if not ok or w_dkv is None:
-        return f, None, st.problems
-    g = _copy(f)
+        return g, None, st.problems
     for i, h in enumerate(g.heads):
         if h is None:
             continue
