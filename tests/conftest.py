@@ -60,10 +60,18 @@ def _v1_bundled() -> list[str]:
     """The bundled exercises of format v1 (no grouped K/V heads, cache or bias): what the backward pass is built for."""
     from tutor.exercise.catalog import resolve
 
-    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2]
+    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2 and resolve(p.stem).mla is None]
+
+
+def _mla_bundled() -> list[str]:
+    """The bundled exercises with multi-head latent attention (format v3): their backward pass is refused."""
+    from tutor.exercise.catalog import resolve
+
+    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if resolve(p.stem).mla is not None]
 
 
 V1_BUNDLED = _v1_bundled()
+MLA_BUNDLED = _mla_bundled()
 
 
 def pinned_variables(home: Path) -> dict[str, str]:

@@ -44,9 +44,10 @@ from tutor.steps import solve
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"
 def _v1(path) -> bool:
-    """The bundled exercises of format v1: this file's NumPy oracle (format v2's is tests/test_v2_torch.py)."""
+    """The bundled exercises of format v1: this file's NumPy oracle (format v2's is tests/test_v2_torch.py, MLA's
+    tests/test_mla.py)."""
     ex = load_exercise(str(path))
-    return not ex.is_v2 and ex.mask_kind != "causal_lower_right"
+    return not ex.is_v2 and ex.mask_kind != "causal_lower_right" and ex.mla is None
 
 
 BUNDLED = [p for p in sorted(EXERCISES.glob("*.yaml")) if _v1(p)]

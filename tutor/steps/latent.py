@@ -59,7 +59,7 @@ def latent(ex: Exercise) -> Latent:
 
 def cache_sizes(ex: Exercise) -> tuple[int, int]:
     """Numbers cached per token and layer: ``(d_c, num_heads·(d_k + d_v))``, MLA's latent against multi-head
-    attention's K and V with the same heads (DeepSeek-V2, §2.1.4, Table 1: ``d_c`` (+ ``d_h^R``) against
+    attention's K and V with the same heads (DeepSeek-V2, §2.1.4, Table 1: ``d_c`` (+ the RoPE key's width) against
     ``2·n_h·d_h``)."""
     return latent(ex).d_c, sum(h.d_k + h.d_v for h in ex.heads)
 
