@@ -32,7 +32,16 @@ from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints
 from . import mla, v2
 from .checks import check_fields
 from .record import Exercise
-from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, LatentBlock, LatentHeadBlock, MaskName
+from .schema import (
+    YAML11_BOOL,
+    CacheBlock,
+    ExerciseFile,
+    HeadBlock,
+    KVHeadBlock,
+    LatentBlock,
+    LatentHeadBlock,
+    MaskName,
+)
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask", "attn_bias", "k", "v"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields),
