@@ -553,6 +553,7 @@ TESTED = {
     # issue 20, C: solution files torch computes, tests/test_named_mistakes.py and tests/test_backward_check.py
     "argmax_weights", "q_prescaled", "scores_prescaled", "scale_root_rounded", "scale_after_softmax",
     "mask_upper", "mask_diagonal", "alibi_shifted", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed",
+    "uk_untransposed",  # issue 23, MLA: named by check on a solution file worked by hand, tests/test_mla.py
 }
 
 
