@@ -107,6 +107,8 @@ def test_json_has_the_latent_once_and_the_absorbed_steps_per_head(cli):
     ids = [(s["id"], s["head"]) for s in steps]
     assert ids.count(("c_kv", None)) == 1 and ids[0] == ("c_kv", None)
     assert ("q_absorbed", 1) in ids and ("scores_absorbed", 0) in ids
+    mla = json.loads(r.out)["exercise"]["mla"]
+    assert mla["d_c"] == 2 and mla["heads"][0]["w_uk"] == [["1", "0"], ["1", "-1"]]
     absorbed = next(s for s in steps if (s["id"], s["head"]) == ("scores_absorbed", 1))
     explicit = next(s for s in steps if (s["id"], s["head"]) == ("scores", 1))
     assert absorbed["exact"] == explicit["exact"]

@@ -63,7 +63,17 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
         "w_o": _m(ex.w_o),
         "b_o": _v(ex.b_o),
         **_v2_dict(ex),
+        **_latent_dict(ex),
     }
+
+
+def _latent_dict(ex: Exercise) -> dict[str, Any]:
+    """Format v3's multi-head latent attention (present only with it): ``d_c``, ``w_dkv`` and each head's ``w_uk``,
+    ``w_uv``; the heads' ``w_k``, ``w_v`` above are then the products ``W_DKV·W_UK``, ``W_DKV·W_UV``."""
+    if ex.mla is None:
+        return {}
+    return {"mla": {"d_c": ex.mla.d_c, "w_dkv": _m(ex.mla.w_dkv),
+                    "heads": [{"w_uk": _m(uk), "w_uv": _m(uv)} for uk, uv in zip(ex.mla.w_uk, ex.mla.w_uv, strict=True)]}}
 
 
 def _v2_dict(ex: Exercise) -> dict[str, Any]:
