@@ -120,6 +120,26 @@ def test_the_backward_pass_is_refused_in_one_line(cli):
     assert r.err.strip().count("\n") == 0 and "not built" in r.err and "Traceback" not in r.err
 
 
+def test_new_like_and_practice_fresh_refuse_the_latent_in_one_line(cli):
+    for argv in (("new", "--like", BUNDLED, "--seed", "1"), ("practice", BUNDLED, "--fresh")):
+        r = cli(*argv, input="quit\n")
+        assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+        assert "fresh numbers for its latent are not drawn yet" in r.err
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_production_view_has_the_shapes_the_latent_run_makes(seed):
+    from tutor.production import exercise_trace, run_exercise
+
+    ex = generated(seed)
+    run = run_exercise(ex)
+    shapes = {s.name: s.shape for s in exercise_trace(ex)}
+    assert shapes["c_kv"] == (1, *run.c_kv.shape)
+    assert shapes["q_absorbed"] == (1, *run.q_absorbed.shape)
+    assert shapes["k_heads"] == (1, *run.k.shape) and shapes["v_heads"] == (1, *run.v.shape)
+    assert shapes["scores"] == (1, *run.scores.shape) and shapes["merge"] == (1, *run.context.shape)
+
+
 def test_the_untransposed_w_uk_is_named_by_check(cli, tmp_path):
     """Q·W_UK for head 1 (W_UK = [[1,0],[1,-1]]): row I = [2+1, -1] = [3,-1], like = [1,-1], tea = [2,-1]."""
     solution = tmp_path / "sol.yaml"

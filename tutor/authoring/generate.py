@@ -75,8 +75,10 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     ``ex`` (its file, its pack option), when its id alone would not find it.
     Raises ``ValueError`` when ``ex`` is beyond the format's limits, and
     :class:`~tutor.base.errors.ShapeError` (a ``ValueError``) when ``ex`` uses format
-    v2 (grouped K/V heads, a cache, a bias): its shape is not drawn afresh.
+    v2 (grouped K/V heads, a cache, a bias) or v3's ``mla``: its shape is not drawn afresh.
     """
+    if ex.mla is not None:  # format v3's latent is not drawn: fresh numbers would lose it (issue 23)
+        raise ShapeError(t("new.like.mla", id=ex.id))
     if ex.is_v2:
         raise ShapeError(t("new.like.v2", id=ex.id))
     shape = shape_of(ex)
