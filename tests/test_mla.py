@@ -159,7 +159,7 @@ BAD = {
                    "mla.w_dkv is [3 × 2], but x has 4 columns"),
     "d_c": (("d_c: 2", "d_c: 1"), "mla.d_c is 1, but w_dkv has 2 columns"),
     "w_uk_cols": (("- w_uk: [[1, 0], [1, -1]]", "- w_uk: [[1, 0, 1], [1, -1, 1]]"),
-                  "w_uk of head 1 (mla.heads) is [2 × 3], but the head's w_q has d_k = 2 columns"),
+                  "w_uk of head 1 (mla.heads) is [2 × 3], but the heads' d_k is 2 (the columns of w_q)"),
     "w_uk_rows": (("- w_uk: [[1, 0], [1, -1]]", "- w_uk: [[1, 0]]"),
                   "w_uk of head 1 (mla.heads) is [1 × 2], but the latent has d_c = 2"),
     "count": (("    - w_uk: [[0, 1], [1, 1]]\n      w_uv: [[1, 1], [0, -1]]\n", ""),

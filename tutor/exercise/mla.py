@@ -23,7 +23,7 @@ from typing import Any
 from tutor.exercise.yamlread import Document, Path
 
 from . import record
-from .v2 import State, _Check, _cols, _copy
+from .v2 import State, _Check, _cols, _copy, _d_model, _ragged, _vote
 
 #: The fields an exercise with ``mla`` cannot have, and why (the message key's last part).
 _NOT_WITH = (("num_kv_heads", "grouped"), ("kv_heads", "grouped"), ("cache", "cache"), ("past_x", "cache"),
@@ -86,12 +86,18 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, record.Latent |
             c.add(("mla", "d_c"), "mla.d_c", found=m.d_c, cols=d_c)
         if d_c > _MAX_D_C:
             c.add(("mla", "w_dkv"), "limit", what="d_c", found=d_c, limit=_MAX_D_C)
-        kv = f.x_kv if f.x_kv is not None else f.x
         kv_name = "x_kv" if f.x_kv is not None else "x"
-        if kv is not None and (kv_name,) not in bad and kv and all(len(r) == len(kv[0]) for r in kv) \
-                and len(w_dkv) != len(kv[0]):
-            c.add(("mla", "w_dkv"), "mla.w_dkv.rows", rows=len(w_dkv), cols=d_c, field=kv_name, width=len(kv[0]))
+        kv = getattr(f, kv_name)
+        width = len(kv[0]) if kv is not None and (kv_name,) not in bad and _ragged(kv) is None else None
+        if kv_name == "x":  # d_model as most fields say it (x, the heads' w_q): a wrong x is the other checks' to report
+            width = _d_model(f, bad, width)
+        if width is not None and len(w_dkv) != width:
+            c.add(("mla", "w_dkv"), "mla.w_dkv.rows", rows=len(w_dkv), cols=d_c, field=kv_name, width=width)
     ups: list[tuple[list[list[Fraction]], list[list[Fraction]]] | None] = []
+    q_cols = [_cols(h.w_q) for i, h in enumerate(f.heads) if h is not None and h.w_q is not None
+              and ("heads", i, "w_q") not in bad and _ragged(h.w_q) is None]
+    uk_cols = [_cols(lh.w_uk) for lh in m.heads if lh.w_uk is not None and _ragged(lh.w_uk) is None]
+    d_k = _vote(q_cols + uk_cols)  # as most fields say it: a head's wrong w_q is the other checks' to report
     for i, lh in enumerate(m.heads):
         p: Path = ("mla", "heads", i)
         w_uk = lh.w_uk if c.matrix(p + ("w_uk",), lh.w_uk) else None
@@ -99,11 +105,8 @@ def prepare(f: Any, doc: Document, bad: set[Path]) -> tuple[Any, record.Latent |
         for name, w, what in (("w_uk", w_uk, "d_k"), ("w_uv", w_uv, "d_v")):
             if w is not None and d_c is not None and len(w) != d_c:
                 c.add(p + (name,), "mla.up.rows", field=name, head=i + 1, rows=len(w), cols=_cols(w), d_c=d_c, what=what)
-        hd = f.heads[i] if i < H else None
-        w_q = getattr(hd, "w_q", None) if hd is not None and ("heads", i, "w_q") not in bad else None
-        if w_uk is not None and w_q is not None and w_q and all(len(r) == len(w_q[0]) for r in w_q) \
-                and _cols(w_uk) != _cols(w_q):
-            c.add(p + ("w_uk",), "mla.w_uk.cols", head=i + 1, rows=len(w_uk), cols=_cols(w_uk), d_k=_cols(w_q))
+        if w_uk is not None and d_k is not None and _cols(w_uk) != d_k:
+            c.add(p + ("w_uk",), "mla.w_uk.cols", head=i + 1, rows=len(w_uk), cols=_cols(w_uk), d_k=d_k)
         ups.append((w_uk, w_uv) if w_uk is not None and w_uv is not None else None)
     ok = ok and not st.problems and w_dkv is not None and all(u is not None for u in ups)
     if not ok or w_dkv is None:

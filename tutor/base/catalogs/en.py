@@ -2047,7 +2047,7 @@ EN.update({
     "mla.d_c": "mla.d_c is {found}, but w_dkv has {cols} columns: W_DKV is [d_kv × d_c]",
     "mla.w_dkv.rows": "mla.w_dkv is [{rows} × {cols}], but {field} has {width} columns: W_DKV is [d_kv × d_c], c_KV = {field}·W_DKV",
     "mla.up.rows": "{field} of head {head} (mla.heads) is [{rows} × {cols}], but the latent has d_c = {d_c}: {field} is [d_c × {what}]",
-    "mla.w_uk.cols": "w_uk of head {head} (mla.heads) is [{rows} × {cols}], but the head's w_q has d_k = {d_k} columns: W_UK is [d_c × d_k]",
+    "mla.w_uk.cols": "w_uk of head {head} (mla.heads) is [{rows} × {cols}], but the heads' d_k is {d_k} (the columns of w_q): W_UK is [d_c × d_k]",
     "backward.mla": "{id}: the backward pass of multi-head latent attention (the gradients of W_DKV, W_UK, W_UV) is not built yet; explain it without --backward",
     "step.c_kv.title": "Latent c_KV = X·W_DKV",
     "step.c_kv.why": "Multi-head latent attention (MLA, DeepSeek-V2 §2.1.2) projects each key token once to a narrow latent c_KV, shared by every head; each head then up-projects its own keys and values from it. At inference only c_KV is cached.",

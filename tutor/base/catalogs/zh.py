@@ -1995,7 +1995,7 @@ ZH: dict[str, str] = {
     "mla.d_c": "mla.d_c 为 {found}，但 w_dkv 有 {cols} 列：W_DKV 的形状是 [d_kv × d_c]",
     "mla.w_dkv.rows": "mla.w_dkv 的形状是 [{rows} × {cols}]，但 {field} 有 {width} 列：W_DKV 的形状是 [d_kv × d_c]，c_KV = {field}·W_DKV",
     "mla.up.rows": "第 {head} 个头的 {field}（mla.heads）形状是 [{rows} × {cols}]，但潜在向量的 d_c = {d_c}：{field} 的形状是 [d_c × {what}]",
-    "mla.w_uk.cols": "第 {head} 个头的 w_uk（mla.heads）形状是 [{rows} × {cols}]，但这个头的 w_q 有 d_k = {d_k} 列：W_UK 的形状是 [d_c × d_k]",
+    "mla.w_uk.cols": "第 {head} 个头的 w_uk（mla.heads）形状是 [{rows} × {cols}]，但各头的 d_k 为 {d_k}（w_q 的列数）：W_UK 的形状是 [d_c × d_k]",
     "backward.mla": "{id}：多头潜在注意力的反向传播（W_DKV、W_UK、W_UV 的梯度）尚未实现；请去掉 --backward 再讲解",
     "step.c_kv.title": "潜在向量 c_KV = X·W_DKV",
     "step.c_kv.why": "多头潜在注意力（multi-head latent attention，MLA；DeepSeek-V2 §2.1.2）把每个键词元只投影一次，得到一个较窄的潜在向量 c_KV，所有头共享；每个头再从它上投影出自己的键和值。推理时只缓存 c_KV。",
