@@ -86,7 +86,8 @@ def test_explain_counts_the_cache_per_token_and_says_why(cli):
     text = " ".join(r.out.split())
     assert "c_KV holds d_c = 2 numbers" in text
     assert "num_heads·(d_k + d_v) = 2·(2 + 2) = 8: 4 times as many" in text
-    assert "d_c + d_R numbers, against 2·num_heads·d_k" in text and "decoupled RoPE" in text
+    assert "d_c + d_R numbers, against 2·num_heads·d_k" in text
+    assert "no number can show that mistake; what it loses is the memory: 8 numbers per token here instead of 2" in text and "decoupled RoPE" in text
     assert "exactly (both computed as fractions and compared)" in text
     assert "Latent (shared by every head)" in text
     assert text.index("Latent c_KV = X·W_DKV") < text.index("Head 1")  # the latent before the heads read it

@@ -118,6 +118,7 @@ def _c_kv_why(step: Step, ex: Exercise) -> list[str]:
                      ratio=f"{mha / d_c:g}"))
     else:
         out.append(t("step.c_kv.why.cache.mixed", d_c=d_c, mha=mha, ratio=f"{mha / d_c:g}"))
+    out.append(t("step.c_kv.why.same", d_c=d_c, mha=mha))  # a mistake of memory, not of numbers
     out.append(t("step.c_kv.why.rope"))
     return out
 
