@@ -2078,6 +2078,7 @@ EN.update({
     "diagnose.uk_untransposed": "You multiplied Q by W_UK as it is; the absorbed query is Q·W_UKᵀ: W_UK is [d_c × d_k], and its transpose takes Q's d_k columns to the latent's d_c, because Q·Kᵀ = Q·(c_KV·W_UK)ᵀ = (Q·W_UKᵀ)·c_KVᵀ. With d_c = d_k both products have the same shape, so only the values show it.",
     "new.like.mla": "{id} uses multi-head latent attention (mla): fresh numbers for its latent are not drawn yet; copy the file and change the numbers of w_dkv, w_uk and w_uv by hand",
     "step.c_kv.why.same": "Caching the up-projected K and V instead gives the same scores and outputs, so no number can show that mistake; what it loses is the memory: {mha} numbers per token here instead of {d_c}.",
+    "mistake.uk_untransposed": "W_UK absorbed untransposed: Q·W_UK for Q·W_UKᵀ",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2026,6 +2026,7 @@ ZH: dict[str, str] = {
     "diagnose.uk_untransposed": "你直接用 Q 乘了 W_UK；吸收后的查询是 Q·W_UKᵀ：W_UK 的形状是 [d_c × d_k]，它的转置把 Q 的 d_k 列映射到潜在向量的 d_c 维，因为 Q·Kᵀ = Q·(c_KV·W_UK)ᵀ = (Q·W_UKᵀ)·c_KVᵀ。d_c = d_k 时两种乘法的形状相同，只有数值能看出错误。",
     "new.like.mla": "{id} 使用多头潜在注意力（mla）：暂不支持为它的潜在向量重新抽取数值；请复制这个文件，手动修改 w_dkv、w_uk 和 w_uv 的数值",
     "step.c_kv.why.same": "如果改为缓存上投影后的 K 和 V，注意力分数和输出都不变，所以任何数值都看不出这个错误；损失的是内存：这里每个词元要存 {mha} 个数，而不是 {d_c} 个。",
+    "mistake.uk_untransposed": "吸收 W_UK 时没有转置：把 Q·W_UKᵀ 算成了 Q·W_UK",
 }
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
