@@ -196,6 +196,18 @@ def test_the_fused_form_is_refused_with_mla(cli, tmp_path):
     assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and "mla needs the per-head form" in r.err
 
 
+
+@pytest.mark.parametrize("field, said", [("norm: rmsnorm", "mla: norm with mla is not built"),
+                                         ("residual: true", "residual: residual with mla is not built")])
+def test_the_pre_norm_block_with_mla_is_refused_in_one_line(cli, tmp_path, field, said):
+    """The merge of the pre-norm block and MLA: c_KV would have to be read off X_norm, and the block's run has no
+    latent; refused at the field, exit 2, rather than numbers that leave the norm or the latent out."""
+    path = tmp_path / "mla-block.yaml"
+    text = (REPO / "exercises" / f"{BUNDLED}.yaml").read_text(encoding="utf-8")
+    path.write_text(text.replace("\nmask: causal\n", f"\nmask: causal\n{field}\n"), encoding="utf-8")
+    r = cli("explain", path)
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and said in r.err and "Traceback" not in r.err, r.err
+
 # --- generated exercises: torch, the NumPy mirror, and the two routes --------------------------------------------
 
 

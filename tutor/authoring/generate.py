@@ -17,15 +17,18 @@ lower-right mask and ALiBi.  Pure: no printing, no files.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import replace
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ..base.errors import ShapeError
 from ..base.messages import language, t, use_language
+from ..exercise.block import row_ok
 from .draft import as_asked, drafted
-from .draw import LEVELS, draw
-from .shape import shape_of, spec_shape
+from .draw import GROUP_TRIES, LEVELS, Candidate, Level, draw
+from .shape import Shape, shape_of, spec_shape
 from .spec import Spec, command_line, default_id, default_title, tags
 from .write import text
 
@@ -46,15 +49,29 @@ def generate(spec: Spec) -> str:
     """
     spec.check()
     shape = spec_shape(spec)
-    c = draw(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull)
+    c = _drawn(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull, spec.norm, Fraction(0))
     def words() -> tuple[str, str]:
-        return spec.title or default_title(spec), t("new.file.description.text", seed=spec.seed)
+        return spec.title or default_title(spec), t("new.file.description.text" + (".norm" if spec.norm else ""),
+                                                   seed=spec.seed)
 
     (title, description), translations = _in_english(words)
     d = drafted(shape, c, id=spec.id or default_id(spec), title=title, description=description,
                 command=command_line(spec), tags=tags(spec), difficulty=spec.level)
-    d = replace(d, translations=translations)
+    d = replace(d, translations=translations, norm=spec.norm, residual=spec.residual)
     return text(as_asked(d, spec) if spec.is_v2 else d)
+
+
+def _drawn(shape: Shape, level: Level, seed: int, allow_dull: bool, norm: str | None, eps: Fraction) -> Candidate:
+    """:func:`~tutor.authoring.draw.draw`, drawn again (from a seed drawn from the last one, at most
+    :data:`~tutor.authoring.draw.GROUP_TRIES` times) while a row of x is one the norm cannot divide or whose
+    square root is too long to keep exact (:func:`tutor.exercise.block.row_ok`)."""
+    c = draw(shape, level, seed, allow_dull)
+    for _ in range(GROUP_TRIES if norm is not None else 0):
+        if all(row_ok([Fraction(v) for v in row], norm == "layernorm", eps) for row in c.x):
+            break
+        seed = random.Random(seed).randrange(2**31)
+        c = draw(shape, level, seed, allow_dull)
+    return c
 
 
 def like_id(ex: Exercise, seed: int) -> str:
@@ -83,15 +100,17 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
         raise ShapeError(t("new.like.v2", id=ex.id))
     shape = shape_of(ex)
     level = ex.difficulty or 1
-    c = draw(shape, LEVELS[level], seed, allow_dull)
+    c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm, ex.norm_eps)
     command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
     def words() -> tuple[str, str]:
-        return title or t("new.like.title", title=ex.local_title), t("new.like.description", id=ex.id, seed=seed)
+        return title or t("new.like.title", title=ex.local_title), t("new.like.description" + (".norm" if ex.has_norm else ""),
+                                                                    id=ex.id, seed=seed)
 
     (english_title, description), translations = _in_english(words)
     d = drafted(shape, c, id=id or like_id(ex, seed), title=english_title, description=description, command=command,
                 tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level)
-    return text(replace(d, translations=translations))
+    return text(replace(d, translations=translations, norm=ex.norm, residual=ex.residual,
+                        norm_eps=None if not ex.norm_eps else str(ex.norm_eps)))
 
 
 def _in_english(words: Callable[[], tuple[str, str]]) -> tuple[tuple[str, str], tuple[tuple[str, str, str], ...]]:

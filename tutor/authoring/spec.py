@@ -17,6 +17,7 @@ from ..exercise.checks import LIMITS
 MASKS = ("none", "causal", "padding")
 V2_MASKS = ("causal_lower_right",)  # with --cache or --cross (format v2)
 MAX_KEYS = 16  # --cache plus --tokens: the keys of a decode step
+NORMS = ("rmsnorm", "layernorm")  # --norm (issue 23)
 
 
 class SpecError(ValueError):
@@ -48,6 +49,8 @@ class Spec:
     kv_heads: int | None = None
     cache: int | None = None
     alibi: bool = False
+    norm: str | None = None  # the pre-norm block (issue 23): "rmsnorm" or "layernorm"
+    residual: bool = False
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown, and
@@ -79,6 +82,15 @@ class Spec:
             raise SpecError(t("new.lower_right.alone"), "--mask")
         if self.alibi and (self.cross is not None or H & (H - 1)):
             raise SpecError(t("new.alibi.heads", H=H) if self.cross is None else t("new.alibi.cross"), "--alibi")
+        # the pre-norm block (issue 23): self-attention of format v1
+        if self.norm is not None and self.norm not in NORMS:
+            raise SpecError(t("new.norm.unknown", found=self.norm), "--norm")
+        if self.norm is not None or self.residual:
+            option = "--norm" if self.norm is not None else "--residual"
+            for given, name in ((self.cross is not None, "--cross"), (self.cache is not None, "--cache"),
+                                (self.kv_heads is not None, "--kv-heads"), (self.alibi, "--alibi")):
+                if given:
+                    raise SpecError(t("new.block.not_with", option=option, other=name), option)
 
     @property
     def is_v2(self) -> bool:
@@ -91,7 +103,7 @@ class Spec:
         cross-attention, a cache, ALiBi (at most 5)."""
         if self.difficulty is not None:
             return self.difficulty
-        return min(5, self.draw_level + (self.cache is not None) + self.alibi)
+        return min(5, self.draw_level + (self.cache is not None) + self.alibi + (self.norm is not None))
 
     @property
     def draw_level(self) -> int:
@@ -121,6 +133,10 @@ def default_id(spec: Spec) -> str:
         parts.append(f"cache{spec.cache}")
     if spec.alibi:
         parts.append("alibi")
+    if spec.norm is not None:
+        parts.append(spec.norm)
+    if spec.residual:
+        parts.append("residual")
     tail = f"-s{spec.seed}"  # the seed is kept whole; the shape's last words are left out to fit in 64 characters
     while len(parts) > 1 and len("-".join(parts)) + len(tail) > 64:
         parts.pop()
@@ -155,6 +171,10 @@ def default_title(spec: Spec) -> str:
         features.append(t("new.title.part.lower_right"))
     if spec.alibi:
         features.append(t("new.title.part.alibi"))
+    if spec.norm is not None:
+        features.append(t(f"new.title.part.{spec.norm}"))
+    if spec.residual:
+        features.append(t("new.title.part.residual"))
     if features:
         title = t("new.title.with", title=title, features=t("list.sep").join(features))
     return title[:1].upper() + title[1:]
@@ -174,6 +194,10 @@ def command_line(spec: Spec) -> str:
         parts.append(f"--cache {spec.cache}")
     if spec.alibi:
         parts.append("--alibi")
+    if spec.norm is not None:
+        parts.append(f"--norm {spec.norm}")
+    if spec.residual:
+        parts.append("--residual")
     parts.append(f"--seed {spec.seed}")
     if spec.allow_dull:
         parts.append("--allow-dull")
@@ -189,4 +213,6 @@ def tags(spec: Spec) -> list[str]:
     out += ["grouped-kv"] if spec.kv_heads is not None and spec.kv_heads < spec.heads else []
     out += ["kv-cache"] if spec.cache else []
     out += ["position-bias"] if spec.alibi else []
+    out += ["pre-norm", spec.norm] if spec.norm is not None else []
+    out += ["residual"] if spec.residual else []
     return out

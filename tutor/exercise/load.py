@@ -29,7 +29,7 @@ from tutor.base.errors import ExerciseError, Problem
 from tutor.base.messages import t
 from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 
-from . import mla, v2
+from . import block, mla, v2
 from .checks import check_fields
 from .record import Exercise
 from .schema import (
@@ -298,10 +298,14 @@ def validate_document(doc: Document) -> Validation:
         bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
     f, latent, latent_problems = mla.prepare(f, doc, bad)  # format v3's mla: each head's K/V weights its products
     f, state = v2.prepare(f, doc, bad)  # format v2: its fields checked, and the view the v1 checks take
+    block_problems = block.check(f, doc, bad)  # issue 23: the pre-norm block's fields
     found, ex = check_fields(f, doc, bad)
-    problems += latent_problems + state.problems + found
+    problems += latent_problems + state.problems + found + block_problems
     ex = v2.finish(ex, state) if ex is not None and not state.problems else None
     ex = mla.finish(ex, latent) if ex is not None and not latent_problems else None
+    if ex is not None and not block_problems:
+        found, ex = block.finish(ex, f, doc)
+        problems += found
     if ex is not None:
         problems += v2.derived(ex, doc)
     warnings = tuple(doc.warnings)

@@ -136,6 +136,11 @@ class Exercise:
     bias: tuple[Matrix, ...] | None = None  # per query head, [L, L_k], added to the scaled scores
     alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
     mla: Latent | None = None  # format v3: K and V up-projected from a shared latent (multi-head latent attention)
+    # --- issue 23, the pre-norm block (format v3): X normalized per row before the projections, and the residual
+    norm: Literal["rmsnorm", "layernorm"] | None = None  # no learned scale or shift
+    norm_eps: Fraction = Fraction(0)  # added to the mean square (RMSNorm) or the variance (LayerNorm)
+    residual: bool = False  # the block's output: X + the layer's output (d_out = d_model)
+    norm_placement: Literal["pre", "post"] = "pre"  # post is refused by the loader (not exact: see .block)
     # the title and description in other languages: (language, title, description), from the file's translations
     translations: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
 
@@ -230,6 +235,11 @@ class Exercise:
     @property
     def num_heads(self) -> int:
         return len(self.heads)
+
+    @property
+    def has_norm(self) -> bool:
+        """True when X is normalized before the projections (``norm``: the ``x_norm`` step exists)."""
+        return self.norm is not None
 
     @property
     def d_out(self) -> int:

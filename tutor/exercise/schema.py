@@ -309,6 +309,11 @@ class ExerciseFile(_Strict):
     alibi: Flag | None = Field(None, description=english("schema.field.alibi"))
     # --- format v3 (docs/exercise-format.md, "v3"): multi-head latent attention
     mla: LatentBlock | None = Field(None, description=english("schema.field.mla"))
+    # --- format v3, issue 23: the pre-norm block (checked by .block)
+    norm: Literal["rmsnorm", "layernorm"] | None = Field(None, description=english("schema.field.norm"))
+    norm_eps: Entry | None = Field(None, description=english("schema.field.norm_eps"))
+    residual: Flag | None = Field(None, description=english("schema.field.residual"))
+    norm_placement: Literal["pre", "post"] | None = Field(None, description=english("schema.field.norm_placement"))
 
 
 def _described(node: Any) -> Any:

@@ -33,10 +33,12 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
-from ..base.errors import ShapeError
+from ..base.errors import ShapeError, TutorError
+from ..base.messages import Msg
 from ..exercise.record import Exercise
 from ..numeric.functional import attention_with_weights, causal_mask
 from ..numeric.layer import LayerRun, MultiHeadAttention
+from ..numeric.norm import layer_norm, rms_norm
 from .backward import layer_backward
 
 
@@ -106,15 +108,37 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64, *, backward: bool 
     (format v3, ``mla``) the latent's (:func:`run_latent`, float64).  With ``backward`` the run also holds the
     gradients of the exercise's upstream gradient (:func:`layer_backward`).
     """
+    if ex.has_norm or ex.residual:
+        if backward:  # not built: refused, never a run without its gradients
+            raise TutorError(Msg("block.backward", id=ex.id))
+        return _run_block(ex, dtype)
     run = run_latent(ex) if ex.mla is not None else run_decoder(ex) if ex.is_v2 else _run_layer(ex, dtype)
     return replace(run, grads=layer_backward(ex)) if backward else run
 
 
-def _run_layer(ex: Exercise, dtype: DTypeLike) -> LayerRun:
-    """A v1 exercise through the batched layer (:func:`run_exercise`)."""
+def _run_block(ex: Exercise, dtype: DTypeLike) -> LayerRun:
+    """The pre-norm block (issue 23): ``X_norm = norm(X)`` over each row, the layer on ``X_norm``, then
+    ``X + output`` with a residual, as a pre-norm transformer block's attention half computes it (LLaMA:
+    ``h = x + attention(norm(x))``, Touvron et al. 2023, §2.2; Xiong et al. 2020, Figure 1(b)).
+    ``x_norm [L, d_model]``, ``residual [L, d_model]``; the rest as :func:`_run_layer`."""
+    x = np.array(ex.x, dtype=object).astype(np.dtype(dtype))  # [L, d_model]
+    eps = float(ex.norm_eps)
+    x_norm = None
+    if ex.norm == "rmsnorm":
+        x_norm = rms_norm(x, x.shape[-1], eps=eps)  # [L, d_model]
+    elif ex.norm == "layernorm":
+        x_norm = layer_norm(x, x.shape[-1], eps=eps)  # [L, d_model]
+    run = _run_layer(ex, dtype, x_in=x_norm)
+    residual = x + run.output if ex.residual else None  # [L, d_model]
+    return replace(run, x_norm=x_norm, residual=residual)
+
+
+def _run_layer(ex: Exercise, dtype: DTypeLike, x_in: NDArray | None = None) -> LayerRun:
+    """A v1 exercise through the batched layer (:func:`run_exercise`); ``x_in`` ``[L, d_model]`` in place of
+    ``ex.x`` (the normalized X of the pre-norm block)."""
     layer = layer_of(ex, dtype=dtype, batch_first=True)
     dt = layer.dtype
-    x = np.array(ex.x, dtype=object).astype(dt)[None]  # [1, L, D]
+    x = (np.array(ex.x, dtype=object).astype(dt) if x_in is None else x_in.astype(dt))[None]  # [1, L, D]
     kv = x if ex.x_kv is None else np.array(ex.x_kv, dtype=object).astype(dt)[None]  # [1, L_k, D_kv]
     allowed = None
     if ex.mask is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..base.messages import join_and, plural_category, t
+from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
 from ..numeric.trace import TraceStep, _TraceBuilder, merge_copies
 from .run import layer_of
@@ -30,10 +30,36 @@ def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     layer = layer_of(ex)
     mask = ex.mask is not None or ex.mask_kind == "causal"
     padding = ex.key_padding is not None
-    return layer.shape_trace(
+    steps = layer.shape_trace(
         B, ex.L, ex.L_k if ex.is_cross else None, cross=ex.is_cross, masked=mask or padding,
         allowed="both" if mask and padding else "padding" if padding else "mask",
     )
+    return _with_block(ex, steps, B) if ex.has_norm or ex.residual else steps
+
+
+def _reads_x_norm(step: TraceStep) -> TraceStep:
+    """A projection's step as it is after a norm: it reads ``x_norm``, not ``x``."""
+    if step.key == "trace.qkv":
+        return replace(step, key="trace.block.qkv")
+    if step.key == "trace.q":
+        return replace(step, key="trace.block.q")
+    if step.key in ("trace.k", "trace.v"):
+        return replace(step, fields=(("src", "x_norm"),))
+    return step
+
+
+def _with_block(ex: Exercise, steps: tuple[TraceStep, ...], B: int) -> tuple[TraceStep, ...]:
+    """The pre-norm block around the layer (issue 23): ``x_norm = norm(x)`` ``[B, L, D]`` after the input
+    (``torch.nn.RMSNorm``/``LayerNorm(D, elementwise_affine=False)``, over the last axis), which the
+    projection then reads, and ``x + out`` ``[B, L, D]`` at the end."""
+    shape = (B, ex.L, ex.d_model)
+    out = list(steps[:1])
+    if ex.norm is not None:
+        out.append(TraceStep("x_norm", ("B", "L", "D"), shape, f"trace.block.{ex.norm}", (("eps", str(ex.norm_eps)),)))
+    out += [_reads_x_norm(s) if ex.norm is not None else s for s in steps[1:]]
+    if ex.residual:
+        out.append(TraceStep("residual", ("B", "L", "D"), shape, "trace.block.residual"))
+    return tuple(out)
 
 
 def decoder_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
@@ -114,22 +140,22 @@ def empty_rows(ex: Exercise) -> tuple[str, ...]:
     return () if allowed is None else tuple(ex.query_labels[i] for i, row in enumerate(allowed) if not any(row))
 
 
-def notes(ex: Exercise) -> tuple[str, ...]:
+def notes(ex: Exercise) -> tuple[Text, ...]:
     """Sentences about the exercise's configuration as production code would run it.
 
     A causal mask with ``L ≠ L_k`` (top-left alignment is not a KV-cache
     decode's bottom-right); a causal mask on cross-attention (not a real
     configuration).
     """
-    out = []
+    out: list[Text] = []
     if ex.mask_kind == "causal" and ex.is_cross:
-        out.append(t("explain.causal.cross"))
+        out.append(Msg("explain.causal.cross"))
     if ex.mask_kind == "causal" and ex.L != ex.L_k:
-        out.append(t("explain.causal.offset", L=ex.L, L_k=ex.L_k, shift=ex.L_k - ex.L))
+        out.append(Msg("explain.causal.offset", L=ex.L, L_k=ex.L_k, shift=ex.L_k - ex.L))
     return tuple(out)
 
 
-def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[str, ...]]:
+def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tuple[Text, ...]]:
     """``(steps, notes)``: the exercise's layer as batched tensors (:func:`exercise_trace`)
     with notes that hold for this exercise (a query row with no key to attend sums to 0, not 1),
     and the notes on its configuration (:func:`notes`).  Raises :class:`~tutor.base.errors.ShapeError`
@@ -137,7 +163,7 @@ def production_view(ex: Exercise, B: int = 1) -> tuple[tuple[TraceStep, ...], tu
     steps = exercise_trace(ex, B)
     rows = empty_rows(ex)
     if rows:
-        steps = tuple(replace(s, key=f"trace.weights.empty.{plural_category(len(rows))}",
-                              fields=(("rows", join_and(list(rows))),)) if s.name == "weights" else s
+        steps = tuple(replace(s, key="trace.weights.empty", count=len(rows),
+                              fields=(("rows", Msg.and_list(list(rows))),)) if s.name == "weights" else s
                       for s in steps)
     return steps, notes(ex)

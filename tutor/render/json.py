@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from ..base.jsontext import compact
+from ..base.messages import plural_category
 from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
 from ..steps import Solution
@@ -133,7 +134,8 @@ def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     batched forward pass, each step with its ``note`` and the note's catalogue ``key``), ``notes`` (on the
     configuration: causal alignment) and ``production_masks`` (the masks as PyTorch takes them)."""
     o = outline(sol, head=head, brief=True, keys=True)  # no arithmetic; the mistakes as keys
-    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note, "key": p.key}
+    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note,
+                   "key": p.key if p.count is None else f"{p.key}.{plural_category(p.count)}"}
                   for p in o.production]
     return {"exercise": exercise_dict(o.exercise), "steps": [step_dict(item) for item in o.steps],
             "production": production, "notes": list(o.production_notes), "production_masks": [mask_dict(m) for m in o.masks]}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..base.messages import plural, t
+from ..base.messages import Text, plural, t
 from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, Matrix, alibi_slope, unrolled
 from ..steps import KINDS, Solution, Step, Worked, hand_sized
@@ -142,7 +142,7 @@ class Outline:
     flow: Flow
     steps: tuple[StepItem, ...]
     production: tuple[TraceStep, ...]
-    production_notes: tuple[str, ...]
+    production_notes: tuple[Text, ...]
     masks: tuple[MaskItem, ...]
     blank: bool = False
 
@@ -181,19 +181,20 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
             kind = KINDS[step.id]
             axes = t("handout.scores_axes", rows=", ".join(step.row_labels), cols=", ".join(step.col_labels))
             done = made[id(step)] = StepItem(
-                number, step, kind.title, tuple(kind.why(step, ex)),
+                number, step, str(kind.title), tuple(str(w) for w in kind.why(step, ex)),
                 kind.arithmetic(sol if kind.backward else forward, step, precision) if worked else (),
-                tuple(said.get(step.key, ())), hidden.get(step.key, ()), axes if kind.axes_note else None,
+                tuple(str(n) for n in said.get(step.key, ())), hidden.get(step.key, ()), axes if kind.axes_note else None,
                 kind.heatmap and not blank)
         return done if done.number == number else replace(done, number=number)
 
     parts: list[Part] = []
     number = 0
-    early = tuple(s for s in forward.layer_steps if KINDS[s.id].early)  # MLA's latent: before the heads, which read it
+    # the early layer steps (StepKind.early): the pre-norm block's x_norm, MLA's latent c_kv; before the heads, which read them
+    early = tuple(s for s in forward.layer_steps if KINDS[s.id].early)
     late = tuple(s for s in forward.layer_steps if not KINDS[s.id].early)
     if early:
-        parts.append(Part(t("explain.latent"), _latent_weights(ex),
-                          tuple(item(number + n, s) for n, s in enumerate(early, 1))))
+        title, given = (t("explain.latent"), _latent_weights(ex)) if ex.mla is not None else (t("explain.block"), ())
+        parts.append(Part(title, given, tuple(item(number + n, s) for n, s in enumerate(early, 1))))
         number += len(early)
     for h in range(ex.num_heads) if head is None else [head]:
         steps = forward.for_head(h)
@@ -290,7 +291,7 @@ def _output_weights(ex: Exercise) -> tuple[Named, ...]:
     return tuple(named)
 
 
-def _header(ex: Exercise, production_notes: tuple[str, ...]) -> Header:
+def _header(ex: Exercise, production_notes: tuple[Text, ...]) -> Header:
     h0 = ex.heads[0]
     mask = None
     if ex.mask_kind == "causal":
@@ -310,7 +311,7 @@ def _header(ex: Exercise, production_notes: tuple[str, ...]) -> Header:
         sizes=t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads, d_k=h0.d_k, d_v=h0.d_v,
                 d_out=ex.d_out),
         mask=mask, mask_matrix=ex.mask if ex.mask_kind == "matrix" else None,
-        mask_notes=production_notes if ex.mask_kind == "causal" else (),  # causal with L ≠ L_k, or on cross-attention
+        mask_notes=tuple(str(n) for n in production_notes) if ex.mask_kind == "causal" else (),  # causal with L ≠ L_k, or on cross-attention
         padding=padding, v2=_v2_lines(ex), inputs=tuple(inputs))
 
 

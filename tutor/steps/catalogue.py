@@ -26,16 +26,19 @@ its family's tuple is in the catalogue.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
 
 from ..base.errors import TutorError
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import matrices as em
+from ..exact.block import wrap
 from ..exercise.record import Exercise
 from .backward_head import HEAD_GRADS
 from .backward_layer import AFTER_HEADS, BEFORE_HEADS
 from .backward_projection import PROJECTION_GRADS
+from .block import RESIDUAL, X_NORM
 from .kind import StepKind
 from .latent import C_KV, Q_ABSORBED, SCORES_ABSORBED
 from .layer import LAYER
@@ -57,10 +60,12 @@ else:
 #: Every step kind, in the contract's order: the forward pass (k_new, v_new with a KV cache and biased with
 #: a bias: format v2), then the backward pass (the layer's steps before the heads', the heads', the
 #: projections' weights and biases, d_x).
-#: Multi-head latent attention (format v3, :mod:`tutor.steps.latent`): ``c_kv`` first (a layer step before the
-#: heads, which read it), each head's absorbed route after its explicit scores, which it is checked equal to.
-FORWARD: tuple[StepKind, ...] = ((C_KV,) + PROJECTIONS + SCORE_STEPS[:1] + (Q_ABSORBED, SCORES_ABSORBED)
-                                 + SCORE_STEPS[1:] + SOFTMAX_STEPS + LAYER)
+#: The pre-norm block (issue 23, :mod:`tutor.steps.block`): ``x_norm`` first (a layer step before the heads, which
+#: read it) and ``residual`` last.  Multi-head latent attention (format v3, :mod:`tutor.steps.latent`): ``c_kv``
+#: next (an early layer step too: it reads X, the heads read it), each head's absorbed route after its explicit
+#: scores, which it is checked equal to.
+FORWARD: tuple[StepKind, ...] = ((X_NORM, C_KV) + PROJECTIONS + SCORE_STEPS[:1] + (Q_ABSORBED, SCORES_ABSORBED)
+                                 + SCORE_STEPS[1:] + SOFTMAX_STEPS + LAYER + (RESIDUAL,))
 BACKWARD: tuple[StepKind, ...] = BEFORE_HEADS + HEAD_GRADS + PROJECTION_GRADS + AFTER_HEADS
 CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
@@ -98,11 +103,11 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
     query heads) come after the other backward steps of all its heads.
     Raises :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of an exercise with ``mla``.
     """
+    early: list[Key] = [(k.id, None) for k in FORWARD if k.scope == "layer" and k.early and k.exists(ex)]
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
-    layer = [k for k in FORWARD if k.scope == "layer" and k.exists(ex)]
-    out = [(k.id, None) for k in layer if k.early] + per_head + [(k.id, None) for k in layer if not k.early]
+    out = early + per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and not k.early and k.exists(ex)]
     if backward and ex.mla is not None:  # the gradients of W_DKV, W_UK, W_UV are not built: refused, not half-shown
-        raise TutorError(t("backward.mla", id=ex.id))
+        raise TutorError(Msg("backward.mla", id=ex.id))
     if backward:
         live = [k for k in BACKWARD if k.exists(ex)]
         out += [(k.id, None) for k in live if k.scope == "layer" and not k.late]
@@ -129,7 +134,7 @@ def backward_sized(ex: Exercise) -> None:
     """Raise :class:`~tutor.base.errors.TutorError` (exit 2) when ``ex`` is past :data:`MAX_BACKWARD_WORK`."""
     work = ex.num_heads * ex.L * ex.L_k ** 2 * ex.d_model
     if work > MAX_BACKWARD_WORK:
-        raise TutorError(t("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
+        raise TutorError(Msg("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
                            L=ex.L, L_k=ex.L_k, d_model=ex.d_model))
 
 
@@ -190,11 +195,55 @@ def solve(ex: Exercise, backward: bool = False) -> Solution:
     (:mod:`tutor.steps.backward_layer`, :mod:`~tutor.steps.backward_head`, :mod:`~tutor.steps.backward_projection`).  Source of the math: :mod:`tutor.exact.engine`, :mod:`tutor.exact.backward`.
     """
     if backward:
+        no_block_backward(ex)
         backward_sized(ex)
+    if ex.has_norm:
+        return _solve_normed(ex)
     bd = Build(ex)
     for key in keys(ex, backward):
         bd.steps[key] = KINDS[key[0]].build(bd, key[1])
     return Solution(ex, tuple(bd.steps.values()))
+
+
+# --- the pre-norm block (issue 23) ------------------------------------------------------------------------
+
+
+def no_block_backward(ex: Exercise) -> None:
+    """Raise :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of a pre-norm block: not built."""
+    if ex.has_norm or ex.residual:
+        raise TutorError(Msg("block.backward", id=ex.id))
+
+
+def _solve_normed(ex: Exercise) -> Solution:
+    """Every forward step of an exercise with a norm, exactly (:func:`solve`).
+
+    After ``X_norm`` the rows of Q, K and V carry different square roots, so
+    the scores of one row mix them and the structured softmax
+    (:class:`tutor.exact.numbers.Mix`, one root per row) does not apply: each
+    step's values are its exact walk's with no mistake (entries of
+    :mod:`tutor.exact.expoly`, shown by :class:`tutor.exact.block.Alg`),
+    and its record (name, formula, operands, labels) is the one its build
+    gives on the same exercise without the norm, the projections reading
+    ``X_norm`` in place of ``X``.
+    """
+    plain = replace(ex, norm=None, residual=False)
+    bd, real = Build(plain), Build(ex)
+    walk = Walk(ex, RIGHT)
+    for key in keys(ex):
+        kind = KINDS[key[0]]
+        if kind is X_NORM or kind is RESIDUAL:
+            step = kind.build(real, key[1])
+        else:
+            meta = bd.steps[key] = kind.build(bd, key[1])
+            value = walk.get(key)
+            assert value is not None  # the right walk reaches every step
+            step = replace(meta, exact=tuple(tuple(wrap(e) for e in row) for row in value))
+            if kind.id in ("q", "k", "v"):
+                formula = step.formula.replace(" X·", " X_norm·") if isinstance(step.formula, str) else step.formula
+                step = replace(step, formula=formula, operands=tuple(
+                    replace(o, name="X_norm") if o.name == "X" else o for o in step.operands))
+        real.steps[key] = step
+    return Solution(ex, tuple(real.steps.values()))
 
 
 Given = Callable[[Key], "tuple[NDArray, NDArray, NDArray] | None"]
@@ -254,7 +303,7 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
 #: walk (:class:`NoExactForm`), nor have ``mask="top_left"`` and ``scale="after_softmax"`` (:func:`supports`).
 EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
                          "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed",
-                         "uk_untransposed"})
+                         "uk_untransposed", "norm_axis", "norm_mean", "residual"})
 
 
 class NoExactForm(Exception):
@@ -367,7 +416,7 @@ def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:
     return f"{entry_name(step, i, j)} = {entry_work(sol, step, i, j)}"
 
 
-def entry_work(sol: Solution, step: Step, i: int, j: int) -> str:
+def entry_work(sol: Solution, step: Step, i: int, j: int) -> Text:
     """How entry ``(i, j)`` of ``step`` is made from the steps before it, with its value:
     ``Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4`` (the right-hand side of :func:`worked_entry`)."""
     return KINDS[step.id].work(sol, step, i, j)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..base.errors import EngineMismatchError
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import engine as exact
 from ..exact import matrices as em
 from ..exercise.record import Exercise, Latent
@@ -108,18 +108,18 @@ def _c_kv_given(sol: Solution, step: Step) -> tuple:
             given_matrix("W_DKV", w, dims("r", len(w)), dims("c", len(w[0]))))
 
 
-def _c_kv_why(step: Step, ex: Exercise) -> list[str]:
+def _c_kv_why(step: Step, ex: Exercise) -> list[Text]:
     d_c, mha = cache_sizes(ex)
     h0 = ex.heads[0]
     same = all(h.d_k == h0.d_k and h.d_v == h0.d_v for h in ex.heads)
-    out = [t("step.c_kv.why")]
+    out: list[Text] = [Msg("step.c_kv.why")]
     if same:
-        out.append(t("step.c_kv.why.cache", d_c=d_c, H=ex.num_heads, d_k=h0.d_k, d_v=h0.d_v, mha=mha,
+        out.append(Msg("step.c_kv.why.cache", d_c=d_c, H=ex.num_heads, d_k=h0.d_k, d_v=h0.d_v, mha=mha,
                      ratio=f"{mha / d_c:g}"))
     else:
-        out.append(t("step.c_kv.why.cache.mixed", d_c=d_c, mha=mha, ratio=f"{mha / d_c:g}"))
-    out.append(t("step.c_kv.why.same", d_c=d_c, mha=mha))  # a mistake of memory, not of numbers
-    out.append(t("step.c_kv.why.rope"))
+        out.append(Msg("step.c_kv.why.cache.mixed", d_c=d_c, mha=mha, ratio=f"{mha / d_c:g}"))
+    out.append(Msg("step.c_kv.why.same", d_c=d_c, mha=mha))  # a mistake of memory, not of numbers
+    out.append(Msg("step.c_kv.why.rope"))
     return out
 
 
@@ -201,8 +201,8 @@ def _q_absorbed_given(sol: Solution, step: Step) -> tuple:
     return (given_step(sol.step("q", step.head)), given_matrix("W_UK", w, dims("c", len(w)), dims("d", len(w[0]))))
 
 
-def _q_absorbed_why(step: Step, ex: Exercise) -> list[str]:
-    return [t("step.q_absorbed.why"), t("step.q_absorbed.why.rope")]
+def _q_absorbed_why(step: Step, ex: Exercise) -> list[Text]:
+    return [Msg("step.q_absorbed.why"), Msg("step.q_absorbed.why.rope")]
 
 
 def _q_absorbed_floats(r: Replay, head: int | None) -> Array | None:
@@ -271,7 +271,7 @@ def _scores_absorbed(bd: Build, h: int | None) -> Step:
     assert isinstance(qa, exact.QMat) and isinstance(c, exact.QMat) and isinstance(explicit, exact.QMat)
     S = qa @ c.T  # [L, d_c]·[d_c, L_k] -> [L, L_k]
     if S.fractions() != explicit.fractions():  # (Q·W_UKᵀ)·c_KVᵀ = Q·(c_KV·W_UK)ᵀ: a difference is a bug
-        raise EngineMismatchError(t("step.scores_absorbed.differs", id=ex.id, head=(h or 0) + 1))
+        raise EngineMismatchError(Msg("step.scores_absorbed.differs", id=ex.id, head=(h or 0) + 1))
     bd.data["scores_absorbed", h] = S
     ops = (Operand("Q_abs", qa.shape), Operand("c_KVᵀ", (c.shape[1], c.shape[0])))
     return Step("scores_absorbed", h, "scores_abs", "scores_abs = Q_abs·c_KVᵀ", ops, "·", S.exact(), ex.query_labels,
@@ -295,8 +295,8 @@ def _scores_absorbed_arithmetic(sol: Solution, step: Step, places: int) -> tuple
     return entry_products(step, pairs_of, places)
 
 
-def _scores_absorbed_why(step: Step, ex: Exercise) -> list[str]:
-    return [t("step.scores_absorbed.why"), t("step.scores_absorbed.why.equal", head=(step.head or 0) + 1)]
+def _scores_absorbed_why(step: Step, ex: Exercise) -> list[Text]:
+    return [Msg("step.scores_absorbed.why"), Msg("step.scores_absorbed.why.equal", head=(step.head or 0) + 1)]
 
 
 def _scores_absorbed_floats(r: Replay, head: int | None) -> Array | None:
