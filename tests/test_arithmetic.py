@@ -145,7 +145,7 @@ def test_every_expanded_dot_product_adds_up_to_the_value_shown(path):
     checked = 0
     for step in sol.steps:
         for piece in KINDS[step.id].arithmetic(sol, step, 4):
-            m = _PRODUCT.match(piece.label + piece.sep + piece.lines[0])
+            m = _PRODUCT.match(piece.label + piece.sep + str(piece.lines[0]))
             if m is None or "·" not in m["sum"]:
                 continue
             if any(f in m["sum"] for f in ("cos(", "sin(")):  # RoPE's exact factors: tests/test_rope.py reads them
@@ -179,7 +179,7 @@ def test_every_weights_row_sums_its_exps_and_divides(exercise_id):
             if len(piece.lines) == 1:  # a row with no key left: every weight 0
                 assert all(v == 0 for v in step.value[i])
                 continue
-            exps = [0.0 if "−∞" in part else _number(part.split(" ")[-1]) for part in piece.lines[0].split(",  ")]
+            exps = [0.0 if "−∞" in part else _number(part.split(" ")[-1]) for part in str(piece.lines[0]).split(",  ")]
             total = _number(piece.lines[1].split(" ")[-1])
             assert abs(sum(exps) - total) <= 0.5e-4 * len(exps) + 1e-9
             for j, e in enumerate(exps):
@@ -204,7 +204,7 @@ def test_an_equals_sign_after_a_dot_product_is_exactly_true_of_the_numbers_writt
     checked = 0
     for step in sol.steps:
         for piece in KINDS[step.id].arithmetic(sol, step, 4):
-            m = _RESULT.search(piece.sep + piece.lines[0])
+            m = _RESULT.search(piece.sep + str(piece.lines[0]))
             if m is None or "·" not in m["sum"]:
                 continue
             if any(f in m["sum"] for f in ("cos(", "sin(")):  # RoPE's exact factors: the exact entries themselves

@@ -176,3 +176,58 @@ def test_the_bank_documentation_names_every_field():
     for model in (BankFile, ConceptQuestion, WrongAnswer):
         for name in model.model_fields:
             assert f"`{name}`" in doc, name
+
+
+# --- issue 23: the concept cards on what follows one attention layer ----------------------------------------------
+
+#: The cards issue 23 (item 7) asks for, and the topic each is asked under.
+ISSUE_23 = {"rmsnorm": "rmsnorm", "pre-norm-warmup": "layer-norm", "paged-attention": "paged-attention",
+            "continuous-batching": "continuous-batching", "mla": "mla", "sliding-window": "sliding-window",
+            "attention-sinks": "attention-sinks", "linear-attention": "linear-attention",
+            "flash-attention-2-3": "flash-attention", "speculative-tree-mask": "speculative-decoding",
+            "kv-cache-quantization": "kv-quantization", "rope-context-extension": "rope-scaling"}
+
+
+def test_every_card_of_issue_23_is_in_the_bank_under_its_topic_with_sources():
+    bank = load()
+    for qid, topic in ISSUE_23.items():
+        c = bank.get(qid)
+        assert c.topic == topic and c.q.sources and c.q.follow_ups and "zh" in c.q.translations, qid
+        assert all(f in {x.id for x in bank.concepts} for f in c.q.follow_ups)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_drill_concepts_asks_each_card_of_issue_23_by_its_topic(cli, lang):
+    bank = load()
+    for qid, topic in ISSUE_23.items():
+        n = sum(c.topic == topic for c in bank.concepts)
+        code, out, err = cli("drill", "concepts", "--topic", topic, "--count", 40, "--seed", 0, "--show-answers",
+                             "--format", "json", "--lang", lang)
+        assert code == 0, err
+        asked = {q["id"]: q for q in json.loads(out)["questions"]}
+        assert qid in asked and len(asked) >= n, (qid, topic)  # every question of the topic is asked
+        words = bank.get(qid).q.in_language(lang)
+        assert asked[qid]["question"] == words.question and asked[qid]["key_points"] == list(words.key_points)
+
+
+def test_the_chinese_of_each_card_of_issue_23_states_the_numbers_of_its_english():
+    """A translation that drops or changes a number is caught: the numbers of each model answer and key point, in
+    English and in Chinese, are the same (as multisets; "about 131K" and "约为 131K" alike)."""
+    import re
+    from collections import Counter
+
+    def numbers(text: str) -> Counter:
+        text = re.sub(r"(\d+) million", lambda m: str(int(m[1]) * 10**6), text)  # "4 million" is "400 万"
+        text = re.sub(r"(\d+) ?万", lambda m: str(int(m[1]) * 10**4), text)
+        return Counter(re.findall(r"\d+(?:[.,]\d+)*", text.replace(",", "")))
+
+    bank = load()
+    for qid in ISSUE_23:
+        q = bank.get(qid).q
+        zh = q.translations["zh"]
+        assert numbers(q.model_answer) == numbers(zh.model_answer), qid
+        assert numbers(q.short_answer) == numbers(zh.short_answer), qid
+        for en_point, zh_point in zip(q.key_points, zh.key_points, strict=True):
+            assert numbers(en_point) == numbers(zh_point), (qid, en_point)
+        for en_wrong, zh_wrong in zip(q.wrong_answers, zh.wrong_answers, strict=True):
+            assert numbers(en_wrong.answer + " " + en_wrong.why) == numbers(zh_wrong.answer + " " + zh_wrong.why), qid

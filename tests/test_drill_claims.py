@@ -708,3 +708,456 @@ def test_every_answer_that_states_a_number_lists_its_claims():
         text = " ".join([c.q.model_answer, c.q.short_answer, *c.q.key_points, *(w.why for w in c.q.wrong_answers)])
         if re.search(r"\d", text):
             assert c.q.claims, c.id
+
+
+# --- issue 23: the concept cards on what follows one attention layer ----------------------------------------------
+
+
+def _card(qid: str):
+    return next(c.q for c in load().concepts if c.q.id == qid)
+
+
+def _said(qid: str) -> str:
+    """A card's English words, model answer, short answer, key points and reasons, on one line."""
+    q = _card(qid)
+    return " ".join(" ".join([q.model_answer, q.short_answer, *q.key_points, *(w.why for w in q.wrong_answers)]).split())
+
+
+def _cited(qid: str, *needles: str) -> bool:
+    """Some source of the card names all of ``needles``."""
+    return any(all(n in s for n in needles) for s in _card(qid).sources)
+
+
+@measures("rmsnorm-torch")
+def test_rmsnorm_is_x_over_its_root_mean_square_and_torch_defaults_eps_to_float32s_epsilon():
+    """torch.nn.RMSNorm (torch 2.13): x / sqrt(mean(x²) + eps) · weight over the last axis, a weight of ones and no
+    bias; eps=None uses float32's epsilon for float16, bfloat16 and float32 inputs (float64's for float64), so
+    features of 1e-4 (mean square 1e-8) come out at about 0.28, not 1.  Invariant to re-scaling, not to shifting;
+    equal to LayerNorm without bias on a zero-mean input."""
+    torch = torch_or_skip()
+    torch.manual_seed(3)
+    x = torch.randn(5, 8, dtype=torch.float64)
+    norm = torch.nn.RMSNorm(8, dtype=torch.float64)
+    assert [name for name, _ in norm.named_parameters()] == ["weight"] and torch.equal(norm.weight, torch.ones(8, dtype=torch.float64))
+    assert norm.eps is None
+    with torch.no_grad():
+        norm.weight.copy_(torch.linspace(0.5, 2, 8, dtype=torch.float64))
+        by_hand = x / torch.sqrt((x**2).mean(-1, keepdim=True) + torch.finfo(torch.float64).eps) * norm.weight
+        assert torch.allclose(norm(x), by_hand, rtol=1e-14, atol=0)
+        assert torch.allclose(norm(3.5 * x), norm(x), rtol=1e-12, atol=1e-12)  # re-scaling invariance
+        assert not torch.allclose(norm(x + 1), norm(x), atol=1e-3)  # no re-centering invariance
+        centred = x - x.mean(-1, keepdim=True)
+        layer = torch.nn.functional.layer_norm(centred, (8,), eps=0.0)
+        assert torch.allclose(torch.nn.RMSNorm(8, eps=0.0, dtype=torch.float64)(centred), layer, rtol=1e-12, atol=1e-12)
+    tiny = torch.full((1, 4), 1e-4)
+    eps32 = torch.finfo(torch.float32).eps
+    assert f"{eps32:.1e}" == "1.2e-07"
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        out = torch.nn.RMSNorm(4, dtype=dtype)(tiny.to(dtype)).float()
+        assert torch.allclose(out, torch.full((1, 4), 1e-4 / math.sqrt(1e-8 + eps32)), rtol=1e-2), dtype
+    assert f"{1e-4 / math.sqrt(1e-8 + eps32):.2f}" == "0.28"
+    assert "0.28 instead of 1" in _said("rmsnorm") and "float16, bfloat16 and float32" in _said("rmsnorm")
+
+
+@measures("rmsnorm-speedup")
+def test_the_running_time_rmsnorm_saves_is_the_papers():
+    """A citation, checked both ways: Zhang and Sennrich 2019 report "7%~64%" less running time (abstract)."""
+    assert "7% to 64% less running time" in _said("rmsnorm")
+    assert _cited("rmsnorm", "Zhang and Sennrich 2019", "7%~64%")
+
+
+@measures("paged-blocks-example")
+def test_paged_blocks_waste_at_most_one_partly_filled_block():
+    """Block size 16, 1,000 tokens: 63 blocks, 1,008 slots, 8 empty; a contiguous reservation for 2,048 tokens
+    leaves 1,048 unused; a request never wastes more than B − 1 slots, whatever its length."""
+    B = 16
+    blocks = -(-1000 // B)
+    assert (blocks, blocks * B, blocks * B - 1000, 2048 - 1000) == (63, 1008, 8, 1048)
+    assert max(-(-n // B) * B - n for n in range(1, 5000)) == B - 1
+    text = _said("paged-attention")
+    assert "a request of 1,000 tokens takes 63 blocks, 1,008 slots, 8 of them empty" in text
+    assert "2,048 tokens leaves 1,048 slots unused" in text
+
+
+@measures("paged-attention-throughput")
+def test_the_throughput_of_vllm_is_the_papers():
+    """A citation, checked both ways: Kwon et al. 2023, abstract: 2-4× the throughput of FasterTransformer and
+    Orca at the same level of latency."""
+    assert "2-4× the throughput of FasterTransformer and Orca at the same latency" in _said("paged-attention")
+    assert _cited("paged-attention", "Kwon et al. 2023", "2-4×", "FasterTransformer and Orca")
+
+
+def _iterations(needs: list[int], slots: int, continuous: bool) -> int:
+    """Iterations to finish requests needing ``needs`` steps each, in arrival order, with ``slots`` slots."""
+    waiting, running, t = list(needs), [], 0
+    while waiting or running:
+        if continuous or not running:  # request-level: a new batch only when the last one has drained
+            while waiting and len(running) < slots:
+                running.append(waiting.pop(0))
+        t += 1
+        running = [r - 1 for r in running if r > 1]
+    return t
+
+
+@measures("continuous-batching-example")
+def test_iteration_level_scheduling_finishes_the_example_in_10_iterations_not_14():
+    needs = [10, 2, 2, 2, 2]
+    assert _iterations(needs, 2, continuous=False) == 14 == 10 + 2 + 2
+    assert _iterations(needs, 2, continuous=True) == 10
+    assert _iterations([3, 3], 2, continuous=False) == _iterations([3, 3], 2, continuous=True) == 3  # no gain when equal
+    assert "10 + 2 + 2 = 14 iterations" in _said("continuous-batching") and "done after 10" in _said("continuous-batching")
+
+
+@measures("kv-quant-int8-error")
+def test_symmetric_int8_errs_by_at_most_half_a_scale():
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((64, 128)) * rng.uniform(0.1, 10, (64, 1))  # tokens of very different sizes
+    s = np.abs(x).max(axis=1, keepdims=True) / 127  # per token
+    q = np.round(x / s)
+    assert q.min() >= -127 and q.max() <= 127
+    err = np.abs(q * s - x)
+    assert (err <= s / 2 + 1e-12).all() and (err > 0.45 * s).any()  # the bound is reached, not loose
+    per_tensor = np.abs(x).max() / 127  # one scale: the small tokens round to a few levels
+    small = np.argmin(np.abs(x).max(axis=1))
+    assert len(np.unique(np.round(x[small] / per_tensor))) < len(np.unique(q[small])) / 4
+    assert "s = max|x| / 127" in _said("kv-cache-quantization") and "at most s/2" in _said("kv-cache-quantization")
+
+
+@measures("kv-quant-scale-bits")
+def test_the_scales_are_counted_in_the_bits_per_element():
+    bits = 4 + 16 / 32
+    assert bits == 4.5 and f"{16 / bits:.1f}" == "3.6" and 16 / bits != 4
+    assert 4 + (16 + 16) / 32 == 5 and 16 / 5 == 3.2
+    text = _said("kv-cache-quantization")
+    assert "4 + 16/32 = 4.5 bits" in text and "3.6 times" in text and "5 bits, 3.2 times" in text
+
+
+@measures("kivi-granularity")
+def test_kivis_granularity_is_the_papers():
+    """A citation, checked both ways (Liu et al. 2024, abstract): keys per channel, values per token, 2 bits."""
+    text = _said("kv-cache-quantization")
+    assert "quantizes keys per channel and values per token, to 2 bits" in text
+    assert _cited("kv-cache-quantization", "Liu et al. 2024", "keys per channel, values per token")
+
+
+@measures("tree-mask-branches")
+def test_the_tree_mask_gives_every_node_the_output_of_its_branch_alone():
+    """A prefix of 3 cached tokens, then the tree a → {b, c}, b → d laid out as [a, b, c, d]: with the tree mask
+    and positions by depth (RoPE on q and k), each node's output from SDPA equals attention over its own branch;
+    a causal mask over the flat order, or positions by flat index, does not."""
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    torch.manual_seed(5)
+    d, P = 4, 3
+    parent = {0: None, 1: 0, 2: 0, 3: 1}  # a, b, c, d
+
+    def ancestors(i: int) -> list[int]:
+        out = []
+        while i is not None:
+            out.append(i)
+            i = parent[i]
+        return out[::-1]
+
+    depth = [len(ancestors(i)) - 1 for i in range(4)]
+    assert depth == [0, 1, 1, 2]
+    mask = torch.ones(4, P + 4, dtype=torch.bool)
+    mask[:, P:] = False
+    for i in range(4):
+        for j in ancestors(i):
+            mask[i, P + j] = True
+    assert [[j for j in range(4) if mask[i, P + j]] for i in range(4)] == [[0], [0, 1], [0, 2], [0, 1, 3]]
+
+    theta = 10000.0 ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)
+
+    def rope(x, pos):
+        a = pos[:, None].double() * theta
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * a.cos() - x2 * a.sin(), x1 * a.sin() + x2 * a.cos()], -1).flatten(-2)
+
+    qs, ks, vs = (torch.randn(P + 4, d, dtype=torch.float64) for _ in range(3))
+    pos = torch.tensor(list(range(P)) + [P + t for t in depth])
+    tree = F.scaled_dot_product_attention(rope(qs[P:], pos[P:]), rope(ks, pos), vs, attn_mask=mask)
+    for i in range(4):
+        keep = list(range(P)) + [P + j for j in ancestors(i)]
+        alone_pos = torch.arange(len(keep))  # the branch decoded on its own: positions 0, 1, 2, ...
+        alone = F.scaled_dot_product_attention(rope(qs[P + i:P + i + 1], alone_pos[-1:]), rope(ks[keep], alone_pos), vs[keep])
+        assert torch.allclose(tree[i], alone[0], atol=1e-12), i
+    causal = torch.ones(4, P + 4, dtype=torch.bool).tril(P)
+    flat = F.scaled_dot_product_attention(rope(qs[P:], pos[P:]), rope(ks, pos), vs, attn_mask=causal)
+    assert not torch.allclose(flat[2], tree[2])  # c would see its sibling b
+    by_index = torch.arange(P + 4)
+    wrong = F.scaled_dot_product_attention(rope(qs[P:], by_index[P:]), rope(ks, by_index), vs, attn_mask=mask)
+    assert not torch.allclose(wrong[3], tree[3])  # d at flat index 3 is not at depth 2
+    assert "{a}, {a, b}, {a, c} and {a, b, d}" in _said("speculative-tree-mask")
+
+
+@measures("mla-absorb-exact")
+def test_absorbing_w_uk_and_w_uv_gives_the_same_scores_and_outputs():
+    """Latent width d_c = 2, 3 heads of width 4: q·(W_UK·c) = (W_UKᵀ·q)·c, and W_O·concat(W_UV·Σ a·c) equals
+    Σ_h (W_O^h·W_UV^h)·(Σ a·c): exact in integers (no rounding at all)."""
+    rng = np.random.default_rng(7)
+    d_model, d_c, H, d_h, L = 6, 2, 3, 4, 5
+    h = rng.integers(-3, 4, (L, d_model))
+    W_DKV = rng.integers(-2, 3, (d_c, d_model))
+    W_UK, W_UV = rng.integers(-2, 3, (H, d_h, d_c)), rng.integers(-2, 3, (H, d_h, d_c))
+    W_Q = rng.integers(-2, 3, (H, d_h, d_model))
+    W_O = rng.integers(-2, 3, (d_model, H * d_h))
+    c = h @ W_DKV.T  # [L, d_c]: all that is cached
+    q = np.einsum("hed,ld->hle", W_Q, h)  # [H, L, d_h]
+    k = np.einsum("hec,lc->hle", W_UK, c)
+    explicit = q @ k.transpose(0, 2, 1)  # [H, L, L]
+    absorbed = np.einsum("ld,hdc,mc->hlm", h, np.einsum("hed,hec->hdc", W_Q, W_UK), c)  # (W_UKᵀ·q)·c
+    assert np.array_equal(explicit, absorbed)
+    a = rng.integers(0, 4, (H, L, L))  # any weights: the value side is linear in them
+    v = np.einsum("hec,lc->hle", W_UV, c)
+    out = (a @ v).transpose(1, 0, 2).reshape(L, H * d_h) @ W_O.T
+    W_O_abs = np.einsum("mhe,hec->hmc", W_O.reshape(d_model, H, d_h), W_UV)  # W_O^h·W_UV^h: [H, d_model, d_c]
+    assert np.array_equal(out, np.einsum("hmc,hlc->lm", W_O_abs, a @ c))
+    assert "q·(W_UK·c) = (W_UKᵀ·q)·c" in _said("mla")
+
+
+@measures("mla-cache-count")
+def test_the_cache_of_mla_per_token_is_the_papers():
+    """DeepSeek-V2 (section 2.1.4): d_c = 4·d_h = 512, d_R = d_h/2 = 64 with 128 heads of d_h = 128; MLA caches
+    d_c + d_R = 576 elements per token and layer, GQA caches 2·groups·d_h: 576 for 2.25 groups; MHA 32,768."""
+    d_h, n_h = 128, 128
+    d_c, d_R = 4 * d_h, d_h // 2
+    assert (d_c, d_R, d_c + d_R) == (512, 64, 576)
+    assert 2 * n_h * d_h == 32_768 and 2 * 2.25 * d_h == d_c + d_R
+    assert round(32_768 / 576) == 57
+    text = _said("mla")
+    assert "512 + 64 = 576" in text and "2·128·128 = 32,768" in text and "about 57 times less" in text
+    assert "2.25 groups" in text and _cited("mla", "DeepSeek-AI 2024", "d_c = 4·d_h = 512", "2.25 groups")
+
+
+def _band(L: int, W: int, sinks: int = 0) -> np.ndarray:
+    """The boolean mask (True = may attend) of a causal window of W keys, and the first ``sinks`` keys."""
+    i, j = np.arange(L)[:, None], np.arange(L)[None, :]
+    return (j <= i) & ((i - W < j) | (j < sinks))
+
+
+@measures("sliding-window-torch")
+def test_sdpa_takes_the_window_as_a_boolean_mask():
+    """torch 2.13's SDPA has no window argument; the band i − W < j ≤ i as a boolean attn_mask gives attention over
+    the last W keys only, and with W = L the causal mask."""
+    torch = torch_or_skip()
+    import inspect
+
+    F = torch.nn.functional
+    assert "window" not in (F.scaled_dot_product_attention.__doc__ or "").split("\n\n")[0]
+    assert not any("window" in p for p in _sdpa_parameters(F.scaled_dot_product_attention, inspect))
+    torch.manual_seed(1)
+    L, W, d = 7, 3, 4
+    q, k, v = (torch.randn(1, 1, L, d, dtype=torch.float64) for _ in range(3))
+    band = torch.from_numpy(_band(L, W))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=band)
+    for i in range(L):
+        keys = slice(max(0, i - W + 1), i + 1)
+        w = torch.softmax(q[0, 0, i] @ k[0, 0, keys].T / math.sqrt(d), -1)
+        assert torch.allclose(out[0, 0, i], w @ v[0, 0, keys], atol=1e-12)
+    assert torch.allclose(F.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(_band(L, L))),
+                          F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-12)
+    assert "no window argument" in _said("sliding-window")
+
+
+def _sdpa_parameters(fn, inspect) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature: read the one in its docstring
+        return re.findall(r"(\w+)=", (fn.__doc__ or "").split(")")[0])
+
+
+@measures("rolling-cache-equal")
+def test_a_rolling_buffer_of_w_slots_decodes_what_the_window_computes():
+    """Decoding token by token with a cache of W slots (position i in slot i mod W) gives the outputs of
+    sliding-window attention over the whole sequence, though the slots are out of order once it wraps."""
+    from tutor.numeric.functional import scaled_dot_product_attention
+
+    rng = np.random.default_rng(9)
+    L, W, d = 11, 4, 3
+    q, k, v = (rng.standard_normal((L, d)) for _ in range(3))
+    whole = scaled_dot_product_attention(q, k, v, attn_mask=_band(L, W))
+    K, V, filled = np.zeros((W, d)), np.zeros((W, d)), np.zeros(W, dtype=bool)
+    wrapped = False
+    for i in range(L):
+        K[i % W], V[i % W], filled[i % W] = k[i], v[i], True
+        slots_positions = [p for p in range(max(0, i - W + 1), i + 1)]
+        wrapped |= [p % W for p in slots_positions] != sorted(p % W for p in slots_positions)
+        out = scaled_dot_product_attention(q[i:i + 1], K[filled], V[filled])
+        assert np.allclose(out[0], whole[i], atol=1e-12), i
+    assert wrapped  # the buffer did wrap: its slots were out of position order
+
+
+@measures("mistral-window-span")
+def test_the_window_of_mistral_reaches_131k_tokens_and_saves_8x_on_32k():
+    """Jiang et al. 2023, section 2: W = 4096 and 32 layers give a theoretical span of about 131K tokens; on a
+    32k-token sequence the rolling buffer uses 8 times less cache.  And the span itself, measured: with k layers
+    of a window W, token i depends on tokens back to i − k·(W − 1) in this project's convention (W keys)."""
+    assert 32 * 4096 == 131_072 and 32 * 1024 // 4096 == 8
+    L, W = 40, 4
+    reach = _band(L, W).astype(int)
+    for k in (1, 2, 3):
+        seen = np.linalg.matrix_power(reach, k) > 0
+        assert seen[L - 1].argmax() == L - 1 - k * (W - 1)  # "about k·W": k·(W − 1) with W keys per window
+    text = _said("sliding-window")
+    assert "W = 4096 and 32 layers, about 131K tokens" in text and "8 times less memory" in text
+    assert _cited("sliding-window", "Jiang et al. 2023", "131K", "8 times less cache on 32K")
+
+
+@measures("sink-mask")
+def test_the_sink_mask_keeps_the_first_s_keys_and_the_window():
+    """Query i sees keys j < S and i − W < j ≤ i: never an empty row; with S = 0 it is the window; positions in
+    the cache: the cached tokens 0, 1, 2, 3, 6, 7, 8 and token 9 take positions 0 to 7."""
+    m = _band(12, 3, sinks=4)
+    assert m.any(axis=1).all()
+    assert [int(j) for j in np.flatnonzero(m[9])] == [0, 1, 2, 3, 7, 8, 9]
+    assert np.array_equal(_band(12, 3, sinks=0), _band(12, 3))
+    cached = [0, 1, 2, 3, 6, 7, 8, 9]
+    assert list(range(len(cached))) == [0, 1, 2, 3, 4, 5, 6, 7]
+    text = _said("attention-sinks")
+    assert "keys j < S and i − W < j ≤ i" in text and "0, 1, 2, 3, 6, 7, 8 and token 9" in text and "0 to 7" in text
+
+
+@measures("streaming-llm-numbers")
+def test_the_numbers_of_streamingllm_are_the_papers():
+    """A citation, checked both ways: Xiao et al. 2024, abstract: 4 million tokens, up to 22.2× speedup over the
+    sliding window with recomputation; section 3.2: four initial tokens."""
+    text = _said("attention-sinks")
+    assert "up to 4 million tokens, up to 22.2 times faster" in text and "four were enough" in text
+    assert _cited("attention-sinks", "Xiao et al. 2024", "4 million tokens", "22.2×", "four initial tokens")
+
+
+@measures("linear-attention-associativity")
+def test_linear_attention_reorders_exactly_and_runs_as_an_rnn():
+    """(φ(Q)·φ(K)ᵀ)·V = φ(Q)·(φ(K)ᵀ·V) with φ(x) = elu(x) + 1; the causal form equals running sums of a d×d_v
+    state; and the result is not softmax attention."""
+    rng = np.random.default_rng(4)
+    L, d, d_v = 9, 3, 2
+    Q, K, V = rng.standard_normal((L, d)), rng.standard_normal((L, d)), rng.standard_normal((L, d_v))
+
+    def phi(x):
+        return np.where(x > 0, x + 1, np.exp(x))  # elu(x) + 1
+
+    assert (phi(Q) > 0).all()
+    A = phi(Q) @ phi(K).T
+    quadratic = (A @ V) / A.sum(-1, keepdims=True)
+    linear = (phi(Q) @ (phi(K).T @ V)) / (phi(Q) @ phi(K).sum(0))[:, None]
+    assert np.allclose(quadratic, linear, rtol=1e-12)
+    causal = (np.tril(A) @ V) / np.tril(A).sum(-1, keepdims=True)
+    S, z, rnn = np.zeros((d, d_v)), np.zeros(d), []
+    for i in range(L):
+        S, z = S + np.outer(phi(K[i]), V[i]), z + phi(K[i])
+        rnn.append(phi(Q[i]) @ S / (phi(Q[i]) @ z))
+    assert S.shape == (d, d_v) and np.allclose(np.array(rnn), causal, rtol=1e-12)
+    assert not np.allclose(quadratic, softmax(Q @ K.T / math.sqrt(d)) @ V, atol=1e-3)
+
+
+@measures("linear-attention-cost")
+def test_the_reordered_product_costs_2_l_d_squared_and_wins_when_l_exceeds_d():
+    def quadratic(L, d, d_v):  # (φQ·φKᵀ)·V: L·L·d, then L·L·d_v multiply-adds
+        return L * L * d + L * L * d_v
+
+    def linear(L, d, d_v):  # φKᵀ·V: d·d_v·L, then φQ·(...): L·d·d_v
+        return 2 * L * d * d_v
+
+    for d in (16, 64, 128):
+        assert quadratic(4096, d, d) == 2 * 4096**2 * d and linear(4096, d, d) == 2 * 4096 * d**2
+        assert all((linear(L, d, d) < quadratic(L, d, d)) == (L > d) for L in range(1, 3 * d))
+    assert "4000 times faster" in _said("linear-attention") and _cited("linear-attention", "Katharopoulos et al. 2020", "4000×")
+
+
+def _thetas(d: int, base: float = 10000.0) -> np.ndarray:
+    return base ** (-2 * np.arange(d // 2) / d)
+
+
+@measures("rope-pi-range")
+def test_position_interpolation_keeps_every_angle_in_the_trained_range():
+    L, s, d = 4096, 8, 128
+    theta = _thetas(d)
+    trained = np.arange(L)[:, None] * theta
+    extended = np.arange(s * L)[:, None] * theta
+    assert (extended.max(0) > trained.max(0)).all()  # extrapolation: every pair goes past its trained angle
+    pi = (np.arange(s * L)[:, None] / s) * theta
+    assert (pi.max(0) < L * theta).all()  # positions m/s < L: inside the interval [0, L) trained on
+    assert (pi.max(0) - trained.max(0) < theta).all()  # at most one position's step past the last trained angle
+    assert L * theta[0] / (2 * np.pi) > 600 and L * theta[-1] / (2 * np.pi) < 0.1  # fast pairs turn many times, slow ones a fraction
+    assert "32,768 tokens within 1,000 steps" in _said("rope-context-extension")
+
+
+@measures("rope-ntk-base")
+def test_the_ntk_aware_base_slows_the_last_pair_by_exactly_s_and_keeps_the_first():
+    for d, s in ((64, 4), (128, 8), (128, 32)):
+        theta, ntk = _thetas(d), _thetas(d, 10000.0 * s ** (d / (d - 2)))
+        assert ntk[0] == theta[0] == 1
+        assert np.isclose(theta[-1] / ntk[-1], s, rtol=1e-12)
+        ratio = theta / ntk
+        assert (np.diff(ratio) > 0).all() and (ratio >= 1).all() and (ratio <= s * (1 + 1e-12)).all()
+    assert "b' = b·s^(d/(d−2))" in _said("rope-context-extension")
+
+
+@measures("yarn-ramp-temperature")
+def test_yarn_interpolates_by_wavelength_and_sharpens_with_its_temperature():
+    """NTK-by-parts with α = 1, β = 32: r = L / wavelength; r < α: θ/s (as PI), r > β: θ unchanged, a linear ramp
+    between; √(1/t) = 0.1·ln(s) + 1 > 1 for s > 1, so 1/t > 1 multiplies the logits (sharper)."""
+    L, s, d, alpha, beta = 4096, 16, 128, 1, 32
+    theta = _thetas(d)
+    r = L / (2 * np.pi / theta)
+    gamma = np.clip((r - alpha) / (beta - alpha), 0, 1)
+    yarn = (1 - gamma) * theta / s + gamma * theta
+    assert np.allclose(yarn[r > beta], theta[r > beta]) and np.allclose(yarn[r < alpha], theta[r < alpha] / s)
+    between = (r >= alpha) & (r <= beta)
+    assert between.any() and ((yarn[between] >= theta[between] / s) & (yarn[between] <= theta[between])).all()
+    root = 0.1 * math.log(s) + 1
+    assert f"{root:.3f}" == "1.277" and root**2 > 1
+    text = _said("rope-context-extension")
+    assert "√(1/t) = 0.1·ln(s) + 1" in text and "α = 1, β = 32" in text
+
+
+@measures("rope-extension-numbers")
+def test_the_numbers_of_pi_and_yarn_are_the_papers():
+    """Citations, checked both ways: Chen et al. 2023 (32768 tokens within 1000 steps), Peng et al. 2023 (10x fewer
+    tokens, 2.5x fewer training steps; α = 1, β = 32)."""
+    text = _said("rope-context-extension")
+    assert "10 times fewer tokens and 2.5 times fewer training steps" in text
+    assert _cited("rope-context-extension", "Chen et al. 2023", "32768 tokens within 1000 steps")
+    assert _cited("rope-context-extension", "Peng et al. 2023", "α = 1, β = 32", "10x fewer tokens, 2.5x fewer training steps")
+
+
+@measures("flash2-deferred-rescale")
+def test_flashattention_2_divides_by_the_row_sum_once_and_gets_the_same_output():
+    """The online softmax over key blocks, normalising at every block (as FlashAttention's Algorithm 1 writes its
+    output) or once at the end with the logsumexp kept (FlashAttention-2, section 3.1), gives the same output; the
+    second divides L_q·d_v times instead of L_q·d_v per block."""
+    rng = np.random.default_rng(12)
+    L_q, L_k, d, Bk = 4, 10, 3, 3
+    q, k, v = rng.standard_normal((L_q, d)), rng.standard_normal((L_k, d)), rng.standard_normal((L_k, d))
+    ref = softmax(q @ k.T / math.sqrt(d)) @ v
+    m, ell, o_norm, o_raw, divisions = np.full(L_q, -np.inf), np.zeros(L_q), np.zeros((L_q, d)), np.zeros((L_q, d)), [0, 0]
+    for start in range(0, L_k, Bk):
+        s = q @ k[start:start + Bk].T / math.sqrt(d)
+        m_new = np.maximum(m, s.max(1))
+        p = np.exp(s - m_new[:, None])
+        ell_new = np.exp(m - m_new) * ell + p.sum(1)
+        o_norm = ((ell * np.exp(m - m_new))[:, None] * o_norm + p @ v[start:start + Bk]) / ell_new[:, None]
+        divisions[0] += o_norm.size
+        o_raw = np.exp(m - m_new)[:, None] * o_raw + p @ v[start:start + Bk]
+        m, ell = m_new, ell_new
+    out2 = o_raw / ell[:, None]
+    divisions[1] += out2.size
+    logsumexp = m + np.log(ell)
+    assert np.allclose(o_norm, ref, rtol=1e-12) and np.allclose(out2, ref, rtol=1e-12)
+    assert np.allclose(logsumexp, np.log(np.exp(q @ k.T / math.sqrt(d)).sum(1)), rtol=1e-12)
+    assert divisions == [-(-L_k // Bk) * L_q * d, L_q * d]
+
+
+@measures("flash-versions-numbers")
+def test_the_numbers_of_flashattention_2_and_3_are_the_papers():
+    """Citations, checked both ways: Dao 2023 (about 2×, 50-73% of A100 peak), Shah et al. 2024 (FlashAttention-2 at
+    35% on H100; 1.5-2.0×, 740 TFLOPs/s in FP16 at 75%, close to 1.2 PFLOPs/s in FP8, 2.6× lower FP8 error)."""
+    text = _said("flash-attention-2-3")
+    for said in ("about 2 times FlashAttention's speed and 50% to 73%", "On the H100 it reached only 35%",
+                 "1.5 to 2.0 times faster than FlashAttention-2, up to 740 TFLOPs/s in FP16 (75% utilisation)",
+                 "close to 1.2 PFLOPs/s in FP8", "2.6 times lower"):
+        assert said in text, said
+    assert _cited("flash-attention-2-3", "Dao 2023", "50-73%")
+    assert _cited("flash-attention-2-3", "Shah et al. 2024", "35%", "1.5-2.0×", "740 TFLOPs/s", "75%", "1.2 PFLOPs/s", "2.6×")

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import pytest
 
-from tutor.drills import counts
+from tutor.drills import counts, inference
 from tutor.drills.driver import Answered, attempt
 from tutor.drills.record import count_tolerance, grade, read_count
 
@@ -216,7 +216,7 @@ def test_the_store_keeps_the_mistake_first_then_the_slips():
 
 
 def _first_kv_seed() -> tuple[int, counts.Question]:
-    return next((s, q) for s in range(100) for q in [counts.questions(s, 1)[0]] if q.topic == "kv_cache")
+    return next((s, q) for s in range(100) for q in [inference.questions(s, 1)[0]] if q.topic == "kv_cache")
 
 
 def test_a_piped_run_shows_and_saves_the_mistake_and_its_slip(cli, home):

@@ -71,6 +71,10 @@ def load_exercise_text(text: str):
 @pytest.mark.parametrize("exercise_id", sorted(ex.id for ex in bundled()))
 def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
     original = resolve(exercise_id)
+    if original.mla is not None:  # format v3's latent: no fresh numbers yet, said in one line
+        with pytest.raises(ShapeError, match="multi-head latent attention"):
+            like(original, 0)
+        return
     if original.is_v2:  # grouped K/V heads, a cache, a bias: no fresh numbers (format v2 is written by new's options)
         with pytest.raises(ShapeError, match="uses format v2"):
             like(original, 0)

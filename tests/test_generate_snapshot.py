@@ -63,6 +63,9 @@ SPECS: dict[str, Spec] = {
     "v2-dull-kv1-h2-s9": Spec(heads=2, kv_heads=1, allow_dull=True, seed=9),
     "v2-difficulty4-cache2-s10": Spec(tokens=2, cache=2, difficulty=4, mask="causal_lower_right", seed=10),
     "v2-id-title-kv1-s11": Spec(heads=2, kv_heads=1, id="my-gqa", title="Mine", seed=11),
+    # the pre-norm block (issue 23)
+    "v3-rmsnorm-residual-s1": Spec(norm="rmsnorm", residual=True, seed=1),
+    "v3-layernorm-3x3-h2-causal-s2": Spec(d_model=3, heads=2, mask="causal", norm="layernorm", seed=2),
 }
 
 #: an exercise with everything ``--like`` keeps: per-head sizes, biases, W_O and b_O, cross-attention,
@@ -97,7 +100,7 @@ def _likes() -> dict[str, tuple[str, int, dict]]:
     bundled = sorted(p.stem for p in (Path(__file__).parents[1] / "exercises").glob("*.yaml"))
     out: dict[str, tuple[str, int, dict]] = {}
     for name in bundled:
-        if not resolve(name).is_v2:
+        if not resolve(name).is_v2 and resolve(name).mla is None:  # no fresh numbers for v2's and MLA's
             for seed in (1, 2):
                 out[f"like-{name}-s{seed}"] = (name, seed, {})
     out["like-single-head-3x4-dull-s3"] = ("single-head-3x4", 3, {"allow_dull": True})

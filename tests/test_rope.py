@@ -280,6 +280,26 @@ def test_rope_with_a_bias_or_cross_attention_is_refused_not_computed():
         assert not v.ok and any(words in p.message and p.field == "rope" for p in v.problems), v.problems
 
 
+
+@pytest.mark.parametrize("tail, words", [
+    ("mla: {w_dkv: [[1], [0]], heads: [{w_uk: [[1, 0]], w_uv: [[1, 0]]}]}\n", "rope with mla is not built"),
+    ("norm: rmsnorm\n", "rope with norm is not built"),
+    ("residual: true\nw_o: [[1, 0], [0, 1]]\n", "rope with residual is not built"),
+])
+def test_rope_with_mla_or_the_pre_norm_block_is_refused_in_one_line(cli, tmp_path, tail, words):
+    """Merged beside MLA and the pre-norm block: DeepSeek-V2's decoupled RoPE key is not built, and after a norm Q and
+    K carry a root per row, which the exact rotation does not take; one line at rope, exit 2, never wrong numbers."""
+    heads = "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [0, 1]], w_v: [[1, 0], [0, 1]]}\n"
+    if tail.startswith("mla"):
+        heads = "  - {w_q: [[1, 0], [0, 1]]}\n"
+    text = f"id: r\ntitle: r\nx: [[1, 2], [0, 1]]\nheads:\n{heads}rope: {{}}\n{tail}"
+    v = validate_text(text)
+    assert not v.ok and [(p.field, words in p.message) for p in v.problems] == [("rope", True)], v.problems
+    path = tmp_path / "r.yaml"
+    path.write_text(text, encoding="utf-8")
+    r = cli("explain", str(path))
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and words in r.err and "Traceback" not in r.err
+
 def test_the_cli_refuses_in_one_line(cli, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(_even("{base: 10000}"), encoding="utf-8")

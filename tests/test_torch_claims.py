@@ -321,7 +321,7 @@ def test_the_layer_is_not_linear_in_x_though_w_o_is(name):
     scores = (x @ T(hd.w_q)) @ (x @ T(hd.w_k)).T  # without biases the scores are quadratic in X
     if hd.b_q is None and hd.b_k is None:
         assert torch.allclose(((2 * x) @ T(hd.w_q)) @ ((2 * x) @ T(hd.w_k)).T, 4 * scores)
-    why = " ".join(KINDS["output"].why(solve(ex).step("output", None), ex))
+    why = " ".join(map(str, KINDS["output"].why(solve(ex).step("output", None), ex)))
     assert "not linear in X" in why and "attention(2X)" in why and "no non-linearity" not in why
     assert "the scores Q·Kᵀ are quadratic in X" in why and "the softmax makes" not in why  # not the softmax alone
 
@@ -342,7 +342,7 @@ def test_in_cross_attention_the_softmax_is_what_makes_the_layer_not_linear_in_x(
     assert hd.b_q is None and torch.allclose(((2 * x) @ T(hd.w_q)) @ (kv @ T(hd.w_k)).T,
                                               2 * (x @ T(hd.w_q)) @ (kv @ T(hd.w_k)).T)  # scores: linear in X
     assert not torch.allclose(layer(2.0), 2 * layer(1.0))
-    why = " ".join(KINDS["output"].why(solve(ex).step("output", None), ex))
+    why = " ".join(map(str, KINDS["output"].why(solve(ex).step("output", None), ex)))
     assert "the scores Q·Kᵀ are linear in X (K and V come from X_kv), but the softmax of them is not" in why
     assert "quadratic" not in why
 

@@ -48,8 +48,8 @@ def test_the_cache_sentence_of_d_v_speaks_of_values():
     sol = solve(resolve("decode-one-token-cache-3"), backward=True)
     from tutor.steps import KINDS
 
-    d_v = " ".join(KINDS["d_v"].why(sol.step("d_v", 0), sol.exercise))
-    d_k = " ".join(KINDS["d_k"].why(sol.step("d_k", 0), sol.exercise))
+    d_v = " ".join(map(str, KINDS["d_v"].why(sol.step("d_v", 0), sol.exercise)))
+    d_k = " ".join(map(str, KINDS["d_k"].why(sol.step("d_k", 0), sol.exercise)))
     assert "the cached values" in d_v and "the cached keys" in d_k
 
 

@@ -39,12 +39,12 @@ def _walks(exercise_id: str) -> dict[str, object]:
     from tutor.steps import KINDS, Replay, keys, replay, solve
 
     ex = resolve(exercise_id)
-    bw = ex.rope is None  # RoPE's backward pass is refused (issue 23): its forward walks are kept
-    sol = solve(ex, backward=bw)
+    backward = ex.mla is None and ex.rope is None and not (ex.has_norm or ex.residual)  # refused: MLA's, RoPE's, the block's
+    sol = solve(ex, backward=backward)
     out: dict[str, object] = {}
     for m in MISCONCEPTIONS:
         seen: dict[str, str] = {}
-        for key in keys(ex, backward=bw):
+        for key in keys(ex, backward=backward):
             if not m.applies(ex, key):
                 continue
             with np.errstate(all="ignore"):
@@ -52,9 +52,9 @@ def _walks(exercise_id: str) -> dict[str, object]:
                     seen[f"{key[0]}/{key[1]}/{n}"] = _digest(value) + ("" if not fields else f" {sorted(fields.items())}")
         out[m.key] = seen
     out["invisible"] = sorted(f"{i.key}@{i.step[0]}/{i.step[1]}" for i in invisible(sol))
-    carried = replay(ex, given=lambda key: None, backward=bw)  # check's walk: each step's slack
+    carried = replay(ex, given=lambda key: None, backward=backward)  # check's walk: each step's slack
     out["slack"] = {f"{k}/{h}": _digest(slack) for (k, h), (_, slack) in carried.computed.items()}
-    run = run_exercise(ex, backward=bw)  # verify's walk: each step read off the batched layer, and its rounding bound
+    run = run_exercise(ex, backward=backward)  # verify's walk: each step read off the batched layer, and its rounding bound
     bounds = Replay(ex, slack={})
     production: dict[str, str] = {}
     for step in sol.steps:

@@ -114,9 +114,9 @@ from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any, NamedTuple, NoReturn
 
-from tutor.base import messages
 from tutor.base.errors import AnswerError
 from tutor.base.halfwidth import halfwidth
+from tutor.base.messages import Msg
 
 from . import values as V
 from .entry import Entry
@@ -132,7 +132,7 @@ MAX_EXP_ARGUMENT = 1_000
 
 def refuse(key: str, **fields: Any) -> NoReturn:
     """Raise the :class:`AnswerError` whose text is the catalogue's ``key`` (:mod:`tutor.base.messages`)."""
-    raise AnswerError(messages.t(key, **fields))
+    raise AnswerError(Msg(key, **fields))
 
 
 def printable(text: str, limit: int = 60) -> str:

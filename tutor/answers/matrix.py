@@ -21,9 +21,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from tutor.base import messages
 from tutor.base.errors import AnswerError
 from tutor.base.halfwidth import halfwidth
+from tutor.base.messages import Msg, Text
 
 from .entry import Entry, Matrix
 from .grammar import MAX_DIGITS, parse_entry, printable, refuse
@@ -61,14 +61,14 @@ def entry_from_value(value: object) -> Entry:
     refuse("answer.bad_value", found=_describe(value))
 
 
-def _describe(value: object) -> str:
+def _describe(value: object) -> Text:
     """What a loaded value is, as an error names it: the catalogue's ``found.*`` words, else its type's name."""
     if value is None:
-        return messages.t("found.null")
+        return Msg("found.null")
     if isinstance(value, (list, tuple)):
-        return messages.t("found.list")
+        return Msg("found.list")
     if isinstance(value, dict):
-        return messages.t("found.mapping")
+        return Msg("found.mapping")
     return type(value).__name__
 
 
@@ -197,7 +197,7 @@ def _refuse_at(whole: str, index: int, key: str, **fields: Any) -> NoReturn:
     start = max(whole.rfind("\n", 0, index), whole.rfind("\r", 0, index)) + 1
     if len(whole.strip().splitlines()) > 1:
         line = len(whole[:start].splitlines()) + 1 if start else 1
-        refuse("matrix.on_line", line=line, message=messages.t(key, column=index - start + 1, **fields))
+        refuse("matrix.on_line", line=line, message=Msg(key, column=index - start + 1, **fields))
     refuse(key, column=index + 1, **fields)
 
 

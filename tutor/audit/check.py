@@ -31,7 +31,7 @@ import numpy as np
 
 from ..answers import MIN_PLACES, ROUNDED_AWAY, TRUNCATED, Entry, judge
 from ..base.decimals import fixed, trimmed
-from ..base.messages import plural, t
+from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
 from ..mistakes.diagnose import EPS, Claim, Diagnosis, diagnose_claim, matches, right_value
 from ..steps import Key, Solution, inputs, keys, replay, torch_empty_row, upstream
@@ -72,8 +72,8 @@ class StepCheck:
     diagnoses: tuple[Diagnosis, ...]
     follows: str | None = None
     source: Key | None = None
-    exact_claims: tuple[tuple[tuple[int, int], str], ...] = ()
-    notes: tuple[tuple[str, tuple[tuple[int, int], ...], str], ...] = ()
+    exact_claims: tuple[tuple[tuple[int, int], Text], ...] = ()
+    notes: tuple[tuple[str, tuple[tuple[int, int], ...], Text], ...] = ()
 
     @property
     def key(self) -> Key:
@@ -164,7 +164,7 @@ def _consistent(g: GivenStep, value: Array, slack: Array, tolerance: float | Non
 
 
 def _exact_claims(sol: Solution, g: GivenStep, expected: Array,
-                  wrong: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[int, int], str], ...]:
+                  wrong: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[int, int], Text], ...]:
     """The wrong cells of ``g`` written as exact numbers that the value rounds to, with a note each.
 
     "Rounds to" at the most places the author wrote in this step (4 when
@@ -188,7 +188,7 @@ def _exact_claims(sol: Solution, g: GivenStep, expected: Array,
         digits = min(15, max(places + 2, 1 - math.floor(math.log10(abs(v - w))))) if v != w else places + 2
         value = fixed(v, digits).rstrip("0").rstrip(".")
         rounded = fixed(v, places)
-        out.append(((i, j), t("check.exact_claim", cell=cell_name(sol, g.id, g.head, i, j), found=e.text,
+        out.append(((i, j), Msg("check.exact_claim", cell=cell_name(sol, g.id, g.head, i, j), found=e.text,
                               value=value, rounded=rounded)))
     return tuple(out)
 
@@ -215,17 +215,17 @@ def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
     if in_empty:
         labels = sol.step(g.id, g.head).row_labels
         rows = sorted({i for i, _ in in_empty})
-        out.append(Diagnosis("nan_empty_row", plural("check.nan.empty_row", len(rows), step=name,
+        out.append(Diagnosis("nan_empty_row", Msg.plural("check.nan.empty_row", len(rows), step=name,
                                                      rows=", ".join(labels[i] for i in rows), torch=torch_empty_row()),
                              tuple(in_empty)))
     if other:
-        out.append(Diagnosis("nan", t("check.nan.elsewhere", step=name, cells=cells_text(sol, g, other)),
+        out.append(Diagnosis("nan", Msg("check.nan.elsewhere", step=name, cells=cells_text(sol, g, other)),
                              tuple(other)))
     return out
 
 
 def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple[tuple[int, int], ...],
-                                                                            tuple[tuple[str, tuple[tuple[int, int], ...], str], ...]]:
+                                                                            tuple[tuple[str, tuple[tuple[int, int], ...], Text], ...]]:
     """The wrong cells of ``g`` (right shape) by the one grading rule (:func:`tutor.answers.judge`,
     as ``practice`` grades: a decimal within its rounding, or ``± tolerance``; an exact form exactly;
     an entry a mask fixes exactly), row by row, and the step's grading notes (see :class:`StepCheck`).
@@ -261,11 +261,11 @@ def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple
         i, j = cells[0]
         e = g.entries[i][j]
         assert isinstance(e, Entry) and e.places is not None
-        notes.append((key, tuple(cells), t(f"check.note.{key}", cells=cells_text(sol, g, cells),
+        notes.append((key, tuple(cells), Msg(f"check.note.{key}", cells=cells_text(sol, g, cells),
                                            value=trimmed(step.value[i][j], max(e.places, 0) + 3), places=e.places,
                                            rounded=fixed(step.value[i][j], max(e.places, 0)), written=e.text)))
     if coarse:
-        notes.append(("coarse_decimal", tuple(coarse), t("check.note.coarse", cells=cells_text(sol, g, coarse),
+        notes.append(("coarse_decimal", tuple(coarse), Msg("check.note.coarse", cells=cells_text(sol, g, coarse),
                                                          places=MIN_PLACES)))
     return tuple(wrong), tuple(notes)
 
@@ -300,7 +300,7 @@ def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | N
         expected = right_value(sol, g.id, g.head)
         lo, hi = g.bounds(tolerance=tolerance)
         claim = Claim(lo, hi, g.texts())
-        notes: tuple[tuple[str, tuple[tuple[int, int], ...], str], ...] = ()
+        notes: tuple[tuple[str, tuple[tuple[int, int], ...], Text], ...] = ()
         if g.shape != expected.shape:
             wrong = tuple((i, j) for i in range(g.shape[0]) for j in range(g.shape[1]))
         else:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base.decimals import trimmed
-from ..base.messages import plural, t
+from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
 from ..mistakes.diagnose import right_value
 from ..steps import KINDS, Solution
@@ -41,14 +41,14 @@ class Finding:
     id: str
     head: int | None
     ok: bool
-    message: str
+    message: Text
     cells: tuple[tuple[int, int], ...] = ()
 
 
 # --- names ----------------------------------------------------------------------------
 
 
-def label(ex: Exercise, id: str, head: int | None) -> str:
+def label(ex: Exercise, id: str, head: int | None) -> Text:
     """``weights`` for a one-head exercise, ``weights (head 2)`` for the second head (heads
     counted from 1, as a learner reads them) otherwise; layer steps plain."""
     if head is None or ex.num_heads == 1:
@@ -57,8 +57,8 @@ def label(ex: Exercise, id: str, head: int | None) -> str:
 
     kind = KINDS.get(id)
     if ex.grouped and kind is not None and kind.per_kv_head:  # one matrix per K/V head: named by it
-        return t("check.step_of_kv_head", step=id, kv=ex.kv_head(head) + 1)
-    return t("check.step_of_head", step=id, head=head + 1)
+        return Msg("check.step_of_kv_head", step=id, kv=ex.kv_head(head) + 1)
+    return Msg("check.step_of_head", step=id, head=head + 1)
 
 
 def cell_name(sol: Solution, id: str, head: int | None, i: int, j: int) -> str:
@@ -69,13 +69,13 @@ def cell_name(sol: Solution, id: str, head: int | None, i: int, j: int) -> str:
     return f"[{r}, {c}]"
 
 
-def cells_text(sol: Solution, g: GivenStep, cells: list[tuple[int, int]], limit: int = 4) -> str:
+def cells_text(sol: Solution, g: GivenStep, cells: list[tuple[int, int]], limit: int = 4) -> Text:
     """``[t1, t2] = 0.5, [t2, t1] = 1.2`` (at most ``limit``, then "and N more")."""
     texts = g.texts()
-    shown = [f"{cell_name(sol, g.id, g.head, i, j)} = {texts[i][j]}" for i, j in cells[:limit]]
+    shown: list[Text] = [f"{cell_name(sol, g.id, g.head, i, j)} = {texts[i][j]}" for i, j in cells[:limit]]
     if len(cells) > limit:
-        shown.append(t("check.more", count=len(cells) - limit))
-    return t("list.sep").join(shown)
+        shown.append(Msg("check.more", count=len(cells) - limit))
+    return Msg.joined("list.sep", shown)
 
 
 def dims(shape: tuple[int, int]) -> str:
@@ -96,7 +96,7 @@ class _Given:
     allowed: Array | None  # [L, L_k], True = may attend
 
     @property
-    def name(self) -> str:
+    def name(self) -> Text:
         return label(self.sol.exercise, self.g.id, self.g.head)
 
     @property
@@ -124,7 +124,7 @@ def _row_sums(c: _Given) -> list[Finding]:
     for i in range(g.shape[0]):
         row = sol.step(g.id, g.head).row_labels[i] if c.right_shape else str(i + 1)
         if nan[i].any():
-            bad_rows.append((i, t("check.row_sum.nan", step=c.name, row=row)))
+            bad_rows.append((i, Msg("check.row_sum.nan", step=c.name, row=row)))
             continue
         if np.isnan(lo[i]).any():
             continue
@@ -136,18 +136,18 @@ def _row_sums(c: _Given) -> list[Finding]:
             allow = float(np.where(np.isinf(lo[i]), 0.0, (hi[i] - lo[i]) / 2).sum())
         if abs(total - (0.0 if empty else 1.0)) > allow + 1e-9:
             if empty:
-                message = t("check.row_sum.bad_empty", step=c.name, row=row, total=trimmed(total, 6), allow=trimmed(allow, 6))
+                message = Msg("check.row_sum.bad_empty", step=c.name, row=row, total=trimmed(total, 6), allow=trimmed(allow, 6))
             else:
-                message = t("check.row_sum.bad", step=c.name, row=row, total=trimmed(total, 6), target=1,
+                message = Msg("check.row_sum.bad", step=c.name, row=row, total=trimmed(total, 6), target=1,
                             allow=trimmed(allow, 6))
             bad_rows.append((i, message))
     out = [Finding("row_sums", g.id, g.head, False, message, tuple((i, j) for j in range(g.shape[1])))
            for i, message in bad_rows]
     if not bad_rows and empty_rows:
         out.append(Finding("row_sums", g.id, g.head, True,
-                           t("check.row_sum.ok_empty", step=c.name, rows=", ".join(empty_rows))))
+                           Msg("check.row_sum.ok_empty", step=c.name, rows=", ".join(empty_rows))))
     elif not bad_rows:
-        out.append(Finding("row_sums", g.id, g.head, True, t("check.row_sum.ok", step=c.name)))
+        out.append(Finding("row_sums", g.id, g.head, True, Msg("check.row_sum.ok", step=c.name)))
     return out
 
 
@@ -157,9 +157,9 @@ def _weights_range(c: _Given) -> list[Finding]:
     with np.errstate(invalid="ignore"):
         outside = [(int(i), int(j)) for i, j in zip(*np.nonzero((hi < -1e-12) | (lo > 1 + 1e-12)))]
     if outside:
-        return [Finding("weights_range", g.id, g.head, False, t(
+        return [Finding("weights_range", g.id, g.head, False, Msg(
             "check.range01.bad", step=c.name, cells=cells_text(c.sol, g, outside)), tuple(outside))]
-    return [Finding("weights_range", g.id, g.head, True, t(c.ok("check.range01.ok"), step=c.name))]
+    return [Finding("weights_range", g.id, g.head, True, Msg(c.ok("check.range01.ok"), step=c.name))]
 
 
 def _masked_zero(c: _Given) -> list[Finding]:
@@ -170,9 +170,9 @@ def _masked_zero(c: _Given) -> list[Finding]:
     with np.errstate(invalid="ignore"):
         leak = [(int(i), int(j)) for i, j in zip(*np.nonzero(~allowed & ((lo > 1e-12) | (hi < -1e-12))))]
     if leak:
-        return [Finding("masked_zero", g.id, g.head, False, t(
+        return [Finding("masked_zero", g.id, g.head, False, Msg(
             "check.masked_zero.bad", step=c.name, cells=cells_text(c.sol, g, leak)), tuple(leak))]
-    return [Finding("masked_zero", g.id, g.head, True, t(c.ok("check.masked_zero.ok"), step=c.name))]
+    return [Finding("masked_zero", g.id, g.head, True, Msg(c.ok("check.masked_zero.ok"), step=c.name))]
 
 
 def _column_range(c: _Given) -> list[Finding]:
@@ -183,10 +183,10 @@ def _column_range(c: _Given) -> list[Finding]:
     gv = sf.given("v", g.head)
     if gv is not None and gv.shape == v_step.shape and not np.isnan(gv.bounds(nan_as_missing=True)[0]).any():
         v_lo, v_hi = gv.bounds()
-        whose = t("check.v.yours")
+        whose = Msg("check.v.yours")
     else:
         v_lo = v_hi = right_value(sol, "v", g.head)
-        whose = t("check.v.true")
+        whose = Msg("check.v.true")
     lo, hi, _ = c.half()
     live_rows = np.ones(g.shape[0], bool) if allowed is None else np.asarray(allowed.any(axis=1))  # [L]
     bad: list[tuple[int, int]] = []
@@ -198,16 +198,16 @@ def _column_range(c: _Given) -> list[Finding]:
                 continue
             if hi[i, j] < bottom - 1e-9 or lo[i, j] > top + 1e-9:
                 bad.append((i, j))
-                texts.append(t("check.column.bad_cell", cell=cell_name(sol, g.id, g.head, i, j),
+                texts.append(Msg("check.column.bad_cell", cell=cell_name(sol, g.id, g.head, i, j),
                                value=g.texts()[i][j], low=trimmed(bottom, 6), high=trimmed(top, 6), col=v_step.col_labels[j]))
     if bad:
-        return [Finding("column_range", g.id, g.head, False, t(
-            "check.column.bad", step=c.name, cells=t("list.sep.clauses").join(texts), whose=whose), tuple(bad))]
+        return [Finding("column_range", g.id, g.head, False, Msg(
+            "check.column.bad", step=c.name, cells=Msg.joined("list.sep.clauses", texts), whose=whose), tuple(bad))]
     empty = [sol.step(g.id, g.head).row_labels[i] for i in range(g.shape[0]) if not live_rows[i]]
     if empty:  # a zero row (no key to attend) is no weighted average: the bound does not hold for it
-        return [Finding("column_range", g.id, g.head, True, plural(
+        return [Finding("column_range", g.id, g.head, True, Msg.plural(
             c.ok("check.column.ok_empty"), len(empty), step=c.name, whose=whose, rows=", ".join(empty)))]
-    return [Finding("column_range", g.id, g.head, True, t(c.ok("check.column.ok"), step=c.name, whose=whose))]
+    return [Finding("column_range", g.id, g.head, True, Msg(c.ok("check.column.ok"), step=c.name, whose=whose))]
 
 
 #: The checks a step kind may name, by name.
@@ -229,11 +229,11 @@ def findings(sol: Solution, sf: SolutionFile) -> list[Finding]:
         step = sol.step(g.id, g.head)
         if g.shape != step.shape:
             shapes_ok = False
-            out.append(Finding("shape", g.id, g.head, False, t(
+            out.append(Finding("shape", g.id, g.head, False, Msg(
                 "check.shape.bad", step=label(ex, g.id, g.head), found=dims(g.shape), expected=dims(step.shape),
                 annotation=step.annotation())))
     if sf.steps and shapes_ok:
-        out.append(Finding("shape", "", None, True, t("check.shape.ok")))
+        out.append(Finding("shape", "", None, True, Msg("check.shape.ok")))
     for g in sf.steps:
         given = _Given(sol, sf, g, allowed)
         for name in KINDS[g.id].checks:

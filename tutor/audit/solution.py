@@ -51,7 +51,7 @@ import numpy as np
 from ..answers import Entry, claim, entry_from_value, matrix_texts
 from ..answers.values import MAX_SHARED_WORK, Work, budget
 from ..base.errors import AnswerError, ExerciseError, NotFoundError, Problem
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exercise.checks import LIMITS
 from ..exercise.record import Exercise
 from ..exercise.schema import RADIX, SEXAGESIMAL, YAML11_BOOL  # one definition of what YAML 1.1 reads otherwise
@@ -195,7 +195,7 @@ class Reader:
         self.doc = doc
         self.problems: list[Problem] = []
 
-    def add(self, path: YPath, message: str, hint: str = "", *, key: bool = False) -> None:
+    def add(self, path: YPath, message: Text, hint: Text = "", *, key: bool = False) -> None:
         self.problems.append(self.doc.problem(path, message, hint, key=key))
 
     def too_large(self, path: YPath, value: list[Any]) -> bool:
@@ -206,10 +206,10 @@ class Reader:
         if len(value) > MAX_SIDE or widest > MAX_SIDE:
             at = path if len(value) > MAX_SIDE else path + (next(r for r, row in enumerate(value)
                                                                  if isinstance(row, list) and len(row) == widest),)
-            self.add(at, t("solution.too_large", rows=len(value), cols=widest, limit=MAX_SIDE))
+            self.add(at, Msg("solution.too_large", rows=len(value), cols=widest, limit=MAX_SIDE))
             return True
         if sum(lengths) > MAX_ENTRIES:
-            self.add(path, t("solution.too_many_entries", found=sum(lengths), limit=MAX_ENTRIES))
+            self.add(path, Msg("solution.too_many_entries", found=sum(lengths), limit=MAX_ENTRIES))
             return True
         return False
 
@@ -221,7 +221,7 @@ class Reader:
                 self.add(path, str(err))
                 return None
         if not isinstance(value, list) or not value:
-            self.add(path, t("schema.expected", expected=t("expected.matrix"), found=describe(value)))
+            self.add(path, Msg("schema.expected", expected=Msg("expected.matrix"), found=describe(value)))
             return None
         if self.too_large(path, value):
             return None
@@ -229,7 +229,7 @@ class Reader:
         ok = True
         for r, row in enumerate(value):
             if not isinstance(row, list) or not row:
-                self.add(path + (r,), t("schema.expected", expected=t("expected.row"), found=describe(row)))
+                self.add(path + (r,), Msg("schema.expected", expected=Msg("expected.row"), found=describe(row)))
                 ok = False
                 continue
             entries: list[Entry | NanEntry | None] = []
@@ -245,7 +245,7 @@ class Reader:
                 except AnswerError as err:
                     hint = _yaml11_hint(v)
                     if hint:  # worded as the exercise loader words it
-                        self.add(path + (r, c), t("schema.expected", expected=t("expected.number"), found=describe(v)), hint)
+                        self.add(path + (r, c), Msg("schema.expected", expected=Msg("expected.number"), found=describe(v)), hint)
                     else:
                         self.add(path + (r, c), str(err))
                     ok = False
@@ -254,25 +254,25 @@ class Reader:
             return None
         for r, row in enumerate(rows[1:], start=1):
             if len(row) != len(rows[0]):
-                self.add(path + (r,), t("shape.ragged", row=r + 1, found=len(row), expected=len(rows[0])))
+                self.add(path + (r,), Msg("shape.ragged", row=r + 1, found=len(row), expected=len(rows[0])))
                 return None
         if all(e is None for row in rows for e in row):
-            self.add(path, t("solution.all_missing"))
+            self.add(path, Msg("solution.all_missing"))
             return None
         return tuple(rows)
 
 
-def _yaml11_hint(value: Any) -> str:
+def _yaml11_hint(value: Any) -> Text:
     """The exercise loader's hint for an entry YAML 1.1 tools read as something else, or ``""``."""
     if not isinstance(value, str):
         return ""
     text = value.strip()
     if text.lower() in YAML11_BOOL:
-        return t("hint.yaml11_bool", text=text)
+        return Msg("hint.yaml11_bool", text=text)
     if SEXAGESIMAL.fullmatch(text):
-        return t("hint.base60.text", text=text)
+        return Msg("hint.base60.text", text=text)
     if RADIX.fullmatch(text):
-        return t("hint.radix")
+        return Msg("hint.radix")
     return ""
 
 
@@ -292,38 +292,38 @@ def _exercise_fields(data: dict[str, Any]) -> list[str]:
     return found
 
 
-def _suggest(name: str, steps: list[str], fields: Sequence[str] = ()) -> str:
+def _suggest(name: str, steps: list[str], fields: Sequence[str] = ()) -> Text:
     """The hint for an unknown key: the step or field it looks like, else the step names (and the other
     fields a solution file may have, named apart: they are not steps)."""
     looks = ascii_look_alike(name)  # a Cyrillic 'с' in 'sсores', a zero-width space: what it was meant to be
     choices = steps + list(fields)
     close = [looks] if looks in choices else difflib.get_close_matches(looks, choices, n=1, cutoff=0.6)
     if close:
-        return t("schema.unknown.hint", suggestion=close[0])
+        return Msg("schema.unknown.hint", suggestion=close[0])
     if fields:
-        return t("solution.unknown.hint.fields", steps=", ".join(steps), fields=", ".join(fields))
-    return t("solution.unknown.hint", steps=", ".join(steps))
+        return Msg("solution.unknown.hint.fields", steps=", ".join(steps), fields=", ".join(fields))
+    return Msg("solution.unknown.hint", steps=", ".join(steps))
 
 
-def _kind(value: Any) -> str:
+def _kind(value: Any) -> Text:
     """What a YAML value is, without any of its content: text, a list, a single value (a number ...)."""
     from ..exercise.yamlread import YNum
 
     if isinstance(value, (YNum, bool, int, float)):
-        return t("kind.scalar")
+        return Msg("kind.scalar")
     if isinstance(value, str):
-        return t("kind.text")
+        return Msg("kind.text")
     if isinstance(value, (list, tuple)):
-        return t("found.list")
+        return Msg("found.list")
     if value is None:
-        return t("kind.null")
-    return t("kind.scalar")
+        return Msg("kind.null")
+    return Msg("kind.scalar")
 
 
-def _unknown(name: str) -> str:
+def _unknown(name: str) -> Text:
     """'x' is not a step name; with the code points of any invisible or look-alike character in it."""
     names = codepoints(name)
-    return t("solution.unknown.codepoints", name=shown(name), names=names) if names else t("solution.unknown", name=name)
+    return Msg("solution.unknown.codepoints", name=shown(name), names=names) if names else Msg("solution.unknown", name=name)
 
 
 def _resolve_exercise(name: str, base: Path, r: Reader, path: YPath, folders: Sequence[str | Path],
@@ -366,34 +366,34 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
                    folders: Sequence[str | Path]) -> SolutionFile:
     doc = parse_yaml(text, filename)
     if doc.problems:
-        raise ExerciseError([replace(p, hint=t("solution.empty.hint")) if p.message == t("yaml.empty") else p
+        raise ExerciseError([replace(p, hint=Msg("solution.empty.hint")) if p.message == Msg("yaml.empty") else p
                              for p in doc.problems])
     if not isinstance(doc.value, dict):  # named by its kind only: the text of a file that is not a solution is never shown
-        raise ExerciseError([doc.problem((), t("solution.not_solution", what=t("solution.not_solution.top",
+        raise ExerciseError([doc.problem((), Msg("solution.not_solution", what=Msg("solution.not_solution.top",
                                                                                 kind=_kind(doc.value))),
-                                         t("solution.empty.hint"))])
+                                         Msg("solution.empty.hint"))])
     data: dict[str, Any] = doc.value
     if fields := _exercise_fields(data):
-        raise ExerciseError([doc.problem((), t("solution.is_exercise", fields=", ".join(fields)),
-                                         t("solution.is_exercise.hint", file=filename))])
+        raise ExerciseError([doc.problem((), Msg("solution.is_exercise", fields=", ".join(fields)),
+                                         Msg("solution.is_exercise.hint", file=filename))])
     if "exercise" not in data and not any(k in HEAD_STEPS or k in LAYER_STEPS or k == "heads" for k in data):
         # no sign of a solution file (a configuration file, say): none of its keys or values is quoted
-        raise ExerciseError([doc.problem((), t("solution.not_solution", what=t("solution.not_solution.keys")),
-                                         t("solution.empty.hint"))])
+        raise ExerciseError([doc.problem((), Msg("solution.not_solution", what=Msg("solution.not_solution.keys")),
+                                         Msg("solution.empty.hint"))])
     r = Reader(doc)
 
     if exercise is None:
         name = data.get("exercise")
         if name is None:
-            r.add((), t("solution.no_exercise"), t("solution.no_exercise.hint"))
+            r.add((), Msg("solution.no_exercise"), Msg("solution.no_exercise.hint"))
         elif not isinstance(name, str) or not name.strip():
-            r.add(("exercise",), t("schema.expected", expected=t("expected.text"), found=describe(name)))
+            r.add(("exercise",), Msg("schema.expected", expected=Msg("expected.text"), found=describe(name)))
         else:
             exercise = _resolve_exercise(name.strip(), base or Path(os.path.abspath(".")), r, ("exercise",), folders,
                                          os.path.dirname(filename))
     for meta in ("title", "source"):
         if meta in data and not isinstance(data[meta], str):
-            r.add((meta,), t("schema.expected", expected=t("expected.text"), found=describe(data[meta])))
+            r.add((meta,), Msg("schema.expected", expected=Msg("expected.text"), found=describe(data[meta])))
     if exercise is None:
         raise ExerciseError(r.problems)
 
@@ -403,7 +403,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
 
     def take(path: YPath, id: str, head: int | None, value: Any) -> None:
         if not KINDS[id].exists(ex):
-            r.add(path, t(f"solution.no_step.{id}"), key=True)
+            r.add(path, Msg(f"solution.no_step.{id}"), key=True)
             return
         m = r.matrix(path, value)
         if m is not None:
@@ -413,9 +413,9 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
     top_head_steps = [k for k in data if k in HEAD_STEPS]
     if top_head_steps and ex.num_heads > 1:
         for k in top_head_steps:
-            r.add((k,), t("solution.needs_heads", step=k, heads=ex.num_heads), t("solution.needs_heads.hint", step=k), key=True)
+            r.add((k,), Msg("solution.needs_heads", step=k, heads=ex.num_heads), Msg("solution.needs_heads.hint", step=k), key=True)
     if top_head_steps and "heads" in data:
-        r.add(("heads",), t("solution.both_forms"), key=True)
+        r.add(("heads",), Msg("solution.both_forms"), key=True)
     tiled_given = None
     for key, value in data.items():
         if key in META_FIELDS:
@@ -434,27 +434,27 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
     heads = data.get("heads")
     if heads is not None:
         if not isinstance(heads, list):
-            r.add(("heads",), t("schema.expected", expected=t("expected.list"), found=describe(heads)))
+            r.add(("heads",), Msg("schema.expected", expected=Msg("expected.list"), found=describe(heads)))
         else:
             if len(heads) > ex.num_heads:
-                r.add(("heads",), t("solution.too_many_heads", found=len(heads), heads=ex.num_heads))
+                r.add(("heads",), Msg("solution.too_many_heads", found=len(heads), heads=ex.num_heads))
             for h, block in enumerate(heads[: ex.num_heads]):
                 p: YPath = ("heads", h)
                 if block is None:
                     continue
                 if not isinstance(block, dict):
-                    r.add(p, t("schema.expected", expected=t("expected.mapping"), found=describe(block)))
+                    r.add(p, Msg("schema.expected", expected=Msg("expected.mapping"), found=describe(block)))
                     continue
                 for key, value in block.items():
                     if key in HEAD_STEPS:
                         take(p + (key,), key, h, value)
                     elif key in LAYER_STEPS:
-                        r.add(p + (key,), t("solution.layer_in_head", step=key), key=True)
+                        r.add(p + (key,), Msg("solution.layer_in_head", step=key), key=True)
                     else:
                         r.add(p + (key,), _unknown(key), _suggest(key, list(HEAD_STEPS)), key=True)
 
     if not found and not r.problems and "tiled" not in data:
-        r.add((), t("solution.no_steps"), t("solution.empty.hint"))
+        r.add((), Msg("solution.no_steps"), Msg("solution.empty.hint"))
     if r.problems:
         raise ExerciseError(r.problems)
     # in the contract's order, the backward steps too when some are given (issue 13; refused, in one
@@ -485,8 +485,8 @@ def _check_inside(path: str) -> None:
     except (OSError, ValueError):  # a NUL character, a name too long: read_text says what
         return
     if not inside:
-        raise ExerciseError([Problem(str(path), None, None, "", t("solution.outside"),
-                                     t("solution.outside.hint"))])
+        raise ExerciseError([Problem(str(path), None, None, "", Msg("solution.outside"),
+                                     Msg("solution.outside.hint"))])
 
 
 def load_solution(path: str, *, exercise: str | None = None, folders: Sequence[str | Path] = ()) -> SolutionFile:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..answers import Entry, entry_from_value
 from ..base.errors import AnswerError, Problem
-from ..base.messages import t
+from ..base.messages import Msg, Text
 
 if TYPE_CHECKING:
     from ..exercise.record import Exercise
@@ -26,7 +26,7 @@ class Reader(Protocol):
 
     problems: list[Problem]
 
-    def add(self, path: Path, message: str, hint: str = "", *, key: bool = False) -> None: ...
+    def add(self, path: Path, message: Text, hint: Text = "", *, key: bool = False) -> None: ...
 
 #: The quantities of a block, in the order FlashAttention-2 updates them.
 NAMES = ("m", "alpha", "l", "acc")
@@ -55,7 +55,7 @@ class TiledGiven:
 def _entries(r: Reader, path: Path, value: Any, vector: bool) -> tuple[Entry | None, ...] | None:
     items = value if vector else [value]
     if vector and (not isinstance(value, list) or not value):
-        r.add(path, t("schema.expected", expected=t("expected.row"), found=str(value)))
+        r.add(path, Msg("schema.expected", expected=Msg("expected.row"), found=str(value)))
         return None
     out: list[Entry | None] = []
     for i, v in enumerate(items):
@@ -83,36 +83,36 @@ def read_tiled(r: Reader, value: Any, ex: Exercise) -> TiledGiven | None:
     """The ``tiled:`` part of a solution file, its problems added to ``r`` (``None`` when it has any)."""
     p: Path = ("tiled",)
     if not isinstance(value, dict):
-        r.add(p, t("tiled.file.mapping"))
+        r.add(p, Msg("tiled.file.mapping"))
         return None
     before = len(r.problems)
     for key in value:
         if key not in ("block_size", "query", "head", "blocks", "o", "lse"):
-            r.add(p + (key,), t("tiled.file.unknown", name=str(key)), key=True)
+            r.add(p + (key,), Msg("tiled.file.unknown", name=str(key)), key=True)
     B = _whole(value.get("block_size"))
     if B is None or not 1 <= B <= 16:
-        r.add(p + ("block_size",) if "block_size" in value else p, t("tiled.file.block_size"))
+        r.add(p + ("block_size",) if "block_size" in value else p, Msg("tiled.file.block_size"))
     head = _whole(value.get("head", 1))
     if head is None or not 1 <= head <= ex.num_heads:
-        r.add(p + ("head",), t("tiled.file.head", last=ex.num_heads))
+        r.add(p + ("head",), Msg("tiled.file.head", last=ex.num_heads))
     q = value.get("query", 1)
     labels = list(ex.query_labels)
     n = _whole(q)
     row = n - 1 if n is not None and 1 <= n <= ex.L else labels.index(q) if isinstance(q, str) and q in labels else None
     if row is None:
-        r.add(p + ("query",), t("tiled.file.query", labels=", ".join(labels)))
+        r.add(p + ("query",), Msg("tiled.file.query", labels=", ".join(labels)))
     quantities: list[Quantity] = []
     blocks = value.get("blocks", [])
     if not isinstance(blocks, list):
-        r.add(p + ("blocks",), t("tiled.file.blocks"))
+        r.add(p + ("blocks",), Msg("tiled.file.blocks"))
         blocks = []
     for b, block in enumerate(blocks):
         if not isinstance(block, dict):
-            r.add(p + ("blocks", b), t("tiled.file.blocks"))
+            r.add(p + ("blocks", b), Msg("tiled.file.blocks"))
             continue
         for name, v in block.items():
             if name not in NAMES:
-                r.add(p + ("blocks", b, name), t("tiled.file.unknown", name=str(name)), key=True)
+                r.add(p + ("blocks", b, name), Msg("tiled.file.unknown", name=str(name)), key=True)
                 continue
             got = _entries(r, p + ("blocks", b, name), v, name == "acc")
             if got is not None:
@@ -123,7 +123,7 @@ def read_tiled(r: Reader, value: Any, ex: Exercise) -> TiledGiven | None:
             if got is not None:
                 quantities.append(Quantity(None, name, got, f"tiled.{name}"))
     if not quantities:
-        r.add(p, t("tiled.file.empty"))
+        r.add(p, Msg("tiled.file.empty"))
     if len(r.problems) > before:
         return None
     assert isinstance(B, int) and isinstance(head, int) and row is not None

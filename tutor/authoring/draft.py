@@ -69,6 +69,9 @@ class Draft:
     key_padding_mask: tuple[bool, ...] | None = None
     alibi: bool = False
     rope: tuple[int, str] | None = None  # format v3: RoPE's (base, pairing)
+    norm: str | None = None  # the pre-norm block (issue 23)
+    norm_eps: str | None = None  # as written (a fraction), None: 0
+    residual: bool = False
     # the title and description in the language of the run, when it is not English: (language, title, description)
     translations: tuple[tuple[str, str, str], ...] = ()
 

@@ -17,15 +17,18 @@ lower-right mask and ALiBi.  Pure: no printing, no files.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import replace
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ..base.errors import ShapeError
 from ..base.messages import language, t, use_language
+from ..exercise.block import row_ok
 from .draft import as_asked, drafted
-from .draw import LEVELS, draw
-from .shape import shape_of, spec_shape
+from .draw import GROUP_TRIES, LEVELS, Candidate, Level, draw
+from .shape import Shape, shape_of, spec_shape
 from .spec import Spec, command_line, default_id, default_title, tags
 from .write import text
 
@@ -46,16 +49,30 @@ def generate(spec: Spec) -> str:
     """
     spec.check()
     shape = spec_shape(spec)
-    c = draw(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull)
+    c = _drawn(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull, spec.norm, Fraction(0))
     def words() -> tuple[str, str]:
-        key = "new.file.description.rope" if spec.rope is not None else "new.file.description.text"
+        key = ("new.file.description.rope" if spec.rope is not None
+               else "new.file.description.text" + (".norm" if spec.norm else ""))  # new refuses rope with norm
         return spec.title or default_title(spec), t(key, seed=spec.seed)
 
     (title, description), translations = _in_english(words)
     d = drafted(shape, c, id=spec.id or default_id(spec), title=title, description=description,
                 command=command_line(spec), tags=tags(spec), difficulty=spec.level)
-    d = replace(d, translations=translations)
+    d = replace(d, translations=translations, norm=spec.norm, residual=spec.residual)
     return text(as_asked(d, spec) if spec.is_v2 or spec.rope is not None else d)  # v2's parts, v3's RoPE
+
+
+def _drawn(shape: Shape, level: Level, seed: int, allow_dull: bool, norm: str | None, eps: Fraction) -> Candidate:
+    """:func:`~tutor.authoring.draw.draw`, drawn again (from a seed drawn from the last one, at most
+    :data:`~tutor.authoring.draw.GROUP_TRIES` times) while a row of x is one the norm cannot divide or whose
+    square root is too long to keep exact (:func:`tutor.exercise.block.row_ok`)."""
+    c = draw(shape, level, seed, allow_dull)
+    for _ in range(GROUP_TRIES if norm is not None else 0):
+        if all(row_ok([Fraction(v) for v in row], norm == "layernorm", eps) for row in c.x):
+            break
+        seed = random.Random(seed).randrange(2**31)
+        c = draw(shape, level, seed, allow_dull)
+    return c
 
 
 def like_id(ex: Exercise, seed: int) -> str:
@@ -76,23 +93,27 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     ``ex`` (its file, its pack option), when its id alone would not find it.
     Raises ``ValueError`` when ``ex`` is beyond the format's limits, and
     :class:`~tutor.base.errors.ShapeError` (a ``ValueError``) when ``ex`` uses format
-    v2 (grouped K/V heads, a cache, a bias): its shape is not drawn afresh.
+    v2 (grouped K/V heads, a cache, a bias) or v3's ``mla``: its shape is not drawn afresh.
     """
+    if ex.mla is not None:  # format v3's latent is not drawn: fresh numbers would lose it (issue 23)
+        raise ShapeError(t("new.like.mla", id=ex.id))
     if ex.is_v2:
         raise ShapeError(t("new.like.v2", id=ex.id))
     shape = shape_of(ex)
     level = ex.difficulty or 1
-    c = draw(shape, LEVELS[level], seed, allow_dull)
+    c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm, ex.norm_eps)
     command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
     def words() -> tuple[str, str]:
-        key = "new.like.description.rope" if ex.rope is not None else "new.like.description"  # RoPE: scores in cos, sin
+        key = ("new.like.description.rope" if ex.rope is not None  # RoPE: scores in cos, sin
+               else "new.like.description" + (".norm" if ex.has_norm else ""))
         return title or t("new.like.title", title=ex.local_title), t(key, id=ex.id, seed=seed)
 
     (english_title, description), translations = _in_english(words)
     d = drafted(shape, c, id=id or like_id(ex, seed), title=english_title, description=description, command=command,
                 tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level)
     rope = None if ex.rope is None else (ex.rope.base, ex.rope.pairing)  # RoPE (format v3) kept as it was
-    return text(replace(d, translations=translations, rope=rope))
+    return text(replace(d, translations=translations, rope=rope, norm=ex.norm, residual=ex.residual,
+                        norm_eps=None if not ex.norm_eps else str(ex.norm_eps)))
 
 
 def _in_english(words: Callable[[], tuple[str, str]]) -> tuple[tuple[str, str], tuple[tuple[str, str, str], ...]]:

@@ -105,7 +105,7 @@ def spec_shape(spec: Spec) -> Shape:
                  tokens=tuple(tokens), L_k=spec.cross, d_kv=spec.d_model if spec.cross is not None else None,
                  kv_tokens=None if kv_tokens is None else tuple(kv_tokens),
                  mask="causal" if spec.mask in ("causal", "causal_lower_right") else "none", key_padding=padding,
-                 kv_heads=spec.kv_heads, past=past)
+                 kv_heads=spec.kv_heads, past=past, w_o=spec.d_model if spec.residual else None)
 
 
 def shape_of(ex: Exercise) -> Shape:

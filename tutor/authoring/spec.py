@@ -17,6 +17,7 @@ from ..exercise.checks import LIMITS
 MASKS = ("none", "causal", "padding")
 V2_MASKS = ("causal_lower_right",)  # with --cache or --cross (format v2)
 MAX_KEYS = 16  # --cache plus --tokens: the keys of a decode step
+NORMS = ("rmsnorm", "layernorm")  # --norm (issue 23)
 
 
 class SpecError(ValueError):
@@ -53,6 +54,8 @@ class Spec:
     cache: int | None = None
     alibi: bool = False
     rope: str | None = None  # format v3 (issue 23): "interleaved" or "half", base 10000
+    norm: str | None = None  # the pre-norm block (issue 23): "rmsnorm" or "layernorm"
+    residual: bool = False
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown, and
@@ -92,6 +95,16 @@ class Spec:
                 raise SpecError(t("new.rope.with", option=other), "--rope")
             if rope_thetas(ROPE_BASE, self.d_k) is None:
                 raise SpecError(t("new.rope.d_k", d_k=self.d_k, base=ROPE_BASE), "--rope")
+        # the pre-norm block (issue 23): self-attention of format v1
+        if self.norm is not None and self.norm not in NORMS:
+            raise SpecError(t("new.norm.unknown", found=self.norm), "--norm")
+        if self.norm is not None or self.residual:
+            option = "--norm" if self.norm is not None else "--residual"
+            for given, name in ((self.cross is not None, "--cross"), (self.cache is not None, "--cache"),
+                                (self.kv_heads is not None, "--kv-heads"), (self.alibi, "--alibi"),
+                                (self.rope is not None, "--rope")):  # rope with the block: refused (tutor.exercise.rope)
+                if given:
+                    raise SpecError(t("new.block.not_with", option=option, other=name), option)
 
     @property
     def is_v2(self) -> bool:
@@ -104,7 +117,7 @@ class Spec:
         cross-attention, a cache, ALiBi (at most 5)."""
         if self.difficulty is not None:
             return self.difficulty
-        return min(5, self.draw_level + (self.cache is not None) + self.alibi + (self.rope is not None))
+        return min(5, self.draw_level + (self.cache is not None) + self.alibi + (self.rope is not None) + (self.norm is not None))
 
     @property
     def draw_level(self) -> int:
@@ -136,6 +149,10 @@ def default_id(spec: Spec) -> str:
         parts.append("alibi")
     if spec.rope is not None:
         parts.append(f"rope-{spec.rope}")
+    if spec.norm is not None:
+        parts.append(spec.norm)
+    if spec.residual:
+        parts.append("residual")
     tail = f"-s{spec.seed}"  # the seed is kept whole; the shape's last words are left out to fit in 64 characters
     while len(parts) > 1 and len("-".join(parts)) + len(tail) > 64:
         parts.pop()
@@ -172,6 +189,10 @@ def default_title(spec: Spec) -> str:
         features.append(t("new.title.part.alibi"))
     if spec.rope is not None:
         features.append(t("new.title.part.rope", pairing=spec.rope))
+    if spec.norm is not None:
+        features.append(t(f"new.title.part.{spec.norm}"))
+    if spec.residual:
+        features.append(t("new.title.part.residual"))
     if features:
         title = t("new.title.with", title=title, features=t("list.sep").join(features))
     return title[:1].upper() + title[1:]
@@ -193,6 +214,10 @@ def command_line(spec: Spec) -> str:
         parts.append("--alibi")
     if spec.rope is not None:
         parts.append(f"--rope {spec.rope}")
+    if spec.norm is not None:
+        parts.append(f"--norm {spec.norm}")
+    if spec.residual:
+        parts.append("--residual")
     parts.append(f"--seed {spec.seed}")
     if spec.allow_dull:
         parts.append("--allow-dull")
@@ -209,4 +234,6 @@ def tags(spec: Spec) -> list[str]:
     out += ["kv-cache"] if spec.cache else []
     out += ["position-bias"] if spec.alibi else []
     out += ["rope"] if spec.rope is not None else []
+    out += ["pre-norm", spec.norm] if spec.norm is not None else []
+    out += ["residual"] if spec.residual else []
     return out

@@ -88,9 +88,12 @@ def _why(d: Draft) -> str:
     w_values = sorted({v for w in d.heads for m in (w.w_q, w.w_k, w.w_v) for row in m for v in row}
                       | {v for row in d.w_o or [] for v in row})
     d_ks = sorted({len(w.w_q[0]) for w in d.heads})
-    why = t("new.file.why", x_values=", ".join(map(str, x_values)), w_values=", ".join(str(v) for v in w_values if v),
-            qkv=_range(min(entries), max(entries)), scores=_range(min(scores), max(scores)),
-            scale="; ".join(_scale(d_k) for d_k in d_ks))
+    if d.norm is not None:  # after the norm Q, K, V are no integers: each row carries its own square root
+        why = t("new.file.why.norm", x_values=", ".join(map(str, x_values)), w_values=", ".join(str(v) for v in w_values if v))
+    else:
+        why = t("new.file.why", x_values=", ".join(map(str, x_values)), w_values=", ".join(str(v) for v in w_values if v),
+                qkv=_range(min(entries), max(entries)), scores=_range(min(scores), max(scores)),
+                scale="; ".join(_scale(d_k) for d_k in d_ks))
     extra = [t("new.file.why.rope")] if d.rope is not None else []  # RoPE: the scores read Q_rot, K_rot (issue 23)
     if any(b is not None for w in d.heads for b in (w.b_q, w.b_k, w.b_v)) or d.b_o is not None:
         return join_sentences([why, t("new.file.why.bias"), *extra])
@@ -149,6 +152,12 @@ def text(d: Draft) -> str:
         out += [*_comment(t("new.file.alibi")), "alibi: true"]
     if d.rope is not None:  # format v3 (issue 23)
         out += [*_comment(t("new.file.rope")), f"rope: {{base: {d.rope[0]}, pairing: {d.rope[1]}}}"]
+    if d.norm is not None:  # the pre-norm block (issue 23)
+        out += [*_comment(t(f"new.file.{d.norm}")), f"norm: {d.norm}"]
+        if d.norm_eps is not None:
+            out += [*_comment(t("new.file.norm_eps")), f"norm_eps: {d.norm_eps}"]
+    if d.residual:
+        out += [*_comment(t("new.file.residual")), "residual: true"]
     out += [*_comment(t("new.file.tags")), f"tags: {_labels(d.tags)}",
             *_comment(t("new.file.difficulty")), f"difficulty: {d.difficulty}", ""]
     return "\n".join(out)

@@ -7,6 +7,10 @@ Every error's ``str()`` is already a complete, user-facing sentence (worded in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .messages import Text
 
 
 class TutorError(Exception):
@@ -27,8 +31,8 @@ class Problem:
     line: int | None
     column: int | None
     field: str
-    message: str
-    hint: str = ""
+    message: Text
+    hint: Text = ""
 
     def location(self) -> str:
         parts = [self.file]
@@ -42,7 +46,7 @@ class Problem:
         """The message and its hint, one sentence in the language of the run: ``message (hint)``."""
         from .messages import t
 
-        return t("problem.with_hint", message=self.message, hint=self.hint) if self.hint else self.message
+        return t("problem.with_hint", message=self.message, hint=self.hint) if self.hint else str(self.message)
 
     def __str__(self) -> str:
         """``file:line:col: field: message (hint)``: where, as compilers write it, then :meth:`text`."""

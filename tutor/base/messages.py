@@ -137,18 +137,19 @@ def plural(key: str, count: int, /, **fields: object) -> str:
 
 
 
-def join_and(parts: Sequence[str]) -> str:
+def join_and(parts: Sequence[Text]) -> str:
     """``parts`` as a list in a sentence: ``a``, ``a and b``, ``a, b and c`` (``list.sep``, ``list.and``).
 
     >>> join_and(["w_q"]), join_and(["w_q", "w_k", "b_q"])
     ('w_q', 'w_q, w_k and b_q')
     """
-    if len(parts) == 1:
-        return parts[0]
-    return t("list.and", rest=t("list.sep").join(parts[:-1]), last=parts[-1])
+    words = [str(p) for p in parts]
+    if len(words) == 1:
+        return words[0]
+    return t("list.and", rest=t("list.sep").join(words[:-1]), last=words[-1])
 
 
-def join_sentences(sentences: Sequence[str]) -> str:
+def join_sentences(sentences: Sequence[Text]) -> str:
     """Whole sentences as one paragraph, each after the one before by ``sentence.pair``: a space in English
     (``Right. Exactly 12.``), nothing after a Chinese full stop.  ``""`` for none.
 
@@ -157,7 +158,7 @@ def join_sentences(sentences: Sequence[str]) -> str:
     """
     if not sentences:
         return ""
-    text = sentences[0]
+    text = str(sentences[0])
     for sentence in sentences[1:]:
         text = t("sentence.pair", first=text, second=sentence)
     return text
@@ -183,6 +184,123 @@ class _CatalogFormatter(string.Formatter):
 
 
 _FORMATTER = _CatalogFormatter()
+
+
+# --- sentences as records -------------------------------------------------------------
+# The engines (steps, mistakes, the audit, production, the NumPy mirror, the answer grammar) never
+# translate: they return what to say as a key and its fields, a :class:`Msg`, and whoever shows it
+# translates it, in the language in use *then* (``str(m)``, or ``{m}`` inside another template).  So a
+# worked solution computed once and cached, or kept by a test that switches languages, speaks the
+# language it is shown in, and a JSON consumer can read the key.  ``tests/test_engines_say_keys.py``
+# holds every engine to it.
+
+
+class Msg:
+    """A sentence not yet put into words: a catalogue key and its fields (or a list of such parts).
+
+    ``str(m)`` is the sentence in the language in use: :func:`t` of the key and fields
+    (``Msg("check.more", count=3)``), :func:`plural` (:meth:`plural`), :func:`join_and`
+    (:meth:`and_list`), :func:`join_sentences` (:meth:`sentences`) or the parts joined by a separator
+    key (:meth:`joined`).  A field may itself be a ``Msg``; it is put into words with the rest.  Equal
+    to a ``Msg`` with the same key, fields and parts, and to the ``str`` it says now (the hash is the
+    record's: do not mix the two in one set).  Immutable, hashable when its fields are.
+
+    >>> m = Msg("check.more", count=3)
+    >>> str(m), m.key, dict(m.fields)
+    ('… and 3 more', 'check.more', {'count': 3})
+    """
+
+    __slots__ = ("how", "key", "fields", "parts", "count")
+
+    how: str
+    key: str
+    fields: tuple[tuple[str, object], ...]
+    parts: tuple[Text, ...]
+    count: int
+
+    def __init__(self, key: str, /, **fields: object) -> None:
+        self._set("t", key, fields, (), 0)
+
+    def _set(self, how: str, key: str, fields: dict[str, object], parts: tuple[Text, ...], count: int) -> None:
+        for name, value in (("how", how), ("key", key), ("fields", tuple(fields.items())), ("parts", parts),
+                            ("count", count)):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def _make(cls, how: str, key: str = "", fields: dict[str, object] | None = None,
+              parts: Sequence[Text] = (), count: int = 0) -> Msg:
+        m = cls.__new__(cls)
+        m._set(how, key, fields or {}, tuple(parts), count)
+        return m
+
+    @classmethod
+    def plural(cls, key: str, count: int, /, **fields: object) -> Msg:
+        """:func:`plural` of ``key`` for ``count``, put into words when shown."""
+        return cls._make("plural", key, fields, count=count)
+
+    @classmethod
+    def and_list(cls, parts: Sequence[Text]) -> Msg:
+        """:func:`join_and` of ``parts``: ``a, b and c``."""
+        return cls._make("and", parts=parts)
+
+    @classmethod
+    def sentences(cls, parts: Sequence[Text]) -> Msg:
+        """:func:`join_sentences` of ``parts``: one paragraph."""
+        return cls._make("sentences", parts=parts)
+
+    @classmethod
+    def joined(cls, sep: str, parts: Sequence[Text]) -> Msg:
+        """``parts`` joined by the separator the catalogue's key ``sep`` holds (``list.sep``, ``list.sep.clauses``)."""
+        return cls._make("joined", sep, parts=parts)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a Msg is immutable")
+
+    def __str__(self) -> str:
+        if self.how == "t":
+            return t(self.key, **dict(self.fields))
+        if self.how == "plural":
+            return plural(self.key, self.count, **dict(self.fields))
+        words = [str(p) for p in self.parts]
+        if self.how == "and":
+            return join_and(words)
+        if self.how == "sentences":
+            return join_sentences(words)
+        return t(self.key).join(words)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def _identity(self) -> tuple[object, ...]:
+        return (self.how, self.key, self.fields, self.parts, self.count)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a ``Msg`` with the same key, fields and parts, and to the sentence it says now (a ``str``)."""
+        if isinstance(other, str):
+            return str(self) == other
+        return isinstance(other, Msg) and self._identity() == other._identity()
+
+    def __contains__(self, text: str) -> bool:
+        """``text`` occurs in the sentence it says now."""
+        return text in str(self)
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __repr__(self) -> str:
+        if self.how == "t":
+            return f"Msg({self.key!r}{''.join(f', {k}={v!r}' for k, v in self.fields)})"
+        return f"Msg.{self.how}({self.key!r}, {self.parts!r}, count={self.count}, fields={dict(self.fields)!r})"
+
+
+#: What a record holds where a learner will read words: a sentence put into words already (notation,
+#: a learner's own text) or a :class:`Msg` to be put into words when shown.
+Text = str | Msg
+
+
+def said(text: Text) -> str:
+    """``text`` in words, in the language in use: ``str(text)`` (a name for what renderers do)."""
+    return str(text)
 
 
 

@@ -40,6 +40,13 @@ class RopeChoice(str, Enum):
     half = "half"
 
 
+class NormChoice(str, Enum):
+    """`new --norm` (issue 23: the pre-norm block)."""
+
+    rmsnorm = "rmsnorm"
+    layernorm = "layernorm"
+
+
 class MaskChoice(str, Enum):
     """`new --mask`."""
 
@@ -75,7 +82,8 @@ def validate(
 
 
 #: The options that give ``new`` a shape; ``--like`` takes the shape from an exercise instead.
-SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi", "rope")
+SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi", "rope",
+                 "norm", "residual")
 
 
 def new(
@@ -99,6 +107,8 @@ def new(
     cache: Annotated[int | None, typer.Option("--cache", help=t("cli.new.cache"), min=1, max=15, show_default=False)] = None,
     alibi: Annotated[bool, typer.Option("--alibi", help=t("cli.new.alibi"))] = False,
     rope: Annotated[RopeChoice | None, typer.Option("--rope", help=t("cli.new.rope"), show_default=False)] = None,
+    norm: Annotated[NormChoice | None, typer.Option("--norm", help=t("cli.new.norm"), show_default=False)] = None,
+    residual: Annotated[bool, typer.Option("--residual", help=t("cli.new.residual"))] = False,
     like: Annotated[str | None, typer.Option("--like", help=t("cli.new.like"), show_default=False)] = None,
     allow_dull: Annotated[bool, typer.Option("--allow-dull", help=t("cli.new.allow_dull"))] = False,
     exercises: ExercisesOpt = None,
@@ -145,7 +155,8 @@ def new(
             mask = MaskChoice.causal_lower_right
         spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
                     difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull, kv_heads=kv_heads,
-                    cache=cache, alibi=alibi, rope=None if rope is None else rope.value)
+                    cache=cache, alibi=alibi, rope=None if rope is None else rope.value,
+                    norm=None if norm is None else norm.value, residual=residual)
         if heads * d_k > 32:
             raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
         if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
@@ -153,13 +164,13 @@ def new(
         try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
             spec.check_v2()
         except ValueError as err:
-            raise typer.BadParameter(str(err), param_hint=getattr(err, "option", "--kv-heads/--cache/--mask/--alibi/--rope")) from None
+            raise typer.BadParameter(str(err), param_hint=getattr(err, "option", "--kv-heads/--cache/--mask/--alibi/--rope/--norm")) from None
         text = generate(spec)
     checked = validate_text(text, "<new>")  # nothing is written until it is valid
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid
         for p in checked.problems:
             if p.field in ("id", "title"):
-                raise typer.BadParameter(p.message, param_hint=f"--{p.field}")
+                raise typer.BadParameter(str(p.message), param_hint=f"--{p.field}")
         raise TutorError("\n".join(str(p) for p in checked.problems))
     assert checked.exercise is not None
     for w in checked.warnings:  # a valid exercise that no model runs: causal cross-attention

@@ -113,18 +113,42 @@ def shapes(
     _generated(ctx, "shapes", drill.questions, seed, count, show_answers, fmt)
 
 
+class CountsKind(str, Enum):
+    """`--kind` of ``drill counts`` (issue 23): one kind of question (:data:`tutor.drills.inference.KINDS`)."""
+
+    params = "params"
+    flops = "flops"
+    weights_memory = "weights_memory"
+    kv_cache = "kv_cache"
+    prefill = "prefill"
+    decode = "decode"
+    paged = "paged"
+    mla = "mla"
+    window = "window"
+    quant = "quant"
+
+
 @app.command("counts", help=t("cli.drill.counts.help"), cls=HelpCommand)
 def counts(
     ctx: typer.Context,
     seed: SeedOpt = None,
     count: Annotated[int, typer.Option("--count", help=t("cli.opt.count"), min=1, max=200)] = 8,
+    kind: Annotated[CountsKind | None, typer.Option("--kind", help=t("cli.opt.counts_kind"), show_default=False)] = None,
+    model: Annotated[str | None, typer.Option("--model", help=t("cli.opt.model"), show_default=False)] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=t("cli.opt.model_config"), show_default=False)] = None,
     show_answers: ShowOpt = False,
     fmt: FormatOpt = Format.rich,
 ) -> None:
-    """Parameters, FLOPs, the weights' memory and the KV cache."""
-    from ..drills import counts as drill
+    """Parameters, FLOPs, the weights' memory and the KV cache; the arithmetic of inference."""
+    from ..drills import inference
 
-    _generated(ctx, "counts", drill.questions, seed, count, show_answers, fmt)
+    if model is not None and config is not None:
+        raise typer.BadParameter(t("drill.infer.model_and_config"), param_hint="--config")
+    sizes = inference.preset(model) if model is not None else inference.read_config(str(config)) if config else None
+    kinds = (kind.value,) if kind is not None else None
+    if sizes is not None and kind is not None:  # the one kind asked must fit the model: refused here, in one line
+        inference.questions(0, 1, kinds, sizes)
+    _generated(ctx, "counts", lambda s, n: inference.questions(s, n, kinds, sizes), seed, count, show_answers, fmt)
 
 
 @app.command("masks", help=t("cli.drill.masks.help"), cls=HelpCommand)

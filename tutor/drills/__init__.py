@@ -12,6 +12,9 @@ Every answer is computed or checked by code, never typed into a table:
   :func:`tutor.numeric.trace.production_trace`;
 * :mod:`.counts` -- parameters, FLOPs, the weights' memory, the KV cache: the
   formulas, each with its source;
+* :mod:`.inference` -- the arithmetic of inference (prefill and decode,
+  PagedAttention, the caches of MLA, of a sliding window, quantized) for
+  published configurations (:data:`~.inference.PRESETS`) or a YAML file of one's own;
 * :mod:`.masks` -- one mask in every PyTorch convention, and what fully masked
   rows and the -1e9 idiom do (:data:`~.masks.FACTS`, each checked against torch);
 * :mod:`.bank` and :mod:`.concepts` -- the concept bank (YAML, a pydantic

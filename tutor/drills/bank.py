@@ -222,7 +222,7 @@ def _of_a_bank(problems: Sequence[Problem]) -> list[Problem]:
 
     said = {t(key): t(f"bank.{key}") for key in ("yaml.empty.hint", "yaml.key_type.hint", "yaml.too_deep.hint",
                                                   "yaml.merge_key.hint", "yaml.top_level.hint")}
-    return [replace(p, hint=said.get(p.hint, p.hint)) for p in problems]
+    return [replace(p, hint=said.get(str(p.hint), p.hint)) for p in problems]
 
 
 def _problems(err: ValidationError, doc: Any) -> list[Problem]:

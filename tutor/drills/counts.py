@@ -20,7 +20,9 @@ mistakes (``variants``) and, for bytes, the dtype's size (``element``);
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from ..base.messages import t
 from .record import Question, Variant
@@ -145,12 +147,12 @@ def _layer_fields(layer: Layer) -> dict[str, object]:
             "d_k": layer.d_k, "d_v": layer.d_v}
 
 
-def _variants(answer: int, candidates: list[tuple[int, str]]) -> tuple[Variant, ...]:
+def _variants(answer: int | Fraction, candidates: Sequence[tuple[int | Fraction, str]]) -> tuple[Variant, ...]:
     """The known mistakes whose value differs from the answer, one variant per value: a later mistake
     giving an earlier one's value is kept beside it (``also``), since either may be what happened.
     Bits are not bytes: no unit or element slip stacks on them; float32's bytes are bytes of another
     dtype: no element slip stacks on them (:attr:`Variant.slips`)."""
-    out: dict[int, Variant] = {}
+    out: dict[int | Fraction, Variant] = {}
     for value, key in candidates:
         if value == answer or value <= 0:
             continue
@@ -166,6 +168,10 @@ def _variants(answer: int, candidates: list[tuple[int, str]]) -> tuple[Variant, 
 
 #: The slips that may stack on a mistake, where not both (:attr:`Variant.slips`).
 SLIPS: dict[str, tuple[str, ...]] = {"drill.counts.memory.bits": (), "drill.counts.memory.fp32": ("unit",)}
+#: Issue 23: mistakes of the inference kinds that count no bytes of the asked dtype (a time, tokens).
+SLIPS.update({"drill.infer.decode.seconds": (), "drill.infer.decode.gib_bandwidth": (), "drill.infer.paged.tokens": (),
+              "drill.infer.quant.unquantized": ("unit",), "drill.infer.quant.int4_byte": ("unit",),
+              "drill.infer.quant.fp32_scales": ("unit",)})
 
 
 def _n(value: int) -> str:

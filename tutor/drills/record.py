@@ -160,6 +160,8 @@ def _json_answer(answer: Any) -> Any:
     """An answer as JSON data: ``-inf`` (an additive mask) as the string ``"-inf"``."""
     if isinstance(answer, float) and math.isinf(answer):
         return "-inf" if answer < 0 else "inf"
+    if isinstance(answer, Fraction):  # a ratio or a time (issue 23): its value as a number
+        return answer.numerator if answer.denominator == 1 else float(answer)
     if isinstance(answer, (list, tuple)):
         return [_json_answer(a) for a in answer]
     return answer
@@ -217,6 +219,8 @@ _DECIMAL_UNITS = {"k": 10**3, "thousand": 10**3, "m": 10**6, "million": 10**6, "
                   "t": 10**12, "trillion": 10**12}
 _BINARY_UNITS = {"ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
 _NAMES = {"", "b", "byte", "bytes", "flop", "flops", "param", "params", "parameters", "parameter"}
+#: Issue 23: the word a count of these units may be typed with (``12.5 ms``, ``3 blocks``).
+_UNIT_WORDS = {"ms": ("ms",), "blocks": ("block", "blocks"), "requests": ("request", "requests")}
 #: The letter prefixes of a byte count, each with the one of the other system it is mistaken for
 #: (a GB is 10^9 bytes, a GiB 2^30): the prefix as shown, then its factor.
 PREFIXES = {"k": ("kB", 10**3), "m": ("MB", 10**6), "g": ("GB", 10**9), "t": ("TB", 10**12),
@@ -310,7 +314,7 @@ def read_count(text: str, unit: str) -> TypedCount:
         if word.endswith(suffix) and word[:-len(suffix)] in _DECIMAL_UNITS | _BINARY_UNITS:
             word = word[:-len(suffix)]
             break
-    if word in _NAMES:
+    if word in _NAMES or word in _UNIT_WORDS.get(unit, ()):
         return typed(1)
     prefix = word if unit == "bytes" and word in PREFIXES else ""
     if word in _DECIMAL_UNITS:
@@ -434,8 +438,8 @@ def _is_plain(name: str) -> bool:
 def count_tolerance(q: Question) -> float:
     """How far (relative) a count may be from ``q``'s answer: :data:`COUNT_REL_TOL`, or 0 -- the exact
     count -- when a known mistake gives a value that close (the biases of a large layer are under 1%)."""
-    answer = int(q.answer)
-    if any(_near(int(v.value), answer, COUNT_REL_TOL) for v in q.variants):
+    answer = Fraction(q.answer)
+    if any(_near(Fraction(v.value), answer, COUNT_REL_TOL) for v in q.variants):
         return 0.0
     return COUNT_REL_TOL
 
@@ -444,14 +448,14 @@ def _grade_count(q: Question, typed: TypedCount) -> Verdict:
     """Right (the answer, or within :func:`count_tolerance` of it); else wrong, with the explanations of
     :func:`count_fits` as ``details`` (under "Each of these gives that number" when several), the key
     of the first one's mistake (or slip) as ``diagnosis`` and the rest in ``also``."""
-    answer = int(q.answer)
+    answer = Fraction(q.answer)
     tol = count_tolerance(q)
     found = typed.value
     if found == answer:
         return Verdict("correct")
     if tol and _near(found, answer, tol):
-        return Verdict("correct", t("drill.count.approx", answer=f"{answer:,}"))
-    expected = t("drill.count.expected", answer=f"{answer:,}")
+        return Verdict("correct", t("drill.count.approx", answer=_count_text(answer)))
+    expected = t("drill.count.expected", answer=_count_text(answer))
     fits = count_fits(q, typed, tol)
     if not fits:
         return Verdict("wrong", expected)
@@ -461,11 +465,16 @@ def _grade_count(q: Question, typed: TypedCount) -> Verdict:
     return Verdict("wrong", expected, details, keys[0], join_sentences(lines), tuple(keys[1:]))
 
 
-def _near(found: float | Fraction, answer: int, tol: float) -> bool:
+def _count_text(x: Fraction) -> str:
+    """A count as the verdict shows it: ``1,048,576``; a ratio or a time to 4 significant figures (issue 23)."""
+    return f"{x.numerator:,}" if x.denominator == 1 else _decimal(x, 4)[0]
+
+
+def _near(found: float | Fraction, answer: Fraction | int, tol: float) -> bool:
     """Whether ``found`` is within ``tol`` (relative, compared exactly) of ``answer``."""
     if answer == 0:
         return found == 0
-    return abs(Fraction(found) - answer) <= Fraction(str(tol)) * abs(answer)
+    return abs(Fraction(found) - answer) <= Fraction(str(tol)) * abs(Fraction(answer))
 
 
 # --- a wrong count explained ----------------------------------------------------------------
@@ -533,7 +542,7 @@ def count_fits(q: Question, typed: TypedCount, tol: float) -> list[CountFit]:
         for m, mistake in enumerate(mistakes):
             if mistake is not None and reading != "typed" and reading not in mistake.slips:
                 continue
-            value = Fraction(int(q.answer if mistake is None else mistake.value))
+            value = Fraction(q.answer if mistake is None else mistake.value)
             x = value / per / scale
             how = _fit(x, typed, tol if reading == "typed" else 0.0, answer=mistake is None and reading == "typed")
             if how is None or x <= 0:
@@ -595,7 +604,7 @@ def _explained(q: Question, typed: TypedCount, f: CountFit, tol: float) -> str:
     elif f.mistake is not None and f.how == "rounded":
         n, half = typed.number, typed.half
         key = "drill.count.rounds" if abs(f.number - n) <= half else "drill.count.near"
-        said.append(t(key, count=_decimal(f.value, 0)[0], written=typed.text))
+        said.append(t(key, count=_count_text(f.value), written=typed.text))
     if f.how == "truncated":
         e = f"e{typed.exponent}" if typed.exponent else ""
         scaled = f.number / Fraction(10) ** typed.exponent

@@ -86,6 +86,8 @@ def command_for(drill: str, topic: str, banks: Iterable[str] = ()) -> str:
         return f"attn-tutor drill concepts --topic {topic}" + "".join(f" --bank {shlex.quote(b)}" for b in banks)
     if drill == "code":  # a kata: checked again in the file `code start` writes by default
         return f"attn-tutor code check {topic.replace('-', '_')}.py --watch"
+    if drill == "counts" and topic.replace("_", "").isalpha():  # issue 23: a count's topic is its --kind
+        return f"attn-tutor drill counts --kind {topic}"
     return f"attn-tutor drill {drill}"
 
 

@@ -47,6 +47,8 @@ def matmul(a: Matrix, b: Matrix) -> Matrix | None:
     if not a or not b or len(a[0]) != len(b):
         return None
     cols = list(zip(*b))  # [p][m]
+    if any(isinstance(y, Value) for col in cols for y in col):  # after a norm (issue 23): V, K hold square roots
+        return [[_dot(row, col) for col in cols] for row in a]
     out: Matrix = []
     for row in a:
         line: list[Entry] = []
@@ -70,6 +72,32 @@ def matmul(a: Matrix, b: Matrix) -> Matrix | None:
             line.append(Value(parts))
         out.append(line)
     return out
+
+
+def _dot(row: Sequence[Entry], col: Sequence[Entry]) -> Entry:
+    """``Σ_j row_j·col_j`` for entries that may both be values (the pre-norm block's Q·Kᵀ and weights·V)."""
+    parts: list = []
+    for x, y in zip(row, col):
+        if isinstance(x, Fraction) and isinstance(y, Fraction):
+            parts += Value.of(x * y).parts
+        elif isinstance(x, Fraction) or isinstance(y, Fraction):
+            v, q = (y, x) if isinstance(x, Fraction) else (x, y)
+            if q:
+                parts += as_value(v).scale(q).parts  # type: ignore[arg-type]
+        else:
+            parts += _times(as_value(x), as_value(y))
+    return Value(parts)
+
+
+def _times(a: Value, b: Value) -> list:
+    """The parts of ``a·b``; when one is an algebraic number (a V or K entry: one part over 1), the other's
+    denominators are kept as they are (the same objects: a softmax row's one denominator stays one)."""
+    for u, v in ((a, b), (b, a)):
+        c = v.constant()
+        if c is not None:
+            factor = Poly.const(c)
+            return [(n * factor, d) for n, d in u.parts]
+    return list((a * b).parts)
 
 
 def _shared_denominator(row: Sequence[Entry]) -> Poly | None:

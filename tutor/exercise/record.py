@@ -117,6 +117,26 @@ def rope_thetas(base: int, d_k: int) -> tuple[Fraction, ...] | None:
 
 
 @dataclass(frozen=True)
+class Latent:
+    """Multi-head latent attention's K/V side (format v3, ``mla:``; DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2).
+
+    Shapes: ``w_dkv [d_kv, d_c]`` (the down-projection to the latent ``c_KV = X_kv·W_DKV``, the one thing
+    a KV cache keeps per token); per query head ``w_uk [d_c, d_k]`` and ``w_uv [d_c, d_v]`` (the
+    up-projections ``K_h = c_KV·W_UK_h``, ``V_h = c_KV·W_UV_h``).  No biases (the paper's projections have
+    none).  Each :class:`Head` of the exercise holds the products ``W_DKV·W_UK_h`` and ``W_DKV·W_UV_h`` as its
+    ``w_k``, ``w_v``: the same K and V, exactly, for the code that knows no latent.
+    """
+
+    w_dkv: Matrix
+    w_uk: tuple[Matrix, ...]
+    w_uv: tuple[Matrix, ...]
+
+    @property
+    def d_c(self) -> int:
+        return len(self.w_dkv[0])
+
+
+@dataclass(frozen=True)
 class Exercise:
     """A validated exercise.
 
@@ -156,6 +176,12 @@ class Exercise:
     alibi: bool = False  # the bias is ALiBi's (slope of head h: 2^(-8(h+1)/H), times j - i)
     # --- format v3: RoPE on each head's Q and K (issue 23); None: no rotation
     rope: Rope | None = None
+    mla: Latent | None = None  # format v3: K and V up-projected from a shared latent (multi-head latent attention)
+    # --- issue 23, the pre-norm block (format v3): X normalized per row before the projections, and the residual
+    norm: Literal["rmsnorm", "layernorm"] | None = None  # no learned scale or shift
+    norm_eps: Fraction = Fraction(0)  # added to the mean square (RMSNorm) or the variance (LayerNorm)
+    residual: bool = False  # the block's output: X + the layer's output (d_out = d_model)
+    norm_placement: Literal["pre", "post"] = "pre"  # post is refused by the loader (not exact: see .block)
     # the title and description in other languages: (language, title, description), from the file's translations
     translations: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
 
@@ -250,6 +276,11 @@ class Exercise:
     @property
     def num_heads(self) -> int:
         return len(self.heads)
+
+    @property
+    def has_norm(self) -> bool:
+        """True when X is normalized before the projections (``norm``: the ``x_norm`` step exists)."""
+        return self.norm is not None
 
     @property
     def d_out(self) -> int:

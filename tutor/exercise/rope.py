@@ -27,7 +27,10 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
     Refused, each at its field: an odd ``d_k`` (a pair per two dimensions), an irrational angle (``base^(2/d_k)``
     not a whole number), RoPE with cross-attention (the keys of another sequence have no positions in
     this one), with ``past_x`` (a RoPE cache holds keys already rotated, by cosines and sines: no exact
-    projection of ``past_x`` gives them), and with an additive bias (ALiBi or ``attn_bias``): not built yet.
+    projection of ``past_x`` gives them), with an additive bias (ALiBi or ``attn_bias``), with ``mla``
+    (DeepSeek-V2's decoupled RoPE key is not built) and with the pre-norm block's ``norm`` or ``residual`` (after a
+    norm each row of Q and K carries its own square root, and the rotation's exact engine takes rational Q and K;
+    the block's run has no rotation): not built yet.
     A KV cache is taken as RoPE's: its keys already rotated, each at its own position ``0 … L_past − 1``.
     """
     block = f.rope
@@ -53,6 +56,12 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
         add(("past_x",), "rope.past_x")
     if ex.has_bias:
         add(("rope",), "rope.bias")
+    if ex.mla is not None:  # DeepSeek-V2's decoupled RoPE key is not built (merge of i23-mla)
+        add(("rope",), "rope.mla")
+    if ex.norm is not None:  # after the norm Q and K carry a square root per row: the rotation takes rationals
+        add(("rope",), "rope.norm")
+    elif ex.residual:  # the pre-norm block's run has no rotation
+        add(("rope",), "rope.residual")
     if problems:
         return problems, None
     return [], dataclasses.replace(ex, rope=rope)

@@ -236,6 +236,25 @@ class CacheBlock(_Strict):
     v: MatrixField = Field(description=english("schema.field.cache.v"))
 
 
+class LatentHeadBlock(_Strict):
+    """One query head's up-projections of multi-head latent attention (format v3, ``mla.heads``)."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.mla_head")})
+
+    w_uk: MatrixField = Field(description=english("schema.field.mla.w_uk"))
+    w_uv: MatrixField = Field(description=english("schema.field.mla.w_uv"))
+
+
+class LatentBlock(_Strict):
+    """Multi-head latent attention's K/V side (format v3, ``mla:``): the down-projection and each head's up-projections."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.mla")})
+
+    d_c: PositiveInt | None = Field(None, description=english("schema.field.mla.d_c"))
+    w_dkv: MatrixField = Field(description=english("schema.field.mla.w_dkv"))
+    heads: Annotated[list[LatentHeadBlock], Field(min_length=1)] = Field(description=english("schema.field.mla.heads"))
+
+
 BiasField = Annotated[
     Annotated[list[Annotated[list[Entry], Field(min_length=1)]], Tag("#matrix")]
     | Annotated[list[MatrixField], Tag("#heads")],
@@ -314,6 +333,13 @@ class ExerciseFile(_Strict):
     alibi: Flag | None = Field(None, description=english("schema.field.alibi"))
     # --- format v3 (docs/exercise-format.md, "v3"): RoPE (issue 23)
     rope: RopeBlock | None = Field(None, description=english("schema.field.rope"))
+    # --- format v3 (docs/exercise-format.md, "v3"): multi-head latent attention
+    mla: LatentBlock | None = Field(None, description=english("schema.field.mla"))
+    # --- format v3, issue 23: the pre-norm block (checked by .block)
+    norm: Literal["rmsnorm", "layernorm"] | None = Field(None, description=english("schema.field.norm"))
+    norm_eps: Entry | None = Field(None, description=english("schema.field.norm_eps"))
+    residual: Flag | None = Field(None, description=english("schema.field.residual"))
+    norm_placement: Literal["pre", "post"] | None = Field(None, description=english("schema.field.norm_placement"))
 
 
 def _described(node: Any) -> Any:

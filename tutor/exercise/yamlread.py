@@ -33,7 +33,7 @@ import yaml
 
 from ..base.cjk import unspaced
 from ..base.errors import Problem
-from ..base.messages import t
+from ..base.messages import Text, t
 from ..base.outfile import file_kind
 
 Path = tuple[str | int, ...]
@@ -128,7 +128,7 @@ class Document:
                 return (None, None)
             p = p[:-1]
 
-    def problem(self, path: Path, message: str, hint: str = "", *, key: bool = False) -> Problem:
+    def problem(self, path: Path, message: Text, hint: Text = "", *, key: bool = False) -> Problem:
         line, col = self.where(path, key=key)
         return Problem(self.filename, line, col, format_path(path), message, hint)
 

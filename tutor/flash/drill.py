@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from tutor.base.messages import t
+from tutor.base.messages import Text, t
 from tutor.exact.numbers import Exact, NegInf
 from tutor.flash.walk import TiledRow, TiledVariant, block_floats
 
@@ -122,7 +122,7 @@ class Tiled(Drill[Ask]):
         block = state.step.block
         return [BlockStart(self.row, block)] if before is None or before.block != block else []
 
-    def formula(self, step: Ask) -> str:
+    def formula(self, step: Ask) -> Text:
         return t(FORMULAS[step.name])
 
     def worked(self, state: State[Ask]) -> tuple[Cell | None, str]:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
+from ..base.errors import TutorError
+from ..base.messages import t
 from ..exact.numbers import NEG_INF, Exact, Rat, SoftmaxRow, _exp_text, sum_text, surd_plus
 
 if TYPE_CHECKING:  # lazily imported
@@ -301,13 +303,12 @@ def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledR
     from ..exact.engine import QMat
 
     if ex.rope is not None:  # issue 23: the online softmax over RoPE's scores is not built
-        from ..base.errors import TutorError
-        from ..base.messages import t
-
         raise TutorError(t("rope.no_tiled", id=ex.id))
     from ..steps.catalogue import KINDS, keys
     from ..steps.kind import Build
 
+    if ex.has_norm:  # after a norm a row's scores mix square roots: no SoftmaxRow to walk (issue 23)
+        raise TutorError(t("block.tiled", id=ex.id))
     bd = Build(ex)
     for key in keys(ex):
         bd.steps[key] = KINDS[key[0]].build(bd, key[1])

@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..base.decimals import trimmed
-from ..base.messages import join_and, plural, t
+from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
 from ..steps import KINDS, STEP_IDS, Key, Solution, Variant, downstream, entry_work, keys, replay, varies
 
@@ -87,14 +87,14 @@ class Diagnosis:
     """One explanation of a wrong answer.
 
     ``key`` is the misconception id (``"no_scaling"``, ``"single_entry"``...);
-    ``message`` one sentence naming the mistake and the fix (from
-    :func:`tutor.base.messages.t`); ``cells`` the 0-based ``(row, col)`` entries it
+    ``message`` one sentence naming the mistake and the fix (a
+    :class:`~tutor.base.messages.Msg`, put into words when shown); ``cells`` the 0-based ``(row, col)`` entries it
     points at (where the misconception changes the value, or the one slipped
     entry), empty when the answer's shape differs from the right one.
     """
 
     key: str
-    message: str
+    message: Text
     cells: tuple[tuple[int, int], ...] = ()
     value: Array | None = field(default=None, compare=False, repr=False)  # the step as the mistake computes it
 
@@ -286,6 +286,12 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "alibi": lambda ex: ex.alibi,
     "causal": lambda ex: ex.mask_kind in ("causal", "causal_lower_right"),
     "rope": lambda ex: ex.rope is not None,  # format v3 (issue 23)
+    "mla": lambda ex: ex.mla is not None,  # format v3: multi-head latent attention
+    # the pre-norm block (issue 23)
+    "norm": lambda ex: ex.has_norm,
+    "rmsnorm": lambda ex: ex.norm == "rmsnorm",
+    "residual": lambda ex: ex.residual,
+    "norm_residual": lambda ex: ex.has_norm and ex.residual,
 }
 
 
@@ -366,10 +372,10 @@ _RATES = (0.5, 0.1, 0.2, 0.25, 0.3, 0.4, 0.05, 0.15, 0.35, 0.45, *(k / 100 for k
 _SIMPLE = 10
 
 
-def _cells(sol: Solution, step_id: str, head: int | None, cells: Sequence[tuple[int, int]]) -> str:
+def _cells(sol: Solution, step_id: str, head: int | None, cells: Sequence[tuple[int, int]]) -> Text:
     """``weights[t1, t2], weights[t3, t1]``: entries named by the step's labels."""
     step = sol.step(step_id, head)
-    return join_and([f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}]" for i, j in cells])
+    return Msg.and_list([f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}]" for i, j in cells])
 
 
 def _given(claim: Claim) -> NDArray[np.bool_]:
@@ -400,7 +406,7 @@ def _large_fill(sol: Solution, step_id: str, head: int | None, claim: Claim,
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi or hi > bound:
         return None  # not one finite number, or not one negative enough to vanish beside the kept scores
     i, j = cells[0]
-    known = next((t(f"diagnose.{name}") for v, name in _FILLS if lo - 1e-9 * abs(v) <= v <= hi + 1e-9 * abs(v)), "")
+    known = next((Msg(f"diagnose.{name}") for v, name in _FILLS if lo - 1e-9 * abs(v) <= v <= hi + 1e-9 * abs(v)), "")
     mid = (lo + hi) / 2
     fill = claim.text(i, j) if claim.texts is not None else (trimmed(mid) if abs(mid) < 1e15 else f"{mid:.6g}")
     return {"fill": fill, "known": known}, tuple(cells)
@@ -639,6 +645,13 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("rope_positions_from_one", Variant(rope="from_one"), "rope"),
     _m("rope_theta_without_two", Variant(rope="no_two"), "rope"),
     _m("rope_v_rotated", Variant(rope="rotate_v"), "rope"),
+    # issue 23: multi-head latent attention's absorbed route
+    _m("uk_untransposed", Variant(uk_untransposed=True), "mla"),
+    # the pre-norm block (issue 23)
+    _m("norm_columns", Variant(norm_axis=0), "norm"),
+    _m("rmsnorm_mean", Variant(norm_mean=True), "rmsnorm"),
+    _m("residual_forgotten", Variant(residual="none"), "residual"),
+    _m("residual_normed", Variant(residual="x_norm"), "norm_residual"),
 )
 
 
@@ -667,7 +680,7 @@ def _single_entry(sol: Solution, step_id: str, head: int | None, claim: Claim,
         return None
     (i, j), = cells
     step = sol.step(step_id, head)
-    message = t("diagnose.single_entry", name=step.name, row=step.row_labels[i], col=step.col_labels[j],
+    message = Msg("diagnose.single_entry", name=step.name, row=step.row_labels[i], col=step.col_labels[j],
                 formula=entry_work(sol, step, i, j), found=claim.text(i, j))
     return Diagnosis("single_entry", message, ((i, j),))
 
@@ -715,13 +728,13 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, 
             judged = m.judge(sol, step_id, head, claim, right)
             if judged is not None:
                 extra, cells = judged
-                found.append(Diagnosis(m.key, t(m.message, **{**fields, **extra}), cells))
+                found.append(Diagnosis(m.key, Msg(m.message, **{**fields, **extra}), cells))
             continue
         for extra, got in m.candidates(sol, step_id, head):
             if _same(got, right):
                 continue
             extra = dict(extra)
-            message = t(str(extra.pop("_message", m.message)), **{**fields, **extra})
+            message = Msg(str(extra.pop("_message", m.message)), **{**fields, **extra})
             if matches(got, claim, slack=ROUND_OFF):  # a float recomputation: round-off slack, never the right value
                 cells = _differ(got, right)
                 if off and got.shape == right.shape and not set(off) <= set(cells):
@@ -786,12 +799,12 @@ def _near(got: Array, right: Array, claim: Claim,
 
 
 def _near_message(sol: Solution, step_id: str, head: int | None, claim: Claim, got: Array,
-                  odd: list[tuple[int, int]], message: str) -> str:
+                  odd: list[tuple[int, int]], message: Text) -> Text:
     """The mistake's sentence, then the entries it leaves: what was written and what it gives."""
     step = sol.step(step_id, head)
-    details = join_and([t("diagnose.near.cell", name=f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}]",
+    details = Msg.and_list([Msg("diagnose.near.cell", name=f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}]",
                           found=claim.text(i, j), value=num_text(float(got[i, j]))) for i, j in odd])
-    return plural("diagnose.near", len(odd), message=message, details=details)
+    return Msg.plural("diagnose.near", len(odd), message=message, details=details)
 
 
 def diagnose(sol: Solution, step_id: str, head: int | None, answer: Sequence[Sequence[float]], *,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from ..base.messages import join_sentences, t
+from ..base.messages import Msg, Text
 from ..exact.expoly import TooLarge, budget
 from ..exercise.record import Exercise
 from ..steps import KINDS, Key, Solution, downstream, inputs, keys, replay, rounding_bounds, upstream, varies
@@ -261,45 +261,45 @@ def origins(m: Misconception, ex: Exercise, backward: bool = False) -> list[Key]
 _BY_KEY = {m.key: m for m in MISCONCEPTIONS}
 
 
-def reason(key: str, sol: Solution, step: Key) -> str:
+def reason(key: str, sol: Solution, step: Key) -> Text:
     """The reason a core mistake is invisible on this exercise, when it is a simple one (else ``""``)."""
     ex, head = sol.exercise, step[1]
     hd = ex.heads[head or 0]
     if key == "kq_transposed":
         same = sol.step("q", head).exact == sol.step("k", head).exact
-        return t("invisible.because.q_is_k" if same else "invisible.because.symmetric")
+        return Msg("invisible.because.q_is_k" if same else "invisible.because.symmetric")
     if key in ("no_scaling", "grad_no_scale") and hd.d_k == 1:
-        return t("invisible.because.d_k_1")
+        return Msg("invisible.because.d_k_1")
     if key == "scale_sqrt_d_model" and hd.d_k == ex.d_model:
-        return t("invisible.because.d_model_d_k")
+        return Msg("invisible.because.d_model_d_k")
     if key == "times_k" and sol.step("k", head).exact == sol.step("v", head).exact:
-        return t("invisible.because.k_is_v")
+        return Msg("invisible.because.k_is_v")
     if key == "w_o_transposed" and ex.w_o is not None and tuple(zip(*ex.w_o)) == ex.w_o:
-        return t("invisible.because.w_o_symmetric")
+        return Msg("invisible.because.w_o_symmetric")
     allowed = ex.allowed()
     if key == "no_mask" and allowed is not None and all(all(row) for row in allowed):
-        return t("invisible.because.blocks_nothing")
+        return Msg("invisible.because.blocks_nothing")
     return ""
 
 
-def note(sol: Solution, key: str, step: Key, suggestion: str | None, exact: bool = True) -> str:
+def note(sol: Solution, key: str, step: Key, suggestion: str | None, exact: bool = True) -> Text:
     """The sentence saying that mistake ``key`` cannot be caught at ``step`` of this exercise, with a
     bundled exercise that does catch it (``suggestion``) when there is one.  ``exact`` False: the
     floats decided (:attr:`Invisible.exact`), which the sentence says unless a reason shows it exactly."""
     name = sol.step(*step).name
     because = reason(key, sol, step)
     if not exact and not because:
-        because = t("invisible.because.floats")
-    text = t(f"invisible.{key}", step=name, because=because) if key in _SPECIFIC else \
-        t("invisible.generic", mistake=t(f"invisible.mistake.{key}"), step=name, because=because)
-    return join_sentences([text, t("invisible.try", id=suggestion)]) if suggestion else text
+        because = Msg("invisible.because.floats")
+    text = Msg(f"invisible.{key}", step=name, because=because) if key in _SPECIFIC else \
+        Msg("invisible.generic", mistake=Msg(f"invisible.mistake.{key}"), step=name, because=because)
+    return Msg.sentences([text, Msg("invisible.try", id=suggestion)]) if suggestion else text
 
 
 _SPECIFIC = ("kq_transposed",)
 
 
 def notes(sol: Solution, found: Sequence[Invisible] | None = None, *,
-          suggest: Callable[[str, str, str], str | None] | None = None) -> dict[Key, list[str]]:
+          suggest: Callable[[str, str, str], str | None] | None = None) -> dict[Key, list[Text]]:
     """The sentences to show at each step: every core mistake (:data:`CORE`) invisible where it is made.
 
     ``suggest(key, step_id, exercise_id)`` names an exercise that catches it
@@ -311,7 +311,7 @@ def notes(sol: Solution, found: Sequence[Invisible] | None = None, *,
     core = CORE + CORE_BACKWARD if backward else CORE
     found = invisible(sol, core) if found is None else found
     hidden = {(f.key, f.step): f.exact for f in found}
-    out: dict[Key, list[str]] = {}
+    out: dict[Key, list[Text]] = {}
     for key in core:
         m = _BY_KEY.get(key)
         if m is None:

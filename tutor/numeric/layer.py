@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from tutor.base.errors import ShapeError
-from tutor.base.messages import t
+from tutor.base.messages import Msg
 
 from ._common import _float_dtype, _Record, _shape_text
 from .backward import LayerGrads
@@ -469,7 +469,7 @@ class MultiHeadAttention:
             tr.add("v_heads", ("B", "H", Lk, "d_v"), "trace.heads_axis")
         tr.add("scores", ("B", "H", "L", Lk))
         if masked:
-            tr.add("masked", ("B", "H", "L", Lk), allowed=t(f"trace.masked.{allowed}"))
+            tr.add("masked", ("B", "H", "L", Lk), allowed=Msg(f"trace.masked.{allowed}"))
         tr.add("weights", ("B", "H", "L", Lk))
         tr.add("context", ("B", "H", "L", "d_v"))
         tr.add("transpose", ("B", "L", "H", "d_v"))
@@ -511,3 +511,9 @@ class LayerRun:
     grads: LayerGrads | None = None
     q_rot: NDArray | None = None  # [H, L, d_k]: RoPE's rotated queries (format v3), else None
     k_rot: NDArray | None = None  # [H, L_k, d_k]: RoPE's rotated keys, each query head's K/V head
+    # multi-head latent attention (format v3): c_kv [L_k, d_c], q_absorbed [H, L, d_c], scores_absorbed [H, L, L_k]
+    c_kv: NDArray | None = None
+    q_absorbed: NDArray | None = None
+    scores_absorbed: NDArray | None = None
+    x_norm: NDArray | None = None  # [L, d_model]: X normalized before the projections (the pre-norm block)
+    residual: NDArray | None = None  # [L, d_model]: X + output (the block's residual)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base.messages import t
+from ..base.messages import Msg
 from ._common import _shape_text
 
 
@@ -47,7 +47,7 @@ class TraceStep(_Shaped):
     ``name`` is the step (``"qkv"``, ``"view"``, ``"permute"``, ...);
     ``dims`` the symbolic shape (``("B", "L", "3·H·d_k")``); ``shape`` the
     same shape in numbers (``(4, 512, 1536)``); ``key`` and ``fields`` the
-    catalogue sentence that says what produced it (:attr:`note`), naming the
+    catalogue sentence that says what produced it (:attr:`note`; ``count`` when it agrees with a number), naming the
     reshape/transpose in PyTorch spelling.
     """
 
@@ -56,11 +56,15 @@ class TraceStep(_Shaped):
     shape: tuple[int, ...]
     key: str
     fields: tuple[tuple[str, object], ...] = ()
+    count: int | None = None  # the key has plural forms, for this count
 
     @property
-    def note(self) -> str:
-        """What produced the step, in words: ``t(key, **fields)``."""
-        return t(self.key, **dict(self.fields))
+    def note(self) -> Msg:
+        """What produced the step, to be put into words when shown: ``Msg(key, **fields)``
+        (:meth:`Msg.plural` when the sentence agrees with :attr:`count`)."""
+        if self.count is not None:
+            return Msg.plural(self.key, self.count, **dict(self.fields))
+        return Msg(self.key, **dict(self.fields))
 
 
 def _dim_value(expr: str, sizes: dict[str, int]) -> int:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 from tutor.answers import Entry
-from tutor.base.messages import plural, t
+from tutor.base.messages import Text, plural, t
 from tutor.store.attempt import Attempt
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class Hint(Generic[Q]):
 
     step: Q
     level: int
-    formula: str = ""
+    formula: Text = ""
     cell: Cell | None = None
     work: str = ""
 

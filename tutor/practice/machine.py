@@ -43,7 +43,7 @@ from tutor.answers import (
     printout_open,
 )
 from tutor.base.errors import AnswerError
-from tutor.base.messages import t
+from tutor.base.messages import Text, t
 from tutor.exact.numbers import Exact
 from tutor.store.attempt import Attempt, Outcome
 
@@ -109,7 +109,7 @@ class Drill(Generic[Q]):
         """What is shown as ``state.step`` begins (``before``: the question before it, ``None`` at the start)."""
         return []
 
-    def formula(self, step: Q) -> str:
+    def formula(self, step: Q) -> Text:
         """Hint 1: how ``step`` is computed."""
         raise NotImplementedError
 

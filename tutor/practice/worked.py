@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tutor.base.messages import Text
 from tutor.steps import KINDS, Input, Solution, Step, blocked_cells, worked_entry
 from tutor.store.attempt import Attempt, Outcome
 
@@ -50,7 +51,7 @@ class Worked(Drill[Step]):
         step = state.step
         return [Present(step, state.index + 1, len(state.steps), inputs_for(self.sol, step), self.multi_head)]
 
-    def formula(self, step: Step) -> str:
+    def formula(self, step: Step) -> Text:
         return step.formula
 
     def worked(self, state: State[Step]) -> tuple[Cell | None, str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
 
 
@@ -39,10 +39,11 @@ class TorchMask:
     lower_right: bool = False  # attn_mask=causal_lower_right(L_q, L_k) of torch.nn.attention.bias
 
     @property
-    def api_name(self) -> str:
+    def api_name(self) -> Text:
         """``nn.MultiheadAttention``, ``F.scaled_dot_product_attention`` or the KV cache."""
-        return {"mha": "nn.MultiheadAttention", "sdpa": "F.scaled_dot_product_attention",
-                "cache": t("production.api.cache")}[self.api]
+        names: dict[str, Text] = {"mha": "nn.MultiheadAttention", "sdpa": "F.scaled_dot_product_attention",
+                                  "cache": Msg("production.api.cache")}
+        return names[self.api]
 
     @property
     def kind(self) -> str:

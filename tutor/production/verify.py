@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base.errors import EngineMismatchError
-from ..base.messages import t
+from ..base.messages import Msg
 from ..steps import KINDS, Solution, rounding_bounds
 from .run import run_exercise
 
@@ -29,16 +29,16 @@ def _compare(sol: Solution, step_id: str, head: int | None, reference: np.ndarra
     step = sol.step(step_id, head)
     exact = np.array(step.value, dtype=np.float64)  # [rows, cols]
     if exact.shape != reference.shape:
-        raise EngineMismatchError(t("verify.shape", step=step_id, head=_one_based(head), exact=exact.shape, numeric=reference.shape))
+        raise EngineMismatchError(Msg("verify.shape", step=step_id, head=_one_based(head), exact=exact.shape, numeric=reference.shape))
     inf = np.isinf(exact)
     if not np.array_equal(inf, np.isinf(reference)):
-        raise EngineMismatchError(t("verify.masked", step=step_id, head=_one_based(head)))
+        raise EngineMismatchError(Msg("verify.masked", step=step_id, head=_one_based(head)))
     allowed = ATOL + RTOL * np.abs(exact) + SAFETY * np.broadcast_to(bound, exact.shape)  # [rows, cols]
     with np.errstate(invalid="ignore"):  # -inf - -inf at a masked entry
         diff = np.where(inf, 0.0, np.abs(exact - reference))  # [rows, cols]
     if not np.all(diff <= np.where(inf, np.inf, allowed)):
         i, j = np.unravel_index(np.argmax(diff - allowed), exact.shape)
-        raise EngineMismatchError(t("verify.value", step=step_id, head=_one_based(head), row=int(i) + 1, col=int(j) + 1,
+        raise EngineMismatchError(Msg("verify.value", step=step_id, head=_one_based(head), row=int(i) + 1, col=int(j) + 1,
                                     exact=float(exact[i, j]), numeric=float(reference[i, j])))
 
 

@@ -32,7 +32,7 @@ def render_catalog(rows: list[dict[str, Any]], console: Console) -> None:
     headers = [t("list.col.status"), t("list.col.id"), t("list.col.title"), "L", "L_k", "d_model", t("list.col.heads"),
                t("list.col.mask"), t("list.col.source")]
     cells = [[status(r), tx(r["id"]), tx(r["title"]), str(r["L"]), str(r["L_k"]), str(r["d_model"]), str(r["heads"]),
-              r["mask"], tx(r["source"])] for r in rows]
+              r["mask"], t("list.source.bundled") if r["source"] == "bundled" else tx(r["source"])] for r in rows]
     table = Table(title=title, caption=t("list.legend"), box=box.SIMPLE_HEAD if uni else box.ASCII, title_justify="left",
                   caption_justify="left")
     for i, h in enumerate(headers):

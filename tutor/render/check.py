@@ -26,6 +26,7 @@ from ..audit.solution import SolutionFile
 from ..base.ascii import asciify, is_utf
 from ..base.cells import pad, widest
 from ..base.decimals import legible, trimmed
+from ..base.messages import Text as Words
 from ..base.messages import plural, t
 from ..base.textsafe import shown
 from ..exact.numbers import Rat
@@ -47,12 +48,13 @@ class CheckRenderer:
         self.console = console
         self.unicode = is_utf(console.encoding)
 
-    def tx(self, text: str) -> str:
-        """``text`` as this console shows it: control characters escaped, ASCII when the stream is not UTF-8."""
-        text = shown(text, keep="\n")
+    def tx(self, text: Words) -> str:
+        """``text`` as this console shows it, put into words (a ``Msg``): control characters escaped, ASCII when the
+        stream is not UTF-8."""
+        text = shown(str(text), keep="\n")
         return text if self.unicode else asciify(text)
 
-    def line(self, text: str, style: str = "", indent: int = 0) -> None:
+    def line(self, text: Words, style: str = "", indent: int = 0) -> None:
         """One paragraph, wrapped between words at the console's width; wrapped lines keep the indent
         (and, after a leading mark ``✓``/``✗``/``•``, start under the text, not under the mark)."""
         text = self.tx(text)
@@ -87,7 +89,7 @@ class CheckRenderer:
 
     # -- pieces ------------------------------------------------------------------
     def name(self, r: Report, key: tuple[str, int | None]) -> str:
-        return label(r.exercise, *key)
+        return str(label(r.exercise, *key))
 
     def step_line(self, r: Report, s: StepCheck, width: int) -> None:
         word, style = self.verdict(s.ok)

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..base.cells import pad, pad_left, widest, width
+from ..base.messages import Text as Words
 from ..base.messages import plural, t
 from .quiz import QuizRenderer
 
@@ -40,8 +41,8 @@ class _InterviewQuiz(QuizRenderer):
         finally:
             self._wrong = False
 
-    def line(self, text: str, style: str = "", indent: int = 0) -> None:
-        if self._wrong and text == t("practice.retry"):
+    def line(self, text: Words, style: str = "", indent: int = 0) -> None:
+        if self._wrong and str(text) == t("practice.retry"):
             return
         super().line(text, style, indent)
 
@@ -56,11 +57,11 @@ class DrillView:
         self.wrong_mark = self.quiz.wrong_mark
 
     # -- primitives -------------------------------------------------------------------------
-    def tx(self, text: str) -> str:
+    def tx(self, text: Words) -> str:
         """``text`` as this stream can show it (escaped; ASCII when the stream is not UTF-8)."""
         return self.quiz.tx(text)
 
-    def line(self, text: str, style: str = "", indent: int = 0, *, first: str = "") -> None:
+    def line(self, text: Words, style: str = "", indent: int = 0, *, first: str = "") -> None:
         """A paragraph wrapped at words to the console's width, every line after ``indent`` spaces
         (the first after ``first`` instead, when given: a bullet, a letter); no trailing blanks.
         A word wider than the console is folded, never cut."""
@@ -77,7 +78,7 @@ class DrillView:
         (a grid wider than the console runs on, and the terminal folds it)."""
         self.console.print(Text(" " * indent + self.tx(text)), soft_wrap=True)
 
-    def bullet(self, text: str) -> None:
+    def bullet(self, text: Words) -> None:
         """One item of a list, its wrapped lines aligned after the bullet."""
         self.line(text, first="  " + self.tx("•") + " ")
 
@@ -116,6 +117,8 @@ class DrillView:
         if q.kind == "count":
             from ..drills.record import count_tolerance
 
+            if q.json.get("unit") in ("ms", "ratio") and count_tolerance(q):  # issue 23: a time, FLOPs per byte
+                return f"count_{q.json['unit']}"
             return "count" if count_tolerance(q) else "count_exact"
         return q.kind
 

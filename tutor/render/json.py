@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from ..base.jsontext import compact
+from ..base.messages import plural_category
 from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, Matrix, Vector
 from ..steps import Solution
@@ -63,7 +64,17 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
         "w_o": _m(ex.w_o),
         "b_o": _v(ex.b_o),
         **_v2_dict(ex),
+        **_latent_dict(ex),
     }
+
+
+def _latent_dict(ex: Exercise) -> dict[str, Any]:
+    """Format v3's multi-head latent attention (present only with it): ``d_c``, ``w_dkv`` and each head's ``w_uk``,
+    ``w_uv``; the heads' ``w_k``, ``w_v`` above are then the products ``W_DKV·W_UK``, ``W_DKV·W_UV``."""
+    if ex.mla is None:
+        return {}
+    return {"mla": {"d_c": ex.mla.d_c, "w_dkv": _m(ex.mla.w_dkv),
+                    "heads": [{"w_uk": _m(uk), "w_uv": _m(uv)} for uk, uv in zip(ex.mla.w_uk, ex.mla.w_uv, strict=True)]}}
 
 
 def _v2_dict(ex: Exercise) -> dict[str, Any]:
@@ -125,7 +136,8 @@ def solution_dict(sol: Solution, head: int | None = None) -> dict[str, Any]:
     batched forward pass, each step with its ``note`` and the note's catalogue ``key``), ``notes`` (on the
     configuration: causal alignment) and ``production_masks`` (the masks as PyTorch takes them)."""
     o = outline(sol, head=head, brief=True, keys=True)  # no arithmetic; the mistakes as keys
-    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note, "key": p.key}
+    production = [{"name": p.name, "dims": list(p.dims), "shape": list(p.shape), "note": p.note,
+                   "key": p.key if p.count is None else f"{p.key}.{plural_category(p.count)}"}
                   for p in o.production]
     return {"exercise": exercise_dict(o.exercise), "steps": [step_dict(item) for item in o.steps],
             "production": production, "notes": list(o.production_notes), "production_masks": [mask_dict(m) for m in o.masks]}

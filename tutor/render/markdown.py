@@ -267,8 +267,8 @@ class MarkdownRenderer:
             return
         self.add(f"**{_escape(t('explain.worked.label'))}**", "")
         for piece in pieces:
-            self.add(f"- {_escape(piece.label + piece.sep + piece.lines[0])}")
-            self.add(*(f"  - {_escape(line)}" for line in piece.lines[1:]))
+            self.add(f"- {_escape(piece.label + piece.sep + str(piece.lines[0]))}")
+            self.add(*(f"  - {_escape(str(line))}" for line in piece.lines[1:]))
         self.add("")
 
     def step(self, item: StepItem, ex: Exercise) -> None:

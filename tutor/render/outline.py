@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..base.messages import plural, t
+from ..base.messages import Text, plural, t
 from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, Matrix, alibi_slope, unrolled
 from ..steps import KINDS, Solution, Step, Worked, hand_sized
@@ -142,7 +142,7 @@ class Outline:
     flow: Flow
     steps: tuple[StepItem, ...]
     production: tuple[TraceStep, ...]
-    production_notes: tuple[str, ...]
+    production_notes: tuple[Text, ...]
     masks: tuple[MaskItem, ...]
     blank: bool = False
 
@@ -181,23 +181,30 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
             kind = KINDS[step.id]
             axes = t("handout.scores_axes", rows=", ".join(step.row_labels), cols=", ".join(step.col_labels))
             done = made[id(step)] = StepItem(
-                number, step, kind.title, tuple(kind.why(step, ex)),
+                number, step, str(kind.title), tuple(str(w) for w in kind.why(step, ex)),
                 kind.arithmetic(sol if kind.backward else forward, step, precision) if worked else (),
-                tuple(said.get(step.key, ())), hidden.get(step.key, ()), axes if kind.axes_note else None,
+                tuple(str(n) for n in said.get(step.key, ())), hidden.get(step.key, ()), axes if kind.axes_note else None,
                 kind.heatmap and not blank)
         return done if done.number == number else replace(done, number=number)
 
     parts: list[Part] = []
     number = 0
+    # the early layer steps (StepKind.early): the pre-norm block's x_norm, MLA's latent c_kv; before the heads, which read them
+    early = tuple(s for s in forward.layer_steps if KINDS[s.id].early)
+    late = tuple(s for s in forward.layer_steps if not KINDS[s.id].early)
+    if early:
+        title, given = (t("explain.latent"), _latent_weights(ex)) if ex.mla is not None else (t("explain.block"), ())
+        parts.append(Part(title, given, tuple(item(number + n, s) for n, s in enumerate(early, 1))))
+        number += len(early)
     for h in range(ex.num_heads) if head is None else [head]:
         steps = forward.for_head(h)
         parts.append(Part(t("explain.head", head=h + 1), _weights(ex, h),  # heads counted from 1 where a learner reads them
                           tuple(item(number + n, s) for n, s in enumerate(steps, 1))))
         number += len(steps)
-    if forward.layer_steps:
+    if late:
         parts.append(Part(t("explain.layer"), _output_weights(ex),
-                          tuple(item(number + n, s) for n, s in enumerate(forward.layer_steps, 1))))
-        number += len(forward.layer_steps)
+                          tuple(item(number + n, s) for n, s in enumerate(late, 1))))
+        number += len(late)
     if back:  # the gradients in the order they are computed, output to input
         parts.append(Part(t("explain.backward"), (), _backward(ex, back, number, item)))
     trace, production_notes = production_view(ex)
@@ -205,7 +212,7 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
     shown = [s for s in shown if head is None or s.head in (head, None) or s.kv_head is not None and head in s.shared]
     return Outline(
         exercise=ex, header=_header(ex, production_notes), parts=tuple(parts),
-        flow=Flow(forward.for_head(head or 0), forward.for_head(0), ex.num_heads, forward.layer_steps,
+        flow=Flow(early + forward.for_head(head or 0), early + forward.for_head(0), ex.num_heads, late,
                   tuple(s for s in back if s.head in (None, head or 0))),
         steps=tuple(item(n, s) for n, s in enumerate(shown, 1)), production=trace,
         production_notes=production_notes,
@@ -260,12 +267,18 @@ def _rows(m: Matrix) -> tuple[str, ...]:
 
 
 def _weights(ex: Exercise, h: int) -> tuple[Named, ...]:
-    """Head ``h``'s weights and biases."""
+    """Head ``h``'s weights and biases (with ``mla``: W_Q and its up-projections W_UK, W_UV)."""
     head = ex.heads[h]
-    named = [Named(name, m, _rows(m)) for name, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
+    kv = (("W_K", head.w_k), ("W_V", head.w_v)) if ex.mla is None else (("W_UK", ex.mla.w_uk[h]), ("W_UV", ex.mla.w_uv[h]))
+    named = [Named(name, m, _rows(m)) for name, m in (("W_Q", head.w_q), *kv)]
     named += [Named(name, (b,), ("",)) for name, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v))
               if b is not None]
     return tuple(named)
+
+
+def _latent_weights(ex: Exercise) -> tuple[Named, ...]:
+    """W_DKV, the down-projection to multi-head latent attention's latent (format v3, ``mla``)."""
+    return () if ex.mla is None else (Named("W_DKV", ex.mla.w_dkv, _rows(ex.mla.w_dkv)),)
 
 
 def _output_weights(ex: Exercise) -> tuple[Named, ...]:
@@ -278,7 +291,7 @@ def _output_weights(ex: Exercise) -> tuple[Named, ...]:
     return tuple(named)
 
 
-def _header(ex: Exercise, production_notes: tuple[str, ...]) -> Header:
+def _header(ex: Exercise, production_notes: tuple[Text, ...]) -> Header:
     h0 = ex.heads[0]
     mask = None
     if ex.mask_kind == "causal":
@@ -298,7 +311,7 @@ def _header(ex: Exercise, production_notes: tuple[str, ...]) -> Header:
         sizes=t("explain.sizes", L=ex.L, L_k=ex.L_k, d_model=ex.d_model, heads=ex.num_heads, d_k=h0.d_k, d_v=h0.d_v,
                 d_out=ex.d_out),
         mask=mask, mask_matrix=ex.mask if ex.mask_kind == "matrix" else None,
-        mask_notes=production_notes if ex.mask_kind == "causal" else (),  # causal with L ≠ L_k, or on cross-attention
+        mask_notes=tuple(str(n) for n in production_notes) if ex.mask_kind == "causal" else (),  # causal with L ≠ L_k, or on cross-attention
         padding=padding, v2=_v2_lines(ex), inputs=tuple(inputs))
 
 

@@ -21,6 +21,7 @@ from .. import practice as quiz
 from ..answers import MIN_PLACES
 from ..base.cells import pad, widest, width
 from ..base.decimals import fixed, trimmed
+from ..base.messages import Text as Words
 from ..base.messages import join_and, plural, t
 from ..exercise.record import Exercise
 from ..steps import Step
@@ -57,18 +58,18 @@ class QuizRenderer:
         self.why: dict[tuple[str, int | None], list[str]] = {}  # what each step means, said once it is answered or shown
 
     # -- primitives ---------------------------------------------------------------
-    def tx(self, text: str) -> str:
-        """``text`` as this stream can show it (ASCII transliteration when it is not UTF-8)."""
-        return self.r.tx(text)
+    def tx(self, text: Words) -> str:
+        """``text`` as this stream can show it, put into words (a ``Msg``; ASCII transliteration when it is not UTF-8)."""
+        return self.r.tx(str(text))
 
-    def line(self, text: str, style: str = "", indent: int = 0) -> None:
+    def line(self, text: Words, style: str = "", indent: int = 0) -> None:
         """One paragraph of plain text (wrapped at words, never at a number's digits)."""
         item: RenderableType = Text(self.tx(text), style=style)
         if indent:
             item = Padding(item, (0, 0, 0, indent), expand=False)
         self.console.print(item)
 
-    def bullet(self, text: str) -> None:
+    def bullet(self, text: Words) -> None:
         """One item of a list, its wrapped lines aligned after the bullet."""
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
@@ -95,10 +96,11 @@ class QuizRenderer:
 
         return [[cell(x, v) for x, v in zip(er, vr)] for er, vr in zip(exact, value)]
 
-    def matrix_tables(self, name: str, exact: Sequence[Sequence[str]], value: Sequence[Sequence[float]],
+    def matrix_tables(self, name: Words, exact: Sequence[Sequence[str]], value: Sequence[Sequence[float]],
                       rows: Sequence[str], cols: Sequence[str]) -> list[RenderableType]:
         cells = self.cells(exact, value)
         shape = (len(exact), len(exact[0]))
+        name = str(name)
         title = f"{name} [{shape[1]}]" if name.startswith("b_") else f"{name} {_shape(shape)}"
         return self.r.tables(cells, rows, cols, title=title)
 

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from ..base.ascii import asciify, is_utf
 from ..base.cells import pad, widest, width
+from ..base.messages import Text as Words
 from ..base.messages import t
 from ..base.textsafe import shown
 from ..exact.numbers import Rat, frac_text
@@ -54,10 +55,10 @@ class RichRenderer:
         self.box = box.ROUNDED if self.unicode else box.ASCII
 
     # -- primitives ---------------------------------------------------------
-    def tx(self, text: str) -> str:
+    def tx(self, text: Words) -> str:
         """``text`` as this console shows it: control characters escaped (newlines kept for layout),
         then transliterated to ASCII when the stream is not UTF-8."""
-        text = shown(text, keep="\n")
+        text = shown(str(text), keep="\n")
         return text if self.unicode else asciify(text)
 
     def equals(self, exact: str, value: float) -> str:
@@ -386,7 +387,7 @@ class RichRenderer:
             m = item.mask
             if m.api != api:
                 api = m.api
-                self.console.print(Padding(Text(m.api_name, style="bold", overflow="fold"), (0, 0, 0, 2), expand=False))
+                self.console.print(Padding(Text(self.tx(m.api_name), style="bold", overflow="fold"), (0, 0, 0, 2), expand=False))
             self.console.print(Padding(Text(self.tx(m.code()), overflow="fold"), (0, 0, 0, 4), expand=False))
             self.console.print(Padding(Text(self.tx(item.meaning), style="dim"), (0, 0, 0, 6), expand=False))
 

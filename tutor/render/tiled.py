@@ -9,6 +9,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from ..base.ascii import asciify, is_utf
+from ..base.messages import Text as Words
 from ..base.messages import t
 from ..base.textsafe import shown
 from ..exact.numbers import Exact, NegInf
@@ -53,11 +54,11 @@ class TiledRenderer:
         self.places = precision
         self.unicode = is_utf(console.encoding)
 
-    def tx(self, text: str) -> str:
-        text = shown(text, keep="\n")
+    def tx(self, text: Words) -> str:
+        text = shown(str(text), keep="\n")
         return text if self.unicode else asciify(text)
 
-    def line(self, text: str, style: str = "", indent: int = 0) -> None:
+    def line(self, text: Words, style: str = "", indent: int = 0) -> None:
         self.console.print(Padding(Text(self.tx(text), style=style, overflow="fold"), (0, 0, 0, indent), expand=False))
 
     def num(self, e: Exact) -> str:

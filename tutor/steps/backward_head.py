@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import backward as eb
 from ..exact.engine import QMat
 from ..exact.numbers import SoftmaxRow
@@ -76,7 +76,7 @@ def _d_head_output(bd: Build, h: int | None) -> Step:
     dH = [row[_v_cols(ex, h)] for row in g]  # [L, d_v], this head's columns
     bd.data["d_head_output", h] = dH
     name = f"d_head_{(h or 0) + 1}"
-    return Step("d_head_output", h, name, t("formula.d_head", name=name, src=src[0], head=(h or 0) + 1),
+    return Step("d_head_output", h, name, Msg("formula.d_head", name=name, src=src[0], head=(h or 0) + 1),
                 (Operand(src[0], (ex.L, len(g[0]))),), "=", eb.rational_exact(dH), ex.query_labels, dims("d", d_v))
 
 
@@ -96,9 +96,9 @@ def _d_head_output_work(sol: Solution, step: Step, i: int, j: int) -> str:
     return f"{src.name}[{step.row_labels[i]}, {src.col_labels[offset + j]}] {total(step.exact[i][j], step.value[i][j])}"
 
 
-def _d_head_why(step: Step, ex: Exercise) -> list[str]:
+def _d_head_why(step: Step, ex: Exercise) -> list[Text]:
     src = d_head_source(ex)[0]
-    return [t("step.d_head_output.why" if ex.num_heads > 1 else "step.d_head_output.why.single", src=src)]
+    return [Msg("step.d_head_output.why" if ex.num_heads > 1 else "step.d_head_output.why.single", src=src)]
 
 
 D_HEAD_OUTPUT = StepKind(
@@ -206,10 +206,10 @@ def _d_scaled_work(sol: Solution, step: Step, i: int, j: int) -> str:
             f"{total(step.exact[i][j], step.value[i][j])}")
 
 
-def _d_scaled_why(step: Step, ex: Exercise) -> list[str]:
-    out = [t("step.d_scaled.why")]
+def _d_scaled_why(step: Step, ex: Exercise) -> list[Text]:
+    out: list[Text] = [Msg("step.d_scaled.why")]
     if ex.has_bias:
-        out.append(t("step.d_scaled.why.bias"))
+        out.append(Msg("step.d_scaled.why.bias"))
     return out
 
 
@@ -355,8 +355,8 @@ def _group_givens(sol: Solution, step: Step, *ids: str) -> tuple[Input, ...]:
     for h in group:
         for id in ids:
             inp = given_step(sol.step(id, h))
-            named = len(group) > 1 and not inp.name.endswith(f"_{h + 1}")  # d_head_2 says its head already
-            out.append(replace(inp, name=t("check.step_of_head", step=inp.name, head=h + 1)) if named else inp)
+            named = len(group) > 1 and not str(inp.name).endswith(f"_{h + 1}")  # d_head_2 says its head already
+            out.append(replace(inp, name=Msg("check.step_of_head", step=inp.name, head=h + 1)) if named else inp)
     return tuple(out)
 
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
-from ..base.messages import t
+from ..base.messages import Msg
 from ..exact import backward as eb
 from ..exact.engine import QMat
 from ..exact.numbers import SoftmaxRow
@@ -66,7 +66,7 @@ def _d_output(bd: Build, head: int | None) -> Step:
     G = [list(r) for r in ex.upstream] if ex.upstream is not None else eb.ones(ex.L, ex.d_out)
     bd.data["d_output", None] = G
     final = bd.steps[final_key(bd)]
-    formula = "d_output = ∂L/∂output = upstream" if ex.upstream is not None else t("formula.d_output.ones")
+    formula = "d_output = ∂L/∂output = upstream" if ex.upstream is not None else Msg("formula.d_output.ones")
     return Step("d_output", None, "d_output", formula, (Operand("upstream", (ex.L, ex.d_out)),), "=",
                 eb.rational_exact(G), final.row_labels, final.col_labels)
 
@@ -229,7 +229,7 @@ def _proj_w(ex: Exercise, id: str, head: int | None) -> Sequence[Sequence[Fracti
 
 
 def _in_formula(ex: Exercise, id: str) -> str:
-    """``d_X = Σ_h (d_Q·W_Qᵀ + d_K·W_Kᵀ + d_V·W_Vᵀ)``; grouped K/V heads ``Σ_h d_Q·W_Qᵀ + Σ_g (…)``; a cache ``d_K[new rows]``."""
+    """``d_X = Σ_h (d_Q·W_Qᵀ + d_K·W_Kᵀ + d_V·W_Vᵀ)``; grouped K/V heads ``Σ_h d_Q·W_Qᵀ + Σ_g (…)``; a cache ``d_K[2:]`` (the new rows)."""
     name = "d_X" if id == "d_x" else "d_X_kv"
     srcs = _paths(ex, id)
     text = {s: f"d_{s[2:].upper()}{rows_note(ex, s)}·W_{s[2:].upper()}ᵀ" for s in srcs}
@@ -320,9 +320,9 @@ def _d_in_given(sol: Solution, step: Step) -> tuple[Input, ...]:
         w = _proj_w(ex, src, h)
         g, wm = given_step(sol.step(src, h)), given_matrix(f"W_{src[2:].upper()}", w, dims("r", len(w)), dims("d", len(w[0])))
         if ex.num_heads > 1:  # which head each pair is: its query head, or its K/V head when they are grouped
-            suffix = (t("check.step_of_kv_head", step="", kv=ex.kv_head(h) + 1) if ex.grouped and src != "d_q"
-                      else t("check.step_of_head", step="", head=h + 1))
-            g, wm = replace(g, name=g.name + suffix), replace(wm, name=wm.name + suffix)
+            g, wm = (replace(m, name=Msg("check.step_of_kv_head", step=m.name, kv=ex.kv_head(h) + 1)
+                             if ex.grouped and src != "d_q" else Msg("check.step_of_head", step=m.name, head=h + 1))
+                     for m in (g, wm))
         out += [g, wm]
     return tuple(out)
 

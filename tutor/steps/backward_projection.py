@@ -21,7 +21,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import backward as eb
 from ..exercise.record import Exercise
 from .grad import (
@@ -172,10 +172,10 @@ def _d_b_slack(id: str) -> Callable[[Replay, int | None], Array]:
     return run
 
 
-def _d_b_why(step: Step, ex: Exercise) -> list[str]:
+def _d_b_why(step: Step, ex: Exercise) -> list[Text]:
     out = kv_why(step, ex)
     if step.id == "d_b_k" and not ex.has_cache:  # step id: only b_K's gradient vanishes (the softmax's shift)
-        out.append(t("step.d_b_k.why.zero"))
+        out.append(Msg("step.d_b_k.why.zero"))
     return out
 
 

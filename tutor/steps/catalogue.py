@@ -26,17 +26,21 @@ its family's tuple is in the catalogue.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING
 
 from ..base.errors import TutorError
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import matrices as em
+from ..exact.block import wrap
 from ..exercise.record import Exercise
 from .backward_head import HEAD_GRADS
 from .backward_layer import AFTER_HEADS, BEFORE_HEADS
 from .backward_projection import PROJECTION_GRADS
+from .block import RESIDUAL, X_NORM
 from .kind import StepKind
+from .latent import C_KV, Q_ABSORBED, SCORES_ABSORBED
 from .layer import LAYER
 from .projection import PROJECTIONS
 from .records import Key, Solution, Step
@@ -57,7 +61,13 @@ else:
 #: Every step kind, in the contract's order: the forward pass (k_new, v_new with a KV cache and biased with
 #: a bias: format v2), then the backward pass (the layer's steps before the heads', the heads', the
 #: projections' weights and biases, d_x).
-FORWARD: tuple[StepKind, ...] = PROJECTIONS + ROPE_STEPS + SCORE_STEPS + SOFTMAX_STEPS + LAYER
+#: The pre-norm block (issue 23, :mod:`tutor.steps.block`): ``x_norm`` first (a layer step before the heads, which
+#: read it) and ``residual`` last.  Multi-head latent attention (format v3, :mod:`tutor.steps.latent`): ``c_kv``
+#: next (an early layer step too: it reads X, the heads read it), each head's absorbed route after its explicit
+#: scores, which it is checked equal to.  RoPE (format v3, :mod:`tutor.steps.rope`): ``q_rot``, ``k_rot`` after the
+#: projections they turn (they read ``q``, ``k``), before ``scores``, which reads them.
+FORWARD: tuple[StepKind, ...] = ((X_NORM, C_KV) + PROJECTIONS + ROPE_STEPS + SCORE_STEPS[:1] + (Q_ABSORBED, SCORES_ABSORBED)
+                                 + SCORE_STEPS[1:] + SOFTMAX_STEPS + LAYER + (RESIDUAL,))
 BACKWARD: tuple[StepKind, ...] = BEFORE_HEADS + HEAD_GRADS + PROJECTION_GRADS + AFTER_HEADS
 CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
@@ -85,18 +95,23 @@ def exists(ex: Exercise, key: Key) -> bool:
 
 
 def keys(ex: Exercise, backward: bool = False) -> list[Key]:
-    """Every step ``ex`` has, in order: each head's steps (head 0 first), then the layer's.
+    """Every step ``ex`` has, in order: each head's steps (head 0 first), then the layer's (an
+    :attr:`~tutor.steps.StepKind.early` layer step, ``c_kv``, before the heads).
 
     With ``backward``, the backward pass follows: its layer steps before the
     heads (``d_output`` … ``d_b_o``), each head's, then ``d_x`` (``d_x_kv``).
     With grouped K/V heads the heads go group by group, and the K/V
     gradients of a group (:attr:`StepKind.per_kv_head`: the sum over its
     query heads) come after the other backward steps of all its heads.
+    Raises :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of an exercise with ``mla`` or ``rope``.
     """
     if backward and ex.rope is not None:  # RoPE's backward pass is not built (issue 23): refused, never wrong numbers
-        raise TutorError(t("rope.no_backward", id=ex.id))
+        raise TutorError(Msg("rope.no_backward", id=ex.id))
+    early: list[Key] = [(k.id, None) for k in FORWARD if k.scope == "layer" and k.early and k.exists(ex)]
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
-    out = per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and k.exists(ex)]
+    out = early + per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and not k.early and k.exists(ex)]
+    if backward and ex.mla is not None:  # the gradients of W_DKV, W_UK, W_UV are not built: refused, not half-shown
+        raise TutorError(Msg("backward.mla", id=ex.id))
     if backward:
         live = [k for k in BACKWARD if k.exists(ex)]
         out += [(k.id, None) for k in live if k.scope == "layer" and not k.late]
@@ -123,7 +138,7 @@ def backward_sized(ex: Exercise) -> None:
     """Raise :class:`~tutor.base.errors.TutorError` (exit 2) when ``ex`` is past :data:`MAX_BACKWARD_WORK`."""
     work = ex.num_heads * ex.L * ex.L_k ** 2 * ex.d_model
     if work > MAX_BACKWARD_WORK:
-        raise TutorError(t("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
+        raise TutorError(Msg("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
                            L=ex.L, L_k=ex.L_k, d_model=ex.d_model))
 
 
@@ -184,11 +199,55 @@ def solve(ex: Exercise, backward: bool = False) -> Solution:
     (:mod:`tutor.steps.backward_layer`, :mod:`~tutor.steps.backward_head`, :mod:`~tutor.steps.backward_projection`).  Source of the math: :mod:`tutor.exact.engine`, :mod:`tutor.exact.backward`.
     """
     if backward:
+        no_block_backward(ex)
         backward_sized(ex)
+    if ex.has_norm:
+        return _solve_normed(ex)
     bd = Build(ex)
     for key in keys(ex, backward):
         bd.steps[key] = KINDS[key[0]].build(bd, key[1])
     return Solution(ex, tuple(bd.steps.values()))
+
+
+# --- the pre-norm block (issue 23) ------------------------------------------------------------------------
+
+
+def no_block_backward(ex: Exercise) -> None:
+    """Raise :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of a pre-norm block: not built."""
+    if ex.has_norm or ex.residual:
+        raise TutorError(Msg("block.backward", id=ex.id))
+
+
+def _solve_normed(ex: Exercise) -> Solution:
+    """Every forward step of an exercise with a norm, exactly (:func:`solve`).
+
+    After ``X_norm`` the rows of Q, K and V carry different square roots, so
+    the scores of one row mix them and the structured softmax
+    (:class:`tutor.exact.numbers.Mix`, one root per row) does not apply: each
+    step's values are its exact walk's with no mistake (entries of
+    :mod:`tutor.exact.expoly`, shown by :class:`tutor.exact.block.Alg`),
+    and its record (name, formula, operands, labels) is the one its build
+    gives on the same exercise without the norm, the projections reading
+    ``X_norm`` in place of ``X``.
+    """
+    plain = replace(ex, norm=None, residual=False)
+    bd, real = Build(plain), Build(ex)
+    walk = Walk(ex, RIGHT)
+    for key in keys(ex):
+        kind = KINDS[key[0]]
+        if kind is X_NORM or kind is RESIDUAL:
+            step = kind.build(real, key[1])
+        else:
+            meta = bd.steps[key] = kind.build(bd, key[1])
+            value = walk.get(key)
+            assert value is not None  # the right walk reaches every step
+            step = replace(meta, exact=tuple(tuple(wrap(e) for e in row) for row in value))
+            if kind.id in ("q", "k", "v"):
+                formula = step.formula.replace(" X·", " X_norm·") if isinstance(step.formula, str) else step.formula
+                step = replace(step, formula=formula, operands=tuple(
+                    replace(o, name="X_norm") if o.name == "X" else o for o in step.operands))
+        real.steps[key] = step
+    return Solution(ex, tuple(real.steps.values()))
 
 
 Given = Callable[[Key], "tuple[NDArray, NDArray, NDArray] | None"]
@@ -247,7 +306,8 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
 #: (the heads averaged, split or merged by a plain reshape; format v2's kv_order, cache, bias) has no exact
 #: walk (:class:`NoExactForm`), nor have ``mask="top_left"`` and ``scale="after_softmax"`` (:func:`supports`).
 EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
-                         "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed"})
+                         "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed",
+                         "uk_untransposed", "norm_axis", "norm_mean", "residual"})
 
 
 class NoExactForm(Exception):
@@ -305,7 +365,9 @@ class Walk:
         if key not in self._order:
             return None
         heads = range(self._ex.num_heads) if key[1] is None else (key[1],)
-        needed = upstream(self._ex, key) | {key} | {(p, h) for h in heads for p in ("q", "k", "v")}
+        projections = {(p, h) for h in heads for p in ("q", "k", "v")}
+        needed = upstream(self._ex, key) | {key} | projections
+        needed |= {u for p in projections for u in upstream(self._ex, p)}  # MLA: K and V read the latent c_kv
         for k in sorted(needed, key=self._order.__getitem__):
             if k not in self._done:
                 self._done.add(k)
@@ -359,7 +421,7 @@ def worked_entry(sol: Solution, step: Step, i: int, j: int) -> str:
     return f"{entry_name(step, i, j)} = {entry_work(sol, step, i, j)}"
 
 
-def entry_work(sol: Solution, step: Step, i: int, j: int) -> str:
+def entry_work(sol: Solution, step: Step, i: int, j: int) -> Text:
     """How entry ``(i, j)`` of ``step`` is made from the steps before it, with its value:
     ``Q[t1, :]·K[t2, :] = 1·2 + 1·2 = 4`` (the right-hand side of :func:`worked_entry`)."""
     return KINDS[step.id].work(sol, step, i, j)

@@ -28,7 +28,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
 from ..base.decimals import fixed
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import backward as eb
 from ..exact.numbers import Exact
 from ..exercise.record import Exercise
@@ -153,7 +153,9 @@ def new_rows(ex: Exercise, id: str) -> slice:
 
 
 def rows_note(ex: Exercise, id: str) -> str:
-    return t("formula.new_rows") if id in ("d_k", "d_v") and ex.has_cache else ""
+    """With a KV cache, the rows of d_K and d_V that reach the weights, as a slice: ``[2:]``, the new
+    tokens' rows after ``L_past`` cached ones (the cached keys and values were projected before)."""
+    return f"[{ex.L_past}:]" if id in ("d_k", "d_v") and ex.has_cache else ""
 
 
 def bias_step(id: str, name: str, src: str, src_name: str, g: eb.Grads, cols: tuple[str, ...], head: int | None,
@@ -224,20 +226,20 @@ def reaching(sol: Solution, src: str, head: int | None) -> M:
     return M(m.name + rows_note(sol.exercise, src), m.exact[rows], m.value[rows])
 
 
-def default_why(step: Step, ex: Exercise) -> list[str]:
-    return [t(f"step.{step.id}.why")]
+def default_why(step: Step, ex: Exercise) -> list[Text]:
+    return [Msg(f"step.{step.id}.why")]
 
 
-def kv_why(step: Step, ex: Exercise) -> list[str]:
+def kv_why(step: Step, ex: Exercise) -> list[Text]:
     """A K/V gradient's why, and what grouped K/V heads and a KV cache change."""
-    out = [t(f"step.{step.id}.why")]
+    out: list[Text] = [Msg(f"step.{step.id}.why")]
     if ex.grouped and len(kv_group(ex, step.head)) > 1:
-        out.append(t("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
+        out.append(Msg("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
                      heads=", ".join(str(h + 1) for h in kv_group(ex, step.head))))
     if ex.has_cache:
         cached = step.id in ("d_k", "d_v")  # step id: d_K's rows are the cached keys, d_V's the cached values
-        out.append(t(f"step.{step.id}.why.cache", L_past=ex.L_past) if cached
-                   else t("step.d_kv.why.cache_weights", L_past=ex.L_past))
+        out.append(Msg(f"step.{step.id}.why.cache", L_past=ex.L_past) if cached
+                   else Msg("step.d_kv.why.cache_weights", L_past=ex.L_past))
     return out
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact.numbers import frac_text
 from ..exercise.record import Exercise
 from .records import Key, Solution, Step
@@ -40,7 +40,7 @@ Scope = Literal["head", "layer"]
 class Input:
     """A matrix the learner is given for a step, as a prompt shows it: exact texts, floats, labels."""
 
-    name: str
+    name: Text
     exact: tuple[tuple[str, ...], ...]
     value: tuple[tuple[float, ...], ...]
     row_labels: tuple[str, ...]
@@ -110,14 +110,14 @@ class StepKind:
     exists: Callable[[Exercise], bool]
     inputs: Callable[[Exercise, int | None], tuple[Key, ...]]
     build: Callable[[Build, int | None], Step]
-    work: Callable[[Solution, Step, int, int], str]
+    work: Callable[[Solution, Step, int, int], Text]
     given: Callable[[Solution, Step], tuple[Input, ...]]
     floats: Callable[[Replay, int | None], NDArray | object | None]
     slack: Callable[[Replay, int | None], NDArray]
     production: Callable[[LayerRun, Exercise, int | None], NDArray]
     rounding: Callable[[Replay, int | None], NDArray]
     exact_walk: Callable[[ExactWalk, int | None], Matrix | object | None] | None = None
-    why: Callable[[Step, Exercise], list[str]] = field(default=lambda step, ex: [t(f"step.{step.id}.why")])
+    why: Callable[[Step, Exercise], list[Text]] = field(default=lambda step, ex: list[Text]([Msg(f"step.{step.id}.why")]))
     arithmetic: Callable[[Solution, Step, int], tuple[Worked, ...]] = field(default=lambda sol, step, places: ())
     varies: frozenset[str] = frozenset()
     latex: str = ""
@@ -133,11 +133,16 @@ class StepKind:
     #: the K/V weights' and biases' gradients (the sum over the query heads that read it); keyed per query head,
     #: reported and named once per K/V head
     per_kv_head: bool = False
+    #: a layer step computed before the heads' steps, which read it: the pre-norm block's ``x_norm`` (the
+    #: projections read X_norm) and MLA's ``c_kv`` (the latent every head up-projects its K and V from); a layer
+    #: step is otherwise computed after the heads.  The one notion of an early step: :func:`keys`, the outline and
+    #: :data:`tutor.authoring.steplist.EARLY` all read it
+    early: bool = False
 
     @property
-    def title(self) -> str:
+    def title(self) -> Text:
         """``"Scores Q·Kᵀ"``: the step's title in the message catalogue."""
-        return t(f"step.{self.id}.title")
+        return Msg(f"step.{self.id}.title")
 
 
 def always(ex: Exercise) -> bool:

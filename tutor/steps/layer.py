@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ..base.messages import t
+from ..base.messages import Msg
 from ..exact import engine as exact
 from ..exact import matrices as em
 from ..exact.engine import QMat
@@ -213,7 +213,7 @@ OUTPUT = StepKind(
     rounding=_output_rounding, exact_walk=_output_exact,
     varies=frozenset({"w_o_transposed", "drop"}), work=_output_work, given=_output_given,
     arithmetic=_output_arithmetic,
-    why=lambda step, ex: [t(("step.output.why.nohead" if ex.num_heads == 1 else "step.output.why")
+    why=lambda step, ex: [Msg(("step.output.why.nohead" if ex.num_heads == 1 else "step.output.why")
                             + (".cross" if ex.is_cross else ""))],
     latex=r"\text{output} = $op0\, W_{O}$plus",
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from ..base.messages import Msg, Text
 from ..exact.numbers import Exact
 from ..exercise.record import Exercise
 
@@ -46,7 +47,7 @@ class Step:
     id: str
     head: int | None
     name: str
-    formula: str
+    formula: Text
     operands: tuple[Operand, ...]
     op: str
     exact: tuple[tuple[Exact, ...], ...]
@@ -72,7 +73,7 @@ class Step:
         """Float64 values of ``exact`` (``-inf`` for a masked score)."""
         return tuple(tuple(e.value() for e in row) for row in self.exact)
 
-    def annotation(self) -> str:
+    def annotation(self) -> Text:
         """``X [3×4] · W_Q [4×2] → Q [3×2]``; ``[K_cache [3×2]; K_new [1×2]] → K [4×2]`` (a cache append);
         grouped K/V heads add the sharing: ``… → K [3×2], K/V head 1, shared by query heads 1, 2``."""
         parts = [str(o) for o in self.operands]
@@ -88,10 +89,8 @@ class Step:
                 sep = "+" if o.startswith("b_") else self.op
                 left += f" {sep} {o}"
         if self.kv_head is not None:
-            from ..base.messages import t
-
             key = "annotation.with_summed" if self.id.startswith("d_") else "annotation.with_shared"  # a K/V gradient adds up
-            return t(key, annotation=f"{left} → {self.result}", kv=self.kv_head + 1,
+            return Msg(key, annotation=f"{left} → {self.result}", kv=self.kv_head + 1,
                      heads=", ".join(str(h + 1) for h in self.shared))
         return f"{left} → {self.result}"
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..base.messages import t
+from ..base.messages import Msg, Text
 from ..exact import rotary
 from ..exact.numbers import frac_text, notation
 from ..exercise.record import Exercise, Rope, rope_pairs
@@ -106,12 +106,12 @@ def _kind(id: str) -> StepKind:
         assert thetas is not None
         return frac_text(positions(ex, id)[row] * thetas[i])
 
-    def work(sol: Solution, step: Step, r: int, j: int) -> str:
+    def work(sol: Solution, step: Step, r: int, j: int) -> Text:
         ex = sol.exercise
         m = sol.step(src, step.head)
         if r < _cached_rows(ex, id):
-            return t("practice.work.noted", work=f"{sym}_cache[{step.row_labels[r]}, {step.col_labels[j]}] "
-                     f"{total(step.exact[r][j], step.value[r][j])}", note=t("rope.work.cached"))
+            return Msg("practice.work.noted", work=f"{sym}_cache[{step.row_labels[r]}, {step.col_labels[j]}] "
+                     f"{total(step.exact[r][j], step.value[r][j])}", note=Msg("rope.work.cached"))
         d_k = m.shape[1]
         i, a, b = pair_of(ex, d_k, j)
         ang = angle(ex, d_k, r, i)
@@ -135,7 +135,7 @@ def _kind(id: str) -> StepKind:
         out = []
         for r in range(step.shape[0]):
             if r < _cached_rows(ex, id):  # a cached key: stored rotated, not turned again
-                out.append(Worked(step.row_labels[r], (t("rope.work.cached"),), ": "))
+                out.append(Worked(step.row_labels[r], (Msg("rope.work.cached"),), ": "))
                 continue
             for i, (a, b) in enumerate(_rope(ex).pairs(d_k)):
                 ang = frac_text(pos[r] * thetas[i])
@@ -150,13 +150,13 @@ def _kind(id: str) -> StepKind:
                 out.append(Worked(entry_name(step, r, b), (xb,)))
         return tuple(out)
 
-    def why(step: Step, ex: Exercise) -> list[str]:
+    def why(step: Step, ex: Exercise) -> list[Text]:
         rope = _rope(ex)
         d_k = ex.heads[step.head or 0].d_k
-        out = [t(f"step.{id}.why", base=rope.base, d_k=d_k)]
-        out.append(t(f"step.rope.why.{rope.pairing}"))
+        out: list[Text] = [Msg(f"step.{id}.why", base=rope.base, d_k=d_k)]
+        out.append(Msg(f"step.rope.why.{rope.pairing}"))
         if _cached_rows(ex, id):
-            out.append(t("step.k_rot.why.cache", L_past=ex.L_past))
+            out.append(Msg("step.k_rot.why.cache", L_past=ex.L_past))
         return out
 
     return StepKind(

@@ -20,7 +20,7 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ..base.messages import join_and, t
+from ..base.messages import Msg, Text
 from ..exact import engine as exact
 from ..exact import matrices as em
 from ..exact.engine import Scaled
@@ -58,7 +58,7 @@ def empty_rows(ex: Exercise) -> list[int]:
     return [] if allowed is None else [i for i, row in enumerate(allowed) if not any(row)]
 
 
-def torch_empty_row() -> str:
+def torch_empty_row() -> Text:
     """What PyTorch 2.13 gives for a query row that may attend to no key, per API and setting.
 
     Each fact is checked against torch in ``tests/test_torch_claims.py``:
@@ -70,8 +70,8 @@ def torch_empty_row() -> str:
     masks, ``bias=True`` ...), and ``out_proj.bias`` (0 with ``bias=False``)
     with ``need_weights=False`` off the fast path.
     """
-    facts = [t(f"torch.empty_row.{k}") for k in ("sdpa", "mha_nan", "mha_fast", "mha_bias")]
-    return t("torch.empty_row", facts=t("torch.facts.sep").join(facts))
+    facts = [Msg(f"torch.empty_row.{k}") for k in ("sdpa", "mha_nan", "mha_fast", "mha_bias")]
+    return Msg("torch.empty_row", facts=Msg.joined("torch.facts.sep", facts))
 
 
 # --- scores: Q·Kᵀ ---------------------------------------------------------------------------------------
@@ -131,6 +131,11 @@ def _scores_rounding(r: Replay, head: int | None) -> Array:
 def _scores_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
     q, k = _scores_inputs(w.ex, head)
     Q, K = w.qmats.get(q), w.qmats.get(k)  # the exact engine's integers: never rounded
+    if w.ex.has_norm:  # the pre-norm block: Q and K hold square roots, the scores are products of values
+        Qv, Kv = w.input(*q), w.input(*k)
+        if Qv is None or Kv is None:
+            return None
+        return em.matmul(Kv, em.transpose(Qv)) if w.variant.kq else em.matmul(Qv, em.transpose(Kv))
     if Q is None or K is None:
         return None
     S = exact.scores(K, Q) if w.variant.kq else exact.scores(Q, K)  # [L_k, L] or [L, L_k], on integers
@@ -198,7 +203,7 @@ def _scaled_floats(r: Replay, head: int | None) -> Array | None:
 
 
 def _scaled_slack(r: Replay, head: int | None) -> Array:
-    return r.delta("scores", head) * abs(_scale_factor(r, head))
+    return r.delta(*SCALED.inputs(r.ex, head)[0]) * abs(_scale_factor(r, head))
 
 
 def _scaled_production(run: LayerRun, ex: Exercise, head: int | None) -> Array:
@@ -225,6 +230,10 @@ def _scaled_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
     if S is None:
         return None
     c, t = _scaled_exact_factor(w, head)
+    if any(isinstance(x, em.Value) for row in S for x in row):  # after a norm: the scores hold square roots
+        root_t = em.Value.of(Fraction(1), t)
+        return [[x * c if isinstance(x, Fraction) and t == 1 else em.as_value(x).scale(c) * root_t for x in row]
+                for row in S]
     if t == 1:
         return [[x * c for x in row] for row in S]  # type: ignore[operator]
     return [[em.Value.of(x * c, t) for x in row] for row in S]  # type: ignore[operator]
@@ -249,7 +258,7 @@ def _scaled_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
 
 SCALED = StepKind(
     id="scaled", scope="head", op="/", exists=always,
-    inputs=lambda ex, head: (("scores", head),),
+    inputs=lambda ex, head: (("scores_absorbed" if ex.mla is not None else "scores", head),),  # MLA: the absorbed route
     build=_scaled, floats=_scaled_floats, slack=_scaled_slack, production=_scaled_production,
     rounding=_scaled_rounding, exact_walk=_scaled_exact,
     varies=frozenset({"scale", "divisor"}), work=_scaled_work, arithmetic=_scaled_arithmetic,
@@ -331,10 +340,10 @@ def _biased_given(sol: Solution, step: Step) -> tuple[Input, ...]:
     return (given_step(sol.step("scaled", step.head)), given_matrix("B", _bias(ex, step.head), ex.query_labels, ex.key_labels))
 
 
-def _biased_why(step: Step, ex: Exercise) -> list[str]:
-    out = [t("step.biased.why")]
+def _biased_why(step: Step, ex: Exercise) -> list[Text]:
+    out: list[Text] = [Msg("step.biased.why")]
     if ex.alibi:
-        out.append(t("step.biased.why.alibi"))
+        out.append(Msg("step.biased.why.alibi"))
     return out
 
 
@@ -359,7 +368,7 @@ def _masked(bd: Build, h: int | None) -> Step:
     live = exact.mask(sc, bd.allowed)  # [L, L_k], None where blocked
     bd.data["masked", h] = live
     ops = (Operand(src, (ex.L, ex.L_k)), Operand("M", (ex.L, ex.L_k)))
-    return Step("masked", h, "masked", t("formula.masked", src=src),
+    return Step("masked", h, "masked", Msg("formula.masked", src=src),
                 ops, "+", exact.masked_exact(live, sc), ex.query_labels, ex.key_labels)
 
 
@@ -469,14 +478,14 @@ def _masked_exact(w: ExactWalk, head: int | None) -> em.Matrix | object | None:
     return [[a if k else blocked for a, k in zip(ar, kr)] for ar, kr in zip(A, allowed)]
 
 
-def _masked_work(sol: Solution, step: Step, i: int, j: int) -> str:
+def _masked_work(sol: Solution, step: Step, i: int, j: int) -> Text:
     rl, cl = step.row_labels[i], step.col_labels[j]
     src = pre_mask(sol.exercise, step.head)[0]
     if math.isinf(step.value[i][j]):
-        return t("practice.work.noted", work=f"{src}[{rl}, {cl}] + (-inf) = -inf",
-                 note=t("practice.work.blocked", row=rl, col=cl))
-    return t("practice.work.noted", work=f"{src}[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}",
-             note=t("practice.work.kept", row=rl, col=cl))
+        return Msg("practice.work.noted", work=f"{src}[{rl}, {cl}] + (-inf) = -inf",
+                 note=Msg("practice.work.blocked", row=rl, col=cl))
+    return Msg("practice.work.noted", work=f"{src}[{rl}, {cl}] + 0 {total(step.exact[i][j], step.value[i][j])}",
+             note=Msg("practice.work.kept", row=rl, col=cl))
 
 
 def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
@@ -488,15 +497,15 @@ def _masked_given(sol: Solution, step: Step) -> tuple[Input, ...]:
     return (given_step(sol.step(*pre_mask(ex, step.head))), m)
 
 
-def _masked_why(step: Step, ex: Exercise) -> list[str]:
-    out = [t("step.masked.why")]
+def _masked_why(step: Step, ex: Exercise) -> list[Text]:
+    out: list[Text] = [Msg("step.masked.why")]
     if ex.mask_kind == "causal_lower_right":
-        out.append(t("step.masked.why.lower_right", L_q=ex.L, L_k=ex.L_k, offset=ex.L_k - ex.L))
+        out.append(Msg("step.masked.why.lower_right", L_q=ex.L, L_k=ex.L_k, offset=ex.L_k - ex.L))
     elif ex.mask_kind == "causal" and ex.L != ex.L_k:
-        out.append(t("step.masked.why.upper_left", L_q=ex.L, L_k=ex.L_k))
+        out.append(Msg("step.masked.why.upper_left", L_q=ex.L, L_k=ex.L_k))
     full = [step.row_labels[i] for i, row in enumerate(step.value) if all(math.isinf(v) for v in row)]
     if full:
-        out.append(t("step.masked.why.full", rows=join_and(full), torch=torch_empty_row()))
+        out.append(Msg("step.masked.why.full", rows=Msg.and_list(full), torch=torch_empty_row()))
     return out
 
 
@@ -507,10 +516,10 @@ def _masked_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
         blocked = [step.col_labels[j] for j, v in enumerate(row) if math.isinf(v)]
         parts = []
         if kept:
-            parts.append(t("explain.work.kept", keys=", ".join(kept)))
+            parts.append(Msg("explain.work.kept", keys=", ".join(kept)))
         if blocked:
-            parts.append(t("explain.work.blocked", keys=", ".join(blocked)))
-        out.append(Worked(step.row_labels[i], (t("list.sep.clauses").join(parts),), ": "))
+            parts.append(Msg("explain.work.blocked", keys=", ".join(blocked)))
+        out.append(Worked(step.row_labels[i], (Msg.joined("list.sep.clauses", parts),), ": "))
     return tuple(out)
 
 

@@ -19,7 +19,7 @@ import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
-from ..base.messages import join_and, plural, t
+from ..base.messages import Msg, Text
 from ..exact import engine as exact
 from ..exact import matrices as em
 from ..exact.engine import Exponents, QMat, Scaled
@@ -41,10 +41,10 @@ else:
     from ..base.lazy import numpy as np
 
 
-def _empty_labels(ex: Exercise) -> tuple[int, str]:
+def _empty_labels(ex: Exercise) -> tuple[int, Text]:
     """How many query rows may attend to no key, and their labels in a sentence (``t3``, ``t2 and t3``)."""
     rows = empty_rows(ex)
-    return len(rows), join_and([ex.query_labels[i] for i in rows]) if rows else ""
+    return len(rows), Msg.and_list([ex.query_labels[i] for i in rows]) if rows else ""
 
 
 # --- weights: softmax over each row ------------------------------------------------------------------------
@@ -158,32 +158,32 @@ def _weights_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
     return W
 
 
-def _weights_work(sol: Solution, step: Step, i: int, j: int) -> str:
+def _weights_work(sol: Solution, step: Step, i: int, j: int) -> Text:
     rl, cl = step.row_labels[i], step.col_labels[j]
     scores = sol.step(*softmax_input(sol.exercise, step.head))
     head = f"exp({scores.id}[{rl}, {cl}]) / Σ_k exp({scores.id}[{rl}, k])"
     if all(math.isinf(v) for v in scores.value[i]):  # no key to attend: 0/0, set to 0 by the convention
-        return t("practice.work.empty.line", work=head, row=rl)
+        return Msg("practice.work.empty.line", work=head, row=rl)
     if math.isinf(scores.value[i][j]):
-        return t("practice.work.noted", work=f"{head} = 0", note=t("practice.work.blocked", row=rl, col=cl))
+        return Msg("practice.work.noted", work=f"{head} = 0", note=Msg("practice.work.blocked", row=rl, col=cl))
     return f"{head} = {softmax_row(scores, i, j)} {total(step.exact[i][j], step.value[i][j])}"
 
 
-def _weights_why(step: Step, ex: Exercise) -> list[str]:
+def _weights_why(step: Step, ex: Exercise) -> list[Text]:
     """The softmax's sentence, true of this exercise: positive weights where no key is blocked; a blocked
     key exactly 0 with a mask that blocks one; and a row that may attend to no key sums to 0, not 1."""
     allowed = ex.allowed()
     blocks = allowed is not None and not all(all(row) for row in allowed)  # a mask that blocks nothing (a one-token
-    out = [t("step.weights.why.masked" if blocks else "step.weights.why")]  # decode, lower-right) leaves them positive
+    out: list[Text] = [Msg("step.weights.why.masked" if blocks else "step.weights.why")]  # decode, lower-right) leaves them positive
     n, rows = _empty_labels(ex)
     if n:
-        out.append(plural("step.weights.why.empty", n, rows=rows))
+        out.append(Msg.plural("step.weights.why.empty", n, rows=rows))
     return out
 
 
 def _weights_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     src = sol.step(*softmax_input(sol.exercise, step.head))
-    return tuple(softmax_arithmetic(src, step, i, places, none_left=t("explain.work.no_key"), sum_label="Σ")
+    return tuple(softmax_arithmetic(src, step, i, places, none_left=Msg("explain.work.no_key"), sum_label="Σ")
                  for i in range(step.shape[0]))
 
 
@@ -258,12 +258,12 @@ def _head_output_work(sol: Solution, step: Step, i: int, j: int) -> str:
             f"{total(step.exact[i][j], step.value[i][j])}")
 
 
-def _head_output_why(step: Step, ex: Exercise) -> list[str]:
+def _head_output_why(step: Step, ex: Exercise) -> list[Text]:
     """The convex-average bound, with the rows it does not hold for: a zero row (no key to attend)."""
-    out = [t("step.head_output.why")]
+    out: list[Text] = [Msg("step.head_output.why")]
     n, rows = _empty_labels(ex)
     if n:
-        out.append(plural("step.head_output.why.empty", n, rows=rows))
+        out.append(Msg.plural("step.head_output.why.empty", n, rows=rows))
     return out
 
 

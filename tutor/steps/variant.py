@@ -103,6 +103,14 @@ class Variant:
     # the reverse); "from_one" = positions counted from 1; "no_two" = θ_i = base^(−i/d_k), the 2 left out;
     # "rotate_v" = V turned as well as Q and K
     rope: str = "right"
+    # multi-head latent attention (format v3, mla): W_UK absorbed untransposed, Q·W_UK for Q·W_UKᵀ (chains when d_c = d_k)
+    uk_untransposed: bool = False
+    # the pre-norm block (issue 23): norm_axis 0 = each column of X normalized instead of each row; norm_mean = the
+    # mean subtracted in RMSNorm (LayerNorm's centring); residual "none" = forgotten (the block's output is the
+    # layer's), "x_norm" = added to the normalized X instead of X
+    norm_axis: int = -1
+    norm_mean: bool = False
+    residual: str = "x"
 
     def turned(self) -> frozenset[str]:
         """The names of the knobs this variant sets away from the right answer."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..base.decimals import fixed, legible
+from ..base.messages import Text
 from ..exact.numbers import Exact, Rat, frac_text, notation
 from ..exact.rotary import Trig
 from ..exercise.record import Exercise
@@ -49,7 +50,7 @@ class Worked:
     """
 
     label: str
-    lines: tuple[str, ...]
+    lines: tuple[Text, ...]  # notation; a clause in words is a Msg
     sep: str = " = "
 
 
@@ -200,7 +201,7 @@ def _is_zero(e: Exact) -> bool:
     return isinstance(e, Rat) and e.q == 0
 
 
-def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_left: str,
+def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_left: Text,
                        sum_label: str) -> Worked:
     """Row ``i`` of a softmax worked out: the ``exp`` of each score, their sum, each weight ``e_j / Σ``.
 
