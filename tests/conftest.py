@@ -58,10 +58,19 @@ COLOUR_TERMINAL = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": Non
 
 def _v1_bundled() -> list[str]:
     """The bundled exercises of format v1 (no grouped K/V heads, cache or bias): what the backward pass is built for
-    (the pre-norm block's are left out: :data:`BLOCK_BUNDLED`)."""
+    (the pre-norm block's, MLA's and RoPE's are left out, their backward pass refused: :data:`BLOCK_BUNDLED`,
+    :data:`MLA_BUNDLED`, RoPE's tests/test_rope.py)."""
     from tutor.exercise.catalog import resolve
 
-    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2 and p.stem not in BLOCK_BUNDLED]
+    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2 and resolve(p.stem).mla is None
+            and resolve(p.stem).rope is None and p.stem not in BLOCK_BUNDLED]
+
+
+def _mla_bundled() -> list[str]:
+    """The bundled exercises with multi-head latent attention (format v3): their backward pass is refused."""
+    from tutor.exercise.catalog import resolve
+
+    return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if resolve(p.stem).mla is not None]
 
 
 def _block_bundled() -> list[str]:
@@ -74,6 +83,7 @@ def _block_bundled() -> list[str]:
 
 BLOCK_BUNDLED = _block_bundled()
 V1_BUNDLED = _v1_bundled()
+MLA_BUNDLED = _mla_bundled()
 
 
 def pinned_variables(home: Path) -> dict[str, str]:

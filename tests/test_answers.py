@@ -272,6 +272,7 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     ),
     "answer.power_too_large": (parse_entry, "2^65", 'the exponent at column 2 in "2^65" is beyond ±64'),
     "answer.exp_range": (parse_entry, "exp(1001)", 'the argument of exp at column 1 in "exp(1001)" is beyond ±1000'),
+    "answer.trig_range": (parse_entry, "2*sin(1001)", 'the argument of sin at column 3 in "2*sin(1001)" is beyond ±1000 (radians)'),
     "answer.too_large": (parse_entry, "1e300*10", 'the value at column 6 in "1e300*10" is too large'),
     "answer.too_large_exact": (
         parse_entry,

@@ -32,13 +32,20 @@ VIEWS = {
 
 
 #: every bundled exercise in every view, but the views refused for the pre-norm block (tests/test_prenorm_block.py)
-CASES = [(e, v) for e in BUNDLED for v in sorted(VIEWS) if not (e in BLOCK_BUNDLED and v.split(".")[0] in ("backward", "tiled"))]
+#: and MLA's backward pass (refused, tests/test_mla.py)
+CASES = [(e, v) for e in BUNDLED for v in sorted(VIEWS)
+         if not (e in BLOCK_BUNDLED and v.split(".")[0] in ("backward", "tiled"))
+         and not (e.startswith("mla-") and v.startswith("backward"))]
 
 
 @pytest.mark.parametrize(("exercise_id", "view"), CASES, ids=[f"{e}-{v}" for e, v in CASES])
 def test_explain_is_unchanged(cli, exercise_id, view):
     code, out, err = cli("explain", exercise_id, *VIEWS[view])
-    assert code == 0, err
+    if exercise_id.startswith("rope-") and view.split(".")[0] in ("backward", "tiled"):  # refused (issue 23): its line kept
+        assert code == 2, out
+        out = err
+    else:
+        assert code == 0, err
     path = HERE / f"{exercise_id}.{view}"
     if os.environ.get("ATTN_TUTOR_WRITE_SNAPSHOTS"):
         path.write_text(out, encoding="utf-8")

@@ -33,7 +33,8 @@ def test_every_kind_has_its_functions_and_messages(kind):
     engines = (kind.build, kind.floats, kind.slack, kind.production, kind.rounding)
     assert all(callable(f) for f in engines), kind.id
     # the exact walk follows the forward pass of format v1 (a cache's and a bias's kinds, the gradients: the floats decide)
-    assert (kind.exact_walk is None) == (kind.backward or kind.id in ("k_new", "v_new", "biased")), kind.id
+    # and RoPE's (format v3): cos and sin in the exponents are not algebraic, the exact walk's values need them to be
+    assert (kind.exact_walk is None) == (kind.backward or kind.id in ("k_new", "v_new", "biased", "q_rot", "k_rot")), kind.id
     assert {f.__module__ for f in (*engines, *([kind.exact_walk] if kind.exact_walk else []))} <= {
         kind.build.__module__, "tutor.steps.grad"}, kind.id  # side by side in the kind's own module
     for key in (f"step.{kind.id}.title", f"step.{kind.id}.why", f"practice.hint.{kind.id}"):
@@ -50,8 +51,10 @@ def test_steps_an_exercise_may_lack_say_why_in_a_solution_file():
 
 
 def test_the_order_is_the_contract_order():
-    forward = ("x_norm", "q", "k_new", "v_new", "k", "v", "scores", "scaled", "biased", "masked", "weights", "head_output",
-               "concat", "output", "residual")  # k_new, v_new, biased: format v2; x_norm, residual: the pre-norm block
+    forward = ("x_norm", "c_kv", "q", "k_new", "v_new", "k", "v", "q_rot", "k_rot", "scores", "q_absorbed",
+               "scores_absorbed", "scaled", "biased", "masked", "weights", "head_output", "concat", "output", "residual")
+    # k_new, v_new, biased: format v2; x_norm, residual: the pre-norm block; c_kv, q_absorbed, scores_absorbed: MLA;
+    # q_rot, k_rot: format v3 (RoPE)
     backward = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_v", "d_q", "d_k",
                 "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")  # the contract's v2 section
     assert STEP_IDS == forward + backward
@@ -75,6 +78,14 @@ def test_solve_gives_the_steps_of_keys_in_order_and_the_graph_is_closed(name):
 @pytest.mark.parametrize("name", BUNDLED)
 def test_with_the_backward_pass_the_graph_is_closed_and_the_walks_agree(name):
     ex = resolve(name)
+    if ex.rope is not None:  # RoPE's backward pass is refused (issue 23), in one line
+        with pytest.raises(TutorError, match="RoPE"):
+            keys(ex, backward=True)
+        return
+    if ex.mla is not None:  # MLA's backward pass is not built: refused in one line, never half-shown
+        with pytest.raises(TutorError, match="not built"):
+            solve(ex, backward=True)
+        return
     if ex.has_norm or ex.residual:  # the backward pass through the pre-norm block is refused in one line (issue 23)
         with pytest.raises(TutorError, match="backward pass through the pre-norm block"):
             solve(ex, backward=True)
@@ -160,6 +171,50 @@ def every_feature_v2(seed: int, alibi: bool):
     return exercise_from_data(data)
 
 
+def every_feature_v3(seed: int):
+    """Format v3's RoPE with everything it goes with: two heads of d_k = 4 (angles 1 and 1/100), rotate_half
+    pairs, every projection bias, a mask matrix and key padding that leave a query row with no key, ``W_O`` and
+    ``b_O``.  Forward only: RoPE's backward pass is refused (issue 23)."""
+    from tutor.exercise import exercise_from_data
+
+    rng = np.random.default_rng(seed)
+    L, d_model, d_k, H, d_out = 3, 3, 4, 2, 2
+    data = {
+        "id": f"every-feature-v3-{seed}", "title": "every v3 RoPE feature", "x": _frac(rng, L, d_model),
+        "heads": [{"w_q": _frac(rng, d_model, d_k), "w_k": _frac(rng, d_model, d_k), "w_v": _frac(rng, d_model, 2),
+                   "b_q": _frac(rng, 1, d_k)[0], "b_k": _frac(rng, 1, d_k)[0], "b_v": _frac(rng, 1, 2)[0]}
+                  for _ in range(H)],
+        "w_o": _frac(rng, H * 2, d_out), "b_o": _frac(rng, 1, d_out)[0],
+        "mask": [[True, False, False], [True, True, False], [False, False, True]],
+        "key_padding_mask": [False, False, True],  # row 3 may attend to key 3 only, which is padding: no key
+        "rope": {"base": 10000, "pairing": "half"},
+    }
+    return exercise_from_data(data)
+
+
+def every_feature_mla(seed: int, cross: bool):
+    """Multi-head latent attention (format v3) with what goes with it: two heads with ``b_q`` over a latent of
+    width ``d_c = 2``, ``W_O`` and ``b_O``; with ``cross``, K and V from ``x_kv`` under a mask matrix and key
+    padding that leave a query row with no key; else a causal mask and ALiBi (format v2's bias)."""
+    from tutor.exercise import exercise_from_data
+
+    rng = np.random.default_rng(seed)
+    L, L_k, d_model, d_kv, d_c, d_k, H, d_out = 3, 4, 3, 2, 2, 2, 2, 3
+    data = {
+        "id": f"every-feature-mla-{seed}", "title": "every mla feature", "x": _frac(rng, L, d_model),
+        "heads": [{"w_q": _frac(rng, d_model, d_k), "b_q": _frac(rng, 1, d_k)[0]} for _ in range(H)],
+        "mla": {"d_c": d_c, "w_dkv": _frac(rng, d_kv if cross else d_model, d_c),
+                "heads": [{"w_uk": _frac(rng, d_c, d_k), "w_uv": _frac(rng, d_c, d_k)} for _ in range(H)]},
+        "w_o": _frac(rng, H * d_k, d_out), "b_o": _frac(rng, 1, d_out)[0],
+    }
+    if cross:
+        data.update(x_kv=_frac(rng, L_k, d_kv), key_padding_mask=[False, False, True, True],
+                    mask=[[True, True, False, False], [True, True, True, False], [False, False, True, True]])
+    else:
+        data.update(mask="causal", alibi=True)
+    return exercise_from_data(data)
+
+
 def every_feature_block(seed: int, norm: str):
     """The pre-norm block (issue 23) with what it is built with: ``norm`` with an ``norm_eps``, a residual, two
     heads with every projection bias, ``W_O`` and ``b_O``, a causal mask and key padding (self-attention of
@@ -180,13 +235,20 @@ def every_feature_block(seed: int, norm: str):
     return exercise_from_data(data)
 
 
+def _bw(ex) -> bool:
+    """Whether the exercise has a backward pass the tests walk (RoPE's, MLA's and the pre-norm block's are refused)."""
+    return ex.rope is None and ex.mla is None and not (ex.has_norm or ex.residual)
+
+
 EVERY_FEATURE = [("v1", lambda: every_feature_v1(1)), ("v2-alibi", lambda: every_feature_v2(2, True)),
-                 ("v2-bias", lambda: every_feature_v2(3, False))]
+                 ("v2-bias", lambda: every_feature_v2(3, False)), ("v3-rope", lambda: every_feature_v3(4)),
+                 ("mla-cross", lambda: every_feature_mla(4, True)), ("mla-alibi", lambda: every_feature_mla(5, False))]
 
 
 def test_the_every_feature_exercises_have_every_kind():
     """Between them the generated exercises have every kind of the catalogue, forward and backward."""
-    walked = {k for _, make in EVERY_FEATURE for k, _ in keys(make(), backward=True)}
+    made = [make() for _, make in EVERY_FEATURE]
+    walked = {k for ex in made for k, _ in keys(ex, backward=_bw(ex))}
     walked |= {k for k, _ in keys(every_feature_block(4, "layernorm"))}  # forward only: no backward through a norm
     assert walked == set(STEP_IDS)
     v1 = every_feature_v1(1)
@@ -198,11 +260,12 @@ def test_the_step_list_of_list_is_the_catalogue():
     """``attn-tutor list`` counts an exercise's steps with :mod:`tutor.authoring.steplist` (it loads no
     catalogue): its table is the forward kinds in order, and it gives :func:`keys` on every bundled
     exercise, every generated golden one and the every-feature ones."""
-    from tutor.authoring.steplist import FORWARD_STEPS, forward_keys
+    from tutor.authoring.steplist import EARLY, FORWARD_STEPS, forward_keys
     from tutor.exercise.load import load_exercise
 
     forward = [(k.id, k.scope) for k in CATALOGUE if k.id not in BACKWARD_IDS]
     assert [(id, scope) for id, scope, _ in FORWARD_STEPS] == forward, "tutor/authoring/steplist.py: FORWARD_STEPS"
+    assert EARLY == {k.id for k in CATALOGUE if k.early}, "tutor/authoring/steplist.py: EARLY"  # one notion of early
     golden = sorted((REPO / "tests" / "golden" / "generate").glob("*.yaml"))
     assert len(golden) > 50
     exercises = ([resolve(name) for name in BUNDLED] + [load_exercise(str(p)) for p in golden]
@@ -212,7 +275,8 @@ def test_the_step_list_of_list_is_the_catalogue():
     has = [{id for id, _ in forward_keys(ex)} for ex in exercises]
     assert set.union(*has) == {id for id, _ in forward}  # each step is there somewhere...
     assert set.union(*has) - set.intersection(*has) == {"k_new", "v_new", "biased", "masked", "concat", "output",
-                                                          "x_norm", "residual"}
+                                                        "q_rot", "k_rot", "c_kv", "q_absorbed", "scores_absorbed", "x_norm",
+                                                        "residual"}
     # ... and each step an exercise may lack is missing somewhere
 
 
@@ -227,12 +291,13 @@ def test_every_kind_goes_through_every_engine(make):
     from tutor.steps import RIGHT, Walk, replay, supports
 
     ex = make()
-    sol = solve(ex, backward=True)
-    assert [s.key for s in sol.steps] == keys(ex, backward=True)
-    values = walk(ex, backward=True).values
+    backward = _bw(ex)
+    sol = solve(ex, backward=backward)
+    assert [s.key for s in sol.steps] == keys(ex, backward=backward)
+    values = walk(ex, backward=backward).values
     for s in sol.steps:
         np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
-    carried = replay(ex, given=lambda key: None, backward=True)
+    carried = replay(ex, given=lambda key: None, backward=backward)
     for s in sol.steps:
         value, slack = carried.computed[s.key]
         assert slack.shape == value.shape and np.all(np.isfinite(slack)), s.key
@@ -258,13 +323,14 @@ def test_every_mistake_walks_every_kind_it_can_change(make):
     from tutor.steps import Walk, replay, supports
 
     ex = make()
-    sol = solve(ex, backward=True)
+    backward = _bw(ex)
+    sol = solve(ex, backward=backward)
     for m in MISCONCEPTIONS:
         if m.variant is None:
             continue
-        floats = replay(ex, m.variant, backward=True).values
+        floats = replay(ex, m.variant, backward=backward).values
         exact = Walk(ex, m.variant) if supports(m.variant, ex) else None
-        for key in keys(ex, backward=True):
+        for key in keys(ex, backward=backward):
             if not m.applies(ex, key) or key not in floats:
                 continue
             assert floats[key].ndim == 2, (m.key, key)

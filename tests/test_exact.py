@@ -44,9 +44,11 @@ from tutor.steps import solve
 REPO = Path(__file__).resolve().parent.parent
 EXERCISES = REPO / "exercises"
 def _v1(path) -> bool:
-    """The bundled exercises of format v1: this file's NumPy oracle (format v2's is tests/test_v2_torch.py)."""
+    """The bundled exercises of format v1: this file's NumPy oracle (format v2's is tests/test_v2_torch.py, MLA's
+    tests/test_mla.py, RoPE's tests/test_rope.py)."""
     ex = load_exercise(str(path))  # the pre-norm block's steps are tests/test_prenorm_block.py's
-    return not ex.is_v2 and ex.mask_kind != "causal_lower_right" and not (ex.has_norm or ex.residual)
+    return (not ex.is_v2 and ex.mask_kind != "causal_lower_right" and ex.mla is None and ex.rope is None
+            and not (ex.has_norm or ex.residual))
 
 
 BUNDLED = [p for p in sorted(EXERCISES.glob("*.yaml")) if _v1(p)]

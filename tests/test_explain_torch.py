@@ -143,11 +143,13 @@ def check(cli, tmp_path, text: str, spec: dict) -> None:
 # --- bundled exercises: inputs read back from the JSON's exercise record ----------
 
 def _v1(path) -> bool:
-    """A bundled exercise this file's oracle reads (format v2 ones are tests/test_v2_torch.py's)."""
+    """A bundled exercise this file's oracle reads (format v2 ones are tests/test_v2_torch.py's, MLA's
+    tests/test_mla.py's)."""
     from tutor.exercise.catalog import resolve
 
     ex = resolve(path.stem)
-    return not ex.is_v2 and ex.mask_kind != "causal_lower_right"
+    return (not ex.is_v2 and ex.mask_kind != "causal_lower_right" and ex.mla is None and ex.rope is None
+            and not (ex.has_norm or ex.residual))  # RoPE: test_rope.py, MLA: test_mla.py, the block: test_prenorm_block.py
 
 
 @pytest.mark.parametrize("path", [p for p in sorted(EXERCISES.glob("*.yaml")) if _v1(p)], ids=lambda p: p.stem)

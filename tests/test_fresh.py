@@ -71,6 +71,10 @@ def load_exercise_text(text: str):
 @pytest.mark.parametrize("exercise_id", sorted(ex.id for ex in bundled()))
 def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
     original = resolve(exercise_id)
+    if original.mla is not None:  # format v3's latent: no fresh numbers yet, said in one line
+        with pytest.raises(ShapeError, match="multi-head latent attention"):
+            like(original, 0)
+        return
     if original.is_v2:  # grouped K/V heads, a cache, a bias: no fresh numbers (format v2 is written by new's options)
         with pytest.raises(ShapeError, match="uses format v2"):
             like(original, 0)
@@ -83,8 +87,9 @@ def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
         assert ex.difficulty == (original.difficulty or 1)
         sol = solve(ex)
         for h in range(ex.num_heads):
-            for sid in ("q", "k", "v", "scores"):
+            for sid in ("q", "k", "v") + (("scores",) if ex.rope is None else ()):  # RoPE's scores: cos, sin
                 integers(sol.step(sid, h))
+        assert (ex.rope is None) == (original.rope is None)  # new --like keeps the rotation
         # distinguishing where the shape allows: only what the sizes force stays invisible
         forced = set()
         if any(hd.d_k == 1 for hd in ex.heads):

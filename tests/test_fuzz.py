@@ -108,8 +108,8 @@ SUMMARY = t("practice.summary").split("{")[0]  # "Steps right: ", how every sess
 
 BUNDLED = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
 #: The bundled exercises of format v1: what the file family varies (its variations know v1's fields only;
-#: format v2's files, fields and their mistakes are tested in tests/test_v2_format.py).
-BUNDLED_V1 = [b for b in BUNDLED if not re.search(r"(?m)^(num_kv_heads|kv_heads|cache|attn_bias|alibi):",
+#: format v2's files, fields and their mistakes are tested in tests/test_v2_format.py, MLA's in tests/test_mla.py).
+BUNDLED_V1 = [b for b in BUNDLED if not re.search(r"(?m)^(num_kv_heads|kv_heads|cache|attn_bias|alibi|mla):",
                                                    (EXERCISES / f"{b}.yaml").read_text(encoding="utf-8"))]
 STEP_IDS = tuple(STEPS)  # q, k, v, scores, ... in the order of a solution
 

@@ -164,6 +164,8 @@ def _sympy_op(tree: tuple[Any, ...], a: sympy.Expr, b: sympy.Expr | None, *, eva
             return sympy.sqrt(a)
         if op == "exp":
             return sympy.exp(a)
+        if op in ("cos", "sin"):  # RoPE's cos(m·θ), sin(m·θ) (issue 23)
+            return sympy.cos(a) if op == "cos" else sympy.sin(a)
         return a ** sympy.Integer(tree[2])
     # Add and Mul unevaluated too: Mul's flattening rebuilds ``Pow(1 + exp(…), -1)`` with evaluation,
     # whose assumptions evaluate the nested exp numerically (tens of seconds at 13 levels of a sigmoid).
@@ -181,6 +183,8 @@ def _sympy_op(tree: tuple[Any, ...], a: sympy.Expr, b: sympy.Expr | None, *, eva
         return _power(a, sympy.Rational(1, 2))
     if op == "exp":
         return sympy.exp(a, evaluate=False)
+    if op in ("cos", "sin"):
+        return sympy.cos(a, evaluate=False) if op == "cos" else sympy.sin(a, evaluate=False)
     return _power(a, sympy.Integer(tree[2]))
 
 

@@ -19,13 +19,13 @@ expression on request, from Python ints).  ::
     unary   := ("+" | "-") unary | power              ("−" is "-")
     power   := atom [("^" | "**") unary]              (right-associative: 2^3^2 = 2^9)
     atom    := number | "e" | "E" | "(" expr ")"
-             | ("sqrt" | "exp") "(" expr ")"
+             | ("sqrt" | "exp" | "cos" | "sin") "(" expr ")"   (cos, sin in radians: RoPE's cos(1), sin(1/100))
              | "√" atom                              (√2, √(2), √√16)
     number  := digits ["." digits] [exponent] | "." digits [exponent]
     exponent:= ("e" | "E") ["+" | "-" | "−"] digits
 
 As in Python and in mathematics, ``-2^2`` is ``-4`` and ``2^-1`` is ``1/2``.
-A number or a closing parenthesis directly before ``√``, ``sqrt``, ``exp`` or ``(`` multiplies
+A number or a closing parenthesis directly before ``√``, ``sqrt``, ``exp``, ``cos``, ``sin`` or ``(`` multiplies
 (``2√2`` is ``2*sqrt(2)``, as explain prints it), and so before a power of ``e`` (``2e^√2`` is
 ``2*e^√2``, ``2e**2`` is ``2*e^2``: a number's exponent is digits); before a name otherwise it does
 not (``2e`` is an error).
@@ -291,8 +291,8 @@ class _Parser:
 
     @staticmethod
     def implicit(t: _Tok) -> bool:
-        """Whether ``t`` starts a factor written without ``*``: ``√``, ``sqrt``, ``exp`` or ``(``."""
-        return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in ("sqrt", "exp"))
+        """Whether ``t`` starts a factor written without ``*``: ``√``, ``sqrt``, ``exp``, ``cos``, ``sin`` or ``(``."""
+        return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in ("sqrt", "exp", "cos", "sin"))
 
     def power_of_e(self, t: _Tok) -> bool:
         """Whether ``t`` is ``e`` raised to a power, ``e^x`` or ``e**x``, which multiplies when written
@@ -336,13 +336,15 @@ class _Parser:
             return self.op(t, V.sqrt, v)
         if t.kind == "name":
             name = t.op
-            if name in ("sqrt", "exp"):
+            if name in ("sqrt", "exp", "cos", "sin"):
                 lp = self.take()
                 if not (lp.kind == "op" and lp.op == "("):
                     self.fail("answer.needs_parens", t, name=name)
                 with self.deeper(lp):
                     v = self.expression()
                 self.close(lp)
+                if name in ("cos", "sin"):  # RoPE's exact forms (issue 23)
+                    return self.op(t, V.cos if name == "cos" else V.sin, v)
                 return self.op(t, V.sqrt, v) if name == "sqrt" else self.exp(v, t)
             if name in ("e", "E"):
                 return V.e()

@@ -310,6 +310,8 @@ class Value:
                     need = r + lk - lv + 1  # the same absolute precision as the sum
                 elif op == "exp":
                     need = r + max(0, lk or 0) + 1  # absolute precision of the argument
+                elif op in ("cos", "sin"):  # absolute precision of the argument, more for a small result
+                    need = r + max(0, lk or 0) + max(0, -(lv or 0)) + 1
                 elif op == "pow":
                     need = r + v.tree[2].bit_length()
                 else:
@@ -400,6 +402,8 @@ def _op_cost(op: str, p: int) -> int:
     time, measured: a sum costs its overhead, a product grows as ``p²``, ``exp`` fastest)."""
     if op == "exp":
         return 1_000 + p * p // 370
+    if op in ("cos", "sin"):
+        return 1_000 + p * p // 200
     if op in ("sqrt", "pow"):
         return 1_000 + p * p // 2_000
     if op == "/":
@@ -464,6 +468,10 @@ def _apply(tree: tuple[Any, ...], memo: dict[int, Interval], prec: int) -> Inter
         return iv_sqrt(a, prec)
     if op == "exp":
         return iv_exp(a, prec)
+    if op == "cos":
+        return _I.mpi_cos(a, prec)
+    if op == "sin":
+        return _I.mpi_sin(a, prec)
     assert op == "pow"
     return _I.mpi_pow_int(a, tree[2], prec)
 
@@ -658,6 +666,32 @@ def exp(a: Value, limit: float) -> Value:
     return _bounded(v)
 
 
+#: The largest argument of ``cos`` and ``sin`` in magnitude: RoPE's angles ``m·θ_i`` of a hand-sized
+#: exercise are a few radians (issue 23).
+MAX_TRIG_ARGUMENT = 1_000
+
+
+def cos(a: Value) -> Value:
+    """``cos(a)`` (RoPE's exact forms, ``cos(1)``); refuses ``|a| >`` :data:`MAX_TRIG_ARGUMENT`."""
+    return _trig("cos", a)
+
+
+def sin(a: Value) -> Value:
+    """``sin(a)``; refuses ``|a| >`` :data:`MAX_TRIG_ARGUMENT`."""
+    return _trig("sin", a)
+
+
+def _trig(op: str, a: Value) -> Value:
+    """``cos`` or ``sin`` of ``a``: exact at 0 (1 and 0), else an interval (mpmath's ``mpi_cos``/``mpi_sin``)
+    and a tree; never an exact form otherwise (the value of a rational angle's cosine is transcendental)."""
+    if a.fraction == 0:
+        return rational(Fraction(1 if op == "cos" else 0))
+    if not abs(a.float()) <= MAX_TRIG_ARGUMENT:
+        raise Refused("answer.trig_range", limit=MAX_TRIG_ARGUMENT, name=op)
+    iv = (_I.mpi_cos if op == "cos" else _I.mpi_sin)(a.iv, WORK_PREC)
+    return _bounded(Value(iv, tree=(op, a)))
+
+
 def power(a: Value, k: Fraction) -> Value:
     """``a^k`` for a whole or half ``k`` (the parser bounds ``|k|``).
 
@@ -824,7 +858,8 @@ def _true_ball(true: Any, prec: int) -> Interval:
 _OPERATION_WORK = {add: _op_cost("+", WORK_PREC),
                    mul: _op_cost("*", WORK_PREC), div: _op_cost("/", WORK_PREC),
                    sqrt: _op_cost("sqrt", WORK_PREC), power: _op_cost("pow", WORK_PREC),
-                   exp: _op_cost("exp", WORK_PREC)}
+                   exp: _op_cost("exp", WORK_PREC), cos: _op_cost("cos", WORK_PREC),
+                   sin: _op_cost("sin", WORK_PREC)}
 
 
 def charge_operation(fn: Any) -> None:

@@ -68,6 +68,7 @@ class Draft:
     mask: str | tuple[tuple[bool, ...], ...] = "none"
     key_padding_mask: tuple[bool, ...] | None = None
     alibi: bool = False
+    rope: tuple[int, str] | None = None  # format v3: RoPE's (base, pairing)
     norm: str | None = None  # the pre-norm block (issue 23)
     norm_eps: str | None = None  # as written (a fraction), None: 0
     residual: bool = False
@@ -110,5 +111,8 @@ def as_asked(d: Draft, spec: Spec) -> Draft:
     pads = d.key_padding_mask
     if pads is not None and spec.cache:
         pads = pads[-1:] + pads[:-1]  # the padded key moves to the front
+    from .spec import ROPE_BASE
+
     window = None if spec.window is None else (spec.window, spec.sinks or 0)
-    return replace(d, mask=mask, key_padding_mask=pads, alibi=spec.alibi, window=window)
+    rope = None if spec.rope is None else (ROPE_BASE, spec.rope)
+    return replace(d, mask=mask, key_padding_mask=pads, alibi=spec.alibi, window=window, rope=rope)

@@ -51,14 +51,15 @@ def generate(spec: Spec) -> str:
     shape = spec_shape(spec)
     c = _drawn(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull, spec.norm, Fraction(0))
     def words() -> tuple[str, str]:
-        return spec.title or default_title(spec), t("new.file.description.text" + (".norm" if spec.norm else ""),
-                                                   seed=spec.seed)
+        key = ("new.file.description.rope" if spec.rope is not None
+               else "new.file.description.text" + (".norm" if spec.norm else ""))  # new refuses rope with norm
+        return spec.title or default_title(spec), t(key, seed=spec.seed)
 
     (title, description), translations = _in_english(words)
     d = drafted(shape, c, id=spec.id or default_id(spec), title=title, description=description,
                 command=command_line(spec), tags=tags(spec), difficulty=spec.level)
     d = replace(d, translations=translations, norm=spec.norm, residual=spec.residual)
-    return text(as_asked(d, spec) if spec.is_v2 else d)
+    return text(as_asked(d, spec) if spec.is_v2 or spec.rope is not None else d)  # v2's parts, v3's RoPE
 
 
 def _drawn(shape: Shape, level: Level, seed: int, allow_dull: bool, norm: str | None, eps: Fraction) -> Candidate:
@@ -92,8 +93,10 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     ``ex`` (its file, its pack option), when its id alone would not find it.
     Raises ``ValueError`` when ``ex`` is beyond the format's limits, and
     :class:`~tutor.base.errors.ShapeError` (a ``ValueError``) when ``ex`` uses format
-    v2 (grouped K/V heads, a cache, a bias): its shape is not drawn afresh.
+    v2 (grouped K/V heads, a cache, a bias) or v3's ``mla``: its shape is not drawn afresh.
     """
+    if ex.mla is not None:  # format v3's latent is not drawn: fresh numbers would lose it (issue 23)
+        raise ShapeError(t("new.like.mla", id=ex.id))
     if ex.is_v2:
         raise ShapeError(t("new.like.v2", id=ex.id))
     shape = shape_of(ex)
@@ -101,14 +104,16 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm, ex.norm_eps)
     command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
     def words() -> tuple[str, str]:
-        return title or t("new.like.title", title=ex.local_title), t("new.like.description" + (".norm" if ex.has_norm else ""),
-                                                                    id=ex.id, seed=seed)
+        key = ("new.like.description.rope" if ex.rope is not None  # RoPE: scores in cos, sin
+               else "new.like.description" + (".norm" if ex.has_norm else ""))
+        return title or t("new.like.title", title=ex.local_title), t(key, id=ex.id, seed=seed)
 
     (english_title, description), translations = _in_english(words)
     d = drafted(shape, c, id=id or like_id(ex, seed), title=english_title, description=description, command=command,
                 tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level)
     window = (ex.window, ex.sinks) if ex.window is not None else None  # issue 23: the window kept as a window
-    return text(replace(d, translations=translations, norm=ex.norm, residual=ex.residual,
+    rope = None if ex.rope is None else (ex.rope.base, ex.rope.pairing)  # RoPE (format v3) kept as it was
+    return text(replace(d, translations=translations, rope=rope, norm=ex.norm, residual=ex.residual,
                         norm_eps=None if not ex.norm_eps else str(ex.norm_eps), window=window))
 
 

@@ -28,6 +28,10 @@ class SpecError(ValueError):
         self.option = option
 
 
+#: RoPE's base in a generated exercise (RoFormer's): with it d_k = 2, 4 and 8 keep every angle rational.
+ROPE_BASE = 10000
+
+
 @dataclass(frozen=True)
 class Spec:
     """What to generate.  ``cross`` is ``L_k`` for cross-attention (K and V from ``x_kv``), else ``None``;
@@ -49,6 +53,7 @@ class Spec:
     kv_heads: int | None = None
     cache: int | None = None
     alibi: bool = False
+    rope: str | None = None  # format v3 (issue 23): "interleaved" or "half", base 10000
     norm: str | None = None  # the pre-norm block (issue 23): "rmsnorm" or "layernorm"
     residual: bool = False
     window: int | None = None  # issue 23: mask {sliding_window: window, sinks: sinks}, drawn as causal
@@ -90,13 +95,22 @@ class Spec:
             raise SpecError(t("new.window.cross"), "--window")
         if self.window is not None and self.mask not in ("causal", "causal_lower_right"):
             raise SpecError(t("new.window.mask", mask=self.mask), "--window")
+        if self.rope is not None:  # format v3: RoPE, base 10000 (issue 23)
+            from ..exercise.record import rope_thetas
+
+            if self.cross is not None or self.alibi or self.cache is not None:
+                other = "--cross" if self.cross is not None else "--alibi" if self.alibi else "--cache"
+                raise SpecError(t("new.rope.with", option=other), "--rope")
+            if rope_thetas(ROPE_BASE, self.d_k) is None:
+                raise SpecError(t("new.rope.d_k", d_k=self.d_k, base=ROPE_BASE), "--rope")
         # the pre-norm block (issue 23): self-attention of format v1
         if self.norm is not None and self.norm not in NORMS:
             raise SpecError(t("new.norm.unknown", found=self.norm), "--norm")
         if self.norm is not None or self.residual:
             option = "--norm" if self.norm is not None else "--residual"
             for given, name in ((self.cross is not None, "--cross"), (self.cache is not None, "--cache"),
-                                (self.kv_heads is not None, "--kv-heads"), (self.alibi, "--alibi")):
+                                (self.kv_heads is not None, "--kv-heads"), (self.alibi, "--alibi"),
+                                (self.rope is not None, "--rope")):  # rope with the block: refused (tutor.exercise.rope)
                 if given:
                     raise SpecError(t("new.block.not_with", option=option, other=name), option)
 
@@ -112,7 +126,7 @@ class Spec:
         cross-attention, a cache, ALiBi (at most 5)."""
         if self.difficulty is not None:
             return self.difficulty
-        return min(5, self.draw_level + (self.cache is not None) + self.alibi + (self.norm is not None))
+        return min(5, self.draw_level + (self.cache is not None) + self.alibi + (self.rope is not None) + (self.norm is not None))
 
     @property
     def draw_level(self) -> int:
@@ -142,6 +156,8 @@ def default_id(spec: Spec) -> str:
         parts.append(f"cache{spec.cache}")
     if spec.alibi:
         parts.append("alibi")
+    if spec.rope is not None:
+        parts.append(f"rope-{spec.rope}")
     if spec.norm is not None:
         parts.append(spec.norm)
     if spec.residual:
@@ -182,6 +198,8 @@ def default_title(spec: Spec) -> str:
         features.append(t("new.title.part.lower_right"))
     if spec.alibi:
         features.append(t("new.title.part.alibi"))
+    if spec.rope is not None:
+        features.append(t("new.title.part.rope", pairing=spec.rope))
     if spec.norm is not None:
         features.append(t(f"new.title.part.{spec.norm}"))
     if spec.residual:
@@ -208,6 +226,8 @@ def command_line(spec: Spec) -> str:
         parts.append(f"--cache {spec.cache}")
     if spec.alibi:
         parts.append("--alibi")
+    if spec.rope is not None:
+        parts.append(f"--rope {spec.rope}")
     if spec.norm is not None:
         parts.append(f"--norm {spec.norm}")
     if spec.residual:
@@ -229,6 +249,7 @@ def tags(spec: Spec) -> list[str]:
     out += ["grouped-kv"] if spec.kv_heads is not None and spec.kv_heads < spec.heads else []
     out += ["kv-cache"] if spec.cache else []
     out += ["position-bias"] if spec.alibi else []
+    out += ["rope"] if spec.rope is not None else []
     out += ["pre-norm", spec.norm] if spec.norm is not None else []
     out += ["residual"] if spec.residual else []
     out += ["sliding-window"] + (["attention-sinks"] if spec.sinks else []) if spec.window is not None else []

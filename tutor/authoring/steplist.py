@@ -25,12 +25,17 @@ def _always(ex: Exercise) -> bool:
 #: ``(id, scope, exists)`` of each forward kind, in the catalogue's order.
 FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
     ("x_norm", "layer", lambda ex: ex.has_norm),  # a layer step before the heads (EARLY)
+    ("c_kv", "layer", lambda ex: ex.mla is not None),  # MLA's latent: a layer step before the heads (EARLY)
     ("q", "head", _always),
     ("k_new", "head", lambda ex: ex.has_cache),
     ("v_new", "head", lambda ex: ex.has_cache),
     ("k", "head", _always),
     ("v", "head", _always),
+    ("q_rot", "head", lambda ex: ex.rope is not None),
+    ("k_rot", "head", lambda ex: ex.rope is not None),
     ("scores", "head", _always),
+    ("q_absorbed", "head", lambda ex: ex.mla is not None),
+    ("scores_absorbed", "head", lambda ex: ex.mla is not None),
     ("scaled", "head", _always),
     ("biased", "head", lambda ex: ex.has_bias),
     ("masked", "head", lambda ex: ex.has_mask),
@@ -42,13 +47,14 @@ FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
 )
 
 
-#: The layer steps that come before the heads' (the catalogue's ``StepKind.early``): the pre-norm block's norm.
-EARLY = frozenset({"x_norm"})
+#: The layer steps that come before the heads' (the catalogue's ``StepKind.early``): the pre-norm block's norm
+#: and MLA's latent, which the heads read.
+EARLY = frozenset({"x_norm", "c_kv"})
 
 
 def forward_keys(ex: Exercise) -> list[tuple[str, int | None]]:
     """Every forward step ``ex`` has, as :func:`tutor.steps.keys` lists them (each head's steps, head 0
-    first, then the layer's)."""
+    first, then the layer's; the :data:`EARLY` layer steps before the heads')."""
     live = [(id, scope) for id, scope, exists in FORWARD_STEPS if exists(ex)]
     per_head: list[tuple[str, int | None]] = [(id, h) for h in range(ex.num_heads) for id, scope in live if scope == "head"]
     early: list[tuple[str, int | None]] = [(id, None) for id, scope in live if scope == "layer" and id in EARLY]

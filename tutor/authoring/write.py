@@ -96,9 +96,10 @@ def _why(d: Draft) -> str:
         why = t("new.file.why", x_values=", ".join(map(str, x_values)), w_values=", ".join(str(v) for v in w_values if v),
                 qkv=_range(min(entries), max(entries)), scores=_range(min(scores), max(scores)),
                 scale="; ".join(_scale(d_k) for d_k in d_ks))
+    extra = [t("new.file.why.rope")] if d.rope is not None else []  # RoPE: the scores read Q_rot, K_rot (issue 23)
     if any(b is not None for w in d.heads for b in (w.b_q, w.b_k, w.b_v)) or d.b_o is not None:
-        return join_sentences([why, t("new.file.why.bias")])
-    return why
+        return join_sentences([why, t("new.file.why.bias"), *extra])
+    return join_sentences([why, *extra]) if extra else why
 
 
 def text(d: Draft) -> str:
@@ -156,6 +157,8 @@ def text(d: Draft) -> str:
     if d.alibi:
         slopes = ", ".join(frac_text(alibi_slope(h, len(d.heads))) for h in range(len(d.heads)))
         out += [*_comment(t("new.file.alibi", slopes=slopes)), "alibi: true"]
+    if d.rope is not None:  # format v3 (issue 23)
+        out += [*_comment(t("new.file.rope")), f"rope: {{base: {d.rope[0]}, pairing: {d.rope[1]}}}"]
     if d.norm is not None:  # the pre-norm block (issue 23)
         out += [*_comment(t(f"new.file.{d.norm}")), f"norm: {d.norm}"]
         if d.norm_eps is not None:

@@ -33,6 +33,13 @@ from .common import (
 )
 
 
+class RopeChoice(str, Enum):
+    """`new --rope`: RoPE's pairing (format v3)."""
+
+    interleaved = "interleaved"
+    half = "half"
+
+
 class NormChoice(str, Enum):
     """`new --norm` (issue 23: the pre-norm block)."""
 
@@ -75,8 +82,8 @@ def validate(
 
 
 #: The options that give ``new`` a shape; ``--like`` takes the shape from an exercise instead.
-SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi", "norm",
-                 "residual", "window", "sinks")
+SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi", "rope",
+                 "norm", "residual", "window", "sinks")
 
 
 def new(
@@ -99,6 +106,7 @@ def new(
                                                  show_default=False)] = None,
     cache: Annotated[int | None, typer.Option("--cache", help=t("cli.new.cache"), min=1, max=15, show_default=False)] = None,
     alibi: Annotated[bool, typer.Option("--alibi", help=t("cli.new.alibi"))] = False,
+    rope: Annotated[RopeChoice | None, typer.Option("--rope", help=t("cli.new.rope"), show_default=False)] = None,
     norm: Annotated[NormChoice | None, typer.Option("--norm", help=t("cli.new.norm"), show_default=False)] = None,
     residual: Annotated[bool, typer.Option("--residual", help=t("cli.new.residual"))] = False,
     window: Annotated[int | None, typer.Option("--window", help=t("cli.new.window"), min=1, max=16, show_default=False)] = None,
@@ -151,8 +159,8 @@ def new(
             mask = MaskChoice.causal
         spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
                     difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull, kv_heads=kv_heads,
-                    cache=cache, alibi=alibi, norm=None if norm is None else norm.value, residual=residual,
-                    window=window, sinks=sinks)
+                    cache=cache, alibi=alibi, rope=None if rope is None else rope.value,
+                    norm=None if norm is None else norm.value, residual=residual, window=window, sinks=sinks)
         if heads * d_k > 32:
             raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
         if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:
@@ -160,7 +168,7 @@ def new(
         try:  # format v2: --kv-heads, --cache, --mask causal_lower_right, --alibi
             spec.check_v2()
         except ValueError as err:
-            raise typer.BadParameter(str(err), param_hint=getattr(err, "option", "--kv-heads/--cache/--mask/--alibi/--norm")) from None
+            raise typer.BadParameter(str(err), param_hint=getattr(err, "option", "--kv-heads/--cache/--mask/--alibi/--rope/--norm")) from None
         text = generate(spec)
     checked = validate_text(text, "<new>")  # nothing is written until it is valid
     if not checked.ok:  # --id or --title may be invalid; the generator's own numbers always are valid

@@ -25,6 +25,7 @@ from math import lcm
 
 from ..base.errors import ShapeError
 from ..exercise.record import BoolMatrix, Matrix, Vector
+from . import rotary
 from .numbers import NEG_INF, Exact, Rat, SoftmaxRow, mix, mix_sum, square_free, surd, surd_plus
 
 ExactMatrix = tuple[tuple[Exact, ...], ...]
@@ -117,6 +118,8 @@ class Scaled:
     B: QMat | None = None
 
     def exact(self) -> ExactMatrix:
+        if isinstance(self.U, rotary.TrigMat):  # RoPE: the entries are trigonometric polynomials (issue 23)
+            return self.U.exact()
         if self.B is None:
             return tuple(tuple(surd(u, self.t) for u in row) for row in self.U.fractions())
         return tuple(tuple(surd_plus(u, self.t, b) for u, b in zip(ru, rb))
@@ -126,6 +129,8 @@ class Scaled:
 def scale(S: QMat, d_k: int) -> Scaled:
     """``scores / √d_k`` (Vaswani et al. 2017, eq. 1), kept exact: ``[L, L_k]``."""
     s, t = square_free(d_k)
+    if isinstance(S, rotary.TrigMat):  # RoPE: each entry divided by s·√t, kept a trigonometric polynomial
+        return Scaled(S.over_root(s, t), s, t)
     return Scaled(S.over(s * t), s, t)
 
 
@@ -170,6 +175,8 @@ def mask(scaled: Scaled, allowed: BoolMatrix | None) -> Exponents:
 
 def masked_exact(live: Exponents, scaled: Scaled) -> ExactMatrix:
     """The masked scores: ``-inf`` where blocked, the scaled score elsewhere."""
+    if isinstance(scaled.U, rotary.TrigMat):  # RoPE: the exponents are the entries themselves
+        return rotary.masked_exact(live)
     den, t = scaled.U.den, scaled.t
     if scaled.B is not None:
         B = scaled.B
@@ -180,6 +187,8 @@ def masked_exact(live: Exponents, scaled: Scaled) -> ExactMatrix:
 
 def softmax_rows(live: Exponents, scaled: Scaled) -> tuple[SoftmaxRow, ...]:
     """One structured softmax per query row (the exponents ``a_j = (n_j/den)·√t``, plus ``B_ij`` with a bias)."""
+    if isinstance(scaled.U, rotary.TrigMat):  # RoPE: exponents are trigonometric polynomials
+        return rotary.softmax_rows(live, scaled.t)
     if scaled.B is not None:
         return tuple(SoftmaxRow(r, scaled.U.den, scaled.t, scaled.B.num[i], scaled.B.den) for i, r in enumerate(live))
     return tuple(SoftmaxRow(r, scaled.U.den, scaled.t) for r in live)

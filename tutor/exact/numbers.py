@@ -244,8 +244,11 @@ class SoftmaxRow:
     and subtracting them is integer work.  Without a bias an exponent's key is
     ``n_j``; with one (``t >= 2``: a rational ``t = 1`` is folded into ``n``
     by the caller) it is the pair ``(n_j, b_j)``, equal exactly when the
-    exponents are (``sqrt(t)`` is irrational).
+    exponents are (``sqrt(t)`` is irrational).  ``algebraic``: the exponents
+    are algebraic numbers (False for RoPE's, :class:`tutor.exact.rotary.TrigRow`).
     """
+
+    algebraic = True
 
     def __init__(self, nums: tuple[int | None, ...], den: int, t: int,
                  bias: tuple[int, ...] | None = None, bden: int = 1):
@@ -630,6 +633,8 @@ def _rational_part(mixes: list[Mix]) -> tuple[Fraction, list[Mix]]:
     """
     if len({m.row.t for m in mixes}) > 1:  # exponents over different roots: not one variable (cannot happen)
         return Fraction(0), mixes
+    if any(not m.row.algebraic for m in mixes):  # RoPE's exponents (cos, sin): the theorem does not apply
+        return Fraction(0), mixes  # left as they are: never wrongly rational, at worst not simplified
     if any(m.row.bias is not None for m in mixes):  # exponents u·sqrt(t) + r (format v2's bias): not powers of one x
         return Fraction(0), mixes  # left as they are: never wrongly rational, at worst not simplified
     big = math.lcm(*(m.row.den for m in mixes))

@@ -13,7 +13,9 @@ factors.  ``norm_placement: post`` (normalize X + output, Vaswani et al.
 2017's placement) is refused: the entries of X + output hold exponentials,
 and the square root of such a sum has no exact form in the engine's numbers.
 The block is built for self-attention of format v1 (a cache, grouped K/V
-heads, a bias or cross-attention with a norm are refused, each in one line).
+heads, a bias, cross-attention or multi-head latent attention with a norm are
+refused, each in one line: c_KV would have to be read off X_norm; so is a
+residual with ``mla``: the block's run reads each head's own W_K and W_V).
 Pure: no I/O.
 """
 
@@ -34,7 +36,7 @@ from . import record
 #: its square-free part is found by trial division up to its square root (10^5 divisions at most).
 MAX_ROOT = 10**10
 #: Fields of other formats the block is not built with (the norm of X_kv, a cache's rows, a bias's scores).
-_NOT_WITH = ("x_kv", "num_kv_heads", "kv_heads", "cache", "attn_bias", "alibi")
+_NOT_WITH = ("x_kv", "num_kv_heads", "kv_heads", "cache", "attn_bias", "alibi", "mla")
 
 
 def _problem(doc: Document, path: Path, key: str, **fields: Any) -> Problem:
@@ -65,6 +67,8 @@ def check(f: Any, doc: Document, bad: set[Path]) -> list[Problem]:
                   if getattr(f, name, None) is not None]
     if getattr(f, "residual", None) and getattr(f, "x_kv", None) is not None:
         found.append((("residual",), "block.residual.cross", {}))
+    if getattr(f, "residual", None) and not given and getattr(f, "mla", None) is not None:  # the block's run has no latent
+        found.append((("residual",), "block.residual.mla", {}))
     bad.update(path for path, _, _ in found)
     return [_problem(doc, path, key, **fields) for path, key, fields in found]
 

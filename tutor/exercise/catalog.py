@@ -386,7 +386,8 @@ def _within(path: Path, root: Path) -> bool:
 #: comes after the exercises of its difficulty whose most advanced concept is earlier than its own.
 LEARNING_ORDER = ("basics", "scaling", "mask", "padding", "causal", "multi-head", "per-head-form", "fused-form",
                   "bias", "output-projection", "cross-attention",
-                  "grouped-kv", "kv-cache", "causal-alignment", "position-bias")  # format v2 (issue 12)
+                  "grouped-kv", "kv-cache", "causal-alignment", "position-bias",  # format v2 (issue 12)
+                  "latent-kv")  # format v3's multi-head latent attention (issue 23)
 
 
 def learning_key(ex: Exercise) -> tuple[int, int, str]:

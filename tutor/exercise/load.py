@@ -29,10 +29,20 @@ from tutor.base.errors import ExerciseError, Problem
 from tutor.base.messages import t
 from tutor.exercise.yamlread import Document, Path, ascii_look_alike, codepoints, describe, parse_yaml, read_text, shown
 
-from . import block, v2
+from . import block, mla, rope, v2
 from .checks import check_fields
 from .record import Exercise
-from .schema import YAML11_BOOL, CacheBlock, ExerciseFile, HeadBlock, KVHeadBlock, MaskName, WindowMask
+from .schema import (
+    YAML11_BOOL,
+    CacheBlock,
+    ExerciseFile,
+    HeadBlock,
+    KVHeadBlock,
+    LatentBlock,
+    LatentHeadBlock,
+    MaskName,
+    WindowMask,
+)
 
 _MATRIX_FIELDS = {"x", "x_kv", "w_q", "w_k", "w_v", "w_o", "mask", "attn_bias", "k", "v"}
 _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model_fields),
@@ -41,7 +51,10 @@ _FIELD_NAMES = {"": set(ExerciseFile.model_fields), "heads": set(HeadBlock.model
 
 
 def _names(path: Path) -> set[str]:
-    """The field names known where ``path`` points: a head's, a K/V head's, a cache entry's, or the top level's."""
+    """The field names known where ``path`` points: a head's, a K/V head's, a cache entry's, mla's or one of its
+    heads', or the top level's."""
+    if path[:1] == ("mla",) and len(path) > 1:
+        return set(LatentHeadBlock.model_fields) if len(path) > 3 and path[1] == "heads" else set(LatentBlock.model_fields)
     return _FIELD_NAMES.get(str(path[0]) if len(path) > 1 else "", _FIELD_NAMES[""])
 
 
@@ -285,16 +298,21 @@ def validate_document(doc: Document) -> Validation:
         problems += _problems_from(err, doc, meant)
         f, bad = partial(doc.value)
         bad |= set(meant.values())  # a field an unknown key stands for is reported there: no checks need it
+    f, latent, latent_problems = mla.prepare(f, doc, bad)  # format v3's mla: each head's K/V weights its products
     f, state = v2.prepare(f, doc, bad)  # format v2: its fields checked, and the view the v1 checks take
     block_problems = block.check(f, doc, bad)  # issue 23: the pre-norm block's fields
     found, ex = check_fields(f, doc, bad)
-    problems += state.problems + found + block_problems
+    problems += latent_problems + state.problems + found + block_problems
     ex = v2.finish(ex, state) if ex is not None and not state.problems else None
+    ex = mla.finish(ex, latent) if ex is not None and not latent_problems else None
     if ex is not None and not block_problems:
         found, ex = block.finish(ex, f, doc)
         problems += found
     if ex is not None:
         problems += v2.derived(ex, doc)
+    if ex is not None and getattr(f, "rope", None) is not None:  # format v3: RoPE (issue 23)
+        found, ex = rope.finish(ex, f, doc)
+        problems += found
     warnings = tuple(doc.warnings)
     if problems:  # a warning on a value that is an error anyway (1e20 refused: no use writing it out) goes
         refused = {(p.line, p.column) for p in problems}

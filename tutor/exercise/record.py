@@ -22,6 +22,7 @@ Vector = tuple[Fraction, ...]
 Matrix = tuple[Vector, ...]
 BoolMatrix = tuple[tuple[bool, ...], ...]
 MaskKind = Literal["none", "causal", "causal_lower_right", "matrix", "sliding_window"]
+Pairing = Literal["interleaved", "half"]
 
 
 def shape(m: Matrix) -> tuple[int, int]:
@@ -78,6 +79,64 @@ class CacheEntry:
 
 
 @dataclass(frozen=True)
+class Rope:
+    """RoPE (format v3, Su et al. 2021, "RoFormer", §3.4.2): pair ``i`` of a head's Q and K turns by ``m·θ_i``,
+    ``θ_i = base^(−2i/d_k)``, at position ``m``.  ``pairing``: ``interleaved`` pairs dimensions ``(2i, 2i+1)``
+    (RoFormer, GPT-J); ``half`` pairs ``(i, i + d_k/2)`` (``rotate_half``: GPT-NeoX, LLaMA)."""
+
+    base: int = 10000
+    pairing: Pairing = "interleaved"
+
+    def thetas(self, d_k: int) -> tuple[Fraction, ...] | None:
+        """``(θ_0, …, θ_{d_k/2 − 1})`` exactly, ``θ_i = base^(−2i/d_k)``; ``None`` when one is irrational
+        (``base^(2/d_k)`` is not a whole number: base 10000 keeps d_k = 2, 4 and 8 rational) or ``d_k`` is odd."""
+        return rope_thetas(self.base, d_k)
+
+    def pairs(self, d_k: int) -> tuple[tuple[int, int], ...]:
+        """The dimension pairs ``(a, b)`` of pair ``i = 0 … d_k/2 − 1``: ``(2i, 2i+1)`` or ``(i, i + d_k/2)``."""
+        return rope_pairs(self.pairing, d_k)
+
+
+def rope_pairs(pairing: str, d_k: int) -> tuple[tuple[int, int], ...]:
+    """The dimension pairs of RoPE for ``pairing`` (``interleaved`` or ``half``) and an even ``d_k``."""
+    half = d_k // 2
+    return tuple((2 * i, 2 * i + 1) if pairing == "interleaved" else (i, i + half) for i in range(half))
+
+
+def rope_thetas(base: int, d_k: int) -> tuple[Fraction, ...] | None:
+    """``θ_i = base^(−2i/d_k)`` for ``i = 0 … d_k/2 − 1``, exactly, or ``None`` when ``d_k`` is odd or
+    ``base^(2/d_k)`` is irrational (an integer's rational root is an integer: found by rounding and checked)."""
+    if d_k % 2 or base < 1:
+        return None
+    n = d_k // 2
+    r = round(base ** (1 / n))
+    root = next((c for c in (r - 1, r, r + 1) if c >= 1 and c**n == base), None)
+    if root is None:
+        return None
+    return tuple(Fraction(1, root**i) for i in range(n))
+
+
+@dataclass(frozen=True)
+class Latent:
+    """Multi-head latent attention's K/V side (format v3, ``mla:``; DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2).
+
+    Shapes: ``w_dkv [d_kv, d_c]`` (the down-projection to the latent ``c_KV = X_kv·W_DKV``, the one thing
+    a KV cache keeps per token); per query head ``w_uk [d_c, d_k]`` and ``w_uv [d_c, d_v]`` (the
+    up-projections ``K_h = c_KV·W_UK_h``, ``V_h = c_KV·W_UV_h``).  No biases (the paper's projections have
+    none).  Each :class:`Head` of the exercise holds the products ``W_DKV·W_UK_h`` and ``W_DKV·W_UV_h`` as its
+    ``w_k``, ``w_v``: the same K and V, exactly, for the code that knows no latent.
+    """
+
+    w_dkv: Matrix
+    w_uk: tuple[Matrix, ...]
+    w_uv: tuple[Matrix, ...]
+
+    @property
+    def d_c(self) -> int:
+        return len(self.w_dkv[0])
+
+
+@dataclass(frozen=True)
 class Exercise:
     """A validated exercise.
 
@@ -118,6 +177,9 @@ class Exercise:
     # --- issue 23: mask_kind "sliding_window": the window W (Mistral) and the attention sinks S (StreamingLLM)
     window: int | None = None
     sinks: int = 0
+    # --- format v3: RoPE on each head's Q and K (issue 23); None: no rotation
+    rope: Rope | None = None
+    mla: Latent | None = None  # format v3: K and V up-projected from a shared latent (multi-head latent attention)
     # --- issue 23, the pre-norm block (format v3): X normalized per row before the projections, and the residual
     norm: Literal["rmsnorm", "layernorm"] | None = None  # no learned scale or shift
     norm_eps: Fraction = Fraction(0)  # added to the mean square (RMSNorm) or the variance (LayerNorm)
@@ -275,6 +337,16 @@ class Exercise:
     @property
     def key_labels(self) -> tuple[str, ...]:
         return self.past_labels + self.new_key_labels
+
+    @property
+    def query_positions(self) -> tuple[int, ...]:
+        """The position of each query, from 0: after a KV cache the new tokens continue from ``L_past``."""
+        return tuple(range(self.L_past, self.L_past + self.L))
+
+    @property
+    def key_positions(self) -> tuple[int, ...]:
+        """The position of each key, from 0: the cached ones, then the new ones."""
+        return tuple(range(self.L_k))
 
     def allowed(self) -> BoolMatrix | None:
         """``[L, L_k]`` booleans, True = may attend: ``mask AND key_padding``.

@@ -254,6 +254,23 @@ MaskField = Annotated[
     | Annotated[WindowMask, Tag("#window")],
     Discriminator(_mask_tag),
 ]
+class LatentHeadBlock(_Strict):
+    """One query head's up-projections of multi-head latent attention (format v3, ``mla.heads``)."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.mla_head")})
+
+    w_uk: MatrixField = Field(description=english("schema.field.mla.w_uk"))
+    w_uv: MatrixField = Field(description=english("schema.field.mla.w_uv"))
+
+
+class LatentBlock(_Strict):
+    """Multi-head latent attention's K/V side (format v3, ``mla:``): the down-projection and each head's up-projections."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.mla")})
+
+    d_c: PositiveInt | None = Field(None, description=english("schema.field.mla.d_c"))
+    w_dkv: MatrixField = Field(description=english("schema.field.mla.w_dkv"))
+    heads: Annotated[list[LatentHeadBlock], Field(min_length=1)] = Field(description=english("schema.field.mla.heads"))
 
 
 BiasField = Annotated[
@@ -262,6 +279,30 @@ BiasField = Annotated[
     Discriminator(lambda v: "#heads" if isinstance(v, list) and v and isinstance(v[0], list) and v[0]
                   and isinstance(v[0][0], list) else "#matrix"),
 ]
+
+
+# --- format v3: RoPE (issue 23) --------------------------------------------
+MAX_ROPE_BASE = 10**12  # 10000 in RoFormer and LLaMA 2, 500000 in LLaMA 3: a hand exercise needs no more
+
+
+def _parse_rope_base(value: Any) -> int:
+    n = _parse_int(value)
+    if not 2 <= n <= MAX_ROPE_BASE:
+        raise _fail(t("expected.rope_base"), value, t("hint.rope_base", limit=f"{MAX_ROPE_BASE:,}"))
+    return n
+
+
+RopeBase = Annotated[int, PlainValidator(_parse_rope_base),
+                     WithJsonSchema({"type": "integer", "minimum": 2, "maximum": MAX_ROPE_BASE})]
+
+
+class RopeBlock(_Strict):
+    """RoPE on each head's Q and K (format v3): ``rope: {base: 10000, pairing: interleaved}``."""
+
+    model_config = ConfigDict(json_schema_extra={"description": english("schema.rope")})
+
+    base: RopeBase = Field(10000, description=english("schema.field.rope.base"))
+    pairing: Literal["interleaved", "half"] = Field("interleaved", description=english("schema.field.rope.pairing"))
 
 
 class ExerciseWords(_Strict):
@@ -308,6 +349,10 @@ class ExerciseFile(_Strict):
     past_x: MatrixField | None = Field(None, description=english("schema.field.past_x"))
     attn_bias: BiasField | None = Field(None, description=english("schema.field.attn_bias"))
     alibi: Flag | None = Field(None, description=english("schema.field.alibi"))
+    # --- format v3 (docs/exercise-format.md, "v3"): RoPE (issue 23)
+    rope: RopeBlock | None = Field(None, description=english("schema.field.rope"))
+    # --- format v3 (docs/exercise-format.md, "v3"): multi-head latent attention
+    mla: LatentBlock | None = Field(None, description=english("schema.field.mla"))
     # --- format v3, issue 23: the pre-norm block (checked by .block)
     norm: Literal["rmsnorm", "layernorm"] | None = Field(None, description=english("schema.field.norm"))
     norm_eps: Entry | None = Field(None, description=english("schema.field.norm_eps"))

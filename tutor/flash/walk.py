@@ -298,8 +298,12 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
 def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledRow]:
     """Every query row's online softmax (of ``head``, 0-based, or of every head), from the exact engine:
     over the scores the plain softmax reads (scaled, plus the additive bias of format v2 if any,
-    blocked keys ``-inf``)."""
+    blocked keys ``-inf``).  Raises :class:`~tutor.base.errors.TutorError` for an exercise with RoPE
+    (format v3): its exponents are not of the form the walk keeps exact, so it is refused, not miscomputed."""
     from ..exact.engine import QMat
+
+    if ex.rope is not None:  # issue 23: the online softmax over RoPE's scores is not built
+        raise TutorError(t("rope.no_tiled", id=ex.id))
     from ..steps.catalogue import KINDS, keys
     from ..steps.kind import Build
 

@@ -286,6 +286,8 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "bias": lambda ex: ex.has_bias,
     "alibi": lambda ex: ex.alibi,
     "causal": lambda ex: ex.mask_kind in ("causal", "causal_lower_right"),
+    "rope": lambda ex: ex.rope is not None,  # format v3 (issue 23)
+    "mla": lambda ex: ex.mla is not None,  # format v3: multi-head latent attention
     # the pre-norm block (issue 23)
     "norm": lambda ex: ex.has_norm,
     "rmsnorm": lambda ex: ex.norm == "rmsnorm",
@@ -647,6 +649,13 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _judged("argmax_weights", ("weights",), _argmax),
     _m("truncated_scaled", Variant(round_scaled=2, truncate=True)),
     _m("truncated_weights", Variant(round_weights=2, truncate=True)),
+    # RoPE (format v3, issue 23): the other pairing, positions from 1, θ without the 2, V turned too
+    _m("rope_pairing_mixed", Variant(rope="pairing"), "rope"),
+    _m("rope_positions_from_one", Variant(rope="from_one"), "rope"),
+    _m("rope_theta_without_two", Variant(rope="no_two"), "rope"),
+    _m("rope_v_rotated", Variant(rope="rotate_v"), "rope"),
+    # issue 23: multi-head latent attention's absorbed route
+    _m("uk_untransposed", Variant(uk_untransposed=True), "mla"),
     # the pre-norm block (issue 23)
     _m("norm_columns", Variant(norm_axis=0), "norm"),
     _m("rmsnorm_mean", Variant(norm_mean=True), "rmsnorm"),
@@ -666,8 +675,8 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
             "rows": rows, "cols": cols, "places": 2, "num_heads": ex.num_heads, "L_k": ex.L_k, "empty_rows": empty,
             "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else "",
-            "ratio": ex.num_heads // ex.num_kv_heads, "offset": ex.L_k - ex.L, **_v3_mask_fields(ex)}
-
+            "ratio": ex.num_heads // ex.num_kv_heads, "offset": ex.L_k - ex.L,
+            "pairing": ex.rope.pairing if ex.rope is not None else "", **_v3_mask_fields(ex)}
 
 def _v3_mask_fields(ex: Exercise) -> dict[str, object]:
     """The fields of the messages on ALiBi's slopes and the sliding window (issue 23)."""

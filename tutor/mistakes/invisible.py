@@ -352,15 +352,16 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
     """The (mistake, step id) pairs exercise ``ex`` catches at a step where the mistake is made."""
     from ..steps import solve
 
-    sol = solve(ex, backward=True)  # the gradients too: the backward pass's mistakes are suggested like the others
+    bw = ex.rope is None  # RoPE's backward pass is not built (issue 23): its forward mistakes only
+    sol = solve(ex, backward=bw)  # the gradients too: the backward pass's mistakes are suggested like the others
     hidden = {(f.key, f.step) for f in invisible(sol)}
     caught = set()
     for m in MISCONCEPTIONS:
         if not needs_met(sol, m.needs):
             continue
         with np.errstate(all="ignore"):
-            reached = replay(ex, m.variant, backward=True).values if m.variant is not None else None
-        for step in origins(m, ex, True):
+            reached = replay(ex, m.variant, backward=bw).values if m.variant is not None else None
+        for step in origins(m, ex, bw):
             if (m.key, step) not in hidden and (reached is None or step in reached):
                 caught.add((m.key, step[0]))
     return frozenset(caught)

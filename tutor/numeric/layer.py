@@ -509,5 +509,11 @@ class LayerRun:
     v_new: NDArray | None = None
     biased: NDArray | None = None
     grads: LayerGrads | None = None
+    q_rot: NDArray | None = None  # [H, L, d_k]: RoPE's rotated queries (format v3), else None
+    k_rot: NDArray | None = None  # [H, L_k, d_k]: RoPE's rotated keys, each query head's K/V head
+    # multi-head latent attention (format v3): c_kv [L_k, d_c], q_absorbed [H, L, d_c], scores_absorbed [H, L, L_k]
+    c_kv: NDArray | None = None
+    q_absorbed: NDArray | None = None
+    scores_absorbed: NDArray | None = None
     x_norm: NDArray | None = None  # [L, d_model]: X normalized before the projections (the pre-norm block)
     residual: NDArray | None = None  # [L, d_model]: X + output (the block's residual)

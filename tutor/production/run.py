@@ -40,6 +40,7 @@ from ..numeric.functional import attention_with_weights, causal_mask
 from ..numeric.layer import LayerRun, MultiHeadAttention
 from ..numeric.masks import sliding_window_mask
 from ..numeric.norm import layer_norm, rms_norm
+from ..numeric.rotary import apply_rope
 from .backward import layer_backward
 
 
@@ -105,14 +106,15 @@ def run_exercise(ex: Exercise, dtype: DTypeLike = np.float64, *, backward: bool 
     checks of ``forward`` are for callers who may have flipped a mask.
     Raises :class:`ShapeError` as :func:`layer_of`.  An exercise with grouped
     K/V heads, a KV cache or a bias (format v2) runs the decoder path instead
-    (:func:`run_decoder`, float64).  With ``backward`` the run also holds the
+    (:func:`run_decoder`, float64), and one with multi-head latent attention
+    (format v3, ``mla``) the latent's (:func:`run_latent`, float64).  With ``backward`` the run also holds the
     gradients of the exercise's upstream gradient (:func:`layer_backward`).
     """
     if ex.has_norm or ex.residual:
         if backward:  # not built: refused, never a run without its gradients
             raise TutorError(Msg("block.backward", id=ex.id))
         return _run_block(ex, dtype)
-    run = run_decoder(ex) if ex.is_v2 else _run_layer(ex, dtype)
+    run = run_latent(ex) if ex.mla is not None else run_decoder(ex) if ex.is_v2 or ex.rope is not None else _run_layer(ex, dtype)
     return replace(run, grads=layer_backward(ex)) if backward else run
 
 
@@ -202,6 +204,13 @@ def run_decoder(ex: Exercise) -> LayerRun:
         v = np.concatenate([np.stack([_f(c.v) for c in ex.cache]), v_new], axis=-2)  # [G, L_k, d_v]
     else:
         k, v = k_new, v_new  # [G, L_k, d]
+    q_rot = k_rot = None
+    q_in, k_in = q, k  # what the scores read: [H, L, d_k], [G, L_k, d_k]
+    if ex.rope is not None:  # RoPE (format v3): Q and K turned by position, then attended
+        q_in = q_rot = apply_rope(q, ex.query_positions, base=ex.rope.base, pairing=ex.rope.pairing)  # [H, L, d_k]
+        new_rot = apply_rope(k_new, ex.key_positions[ex.L_past:], base=ex.rope.base, pairing=ex.rope.pairing)  # [G, L, d_k]
+        # a cache holds its keys already rotated (each at its own position): they are not turned again
+        k_in = k_rot = new_rot if ex.cache is None else np.concatenate([k[:, :ex.L_past], new_rot], axis=-2)  # [G, L_k, d_k]
     d_k = q.shape[-1]
     L, L_k = q.shape[1], k.shape[1]
     mask = np.zeros((H, L, L_k))  # [H, L, L_k]  one float attn_mask: the bias, and -inf where blocked
@@ -210,17 +219,19 @@ def run_decoder(ex: Exercise) -> LayerRun:
     allowed = _allowed(ex)
     if allowed is not None:
         mask = np.where(allowed[None], mask, -np.inf)  # [H, L, L_k]
-    out, weights = attention_with_weights(q, k, v, attn_mask=mask, enable_gqa=True)  # [H, L, d_v], [H, L, L_k]
+    out, weights = attention_with_weights(q_in, k_in, v, attn_mask=mask, enable_gqa=True)  # [H, L, d_v], [H, L, L_k]
     rep = H // G
     k_h, v_h = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)  # [H, L_k, d]  what each query head read
-    scores = (q * (1.0 / math.sqrt(d_k))) @ k_h.swapaxes(-1, -2)  # [H, L, L_k]  (q/√d_k)·kᵀ, as the core computes it
+    k_read = np.repeat(k_in, rep, axis=0)  # [H, L_k, d_k]  the keys each query head's scores read (rotated with RoPE)
+    scores = (q_in * (1.0 / math.sqrt(d_k))) @ k_read.swapaxes(-1, -2)  # [H, L, L_k]  (q/√d_k)·kᵀ, as the core computes it
     biased = scores + (np.stack([_f(b) for b in ex.bias]) if ex.bias is not None else 0.0)  # [H, L, L_k]
     context = out.transpose(1, 0, 2).reshape(L, -1)  # [L, H·d_v]  heads merged
     output = context
     if ex.w_o is not None:
         output = context @ _f(ex.w_o) + (_f(ex.b_o) if ex.b_o is not None else 0.0)  # [L, d_out]
     return LayerRun(q=q, k=k_h, v=v_h, scores=scores, weights=weights, context=context, output=output,
-                       k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased)
+                       k_new=np.repeat(k_new, rep, axis=0), v_new=np.repeat(v_new, rep, axis=0), biased=biased,
+                       q_rot=q_rot, k_rot=None if k_rot is None else np.repeat(k_rot, rep, axis=0))  # [H, L|L_k, d_k]
 
 
 def _allowed(ex: Exercise) -> NDArray[np.bool_] | None:
@@ -232,3 +243,45 @@ def _allowed(ex: Exercise) -> NDArray[np.bool_] | None:
     assert ex.window is not None
     window = sliding_window_mask(ex.L, ex.L_k, ex.window, ex.sinks)  # [L, L_k]
     return window if ex.key_padding is None else window & np.array(ex.key_padding, dtype=bool)[None, :]
+
+
+def run_latent(ex: Exercise) -> LayerRun:
+    """Run an exercise with multi-head latent attention (format v3, ``mla``) as an MLA layer does, keeping the
+    intermediate arrays; float64.
+
+    DeepSeek-AI 2024, "DeepSeek-V2", §2.1.2: the latent ``c_kv = x_kv @ W_DKV`` ``[L_k, d_c]`` (what the cache
+    holds), each head's ``k = c_kv @ W_UK``, ``v = c_kv @ W_UV`` ``[H, L_k, d]``, then
+    ``scaled_dot_product_attention`` with one float ``attn_mask`` (the bias, ``-inf`` where blocked); and the
+    absorbed route beside it, ``q_absorbed = q @ W_UKᵀ`` ``[H, L, d_c]`` and
+    ``scores_absorbed = q_absorbed @ c_kvᵀ`` ``[H, L, L_k]`` (unscaled).  Other shapes as :func:`run_decoder`.
+    Raises ``ValueError`` (``ShapeError``) when the heads differ in ``d_k`` or ``d_v``.
+    """
+    assert ex.mla is not None
+    if len({h.d_k for h in ex.heads}) > 1 or len({h.d_v for h in ex.heads}) > 1:
+        raise ShapeError(f"exercise {ex.id!r}: the heads differ in size; only the exact engine computes it")
+    x, kv_in = _f(ex.x), _f(ex.kv)  # [L, d_model], [L_k, d_kv]
+    c_kv = kv_in @ _f(ex.mla.w_dkv)  # [L_k, d_kv]·[d_kv, d_c] -> [L_k, d_c]
+    w_uk = np.stack([_f(w) for w in ex.mla.w_uk])  # [H, d_c, d_k]
+    w_uv = np.stack([_f(w) for w in ex.mla.w_uv])  # [H, d_c, d_v]
+    q = np.stack([x @ _f(h.w_q) + (_f(h.b_q) if h.b_q is not None else 0.0) for h in ex.heads])  # [H, L, d_k]
+    k, v = c_kv @ w_uk, c_kv @ w_uv  # [L_k, d_c]·[H, d_c, d] -> [H, L_k, d]
+    H, L, d_k = q.shape
+    L_k = k.shape[1]
+    mask = np.zeros((H, L, L_k))  # [H, L, L_k]  one float attn_mask: the bias, and -inf where blocked
+    if ex.bias is not None:
+        mask += np.stack([_f(b) for b in ex.bias])
+    allowed = ex.allowed()
+    if allowed is not None:
+        mask = np.where(np.array(allowed, dtype=bool)[None], mask, -np.inf)
+    out, weights = attention_with_weights(q, k, v, attn_mask=mask)  # [H, L, d_v], [H, L, L_k]
+    scores = (q * (1.0 / math.sqrt(d_k))) @ k.swapaxes(-1, -2)  # [H, L, L_k]  (q/√d_k)·kᵀ, as the core computes it
+    biased = scores + (np.stack([_f(b) for b in ex.bias]) if ex.bias is not None else 0.0)  # [H, L, L_k]
+    q_absorbed = q @ w_uk.swapaxes(-1, -2)  # [H, L, d_k]·[H, d_k, d_c] -> [H, L, d_c]
+    scores_absorbed = q_absorbed @ c_kv.T  # [H, L, d_c]·[d_c, L_k] -> [H, L, L_k]
+    context = out.transpose(1, 0, 2).reshape(L, -1)  # [L, H·d_v]  heads merged
+    output = context
+    if ex.w_o is not None:
+        output = context @ _f(ex.w_o) + (_f(ex.b_o) if ex.b_o is not None else 0.0)  # [L, d_out]
+    return LayerRun(q=q, k=k, v=v, scores=scores, weights=weights, context=context, output=output,
+                    biased=biased if ex.bias is not None else None, c_kv=c_kv, q_absorbed=q_absorbed,
+                    scores_absorbed=scores_absorbed)

@@ -23,7 +23,9 @@ def exercise_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     Raises :class:`~tutor.base.errors.ShapeError` as :func:`tutor.production.run.layer_of`.  An exercise of
     format v2 (grouped K/V heads, a cache, a bias) is traced as a decoder runs it (:func:`decoder_trace`).
     """
-    if ex.is_v2:
+    if ex.mla is not None:
+        return latent_trace(ex, B)
+    if ex.is_v2 or ex.rope is not None:  # RoPE (format v3): a decoder's layer, nn.MultiheadAttention has none
         return decoder_trace(ex, B)
     layer = layer_of(ex)
     mask = ex.mask is not None or ex.mask_kind == "causal"
@@ -81,6 +83,9 @@ def decoder_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     tb.add("q_heads", ("B", "H", "L", "d_k"), "trace.decoder.heads")
     tb.add("k_heads", ("B", G, "L", "d_k"), "trace.decoder.heads")
     tb.add("v_heads", ("B", G, "L", "d_v"), "trace.decoder.heads")
+    if ex.rope is not None:  # RoPE (format v3): q and the new k turned by position, before the cache and the scores
+        tb.add("q_rot", ("B", "H", "L", "d_k"), "trace.decoder.rope", what="q")
+        tb.add("k_rot", ("B", G, "L", "d_k"), "trace.decoder.rope", what="k")
     if ex.has_cache:
         tb.add("k_cache", ("B", G, "L_past", "d_k"), "trace.decoder.cache")
         tb.add("k", ("B", G, "L_k", "d_k"), "trace.decoder.cat", what="k")
@@ -93,6 +98,39 @@ def decoder_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
     tb.add("weights", ("B", "H", "L", "L_k"), "trace.decoder.weights")
     tb.add("context", ("B", "H", "L", "d_v"), "trace.decoder.context" if ex.grouped else "trace.decoder.context.plain")
     # transpose(1, 2).reshape(B, L, H·d_v): a view or a copy as for the v1 layer (merge_copies, checked against torch)
+    tb.add("merge", ("B", "L", "H·d_v"), "trace.merge.copy" if merge_copies(ex.num_heads, ex.L, hd.d_v) else "trace.merge.view")
+    if ex.w_o is not None:
+        tb.add("out_proj", ("B", "L", "d_out"), "trace.decoder.out_proj")
+    return tuple(tb.steps)
+
+
+def latent_trace(ex: Exercise, B: int = 1) -> tuple[TraceStep, ...]:
+    """The forward of an exercise with multi-head latent attention (format v3, ``mla``) as shapes, ``B`` sequences.
+
+    DeepSeek-V2, §2.1.2: ``x [B, L, D]`` → ``q_proj [B, L, H·d_k]``; the latent ``c_kv [B, L_k, d_c]`` (what
+    the cache keeps) → ``k_proj``, ``v_proj`` up-projected from it → heads ``[B, H, L, d]`` → the absorbed
+    query ``[B, H, L, d_c]`` beside them → ``scores``, the mask, ``weights`` ``[B, H, L, L_k]`` → ``context``
+    → merged → ``out_proj``.  The concrete shapes are those :func:`tutor.production.run.run_latent` makes.
+    """
+    hd = ex.heads[0]
+    assert ex.mla is not None
+    sizes = {"B": B, "L": ex.L, "L_k": ex.L_k, "D": ex.d_model, "H": ex.num_heads, "d_k": hd.d_k, "d_v": hd.d_v,
+             "d_c": ex.mla.d_c, "d_out": ex.d_out}
+    tb = _TraceBuilder(sizes)
+    tb.add("x", ("B", "L", "D"), "trace.decoder.x_all")
+    tb.add("q_proj", ("B", "L", "H·d_k"), "trace.decoder.q_proj")
+    tb.add("c_kv", ("B", "L_k", "d_c"), "trace.latent.c_kv")
+    tb.add("k_proj", ("B", "L_k", "H·d_k"), "trace.latent.k_proj")
+    tb.add("v_proj", ("B", "L_k", "H·d_v"), "trace.latent.v_proj")
+    tb.add("q_heads", ("B", "H", "L", "d_k"), "trace.decoder.heads")
+    tb.add("k_heads", ("B", "H", "L_k", "d_k"), "trace.decoder.heads")
+    tb.add("v_heads", ("B", "H", "L_k", "d_v"), "trace.decoder.heads")
+    tb.add("q_absorbed", ("B", "H", "L", "d_c"), "trace.latent.q_absorbed")
+    tb.add("scores", ("B", "H", "L", "L_k"), "trace.latent.scores")
+    if ex.has_bias or ex.has_mask:
+        tb.add("attn_mask", ("L", "L_k"), "trace.decoder.attn_mask.float" if ex.has_bias else "trace.decoder.attn_mask")
+    tb.add("weights", ("B", "H", "L", "L_k"), "trace.decoder.weights")
+    tb.add("context", ("B", "H", "L", "d_v"), "trace.decoder.context.plain")
     tb.add("merge", ("B", "L", "H·d_v"), "trace.merge.copy" if merge_copies(ex.num_heads, ex.L, hd.d_v) else "trace.merge.view")
     if ex.w_o is not None:
         tb.add("out_proj", ("B", "L", "d_out"), "trace.decoder.out_proj")

@@ -64,7 +64,17 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
         "w_o": _m(ex.w_o),
         "b_o": _v(ex.b_o),
         **_v2_dict(ex),
+        **_latent_dict(ex),
     }
+
+
+def _latent_dict(ex: Exercise) -> dict[str, Any]:
+    """Format v3's multi-head latent attention (present only with it): ``d_c``, ``w_dkv`` and each head's ``w_uk``,
+    ``w_uv``; the heads' ``w_k``, ``w_v`` above are then the products ``W_DKV·W_UK``, ``W_DKV·W_UV``."""
+    if ex.mla is None:
+        return {}
+    return {"mla": {"d_c": ex.mla.d_c, "w_dkv": _m(ex.mla.w_dkv),
+                    "heads": [{"w_uk": _m(uk), "w_uv": _m(uv)} for uk, uv in zip(ex.mla.w_uk, ex.mla.w_uv, strict=True)]}}
 
 
 def _v2_dict(ex: Exercise) -> dict[str, Any]:
@@ -87,6 +97,8 @@ def _v2_dict(ex: Exercise) -> dict[str, Any]:
         out["sinks"] = ex.sinks
     if ex.alibi:
         out["alibi_slopes"] = [frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads)]
+    if ex.rope is not None:  # format v3 (issue 23): RoPE's base and pairing
+        out["rope"] = {"base": ex.rope.base, "pairing": ex.rope.pairing}
     return out
 
 

@@ -189,11 +189,13 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
 
     parts: list[Part] = []
     number = 0
-    early = tuple(s for s in forward.layer_steps if KINDS[s.id].early)  # x_norm (issue 23): before the heads read it
-    if early:
-        parts.append(Part(t("explain.block"), (), tuple(item(number + n, s) for n, s in enumerate(early, 1))))
-        number += len(early)
+    # the early layer steps (StepKind.early): the pre-norm block's x_norm, MLA's latent c_kv; before the heads, which read them
+    early = tuple(s for s in forward.layer_steps if KINDS[s.id].early)
     late = tuple(s for s in forward.layer_steps if not KINDS[s.id].early)
+    if early:
+        title, given = (t("explain.latent"), _latent_weights(ex)) if ex.mla is not None else (t("explain.block"), ())
+        parts.append(Part(title, given, tuple(item(number + n, s) for n, s in enumerate(early, 1))))
+        number += len(early)
     for h in range(ex.num_heads) if head is None else [head]:
         steps = forward.for_head(h)
         parts.append(Part(t("explain.head", head=h + 1), _weights(ex, h),  # heads counted from 1 where a learner reads them
@@ -267,12 +269,18 @@ def _rows(m: Matrix) -> tuple[str, ...]:
 
 
 def _weights(ex: Exercise, h: int) -> tuple[Named, ...]:
-    """Head ``h``'s weights and biases."""
+    """Head ``h``'s weights and biases (with ``mla``: W_Q and its up-projections W_UK, W_UV)."""
     head = ex.heads[h]
-    named = [Named(name, m, _rows(m)) for name, m in (("W_Q", head.w_q), ("W_K", head.w_k), ("W_V", head.w_v))]
+    kv = (("W_K", head.w_k), ("W_V", head.w_v)) if ex.mla is None else (("W_UK", ex.mla.w_uk[h]), ("W_UV", ex.mla.w_uv[h]))
+    named = [Named(name, m, _rows(m)) for name, m in (("W_Q", head.w_q), *kv)]
     named += [Named(name, (b,), ("",)) for name, b in (("b_Q", head.b_q), ("b_K", head.b_k), ("b_V", head.b_v))
               if b is not None]
     return tuple(named)
+
+
+def _latent_weights(ex: Exercise) -> tuple[Named, ...]:
+    """W_DKV, the down-projection to multi-head latent attention's latent (format v3, ``mla``)."""
+    return () if ex.mla is None else (Named("W_DKV", ex.mla.w_dkv, _rows(ex.mla.w_dkv)),)
 
 
 def _output_weights(ex: Exercise) -> tuple[Named, ...]:

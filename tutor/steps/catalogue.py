@@ -40,9 +40,11 @@ from .backward_layer import AFTER_HEADS, BEFORE_HEADS
 from .backward_projection import PROJECTION_GRADS
 from .block import RESIDUAL, X_NORM
 from .kind import StepKind
+from .latent import C_KV, Q_ABSORBED, SCORES_ABSORBED
 from .layer import LAYER
 from .projection import PROJECTIONS
 from .records import Key, Solution, Step
+from .rope import ROPE_STEPS
 from .scores import SCORE_STEPS
 from .softmax import SOFTMAX_STEPS
 from .state import PASS, READ_KNOBS, Build, ExactWalk, Replay
@@ -59,7 +61,13 @@ else:
 #: Every step kind, in the contract's order: the forward pass (k_new, v_new with a KV cache and biased with
 #: a bias: format v2), then the backward pass (the layer's steps before the heads', the heads', the
 #: projections' weights and biases, d_x).
-FORWARD: tuple[StepKind, ...] = (X_NORM,) + PROJECTIONS + SCORE_STEPS + SOFTMAX_STEPS + LAYER + (RESIDUAL,)
+#: The pre-norm block (issue 23, :mod:`tutor.steps.block`): ``x_norm`` first (a layer step before the heads, which
+#: read it) and ``residual`` last.  Multi-head latent attention (format v3, :mod:`tutor.steps.latent`): ``c_kv``
+#: next (an early layer step too: it reads X, the heads read it), each head's absorbed route after its explicit
+#: scores, which it is checked equal to.  RoPE (format v3, :mod:`tutor.steps.rope`): ``q_rot``, ``k_rot`` after the
+#: projections they turn (they read ``q``, ``k``), before ``scores``, which reads them.
+FORWARD: tuple[StepKind, ...] = ((X_NORM, C_KV) + PROJECTIONS + ROPE_STEPS + SCORE_STEPS[:1] + (Q_ABSORBED, SCORES_ABSORBED)
+                                 + SCORE_STEPS[1:] + SOFTMAX_STEPS + LAYER + (RESIDUAL,))
 BACKWARD: tuple[StepKind, ...] = BEFORE_HEADS + HEAD_GRADS + PROJECTION_GRADS + AFTER_HEADS
 CATALOGUE: tuple[StepKind, ...] = FORWARD + BACKWARD
 KINDS: dict[str, StepKind] = {k.id: k for k in CATALOGUE}
@@ -87,17 +95,23 @@ def exists(ex: Exercise, key: Key) -> bool:
 
 
 def keys(ex: Exercise, backward: bool = False) -> list[Key]:
-    """Every step ``ex`` has, in order: each head's steps (head 0 first), then the layer's.
+    """Every step ``ex`` has, in order: each head's steps (head 0 first), then the layer's (an
+    :attr:`~tutor.steps.StepKind.early` layer step, ``c_kv``, before the heads).
 
     With ``backward``, the backward pass follows: its layer steps before the
     heads (``d_output`` … ``d_b_o``), each head's, then ``d_x`` (``d_x_kv``).
     With grouped K/V heads the heads go group by group, and the K/V
     gradients of a group (:attr:`StepKind.per_kv_head`: the sum over its
     query heads) come after the other backward steps of all its heads.
+    Raises :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of an exercise with ``mla`` or ``rope``.
     """
+    if backward and ex.rope is not None:  # RoPE's backward pass is not built (issue 23): refused, never wrong numbers
+        raise TutorError(Msg("rope.no_backward", id=ex.id))
     early: list[Key] = [(k.id, None) for k in FORWARD if k.scope == "layer" and k.early and k.exists(ex)]
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
     out = early + per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and not k.early and k.exists(ex)]
+    if backward and ex.mla is not None:  # the gradients of W_DKV, W_UK, W_UV are not built: refused, not half-shown
+        raise TutorError(Msg("backward.mla", id=ex.id))
     if backward:
         live = [k for k in BACKWARD if k.exists(ex)]
         out += [(k.id, None) for k in live if k.scope == "layer" and not k.late]
@@ -293,7 +307,7 @@ def replay(ex: Exercise, variant: Variant | None = None, *, given: Given | None 
 #: walk (:class:`NoExactForm`), nor have ``mask="top_left"`` and ``scale="after_softmax"`` (:func:`supports`).
 EXACT_KNOBS = frozenset({"drop", "kq", "scale", "mask", "empty_rows", "softmax", "softmax_axis", "normalise",
                          "round_scaled", "round_weights", "truncate", "values", "heads_reversed", "w_o_transposed",
-                         "norm_axis", "norm_mean", "residual"})
+                         "uk_untransposed", "norm_axis", "norm_mean", "residual"})
 
 
 class NoExactForm(Exception):
@@ -314,7 +328,8 @@ def supports(variant: Variant, ex: Exercise | None = None) -> bool:
     """
     if not variant.turned() <= EXACT_KNOBS or variant.mask == "top_left" or variant.scale == "after_softmax":
         return False
-    return ex is None or not (ex.has_cache or ex.has_bias)
+    # RoPE (format v3): its exponents contain cos and sin, not algebraic numbers: no exact walk, the floats decide
+    return ex is None or not (ex.has_cache or ex.has_bias or ex.rope is not None)
 
 
 class Walk:
@@ -350,7 +365,9 @@ class Walk:
         if key not in self._order:
             return None
         heads = range(self._ex.num_heads) if key[1] is None else (key[1],)
-        needed = upstream(self._ex, key) | {key} | {(p, h) for h in heads for p in ("q", "k", "v")}
+        projections = {(p, h) for h in heads for p in ("q", "k", "v")}
+        needed = upstream(self._ex, key) | {key} | projections
+        needed |= {u for p in projections for u in upstream(self._ex, p)}  # MLA: K and V read the latent c_kv
         for k in sorted(needed, key=self._order.__getitem__):
             if k not in self._done:
                 self._done.add(k)

@@ -133,7 +133,11 @@ class StepKind:
     #: the K/V weights' and biases' gradients (the sum over the query heads that read it); keyed per query head,
     #: reported and named once per K/V head
     per_kv_head: bool = False
-    early: bool = False  # a layer step that comes before the heads' (``x_norm``: the projections read it)
+    #: a layer step computed before the heads' steps, which read it: the pre-norm block's ``x_norm`` (the
+    #: projections read X_norm) and MLA's ``c_kv`` (the latent every head up-projects its K and V from); a layer
+    #: step is otherwise computed after the heads.  The one notion of an early step: :func:`keys`, the outline and
+    #: :data:`tutor.authoring.steplist.EARLY` all read it
+    early: bool = False
 
     @property
     def title(self) -> Text:

@@ -79,6 +79,8 @@ def _kind(id: str) -> StepKind:
 
     def build(bd: Build, head: int | None) -> Step:
         ex = bd.ex
+        if _up(ex, id):
+            return _up_build(bd, id, head)
         if _cached(ex, id):
             return _append(bd, id, head)
         x, src, rows, w, b = _parts(ex, id, head)
@@ -93,6 +95,8 @@ def _kind(id: str) -> StepKind:
                     shared=ex.sharing(ex.kv_head(head or 0)) if _kv(ex, id, head) is not None else ())
 
     def work(sol: Solution, step: Step, i: int, j: int) -> Text:
+        if _up(sol.exercise, id):
+            return _up_work(sol, step, i, j)
         if _cached(sol.exercise, id):
             return _append_work(sol, step, i, j)
         x, src, _, w, b = _parts(sol.exercise, id, step.head)
@@ -104,6 +108,8 @@ def _kind(id: str) -> StepKind:
         return f"{src}[{rl}, :]·W_{wsym}[:, {cl}]{bias} = {dot(pairs)}{bias_value} {total(step.exact[i][j], step.value[i][j])}"
 
     def arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+        if _up(sol.exercise, id):
+            return _up_arithmetic(sol, step, places)
         if _cached(sol.exercise, id):
             return ()  # K, V = [cache; new rows]: no arithmetic, the rows are those of k_new/v_new and the cache
         x, _, _, w, b = _parts(sol.exercise, id, step.head)
@@ -117,6 +123,8 @@ def _kind(id: str) -> StepKind:
         return entry_products(step, pairs_of, places)
 
     def given(sol: Solution, step: Step) -> tuple:
+        if _up(sol.exercise, id):
+            return _up_given(sol, step)
         if _cached(sol.exercise, id):
             return _append_given(sol, step)
         x, src, rows, w, b = _parts(sol.exercise, id, step.head)
@@ -135,14 +143,19 @@ def _kind(id: str) -> StepKind:
                          heads=", ".join(str(h + 1) for h in ex.sharing(g)), ratio=ex.num_heads // ex.num_kv_heads))
         if _cached(ex, id):
             out.append(Msg("step.kv.why.cache", L_past=ex.L_past, L=len(ex.kv)))
+        if _up(ex, id):
+            out.append(Msg(f"step.{id}.why.latent"))
         return out
 
     def inputs(ex: Exercise, head: int | None) -> tuple[Key, ...]:
+        if _up(ex, id):
+            return (("c_kv", None),)
         if _cached(ex, id):
             return ((f"{id}_new", head),)
         return (("x_norm", None),) if ex.has_norm else ()  # the pre-norm block: the projections read X_norm
 
     varies = {"drop", "split_reshape"} | (set() if id == "q" else {"kv_order"}) | ({"cache"} if id in ("k", "v") else set())
+    varies |= {"rope"} if id == "v" else set()  # RoPE's mistake of turning V too (tutor.steps.rope)
     return StepKind(
         id=id, scope="head", op="·", exists=(lambda ex: ex.has_cache) if id.endswith("_new") else always,
         inputs=inputs, build=build, varies=frozenset(varies), work=work, given=given, why=why, arithmetic=arithmetic,
@@ -192,6 +205,55 @@ def _append_given(sol: Solution, step: Step) -> tuple:
     past = _cache_of(ex, step.id, step.head)
     return (given_matrix(f"{step.id.upper()}_cache", past, ex.past_labels, dims("d", len(past[0]))),
             given_step(sol.step(f"{step.id}_new", step.head)))
+
+
+# --- k, v up-projected from multi-head latent attention's latent (format v3, mla): c_KV·W_UK, c_KV·W_UV ---------
+
+
+def _up(ex: Exercise, id: str) -> bool:
+    """True for ``k`` and ``v`` of an exercise with ``mla``: read off the latent ``c_kv`` (DeepSeek-V2, §2.1.2)."""
+    return id in ("k", "v") and ex.mla is not None
+
+
+def _up_weight(ex: Exercise, id: str, head: int | None) -> Matrix:
+    """``W_UK`` ``[d_c, d_k]`` or ``W_UV`` ``[d_c, d_v]`` of ``head``."""
+    assert ex.mla is not None
+    return (ex.mla.w_uk if id == "k" else ex.mla.w_uv)[head or 0]
+
+
+def _up_build(bd: Build, id: str, head: int | None) -> Step:
+    ex = bd.ex
+    sym = id.upper()
+    c = bd.data["c_kv", None]
+    assert isinstance(c, exact.QMat)
+    w = _up_weight(ex, id, head)
+    m = c @ exact.QMat.of(w)  # [L_k, d_c]·[d_c, d] -> [L_k, d]
+    bd.data[id, head] = m
+    ops = (Operand("c_KV", c.shape), Operand(f"W_U{sym}", (len(w), len(w[0]))))
+    return Step(id, head, sym, f"{sym} = c_KV·W_U{sym}", ops, "·", m.exact(), ex.key_labels, dims("d", len(w[0])))
+
+
+def _up_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    c, w = sol.step("c_kv", None), _up_weight(sol.exercise, step.id, step.head)
+    pairs = [(factor(c.exact[i][n], c.value[i][n]), factor(w[n][j], float(w[n][j]))) for n in range(len(w))]
+    return (f"c_KV[{step.row_labels[i]}, :]·W_U{step.id.upper()}[:, {step.col_labels[j]}] = {dot(pairs)} "
+            f"{total(step.exact[i][j], step.value[i][j])}")
+
+
+def _up_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+    c, w = sol.step("c_kv", None), _up_weight(sol.exercise, step.id, step.head)
+
+    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+        return [(factor(c.exact[i][n], c.value[i][n], places), factor(w[n][j], float(w[n][j]), places))
+                for n in range(len(w))], ""
+
+    return entry_products(step, pairs_of, places)
+
+
+def _up_given(sol: Solution, step: Step) -> tuple:
+    w = _up_weight(sol.exercise, step.id, step.head)
+    return (given_step(sol.step("c_kv", None)),
+            given_matrix(f"W_U{step.id.upper()}", w, dims("c", len(w)), dims("d", len(w[0]))))
 
 
 # --- the float walk ---------------------------------------------------------------------------------------------
@@ -257,17 +319,29 @@ def _with_cache(r: Replay, id: str, head: int | None, new: Array | None) -> Arra
 
 def _floats(id: str):
     def run(r: Replay, head: int | None) -> Array | None:
+        if _up(r.ex, id):
+            c, = r.inputs(KINDS[id], head)
+            return None if c is None else c @ floats(_up_weight(r.ex, id, head))  # [L_k, d_c]·[d_c, d] -> [L_k, d]
         if _cached(r.ex, id):
             new, = r.inputs(KINDS[id], head)
             return _with_cache(r, id, head, new)
-        return _project(r, id[0], head)
+        out = _project(r, id[0], head)
+        if out is not None and id == "v" and r.variant.rope == "rotate_v" and r.ex.rope is not None:  # V turned too
+            from .rope import rotated
+
+            return None if out.shape[1] % 2 else rotated(r.ex, out, r.ex.key_positions)  # [L_k, d_v]
+        return out
 
     return run
 
 
 def _slack(id: str):
     def run(r: Replay, head: int | None) -> Array:
-        """Projected from the exercise: none; with a cache, the cached rows are exact and the new ones carry their slack."""
+        """Projected from the exercise: none; with a cache, the cached rows are exact and the new ones carry their slack;
+        up-projected from the latent (mla): the latent's slack times ``|W_UK|`` (``|W_UV|``); read off X_norm (the
+        pre-norm block): X_norm's slack times ``|W|``."""
+        if _up(r.ex, id):
+            return r.delta("c_kv", None) @ magnitude(_up_weight(r.ex, id, head))  # [L_k, d_c]·[d_c, d]
         if not _cached(r.ex, id) and r.ex.has_norm:  # X_norm's slack through W: |δX_norm|·|W|
             w, _ = _kv_weights(r, id[0], head) if id != "q" else (r.ex.heads[head or 0].w_q, None)
             return r.delta("x_norm", None) @ np.abs(floats(w))
@@ -295,6 +369,9 @@ def _production(id: str):
 def _rounding(id: str):
     def bound(r: Replay, head: int | None) -> Array:
         ex = r.ex
+        if _up(ex, id):  # the latent's bound carried, plus the up-projection's d_c-term dot products
+            W = magnitude(_up_weight(ex, id, head))  # [d_c, d]
+            return r.delta("c_kv", None) @ W + gamma(len(W) + 2) * (np.abs(r.value(("c_kv", None))) @ W)
         x, _, _, w, b = _parts(ex, id, head)
         if _cached(ex, id) and (f"{id}_new", head) in r.values:  # format v2: K, V are [cache; new]
             new = r.delta(f"{id}_new", head)  # [L, d]
@@ -314,6 +391,13 @@ def _rounding(id: str):
 def _exact(id: str):
     def run(w: ExactWalk, head: int | None) -> em.Matrix | None:
         ex = w.ex
+        if _up(ex, id):  # c_KV·W_UK (W_UV), on the latent's integers
+            c = w.qmats.get(("c_kv", None))
+            if c is None:
+                return None
+            up = c @ exact.QMat.of(_up_weight(ex, id, head))  # [L_k, d_c]·[d_c, d] -> [L_k, d]
+            w.qmats[id, head] = up
+            return [list(row) for row in up.fractions()]
         hd = ex.heads[head or 0]
         x, W, b = {"q": (ex.x, hd.w_q, hd.b_q), "k": (ex.kv, hd.w_k, hd.b_k), "v": (ex.kv, hd.w_v, hd.b_v)}[id]
         if ex.has_norm:  # X_norm's entries hold square roots: no integers here, the scores are taken on values

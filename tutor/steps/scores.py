@@ -31,7 +31,7 @@ from .kind import Input, StepKind, always, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import gamma, magnitude
 from .state import PASS, Build, ExactWalk, Replay, floats, mul_slack
-from .worked import Worked, dot, entry_name, entry_products, factor, result, total
+from .worked import Worked, dot, entry_name, entry_products, exact_factor, factor, result, total
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,6 +78,9 @@ def torch_empty_row() -> Text:
 
 
 def _scores_inputs(ex: Exercise, head: int | None) -> tuple[Key, ...]:
+    """Q and K, or with RoPE (format v3) the rotated ones, ``Q_rot`` and ``K_rot``."""
+    if ex.rope is not None:
+        return (("q_rot", head), ("k_rot", head))
     return (("q", head), ("k", head))
 
 
@@ -87,8 +90,9 @@ def _scores(bd: Build, h: int | None) -> Step:
     S = exact.scores(Q, K)  # [L, d_k]·[d_k, L_k] -> [L, L_k]
     bd.data["scores", h] = S
     d_k = ex.heads[h or 0].d_k
-    ops = (Operand("Q", (ex.L, d_k)), Operand("Kᵀ", (d_k, ex.L_k)))
-    return Step("scores", h, "scores", "scores = Q·Kᵀ", ops, "·", S.exact(), ex.query_labels, ex.key_labels)
+    q, k = ("Q_rot", "K_rot") if ex.rope is not None else ("Q", "K")
+    ops = (Operand(q, (ex.L, d_k)), Operand(f"{k}ᵀ", (d_k, ex.L_k)))
+    return Step("scores", h, "scores", f"scores = {q}·{k}ᵀ", ops, "·", S.exact(), ex.query_labels, ex.key_labels)
 
 
 def _scores_floats(r: Replay, head: int | None) -> Array | None:
@@ -139,16 +143,17 @@ def _scores_exact(w: ExactWalk, head: int | None) -> em.Matrix | None:
 
 
 def _scores_work(sol: Solution, step: Step, i: int, j: int) -> str:
-    q, k = sol.step("q", step.head), sol.step("k", step.head)
-    pairs = [(factor(q.exact[i][n], q.value[i][n]), factor(k.exact[j][n], k.value[j][n])) for n in range(q.shape[1])]
-    return f"Q[{step.row_labels[i]}, :]·K[{step.col_labels[j]}, :] = {dot(pairs)} {total(step.exact[i][j], step.value[i][j])}"
+    q, k = (sol.step(*key) for key in _scores_inputs(sol.exercise, step.head))
+    pairs = [(exact_factor(q.exact[i][n], q.value[i][n]), exact_factor(k.exact[j][n], k.value[j][n]))
+             for n in range(q.shape[1])]  # RoPE's cos(1) written as such; otherwise as factor() writes it
+    return f"{q.name}[{step.row_labels[i]}, :]·{k.name}[{step.col_labels[j]}, :] = {dot(pairs)} {total(step.exact[i][j], step.value[i][j])}"
 
 
 def _scores_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
-    q, k = sol.step("q", step.head), sol.step("k", step.head)
+    q, k = (sol.step(*key) for key in _scores_inputs(sol.exercise, step.head))
 
     def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
-        return [(factor(q.exact[i][n], q.value[i][n], places), factor(k.exact[j][n], k.value[j][n], places))
+        return [(exact_factor(q.exact[i][n], q.value[i][n], places), exact_factor(k.exact[j][n], k.value[j][n], places))
                 for n in range(q.shape[1])], ""
 
     return entry_products(step, pairs_of, places)
@@ -159,8 +164,8 @@ SCORES = StepKind(
     build=_scores, floats=_scores_floats, slack=_scores_slack, production=_scores_production,
     rounding=_scores_rounding, exact_walk=_scores_exact,
     varies=frozenset({"kq"}), work=_scores_work, arithmetic=_scores_arithmetic,
-    given=lambda sol, step: (given_step(sol.step("q", step.head)), given_step(sol.step("k", step.head))),
-    latex=r"\text{scores} = Q K^\top", axes_note=True,
+    given=lambda sol, step: tuple(given_step(sol.step(*key)) for key in _scores_inputs(sol.exercise, step.head)),
+    latex=r"\text{scores} = $op0 $op1", axes_note=True,
 )
 
 
@@ -198,7 +203,7 @@ def _scaled_floats(r: Replay, head: int | None) -> Array | None:
 
 
 def _scaled_slack(r: Replay, head: int | None) -> Array:
-    return r.delta("scores", head) * abs(_scale_factor(r, head))
+    return r.delta(*SCALED.inputs(r.ex, head)[0]) * abs(_scale_factor(r, head))
 
 
 def _scaled_production(run: LayerRun, ex: Exercise, head: int | None) -> Array:
@@ -253,7 +258,7 @@ def _scaled_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
 
 SCALED = StepKind(
     id="scaled", scope="head", op="/", exists=always,
-    inputs=lambda ex, head: (("scores", head),),
+    inputs=lambda ex, head: (("scores_absorbed" if ex.mla is not None else "scores", head),),  # MLA: the absorbed route
     build=_scaled, floats=_scaled_floats, slack=_scaled_slack, production=_scaled_production,
     rounding=_scaled_rounding, exact_walk=_scaled_exact,
     varies=frozenset({"scale", "divisor"}), work=_scaled_work, arithmetic=_scaled_arithmetic,

@@ -100,6 +100,12 @@ class Variant:
     bias_grad: str = "sum"
     d_k_order: str = "right"  # d_K's factors in the wrong order: "q_first" Q·d_scaledᵀ, "qt_first" Qᵀ·d_scaled
     kv_grad: str = "sum"  # grouped K/V heads: "own" = d_K, d_V from this query head only (not summed over the group)
+    # RoPE (format v3, issue 23): "right"; "pairing" = the other pairing (rotate_half's on interleaved pairs, or
+    # the reverse); "from_one" = positions counted from 1; "no_two" = θ_i = base^(−i/d_k), the 2 left out;
+    # "rotate_v" = V turned as well as Q and K
+    rope: str = "right"
+    # multi-head latent attention (format v3, mla): W_UK absorbed untransposed, Q·W_UK for Q·W_UKᵀ (chains when d_c = d_k)
+    uk_untransposed: bool = False
     # the pre-norm block (issue 23): norm_axis 0 = each column of X normalized instead of each row; norm_mean = the
     # mean subtracted in RMSNorm (LayerNorm's centring); residual "none" = forgotten (the block's output is the
     # layer's), "x_norm" = added to the normalized X instead of X

@@ -19,6 +19,7 @@ from fractions import Fraction
 from ..base.decimals import fixed, legible
 from ..base.messages import Text
 from ..exact.numbers import Exact, Rat, frac_text, notation
+from ..exact.rotary import Trig
 from ..exercise.record import Exercise
 from .records import Step
 
@@ -63,6 +64,15 @@ def factor(e: Exact | Fraction, value: float, places: int = 6) -> str:
         return f"({text})" if "/" in text or text.startswith("-") else text
     text = legible(value, places)
     return f"({text})" if text.startswith("-") else text
+
+
+def exact_factor(e: Exact | Fraction, value: float, places: int = 6, limit: int = 24) -> str:
+    """An operand in a product written exactly when its text is short (RoPE's ``cos(1)``, ``(cos(2) - sin(2))``,
+    parenthesised when it is a sum or has a sign), else as :func:`factor` writes it."""
+    if isinstance(e, Trig) and len(str(e)) <= limit:
+        text = str(e)
+        return f"({text})" if " " in text or text.startswith("-") else text
+    return factor(e, value, places)
 
 
 def total(e: Exact, value: float, places: int = 4) -> str:
@@ -120,6 +130,8 @@ def result(e: Exact, value: float, places: int, *, rounded: bool = False) -> str
     if math.isinf(value):
         return "= −∞"
     shown = notation(legible(value, places))
+    if rounded and isinstance(e, Trig):  # decimals that do not give RoPE's exact value: only ≈ is true
+        return f"≈ {shown}"
     if isinstance(e, Rat):
         lead = "≈" if rounded else "="
         if e.q.denominator == 1:
@@ -144,6 +156,9 @@ def written(text: str) -> Fraction | None:
 def as_written(pairs: Sequence[tuple[str, str]], extra: str, e: Exact) -> bool:
     """Whether the dot product as written (``pairs`` of operands, an added term ``extra``) gives the
     exact rational ``e`` itself, so that ``=`` is true of the decimals a learner reads."""
+    factors = [f for pair in pairs for f in pair]
+    if isinstance(e, Trig) or any(written(f) is None for f in factors):  # RoPE's exact factors (cos(1)): the
+        return not any("." in f for f in factors) and "." not in extra  # sum is exact unless a decimal is written
     if not isinstance(e, Rat):
         return True  # an irrational result follows ≈ anyway
     total_ = Fraction(0)

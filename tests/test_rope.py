@@ -1,0 +1,534 @@
+"""RoPE by hand (issue 23, item 1): the field, the exact rotation, the steps q_rot/k_rot, and PyTorch as the oracle.
+
+The expected values come from ``/work/shared/vectors/v3-cases.json`` (computed with torch 2.13 in float64)
+copied in here, from a rotation written in torch in the test, and from ``scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from tutor.answers import parse_entry
+from tutor.answers.grading import judge
+from tutor.base.errors import ExerciseError, TutorError
+from tutor.exact import rotary
+from tutor.exact.numbers import Rat
+from tutor.exercise.load import exercise_from_data, validate_text
+from tutor.exercise.record import rope_thetas
+from tutor.production import verify
+from tutor.steps import keys, solve
+
+torch = pytest.importorskip("torch")
+
+I2 = [[1, 0], [0, 1]]
+INTERLEAVED = {
+    "id": "v3-rope-interleaved", "title": "RoPE, interleaved pairs: two tokens, d_k = 2",
+    "x": [[1, 0], [1, 0]], "heads": [{"w_q": I2, "w_k": I2, "w_v": I2}],
+    "rope": {"base": 10000, "pairing": "interleaved"},
+}
+I4 = [[int(i == j) for j in range(4)] for i in range(4)]
+HALF = {
+    "id": "v3-rope-half", "title": "RoPE, rotate_half pairs: three tokens, d_k = 4, causal",
+    "x": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]],
+    "heads": [{"w_q": I4, "w_k": [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], "w_v": I4}],
+    "mask": "causal", "rope": {"base": 10000, "pairing": "half"},
+}
+# the expected values of the two v3-rope cases (torch 2.13, float64), as the shared vectors give them
+EXPECTED = {
+    "v3-rope-interleaved": {
+        "q_rot": [[1.0, 0.0], [0.5403023058681398, 0.8414709848078965]],
+        "k_rot": [[1.0, 0.0], [0.5403023058681398, 0.8414709848078965]],
+        "weights": [[0.5805557848615206, 0.4194442151384795], [0.4194442151384795, 0.5805557848615206]],
+        "head_output": [[1.0, 0.0], [1.0, 0.0]],
+    },
+}
+
+
+def _shared_case(id: str) -> dict | None:
+    """The case of the shared vector file, when this machine has it (the test's copies stand otherwise)."""
+    try:
+        with open("/work/shared/vectors/v3-cases.json", encoding="utf-8") as f:
+            cases = json.load(f)["cases"]
+    except OSError:
+        return None
+    return next((c for c in cases if c["exercise"]["id"] == id), None)
+
+
+# --- a rotation written in torch: the oracle -------------------------------------------------------------------
+
+
+def torch_rope(x: torch.Tensor, positions: list[int], base: float, pairing: str) -> torch.Tensor:
+    """``x [n, d]`` turned as RoFormer §3.4.2 says, written out in torch (float64)."""
+    n, d = x.shape
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # [d/2]
+    ang = torch.tensor(positions, dtype=torch.float64)[:, None] * theta[None, :]  # [n, d/2]
+    cos, sin = torch.cos(ang), torch.sin(ang)
+    if pairing == "interleaved":
+        a, b = x[:, 0::2], x[:, 1::2]
+        out = torch.empty_like(x)
+        out[:, 0::2] = a * cos - b * sin
+        out[:, 1::2] = a * sin + b * cos
+        return out
+    # rotate_half (GPT-NeoX, LLaMA): x·cos + rotate_half(x)·sin with cos, sin of [θ, θ]
+    cos2, sin2 = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+    rot = torch.cat([-x[:, d // 2:], x[:, : d // 2]], -1)
+    return x * cos2 + rot * sin2
+
+
+def torch_forward(data: dict) -> dict[str, list]:
+    """Every head's q_rot, k_rot, head output, and the output, by torch: the rotation above and SDPA."""
+    x = torch.tensor(data["x"], dtype=torch.float64)
+    L = x.shape[0]
+    rope = data["rope"]
+    heads = []
+    for h in data["heads"]:
+        q = x @ torch.tensor(h["w_q"], dtype=torch.float64)
+        k = x @ torch.tensor(h["w_k"], dtype=torch.float64)
+        v = x @ torch.tensor(h["w_v"], dtype=torch.float64)
+        q_rot = torch_rope(q, list(range(L)), rope["base"], rope["pairing"])
+        k_rot = torch_rope(k, list(range(L)), rope["base"], rope["pairing"])
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q_rot[None, None], k_rot[None, None], v[None, None], is_causal=data.get("mask") == "causal")[0, 0]
+        heads.append({"q_rot": q_rot, "k_rot": k_rot, "head_output": out})
+    concat = torch.cat([h["head_output"] for h in heads], -1)
+    output = concat @ torch.tensor(data["w_o"], dtype=torch.float64) if "w_o" in data else concat
+    return {"heads": heads, "output": output}
+
+
+def _values(sol, id, head=None) -> np.ndarray:
+    return np.array(sol.step(id, head).value)
+
+
+# --- the shared vectors -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("data", [INTERLEAVED, HALF], ids=lambda d: d["id"])
+def test_the_shared_v3_rope_cases(data):
+    ex = exercise_from_data(data)
+    sol = solve(ex)
+    case = _shared_case(data["id"])
+    expected = case["expected"]["heads"][0] if case else EXPECTED.get(data["id"])
+    if expected is None:
+        pytest.skip("the shared vector file is not on this machine")
+    for id in ("q_rot", "k_rot", "weights", "head_output"):
+        np.testing.assert_allclose(_values(sol, id, 0), np.array(expected[id]), rtol=0, atol=1e-12, err_msg=id)
+    if case:
+        np.testing.assert_allclose(np.array(sol.final.value), np.array(case["expected"]["output"]), atol=1e-12)
+    verify(sol)  # and the decoder's path (numpy) agrees step by step
+
+
+def test_interleaved_case_is_exact_in_cos_and_sin():
+    sol = solve(exercise_from_data(INTERLEAVED))
+    q_rot = sol.step("q_rot", 0)
+    assert [[str(e) for e in row] for row in q_rot.exact] == [["1", "0"], ["cos(1)", "sin(1)"]]
+    scores = sol.step("scores", 0)
+    # q_rot[t2]·k_rot[t2] = cos²(1) + sin²(1) = 1 exactly; q_rot[t1]·k_rot[t2] = cos(1)
+    assert [[str(e) for e in row] for row in scores.exact] == [["1", "cos(1)"], ["cos(1)", "1"]]
+    assert isinstance(scores.exact[1][1], Rat)
+    assert str(sol.step("scaled", 0).exact[0][1]) == "sqrt(2)*cos(1)/2"
+
+
+def test_half_case_pairs_i_with_i_plus_half():
+    sol = solve(exercise_from_data(HALF))
+    q_rot = sol.step("q_rot", 0)
+    # row t2 = position 1, Q = [0, 1, 1, 0]: pair 0 = (d1, d3) = [0, 1] turns by 1, pair 1 = (d2, d4) = [1, 0] by 1/100
+    assert [str(e) for e in q_rot.exact[1]] == ["-sin(1)", "cos(1/100)", "cos(1)", "sin(1/100)"]
+
+
+def test_a_learner_types_the_exact_forms():
+    sol = solve(exercise_from_data(HALF))
+    e = sol.step("q_rot", 0).exact[1][1]
+    assert judge(parse_entry("cos(1/100)"), e).right
+    assert judge(parse_entry("0.99995"), e).right
+    assert not judge(parse_entry("cos(1/10)"), e).right
+    assert not judge(parse_entry("sin(1/100)"), e).right
+    s = sol.step("scores", 0).exact[2][1]  # a sum of cosines and sines, as the engine prints it
+    assert judge(parse_entry(str(s)), s).right
+
+
+# --- exact trigonometric polynomials -----------------------------------------------------------------------------
+
+
+def test_products_turn_into_sums_exactly():
+    c1, s1 = rotary.Trig.turn(Fraction(1), Fraction(0), Fraction(1))  # cos 1, sin 1
+    assert str(c1 * c1 + s1 * s1) == "1"  # cos² + sin² = 1, decided on the coefficients
+    assert str(c1 * c1) == "1/2 + cos(2)/2"
+    assert str(s1 * c1) == "sin(2)/2"
+    c, s = rotary.Trig.turn(Fraction(3), Fraction(-2), Fraction(-1, 3))  # a negative angle is folded
+    assert c == rotary.Trig.turn(Fraction(3), Fraction(2), Fraction(1, 3))[0] and str(c) == "3*cos(1/3) - 2*sin(1/3)"
+    for t in (c1 * c1, s1 * c1, c, s):
+        assert abs(float(t.precise_value(30)) - t.value()) < 1e-15
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+def test_the_score_depends_on_m_minus_n_only(pairing):
+    """``(R_m q)·(R_n k)`` is the same exact value for every (m, n) at the same distance."""
+    rng = random.Random(7)
+    d_k = 4
+    thetas = rope_thetas(10000, d_k)
+    pairs = ((0, 1), (2, 3)) if pairing == "interleaved" else ((0, 2), (1, 3))
+    q = [[Fraction(rng.randint(-3, 3)) for _ in range(d_k)]]
+    k = [[Fraction(rng.randint(-3, 3)) for _ in range(d_k)]]
+    for dist in (0, 1, 3):
+        seen = {(rotary.rotate(q, [m + dist], thetas, pairs) @ rotary.rotate(k, [m], thetas, pairs).T).num[0][0]
+                for m in range(5)}
+        assert len(seen) == 1
+    near = (rotary.rotate(q, [1], thetas, pairs) @ rotary.rotate(k, [0], thetas, pairs).T).num[0][0]
+    far = (rotary.rotate(q, [2], thetas, pairs) @ rotary.rotate(k, [0], thetas, pairs).T).num[0][0]
+    assert near != far or all(x == 0 for x in q[0])
+
+
+def test_rational_angles_only():
+    assert rope_thetas(10000, 2) == (Fraction(1),)
+    assert rope_thetas(10000, 4) == (Fraction(1), Fraction(1, 100))
+    assert rope_thetas(10000, 8) == (Fraction(1), Fraction(1, 10), Fraction(1, 100), Fraction(1, 1000))
+    assert rope_thetas(10000, 6) is None and rope_thetas(10000, 3) is None
+    assert rope_thetas(1000, 6) == (Fraction(1), Fraction(1, 10), Fraction(1, 100))
+
+
+# --- parity with torch on generated exercises -----------------------------------------------------------------
+
+
+def _generated(seed: int) -> dict:
+    rng = random.Random(seed)
+    d_k = rng.choice([2, 4, 8])
+    L, d_model, H = rng.randint(1, 4), rng.randint(2, 4), rng.randint(1, 2)
+
+    def m(r, c):
+        return [[rng.randint(-2, 2) for _ in range(c)] for _ in range(r)]
+
+    data = {"id": f"rope-gen-{seed}", "title": "generated", "x": m(L, d_model),
+            "heads": [{"w_q": m(d_model, d_k), "w_k": m(d_model, d_k), "w_v": m(d_model, 2)} for _ in range(H)],
+            "rope": {"base": 10000, "pairing": rng.choice(["interleaved", "half"])}}
+    if rng.random() < 0.5:
+        data["mask"] = "causal"
+    if rng.random() < 0.5:
+        data["w_o"] = m(2 * H, 2)
+    return data
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_parity_with_a_rotation_written_in_torch_and_sdpa(seed):
+    data = _generated(seed)
+    sol = solve(exercise_from_data(data))
+    ref = torch_forward(data)
+    for h, head in enumerate(ref["heads"]):
+        for id in ("q_rot", "k_rot", "head_output"):
+            np.testing.assert_allclose(_values(sol, id, h), head[id].numpy(), rtol=1e-12, atol=1e-12, err_msg=id)
+    np.testing.assert_allclose(np.array(sol.final.value), ref["output"].numpy(), rtol=1e-12, atol=1e-12)
+    verify(sol)
+
+
+def test_numeric_apply_rope_matches_torch():
+    from tutor.numeric.rotary import apply_rope
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5, 8))
+    for pairing in ("interleaved", "half"):
+        got = apply_rope(x, [3, 4, 5, 6, 7], base=500000.0, pairing=pairing)
+        want = torch.stack([torch_rope(torch.tensor(x[i]), [3, 4, 5, 6, 7], 500000.0, pairing) for i in range(2)])
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-13, atol=1e-13)
+
+
+# --- the field and its refusals ------------------------------------------------------------------------------
+
+
+def _yaml(rope: str, **extra: str) -> str:
+    lines = ["id: r", "title: r", "x: [[1, 0, 1], [0, 1, 1]]", "heads:",
+             "  - {w_q: [[1, 0, 1], [0, 1, 1], [1, 1, 0]], w_k: [[1, 0, 1], [0, 1, 1], [1, 1, 0]],"
+             " w_v: [[1, 0], [0, 1], [1, 1]]}", f"rope: {rope}"]
+    return "\n".join(lines + [f"{k}: {v}" for k, v in extra.items()]) + "\n"
+
+
+@pytest.mark.parametrize("rope, extra, words", [
+    ("{base: 10000}", {}, "d_k = 3"),
+    ("{base: 1}", {}, "whole number from 2"),
+    ("{pairing: sideways}", {}, "pairing"),
+    ("{base: 10000, color: red}", {}, "color"),
+])
+def test_bad_rope_fields_are_named(rope, extra, words):
+    v = validate_text(_yaml(rope, **extra))
+    assert not v.ok
+    assert any(words in p.message or words in p.field for p in v.problems), v.problems
+    assert all(p.field.startswith("rope") for p in v.problems)
+
+
+def _even(rope: str, **extra: str) -> str:
+    text = ("id: r\ntitle: r\nx: [[1, 0], [0, 1]]\nheads:\n"
+            "  - {w_q: [[1, 0, 0, 0, 1, 0], [0, 1, 0, 0, 0, 1]], w_k: [[1, 0, 0, 0, 1, 0], [0, 1, 0, 0, 0, 1]],"
+            " w_v: [[1, 0], [0, 1]]}\n")
+    return text + f"rope: {rope}\n" + "".join(f"{k}: {v}\n" for k, v in extra.items())
+
+
+def test_an_irrational_angle_is_refused_at_the_base():
+    v = validate_text(_even("{base: 10000}"))
+    (p,) = v.problems
+    assert p.field == "rope.base" and "d_k = 6" in p.message and p.line == 6
+    assert validate_text(_even("{base: 1000}")).ok  # 1000 = 10³: θ = 1, 1/10, 1/100
+
+
+def test_rope_with_a_bias_or_cross_attention_is_refused_not_computed():
+    x = "x: [[1, 0], [0, 1]]\nheads:\n  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [0, 1]], w_v: [[1, 0], [0, 1]]}\n"
+    for tail, words in (("alibi: true\n", "alibi"), ("x_kv: [[1, 0]]\n", "x_kv")):
+        v = validate_text(f"id: r\ntitle: r\n{x}rope: {{}}\n{tail}")
+        assert not v.ok and any(words in p.message and p.field == "rope" for p in v.problems), v.problems
+
+
+
+@pytest.mark.parametrize("tail, words", [
+    ("mla: {w_dkv: [[1], [0]], heads: [{w_uk: [[1, 0]], w_uv: [[1, 0]]}]}\n", "rope with mla is not built"),
+    ("norm: rmsnorm\n", "rope with norm is not built"),
+    ("residual: true\nw_o: [[1, 0], [0, 1]]\n", "rope with residual is not built"),
+])
+def test_rope_with_mla_or_the_pre_norm_block_is_refused_in_one_line(cli, tmp_path, tail, words):
+    """Merged beside MLA and the pre-norm block: DeepSeek-V2's decoupled RoPE key is not built, and after a norm Q and
+    K carry a root per row, which the exact rotation does not take; one line at rope, exit 2, never wrong numbers."""
+    heads = "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [0, 1]], w_v: [[1, 0], [0, 1]]}\n"
+    if tail.startswith("mla"):
+        heads = "  - {w_q: [[1, 0], [0, 1]]}\n"
+    text = f"id: r\ntitle: r\nx: [[1, 2], [0, 1]]\nheads:\n{heads}rope: {{}}\n{tail}"
+    v = validate_text(text)
+    assert not v.ok and [(p.field, words in p.message) for p in v.problems] == [("rope", True)], v.problems
+    path = tmp_path / "r.yaml"
+    path.write_text(text, encoding="utf-8")
+    r = cli("explain", str(path))
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1 and words in r.err and "Traceback" not in r.err
+
+def test_the_cli_refuses_in_one_line(cli, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(_even("{base: 10000}"), encoding="utf-8")
+    r = cli("explain", str(bad))
+    assert r.code == 2 and "Traceback" not in r.err and "rope.base" in r.err
+
+
+def test_backward_with_rope_is_refused(cli, tmp_path):
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(json.dumps(INTERLEAVED), encoding="utf-8")
+    with pytest.raises(TutorError, match="backward pass through RoPE"):
+        keys(exercise_from_data(INTERLEAVED), backward=True)
+    r = cli("explain", str(ok), "--backward")
+    assert r.code == 2 and "Traceback" not in r.err and "RoPE" in r.err
+    assert len([line for line in r.err.splitlines() if line.strip()]) == 1
+
+
+def test_explain_shows_each_pair_turned(cli, tmp_path):
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(json.dumps(HALF), encoding="utf-8")
+    r = cli("explain", str(ok), env={"COLUMNS": "120"})
+    assert r.code == 0, r.err
+    assert "Q_rot = RoPE(Q)" in r.out and "scores = Q_rot·K_rotᵀ" in r.out
+    assert "Q_rot[t2, d1] = 0·cos(1) − 1·sin(1) = −sin(1) ≈ −0.8415" in r.out  # the pair (d1, d3) = [0, 1] turned by 1
+    assert "m − n" in r.out
+    j = cli("explain", str(ok), "--format", "json")
+    doc = json.loads(j.out)
+    assert doc["exercise"]["rope"] == {"base": 10000, "pairing": "half"}
+    assert [s["id"] for s in doc["steps"]][:7] == ["q", "k", "v", "q_rot", "k_rot", "scores", "scaled"]
+
+
+def test_exercise_error_type_for_loaders():
+    with pytest.raises(ExerciseError):
+        exercise_from_data({**INTERLEAVED, "rope": {"base": 10000, "pairing": "diagonal"}})
+
+
+def test_float_value_of_a_cancelling_trig_is_accurate():
+    c, _ = rotary.Trig.turn(Fraction(1), Fraction(0), Fraction(1, 10**6))
+    t = c - rotary.Trig(((Fraction(0), Fraction(1), Fraction(0)),))  # cos(1e-6) - 1 ≈ -5e-13
+    assert math.isclose(t.value(), math.cos(1e-6) - 1, rel_tol=1e-3)
+    assert math.isclose(t.value(), -0.5e-12, rel_tol=1e-6)
+
+
+def test_the_scores_worked_out_in_cos_and_sin_are_exactly_the_entries():
+    """``scores[b1, b1] = (−2·sin(1))·(cos(1) − sin(1)) + 2·cos(1)·(cos(1) + sin(1)) = 2``: each line's sum, read
+    by the answer grammar, is exactly the entry; ``=`` only where no decimal was written."""
+    from tutor.exercise.catalog import resolve
+    from tutor.steps import KINDS
+
+    sol = solve(resolve("rope-relative-4x2"))
+    step = sol.step("scores", 0)
+    pieces = KINDS["scores"].arithmetic(sol, step, 4)
+    assert len(pieces) == 16
+    for n, piece in enumerate(pieces):
+        i, j = divmod(n, 4)
+        line = piece.lines[0].replace("−", "-")
+        written = line.split(" = ")[0].split(" ≈ ")[0]
+        assert "." not in written
+        assert judge(parse_entry(written), step.exact[i][j]).right, line
+        # exact factors: the result follows "=" (and its decimal "≈"); a long exact form only its decimal
+        assert (" = " in line) == (len(str(step.exact[i][j])) <= 16), line
+    assert [str(e) for e in step.exact[1][:1] + step.exact[3][2:3]] == ["-2*sin(1)", "-2*sin(1)"]  # b1·a0 = b3·a2
+
+
+# --- the mistakes RoPE invites, named by practice (diagnose) and check (solution files) -------------------------
+
+ROPE_MISTAKES = {"pairing": "rope_pairing_mixed", "from_one": "rope_positions_from_one",
+                 "no_two": "rope_theta_without_two", "rotate_v": "rope_v_rotated"}
+
+
+def _wrong(data: dict, mistake: str) -> dict[str, np.ndarray]:
+    """What a learner holding ``mistake`` writes for HALF's head, computed here in torch (not by attn-tutor)."""
+    x = torch.tensor(data["x"], dtype=torch.float64)
+    h = data["heads"][0]
+    q, k, v = (x @ torch.tensor(h[w], dtype=torch.float64) for w in ("w_q", "w_k", "w_v"))
+    L, d = q.shape
+    pos = [m + 1 for m in range(L)] if mistake == "from_one" else list(range(L))
+    pairing = data["rope"]["pairing"]
+    if mistake == "pairing":
+        pairing = "interleaved" if pairing == "half" else "half"
+    base = float(data["rope"]["base"])
+    if mistake == "no_two":  # θ_i = base^(−i/d): the same as base'^(−2i/d) with base' = √base
+        base = math.sqrt(base)
+    q_rot, k_rot = torch_rope(q, pos, base, pairing), torch_rope(k, pos, base, pairing)
+    if mistake == "rotate_v":
+        v = torch_rope(v, pos, base, pairing)
+    out = torch.nn.functional.scaled_dot_product_attention(q_rot[None], k_rot[None], v[None], is_causal=True)[0]
+    return {"q_rot": q_rot.numpy(), "k_rot": k_rot.numpy(), "v": v.numpy(), "head_output": out.numpy()}
+
+
+@pytest.mark.parametrize("mistake", sorted(ROPE_MISTAKES))
+def test_practice_names_each_rope_mistake(mistake):
+    from tutor.mistakes.diagnose import diagnose
+
+    sol = solve(exercise_from_data(HALF))
+    wrong = _wrong(HALF, mistake)
+    shown = [s for s in ("q_rot", "k_rot", "v", "head_output")
+             if not np.allclose(wrong[s], _values(sol, s, 0), atol=1e-9)]
+    assert shown  # the mistake changes something on this exercise
+    for step in shown:
+        keys_ = [d.key for d in diagnose(sol, step, 0, wrong[step].tolist(), tolerance=1e-6)]
+        assert keys_[:1] == [ROPE_MISTAKES[mistake]], (step, keys_)
+
+
+def test_positions_from_one_leave_the_scores_as_they_are():
+    """Every position shifted by one: Q_rot and K_rot change, the scores (m − n) do not."""
+    sol = solve(exercise_from_data(HALF))
+    wrong = _wrong(HALF, "from_one")
+    assert not np.allclose(wrong["q_rot"], _values(sol, "q_rot", 0))
+    np.testing.assert_allclose(wrong["head_output"], _values(sol, "head_output", 0), atol=1e-12)
+
+
+@pytest.mark.parametrize("mistake", ["pairing", "no_two"])
+def test_check_names_a_rope_mistake_in_a_solution_file(cli, tmp_path, mistake):
+    ex_path = tmp_path / "half.yaml"
+    ex_path.write_text(json.dumps(HALF), encoding="utf-8")
+    wrong = _wrong(HALF, mistake)
+    rows = "[" + ", ".join("[" + ", ".join(f"{v:.6f}" for v in r) + "]" for r in wrong["q_rot"]) + "]"
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(f"exercise: {ex_path}\nheads:\n  - q_rot: {rows}\n", encoding="utf-8")
+    r = cli("check", str(sol_path), "--format", "json")
+    doc = json.loads(r.out)
+    assert doc["exit_code"] == 1
+    assert [d["key"] for s in doc["steps"] for d in s["diagnoses"]] == [ROPE_MISTAKES[mistake]]
+
+
+# --- a decode step: the cache holds keys already rotated --------------------------------------------------------
+
+DECODE = {
+    "id": "rope-decode", "title": "a decode step with RoPE", "x": [[1, 0, 1], [0, 1, 1]],
+    "heads": [{"w_q": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]], "w_k": [[0, 1, 0, 1], [1, 0, 1, 0], [0, 0, 1, 1]],
+               "w_v": [[1, 0], [0, 1], [1, 1]]}],
+    "cache": [{"k": [["1/2", -1, 0, 2], [1, "3/4", -1, 0]], "v": [[1, 2], [0, -1]]}],
+    "mask": "causal_lower_right", "rope": {"base": 10000, "pairing": "half"},
+}
+
+
+def test_a_decode_step_turns_only_the_new_keys_at_positions_from_l_past():
+    sol = solve(exercise_from_data(DECODE))
+    x = torch.tensor(DECODE["x"], dtype=torch.float64)
+    h = DECODE["heads"][0]
+    q, k_new, v_new = (x @ torch.tensor(h[w], dtype=torch.float64) for w in ("w_q", "w_k", "w_v"))
+    cache = DECODE["cache"][0]
+    k_cache = torch.tensor([[float(Fraction(str(e))) for e in r] for r in cache["k"]], dtype=torch.float64)
+    v_cache = torch.tensor(cache["v"], dtype=torch.float64)
+    q_rot = torch_rope(q, [2, 3], 10000.0, "half")  # the new tokens continue from L_past = 2
+    k_rot = torch.cat([k_cache, torch_rope(k_new, [2, 3], 10000.0, "half")])  # the cached keys as stored
+    v = torch.cat([v_cache, v_new])
+    from torch.nn.attention.bias import causal_lower_right
+
+    out = torch.nn.functional.scaled_dot_product_attention(q_rot[None], k_rot[None], v[None],
+                                                           attn_mask=causal_lower_right(2, 4))[0]
+    np.testing.assert_allclose(_values(sol, "q_rot", 0), q_rot.numpy(), atol=1e-12)
+    np.testing.assert_allclose(_values(sol, "k_rot", 0), k_rot.numpy(), atol=1e-12)
+    np.testing.assert_allclose(_values(sol, "head_output", 0), out.numpy(), atol=1e-12)
+    assert [str(e) for e in sol.step("k_rot", 0).exact[0]] == ["1/2", "-1", "0", "2"]  # not turned again
+    verify(sol)
+
+
+def test_a_decode_step_explains_its_cached_keys(cli, tmp_path):
+    path = tmp_path / "decode.yaml"
+    path.write_text(json.dumps(DECODE), encoding="utf-8")
+    r = cli("explain", str(path), env={"COLUMNS": "120"})
+    assert r.code == 0, r.err
+    assert "stored already rotated at its own position" in r.out and "positions 2 and on" in r.out
+    bad = dict(DECODE, past_x=[[1, 0, 0], [0, 1, 0]])
+    v = validate_text(json.dumps(bad))
+    assert any(p.field == "past_x" and "rotated" in p.message for p in v.problems)
+
+
+def test_check_carries_a_decode_steps_slack_through_the_rotation():
+    from tutor.steps import replay
+
+    ex = exercise_from_data(DECODE)
+    sol = solve(ex)
+    carried = replay(ex, given=lambda key: None)
+    for s in sol.steps:
+        value, slack = carried.computed[s.key]
+        assert slack.shape == value.shape and np.all(np.isfinite(slack)), s.key
+        np.testing.assert_allclose(value, np.array(s.value), atol=1e-12, err_msg=str(s.key))
+
+
+# --- new --rope ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pairing, d_k", [("interleaved", 2), ("half", 4), ("half", 8)])
+def test_new_writes_a_rope_exercise_that_validates_and_solves(cli, pairing, d_k):
+    r = cli("new", "--rope", pairing, "--d-k", str(d_k), "--tokens", "3", "--d-model", "3", "--seed", "4")
+    assert r.code == 0, r.err
+    v = validate_text(r.out)
+    assert v.ok and v.exercise is not None and v.exercise.rope is not None
+    assert (v.exercise.rope.base, v.exercise.rope.pairing) == (10000, pairing)
+    assert f"--rope {pairing}" in r.out and "Q_rot K_rot^T" in r.out
+    sol = solve(v.exercise)
+    assert [s.id for s in sol.steps][3:5] == ["q_rot", "k_rot"]
+    verify(sol)
+
+
+@pytest.mark.parametrize("args, words", [(["--d-k", "3"], "d_k = 2, 4 or 8"), (["--alibi"], "--alibi"),
+                                         (["--cross", "2"], "--cross"), (["--cache", "2"], "--cache")])
+def test_new_refuses_rope_where_it_cannot_be_exact_or_is_not_built(cli, args, words):
+    r = cli("new", "--rope", "half", *args)
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err
+
+
+def test_new_like_a_rope_exercise_keeps_the_rotation(cli):
+    r = cli("new", "--like", "rope-relative-4x2", "--seed", "3")
+    assert r.code == 0, r.err
+    v = validate_text(r.out)
+    assert v.ok and v.exercise is not None and v.exercise.rope is not None
+    assert "scores are small integers" not in r.out  # RoPE's scores are cosines and sines
+
+
+@pytest.mark.parametrize("data", [HALF, DECODE], ids=["half", "decode"])
+def test_the_production_view_turns_q_and_k_with_the_shapes_the_run_makes(data):
+    from tutor.production import exercise_trace, run_exercise
+
+    ex = exercise_from_data(data)
+    run = run_exercise(ex)
+    shapes = {s.name: s.shape for s in exercise_trace(ex)}
+    names = [s.name for s in exercise_trace(ex)]
+    assert names.index("q_rot") < names.index("scores") and names.index("k_rot") < names.index("scores")
+    assert shapes["q_rot"] == (1, *run.q_rot.shape)
+    assert shapes["k_rot"] == (1, ex.num_kv_heads, ex.L, run.k_rot.shape[-1])  # the new keys, before a cache
+    assert shapes["scores"] == (1, *run.scores.shape)
+
+
+def test_the_bundled_rotate_half_exercise_is_the_shared_torch_case():
+    from tutor.exercise.catalog import resolve
+
+    ex, shared = resolve("rope-half-causal-3x4"), exercise_from_data(HALF)
+    assert (ex.x, ex.heads, ex.mask, ex.rope) == (shared.x, shared.heads, shared.mask, shared.rope)
