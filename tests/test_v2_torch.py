@@ -32,7 +32,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention.bias import causal_lower_right, causal_upper_left  # noqa: E402
 
 TOL = 1e-9
-VECTORS = Path("/work/shared/vectors/v2-cases.json")
+VECTORS = Path(__file__).parent / "data" / "v2-cases.json"
 HEAD = "id: case\ntitle: a v2 case\n"
 
 MQA = HEAD + "num_heads: 2\nnum_kv_heads: 1\nx: [[1, 2], [0, 1]]\nw_q: [[1, 0], [0, 1]]\nw_k: [[1], [1]]\nw_v: [[1], [0]]\n"
