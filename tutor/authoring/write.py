@@ -142,7 +142,8 @@ def text(d: Draft) -> str:
             out += [*_comment(t("new.file.b_o")), f"b_o: {_vector(d.b_o)}"]
     if d.window is not None:  # issue 23
         W, S = d.window
-        out += [*_comment(t("new.file.mask.window.sinks" if S else "new.file.mask.window")),  # no fields: braces as written
+        form = "{sliding_window: W, sinks: S}" if S else "{sliding_window: W}"  # the YAML form: code, not words
+        out += [*_comment(t("new.file.mask.window.sinks" if S else "new.file.mask.window", window=form)),
                 f"mask: {{sliding_window: {W}" + (f", sinks: {S}" if S else "") + "}"]
     elif d.mask == "causal":
         out += [*_comment(t("new.file.mask")), "mask: causal"]

@@ -167,7 +167,8 @@ def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] 
             hint = t("hint.yaml11_mask", text=found) if isinstance(found, str) and found.lower() in YAML11_BOOL else ""
             if not hint and isinstance(found, str) and (near := _suggest(found.strip().lower(), set(get_args(MaskName)))):
                 hint = t("schema.unknown.hint", suggestion=near)  # mask: casual -> did you mean 'causal'?
-            problems.append(doc.problem(path, t("schema.expected", expected=t("expected.mask"), found=describe(found)), hint))
+            expected = t("expected.mask", window="{sliding_window: W, sinks: S}")  # the YAML form: code, not words
+            problems.append(doc.problem(path, t("schema.expected", expected=expected, found=describe(found)), hint))
         else:  # list_type, model_type, dict_type, ...
             problems.append(doc.problem(path, t("schema.expected", expected=_expected_for(path), found=describe(e["input"]))))
     return problems
