@@ -122,10 +122,12 @@ def test_explain_backward_runs_and_its_json_holds_every_gradient(cli, name):
     assert code == 0, err
 
 
-def test_the_v2_exercises_are_the_five_with_v2_features():
-    # causal + left padding (issue 12's sixth) is format v1's mask and padding
-    assert V2_BUNDLED == ["alibi-causal-3x2", "decode-one-token-cache-3", "decode-two-tokens-alignment",
-                          "gqa-four-heads-2x4", "mqa-two-heads-3x4"]
+def test_the_v2_exercises_are_the_seven_with_v2_features():
+    # causal + left padding (issue 12's sixth) is format v1's mask and padding; a sliding window on one
+    # sequence (sliding-window-sinks-4x2) is a mask of format v1 too, over a cache one of v2
+    assert V2_BUNDLED == ["alibi-causal-3x2", "alibi-three-heads-3x2", "decode-one-token-cache-3",
+                          "decode-sliding-window-cache-3", "decode-two-tokens-alignment", "gqa-four-heads-2x4",
+                          "mqa-two-heads-3x4"]
 
 
 def test_a_k_v_gradient_from_one_query_head_is_named(cli, tmp_path):

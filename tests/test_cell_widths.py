@@ -91,7 +91,7 @@ def test_the_check_reports_step_column_lines_up_in_cells(chinese):
     report = audit(read_solution((data / "two-head-causal-mask-zero.yaml").read_text(), "sol.yaml", base=data))
     console = recording(200)
     render(report, console)
-    names = sorted({label(report.exercise, *s.key) for s in report.steps}, key=len, reverse=True)
+    names = sorted({str(label(report.exercise, *s.key)) for s in report.steps}, key=len, reverse=True)
     assert any("（第" in n for n in names)  # the test's point: names of unequal widths, some Chinese
     starts = set()
     for line in shown_lines(console):

@@ -148,8 +148,9 @@ def _v1(path) -> bool:
     from tutor.exercise.catalog import resolve
 
     ex = resolve(path.stem)
-    return (not ex.is_v2 and ex.mask_kind != "causal_lower_right" and ex.mla is None and ex.rope is None
-            and not (ex.has_norm or ex.residual))  # RoPE: test_rope.py, MLA: test_mla.py, the block: test_prenorm_block.py
+    return (not ex.is_v2 and ex.mask_kind not in ("causal_lower_right", "sliding_window") and ex.mla is None
+            and ex.rope is None and not (ex.has_norm or ex.residual))
+    # RoPE: test_rope.py, MLA: test_mla.py, the block: test_prenorm_block.py, a window: test_masks_v3.py
 
 
 @pytest.mark.parametrize("path", [p for p in sorted(EXERCISES.glob("*.yaml")) if _v1(p)], ids=lambda p: p.stem)

@@ -8,6 +8,7 @@ reads it, and properties checked here by hand (integers, symmetry, rows).
 from __future__ import annotations
 
 import sqlite3
+from fractions import Fraction
 
 import pytest
 
@@ -86,9 +87,11 @@ def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
         assert shape_of(ex) == shape_of(original)  # tokens, sizes, heads, mask, key padding, biases, W_O
         assert ex.difficulty == (original.difficulty or 1)
         sol = solve(ex)
-        for h in range(ex.num_heads):
-            for sid in ("q", "k", "v") + (("scores",) if ex.rope is None else ()):  # RoPE's scores: cos, sin
+        for h in range(ex.num_heads):  # after a norm each row carries a square root: X is what stays whole
+            for sid in ("q", "k", "v") + (("scores",) if ex.rope is None else ()) if not ex.has_norm else ():
                 integers(sol.step(sid, h))
+        if ex.has_norm:
+            assert all(isinstance(e, Fraction) and e.denominator == 1 for row in ex.x for e in row)
         assert (ex.rope is None) == (original.rope is None)  # new --like keeps the rotation
         # distinguishing where the shape allows: only what the sizes force stays invisible
         forced = set()

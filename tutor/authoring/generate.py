@@ -99,17 +99,46 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
         raise ShapeError(t("new.like.mla", id=ex.id))
     if ex.is_v2:
         raise ShapeError(t("new.like.v2", id=ex.id))
+    text_ = _like_once(ex, seed, allow_dull, id, title, source, seed)
+    if not ex.has_norm or allow_dull:
+        return text_
+    # the draw keeps every mistake visible on X as drawn; the norm can make the scores symmetric after all
+    # (X_norm's rows): draw again, from seeds drawn from this one, while the norm hides more than the sizes force
+    draw_seed = seed
+    for _ in range(GROUP_TRIES):
+        if not _hides_more_than_its_sizes(text_):
+            break
+        draw_seed = random.Random(draw_seed).randrange(2**31)
+        text_ = _like_once(ex, draw_seed, allow_dull, id, title, source, seed)
+    return text_
+
+
+def _hides_more_than_its_sizes(text_: str) -> bool:
+    """Whether a drawn exercise hides a core mistake that its sizes do not force (d_k = 1, d_k = d_model)."""
+    from ..exercise.load import parse_exercise
+    from ..mistakes.invisible import uncaught
+    from ..steps import solve
+
+    ex = parse_exercise(text_, "<new>")
+    forced = {"no_scaling"} if any(h.d_k == 1 for h in ex.heads) else set()
+    forced |= {"scale_sqrt_d_model"} if any(h.d_k == ex.d_model for h in ex.heads) else set()
+    return not {key for key, _ in uncaught(solve(ex))} <= forced
+
+
+def _like_once(ex: Exercise, seed: int, allow_dull: bool, id: str | None, title: str | None, source: str | None,
+               named: int) -> str:
+    """:func:`like`'s text from the numbers of ``seed``; the file names the seed the user gave, ``named``."""
     shape = shape_of(ex)
     level = ex.difficulty or 1
     c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm, ex.norm_eps)
-    command = f"attn-tutor new --like {source or ex.id} --seed {seed}" + (" --allow-dull" if allow_dull else "")
+    command = f"attn-tutor new --like {source or ex.id} --seed {named}" + (" --allow-dull" if allow_dull else "")
     def words() -> tuple[str, str]:
         key = ("new.like.description.rope" if ex.rope is not None  # RoPE: scores in cos, sin
                else "new.like.description" + (".norm" if ex.has_norm else ""))
-        return title or t("new.like.title", title=ex.local_title), t(key, id=ex.id, seed=seed)
+        return title or t("new.like.title", title=ex.local_title), t(key, id=ex.id, seed=named)
 
     (english_title, description), translations = _in_english(words)
-    d = drafted(shape, c, id=id or like_id(ex, seed), title=english_title, description=description, command=command,
+    d = drafted(shape, c, id=id or like_id(ex, named), title=english_title, description=description, command=command,
                 tags=["generated", *(tag for tag in ex.tags if tag != "generated")], difficulty=level)
     window = (ex.window, ex.sinks) if ex.window is not None else None  # issue 23: the window kept as a window
     rope = None if ex.rope is None else (ex.rope.base, ex.rope.pairing)  # RoPE (format v3) kept as it was
