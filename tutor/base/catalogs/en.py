@@ -2345,6 +2345,9 @@ EN.update({
     "new.like.description.rope": "Fresh numbers for {id} (seed {seed}): the same shape, mask, rotation and steps.\nCompute every step as in {id}; Q, K and V are small integers.",
     "trace.decoder.rope": "RoPE: {what}'s pairs of dimensions turned by position (x·cos + rotate_half(x)·sin, or the interleaved pairs), the same shape",
     "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
+    # --- issue 23: trial fixes ---
+    "v3.sinks.covers": "sinks: {S} is at least L_k = {L_k}: every key is a sink, so the mask is the causal one",
+    "v3.sinks.covers.hint": "use fewer sinks than L_k to see keys leave the window",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2289,6 +2289,9 @@ ZH.update({
     "new.like.description.rope": "为 {id} 换一组新数字（种子 {seed}）：形状、掩码、旋转和步骤都不变。\n按 {id} 的方式计算每一步；Q、K 和 V 都是小整数。",
     "trace.decoder.rope": "RoPE：{what} 的维度对按位置旋转（x·cos + rotate_half(x)·sin，或 interleaved 配对），形状不变",
     "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
+    # --- issue 23: trial fixes ---
+    "v3.sinks.covers": "sinks: {S} 不小于 L_k = {L_k}：每个键都是汇聚点，这个掩码就是因果掩码",
+    "v3.sinks.covers.hint": "让汇聚点少于 L_k 个，才能看到键移出窗口",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
