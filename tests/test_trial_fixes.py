@@ -57,3 +57,47 @@ def test_sinks_covering_every_key_warn_like_an_oversized_window(cli, tmp_path):
     assert (f"{f}:42:34: warning: mask.sinks: sinks: 4 is at least L_k = 4: every key is a sink, so the mask is "
             "the causal one (use fewer sinks than L_k to see keys leave the window)") in r.out.splitlines()
     assert "mask.sinks" not in cli("validate", str(_window_file(tmp_path, "{sliding_window: 2, sinks: 3}"))).out
+
+
+# --- 2. each v3 field says what IT expects, not the mask's list nor "a list" -------------------------
+
+
+def _with_field(tmp_path: Path, line: str) -> Path:
+    """The window exercise without its mask, and ``line`` as its last line (line 44)."""
+    lines = [ln for ln in WINDOW.replace("id: sliding-window-sinks-4x2", "id: trial-field").splitlines()
+             if not ln.startswith("mask:")]
+    p = tmp_path / "f.yaml"
+    p.write_text("\n".join(lines + [line]) + "\n", encoding="utf-8")
+    assert len(lines) == 43
+    return p
+
+
+FIELDS = [  # (line 44, column, English problem, Chinese problem)
+    ("norm: batchnorm", 7, "norm: expected rmsnorm or layernorm, found the text 'batchnorm'",
+     "norm: 应为以下之一：rmsnorm、layernorm，实际为文本 'batchnorm'"),
+    ("norm: [rmsnorm]", 7, "norm: expected rmsnorm or layernorm, found a list",
+     "norm: 应为以下之一：rmsnorm、layernorm，实际为列表"),
+    ("norm_placement: sideways", 17, "norm_placement: expected pre or post, found the text 'sideways'",
+     "norm_placement: 应为以下之一：pre、post，实际为文本 'sideways'"),
+    ("rope: {base: 10000, pairing: diagonal}", 30, "rope.pairing: expected interleaved or half, found the text 'diagonal'",
+     "rope.pairing: 应为以下之一：interleaved、half，实际为文本 'diagonal'"),
+    ("rope: true", 7, "rope: expected a mapping {base, pairing}, found the boolean true",
+     "rope: 应为映射 {base, pairing}，实际为布尔值 true"),
+    ("mla: 5", 6, "mla: expected a mapping {d_c, w_dkv, heads}, found the number 5",
+     "mla: 应为映射 {d_c, w_dkv, heads}，实际为数字 5"),
+]
+
+
+@pytest.mark.parametrize("line, col, en, zh", FIELDS, ids=[f[0] for f in FIELDS])
+def test_each_v3_field_says_what_it_expects_in_english_and_chinese(cli, tmp_path, line, col, en, zh):
+    f = _with_field(tmp_path, line)
+    for lang, want in (("en", en), ("zh", zh)):
+        r = cli("--lang", lang, "validate", str(f))
+        assert r.code == 2
+        assert r.out.splitlines()[0] == f"{f}:44:{col}: {want}"
+
+
+def test_a_near_miss_is_suggested_from_the_field_s_own_words(cli, tmp_path):
+    f = _with_field(tmp_path, "norm: rmsnrom")
+    assert cli("validate", str(f)).out.splitlines()[0] == (
+        f"{f}:44:7: norm: expected rmsnorm or layernorm, found the text 'rmsnrom' (did you mean 'rmsnorm'?)")

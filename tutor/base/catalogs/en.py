@@ -2348,6 +2348,11 @@ EN.update({
     # --- issue 23: trial fixes ---
     "v3.sinks.covers": "sinks: {S} is at least L_k = {L_k}: every key is a sink, so the mask is the causal one",
     "v3.sinks.covers.hint": "use fewer sinks than L_k to see keys leave the window",
+    "expected.norm": "rmsnorm or layernorm",
+    "expected.norm_placement": "pre or post",
+    "expected.rope_pairing": "interleaved or half",
+    "expected.rope_block": "a mapping {base, pairing}",
+    "expected.mla_block": "a mapping {d_c, w_dkv, heads}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

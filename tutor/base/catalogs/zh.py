@@ -2292,6 +2292,11 @@ ZH.update({
     # --- issue 23: trial fixes ---
     "v3.sinks.covers": "sinks: {S} 不小于 L_k = {L_k}：每个键都是汇聚点，这个掩码就是因果掩码",
     "v3.sinks.covers.hint": "让汇聚点少于 L_k 个，才能看到键移出窗口",
+    "expected.norm": "以下之一：rmsnorm、layernorm",
+    "expected.norm_placement": "以下之一：pre、post",
+    "expected.rope_pairing": "以下之一：interleaved、half",
+    "expected.rope_block": "映射 {base, pairing}",
+    "expected.mla_block": "映射 {d_c, w_dkv, heads}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
