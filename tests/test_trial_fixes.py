@@ -101,3 +101,37 @@ def test_a_near_miss_is_suggested_from_the_field_s_own_words(cli, tmp_path):
     f = _with_field(tmp_path, "norm: rmsnrom")
     assert cli("validate", str(f)).out.splitlines()[0] == (
         f"{f}:44:7: norm: expected rmsnorm or layernorm, found the text 'rmsnrom' (did you mean 'rmsnorm'?)")
+
+
+# --- 3. a help text's [...] is shown, not eaten as rich markup -----------------------------------------
+
+
+def _bracketed_keys() -> list[str]:
+    """Every ``cli.*`` help sentence holding ``[...]`` (typer's own words ``[default: …]`` aside)."""
+    from tutor.base.messages import EN
+
+    return [k for k, v in EN.items() if k.startswith("cli.") and not k.startswith("cli.help.") and "[" in v
+            and "{" not in v]
+
+
+def test_the_residual_help_keeps_its_shape_in_english_and_chinese(cli):
+    for lang, want in (("en", "Add X to the output (the block's residual; W_O is drawn [heads·d_k, d_model])."),
+                       ("zh", "把 X 加到输出上（该块的残差连接；W_O 按 [heads·d_k, d_model] 生成）。")):
+        code, out, _ = cli("new", "--help", "--lang", lang, env={"COLUMNS": "300"})
+        assert code == 0
+        (line,) = [ln for ln in out.splitlines() if "--residual" in ln]
+        assert line.rstrip(" │").endswith(want)
+
+
+def test_every_help_sentence_with_brackets_is_shown_whole(cli):
+    from tutor.base.catalogs.zh import ZH
+    from tutor.base.messages import EN
+
+    from .test_language import _commands
+
+    keys = _bracketed_keys()
+    assert "cli.new.residual" in keys
+    for lang, catalog in (("en", EN), ("zh", ZH)):
+        shown = "".join(cli(*command, "--help", "--lang", lang, env={"COLUMNS": "400"}).out for command in _commands())
+        for key in keys:
+            assert catalog[key] in shown, key
