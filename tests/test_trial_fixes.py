@@ -135,3 +135,29 @@ def test_every_help_sentence_with_brackets_is_shown_whole(cli):
         shown = "".join(cli(*command, "--help", "--lang", lang, env={"COLUMNS": "400"}).out for command in _commands())
         for key in keys:
             assert catalog[key] in shown, key
+
+
+# --- 4. new --norm layernorm draws rows LayerNorm can divide; --d-model 1 is refused ---------------------
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_new_layernorm_at_d_model_2_draws_no_constant_row(cli, tmp_path, seed):
+    from tutor.exercise import load_exercise
+
+    out = tmp_path / "n.yaml"
+    r = cli("new", "--norm", "layernorm", "--d-model", "2", "--seed", str(seed), "-o", str(out))
+    assert r.code == 0, r.err
+    ex = load_exercise(out)
+    assert ex.norm == "layernorm"
+    assert all(row[0] != row[1] for row in ex.x)  # each row's variance ((a - b)/2)² is not 0
+    assert cli("validate", str(out)).code == 0
+
+
+def test_new_layernorm_with_d_model_1_is_an_option_error(cli, tmp_path):
+    r = cli("new", "--norm", "layernorm", "--d-model", "1", "--seed", "1", "-o", str(tmp_path / "n.yaml"))
+    assert (r.code, r.out) == (2, "")
+    assert r.err.splitlines()[0] == (
+        "error: invalid value for --d-model: --norm layernorm needs --d-model 2 or more, found 1: a row of one "
+        "entry is its own mean, so its variance is 0 and LayerNorm would divide by sqrt(0)")
+    assert not (tmp_path / "n.yaml").exists()
+    assert cli("new", "--norm", "rmsnorm", "--d-model", "1", "--seed", "1", "-o", str(tmp_path / "r.yaml")).code == 0

@@ -2353,6 +2353,7 @@ EN.update({
     "expected.rope_pairing": "interleaved or half",
     "expected.rope_block": "a mapping {base, pairing}",
     "expected.mla_block": "a mapping {d_c, w_dkv, heads}",
+    "new.norm.layernorm_d_model": "--norm layernorm needs --d-model 2 or more, found {d_model}: a row of one entry is its own mean, so its variance is 0 and LayerNorm would divide by sqrt(0)",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2297,6 +2297,7 @@ ZH.update({
     "expected.rope_pairing": "以下之一：interleaved、half",
     "expected.rope_block": "映射 {base, pairing}",
     "expected.mla_block": "映射 {d_c, w_dkv, heads}",
+    "new.norm.layernorm_d_model": "--norm layernorm 要求 --d-model 不小于 2，实际为 {d_model}：只有一个元素的行等于它自己的均值，方差为 0，LayerNorm 会除以 sqrt(0)",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
