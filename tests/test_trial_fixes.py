@@ -161,3 +161,18 @@ def test_new_layernorm_with_d_model_1_is_an_option_error(cli, tmp_path):
         "entry is its own mean, so its variance is 0 and LayerNorm would divide by sqrt(0)")
     assert not (tmp_path / "n.yaml").exists()
     assert cli("new", "--norm", "rmsnorm", "--d-model", "1", "--seed", "1", "-o", str(tmp_path / "r.yaml")).code == 0
+
+
+# --- 5. Markdown: the masked step adds M to the biased scores when there is a bias -----------------------
+
+_CASES = (r", \quad M_{ij} = \begin{cases} 0 & \text{if query } i \text{ may attend key } j \\ -\infty & "
+          r"\text{otherwise} \end{cases}$")
+
+
+@pytest.mark.parametrize("exercise, before", [("alibi-three-heads-3x2", "biased"), ("sliding-window-sinks-4x2", "scaled")])
+def test_the_markdown_masked_formula_names_what_the_mask_is_added_to(cli, exercise, before):
+    r = cli("explain", exercise, "--format", "markdown")
+    assert r.code == 0, r.err
+    formulas = [ln for ln in r.out.splitlines() if ln.startswith(r"$\text{masked} = ")]
+    assert formulas and set(formulas) == {rf"$\text{{masked}} = \text{{{before}}} + M" + _CASES}
+    assert rf"$\text{{{before}}}\,[" in r.out  # the shape line says the same
