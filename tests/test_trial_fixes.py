@@ -176,3 +176,37 @@ def test_the_markdown_masked_formula_names_what_the_mask_is_added_to(cli, exerci
     formulas = [ln for ln in r.out.splitlines() if ln.startswith(r"$\text{masked} = ")]
     assert formulas and set(formulas) == {rf"$\text{{masked}} = \text{{{before}}} + M" + _CASES}
     assert rf"$\text{{{before}}}\,[" in r.out  # the shape line says the same
+
+
+# --- 6. the sinks' count agrees with its noun: "the first key", "the first 2 keys" ----------------------
+
+
+def test_the_forgotten_sinks_diagnosis_says_the_first_key(cli, tmp_path):
+    import json
+
+    import numpy as np
+
+    x = np.array([[1, 0], [0, 1], [1, 1], [1, 0]], dtype=np.float64)  # sliding-window-sinks-4x2: W = 2, S = 1
+    scaled = (x @ (x @ np.array([[1, 1], [0, 1]])).T) / np.sqrt(2)
+    a = np.where(np.array([[i - 2 < j <= i for j in range(4)] for i in range(4)]), scaled, -np.inf)  # no sink
+    weights = np.exp(a - a.max(1, keepdims=True))
+    weights /= weights.sum(1, keepdims=True)
+    (tmp_path / "sol.yaml").write_text("exercise: sliding-window-sinks-4x2\nweights: "
+                                       + json.dumps(np.round(weights, 6).tolist()) + "\n")
+    doc = json.loads(cli("check", str(tmp_path / "sol.yaml"), "--format", "json").out)
+    (said,) = [d for s in doc["steps"] for d in s["diagnoses"] if d["key"] == "sinks_forgotten"]
+    assert "sees the first key (S = 1)," in json.dumps(said, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("lang, S, want", [
+    ("en", 1, "also sees the first key (S = 1), even"), ("en", 3, "also sees the first 3 keys (S = 3), even"),
+    ("zh", 1, "还能看到前 1 个键（S = 1）"), ("zh", 3, "还能看到前 3 个键（S = 3）"),
+])
+def test_the_sinks_sentences_count_their_keys(lang, S, want):
+    from tutor.base.messages import t, use_language
+
+    with use_language(lang):
+        assert want in t("diagnose.sinks_forgotten", sinks=S)
+        first = "the first key" if S == 1 else f"the first {S} keys"
+        assert (f"keeping {first} (S = {S}) visible" if lang == "en" else f"让前 {S} 个键（S = {S}）") \
+            in t("step.masked.why.sinks", S=S)
