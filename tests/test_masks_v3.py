@@ -282,9 +282,12 @@ def test_a_window_on_cross_attention_is_refused_and_a_covering_one_is_a_warning(
     (tmp_path / "c.yaml").write_text(base + "x_kv: [[1, 0]]\nmask: {sliding_window: 2}\n")
     r = cli("validate", str(tmp_path / "c.yaml"))
     assert r.code == 2 and "a sliding window needs positions of one sequence, but x_kv is given" in r.out
-    (tmp_path / "h.yaml").write_text(base + "mask: {sliding_window: 99999999999}\n")
+    (tmp_path / "h.yaml").write_text(base + "mask: {sliding_window: 16}\n")  # the key limit: a covering window
     r = cli("validate", str(tmp_path / "h.yaml"))
     assert r.code == 0 and "every key is inside the window, so the mask is the causal one" in " ".join((r.out + r.err).split())
+    (tmp_path / "h.yaml").write_text(base + "mask: {sliding_window: 99999999999}\n")  # beyond it: refused, exit 2
+    r = cli("validate", str(tmp_path / "h.yaml"))
+    assert r.code == 2 and "mask.sliding_window: sliding_window is 99999999999, above the limit of 16" in r.out
 
 
 def test_new_writes_a_window_with_sinks_and_a_windowed_decode_step(cli, tmp_path):

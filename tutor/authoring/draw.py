@@ -79,12 +79,13 @@ LEVELS = {
     5: Level((-2, -1, 0, 1, 1, 2), (1, -1, 2), 4, 12),
 }
 
-def _inputs(rng: random.Random, rows: int, cols: int, values: Sequence[int]) -> Matrix:
-    """``[rows, cols]`` entries from ``values``; no all-zero row."""
+def _inputs(rng: random.Random, rows: int, cols: int, values: Sequence[int], varied: bool = False) -> Matrix:
+    """``[rows, cols]`` entries from ``values``; no all-zero row, and with ``varied`` (``cols >= 2``) no row
+    whose entries are all equal (LayerNorm's variance of such a row is 0: Ba et al. 2016, §3.1)."""
     out = []
     for _ in range(rows):
         row = [0] * cols
-        while not any(row):
+        while not any(row) or varied and len(set(row)) == 1:
             row = [values[rng.randrange(len(values))] for _ in range(cols)]
         out.append(row)
     return out
@@ -235,13 +236,13 @@ def _w_o(rng: random.Random, shape: Shape, level: Level, allow_dull: bool) -> tu
     return w, _bias(rng, shape.w_o, level) if shape.b_o else None
 
 
-def pick(shape: Shape, level: Level, seed: int, allow_dull: bool = False) -> Candidate:
+def pick(shape: Shape, level: Level, seed: int, allow_dull: bool = False, varied: bool = False) -> Candidate:
     """Draw x, then each head's weights until that head is within bounds (and not dull); the first x
-    whose heads all are wins."""
+    whose heads all are wins.  ``varied``: no row of x has all its entries equal (for LayerNorm)."""
     rng = random.Random(seed)
     best: Candidate | None = None
     for _ in range(_x_tries(shape)):
-        x = _inputs(rng, shape.L, shape.d_model, level.x)  # [L, d_model]
+        x = _inputs(rng, shape.L, shape.d_model, level.x, varied)  # [L, d_model]
         x_kv = _inputs(rng, shape.keys, shape.d_kv or shape.d_model, level.x) if shape.cross else None  # [L_k, d_kv]
         kv = x_kv if x_kv is not None else x
         heads = []
@@ -290,13 +291,14 @@ def same_weights(c: Candidate, shape: Shape) -> bool:
     return False
 
 
-def draw(shape: Shape, level: Level, seed: int, allow_dull: bool = False) -> Candidate:
+def draw(shape: Shape, level: Level, seed: int, allow_dull: bool = False, varied: bool = False) -> Candidate:
     """The numbers of a new exercise of ``shape`` (deterministic for ``seed``): :func:`pick`, and with
     grouped K/V heads, :func:`pick` again from a seed drawn from the last one while two query heads of
     a group would have the same weights (:func:`same_weights`; at most :data:`GROUP_TRIES` draws).
-    Without grouping, or when ``allow_dull``, the first draw."""
+    Without grouping, or when ``allow_dull``, the first draw.  ``varied``: no row of x with every entry
+    equal (:func:`pick`; LayerNorm cannot divide one); ``shape.d_model`` must then be at least 2."""
     for _ in range(GROUP_TRIES):
-        c = pick(shape, level, seed, allow_dull)
+        c = pick(shape, level, seed, allow_dull, varied)
         if allow_dull or not same_weights(c, shape):
             break
         seed = random.Random(seed).randrange(2**31)

@@ -66,12 +66,13 @@ def _drawn(shape: Shape, level: Level, seed: int, allow_dull: bool, norm: str | 
     """:func:`~tutor.authoring.draw.draw`, drawn again (from a seed drawn from the last one, at most
     :data:`~tutor.authoring.draw.GROUP_TRIES` times) while a row of x is one the norm cannot divide or whose
     square root is too long to keep exact (:func:`tutor.exercise.block.row_ok`)."""
-    c = draw(shape, level, seed, allow_dull)
+    varied = norm == "layernorm"  # no constant row: its variance is 0 (redrawn in draw, not refused after)
+    c = draw(shape, level, seed, allow_dull, varied)
     for _ in range(GROUP_TRIES if norm is not None else 0):
         if all(row_ok([Fraction(v) for v in row], norm == "layernorm", eps) for row in c.x):
             break
         seed = random.Random(seed).randrange(2**31)
-        c = draw(shape, level, seed, allow_dull)
+        c = draw(shape, level, seed, allow_dull, varied)
     return c
 
 

@@ -106,6 +106,8 @@ class Spec:
         # the pre-norm block (issue 23): self-attention of format v1
         if self.norm is not None and self.norm not in NORMS:
             raise SpecError(t("new.norm.unknown", found=self.norm), "--norm")
+        if self.norm == "layernorm" and self.d_model < 2:  # one entry is its own mean: the variance is 0
+            raise SpecError(t("new.norm.layernorm_d_model", d_model=self.d_model), "--d-model")
         if self.norm is not None or self.residual:
             option = "--norm" if self.norm is not None else "--residual"
             for given, name in ((self.cross is not None, "--cross"), (self.cache is not None, "--cache"),

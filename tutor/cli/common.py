@@ -177,11 +177,43 @@ def _usage(cmd: Any, ctx: Any, formatter: Any) -> None:
     formatter.write_usage(ctx.command_path, " ".join(cmd.collect_usage_pieces(ctx)), prefix=t("cli.help.usage"))
 
 
+@contextmanager
+def rich_escaped(cmd: Any, ctx: Any) -> Iterator[None]:
+    """Inside the block, the help texts of ``cmd`` (its help, short help and epilog, its parameters' help, and
+    its subcommands' help for a group) escaped for rich markup, restored after.
+
+    typer shows help in ``rich_markup_mode="rich"`` (``rich.text.Text.from_markup``), which takes
+    ``[heads·d_k, d_model]`` for a style tag and drops it; the help is written as plain text, so every
+    ``[...]`` in it is escaped (``rich.markup.escape``) while help is shown, in every language.
+    """
+    from rich.markup import escape
+
+    saved: list[tuple[Any, str, str]] = []
+
+    def escaped(obj: Any, *attrs: str) -> None:
+        for attr in attrs:
+            text = getattr(obj, attr, None)
+            if isinstance(text, str) and text:
+                saved.append((obj, attr, text))
+                setattr(obj, attr, escape(text))
+
+    escaped(cmd, "help", "short_help", "epilog")
+    for param in cmd.get_params(ctx):
+        escaped(param, "help")
+    for sub in getattr(cmd, "commands", {}).values():
+        escaped(sub, "help", "short_help")
+    try:
+        yield
+    finally:
+        for obj, attr, text in reversed(saved):
+            setattr(obj, attr, text)
+
+
 class HelpCommand(TyperCommand):
     """A command whose help is printed at the run's width and colours and in its language (:func:`help_console`)."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        with help_console(ctx.find_object(Env)):
+        with help_console(ctx.find_object(Env)), rich_escaped(self, ctx):
             super().format_help(ctx, formatter)
 
     def format_usage(self, ctx: Any, formatter: Any) -> None:
@@ -193,7 +225,7 @@ class HelpGroup(TyperGroup):
     (:func:`help_console`)."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        with help_console(ctx.find_object(Env)):
+        with help_console(ctx.find_object(Env)), rich_escaped(self, ctx):
             super().format_help(ctx, formatter)
 
     def format_usage(self, ctx: Any, formatter: Any) -> None:

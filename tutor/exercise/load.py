@@ -41,6 +41,7 @@ from .schema import (
     LatentBlock,
     LatentHeadBlock,
     MaskName,
+    RopeBlock,
     WindowMask,
 )
 
@@ -66,10 +67,24 @@ _VECTOR_ENTRIES = {"b_q": "expected.number", "b_k": "expected.number", "b_v": "e
                    "tokens": "expected.text", "kv_tokens": "expected.text", "tags": "expected.text"}
 
 
+# --- issue 23: v3 fields that are a choice of words or one mapping say what THEY expect (not the mask's list)
+#: field name -> (its "expected" key, its values); the values are the schema's own Literal
+_CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "norm": ("expected.norm", get_args(get_args(ExerciseFile.model_fields["norm"].annotation)[0])),
+    "norm_placement": ("expected.norm_placement",
+                       get_args(get_args(ExerciseFile.model_fields["norm_placement"].annotation)[0])),
+    "pairing": ("expected.rope_pairing", get_args(RopeBlock.model_fields["pairing"].annotation)),
+}
+#: a top-level field that is one mapping -> its "expected" key
+_MAPPINGS = {"rope": "expected.rope_block", "mla": "expected.mla_block"}
+
+
 def _expected_for(path: Path) -> str:
     """What the value at ``path`` must be: a matrix, a row, an entry of a matrix or a vector, a mapping, a list."""
     names = [p for p in path if isinstance(p, str)]
     name = names[-1] if names else ""
+    if path in (("rope",), ("mla",)):
+        return t(_MAPPINGS[str(path[0])])
     depth = len(path) - (max(i for i, p in enumerate(path) if isinstance(p, str)) + 1) if names else 0
     if name in _MATRIX_FIELDS:
         if depth >= 2:  # an entry
@@ -162,6 +177,12 @@ def _problems_from(err: ValidationError, doc: Document, meant: dict[Path, Path] 
                                         key=True))
         elif kind == "too_short":
             problems.append(doc.problem(path, t("schema.empty_list"), t("schema.empty_list.hint", item=_expected_for(path + (0,)))))
+        elif kind == "literal_error" and path and path[-1] in _CHOICES:  # issue 23: norm, norm_placement, rope.pairing
+            found = e["input"]
+            key, values = _CHOICES[str(path[-1])]
+            near = _suggest(found.strip().lower(), set(values)) if isinstance(found, str) else None
+            hint = t("schema.unknown.hint", suggestion=near) if near else ""
+            problems.append(doc.problem(path, t("schema.expected", expected=t(key), found=describe(found)), hint))
         elif kind == "literal_error":
             found = e["input"]
             hint = t("hint.yaml11_mask", text=found) if isinstance(found, str) and found.lower() in YAML11_BOOL else ""

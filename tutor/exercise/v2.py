@@ -454,10 +454,20 @@ def _window(c: _Check, f: Any, g: SimpleNamespace, L: int | None, L_k: int | Non
         c.add(("mask",), "v3.window.cross")
         c.bad.add(("mask",))
         return
+    # a window or a count of sinks is a number of keys: bounded like L_k (a huge one overflowed NumPy's int64)
+    for name, n in (("sliding_window", W), ("sinks", S)):
+        if n > _MAX_KEYS:
+            c.add(("mask", name), "limit", what=name, found=n, limit=_MAX_KEYS)
+            c.bad.add(("mask",))
+    if ("mask",) in c.bad:
+        return
     c.st.window = (W, S)
     if L_k is not None and W >= L_k:
         c.doc.warnings.append(c.doc.problem(("mask", "sliding_window"), t("v3.window.covers", W=W, L_k=L_k),
                                             t("v3.window.covers.hint")))
+    if L_k is not None and S >= L_k:
+        c.doc.warnings.append(c.doc.problem(("mask", "sinks"), t("v3.sinks.covers", S=S, L_k=L_k),
+                                            t("v3.sinks.covers.hint")))
 
 
 def _bias(c: _Check, f: Any, H: int | None, L: int | None, L_k: int | None, cross: bool) -> None:

@@ -574,7 +574,7 @@ MASKED = StepKind(
     varies=frozenset({"mask"}), work=_masked_work, given=_masked_given,
     arithmetic=_masked_arithmetic,
     why=_masked_why, fixed_by_mask=-math.inf,
-    latex=r"\text{masked} = \text{scaled} + M, \quad M_{ij} = $cases",
+    latex=r"\text{masked} = $op0 + M, \quad M_{ij} = $cases",  # op0: scaled, or biased with a bias (pre_mask)
 )
 
 

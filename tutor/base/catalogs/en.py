@@ -2192,7 +2192,7 @@ EN.update({
     "explain.window.buffer.none_dropped": "rolling buffer cache (Mistral 7B, Jiang et al. 2023, §2): a cache of W = {W} slots stores position p in slot p mod W. Once {last} is written it holds {held}; no cached key has left the window yet. From now on each new position overwrites the one that has just left the window, so the cache never grows past W entries, however long the sequence.",
     "explain.window.buffer.sinks": "the attention sinks ({sinks}, S = {S}) are kept beside the W slots and never overwritten, so the cache holds at most W + S entries (StreamingLLM, Xiao et al. 2023, keeps the sinks' keys and values beside a rolling cache of recent tokens).",
     "step.masked.why.window": "A sliding window (Mistral 7B, Jiang et al. 2023, §2) keeps the query's own key and the W − 1 earlier keys, i − W < j ≤ i with W = {W}: a row has at most W scores instead of one per earlier token, and a KV cache of W slots (the rolling buffer) holds exactly these keys. Tokens farther back still reach a query through the layers below: each layer carries information up to W positions forward.",
-    "step.masked.why.sinks": "Attention sinks (Xiao et al. 2023, StreamingLLM): language models put a large share of attention on the first tokens whatever they say, and window attention degrades sharply once those tokens leave the window; keeping the first {S:keys} (S = {S}) visible to every later query restores it (the paper keeps 4).",
+    "step.masked.why.sinks": "Attention sinks (Xiao et al. 2023, StreamingLLM): language models put a large share of attention on the first tokens whatever they say, and window attention degrades sharply once those tokens leave the window; keeping {S:first_keys} (S = {S}) visible to every later query restores it (the paper keeps 4).",
     "mistake.window_wide": "sliding window one key too wide (i − W ≤ j ≤ i)",
     "mistake.window_narrow": "sliding window one key too narrow (i − W + 1 < j ≤ i)",
     "mistake.window_acausal": "sliding window without causality (keys after the query kept)",
@@ -2200,7 +2200,7 @@ EN.update({
     "diagnose.window_wide": "Your window holds one key too many: you kept i − W ≤ j ≤ i, one key more than W. With W = {window} a query sees itself and the {before:keys} before it (W − 1), i − W < j ≤ i: a rolling buffer of W slots holds exactly these.",
     "diagnose.window_narrow": "Your window holds one key too few: you kept i − W + 1 < j ≤ i, only W − 1 of them. With W = {window} a query sees itself and the {before:keys} before it (W − 1), i − W < j ≤ i: W keys in all.",
     "diagnose.window_acausal": "You applied the window without causality: each query also saw the keys after it (|i − j| < W). A decoder's sliding window is causal, i − W < j ≤ i: every key after the query stays −inf.",
-    "diagnose.sinks_forgotten": "You forgot the attention sinks: every query at or after them also sees the first {sinks:keys} (S = {sinks}), even once they are outside the window (StreamingLLM, Xiao et al. 2023).",
+    "diagnose.sinks_forgotten": "You forgot the attention sinks: every query at or after them also sees {sinks:first_keys} (S = {sinks}), even once they are outside the window (StreamingLLM, Xiao et al. 2023).",
     "drill.masks.setting.window": "Causal self-attention with a sliding window (Mistral): one sequence of L = {L:tokens}, W = {W}; query i sees key j when i − W < j ≤ i.",
     "drill.masks.setting.window_sinks": "Causal self-attention with a sliding window and attention sinks (StreamingLLM): one sequence of L = {L:tokens}, W = {W}, S = {S}; query i sees key j when i − W < j ≤ i, or when j ≤ i is one of the first S keys.",
     "drill.masks.setting.window_cache": "Decoding with a sliding window (W = {W}) over a KV cache: {cached} earlier tokens are cached and L_q = {L_q} new ones come in, so the new queries are the last positions among L_k = {L_k:keys}; query i sees key j when p − W < j ≤ p, p = i + L_k − L_q.",
@@ -2349,6 +2349,17 @@ EN.update({
     "new.like.description.rope": "Fresh numbers for {id} (seed {seed}): the same shape, mask, rotation and steps.\nCompute every step as in {id}; Q, K and V are small integers.",
     "trace.decoder.rope": "RoPE: {what}'s pairs of dimensions turned by position (x·cos + rotate_half(x)·sin, or the interleaved pairs), the same shape",
     "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
+    # --- issue 23: trial fixes ---
+    "v3.sinks.covers": "sinks: {S} is at least L_k = {L_k}: every key is a sink, so the mask is the causal one",
+    "v3.sinks.covers.hint": "use fewer sinks than L_k to see keys leave the window",
+    "expected.norm": "rmsnorm or layernorm",
+    "expected.norm_placement": "pre or post",
+    "expected.rope_pairing": "interleaved or half",
+    "expected.rope_block": "a mapping {base, pairing}",
+    "expected.mla_block": "a mapping {d_c, w_dkv, heads}",
+    "new.norm.layernorm_d_model": "--norm layernorm needs --d-model 2 or more, found {d_model}: a row of one entry is its own mean, so its variance is 0 and LayerNorm would divide by sqrt(0)",
+    "count.first_keys.one": "the first key",
+    "count.first_keys.other": "the first {count} keys",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

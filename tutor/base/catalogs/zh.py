@@ -2193,7 +2193,7 @@ ZH: dict[str, str] = {
     "explain.window.buffer.none_dropped": "滚动缓冲区缓存（rolling buffer cache，Mistral 7B，Jiang et al. 2023，第 2 节）：缓存有 W = {W} 个槽，位置 p 存入槽 p mod W。写入 {last} 之后，缓存中是{held}；还没有已缓存的键移出窗口。此后每个新位置都覆盖刚刚移出窗口的那个位置，因此无论序列多长，缓存都不会超过 W 个条目。",
     "explain.window.buffer.sinks": "注意力汇聚点（{sinks}，S = {S}）保留在 W 个槽之外，永远不会被覆盖，因此缓存最多有 W + S 个条目（StreamingLLM，Xiao et al. 2023，把汇聚点的键和值与最近词元的滚动缓存一起保留）。",
     "step.masked.why.window": "滑动窗口（Mistral 7B，Jiang et al. 2023，第 2 节）保留查询自身的键及其前面的 W − 1 个键，即 i − W < j ≤ i，这里 W = {W}：每行最多 W 个注意力分数，而不是每个更早的词元各一个；有 W 个槽的键值缓存（滚动缓冲区）恰好存放这些键。更远的词元仍能通过下面各层影响查询：每一层能把信息向前传递最多 W 个位置。",
-    "step.masked.why.sinks": "注意力汇聚点（Xiao et al. 2023，StreamingLLM）：无论开头几个词元是什么，语言模型都会把大量注意力放在它们上面；一旦它们移出窗口，窗口注意力的效果就会急剧下降。让前 {S:keys}（S = {S}）对其后的每个查询始终可见，就能恢复效果（论文保留 4 个）。",
+    "step.masked.why.sinks": "注意力汇聚点（Xiao et al. 2023，StreamingLLM）：无论开头几个词元是什么，语言模型都会把大量注意力放在它们上面；一旦它们移出窗口，窗口注意力的效果就会急剧下降。让{S:first_keys}（S = {S}）对其后的每个查询始终可见，就能恢复效果（论文保留 4 个）。",
     "mistake.window_wide": "滑动窗口多了一个键（i − W ≤ j ≤ i）",
     "mistake.window_narrow": "滑动窗口少了一个键（i − W + 1 < j ≤ i）",
     "mistake.window_acausal": "滑动窗口忘了因果（保留了查询之后的键）",
@@ -2201,7 +2201,7 @@ ZH: dict[str, str] = {
     "diagnose.window_wide": "你的窗口多了一个键：你保留了 i − W ≤ j ≤ i，共 W + 1 个键。W = {window} 时，查询只能看到自身及其前面的 {before:keys}（W − 1），即 i − W < j ≤ i：有 W 个槽的滚动缓冲区恰好存放这些键。",
     "diagnose.window_narrow": "你的窗口少了一个键：你保留了 i − W + 1 < j ≤ i，只有 W − 1 个键。W = {window} 时，查询能看到自身及其前面的 {before:keys}（W − 1），即 i − W < j ≤ i：一共 W 个键。",
     "diagnose.window_acausal": "你在使用窗口时忘了因果：每个查询还看到了它之后的键（|i − j| < W）。解码器的滑动窗口是因果的，即 i − W < j ≤ i：查询之后的键一律为 −inf。",
-    "diagnose.sinks_forgotten": "你漏掉了注意力汇聚点：位于它们之后（含自身位置）的每个查询还能看到前 {sinks:keys}（S = {sinks}），即使它们已在窗口之外（StreamingLLM，Xiao et al. 2023）。",
+    "diagnose.sinks_forgotten": "你漏掉了注意力汇聚点：位于它们之后（含自身位置）的每个查询还能看到{sinks:first_keys}（S = {sinks}），即使它们已在窗口之外（StreamingLLM，Xiao et al. 2023）。",
     "drill.masks.setting.window": "带滑动窗口的因果自注意力（Mistral）：一个序列，L = {L:tokens}，W = {W}；当 i − W < j ≤ i 时，查询 i 能看到键 j。",
     "drill.masks.setting.window_sinks": "带滑动窗口和注意力汇聚点的因果自注意力（StreamingLLM）：一个序列，L = {L:tokens}，W = {W}，S = {S}；当 i − W < j ≤ i，或键 j 是前 S 个键之一且 j ≤ i 时，查询 i 能看到键 j。",
     "drill.masks.setting.window_cache": "在键值缓存上用滑动窗口（W = {W}）解码：已缓存 {cached} 个之前的词元，又来了 L_q = {L_q} 个新词元，因此新查询位于 L_k = {L_k:keys}的最后；当 p − W < j ≤ p（p = i + L_k − L_q）时，查询 i 能看到键 j。",
@@ -2293,6 +2293,16 @@ ZH.update({
     "new.like.description.rope": "为 {id} 换一组新数字（种子 {seed}）：形状、掩码、旋转和步骤都不变。\n按 {id} 的方式计算每一步；Q、K 和 V 都是小整数。",
     "trace.decoder.rope": "RoPE：{what} 的维度对按位置旋转（x·cos + rotate_half(x)·sin，或 interleaved 配对），形状不变",
     "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
+    # --- issue 23: trial fixes ---
+    "v3.sinks.covers": "sinks: {S} 不小于 L_k = {L_k}：每个键都是汇聚点，这个掩码就是因果掩码",
+    "v3.sinks.covers.hint": "让汇聚点少于 L_k 个，才能看到键移出窗口",
+    "expected.norm": "以下之一：rmsnorm、layernorm",
+    "expected.norm_placement": "以下之一：pre、post",
+    "expected.rope_pairing": "以下之一：interleaved、half",
+    "expected.rope_block": "映射 {base, pairing}",
+    "expected.mla_block": "映射 {d_c, w_dkv, heads}",
+    "new.norm.layernorm_d_model": "--norm layernorm 要求 --d-model 不小于 2，实际为 {d_model}：只有一个元素的行等于它自己的均值，方差为 0，LayerNorm 会除以 sqrt(0)",
+    "count.first_keys.other": "前 {count} 个键",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
