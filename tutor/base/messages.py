@@ -296,12 +296,3 @@ class Msg:
 #: What a record holds where a learner will read words: a sentence put into words already (notation,
 #: a learner's own text) or a :class:`Msg` to be put into words when shown.
 Text = str | Msg
-
-
-def said(text: Text) -> str:
-    """``text`` in words, in the language in use: ``str(text)`` (a name for what renderers do)."""
-    return str(text)
-
-
-
-
