@@ -9,6 +9,13 @@ machine the gap is microseconds; under load it is long enough to fail a test.
 So before typing, a test waits for the terminal state itself: the prompt, and
 then the pseudo-terminal in readline's mode (:func:`reading`).
 
+A Ctrl-C needs one state more.  CPython's readline switches the terminal to
+its mode, then blocks in ``select()`` and checks for signals only when that
+call is interrupted; a SIGINT that lands between the two (microseconds when
+idle, long under load) trips the flag but interrupts nothing, and the child
+waits for a key that never comes.  So :func:`reading` also waits, where
+``/proc`` tells, until the child sleeps in that ``select()``.
+
 And a child that is sent Ctrl-C gets SIGINT's default disposition from the
 test (``conftest.default_sigint``), not from whoever started the suite: a
 non-interactive shell starts a background job (``make test &``) with SIGINT
@@ -21,6 +28,7 @@ import os
 import sys
 import termios
 import time
+from pathlib import Path
 
 import pytest
 
@@ -52,12 +60,26 @@ def reading(child) -> None:
     exit, or fails after the child's ``timeout``.
     """
     deadline = time.monotonic() + child.timeout
-    while termios.tcgetattr(child.child_fd)[3] & termios.ICANON:
+    while termios.tcgetattr(child.child_fd)[3] & termios.ICANON or not _waits_for_input(child.pid):
         if not child.isalive():
             raise AssertionError(f"the child ended before it read its input: {child.before!r}")
         if time.monotonic() > deadline:
             raise AssertionError(f"the terminal never left cooked mode (no input() under way): {child.before!r}")
         time.sleep(0.005)
+
+
+def _waits_for_input(pid: int) -> bool:
+    """Whether process ``pid`` sleeps in the kernel's ``select``/``poll`` (where readline waits for a key), as
+    Linux's ``/proc/PID/wchan`` says; ``True`` where that cannot be told (no ``/proc``, or a kernel that
+    hides the name: the terminal's mode is then all a test goes by)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
+    except (OSError, IndexError):
+        return True
+    if state != "S":  # running, or stopped: not (yet) waiting
+        return False
+    return wchan in ("", "0") or "poll" in wchan or "select" in wchan
 
 
 def at_prompt(child, prompt: str) -> None:
