@@ -332,3 +332,23 @@ def test_the_modules_examples_hold():
 
     result = doctest.testmod(tutor.authoring.variants)
     assert result.attempted == 2 and result.failed == 0
+
+
+def test_crlf_and_commas_as_a_spreadsheet_writes_them():
+    roster = parse_roster("Email,Name\r\nann@x.example,\"Lee, Ann\"\r\nbo@x.example,Bo\r\n", "r.csv")
+    assert [(s.id, s.name, s.line, s.slug) for s in roster.students] == [
+        ("ann@x.example", "Lee, Ann", 2, "ann-x-example"), ("bo@x.example", "Bo", 3, "bo-x-example")]
+
+
+def test_a_column_not_in_the_header(cli, tmp_path):
+    code, _, err = cli("handouts", "--like", LIKE, "--students", _roster(tmp_path, "student,name\nann,Ann\n").name,
+                       "-o", "out", "--column", "uid", cwd=tmp_path)
+    assert (code, err) == (2, "error: roster.csv:1: no column 'uid' in the header row (found student, name)\n")
+
+
+def test_a_roster_too_long_is_refused_before_anything_is_drawn():
+    from tutor.authoring.variants import MAX_STUDENTS, RosterError
+
+    with pytest.raises(RosterError) as err:
+        parse_roster("student\n" + "".join(f"s{i}\n" for i in range(MAX_STUDENTS + 1)), "r.csv")
+    assert str(err.value) == f"r.csv:{MAX_STUDENTS + 2}: more than {MAX_STUDENTS} students: split the roster"
