@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,54 @@ def test_a_roster_too_long_is_refused_before_anything_is_drawn():
     with pytest.raises(RosterError) as err:
         parse_roster("student\n" + "".join(f"s{i}\n" for i in range(MAX_STUDENTS + 1)), "r.csv")
     assert str(err.value) == f"r.csv:{MAX_STUDENTS + 2}: more than {MAX_STUDENTS} students: split the roster"
+
+
+# --- a failure half-way writes nothing ------------------------------------------------------------------
+
+
+def _failing_after(monkeypatch, calls: int) -> None:
+    """The worksheet of the ``calls + 1``-th student fails to be written (a full disk, say)."""
+    import tutor.authoring.validate
+
+    real, seen = tutor.authoring.validate.export_handout, []
+
+    def export(*args, **kwargs):
+        seen.append(1)
+        if len(seen) > calls:
+            raise TutorError("cannot write: No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tutor.authoring.validate, "export_handout", export)
+
+
+def test_a_failure_half_way_leaves_no_folder_and_no_parent_made_for_it(cli, tmp_path, monkeypatch):
+    _failing_after(monkeypatch, 2)
+    code, _, err = cli("handouts", "--like", LIKE, "--students", _roster(tmp_path), "-o", tmp_path / "a" / "b" / "out")
+    assert (code, err) == (2, "error: cannot write: No space left on device\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["roster.csv"]
+
+
+def test_a_failure_half_way_leaves_an_existing_folder_as_it_was(cli, tmp_path, monkeypatch):
+    out = tmp_path / "pack"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    _failing_after(monkeypatch, 1)
+    assert cli("handouts", "--like", LIKE, "--students", _roster(tmp_path), "-o", out).code == 2
+    assert _files(out) == {"notes.txt": b"mine"}
+
+
+def test_a_file_that_appears_while_moving_is_not_replaced_and_the_moved_ones_go_back(cli, tmp_path, monkeypatch):
+    out = tmp_path / "pack"
+    out.mkdir()
+    real, links = os.link, []
+
+    def link(src, dst):
+        links.append(dst)
+        if len(links) == 3:  # another program wrote this name meanwhile
+            Path(dst).write_text("theirs", encoding="utf-8")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    code, _, err = cli("handouts", "--like", LIKE, "--students", _roster(tmp_path), "-o", out)
+    assert code == 2 and err == f"error: {links[2]} already exists; choose another file or add --force to overwrite it\n"
+    assert _files(out) == {Path(links[2]).name: b"theirs"}

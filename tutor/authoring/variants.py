@@ -367,11 +367,14 @@ def write_handouts(ex: Exercise, variants: Sequence[Variant], out: Path, *, work
         check_target(out / name, force=force)
     existed = out.is_dir()
     parent = out if existed else out.parent
+    made = [p for p in [parent, *parent.parents] if not os.path.lexists(p)]  # the folders made here, deepest first
+    done = False
     try:
         parent.mkdir(parents=True, exist_ok=True)
         tmp = parent / f".attn-tutor-handouts-{secrets.token_hex(4)}"
         tmp.mkdir()
     except OSError as err:
+        _remove_empty(made)
         raise TutorError(t("new.unwritable", path=out, reason=os_reason(err))) from None
     try:
         for v in variants:
@@ -384,13 +387,26 @@ def write_handouts(ex: Exercise, variants: Sequence[Variant], out: Path, *, work
         if not existed:
             try:
                 os.rename(tmp, out)
+                done = True
                 return names
             except OSError:  # out appeared meanwhile: moved file by file below
                 out.mkdir(parents=True, exist_ok=True)
         _move(tmp, out, names, force=force)
+        done = True
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if not done:
+            _remove_empty(made)
     return names
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove ``folders`` (deepest first) that this run made, as long as they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 def _move(tmp: Path, out: Path, names: Sequence[str], *, force: bool) -> None:
