@@ -404,3 +404,28 @@ def test_a_file_that_appears_while_moving_is_not_replaced_and_the_moved_ones_go_
     code, _, err = cli("handouts", "--like", LIKE, "--students", _roster(tmp_path), "-o", out)
     assert code == 2 and err == f"error: {links[2]} already exists; choose another file or add --force to overwrite it\n"
     assert _files(out) == {Path(links[2]).name: b"theirs"}
+
+
+def test_two_students_never_share_their_numbers(monkeypatch):
+    """Should a student's seed draw the numbers of a student above, the next seed of the documented sequence
+    (``STUDENT\\0k``) is drawn: forced here by giving every first seed the same value."""
+    import tutor.authoring.variants as variants
+    from tutor.exercise.catalog import resolve
+
+    real = variants.seed_of
+    monkeypatch.setattr(variants, "seed_of", lambda e, s: 7 if "\0" not in s else real(e, s))
+    drawn = variants.draw_variants(resolve(LIKE), parse_roster("student\nann\nbob\ncy\n", "r.csv"))
+    assert [v.seed for v in drawn] == [7, real(LIKE, "bob\x001"), real(LIKE, "cy\x001")]
+    assert len({repr((v.exercise.x, v.exercise.heads)) for v in drawn}) == 3
+    assert all(f"--seed {v.seed} " in v.command for v in drawn)
+
+
+def test_a_shape_with_too_few_exercises_for_the_class_is_refused(monkeypatch):
+    import tutor.authoring.variants as variants
+    from tutor.exercise.catalog import resolve
+
+    monkeypatch.setattr(variants, "seed_of", lambda e, s: 7)  # every seed draws the same numbers
+    with pytest.raises(TutorError) as err:
+        variants.draw_variants(resolve(LIKE), parse_roster("student\nann\nbob\n", "r.csv"))
+    assert str(err.value) == (f"in 20 draws the shape of {LIKE} gave student 'bob' only numbers a student above"
+                              " already has (1 student above); use a larger exercise")

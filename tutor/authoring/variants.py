@@ -12,7 +12,10 @@ The seed (:func:`seed_of`): the first 4 bytes, read big-endian, of the
 SHA-256 of the UTF-8 bytes of ``f"{exercise_id}\\0{student_id}"`` (``0`` to
 ``2**32 - 1``), where ``exercise_id`` is the id of exercise ``ID`` and
 ``student_id`` the roster's cell as read (whitespace at its ends dropped,
-inner runs of whitespace one space).  It is written in the exercise (its
+inner runs of whitespace one space); should the numbers of that seed be
+those of a student above in the roster, the seed of ``f"{student_id}\\0{k}"``
+for ``k = 1, 2, ...`` instead, so that no two students share their numbers.
+It is written in the exercise (its
 first comment and its description) and so on the worksheet; the index gives
 the command that writes one variant again, byte for byte
 (``attn-tutor new --like ID --seed N --id VARIANT --title TITLE``).
@@ -68,6 +71,9 @@ MAX_STUDENTS = 1000
 MAX_CELL = 200
 #: The longest slug of a student id in a variant's id (the id itself has at most 64 characters).
 SLUG_LENGTH = 32
+#: How many seeds a student's variant is drawn from at most while its numbers are another student's (never
+#: seen on the bundled shapes: 300 draws each gave 300 different exercises).
+SAME_NUMBERS_TRIES = 20
 #: The worksheets ``handouts`` writes, by ``--worksheet``: the suffix of what ``explain --blank --export`` writes.
 WORKSHEETS = {"markdown": ".md", "html": ".html"}
 #: The index's header row (names, not sentences: a script or a spreadsheet reads them).
@@ -285,7 +291,8 @@ def draw_variants(ex: Exercise, roster: Roster, *, source: str | None = None, fo
     id alone would not find it; ``folder``, where the files will be (the exercise's source, as a page names it:
     ``explain --exercises FOLDER`` names the same).  The title is the run's language's ``handouts.title``.  Raises
     :class:`~tutor.base.errors.ShapeError` when ``ex`` is not drawn afresh (format v2, MLA: as
-    ``new --like``), :class:`RosterError` when a variant's id is a bundled exercise's (reserved).
+    ``new --like``), :class:`RosterError` when a variant's id is a bundled exercise's (reserved), and
+    :class:`TutorError` when :data:`SAME_NUMBERS_TRIES` seeds all draw numbers another student has.
     """
     from ..exercise import validate_text
     from ..exercise.catalog import bundled_ids
@@ -297,18 +304,32 @@ def draw_variants(ex: Exercise, roster: Roster, *, source: str | None = None, fo
     if clashes:
         raise RosterError(clashes)
     out = []
+    taken: set[str] = set()  # the numbers of the variants drawn so far
     for student in roster.students:
-        vid, seed = variant_id(ex.id, student.slug), seed_of(ex.id, student.id)
+        vid = variant_id(ex.id, student.slug)
         title = " ".join(t("handouts.title", title=ex.local_title, student=student.called).split())
-        text = like(ex, seed, id=vid, title=title, source=source)
-        checked = validate_text(text, str(folder / f"{vid}.yaml") if folder is not None else f"{vid}.yaml")
-        if checked.exercise is None:  # the generator's numbers are valid; a title or id would be refused here
-            raise TutorError("\n".join(str(p) for p in checked.problems))
+        for again in range(SAME_NUMBERS_TRIES):
+            seed = seed_of(ex.id, student.id if again == 0 else f"{student.id}\0{again}")
+            text = like(ex, seed, id=vid, title=title, source=source)
+            checked = validate_text(text, str(folder / f"{vid}.yaml") if folder is not None else f"{vid}.yaml")
+            if checked.exercise is None:  # the generator's numbers are valid; a title or id would be refused here
+                raise TutorError("\n".join(str(p) for p in checked.problems))
+            numbers = _numbers(checked.exercise)
+            if numbers not in taken:
+                break
+        else:  # the shape has too few different exercises for this class: refused, never two variants alike
+            raise TutorError(t("handouts.same_numbers", id=ex.id, n=len(taken), student=student.id, tries=SAME_NUMBERS_TRIES))
+        taken.add(numbers)
         command = like_command(source or ex.id, seed, id=vid, title=title)
         if language() != "en":  # the file's comments and its translation are in the run's language
             command += f" --lang {language()}"
         out.append(Variant(student, vid, seed, title, text, checked.exercise, command))
     return out
+
+
+def _numbers(ex: Exercise) -> str:
+    """What a variant computes from (its inputs, weights, biases, masks, cache), as one text to compare."""
+    return repr((ex.x, ex.x_kv, ex.heads, ex.w_o, ex.b_o, ex.mask_kind, ex.mask, ex.key_padding))
 
 
 def index_text(variants: Sequence[Variant], worksheet: str) -> str:

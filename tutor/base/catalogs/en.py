@@ -2388,7 +2388,10 @@ EN.update({
     "handouts.roster.collision": "students '{id}' and '{other}' (line {line}) would both be named '{slug}' in the variant's id and file; change one of the ids",
     "handouts.roster.reserved": "student '{id}' would get the id {variant}, a bundled exercise's; change the id",
     "count.variants.one": "{count} variant",
+    "handouts.same_numbers": "in {tries} draws the shape of {id} gave student '{student}' only numbers a student above already has ({n:students} above); use a larger exercise",
     "count.variants.other": "{count} variants",
+    "count.students.one": "{count} student",
+    "count.students.other": "{count} students",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2330,7 +2330,9 @@ ZH.update({
     "handouts.roster.no_slug": "学生 id '{id}' 中没有可用作文件名的 ASCII 字母或数字；请改用另一列作为 id（--column）",
     "handouts.roster.collision": "学生 '{id}' 和 '{other}'（第 {line} 行）在版本的 id 和文件名中都会成为 '{slug}'；请修改其中一个 id",
     "handouts.roster.reserved": "学生 '{id}' 的版本 id 会是 {variant}，与一道内置练习重名；请修改该 id",
+    "handouts.same_numbers": "按 {id} 的形状为学生 '{student}' 抽了 {tries} 次，得到的数值都已分给排在前面的学生（前面共 {n:students}）；请换一道更大的练习",
     "count.variants.other": "{count} 个版本",
+    "count.students.other": "{count} 名学生",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
