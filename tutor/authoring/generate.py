@@ -35,7 +35,7 @@ from .write import text
 if TYPE_CHECKING:
     from ..exercise.record import Exercise
 
-__all__ = ["Spec", "fresh", "generate", "like", "like_id"]
+__all__ = ["Spec", "fresh", "generate", "like", "like_command", "like_id"]
 
 
 def generate(spec: Spec) -> str:
@@ -132,7 +132,7 @@ def _like_once(ex: Exercise, seed: int, allow_dull: bool, id: str | None, title:
     shape = shape_of(ex)
     level = ex.difficulty or 1
     c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm, ex.norm_eps)
-    command = f"attn-tutor new --like {source or ex.id} --seed {named}" + (" --allow-dull" if allow_dull else "")
+    command = like_command(source or ex.id, named, allow_dull=allow_dull, id=id, title=title)
     def words() -> tuple[str, str]:
         key = ("new.like.description.rope" if ex.rope is not None  # RoPE: scores in cos, sin
                else "new.like.description" + (".norm" if ex.has_norm else ""))
@@ -145,6 +145,22 @@ def _like_once(ex: Exercise, seed: int, allow_dull: bool, id: str | None, title:
     rope = None if ex.rope is None else (ex.rope.base, ex.rope.pairing)  # RoPE (format v3) kept as it was
     return text(replace(d, translations=translations, rope=rope, norm=ex.norm, residual=ex.residual,
                         norm_eps=None if not ex.norm_eps else str(ex.norm_eps), window=window))
+
+
+def like_command(source: str, seed: int, *, allow_dull: bool = False, id: str | None = None,
+                 title: str | None = None) -> str:
+    """The ``new --like`` command a drawn file says it was written by, and that writes it again: ``source``
+    names the exercise (its id, or its file and pack options, already quoted for a shell), then the seed and
+    each option that changes the text (``--id`` and ``--title`` too, so that a per-student variant of
+    ``handouts`` is written again byte for byte)."""
+    import shlex
+
+    command = f"attn-tutor new --like {source} --seed {seed}" + (" --allow-dull" if allow_dull else "")
+    if id is not None:
+        command += f" --id {shlex.quote(id)}"
+    if title is not None:
+        command += f" --title {shlex.quote(' '.join(title.split()))}"  # the file's title is on one line
+    return command
 
 
 def _in_english(words: Callable[[], tuple[str, str]]) -> tuple[tuple[str, str], tuple[tuple[str, str, str], ...]]:

@@ -61,6 +61,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("stats", practice.stats, "cli.stats.help"),
     ("validate", author.validate, "cli.validate.help"),
     ("new", author.new, "cli.new.help"),
+    ("handouts", author.handouts, "cli.handouts.help"),  # issue 24: per-student variants
     ("schema", author.schema, "cli.schema.help"),
     ("check", check.check, "cli.check.help"),
     ("drill", drill.app, "cli.drill.help"),  # a group: drill shapes|counts|masks|concepts|interview

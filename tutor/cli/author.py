@@ -1,4 +1,4 @@
-"""`validate`, `new`, `schema` (issue 5): the commands for instructors.
+"""`validate`, `new`, `schema` (issue 5), `handouts` (issue 24): the commands for instructors.
 
 ``validate`` reports every problem of every exercise file (exit 0 when all
 are valid, 2 otherwise; ``--format json`` for a pack's CI), ``new`` writes a
@@ -220,3 +220,40 @@ def schema() -> None:
     from ..exercise import json_schema
 
     write_json(json_schema())
+
+
+# --- handouts (issue 24, item 3: per-student variants) ----------------------------------------------
+
+
+class WorksheetChoice(str, Enum):
+    """`handouts --worksheet`: what ``explain --blank --export`` writes, as Markdown or HTML."""
+
+    markdown = "markdown"
+    html = "html"
+
+
+def handouts(
+    ctx: typer.Context,
+    like: Annotated[str, typer.Option("--like", help=t("cli.handouts.like"), show_default=False)],
+    students: Annotated[Path, typer.Option("--students", help=t("cli.handouts.students"), show_default=False,
+                                           dir_okay=False)],
+    output: Annotated[Path, typer.Option("-o", "--output", help=t("cli.handouts.output"), show_default=False)],
+    column: Annotated[str | None, typer.Option("--column", help=t("cli.handouts.column"), show_default=False)] = None,
+    worksheet: Annotated[WorksheetChoice, typer.Option("--worksheet", help=t("cli.handouts.worksheet"))] = WorksheetChoice.markdown,
+    force: Annotated[bool, typer.Option("--force", help=t("cli.handouts.force"))] = False,
+    exercises: ExercisesOpt = None,
+) -> None:
+    """Write a variant of exercise ``--like`` per student of ``--students`` into ``-o DIR``, its blank worksheet,
+    and ``roster-ID.csv`` (:mod:`tutor.authoring.variants`: the seed, the roster's rules, nothing half-written)."""
+    import shlex
+
+    from ..authoring.variants import draw_variants, index_name, read_roster, write_handouts
+    from ..exercise.catalog import resolve
+
+    roster = read_roster(students, str(students), column)  # the roster's problems before any drawing
+    ex = resolve(like, folders(environment(ctx), exercises))
+    source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
+    variants = draw_variants(ex, roster, source=None if source == ex.id else source, folder=output)
+    write_handouts(ex, variants, output, worksheet=worksheet.value, force=force)
+    warn(t("handouts.wrote", n=len(variants), id=ex.id, path=output, index=output / index_name(ex)))
+    warn(t("handouts.next", path=shlex.quote(str(output))))
