@@ -241,9 +241,9 @@ KATA = Kata(
         Mistake.of("rope_interleaved_half_angles"),
         Mistake.of("rope_theta_no_2"),
         Mistake.of("rope_sign"),
+        Mistake.of("rope_decode_position_0"),  # before positions_ignored: named together on a step, this one first
         Mistake.of("rope_positions_ignored"),
         Mistake.of("rope_positions_from_1"),
-        Mistake.of("rope_decode_position_0"),
         Mistake.of("rope_v_rotated"),
         Mistake.of("rope_cache_rotated_again"),
         Mistake.of("rope_cache_unrotated"),
