@@ -237,6 +237,16 @@ def test_a_file_with_apply_rope_alone_passes_its_cases_and_is_told_the_step_is_m
             assert v.exception is not None and "rope_decode_step" in v.exception
 
 
+def test_a_file_without_apply_rope_is_refused_naming_the_function(cli, tmp_path) -> None:
+    f = tmp_path / "no_rotation.py"
+    f.write_text("KATA = 'rope'\n\n\ndef rotate(x, positions):\n    return x\n", encoding="utf-8")
+    for lang, catalogue in (("en", EN), ("zh", ZH)):
+        r = cli("code", "check", f, "--lang", lang)
+        assert r.code == 2 and r.err.count("\n") == 1, r.err
+        said = catalogue["code.file.missing_function"].format(file=f, name="apply_rope", kata="rope", defined="rotate")
+        assert said in r.err
+
+
 # --- what the learner reads ------------------------------------------------------------------------------------
 
 

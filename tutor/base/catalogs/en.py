@@ -2361,6 +2361,7 @@ EN.update({
     "count.first_keys.one": "the first key",
     "count.first_keys.other": "the first {count} keys",
     # --- issue 23: the rope code kata ---
+    "code.file.missing_function": "{file} does not define {name}, which the {kata} kata calls; it defines: {defined}",
     "code.kata.rope": "rotary position embedding: apply_rope with pairing='half' and 'interleaved', then attention and a decode step that caches its keys rotated",
     "code.given.rope_half": "half pairing: dimension i with i + d/2 (rotate_half)",
     "code.given.rope_interleaved": "interleaved pairing: dimension 2i with 2i + 1",

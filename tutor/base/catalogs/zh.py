@@ -2304,6 +2304,7 @@ ZH.update({
     "new.norm.layernorm_d_model": "--norm layernorm 要求 --d-model 不小于 2，实际为 {d_model}：只有一个元素的行等于它自己的均值，方差为 0，LayerNorm 会除以 sqrt(0)",
     "count.first_keys.other": "前 {count} 个键",
     # --- issue 23: the rope code kata ---
+    "code.file.missing_function": "{kata} 编程练习要调用 {name}，但 {file} 没有定义它；它定义了：{defined}",
     "code.kata.rope": "旋转位置编码（RoPE）：分别按 pairing='half' 和 'interleaved' 实现 apply_rope，再写带 RoPE 的注意力，以及把键旋转后存入缓存的解码步",
     "code.given.rope_half": "前后两半配对：维度 i 与 i + d/2 成对（rotate_half）",
     "code.given.rope_interleaved": "相邻交错配对：维度 2i 与 2i + 1 成对",
