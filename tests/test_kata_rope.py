@@ -56,6 +56,54 @@ def torch_rope(x: torch.Tensor, positions: torch.Tensor, base: float, pairing: s
 
 def test_registered_last_in_the_catalogue() -> None:
     assert catalog.get("rope") is KATA and catalog.IDS[-1] == "rope"
+    assert all(k in EN["cli.code.kata"] and k in ZH["cli.code.kata"] for k in catalog.IDS)  # --help names them all
+
+
+def _code(key: str) -> list[str]:
+    """The code spans (between backticks) of the English sentence ``code.mistake.<key>``; the Chinese has the same."""
+    spans = re.findall(r"`([^`]+)`", EN[f"code.mistake.{key}"])
+    assert spans == re.findall(r"`([^`]+)`", ZH[f"code.mistake.{key}"])
+    return spans
+
+
+def _run(line: str, scope: dict) -> None:
+    """A span as Python: ``f(x) = expr`` defines ``f``; ``name = expr`` assigns; an expression is kept as ``_``."""
+    head, _, body = line.partition(" = ")
+    if body and head.endswith(")"):
+        exec(f"def {head}: return {body}", scope)
+    elif body:
+        exec(line, scope)
+    else:
+        scope["_"] = eval(line, scope)
+
+
+def test_the_fixes_the_mistakes_name_are_right_in_torch() -> None:
+    """Each mistake's sentence ends with the right line of PyTorch code: run, those lines rotate as torch_rope does
+    (its interleaved form is the complex one: an independent check of the rotate_every_two line) and grow the
+    cache as the kata's step expects."""
+    x, positions, base, d = torch.randn(2, 3, 8, dtype=torch.float64), torch.tensor([4, 0, 9]), 10000.0, 8
+    scope: dict = {"torch": torch, "x": x, "positions": positions, "base": base, "d": d}
+    _run(_code("rope_theta_no_2")[0], scope)  # theta = base ** (-torch.arange(0, d, 2) / d)
+    _run(_code("rope_positions_ignored")[0], scope)  # angles = positions[:, None] * theta[None, :]
+    _run(_code("rope_pairing_swapped")[2], scope)  # rotate_half(x) = torch.cat([-x[..., d // 2:], …])
+    for key, pairing in (("rope_half_interleaved_angles", "half"), ("rope_interleaved_half_angles", "interleaved")):
+        spans = [s for s in _code(key) if not s.startswith("pairing=")]
+        for line in [s for s in spans if " = " in s]:
+            _run(line, scope)  # emb = …, rotate_every_two(x) = …
+        _run(next(s for s in spans if " = " not in s and s.startswith("x * ")), scope)  # the rotation
+        assert torch.allclose(scope["_"], torch_rope(x, positions, base, pairing)), key
+    assert _code("rope_sign")[-1] == _code("rope_pairing_swapped")[2]
+    case = next(c for c in CASES if c.id == "decode-three-half")
+    P, T = case.sizes["P"], case.sizes["T"]
+    step = {"torch": torch, "P": P, "T": T, "k": torch.tensor(case.inputs["k"]), "v": torch.tensor(case.inputs["v"]),
+            "k_cache": torch.tensor(case.inputs["k_cache"]), "v_cache": torch.tensor(case.inputs["v_cache"]),
+            "apply_rope": lambda t, p: torch_rope(t, p, case.inputs["base"], case.inputs["pairing"])}
+    for key in ("rope_positions_from_1", "rope_decode_position_0"):
+        _run(_code(key)[-1], step)
+        assert step["positions"].tolist() == list(range(P, P + T))
+    _run(_code("rope_v_rotated")[-1], step)
+    _run(_code("rope_cache_rotated_again")[-1], step)
+    assert np.allclose(step["k_cache"].numpy(), case.expected[1]) and np.allclose(step["v_cache"].numpy(), case.expected[2])
 
 
 def test_the_two_pairings_differ_and_agree_up_to_a_permutation() -> None:

@@ -1834,7 +1834,7 @@ EN.update({
     # --- commands -------------------------------------------------------------------
     "code.no_such_kata": "no kata '{kata}' (the katas: {katas})",
     "cli.code.help": "Write attention as code: katas that run your own implementation (NumPy or PyTorch) and name the bug",
-    "cli.code.kata": "the kata: mha, sdpa, masks, cross, gqa, kv-cache, flash or backward (`attn-tutor code list`)",
+    "cli.code.kata": "the kata: mha, sdpa, masks, cross, gqa, kv-cache, flash, backward or rope (`attn-tutor code list`)",
     "cli.code.torch": "the PyTorch flavour (default: NumPy)",
     "cli.code.force": "overwrite the file / show the solution before the kata has passed",
     "cli.code.output": "the file to write (default: KATA.py, or KATA_torch.py with --torch, in this folder)",
@@ -2374,7 +2374,7 @@ EN.update({
     "code.mistake.rope_positions_ignored": "your apply_rope turns row p by p·θ_i, as if the positions were 0, 1, …, L − 1; turn each row by its own position, whatever they are: `angles = positions[:, None] * theta[None, :]` ([L, d/2]).",
     "code.mistake.rope_positions_from_1": "your positions count from 1: new token i turns by P + i + 1. Positions count from 0 (the sequence's first token is not turned at all), so new token i sits at P + i: `positions = torch.arange(P, P + T)`.",
     "code.mistake.rope_decode_position_0": "your new tokens turn as if they were the sequence's first, at positions 0 … T − 1 (`torch.arange(T)`); after P cached tokens new token i sits at P + i, and its query and key must turn by that position for q·k to depend on the distance to each cached key: `positions = torch.arange(P, P + T)`.",
-    "code.mistake.rope_v_rotated": "your values are rotated too. RoPE turns only the queries and the keys (so that q·k depends on the distance m − n); the values enter the output as they are: rotate q and k, and append v to v_cache unrotated.",
+    "code.mistake.rope_v_rotated": "your values are rotated too. RoPE turns only the queries and the keys (so that q·k depends on the distance m − n); the values enter the output as they are: rotate q and k, and append v unrotated, `v_cache = torch.cat([v_cache, v], dim=2)`.",
     "code.mistake.rope_cache_rotated_again": "your cached keys turn a second time: k_cache holds keys already turned at their positions 0 … P − 1, and rotating the concatenation by `torch.arange(P + T)` turns cached key j by 2·j·θ_i. Rotate only the new keys, then append them: `k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`.",
     "code.mistake.rope_cache_unrotated": "the cache you return holds the new keys unrotated, but the next step reads k_cache as keys already turned at their positions and does not turn them: append the keys you attended with, the rotated ones: `k_cache = torch.cat([k_cache, k_rot], dim=2)`.",
 })

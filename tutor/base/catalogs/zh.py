@@ -1712,7 +1712,7 @@ ZH: dict[str, str] = {
     "code.no_such_kata": "没有名为 '{kata}' 的编程练习（现有：{katas}）",
     # --- cli
     "cli.code.help": "用代码写出注意力：编程练习（kata）会运行你自己的实现（NumPy 或 PyTorch），并指出错误所在",
-    "cli.code.kata": "编程练习：mha, sdpa, masks, cross, gqa, kv-cache, flash 或 backward（`attn-tutor code list`）",
+    "cli.code.kata": "编程练习：mha, sdpa, masks, cross, gqa, kv-cache, flash, backward 或 rope（`attn-tutor code list`）",
     "cli.code.torch": "PyTorch 版（默认：NumPy 版）",
     "cli.code.force": "覆盖已有文件 / 在编程练习通过之前就显示参考答案",
     "cli.code.output": "要写入的文件（默认：当前文件夹下的 KATA.py，使用 --torch 时为 KATA_torch.py）",
@@ -2317,7 +2317,7 @@ ZH.update({
     "code.mistake.rope_positions_ignored": "你的 apply_rope 把第 p 行转了 p·θ_i，好像位置总是 0, 1, …, L − 1；无论位置是多少，每一行都要按它自己的位置旋转：`angles = positions[:, None] * theta[None, :]`（[L, d/2]）。",
     "code.mistake.rope_positions_from_1": "你的位置从 1 开始数：新词元 i 转的是 P + i + 1。位置从 0 开始数（序列的第一个词元完全不旋转），所以新词元 i 位于 P + i：`positions = torch.arange(P, P + T)`。",
     "code.mistake.rope_decode_position_0": "你的新词元按序列开头的位置 0 … T − 1 旋转了（`torch.arange(T)`）；缓存里已有 P 个词元时，新词元 i 位于 P + i，它的查询和键都要按这个位置旋转，q·k 才取决于它与每个缓存键的距离：`positions = torch.arange(P, P + T)`。",
-    "code.mistake.rope_v_rotated": "你把值也旋转了。RoPE 只旋转查询和键（好让 q·k 只取决于距离 m − n）；值原样进入输出：只旋转 q 和 k，把未旋转的 v 追加到 v_cache。",
+    "code.mistake.rope_v_rotated": "你把值也旋转了。RoPE 只旋转查询和键（好让 q·k 只取决于距离 m − n）；值原样进入输出：只旋转 q 和 k，把未旋转的 v 追加进去，`v_cache = torch.cat([v_cache, v], dim=2)`。",
     "code.mistake.rope_cache_rotated_again": "你的缓存键又被旋转了一次：k_cache 里的键已经按各自的位置 0 … P − 1 转过，再把拼接结果按 `torch.arange(P + T)` 旋转，缓存键 j 就转了 2·j·θ_i。只旋转新的键，再把它们追加进去：`k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`。",
     "code.mistake.rope_cache_unrotated": "你返回的缓存里，新的键没有旋转；而下一步会把 k_cache 当作已按位置旋转过的键，不再旋转：应追加你做注意力时用的、旋转过的键：`k_cache = torch.cat([k_cache, k_rot], dim=2)`。",
 })
