@@ -197,6 +197,9 @@ BUGS: dict[str, tuple[str, str]] = {
     "cache_rotated_again_torch": ("rope_cache_rotated_again", _bug(TORCH, (
         "keys = torch.cat([k_cache, k_rot], dim=2)",
         "keys = apply_rope(torch.cat([k_cache, k], dim=2), torch.arange(P + T), base, pairing)"))),
+    "keys_rotated_at_attention_torch": ("rope_cache_rotated_again", _bug(TORCH, (
+        "scores = q_rot @ keys.transpose(-2, -1)",
+        "scores = q_rot @ apply_rope(keys, torch.arange(P + T), base, pairing).transpose(-2, -1)"))),
     "cache_unrotated": ("rope_cache_unrotated", _bug(NUMPY, ("return weights @ values, keys, values",
                                                              "return weights @ values, np.concatenate([k_cache, k], "
                                                              "axis=2), values"))),
@@ -268,9 +271,8 @@ def test_each_buggy_file_is_named_by_its_mistake(runs, name) -> None:
         named = {d.key for d in v.diagnoses}
         assert key in named and named <= allowed, (v.case.id, named)
         theirs = _decoded(r.cases[CASES.index(v.case)].outputs)
-        mistake = next(m for m in KATA.mistakes if m.key == key)
-        assert all(_close(a, b, "float32") for a, b in zip(theirs, KATA.reference(v.case.inputs, mistake.slips),
-                                                           strict=True))
+        assert any(all(_close(a, b, "float32") for a, b in zip(theirs, KATA.reference(v.case.inputs, m.slips),
+                                                               strict=True)) for m in KATA.mistakes if m.key == key)
     assert report.mistakes[0] == key
 
 

@@ -62,6 +62,8 @@ SLIPS = {
     "rope_decode_position_0": "decode: the new tokens at positions 0 … T − 1 (arange(T)), not P … P + T − 1",
     "rope_v_rotated": "decode: the new values rotated too",
     "rope_cache_rotated_again": "decode: cat([k_cache, k]) rotated by arange(P + T): the cached keys turned twice",
+    "rope_keys_rotated_at_attention": "decode: the cache grown right (cat([k_cache, k_rot])), then turned again by "
+                                      "arange(P + T) to attend: every key turned twice, the returned cache right",
     "rope_cache_unrotated": "decode: the new keys appended to the returned cache unrotated",
 }
 
@@ -108,7 +110,10 @@ def decode(inputs: Mapping[str, Any], slips: frozenset[str] = frozenset()) -> tu
         pos = np.arange(T)
     q_rot, k_rot = rotate(q, pos, base, pairing, slips), rotate(k, pos, base, pairing, slips)
     v_new = rotate(v, pos, base, pairing, slips) if "rope_v_rotated" in slips else v
-    if "rope_cache_rotated_again" in slips:
+    if "rope_keys_rotated_at_attention" in slips:
+        kept = np.concatenate([k_cache, k_rot], axis=2)
+        keys = rotate(kept, np.arange(P + T), base, pairing, slips)
+    elif "rope_cache_rotated_again" in slips:
         whole = np.arange(P + T) + (1 if "rope_positions_from_1" in slips else 0)
         keys = rotate(np.concatenate([k_cache, k], axis=2), whole, base, pairing, slips)
         kept = keys
@@ -246,6 +251,7 @@ KATA = Kata(
         Mistake.of("rope_positions_from_1"),
         Mistake.of("rope_v_rotated"),
         Mistake.of("rope_cache_rotated_again"),
+        Mistake.of("rope_cache_rotated_again", "rope_keys_rotated_at_attention"),  # the same mistake, where it is made
         Mistake.of("rope_cache_unrotated"),
         Mistake.of("decode_top_left"),
         Mistake.of("no_scaling"),

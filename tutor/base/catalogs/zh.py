@@ -2318,7 +2318,7 @@ ZH.update({
     "code.mistake.rope_positions_from_1": "你的位置从 1 开始数：新词元 i 转的是 P + i + 1。位置从 0 开始数（序列的第一个词元完全不旋转），所以新词元 i 位于 P + i：`positions = torch.arange(P, P + T)`。",
     "code.mistake.rope_decode_position_0": "你的新词元按序列开头的位置 0 … T − 1 旋转了（`torch.arange(T)`）；缓存里已有 P 个词元时，新词元 i 位于 P + i，它的查询和键都要按这个位置旋转，q·k 才取决于它与每个缓存键的距离：`positions = torch.arange(P, P + T)`。",
     "code.mistake.rope_v_rotated": "你把值也旋转了。RoPE 只旋转查询和键（好让 q·k 只取决于距离 m − n）；值原样进入输出：只旋转 q 和 k，把未旋转的 v 追加进去，`v_cache = torch.cat([v_cache, v], dim=2)`。",
-    "code.mistake.rope_cache_rotated_again": "你的缓存键又被旋转了一次：k_cache 里的键已经按各自的位置 0 … P − 1 转过，再把拼接结果按 `torch.arange(P + T)` 旋转，缓存键 j 就转了 2·j·θ_i。只旋转新的键，再把它们追加进去：`k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`。",
+    "code.mistake.rope_cache_rotated_again": "你的缓存键又被旋转了一次：k_cache 里的键已经按各自的位置 0 … P − 1 转过，再把用来做注意力的键按 `torch.arange(P + T)` 旋转一遍，缓存键 j 就转了 2·j·θ_i。只把新的键旋转一次，追加进去，再用结果做注意力：`k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`。",
     "code.mistake.rope_cache_unrotated": "你返回的缓存里，新的键没有旋转；而下一步会把 k_cache 当作已按位置旋转过的键，不再旋转：应追加你做注意力时用的、旋转过的键：`k_cache = torch.cat([k_cache, k_rot], dim=2)`。",
 })
 
