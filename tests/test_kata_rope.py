@@ -276,6 +276,19 @@ def test_each_buggy_file_is_named_by_its_mistake(runs, name) -> None:
     assert report.mistakes[0] == key
 
 
+def test_two_mistakes_at_once_are_both_named(tmp_path) -> None:
+    """θ without the 2 in apply_rope and V rotated in the step: the rotation's cases name the first, the step's
+    the pair (no one mistake gives those numbers)."""
+    f = tmp_path / "two.py"
+    f.write_text(_bug(BUGS["theta_no_2"][1], ("values = np.concatenate([v_cache, v], axis=2)",
+                                              "values = np.concatenate([v_cache, apply_rope(v, positions, base, pairing)], axis=2)")),
+                 encoding="utf-8")
+    report = judge(KATA, CASES, run(f, KATA.request(), [c.request() for c in CASES]))
+    for v in report.cases:
+        want = "rope_theta_no_2" if v.case.call is None else "rope_theta_no_2+rope_v_rotated"
+        assert [d.key for d in v.diagnoses] == [want], v.case.id
+
+
 def test_a_file_with_apply_rope_alone_passes_its_cases_and_is_told_the_step_is_missing(tmp_path) -> None:
     f = tmp_path / "only_rotation.py"
     f.write_text(NUMPY[: NUMPY.index("def rope_decode_step")], encoding="utf-8")
