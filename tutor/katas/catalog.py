@@ -25,6 +25,7 @@ _MODULES = {
     "kv-cache": "kv_cache",
     "flash": "flash",
     "backward": "backward",
+    "rope": "rope",
 }
 IDS = tuple(_MODULES)
 

@@ -104,8 +104,12 @@ def check(file: Path, kata: Kata, *, python: str | None = None, time_limit: floa
     if result.status == "syntax":
         raise CodeFileError(_syntax(file, d.get("line"), d.get("col"), d.get("message", ""), d.get("text", "")))
     if result.status == "missing":
+        defined = ", ".join(shown(n) for n in d.get("defined", ())) or "-"
+        if kata.numpy_name == kata.torch_name:  # a function in both flavours: no class to name
+            raise CodeFileError(t("code.file.missing_function", file=name, kata=kata.id, name=kata.numpy_name,
+                                  defined=defined))
         raise CodeFileError(t("code.file.missing_name", file=name, kata=kata.id, numpy=kata.numpy_name,
-                              torch=kata.torch_name, defined=", ".join(shown(n) for n in d.get("defined", ())) or "-"))
+                              torch=kata.torch_name, defined=defined))
     if result.status == "load_error":
         raise CodeFileError(t("code.file.load_error", file=name, exception=shown(d.get("exception", ""))),
                             traceback=d.get("traceback", ""))

@@ -29,6 +29,7 @@ JSON's ``NaN`` and ``Infinity`` for those floats); any other returned value as
 the request names; when both flavours are a function, a file that imports
 ``torch`` at its top level is in the PyTorch flavour, and a module-level
 ``FLAVOUR = "numpy"`` or ``"torch"`` says it outright, as ``--flavour`` does (the request's ``flavour``).
+A kata of several functions (``rope``) names the one a case calls in the case's ``call``.
 """
 
 from __future__ import annotations
@@ -136,13 +137,14 @@ def _call(module: Any, flavour: str, request: dict[str, Any], case: dict[str, An
     as_module = flavour == "torch" and request["numpy_name"] != request["torch_name"]
     args = [_to_array(a, flavour) for a in case["module_args" if as_module else "args"]]
     kwargs = {k: _to_array(v, flavour) for k, v in case["module_kwargs" if as_module else "kwargs"].items()}
+    called = case.get("call")  # a kata of several functions: the one this case calls
     if flavour == "numpy":
-        return getattr(module, request["numpy_name"])(*args, **kwargs)
+        return getattr(module, called or request["numpy_name"])(*args, **kwargs)
     import torch
 
     with torch.no_grad():
         if not as_module:
-            return getattr(module, request["torch_name"])(*args, **kwargs)
+            return getattr(module, called or request["torch_name"])(*args, **kwargs)
         layer = getattr(module, request["torch_name"])(*case["init"]).to(getattr(torch, case["dtype"]))
         for name, spec in case.get("load", {}).items():
             target = layer.get_parameter(name)

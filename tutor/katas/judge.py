@@ -167,22 +167,23 @@ def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
     if r.outputs is None:
         return CaseVerdict(case, False, "exception", exception=r.exception, traceback=r.traceback,
                            diagnoses=(Diagnosis("exception", t("code.exception", exception=r.exception or "")),))
-    want = len(kata.outputs)
+    outputs = kata.outputs_of(case)
+    want = len(outputs)
     if len(r.outputs) != want:
-        names = ", ".join(o.name for o in kata.outputs)
+        names = ", ".join(o.name for o in outputs)
         return CaseVerdict(case, False, "count", diagnoses=(Diagnosis("count", t(
             "code.output_count", n=want, names=names, found=len(r.outputs))),))
     got = tuple(_array(o) for o in r.outputs)
-    for spec, sent, a in zip(kata.outputs, r.outputs, got, strict=True):
+    for spec, sent, a in zip(outputs, r.outputs, got, strict=True):
         if a is None:
             return CaseVerdict(case, False, "type", output=spec.name, got=got, diagnoses=(Diagnosis("type", t(
                 "code.output_type", name=spec.name, found=sent.get("type", sent.get("dtype", "?")),
                 shape=_shape_text(spec.axes, case.sizes))),))
-    for spec, want_a, a in zip(kata.outputs, case.expected, got, strict=True):
+    for spec, want_a, a in zip(outputs, case.expected, got, strict=True):
         assert a is not None
         if a.shape != want_a.shape:
             return CaseVerdict(case, False, "shape", output=spec.name, got=got, peak=r.peak)
-    for spec, want_a, a in zip(kata.outputs, case.expected, got, strict=True):
+    for spec, want_a, a in zip(outputs, case.expected, got, strict=True):
         assert a is not None
         wrong, n = _wrong_entries(want_a, a, case.dtype)
         if n:
@@ -208,8 +209,9 @@ def _named(kata: Kata, v: CaseVerdict, passed: Mapping[str, bool], only: set[str
     found = diagnose(kata, v.case, tuple(a for a in v.got if a is not None), passed, only=only,
                      pairs=_size(v.case) <= LARGE)
     if v.problem == "shape":
-        spec = next(o for o in kata.outputs if o.name == v.output)
-        i = [o.name for o in kata.outputs].index(spec.name)
+        outputs = kata.outputs_of(v.case)
+        spec = next(o for o in outputs if o.name == v.output)
+        i = [o.name for o in outputs].index(spec.name)
         got = v.got[i]
         assert got is not None
         expected = v.case.expected[i].shape

@@ -107,11 +107,16 @@ class Case:
     trace_memory: bool = False
     memory_limit: int | None = None  # bytes, with trace_memory
     twin: str | None = None  # the case with the same numbers and no dropout (a dropout case's)
+    #: A kata of several functions (``rope``): the function this case calls (``None``: the kata's) and what
+    #: it returns (``None``: the kata's :attr:`Kata.outputs`).
+    call: str | None = None
+    outputs: tuple[Output, ...] | None = None
 
     def request(self) -> dict[str, Any]:
         """The case as the harness reads it (arrays as ``{"dtype", "shape", "data"}``)."""
         return {
             "id": self.id, "dtype": self.dtype, "only": self.only, "trace_memory": self.trace_memory,
+            "call": self.call,
             "args": [encode(a, self.dtype) for a in self.args],
             "kwargs": {k: encode(v, self.dtype) for k, v in self.kwargs.items()},
             "init": list(self.init), "load": {k: encode(v, self.dtype) for k, v in self.load.items()},
@@ -145,6 +150,10 @@ class Kata:
     mistakes: tuple[Mistake, ...]
     follow_ups: tuple[str, ...] = ()
     by_hand: bool = False  # PyTorch's autograd is switched off in the learner's program (the backward pass)
+
+    def outputs_of(self, case: Case) -> tuple[Output, ...]:
+        """What ``case``'s call returns: the case's own outputs (a kata of several functions), else the kata's."""
+        return case.outputs if case.outputs is not None else self.outputs
 
     def request(self) -> dict[str, Any]:
         return {"kata": self.id, "numpy_name": self.numpy_name, "torch_name": self.torch_name,

@@ -51,7 +51,7 @@ def shown_output(text: str, limit: int = MAX_SHOWN_LINES) -> list[str]:
 def _marked(v: CaseVerdict, kata: Kata) -> list[str]:
     """The slice of the first wrong output that holds its first wrong entry: yours, ``*`` beside each
     wrong entry, and the expected values under it."""
-    i = [o.name for o in kata.outputs].index(v.output or "")
+    i = [o.name for o in kata.outputs_of(v.case)].index(v.output or "")
     got, want = v.got[i], v.case.expected[i]
     if got is None or not v.wrong or got.ndim == 0:
         return []
@@ -104,7 +104,7 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
         keys = (*(d.key for d in v.diagnoses), v.exception or "", v.traceback)
         first = not shown_keys
         if v.problem == "values":
-            index = [o.name for o in kata.outputs].index(v.output or "")
+            index = [o.name for o in kata.outputs_of(v.case)].index(v.output or "")
             out.append("      " + t("code.wrong_entries", name=v.output, n=v.n_wrong,
                                     total=int(v.case.expected[index].size)))
             if first:
@@ -144,9 +144,8 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
 def check_document(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = ()) -> dict[str, Any]:
     """``code check --format json``: ``{"kata", "flavour", "passed", "cases": [{"id", "passed", "diagnoses"…}], …}``."""
     kata = report.kata
-    names = [o.name for o in kata.outputs]
-
     def case(v: CaseVerdict) -> dict[str, Any]:
+        names = [o.name for o in kata.outputs_of(v.case)]
         doc: dict[str, Any] = {
             "id": v.case.id, "passed": v.passed, "dtype": v.case.dtype, "sizes": dict(v.case.sizes),
             # words in the run's language; notation and ``exercise:ID`` as they are

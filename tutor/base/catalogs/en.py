@@ -1834,7 +1834,7 @@ EN.update({
     # --- commands -------------------------------------------------------------------
     "code.no_such_kata": "no kata '{kata}' (the katas: {katas})",
     "cli.code.help": "Write attention as code: katas that run your own implementation (NumPy or PyTorch) and name the bug",
-    "cli.code.kata": "the kata: mha, sdpa, masks, cross, gqa, kv-cache, flash or backward (`attn-tutor code list`)",
+    "cli.code.kata": "the kata: mha, sdpa, masks, cross, gqa, kv-cache, flash, backward or rope (`attn-tutor code list`)",
     "cli.code.torch": "the PyTorch flavour (default: NumPy)",
     "cli.code.force": "overwrite the file / show the solution before the kata has passed",
     "cli.code.output": "the file to write (default: KATA.py, or KATA_torch.py with --torch, in this folder)",
@@ -2392,6 +2392,23 @@ EN.update({
     "count.variants.other": "{count} variants",
     "count.students.one": "{count} student",
     "count.students.other": "{count} students",
+    # --- issue 23: the rope code kata ---
+    "code.file.missing_function": "{file} does not define {name}, which the {kata} kata calls; it defines: {defined}",
+    "code.kata.rope": "rotary position embedding: apply_rope with pairing='half' and 'interleaved', then attention and a decode step that caches its keys rotated",
+    "code.given.rope_half": "half pairing: dimension i with i + d/2 (rotate_half)",
+    "code.given.rope_interleaved": "interleaved pairing: dimension 2i with 2i + 1",
+    "code.given.rope_positions_shuffled": "positions out of order",
+    "code.mistake.rope_pairing_swapped": "your rotation pairs the dimensions the way the other convention does. `pairing='half'` pairs dimension i with i + d/2: `x * cos + rotate_half(x) * sin` with `rotate_half(x) = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)`; `pairing='interleaved'` pairs 2i with 2i + 1: `a, b = x[..., 0::2], x[..., 1::2]`. Read the argument and turn the pairs it names.",
+    "code.mistake.rope_half_interleaved_angles": "with `pairing='half'` your cos and sin repeat each angle twice in place (θ_0, θ_0, θ_1, θ_1, …: `repeat_interleave(2, dim=-1)`, the interleaved layout's), but `rotate_half` pairs dimension i with i + d/2, and both must turn by θ_i: concatenate the angles with themselves, `emb = torch.cat([angles, angles], dim=-1)`, then `x * emb.cos() + rotate_half(x) * emb.sin()`.",
+    "code.mistake.rope_interleaved_half_angles": "with `pairing='interleaved'` your cos and sin are the angles concatenated with themselves (θ_0, θ_1, …, θ_0, θ_1, …: the rotate_half layout's), but dimensions 2i and 2i + 1 are pair i and both must turn by θ_i: repeat each angle twice in place, `emb = angles.repeat_interleave(2, dim=-1)`, then `x * emb.cos() + rotate_every_two(x) * emb.sin()` with `rotate_every_two(x) = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)`.",
+    "code.mistake.rope_theta_no_2": "your frequencies are θ_i = base^(−i/d): the 2 is missing. RoFormer's are θ_i = base^(−2i/d) for i = 0 … d/2 − 1: `theta = base ** (-torch.arange(0, d, 2) / d)` (NumPy: `base ** (-np.arange(0, d, 2) / d)`).",
+    "code.mistake.rope_sign": "your pairs turn the wrong way, by −m·θ_i (`[a·cos + b·sin, −a·sin + b·cos]`, or rotate_half written as `torch.cat([x2, -x1], dim=-1)`). RoPE turns [a, b] into [a·cos − b·sin, a·sin + b·cos]: `rotate_half(x) = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)`, the minus on the second half.",
+    "code.mistake.rope_positions_ignored": "your apply_rope turns row p by p·θ_i, as if the positions were 0, 1, …, L − 1; turn each row by its own position, whatever they are: `angles = positions[:, None] * theta[None, :]` ([L, d/2]).",
+    "code.mistake.rope_positions_from_1": "your positions count from 1: new token i turns by P + i + 1. Positions count from 0 (the sequence's first token is not turned at all), so new token i sits at P + i: `positions = torch.arange(P, P + T)`.",
+    "code.mistake.rope_decode_position_0": "your new tokens turn as if they were the sequence's first, at positions 0 … T − 1 (`torch.arange(T)`); after P cached tokens new token i sits at P + i, and its query and key must turn by that position for q·k to depend on the distance to each cached key: `positions = torch.arange(P, P + T)`.",
+    "code.mistake.rope_v_rotated": "your values are rotated too. RoPE turns only the queries and the keys (so that q·k depends on the distance m − n); the values enter the output as they are: rotate q and k, and append v unrotated, `v_cache = torch.cat([v_cache, v], dim=2)`.",
+    "code.mistake.rope_cache_rotated_again": "your cached keys turn a second time: k_cache holds keys already turned at their positions 0 … P − 1, and rotating the keys you attend with by `torch.arange(P + T)` turns cached key j by 2·j·θ_i. Rotate only the new keys, once, append them, and attend with the result: `k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`.",
+    "code.mistake.rope_cache_unrotated": "the cache you return holds the new keys unrotated, but the next step reads k_cache as keys already turned at their positions and does not turn them: append the keys you attended with, the rotated ones: `k_cache = torch.cat([k_cache, k_rot], dim=2)`.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

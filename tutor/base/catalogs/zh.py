@@ -1712,7 +1712,7 @@ ZH: dict[str, str] = {
     "code.no_such_kata": "没有名为 '{kata}' 的编程练习（现有：{katas}）",
     # --- cli
     "cli.code.help": "用代码写出注意力：编程练习（kata）会运行你自己的实现（NumPy 或 PyTorch），并指出错误所在",
-    "cli.code.kata": "编程练习：mha, sdpa, masks, cross, gqa, kv-cache, flash 或 backward（`attn-tutor code list`）",
+    "cli.code.kata": "编程练习：mha, sdpa, masks, cross, gqa, kv-cache, flash, backward 或 rope（`attn-tutor code list`）",
     "cli.code.torch": "PyTorch 版（默认：NumPy 版）",
     "cli.code.force": "覆盖已有文件 / 在编程练习通过之前就显示参考答案",
     "cli.code.output": "要写入的文件（默认：当前文件夹下的 KATA.py，使用 --torch 时为 KATA_torch.py）",
@@ -2333,6 +2333,23 @@ ZH.update({
     "handouts.same_numbers": "按 {id} 的形状为学生 '{student}' 抽了 {tries} 次，得到的数值都已分给排在前面的学生（前面共 {n:students}）；请换一道更大的练习",
     "count.variants.other": "{count} 个版本",
     "count.students.other": "{count} 名学生",
+    # --- issue 23: the rope code kata ---
+    "code.file.missing_function": "{kata} 编程练习要调用 {name}，但 {file} 没有定义它；它定义了：{defined}",
+    "code.kata.rope": "旋转位置编码（RoPE）：分别按 pairing='half' 和 'interleaved' 实现 apply_rope，再写带 RoPE 的注意力，以及把键旋转后存入缓存的解码步",
+    "code.given.rope_half": "前后两半配对：维度 i 与 i + d/2 成对（rotate_half）",
+    "code.given.rope_interleaved": "相邻交错配对：维度 2i 与 2i + 1 成对",
+    "code.given.rope_positions_shuffled": "位置不按顺序",
+    "code.mistake.rope_pairing_swapped": "你的旋转按另一种约定给维度配了对。`pairing='half'` 让维度 i 与 i + d/2 成对：`x * cos + rotate_half(x) * sin`，其中 `rotate_half(x) = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)`；`pairing='interleaved'` 让 2i 与 2i + 1 成对：`a, b = x[..., 0::2], x[..., 1::2]`。请读取这个参数，按它指定的配对方式旋转。",
+    "code.mistake.rope_half_interleaved_angles": "在 `pairing='half'` 下，你的 cos 和 sin 把每个角度原地重复了两次（θ_0, θ_0, θ_1, θ_1, …：即 `repeat_interleave(2, dim=-1)`，这是交错配对的排布）；但 `rotate_half` 让维度 i 与 i + d/2 成对，两者都要转 θ_i：应把角度与自身拼接，`emb = torch.cat([angles, angles], dim=-1)`，再算 `x * emb.cos() + rotate_half(x) * emb.sin()`。",
+    "code.mistake.rope_interleaved_half_angles": "在 `pairing='interleaved'` 下，你的 cos 和 sin 是角度与自身的拼接（θ_0, θ_1, …, θ_0, θ_1, …：这是 rotate_half 的排布）；但维度 2i 和 2i + 1 构成第 i 对，两者都要转 θ_i：应把每个角度原地重复两次，`emb = angles.repeat_interleave(2, dim=-1)`，再算 `x * emb.cos() + rotate_every_two(x) * emb.sin()`，其中 `rotate_every_two(x) = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)`。",
+    "code.mistake.rope_theta_no_2": "你的频率是 θ_i = base^(−i/d)：少了那个 2。RoFormer 的频率是 θ_i = base^(−2i/d)，i = 0 … d/2 − 1：`theta = base ** (-torch.arange(0, d, 2) / d)`（NumPy：`base ** (-np.arange(0, d, 2) / d)`）。",
+    "code.mistake.rope_sign": "你的每一对都转反了方向，转的是 −m·θ_i（`[a·cos + b·sin, −a·sin + b·cos]`，或把 rotate_half 写成了 `torch.cat([x2, -x1], dim=-1)`）。RoPE 把 [a, b] 变成 [a·cos − b·sin, a·sin + b·cos]：`rotate_half(x) = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)`，负号在后一半上。",
+    "code.mistake.rope_positions_ignored": "你的 apply_rope 把第 p 行转了 p·θ_i，好像位置总是 0, 1, …, L − 1；无论位置是多少，每一行都要按它自己的位置旋转：`angles = positions[:, None] * theta[None, :]`（[L, d/2]）。",
+    "code.mistake.rope_positions_from_1": "你的位置从 1 开始数：新词元 i 转的是 P + i + 1。位置从 0 开始数（序列的第一个词元完全不旋转），所以新词元 i 位于 P + i：`positions = torch.arange(P, P + T)`。",
+    "code.mistake.rope_decode_position_0": "你的新词元按序列开头的位置 0 … T − 1 旋转了（`torch.arange(T)`）；缓存里已有 P 个词元时，新词元 i 位于 P + i，它的查询和键都要按这个位置旋转，q·k 才取决于它与每个缓存键的距离：`positions = torch.arange(P, P + T)`。",
+    "code.mistake.rope_v_rotated": "你把值也旋转了。RoPE 只旋转查询和键（好让 q·k 只取决于距离 m − n）；值原样进入输出：只旋转 q 和 k，把未旋转的 v 追加进去，`v_cache = torch.cat([v_cache, v], dim=2)`。",
+    "code.mistake.rope_cache_rotated_again": "你的缓存键又被旋转了一次：k_cache 里的键已经按各自的位置 0 … P − 1 转过，再把用来做注意力的键按 `torch.arange(P + T)` 旋转一遍，缓存键 j 就转了 2·j·θ_i。只把新的键旋转一次，追加进去，再用结果做注意力：`k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`。",
+    "code.mistake.rope_cache_unrotated": "你返回的缓存里，新的键没有旋转；而下一步会把 k_cache 当作已按位置旋转过的键，不再旋转：应追加你做注意力时用的、旋转过的键：`k_cache = torch.cat([k_cache, k_rot], dim=2)`。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
