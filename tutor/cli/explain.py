@@ -140,7 +140,8 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     suffix decides what is written, so the format would be ignored).
     :class:`TutorError` (exit 2): the file exists and ``force`` is False (as
     ``new -o``), or it exists and is not a regular file (a FIFO would block the
-    write; refused even with ``force``).
+    write; refused even with ``force``); a ``.pdf`` without headless Chromium
+    on ``PATH`` (:func:`tutor.render.pdf.find_chromium`).
     """
     from ..authoring.validate import EXPORT_FORMATS, EXPORT_SUFFIXES
     from ..base.outfile import check_target
@@ -156,6 +157,11 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
                                    formats=t("list.sep.or").join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
                                  param_hint="--format")
     check_target(export, force=force)  # the one rule for every file attn-tutor writes
+    if suffix == ".pdf":  # issue 24: printed by headless Chromium; without it, say how to get it before computing
+        from ..render.pdf import find_chromium, no_chromium
+
+        if find_chromium() is None:
+            raise no_chromium(export)
 
 
 def handout(env: Env, sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool,

@@ -584,7 +584,7 @@ EN: dict[str, str] = {
     "handout.bad_suffix": "cannot export to '{found}': the file name must end in one of {choices}",
     "handout.wrote": "wrote {path}",
     "handout.format_clash": "--export {path} writes {kind} (from its suffix), so --format {found} would be ignored; leave out --format (or give {formats}), or change the file name",
-    "handout.kind.html": "an HTML page of the terminal output",
+    "handout.kind.html": "an HTML page",
     "handout.kind.svg": "an SVG picture of the terminal output",
     "handout.kind.md": "Markdown",
     "output.not_file": "{path} exists and is {kind}, not a regular file, so nothing is written to it, even with --force; write to a file name",
@@ -2360,6 +2360,17 @@ EN.update({
     "new.norm.layernorm_d_model": "--norm layernorm needs --d-model 2 or more, found {d_model}: a row of one entry is its own mean, so its variance is 0 and LayerNorm would divide by sqrt(0)",
     "count.first_keys.one": "the first key",
     "count.first_keys.other": "the first {count} keys",
+    # --- issue 24: handouts that are real pages (HTML, PDF) ---
+    "html.caption": "{name}, shape {shape}",
+    "html.formula": "Formula",
+    "html.shapes": "Shapes",
+    "html.mask.legend": "The mask M: T where the query (row) may attend the key (column), F where it may not.",
+    "html.heatmap.desc": "One cell per query (row) and key (column); the number in each cell is the weight to two decimals, and the darker the cell, the larger the weight.",
+    "html.production.desc": "The layer's tensors in the order production code makes them, one box each: its name, its shape in symbols and in numbers, and the operation that made it.",
+    "handout.kind.pdf": "a PDF of the HTML page",
+    "pdf.no_chromium": "cannot write {path}: a PDF is printed by headless Chromium, and none was found (chromium, chromium-browser or google-chrome); install it (Debian, Ubuntu: `apt-get install chromium`) or download it from https://www.chromium.org/getting-involved/download-chromium/, or export the page as .html and print it from a browser",
+    "pdf.timeout": "cannot write {path}: Chromium ({browser}) did not finish printing the page within {seconds} seconds, and was stopped",
+    "pdf.failed": "cannot write {path}: Chromium ({browser}) could not print the page (exit status {code}): {reason}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -568,7 +568,7 @@ ZH: dict[str, str] = {
     "handout.bad_suffix": "无法导出到 '{found}'：文件名必须以 {choices} 之一结尾",
     "handout.wrote": "已写入 {path}",
     "handout.format_clash": "--export {path} 按文件后缀决定输出内容：{kind}，因此 --format {found} 会被忽略；请去掉 --format（或改为 {formats}），或者更改文件名",
-    "handout.kind.html": "终端输出的 HTML 页面",
+    "handout.kind.html": "HTML 页面",
     "handout.kind.svg": "终端输出的 SVG 图片",
     "handout.kind.md": "Markdown",
     # --- output
@@ -2303,6 +2303,17 @@ ZH.update({
     "expected.mla_block": "映射 {d_c, w_dkv, heads}",
     "new.norm.layernorm_d_model": "--norm layernorm 要求 --d-model 不小于 2，实际为 {d_model}：只有一个元素的行等于它自己的均值，方差为 0，LayerNorm 会除以 sqrt(0)",
     "count.first_keys.other": "前 {count} 个键",
+    # --- issue 24: handouts that are real pages (HTML, PDF) ---
+    "html.caption": "{name}，形状 {shape}",
+    "html.formula": "公式",
+    "html.shapes": "形状",
+    "html.mask.legend": "掩码 M：T 表示该查询（行）可以关注该键（列），F 表示不可以。",
+    "html.heatmap.desc": "每个格子对应一个查询（行）和一个键（列）；格中的数是保留 2 位小数的权重，颜色越深，权重越大。",
+    "html.production.desc": "按工程代码生成的顺序列出这一层的张量，每个一格：名称、用符号和数字写出的形状，以及生成它的操作。",
+    "handout.kind.pdf": "HTML 页面的 PDF",
+    "pdf.no_chromium": "无法写入 {path}：PDF 由无头（headless）Chromium 打印，但没有找到它（chromium、chromium-browser 或 google-chrome）；请安装（Debian、Ubuntu：`apt-get install chromium`），或从 https://www.chromium.org/getting-involved/download-chromium/ 下载，也可以导出为 .html 再用浏览器打印",
+    "pdf.timeout": "无法写入 {path}：Chromium（{browser}）在 {seconds} 秒内没有打印完页面，已被终止",
+    "pdf.failed": "无法写入 {path}：Chromium（{browser}）无法打印页面（退出状态 {code}）：{reason}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
