@@ -21,6 +21,8 @@ from ..base.messages import t
 from ..base.textsafe import shown
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..exercise import Exercise, Validation
     from ..exercise.catalog import Catalog
     from ..steps import Solution
@@ -251,13 +253,14 @@ EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": (
 
 
 def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
-                    brief: bool = False, force: bool = False) -> None:
+                    brief: bool = False, force: bool = False, environ: Mapping[str, str] | None = None) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
     ``.html``/``.htm`` a standalone page, ``.pdf`` that page printed by headless
-    Chromium (:func:`tutor.render.pdf.print_pdf`; without Chromium a
-    :class:`TutorError` says how to get it); ``blank`` leaves the values out (a
+    Chromium (:func:`tutor.render.pdf.print_pdf`, found on the ``PATH`` of
+    ``environ``, the run's variables; without Chromium a :class:`TutorError`
+    says how to get it); ``blank`` leaves the values out (a
     worksheet).  Control characters are escaped in the file (a page is read
     with ``cat`` too).  ``brief`` leaves out the arithmetic of a hand-sized
     exercise.  Raises :class:`ValueError` for another suffix and
@@ -284,7 +287,7 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
         from ..render.pdf import print_pdf
 
         check_target(path, force=force)  # before Chromium takes seconds over a file that will be refused
-        write_file(path, print_pdf(shown(text, keep="\n\t"), path), force=force)
+        write_file(path, print_pdf(shown(text, keep="\n\t"), path, environ or {}), force=force)
         return
     write_file(path, shown(text, keep="\n\t"), force=force)
 

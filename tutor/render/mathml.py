@@ -18,7 +18,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from ..exact.numbers import Exact
+from ..exact.numbers import Exact, Rat
 
 _TOKEN = re.compile(r"\\[A-Za-z]+|\\.|\d+(?:\.\d+)?|\s+|.", re.S)
 
@@ -61,7 +61,7 @@ class _Parser:
         """The text of a ``{…}`` argument as written (spaces kept, ``\\_`` read as ``_``)."""
         if self.take() != "{":
             raise ValueError("an argument must be in braces")
-        depth, out = 1, []
+        depth, out = 1, list[str]()
         while self.at < len(self.tokens):
             token = self.tokens[self.at]
             self.at += 1
@@ -193,6 +193,11 @@ class ExactMathML:
         term's exponential: :func:`tutor.render.markdown.exact_sympy`)."""
         key = str(e)
         out = self.cache.get(key)
+        if out is None and isinstance(e, Rat):  # a fraction needs no sympy (the bulk of a large page's entries)
+            q = e.q
+            body = f"<mn>{abs(q.numerator)}</mn>" if q.denominator == 1 else \
+                f"<mfrac><mn>{abs(q.numerator)}</mn><mn>{q.denominator}</mn></mfrac>"
+            out = self.cache[key] = f"<mrow><mo>−</mo>{body}</mrow>" if q < 0 else body
         if out is None:
             from sympy.printing.mathml import mathml  # only when a page is asked for
 

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..base.errors import TutorError
@@ -24,13 +25,14 @@ from ..base.messages import t
 
 #: The names headless Chromium goes by, in the order they are looked for.
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-TIMEOUT = 120  # seconds a print may take before Chromium is stopped (a page of a large exercise takes a few)
+TIMEOUT = 300  # seconds a print may take before Chromium is stopped (the page of an exercise at the size limits took 80 s on 2 busy cores)
 
 
-def find_chromium() -> str | None:
-    """The path of the first of :data:`BROWSERS` on ``PATH``, or ``None``."""
+def find_chromium(environ: Mapping[str, str]) -> str | None:
+    """The path of the first of :data:`BROWSERS` on the ``PATH`` of ``environ`` (the run's variables,
+    :attr:`tutor.base.env.Env.environ`; without ``PATH``, :data:`os.defpath` as ``execvp`` would), or ``None``."""
     for name in BROWSERS:
-        found = shutil.which(name)
+        found = shutil.which(name, path=environ.get("PATH", os.defpath))
         if found is not None:
             return found
     return None
@@ -38,17 +40,19 @@ def find_chromium() -> str | None:
 
 def no_chromium(path: Path) -> TutorError:
     """The error for a PDF asked for without Chromium: how to get it."""
-    return TutorError(t("pdf.no_chromium", path=path))
+    return TutorError(t("pdf.no_chromium", path=path, names=t("list.sep").join(BROWSERS)))
 
 
-def print_pdf(page: str, path: Path, *, browser: str | None = None, timeout: float = TIMEOUT) -> bytes:
+def print_pdf(page: str, path: Path, environ: Mapping[str, str], *, browser: str | None = None,
+              timeout: float = TIMEOUT) -> bytes:
     """The PDF of the HTML ``page`` (a complete document, UTF-8), printed by headless Chromium.
 
-    ``browser``: the executable (default :func:`find_chromium`); ``path``: the file the PDF is for (named in the
-    errors).  Raises :class:`TutorError` when there is no browser, when it fails or writes nothing, and when it
+    ``environ``: the run's variables, where Chromium is looked for and what it runs with (``HOME`` a temporary
+    folder); ``browser``: the executable (default :func:`find_chromium`); ``path``: the file the PDF is for (named
+    in the errors).  Raises :class:`TutorError` when there is no browser, when it fails or writes nothing, and when it
     has not finished after ``timeout`` seconds (its whole process group is killed first).
     """
-    browser = browser or find_chromium()
+    browser = browser or find_chromium(environ)
     if browser is None:
         raise no_chromium(path)
     with tempfile.TemporaryDirectory(prefix="attn-tutor-pdf-") as tmp:
@@ -59,7 +63,7 @@ def print_pdf(page: str, path: Path, *, browser: str | None = None, timeout: flo
                 "--disable-sync", "--no-pdf-header-footer", f"--user-data-dir={Path(tmp) / 'profile'}",
                 f"--print-to-pdf={out}", html_file.as_uri()]
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                 start_new_session=True, env={**os.environ, "HOME": tmp})
+                                 start_new_session=True, env={**environ, "HOME": tmp})
         try:
             _, err = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -2368,7 +2368,7 @@ EN.update({
     "html.heatmap.desc": "One cell per query (row) and key (column); the number in each cell is the weight to two decimals, and the darker the cell, the larger the weight.",
     "html.production.desc": "The layer's tensors in the order production code makes them, one box each: its name, its shape in symbols and in numbers, and the operation that made it.",
     "handout.kind.pdf": "a PDF of the HTML page",
-    "pdf.no_chromium": "cannot write {path}: a PDF is printed by headless Chromium, and none was found (chromium, chromium-browser or google-chrome); install it (Debian, Ubuntu: `apt-get install chromium`) or download it from https://www.chromium.org/getting-involved/download-chromium/, or export the page as .html and print it from a browser",
+    "pdf.no_chromium": "cannot write {path}: a PDF is printed by headless Chromium, and none was found ({names}); install it (Debian: `apt-get install chromium`) or download it from https://www.chromium.org/getting-involved/download-chromium/, or export the page as .html and print it from a browser",
     "pdf.timeout": "cannot write {path}: Chromium ({browser}) did not finish printing the page within {seconds} seconds, and was stopped",
     "pdf.failed": "cannot write {path}: Chromium ({browser}) could not print the page (exit status {code}): {reason}",
 })

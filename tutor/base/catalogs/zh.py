@@ -2311,7 +2311,7 @@ ZH.update({
     "html.heatmap.desc": "每个格子对应一个查询（行）和一个键（列）；格中的数是保留 2 位小数的权重，颜色越深，权重越大。",
     "html.production.desc": "按工程代码生成的顺序列出这一层的张量，每个一格：名称、用符号和数字写出的形状，以及生成它的操作。",
     "handout.kind.pdf": "HTML 页面的 PDF",
-    "pdf.no_chromium": "无法写入 {path}：PDF 由无头（headless）Chromium 打印，但没有找到它（chromium、chromium-browser 或 google-chrome）；请安装（Debian、Ubuntu：`apt-get install chromium`），或从 https://www.chromium.org/getting-involved/download-chromium/ 下载，也可以导出为 .html 再用浏览器打印",
+    "pdf.no_chromium": "无法写入 {path}：PDF 由无头（headless）Chromium 打印，但没有找到它（{names}）；请安装（Debian：`apt-get install chromium`），或从 https://www.chromium.org/getting-involved/download-chromium/ 下载，也可以导出为 .html 再用浏览器打印",
     "pdf.timeout": "无法写入 {path}：Chromium（{browser}）在 {seconds} 秒内没有打印完页面，已被终止",
     "pdf.failed": "无法写入 {path}：Chromium（{browser}）无法打印页面（退出状态 {code}）：{reason}",
 })
