@@ -58,7 +58,7 @@ def test_the_pdf_holds_the_numbers_of_the_solution(classic_pdf):
     for v in (weights.value[0][0], weights.value[0][1], output.value[0][0]):
         assert format(v, ".4f") in text
     assert "0.1084" in text and "1.8916" in text  # checked by hand (tests/test_handouts.py)
-    assert "1/(1 + 2·exp(√2))" in text  # the exact value as text, beside the decimal
+    assert "1/(1 + 2*exp(sqrt(2)))" in text  # the exact value as text, beside the decimal
     assert "Production view" in text and "[B, H, L, L] = [1, 1, 3, 3]" in text  # the SVG's text labels
 
 

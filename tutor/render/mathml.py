@@ -125,6 +125,8 @@ class _Parser:
             tag = _WORDS[token]
             text = self.raw_group()
             attrs = ' mathvariant="normal"' if tag == "mi" and len(text) == 1 else ""
+            if tag == "mtext":  # MathML trims a token's spaces at either end: "if query " would touch the i after it
+                text = re.sub(r"^ +| +$", lambda m: "\u00a0" * len(m[0]), text)
             return f"<{tag}{attrs}>{_esc(text)}</{tag}>"
         if token == r"\begin":
             return self.environment(self.raw_group())
@@ -157,7 +159,8 @@ class _Parser:
             elif token == r"\end":
                 self.raw_group()
                 break
-        table = "<mtable>" + "".join(f"<mtr>{''.join(r)}</mtr>" for r in rows) + "</mtable>"
+        align = ' columnalign="left"' if name == "cases" else ""
+        table = f"<mtable{align}>" + "".join(f"<mtr>{''.join(r)}</mtr>" for r in rows) + "</mtable>"
         if name == "cases":
             return f'<mrow><mo stretchy="true">{{</mo>{table}</mrow>'
         if name == "bmatrix":

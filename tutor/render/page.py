@@ -29,6 +29,7 @@ from fractions import Fraction
 from ..base.cells import width as cells
 from ..base.messages import language, t
 from ..exact.numbers import Exact, NegInf, Rat, Surd, frac_text
+from ..exercise.record import Exercise
 from ..steps import Solution, Step, Worked
 from .markdown import EXACT_CELLS, annotation, formula
 from .mathml import ExactMathML, latex_mathml, math
@@ -78,6 +79,7 @@ th, td { border: 1px solid #888; padding: 0.25em 0.6em; text-align: right; verti
 th { font-weight: bold; background: #f2f2f2; }
 td math { math-style: normal; font-size: 1.15em; }
 td .exact { display: block; }
+td code.exact { font-size: 0.8em; color: #444; }
 td .decimal { display: block; color: #333; }
 td.blank { min-width: 6em; height: 2.6em; }
 .inputs { display: flex; flex-wrap: wrap; gap: 0 2em; }
@@ -155,22 +157,22 @@ class PageRenderer:
         text = frac_text(q)
         if q.denominator == 1:
             return esc(pretty(text))
-        return Markup(math(self.exact_mathml(Rat(q)), alttext=text) + el("span", pretty(text), class_="exact"))
+        return Markup(math(self.exact_mathml(Rat(q)), alttext=text) + el("code", text, class_="exact"))
 
     def inputs(self, named: Sequence[Named]) -> Markup:
         return el("div", *(self.named(n) for n in named), class_="inputs") if named else Markup("")
 
     def entry(self, e: Exact, value: float, *, with_mathml: bool) -> Markup:
-        """One cell of a step's table: the exact value as text (and as MathML for a fraction, a root, an
-        exponential), then its decimal; an integer or −∞ alone."""
+        """One cell of a step's table: the exact value as MathML (a fraction, a root, an exponential) and as
+        text in the answer grammar (what a solution file takes, as sympy writes it: ``1/(1 + 2*exp(sqrt(2)))``),
+        then its decimal; an integer or −∞ alone, as the terminal writes it."""
         text = str(e)
         if is_plain(text):
             return el("span", pretty(text), class_="exact")
         shown = el("span", _equals(e, value, self.places), class_="decimal")
         if not with_mathml:
             return shown
-        return Markup(math(self.exact_mathml(e), alttext=pretty(text)) + el("span", pretty(text), class_="exact")
-                      + shown)
+        return Markup(math(self.exact_mathml(e), alttext=pretty(text)) + el("code", text, class_="exact") + shown)
 
     def step_table(self, step: Step) -> tuple[Markup, bool]:
         """The step's matrix as a table (empty cells on a worksheet), and whether it is in decimals only
@@ -251,7 +253,9 @@ class PageRenderer:
                   class_="heatmap")
 
     # -- whole page -----------------------------------------------------------------------------------
-    def header(self, h: Header) -> Markup:
+    def header(self, h: Header, ex: Exercise) -> Markup:
+        """The title, the exercise's id, the description, sizes, the mask (and its matrix, rows headed by the
+        queries and columns by the keys), padding, format v2's sentences, the inputs."""
         parts: list[Markup | str] = [el("h1", h.title)]
         parts.append(paragraph(t("explain.exercise.source", id=h.id, source=h.source) if h.source
                                else t("explain.exercise", id=h.id)))
@@ -268,7 +272,7 @@ class PageRenderer:
             parts.append(paragraph(t("html.mask.legend")))
             parts.append(self.table(t("html.caption", name="M", shape=_shape(len(m), len(m[0]))),
                                     [["T" if v else "F" for v in row] for row in m],
-                                    [f"{i + 1}" for i in range(len(m))], [f"{j + 1}" for j in range(len(m[0]))]))
+                                    _labels(ex.query_labels, len(m)), _labels(ex.key_labels, len(m[0]))))
         if h.padding is not None:
             parts.append(paragraph(h.padding))
         parts += [paragraph(line) for line in h.v2]
@@ -328,12 +332,17 @@ class PageRenderer:
 
     def render(self, o: Outline) -> str:
         """The whole page of outline ``o``."""
-        body = [self.header(o.header), *(self.part(n, p, o) for n, p in enumerate(o.parts, 1)), self.flow(o.flow),
+        body = [self.header(o.header, o.exercise), *(self.part(n, p, o) for n, p in enumerate(o.parts, 1)), self.flow(o.flow),
                 self.production(o)]
         head = el("head", Markup('<meta charset="UTF-8">'),
                   Markup('<meta name="viewport" content="width=device-width, initial-scale=1">'),
                   el("title", o.header.title), el("style", Markup(_CSS)))
         return "<!DOCTYPE html>\n" + el("html", head, el("body", el("main", *body)), lang=_lang()) + "\n"
+
+
+def _labels(labels: Sequence[str], n: int) -> list[str]:
+    """``labels`` when there are ``n`` of them, else the positions ``1 … n``."""
+    return list(labels) if len(labels) == n else [str(i + 1) for i in range(n)]
 
 
 def wrap(text: str, room: int) -> list[str]:

@@ -632,7 +632,7 @@ EN: dict[str, str] = {
     "cli.schema.help": "Print the JSON Schema of the exercise format (for editors: see docs/authoring.md).",
     "cli.opt.exercises": "A folder of more exercises (an exercise pack); may be repeated. ATTN_TUTOR_PATH adds more.",
     "cli.opt.blank": "A worksheet: the same layout with every step's answer left empty.",
-    "cli.opt.export": "Write a standalone page to this file instead: .html, .svg (the terminal output) or .md.",
+    "cli.opt.export": "Write a standalone page to this file instead: .html, .pdf (that page printed by headless Chromium), .svg (the terminal output) or .md.",
     # --- issue 8: files, numbers and shapes (B.3, B.4, C.7, C.8, D.12, G.21, G.23, G.25) ---
     "file.not_regular": "cannot read the file: it is {kind}, not a regular file",
     "file.kind.directory": "a directory",

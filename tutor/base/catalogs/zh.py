@@ -621,7 +621,7 @@ ZH: dict[str, str] = {
     "cli.schema.help": "打印练习格式的 JSON Schema（供编辑器使用，参见 docs/authoring.md）。",
     "cli.opt.exercises": "存放更多练习的文件夹（练习包）；可重复指定。ATTN_TUTOR_PATH 还可以再添加。",
     "cli.opt.blank": "生成练习纸：版式不变，每一步的答案都留空。",
-    "cli.opt.export": "改为把一个独立页面写入该文件：.html、.svg（终端输出）或 .md。",
+    "cli.opt.export": "改为把一个独立页面写入该文件：.html、.pdf（由无头 Chromium 打印的同一页面）、.svg（终端输出）或 .md。",
     # --- file
     "file.not_regular": "无法读取该文件：它是{kind}，不是普通文件",
     "file.kind.directory": "目录",
