@@ -42,13 +42,13 @@ def _esc(text: str) -> str:
 
 @dataclass
 class _Parser:
-    tokens: list[str]
+    tokens: list[str]  # ending with "", which no token is: the end of the formula
     at: int = 0
 
     def peek(self) -> str | None:
-        while self.at < len(self.tokens) and self.tokens[self.at].isspace():
+        while self.tokens[self.at].isspace():
             self.at += 1
-        return self.tokens[self.at] if self.at < len(self.tokens) else None
+        return self.tokens[self.at] or None
 
     def take(self) -> str:
         token = self.peek()
@@ -62,8 +62,7 @@ class _Parser:
         if self.take() != "{":
             raise ValueError("an argument must be in braces")
         depth, out = 1, list[str]()
-        while self.at < len(self.tokens):
-            token = self.tokens[self.at]
+        while token := self.tokens[self.at]:
             self.at += 1
             if token == "{":
                 depth += 1
@@ -126,7 +125,7 @@ class _Parser:
             text = self.raw_group()
             attrs = ' mathvariant="normal"' if tag == "mi" and len(text) == 1 else ""
             if tag == "mtext":  # MathML trims a token's spaces at either end: "if query " would touch the i after it
-                text = re.sub(r"^ +| +$", lambda m: "\u00a0" * len(m[0]), text)
+                text = re.sub(r"^ +| +$", lambda m: m[0].replace(" ", "\u00a0"), text)
             return f"<{tag}{attrs}>{_esc(text)}</{tag}>"
         if token == r"\begin":
             return self.environment(self.raw_group())
@@ -180,7 +179,7 @@ def latex_mathml(tex: str) -> str:
     Raises :class:`ValueError` on unbalanced braces or a formula that ends inside a command; an unknown
     command is an ``<merror>`` in the output, not an error.
     """
-    parser = _Parser(_TOKEN.findall(tex))
+    parser = _Parser([*_TOKEN.findall(tex), ""])
     out = parser.sequence()
     return _row(out) if out else "<mrow></mrow>"
 
