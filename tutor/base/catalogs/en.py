@@ -2365,7 +2365,7 @@ EN.update({
     "html.formula": "Formula",
     "html.shapes": "Shapes",
     "html.mask.legend": "The mask M: T where the query (row) may attend the key (column), F where it may not.",
-    "html.heatmap.desc": "One cell per query (row) and key (column); the number in each cell is the weight to two decimals, and the darker the cell, the larger the weight.",
+    "html.heatmap.desc": "One cell per query (row) and key (column); the number in each cell is the weight, rounded (to two decimals, or to two significant digits when it is smaller than 0.005 but not 0), and the darker the cell, the larger the weight.",
     "html.production.desc": "The layer's tensors in the order production code makes them, one box each: its name, its shape in symbols and in numbers, and the operation that made it.",
     "handout.kind.pdf": "a PDF of the HTML page",
     "pdf.no_chromium": "cannot write {path}: a PDF is printed by headless Chromium, and none was found ({names}); install it (Debian: `apt-get install chromium`) or download it from https://www.chromium.org/getting-involved/download-chromium/, or export the page as .html and print it from a browser",

@@ -2308,7 +2308,7 @@ ZH.update({
     "html.formula": "公式",
     "html.shapes": "形状",
     "html.mask.legend": "掩码 M：T 表示该查询（行）可以关注该键（列），F 表示不可以。",
-    "html.heatmap.desc": "每个格子对应一个查询（行）和一个键（列）；格中的数是保留 2 位小数的权重，颜色越深，权重越大。",
+    "html.heatmap.desc": "每个格子对应一个查询（行）和一个键（列）；格中的数是舍入后的权重（保留 2 位小数；小于 0.005 但不为 0 时保留 2 位有效数字），颜色越深，权重越大。",
     "html.production.desc": "按工程代码生成的顺序列出这一层的张量，每个一格：名称、用符号和数字写出的形状，以及生成它的操作。",
     "handout.kind.pdf": "HTML 页面的 PDF",
     "pdf.no_chromium": "无法写入 {path}：PDF 由无头（headless）Chromium 打印，但没有找到它（{names}）；请安装（Debian：`apt-get install chromium`），或从 https://www.chromium.org/getting-involved/download-chromium/ 下载，也可以导出为 .html 再用浏览器打印",
