@@ -51,7 +51,13 @@ def el(tag: str, *children: object, **attrs: object) -> Markup:
     ``class_`` is ``class``, ``_`` in a name is ``-``; ``None`` and ``False`` attributes are left out."""
     shown = "".join(f' {k.rstrip("_").replace("_", "-")}="{html.escape(str(v), quote=True)}"'
                     for k, v in attrs.items() if v is not None and v is not False)
-    return Markup(f"<{tag}{shown}>" + "".join(esc(c) for c in children) + f"</{tag}>")
+    return Markup(f"<{tag}{shown}>" + "".join(esc(c) for c in children) + f"</{tag}>" + ("\n" if tag in _BLOCKS else ""))
+
+
+#: Elements followed by a line break in the file, so that the page reads (and diffs) line by line; whitespace
+#: between them is not shown.
+_BLOCKS = frozenset({"html", "head", "body", "main", "header", "section", "figure", "table", "caption", "thead",
+                     "tbody", "tr", "ul", "li", "p", "h1", "h2", "h3", "h4", "dl", "dt", "dd", "pre", "div", "style"})
 
 
 _CODE_SPAN = re.compile(r"`([^`\n]*)`")
