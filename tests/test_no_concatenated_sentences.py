@@ -42,6 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tutor/render/markdown.py", "**"): "Markdown bold around a label: markup, the same in every language",
     ("tutor/render/markdown.py", "*"): "Markdown emphasis around a sentence: markup",
     ("tutor/render/markdown.py", "## "): "a Markdown heading's marker: markup",
+    ("tutor/render/markdown.py", "### "): "a Markdown sub-heading's marker (the production view's masks): markup",
     ("tutor/render/markdown.py", "- "): "a Markdown list item's marker: markup",
     ("tutor/render/markdown.py", "> "): "a Markdown quote's marker: markup",
 }

@@ -21,6 +21,8 @@ from ..base.messages import t
 from ..base.textsafe import shown
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..exercise import Exercise, Validation
     from ..exercise.catalog import Catalog
     from ..steps import Solution
@@ -243,17 +245,22 @@ def write_exercise(text: str, output: Path, *, force: bool = False) -> None:
 
 # --- handouts (explain --export) --------------------------------------------------------------
 
-EXPORT_SUFFIXES = (".html", ".htm", ".svg", ".md")
-#: The ``--format`` values each kind of export is: an HTML or SVG page is the terminal output.
-EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": ("rich",), ".md": ("markdown",)}
+EXPORT_SUFFIXES = (".html", ".htm", ".svg", ".md", ".pdf")
+#: The ``--format`` values each kind of export is: an SVG picture is the terminal output; an HTML page (and its PDF)
+#: is a document of its own, which ``--format html`` prints.
+EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": ("rich",), ".md": ("markdown",),
+                  ".pdf": ("html", "rich")}
 
 
 def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
-                    brief: bool = False, force: bool = False) -> None:
+                    brief: bool = False, force: bool = False, environ: Mapping[str, str] | None = None) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
-    ``.html``/``.htm`` a standalone page; ``blank`` leaves the values out (a
+    ``.html``/``.htm`` a standalone page, ``.pdf`` that page printed by headless
+    Chromium (:func:`tutor.render.pdf.print_pdf`, found on the ``PATH`` of
+    ``environ``, the run's variables; without Chromium a :class:`TutorError`
+    says how to get it); ``blank`` leaves the values out (a
     worksheet).  Control characters are escaped in the file (a page is read
     with ``cat`` too).  ``brief`` leaves out the arithmetic of a hand-sized
     exercise.  Raises :class:`ValueError` for another suffix and
@@ -275,6 +282,13 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
         text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief)
     from ..base.outfile import write_file
 
+    if suffix == ".pdf":  # the page, printed
+        from ..base.outfile import check_target
+        from ..render.pdf import print_pdf
+
+        check_target(path, force=force)  # before Chromium takes seconds over a file that will be refused
+        write_file(path, print_pdf(shown(text, keep="\n\t"), path, environ or {}), force=force)
+        return
     write_file(path, shown(text, keep="\n\t"), force=force)
 
 

@@ -69,8 +69,8 @@ def check_target(path: Path, *, force: bool) -> None:
         raise TutorError(t("new.exists", path=path))
 
 
-def write_file(path: Path, text: str, *, force: bool) -> None:
-    """Write ``text`` (UTF-8) to ``path``: see the module docstring for what is refused and why.
+def write_file(path: Path, text: str | bytes, *, force: bool) -> None:
+    """Write ``text`` (UTF-8; bytes as they are: a PDF) to ``path``: see the module docstring for what is refused and why.
 
     Raises :class:`TutorError` when ``path`` is refused or cannot be written (the system's reason).
     """
@@ -87,7 +87,7 @@ def write_file(path: Path, text: str, *, force: bool) -> None:
         _refuse_special(path, os.fstat(fd).st_mode)
         os.ftruncate(fd, 0)
         with os.fdopen(fd, "wb", closefd=False) as f:
-            f.write(text.encode("utf-8"))
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
     except OSError as err:  # ENOSPC: the disk is full
         raise TutorError(t("new.unwritable", path=path, reason=os_reason(err))) from None
     finally:

@@ -26,7 +26,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from rich.console import Console
 
@@ -69,11 +69,12 @@ def explain(
     from ..exercise.catalog import resolve
     from ..steps import solve
 
+    env = environment(ctx)
     if export is not None:
         source = ctx.get_parameter_source("fmt")
-        check_export(export, fmt.value, explicit=source is not None and source.name != "DEFAULT", force=force)
+        check_export(export, fmt.value, explicit=source is not None and source.name != "DEFAULT", force=force,
+                     environ=env.environ)
 
-    env = environment(ctx)
     ex = resolve(exercise, folders(env, exercises))
     check_head(head, ex.num_heads)
     head = head_index(head)  # from here on the 0-based index
@@ -131,7 +132,7 @@ def next_step(out: Console, exercise: str, *, head: int | None, options: Sequenc
     print_command(out, [tx(word) for word in argv])
 
 
-def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None:
+def check_export(export: Path, fmt: str, *, explicit: bool, force: bool, environ: Mapping[str, str] | None = None) -> None:
     """Refuse an ``--export`` that cannot be honoured, before anything is computed.
 
     Usage errors (exit 2): a suffix that is not one of
@@ -140,7 +141,8 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
     suffix decides what is written, so the format would be ignored).
     :class:`TutorError` (exit 2): the file exists and ``force`` is False (as
     ``new -o``), or it exists and is not a regular file (a FIFO would block the
-    write; refused even with ``force``).
+    write; refused even with ``force``); a ``.pdf`` without headless Chromium
+    on the ``PATH`` of ``environ``, the run's variables (:func:`tutor.render.pdf.find_chromium`).
     """
     from ..authoring.validate import EXPORT_FORMATS, EXPORT_SUFFIXES
     from ..base.outfile import check_target
@@ -156,6 +158,11 @@ def check_export(export: Path, fmt: str, *, explicit: bool, force: bool) -> None
                                    formats=t("list.sep.or").join(f"--format {f}" for f in EXPORT_FORMATS[suffix])),
                                  param_hint="--format")
     check_target(export, force=force)  # the one rule for every file attn-tutor writes
+    if suffix == ".pdf":  # issue 24: printed by headless Chromium; without it, say how to get it before computing
+        from ..render.pdf import find_chromium, no_chromium
+
+        if find_chromium(environ or {}) is None:
+            raise no_chromium(export)
 
 
 def handout(env: Env, sol: Solution, fmt: str, *, head: int | None, precision: int, blank: bool,
@@ -170,7 +177,8 @@ def handout(env: Env, sol: Solution, fmt: str, *, head: int | None, precision: i
     if export is not None:
         from ..authoring.validate import export_handout
 
-        export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief, force=force)
+        export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief, force=force,
+                       environ=env.environ)
         warn(t("handout.wrote", path=export))
         return
     if fmt == "json":

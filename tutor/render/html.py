@@ -1,44 +1,26 @@
-"""Standalone pages of the rich output (HTML, SVG) and the blank worksheet layout.
+"""Standalone pages: the SVG picture of the rich output, the blank worksheet layout, and the HTML page.
 
-The page is exactly what ``attn-tutor explain`` prints in a terminal,
+The SVG export is exactly what ``attn-tutor explain`` prints in a terminal,
 recorded by a :class:`rich.console.Console` (``record=True``) that writes to
-a string, then exported with ``export_html``/``export_svg``.  A worksheet
-(``blank=True``) keeps the layout - inputs, formulas, shapes, the reasons -
-and leaves every step's table empty (and drops the heatmap of the weights,
-which would give them away).  Returns text; nothing here prints.
+a string, then exported with ``export_svg``.  The HTML page
+(:func:`export_html`, :mod:`.page`) is a semantic document built from the
+outline.  A worksheet (``blank=True``) keeps the layout - inputs, formulas,
+shapes, the reasons - and leaves every step's table empty (and drops the
+heatmap of the weights, which would give them away).  Returns text; nothing
+here prints.
 """
 
 from __future__ import annotations
 
-import html
 import io
 import re
 
 from rich.console import Console
 
-from ..base.messages import language
 from ..steps import Solution, Step
 from .console import make_console
 from .rich import RichRenderer
 
-_PAGE = """<!DOCTYPE html>
-<html lang="{lang}">
-<head>
-<meta charset="UTF-8">
-<title>{title}</title>
-<style>
-{{stylesheet}}
-body {{{{
-    color: {{foreground}};
-    background-color: {{background}};
-}}}}
-</style>
-</head>
-<body>
-    <pre style="font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace"><code style="font-family:inherit">{{code}}</code></pre>
-</body>
-</html>
-"""
 EXPORT_WIDTH = 100  # columns of an exported page, whatever the terminal's width
 BLANK_WIDTH = 8  # characters of writing space per cell of a worksheet
 
@@ -82,11 +64,10 @@ def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank:
 
 def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
                 brief: bool = False) -> str:
-    """A standalone HTML page of the rich output, titled with the exercise's title."""
-    title = html.escape(sol.exercise.local_title).replace("{", "{{").replace("}", "}}")
-    page = _PAGE.format(title=title, lang={"zh": "zh-CN"}.get(language(), language()))
-    return record(sol, head=head, precision=precision, blank=blank, brief=brief).export_html(
-        inline_styles=True, code_format=page)
+    """A standalone HTML page of the worked solution (a worksheet when ``blank``): :func:`tutor.render.page.page`."""
+    from .page import page
+
+    return page(sol, head=head, precision=precision, blank=blank, brief=brief)
 
 
 def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,

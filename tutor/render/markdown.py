@@ -328,7 +328,25 @@ class MarkdownRenderer:
                 else:
                     self.step(entry, o.exercise)
         self.flow(o.flow)
+        self.production(o)
         return "\n".join(self.lines).rstrip("\n") + "\n"
+
+    def production(self, o: Outline) -> None:
+        """The production view (issue 24), as the terminal shows it: each tensor of the batched layer, its shape in
+        symbols and in numbers, what made it (a line under it); then every mask as PyTorch takes it, grouped by API."""
+        self.add("", f"## {_escape(t('explain.production'))}", "")
+        for step in o.production:
+            self.add(f"- `{step.name}`: `{step.symbolic} = {step.concrete}`", f"  - {_escape(str(step.note))}")
+        if not o.masks:
+            return
+        self.add("", f"### {_escape(t('explain.production.masks'))}", "")
+        api = None
+        for item in o.masks:
+            m = item.mask
+            if m.api != api:
+                self.add(*([""] if api is not None else []), f"**{_escape(str(m.api_name))}**", "")
+                api = m.api
+            self.add(f"- `{m.code()}`", f"  - {_escape(item.meaning)}")
 
     def flow(self, f: Flow) -> None:
         """The shape annotations of the first head's steps (under ``--head`` too) and of the layer's."""

@@ -9,7 +9,7 @@ is there, the arithmetic, the notes on the mistakes the exercise cannot
 catch), the dimension flow, and the production view.  The terminal and HTML
 (:mod:`.rich`), Markdown (:mod:`.markdown`) and JSON (:mod:`.json`) render
 it, each in its own notation, each leaving out what its format does not
-show (Markdown has no production view, JSON no parts).  Pure: no printing.
+show (JSON has no parts).  Pure: no printing.
 """
 
 from __future__ import annotations

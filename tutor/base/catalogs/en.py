@@ -584,7 +584,7 @@ EN: dict[str, str] = {
     "handout.bad_suffix": "cannot export to '{found}': the file name must end in one of {choices}",
     "handout.wrote": "wrote {path}",
     "handout.format_clash": "--export {path} writes {kind} (from its suffix), so --format {found} would be ignored; leave out --format (or give {formats}), or change the file name",
-    "handout.kind.html": "an HTML page of the terminal output",
+    "handout.kind.html": "an HTML page",
     "handout.kind.svg": "an SVG picture of the terminal output",
     "handout.kind.md": "Markdown",
     "output.not_file": "{path} exists and is {kind}, not a regular file, so nothing is written to it, even with --force; write to a file name",
@@ -632,7 +632,7 @@ EN: dict[str, str] = {
     "cli.schema.help": "Print the JSON Schema of the exercise format (for editors: see docs/authoring.md).",
     "cli.opt.exercises": "A folder of more exercises (an exercise pack); may be repeated. ATTN_TUTOR_PATH adds more.",
     "cli.opt.blank": "A worksheet: the same layout with every step's answer left empty.",
-    "cli.opt.export": "Write a standalone page to this file instead: .html, .svg (the terminal output) or .md.",
+    "cli.opt.export": "Write a standalone page to this file instead: .html, .pdf (that page printed by headless Chromium), .svg (the terminal output) or .md.",
     # --- issue 8: files, numbers and shapes (B.3, B.4, C.7, C.8, D.12, G.21, G.23, G.25) ---
     "file.not_regular": "cannot read the file: it is {kind}, not a regular file",
     "file.kind.directory": "a directory",
@@ -2409,6 +2409,17 @@ EN.update({
     "code.mistake.rope_v_rotated": "your values are rotated too. RoPE turns only the queries and the keys (so that q·k depends on the distance m − n); the values enter the output as they are: rotate q and k, and append v unrotated, `v_cache = torch.cat([v_cache, v], dim=2)`.",
     "code.mistake.rope_cache_rotated_again": "your cached keys turn a second time: k_cache holds keys already turned at their positions 0 … P − 1, and rotating the keys you attend with by `torch.arange(P + T)` turns cached key j by 2·j·θ_i. Rotate only the new keys, once, append them, and attend with the result: `k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`.",
     "code.mistake.rope_cache_unrotated": "the cache you return holds the new keys unrotated, but the next step reads k_cache as keys already turned at their positions and does not turn them: append the keys you attended with, the rotated ones: `k_cache = torch.cat([k_cache, k_rot], dim=2)`.",
+    # --- issue 24: handouts that are real pages (HTML, PDF) ---
+    "html.caption": "{name}, shape {shape}",
+    "html.formula": "Formula",
+    "html.shapes": "Shapes",
+    "html.mask.legend": "The mask M: T where the query (row) may attend the key (column), F where it may not.",
+    "html.heatmap.desc": "One cell per query (row) and key (column); the number in each cell is the weight, rounded (to two decimals, or to two significant digits when it is smaller than 0.005 but not 0), and the darker the cell, the larger the weight.",
+    "html.production.desc": "The layer's tensors in the order production code makes them, one box each: its name, its shape in symbols and in numbers, and the operation that made it.",
+    "handout.kind.pdf": "a PDF of the HTML page",
+    "pdf.no_chromium": "cannot write {path}: a PDF is printed by headless Chromium, and none was found ({names}); install it (Debian: `apt-get install chromium`) or download it from https://www.chromium.org/getting-involved/download-chromium/, or export the page as .html and print it from a browser",
+    "pdf.timeout": "cannot write {path}: Chromium ({browser}) did not finish printing the page within {seconds} seconds, and was stopped",
+    "pdf.failed": "cannot write {path}: Chromium ({browser}) could not print the page (exit status {code}): {reason}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

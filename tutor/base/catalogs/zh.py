@@ -568,7 +568,7 @@ ZH: dict[str, str] = {
     "handout.bad_suffix": "无法导出到 '{found}'：文件名必须以 {choices} 之一结尾",
     "handout.wrote": "已写入 {path}",
     "handout.format_clash": "--export {path} 按文件后缀决定输出内容：{kind}，因此 --format {found} 会被忽略；请去掉 --format（或改为 {formats}），或者更改文件名",
-    "handout.kind.html": "终端输出的 HTML 页面",
+    "handout.kind.html": "HTML 页面",
     "handout.kind.svg": "终端输出的 SVG 图片",
     "handout.kind.md": "Markdown",
     # --- output
@@ -621,7 +621,7 @@ ZH: dict[str, str] = {
     "cli.schema.help": "打印练习格式的 JSON Schema（供编辑器使用，参见 docs/authoring.md）。",
     "cli.opt.exercises": "存放更多练习的文件夹（练习包）；可重复指定。ATTN_TUTOR_PATH 还可以再添加。",
     "cli.opt.blank": "生成练习纸：版式不变，每一步的答案都留空。",
-    "cli.opt.export": "改为把一个独立页面写入该文件：.html、.svg（终端输出）或 .md。",
+    "cli.opt.export": "改为把一个独立页面写入该文件：.html、.pdf（由无头 Chromium 打印的同一页面）、.svg（终端输出）或 .md。",
     # --- file
     "file.not_regular": "无法读取该文件：它是{kind}，不是普通文件",
     "file.kind.directory": "目录",
@@ -2350,6 +2350,17 @@ ZH.update({
     "code.mistake.rope_v_rotated": "你把值也旋转了。RoPE 只旋转查询和键（好让 q·k 只取决于距离 m − n）；值原样进入输出：只旋转 q 和 k，把未旋转的 v 追加进去，`v_cache = torch.cat([v_cache, v], dim=2)`。",
     "code.mistake.rope_cache_rotated_again": "你的缓存键又被旋转了一次：k_cache 里的键已经按各自的位置 0 … P − 1 转过，再把用来做注意力的键按 `torch.arange(P + T)` 旋转一遍，缓存键 j 就转了 2·j·θ_i。只把新的键旋转一次，追加进去，再用结果做注意力：`k_cache = torch.cat([k_cache, apply_rope(k, torch.arange(P, P + T))], dim=2)`。",
     "code.mistake.rope_cache_unrotated": "你返回的缓存里，新的键没有旋转；而下一步会把 k_cache 当作已按位置旋转过的键，不再旋转：应追加你做注意力时用的、旋转过的键：`k_cache = torch.cat([k_cache, k_rot], dim=2)`。",
+    # --- issue 24: handouts that are real pages (HTML, PDF) ---
+    "html.caption": "{name}，形状 {shape}",
+    "html.formula": "公式",
+    "html.shapes": "形状",
+    "html.mask.legend": "掩码 M：T 表示该查询（行）可以关注该键（列），F 表示不可以。",
+    "html.heatmap.desc": "每个格子对应一个查询（行）和一个键（列）；格中的数是舍入后的权重（保留 2 位小数；小于 0.005 但不为 0 时保留 2 位有效数字），颜色越深，权重越大。",
+    "html.production.desc": "按工程代码生成的顺序列出这一层的张量，每个一格：名称、用符号和数字写出的形状，以及生成它的操作。",
+    "handout.kind.pdf": "HTML 页面的 PDF",
+    "pdf.no_chromium": "无法写入 {path}：PDF 由无头（headless）Chromium 打印，但没有找到它（{names}）；请安装（Debian：`apt-get install chromium`），或从 https://www.chromium.org/getting-involved/download-chromium/ 下载，也可以导出为 .html 再用浏览器打印",
+    "pdf.timeout": "无法写入 {path}：Chromium（{browser}）在 {seconds} 秒内没有打印完页面，已被终止",
+    "pdf.failed": "无法写入 {path}：Chromium（{browser}）无法打印页面（退出状态 {code}）：{reason}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.

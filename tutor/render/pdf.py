@@ -1,0 +1,87 @@
+"""The HTML page printed to PDF by headless Chromium: what ``explain --export page.pdf`` writes.
+
+:func:`find_chromium` looks for the browser on ``PATH`` (Debian's
+``chromium``, ``chromium-browser``, ``google-chrome``); :func:`print_pdf`
+writes the page to a temporary folder and runs
+``chromium --headless --print-to-pdf`` on it in a child process of its own
+session, with no network (``--no-proxy-server``, and the page fetches
+nothing), a temporary profile (``--user-data-dir``), and a timeout after
+which the child and everything it started are killed.  Errors are
+:class:`~tutor.base.errors.TutorError` with one sentence each (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..base.errors import TutorError
+from ..base.messages import t
+
+#: The names headless Chromium goes by, in the order they are looked for.
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+TIMEOUT = 300  # seconds a print may take before Chromium is stopped (the page of an exercise at the size limits took 80 s on 2 busy cores)
+
+
+def find_chromium(environ: Mapping[str, str]) -> str | None:
+    """The path of the first of :data:`BROWSERS` on the ``PATH`` of ``environ`` (the run's variables,
+    :attr:`tutor.base.env.Env.environ`; without ``PATH``, :data:`os.defpath` as ``execvp`` would), or ``None``."""
+    for name in BROWSERS:
+        found = shutil.which(name, path=environ.get("PATH", os.defpath))
+        if found is not None:
+            return found
+    return None
+
+
+def no_chromium(path: Path) -> TutorError:
+    """The error for a PDF asked for without Chromium: how to get it."""
+    return TutorError(t("pdf.no_chromium", path=path, names=t("list.sep").join(BROWSERS)))
+
+
+def print_pdf(page: str, path: Path, environ: Mapping[str, str], *, browser: str | None = None,
+              timeout: float = TIMEOUT) -> bytes:
+    """The PDF of the HTML ``page`` (a complete document, UTF-8), printed by headless Chromium.
+
+    ``environ``: the run's variables, where Chromium is looked for and what it runs with (``HOME`` a temporary
+    folder); ``browser``: the executable (default :func:`find_chromium`); ``path``: the file the PDF is for (named
+    in the errors).  Raises :class:`TutorError` when there is no browser, when it fails or writes nothing, and when it
+    has not finished after ``timeout`` seconds (its whole process group is killed first).
+    """
+    browser = browser or find_chromium(environ)
+    if browser is None:
+        raise no_chromium(path)
+    with tempfile.TemporaryDirectory(prefix="attn-tutor-pdf-") as tmp:
+        html_file, out = Path(tmp) / "page.html", Path(tmp) / "page.pdf"
+        html_file.write_text(page, encoding="utf-8")
+        argv = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-proxy-server", "--no-first-run",
+                "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+                "--disable-sync", "--no-pdf-header-footer", f"--user-data-dir={Path(tmp) / 'profile'}",
+                f"--print-to-pdf={out}", html_file.as_uri()]
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 start_new_session=True, env={**environ, "HOME": tmp})
+        try:
+            _, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(child)
+            raise TutorError(t("pdf.timeout", path=path, browser=browser, seconds=f"{timeout:g}")) from None
+        finally:
+            _kill(child)  # what it started and left behind (a zygote, a crashpad handler)
+        if child.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
+            reason = err.decode("utf-8", "replace").strip().splitlines()
+            raise TutorError(t("pdf.failed", path=path, browser=browser, code=child.returncode,
+                                   reason=reason[-1] if reason else "-"))
+        return out.read_bytes()
+
+
+def _kill(child: subprocess.Popen[bytes]) -> None:
+    """Kill the process group ``child`` leads (it was started in a session of its own), then reap it."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    child.wait()
