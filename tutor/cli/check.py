@@ -58,7 +58,7 @@ class CheckFormat(str, Enum):
 
 def check(
     ctx: typer.Context,
-    solutions: Annotated[list[str], typer.Argument(help=t("cli.check.solution"), metavar="DIR|FILE...")],
+    solution: Annotated[list[str], typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
                                                     show_default=False)] = None,
@@ -71,10 +71,10 @@ def check(
 
     check_tolerance(tolerance)
     env = environment(ctx)
-    if len(solutions) == 1 and not os.path.isdir(solutions[0]) and fmt is not CheckFormat.csv:
-        _check_one(env, solutions[0], exercise, tolerance, Format(fmt.value), exercises)
+    if len(solution) == 1 and not os.path.isdir(solution[0]) and fmt is not CheckFormat.csv:
+        _check_one(env, solution[0], exercise, tolerance, Format(fmt.value), exercises)
     else:
-        check_batch(env, solutions, exercise, tolerance, fmt, exercises)
+        check_batch(env, solution, exercise, tolerance, fmt, exercises)
 
 
 def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: float | None, fmt: CheckFormat,
@@ -188,7 +188,7 @@ class ReportFormat(str, Enum):
 
 def report(
     ctx: typer.Context,
-    sources: Annotated[list[str], typer.Argument(help=t("cli.report.sources"), metavar="DIR|CSV...")],
+    paths: Annotated[list[str], typer.Argument(help=t("cli.report.sources"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
                                                     show_default=False)] = None,
@@ -219,7 +219,7 @@ def report(
             raise TutorError("\n".join(str(p) for p in problems))
         return text
 
-    for source in sources:
+    for source in paths:
         named = [source] if not os.path.isdir(source) else \
             [os.path.join(source, e) for e in sorted(os.listdir(source))
              if not e.startswith(".") and not os.path.isdir(os.path.join(source, e))]
@@ -236,7 +236,7 @@ def report(
             elif suffix in (".yaml", ".yml") or path == source:
                 solutions.append(path)
     if not solutions and not rows and not progress:
-        raise TutorError(t("report.nothing", where=", ".join(shown(s) for s in sources)))
+        raise TutorError(t("report.nothing", where=", ".join(shown(s) for s in paths)))
     if solutions:
         grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
                         judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))

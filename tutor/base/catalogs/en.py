@@ -2403,7 +2403,7 @@ EN.update({
     "progress.expected.time": "a time in ISO 8601",
     "progress.expected.version": "1 (this version of attn-tutor reads only that one)",
     "report.csv.columns": "{file}: not a CSV of check --format csv: no column {columns}",
-    "report.csv.too_long": "{file}: more than {limit} rows",
+    "report.csv.too_long": "{file}: more than {limit:rows}",
     "report.csv.bad": "{file}:{line}: not CSV: {reason}",
     "report.csv.verdict": "{file}:{line}: verdict '{found}' should be correct, wrong or unusable",
     "report.csv.steps": "{file}:{line}: steps item '{found}' should be STEP:correct or STEP:wrong",

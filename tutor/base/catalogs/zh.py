@@ -2343,7 +2343,7 @@ ZH.update({
     "progress.expected.time": "ISO 8601 格式的时间",
     "progress.expected.version": "版本 1（这个版本的 attn-tutor 只读这一版）",
     "report.csv.columns": "{file}：不是 check --format csv 写出的 CSV：缺少列 {columns}",
-    "report.csv.too_long": "{file}：超过 {limit} 行",
+    "report.csv.too_long": "{file}：超过 {limit:rows}",
     "report.csv.bad": "{file}:{line}：不是有效的 CSV：{reason}",
     "report.csv.verdict": "{file}:{line}：结论 '{found}' 应为 correct、wrong 或 unusable",
     "report.csv.steps": "{file}:{line}：steps 中的 '{found}' 应为 STEP:correct 或 STEP:wrong",
