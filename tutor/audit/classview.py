@@ -15,6 +15,9 @@ From the rows of :mod:`tutor.audit.batch` (a folder graded now, or the CSV
   online softmax, that exercise's ``--tiled`` drill; for any other finding
   (a single slipped entry, a NaN), the step itself, practised on the exercise.
 
+Read back from the CSV, a submission's mistakes are all placed at its first wrong step (the CSV names
+the step of none of them); a folder graded now places each at the step where it was named.
+
 Pure: no printing and no files; the report is data for :mod:`tutor.render.report`.
 """
 
