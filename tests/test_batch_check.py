@@ -326,3 +326,15 @@ def test_report_refuses_a_hostile_progress_file(cli, tmp_path):
     (folder / "x.json").write_text("[" * 100_000)
     assert "not a JSON document" in cli("report", folder).err
     shutil.rmtree(folder)
+
+
+def test_the_comment_says_what_check_file_says_first(cli, tmp_path):
+    """A wrong shape is said as a shape; a decimal cut off (no misconception) by its note; as `check FILE` shows them."""
+    folder = _class(tmp_path, {
+        "shape.yaml": "exercise: single-head-3x4\nq: [[1, 1, 0], [2, 2, 0], [2, 2, 0]]\n",
+        "cut.yaml": "exercise: single-head-3x4\nweights: [[0.108, 0.445, 0.445], [0.0, 0.5, 0.5], [0.0, 0.5, 0.5]]\n"})
+    rows = {r["student"]: r for r in _csv(cli("check", folder, "--format", "csv").out)}
+    assert rows["shape"]["comment"] == "q is the first wrong step: it is [3×3], and should be [3×2]."
+    assert rows["cut"]["comment"] == ("weights is the first wrong step. [t1, t2] = 0.445, [t1, t3] = 0.445: cut off instead"
+                                      " of rounded (0.445808 to 3 decimals is 0.446, not 0.445).")
+    assert "cut off instead of rounded (0.445808 to 3" in cli("check", folder / "cut.yaml").out

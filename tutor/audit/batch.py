@@ -27,10 +27,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..answers import ROUNDED_AWAY, TRUNCATED
 from ..base.errors import TutorError
 from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
-from .check import INDEPENDENT, Report
+from .check import INDEPENDENT, Report, StepCheck
 from .plausibility import label
 from .solution import SolutionFile
 from .tiled_part import TiledGiven
@@ -200,6 +201,23 @@ def first_line(err: TutorError) -> Text:
     return Msg.plural("batch.more_problems", len(lines) - 1, first=lines[0])
 
 
+def _first_comment(fw: StepCheck, name: Text) -> Text:
+    """What the student reads about the first wrong step ``fw`` (named ``name``): its shape when that is wrong,
+    else its first diagnosis, else the note that explains it (an exact number for a rounded value, a decimal
+    cut off), else that no known misconception explains it -- what ``check FILE`` shows first there."""
+    if not fw.shape_ok:
+        return Msg("batch.comment.shape", step=name, found=_dims(fw.given.shape), expected=_dims(fw.expected.shape))
+    explained = [d.message for d in fw.diagnoses] + [note for _, note in fw.exact_claims] + \
+        [note for key, _, note in fw.notes if key in (TRUNCATED, ROUNDED_AWAY)]
+    if explained:
+        return Msg("batch.comment.first", step=name, diagnosis=explained[0])
+    return Msg("batch.comment.unexplained", step=name)
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return f"[{shape[0]}×{shape[1]}]"
+
+
 def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: TiledOutcome | None) -> Row:
     """The row of ``sf`` from its audit (``None`` without steps) and its ``tiled:`` part's outcome (``None``
     without one); its verdict is ``check FILE``'s: wrong when either is."""
@@ -218,8 +236,7 @@ def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: Tile
         if fw is not None:
             first, first_label = fw.given.field, label(ex, *fw.key)
             mistakes += [(d.key, fw.given.id) for d in fw.diagnoses]
-            comment = (Msg("batch.comment.first", step=first_label, diagnosis=fw.diagnoses[0].message)
-                       if fw.diagnoses else Msg("batch.comment.unexplained", step=first_label))
+            comment = _first_comment(fw, first_label)
         for s in report.steps:
             if s is not fw and s.follows == INDEPENDENT:
                 mistakes += [(d.key, s.given.id) for d in s.diagnoses]

@@ -2439,6 +2439,7 @@ EN.update({
     "report.progress.mistakes": "Mistakes made in practice",
     "mistake.nan": "wrote NaN",
     "mistake.nan_empty_row": "wrote NaN for a query that may attend to no key",
+    "batch.comment.shape": "{step} is the first wrong step: it is {found}, and should be {expected}.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2378,6 +2378,7 @@ ZH.update({
     "report.progress.mistakes": "练习中犯的错误",
     "mistake.nan": "写了 NaN",
     "mistake.nan_empty_row": "对一个不能关注任何键的查询写了 NaN",
+    "batch.comment.shape": "第一个错误的步骤是 {step}：它的形状是 {found}，应为 {expected}。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
