@@ -313,7 +313,8 @@ def test_report_adds_up_the_progress_files(cli, tmp_path, home):
     assert prog["mistakes"][0]["key"] == "no_scaling" and prog["mistakes"][0]["learners"] == 2
     assert {(k["step"], k["learners"]) for k in prog["skills"]} >= {("scaled", 2)}
     out = cli("report", folder).out
-    assert "Progress of 2 learners, per step practised" in out
+    assert "Progress of 2 learners, per step practised" in out and "Per exercise: the learners who practised" in out
+    assert "| single-head-3x4 | scaled | 2 | 5 |" in cli("report", folder, "--format", "markdown").out
 
 
 def test_report_refuses_a_hostile_progress_file(cli, tmp_path):

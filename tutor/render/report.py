@@ -114,6 +114,10 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         table([t("report.col.step"), t("report.col.learners"), t("report.col.accuracy")],
               [[s["step"], str(s["learners"]), "—" if s["accuracy"] is None else trimmed(100 * s["accuracy"], 1) + "%"]
                for s in prog["steps"]], {1, 2})
+        if prog["practised"]:
+            console.print(Text(tx(t("report.practised")), style="bold"))
+            table([t("report.col.exercise"), t("report.col.step"), t("report.col.learners"), t("report.col.answers")],
+                  [[p["exercise"], p["step"], str(p["learners"]), str(p["graded"])] for p in prog["practised"]], {2, 3})
         if prog["skills"]:
             console.print(Text(tx(t("report.skills")), style="bold"))
             table([t("report.col.step"), t("report.col.family"), t("report.col.learners"), t("report.col.due"),
@@ -179,6 +183,12 @@ def report_markdown(doc: dict[str, Any]) -> str:
                          [[s["step"], str(s["learners"]),
                            "—" if s["accuracy"] is None else trimmed(100 * s["accuracy"], 1) + "%"]
                           for s in prog["steps"]], {1, 2})
+        if prog["practised"]:
+            out += ["", _heading(3, t("report.practised")), ""]
+            out += _md_table([t("report.col.exercise"), t("report.col.step"), t("report.col.learners"),
+                              t("report.col.answers")],
+                             [[p["exercise"], p["step"], str(p["learners"]), str(p["graded"])] for p in prog["practised"]],
+                             {2, 3})
         if prog["skills"]:
             out += ["", _heading(3, t('report.skills')), ""]
             out += _md_table([t("report.col.step"), t("report.col.family"), t("report.col.learners"),

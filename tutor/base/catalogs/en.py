@@ -2440,6 +2440,8 @@ EN.update({
     "mistake.nan": "wrote NaN",
     "mistake.nan_empty_row": "wrote NaN for a query that may attend to no key",
     "batch.comment.shape": "{step} is the first wrong step: it is {found}, and should be {expected}.",
+    "report.practised": "Per exercise: the learners who practised each step, and their graded answers",
+    "report.col.answers": "answers",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

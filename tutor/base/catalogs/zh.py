@@ -2379,6 +2379,8 @@ ZH.update({
     "mistake.nan": "写了 NaN",
     "mistake.nan_empty_row": "对一个不能关注任何键的查询写了 NaN",
     "batch.comment.shape": "第一个错误的步骤是 {step}：它的形状是 {found}，应为 {expected}。",
+    "report.practised": "按练习：练习过各步骤的学习者，以及他们已判分的答案数",
+    "report.col.answers": "答案数",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
