@@ -10,7 +10,7 @@ reader that takes the file as plain UTF-8, Python's ``csv`` module with
 ``encoding="utf-8"`` among them, would read a mark as part of the first
 header's name), a header row, every cell quoted, lines ended by LF (a
 document on standard output carries no raw control character but the newline;
-CSV readers take LF as they take RFC 4180's CRLF), and one row per submission with the columns
+Python's csv module reads LF as it reads RFC 4180's CRLF), and one row per submission with the columns
 :data:`CSV_COLUMNS` (the last, ``steps``, lists every step given with its verdict, for ``report`` to read
 back; a gradebook's import maps the columns it takes).  The
 score is the percentage of the steps given that are right, 0 to 100 with at
