@@ -6,6 +6,9 @@ or, with ``--format json``, the report's document.  Several files, or a folder
 (:mod:`tutor.audit.batch`): a table, the gradebook CSV (``--format csv``) or
 the document ``{"submissions": [...], "summary": {...}}``; an unusable file is a
 row, and the run's exit code is the worst of its files' (2 over 1 over 0).
+``report`` reads such rows (a folder graded now, or the CSV read back) and
+the class's ``stats --export`` files into the class view (:mod:`tutor.audit.classview`,
+:mod:`tutor.store.export`); it exits 0, or 2 on a source it cannot read.
 
 Exit codes: 0 every given step right and plausible; 1 something is wrong
 (raised as :class:`tutor.cli.common.SolutionWrong`, the only way to exit
