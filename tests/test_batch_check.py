@@ -339,3 +339,12 @@ def test_the_comment_says_what_check_file_says_first(cli, tmp_path):
     assert rows["cut"]["comment"] == ("weights is the first wrong step. [t1, t2] = 0.445, [t1, t3] = 0.445: cut off instead"
                                       " of rounded (0.445808 to 3 decimals is 0.446, not 0.445).")
     assert "cut off instead of rounded (0.445808 to 3" in cli("check", folder / "cut.yaml").out
+
+
+def test_a_files_warnings_are_said_as_check_file_says_them(cli, tmp_path):
+    folder = _class(tmp_path, {"a.yaml": "exercise: single-head-3x4\nq: [[1, 1], [2, 2], [2, 010]]\n"})
+    code, out, err = cli("check", folder)
+    alone = cli("check", folder / "a.yaml")
+    assert code == alone.code == 1 and err == alone.err and "warning: q[2][1]: 010 has a leading zero" in err
+    row = json.loads(cli("check", folder, "--format", "json").out)["submissions"][0]
+    assert [(w["line"], w["field"]) for w in row["warnings"]] == [(2, "q[2][1]")]

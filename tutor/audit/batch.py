@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..answers import ROUNDED_AWAY, TRUNCATED
-from ..base.errors import TutorError
+from ..base.errors import Problem, TutorError
 from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
 from .check import INDEPENDENT, Report, StepCheck
@@ -90,6 +90,8 @@ class Row:
     steps: tuple[tuple[str, bool], ...] = ()
     #: the step id each of :attr:`mistakes` was named at (``weights``, ``tiled``), in the same order
     mistake_steps: tuple[str, ...] = ()
+    #: the file's warnings (a plain ``010``), which change no verdict, as ``check FILE`` says them
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -261,4 +263,4 @@ def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: Tile
     for key, step in mistakes:
         seen.setdefault(key, step)
     return Row(path, student_of(path, sf), ex.id, WRONG if wrong else CORRECT, first, first_label, tuple(seen),
-               right, given, comment, steps=tuple(items), mistake_steps=tuple(seen.values()))
+               right, given, comment, steps=tuple(items), mistake_steps=tuple(seen.values()), warnings=sf.warnings)

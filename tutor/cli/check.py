@@ -103,8 +103,12 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
 
         write_document(csv_text(rows))
     else:
+        from ..authoring.validate import warning_text
         from ..render.batch import render_batch
 
+        for row in rows:  # as check FILE says them: on stderr, changing no verdict
+            for p in row.warnings:
+                warn(warning_text(p))
         render_batch(rows, console(env))
     code = exit_code(rows)
     if code == EXIT_INPUT:

@@ -67,7 +67,7 @@ def row_dict(row: Row) -> dict[str, Any]:
     (``correct``, ``wrong``, ``unusable``), ``exit_code`` (what ``check FILE`` exits with), ``score`` (the
     percentage of the steps given that are right, ``null`` for an unusable file), ``steps_right``,
     ``steps_given``, ``first_wrong`` (the step's place in the file, ``heads[1].weights``, or ``null``),
-    ``mistakes`` (each ``{"key", "step"}``: the mistake and the step id it was named at), ``steps`` (every item
+    ``warnings`` (the file's, as ``check FILE --format json`` lists them), ``mistakes`` (each ``{"key", "step"}``: the mistake and the step id it was named at), ``steps`` (every item
     given, ``{"step": place, "verdict"}``), ``comment`` (the sentence for the student) and ``errors`` (an unusable file's
     lines, else ``[]``)."""
     score = row.score
@@ -85,6 +85,8 @@ def row_dict(row: Row) -> dict[str, Any]:
         "steps": [{"step": place, "verdict": CORRECT if ok else WRONG} for place, ok in row.steps],
         "comment": _words(row.comment),
         "errors": [line for line in str(row.error).splitlines() if line.strip()] if row.error is not None else [],
+        "warnings": [{"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": p.message,
+                      "hint": p.hint} for p in row.warnings],
     }
 
 
