@@ -24,7 +24,7 @@ def test_every_command_is_registered_in_the_order_of_help():
     registered += [(g.name, g.typer_instance) for g in app.registered_groups]
     assert registered == [(n, f) for n, f, _ in COMMANDS]
     assert list(typer.main.get_command(app).commands) == NAMES  # type: ignore[attr-defined]
-    assert len(set(NAMES)) == len(NAMES) == 11
+    assert len(set(NAMES)) == len(NAMES) == 12
 
 
 def _flat(text: str) -> str:

@@ -199,6 +199,10 @@ SESSIONS = {
     "check-help": (("check", "--help"), ""),
     "code-check-help": (("code", "check", "--help"), ""),
     "unknown-exercise": (("explain", "no-such-exercise"), ""),
+    # issue 24: a class graded in one run, and its report
+    "check-batch": (("check", str(EXERCISES.parent / "tests" / "data" / "check")), ""),
+    "report": (("report", str(EXERCISES.parent / "tests" / "data" / "check")), ""),
+    "report-help": (("report", "--help"), ""),
 }
 
 

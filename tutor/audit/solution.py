@@ -61,7 +61,9 @@ from ..steps import HEAD_STEPS, KINDS, LAYER_STEPS, STEP_IDS, has_backward, keys
 from .tiled_part import TiledGiven, read_tiled
 
 #: Fields a solution file may have besides the steps.
-META_FIELDS = ("exercise", "title", "source", "heads")
+META_FIELDS = ("exercise", "title", "source", "heads", "student")
+#: The longest ``student:`` a solution file may name (a name or an id, one line of a gradebook).
+MAX_STUDENT = 200
 #: The longest side a step can have within the exercise format's limits (:data:`tutor.exercise.LIMITS`):
 #: the concatenated heads, num_heads·d_v wide (with ``w_o``, which then sets d_out); every other
 #: side is L, L_k, d_k, d_v or d_out.  A matrix with a longer side is refused before its entries are read.
@@ -180,6 +182,7 @@ class SolutionFile:
     source: str = ""
     warnings: tuple[Problem, ...] = ()
     tiled: TiledGiven | None = None  # a worked online softmax (issue 13), judged by tutor.flash.check
+    student: str = ""  # who wrote it (issue 24: batch check's student column), "" when not said
 
     def given(self, id: str, head: int | None) -> GivenStep | None:
         for s in self.steps:
@@ -394,6 +397,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
     for meta in ("title", "source"):
         if meta in data and not isinstance(data[meta], str):
             r.add((meta,), Msg("schema.expected", expected=Msg("expected.text"), found=describe(data[meta])))
+    student = _student(r, data)
     if exercise is None:
         raise ExerciseError(r.problems)
 
@@ -461,7 +465,22 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
     # line, for an exercise the backward pass is not built for)
     steps = tuple(found[k] for k in keys(ex, backward=has_backward(k[0] for k in found)) if k in found)
     return SolutionFile(filename, ex, steps, str(data.get("title") or ""), str(data.get("source") or ""),
-                        tuple(doc.warnings), tiled=tiled_given)
+                        tuple(doc.warnings), tiled=tiled_given, student=student)
+
+
+def _student(r: Reader, data: dict[str, Any]) -> str:
+    """The file's ``student:`` (issue 24): text or a number as written (an id such as ``20231234``), at most
+    :data:`MAX_STUDENT` characters, ``""`` when absent; a problem at the field otherwise."""
+    if "student" not in data or data["student"] is None:
+        return ""
+    value = data["student"]
+    if not isinstance(value, str):  # a number is a YNum, a str holding its text
+        r.add(("student",), Msg("schema.expected", expected=Msg("expected.text"), found=describe(value)))
+        return ""
+    if len(value) > MAX_STUDENT:
+        r.add(("student",), Msg("solution.student_long", found=len(value), limit=MAX_STUDENT))
+        return ""
+    return value.strip()
 
 
 def _field(path: YPath) -> str:

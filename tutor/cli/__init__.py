@@ -64,6 +64,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
     ("handouts", author.handouts, "cli.handouts.help"),  # issue 24: per-student variants
     ("schema", author.schema, "cli.schema.help"),
     ("check", check.check, "cli.check.help"),
+    ("report", check.report, "cli.report.help"),  # issue 24: the class view of graded submissions and progress files
     ("drill", drill.app, "cli.drill.help"),  # a group: drill shapes|counts|masks|concepts|interview
     ("code", code.app, "cli.code.help"),  # a group: code list|start|check|show
 )

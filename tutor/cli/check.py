@@ -1,4 +1,14 @@
-"""`check`: the errata auditor for written solutions (issue 4).
+"""`check`: the errata auditor for written solutions (issue 4), and a class's submissions graded in one run (issue 24).
+
+One file named (not a folder) is checked as it always was: its report in words
+or, with ``--format json``, the report's document.  Several files, or a folder
+(its ``*.yaml``/``*.yml`` files, sorted), are graded into one row each
+(:mod:`tutor.audit.batch`): a table, the gradebook CSV (``--format csv``) or
+the document ``{"submissions": [...], "summary": {...}}``; an unusable file is a
+row, and the run's exit code is the worst of its files' (2 over 1 over 0).
+``report`` reads such rows (a folder graded now, or the CSV read back) and
+the class's ``stats --export`` files into the class view (:mod:`tutor.audit.classview`,
+:mod:`tutor.store.export`); it exits 0, or 2 on a source it cannot read.
 
 Exit codes: 0 every given step right and plausible; 1 something is wrong
 (raised as :class:`tutor.cli.common.SolutionWrong`, the only way to exit
@@ -12,17 +22,21 @@ code: they are ``file:line:col: warning: ...`` lines on stderr, or the
 
 from __future__ import annotations
 
+import os
+from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..base.ascii import asciify, is_utf
 from ..base.messages import t
+from ..base.textsafe import shown
 from .common import (
+    EXIT_INPUT,
     EXIT_WRONG,
     ExercisesOpt,
     Format,
-    FormatOpt,
     SolutionWrong,
     console,
     environment,
@@ -37,23 +51,79 @@ if TYPE_CHECKING:
     from ..base.env import Env
 
 
+class CheckFormat(str, Enum):
+    """``--format`` of check: for people, JSON for scripts, or the gradebook CSV (issue 24)."""
+
+    rich = "rich"
+    json = "json"
+    csv = "csv"
+
+
 def check(
     ctx: typer.Context,
-    solution: Annotated[str, typer.Argument(help=t("cli.check.solution"))],
+    solution: Annotated[list[str], typer.Argument(help=t("cli.check.solution"))],
     exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
                                                     show_default=False)] = None,
-    fmt: FormatOpt = Format.rich,
+    fmt: Annotated[CheckFormat, typer.Option("--format", help=t("cli.check.format"))] = CheckFormat.rich,
     exercises: ExercisesOpt = None,
 ) -> None:
-    """Audit a solution file against its exercise; raise :class:`SolutionWrong` when it is wrong."""
-    from ..audit.check import audit
-    from ..audit.solution import load_solution
-    from ..authoring.validate import warning_text
+    """Audit a solution file against its exercise; raise :class:`SolutionWrong` when it is wrong.
+    Several files or a folder: grade each into a row (:func:`check_batch`)."""
     from .practice import check_tolerance
 
     check_tolerance(tolerance)
     env = environment(ctx)
+    if len(solution) == 1 and not os.path.isdir(solution[0]) and fmt is not CheckFormat.csv:
+        _check_one(env, solution[0], exercise, tolerance, Format(fmt.value), exercises)
+    else:
+        check_batch(env, solution, exercise, tolerance, fmt, exercises)
+
+
+def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: float | None, fmt: CheckFormat,
+                exercises: list[Path] | None) -> None:
+    """Grade every solution file ``named`` (files, folders) into one row each and show the rows as ``fmt``
+    says; exit 2 when a file is unusable, else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
+    from ..audit.batch import Grader, exit_code, solution_paths
+    from ..base.errors import TutorError
+    from ..flash.check import audit_tiled
+
+    paths = solution_paths(named)
+    if not paths:
+        raise TutorError(t("batch.no_files", where=", ".join(shown(n) for n in named)))
+    grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
+                    judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
+    rows = [grader.grade(p) for p in paths]
+    if fmt is CheckFormat.json:
+        from ..render.batch import batch_document
+
+        write_json(batch_document(rows))
+    elif fmt is CheckFormat.csv:
+        from ..render.batch import csv_text
+
+        write_document(csv_text(rows))
+    else:
+        from ..authoring.validate import warning_text
+        from ..render.batch import render_batch
+
+        for row in rows:  # as check FILE says them: on stderr, changing no verdict
+            for p in row.warnings:
+                warn(warning_text(p))
+        render_batch(rows, console(env))
+    code = exit_code(rows)
+    if code == EXIT_INPUT:
+        raise typer.Exit(EXIT_INPUT)
+    if code == EXIT_WRONG:
+        raise SolutionWrong()  # exit code 1, the one way to it
+
+
+def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float | None, fmt: Format,
+               exercises: list[Path] | None) -> None:
+    """``check FILE``: the report of one solution file, as it always was."""
+    from ..audit.check import audit
+    from ..audit.solution import load_solution
+    from ..authoring.validate import warning_text
+
     sf = load_solution(solution, exercise=exercise, folders=folders(env, exercises))
     if sf.tiled is not None:  # a worked online softmax (issue 13): judged on its own, after any steps
         _check_tiled(env, sf, tolerance, fmt)
@@ -113,3 +183,77 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
             out.print(Padding(Text(text.lstrip(" "), overflow="fold"), (0, 0, 0, indent), expand=False))
     if wrong:
         raise SolutionWrong()
+
+
+class ReportFormat(str, Enum):
+    """``--format`` of report: for people, as Markdown, or JSON for scripts."""
+
+    rich = "rich"
+    markdown = "markdown"
+    json = "json"
+
+
+def report(
+    ctx: typer.Context,
+    paths: Annotated[list[str], typer.Argument(help=t("cli.report.sources"))],
+    exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
+    tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
+                                                    show_default=False)] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help=t("cli.report.format"))] = ReportFormat.rich,
+    exercises: ExercisesOpt = None,
+) -> None:
+    """The class view (issue 24): solution files graded (a folder's ``*.yaml``/``*.yml``, or the CSV of ``check
+    --format csv``) and the class's progress files (a folder's ``*.json`` written by ``stats --export``)."""
+    import json
+
+    from ..audit.batch import Grader, Row
+    from ..audit.classview import class_report, rows_from_csv
+    from ..base.errors import TutorError
+    from ..exercise.yamlread import read_text
+    from ..flash.check import audit_tiled
+    from ..store.export import checked, class_progress
+    from .practice import check_tolerance
+
+    check_tolerance(tolerance)
+    env = environment(ctx)
+    solutions: list[str] = []
+    progress: list[tuple[str, dict]] = []
+    rows: list[Row] = []
+
+    def text_of(path: str) -> str:
+        text, problems = read_text(path)
+        if text is None:
+            raise TutorError("\n".join(str(p) for p in problems))
+        return text
+
+    for source in paths:
+        named = [source] if not os.path.isdir(source) else \
+            [os.path.join(source, e) for e in sorted(os.listdir(source))
+             if not e.startswith(".") and not os.path.isdir(os.path.join(source, e))]
+        for path in named:
+            suffix = Path(path).suffix.lower()
+            if suffix == ".csv":
+                rows += rows_from_csv(text_of(path), shown(path))
+            elif suffix == ".json":
+                try:
+                    doc = json.loads(text_of(path))
+                except (ValueError, RecursionError):
+                    raise TutorError(t("progress.not_json", file=shown(path))) from None
+                progress.append((Path(path).stem, checked(doc, shown(path))))
+            elif suffix in (".yaml", ".yml") or path == source:
+                solutions.append(path)
+    if not solutions and not rows and not progress:
+        raise TutorError(t("report.nothing", where=", ".join(shown(s) for s in paths)))
+    if solutions:
+        grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
+                        judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
+        rows += [grader.grade(p) for p in solutions]
+    from ..render.report import render_report, report_document, report_markdown
+
+    doc = report_document(class_report(rows) if rows else None, class_progress(progress) if progress else None)
+    if fmt is ReportFormat.json:
+        write_json(doc)
+    elif fmt is ReportFormat.markdown:
+        write_document(report_markdown(doc))
+    else:
+        render_report(doc, console(env))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..base.messages import t
+from ..base.textsafe import shown
 from .common import (
     MAX_SEED,
     ExercisesOpt,
@@ -32,10 +33,12 @@ from .common import (
     head_index,
     store_path,
     warn,
+    write,
     write_json,
 )
 
 if TYPE_CHECKING:
+    from ..base.env import Env
     from ..practice.plan import Plan
 
 
@@ -174,9 +177,16 @@ def _random_seed() -> int:
 def stats(
     ctx: typer.Context,
     fmt: FormatOpt = Format.rich,
+    export: Annotated[Path | None, typer.Option("--export", help=t("cli.stats.export"), dir_okay=False,
+                                                show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help=t("cli.stats.force"))] = False,
 ) -> None:
     """Show accuracy by step, mistakes by kind, the review schedule and what to practise next;
-    never writes to the store."""
+    never writes to the store.  ``--export FILE``: write the learner's own record there instead
+    (:func:`tutor.store.export.export_document`, issue 24), for an instructor's ``report``."""
+    if export is not None:
+        _export_stats(environment(ctx), export, force)
+        return
     from ..drills.results import counted, drills_document
     from ..practice.plan import heads_by_id, recommendation
     from ..practice.stats import stats_document
@@ -200,3 +210,23 @@ def stats(
     from ..render.stats import render_stats
 
     render_stats(doc, console(env))
+
+
+def _export_stats(env: Env, path: Path, force: bool) -> None:
+    """``stats --export FILE``: the learner's record as JSON in ``path`` (refused as every file attn-tutor
+    writes is: :func:`tutor.base.outfile.write_file`); one line on stderr says where it went."""
+    from ..base.jsontext import document
+    from ..base.outfile import check_target, write_file
+    from ..store import Store
+    from ..store.export import export_document
+    from ..store.queries import Stats
+
+    check_target(path, force=force)
+    store = Store.open_existing(store_path(env))
+    try:
+        data = store.stats(top=10_000) if store is not None else Stats()
+    finally:
+        if store is not None:
+            store.close()
+    write_file(path, document(export_document(data)), force=force)
+    write(t("stats.exported", path=shown(str(path))))

@@ -350,10 +350,15 @@ def _bundled_order() -> tuple[Exercise, ...]:
 @cache
 def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
     """The (mistake, step id) pairs exercise ``ex`` catches at a step where the mistake is made."""
+    from ..base.errors import TutorError
     from ..steps import solve
 
     bw = ex.rope is None  # RoPE's backward pass is not built (issue 23): its forward mistakes only
-    sol = solve(ex, backward=bw)  # the gradients too: the backward pass's mistakes are suggested like the others
+    try:
+        sol = solve(ex, backward=bw)  # the gradients too: the backward pass's mistakes are suggested like the others
+    except TutorError:  # nor the pre-norm block's, nor MLA's (a refusal in one line): their forward mistakes only
+        bw = False
+        sol = solve(ex, backward=False)
     hidden = {(f.key, f.step) for f in invisible(sol)}
     caught = set()
     for m in MISCONCEPTIONS:
@@ -365,6 +370,11 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
             if (m.key, step) not in hidden and (reached is None or step in reached):
                 caught.add((m.key, step[0]))
     return frozenset(caught)
+
+
+def learning_order() -> tuple[Exercise, ...]:
+    """The bundled exercises in learning order: difficulty, then size, then id (what :func:`suggestion` walks)."""
+    return _bundled_order()
 
 
 def suggestion(key: str, step_id: str, exercise_id: str) -> str | None:

@@ -27,6 +27,8 @@ One job per module:
   left off, which steps were solved;
 * :mod:`.scheduling` -- spaced repetition: each graded step is an FSRS
   review of its skill (a step kind in an exercise family).
+* :mod:`.export` -- a learner's record as the file ``stats --export``
+  writes (no paths, no names), and a class's such files added up (issue 24).
 
 Guarantees (each module says how it keeps its own): every answer is
 committed before its feedback is shown, so ``kill -9`` loses nothing

@@ -1,0 +1,266 @@
+"""A class's submissions graded in one run (issue 24): one :class:`Row` per solution file.
+
+:func:`solution_paths` turns what the command line names (files and
+folders) into the solution files to grade: a folder gives its ``*.yaml`` and
+``*.yml`` files, sorted by name, not its subfolders (a class's submissions sit
+side by side; a nested folder is named on its own).  :func:`grade` grades one
+file exactly as ``check FILE`` does (the same reader, the same audit, a
+``tiled:`` part judged by the judge the caller passes in: the online softmax
+lives above this package) and says it as a row: the student (the file's
+``student:``, else the file's name without its suffix), the exercise, the
+verdict (``correct``, ``wrong``, ``unusable``), the first wrong step, the
+mistakes named, the steps right of the steps given, and a comment a student can
+read (the first wrong step's diagnosis).  A file that cannot be graded (not
+YAML, an unknown exercise, a symbolic link out of its folder, too large) is a
+row with its error, never the end of the run.
+
+Pure but for reading the solution files (through :func:`tutor.audit.solution.load_solution`):
+nothing here prints; the rows are data for :mod:`tutor.render.batch`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..answers import ROUNDED_AWAY, TRUNCATED
+from ..base.errors import Problem, TutorError
+from ..base.messages import Msg, Text
+from ..exercise.record import Exercise
+from .check import INDEPENDENT, Report, StepCheck
+from .plausibility import label
+from .solution import SolutionFile
+from .tiled_part import TiledGiven
+
+#: The verdicts of a row, as ``check --format json`` says them for one file (``unusable``: exit code 2).
+CORRECT, WRONG, UNUSABLE = "correct", "wrong", "unusable"
+#: The suffixes of the solution files a folder is read for (compared without case).
+SUFFIXES = (".yaml", ".yml")
+#: The key of the column ``tiled`` counts under: a ``tiled:`` part is one graded item, like a step.
+TILED = "tiled"
+
+
+class TiledOutcome(Protocol):
+    """What a judge of a ``tiled:`` part returns (:class:`tutor.flash.check.TiledReport`)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def diagnoses(self) -> tuple[tuple[str, str], ...]: ...
+
+
+#: ``judge(exercise, tiled part, tolerance)``: how ``check`` judges a ``tiled:`` part (:func:`tutor.flash.check.audit_tiled`).
+TiledJudge = Callable[[Exercise, TiledGiven, "float | None"], TiledOutcome]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One submission, graded.
+
+    ``file`` the path as named; ``student`` its ``student:`` or its name
+    without suffix; ``exercise`` the exercise id (``None`` when the file is
+    unusable before one is known); ``verdict`` :data:`CORRECT`, :data:`WRONG`
+    or :data:`UNUSABLE`; ``first_wrong`` the first wrong step as the file
+    writes its place (``heads[1].weights``; ``tiled`` for a wrong ``tiled:``
+    part), ``first_label`` its name for a reader (``weights (head 2)``);
+    ``mistakes`` the keys of the mistakes named (the first wrong step's
+    diagnoses, then those of steps wrong on their own, then the ``tiled:``
+    part's); ``right`` of ``given`` the items right (each step, and a ``tiled:``
+    part as one); ``comment`` the sentence for the student; ``error`` the
+    :class:`TutorError` that made the file unusable.
+    """
+
+    file: str
+    student: str
+    exercise: str | None
+    verdict: str
+    first_wrong: str | None = None
+    first_label: Text | None = None
+    mistakes: tuple[str, ...] = ()
+    right: int = 0
+    given: int = 0
+    comment: Text = ""
+    error: TutorError | None = field(default=None, compare=False)
+    #: every item given, in the file's order: its place (``heads[1].weights``, ``tiled``) and whether it is right
+    steps: tuple[tuple[str, bool], ...] = ()
+    #: the step id each of :attr:`mistakes` was named at (``weights``, ``tiled``), in the same order
+    mistake_steps: tuple[str, ...] = ()
+    #: the file's warnings (a plain ``010``), which change no verdict, as ``check FILE`` says them
+    warnings: tuple[Problem, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        """What ``check FILE`` exits with for this file alone: 0 correct, 1 wrong, 2 unusable."""
+        return {CORRECT: 0, WRONG: 1}.get(self.verdict, 2)
+
+    @property
+    def score(self) -> Fraction | None:
+        """The share of the items given that are right (0 to 1); ``None`` for an unusable file or one with none."""
+        return None if self.verdict == UNUSABLE or not self.given else Fraction(self.right, self.given)
+
+
+def exit_code(rows: Sequence[Row]) -> int:
+    """The run's exit code: 2 when a file is unusable, else 1 when one is wrong, else 0 (2 wins over 1)."""
+    return max((r.exit_code for r in rows), default=0)
+
+
+def summary(rows: Sequence[Row]) -> dict[str, int]:
+    """How many submissions, and how many of each verdict: ``{"submissions", "correct", "wrong", "unusable"}``."""
+    return {"submissions": len(rows), CORRECT: sum(r.verdict == CORRECT for r in rows),
+            WRONG: sum(r.verdict == WRONG for r in rows), UNUSABLE: sum(r.verdict == UNUSABLE for r in rows)}
+
+
+def solution_paths(named: Iterable[str]) -> list[str]:
+    """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml``
+    entries (not hidden, not folders), sorted by name, as ``folder/name``.  A symbolic link in a folder is
+    listed and then judged by the reader (refused when it leads out of the folder).  A name that is neither
+    a file nor a folder is listed as it is: its row says it cannot be read."""
+    out: list[str] = []
+    for name in named:
+        if os.path.isdir(name):
+            try:
+                entries = sorted(os.listdir(name))
+            except OSError:
+                out.append(name)  # the reader says why it cannot be read
+                continue
+            for entry in entries:
+                path = os.path.join(name, entry)
+                if entry.startswith(".") or not entry.lower().endswith(SUFFIXES) or os.path.isdir(path):
+                    continue
+                out.append(path)
+        else:
+            out.append(name)
+    return out
+
+
+def student_of(path: str, sf: SolutionFile | None = None) -> str:
+    """Who a submission is by: the file's ``student:``, else its file name without the suffix."""
+    if sf is not None and sf.student:
+        return sf.student
+    return Path(path).stem if Path(path).suffix.lower() in SUFFIXES else Path(path).name
+
+
+class Grader:
+    """Grades solution files as ``check`` does, one row each, solving each exercise once per run.
+
+    ``exercise`` (``--exercise``) overrides every file's ``exercise:``; ``folders`` are the packs
+    (``--exercises``, then ``ATTN_TUTOR_PATH``) the files' exercises are found in; ``judge_tiled``
+    judges a ``tiled:`` part (``None``: such a part is not graded and the file is unusable).
+    """
+
+    def __init__(self, *, exercise: str | None = None, folders: Sequence[str | Path] = (),
+                 tolerance: float | None = None, judge_tiled: TiledJudge | None = None):
+        self.exercise = exercise
+        self.folders = list(folders)
+        self.tolerance = tolerance
+        self.judge_tiled = judge_tiled
+        self._solved: dict[tuple[Exercise, bool], Any] = {}
+
+    def grade(self, path: str) -> Row:
+        """The row of the solution file at ``path`` (see :class:`Row`); raises nothing for a bad file."""
+        from .solution import load_solution
+
+        try:
+            sf = load_solution(path, exercise=self.exercise, folders=self.folders)
+            return self.row(path, sf)
+        except TutorError as err:
+            return Row(path, student_of(path), None, UNUSABLE, error=err,
+                       comment=Msg("batch.comment.unusable", reason=first_line(err)))
+
+    def row(self, path: str, sf: SolutionFile) -> Row:
+        """The row of the parsed solution file ``sf``: its steps audited, its ``tiled:`` part judged."""
+        from .check import audit
+
+        report = audit(sf, self._solution(sf), tolerance=self.tolerance) if sf.steps else None
+        tiled = None
+        if sf.tiled is not None:
+            if self.judge_tiled is None:
+                raise TutorError(Msg("batch.no_tiled_judge"))
+            tiled = self.judge_tiled(sf.exercise, sf.tiled, self.tolerance)
+        return from_reports(path, sf, report, tiled)
+
+    def _solution(self, sf: SolutionFile) -> Any:
+        from ..steps import has_backward, solve
+
+        backward = has_backward(g.id for g in sf.steps)
+        key = (sf.exercise, backward)
+        if key not in self._solved:
+            self._solved[key] = solve(sf.exercise, backward=backward)
+        return self._solved[key]
+
+
+def first_line(err: TutorError) -> Text:
+    """The first line of an error's message (an unusable file's reason, one line of a gradebook's comment),
+    with how many more problems it has said after it."""
+    lines = [line for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    if len(lines) == 1:
+        return lines[0]
+    return Msg.plural("batch.more_problems", len(lines) - 1, first=lines[0])
+
+
+def _first_comment(fw: StepCheck, name: Text) -> Text:
+    """What the student reads about the first wrong step ``fw`` (named ``name``): its shape when that is wrong,
+    else its first diagnosis, else the note that explains it (an exact number for a rounded value, a decimal
+    cut off), else that no known misconception explains it -- what ``check FILE`` shows first there."""
+    if not fw.shape_ok:
+        return Msg("batch.comment.shape", step=name, found=_dims(fw.given.shape), expected=_dims(fw.expected.shape))
+    explained = [d.message for d in fw.diagnoses] + [note for _, note in fw.exact_claims] + \
+        [note for key, _, note in fw.notes if key in (TRUNCATED, ROUNDED_AWAY)]
+    if explained:
+        return Msg("batch.comment.first", step=name, diagnosis=explained[0])
+    return Msg("batch.comment.unexplained", step=name)
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return f"[{shape[0]}×{shape[1]}]"
+
+
+def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: TiledOutcome | None) -> Row:
+    """The row of ``sf`` from its audit (``None`` without steps) and its ``tiled:`` part's outcome (``None``
+    without one); its verdict is ``check FILE``'s: wrong when either is."""
+    ex = sf.exercise
+    right = given = 0
+    mistakes: list[tuple[str, str]] = []
+    items: list[tuple[str, bool]] = []
+    first: str | None = None
+    first_label: Text | None = None
+    comment: Text = ""
+    if report is not None:
+        given += len(report.steps)
+        right += sum(s.ok for s in report.steps)
+        items += [(s.given.field, s.ok) for s in report.steps]
+        fw = report.first_wrong
+        if fw is not None:
+            first, first_label = fw.given.field, label(ex, *fw.key)
+            mistakes += [(d.key, fw.given.id) for d in fw.diagnoses]
+            comment = _first_comment(fw, first_label)
+        for s in report.steps:
+            if s is not fw and s.follows == INDEPENDENT:
+                mistakes += [(d.key, s.given.id) for d in s.diagnoses]
+        if fw is None and not report.ok:  # every step right, a plausibility check failed
+            bad = next(f for f in report.findings if not f.ok)
+            comment = Msg("batch.comment.plausibility", message=bad.message)
+    wrong = report is not None and not report.ok
+    if tiled is not None:
+        given += 1
+        right += tiled.ok
+        items.append((TILED, tiled.ok))
+        mistakes += [(key, TILED) for key, _ in tiled.diagnoses]
+        if not tiled.ok:
+            wrong = True
+            if first is None:
+                first, first_label = TILED, TILED
+                comment = (Msg("batch.comment.first", step=TILED, diagnosis=Msg(f"diagnose.{tiled.diagnoses[0][0]}"))
+                           if tiled.diagnoses else Msg("batch.comment.unexplained", step=TILED))
+    if not wrong:
+        comment = Msg.plural("batch.comment.right", given)
+    seen: dict[str, str] = {}
+    for key, step in mistakes:
+        seen.setdefault(key, step)
+    return Row(path, student_of(path, sf), ex.id, WRONG if wrong else CORRECT, first, first_label, tuple(seen),
+               right, given, comment, steps=tuple(items), mistake_steps=tuple(seen.values()), warnings=sf.warnings)

@@ -1,0 +1,203 @@
+"""``attn-tutor report`` (issue 24): the class view for a terminal, as Markdown, or as JSON.
+
+Rendered from :class:`tutor.audit.classview.ClassReport` (graded submissions)
+and :func:`tutor.store.export.class_progress`'s document (the class's
+progress files); nothing here computes.  :func:`report_document` is the JSON
+and what the other two formats read, so the three say the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from ..audit.classview import ClassReport
+from ..base.ascii import asciify, is_utf
+from ..base.decimals import trimmed
+from ..base.messages import plural, t
+from ..base.textsafe import shown
+from ..practice.stats import mistake_name
+
+
+def _percent(part: int, whole: int) -> str:
+    return trimmed(100 * part / whole, 1) if whole else "—"
+
+
+def report_document(classview: ClassReport | None, progress: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"submissions": ..., "progress": ...}``, either ``null`` when its source was not given.
+
+    ``submissions``: ``summary`` (how many, and of each verdict), ``steps`` (``{"exercise", "step", "given",
+    "right", "share"}``, ``share`` right of given as a percentage), ``mistakes`` (most made first:
+    ``{"key", "name", "submissions", "example", "exercise", "step"}``), ``assign`` (for the most common
+    mistake: ``{"mistake", "exercise", "step", "tiled", "shows", "command"}``, ``null`` when none was made).
+    ``progress``: :func:`tutor.store.export.class_progress`'s document, each mistake with its ``name``.
+    """
+    subs = None
+    if classview is not None:
+        a = classview.assign
+        subs = {
+            "summary": classview.counts,
+            "steps": [{"exercise": s.exercise, "step": s.place, "given": s.given, "right": s.right,
+                       "share": float(_percent(s.right, s.given)) if s.given else None} for s in classview.steps],
+            "mistakes": [{"key": m.key, "name": mistake_name(m.key), "submissions": m.count, "example": m.example,
+                          "exercise": m.exercise, "step": m.step} for m in classview.mistakes],
+            "assign": None if a is None else {"mistake": a.key, "exercise": a.exercise, "step": a.step, "tiled": a.tiled,
+                                              "shows": a.shows, "command": a.command},
+        }
+    prog = None
+    if progress is not None:
+        prog = {**progress, "mistakes": [{**m, "name": mistake_name(m["key"])} for m in progress["mistakes"]]}
+    return {"submissions": subs, "progress": prog}
+
+
+def _assign_sentence(a: dict[str, Any]) -> str:
+    name = mistake_name(a["mistake"])
+    if a["tiled"]:
+        return t("report.assign.tiled", mistake=name, exercise=a["exercise"])
+    if a["step"] is not None:
+        return t("report.assign.step", mistake=name, exercise=a["exercise"], step=a["step"])
+    return t("report.assign.exercise", mistake=name, exercise=a["exercise"])
+
+
+# --- a terminal ------------------------------------------------------------------------------------
+
+
+def render_report(doc: dict[str, Any], console: Console) -> None:
+    """The class view on ``console``: tables of the steps and the mistakes, what to assign, the progress."""
+    uni = is_utf(console.encoding)
+
+    def tx(text: object) -> str:
+        words = shown(str(text))
+        return words if uni else asciify(words)
+
+    def table(headers: list[str], rows: list[list[str]], right: set[int]) -> None:
+        tab = Table(box=box.SIMPLE_HEAD if uni else box.ASCII, show_edge=False)
+        for i, h in enumerate(headers):
+            tab.add_column(tx(h), justify="right" if i in right else "left", overflow="fold")
+        for r in rows:
+            tab.add_row(*[tx(c) for c in r])
+        console.print(Padding(tab, (0, 0, 0, 2), expand=False))
+
+    subs = doc["submissions"]
+    if subs is not None:
+        c = subs["summary"]
+        console.print(Text(tx(t("report.submissions", submissions=plural("batch.submissions", c["submissions"]),
+                                 correct=c["correct"], wrong=c["wrong"], unusable=c["unusable"])), style="bold"))
+        console.print()
+        console.print(Text(tx(t("report.by_step")), style="bold"))
+        table([t("report.col.exercise"), t("report.col.step"), t("report.col.right"), t("report.col.share")],
+              [[s["exercise"], s["step"], f"{s['right']}/{s['given']}", _percent(s["right"], s["given"]) + "%"]
+               for s in subs["steps"]], {2, 3})
+        console.print()
+        if subs["mistakes"]:
+            console.print(Text(tx(t("report.mistakes")), style="bold"))
+            table([t("report.col.mistake"), t("report.col.submissions"), t("report.col.example")],
+                  [[m["name"], str(m["submissions"]), t("report.example", student=m["example"], step=m["step"])]
+                   for m in subs["mistakes"]], {1})
+        else:
+            console.print(Text(tx(t("report.no_mistakes")), style="bold"))
+        a = subs["assign"]
+        if a is not None:
+            console.print()
+            console.print(Text(tx(_assign_sentence(a)), style="bold"))
+            console.print(Padding(Text(tx(a["command"])), (0, 0, 0, 2), expand=False))
+    prog = doc["progress"]
+    if prog is not None:
+        if subs is not None:
+            console.print()
+        console.print(Text(tx(t("report.progress", learners=plural("report.learners", prog["learners"]))), style="bold"))
+        table([t("report.col.step"), t("report.col.learners"), t("report.col.accuracy")],
+              [[s["step"], str(s["learners"]), "—" if s["accuracy"] is None else trimmed(100 * s["accuracy"], 1) + "%"]
+               for s in prog["steps"]], {1, 2})
+        if prog["practised"]:
+            console.print(Text(tx(t("report.practised")), style="bold"))
+            table([t("report.col.exercise"), t("report.col.step"), t("report.col.learners"), t("report.col.answers")],
+                  [[p["exercise"], p["step"], str(p["learners"]), str(p["graded"])] for p in prog["practised"]], {2, 3})
+        if prog["skills"]:
+            console.print(Text(tx(t("report.skills")), style="bold"))
+            table([t("report.col.step"), t("report.col.family"), t("report.col.learners"), t("report.col.due"),
+                   t("report.col.retention")],
+                  [[k["step"], k["family"], str(k["learners"]), str(k["due"]),
+                    t("report.retention", low=trimmed(100 * k["retention_min"], 1),
+                      mean=trimmed(100 * k["retention_mean"], 1))] for k in prog["skills"]], {2, 3})
+        if prog["mistakes"]:
+            console.print(Text(tx(t("report.progress.mistakes")), style="bold"))
+            table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],
+                  [[m["name"], str(m["learners"]), str(m["count"])] for m in prog["mistakes"]], {1, 2})
+
+
+# --- Markdown --------------------------------------------------------------------------------------
+
+
+def _md(text: object) -> str:
+    """Text in a Markdown table's cell: control characters escaped, ``|`` and the markup characters escaped."""
+    out = shown(str(text))
+    for ch in "\\|*_`[]<>#":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def _heading(level: int, text: str) -> str:
+    """A Markdown heading of ``level`` holding ``text`` (escaped): the marker is markup, the text one template."""
+    return "#" * level + " " + _md(text)
+
+
+def _md_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in headers) + " |",
+             "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
+    lines += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+    return lines
+
+
+def report_markdown(doc: dict[str, Any]) -> str:
+    """The class view as Markdown: a heading per part, the same tables as the terminal's."""
+    out: list[str] = [_heading(1, t('report.title')), ""]
+    subs = doc["submissions"]
+    if subs is not None:
+        c = subs["summary"]
+        out += [_md(t("report.submissions", submissions=plural("batch.submissions", c["submissions"]),
+                      correct=c["correct"], wrong=c["wrong"], unusable=c["unusable"])), "",
+                _heading(2, t('report.by_step')), ""]
+        out += _md_table([t("report.col.exercise"), t("report.col.step"), t("report.col.right"), t("report.col.share")],
+                         [[s["exercise"], s["step"], f"{s['right']}/{s['given']}",
+                           _percent(s["right"], s["given"]) + "%"] for s in subs["steps"]], {2, 3})
+        out += ["", _heading(2, t('report.mistakes')), ""]
+        if subs["mistakes"]:
+            out += _md_table([t("report.col.mistake"), t("report.col.submissions"), t("report.col.example")],
+                             [[m["name"], str(m["submissions"]), t("report.example", student=m["example"], step=m["step"])]
+                              for m in subs["mistakes"]], {1})
+        else:
+            out.append(_md(t("report.no_mistakes")))
+        a = subs["assign"]
+        if a is not None:
+            out += ["", _heading(2, t('report.next')), "", _md(_assign_sentence(a)), "", "```", a["command"], "```"]
+    prog = doc["progress"]
+    if prog is not None:
+        out += ["", _heading(2, t('report.progress', learners=plural('report.learners', prog['learners']))), ""]
+        out += _md_table([t("report.col.step"), t("report.col.learners"), t("report.col.accuracy")],
+                         [[s["step"], str(s["learners"]),
+                           "—" if s["accuracy"] is None else trimmed(100 * s["accuracy"], 1) + "%"]
+                          for s in prog["steps"]], {1, 2})
+        if prog["practised"]:
+            out += ["", _heading(3, t("report.practised")), ""]
+            out += _md_table([t("report.col.exercise"), t("report.col.step"), t("report.col.learners"),
+                              t("report.col.answers")],
+                             [[p["exercise"], p["step"], str(p["learners"]), str(p["graded"])] for p in prog["practised"]],
+                             {2, 3})
+        if prog["skills"]:
+            out += ["", _heading(3, t('report.skills')), ""]
+            out += _md_table([t("report.col.step"), t("report.col.family"), t("report.col.learners"),
+                              t("report.col.due"), t("report.col.retention")],
+                             [[k["step"], k["family"], str(k["learners"]), str(k["due"]),
+                               t("report.retention", low=trimmed(100 * k["retention_min"], 1),
+                                 mean=trimmed(100 * k["retention_mean"], 1))] for k in prog["skills"]], {2, 3})
+        if prog["mistakes"]:
+            out += ["", _heading(3, t('report.progress.mistakes')), ""]
+            out += _md_table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],
+                             [[m["name"], str(m["learners"]), str(m["count"])] for m in prog["mistakes"]], {1, 2})
+    return "\n".join(out).rstrip() + "\n"
