@@ -156,6 +156,8 @@ class LayerGrads:
     d_b_v: Array
     d_x: Array
     d_x_kv: Array
+    d_q_rot: Array | None = None  # [H, L, d_k]: with RoPE, the gradient of the rotated queries (d_q turned back)
+    d_k_rot: Array | None = None  # [H, L_k, d_k]: with RoPE, the gradient of the rotated keys
 
 
 # --------------------------------------------------------------------------- #
