@@ -102,9 +102,22 @@ class Trig(Exact):
         _add_to(y, angle, b, a)
         return cls(_canon(x)), cls(_canon(y))
 
+    @classmethod
+    def cos_sin(cls, angle: Fraction) -> tuple[Trig, Trig]:
+        """``(cos(angle), sin(angle))`` (``cos 0 = 1``, ``sin 0 = 0``): the entries of a pair's rotation."""
+        c: dict[Fraction, list[Fraction]] = {}
+        s: dict[Fraction, list[Fraction]] = {}
+        _add_to(c, angle, Fraction(1), Fraction(0))
+        _add_to(s, angle, Fraction(0), Fraction(1))
+        return cls(_canon(c)), cls(_canon(s))
+
     @property
     def is_zero(self) -> bool:
         return not self.terms
+
+    def __bool__(self) -> bool:
+        """False for 0 only (a gradient's coefficient that vanished is dropped as a zero ``Fraction`` is)."""
+        return bool(self.terms)
 
     def rational(self) -> Fraction | None:
         """The value when it is rational (only a constant part, ``t = 1``), else ``None``."""
@@ -114,7 +127,9 @@ class Trig(Exact):
             return self.terms[0][1]
         return None
 
-    def __add__(self, other: Trig) -> Trig:
+    def __add__(self, other: Trig | Fraction | int) -> Trig:
+        if not isinstance(other, Trig):  # a rational coefficient (the backward pass adds them to cos/sin ones)
+            other = Trig.of(Fraction(other))
         if self.is_zero:
             return other
         if other.is_zero:
@@ -124,6 +139,9 @@ class Trig(Exact):
         for r, a, b in self.terms + other.terms:
             _add_to(acc, r, a, b)
         return Trig(_canon(acc), self.t)
+
+    def __radd__(self, other: Fraction | int) -> Trig:
+        return self + other
 
     def __neg__(self) -> Trig:
         return Trig(tuple((r, -a, -b) for r, a, b in self.terms), self.t)
@@ -140,8 +158,14 @@ class Trig(Exact):
         assert self.t == 1
         return Trig(tuple((r, a / (s * t), b / (s * t)) for r, a, b in self.terms), t if self.terms else 1)
 
-    def __mul__(self, other: Trig) -> Trig:
-        """The product, products of cosines and sines turned into sums (both with ``t = 1``)."""
+    def __rmul__(self, other: Fraction | int) -> Trig:
+        return self.times(Fraction(other))
+
+    def __mul__(self, other: Trig | Fraction | int) -> Trig:
+        """The product, products of cosines and sines turned into sums (both with ``t = 1``); a rational
+        ``other`` scales every coefficient."""
+        if not isinstance(other, Trig):
+            return self.times(Fraction(other))
         assert self.t == 1 and other.t == 1
         acc: dict[Fraction, list[Fraction]] = {}
         half = Fraction(1, 2)
