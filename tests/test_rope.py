@@ -308,16 +308,6 @@ def test_the_cli_refuses_in_one_line(cli, tmp_path):
     assert r.code == 2 and "Traceback" not in r.err and "rope.base" in r.err
 
 
-def test_backward_with_rope_is_refused(cli, tmp_path):
-    ok = tmp_path / "ok.yaml"
-    ok.write_text(json.dumps(INTERLEAVED), encoding="utf-8")
-    with pytest.raises(TutorError, match="backward pass through RoPE"):
-        keys(exercise_from_data(INTERLEAVED), backward=True)
-    r = cli("explain", str(ok), "--backward")
-    assert r.code == 2 and "Traceback" not in r.err and "RoPE" in r.err
-    assert len([line for line in r.err.splitlines() if line.strip()]) == 1
-
-
 def test_explain_shows_each_pair_turned(cli, tmp_path):
     ok = tmp_path / "ok.yaml"
     ok.write_text(json.dumps(HALF), encoding="utf-8")

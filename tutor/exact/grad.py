@@ -419,7 +419,7 @@ class GradSum:
                 continue
             if deg == 0:  # a constant: Σ c·exp(e) with e = 0 only
                 zero = _zero(row)
-                assert set(n) == {zero}, n
+                assert set(n) == {zero}, (n, zero)
                 consts[root] = consts.get(root, Fraction(0)) + n[zero]
                 continue
             order = _order(row)

@@ -88,6 +88,10 @@ class Trig(Exact):
     terms: Terms
     t: int = 1
 
+    def __post_init__(self) -> None:
+        if not self.terms and self.t != 1:  # 0 has one form (a difference of equal exponents over √t is 0, t = 1)
+            object.__setattr__(self, "t", 1)
+
     @classmethod
     def of(cls, q: Fraction) -> Trig:
         """The rational ``q``."""

@@ -352,7 +352,7 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
     """The (mistake, step id) pairs exercise ``ex`` catches at a step where the mistake is made."""
     from ..steps import solve
 
-    bw = ex.rope is None  # RoPE's backward pass is not built (issue 23): its forward mistakes only
+    bw = True  # every exercise's backward pass is built (RoPE's since issue 23): its mistakes are suggested too
     sol = solve(ex, backward=bw)  # the gradients too: the backward pass's mistakes are suggested like the others
     hidden = {(f.key, f.step) for f in invisible(sol)}
     caught = set()

@@ -103,10 +103,8 @@ def keys(ex: Exercise, backward: bool = False) -> list[Key]:
     With grouped K/V heads the heads go group by group, and the K/V
     gradients of a group (:attr:`StepKind.per_kv_head`: the sum over its
     query heads) come after the other backward steps of all its heads.
-    Raises :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of an exercise with ``mla`` or ``rope``.
+    Raises :class:`~tutor.base.errors.TutorError` (exit 2) for the backward pass of an exercise with ``mla``.
     """
-    if backward and ex.rope is not None:  # RoPE's backward pass is not built (issue 23): refused, never wrong numbers
-        raise TutorError(Msg("rope.no_backward", id=ex.id))
     early: list[Key] = [(k.id, None) for k in FORWARD if k.scope == "layer" and k.early and k.exists(ex)]
     per_head: list[Key] = [(k.id, h) for h in range(ex.num_heads) for k in FORWARD if k.scope == "head" and k.exists(ex)]
     out = early + per_head + [(k.id, None) for k in FORWARD if k.scope == "layer" and not k.early and k.exists(ex)]
