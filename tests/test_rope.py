@@ -17,13 +17,13 @@ import pytest
 
 from tutor.answers import parse_entry
 from tutor.answers.grading import judge
-from tutor.base.errors import ExerciseError, TutorError
+from tutor.base.errors import ExerciseError
 from tutor.exact import rotary
 from tutor.exact.numbers import Rat
 from tutor.exercise.load import exercise_from_data, validate_text
 from tutor.exercise.record import rope_thetas
 from tutor.production import verify
-from tutor.steps import keys, solve
+from tutor.steps import solve
 
 torch = pytest.importorskip("torch")
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cmp_to_key
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .numbers import Exact, Key, Rat, SoftmaxRow, _cancels, sum_text, surd
 from .rotary import ZERO as TRIG_ZERO
@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # lazily imported
 Numer = dict[Key, Fraction]  # exponent key (as SoftmaxRow.keys: n, or (n, b) with a bias) -> coefficient
 #: A coefficient: rational, or with RoPE (issue 23) a trigonometric polynomial (an entry of K_rot, cos(mθ)).
 Coef = Fraction | Trig
+CNumer = dict[Key, Coef]  # a numerator being summed: RoPE's coefficients may be Trig
 _MAX_DIVISION_STEPS = 256
 #: A numerator with more distinct exponents is not reduced by Z: still exact, only less short.  Every
 #: hand-sized exercise (at most 4 keys: at most 16 exponents in a row's Z²) is far below it; past it a
@@ -54,7 +55,7 @@ _MAX_DIVIDED_TERMS = 64
 def _add(a: Key, b: Key) -> Key:
     """The key of ``exp(a)·exp(b)`` (RoPE's keys are the :class:`Trig` exponents themselves: their sum)."""
     if isinstance(a, Trig):
-        return a + b  # type: ignore[return-value,operator]
+        return a + b
     if isinstance(a, int):
         return a + b  # type: ignore[operator]
     return (a[0] + b[0], a[1] + b[1])  # type: ignore[index]
@@ -63,7 +64,7 @@ def _add(a: Key, b: Key) -> Key:
 def _times(k: Key, c: int) -> Key:
     """The key of ``exp(a)^c``."""
     if isinstance(k, Trig):
-        return k.times(Fraction(c))  # type: ignore[return-value]
+        return k.times(Fraction(c))
     return k * c if isinstance(k, int) else (k[0] * c, k[1] * c)
 
 
@@ -251,8 +252,9 @@ class Part:
         _, _, den_text = row._layout(ref)
         if any(isinstance(c, Trig) for _, c in self.numer):
             return self._trig_text(ref, den_text)
-        k = math.lcm(*(c.denominator for _, c in self.numer))
-        terms = [row.term(int(c * k), row.diff(e, _times(ref, self.deg))) for e, c in self.numer]
+        fracs = cast("tuple[tuple[Key, Fraction], ...]", self.numer)  # no Trig coefficient (above)
+        k = math.lcm(*(c.denominator for _, c in fracs))
+        terms = [row.term(int(c * k), row.diff(e, _times(ref, self.deg))) for e, c in fracs]
         num = sum_text(terms)
         if len(terms) > 1:
             num = f"({num})"
@@ -343,13 +345,13 @@ class GradSum:
     """
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[object, ...], tuple[SoftmaxRow, int, Numer]] = {}
+        self.rows: dict[tuple[object, ...], tuple[SoftmaxRow, int, CNumer]] = {}
         self.consts: dict[int, Fraction] = {}
 
-    def _numer(self, row: SoftmaxRow, root: int) -> Numer:
+    def _numer(self, row: SoftmaxRow, root: int) -> CNumer:
         # rows with the same exponents share Z: one numerator (rows t2, t3 of the classic add up)
         live = [k for k in row.keys if k is not None]
-        exps = tuple(sorted(live)) if row.algebraic else tuple(sorted(live, key=repr))  # type: ignore[type-var]
+        exps = tuple(sorted(live)) if row.algebraic else tuple(sorted(live, key=repr))
         key = (exps, row.den, row.bden, row.t, root)
         if key not in self.rows:
             self.rows[key] = (row, root, {})

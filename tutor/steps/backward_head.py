@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
 from ..base.messages import Msg, Text
@@ -49,14 +48,14 @@ from .grad import (
     walked_group,
 )
 from .kind import Input, StepKind, always, dims, given_step
-from .worked import Worked
 from .records import Operand, Solution, Step
 from .state import Build, Replay, mul_slack
-from .worked import factor, total
+from .worked import Worked, factor, total
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..exact.rotary import TrigMat
     from .rounding import Array
 else:
     from ..base.lazy import numpy as np
@@ -425,7 +424,7 @@ def _d_rot(bd: Build, h: int | None, id: str) -> Step:
     d_k = ex.heads[h or 0].d_k
     if id == "d_q_rot":
         rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h])
-        g = eb.d_q_rot(rows, cast(eb.Rational, bd.data["d_weights", h]), bd.data["k_rot", h], d_k)  # [L, d_k]
+        g = eb.d_q_rot(rows, cast(eb.Rational, bd.data["d_weights", h]), cast("TrigMat", bd.data["k_rot", h]), d_k)  # [L, d_k]
         bd.data[id, h] = g
         ops = (Operand("d_scaled", (ex.L, ex.L_k)), Operand("K_rot", (ex.L_k, d_k)))
         return Step(id, h, "d_Q_rot", "d_Q_rot = d_scaled·K_rot / √d_k", ops, "·", eb.grads_exact(g),
@@ -434,7 +433,7 @@ def _d_rot(bd: Build, h: int | None, id: str) -> Step:
     def one(hh: int) -> eb.Grads:
         rows_h = cast("tuple[SoftmaxRow, ...]", bd.data["weights", hh])
         dP_h = cast(eb.Rational, bd.data["d_weights", hh])
-        return eb.d_k_rot(rows_h, dP_h, bd.data["q_rot", hh], d_k, ex.L_k)  # [L_k, L]·[L, d_k] -> [L_k, d_k]
+        return eb.d_k_rot(rows_h, dP_h, cast("TrigMat", bd.data["q_rot", hh]), d_k, ex.L_k)  # [L_k, L]·[L, d_k] -> [L_k, d_k]
 
     g = bd.data[id, h] = group_grads(bd, id, h, one)
     ops = (Operand("d_scaledᵀ", (ex.L_k, ex.L)), Operand("Q_rot", (ex.L, d_k)))
@@ -611,8 +610,8 @@ def _unrotated_work(sol: Solution, step: Step, r: int, j: int) -> Text:
 def _unrotated_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     """Each pair of each row turned back on paper: the angle ``m·θ_i``, then
     ``[g_a, g_b] → [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]`` (a cached key's row: copied)."""
-    from ..exact.numbers import Rat, frac_text, notation
     from ..base.decimals import legible
+    from ..exact.numbers import Rat, frac_text, notation
     from .worked import entry_name, factor, result
 
     ex = sol.exercise
@@ -633,7 +632,7 @@ def _unrotated_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worke
             fb = factor(m.exact[r][b], m.value[r][b], places)
             rounded = not (isinstance(m.exact[r][a], Rat) and isinstance(m.exact[r][b], Rat))
 
-            def res(e: object, v: float) -> str:
+            def res(e: object, v: float, rounded: bool = rounded) -> str:
                 if rounded and not isinstance(e, Rat):  # decimals in: only ≈ is true of an irrational result
                     return "≈ " + notation(legible(v, places))
                 return result(e, v, places, rounded=rounded)  # type: ignore[arg-type]
