@@ -193,3 +193,75 @@ def test_check_names_the_gradient_left_rotated_in_a_solution_file(cli, tmp_path)
     doc = json.loads(r.out)
     assert doc["exit_code"] == 1, r.out
     assert [d["key"] for s in doc["steps"] for d in s["diagnoses"]] == ["rope_grad_not_unrotated"]
+
+
+# --- --tiled with RoPE: the online softmax over Q_rot·K_rotᵀ/√d_k ----------------------------------------------
+
+
+def _torch_scores(ex) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(scaled scores [L, L_k] with -inf where blocked, V, SDPA's output, logsumexp)`` of head 1, by torch."""
+    x = torch.tensor(np.array(ex.x, dtype=object).astype(np.float64))
+    h = ex.heads[0]
+    q, k, v = (x @ torch.tensor(np.array(getattr(h, w), dtype=object).astype(np.float64)) for w in ("w_q", "w_k", "w_v"))
+    base, pairing = float(ex.rope.base), ex.rope.pairing
+    q_rot, k_rot = torch_rope(q, list(ex.query_positions), base, pairing), torch_rope(k, list(ex.key_positions), base, pairing)
+    s = q_rot @ k_rot.T / np.sqrt(q.shape[-1])
+    if ex.allowed() is not None:
+        s = s.masked_fill(~torch.tensor(ex.allowed()), float("-inf"))
+    out = torch.nn.functional.scaled_dot_product_attention(q_rot[None], k_rot[None], v[None],
+                                                           attn_mask=torch.tensor(ex.allowed())[None]
+                                                           if ex.allowed() is not None else None)[0]
+    return s.numpy(), v.numpy(), out.numpy(), torch.logsumexp(s, dim=-1).numpy()
+
+
+@pytest.mark.parametrize("name", ["rope-relative-4x2", "rope-half-causal-3x4"])
+def test_tiled_with_rope_matches_torch_block_by_block(name):
+    """o is SDPA's output over the rotated Q and K, lse torch.logsumexp of their scaled scores, and every block's
+    running max, sum and accumulator the float walk of torch's scores; the exact check (l·exp(m) = Σ exp(s_j))
+    holds term by term."""
+    from tutor.exercise.catalog import resolve
+    from tutor.flash.walk import online_floats, tiled
+
+    ex = resolve(name)
+    S, V, out, lse = _torch_scores(ex)
+    for block in [*range(1, ex.L_k + 1), 16]:
+        for r in tiled(ex, block):
+            assert r.equal
+            np.testing.assert_allclose([x.value() for x in r.o], out[r.row], rtol=1e-12, atol=1e-12)
+            assert abs(float(r.lse.precise_value(40)) - lse[r.row]) < 1e-12
+            f = online_floats(list(S[r.row]), V.tolist(), block)
+            for b, fb in zip(r.blocks, f["blocks"], strict=True):
+                assert abs(b.m.value() - fb["m"]) < 1e-12 and abs(b.l.value() - fb["l"]) < 1e-12
+                np.testing.assert_allclose([a.value() for a in b.acc], fb["acc"], rtol=1e-12, atol=1e-12)
+
+
+def test_the_running_max_of_rope_scores_is_decided_exactly():
+    """``1`` against ``cos(1/10^9)`` (= 1 − 5·10^-19): equal as floats, told apart exactly."""
+    from tutor.exact.rotary import Trig
+    from tutor.flash.walk import exp_greater, exp_sign
+
+    one = Trig.of(Fraction(1))
+    c, _ = Trig.cos_sin(Fraction(1, 10**9))
+    assert c.value() == one.value()
+    assert exp_greater(one, c, 1) and not exp_greater(c, one, 1)
+    assert exp_sign(one - one, 1) == 0
+
+
+def test_check_names_an_online_softmax_mistake_on_rope_scores(cli, tmp_path):
+    from tutor.exercise.catalog import resolve
+
+    from .test_tiled import _file, _walk
+
+    ex = resolve("rope-relative-4x2")
+    S, V, _, _ = _torch_scores(ex)
+    scores = list(S[1])  # query b1: its max moves at block 2 of size 1 (√2 after −√2·sin(1))
+    for switch, key in (({}, None), ({"rescale_l": False}, "tiled_no_rescale_l")):
+        blocks, o = _walk(scores, V.tolist(), 1, **switch)
+        path = tmp_path / "tiled.yaml"
+        path.write_text(_file(blocks, o, exercise="rope-relative-4x2", query="b1"))
+        code, out, err = cli("check", str(path), "--format", "json")
+        if key is None:
+            assert code == 0, out + err
+        else:
+            assert code == 1, out + err
+            assert [d["key"] for d in json.loads(out)["tiled"]["diagnoses"]] == [key]

@@ -2326,7 +2326,6 @@ EN.update({
     "rope.residual": "rope with residual is not built: the pre-norm block's run, which adds X to the output, does not rotate Q and K",
     "rope.residual.hint": "give either rope or residual",
     "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
-    "rope.no_tiled": "{id}: the online softmax (--tiled) over RoPE's scores is not built yet, so it is refused rather than computing wrong numbers",
     "mistake.rope_pairing_mixed": "RoPE's two pairings mixed",
     "mistake.rope_positions_from_one": "RoPE positions counted from 1",
     "mistake.rope_theta_without_two": "RoPE angle without the 2 (base^(−i/d_k))",
@@ -2377,6 +2376,7 @@ EN.update({
     "solution.no_step.d_k_rot": "the exercise has no rope field, so it has no 'd_k_rot' step",
     "rope.work.cached_grad": "a cached key: stored rotated, not turned in this step, so its gradient is d_K_rot's as it is",
     "diagnose.rope_grad_not_unrotated": "You took the gradient of the rotated matrix for that of the projection: with RoPE the scores read Q_rot = R(mθ)·Q, so d_scaled·K_rot/√d_k is d_Q_rot, and d_Q = R(mθ)ᵀ·d_Q_rot turns it back by each query's angle (likewise d_K from d_K_rot by each key's angle).",
+    "rope.tiled.undecided": "the sign of {value} could not be told at 960 digits, so the running max of the online softmax is not decided: this exercise is refused rather than computed wrongly",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2270,7 +2270,6 @@ ZH.update({
     "rope.residual": "rope 与 residual 一起使用尚未实现：前置归一化块的运行（把 X 加到输出上）不旋转 Q 和 K",
     "rope.residual.hint": "rope 和 residual 二者只给其一",
     "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
-    "rope.no_tiled": "{id}：基于 RoPE 注意力分数的在线 softmax（--tiled）尚未实现，因此拒绝执行，而不是算出错误的数值",
     "mistake.rope_pairing_mixed": "混用了 RoPE 的两种配对方式",
     "mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
     "mistake.rope_theta_without_two": "RoPE 角度漏了系数 2（base^(−i/d_k)）",
@@ -2320,6 +2319,7 @@ ZH.update({
     "solution.no_step.d_k_rot": "这道练习没有 rope 字段，所以没有 'd_k_rot' 步骤",
     "rope.work.cached_grad": "缓存中的键：存入时已旋转过，这一步没有旋转，所以它的梯度就是 d_K_rot 的对应值",
     "diagnose.rope_grad_not_unrotated": "你把旋转后矩阵的梯度当成了投影结果的梯度：使用 RoPE 时，注意力分数读取的是 Q_rot = R(mθ)·Q，所以 d_scaled·K_rot/√d_k 是 d_Q_rot，还要用 d_Q = R(mθ)ᵀ·d_Q_rot 按每个查询的角度把它转回去（d_K 同理，由 d_K_rot 按每个键的角度转回）。",
+    "rope.tiled.undecided": "在 960 位精度下仍无法确定 {value} 的符号，因此无法确定在线 softmax 的运行最大值：拒绝处理这道练习，而不是算出错误的结果",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
