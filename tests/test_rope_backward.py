@@ -265,3 +265,22 @@ def test_check_names_an_online_softmax_mistake_on_rope_scores(cli, tmp_path):
         else:
             assert code == 1, out + err
             assert [d["key"] for d in json.loads(out)["tiled"]["diagnoses"]] == [key]
+
+
+def test_practice_of_the_new_steps_hints_grades_and_names_the_mistake(cli):
+    """``practice --steps d_q_rot,d_q`` on the bundled exercise: the hints are RoPE's, the right answers (typed at 4
+    places) are taken, and d_Q_rot typed for d_Q is named."""
+    from tutor.exercise.catalog import resolve
+
+    sol = solve(resolve("rope-half-causal-3x4"), backward=True)
+
+    def typed(id: str) -> str:
+        return "; ".join(" ".join(f"{v:.4f}" for v in row) for row in sol.step(id, 0).value)
+
+    stdin = f"{typed('d_q_rot')}\nhint\n{typed('d_q_rot')}\n{typed('d_q')}\n"
+    code, out, err = cli("practice", "rope-half-causal-3x4", "--steps", "d_q_rot,d_q", input=stdin)
+    assert code == 0, err
+    assert "Turn each pair of d_Q_rot back by its query's angle m·θ_i" in out
+    assert "Gradient of Q (d_Q_rot turned back)" in out
+    assert "You took the gradient of the rotated matrix for that of the projection" in out
+    assert "Steps right: 2 of 2" in out
