@@ -361,8 +361,8 @@ class TrigRow(SoftmaxRow):
             e = self._exp[d] = f"exp({d})"
         return e
 
-    def u(self, j: int) -> Fraction:  # pragma: no cover - the backward pass is refused with RoPE
-        raise NotImplementedError("a RoPE row has no rational exponent")
+    def u(self, j: int) -> Fraction:  # pragma: no cover - never called: the backward pass keys RoPE's rows by
+        raise NotImplementedError("a RoPE row has no rational exponent")  # their Trig exponents (tutor.exact.grad)
 
     def mp_shifted_exponent(self, j: int, ref=None):
         e = self.exps[j]

@@ -459,6 +459,10 @@ def _d_k_rot_floats(r: Replay, head: int | None) -> Array | None:
         dS, Q = r.input("d_scaled", h), r.input("q_rot", h)
         if dS is None or Q is None:
             return None
+        if r.variant.d_k_order == "q_first":  # Q_rot·d_scaledᵀ: a product only when d_k = L_k (as d_K's)
+            return None if Q.shape[1] != dS.shape[1] else Q @ dS.T * _scale(r, h)
+        if r.variant.d_k_order == "qt_first":  # Q_rotᵀ·d_scaled: [d_k, L_k], transposed
+            return None if Q.shape[0] != dS.shape[0] else Q.T @ dS * _scale(r, h)
         A = dS.T if r.variant.d_k_transposed else dS  # [L_k, L]; without the transpose [L, L_k]
         return None if A.shape[1] != Q.shape[0] else A @ Q * _scale(r, h)
 
@@ -498,7 +502,7 @@ D_K_ROT = StepKind(
     id="d_k_rot", scope="head", op="·", exists=_has_rope, inputs=_group_inputs("d_scaled", "q_rot"),
     build=lambda bd, h: _d_rot(bd, h, "d_k_rot"), floats=_d_k_rot_floats, slack=_d_k_rot_slack,
     production=production("d_k_rot"), rounding=rounding(_d_k_rot_slack),
-    varies=frozenset({"grad_scale", "d_k_transposed", "kv_grad"}),
+    varies=frozenset({"grad_scale", "d_k_transposed", "d_k_order", "kv_grad"}),
     work=kv_grad_work("d_scaled", "q_rot", scaled=True),
     given=lambda sol, step: _group_givens(sol, step, "d_scaled", "q_rot"),
     latex=r"d_{K_\text{rot}} = $sigma\frac{d_{\text{scaled}$h}^\top Q_\text{rot}$h}{\sqrt{$d_k}}", backward=True,
@@ -544,8 +548,8 @@ def _unrotated_floats(r: Replay, id: str, head: int | None) -> Array | None:
     from .rope import turned_back
 
     (M,) = r.inputs(KINDS_ROPE[id], head)
-    if M is None or M.shape[1] % 2:
-        return None
+    if M is None or M.shape != (len(_positions(r.ex, id)), r.ex.heads[head or 0].d_k):  # a mistake upstream
+        return None  # changed its shape (d_K_rot transposed): no pair to turn back
     if r.variant.rope_grad == "not_unrotated":
         return M
     kept = _kept(r.ex, id)
