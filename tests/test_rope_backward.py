@@ -284,3 +284,27 @@ def test_practice_of_the_new_steps_hints_grades_and_names_the_mistake(cli):
     assert "Gradient of Q (d_Q_rot turned back)" in out
     assert "You took the gradient of the rotated matrix for that of the projection" in out
     assert "Steps right: 2 of 2" in out
+
+
+def test_grouped_kv_heads_with_rope_sum_d_k_rot_over_the_group_then_turn_it_back():
+    """Two query heads reading one K/V head: d_W_K, each d_W_Q and d_X against torch autograd."""
+    data = {"id": "rb-gqa", "title": "RoPE backward, grouped K/V heads", "x": [[1, 0, 1], [0, 1, 1], [1, 1, 0]],
+            "num_kv_heads": 1,
+            "heads": [{"w_q": [[1, 0], [0, 1], [1, 1]]}, {"w_q": [[0, 1], [1, 0], [1, -1]]}],
+            "kv_heads": [{"w_k": [[1, 0], [1, 1], [0, 1]], "w_v": [[1, 0], [0, 1], [1, 1]]}],
+            "upstream": [[1, 0, 0, 1], [0, 1, 2, 0], [1, -1, 0, 1]],
+            "mask": "causal", "rope": {"base": 10000, "pairing": "interleaved"}}
+    sol = solve(exercise_from_data(data), backward=True)
+    x = _t(data["x"]).requires_grad_()
+    Wk, Wv = _t(data["kv_heads"][0]["w_k"]).requires_grad_(), _t(data["kv_heads"][0]["w_v"])
+    Wq = [_t(h["w_q"]).requires_grad_() for h in data["heads"]]
+    k_rot = torch_rope(x @ Wk, [0, 1, 2], 10000.0, "interleaved")
+    outs = [torch.nn.functional.scaled_dot_product_attention(torch_rope(x @ W, [0, 1, 2], 10000.0, "interleaved")[None],
+                                                             k_rot[None], (x @ Wv)[None], is_causal=True)[0]
+            for W in Wq]
+    (torch.cat(outs, -1) * _t(data["upstream"])).sum().backward()
+    np.testing.assert_allclose(np.array(sol.step("d_w_k", 0).value), Wk.grad.numpy(), atol=1e-12)
+    for h in (0, 1):
+        np.testing.assert_allclose(np.array(sol.step("d_w_q", h).value), Wq[h].grad.numpy(), atol=1e-12)
+    np.testing.assert_allclose(np.array(sol.step("d_x", None).value), x.grad.numpy(), atol=1e-12)
+    verify(sol)
