@@ -308,3 +308,15 @@ def test_grouped_kv_heads_with_rope_sum_d_k_rot_over_the_group_then_turn_it_back
         np.testing.assert_allclose(np.array(sol.step("d_w_q", h).value), Wq[h].grad.numpy(), atol=1e-12)
     np.testing.assert_allclose(np.array(sol.step("d_x", None).value), x.grad.numpy(), atol=1e-12)
     verify(sol)
+
+
+def test_a_rope_exercise_past_the_backward_work_limit_is_refused_in_one_line(cli, tmp_path):
+    """16 tokens, d_model = 3, d_k = 2: 12,288 is within the limit without RoPE, 24,576 with its factor d_k."""
+    data = {"id": "rb-big", "title": "too big with RoPE", "x": [[1, 0, 1]] * 16,
+            "heads": [{"w_q": [[1, 0], [0, 1], [1, 1]], "w_k": [[1, 0], [1, 1], [0, 1]], "w_v": [[1, 0], [0, 1], [1, 1]]}],
+            "rope": {"base": 10000, "pairing": "interleaved"}}
+    path = tmp_path / "big.yaml"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    r = cli("explain", str(path), "--backward")
+    assert r.code == 2 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert "num_heads·L·L_k²·d_model·d_k = 16,384" in r.err and "1·16·16²·3·2 = 24,576" in r.err

@@ -138,6 +138,13 @@ def backward_sized(ex: Exercise) -> None:
     if work > MAX_BACKWARD_WORK:
         raise TutorError(Msg("backward.too_big", id=ex.id, work=work, limit=MAX_BACKWARD_WORK, H=ex.num_heads,
                            L=ex.L, L_k=ex.L_k, d_model=ex.d_model))
+    if ex.rope is not None:  # issue 23: RoPE's gradients carry cos/sin coefficients (entries of K_rot, Q_rot), and
+        # R(mθ)ᵀ mixes them again: measured 25 times the work and text of the same exercise without RoPE (8 tokens,
+        # 2 heads, d_k = d_model = 4: 9 s of CPU, 3.5 MB of text), so the work counts d_k once more
+        d_k = max(h.d_k for h in ex.heads)
+        if work * d_k > MAX_BACKWARD_WORK:
+            raise TutorError(Msg("backward.too_big.rope", id=ex.id, work=work * d_k, limit=MAX_BACKWARD_WORK,
+                                 H=ex.num_heads, L=ex.L, L_k=ex.L_k, d_model=ex.d_model, d_k=d_k))
 
 
 def has_backward(ids: Iterable[str]) -> bool:

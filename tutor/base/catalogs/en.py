@@ -2377,6 +2377,7 @@ EN.update({
     "rope.work.cached_grad": "a cached key: stored rotated, not turned in this step, so its gradient is d_K_rot's as it is",
     "diagnose.rope_grad_not_unrotated": "You took the gradient of the rotated matrix for that of the projection: with RoPE the scores read Q_rot = R(mθ)·Q, so d_scaled·K_rot/√d_k is d_Q_rot, and d_Q = R(mθ)ᵀ·d_Q_rot turns it back by each query's angle (likewise d_K from d_K_rot by each key's angle).",
     "rope.tiled.undecided": "the sign of {value} could not be told at 960 digits, so the running max of the online softmax is not decided: this exercise is refused rather than computed wrongly",
+    "backward.too_big.rope": "with RoPE the backward pass is worked out exactly for exercises up to num_heads·L·L_k²·d_model·d_k = {limit:,} (its gradients carry cosines and sines); {id} has {H}·{L}·{L_k}²·{d_model}·{d_k} = {work:,}: try a smaller exercise, e.g. attn-tutor new --rope half --tokens 4 --heads 2 --d-k 4",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

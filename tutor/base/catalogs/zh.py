@@ -2320,6 +2320,7 @@ ZH.update({
     "rope.work.cached_grad": "缓存中的键：存入时已旋转过，这一步没有旋转，所以它的梯度就是 d_K_rot 的对应值",
     "diagnose.rope_grad_not_unrotated": "你把旋转后矩阵的梯度当成了投影结果的梯度：使用 RoPE 时，注意力分数读取的是 Q_rot = R(mθ)·Q，所以 d_scaled·K_rot/√d_k 是 d_Q_rot，还要用 d_Q = R(mθ)ᵀ·d_Q_rot 按每个查询的角度把它转回去（d_K 同理，由 d_K_rot 按每个键的角度转回）。",
     "rope.tiled.undecided": "在 960 位精度下仍无法确定 {value} 的符号，因此无法确定在线 softmax 的运行最大值：拒绝处理这道练习，而不是算出错误的结果",
+    "backward.too_big.rope": "使用 RoPE 时，只对 num_heads·L·L_k²·d_model·d_k 不超过 {limit:,} 的练习精确计算反向传播（其梯度带有余弦和正弦）；{id} 的这一乘积是 {H}·{L}·{L_k}²·{d_model}·{d_k} = {work:,}：请换一道小一些的练习，例如 attn-tutor new --rope half --tokens 4 --heads 2 --d-k 4",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
