@@ -10,7 +10,11 @@ Algorithm 2).  Rational matrices are ``list[list[Fraction]]``; entries that
 involve the weights are :class:`tutor.exact.grad.GradSum` (summed exactly,
 reduced by :meth:`~tutor.exact.grad.GradSum.done`).  A masked key has
 ``P_ij = 0``, so its ``d_scaled`` entry is exactly 0, and a fully masked row
-contributes nothing.  Pure: no numpy, no sympy.
+contributes nothing.  With RoPE (format v3, issue 23) the scores read
+``Q_rot``, ``K_rot``: :func:`d_q_rot`, :func:`d_k_rot` take their entries
+(:class:`~tutor.exact.rotary.Trig`) as coefficients, and :func:`unrotate`
+turns the result back, ``d_Q = R(mθ)ᵀ·d_Q_rot`` (RoFormer, Su et al. 2021:
+a rotation is orthogonal).  Pure: no numpy, no sympy.
 """
 
 from __future__ import annotations

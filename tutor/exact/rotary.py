@@ -27,6 +27,12 @@ What is decided exactly, and what is not:
   otherwise, and an answer is compared with it at many digits (mpmath,
   :func:`tutor.answers.values.equals_exact`'s numeric path): its text is
   exact, its equality test is not.
+* the backward pass (issue 23) keeps the same form: a gradient entry is a
+  sum over query rows of ``√r·Σ c·exp(a_j + a_k)/Z²`` whose exponents are
+  these trigonometric polynomials and whose coefficients ``c`` are too (an
+  entry of ``K_rot``, a ``cos(mθ)`` of ``R(mθ)ᵀ``): :mod:`tutor.exact.grad`
+  sums them exactly (equal exponents found exactly) and compares them, as
+  the softmax's values, at many digits.
 
 Pure: no numpy, no sympy import at module level, no I/O.
 """

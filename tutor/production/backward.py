@@ -46,7 +46,9 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     With a KV cache the cached rows are constants: ``d_k``, ``d_v`` have a row
     per key (``[H, L_k, d]``), but only the new rows reach ``W_K``, ``W_V``,
     ``b_K``, ``b_V`` and ``d_x``.  The bias is a constant too (``d_scaled`` is
-    the gradient of the biased scores as well).
+    the gradient of the biased scores as well).  With RoPE (format v3) the scores read Q and K turned by
+    position: the attention part takes the rotated ones, and the gradients of Q and K are turned back
+    (``R(mθ)ᵀ``), a cache's keys (stored rotated) left as they are.
     """
     H, Gk = ex.num_heads, ex.num_kv_heads
     first = [ex.sharing(g)[0] for g in range(Gk)]  # the first query head of each group holds its K/V weights
