@@ -7,7 +7,11 @@ the softmax's Jacobian gives ``d_scaled = weights ∘ (d_weights − rowsum(d_we
 heads ``d_V`` and ``d_K`` belong to the K/V head: the sum over its group's
 query heads (what ``scaled_dot_product_attention(…, enable_gqa=True)`` gives
 as ``key.grad``).  A bias and a mask are constants: ``d_scaled`` is the
-gradient of the biased scores too, and 0 at a blocked key.
+gradient of the biased scores too, and 0 at a blocked key.  With RoPE
+(format v3, issue 23) the scores read ``Q_rot`` and ``K_rot``: ``d_Q_rot =
+d_scaled·K_rot/√d_k`` and ``d_K_rot = d_scaledᵀ·Q_rot/√d_k`` come first, and
+``d_Q``, ``d_K`` are them turned back pair by pair, ``R(mθ)ᵀ`` (a rotation
+is orthogonal: RoFormer, Su et al. 2021, §3.2.2).
 
 Each kind's engines, side by side: the exact build (:mod:`tutor.exact.backward`),
 the float walk and its slack (under a misconception's knobs: the softmax's
