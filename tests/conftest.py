@@ -58,8 +58,8 @@ COLOUR_TERMINAL = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "NO_COLOR": Non
 
 def _v1_bundled() -> list[str]:
     """The bundled exercises of format v1 (no grouped K/V heads, cache or bias): what the backward pass is built for
-    (the pre-norm block's, MLA's and RoPE's are left out, their backward pass refused: :data:`BLOCK_BUNDLED`,
-    :data:`MLA_BUNDLED`, RoPE's tests/test_rope.py)."""
+    (the pre-norm block's and MLA's are left out, their backward pass refused: :data:`BLOCK_BUNDLED`,
+    :data:`MLA_BUNDLED`; RoPE's, format v3, has its own: tests/test_rope_backward.py)."""
     from tutor.exercise.catalog import resolve
 
     return [p.stem for p in sorted(EXERCISES.glob("*.yaml")) if not resolve(p.stem).is_v2 and resolve(p.stem).mla is None

@@ -27,7 +27,7 @@ from .test_torch_parity import require_torch
 torch = require_torch()
 
 V2_BUNDLED = sorted(set(p.stem for p in EXERCISES.glob("*.yaml")) - set(V1_BUNDLED) - set(MLA_BUNDLED) - set(BLOCK_BUNDLED)
-                    - {p.stem for p in EXERCISES.glob("*.yaml") if "rope:" in p.read_text(encoding="utf-8")})  # refused
+                    - {p.stem for p in EXERCISES.glob("*.yaml") if "rope:" in p.read_text(encoding="utf-8")})  # RoPE's: tests/test_rope_backward.py
 TOL = 1e-9
 
 

@@ -55,8 +55,8 @@ def test_the_order_is_the_contract_order():
                "scores_absorbed", "scaled", "biased", "masked", "weights", "head_output", "concat", "output", "residual")
     # k_new, v_new, biased: format v2; x_norm, residual: the pre-norm block; c_kv, q_absorbed, scores_absorbed: MLA;
     # q_rot, k_rot: format v3 (RoPE)
-    backward = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_v", "d_q", "d_k",
-                "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")  # the contract's v2 section
+    backward = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_v", "d_q_rot", "d_q",
+                "d_k_rot", "d_k", "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")  # the contract's v2 section
     assert STEP_IDS == forward + backward
 
 
@@ -78,10 +78,6 @@ def test_solve_gives_the_steps_of_keys_in_order_and_the_graph_is_closed(name):
 @pytest.mark.parametrize("name", BUNDLED)
 def test_with_the_backward_pass_the_graph_is_closed_and_the_walks_agree(name):
     ex = resolve(name)
-    if ex.rope is not None:  # RoPE's backward pass is refused (issue 23), in one line
-        with pytest.raises(TutorError, match="RoPE"):
-            keys(ex, backward=True)
-        return
     if ex.mla is not None:  # MLA's backward pass is not built: refused in one line, never half-shown
         with pytest.raises(TutorError, match="not built"):
             solve(ex, backward=True)
@@ -174,7 +170,7 @@ def every_feature_v2(seed: int, alibi: bool):
 def every_feature_v3(seed: int):
     """Format v3's RoPE with everything it goes with: two heads of d_k = 4 (angles 1 and 1/100), rotate_half
     pairs, every projection bias, a mask matrix and key padding that leave a query row with no key, ``W_O`` and
-    ``b_O``.  Forward only: RoPE's backward pass is refused (issue 23)."""
+    ``b_O``; forward and backward (the backward pass through RoPE: issue 23)."""
     from tutor.exercise import exercise_from_data
 
     rng = np.random.default_rng(seed)
@@ -236,8 +232,9 @@ def every_feature_block(seed: int, norm: str):
 
 
 def _bw(ex) -> bool:
-    """Whether the exercise has a backward pass the tests walk (RoPE's, MLA's and the pre-norm block's are refused)."""
-    return ex.rope is None and ex.mla is None and not (ex.has_norm or ex.residual)
+    """Whether the exercise has a backward pass the tests walk (MLA's and the pre-norm block's are refused; RoPE's is
+    built, issue 23)."""
+    return ex.mla is None and not (ex.has_norm or ex.residual)
 
 
 EVERY_FEATURE = [("v1", lambda: every_feature_v1(1)), ("v2-alibi", lambda: every_feature_v2(2, True)),

@@ -158,7 +158,6 @@ def out_of_line(text: str, width: int | None) -> list[str]:
 BUNDLED = sorted(p.stem for p in EXERCISES.glob("*.yaml"))
 EXPLAIN = [(e, view) for e in BUNDLED for view in ((), ("--backward",), ("--tiled",), ("--format", "markdown"))
            if not (view == ("--backward",) and e.startswith("mla-"))  # MLA's backward pass is refused (test_mla.py)
-           and not (e.startswith("rope-") and view in (("--backward",), ("--tiled",)))  # RoPE refuses those two
            and not (e in BLOCK_BUNDLED and view in (("--backward",), ("--tiled",)))]  # refused: test_prenorm_block.py
 
 

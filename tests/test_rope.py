@@ -17,13 +17,13 @@ import pytest
 
 from tutor.answers import parse_entry
 from tutor.answers.grading import judge
-from tutor.base.errors import ExerciseError, TutorError
+from tutor.base.errors import ExerciseError
 from tutor.exact import rotary
 from tutor.exact.numbers import Rat
 from tutor.exercise.load import exercise_from_data, validate_text
 from tutor.exercise.record import rope_thetas
 from tutor.production import verify
-from tutor.steps import keys, solve
+from tutor.steps import solve
 
 torch = pytest.importorskip("torch")
 
@@ -306,16 +306,6 @@ def test_the_cli_refuses_in_one_line(cli, tmp_path):
     bad.write_text(_even("{base: 10000}"), encoding="utf-8")
     r = cli("explain", str(bad))
     assert r.code == 2 and "Traceback" not in r.err and "rope.base" in r.err
-
-
-def test_backward_with_rope_is_refused(cli, tmp_path):
-    ok = tmp_path / "ok.yaml"
-    ok.write_text(json.dumps(INTERLEAVED), encoding="utf-8")
-    with pytest.raises(TutorError, match="backward pass through RoPE"):
-        keys(exercise_from_data(INTERLEAVED), backward=True)
-    r = cli("explain", str(ok), "--backward")
-    assert r.code == 2 and "Traceback" not in r.err and "RoPE" in r.err
-    assert len([line for line in r.err.splitlines() if line.strip()]) == 1
 
 
 def test_explain_shows_each_pair_turned(cli, tmp_path):

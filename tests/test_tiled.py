@@ -19,8 +19,9 @@ from tutor.steps import solve
 from .conftest import BLOCK_BUNDLED, EXERCISES
 from .oracle import require_torch
 
-# every one: v2's grouped heads, cache and bias too; not RoPE's (format v3: --tiled refuses it, tested there) nor
-# the pre-norm block's (refused after a norm, test_prenorm_block.py)
+# every one: v2's grouped heads, cache and bias too; not RoPE's (format v3: its scores need the rotation, which the
+# references here do not make: tests/test_rope_backward.py walks them against torch) nor the pre-norm block's
+# (refused after a norm, test_prenorm_block.py)
 BUNDLED = [p.stem for p in sorted(EXERCISES.glob("*.yaml"))
            if "rope:" not in p.read_text(encoding="utf-8") and p.stem not in BLOCK_BUNDLED]
 CASES = json.loads((Path(__file__).parent / "data" / "v2" / "v2-cases.json").read_text())["cases"]

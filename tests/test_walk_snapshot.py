@@ -39,7 +39,7 @@ def _walks(exercise_id: str) -> dict[str, object]:
     from tutor.steps import KINDS, Replay, keys, replay, solve
 
     ex = resolve(exercise_id)
-    backward = ex.mla is None and ex.rope is None and not (ex.has_norm or ex.residual)  # refused: MLA's, RoPE's, the block's
+    backward = ex.mla is None and not (ex.has_norm or ex.residual)  # refused: MLA's, the block's
     sol = solve(ex, backward=backward)
     out: dict[str, object] = {}
     for m in MISCONCEPTIONS:

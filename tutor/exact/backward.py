@@ -10,7 +10,11 @@ Algorithm 2).  Rational matrices are ``list[list[Fraction]]``; entries that
 involve the weights are :class:`tutor.exact.grad.GradSum` (summed exactly,
 reduced by :meth:`~tutor.exact.grad.GradSum.done`).  A masked key has
 ``P_ij = 0``, so its ``d_scaled`` entry is exactly 0, and a fully masked row
-contributes nothing.  Pure: no numpy, no sympy.
+contributes nothing.  With RoPE (format v3, issue 23) the scores read
+``Q_rot``, ``K_rot``: :func:`d_q_rot`, :func:`d_k_rot` take their entries
+(:class:`~tutor.exact.rotary.Trig`) as coefficients, and :func:`unrotate`
+turns the result back, ``d_Q = R(mθ)ᵀ·d_Q_rot`` (RoFormer, Su et al. 2021:
+a rotation is orthogonal).  Pure: no numpy, no sympy.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from fractions import Fraction
 from .engine import ExactMatrix, QMat
 from .grad import GradSum
 from .numbers import Rat, SoftmaxRow, square_free
+from .rotary import Trig, TrigMat
 
 Rational = list[list[Fraction]]
 Grads = list[list[GradSum]]
@@ -115,7 +120,7 @@ def d_v(rows: Sequence[SoftmaxRow], dH: Rational, L_k: int) -> Grads:
     return out
 
 
-def _add_d_scaled(acc: GradSum, row: SoftmaxRow, dP: Sequence[Fraction], j: int, c: Fraction, root: int) -> None:
+def _add_d_scaled(acc: GradSum, row: SoftmaxRow, dP: Sequence[Fraction], j: int, c: Fraction | Trig, root: int) -> None:
     """``acc += c·√root·d_scaled_j`` with ``d_scaled_j = P_j·(dP_j − Σ_k dP_k·P_k)``."""
     if not c or row.nums[j] is None:
         return
@@ -193,4 +198,51 @@ def right_t(g: Grads, w: Sequence[Sequence[Fraction]], into: Grads | None = None
         for a in range(d_in):
             for c in range(len(g[0])):
                 out[i][a].add(g[i][c], w[a][c])
+    return out
+
+
+# --- RoPE (format v3, issue 23): the gradients of Q_rot and K_rot, and the rotation undone -----------------
+
+
+def d_q_rot(rows: Sequence[SoftmaxRow], dP: Rational, K: TrigMat, d_k: int) -> Grads:
+    """``d_Q_rot = d_scaled·K_rot / √d_k``: ``[L, L_k]·[L_k, d_k]`` -> ``[L, d_k]``, the scores reading the
+    rotated keys; each coefficient an entry of ``K_rot`` (a :class:`~tutor.exact.rotary.Trig`)."""
+    c0, t = _scale(d_k)
+    out: Grads = []
+    for i, row in enumerate(rows):
+        line = []
+        for c in range(d_k):
+            acc = GradSum()
+            for j in row.live:
+                _add_d_scaled(acc, row, dP[i], j, K.num[j][c] * c0, t)
+            line.append(acc)
+        out.append(line)
+    return out
+
+
+def d_k_rot(rows: Sequence[SoftmaxRow], dP: Rational, Q: TrigMat, d_k: int, L_k: int) -> Grads:
+    """``d_K_rot = d_scaledᵀ·Q_rot / √d_k``: ``[L_k, L]·[L, d_k]`` -> ``[L_k, d_k]``."""
+    c0, t = _scale(d_k)
+    out: Grads = [[GradSum() for _ in range(d_k)] for _ in range(L_k)]
+    for i, row in enumerate(rows):
+        for j in row.live:
+            for c in range(d_k):
+                _add_d_scaled(out[j][c], row, dP[i], j, Q.num[i][c] * c0, t)
+    return out
+
+
+def unrotate(g: Grads, positions: Sequence[int], thetas: Sequence[Fraction], pairs: Sequence[tuple[int, int]],
+             kept: int = 0) -> Grads:
+    """``g [n, d_k]`` (the gradient of a rotated Q or K) turned back: pair ``i`` of row ``p`` by ``R(m·θ_i)ᵀ``,
+    ``[g_a, g_b] → [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]`` with ``m = positions[p]`` (``R`` is orthogonal, so
+    its transpose undoes it: RoFormer, Su et al. 2021, §3.2.2 and §3.4.2).  The first ``kept`` rows (a KV
+    cache's keys, stored rotated) are copied as they are.  ``[n, d_k]``."""
+    out: Grads = [[GradSum().add(x, Fraction(1)) for x in row] for row in g[:kept]]
+    for p, row in enumerate(g[kept:], start=kept):
+        line = [GradSum() for _ in row]
+        for (a, b), theta in zip(pairs, thetas):
+            cos, sin = Trig.cos_sin(positions[p] * theta)
+            line[a].add(row[a], cos).add(row[b], sin)
+            line[b].add(row[a], -sin).add(row[b], cos)
+        out.append(line)
     return out

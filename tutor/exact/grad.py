@@ -30,15 +30,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cmp_to_key
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .numbers import Exact, Key, Rat, SoftmaxRow, _cancels, sum_text, surd
+from .rotary import ZERO as TRIG_ZERO
+from .rotary import Trig
 
 if TYPE_CHECKING:  # lazily imported
     import mpmath
     import sympy
 
 Numer = dict[Key, Fraction]  # exponent key (as SoftmaxRow.keys: n, or (n, b) with a bias) -> coefficient
+#: A coefficient: rational, or with RoPE (issue 23) a trigonometric polynomial (an entry of K_rot, cos(mθ)).
+Coef = Fraction | Trig
+CNumer = dict[Key, Coef]  # a numerator being summed: RoPE's coefficients may be Trig
 _MAX_DIVISION_STEPS = 256
 #: A numerator with more distinct exponents is not reduced by Z: still exact, only less short.  Every
 #: hand-sized exercise (at most 4 keys: at most 16 exponents in a row's Z²) is far below it; past it a
@@ -48,7 +53,9 @@ _MAX_DIVIDED_TERMS = 64
 
 
 def _add(a: Key, b: Key) -> Key:
-    """The key of ``exp(a)·exp(b)``."""
+    """The key of ``exp(a)·exp(b)`` (RoPE's keys are the :class:`Trig` exponents themselves: their sum)."""
+    if isinstance(a, Trig):
+        return a + b
     if isinstance(a, int):
         return a + b  # type: ignore[operator]
     return (a[0] + b[0], a[1] + b[1])  # type: ignore[index]
@@ -56,10 +63,14 @@ def _add(a: Key, b: Key) -> Key:
 
 def _times(k: Key, c: int) -> Key:
     """The key of ``exp(a)^c``."""
+    if isinstance(k, Trig):
+        return k.times(Fraction(c))
     return k * c if isinstance(k, int) else (k[0] * c, k[1] * c)
 
 
 def _zero(row: SoftmaxRow) -> Key:
+    if not row.algebraic:  # RoPE's row: its keys are Trig
+        return TRIG_ZERO  # type: ignore[return-value]
     return 0 if row.bias is None else (0, 0)
 
 
@@ -72,6 +83,8 @@ def _order(row: SoftmaxRow) -> Callable[[Key], Any]:
     ``q²``: never a float, even for exponents closer than a float can tell apart.  The order is
     compatible with adding keys, as long division needs.
     """
+    if not row.algebraic:  # RoPE's Trig keys: by value (the order only lays out text and long division's
+        return row.approx  # leading term; a quotient is kept only when the remainder is exactly 0)
     if row.bias is None:
         return lambda k: k
     t, den, bden = row.t, row.den, row.bden
@@ -106,8 +119,36 @@ def _top(row: SoftmaxRow) -> Key:
 def _mp_exponent(row: SoftmaxRow, k: Key) -> mpmath.mpf:
     import mpmath
 
+    if isinstance(k, Trig):  # RoPE: the exponent is the trigonometric polynomial itself
+        return k.precise_value(int(mpmath.mp.dps))
     u, r = row.parts(k)
     return mpmath.mpf(u.numerator) / u.denominator * mpmath.sqrt(row.t) + mpmath.mpf(r.numerator) / r.denominator
+
+
+def _norm(c: Coef) -> Coef:
+    """A coefficient as a ``Fraction`` when it is rational (``cos(0)``, a cached key's entry), else itself."""
+    if isinstance(c, Trig):
+        r = c.rational()
+        return c if r is None else r
+    return c
+
+
+def _cf(c: Coef) -> float:
+    return c.value() if isinstance(c, Trig) else float(c)
+
+
+def _cmp(c: Coef) -> mpmath.mpf:
+    import mpmath
+
+    if isinstance(c, Trig):
+        return c.precise_value(int(mpmath.mp.dps))
+    return mpmath.mpf(c.numerator) / c.denominator
+
+
+def _csym(c: Coef) -> sympy.Expr:
+    import sympy
+
+    return c.to_sympy() if isinstance(c, Trig) else sympy.Rational(c.numerator, c.denominator)
 
 
 def _z2(row: SoftmaxRow) -> Numer:
@@ -183,13 +224,13 @@ class Part:
     row: SoftmaxRow
     root: int
     deg: int
-    numer: tuple[tuple[Key, Fraction], ...]  # (exponent key, coefficient), ascending
+    numer: tuple[tuple[Key, Coef], ...]  # (exponent key, coefficient), ascending; Trig coefficients with RoPE
 
     def shifted_terms(self) -> list[float]:
         """Each term divided by ``exp(deg·max a)``, as floats (no overflow)."""
         row = self.row
         ref = _times(_top(row), self.deg)
-        return [float(c) * math.exp(row.approx(row.diff(e, ref))) for e, c in self.numer]
+        return [_cf(c) * math.exp(row.approx(row.diff(e, ref))) for e, c in self.numer]
 
     def value(self) -> float:
         return math.sqrt(self.root) * math.fsum(self.shifted_terms()) / self.row.z ** self.deg
@@ -201,8 +242,7 @@ class Part:
         with mpmath.workdps(digits):
             z = mpmath.fsum(mpmath.exp(row.mp_shifted_exponent(j)) for j in row.live)
             ref = _times(_top(row), self.deg)
-            num = mpmath.fsum(mpmath.mpf(c.numerator) / c.denominator * mpmath.exp(_mp_exponent(row, row.diff(e, ref)))
-                              for e, c in self.numer)
+            num = mpmath.fsum(_cmp(c) * mpmath.exp(_mp_exponent(row, row.diff(e, ref))) for e, c in self.numer)
             return mpmath.sqrt(self.root) * num / z ** self.deg
 
     def text(self) -> str:
@@ -210,8 +250,11 @@ class Part:
         row = self.row
         ref = _low(row)
         _, _, den_text = row._layout(ref)
-        k = math.lcm(*(c.denominator for _, c in self.numer))
-        terms = [row.term(int(c * k), row.diff(e, _times(ref, self.deg))) for e, c in self.numer]
+        if any(isinstance(c, Trig) for _, c in self.numer):
+            return self._trig_text(ref, den_text)
+        fracs = cast("tuple[tuple[Key, Fraction], ...]", self.numer)  # no Trig coefficient (above)
+        k = math.lcm(*(c.denominator for _, c in fracs))
+        terms = [row.term(int(c * k), row.diff(e, _times(ref, self.deg))) for e, c in fracs]
         num = sum_text(terms)
         if len(terms) > 1:
             num = f"({num})"
@@ -227,18 +270,36 @@ class Part:
                 num = f"{sign}sqrt({self.root})" + ("" if num == "1" else f"*{num}")
         return f"{num}/{den}"
 
+    def _trig_text(self, ref: Key, den_text: str) -> str:
+        """With RoPE's coefficients (``cos(1)/2 - sin(1)``): each term ``(coefficient)*exp(d)`` over ``Z^deg``,
+        both divided by ``exp(deg·min a)``; ``sqrt(root)`` in front."""
+        row = self.row
+        terms = []
+        for e, c in self.numer:
+            d = row.diff(e, _times(ref, self.deg))
+            ct = str(c) if not isinstance(c, Trig) else f"({c})"
+            terms.append(ct if row.term(1, d) == "1" else f"{ct}*{row.term(1, d)}")
+        num = sum_text(terms)
+        if len(terms) > 1:
+            num = f"({num})"
+        if self.root != 1:
+            num = f"sqrt({self.root})*{num}"
+        return f"{num}/({den_text})" + ("^2" if self.deg == 2 else "")
+
     def to_sympy(self) -> sympy.Expr:
         import sympy
 
         row = self.row
 
         def e(k: Key) -> sympy.Expr:
+            if isinstance(k, Trig):  # RoPE: the exponent itself
+                return sympy.exp(k.to_sympy())
             u, r = row.parts(k)
             return sympy.exp(sympy.Rational(u.numerator, u.denominator) * sympy.sqrt(row.t)
                              + sympy.Rational(r.numerator, r.denominator))
 
         z = sympy.Add(*(e(k) for k in row.keys if k is not None))
-        num = sympy.Add(*(sympy.Rational(c.numerator, c.denominator) * e(n) for n, c in self.numer))
+        num = sympy.Add(*(_csym(c) * e(n) for n, c in self.numer))
         return sympy.sqrt(self.root) * num / z ** self.deg
 
 
@@ -284,18 +345,22 @@ class GradSum:
     """
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[object, ...], tuple[SoftmaxRow, int, Numer]] = {}
+        self.rows: dict[tuple[object, ...], tuple[SoftmaxRow, int, CNumer]] = {}
         self.consts: dict[int, Fraction] = {}
 
-    def _numer(self, row: SoftmaxRow, root: int) -> Numer:
+    def _numer(self, row: SoftmaxRow, root: int) -> CNumer:
         # rows with the same exponents share Z: one numerator (rows t2, t3 of the classic add up)
-        key = (tuple(sorted(k for k in row.keys if k is not None)), row.den, row.bden, row.t, root)
+        live = [k for k in row.keys if k is not None]
+        exps = tuple(sorted(live)) if row.algebraic else tuple(sorted(live, key=repr))
+        key = (exps, row.den, row.bden, row.t, root)
         if key not in self.rows:
             self.rows[key] = (row, root, {})
         return self.rows[key][2]
 
-    def add(self, other: GradSum, c: Fraction) -> GradSum:
-        """Add ``c·other`` (a linear combination of entries: ``d_w_q = Xᵀ·d_q`` from the entries of ``d_q``)."""
+    def add(self, other: GradSum, c: Coef) -> GradSum:
+        """Add ``c·other`` (a linear combination of entries: ``d_w_q = Xᵀ·d_q`` from the entries of ``d_q``;
+        with RoPE ``c`` may be ``cos(mθ)`` or ``sin(mθ)``: ``d_Q = R(mθ)ᵀ·d_Q_rot``)."""
+        c = _norm(c)
         if not c:
             return self
         for (row, root, numer) in other.rows.values():
@@ -306,12 +371,15 @@ class GradSum:
             self.const(c * x, root)
         return self
 
-    def const(self, c: Fraction, root: int = 1) -> GradSum:
+    def const(self, c: Coef, root: int = 1) -> GradSum:
+        c = _norm(c)
+        if isinstance(c, Trig):  # cannot happen: the backward pass adds no constant times a cosine
+            raise AssertionError("a gradient's constant is rational")
         if c:
             self.consts[root] = self.consts.get(root, Fraction(0)) + c
         return self
 
-    def weight(self, row: SoftmaxRow, j: int, c: Fraction, root: int = 1) -> GradSum:
+    def weight(self, row: SoftmaxRow, j: int, c: Coef, root: int = 1) -> GradSum:
         """Add ``c·√root·P_j`` (``P_j = exp(a_j)/Z``, written ``exp(a_j)·Z/Z²``); nothing for a masked key."""
         if not c or row.nums[j] is None:
             return self
@@ -323,7 +391,7 @@ class GradSum:
             n[k] = n.get(k, Fraction(0)) + c * len(g)
         return self
 
-    def quad(self, row: SoftmaxRow, j: int, k: int, c: Fraction, root: int = 1) -> GradSum:
+    def quad(self, row: SoftmaxRow, j: int, k: int, c: Coef, root: int = 1) -> GradSum:
         """Add ``c·√root·P_j·P_k``."""
         if not c or row.nums[j] is None or row.nums[k] is None:
             return self
@@ -338,8 +406,11 @@ class GradSum:
         consts = dict(self.consts)
         parts = []
         for row, root, numer in self.rows.values():
-            n: Numer | None = {e: c for e, c in numer.items() if c}
+            n: Numer | None = {e: _norm(c) for e, c in numer.items() if c}  # type: ignore[misc]
             deg = 2
+            if n and any(isinstance(c, Trig) for c in n.values()):  # RoPE's cos/sin coefficients: left over Z²
+                parts.append(Part(row, root, deg, tuple(sorted(n.items(), key=lambda kv: _order(row)(kv[0])))))
+                continue
             while n and deg and len(n) <= _MAX_DIVIDED_TERMS:  # a long numerator is left over Z² (see below)
                 q = _divide(n, row)
                 if q is None:
@@ -350,7 +421,7 @@ class GradSum:
                 continue
             if deg == 0:  # a constant: Σ c·exp(e) with e = 0 only
                 zero = _zero(row)
-                assert set(n) == {zero}, n
+                assert set(n) == {zero}, (n, zero)
                 consts[root] = consts.get(root, Fraction(0)) + n[zero]
                 continue
             order = _order(row)

@@ -27,6 +27,12 @@ What is decided exactly, and what is not:
   otherwise, and an answer is compared with it at many digits (mpmath,
   :func:`tutor.answers.values.equals_exact`'s numeric path): its text is
   exact, its equality test is not.
+* the backward pass (issue 23) keeps the same form: a gradient entry is a
+  sum over query rows of ``√r·Σ c·exp(a_j + a_k)/Z²`` whose exponents are
+  these trigonometric polynomials and whose coefficients ``c`` are too (an
+  entry of ``K_rot``, a ``cos(mθ)`` of ``R(mθ)ᵀ``): :mod:`tutor.exact.grad`
+  sums them exactly (equal exponents found exactly) and compares them, as
+  the softmax's values, at many digits.
 
 Pure: no numpy, no sympy import at module level, no I/O.
 """
@@ -88,6 +94,10 @@ class Trig(Exact):
     terms: Terms
     t: int = 1
 
+    def __post_init__(self) -> None:
+        if not self.terms and self.t != 1:  # 0 has one form (a difference of equal exponents over √t is 0, t = 1)
+            object.__setattr__(self, "t", 1)
+
     @classmethod
     def of(cls, q: Fraction) -> Trig:
         """The rational ``q``."""
@@ -102,9 +112,22 @@ class Trig(Exact):
         _add_to(y, angle, b, a)
         return cls(_canon(x)), cls(_canon(y))
 
+    @classmethod
+    def cos_sin(cls, angle: Fraction) -> tuple[Trig, Trig]:
+        """``(cos(angle), sin(angle))`` (``cos 0 = 1``, ``sin 0 = 0``): the entries of a pair's rotation."""
+        c: dict[Fraction, list[Fraction]] = {}
+        s: dict[Fraction, list[Fraction]] = {}
+        _add_to(c, angle, Fraction(1), Fraction(0))
+        _add_to(s, angle, Fraction(0), Fraction(1))
+        return cls(_canon(c)), cls(_canon(s))
+
     @property
     def is_zero(self) -> bool:
         return not self.terms
+
+    def __bool__(self) -> bool:
+        """False for 0 only (a gradient's coefficient that vanished is dropped as a zero ``Fraction`` is)."""
+        return bool(self.terms)
 
     def rational(self) -> Fraction | None:
         """The value when it is rational (only a constant part, ``t = 1``), else ``None``."""
@@ -114,7 +137,9 @@ class Trig(Exact):
             return self.terms[0][1]
         return None
 
-    def __add__(self, other: Trig) -> Trig:
+    def __add__(self, other: Trig | Fraction | int) -> Trig:
+        if not isinstance(other, Trig):  # a rational coefficient (the backward pass adds them to cos/sin ones)
+            other = Trig.of(Fraction(other))
         if self.is_zero:
             return other
         if other.is_zero:
@@ -124,6 +149,9 @@ class Trig(Exact):
         for r, a, b in self.terms + other.terms:
             _add_to(acc, r, a, b)
         return Trig(_canon(acc), self.t)
+
+    def __radd__(self, other: Fraction | int) -> Trig:
+        return self + other
 
     def __neg__(self) -> Trig:
         return Trig(tuple((r, -a, -b) for r, a, b in self.terms), self.t)
@@ -140,8 +168,14 @@ class Trig(Exact):
         assert self.t == 1
         return Trig(tuple((r, a / (s * t), b / (s * t)) for r, a, b in self.terms), t if self.terms else 1)
 
-    def __mul__(self, other: Trig) -> Trig:
-        """The product, products of cosines and sines turned into sums (both with ``t = 1``)."""
+    def __rmul__(self, other: Fraction | int) -> Trig:
+        return self.times(Fraction(other))
+
+    def __mul__(self, other: Trig | Fraction | int) -> Trig:
+        """The product, products of cosines and sines turned into sums (both with ``t = 1``); a rational
+        ``other`` scales every coefficient."""
+        if not isinstance(other, Trig):
+            return self.times(Fraction(other))
         assert self.t == 1 and other.t == 1
         acc: dict[Fraction, list[Fraction]] = {}
         half = Fraction(1, 2)
@@ -333,8 +367,8 @@ class TrigRow(SoftmaxRow):
             e = self._exp[d] = f"exp({d})"
         return e
 
-    def u(self, j: int) -> Fraction:  # pragma: no cover - the backward pass is refused with RoPE
-        raise NotImplementedError("a RoPE row has no rational exponent")
+    def u(self, j: int) -> Fraction:  # pragma: no cover - never called: the backward pass keys RoPE's rows by
+        raise NotImplementedError("a RoPE row has no rational exponent")  # their Trig exponents (tutor.exact.grad)
 
     def mp_shifted_exponent(self, j: int, ref=None):
         e = self.exps[j]

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, cast
 from ..base.errors import TutorError
 from ..base.messages import t
 from ..exact.numbers import NEG_INF, Exact, Rat, SoftmaxRow, _exp_text, sum_text, surd_plus
+from ..exact.rotary import Trig
 
 if TYPE_CHECKING:  # lazily imported
     import mpmath
@@ -43,15 +44,46 @@ if TYPE_CHECKING:  # lazily imported
 
     from ..exercise.record import Exercise
 
-#: An exponent ``u·√t + r`` as ``(u, r)``: the scaled score (``u·√t``) plus a rational bias ``r`` (format v2).
-Exp = tuple[Fraction, Fraction]
+#: An exponent ``u·√t + r`` as ``(u, r)``: the scaled score (``u·√t``) plus a rational bias ``r`` (format v2);
+#: with RoPE (format v3, issue 23) the scaled score itself, a :class:`~tutor.exact.rotary.Trig` (cosines and sines).
+Exp = tuple[Fraction, Fraction] | Trig
 ZERO_EXP: Exp = (Fraction(0), Fraction(0))
+
+#: The precisions (digits) at which the sign of a non-zero RoPE exponent difference is sought, in turn.
+_TRIG_DIGITS = (30, 60, 120, 240, 480, 960)
+
+
+def _trig_sign(e: Trig) -> int:
+    """The sign of a trigonometric polynomial, decided exactly.  ``e`` is zero exactly when it has no
+    term (:class:`~tutor.exact.rotary.Trig` is canonical: Lindemann–Weierstrass).  Otherwise it is not
+    zero, so evaluating it with mpmath at growing precision finds its sign: the value at ``D`` digits
+    (computed at ``D + 10``) is off by far less than ``10^-D·(1 + Σ|a| + |b|)·√t``, so a value beyond
+    that bound has the sign it shows.  Raises :class:`~tutor.base.errors.TutorError` if even 960 digits
+    cannot tell (no hand-sized exercise comes near: its differences are at least about 10^-20)."""
+    if e.is_zero:
+        return 0
+    import mpmath
+
+    size = (1 + sum(abs(a) + abs(b) for _, a, b in e.terms)) * (e.t + 1)
+    for digits in _TRIG_DIGITS:
+        with mpmath.workdps(digits + 10):
+            v = e.precise_value(digits)
+            bound = mpmath.mpf(10) ** -digits * (mpmath.mpf(size.numerator) / size.denominator)
+            if abs(v) > bound:
+                return 1 if v > 0 else -1
+    raise TutorError(t("rope.tiled.undecided", value=str(e)))
+
+
+def _is_zero_exp(e: Exp) -> bool:
+    return e.is_zero if isinstance(e, Trig) else e == ZERO_EXP
 
 
 def exp_sign(e: Exp, t: int) -> int:
     """The sign of ``u·√t + r`` (``e = (u, r)``, ``t`` square-free), decided exactly: when the two parts
     have opposite signs, by comparing their squares ``u²·t`` and ``r²`` (never by floats, which cannot
-    tell ``√2 − 1.4142135623730951`` from 0)."""
+    tell ``√2 − 1.4142135623730951`` from 0).  A RoPE exponent (a ``Trig``): :func:`_trig_sign`."""
+    if isinstance(e, Trig):
+        return _trig_sign(e)
     u, r = e
     if t == 1:
         s = u + r
@@ -65,11 +97,18 @@ def exp_sign(e: Exp, t: int) -> int:
 
 def exp_sub(a: Exp, b: Exp) -> Exp:
     """``a − b`` of two exponents."""
+    if isinstance(a, Trig):
+        return a - cast(Trig, b)
+    b = cast("tuple[Fraction, Fraction]", b)
     return (a[0] - b[0], a[1] - b[1])
 
 
 def exp_add(a: Exp, b: Exp) -> Exp:
     """``a + b`` of two exponents."""
+    if isinstance(a, Trig):
+        return a + cast(Trig, b)
+    if isinstance(b, Trig):  # ZERO_EXP + a RoPE exponent
+        return b
     return (a[0] + b[0], a[1] + b[1])
 
 
@@ -79,7 +118,18 @@ def exp_greater(a: Exp, b: Exp, t: int) -> bool:
 
 
 def _exp_float(e: Exp, t: int) -> float:
+    if isinstance(e, Trig):
+        return e.value()
     return float(e[0]) * math.sqrt(t) + float(e[1])
+
+
+def _exp_show(e: Exp, t: int) -> Exact:
+    """An exponent as the exact value a block shows (a score, the running max)."""
+    if isinstance(e, Trig):
+        from ..exact.rotary import _lowest
+
+        return _lowest(e)
+    return surd_plus(e[0], t, e[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +154,21 @@ class ExpSum(Exact):
 
         with mpmath.workdps(digits + 10):
             root = mpmath.sqrt(self.t)
-            return mpmath.fsum(q(c) * mpmath.exp(q(u) * root + q(r)) for (u, r), c in self.terms)
+
+            def x(e: Exp) -> mpmath.mpf:
+                if isinstance(e, Trig):
+                    return e.precise_value(digits + 10)
+                return q(e[0]) * root + q(e[1])
+
+            return mpmath.fsum(q(c) * mpmath.exp(x(e)) for e, c in self.terms)
 
     def __str__(self) -> str:
         out = []
-        for (u, r), c in self.terms:
-            e = "" if (u, r) == ZERO_EXP else _exp_text(u, self.t, r)
+        for x, c in self.terms:
+            if isinstance(x, Trig):
+                e = "" if x.is_zero else f"exp({x})"
+            else:
+                e = "" if x == ZERO_EXP else _exp_text(x[0], self.t, x[1])
             if not e:
                 out.append(_q(c))
             elif c == 1:
@@ -127,7 +186,11 @@ class ExpSum(Exact):
             return sympy.Rational(x.numerator, x.denominator)
 
         root = sympy.sqrt(self.t)
-        return sympy.Add(*(q(c) * sympy.exp(q(u) * root + q(r)) for (u, r), c in self.terms))
+
+        def x(e: Exp) -> sympy.Expr:
+            return e.to_sympy() if isinstance(e, Trig) else q(e[0]) * root + q(e[1])
+
+        return sympy.Add(*(q(c) * sympy.exp(x(e)) for e, c in self.terms))
 
 
 def _q(c: Fraction, paren: bool = False) -> str:
@@ -143,7 +206,7 @@ def exp_sum(terms: dict[Exp, Fraction], t: int) -> Exact:
     live = [(e, c) for e, c in terms.items() if c]
     if not live:
         return Rat(Fraction(0))
-    if len(live) == 1 and live[0][0] == ZERO_EXP:
+    if len(live) == 1 and _is_zero_exp(live[0][0]):
         return Rat(live[0][1])
     def descending(a: tuple[Exp, Fraction], b: tuple[Exp, Fraction]) -> int:
         return exp_sign(exp_sub(b[0], a[0]), t)
@@ -220,6 +283,8 @@ def blocks_of(L_k: int, block_size: int) -> list[tuple[int, ...]]:
 def row_exponents(row: SoftmaxRow) -> tuple[Exp | None, ...]:
     """The exponents of a softmax row as ``(u, r)`` (``None`` = blocked): the scaled score ``u·√t``
     plus the bias ``r`` (0 without one; with ``t = 1`` the engine folds the bias into ``u``)."""
+    if not row.algebraic:  # RoPE (issue 23): the keys are the scaled scores themselves (Trig)
+        return tuple(cast("Exp | None", k) for k in row.keys)
     out: list[Exp | None] = []
     for k in row.keys:
         if k is None:
@@ -246,7 +311,7 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
     blocks = []
     for b, keys in enumerate(blocks_of(len(s), block_size)):
         live = [(j, e) for j in keys if (e := s[j]) is not None]
-        scores = tuple(NEG_INF if s[j] is None else surd_plus(s[j][0], t, s[j][1]) for j in keys)  # type: ignore[index]
+        scores = tuple(NEG_INF if (sj := s[j]) is None else _exp_show(sj, t) for j in keys)
         new = m
         for _, e in live:
             if new is None or exp_greater(e, new, t):
@@ -267,7 +332,7 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
                 acc[c][d] = acc[c].get(d, Fraction(0)) + V[j][c]
         p = tuple(Rat(Fraction(0)) if s[j] is None or m is None else exp_sum({exp_sub(s[j], m): Fraction(1)}, t)  # type: ignore[arg-type]
                   for j in keys)
-        blocks.append(Block(keys, scores, NEG_INF if m is None else surd_plus(m[0], t, m[1]), alpha,
+        blocks.append(Block(keys, scores, NEG_INF if m is None else _exp_show(m, t), alpha,
                             exp_sum(lsum, t), tuple(exp_sum(a, t) for a in acc), p))
     # o = acc / l is the plain softmax row: l·exp(m) = Σ_j exp(s_j) and acc·exp(m) = Σ_j exp(s_j)·V_j, term by term
     z: dict[Exp, Fraction] = {}
@@ -278,7 +343,7 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
         z[e] = z.get(e, Fraction(0)) + 1
         for c in range(d_v):
             num[c][e] = num[c].get(e, Fraction(0)) + V[j][c]
-    mm = m or ZERO_EXP
+    mm = ZERO_EXP if m is None else m
 
     def lifted(terms: dict[Exp, Fraction]) -> dict[Exp, Fraction]:
         return {exp_add(d, mm): c for d, c in terms.items() if c}
@@ -298,12 +363,10 @@ def online_row(row: SoftmaxRow, V: Sequence[Sequence[Fraction]], block_size: int
 def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledRow]:
     """Every query row's online softmax (of ``head``, 0-based, or of every head), from the exact engine:
     over the scores the plain softmax reads (scaled, plus the additive bias of format v2 if any,
-    blocked keys ``-inf``).  Raises :class:`~tutor.base.errors.TutorError` for an exercise with RoPE
-    (format v3): its exponents are not of the form the walk keeps exact, so it is refused, not miscomputed."""
+    blocked keys ``-inf``); with RoPE (format v3) the scaled scores ``Q_rot·K_rotᵀ/√d_k``, trigonometric
+    polynomials, whose running max is decided exactly too (:func:`_trig_sign`).  Raises
+    :class:`~tutor.base.errors.TutorError` for the pre-norm block (no such row to walk)."""
     from ..exact.engine import QMat
-
-    if ex.rope is not None:  # issue 23: the online softmax over RoPE's scores is not built
-        raise TutorError(t("rope.no_tiled", id=ex.id))
     from ..steps.catalogue import KINDS, keys
     from ..steps.kind import Build
 

@@ -654,6 +654,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("rope_positions_from_one", Variant(rope="from_one"), "rope"),
     _m("rope_theta_without_two", Variant(rope="no_two"), "rope"),
     _m("rope_v_rotated", Variant(rope="rotate_v"), "rope"),
+    _m("rope_grad_not_unrotated", Variant(rope_grad="not_unrotated"), "rope"),  # d_Q taken as d_Q_rot (backward)
     # issue 23: multi-head latent attention's absorbed route
     _m("uk_untransposed", Variant(uk_untransposed=True), "mla"),
     # the pre-norm block (issue 23)

@@ -353,10 +353,10 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
     from ..base.errors import TutorError
     from ..steps import solve
 
-    bw = ex.rope is None  # RoPE's backward pass is not built (issue 23): its forward mistakes only
+    bw = True  # the gradients too: the backward pass's mistakes are suggested like the others
     try:
-        sol = solve(ex, backward=bw)  # the gradients too: the backward pass's mistakes are suggested like the others
-    except TutorError:  # nor the pre-norm block's, nor MLA's (a refusal in one line): their forward mistakes only
+        sol = solve(ex, backward=bw)
+    except TutorError:  # the pre-norm block's and MLA's backward pass are refused (in one line): forward mistakes only
         bw = False
         sol = solve(ex, backward=False)
     hidden = {(f.key, f.step) for f in invisible(sol)}

@@ -136,7 +136,8 @@ class LayerGrads:
     biases' ``[H, d]``; ``d_x [L, d_model]``, ``d_x_kv [L_k, d_kv]`` (zeros in self-attention,
     where the K/V paths are in ``d_x``).  With grouped K/V heads the K/V gradients of a query
     head are its K/V head's (summed over the group); with a KV cache ``d_x_kv`` has the new
-    tokens' rows only.  An exercise's: :func:`tutor.production.layer_backward`.
+    tokens' rows only.  With RoPE ``d_q_rot``, ``d_k_rot`` are the gradients of the rotated Q and K (``d_q``,
+    ``d_k`` those turned back), else ``None``.  An exercise's: :func:`tutor.production.layer_backward`.
     """
 
     d_output: Array
@@ -156,6 +157,8 @@ class LayerGrads:
     d_b_v: Array
     d_x: Array
     d_x_kv: Array
+    d_q_rot: Array | None = None  # [H, L, d_k]: with RoPE, the gradient of the rotated queries (d_q turned back)
+    d_k_rot: Array | None = None  # [H, L_k, d_k]: with RoPE, the gradient of the rotated keys
 
 
 # --------------------------------------------------------------------------- #

@@ -46,7 +46,9 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     With a KV cache the cached rows are constants: ``d_k``, ``d_v`` have a row
     per key (``[H, L_k, d]``), but only the new rows reach ``W_K``, ``W_V``,
     ``b_K``, ``b_V`` and ``d_x``.  The bias is a constant too (``d_scaled`` is
-    the gradient of the biased scores as well).
+    the gradient of the biased scores as well).  With RoPE (format v3) the scores read Q and K turned by
+    position: the attention part takes the rotated ones, and the gradients of Q and K are turned back
+    (``R(mθ)ᵀ``), a cache's keys (stored rotated) left as they are.
     """
     H, Gk = ex.num_heads, ex.num_kv_heads
     first = [ex.sharing(g)[0] for g in range(Gk)]  # the first query head of each group holds its K/V weights
@@ -67,6 +69,9 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     if ex.cache is not None:  # the cached rows (constants), then the new ones
         k = np.concatenate([np.stack([_f(c.k) for c in ex.cache]), k], axis=1)  # [G, L_k, d_k]
         v = np.concatenate([np.stack([_f(c.v) for c in ex.cache]), v], axis=1)  # [G, L_k, d_v]
+    q_in, k_in = q, k  # what the scores read: with RoPE (format v3) Q and K turned by position (issue 23)
+    if ex.rope is not None:
+        q_in, k_in = _rope_turn(ex, q, k, 1.0)  # [H, L, d_k], [G, L_k, d_k]
     allowed = ex.allowed()
     ok = None if allowed is None else np.array(allowed, dtype=bool)  # [L, L_k]
     add = None if ex.bias is None else np.stack([_f(b) for b in ex.bias])  # [H, L, L_k]
@@ -82,10 +87,14 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
     d_head = d_concat.reshape(ex.L, H, d_v).transpose(1, 0, 2)  # [H, L, d_v]
     with warnings.catch_warnings():  # an exercise may block what it likes (every key): no polarity to warn about
         warnings.simplefilter("ignore", MaskPolarityWarning)
-        dq, dk, dv = scaled_dot_product_attention_backward(q, k, v, d_head, mask, enable_gqa=True)  # [H, L, d_k], [G, L_k, d_k], [G, L_k, d_v]
+        dq, dk, dv = scaled_dot_product_attention_backward(q_in, k_in, v, d_head, mask, enable_gqa=True)  # [H, L, d_k], [G, L_k, d_k], [G, L_k, d_v]
+    dq_rot = dk_rot = None
+    if ex.rope is not None:  # the gradients of Q_rot, K_rot turned back: R is orthogonal, R⁻¹ = Rᵀ = R(−mθ)
+        dq_rot, dk_rot = dq, dk
+        dq, dk = _rope_turn(ex, dq, dk, -1.0)  # [H, L, d_k], [G, L_k, d_k]
     rep = H // Gk
-    k_h, v_h = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)  # [H, L_k, d]  what each query head read
-    S = q @ k_h.transpose(0, 2, 1) * (1.0 / np.sqrt(d_k))  # [H, L, L_k]
+    k_h, v_h = np.repeat(k_in, rep, axis=0), np.repeat(v, rep, axis=0)  # [H, L_k, d]  what each query head read
+    S = q_in @ k_h.transpose(0, 2, 1) * (1.0 / np.sqrt(d_k))  # [H, L, L_k]
     if add is not None:
         S += add  # [H, L, L_k]
     if ok is not None:
@@ -112,4 +121,21 @@ def layer_backward(ex: Exercise, d_output: Array | None = None) -> LayerGrads:
         d_w_q=x.T @ dq, d_w_k=per_head(kv.T @ dk_new), d_w_v=per_head(kv.T @ dv_new),  # [d_in, n]·[., n, d] -> [., d_in, d]
         d_b_q=dq.sum(axis=1), d_b_k=per_head(dk_new.sum(axis=1)), d_b_v=per_head(dv_new.sum(axis=1)),  # [H, d]
         d_x=d_x, d_x_kv=d_x_kv,
+        d_q_rot=dq_rot, d_k_rot=None if dk_rot is None else per_head(dk_rot),
     )
+
+
+def _rope_turn(ex: Exercise, q: Array, k: Array, sign: float) -> tuple[Array, Array]:
+    """``q [H, L, d_k]`` and ``k [G, L_k, d_k]`` turned by RoPE (``sign`` 1) or back (``sign`` −1: the
+    transpose of each pair's rotation, ``R(mθ)ᵀ = R(−mθ)``; RoFormer, Su et al. 2021: R is orthogonal, §3.2.2; the pairs, §3.4.2).
+    A cache's rows (the first ``L_past`` keys) are stored rotated: neither turned nor turned back."""
+    from ..numeric.rotary import rope_angles, rotate_pairs
+
+    assert ex.rope is not None
+    d_k, P_ = q.shape[-1], ex.L_past
+    base, pairing = float(ex.rope.base), ex.rope.pairing
+    qa = sign * rope_angles(ex.query_positions, d_k, base)  # [L, d_k/2]
+    ka = sign * rope_angles(ex.key_positions[P_:], d_k, base)  # [L_new, d_k/2]
+    q_out = rotate_pairs(q, qa, pairing)  # [H, L, d_k]
+    k_out = np.concatenate([k[:, :P_], rotate_pairs(k[:, P_:], ka, pairing)], axis=1)  # [G, L_k, d_k]
+    return q_out, k_out

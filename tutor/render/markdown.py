@@ -190,7 +190,8 @@ def formula(step: Step, ex: Exercise) -> str:
     """
     names = [o.name for o in step.operands]
     bias = next((tex_name(n) for n in names if n.startswith("b_")), None)
-    template = KINDS[step.id].latex or "$result = $op0 $op1$plus"
+    kind = KINDS[step.id]
+    template = (ex.rope is not None and kind.latex_rope) or kind.latex or "$result = $op0 $op1$plus"
     d_k = ex.heads[step.head or 0].d_k
     fields = {
         "result": tex_name(step.name), "op0": tex_name(names[0]), "op1": tex_name(names[1]) if len(names) > 1 else "",

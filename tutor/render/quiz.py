@@ -24,7 +24,7 @@ from ..base.decimals import fixed, trimmed
 from ..base.messages import Text as Words
 from ..base.messages import join_and, plural, t
 from ..exercise.record import Exercise
-from ..steps import Step
+from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
 from .text import decimal, is_plain, pack, pretty
 
@@ -156,7 +156,7 @@ class QuizRenderer:
 
     def on_present(self, p: quiz.Present) -> None:
         step = p.step
-        title = t(f"step.{step.id}.title")
+        title = str(KINDS[step.id].title_of(step))
         if p.multi_head and step.kv_head is not None:  # a matrix grouped query heads share: its K/V head's
             head = t("practice.step.kv_head", number=p.number, total=p.total, kv=step.kv_head + 1, title=title)
         elif p.multi_head and step.head is not None:
@@ -276,7 +276,8 @@ class QuizRenderer:
         step = h.step
         if h.level == 1:
             self.line(t("practice.hint.1", formula=h.formula), "bold")
-            append = ".append" if step.op == "append" else ""  # K, V with a KV cache: rows appended, not projected
+            append = ".append" if step.op == "append" else KINDS[step.id].suffix(step)  # K, V with a KV cache: rows
+            # appended, not projected; d_Q, d_K with RoPE: turned back
             self.line(t(f"practice.hint.{step.id}{append}", **_hint_fields(step)), indent=3)
         elif h.level == 2:
             self.line(t("practice.hint.2"), "bold")

@@ -7,7 +7,11 @@ the softmax's Jacobian gives ``d_scaled = weights ∘ (d_weights − rowsum(d_we
 heads ``d_V`` and ``d_K`` belong to the K/V head: the sum over its group's
 query heads (what ``scaled_dot_product_attention(…, enable_gqa=True)`` gives
 as ``key.grad``).  A bias and a mask are constants: ``d_scaled`` is the
-gradient of the biased scores too, and 0 at a blocked key.
+gradient of the biased scores too, and 0 at a blocked key.  With RoPE
+(format v3, issue 23) the scores read ``Q_rot`` and ``K_rot``: ``d_Q_rot =
+d_scaled·K_rot/√d_k`` and ``d_K_rot = d_scaledᵀ·Q_rot/√d_k`` come first, and
+``d_Q``, ``d_K`` are them turned back pair by pair, ``R(mθ)ᵀ`` (a rotation
+is orthogonal: RoFormer, Su et al. 2021, §3.2.2).
 
 Each kind's engines, side by side: the exact build (:mod:`tutor.exact.backward`),
 the float walk and its slack (under a misconception's knobs: the softmax's
@@ -50,11 +54,12 @@ from .grad import (
 from .kind import Input, StepKind, always, dims, given_step
 from .records import Operand, Solution, Step
 from .state import Build, Replay, mul_slack
-from .worked import factor, total
+from .worked import Worked, factor, total
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..exact.rotary import TrigMat
     from .rounding import Array
 else:
     from ..base.lazy import numpy as np
@@ -278,8 +283,15 @@ def _scale(r: Replay, head: int | None) -> float:
     return 1 / math.sqrt(r.ex.heads[head or 0].d_k) if r.variant.grad_scale else 1.0
 
 
+def _d_q_inputs(ex: Exercise, head: int | None) -> tuple[tuple[str, int | None], ...]:
+    """``d_scaled`` and K; with RoPE (format v3) ``d_Q_rot``, which ``d_Q`` is turned back from."""
+    return (("d_q_rot", head),) if ex.rope is not None else (("d_scaled", head), ("k", head))
+
+
 def _d_q(bd: Build, h: int | None) -> Step:
     ex = bd.ex
+    if ex.rope is not None:
+        return _unrotated(bd, "d_q", h)
     rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h])
     dP = cast(eb.Rational, bd.data["d_weights", h])
     d_k = ex.heads[h or 0].d_k
@@ -291,27 +303,42 @@ def _d_q(bd: Build, h: int | None) -> Step:
 
 def _d_q_floats(r: Replay, head: int | None) -> Array | None:
     """``d_scaled·K / √d_k``: ``[L, L_k]·[L_k, d_k]`` -> ``[L, d_k]``."""
+    if r.ex.rope is not None:
+        return _unrotated_floats(r, "d_q", head)
     dS, K = r.inputs(D_Q, head)
     return None if dS is None or K is None or dS.shape[1] != K.shape[0] else dS @ K * _scale(r, head)
 
 
 def _d_q_slack(r: Replay, head: int | None) -> Array:
+    if r.ex.rope is not None:
+        return _unrotated_slack(r, "d_q", head)
     ds, k = D_Q.inputs(r.ex, head)
     return mul_slack(r.value(ds), r.delta(*ds), r.value(k), r.delta(*k)) * _scale(r, head)
 
 
+_d_q_product = product(lambda sol, step: step_of(sol, "d_scaled", step.head), lambda sol, step: step_of(sol, "k", step.head),
+                       lambda sol, step: sqrt_dk(sol.exercise, step.head))
+
+
 D_Q = StepKind(
-    id="d_q", scope="head", op="·", exists=always, inputs=lambda ex, head: (("d_scaled", head), ("k", head)),
+    id="d_q", scope="head", op="·", exists=always, inputs=_d_q_inputs,
     build=_d_q, floats=_d_q_floats, slack=_d_q_slack, production=production("d_q"), rounding=rounding(_d_q_slack),
-    varies=frozenset({"grad_scale"}),
-    work=product(lambda sol, step: step_of(sol, "d_scaled", step.head), lambda sol, step: step_of(sol, "k", step.head),
-                 lambda sol, step: sqrt_dk(sol.exercise, step.head)),
-    given=givens(own("d_scaled"), own("k")), latex=r"d_Q = \frac{d_{\text{scaled}}\, K}{\sqrt{$d_k}}", backward=True,
+    varies=frozenset({"grad_scale", "rope", "rope_grad"}),
+    work=lambda sol, step, i, j: (_unrotated_work(sol, step, i, j) if sol.exercise.rope is not None
+                                  else _d_q_product(sol, step, i, j)),
+    given=lambda sol, step: (given_step(sol.step("d_q_rot", step.head)),) if sol.exercise.rope is not None
+    else givens(own("d_scaled"), own("k"))(sol, step),
+    latex=r"d_Q = \frac{d_{\text{scaled}}\, K}{\sqrt{$d_k}}", backward=True,
+    latex_rope=r"d_Q = R(m\theta)^\top d_{Q_\text{rot}}",
+    why=lambda step, ex: _unrotated_why(step, ex) if ex.rope is not None else [Msg("step.d_q.why")],
+    arithmetic=lambda sol, step, places: _unrotated_arithmetic(sol, step, places) if sol.exercise.rope is not None else (),
 )
 
 
 def _d_k(bd: Build, h: int | None) -> Step:
     ex = bd.ex
+    if ex.rope is not None:
+        return _unrotated(bd, "d_k", h)
     d_k = ex.heads[h or 0].d_k
 
     def one(hh: int) -> eb.Grads:
@@ -329,6 +356,9 @@ def _d_k(bd: Build, h: int | None) -> Step:
 def _d_k_floats(r: Replay, head: int | None) -> Array | None:
     """``d_scaledᵀ·Q / √d_k``: ``[L_k, L]·[L, d_k]`` -> ``[L_k, d_k]`` (``d_scaled·Q`` under ``d_k_transposed=False``);
     with grouped K/V heads the sum over the query heads of the group."""
+    if r.ex.rope is not None:
+        return _unrotated_floats(r, "d_k", head)
+
     def one(h: int) -> Array | None:
         dS, Q = r.input("d_scaled", h), r.input("q", h)
         if dS is None or Q is None:
@@ -344,6 +374,8 @@ def _d_k_floats(r: Replay, head: int | None) -> Array | None:
 
 
 def _d_k_slack(r: Replay, head: int | None) -> Array:
+    if r.ex.rope is not None:
+        return _unrotated_slack(r, "d_k", head)
     return sum((mul_slack(r.value(("d_scaled", h)).T, r.delta("d_scaled", h).T, r.value(("q", h)),
                           r.delta("q", h)) * _scale(r, h) for h in walked_group(r, head)), np.zeros(()))
 
@@ -360,16 +392,277 @@ def _group_givens(sol: Solution, step: Step, *ids: str) -> tuple[Input, ...]:
     return tuple(out)
 
 
+def _d_k_inputs(ex: Exercise, head: int | None) -> tuple[tuple[str, int | None], ...]:
+    """Each query head's ``d_scaled`` and Q; with RoPE (format v3) ``d_K_rot``, which ``d_K`` is turned back from."""
+    return (("d_k_rot", head),) if ex.rope is not None else _group_inputs("d_scaled", "q")(ex, head)
+
+
+_d_k_product = kv_grad_work("d_scaled", "q", scaled=True)
+
+
 D_K = StepKind(
-    id="d_k", scope="head", op="·", exists=always, inputs=_group_inputs("d_scaled", "q"),
+    id="d_k", scope="head", op="·", exists=always, inputs=_d_k_inputs,
     build=_d_k, floats=_d_k_floats, slack=_d_k_slack, production=production("d_k"), rounding=rounding(_d_k_slack),
-    varies=frozenset({"grad_scale", "d_k_transposed", "d_k_order", "kv_grad"}),
-    work=kv_grad_work("d_scaled", "q", scaled=True),
-    given=lambda sol, step: _group_givens(sol, step, "d_scaled", "q"),
+    varies=frozenset({"grad_scale", "d_k_transposed", "d_k_order", "kv_grad", "rope", "rope_grad"}),
+    work=lambda sol, step, i, j: (_unrotated_work(sol, step, i, j) if sol.exercise.rope is not None
+                                  else _d_k_product(sol, step, i, j)),
+    given=lambda sol, step: (given_step(sol.step("d_k_rot", step.head)),) if sol.exercise.rope is not None
+    else _group_givens(sol, step, "d_scaled", "q"),
     latex=r"d_K = $sigma\frac{d_{\text{scaled}$h}^\top Q$h}{\sqrt{$d_k}}", backward=True,
-    per_kv_head=True, why=kv_why,
+    latex_rope=r"d_K = R(n\theta)^\top d_{K_\text{rot}}",
+    per_kv_head=True,
+    why=lambda step, ex: _unrotated_why(step, ex) if ex.rope is not None else kv_why(step, ex),
+    arithmetic=lambda sol, step, places: _unrotated_arithmetic(sol, step, places) if sol.exercise.rope is not None else (),
 )
 
 
-#: One head's backward kinds, in the contract's order.
-HEAD_GRADS: tuple[StepKind, ...] = (D_HEAD_OUTPUT, D_WEIGHTS, D_SCALED, D_V, D_Q, D_K)
+# --- RoPE (format v3, issue 23): d_Q_rot, d_K_rot, and d_Q, d_K turned back ----------------------------------
+# The scores read Q_rot and K_rot, so d_scaled gives their gradients first (d_Q_rot = d_scaled·K_rot/√d_k,
+# d_K_rot = d_scaledᵀ·Q_rot/√d_k); Q_rot = R(mθ)·Q pair by pair, so d_Q = R(mθ)ᵀ·d_Q_rot, the inverse rotation
+# (R is orthogonal: RoFormer, Su et al. 2021, §3.2.2), and likewise d_K per key position.  A KV cache's keys
+# are stored rotated: their rows of d_K are d_K_rot's.  V is not rotated: d_V is unchanged.
+
+
+def _d_rot(bd: Build, h: int | None, id: str) -> Step:
+    ex = bd.ex
+    d_k = ex.heads[h or 0].d_k
+    if id == "d_q_rot":
+        rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h])
+        g = eb.d_q_rot(rows, cast(eb.Rational, bd.data["d_weights", h]), cast("TrigMat", bd.data["k_rot", h]), d_k)  # [L, d_k]
+        bd.data[id, h] = g
+        ops = (Operand("d_scaled", (ex.L, ex.L_k)), Operand("K_rot", (ex.L_k, d_k)))
+        return Step(id, h, "d_Q_rot", "d_Q_rot = d_scaled·K_rot / √d_k", ops, "·", eb.grads_exact(g),
+                    ex.query_labels, dims("d", d_k))
+
+    def one(hh: int) -> eb.Grads:
+        rows_h = cast("tuple[SoftmaxRow, ...]", bd.data["weights", hh])
+        dP_h = cast(eb.Rational, bd.data["d_weights", hh])
+        return eb.d_k_rot(rows_h, dP_h, cast("TrigMat", bd.data["q_rot", hh]), d_k, ex.L_k)  # [L_k, L]·[L, d_k] -> [L_k, d_k]
+
+    g = bd.data[id, h] = group_grads(bd, id, h, one)
+    ops = (Operand("d_scaledᵀ", (ex.L_k, ex.L)), Operand("Q_rot", (ex.L, d_k)))
+    sub = "_h" if sigma(ex, h) else ""
+    return Step(id, h, "d_K_rot", f"d_K_rot = {sigma(ex, h)}d_scaled{sub}ᵀ·Q_rot{sub} / √d_k", ops, "·",
+                eb.grads_exact(g), ex.key_labels, dims("d", d_k), **kv_tags(ex, h))  # type: ignore[arg-type]
+
+
+def _d_q_rot_floats(r: Replay, head: int | None) -> Array | None:
+    """``d_scaled·K_rot / √d_k``: ``[L, L_k]·[L_k, d_k]`` -> ``[L, d_k]``."""
+    dS, K = r.inputs(D_Q_ROT, head)
+    return None if dS is None or K is None or dS.shape[1] != K.shape[0] else dS @ K * _scale(r, head)
+
+
+def _d_q_rot_slack(r: Replay, head: int | None) -> Array:
+    ds, k = D_Q_ROT.inputs(r.ex, head)
+    return mul_slack(r.value(ds), r.delta(*ds), r.value(k), r.delta(*k)) * _scale(r, head)
+
+
+def _d_k_rot_floats(r: Replay, head: int | None) -> Array | None:
+    """``d_scaledᵀ·Q_rot / √d_k``: ``[L_k, L]·[L, d_k]`` -> ``[L_k, d_k]`` (the group's sum with grouped K/V heads)."""
+    def one(h: int) -> Array | None:
+        dS, Q = r.input("d_scaled", h), r.input("q_rot", h)
+        if dS is None or Q is None:
+            return None
+        if r.variant.d_k_order == "q_first":  # Q_rot·d_scaledᵀ: a product only when d_k = L_k (as d_K's)
+            return None if Q.shape[1] != dS.shape[1] else Q @ dS.T * _scale(r, h)
+        if r.variant.d_k_order == "qt_first":  # Q_rotᵀ·d_scaled: [d_k, L_k], transposed
+            return None if Q.shape[0] != dS.shape[0] else Q.T @ dS * _scale(r, h)
+        A = dS.T if r.variant.d_k_transposed else dS  # [L_k, L]; without the transpose [L, L_k]
+        return None if A.shape[1] != Q.shape[0] else A @ Q * _scale(r, h)
+
+    return group_sum(r, head, one)
+
+
+def _d_k_rot_slack(r: Replay, head: int | None) -> Array:
+    return sum((mul_slack(r.value(("d_scaled", h)).T, r.delta("d_scaled", h).T, r.value(("q_rot", h)),
+                          r.delta("q_rot", h)) * _scale(r, h) for h in walked_group(r, head)), np.zeros(()))
+
+
+def _rot_why(step: Step, ex: Exercise) -> list[Text]:
+    out: list[Text] = [Msg(f"step.{step.id}.why")]
+    if step.id == "d_k_rot" and ex.grouped and len(kv_group(ex, step.head)) > 1:
+        out.append(Msg("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
+                       heads=", ".join(str(h + 1) for h in kv_group(ex, step.head))))
+    return out
+
+
+def _has_rope(ex: Exercise) -> bool:
+    return ex.rope is not None
+
+
+D_Q_ROT = StepKind(
+    id="d_q_rot", scope="head", op="·", exists=_has_rope, inputs=lambda ex, head: (("d_scaled", head), ("k_rot", head)),
+    build=lambda bd, h: _d_rot(bd, h, "d_q_rot"), floats=_d_q_rot_floats, slack=_d_q_rot_slack,
+    production=production("d_q_rot"), rounding=rounding(_d_q_rot_slack), varies=frozenset({"grad_scale"}),
+    work=product(lambda sol, step: step_of(sol, "d_scaled", step.head), lambda sol, step: step_of(sol, "k_rot", step.head),
+                 lambda sol, step: sqrt_dk(sol.exercise, step.head)),
+    given=givens(own("d_scaled"), own("k_rot")),
+    latex=r"d_{Q_\text{rot}} = \frac{d_{\text{scaled}}\, K_\text{rot}}{\sqrt{$d_k}}", backward=True, advanced=True,
+    why=_rot_why,
+)
+
+
+D_K_ROT = StepKind(
+    id="d_k_rot", scope="head", op="·", exists=_has_rope, inputs=_group_inputs("d_scaled", "q_rot"),
+    build=lambda bd, h: _d_rot(bd, h, "d_k_rot"), floats=_d_k_rot_floats, slack=_d_k_rot_slack,
+    production=production("d_k_rot"), rounding=rounding(_d_k_rot_slack),
+    varies=frozenset({"grad_scale", "d_k_transposed", "d_k_order", "kv_grad"}),
+    work=kv_grad_work("d_scaled", "q_rot", scaled=True),
+    given=lambda sol, step: _group_givens(sol, step, "d_scaled", "q_rot"),
+    latex=r"d_{K_\text{rot}} = $sigma\frac{d_{\text{scaled}$h}^\top Q_\text{rot}$h}{\sqrt{$d_k}}", backward=True,
+    advanced=True, per_kv_head=True, why=_rot_why,
+)
+
+
+def _positions(ex: Exercise, id: str) -> tuple[int, ...]:
+    return ex.query_positions if id == "d_q" else ex.key_positions
+
+
+def _kept(ex: Exercise, id: str) -> int:
+    """The rows ``id`` copies from its rotated gradient: a KV cache's keys (stored rotated) for ``d_k``."""
+    return ex.L_past if id == "d_k" else 0
+
+
+def _unrotated(bd: Build, id: str, h: int | None) -> Step:
+    """``d_Q`` (``d_K``) with RoPE: ``d_Q_rot`` (``d_K_rot``) turned back pair by pair, ``R(mθ)ᵀ``."""
+    ex = bd.ex
+    rope = ex.rope
+    assert rope is not None
+    d_k = ex.heads[h or 0].d_k
+    thetas = rope.thetas(d_k)
+    assert thetas is not None  # tutor.exercise.rope refuses an irrational angle
+    src = f"{id}_rot"
+    first = kv_group(ex, h)[0] if id == "d_k" else (h or 0)
+    if id == "d_k" and (h or 0) != first:  # a K/V head's gradient, turned back once for its group
+        g = cast(eb.Grads, bd.data[id, first])
+    else:
+        g = eb.unrotate(cast(eb.Grads, bd.data[src, h]), _positions(ex, id), thetas, rope.pairs(d_k), _kept(ex, id))
+    bd.data[id, h] = g
+    sym = "Q" if id == "d_q" else "K"
+    n = ex.L if id == "d_q" else ex.L_k
+    tags = kv_tags(ex, h) if id == "d_k" else {}
+    return Step(id, h, f"d_{sym}", f"d_{sym} = R(mθ)ᵀ·d_{sym}_rot", (Operand(f"d_{sym}_rot", (n, d_k)),), "rot",
+                eb.grads_exact(g), ex.query_labels if id == "d_q" else ex.key_labels, dims("d", d_k),
+                **tags)  # type: ignore[arg-type]
+
+
+def _unrotated_floats(r: Replay, id: str, head: int | None) -> Array | None:
+    """``d_Q_rot`` (``d_K_rot``) turned back, ``[n, d_k]``, under RoPE's mistakes (the angles as the forward
+    took them); ``rope_grad="not_unrotated"``: left as it is (the gradient of Q taken as that of Q_rot)."""
+    from .rope import turned_back
+
+    (M,) = r.inputs(KINDS_ROPE[id], head)
+    if M is None or M.shape != (len(_positions(r.ex, id)), r.ex.heads[head or 0].d_k):  # a mistake upstream
+        return None  # changed its shape (d_K_rot transposed): no pair to turn back
+    if r.variant.rope_grad == "not_unrotated":
+        return M
+    kept = _kept(r.ex, id)
+    new = turned_back(r.ex, M[kept:], _positions(r.ex, id)[kept:], r.variant.rope)  # [n − kept, d_k]
+    return np.vstack([M[:kept], new]) if kept else new
+
+
+def _unrotated_slack(r: Replay, id: str, head: int | None) -> Array:
+    """A turn moves each output of a pair by at most ``|δa| + |δb|`` (``|cos|, |sin| <= 1``)."""
+    from .rope import pair_sum
+
+    (key,) = KINDS_ROPE[id].inputs(r.ex, head)
+    d = r.delta(*key)  # [n, d_k]
+    out = pair_sum(r.ex, d)
+    kept = _kept(r.ex, id)
+    out[:kept] = d[:kept]  # the cached keys' rows are copied
+    return out
+
+
+def _pair_of(ex: Exercise, d_k: int, j: int) -> tuple[int, int, int]:
+    """``(i, a, b)``: column ``j`` belongs to pair ``i`` of columns ``(a, b)``."""
+    assert ex.rope is not None
+    for i, (a, b) in enumerate(ex.rope.pairs(d_k)):
+        if j in (a, b):
+            return i, a, b
+    raise AssertionError(j)
+
+
+def _angle(ex: Exercise, id: str, d_k: int, row: int, i: int) -> str:
+    from ..exact.numbers import frac_text
+
+    assert ex.rope is not None
+    thetas = ex.rope.thetas(d_k)
+    assert thetas is not None
+    return frac_text(_positions(ex, id)[row] * thetas[i])
+
+
+def _unrotated_work(sol: Solution, step: Step, r: int, j: int) -> Text:
+    """``d_Q[t1, d1] = d_Q_rot[t1, d1]·cos(1) + d_Q_rot[t1, d2]·sin(1) = … ≈ …`` (the pair turned back)."""
+    from .worked import factor
+
+    ex = sol.exercise
+    m = sol.step(f"{step.id}_rot", step.head)
+    rl = step.row_labels[r]
+    if r < _kept(ex, step.id):
+        return Msg("practice.work.noted", work=f"{m.name}[{rl}, {step.col_labels[j]}] "
+                   f"{total(step.exact[r][j], step.value[r][j])}", note=Msg("rope.work.cached_grad"))
+    d_k = m.shape[1]
+    i, a, b = _pair_of(ex, d_k, j)
+    ang = _angle(ex, step.id, d_k, r, i)
+    ca, cb = m.col_labels[a], m.col_labels[b]
+    fa, fb = factor(m.exact[r][a], m.value[r][a]), factor(m.exact[r][b], m.value[r][b])
+    if j == a:
+        rule = f"{m.name}[{rl}, {ca}]·cos({ang}) + {m.name}[{rl}, {cb}]·sin({ang})"
+        nums = f"{fa}·cos({ang}) + {fb}·sin({ang})"
+    else:
+        rule = f"-{m.name}[{rl}, {ca}]·sin({ang}) + {m.name}[{rl}, {cb}]·cos({ang})"
+        nums = f"-{fa}·sin({ang}) + {fb}·cos({ang})"
+    return f"{rule} = {nums} {total(step.exact[r][j], step.value[r][j])}"
+
+
+def _unrotated_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+    """Each pair of each row turned back on paper: the angle ``m·θ_i``, then
+    ``[g_a, g_b] → [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]`` (a cached key's row: copied)."""
+    from ..base.decimals import legible
+    from ..exact.numbers import Rat, frac_text, notation
+    from .worked import entry_name, factor, result
+
+    ex = sol.exercise
+    assert ex.rope is not None
+    m = sol.step(f"{step.id}_rot", step.head)
+    d_k = m.shape[1]
+    thetas = ex.rope.thetas(d_k)
+    assert thetas is not None
+    pos = _positions(ex, step.id)
+    out = []
+    for r in range(step.shape[0]):
+        if r < _kept(ex, step.id):
+            out.append(Worked(step.row_labels[r], (Msg("rope.work.cached_grad"),), ": "))
+            continue
+        for i, (a, b) in enumerate(ex.rope.pairs(d_k)):
+            ang = frac_text(pos[r] * thetas[i])
+            fa = factor(m.exact[r][a], m.value[r][a], places)
+            fb = factor(m.exact[r][b], m.value[r][b], places)
+            rounded = not (isinstance(m.exact[r][a], Rat) and isinstance(m.exact[r][b], Rat))
+
+            def res(e: object, v: float, rounded: bool = rounded) -> str:
+                if rounded and not isinstance(e, Rat):  # decimals in: only ≈ is true of an irrational result
+                    return "≈ " + notation(legible(v, places))
+                return result(e, v, places, rounded=rounded)  # type: ignore[arg-type]
+
+            first = notation(f"m·θ_{i} = {pos[r]}·{factor(thetas[i], float(thetas[i]))} = {ang}")
+            out.append(Worked(f"{step.row_labels[r]} ({m.col_labels[a]}, {m.col_labels[b]})", (first,), ": "))
+            xa = notation(f"{fa}·cos({ang}) + {fb}·sin({ang}) ") + res(step.exact[r][a], step.value[r][a])
+            xb = notation(f"-{fa}·sin({ang}) + {fb}·cos({ang}) ") + res(step.exact[r][b], step.value[r][b])
+            out.append(Worked(entry_name(step, r, a), (xa,)))
+            out.append(Worked(entry_name(step, r, b), (xb,)))
+    return tuple(out)
+
+
+def _unrotated_why(step: Step, ex: Exercise) -> list[Text]:
+    out: list[Text] = [Msg(f"step.{step.id}.why.rope")]
+    if step.id == "d_k" and ex.has_cache:
+        out.append(Msg("step.d_k.why.rope_cache", L_past=ex.L_past))
+    return out
+
+
+KINDS_ROPE = {"d_q": D_Q, "d_k": D_K}
+
+
+#: One head's backward kinds, in the contract's order (RoPE's d_Q_rot, d_K_rot before the d_Q, d_K turned back from them).
+HEAD_GRADS: tuple[StepKind, ...] = (D_HEAD_OUTPUT, D_WEIGHTS, D_SCALED, D_V, D_Q_ROT, D_Q, D_K_ROT, D_K)

@@ -121,6 +121,9 @@ class StepKind:
     arithmetic: Callable[[Solution, Step, int], tuple[Worked, ...]] = field(default=lambda sol, step, places: ())
     varies: frozenset[str] = frozenset()
     latex: str = ""
+    #: with RoPE (issue 23) a kind computed otherwise (d_Q, d_K: the rotated gradient turned back, a step of op
+    #: ``rot``): its LaTeX template; its title and hint are then ``step.<id>.title.rope``, ``practice.hint.<id>.rope``
+    latex_rope: str = ""
     fixed_by_mask: float | None = None
     heatmap: bool = False
     names_head: bool = False
@@ -143,6 +146,14 @@ class StepKind:
     def title(self) -> Text:
         """``"Scores Q·Kᵀ"``: the step's title in the message catalogue."""
         return Msg(f"step.{self.id}.title")
+
+    def suffix(self, step: Step) -> str:
+        """``".rope"`` for a step of this kind computed as RoPE's turned-back gradient (see ``latex_rope``), else ``""``."""
+        return ".rope" if self.latex_rope and step.op == "rot" else ""
+
+    def title_of(self, step: Step) -> Text:
+        """The title of ``step`` (one of this kind): ``step.<id>.title``, or its ``.rope`` form."""
+        return Msg(f"step.{self.id}.title{self.suffix(step)}")
 
 
 def always(ex: Exercise) -> bool:

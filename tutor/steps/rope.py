@@ -179,13 +179,28 @@ def rotated(ex: Exercise, M: Array, rows: tuple[int, ...], mistake: str = "right
     ``rows`` are the rows' positions.  ``[n, d]``."""
     from ..numeric.rotary import rotate_pairs
 
+    angles, pairing = _angles(ex, M.shape[1], rows, mistake)
+    return rotate_pairs(M, angles, pairing)  # [n, d/2] angles -> [n, d]
+
+
+def turned_back(ex: Exercise, M: Array, rows: tuple[int, ...], mistake: str = "right") -> Array:
+    """``M [n, d]`` (a gradient of ``Q_rot`` or ``K_rot``) turned back: pair ``i`` of row ``p`` by
+    ``R(m·θ_i)ᵀ = R(−m·θ_i)`` (a rotation is orthogonal: RoFormer §3.2.2), the angles and pairing as
+    ``mistake`` takes them (:func:`rotated`).  ``[n, d]`` (the backward pass through RoPE, issue 23)."""
+    from ..numeric.rotary import rotate_pairs
+
+    angles, pairing = _angles(ex, M.shape[1], rows, mistake)
+    return rotate_pairs(M, -angles, pairing)  # [n, d/2] angles -> [n, d]
+
+
+def _angles(ex: Exercise, d: int, rows: tuple[int, ...], mistake: str) -> tuple[Array, str]:
+    """``m·θ_i`` of each row and pair ``[n, d/2]``, and the pairing, as :func:`rotated` under ``mistake``."""
     rope = _rope(ex)
-    d = M.shape[1]
     pos = np.array(rows, dtype=np.float64) + (1.0 if mistake == "from_one" else 0.0)  # [n]
     step = 1.0 if mistake == "no_two" else 2.0  # θ_i = base^(−2i/d); the mistake leaves the 2 out
     theta = float(rope.base) ** (-step * np.arange(d // 2, dtype=np.float64) / d)  # [d/2]
     pairing = OTHER[rope.pairing] if mistake == "pairing" else rope.pairing
-    return rotate_pairs(M, pos[:, None] * theta[None, :], pairing)  # [n, d/2] angles -> [n, d]
+    return pos[:, None] * theta[None, :], pairing  # [n, 1]·[1, d/2] -> [n, d/2]
 
 
 def _floats(id: str):
@@ -207,7 +222,7 @@ def _slack(id: str):
         """A turn moves each output of a pair by at most ``|δa|·|cos| + |δb|·|sin| <= δa + δb``."""
         (key,) = KINDS[id].inputs(r.ex, head)
         d = r.delta(*key)  # [n, d_k]
-        out = _pair_sum(r.ex, d)
+        out = pair_sum(r.ex, d)
         kept = _cached_rows(r.ex, id)
         out[:kept] = d[:kept]  # the cached keys are read as they are
         return out
@@ -215,7 +230,7 @@ def _slack(id: str):
     return run
 
 
-def _pair_sum(ex: Exercise, m: Array) -> Array:
+def pair_sum(ex: Exercise, m: Array) -> Array:
     """Each entry replaced by the sum of its pair's two entries: ``[n, d_k]``."""
     out = np.empty_like(m)
     for a, b in rope_pairs(_rope(ex).pairing, m.shape[1]):
@@ -239,7 +254,7 @@ def _rounding(id: str):
         (key,) = KINDS[id].inputs(r.ex, head)
         M = np.abs(r.value(key))  # [n, d_k]
         pos = np.array(positions(r.ex, id), dtype=np.float64)[:, None]  # [n, 1]
-        bound = _pair_sum(r.ex, r.delta(*key)) + gamma(8) * (1.0 + pos) * _pair_sum(r.ex, M)  # [n, d_k]
+        bound = pair_sum(r.ex, r.delta(*key)) + gamma(8) * (1.0 + pos) * pair_sum(r.ex, M)  # [n, d_k]
         kept = _cached_rows(r.ex, id)
         bound[:kept] = r.delta(*key)[:kept]  # the cached keys are read as they are
         return bound

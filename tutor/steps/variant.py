@@ -104,6 +104,8 @@ class Variant:
     # the reverse); "from_one" = positions counted from 1; "no_two" = θ_i = base^(−i/d_k), the 2 left out;
     # "rotate_v" = V turned as well as Q and K
     rope: str = "right"
+    # the backward pass through RoPE (issue 23): "not_unrotated" = d_Q, d_K taken as d_Q_rot, d_K_rot (not turned back)
+    rope_grad: str = "right"
     # multi-head latent attention (format v3, mla): W_UK absorbed untransposed, Q·W_UK for Q·W_UKᵀ (chains when d_c = d_k)
     uk_untransposed: bool = False
     # the pre-norm block (issue 23): norm_axis 0 = each column of X normalized instead of each row; norm_mean = the

@@ -2326,7 +2326,6 @@ EN.update({
     "rope.residual": "rope with residual is not built: the pre-norm block's run, which adds X to the output, does not rotate Q and K",
     "rope.residual.hint": "give either rope or residual",
     "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
-    "rope.no_tiled": "{id}: the online softmax (--tiled) over RoPE's scores is not built yet, so it is refused rather than computing wrong numbers",
     "mistake.rope_pairing_mixed": "RoPE's two pairings mixed",
     "mistake.rope_positions_from_one": "RoPE positions counted from 1",
     "mistake.rope_theta_without_two": "RoPE angle without the 2 (base^(−i/d_k))",
@@ -2348,7 +2347,6 @@ EN.update({
     "new.file.description.rope": "Generated with seed {seed}. Compute Q, K and V, turn Q and K by\nposition (Q_rot, K_rot), then the scores Q_rot K_rot^T, the scaled\nscores, the softmax weights row by row, and each head's output.",
     "new.like.description.rope": "Fresh numbers for {id} (seed {seed}): the same shape, mask, rotation and steps.\nCompute every step as in {id}; Q, K and V are small integers.",
     "trace.decoder.rope": "RoPE: {what}'s pairs of dimensions turned by position (x·cos + rotate_half(x)·sin, or the interleaved pairs), the same shape",
-    "rope.no_backward": "{id}: the backward pass through RoPE is not built yet, so --backward is refused rather than computing wrong gradients",
     # --- issue 23: trial fixes ---
     "v3.sinks.covers": "sinks: {S} is at least L_k = {L_k}: every key is a sink, so the mask is the causal one",
     "v3.sinks.covers.hint": "use fewer sinks than L_k to see keys leave the window",
@@ -2502,6 +2500,26 @@ EN.update({
     "batch.comment.shape": "{step} is the first wrong step: it is {found}, and should be {expected}.",
     "report.practised": "Per exercise: the learners who practised each step, and their graded answers",
     "report.col.answers": "answers",
+    # --- issue 23: the backward pass through RoPE ---
+    "step.d_q_rot.title": "Gradient of Q_rot (d_scaled·K_rot / √d_k)",
+    "step.d_k_rot.title": "Gradient of K_rot (d_scaledᵀ·Q_rot / √d_k)",
+    "step.d_q_rot.why": "With RoPE the scores read the rotated queries and keys, scaled = Q_rot·K_rotᵀ/√d_k, so the gradient reaches Q_rot first: d_scaled·K_rot, times 1/√d_k.",
+    "step.d_k_rot.why": "K_rot enters the scores transposed, so its gradient is d_scaledᵀ·Q_rot (keys are the columns of d_scaled), times 1/√d_k.",
+    "step.d_q.title.rope": "Gradient of Q (d_Q_rot turned back)",
+    "step.d_k.title.rope": "Gradient of K (d_K_rot turned back)",
+    "step.d_q.why.rope": "Q_rot = R(mθ)·Q pair by pair: pair i of the query at position m turned by m·θ_i. A rotation is orthogonal (RoFormer, Su et al. 2021, §3.2.2), so its transpose undoes it: d_Q = R(mθ)ᵀ·d_Q_rot, each pair [g_a, g_b] turned back by the same angle to [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]. V is not rotated, so d_V needs no such step.",
+    "step.d_k.why.rope": "Each key at position n is turned the same way, K_rot = R(nθ)·K, so d_K = R(nθ)ᵀ·d_K_rot, pair by pair: the gradient turned back by the angle its key was turned by.",
+    "step.d_k.why.rope_cache": "The keys of the first {L_past:tokens} come from the KV cache, stored already rotated: they were not turned in this step, so their rows of d_K are those of d_K_rot. They are constants of this decode step: their gradient goes no further, only the new rows reach W_K, b_K and X.",
+    "practice.hint.d_q_rot": "Multiply d_scaled by K_rot, then divide by √d_k.",
+    "practice.hint.d_k_rot": "Multiply d_scaled transposed by Q_rot (entry (j, c) is Σ_i d_scaled[i, j]·Q_rot[i, c]), then divide by √d_k.",
+    "practice.hint.d_q.rope": "Turn each pair of d_Q_rot back by its query's angle m·θ_i: [g_a, g_b] becomes [g_a·cos + g_b·sin, −g_a·sin + g_b·cos].",
+    "practice.hint.d_k.rope": "Turn each pair of d_K_rot back by its key's angle n·θ_i: [g_a, g_b] becomes [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]; a cached key's row is copied as it is.",
+    "solution.no_step.d_q_rot": "the exercise has no rope field, so it has no 'd_q_rot' step",
+    "solution.no_step.d_k_rot": "the exercise has no rope field, so it has no 'd_k_rot' step",
+    "rope.work.cached_grad": "a cached key: stored rotated, not turned in this step, so its gradient is d_K_rot's as it is",
+    "diagnose.rope_grad_not_unrotated": "You took the gradient of the rotated matrix for that of the projection: with RoPE the scores read Q_rot = R(mθ)·Q, so d_scaled·K_rot/√d_k is d_Q_rot, and d_Q = R(mθ)ᵀ·d_Q_rot turns it back by each query's angle (likewise d_K from d_K_rot by each key's angle).",
+    "rope.tiled.undecided": "the sign of {value} could not be told at 960 digits, so the running max of the online softmax is not decided: this exercise is refused rather than computed wrongly",
+    "backward.too_big.rope": "with RoPE the backward pass is worked out exactly for exercises up to num_heads·L·L_k²·d_model·d_k = {limit:,} (its gradients carry cosines and sines); {id} has {H}·{L}·{L_k}²·{d_model}·{d_k} = {work:,}: try a smaller exercise, e.g. attn-tutor new --rope half --tokens 4 --heads 2 --d-k 4",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2270,7 +2270,6 @@ ZH.update({
     "rope.residual": "rope 与 residual 一起使用尚未实现：前置归一化块的运行（把 X 加到输出上）不旋转 Q 和 K",
     "rope.residual.hint": "rope 和 residual 二者只给其一",
     "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
-    "rope.no_tiled": "{id}：基于 RoPE 注意力分数的在线 softmax（--tiled）尚未实现，因此拒绝执行，而不是算出错误的数值",
     "mistake.rope_pairing_mixed": "混用了 RoPE 的两种配对方式",
     "mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
     "mistake.rope_theta_without_two": "RoPE 角度漏了系数 2（base^(−i/d_k)）",
@@ -2292,7 +2291,6 @@ ZH.update({
     "new.file.description.rope": "用种子 {seed} 生成。先算出 Q、K 和 V，再按位置旋转 Q 和 K\n（Q_rot、K_rot），然后算注意力分数 Q_rot K_rot^T、缩放后的注意力分数、\n逐行的 softmax 权重，以及每个头的输出。",
     "new.like.description.rope": "为 {id} 换一组新数字（种子 {seed}）：形状、掩码、旋转和步骤都不变。\n按 {id} 的方式计算每一步；Q、K 和 V 都是小整数。",
     "trace.decoder.rope": "RoPE：{what} 的维度对按位置旋转（x·cos + rotate_half(x)·sin，或 interleaved 配对），形状不变",
-    "rope.no_backward": "{id}：穿过 RoPE 的反向传播尚未实现，因此拒绝 --backward，而不是算出错误的梯度",
     # --- issue 23: trial fixes ---
     "v3.sinks.covers": "sinks: {S} 不小于 L_k = {L_k}：每个键都是汇聚点，这个掩码就是因果掩码",
     "v3.sinks.covers.hint": "让汇聚点少于 L_k 个，才能看到键移出窗口",
@@ -2439,6 +2437,26 @@ ZH.update({
     "batch.comment.shape": "第一个错误的步骤是 {step}：它的形状是 {found}，应为 {expected}。",
     "report.practised": "按练习：练习过各步骤的学习者，以及他们已判分的答案数",
     "report.col.answers": "答案数",
+    # --- issue 23: the backward pass through RoPE ---
+    "step.d_q_rot.title": "Q_rot 的梯度（d_scaled·K_rot / √d_k）",
+    "step.d_k_rot.title": "K_rot 的梯度（d_scaledᵀ·Q_rot / √d_k）",
+    "step.d_q_rot.why": "使用旋转位置编码（RoPE）时，注意力分数读取的是旋转后的查询和键，scaled = Q_rot·K_rotᵀ/√d_k，所以梯度先到达 Q_rot：d_scaled·K_rot，再乘以 1/√d_k。",
+    "step.d_k_rot.why": "K_rot 以转置的形式进入注意力分数，所以它的梯度是 d_scaledᵀ·Q_rot（键对应 d_scaled 的列），再乘以 1/√d_k。",
+    "step.d_q.title.rope": "Q 的梯度（把 d_Q_rot 转回去）",
+    "step.d_k.title.rope": "K 的梯度（把 d_K_rot 转回去）",
+    "step.d_q.why.rope": "Q_rot = R(mθ)·Q，逐对计算：位置 m 上的查询的第 i 对转过 m·θ_i。旋转矩阵是正交矩阵（RoFormer，Su et al. 2021，§3.2.2），它的转置就是它的逆：d_Q = R(mθ)ᵀ·d_Q_rot，每一对 [g_a, g_b] 按同一个角度转回去，得到 [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]。V 没有旋转，所以 d_V 不需要这一步。",
+    "step.d_k.why.rope": "位置 n 上的每个键也按同样的方式旋转，K_rot = R(nθ)·K，所以 d_K = R(nθ)ᵀ·d_K_rot，逐对计算：梯度按其键转过的角度转回去。",
+    "step.d_k.why.rope_cache": "前 {L_past:tokens}的键来自键值缓存（KV cache），存入时已经旋转过：它们在这一步中没有旋转，所以 d_K 中它们的行就是 d_K_rot 的行。它们是本解码步中的常量：梯度不再往前传，只有新的行会传到 W_K、b_K 和 X。",
+    "practice.hint.d_q_rot": "用 d_scaled 乘以 K_rot，再除以 √d_k。",
+    "practice.hint.d_k_rot": "用 d_scaled 的转置乘以 Q_rot（元素 (j, c) 是 Σ_i d_scaled[i, j]·Q_rot[i, c]），再除以 √d_k。",
+    "practice.hint.d_q.rope": "把 d_Q_rot 的每一对按其查询的角度 m·θ_i 转回去：[g_a, g_b] 变为 [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]。",
+    "practice.hint.d_k.rope": "把 d_K_rot 的每一对按其键的角度 n·θ_i 转回去：[g_a, g_b] 变为 [g_a·cos + g_b·sin, −g_a·sin + g_b·cos]；缓存中的键，其行原样照抄。",
+    "solution.no_step.d_q_rot": "这道练习没有 rope 字段，所以没有 'd_q_rot' 步骤",
+    "solution.no_step.d_k_rot": "这道练习没有 rope 字段，所以没有 'd_k_rot' 步骤",
+    "rope.work.cached_grad": "缓存中的键：存入时已旋转过，这一步没有旋转，所以它的梯度就是 d_K_rot 的对应值",
+    "diagnose.rope_grad_not_unrotated": "你把旋转后矩阵的梯度当成了投影结果的梯度：使用 RoPE 时，注意力分数读取的是 Q_rot = R(mθ)·Q，所以 d_scaled·K_rot/√d_k 是 d_Q_rot，还要用 d_Q = R(mθ)ᵀ·d_Q_rot 按每个查询的角度把它转回去（d_K 同理，由 d_K_rot 按每个键的角度转回）。",
+    "rope.tiled.undecided": "在 960 位精度下仍无法确定 {value} 的符号，因此无法确定在线 softmax 的运行最大值：拒绝处理这道练习，而不是算出错误的结果",
+    "backward.too_big.rope": "使用 RoPE 时，只对 num_heads·L·L_k²·d_model·d_k 不超过 {limit:,} 的练习精确计算反向传播（其梯度带有余弦和正弦）；{id} 的这一乘积是 {H}·{L}·{L_k}²·{d_model}·{d_k} = {work:,}：请换一道小一些的练习，例如 attn-tutor new --rope half --tokens 4 --heads 2 --d-k 4",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
