@@ -84,7 +84,8 @@ def test_the_exact_walk_mirrors_the_float_walk_under_every_variant():
     # format v2's mistakes (K/V heads tiled, a decode step's mask top-left, the cache reprojected, the bias)
     # and the backward pass's (issue 13), which change no forward step: the float walk under them is the right one
     backward = {"softmax_grad_elementwise", "grad_no_scale", "d_k_not_transposed", "masked_grad_leak", "bias_grad_mean",
-                "kv_grad_not_summed", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed"}
+                "kv_grad_not_summed", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed",
+                "rope_grad_not_unrotated"}
     assert {m.key for m in MISCONCEPTIONS if m.variant is not None and not supports(m.variant)} == {
         "heads_averaged", "heads_split_reshape", "heads_merge_reshape",
         "kv_tile_order", "decode_top_left", "cache_reprojected", "bias_after_softmax", "alibi_sign",
