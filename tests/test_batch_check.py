@@ -112,6 +112,13 @@ def test_files_and_folders_named_together_and_nothing_to_grade(cli, tmp_path):
     assert code == 2 and err.startswith("error: no solution files (*.yaml, *.yml) in ")
 
 
+def test_a_folder_is_read_in_the_order_a_person_sorts_names(cli, tmp_path):
+    """s2 before s10 (a gradebook's rows in roster order), not the code points' s10 before s2."""
+    folder = _class(tmp_path, {"s10.yaml": RIGHT, "s2.yaml": RIGHT, "S3.yaml": RIGHT, "s1.yml": RIGHT})
+    doc = json.loads(cli("check", folder, "--format", "json").out)
+    assert [r["student"] for r in doc["submissions"]] == ["s1", "s2", "S3", "s10"]
+
+
 def test_a_symlink_out_of_the_folder_and_a_huge_file_are_rows(cli, tmp_path):
     secret = tmp_path / "secret.yaml"
     secret.write_text("exercise: single-head-3x4\nq: [[7, 7], [7, 7], [7, 7]]\n", encoding="utf-8")

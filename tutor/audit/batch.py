@@ -115,16 +115,30 @@ def summary(rows: Sequence[Row]) -> dict[str, int]:
             WRONG: sum(r.verdict == WRONG for r in rows), UNUSABLE: sum(r.verdict == UNUSABLE for r in rows)}
 
 
+def name_order(name: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
+    """A key that sorts file names as a person does: runs of digits by their number, the rest case-folded,
+    ties by the name itself (so the order is total).
+
+    >>> sorted(["s10.yaml", "s2.yaml", "s1.yaml", "S3.yaml"], key=name_order)
+    ['s1.yaml', 's2.yaml', 'S3.yaml', 's10.yaml']
+    """
+    import re
+
+    parts = tuple((0, int(p)) if p.isdigit() else (1, p.casefold()) for p in re.split(r"(\d+)", name) if p)
+    return parts, name
+
+
 def solution_paths(named: Iterable[str]) -> list[str]:
     """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml``
-    entries (not hidden, not folders), sorted by name, as ``folder/name``.  A symbolic link in a folder is
+    entries (not hidden, not folders), in the order a person sorts names (``s2`` before ``s10``, then by
+    the name itself: :func:`name_order`), as ``folder/name``.  A symbolic link in a folder is
     listed and then judged by the reader (refused when it leads out of the folder).  A name that is neither
     a file nor a folder is listed as it is: its row says it cannot be read."""
     out: list[str] = []
     for name in named:
         if os.path.isdir(name):
             try:
-                entries = sorted(os.listdir(name))
+                entries = sorted(os.listdir(name), key=name_order)
             except OSError:
                 out.append(name)  # the reader says why it cannot be read
                 continue
