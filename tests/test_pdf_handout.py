@@ -72,6 +72,37 @@ def test_each_step_starts_a_page_of_the_pdf(classic_pdf):
         assert len(starts) == 1, heading
 
 
+def test_a_chinese_pdf_reads_in_chinese(tmp_path):
+    """The page in Chinese prints its Chinese (a CJK font installed: ``.ci/run`` installs one), not boxes:
+    pdftotext reads each step's Chinese title back from the PDF."""
+    from tutor.base.messages import use_language
+
+    _, pdftotext = require_pdf_tools()
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, timeout=60).stdout \
+        if shutil.which("fc-list") else ""
+    if not fonts.strip():
+        if os.environ.get("ATTN_TUTOR_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("no font with Chinese glyphs (fc-list :lang=zh): apt-get install fonts-wqy-microhei",
+                        pytrace=False)
+        pytest.skip("no font with Chinese glyphs (Debian: apt-get install fonts-wqy-microhei)")
+    path = tmp_path / "zh.pdf"
+    with use_language("zh"):
+        sol = solve(resolve("single-head-3x4"))
+        export_handout(sol, path, head=None, precision=4, blank=False, environ=os.environ)
+        titles = [str(KINDS[step.id].title) for step in sol.steps]
+    text = subprocess.run([pdftotext, "-layout", str(path), "-"], capture_output=True, text=True, check=True,
+                          timeout=60).stdout
+    flat = "".join(text.split())  # a title may wrap, and pdftotext spaces Han characters as they were laid out
+    for title in titles:
+        assert "".join(title.split()) in flat, title
+    # The text layer holds the words even when no font has their glyphs (the page then shows boxes): the
+    # glyphs are in the PDF only if a font with Chinese is embedded in it.
+    embedded = subprocess.run([shutil.which("pdffonts") or "pdffonts", str(path)], capture_output=True, text=True,
+                              check=True, timeout=60).stdout
+    families = {"".join(f.split()) for line in fonts.splitlines() for f in line.split(",")}
+    assert any(f in embedded for f in families if f), (families, embedded)
+
+
 # --- a stand-in browser -------------------------------------------------------------------------------
 
 
