@@ -2360,6 +2360,8 @@ EN.update({
     "new.norm.layernorm_d_model": "--norm layernorm needs --d-model 2 or more, found {d_model}: a row of one entry is its own mean, so its variance is 0 and LayerNorm would divide by sqrt(0)",
     "count.first_keys.one": "the first key",
     "count.first_keys.other": "the first {count} keys",
+    # --- issue 23: post-norm, new --mla and polish ---
+    "explain.exercise.bundled": "Exercise {id}  (bundled:{file})",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2303,6 +2303,8 @@ ZH.update({
     "expected.mla_block": "映射 {d_c, w_dkv, heads}",
     "new.norm.layernorm_d_model": "--norm layernorm 要求 --d-model 不小于 2，实际为 {d_model}：只有一个元素的行等于它自己的均值，方差为 0，LayerNorm 会除以 sqrt(0)",
     "count.first_keys.other": "前 {count} 个键",
+    # --- issue 23: post-norm, new --mla and polish ---
+    "explain.exercise.bundled": "练习 {id}（内置：{file}）",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.

@@ -1,0 +1,45 @@
+"""Issue 23's polish: the bundled label in Chinese, the order of ``list``, the scores' title, the RoPE
+mistakes ``validate`` names as invisible, and ``new --mla``."""
+
+from __future__ import annotations
+
+
+def test_explain_in_chinese_says_bundled_in_chinese(cli):
+    code, out, _ = cli("explain", "single-head-3x4", "--lang", "zh", env={"COLUMNS": "200"})
+    assert code == 0
+    assert "练习 single-head-3x4（内置：single-head-3x4.yaml）" in out and "bundled" not in out
+
+
+def test_explain_in_english_keeps_the_bundled_tag(cli):
+    code, out, _ = cli("explain", "single-head-3x4", env={"COLUMNS": "200"})
+    assert code == 0 and "Exercise single-head-3x4  (bundled:single-head-3x4.yaml)" in out
+
+
+def test_a_file_given_by_path_shows_its_path_in_chinese_too(cli, tmp_path):
+    from .conftest import EXERCISES
+
+    f = tmp_path / "mine.yaml"
+    f.write_text((EXERCISES / "single-head-3x4.yaml").read_text(encoding="utf-8").replace(
+        "id: single-head-3x4", "id: mine-3x4"), encoding="utf-8")
+    code, out, _ = cli("explain", str(f), "--lang", "zh", env={"COLUMNS": "300"})
+    assert code == 0 and f"练习 mine-3x4（{f}）" in out
+
+
+def test_every_tag_of_a_bundled_exercise_is_a_concept_of_the_learning_order():
+    """A tag outside :data:`LEARNING_ORDER` is not counted, so a new concept must be placed there."""
+    from tutor.exercise.catalog import LEARNING_ORDER, bundled
+
+    missing = {(ex.id, tag) for ex in bundled() for tag in ex.tags if tag not in LEARNING_ORDER}
+    assert not missing
+
+
+def test_list_puts_the_plain_decode_step_before_the_sliding_windows_rolling_cache(cli):
+    import json
+
+    code, out, _ = cli("list", "--format", "json")
+    ids = [r["id"] for r in json.loads(out)]
+    assert code == 0
+    assert ids.index("decode-one-token-cache-3") < ids.index("decode-sliding-window-cache-3")
+    # the window's exercises after every plain causal one, the pre-norm block after RoPE's first exercise
+    assert ids.index("two-head-causal-3x4") < ids.index("sliding-window-sinks-4x2")
+    assert ids.index("prenorm-rmsnorm-3x2") < ids.index("prenorm-layernorm-causal-3x3")
