@@ -43,3 +43,24 @@ def test_list_puts_the_plain_decode_step_before_the_sliding_windows_rolling_cach
     # the window's exercises after every plain causal one, the pre-norm block after RoPE's first exercise
     assert ids.index("two-head-causal-3x4") < ids.index("sliding-window-sinks-4x2")
     assert ids.index("prenorm-rmsnorm-3x2") < ids.index("prenorm-layernorm-causal-3x3")
+
+
+def test_the_scores_title_names_what_is_multiplied(cli):
+    """The title beside ``scores = Q_rot·K_rotᵀ`` says Q_rot·K_rotᵀ; MLA's explicit scores say K's origin."""
+    from tutor.base.messages import use_language
+    from tutor.exercise.catalog import resolve
+    from tutor.steps import KINDS
+
+    rope, mla, plain = (resolve(i) for i in ("rope-relative-4x2", "mla-latent-two-heads-3x4", "single-head-3x4"))
+    for lang, want in (("en", ("Scores Q_rot·K_rotᵀ", "Explicit scores Q·Kᵀ (K = c_KV·W_UK)", "Scores Q·Kᵀ")),
+                       ("zh", ("注意力分数（scores）Q_rot·K_rotᵀ", "显式计算的注意力分数（scores）Q·Kᵀ（K = c_KV·W_UK）",
+                               "注意力分数（scores）Q·Kᵀ"))):
+        with use_language(lang):
+            assert tuple(str(KINDS["scores"].title_in(ex)) for ex in (rope, mla, plain)) == want
+    code, out, _ = cli("explain", "rope-relative-4x2", env={"COLUMNS": "200"})
+    assert code == 0 and "6. Scores Q_rot·K_rotᵀ\n   scores = Q_rot·K_rotᵀ" in out and "Scores Q·Kᵀ" not in out
+
+
+def test_practice_shows_the_rope_scores_title(cli):
+    code, out, _ = cli("practice", "rope-relative-4x2", input="skip\n" * 5 + "quit\n", env={"COLUMNS": "200"})
+    assert "Step 6 of 9: Scores Q_rot·K_rotᵀ" in out

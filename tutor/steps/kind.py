@@ -138,11 +138,18 @@ class StepKind:
     #: step is otherwise computed after the heads.  The one notion of an early step: :func:`keys`, the outline and
     #: :data:`tutor.authoring.steplist.EARLY` all read it
     early: bool = False
+    #: the catalogue key of the step's title when an exercise computes it from other matrices (the scores of
+    #: ``Q_rot·K_rotᵀ`` with RoPE); ``None``: always ``step.<id>.title``.  Read through :meth:`title_in`
+    title_key: Callable[[Exercise], str] | None = None
 
     @property
     def title(self) -> Text:
         """``"Scores Q·Kᵀ"``: the step's title in the message catalogue."""
         return Msg(f"step.{self.id}.title")
+
+    def title_in(self, ex: Exercise) -> Text:
+        """The step's title for ``ex``: what it multiplies there (``"Scores Q_rot·K_rotᵀ"`` with RoPE)."""
+        return Msg(self.title_key(ex)) if self.title_key is not None else self.title
 
 
 def always(ex: Exercise) -> bool:

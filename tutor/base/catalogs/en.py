@@ -2362,6 +2362,8 @@ EN.update({
     "count.first_keys.other": "the first {count} keys",
     # --- issue 23: post-norm, new --mla and polish ---
     "explain.exercise.bundled": "Exercise {id}  (bundled:{file})",
+    "step.scores.title.rope": "Scores Q_rot·K_rotᵀ",
+    "step.scores.title.mla": "Explicit scores Q·Kᵀ (K = c_KV·W_UK)",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

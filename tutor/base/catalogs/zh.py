@@ -2305,6 +2305,8 @@ ZH.update({
     "count.first_keys.other": "前 {count} 个键",
     # --- issue 23: post-norm, new --mla and polish ---
     "explain.exercise.bundled": "练习 {id}（内置：{file}）",
+    "step.scores.title.rope": "注意力分数（scores）Q_rot·K_rotᵀ",
+    "step.scores.title.mla": "显式计算的注意力分数（scores）Q·Kᵀ（K = c_KV·W_UK）",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
