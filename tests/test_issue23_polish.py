@@ -64,3 +64,32 @@ def test_the_scores_title_names_what_is_multiplied(cli):
 def test_practice_shows_the_rope_scores_title(cli):
     code, out, _ = cli("practice", "rope-relative-4x2", input="skip\n" * 5 + "quit\n", env={"COLUMNS": "200"})
     assert "Step 6 of 9: Scores Q_rot·K_rotᵀ" in out
+
+
+def test_validate_names_the_rope_mistakes_d_k_2_cannot_catch(cli):
+    """With d_k = 2 both pairings make the one pair (0, 1), and θ_0 = 1 with or without the 2: validate says so,
+    at the rotations where the mistakes are made; with d_k = 4 (rope-half-causal-3x4) it names neither."""
+    from .conftest import EXERCISES
+
+    code, out, err = cli("validate", str(EXERCISES / "rope-relative-4x2.yaml"), env={"COLUMNS": "400"})
+    assert code == 0
+    text = out + err
+    assert ("cannot catch mixing RoPE's two pairings (rotate_half's (i, i + d_k/2) for the interleaved (2i, 2i+1), "
+            "or the reverse) at Q_rot, K_rot (d_k = 2: both pairings make the one pair (0, 1))") in text
+    assert "cannot catch leaving the 2 out of RoPE's angle" in text
+    assert "counting RoPE's positions from 1" not in text and "rotating V" not in text
+    code, out, err = cli("validate", str(EXERCISES / "rope-half-causal-3x4.yaml"), env={"COLUMNS": "400"})
+    assert code == 0 and "RoPE" not in out + err
+    code, out, err = cli("validate", str(EXERCISES / "rope-relative-4x2.yaml"), "--lang", "zh", env={"COLUMNS": "400"})
+    assert "混用 RoPE 的两种配对方式" in out + err and "（d_k = 2：两种配对方式都只有一对 (0, 1)）" in out + err
+
+
+def test_the_rope_mistakes_are_made_at_the_rotations_or_at_v():
+    from tutor.exercise.catalog import resolve
+    from tutor.mistakes.diagnose import MISCONCEPTIONS
+    from tutor.mistakes.invisible import CORE_ROPE, origins
+
+    ex = resolve("rope-half-causal-3x4")
+    made = {m.key: [k[0] for k in origins(m, ex)] for m in MISCONCEPTIONS if m.key in CORE_ROPE}
+    assert made == {"rope_pairing_mixed": ["q_rot", "k_rot"], "rope_positions_from_one": ["q_rot", "k_rot"],
+                    "rope_theta_without_two": ["q_rot", "k_rot"], "rope_v_rotated": ["v"]}

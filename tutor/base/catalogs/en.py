@@ -2364,6 +2364,16 @@ EN.update({
     "explain.exercise.bundled": "Exercise {id}  (bundled:{file})",
     "step.scores.title.rope": "Scores Q_rot·K_rotᵀ",
     "step.scores.title.mla": "Explicit scores Q·Kᵀ (K = c_KV·W_UK)",
+    "invisible.mistake.rope_pairing_mixed": "mixing RoPE's two pairings (rotate_half's (i, i + d_k/2) for the interleaved (2i, 2i+1), or the reverse)",
+    "invisible.mistake.rope_positions_from_one": "counting RoPE's positions from 1",
+    "invisible.mistake.rope_theta_without_two": "leaving the 2 out of RoPE's angle (base^(−i/d_k) for base^(−2i/d_k))",
+    "invisible.mistake.rope_v_rotated": "rotating V as well as Q and K",
+    "invisible.because.rope_pairing_mixed.d_k_2": " (d_k = 2: both pairings make the one pair (0, 1))",
+    "invisible.because.rope_theta_without_two.d_k_2": " (d_k = 2: the one pair turns by base^0 = 1 per position, with or without the 2)",
+    "invisible.hint.rope_pairing_mixed": "use d_k = 4 or more, where the two pairings pair different dimensions",
+    "invisible.hint.rope_positions_from_one": "give a query or key at position 0 a nonzero pair: counted from 1 it is turned, counted from 0 it is not",
+    "invisible.hint.rope_theta_without_two": "use d_k = 4 or more, where pair 1's angle base^(−2/d_k) shows the 2",
+    "invisible.hint.rope_v_rotated": "give a token at a position other than 0 a nonzero row of V",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2307,6 +2307,16 @@ ZH.update({
     "explain.exercise.bundled": "练习 {id}（内置：{file}）",
     "step.scores.title.rope": "注意力分数（scores）Q_rot·K_rotᵀ",
     "step.scores.title.mla": "显式计算的注意力分数（scores）Q·Kᵀ（K = c_KV·W_UK）",
+    "invisible.mistake.rope_pairing_mixed": "混用 RoPE 的两种配对方式（把 interleaved 的 (2i, 2i+1) 换成 rotate_half 的 (i, i + d_k/2)，或反过来）",
+    "invisible.mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
+    "invisible.mistake.rope_theta_without_two": "RoPE 的角度漏掉系数 2（把 base^(−2i/d_k) 写成 base^(−i/d_k)）",
+    "invisible.mistake.rope_v_rotated": "把 V 也和 Q、K 一起旋转",
+    "invisible.because.rope_pairing_mixed.d_k_2": "（d_k = 2：两种配对方式都只有一对 (0, 1)）",
+    "invisible.because.rope_theta_without_two.d_k_2": "（d_k = 2：唯一的一对每个位置都转 base^0 = 1，有没有系数 2 都一样）",
+    "invisible.hint.rope_pairing_mixed": "使用 d_k = 4 或更大：这时两种配对方式配成对的维度不同",
+    "invisible.hint.rope_positions_from_one": "让位置 0 上的某个查询或键有一对不为 0 的元素：从 1 计数时它会被旋转，从 0 计数时不会",
+    "invisible.hint.rope_theta_without_two": "使用 d_k = 4 或更大：这时第 1 对的角度 base^(−2/d_k) 能看出系数 2",
+    "invisible.hint.rope_v_rotated": "让某个位置不为 0 的词元在 V 中的那一行不全为 0",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
