@@ -132,7 +132,8 @@ LEARNING_ORDER = ["single-head-3x4", "single-head-dk4-2x4", "single-head-asym-3x
                   "two-head-fused-3x4", "cross-attention-2x3", "gqa-four-heads-2x4", "mqa-two-heads-3x4",  # format v2
                   "decode-one-token-cache-3", "decode-sliding-window-cache-3", "sliding-window-sinks-4x2",
                   "decode-two-tokens-alignment", "alibi-causal-3x2", "alibi-three-heads-3x2", "rope-relative-4x2",
-                  "prenorm-rmsnorm-3x2", "prenorm-layernorm-causal-3x3", "mla-latent-two-heads-3x4",
+                  "prenorm-rmsnorm-3x2", "prenorm-layernorm-causal-3x3", "postnorm-layernorm-3x2",
+                  "mla-latent-two-heads-3x4",
                   "rope-half-causal-3x4"]  # format v3 (issue 23) among them
 
 

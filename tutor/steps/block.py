@@ -311,8 +311,8 @@ def _out_norm_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked
         eps = f" + {factor(ex.norm_eps, float(ex.norm_eps))}" if ex.norm_eps else ""
         lines.append(f"{what}{' + ε' if eps else ''} = ({terms}) / {len(row)}{eps} ≈ {notation(legible(v, places))}")
         lines.append(f"√({what}{' + ε' if eps else ''}) ≈ {notation(legible(v ** 0.5, places))}")
-        lines.append(f"{step.name}[{step.row_labels[i]}, :] "
-                     + ",  ".join(result(e, x, places) for e, x in zip(step.exact[i], step.value[i])))
+        lines.append(f"{step.name}[{step.row_labels[i]}, :] ≈ "
+                     + ",  ".join(notation(legible(x, places)) for x in step.value[i]))
         out.append(Worked(step.row_labels[i], tuple(lines), ": "))
     return tuple(out)
 
