@@ -3,6 +3,8 @@ mistakes ``validate`` names as invisible, and ``new --mla``."""
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_explain_in_chinese_says_bundled_in_chinese(cli):
     code, out, _ = cli("explain", "single-head-3x4", "--lang", "zh", env={"COLUMNS": "200"})
@@ -93,3 +95,48 @@ def test_the_rope_mistakes_are_made_at_the_rotations_or_at_v():
     made = {m.key: [k[0] for k in origins(m, ex)] for m in MISCONCEPTIONS if m.key in CORE_ROPE}
     assert made == {"rope_pairing_mixed": ["q_rot", "k_rot"], "rope_positions_from_one": ["q_rot", "k_rot"],
                     "rope_theta_without_two": ["q_rot", "k_rot"], "rope_v_rotated": ["v"]}
+
+
+# --- new --mla ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["--mla", "2"], ["--mla", "1", "--heads", "2", "--mask", "causal"],
+                                  ["--mla", "2", "--cross", "3", "--d-model", "3"],
+                                  ["--mla", "2", "--alibi", "--heads", "2", "--mask", "causal"]],
+                         ids=["d_c2", "d_c1-causal", "cross", "alibi"])
+@pytest.mark.parametrize("seed", [1, 7])
+def test_new_mla_writes_a_latent_exercise_whose_absorbed_scores_equal_the_explicit_ones(cli, args, seed):
+    from fractions import Fraction
+
+    from tutor.exercise import validate_text
+    from tutor.production import verify
+    from tutor.steps import solve
+
+    r = cli("new", *args, "--seed", str(seed))
+    assert r.code == 0, r.err
+    v = validate_text(r.out)
+    assert v.ok and v.exercise is not None and v.exercise.mla is not None
+    ex = v.exercise
+    assert ex.mla.d_c == int(args[1]) and "latent-kv" in ex.tags and f"--mla {args[1]}" in r.out
+    sol = solve(ex)  # its build checks the absorbed scores equal to the explicit ones, exactly
+    for h in range(ex.num_heads):
+        explicit, absorbed = sol.step("scores", h), sol.step("scores_absorbed", h)
+        assert explicit.exact == absorbed.exact
+        assert all(isinstance(e.q, Fraction) and abs(e.q) <= 12 for row in explicit.exact for e in row)  # small
+        k = sol.step("k", h).exact
+        assert any(e.q for row in k for e in row)  # K is not all zero
+    verify(sol)
+    assert cli("new", *args, "--seed", str(seed)).out == r.out  # the same seed writes the same file
+
+
+@pytest.mark.parametrize("args, words", [(["--rope", "half"], "--rope"), (["--cache", "2"], "--cache"),
+                                         (["--norm", "rmsnorm"], "--norm"), (["--residual"], "--residual"),
+                                         (["--kv-heads", "1", "--heads", "2"], "--kv-heads"),
+                                         (["--mla", "3"], "less than or equal to 2")])
+def test_new_refuses_mla_with_what_the_format_refuses_in_one_line(cli, args, words):
+    r = cli("new", *(args if "--mla" in args else ["--mla", "2", *args]))
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err and len(r.err.strip().splitlines()) <= 2
+
+
+def test_new_mla_in_chinese_writes_its_comments_and_translation_in_chinese(cli):
+    r = cli("new", "--mla", "2", "--seed", "4", "--lang", "zh")
+    assert r.code == 0 and "DeepSeek-V2 的多头潜在注意力" in r.out and "宽度 d_c = 2 的潜在 KV（MLA）" in r.out

@@ -188,3 +188,39 @@ def test_the_production_view_normalizes_the_sum_last(cli):
 def test_explain_in_chinese_names_post_norm(cli):
     code, out, _ = cli("explain", BUNDLED, "--lang", "zh", env={"COLUMNS": "200"})
     assert code == 0 and "后置归一化 out_norm = Norm(X + output)" in out and "Xiong et al. 2020 证明" in out
+
+
+# --- new --norm-placement post ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("norm, d_model", [("layernorm", 2), ("rmsnorm", 3), ("layernorm", 4)])
+@pytest.mark.parametrize("seed", [1, 3])
+def test_new_writes_a_post_norm_exercise_that_validates_solves_and_verifies(cli, norm, d_model, seed):
+    from tutor.exercise import validate_text
+    from tutor.production import verify
+
+    r = cli("new", "--norm", norm, "--residual", "--norm-placement", "post", "--d-model", str(d_model),
+            "--seed", str(seed))
+    assert r.code == 0, r.err
+    v = validate_text(r.out)
+    assert v.ok and v.exercise is not None and v.exercise.post_norm and v.exercise.norm == norm
+    assert "norm_placement: post" in r.out and "--norm-placement post" in r.out and "post-norm" in v.exercise.tags
+    sol = solve(v.exercise)
+    assert [s.id for s in sol.steps][-2:] == ["residual", "out_norm"]
+    np.testing.assert_allclose(np.array(sol.step("out_norm").value), _in_torch(v.exercise).numpy(), atol=1e-12)
+    verify(sol)
+
+
+@pytest.mark.parametrize("args, words", [(["--norm-placement", "post"], "--norm-placement needs --norm"),
+                                         (["--norm", "rmsnorm", "--norm-placement", "post"], "needs --residual")])
+def test_new_refuses_a_post_norm_it_cannot_write_in_one_line(cli, args, words):
+    r = cli("new", *args)
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err
+
+
+def test_new_like_the_post_norm_exercise_keeps_its_placement(cli):
+    from tutor.exercise import validate_text
+
+    r = cli("new", "--like", BUNDLED, "--seed", "5")
+    assert r.code == 0, r.err
+    v = validate_text(r.out)
+    assert v.ok and v.exercise is not None and v.exercise.post_norm and v.exercise.norm_eps == Fraction(1, 4)
