@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING
 from ..base.errors import ShapeError
 from ..base.messages import language, t, use_language
 from ..exercise.block import row_ok
-from .draft import as_asked, drafted
-from .draft import Draft
+from .draft import Draft, as_asked, drafted
 from .draw import GROUP_TRIES, LEVELS, Candidate, Level, draw, matmul, plus, transposed
 from .shape import Shape, shape_of, spec_shape
 from .spec import Spec, command_line, default_id, default_title, tags
