@@ -224,3 +224,17 @@ def test_new_like_the_post_norm_exercise_keeps_its_placement(cli):
     assert r.code == 0, r.err
     v = validate_text(r.out)
     assert v.ok and v.exercise is not None and v.exercise.post_norm and v.exercise.norm_eps == Fraction(1, 4)
+
+
+def test_the_online_softmax_of_a_post_norm_exercise_is_walked(cli):
+    """Post-norm leaves the heads as they are: ``--tiled`` walks their softmax (out_norm, after them, is not built)."""
+    from tutor.flash.walk import tiled
+
+    ex = resolve(BUNDLED)
+    rows = tiled(ex, 2)
+    weights = solve(ex).step("weights", 0)
+    assert len(rows) == ex.L and all(r.equal for r in rows)
+    assert np.allclose([[float(v) for v in r.o] for r in rows], np.array(solve(ex).step("head_output", 0).value))
+    assert weights.shape == (ex.L, ex.L_k)
+    code, out, _ = cli("explain", BUNDLED, "--tiled")
+    assert code == 0 and "Online softmax" in out
