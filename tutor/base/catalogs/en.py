@@ -2404,6 +2404,8 @@ EN.update({
     "new.file.mla": "mla: every head's K and V are up-projected from one latent per token, c_KV = x W_DKV [L x d_c]: K = c_KV W_UK and V = c_KV W_UV, with w_dkv [{d_model} x {d_c}] and each head's w_uk, w_uv [{d_c} x {d_k}] (DeepSeek-V2's multi-head latent attention).",
     "new.file.why.mla": "With mla the ranges above are those of K = c_KV W_UK and V = c_KV W_UV, integers too; the absorbed scores (Q W_UK^T) c_KV^T equal Q K^T exactly, by associativity.",
     "new.file.description.mla": "Generated with seed {seed}. Compute the latent c_KV = x W_DKV, then each head's Q, K = c_KV W_UK and\nV = c_KV W_UV, the scores Q K^T and by the absorbed route (Q W_UK^T) c_KV^T, the scaled scores, the softmax\nweights row by row, and each head's output.",
+    "mistake.postnorm_before_add": "post-norm: X normalized before the output is added",
+    "mistake.postnorm_columns": "post-norm: X + output normalized over each column (the tokens)",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2347,6 +2347,8 @@ ZH.update({
     "new.file.mla": "mla：每个头的 K 和 V 都由每个词元的一个潜在向量上投影得到，c_KV = x W_DKV [L x d_c]：K = c_KV W_UK，V = c_KV W_UV；w_dkv 为 [{d_model} x {d_c}]，每个头的 w_uk、w_uv 为 [{d_c} x {d_k}]（DeepSeek-V2 的多头潜在注意力）。",
     "new.file.why.mla": "有 mla 时，上面的范围是 K = c_KV W_UK 和 V = c_KV W_UV 的范围，它们也是整数；由矩阵乘法的结合律，吸收路线的注意力分数 (Q W_UK^T) c_KV^T 与 Q K^T 完全相等。",
     "new.file.description.mla": "由种子 {seed} 生成。先计算潜在向量 c_KV = x W_DKV，再计算每个头的 Q、K = c_KV W_UK 和\nV = c_KV W_UV、注意力分数 Q K^T 以及吸收路线的 (Q W_UK^T) c_KV^T、缩放后的注意力分数、逐行的 softmax\n注意力权重，以及每个头的输出。",
+    "mistake.postnorm_before_add": "后置归一化：先归一化 X，再加上输出",
+    "mistake.postnorm_columns": "后置归一化：按列（跨词元）归一化 X + output",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
