@@ -33,8 +33,10 @@ def test_every_kind_has_its_functions_and_messages(kind):
     engines = (kind.build, kind.floats, kind.slack, kind.production, kind.rounding)
     assert all(callable(f) for f in engines), kind.id
     # the exact walk follows the forward pass of format v1 (a cache's and a bias's kinds, the gradients: the floats decide)
-    # and RoPE's (format v3): cos and sin in the exponents are not algebraic, the exact walk's values need them to be
-    assert (kind.exact_walk is None) == (kind.backward or kind.id in ("k_new", "v_new", "biased", "q_rot", "k_rot")), kind.id
+    # and RoPE's (format v3): cos and sin in the exponents are not algebraic, the exact walk's values need them to be;
+    # nor post-norm's out_norm: the root of a sum of exponentials is no exact-walk value (Walk.get raises NoExactForm)
+    assert (kind.exact_walk is None) == (kind.backward or kind.id in ("k_new", "v_new", "biased", "q_rot", "k_rot",
+                                                                      "out_norm")), kind.id
     assert {f.__module__ for f in (*engines, *([kind.exact_walk] if kind.exact_walk else []))} <= {
         kind.build.__module__, "tutor.steps.grad"}, kind.id  # side by side in the kind's own module
     for key in (f"step.{kind.id}.title", f"step.{kind.id}.why", f"practice.hint.{kind.id}"):
@@ -52,8 +54,10 @@ def test_steps_an_exercise_may_lack_say_why_in_a_solution_file():
 
 def test_the_order_is_the_contract_order():
     forward = ("x_norm", "c_kv", "q", "k_new", "v_new", "k", "v", "q_rot", "k_rot", "scores", "q_absorbed",
-               "scores_absorbed", "scaled", "biased", "masked", "weights", "head_output", "concat", "output", "residual")
-    # k_new, v_new, biased: format v2; x_norm, residual: the pre-norm block; c_kv, q_absorbed, scores_absorbed: MLA;
+               "scores_absorbed", "scaled", "biased", "masked", "weights", "head_output", "concat", "output", "residual",
+               "out_norm")
+    # k_new, v_new, biased: format v2; x_norm, residual: the pre-norm block (out_norm: post-norm's, last); c_kv,
+    # q_absorbed, scores_absorbed: MLA;
     # q_rot, k_rot: format v3 (RoPE)
     backward = ("d_output", "d_concat", "d_w_o", "d_b_o", "d_head_output", "d_weights", "d_scaled", "d_v", "d_q_rot", "d_q",
                 "d_k_rot", "d_k", "d_w_q", "d_w_k", "d_w_v", "d_b_q", "d_b_k", "d_b_v", "d_x", "d_x_kv")  # the contract's v2 section
@@ -211,10 +215,10 @@ def every_feature_mla(seed: int, cross: bool):
     return exercise_from_data(data)
 
 
-def every_feature_block(seed: int, norm: str):
+def every_feature_block(seed: int, norm: str, placement: str = "pre"):
     """The pre-norm block (issue 23) with what it is built with: ``norm`` with an ``norm_eps``, a residual, two
     heads with every projection bias, ``W_O`` and ``b_O``, a causal mask and key padding (self-attention of
-    format v1; no backward pass)."""
+    format v1; no backward pass); ``placement="post"``: post-norm (X + output normalized, ``out_norm``)."""
     from tutor.exercise import exercise_from_data
 
     rng = np.random.default_rng(seed)
@@ -226,8 +230,10 @@ def every_feature_block(seed: int, norm: str):
                   for _ in range(H)],
         "w_o": _frac(rng, H * d_k, d_model), "b_o": _frac(rng, 1, d_model)[0],
         "mask": "causal", "key_padding_mask": [False, True, False],
-        "norm": norm, "norm_eps": "1/8", "residual": True,
+        "norm": norm, "norm_eps": "1/8", "residual": True, "norm_placement": placement,
     }
+    if placement == "post":
+        data["id"] = f"every-feature-post-norm-{seed}"
     return exercise_from_data(data)
 
 
@@ -247,6 +253,7 @@ def test_the_every_feature_exercises_have_every_kind():
     made = [make() for _, make in EVERY_FEATURE]
     walked = {k for ex in made for k, _ in keys(ex, backward=_bw(ex))}
     walked |= {k for k, _ in keys(every_feature_block(4, "layernorm"))}  # forward only: no backward through a norm
+    walked |= {k for k, _ in keys(every_feature_block(4, "rmsnorm", "post"))}  # post-norm's out_norm
     assert walked == set(STEP_IDS)
     v1 = every_feature_v1(1)
     assert v1.is_cross and v1.has_mask and v1.key_padding is not None and not v1.is_v2
@@ -266,14 +273,15 @@ def test_the_step_list_of_list_is_the_catalogue():
     golden = sorted((REPO / "tests" / "golden" / "generate").glob("*.yaml"))
     assert len(golden) > 50
     exercises = ([resolve(name) for name in BUNDLED] + [load_exercise(str(p)) for p in golden]
-                 + [make() for _, make in EVERY_FEATURE] + [every_feature_block(4, "layernorm")])
+                 + [make() for _, make in EVERY_FEATURE] + [every_feature_block(4, "layernorm")]
+                 + [every_feature_block(4, "rmsnorm", "post")])
     for ex in exercises:
         assert forward_keys(ex) == keys(ex), (ex.id, "tutor/authoring/steplist.py")
     has = [{id for id, _ in forward_keys(ex)} for ex in exercises]
     assert set.union(*has) == {id for id, _ in forward}  # each step is there somewhere...
     assert set.union(*has) - set.intersection(*has) == {"k_new", "v_new", "biased", "masked", "concat", "output",
                                                         "q_rot", "k_rot", "c_kv", "q_absorbed", "scores_absorbed", "x_norm",
-                                                        "residual"}
+                                                        "residual", "out_norm"}
     # ... and each step an exercise may lack is missing somewhere
 
 
@@ -391,6 +399,38 @@ def test_the_pre_norm_block_goes_through_every_engine(norm):
                 np.testing.assert_allclose([[entry_value(e) for e in row] for row in got], floats[key],
                                            rtol=1e-9, atol=1e-9, err_msg=f"{m.key} {key}")
     assert {"norm_axis", "residual"} <= turned
+
+
+@pytest.mark.parametrize("norm", ["rmsnorm", "layernorm"])
+def test_the_post_norm_block_goes_through_every_engine(norm):
+    """Post-norm (issue 23): the projections read X, ``out_norm`` last; the exact build against the float walk,
+    the slack ``check`` carries, the batched layer within its rounding bound (``verify``); the exact walk
+    follows every step but out_norm, of which it says NoExactForm (every time it is asked)."""
+    from tutor.exact.matrices import entry_value
+    from tutor.production import verify
+    from tutor.steps import RIGHT, NoExactForm, Walk, replay
+
+    ex = every_feature_block(4, norm, "post")
+    sol = solve(ex)
+    assert keys(ex)[0] == ("q", 0) and keys(ex)[-2:] == [("residual", None), ("out_norm", None)]
+    assert "x_norm" not in {k for k, _ in keys(ex)} and sol.step("q", 0).operands[0].name == "X"
+    values = walk(ex).values
+    for s in sol.steps:
+        np.testing.assert_allclose(values[s.key], np.array(s.value), rtol=1e-12, atol=1e-12, err_msg=str(s.key))
+    carried = replay(ex, given=lambda key: None)
+    for s in sol.steps:
+        value, slack = carried.computed[s.key]
+        assert slack.shape == value.shape and np.all(np.isfinite(slack)), s.key
+    verify(sol)
+    exact = Walk(ex, RIGHT)
+    for s in sol.steps[:-1]:
+        got = exact.get(s.key)
+        assert got is not None, s.key
+        np.testing.assert_allclose([[entry_value(e) for e in row] for row in got], np.array(s.value),
+                                   rtol=1e-12, atol=1e-12, err_msg=str(s.key))
+    for _ in range(2):
+        with pytest.raises(NoExactForm):
+            exact.get(("out_norm", None))
 
 
 def test_exists_refuses_keys_the_exercise_has_not():

@@ -560,6 +560,8 @@ TESTED = {
     "uk_untransposed",  # issue 23, MLA: named by check on a solution file worked by hand, tests/test_mla.py
     # issue 23, the pre-norm block: named by check and practice, tests/test_prenorm_block.py
     "norm_columns", "rmsnorm_mean", "residual_forgotten", "residual_normed",
+    # issue 23, post-norm: named by practice and check on the bundled exercise, tests/test_postnorm.py
+    "postnorm_before_add", "postnorm_columns",
 }
 
 

@@ -99,6 +99,8 @@ def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
             forced.add("no_scaling")
         if any(hd.d_k == ex.d_model for hd in ex.heads):
             forced.add("scale_sqrt_d_model")
+        if ex.rope is not None and any(hd.d_k == 2 for hd in ex.heads):  # one pair: both pairings, θ_0 = 1 either way
+            forced |= {"rope_pairing_mixed", "rope_theta_without_two"}
         assert {key for key, _ in uncaught(sol)} <= forced, (exercise_id, seed, uncaught(sol))
 
 

@@ -111,8 +111,10 @@ def test_the_exact_walk_mirrors_the_float_walk_under_every_variant():
             with np.errstate(all="ignore"):
                 floats = replay(ex, v).values
             exact = exact_replay(ex, v)
-            assert set(floats) == set(exact), (ex.id, v)
+            assert set(floats) - set(exact) <= {("out_norm", None)} and set(exact) <= set(floats), (ex.id, v)
             for key, value in floats.items():
+                if key not in exact:  # post-norm's out_norm: no exact walk (a root of a sum of exponentials)
+                    continue
                 got = np.array([[entry_value(e) for e in row] for row in exact[key]])
                 inf = np.isinf(got) | np.isinf(value)
                 assert np.array_equal(got[inf], value[inf]), (ex.id, v, key)
@@ -386,8 +388,8 @@ def test_the_exact_walk_is_the_exact_engine(exercise_id):
     # engine is then the block written out below, exactly, from the exercise's numbers
     if ex.has_norm:
         other = _block_by_hand(ex)
-    else:
-        other = {s.key: [[_as_value(b) for b in row] for row in s.exact] for s in solve(ex).steps}
+    else:  # post-norm's out_norm has no exact walk (tests/test_postnorm.py checks it at 60 digits)
+        other = {s.key: [[_as_value(b) for b in row] for row in s.exact] for s in solve(ex).steps if s.id != "out_norm"}
     assert set(other) == set(walked), exercise_id
     for key, rows in other.items():
         assert len(walked[key]) == len(rows), (exercise_id, key)

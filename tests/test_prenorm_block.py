@@ -173,7 +173,7 @@ BASE = "id: b\ntitle: b\nx: [[3, 4], [1, -1]]\nheads: [{w_q: [[1, 0], [0, 1]], w
 
 
 @pytest.mark.parametrize(("extra", "said"), [
-    ("norm: rmsnorm\nnorm_placement: post\n", "norm_placement: post is not built"),
+    ("norm: rmsnorm\nnorm_placement: post\n", "norm_placement: post needs residual: true"),  # post-norm normalizes X + output
     ("norm_eps: 1/100\n", "norm_eps without norm"),
     ("norm: rmsnorm\nnorm_eps: -1\n", "norm_eps is -1: it must be 0 or more"),
     ("norm_placement: pre\n", "norm_placement without norm"),

@@ -128,11 +128,13 @@ def test_a_near_miss_exercise_id_gets_a_suggestion(cli):
 
 
 LEARNING_ORDER = ["single-head-3x4", "single-head-dk4-2x4", "single-head-asym-3x4", "padding-4x2", "two-head-dk1-3x4",
-                  "fully-masked-row-3x3", "causal-left-padding-4x2", "sliding-window-sinks-4x2", "two-head-causal-3x4",
+                  "fully-masked-row-3x3", "causal-left-padding-4x2", "two-head-causal-3x4",
                   "two-head-fused-3x4", "cross-attention-2x3", "gqa-four-heads-2x4", "mqa-two-heads-3x4",  # format v2
-                  "decode-sliding-window-cache-3", "decode-one-token-cache-3", "prenorm-layernorm-causal-3x3",
-                  "decode-two-tokens-alignment", "alibi-causal-3x2", "alibi-three-heads-3x2", "mla-latent-two-heads-3x4",
-                  "prenorm-rmsnorm-3x2", "rope-relative-4x2", "rope-half-causal-3x4"]  # format v3 (issue 23) among them
+                  "decode-one-token-cache-3", "decode-sliding-window-cache-3", "sliding-window-sinks-4x2",
+                  "decode-two-tokens-alignment", "alibi-causal-3x2", "alibi-three-heads-3x2", "rope-relative-4x2",
+                  "prenorm-rmsnorm-3x2", "prenorm-layernorm-causal-3x3", "postnorm-layernorm-3x2",
+                  "mla-latent-two-heads-3x4",
+                  "rope-half-causal-3x4"]  # format v3 (issue 23) among them
 
 
 def test_list_is_in_learning_order_with_done_and_pending(cli):

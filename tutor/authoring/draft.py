@@ -73,6 +73,10 @@ class Draft:
     norm_eps: str | None = None  # as written (a fraction), None: 0
     residual: bool = False
     window: tuple[int, int] | None = None  # issue 23: mask {sliding_window: W, sinks: S} as (W, S), instead of mask
+    norm_placement: str | None = None  # issue 23: "post" written as it is; None or "pre": not written (pre is the default)
+    # issue 23: multi-head latent attention's (d_c, W_DKV [d_model, d_c], ((W_UK [d_c, d_k], W_UV [d_c, d_v]) per head));
+    # the heads' w_k, w_v are then the products W_DKV·W_UK, W_DKV·W_UV (what the loader computes), not written
+    mla: tuple[int, Matrix, tuple[tuple[Matrix, Matrix], ...]] | None = None
     # the title and description in the language of the run, when it is not English: (language, title, description)
     translations: tuple[tuple[str, str, str], ...] = ()
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from ..base.errors import ShapeError
 from ..base.messages import language, t, use_language
 from ..exercise.block import row_ok
-from .draft import as_asked, drafted
-from .draw import GROUP_TRIES, LEVELS, Candidate, Level, draw
+from .draft import Draft, as_asked, drafted
+from .draw import GROUP_TRIES, LEVELS, Candidate, Level, draw, matmul, plus, transposed
 from .shape import Shape, shape_of, spec_shape
 from .spec import Spec, command_line, default_id, default_title, tags
 from .write import text
@@ -48,18 +48,91 @@ def generate(spec: Spec) -> str:
     options that cannot go together.
     """
     spec.check()
+    text_ = _generate_once(spec, spec.seed)
+    draw_seed = spec.seed
+    for _ in range(GROUP_TRIES if spec.post_norm else 0):  # post-norm: a row of X + output the norm cannot divide
+        if _post_norm_divides(text_):
+            break
+        draw_seed = random.Random(draw_seed).randrange(2**31)
+        text_ = _generate_once(spec, draw_seed)
+    return text_
+
+
+def _post_norm_divides(text_: str) -> bool:
+    """Whether every row of X + output of a drawn post-norm exercise has a variance (mean square) the norm can
+    divide by (:func:`tutor.steps.solve` refuses a 0 in one line)."""
+    from ..base.errors import TutorError
+    from ..exercise.load import parse_exercise
+    from ..steps import solve
+
+    try:
+        solve(parse_exercise(text_, "<new>"))
+    except TutorError:
+        return False
+    return True
+
+
+def _generate_once(spec: Spec, draw_seed: int) -> str:
+    """:func:`generate`'s text with the numbers of ``draw_seed`` (the file names ``spec.seed``)."""
     shape = spec_shape(spec)
-    c = _drawn(shape, LEVELS[spec.draw_level], spec.seed, spec.allow_dull, spec.norm, Fraction(0))
+    pre = None if spec.post_norm else spec.norm  # post-norm normalizes X + output: X is drawn as without a norm
+    c = _drawn(shape, LEVELS[spec.draw_level], draw_seed, spec.allow_dull, pre, Fraction(0))
     def words() -> tuple[str, str]:
         key = ("new.file.description.rope" if spec.rope is not None
+               else "new.file.description.mla" if spec.mla is not None
+               else "new.file.description.text.postnorm" if spec.post_norm
                else "new.file.description.text" + (".norm" if spec.norm else ""))  # new refuses rope with norm
         return spec.title or default_title(spec), t(key, seed=spec.seed)
 
     (title, description), translations = _in_english(words)
     d = drafted(shape, c, id=spec.id or default_id(spec), title=title, description=description,
                 command=command_line(spec), tags=tags(spec), difficulty=spec.level)
-    d = replace(d, translations=translations, norm=spec.norm, residual=spec.residual)
+    d = replace(d, translations=translations, norm=spec.norm, residual=spec.residual,
+                norm_placement="post" if spec.post_norm else None)
+    if spec.mla is not None:
+        d = latent(d, spec.mla, spec.seed)
     return text(as_asked(d, spec) if spec.is_v2 or spec.rope is not None else d)  # v2's parts, v3's RoPE
+
+
+#: Draws of MLA's weights at most until the scores are small (:func:`latent`).
+LATENT_TRIES = 50
+#: The largest score a drawn MLA exercise keeps (|Q·Kᵀ|), as the rest of ``new`` keeps them small for paper.
+LATENT_MAX_SCORE = 12
+
+
+def latent(d: Draft, d_c: int, seed: int) -> Draft:
+    """``d`` as multi-head latent attention with a latent of width ``d_c`` (DeepSeek-V2, §2.1.2): ``W_DKV
+    [d_model, d_c]`` of 0s and 1s (each column one or two 1s) and each head's ``W_UK [d_c, d_k]``, ``W_UV
+    [d_c, d_v]`` of small integers (each column one or two non-zero entries), drawn from ``seed`` until no
+    K is all zero or equal to its V and every score ``|Q·Kᵀ|`` is at most :data:`LATENT_MAX_SCORE`.  The heads' ``w_k``, ``w_v``
+    become the products ``W_DKV·W_UK``, ``W_DKV·W_UV``: the K and V the loader computes, so the ranges the
+    file's comment states are theirs.  The absorbed scores ``(Q·W_UKᵀ)·c_KVᵀ`` equal ``Q·Kᵀ`` whatever is
+    drawn (associativity); K/V biases are left out (``mla`` has none)."""
+    from .draw import _weight
+
+    rng = random.Random(seed * 7919 + d_c)
+    kv = d.x_kv if d.x_kv is not None else d.x  # [L_k, d_kv]: what K and V are projected from
+    dm = len(kv[0])
+    best: tuple[int, Draft] | None = None
+    for _ in range(LATENT_TRIES):
+        w_dkv = _weight(rng, dm, d_c, (1,))  # [d_model, d_c]
+        ups = tuple((_weight(rng, d_c, len(w.w_q[0]), (1, -1, 2)), _weight(rng, d_c, len(w.w_v[0]), (1, -1, 2)))
+                    for w in d.heads)  # [d_c, d_k], [d_c, d_v]
+        heads = tuple(replace(w, w_k=matmul(w_dkv, uk), w_v=matmul(w_dkv, uv), b_k=None, b_v=None)
+                      for w, (uk, uv) in zip(d.heads, ups))
+        top, flat = 0, False
+        for w in heads:
+            k = matmul(kv, w.w_k)  # [L_k, d_k]
+            flat |= all(e == 0 for row in k for e in row) or k == matmul(kv, w.w_v)  # K = V hides weights·K
+            top = max([top] + [abs(e) for row in matmul(plus(matmul(d.x, w.w_q), w.b_q), transposed(k)) for e in row])
+        made = replace(d, heads=heads, fused=False, mla=(d_c, w_dkv, ups))
+        if not flat and (best is None or top < best[0]):
+            best = (top, made)
+        if not flat and top <= LATENT_MAX_SCORE:
+            break
+    if best is None:  # every draw had a K all zero or equal to its V: the last one, which validate then notes
+        return made
+    return best[1]
 
 
 def _drawn(shape: Shape, level: Level, seed: int, allow_dull: bool, norm: str | None, eps: Fraction) -> Candidate:
@@ -101,6 +174,14 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     if ex.is_v2:
         raise ShapeError(t("new.like.v2", id=ex.id))
     text_ = _like_once(ex, seed, allow_dull, id, title, source, seed)
+    if ex.post_norm:  # post-norm (issue 23): draw again while a row of X + output is one the norm cannot divide
+        draw_seed = seed
+        for _ in range(GROUP_TRIES):
+            if _post_norm_divides(text_):
+                break
+            draw_seed = random.Random(draw_seed).randrange(2**31)
+            text_ = _like_once(ex, draw_seed, allow_dull, id, title, source, seed)
+        return text_
     if not ex.has_norm or allow_dull:
         return text_
     # the draw keeps every mistake visible on X as drawn; the norm can make the scores symmetric after all
@@ -131,7 +212,7 @@ def _like_once(ex: Exercise, seed: int, allow_dull: bool, id: str | None, title:
     """:func:`like`'s text from the numbers of ``seed``; the file names the seed the user gave, ``named``."""
     shape = shape_of(ex)
     level = ex.difficulty or 1
-    c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm, ex.norm_eps)
+    c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm if ex.has_norm else None, ex.norm_eps)
     command = like_command(source or ex.id, named, allow_dull=allow_dull, id=id, title=title)
     def words() -> tuple[str, str]:
         key = ("new.like.description.rope" if ex.rope is not None  # RoPE: scores in cos, sin
@@ -144,7 +225,8 @@ def _like_once(ex: Exercise, seed: int, allow_dull: bool, id: str | None, title:
     window = (ex.window, ex.sinks) if ex.window is not None else None  # issue 23: the window kept as a window
     rope = None if ex.rope is None else (ex.rope.base, ex.rope.pairing)  # RoPE (format v3) kept as it was
     return text(replace(d, translations=translations, rope=rope, norm=ex.norm, residual=ex.residual,
-                        norm_eps=None if not ex.norm_eps else str(ex.norm_eps), window=window))
+                        norm_eps=None if not ex.norm_eps else str(ex.norm_eps), window=window,
+                        norm_placement="post" if ex.post_norm else None))
 
 
 def like_command(source: str, seed: int, *, allow_dull: bool = False, id: str | None = None,

@@ -58,6 +58,13 @@ class Spec:
     residual: bool = False
     window: int | None = None  # issue 23: mask {sliding_window: window, sinks: sinks}, drawn as causal
     sinks: int | None = None
+    norm_placement: str | None = None  # issue 23: "pre" (the default) or "post" (X + output normalized; needs residual)
+    mla: int | None = None  # issue 23: multi-head latent attention with a latent of width d_c (1 or 2)
+
+    @property
+    def post_norm(self) -> bool:
+        """Whether the norm is post-norm's: ``X + output`` normalized after the residual."""
+        return self.norm is not None and self.norm_placement == "post"
 
     def check(self) -> None:
         """Raise ``ValueError`` when a size is outside the format's limits or the mask is unknown, and
@@ -115,6 +122,25 @@ class Spec:
                                 (self.rope is not None, "--rope")):  # rope with the block: refused (tutor.exercise.rope)
                 if given:
                     raise SpecError(t("new.block.not_with", option=option, other=name), option)
+        if self.norm_placement is not None and self.norm is None:
+            raise SpecError(t("new.norm_placement.alone"), "--norm-placement")
+        if self.post_norm and not self.residual:  # post-norm normalizes X + output
+            raise SpecError(t("new.norm_placement.post.residual"), "--norm-placement")
+        self._check_mla()
+
+    def _check_mla(self) -> None:
+        """``--mla d_c`` (issue 23): multi-head latent attention's latent of width 1 or 2 (what the format refuses
+        with ``mla`` is refused here in one line: a cache, grouped K/V heads, RoPE, a norm, a residual; and a
+        sliding window, not drawn with a latent yet)."""
+        if self.mla is None:
+            return
+        if self.mla not in (1, 2):
+            raise SpecError(t("new.mla.d_c", d_c=self.mla), "--mla")
+        for given, name in ((self.cache is not None, "--cache"), (self.kv_heads is not None, "--kv-heads"),
+                            (self.rope is not None, "--rope"), (self.norm is not None, "--norm"),
+                            (self.residual, "--residual"), (self.window is not None, "--window")):
+            if given:
+                raise SpecError(t("new.mla.with", option=name), "--mla")
 
     @property
     def is_v2(self) -> bool:
@@ -161,9 +187,11 @@ def default_id(spec: Spec) -> str:
     if spec.rope is not None:
         parts.append(f"rope-{spec.rope}")
     if spec.norm is not None:
-        parts.append(spec.norm)
+        parts.append(spec.norm + ("-post" if spec.post_norm else ""))
     if spec.residual:
         parts.append("residual")
+    if spec.mla is not None:
+        parts.append(f"mla{spec.mla}")
     if spec.window is not None:
         parts.append(f"window{spec.window}" + (f"-sinks{spec.sinks}" if spec.sinks else ""))
     tail = f"-s{spec.seed}"  # the seed is kept whole; the shape's last words are left out to fit in 64 characters
@@ -203,7 +231,9 @@ def default_title(spec: Spec) -> str:
     if spec.rope is not None:
         features.append(t("new.title.part.rope", pairing=spec.rope))
     if spec.norm is not None:
-        features.append(t(f"new.title.part.{spec.norm}"))
+        features.append(t(f"new.title.part.post.{spec.norm}" if spec.post_norm else f"new.title.part.{spec.norm}"))
+    if spec.mla is not None:
+        features.append(t("new.title.part.mla", d_c=spec.mla))
     if spec.residual:
         features.append(t("new.title.part.residual"))
     if spec.window is not None:
@@ -234,6 +264,10 @@ def command_line(spec: Spec) -> str:
         parts.append(f"--norm {spec.norm}")
     if spec.residual:
         parts.append("--residual")
+    if spec.norm_placement is not None:
+        parts.append(f"--norm-placement {spec.norm_placement}")
+    if spec.mla is not None:
+        parts.append(f"--mla {spec.mla}")
     if spec.window is not None:
         parts.append(f"--window {spec.window}" + (f" --sinks {spec.sinks}" if spec.sinks else ""))
     parts.append(f"--seed {spec.seed}")
@@ -252,7 +286,8 @@ def tags(spec: Spec) -> list[str]:
     out += ["kv-cache"] if spec.cache else []
     out += ["position-bias"] if spec.alibi else []
     out += ["rope"] if spec.rope is not None else []
-    out += ["pre-norm", spec.norm] if spec.norm is not None else []
+    out += [("post-norm" if spec.post_norm else "pre-norm"), spec.norm] if spec.norm is not None else []
+    out += ["latent-kv"] if spec.mla is not None else []
     out += ["residual"] if spec.residual else []
     out += ["sliding-window"] + (["attention-sinks"] if spec.sinks else []) if spec.window is not None else []
     return out

@@ -44,6 +44,7 @@ FORWARD_STEPS: tuple[tuple[str, str, Callable[[Exercise], bool]], ...] = (
     ("concat", "layer", lambda ex: ex.num_heads > 1),
     ("output", "layer", lambda ex: ex.w_o is not None),
     ("residual", "layer", lambda ex: ex.residual),
+    ("out_norm", "layer", lambda ex: ex.post_norm),  # post-norm: X + output normalized, last (issue 23)
 )
 
 

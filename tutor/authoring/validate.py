@@ -203,11 +203,11 @@ def validate(paths: list[Path], *, notes: bool = True) -> ValidationReport:
 def mistake_notes(ex: Exercise, file: str) -> list[tuple[str, Problem]]:
     """One note per core mistake ``ex`` cannot catch where it is made (:func:`tutor.mistakes.invisible.uncaught`):
     the misconception's key, and the sentence ``validate`` prints with a hint on how to catch it."""
-    from ..mistakes.invisible import CORE, invisible, reason, uncaught
+    from ..mistakes.invisible import VALIDATED, invisible, reason, uncaught
     from ..steps import solve
 
     sol = solve(ex)
-    found = invisible(sol, CORE)
+    found = invisible(sol, VALIDATED)
     exact = {(f.key, f.step): f.exact for f in found}
     notes = []
     for key, steps in uncaught(sol, found):

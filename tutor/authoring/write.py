@@ -90,13 +90,15 @@ def _why(d: Draft) -> str:
     w_values = sorted({v for w in d.heads for m in (w.w_q, w.w_k, w.w_v) for row in m for v in row}
                       | {v for row in d.w_o or [] for v in row})
     d_ks = sorted({len(w.w_q[0]) for w in d.heads})
-    if d.norm is not None:  # after the norm Q, K, V are no integers: each row carries its own square root
+    if d.norm is not None and d.norm_placement != "post":  # after the norm Q, K, V are no integers: each row its root
         why = t("new.file.why.norm", x_values=", ".join(map(str, x_values)), w_values=", ".join(str(v) for v in w_values if v))
     else:
         why = t("new.file.why", x_values=", ".join(map(str, x_values)), w_values=", ".join(str(v) for v in w_values if v),
                 qkv=_range(min(entries), max(entries)), scores=_range(min(scores), max(scores)),
                 scale="; ".join(_scale(d_k) for d_k in d_ks))
     extra = [t("new.file.why.rope")] if d.rope is not None else []  # RoPE: the scores read Q_rot, K_rot (issue 23)
+    extra += [t("new.file.why.postnorm")] if d.norm_placement == "post" else []  # issue 23: out_norm's roots, last
+    extra += [t("new.file.why.mla")] if d.mla is not None else []  # issue 23: K, V from the latent
     if any(b is not None for w in d.heads for b in (w.b_q, w.b_k, w.b_v)) or d.b_o is not None:
         return join_sentences([why, t("new.file.why.bias"), *extra])
     return join_sentences([why, *extra]) if extra else why
@@ -161,9 +163,12 @@ def text(d: Draft) -> str:
     if d.rope is not None:  # format v3 (issue 23)
         out += [*_comment(t("new.file.rope")), f"rope: {{base: {d.rope[0]}, pairing: {d.rope[1]}}}"]
     if d.norm is not None:  # the pre-norm block (issue 23)
-        out += [*_comment(t(f"new.file.{d.norm}")), f"norm: {d.norm}"]
+        post = d.norm_placement == "post"
+        out += [*_comment(t(f"new.file.post.{d.norm}" if post else f"new.file.{d.norm}")), f"norm: {d.norm}"]
         if d.norm_eps is not None:
             out += [*_comment(t("new.file.norm_eps")), f"norm_eps: {d.norm_eps}"]
+        if post:
+            out += [*_comment(t("new.file.norm_placement")), "norm_placement: post"]
     if d.residual:
         out += [*_comment(t("new.file.residual")), "residual: true"]
     out += [*_comment(t("new.file.tags")), f"tags: {_labels(d.tags)}",
@@ -179,6 +184,8 @@ def _weights(d: Draft) -> list[str]:
     d_k = len(d.heads[0].w_q[0])
     if d.fused:
         return _fused(d, src)
+    if d.mla is not None:  # issue 23: each head's w_q, then the latent and its up-projections
+        return _latent(d)
     if d.kv_heads is not None:
         H, G = len(d.heads), d.kv_heads
         out = [*_comment(t("new.file.num_kv_heads", G=G, H=H, per=H // G)), f"num_kv_heads: {G}",
@@ -201,6 +208,22 @@ def _weights(d: Draft) -> list[str]:
                 f"    w_k: {_matrix(w.w_k, 9)}",
                 f"    w_v: {_matrix(w.w_v, 9)}",
                 *_biases(w, ("b_q", "b_k", "b_v"))]
+    return out
+
+
+def _latent(d: Draft) -> list[str]:
+    """Multi-head latent attention's weights (issue 23): each head's ``w_q`` (and ``b_q``), then ``mla:`` with
+    ``d_c``, ``w_dkv`` and each head's ``w_uk``, ``w_uv``."""
+    assert d.mla is not None
+    d_c, w_dkv, ups = d.mla
+    dm, d_k = len(d.x[0]), len(d.heads[0].w_q[0])
+    out = [*_comment(t("new.file.heads_q", d_model=dm, d_k=d_k)), "heads:"]
+    for w in d.heads:
+        out += [f"  - w_q: {_matrix(w.w_q, 9)}", *_biases(w, ("b_q",))]
+    out += [*_comment(t("new.file.mla", d_model=dm, d_c=d_c, d_k=d_k)), "mla:", f"  d_c: {d_c}",
+            f"  w_dkv: {_matrix(w_dkv, 9)}", "  heads:"]
+    for uk, uv in ups:
+        out += [f"    - w_uk: {_matrix(uk, 12)}", f"      w_uv: {_matrix(uv, 12)}"]
     return out
 
 

@@ -47,6 +47,13 @@ class NormChoice(str, Enum):
     layernorm = "layernorm"
 
 
+class PlacementChoice(str, Enum):
+    """`new --norm-placement` (issue 23): the norm before the projections (pre) or of X + output (post)."""
+
+    pre = "pre"
+    post = "post"
+
+
 class MaskChoice(str, Enum):
     """`new --mask`."""
 
@@ -83,7 +90,7 @@ def validate(
 
 #: The options that give ``new`` a shape; ``--like`` takes the shape from an exercise instead.
 SHAPE_OPTIONS = ("tokens", "d_model", "heads", "d_k", "mask", "cross", "difficulty", "kv_heads", "cache", "alibi", "rope",
-                 "norm", "residual", "window", "sinks")
+                 "norm", "residual", "window", "sinks", "norm_placement", "mla")
 
 
 def new(
@@ -109,6 +116,9 @@ def new(
     rope: Annotated[RopeChoice | None, typer.Option("--rope", help=t("cli.new.rope"), show_default=False)] = None,
     norm: Annotated[NormChoice | None, typer.Option("--norm", help=t("cli.new.norm"), show_default=False)] = None,
     residual: Annotated[bool, typer.Option("--residual", help=t("cli.new.residual"))] = False,
+    norm_placement: Annotated[PlacementChoice | None, typer.Option("--norm-placement", help=t("cli.new.norm_placement"),
+                                                                   show_default=False)] = None,
+    mla: Annotated[int | None, typer.Option("--mla", help=t("cli.new.mla"), min=1, max=2, show_default=False)] = None,
     window: Annotated[int | None, typer.Option("--window", help=t("cli.new.window"), min=1, max=16, show_default=False)] = None,
     sinks: Annotated[int | None, typer.Option("--sinks", help=t("cli.new.sinks"), min=1, max=16, show_default=False)] = None,
     like: Annotated[str | None, typer.Option("--like", help=t("cli.new.like"), show_default=False)] = None,
@@ -160,7 +170,8 @@ def new(
         spec = Spec(tokens=tokens, d_model=d_model, heads=heads, d_k=d_k, mask=mask.value, cross=cross, seed=seed,
                     difficulty=difficulty, id=exercise_id, title=title, allow_dull=allow_dull, kv_heads=kv_heads,
                     cache=cache, alibi=alibi, rope=None if rope is None else rope.value,
-                    norm=None if norm is None else norm.value, residual=residual, window=window, sinks=sinks)
+                    norm=None if norm is None else norm.value, residual=residual, window=window, sinks=sinks,
+                    norm_placement=None if norm_placement is None else norm_placement.value, mla=mla)
         if heads * d_k > 32:
             raise typer.BadParameter(t("new.too_wide", heads=heads, d_k=d_k, product=heads * d_k), param_hint="--heads/--d-k")
         if mask is MaskChoice.padding and (cross or tokens) + (cache or 0) < 2:

@@ -12,7 +12,19 @@ After a norm the rows of Q, K and V carry different roots, so a row of
 scores mixes several (``sqrt(2)``, ``1``, ``sqrt(2)/2`` …) and the softmax
 no longer fits :class:`tutor.exact.numbers.Mix` (one ``sqrt(t)`` per row).
 Those entries are :class:`tutor.exact.expoly.Value` s (sums of fractions of
-``Σ c·√t·exp(Σ u·√s)``), shown through :class:`Alg`.  Pure: no numpy, no I/O.
+``Σ c·√t·exp(Σ u·√s)``), shown through :class:`Alg`.
+
+Post-norm (Vaswani et al. 2017, §3.1: ``LayerNorm(x + Sublayer(x))``)
+normalizes ``r = X + output``, whose entries hold exponentials: a row's
+``v = var(r) + eps`` (or ``mean(r²) + eps``) is an exact :class:`Value`, but
+its square root is not one.  An entry is kept as ``(r − mean(r))/sqrt(v)``
+with both parts exact (:class:`Rooted`); it is a rational times a root when
+``v`` is rational, and ``±1`` when ``v`` is exactly the entry's own square
+(LayerNorm of two entries, eps 0).  Its equality with a typed answer is not
+decided exactly (no theorem here covers a root of a sum of exponentials): it
+is compared at many digits, as after RoPE's softmax
+(:func:`tutor.answers.values.equals_exact`'s numeric path).
+Pure: no numpy, no I/O.
 """
 
 from __future__ import annotations
@@ -212,5 +224,76 @@ def plus_rational(e: Exact, q: Fraction) -> Exact:
     return Alg(e.v + Value.of(q))
 
 
-__all__ = ["Alg", "as_exact", "as_values", "centred", "frac_text", "normalize", "plus_rational", "row_factor",
-           "spread", "wrap"]
+
+# --- post-norm: X + output normalized ---------------------------------------------------------------
+
+
+def _value(e: em.Entry) -> Value:
+    return em.as_value(e)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Rooted(Exact):
+    """``c/sqrt(v)`` with ``c``, ``v`` exact :class:`Value` s and ``v > 0``: an entry of post-norm's output
+    whose row's variance (mean square) plus eps is no rational.  Printed in the answer grammar as
+    ``(c)/sqrt(v)``; graded at many digits (see the module)."""
+
+    c: Value
+    v: Value
+
+    def __str__(self) -> str:
+        return f"({wrap(self.c)})/sqrt({wrap(self.v)})"
+
+    def value(self) -> float:
+        return float(self.precise_value(30))
+
+    def precise_value(self, digits: int = 40) -> mpmath.mpf:
+        import mpmath
+
+        with mpmath.workdps(digits + 20):  # r − mean(r) may cancel a few digits: read both parts further
+            out = self.c.precise(digits + 20) / mpmath.sqrt(self.v.precise(digits + 20))
+        with mpmath.workdps(digits):
+            return +out
+
+    def to_sympy(self) -> sympy.Expr:
+        import sympy
+
+        return wrap(self.c).to_sympy() / sympy.sqrt(wrap(self.v).to_sympy())
+
+
+def post_norm(r: Sequence[Sequence[em.Entry]], center: bool, eps: Fraction) -> list[list[Exact]]:
+    """Each row of ``r = X + output`` ``[L, d_model]`` (exact-walk entries) normalized: ``(r − mean(r))/
+    sqrt(var(r) + eps)`` when ``center`` (LayerNorm, population variance; Ba et al. 2016, eq. 4), else
+    ``r/sqrt(mean(r²) + eps)`` (RMSNorm; Zhang & Sennrich 2019, eq. 4): ``[L, d_model]`` entries, a rational
+    times a root when a row's ``v`` is rational, ``±1`` when ``v`` equals the entry's square, else
+    :class:`Rooted`.  Raises ``ZeroDivisionError(i)`` when row ``i``'s ``v`` is exactly 0 (the norm divides by 0)."""
+    out: list[list[Exact]] = []
+    for i, row in enumerate(r):
+        vals = [_value(e) for e in row]
+        n = len(vals)
+        if center:
+            mean = sum(vals[1:], vals[0]).scale(Fraction(1, n))
+            vals = [x + -mean for x in vals]
+        squares = [x * x for x in vals]
+        v = sum(squares[1:], squares[0]).scale(Fraction(1, n)) + Value.of(eps)
+        zero, _ = v.equals(Value.of(0))
+        if zero:
+            raise ZeroDivisionError(i)
+        const = v.constant()
+        line: list[Exact] = []
+        for x, x2 in zip(vals, squares):
+            if not x.parts:
+                line.append(Rat(Fraction(0)))
+            elif const is not None and all(s == 1 for s, _ in const):  # v rational: 1/sqrt(v) = c·sqrt(t)
+                c, t = row_factor(const[0][1] if const else Fraction(0))
+                line.append(wrap(x * Value.of(c, t)))
+            elif x2.equals(v) == (True, True):  # v = x²: x/|x| = ±1
+                line.append(Rat(Fraction(1 if float(wrap(x).precise_value(30)) > 0 else -1)))
+            else:
+                line.append(Rooted(x, v))
+        out.append(line)
+    return out
+
+
+__all__ = ["Alg", "Rooted", "as_exact", "as_values", "centred", "frac_text", "normalize", "plus_rational", "post_norm",
+           "row_factor", "spread", "wrap"]

@@ -10,8 +10,10 @@ output (He et al. 2016; d_out = d_model).  Each row's factor
 ``1/sqrt(m + eps)`` is a square root of a rational, so the exact engine
 keeps it exact; :data:`MAX_ROOT` bounds the number whose square-free part it
 factors.  ``norm_placement: post`` (normalize X + output, Vaswani et al.
-2017's placement) is refused: the entries of X + output hold exponentials,
-and the square root of such a sum has no exact form in the engine's numbers.
+2017's placement) needs ``residual: true`` (it is the sum that is normalized);
+the projections then read X, and the entries of X + output hold
+exponentials, so the root of a row's variance is kept as a factor
+``1/sqrt(v)`` with ``v`` exact (:class:`tutor.exact.block.Rooted`).
 The block is built for self-attention of format v1 (a cache, grouped K/V
 heads, a bias, cross-attention or multi-head latent attention with a norm are
 refused, each in one line: c_KV would have to be read off X_norm; so is a
@@ -60,7 +62,7 @@ def check(f: Any, doc: Document, bad: set[Path]) -> list[Problem]:
     placement = getattr(f, "norm_placement", None)
     if placement is not None and not given:
         found.append((("norm_placement",), "block.placement.alone", {}))
-    elif placement == "post":
+    elif placement == "post" and not getattr(f, "residual", None):  # post-norm normalizes X + output
         found.append((("norm_placement",), "block.placement.post", {}))
     if given:
         found += [((name,), "block.not_with", {"field": name}) for name in _NOT_WITH
@@ -90,6 +92,8 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
     if getattr(f, "norm", None) is not None:
         changes["norm"] = f.norm
         changes["norm_eps"] = f.norm_eps if f.norm_eps is not None else Fraction(0)
+        if getattr(f, "norm_placement", None) == "post":
+            changes["norm_placement"] = "post"
     if getattr(f, "residual", None):
         changes["residual"] = True
     if not changes:
@@ -100,7 +104,7 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
         out.append(_problem(doc, ("residual",), "block.residual.w_o"))
     elif ex.residual and ex.d_out != ex.d_model:
         out.append(_problem(doc, ("residual",), "block.residual.width", d_model=ex.d_model, d_out=ex.d_out))
-    if ex.norm is not None:
+    if ex.has_norm:  # pre-norm: X's rows are normalized (post-norm's rows of X + output: solve refuses a 0)
         for i, row in enumerate(ex.x):
             m = _mean_square(ex, row)
             if m == 0:

@@ -384,9 +384,15 @@ def _within(path: Path, root: Path) -> bool:
 
 #: The order concepts are learnt in, by the tags that name them (README "Exercises"): an exercise
 #: comes after the exercises of its difficulty whose most advanced concept is earlier than its own.
-LEARNING_ORDER = ("basics", "scaling", "mask", "padding", "causal", "multi-head", "per-head-form", "fused-form",
-                  "bias", "output-projection", "cross-attention",
-                  "grouped-kv", "kv-cache", "causal-alignment", "position-bias",  # format v2 (issue 12)
+#: Every tag of a bundled exercise is here (tests/test_issue23_polish.py): a tag left out is ignored, so
+#: a new concept would not count (format v3's did not, and a sliding window's rolling cache came before
+#: the plain KV cache's decode step).
+LEARNING_ORDER = ("basics", "single-head", "scaling", "mask", "padding", "causal", "multi-head", "per-head-form",
+                  "fused-form", "bias", "output-projection", "cross-attention",
+                  "grouped-kv", "kv-cache", "causal-alignment",  # format v2 (issue 12)
+                  "sliding-window", "attention-sinks",  # format v3's masks (issue 23): the window, then its sinks
+                  "position-bias",  # format v2's ALiBi
+                  "position", "rope", "pre-norm", "residual", "rmsnorm", "layernorm", "post-norm",  # format v3
                   "latent-kv")  # format v3's multi-head latent attention (issue 23)
 
 

@@ -184,7 +184,7 @@ class Exercise:
     norm: Literal["rmsnorm", "layernorm"] | None = None  # no learned scale or shift
     norm_eps: Fraction = Fraction(0)  # added to the mean square (RMSNorm) or the variance (LayerNorm)
     residual: bool = False  # the block's output: X + the layer's output (d_out = d_model)
-    norm_placement: Literal["pre", "post"] = "pre"  # post is refused by the loader (not exact: see .block)
+    norm_placement: Literal["pre", "post"] = "pre"  # post: X + output normalized (the out_norm step; see .block)
     # the title and description in other languages: (language, title, description), from the file's translations
     translations: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
 
@@ -282,8 +282,14 @@ class Exercise:
 
     @property
     def has_norm(self) -> bool:
-        """True when X is normalized before the projections (``norm``: the ``x_norm`` step exists)."""
-        return self.norm is not None
+        """True when X is normalized before the projections (``norm``, pre-norm: the ``x_norm`` step exists)."""
+        return self.norm is not None and self.norm_placement == "pre"
+
+    @property
+    def post_norm(self) -> bool:
+        """True when ``X + output`` is normalized (``norm_placement: post``, Vaswani et al. 2017: the
+        ``out_norm`` step exists after ``residual``; the projections read X itself)."""
+        return self.norm is not None and self.norm_placement == "post"
 
     @property
     def d_out(self) -> int:

@@ -58,7 +58,7 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
         add(("rope",), "rope.bias")
     if ex.mla is not None:  # DeepSeek-V2's decoupled RoPE key is not built (merge of i23-mla)
         add(("rope",), "rope.mla")
-    if ex.norm is not None:  # after the norm Q and K carry a square root per row: the rotation takes rationals
+    if ex.has_norm:  # after the norm Q and K carry a square root per row: the rotation takes rationals
         add(("rope",), "rope.norm")
     elif ex.residual:  # the pre-norm block's run has no rotation
         add(("rope",), "rope.residual")

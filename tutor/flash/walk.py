@@ -367,16 +367,20 @@ def tiled(ex: Exercise, block_size: int, head: int | None = None) -> list[TiledR
     polynomials, whose running max is decided exactly too (:func:`_trig_sign`).  Raises
     :class:`~tutor.base.errors.TutorError` for the pre-norm block (no such row to walk)."""
     from ..exact.engine import QMat
-    from ..steps.catalogue import KINDS, keys
+    from ..steps.catalogue import KINDS, keys, upstream
     from ..steps.kind import Build
 
     if ex.has_norm:  # after a norm a row's scores mix square roots: no SoftmaxRow to walk (issue 23)
         raise TutorError(t("block.tiled", id=ex.id))
+    heads = range(ex.num_heads) if head is None else [head]
+    # only what the heads' outputs are computed from (post-norm's out_norm, after them, needs solve's exact walk)
+    needed = {k for h in heads for k in upstream(ex, ("head_output", h)) | {("head_output", h)}}
     bd = Build(ex)
     for key in keys(ex):
-        bd.steps[key] = KINDS[key[0]].build(bd, key[1])
+        if key in needed:
+            bd.steps[key] = KINDS[key[0]].build(bd, key[1])
     out = []
-    for h in range(ex.num_heads) if head is None else [head]:
+    for h in heads:
         rows = cast("tuple[SoftmaxRow, ...]", bd.data["weights", h])
         V = bd.data["v", h]
         assert isinstance(V, QMat)

@@ -293,6 +293,7 @@ _V2_NEEDS: dict[str, Callable[[Exercise], bool]] = {
     "rmsnorm": lambda ex: ex.norm == "rmsnorm",
     "residual": lambda ex: ex.residual,
     "norm_residual": lambda ex: ex.has_norm and ex.residual,
+    "post_norm": lambda ex: ex.post_norm,  # issue 23: norm_placement: post
     "window": lambda ex: ex.mask_kind == "sliding_window",  # issue 23
     "sinks": lambda ex: ex.mask_kind == "sliding_window" and ex.sinks > 0,
 }
@@ -662,6 +663,9 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("rmsnorm_mean", Variant(norm_mean=True), "rmsnorm"),
     _m("residual_forgotten", Variant(residual="none"), "residual"),
     _m("residual_normed", Variant(residual="x_norm"), "norm_residual"),
+    # post-norm (issue 23): the norm taken before the sum, the sum normalized over its columns
+    _m("postnorm_before_add", Variant(post_norm="before_add"), "post_norm"),
+    _m("postnorm_columns", Variant(norm_axis=0), "post_norm"),
 )
 
 

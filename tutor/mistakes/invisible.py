@@ -46,6 +46,14 @@ CORE: tuple[str, ...] = (
     "mask_inverted", "no_mask", "times_k", "heads_order",
 )
 
+#: RoPE's mistakes (format v3, issue 23) ``validate`` names when a RoPE exercise cannot catch them: with
+#: d_k = 2 the two pairings coincide (one pair, (0, 1)) and θ_0 = base^0 = 1 with or without the 2.
+CORE_ROPE: tuple[str, ...] = ("rope_pairing_mixed", "rope_positions_from_one", "rope_theta_without_two",
+                              "rope_v_rotated")
+
+#: What ``validate`` names (:func:`uncaught`): the core mistakes, and RoPE's for an exercise with RoPE.
+VALIDATED: tuple[str, ...] = CORE + CORE_ROPE
+
 #: The backward pass's core mistakes: noted too when a session or explanation has the gradients.
 CORE_BACKWARD: tuple[str, ...] = ("softmax_grad_elementwise", "grad_no_scale", "d_k_not_transposed", "kv_grad_not_summed")
 
@@ -234,6 +242,11 @@ def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+#: The steps where each RoPE mistake is made: the rotations, or V for rotating V (the knob ``rope`` is read by
+#: ``q_rot``, ``k_rot`` and ``v`` alike, so the knobs alone would say every mistake is made at all three).
+_ROPE_MADE_AT = {"rope_pairing_mixed": ("q_rot", "k_rot"), "rope_positions_from_one": ("q_rot", "k_rot"),
+                 "rope_theta_without_two": ("q_rot", "k_rot"), "rope_v_rotated": ("v",)}
+
 #: The step a left-out bias changes first.
 _BIAS_STEP = {"b_q": "q", "b_k": "k", "b_v": "v", "b_o": "output"}
 
@@ -245,6 +258,8 @@ def origins(m: Misconception, ex: Exercise, backward: bool = False) -> list[Key]
     pipeline (``backward``: the backward pass's steps too)."""
     if m.variant is None:
         return [k for k in keys(ex) if k[0] in m.steps]
+    if m.key in _ROPE_MADE_AT:  # one knob, ``rope``, turns V too: where each RoPE mistake is made is its own
+        return [k for k in keys(ex) if k[0] in _ROPE_MADE_AT[m.key]]
     turned = m.variant.turned()
     if turned == {"drop"}:
         biased = {_BIAS_STEP[b] for b in m.variant.drop}
@@ -279,6 +294,8 @@ def reason(key: str, sol: Solution, step: Key) -> Text:
     allowed = ex.allowed()
     if key == "no_mask" and allowed is not None and all(all(row) for row in allowed):
         return Msg("invisible.because.blocks_nothing")
+    if key in ("rope_pairing_mixed", "rope_theta_without_two") and ex.rope is not None and hd.d_k == 2:
+        return Msg(f"invisible.because.{key}.d_k_2")
     return ""
 
 
@@ -323,13 +340,14 @@ def notes(sol: Solution, found: Sequence[Invisible] | None = None, *,
 
 
 def uncaught(sol: Solution, found: Sequence[Invisible] | None = None) -> list[tuple[str, tuple[Key, ...]]]:
-    """The core mistakes (:data:`CORE`) this exercise cannot catch at the steps where they are made:
-    ``(key, steps)`` for each one that applies to the exercise and is invisible at every such step."""
+    """The mistakes ``validate`` names (:data:`VALIDATED`: the core ones, RoPE's with RoPE) this exercise
+    cannot catch at the steps where they are made: ``(key, steps)`` for each one that applies to the
+    exercise and is invisible at every such step (``found``: :func:`invisible` over :data:`VALIDATED`)."""
     ex = sol.exercise
-    found = invisible(sol, CORE) if found is None else found
+    found = invisible(sol, VALIDATED) if found is None else found
     hidden = {(f.key, f.step) for f in found}
     out = []
-    for key in CORE:
+    for key in VALIDATED:
         m = _BY_KEY.get(key)
         if m is None or not needs_met(sol, m.needs):
             continue

@@ -517,3 +517,4 @@ class LayerRun:
     scores_absorbed: NDArray | None = None
     x_norm: NDArray | None = None  # [L, d_model]: X normalized before the projections (the pre-norm block)
     residual: NDArray | None = None  # [L, d_model]: X + output (the block's residual)
+    out_norm: NDArray | None = None  # [L, d_model]: Norm(X + output), post-norm's block output (issue 23)

@@ -37,6 +37,7 @@ class Present(Opening):
     total: int
     inputs: tuple[Input, ...]
     multi_head: bool
+    title: Text = ""  # the step's title for its exercise (:meth:`tutor.steps.StepKind.title_of`); "" = its kind's
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class Worked(Drill[Step]):
 
     def opening(self, state: State[Step], before: Step | None) -> list[Effect]:
         step = state.step
-        return [Present(step, state.index + 1, len(state.steps), inputs_for(self.sol, step), self.multi_head)]
+        return [Present(step, state.index + 1, len(state.steps), inputs_for(self.sol, step), self.multi_head,
+                        KINDS[step.id].title_of(step, self.sol.exercise))]
 
     def formula(self, step: Step) -> Text:
         return step.formula

@@ -124,15 +124,21 @@ def _run_block(ex: Exercise, dtype: DTypeLike) -> LayerRun:
     ``h = x + attention(norm(x))``, Touvron et al. 2023, §2.2; Xiong et al. 2020, Figure 1(b)).
     ``x_norm [L, d_model]``, ``residual [L, d_model]``; the rest as :func:`_run_layer`."""
     x = np.array(ex.x, dtype=object).astype(np.dtype(dtype))  # [L, d_model]
-    eps = float(ex.norm_eps)
-    x_norm = None
-    if ex.norm == "rmsnorm":
-        x_norm = rms_norm(x, x.shape[-1], eps=eps)  # [L, d_model]
-    elif ex.norm == "layernorm":
-        x_norm = layer_norm(x, x.shape[-1], eps=eps)  # [L, d_model]
+    x_norm = _norm(ex, x) if ex.has_norm else None  # [L, d_model]
     run = _run_layer(ex, dtype, x_in=x_norm)
     residual = x + run.output if ex.residual else None  # [L, d_model]
-    return replace(run, x_norm=x_norm, residual=residual)
+    # post-norm (Vaswani et al. 2017, §3.1: LayerNorm(x + Sublayer(x))): the projections read x, the sum is normalized
+    out_norm = _norm(ex, residual) if ex.post_norm and residual is not None else None  # [L, d_model]
+    return replace(run, x_norm=x_norm, residual=residual, out_norm=out_norm)
+
+
+def _norm(ex: Exercise, a: NDArray) -> NDArray:
+    """``a`` ``[L, d_model]`` normalized over each row as the exercise's ``norm`` (``rms_norm``, ``layer_norm``
+    with PyTorch's arguments, eps the exercise's)."""
+    eps = float(ex.norm_eps)
+    if ex.norm == "rmsnorm":
+        return rms_norm(a, a.shape[-1], eps=eps)
+    return layer_norm(a, a.shape[-1], eps=eps)
 
 
 def _run_layer(ex: Exercise, dtype: DTypeLike, x_in: NDArray | None = None) -> LayerRun:

@@ -54,11 +54,15 @@ def _with_block(ex: Exercise, steps: tuple[TraceStep, ...], B: int) -> tuple[Tra
     projection then reads, and ``x + out`` ``[B, L, D]`` at the end."""
     shape = (B, ex.L, ex.d_model)
     out = list(steps[:1])
-    if ex.norm is not None:
+    if ex.has_norm:
         out.append(TraceStep("x_norm", ("B", "L", "D"), shape, f"trace.block.{ex.norm}", (("eps", str(ex.norm_eps)),)))
-    out += [_reads_x_norm(s) if ex.norm is not None else s for s in steps[1:]]
+    out += [_reads_x_norm(s) if ex.has_norm else s for s in steps[1:]]
     if ex.residual:
-        out.append(TraceStep("residual", ("B", "L", "D"), shape, "trace.block.residual"))
+        out.append(TraceStep("residual", ("B", "L", "D"), shape,
+                             "trace.block.residual.post" if ex.post_norm else "trace.block.residual"))
+    if ex.post_norm:  # post-norm (issue 23): the sum normalized, the block's output
+        out.append(TraceStep("out_norm", ("B", "L", "D"), shape, f"trace.block.post.{ex.norm}",
+                             (("eps", str(ex.norm_eps)),)))
     return tuple(out)
 
 

@@ -65,7 +65,18 @@ def exercise_dict(ex: Exercise) -> dict[str, Any]:
         "b_o": _v(ex.b_o),
         **_v2_dict(ex),
         **_latent_dict(ex),
+        **_block_dict(ex),
     }
+
+
+def _block_dict(ex: Exercise) -> dict[str, Any]:
+    """Format v3's block (issue 23; present only with a norm or a residual): ``norm``, ``norm_eps``,
+    ``norm_placement`` (``pre``: X normalized before the projections; ``post``: X + output normalized, the
+    ``out_norm`` step) and ``residual``."""
+    if ex.norm is None and not ex.residual:
+        return {}
+    return {"norm": ex.norm, "norm_eps": frac_text(ex.norm_eps) if ex.norm is not None else None,
+            "norm_placement": ex.norm_placement if ex.norm is not None else None, "residual": ex.residual}
 
 
 def _latent_dict(ex: Exercise) -> dict[str, Any]:

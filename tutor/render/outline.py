@@ -181,7 +181,7 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
             kind = KINDS[step.id]
             axes = t("handout.scores_axes", rows=", ".join(step.row_labels), cols=", ".join(step.col_labels))
             done = made[id(step)] = StepItem(
-                number, step, str(kind.title_of(step)), tuple(str(w) for w in kind.why(step, ex)),
+                number, step, str(kind.title_of(step, ex)), tuple(str(w) for w in kind.why(step, ex)),
                 kind.arithmetic(sol if kind.backward else forward, step, precision) if worked else (),
                 tuple(str(n) for n in said.get(step.key, ())), hidden.get(step.key, ()), axes if kind.axes_note else None,
                 kind.heatmap and not blank)

@@ -156,7 +156,7 @@ class QuizRenderer:
 
     def on_present(self, p: quiz.Present) -> None:
         step = p.step
-        title = str(KINDS[step.id].title_of(step))
+        title = str(p.title) if p.title else str(KINDS[step.id].title_of(step))
         if p.multi_head and step.kv_head is not None:  # a matrix grouped query heads share: its K/V head's
             head = t("practice.step.kv_head", number=p.number, total=p.total, kv=step.kv_head + 1, title=title)
         elif p.multi_head and step.head is not None:

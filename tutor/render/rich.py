@@ -38,6 +38,17 @@ _SHADES = " ░▒▓█"
 _OPERATORS = {"=", "≈", "~", "+", "-", "−", "/", "·", "*"}  # kept with the number after them when a line wraps
 
 
+
+def _exercise_line(h: Header) -> str:
+    """The header's line naming the exercise and where it was read from, a bundled file's label in the
+    language of the run (``bundled:`` is how the loader tags the exercises shipped with attn-tutor)."""
+    if not h.source:
+        return t("explain.exercise", id=h.id)
+    where, colon, file = h.source.partition(":")
+    if colon and where == "bundled":
+        return t("explain.exercise.bundled", id=h.id, file=file)
+    return t("explain.exercise.source", id=h.id, source=h.source)
+
 class RichRenderer:
     """Renders solutions (their :class:`~tutor.render.outline.Outline`) onto one console at one precision.
 
@@ -317,8 +328,7 @@ class RichRenderer:
     def header(self, h: Header) -> None:
         """The title, the exercise's id and source, description, sizes, the mask and format v2's sentences, X."""
         self.rule(h.title)
-        self.line(t("explain.exercise.source", id=h.id, source=h.source) if h.source else t("explain.exercise", id=h.id),
-                  "dim")
+        self.line(_exercise_line(h), "dim")
         if h.description is not None:
             self.console.print(Padding(Text(self.tx(h.description)), (0, 0, 0, 2), expand=False))
         self.line(h.sizes, "bold")

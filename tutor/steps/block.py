@@ -1,11 +1,16 @@
-"""The pre-norm block's steps (issue 23): ``x_norm`` before the projections, ``residual`` after the layer.
+"""The pre-norm block's steps (issue 23): ``x_norm`` before the projections, ``residual`` after the layer,
+and post-norm's ``out_norm`` after the residual.
 
 ``X_norm = RMSNorm(X)`` (``x / sqrt(mean(x²) + eps)`` per row; Zhang &
 Sennrich 2019, eq. 4, gain 1) or ``LayerNorm(X)`` (``(x − mean) /
 sqrt(var + eps)`` per row, population variance; Ba et al. 2016, eq. 4, no
 gain or bias); the projections then read ``X_norm`` (the pre-norm placement
 of Xiong et al. 2020, Figure 1(b)).  ``residual = X + output`` (He et al.
-2016): the block's output, ``X`` unnormalized.
+2016): the block's output, ``X`` unnormalized.  With ``norm_placement: post``
+(Vaswani et al. 2017, §3.1: ``LayerNorm(x + Sublayer(x))``) the projections
+read X and ``out_norm = Norm(X + output)`` is the block's output; its entries
+are exact (:class:`tutor.exact.block.Rooted`), its float walk knows a knob of
+its own: the norm taken before the sum (``Norm(X) + output``).
 
 Each kind's engines, side by side: the exact build (:mod:`tutor.exact.block`),
 the float walk under a misconception's knobs (each column normalized instead
@@ -19,10 +24,12 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from ..base.decimals import legible
+from ..base.errors import TutorError
 from ..base.messages import Msg, Text
 from ..exact import block as eb
 from ..exact import matrices as em
-from ..exact.numbers import Rat, frac_text, surd
+from ..exact.numbers import Rat, frac_text, notation, surd
 from ..exercise.record import Exercise
 from .kind import StepKind, dims, given_matrix, given_step
 from .records import Operand, Solution, Step
@@ -233,4 +240,143 @@ RESIDUAL = StepKind(
     given=lambda sol, step: (given_matrix("X", sol.exercise.x, sol.exercise.query_labels, dims("d", sol.exercise.d_model)),
                              given_step(sol.step("output"))),
     why=lambda step, ex: [Msg("step.residual.why")], latex=r"\text{residual} = X + \text{output}", advanced=True,
+)
+
+
+# --- out_norm: post-norm (issue 23) ---------------------------------------------------------------
+
+
+def post_formula(ex: Exercise) -> str:
+    """``out_norm = (residual − mean(residual)) / √(var(residual) + ε)`` (or RMSNorm's): over each row."""
+    eps = " + ε" if ex.norm_eps else ""
+    if ex.norm == "layernorm":
+        return f"out_norm = (residual − mean(residual)) / √(var(residual){eps})"
+    return f"out_norm = residual / √(mean(residual²){eps})"
+
+
+def _out_norm(bd: Build, head: int | None) -> Step:
+    """``Norm(X + output)`` exactly, from the residual's exact-walk entries (``solve`` keeps them in
+    ``bd.data``): ``[L, d_model]``.  Raises :class:`~tutor.base.errors.TutorError` for a row of X + output
+    whose variance (mean square) plus eps is exactly 0: the norm would divide by 0."""
+    ex = bd.ex
+    r = bd.data[("residual", None)]
+    try:
+        entries = eb.post_norm(r, ex.norm == "layernorm", ex.norm_eps)  # type: ignore[arg-type]
+    except ZeroDivisionError as row:
+        raise TutorError(Msg(f"post_norm.zero.{ex.norm}", id=ex.id, row=int(str(row)) + 1)) from None
+    res = bd.steps["residual", None]
+    return Step("out_norm", None, "out_norm", post_formula(ex), (res.result,), "norm",
+                tuple(tuple(row) for row in entries), ex.query_labels, dims("d", ex.d_model))
+
+
+def _row_stats(sol: Solution, i: int) -> tuple[float, float]:
+    """Row ``i`` of the residual in floats: its mean (0 for RMSNorm) and what it is divided by the root of."""
+    ex = sol.exercise
+    row = np.array(sol.step("residual").value[i], dtype=np.float64)  # [d_model]
+    mean = float(row.mean()) if ex.norm == "layernorm" else 0.0
+    return mean, float(((row - mean) ** 2).mean()) + float(ex.norm_eps)
+
+
+def _out_norm_work(sol: Solution, step: Step, i: int, j: int) -> str:
+    ex = sol.exercise
+    rl, cl = step.row_labels[i], step.col_labels[j]
+    res = sol.step("residual")
+    mean, v = _row_stats(sol, i)
+    r = factor(res.exact[i][j], res.value[i][j])
+    if ex.norm == "layernorm":
+        return (f"(residual[{rl}, {cl}] - mean(residual[{rl}, :]))/sqrt(var(residual[{rl}, :]) + eps) ≈ "
+                f"({r} - {legible(mean, 6)})/sqrt({legible(v, 6)}) {total(step.exact[i][j], step.value[i][j])}")
+    return (f"residual[{rl}, {cl}]/sqrt(mean(residual[{rl}, :]²) + eps) ≈ {r}/sqrt({legible(v, 6)}) "
+            f"{total(step.exact[i][j], step.value[i][j])}")
+
+
+def _out_norm_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
+    """Each row of the residual: its mean (LayerNorm), its variance or mean square plus ε, the root, the row
+    divided.  The mean and the variance hold exponentials: their decimals are shown (the entries' exact forms
+    are the step's)."""
+    ex = sol.exercise
+    res = sol.step("residual")
+    out = []
+    for i in range(step.shape[0]):
+        mean, v = _row_stats(sol, i)
+        row = [factor(e, x, places) for e, x in zip(res.exact[i], res.value[i])]
+        lines = []
+        if ex.norm == "layernorm":
+            lines.append(f"mean = ({' + '.join(row)}) / {len(row)} ≈ {notation(legible(mean, places))}")
+            terms = " + ".join(f"({x} − {notation(legible(mean, places))})²" for x in row)
+            what = "var"
+        else:
+            terms = " + ".join(f"{x}²" for x in row)
+            what = "mean(r²)"
+        eps = f" + {factor(ex.norm_eps, float(ex.norm_eps))}" if ex.norm_eps else ""
+        lines.append(f"{what}{' + ε' if eps else ''} = ({terms}) / {len(row)}{eps} ≈ {notation(legible(v, places))}")
+        lines.append(f"√({what}{' + ε' if eps else ''}) ≈ {notation(legible(v ** 0.5, places))}")
+        lines.append(f"{step.name}[{step.row_labels[i]}, :] ≈ "
+                     + ",  ".join(notation(legible(x, places)) for x in step.value[i]))
+        out.append(Worked(step.row_labels[i], tuple(lines), ": "))
+    return tuple(out)
+
+
+def _normed(a: Array, center: bool, axis: int, eps: float) -> Array | None:
+    """``a`` normalized over ``axis`` (its mean subtracted when ``center``), ``None`` where it divides by 0."""
+    c = a - a.mean(axis=axis, keepdims=True) if center else a
+    m = (c * c).mean(axis=axis, keepdims=True) + eps
+    if np.any(m == 0):
+        return None
+    return c / np.sqrt(m)
+
+
+def _out_norm_floats(r: Replay, head: int | None) -> Array | None:
+    """``Norm(residual)`` over each row ``[L, d_model]``; each column under ``norm_axis=0``, the mean
+    subtracted in RMSNorm under ``norm_mean``; under ``post_norm="before_add"`` ``Norm(X) + output`` (X
+    normalized, then the layer's output added: the norm before the sum)."""
+    v, eps = r.variant, float(r.ex.norm_eps)
+    center = _center(r.ex, v)
+    if v.post_norm == "before_add":
+        out = r.input("output", None)
+        xn = _normed(r.x, center, v.norm_axis, eps)
+        return None if out is None or xn is None else xn + out
+    res = r.input("residual", None)
+    return None if res is None else _normed(res, center, v.norm_axis, eps)
+
+
+def _spread_rows(value: Array, ex: Exercise) -> Array:
+    """Each row's ``sqrt(var + eps)`` (RMSNorm: ``sqrt(mean(x²) + eps)``) ``[L, 1]``."""
+    c = value - value.mean(axis=-1, keepdims=True) if ex.norm == "layernorm" else value
+    return np.sqrt((c * c).mean(axis=-1, keepdims=True) + float(ex.norm_eps))
+
+
+def _out_norm_slack(r: Replay, head: int | None) -> Array:
+    """How far the residual's slack moves the normalized rows: the norm's Jacobian has norm at most
+    ``1/sqrt(v)`` (LayerNorm: a projection, then the division), so ``√d·max|δr|/sqrt(v)`` per row."""
+    res, d = r.value(("residual", None)), r.ex.d_model
+    delta = r.delta("residual", None)  # [L, d_model]
+    bound = np.sqrt(d) * delta.max(axis=-1, keepdims=True) / _spread_rows(res, r.ex)
+    return np.broadcast_to(bound, res.shape).copy()
+
+
+def _out_norm_production(run: LayerRun, ex: Exercise, head: int | None) -> Array:
+    assert run.out_norm is not None
+    return run.out_norm
+
+
+def _out_norm_rounding(r: Replay, head: int | None) -> Array:
+    """The residual's bound carried through the norm (as :func:`_out_norm_slack`), plus the norm's own:
+    ``γ_{d+4}·|out_norm|`` (Higham §3.1)."""
+    return _out_norm_slack(r, head) + gamma(r.ex.d_model + 4) * np.abs(r.value(("out_norm", None)))
+
+
+def _out_norm_why(step: Step, ex: Exercise) -> list[Text]:
+    return [Msg("step.out_norm.why"), Msg(f"step.x_norm.why.{ex.norm}"), Msg("step.out_norm.why.warmup"),
+            Msg("step.out_norm.why.exact")]
+
+
+OUT_NORM = StepKind(
+    id="out_norm", scope="layer", op="norm", exists=lambda ex: ex.post_norm,
+    inputs=lambda ex, head: (("residual", None),),
+    build=_out_norm, floats=_out_norm_floats, slack=_out_norm_slack, production=_out_norm_production,
+    rounding=_out_norm_rounding, exact_walk=None, varies=frozenset({"norm_axis", "norm_mean", "post_norm"}),
+    work=_out_norm_work, arithmetic=_out_norm_arithmetic,
+    given=lambda sol, step: (given_step(sol.step("residual")),),
+    why=_out_norm_why, latex=r"\text{out\_norm} = \mathrm{norm}(X + \text{output})", advanced=True,
 )

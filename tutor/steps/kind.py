@@ -141,6 +141,9 @@ class StepKind:
     #: step is otherwise computed after the heads.  The one notion of an early step: :func:`keys`, the outline and
     #: :data:`tutor.authoring.steplist.EARLY` all read it
     early: bool = False
+    #: the catalogue key of the step's title when an exercise computes it from other matrices (the scores of
+    #: ``Q_rot·K_rotᵀ`` with RoPE); ``None``: always ``step.<id>.title``.  Read through :meth:`title_of`
+    title_key: Callable[[Exercise], str] | None = None
 
     @property
     def title(self) -> Text:
@@ -151,8 +154,12 @@ class StepKind:
         """``".rope"`` for a step of this kind computed as RoPE's turned-back gradient (see ``latex_rope``), else ``""``."""
         return ".rope" if self.latex_rope and step.op == "rot" else ""
 
-    def title_of(self, step: Step) -> Text:
-        """The title of ``step`` (one of this kind): ``step.<id>.title``, or its ``.rope`` form."""
+    def title_of(self, step: Step, ex: Exercise | None = None) -> Text:
+        """The title of ``step`` (one of this kind) in ``ex``: what it multiplies there when the kind says
+        (``title_key``: ``"Scores Q_rot·K_rotᵀ"`` with RoPE), else ``step.<id>.title`` or its ``.rope`` form
+        (RoPE's turned-back gradient)."""
+        if ex is not None and self.title_key is not None:
+            return Msg(self.title_key(ex))
         return Msg(f"step.{self.id}.title{self.suffix(step)}")
 
 

@@ -159,13 +159,22 @@ def _scores_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
     return entry_products(step, pairs_of, places)
 
 
+
+def _scores_title(ex: Exercise) -> str:
+    """The scores' title key: ``Q_rot·K_rotᵀ`` with RoPE (the rotated Q and K are multiplied), the explicit
+    ``Q·Kᵀ`` beside MLA's absorbed route, else ``Q·Kᵀ``."""
+    if ex.rope is not None:
+        return "step.scores.title.rope"
+    return "step.scores.title.mla" if ex.mla is not None else "step.scores.title"
+
+
 SCORES = StepKind(
     id="scores", scope="head", op="·", exists=always, inputs=_scores_inputs,
     build=_scores, floats=_scores_floats, slack=_scores_slack, production=_scores_production,
     rounding=_scores_rounding, exact_walk=_scores_exact,
     varies=frozenset({"kq"}), work=_scores_work, arithmetic=_scores_arithmetic,
     given=lambda sol, step: tuple(given_step(sol.step(*key)) for key in _scores_inputs(sol.exercise, step.head)),
-    latex=r"\text{scores} = $op0 $op1", axes_note=True,
+    latex=r"\text{scores} = $op0 $op1", axes_note=True, title_key=_scores_title,
 )
 
 

@@ -114,6 +114,8 @@ class Variant:
     norm_axis: int = -1
     norm_mean: bool = False
     residual: str = "x"
+    # post-norm (issue 23): "before_add" = X normalized, then the output added (Norm(X) + output, not Norm(X + output))
+    post_norm: str = "right"
 
     def turned(self) -> frozenset[str]:
         """The names of the knobs this variant sets away from the right answer."""
