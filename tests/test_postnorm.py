@@ -146,6 +146,26 @@ def test_check_names_the_norm_taken_before_the_sum(cli, tmp_path):
     assert json.loads(cli("check", str(sol_path), "--format", "json").out)["exit_code"] == 0
 
 
+def test_a_solution_may_name_the_last_step_x_norm_as_the_shared_format_does(cli, tmp_path):
+    """The shared v3 contract: with norm_placement post, x_norm normalizes the residual and comes last; a
+    file written to it is graded as out_norm (right and wrong), and a pre-norm exercise's x_norm is its own."""
+    from tutor.steps import Variant, replay
+
+    def rows(m) -> str:
+        return "[" + ", ".join("[" + ", ".join(f"{v:.6f}" for v in r) + "]" for r in m) + "]"
+
+    sol_path = tmp_path / "sol.yaml"
+    right = solve(resolve(BUNDLED)).step("out_norm").value
+    sol_path.write_text(f"exercise: {BUNDLED}\nx_norm: {rows(right)}\n", encoding="utf-8")
+    doc = json.loads(cli("check", str(sol_path), "--format", "json").out)
+    assert doc["exit_code"] == 0 and [(s["id"], s["field"]) for s in doc["steps"]] == [("out_norm", "x_norm")]
+    wrong = replay(resolve(BUNDLED), Variant(post_norm="before_add")).values[("out_norm", None)]
+    sol_path.write_text(f"exercise: {BUNDLED}\nx_norm: {rows(wrong)}\n", encoding="utf-8")
+    doc = json.loads(cli("check", str(sol_path), "--format", "json").out)
+    assert doc["exit_code"] == 1
+    assert [d["key"] for s in doc["steps"] for d in s["diagnoses"]] == ["postnorm_before_add"]
+
+
 def test_a_row_of_x_plus_output_with_nothing_to_divide_by_is_one_line_and_exit_2(cli, tmp_path):
     """Every row of X is [c, c] and every row of V too: X + output has variance 0, and eps is 0."""
     data = {"id": "flat", "title": "flat", "x": [[1, 1], [2, 2]],

@@ -406,6 +406,8 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
     found: dict[tuple[str, int | None], GivenStep] = {}
 
     def take(path: YPath, id: str, head: int | None, value: Any) -> None:
+        if id == "x_norm" and ex.post_norm:  # the shared format's name of post-norm's last step, out_norm here
+            id = "out_norm"
         if not KINDS[id].exists(ex):
             r.add(path, Msg(f"solution.no_step.{id}"), key=True)
             return
