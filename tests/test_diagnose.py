@@ -562,6 +562,8 @@ TESTED = {
     "norm_columns", "rmsnorm_mean", "residual_forgotten", "residual_normed",
     # issue 23, post-norm: named by practice and check on the bundled exercise, tests/test_postnorm.py
     "postnorm_before_add", "postnorm_columns",
+    # issue 23, RoPE's backward pass: named by practice and check, tests/test_rope_backward.py
+    "rope_grad_not_unrotated",
 }
 
 

@@ -51,7 +51,7 @@ def test_the_json_error_document_has_one_error_for_it(cli, ch):
 def test_a_usage_error_quoting_a_separator_is_one_line(cli):
     code, out, err = cli("practice", "single-head-3x4", "--steps", "q\u2028k")
     assert code == 2
-    assert err.splitlines()[0] == ("error: invalid value for --steps: unknown step 'q\\u2028k'; the steps are x_norm, c_kv, q, k_new, v_new, k, v, q_rot, k_rot, scores, q_absorbed, scores_absorbed, scaled, biased, masked, weights, head_output, concat, output, residual, d_output, d_concat, d_w_o, d_b_o, d_head_output, d_weights, d_scaled, d_v, d_q, d_k, d_w_q, d_w_k, d_w_v, d_b_q, d_b_k, d_b_v, d_x, d_x_kv")
+    assert err.splitlines()[0] == ("error: invalid value for --steps: unknown step 'q\\u2028k'; the steps are x_norm, c_kv, q, k_new, v_new, k, v, q_rot, k_rot, scores, q_absorbed, scores_absorbed, scaled, biased, masked, weights, head_output, concat, output, residual, out_norm, d_output, d_concat, d_w_o, d_b_o, d_head_output, d_weights, d_scaled, d_v, d_q_rot, d_q, d_k_rot, d_k, d_w_q, d_w_k, d_w_v, d_b_q, d_b_k, d_b_v, d_x, d_x_kv")
     assert len(err.split("\n")) == 3  # the error line, the try line, the final newline
 
 

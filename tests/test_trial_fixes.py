@@ -119,7 +119,7 @@ def test_the_residual_help_keeps_its_shape_in_english_and_chinese(cli):
                        ("zh", "把 X 加到输出上（该块的残差连接；W_O 按 [heads·d_k, d_model] 生成）。")):
         code, out, _ = cli("new", "--help", "--lang", lang, env={"COLUMNS": "300"})
         assert code == 0
-        (line,) = [ln for ln in out.splitlines() if "--residual" in ln]
+        (line,) = [ln for ln in out.splitlines() if ln.lstrip("│ ").startswith("--residual ")]  # its own row, not a mention
         assert line.rstrip(" │").endswith(want)
 
 
