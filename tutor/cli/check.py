@@ -84,8 +84,9 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
                 exercises: list[Path] | None) -> None:
     """Grade every solution file ``named`` (files, folders) into one row each and show the rows as ``fmt``
     says; exit 2 when a file is unusable, else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
-    from ..audit.batch import Grader, exit_code, solution_paths
+    from ..audit.batch import Grader, duplicates, exit_code, solution_paths
     from ..base.errors import TutorError
+    from ..base.messages import join_and
     from ..flash.check import audit_tiled
 
     paths = solution_paths(named)
@@ -109,6 +110,8 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
         for row in rows:  # as check FILE says them: on stderr, changing no verdict
             for p in row.warnings:
                 warn(warning_text(p))
+        for student, files in duplicates(rows):  # each file is still a row: the teacher decides which counts
+            warn(t("batch.duplicate", student=shown(student), files=join_and([shown(f) for f in files])))
         render_batch(rows, console(env))
     code = exit_code(rows)
     if code == EXIT_INPUT:
@@ -229,7 +232,8 @@ def report(
     for source in paths:
         named = [source] if not os.path.isdir(source) else \
             [os.path.join(source, e) for e in sorted(os.listdir(source))
-             if not e.startswith(".") and not os.path.isdir(os.path.join(source, e))]
+             if not e.startswith(".") and (not os.path.isdir(os.path.join(source, e))
+                                           or e.lower().endswith((".yaml", ".yml")))]  # a folder x.yaml: a row saying so
         for path in named:
             suffix = Path(path).suffix.lower()
             if suffix == ".csv":
@@ -244,13 +248,14 @@ def report(
                 solutions.append(path)
     if not solutions and not rows and not progress:
         raise TutorError(t("report.nothing", where=", ".join(shown(s) for s in paths)))
-    if solutions:
-        grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
-                        judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
-        rows += [grader.grade(p) for p in solutions]
+    grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
+                    judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
+    rows += [grader.grade(p) for p in solutions]
     from ..render.report import render_report, report_document, report_markdown
 
-    doc = report_document(class_report(rows) if rows else None, class_progress(progress) if progress else None)
+    like = {vid: v.like for vid, v in grader.index.items()}  # a roster's variants add up under their exercise
+    doc = report_document(class_report(rows, like=like) if rows else None,
+                          class_progress(progress) if progress else None)
     if fmt is ReportFormat.json:
         write_json(doc)
     elif fmt is ReportFormat.markdown:
