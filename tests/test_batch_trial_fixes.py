@@ -167,3 +167,35 @@ def test_the_tie_sentence_names_all():
         said = _assign_sentence(a)
         assert said.startswith("One of the most common mistakes (forgot to divide by √d_k and softmax down the columns)")
         assert _assign_sentence({**a, "tied": ["no_scaling"]}).startswith("The most common mistake: forgot")
+
+
+def _record(home: Path, answers):
+    from tutor.exercise.catalog import resolve
+    from tutor.store import Attempt, Store
+
+    family = resolve("single-head-3x4").family
+    with Store.open(home / "progress.sqlite3") as store:
+        s = store.begin_session("single-head-3x4", mode="matrix", tolerance=None)
+        for step, outcome in answers:
+            store.record(s, Attempt("single-head-3x4", step, 0, outcome, 1, 0, (), family=family))
+
+
+def test_a_skill_never_recalled_has_no_retention(cli, tmp_path, home):
+    """Only wrong answers to v: FSRS predicts retrievability 1 just after an Again, which the learner never
+    earned; the report says the learner never recalled it and shows no retention for it."""
+    folder = tmp_path / "progress"
+    folder.mkdir()
+    _record(home, [("v", "wrong"), ("v", "wrong"), ("scores", "correct"), ("q", "correct")])
+    assert cli("stats", "--export", folder / "ann.json").code == 0
+    exported = {k["step"]: k for k in json.loads((folder / "ann.json").read_text(encoding="utf-8"))["skills"]}
+    assert (exported["v"]["recalled"], exported["q"]["recalled"]) == (0, 1)
+    prog = json.loads(cli("report", folder, "--format", "json").out)["progress"]
+    skills = {k["step"]: k for k in prog["skills"]}
+    assert (skills["v"]["never_recalled"], skills["v"]["retention_min"], skills["v"]["retention_mean"]) == (1, None, None)
+    assert skills["q"]["never_recalled"] == 0 and skills["q"]["retention_min"] is not None
+    # per exercise, the steps in the contract's order (q, v, scores), not alphabetical (q, scores, v)
+    assert [p["step"] for p in prog["practised"]] == ["q", "v", "scores"]
+    out = cli("report", folder).out
+    assert "never recalled" in out and "lowest 100%" in out  # q's, not v's
+    v_line = next(line for line in out.splitlines() if line.strip().startswith("v ") and "—" in line)
+    assert "lowest" not in v_line

@@ -76,6 +76,13 @@ def _assign_sentence(a: dict[str, Any]) -> str:
     return t(f"report.assign.tied.{kind}", mistakes=join_and([mistake_name(k) for k in tied]), **fields)
 
 
+def _retention(skill: dict[str, Any]) -> str:
+    """``lowest 80%, mean 90%`` of the learners who have recalled the skill; ``—`` when none has."""
+    if skill["retention_min"] is None:
+        return "—"
+    return t("report.retention", low=trimmed(100 * skill["retention_min"], 1), mean=trimmed(100 * skill["retention_mean"], 1))
+
+
 def _notes(subs: dict[str, Any]) -> list[str]:
     """The lines about copied variants and students with more than one file, in the order of the rows."""
     out = [t("report.copy", student=c["student"], exercise=c["exercise"], owner=c["variant_of"])
@@ -143,10 +150,9 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         if prog["skills"]:
             console.print(Text(tx(t("report.skills")), style="bold"))
             table([t("report.col.step"), t("report.col.family"), t("report.col.learners"), t("report.col.due"),
-                   t("report.col.retention")],
-                  [[k["step"], k["family"], str(k["learners"]), str(k["due"]),
-                    t("report.retention", low=trimmed(100 * k["retention_min"], 1),
-                      mean=trimmed(100 * k["retention_mean"], 1))] for k in prog["skills"]], {2, 3})
+                   t("report.col.never_recalled"), t("report.col.retention")],
+                  [[k["step"], k["family"], str(k["learners"]), str(k["due"]), str(k.get("never_recalled", 0)),
+                    _retention(k)] for k in prog["skills"]], {2, 3, 4})
         if prog["mistakes"]:
             console.print(Text(tx(t("report.progress.mistakes")), style="bold"))
             table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],
@@ -217,10 +223,9 @@ def report_markdown(doc: dict[str, Any]) -> str:
         if prog["skills"]:
             out += ["", _heading(3, t('report.skills')), ""]
             out += _md_table([t("report.col.step"), t("report.col.family"), t("report.col.learners"),
-                              t("report.col.due"), t("report.col.retention")],
+                              t("report.col.due"), t("report.col.never_recalled"), t("report.col.retention")],
                              [[k["step"], k["family"], str(k["learners"]), str(k["due"]),
-                               t("report.retention", low=trimmed(100 * k["retention_min"], 1),
-                                 mean=trimmed(100 * k["retention_mean"], 1))] for k in prog["skills"]], {2, 3})
+                               str(k.get("never_recalled", 0)), _retention(k)] for k in prog["skills"]], {2, 3, 4})
         if prog["mistakes"]:
             out += ["", _heading(3, t('report.progress.mistakes')), ""]
             out += _md_table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],

@@ -2577,6 +2577,7 @@ EN.update({
     "report.assign.tied.step": "One of the most common mistakes ({mistakes}): {mistake}. Practise step {step} of exercise {exercise} next.",
     "report.assign.tied.tiled": "One of the most common mistakes ({mistakes}): {mistake}. Practise the online softmax of exercise {exercise} next.",
     "report.copy": "{student} handed in {exercise}, the variant of {owner}, not their own.",
+    "report.col.never_recalled": "never recalled",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

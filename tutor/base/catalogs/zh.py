@@ -2514,6 +2514,7 @@ ZH.update({
     "report.assign.tied.step": "最常见的错误之一（并列：{mistakes}）：{mistake}。接下来练习 {exercise} 中的 {step} 这一步。",
     "report.assign.tied.tiled": "最常见的错误之一（并列：{mistakes}）：{mistake}。接下来练习 {exercise} 的在线 softmax。",
     "report.copy": "{student} 交的是 {exercise}，即 {owner} 的版本，而不是自己的版本。",
+    "report.col.never_recalled": "从未答对",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
