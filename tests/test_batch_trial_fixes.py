@@ -199,3 +199,20 @@ def test_a_skill_never_recalled_has_no_retention(cli, tmp_path, home):
     assert "never recalled" in out and "lowest 100%" in out  # q's, not v's
     v_line = next(line for line in out.splitlines() if line.strip().startswith("v ") and "—" in line)
     assert "lowest" not in v_line
+
+
+def test_the_csv_names_steps_as_a_student_reads_them(cli, tmp_path):
+    """One notation in the gradebook, heads counted from 1 as the comment counts them; read back by report."""
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    (folder / "a.yaml").write_text(f"exercise: {LIKE}\nheads:\n- q: [[0, 0], [0, 0], [0, 0]]\n", encoding="utf-8")
+    out = cli("check", folder, "--format", "csv").out
+    row = next(csv.DictReader(io.StringIO(out)))
+    assert row["first_wrong_step"] == "q (head 1)" and row["steps"] == "q (head 1):wrong"
+    assert row["comment"].startswith("q (head 1) is the first wrong step")
+    sheet = tmp_path / "grades.csv"
+    sheet.write_text(out, encoding="utf-8")
+    from_csv = json.loads(cli("report", sheet, "--format", "json").out)
+    assert from_csv == json.loads(cli("report", folder, "--format", "json").out)
+    assert from_csv["submissions"]["steps"][0]["step"] == "heads[0].q"  # JSON: the file's place
+    assert "q (head 1)" in cli("report", sheet).out

@@ -145,6 +145,36 @@ def name_order(name: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
     return parts, name
 
 
+_PLACE = r"heads\[(\d+)\]\.(.+)"
+_NAME = r"(.+) \(head (\d+)\)"
+
+
+def place_name(place: str) -> str:
+    """A step's place as a gradebook's cell says it, heads counted from 1 as a student reads them (and as the
+    comment names them): ``heads[0].scaled`` -> ``scaled (head 1)``; a layer step (``concat``) as it is.
+
+    >>> place_name("heads[1].weights"), place_name("output")
+    ('weights (head 2)', 'output')
+    """
+    import re
+
+    found = re.fullmatch(_PLACE, place)
+    return f"{found.group(2)} (head {int(found.group(1)) + 1})" if found else place
+
+
+def place_of(name: str) -> str:
+    """The place :func:`place_name` names (the file's notation, ``heads[0].scaled``); a place already in the
+    file's notation is returned as it is (a CSV written before the 1-based names).
+
+    >>> place_of("weights (head 2)"), place_of("heads[1].weights"), place_of("output")
+    ('heads[1].weights', 'heads[1].weights', 'output')
+    """
+    import re
+
+    found = re.fullmatch(_NAME, name)
+    return f"heads[{int(found.group(2)) - 1}].{found.group(1)}" if found and int(found.group(2)) >= 1 else name
+
+
 def solution_paths(named: Iterable[str]) -> list[str]:
     """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml``
     entries (not hidden; a folder so named is listed, and its row says it is a folder), in the order a person sorts names (``s2`` before ``s10``, then by

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..base.errors import TutorError
 from ..base.messages import Msg
 from ..base.textsafe import shown
-from .batch import CORRECT, TILED, UNUSABLE, WRONG, Row
+from .batch import CORRECT, TILED, UNUSABLE, WRONG, Row, place_of
 
 #: The columns a CSV must have to be read back (those ``check --format csv`` writes; ``steps`` last).
 NEEDED = ("student", "exercise", "verdict", "first_wrong_step", "mistakes", "steps")
@@ -222,8 +222,8 @@ def _row(record: dict[str, str | None], name: str, line: int) -> Row:
         place, _, said = item.rpartition(":")
         if not place or said not in (CORRECT, WRONG):
             raise TutorError(Msg("report.csv.steps", file=name, line=line, found=item[:40]))
-        items.append((place, said == CORRECT))
-    first = cell("first_wrong_step")
+        items.append((place_of(place), said == CORRECT))
+    first = place_of(cell("first_wrong_step"))
     mistakes = tuple(dict.fromkeys(filter(None, (k.strip() for k in cell("mistakes").split(SEP)))))
     step = first.rpartition(".")[2] if first else ""  # heads[1].weights -> weights: where the first wrong step's mistakes were named
     total = cell("steps_total")
