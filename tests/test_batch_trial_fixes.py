@@ -66,6 +66,12 @@ def test_a_copied_variant_is_wrong_and_names_whose_it_is(cli, tmp_path):
     assert report["copies"] == [{"student": "dave", "exercise": f"{LIKE}-alice", "variant_of": "alice"}]
     assert "dave handed in two-head-causal-3x4-alice, the variant of alice, not their own." in \
         cli("report", subs, "--exercises", class_dir).out
+    # check FILE alone says it too, and exits 1
+    code, out, _ = cli("check", subs / "dave.yaml", "--exercises", class_dir)
+    assert code == 1 and "so this file is graded wrong" in out
+    single = json.loads(cli("check", subs / "dave.yaml", "--exercises", class_dir, "--format", "json").out)
+    assert (single["verdict"], single["exit_code"], single["variant_of"]["student"]) == ("wrong", 1, "alice")
+    assert cli("check", subs / "alice.yaml", "--exercises", class_dir).code == 0
     # without the index beside the variants, nothing says whose a variant is: the numbers are graded as they are
     (class_dir / f"roster-{LIKE}.csv").unlink()
     alone = json.loads(cli("check", subs, "--exercises", class_dir, "--format", "json").out)

@@ -403,15 +403,27 @@ def other_variant(row: Row, index: dict[str, Variant]) -> Row:
     """``row`` made wrong when its exercise is a roster's variant of another student and its student has a
     variant of their own in ``index``: nothing in it was computed on that student's numbers, so no step counts
     as right, and the comment names whose variant it is and which one is the student's."""
-    theirs = index.get(row.exercise or "")
-    if theirs is None or theirs.student == row.student:
+    found = whose(row.student, row.exercise or "", index)
+    if found is None:
         return row
-    own = [v.id for v in index.values() if v.student == row.student and v.like == theirs.like]
-    if not own:
-        return row
+    theirs, own = found
     return replace(row, verdict=WRONG, right=0, steps=(), first_wrong=None, first_label=None, mistakes=(),
-                   mistake_steps=(), variant_of=(theirs.student, own[0]),
-                   comment=Msg("batch.comment.other_variant", exercise=theirs.id, owner=theirs.student, own=own[0]))
+                   mistake_steps=(), variant_of=(theirs.student, own), comment=other_variant_comment(theirs, own))
+
+
+def whose(student: str, exercise: str, index: dict[str, Variant]) -> tuple[Variant, str] | None:
+    """When ``exercise`` is another student's variant in ``index`` and ``student`` has a variant of the same
+    exercise there: that variant and the id of the student's own; else ``None``."""
+    theirs = index.get(exercise)
+    if theirs is None or theirs.student == student:
+        return None
+    own = [v.id for v in index.values() if v.student == student and v.like == theirs.like]
+    return (theirs, own[0]) if own else None
+
+
+def other_variant_comment(theirs: Variant, own: str) -> Msg:
+    """What the student reads when they handed in ``theirs``, another student's variant, instead of ``own``."""
+    return Msg("batch.comment.other_variant", exercise=theirs.id, owner=theirs.student, own=own)
 
 
 def student_field(path: str) -> str | None:

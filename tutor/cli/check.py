@@ -123,11 +123,14 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
 def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float | None, fmt: Format,
                exercises: list[Path] | None) -> None:
     """``check FILE``: the report of one solution file, as it always was."""
+    from ..audit.batch import other_variant_comment, read_index, student_of, whose
     from ..audit.check import audit
     from ..audit.solution import load_solution
     from ..authoring.validate import warning_text
 
-    sf = load_solution(solution, exercise=exercise, folders=folders(env, exercises))
+    found = folders(env, exercises)
+    sf = load_solution(solution, exercise=exercise, folders=found)
+    copied = whose(student_of(solution, sf), sf.exercise.id, read_index(found))  # another student's roster variant
     if sf.tiled is not None:  # a worked online softmax (issue 13): judged on its own, after any steps
         _check_tiled(env, sf, tolerance, fmt)
         return
@@ -135,14 +138,28 @@ def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float |
     if fmt is Format.json:
         from ..render.check import dumps
 
-        write_document(dumps(report))
+        if copied is None:
+            write_document(dumps(report))
+        else:
+            import json
+
+            doc = json.loads(dumps(report))
+            doc["verdict"], doc["exit_code"] = "wrong", EXIT_WRONG
+            doc["variant_of"] = {"student": copied[0].student, "own": copied[1],
+                                 "message": str(other_variant_comment(*copied))}
+            write_json(doc)
     else:
         from ..render.check import render
 
         for p in report.solution.warnings:
             warn(warning_text(p))
         render(report, console(env))
-    if report.exit_code == EXIT_WRONG:
+        if copied is not None:
+            out = console(env)
+            theirs, own = copied  # the roster's ids are text from a file: shown escaped
+            text = t("check.other_variant", owner=shown(theirs.student), exercise=theirs.id, own=own)
+            out.print(text if is_utf(out.encoding) else asciify(text), style="bold red", overflow="fold", markup=False)
+    if report.exit_code == EXIT_WRONG or copied is not None:
         raise SolutionWrong()  # exit code 1, the one way to it
 
 

@@ -2578,6 +2578,7 @@ EN.update({
     "report.assign.tied.tiled": "One of the most common mistakes ({mistakes}): {mistake}. Practise the online softmax of exercise {exercise} next.",
     "report.copy": "{student} handed in {exercise}, the variant of {owner}, not their own.",
     "report.col.never_recalled": "never recalled",
+    "check.other_variant": "✗ wrong: the steps above are checked against {owner}'s variant ({exercise}), not against yours ({own}), so this file is graded wrong.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

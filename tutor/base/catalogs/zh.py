@@ -2515,6 +2515,7 @@ ZH.update({
     "report.assign.tied.tiled": "最常见的错误之一（并列：{mistakes}）：{mistake}。接下来练习 {exercise} 的在线 softmax。",
     "report.copy": "{student} 交的是 {exercise}，即 {owner} 的版本，而不是自己的版本。",
     "report.col.never_recalled": "从未答对",
+    "check.other_variant": "✗ 错误：上面的步骤是对照 {owner} 的版本（{exercise}）检查的，不是对照你的版本（{own}），因此这个文件判为错误。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
