@@ -222,3 +222,8 @@ def test_the_csv_names_steps_as_a_student_reads_them(cli, tmp_path):
     assert from_csv == json.loads(cli("report", folder, "--format", "json").out)
     assert from_csv["submissions"]["steps"][0]["step"] == "heads[0].q"  # JSON: the file's place
     assert "q (head 1)" in cli("report", sheet).out
+    zh = cli("check", folder, "--format", "csv", "--lang", "zh").out
+    row = next(csv.DictReader(io.StringIO(zh)))
+    assert row["first_wrong_step"] == "q（第 1 个头）" and row["comment"].startswith("第一个错误的步骤是 q（第 1 个头）")
+    sheet.write_text(zh, encoding="utf-8")
+    assert json.loads(cli("report", sheet, "--format", "json").out) == from_csv

@@ -146,33 +146,33 @@ def name_order(name: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
 
 
 _PLACE = r"heads\[(\d+)\]\.(.+)"
-_NAME = r"(.+) \(head (\d+)\)"
+#: How ``check.step_of_head`` reads in each language: ``scaled (head 1)``, ``scaled（第 1 个头）``.
+_NAMES = (r"(?P<step>.+) \(head (?P<head>\d+)\)", r"(?P<step>.+)（第 (?P<head>\d+) 个头）")
 
 
-def place_name(place: str) -> str:
-    """A step's place as a gradebook's cell says it, heads counted from 1 as a student reads them (and as the
-    comment names them): ``heads[0].scaled`` -> ``scaled (head 1)``; a layer step (``concat``) as it is.
-
-    >>> place_name("heads[1].weights"), place_name("output")
-    ('weights (head 2)', 'output')
-    """
+def place_label(place: str) -> Text:
+    """A step's place named for a reader in the run's language, heads counted from 1 as a student reads them
+    and as the comment names them (``check.step_of_head``: ``weights (head 2)``); a layer step as it is."""
     import re
 
     found = re.fullmatch(_PLACE, place)
-    return f"{found.group(2)} (head {int(found.group(1)) + 1})" if found else place
+    return Msg("check.step_of_head", step=found.group(2), head=int(found.group(1)) + 1) if found else place
 
 
 def place_of(name: str) -> str:
-    """The place :func:`place_name` names (the file's notation, ``heads[0].scaled``); a place already in the
-    file's notation is returned as it is (a CSV written before the 1-based names).
+    """The place :func:`place_label` names, in either language (the file's notation, ``heads[0].scaled``); a
+    place already in the file's notation is returned as it is (a CSV written before the 1-based names).
 
-    >>> place_of("weights (head 2)"), place_of("heads[1].weights"), place_of("output")
-    ('heads[1].weights', 'heads[1].weights', 'output')
+    >>> place_of("weights (head 2)"), place_of("weights（第 2 个头）"), place_of("heads[1].weights"), place_of("output")
+    ('heads[1].weights', 'heads[1].weights', 'heads[1].weights', 'output')
     """
     import re
 
-    found = re.fullmatch(_NAME, name)
-    return f"heads[{int(found.group(2)) - 1}].{found.group(1)}" if found and int(found.group(2)) >= 1 else name
+    for pattern in _NAMES:
+        found = re.fullmatch(pattern, name)
+        if found and int(found.group("head")) >= 1:
+            return f"heads[{int(found.group('head')) - 1}].{found.group('step')}"
+    return name
 
 
 def solution_paths(named: Iterable[str]) -> list[str]:

@@ -17,8 +17,8 @@ score is the percentage of the exercise's steps (``steps_total``: its forward
 steps, and its backward ones when the file gives any) that are right
 (``steps_right``), 0 to 100 with at most two decimals (empty for an unusable
 file: no grade rather than a zero); ``steps_given`` says how many the file gave.
-A step is named as a student reads it, heads counted from 1 (``scaled (head 1)``,
-as the comment names it), in ``first_wrong_step`` and ``steps`` alike.
+A step is named as a student reads it, in the run's language and heads counted from 1
+(``scaled (head 1)``, as the comment names it), in ``first_wrong_step`` and ``steps`` alike.
 ``variant_of`` names the student whose roster variant the file handed in (empty
 when it is the student's own, or no roster index knows the student).
 No cell holds a raw control character (each is escaped as ``\\n``, ``\\x07``
@@ -42,7 +42,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..audit.batch import CORRECT, UNUSABLE, WRONG, Row, duplicates, exit_code, place_name, summary
+from ..audit.batch import CORRECT, UNUSABLE, WRONG, Row, duplicates, exit_code, place_label, summary
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
 from ..base.messages import plural, t
@@ -120,8 +120,8 @@ def csv_cell(text: str) -> str:
 
 def steps_cell(row: Row) -> str:
     """``q:correct; weights (head 2):wrong``: every item given and its verdict (what ``report`` reads back),
-    heads counted from 1 (:func:`tutor.audit.batch.place_name`)."""
-    return MISTAKES_SEP.join(f"{place_name(place)}:{CORRECT if ok else WRONG}" for place, ok in row.steps)
+    heads counted from 1 (:func:`tutor.audit.batch.place_label`)."""
+    return MISTAKES_SEP.join(f"{_words(place_label(place))}:{CORRECT if ok else WRONG}" for place, ok in row.steps)
 
 
 def csv_text(rows: Sequence[Row]) -> str:
@@ -132,7 +132,7 @@ def csv_text(rows: Sequence[Row]) -> str:
     for r in rows:
         counts = ("", "", "") if r.verdict == UNUSABLE else (str(r.right), str(r.out_of), str(r.given))
         writer.writerow([csv_cell(c) for c in (r.student, r.exercise or "", percent(r.score), *counts, r.verdict,
-                                                 place_name(r.first_wrong or ""), MISTAKES_SEP.join(r.mistakes), _words(r.comment),
+                                                 _words(place_label(r.first_wrong or "")), MISTAKES_SEP.join(r.mistakes), _words(r.comment),
                                                  r.variant_of[0] if r.variant_of else "", steps_cell(r))])
     return out.getvalue()
 

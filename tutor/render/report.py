@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..audit.batch import place_name
+from ..audit.batch import place_label
 from ..audit.classview import ClassReport
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
@@ -34,7 +34,7 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
 
     ``submissions``: ``summary`` (how many, and of each verdict), ``steps`` (``{"exercise", "step", "given",
     "right", "share"}``: ``step`` the place as the files write it, ``heads[0].q``, which the terminal and
-    Markdown name as a student reads it, ``q (head 1)``; ``share`` right of given as a fraction from 0 to 1, 4 places, as ``accuracy`` is in
+    Markdown name as a student reads it in the run's language, ``q (head 1)``; ``share`` right of given as a fraction from 0 to 1, 4 places, as ``accuracy`` is in
     ``progress`` and in ``stats``), ``mistakes`` (most made first:
     ``{"key", "name", "submissions", "example", "exercise", "step"}``), ``assign`` (for the most common
     mistake: ``{"mistake", "tied", "exercise", "step", "tiled", "shows", "command"}``, ``tied`` every mistake
@@ -122,7 +122,7 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         console.print()
         console.print(Text(tx(t("report.by_step")), style="bold"))
         table([t("report.col.exercise"), t("report.col.step"), t("report.col.right"), t("report.col.share")],
-              [[s["exercise"], place_name(s["step"]), f"{s['right']}/{s['given']}", _percent(s["right"], s["given"]) + "%"]
+              [[s["exercise"], str(place_label(s["step"])), f"{s['right']}/{s['given']}", _percent(s["right"], s["given"]) + "%"]
                for s in subs["steps"]], {2, 3})
         console.print()
         if subs["mistakes"]:
@@ -197,7 +197,7 @@ def report_markdown(doc: dict[str, Any]) -> str:
             out += ["- " + _md(n) for n in notes] + [""]
         out += [_heading(2, t('report.by_step')), ""]
         out += _md_table([t("report.col.exercise"), t("report.col.step"), t("report.col.right"), t("report.col.share")],
-                         [[s["exercise"], place_name(s["step"]), f"{s['right']}/{s['given']}",
+                         [[s["exercise"], str(place_label(s["step"])), f"{s['right']}/{s['given']}",
                            _percent(s["right"], s["given"]) + "%"] for s in subs["steps"]], {2, 3})
         out += ["", _heading(2, t('report.mistakes')), ""]
         if subs["mistakes"]:
