@@ -110,6 +110,11 @@ def test_an_unusable_file_is_keyed_by_its_student_and_duplicates_are_said(cli, t
     assert doc["duplicates"] == [{"student": "ann", "files": [str(tmp_path / "s1.yaml"), str(tmp_path / "s2.yaml")]}]
     err = cli("check", tmp_path).err
     assert "ann handed in more than one file" in err
+    outside = tmp_path.parent / f"{tmp_path.name}-secret.yaml"
+    outside.write_text("student: secret\nexercise: nope\n", encoding="utf-8")
+    (tmp_path / "s3.yaml").symlink_to(outside)  # refused by the reader; its student: is not read through it
+    rows = json.loads(cli("check", tmp_path, "--format", "json").out)["submissions"]
+    assert rows[2]["student"] == "s3" and rows[2]["verdict"] == "unusable"
 
 
 def test_a_folder_named_like_a_solution_is_a_row(cli, tmp_path):

@@ -429,11 +429,14 @@ def other_variant_comment(theirs: Variant, own: str) -> Msg:
 def student_field(path: str) -> str | None:
     """The ``student:`` of a file that cannot be graded, when it can still be read: the file read with the
     project's YAML loader (a mapping with a text ``student``), else a top-level ``student: NAME`` line of its
-    text (a YAML mistake further down leaves it readable); ``None`` otherwise."""
+    text (a YAML mistake further down leaves it readable); ``None`` otherwise, and for a symbolic link (never
+    followed here, where the reader's checks of its target do not run)."""
     import re
 
     from ..exercise.yamlread import read_text
 
+    if os.path.islink(path):  # the reader refuses a link out of its folder: nothing is read through one here
+        return None
     try:
         text, _ = read_text(path)
     except (OSError, TutorError, ValueError):
