@@ -146,10 +146,13 @@ def test_student_field_and_a_hostile_name_in_the_csv(cli, tmp_path):
     raw = out.encode("utf-8")
     assert not raw.startswith(b"\xef\xbb\xbf")  # UTF-8 without a byte order mark
     rows = _csv(out)
-    assert list(rows[0]) == ["student", "exercise", "score", "verdict", "first_wrong_step", "mistakes", "comment", "steps"]
+    assert list(rows[0]) == ["student", "exercise", "score", "steps_right", "steps_total", "steps_given", "verdict",
+                             "first_wrong_step", "mistakes", "comment", "variant_of", "steps"]
     assert [r["student"] for r in rows] == ['Doe, Jane "JJ"', "'=HYPERLINK(\"http://x\")", "two\\x0alines\\x07", "20231234",
                                             "'@SUM(1)", "'-1+1"]
-    assert [r["score"] for r in rows] == ["100", "50", "100", "100", "100", "100"]
+    # the score is out of the exercise's 7 forward steps, not of the 2 given (finding 2 of the trial)
+    assert [r["score"] for r in rows] == ["28.57", "14.29", "28.57", "28.57", "28.57", "28.57"]
+    assert [(r["steps_right"], r["steps_total"], r["steps_given"]) for r in rows[:2]] == [("2", "7", "2"), ("1", "7", "2")]
     assert rows[1]["first_wrong_step"] == "scaled" and rows[1]["mistakes"] == "no_scaling"
     assert rows[1]["comment"] == "scaled is the first wrong step. You forgot to divide by √d_k: scaled = scores / √2."
     assert rows[1]["steps"] == "scores:correct; scaled:wrong"
@@ -218,7 +221,7 @@ def test_report_from_a_folder_and_from_its_csv_agree(cli, tmp_path):
     subs = from_dir["submissions"]
     assert subs["summary"] == {"submissions": 4, "correct": 1, "wrong": 2, "unusable": 1}
     assert [(s["step"], s["given"], s["right"], s["share"]) for s in subs["steps"]] == [
-        ("q", 1, 1, 100.0), ("scores", 3, 3, 100.0), ("scaled", 2, 0, 0.0)]
+        ("q", 1, 1, 1.0), ("scores", 3, 3, 1.0), ("scaled", 2, 0, 0.0)]  # a fraction, as progress's accuracy
     assert subs["mistakes"] == [{"key": "no_scaling", "name": "forgot to divide by √d_k", "submissions": 2,
                                  "example": "bob", "exercise": "single-head-3x4", "step": "scaled"}]
     assert subs["assign"]["command"] == f"attn-tutor practice {subs['assign']['exercise']}"
@@ -235,7 +238,9 @@ def test_report_refuses_a_csv_that_is_not_one_of_check(cli, tmp_path):
     bad = tmp_path / "x.csv"
     bad.write_text("name,grade\nann,3\n", encoding="utf-8")
     code, out, err = cli("report", bad)
-    assert code == 2 and "not a CSV of check --format csv: no column student, exercise, verdict" in err
+    assert code == 2 and "not a CSV of check --format csv: its first row (name,grade) has none of the columns" in err
+    bad.write_text("student,exercise,verdict\nann,x,correct\n", encoding="utf-8")
+    assert "not a CSV of check --format csv: no column first_wrong_step, mistakes, steps" in cli("report", bad).err
     bad.write_text('student,exercise,verdict,first_wrong_step,mistakes,steps\nann,x,maybe,,,\n', encoding="utf-8")
     assert "x.csv:2: verdict 'maybe' should be correct, wrong or unusable" in cli("report", bad).err
 

@@ -3,14 +3,20 @@
 :func:`solution_paths` turns what the command line names (files and
 folders) into the solution files to grade: a folder gives its ``*.yaml`` and
 ``*.yml`` files, sorted by name, not its subfolders (a class's submissions sit
-side by side; a nested folder is named on its own).  :func:`grade` grades one
+side by side; a nested folder is named on its own, but one named ``x.yaml``
+is a row that says it is a folder).  :func:`grade` grades one
 file exactly as ``check FILE`` does (the same reader, the same audit, a
 ``tiled:`` part judged by the judge the caller passes in: the online softmax
 lives above this package) and says it as a row: the student (the file's
 ``student:``, else the file's name without its suffix), the exercise, the
 verdict (``correct``, ``wrong``, ``unusable``), the first wrong step, the
-mistakes named, the steps right of the steps given, and a comment a student can
-read (the first wrong step's diagnosis).  A file that cannot be graded (not
+mistakes named, the steps right out of the exercise's steps (its forward
+steps, and its backward ones when the file gives any: one right step of 18 is
+1/18, not full marks) and how many were given, and a comment a student can
+read (the first wrong step's diagnosis).  When the folders hold a roster index
+(``roster-<ID>.csv``, written by ``handouts --students``) that gives the file's
+student a variant, a file that hands in another student's variant is wrong,
+its comment naming whose it is and which is the student's own.  A file that cannot be graded (not
 YAML, an unknown exercise, a symbolic link out of its folder, too large) is a
 row with its error, never the end of the run.
 
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Protocol
@@ -92,6 +98,11 @@ class Row:
     mistake_steps: tuple[str, ...] = ()
     #: the file's warnings (a plain ``010``), which change no verdict, as ``check FILE`` says them
     warnings: tuple[Problem, ...] = ()
+    #: the steps the exercise asks for (its forward steps, with its backward ones when the file gives any;
+    #: a ``tiled:`` part counts one more): what :attr:`score` is out of (``0``: unknown, then :attr:`given`)
+    total: int = 0
+    #: a roster's variant handed in by another student: ``(whose it is, the submitter's own variant)``
+    variant_of: tuple[str, str] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -99,9 +110,15 @@ class Row:
         return {CORRECT: 0, WRONG: 1}.get(self.verdict, 2)
 
     @property
+    def out_of(self) -> int:
+        """What :attr:`score` is out of: :attr:`total` when known, else the items given."""
+        return max(self.total, self.given)
+
+    @property
     def score(self) -> Fraction | None:
-        """The share of the items given that are right (0 to 1); ``None`` for an unusable file or one with none."""
-        return None if self.verdict == UNUSABLE or not self.given else Fraction(self.right, self.given)
+        """The share of the exercise's steps (:attr:`out_of`) that are right (0 to 1), so one right step of 18
+        is 1/18, not full marks; ``None`` for an unusable file or one with none."""
+        return None if self.verdict == UNUSABLE or not self.out_of else Fraction(self.right, self.out_of)
 
 
 def exit_code(rows: Sequence[Row]) -> int:
@@ -128,9 +145,39 @@ def name_order(name: str) -> tuple[tuple[tuple[int, int | str], ...], str]:
     return parts, name
 
 
+_PLACE = r"heads\[(\d+)\]\.(.+)"
+#: How ``check.step_of_head`` reads in each language: ``scaled (head 1)``, ``scaled（第 1 个头）``.
+_NAMES = (r"(?P<step>.+) \(head (?P<head>\d+)\)", r"(?P<step>.+)（第 (?P<head>\d+) 个头）")
+
+
+def place_label(place: str) -> Text:
+    """A step's place named for a reader in the run's language, heads counted from 1 as a student reads them
+    and as the comment names them (``check.step_of_head``: ``weights (head 2)``); a layer step as it is."""
+    import re
+
+    found = re.fullmatch(_PLACE, place)
+    return Msg("check.step_of_head", step=found.group(2), head=int(found.group(1)) + 1) if found else place
+
+
+def place_of(name: str) -> str:
+    """The place :func:`place_label` names, in either language (the file's notation, ``heads[0].scaled``); a
+    place already in the file's notation is returned as it is (a CSV written before the 1-based names).
+
+    >>> place_of("weights (head 2)"), place_of("weights（第 2 个头）"), place_of("heads[1].weights"), place_of("output")
+    ('heads[1].weights', 'heads[1].weights', 'heads[1].weights', 'output')
+    """
+    import re
+
+    for pattern in _NAMES:
+        found = re.fullmatch(pattern, name)
+        if found and int(found.group("head")) >= 1:
+            return f"heads[{int(found.group('head')) - 1}].{found.group('step')}"
+    return name
+
+
 def solution_paths(named: Iterable[str]) -> list[str]:
     """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml``
-    entries (not hidden, not folders), in the order a person sorts names (``s2`` before ``s10``, then by
+    entries (not hidden; a folder so named is listed, and its row says it is a folder), in the order a person sorts names (``s2`` before ``s10``, then by
     the name itself: :func:`name_order`), as ``folder/name``.  A symbolic link in a folder is
     listed and then judged by the reader (refused when it leads out of the folder).  A name that is neither
     a file nor a folder is listed as it is: its row says it cannot be read."""
@@ -144,8 +191,8 @@ def solution_paths(named: Iterable[str]) -> list[str]:
                 continue
             for entry in entries:
                 path = os.path.join(name, entry)
-                if entry.startswith(".") or not entry.lower().endswith(SUFFIXES) or os.path.isdir(path):
-                    continue
+                if entry.startswith(".") or not entry.lower().endswith(SUFFIXES):
+                    continue  # a folder named x.yaml is listed: its row says it is a folder
                 out.append(path)
         else:
             out.append(name)
@@ -174,29 +221,46 @@ class Grader:
         self.tolerance = tolerance
         self.judge_tiled = judge_tiled
         self._solved: dict[tuple[Exercise, bool], Any] = {}
+        self._index: dict[str, Variant] | None = None
 
     def grade(self, path: str) -> Row:
-        """The row of the solution file at ``path`` (see :class:`Row`); raises nothing for a bad file."""
+        """The row of the solution file at ``path`` (see :class:`Row`); raises nothing for a bad file.  A folder
+        named like a solution file is a row (unusable: a folder), never skipped in silence."""
         from .solution import load_solution
 
+        if os.path.isdir(path):
+            return Row(path, student_of(path), None, UNUSABLE, comment=Msg("batch.comment.folder"),
+                       error=TutorError(Msg("batch.folder", file=path)))
         try:
             sf = load_solution(path, exercise=self.exercise, folders=self.folders)
             return self.row(path, sf)
         except TutorError as err:
-            return Row(path, student_of(path), None, UNUSABLE, error=err,
+            return Row(path, student_field(path) or student_of(path), None, UNUSABLE, error=err,
                        comment=Msg("batch.comment.unusable", reason=first_line(err)))
 
+    @property
+    def index(self) -> dict[str, Variant]:
+        """The variants the roster indexes of :attr:`folders` list, by variant id (read once; :func:`read_index`)."""
+        if self._index is None:
+            self._index = read_index(self.folders)
+        return self._index
+
     def row(self, path: str, sf: SolutionFile) -> Row:
-        """The row of the parsed solution file ``sf``: its steps audited, its ``tiled:`` part judged."""
+        """The row of the parsed solution file ``sf``: its steps audited, its ``tiled:`` part judged.  A roster's
+        variant handed in by a student the index gives another variant is wrong, whatever its numbers."""
         from .check import audit
 
-        report = audit(sf, self._solution(sf), tolerance=self.tolerance) if sf.steps else None
+        solution = self._solution(sf) if sf.steps else None
+        report = audit(sf, solution, tolerance=self.tolerance) if sf.steps else None
         tiled = None
         if sf.tiled is not None:
             if self.judge_tiled is None:
                 raise TutorError(Msg("batch.no_tiled_judge"))
             tiled = self.judge_tiled(sf.exercise, sf.tiled, self.tolerance)
-        return from_reports(path, sf, report, tiled)
+        row = from_reports(path, sf, report, tiled)
+        total = (len(solution.steps) if solution is not None else 0) + (tiled is not None)
+        row = replace(row, total=total)
+        return other_variant(row, self.index)
 
     def _solution(self, sf: SolutionFile) -> Any:
         from ..steps import has_backward, solve
@@ -278,3 +342,120 @@ def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: Tile
         seen.setdefault(key, step)
     return Row(path, student_of(path, sf), ex.id, WRONG if wrong else CORRECT, first, first_label, tuple(seen),
                right, given, comment, steps=tuple(items), mistake_steps=tuple(seen.values()), warnings=sf.warnings)
+
+
+# --- a roster's variants (issue 24, item 3: handouts --students) ------------------------------------
+
+#: The roster index ``handouts --students`` writes beside the variants: ``roster-<ID>.csv``.
+INDEX_PREFIX, INDEX_SUFFIX = "roster-", ".csv"
+#: The largest index read (a thousand students' rows are about 300 kB).
+MAX_INDEX_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of a roster index: variant ``id`` is student ``student``'s, drawn like exercise ``like``."""
+
+    id: str
+    student: str
+    like: str
+
+
+def _index_cell(text: str) -> str:
+    """A roster index's cell as the roster had it: the ``'`` written before a formula's first character dropped,
+    whitespace at the ends dropped and inner runs one space (as the roster was read)."""
+    text = " ".join(text.split())
+    return text[1:] if text[:1] == "'" and text[1:2] in ("=", "+", "-", "@") else text
+
+
+def read_index(folders: Sequence[str | Path]) -> dict[str, Variant]:
+    """Every variant the roster indexes (``roster-<ID>.csv``, written by ``handouts --students``) in ``folders``
+    list, by variant id; ``like`` is the ``<ID>`` of the index's name.  A file that cannot be read as an index
+    (too large, not UTF-8, no ``student`` and ``exercise`` columns) is passed over: it is not one."""
+    import csv
+
+    out: dict[str, Variant] = {}
+    for folder in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if not (name.startswith(INDEX_PREFIX) and name.endswith(INDEX_SUFFIX)):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                if not os.path.isfile(path) or os.path.getsize(path) > MAX_INDEX_BYTES:
+                    continue
+                with open(path, encoding="utf-8-sig", newline="") as f:
+                    records = list(csv.DictReader(f))
+            except (OSError, UnicodeDecodeError, csv.Error):
+                continue
+            like = name[len(INDEX_PREFIX):-len(INDEX_SUFFIX)]
+            for rec in records:
+                sid, vid = rec.get("student"), rec.get("exercise")
+                if isinstance(sid, str) and isinstance(vid, str) and sid.strip() and vid.strip():
+                    out.setdefault(vid.strip(), Variant(vid.strip(), _index_cell(sid), like))
+    return out
+
+
+def other_variant(row: Row, index: dict[str, Variant]) -> Row:
+    """``row`` made wrong when its exercise is a roster's variant of another student and its student has a
+    variant of their own in ``index``: nothing in it was computed on that student's numbers, so no step counts
+    as right, and the comment names whose variant it is and which one is the student's."""
+    found = whose(row.student, row.exercise or "", index)
+    if found is None:
+        return row
+    theirs, own = found
+    return replace(row, verdict=WRONG, right=0, steps=(), first_wrong=None, first_label=None, mistakes=(),
+                   mistake_steps=(), variant_of=(theirs.student, own), comment=other_variant_comment(theirs, own))
+
+
+def whose(student: str, exercise: str, index: dict[str, Variant]) -> tuple[Variant, str] | None:
+    """When ``exercise`` is another student's variant in ``index`` and ``student`` has a variant of the same
+    exercise there: that variant and the id of the student's own; else ``None``."""
+    theirs = index.get(exercise)
+    if theirs is None or theirs.student == student:
+        return None
+    own = [v.id for v in index.values() if v.student == student and v.like == theirs.like]
+    return (theirs, own[0]) if own else None
+
+
+def other_variant_comment(theirs: Variant, own: str) -> Msg:
+    """What the student reads when they handed in ``theirs``, another student's variant, instead of ``own``."""
+    return Msg("batch.comment.other_variant", exercise=theirs.id, owner=theirs.student, own=own)
+
+
+def student_field(path: str) -> str | None:
+    """The ``student:`` of a file that cannot be graded, when it can still be read: the file read with the
+    project's YAML loader (a mapping with a text ``student``), else a top-level ``student: NAME`` line of its
+    text (a YAML mistake further down leaves it readable); ``None`` otherwise, and for a symbolic link (never
+    followed here, where the reader's checks of its target do not run)."""
+    import re
+
+    from ..exercise.yamlread import read_text
+
+    if os.path.islink(path):  # the reader refuses a link out of its folder: nothing is read through one here
+        return None
+    try:
+        text, _ = read_text(path)
+    except (OSError, TutorError, ValueError):
+        return None
+    if text is None:
+        return None
+    from ..exercise.yamlread import parse_yaml
+
+    doc = parse_yaml(text, path).value
+    if isinstance(doc, dict):
+        value = doc.get("student")
+        return " ".join(value.split())[:200] if isinstance(value, str) and value.strip() else None
+    found = re.search(r"^student:[ \t]*(['\"]?)([^'\"#\n]+?)\1[ \t]*(#.*)?$", text, re.MULTILINE)
+    return " ".join(found.group(2).split())[:200] if found else None
+
+
+def duplicates(rows: Sequence[Row]) -> list[tuple[str, tuple[str, ...]]]:
+    """Every student named by more than one submission, with their files (in the rows' order)."""
+    files: dict[str, list[str]] = {}
+    for r in rows:
+        files.setdefault(r.student, []).append(r.file)
+    return [(s, tuple(f)) for s, f in files.items() if len(f) > 1]

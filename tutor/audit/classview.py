@@ -24,12 +24,13 @@ Pure: no printing and no files; the report is data for :mod:`tutor.render.report
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..base.errors import TutorError
 from ..base.messages import Msg
-from .batch import CORRECT, TILED, UNUSABLE, WRONG, Row
+from ..base.textsafe import shown
+from .batch import CORRECT, TILED, UNUSABLE, WRONG, Row, place_of
 
 #: The columns a CSV must have to be read back (those ``check --format csv`` writes; ``steps`` last).
 NEEDED = ("student", "exercise", "verdict", "first_wrong_step", "mistakes", "steps")
@@ -85,35 +86,53 @@ class Assignment:
 @dataclass(frozen=True)
 class ClassReport:
     """The class view: ``counts`` by verdict (:func:`tutor.audit.batch.summary`), ``steps``, ``mistakes`` (most
-    made first), ``assign`` (for the most common mistake, ``None`` when none was named)."""
+    made first), ``assign`` (for the most common mistake, ``None`` when none was named); ``copies`` each
+    submission of another student's roster variant (``(student, variant, whose)``); ``duplicates`` each student
+    who handed in more than one file, with the files."""
 
     counts: dict[str, int]
     steps: tuple[StepShare, ...]
     mistakes: tuple[MistakeRank, ...]
     assign: Assignment | None
+    copies: tuple[tuple[str, str, str], ...] = ()
+    duplicates: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def most_common(self) -> tuple[MistakeRank, ...]:
+        """The mistakes made by as many submissions as the most common one (more than one on a tie)."""
+        return tuple(m for m in self.mistakes if m.count == self.mistakes[0].count) if self.mistakes else ()
 
 
-def class_report(rows: Sequence[Row], *, with_assignment: bool = True) -> ClassReport:
-    """The class view of ``rows`` (see the module's docstring).  Unusable submissions count in ``counts`` only."""
-    from .batch import summary
+def class_report(rows: Sequence[Row], *, with_assignment: bool = True, like: Mapping[str, str] | None = None) -> ClassReport:
+    """The class view of ``rows`` (see the module's docstring).  Unusable submissions count in ``counts`` only.
+
+    ``like`` maps a roster's variant id to the exercise it was drawn like (a roster index says it:
+    :func:`tutor.audit.batch.read_index`): the variants of one exercise add up per step under that exercise's id,
+    as one exercise handed out to a class.  A variant the index does not list is its own exercise (its id's
+    prefix is not proof of where it came from)."""
+    from .batch import duplicates, summary
+
+    like = like or {}
 
     shares: dict[tuple[str, str], list[int]] = {}
-    made: dict[str, tuple[Row, str, int]] = {}  # key -> the first submission that made it, its step, how many did
+    made: dict[str, tuple[Row, str, int, str]] = {}  # key -> the first submission that made it, its step, how many did, its exercise
     for r in rows:
         if r.verdict == UNUSABLE or r.exercise is None:
             continue
+        exercise = like.get(r.exercise, r.exercise)
         for place, ok in r.steps:
-            s = shares.setdefault((r.exercise, place), [0, 0])
+            s = shares.setdefault((exercise, place), [0, 0])
             s[0] += 1
             s[1] += ok
         for key, step in zip(r.mistakes, r.mistake_steps, strict=True):
-            first, at, n = made.get(key, (r, step, 0))
-            made[key] = (first, at, n + 1)
+            first, at, n, on = made.get(key, (r, step, 0, exercise))
+            made[key] = (first, at, n + 1, on)
     steps = tuple(sorted((StepShare(ex, place, g, ok) for (ex, place), (g, ok) in shares.items()), key=_order))
     ranked = sorted(made.items(), key=lambda kv: -kv[1][2])  # stable: among equals, the one made first
-    mistakes = tuple(MistakeRank(key, n, first.student, first.exercise or "", step) for key, (first, step, n) in ranked)
+    mistakes = tuple(MistakeRank(key, n, first.student, on, step) for key, (first, step, n, on) in ranked)
     assign = assignment(mistakes[0].key, mistakes[0].step, mistakes[0].exercise) if mistakes and with_assignment else None
-    return ClassReport(summary(rows), steps, mistakes, assign)
+    copies = tuple((r.student, r.exercise or "", r.variant_of[0]) for r in rows if r.variant_of is not None)
+    return ClassReport(summary(rows), steps, mistakes, assign, copies, tuple(duplicates(rows)))
 
 
 def _order(s: StepShare) -> tuple[str, int, int, str]:
@@ -167,10 +186,17 @@ def rows_from_csv(text: str, name: str) -> list[Row]:
     """The rows of a CSV that ``check --format csv`` wrote (a byte order mark is allowed), as :func:`class_report`
     reads them; raises :class:`TutorError` naming ``name`` and the line for a CSV that is not one."""
     text = text.removeprefix("\ufeff")
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    delimiter = ";" if first.count(";") > first.count(",") else ","  # a header row holds no ; of ours: Excel's list separator
     try:
-        reader = csv.DictReader(text.splitlines(), strict=True)
-        header = reader.fieldnames or []
+        reader = csv.DictReader(lines, strict=True, delimiter=delimiter)
+        header = [h.strip() for h in reader.fieldnames or []]
+        reader.fieldnames = header
         missing = [c for c in NEEDED if c not in header]
+        if len(missing) == len(NEEDED):  # none of ours: not a gradebook of check at all
+            raise TutorError(Msg("report.csv.not_ours", file=name, header=shown(first[:80]),
+                                 columns=", ".join(NEEDED)))
         if missing:
             raise TutorError(Msg("report.csv.columns", file=name, columns=", ".join(missing)))
         rows = []
@@ -196,9 +222,13 @@ def _row(record: dict[str, str | None], name: str, line: int) -> Row:
         place, _, said = item.rpartition(":")
         if not place or said not in (CORRECT, WRONG):
             raise TutorError(Msg("report.csv.steps", file=name, line=line, found=item[:40]))
-        items.append((place, said == CORRECT))
-    first = cell("first_wrong_step")
+        items.append((place_of(place), said == CORRECT))
+    first = place_of(cell("first_wrong_step"))
     mistakes = tuple(dict.fromkeys(filter(None, (k.strip() for k in cell("mistakes").split(SEP)))))
     step = first.rpartition(".")[2] if first else ""  # heads[1].weights -> weights: where the first wrong step's mistakes were named
+    total = cell("steps_total")
+    owner = cell("variant_of")
     return Row(name, cell("student"), cell("exercise") or None, verdict, first or None, first or None, mistakes,
-               sum(ok for _, ok in items), len(items), steps=tuple(items), mistake_steps=tuple(step for _ in mistakes))
+               sum(ok for _, ok in items), len(items), steps=tuple(items), mistake_steps=tuple(step for _ in mistakes),
+               total=int(total) if total.isdigit() and len(total) < 7 else 0,
+               variant_of=(owner, "") if owner else None)

@@ -84,8 +84,9 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
                 exercises: list[Path] | None) -> None:
     """Grade every solution file ``named`` (files, folders) into one row each and show the rows as ``fmt``
     says; exit 2 when a file is unusable, else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
-    from ..audit.batch import Grader, exit_code, solution_paths
+    from ..audit.batch import Grader, duplicates, exit_code, solution_paths
     from ..base.errors import TutorError
+    from ..base.messages import join_and
     from ..flash.check import audit_tiled
 
     paths = solution_paths(named)
@@ -109,6 +110,8 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
         for row in rows:  # as check FILE says them: on stderr, changing no verdict
             for p in row.warnings:
                 warn(warning_text(p))
+        for student, files in duplicates(rows):  # each file is still a row: the teacher decides which counts
+            warn(t("batch.duplicate", student=shown(student), files=join_and([shown(f) for f in files])))
         render_batch(rows, console(env))
     code = exit_code(rows)
     if code == EXIT_INPUT:
@@ -120,11 +123,14 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
 def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float | None, fmt: Format,
                exercises: list[Path] | None) -> None:
     """``check FILE``: the report of one solution file, as it always was."""
+    from ..audit.batch import other_variant_comment, read_index, student_of, whose
     from ..audit.check import audit
     from ..audit.solution import load_solution
     from ..authoring.validate import warning_text
 
-    sf = load_solution(solution, exercise=exercise, folders=folders(env, exercises))
+    found = folders(env, exercises)
+    sf = load_solution(solution, exercise=exercise, folders=found)
+    copied = whose(student_of(solution, sf), sf.exercise.id, read_index(found))  # another student's roster variant
     if sf.tiled is not None:  # a worked online softmax (issue 13): judged on its own, after any steps
         _check_tiled(env, sf, tolerance, fmt)
         return
@@ -132,14 +138,28 @@ def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float |
     if fmt is Format.json:
         from ..render.check import dumps
 
-        write_document(dumps(report))
+        if copied is None:
+            write_document(dumps(report))
+        else:
+            import json
+
+            doc = json.loads(dumps(report))
+            doc["verdict"], doc["exit_code"] = "wrong", EXIT_WRONG
+            doc["variant_of"] = {"student": copied[0].student, "own": copied[1],
+                                 "message": str(other_variant_comment(*copied))}
+            write_json(doc)
     else:
         from ..render.check import render
 
         for p in report.solution.warnings:
             warn(warning_text(p))
         render(report, console(env))
-    if report.exit_code == EXIT_WRONG:
+        if copied is not None:
+            out = console(env)
+            theirs, own = copied  # the roster's ids are text from a file: shown escaped
+            text = t("check.other_variant", owner=shown(theirs.student), exercise=theirs.id, own=own)
+            out.print(text if is_utf(out.encoding) else asciify(text), style="bold red", overflow="fold", markup=False)
+    if report.exit_code == EXIT_WRONG or copied is not None:
         raise SolutionWrong()  # exit code 1, the one way to it
 
 
@@ -229,7 +249,8 @@ def report(
     for source in paths:
         named = [source] if not os.path.isdir(source) else \
             [os.path.join(source, e) for e in sorted(os.listdir(source))
-             if not e.startswith(".") and not os.path.isdir(os.path.join(source, e))]
+             if not e.startswith(".") and (not os.path.isdir(os.path.join(source, e))
+                                           or e.lower().endswith((".yaml", ".yml")))]  # a folder x.yaml: a row saying so
         for path in named:
             suffix = Path(path).suffix.lower()
             if suffix == ".csv":
@@ -244,13 +265,14 @@ def report(
                 solutions.append(path)
     if not solutions and not rows and not progress:
         raise TutorError(t("report.nothing", where=", ".join(shown(s) for s in paths)))
-    if solutions:
-        grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
-                        judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
-        rows += [grader.grade(p) for p in solutions]
+    grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
+                    judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
+    rows += [grader.grade(p) for p in solutions]
     from ..render.report import render_report, report_document, report_markdown
 
-    doc = report_document(class_report(rows) if rows else None, class_progress(progress) if progress else None)
+    like = {vid: v.like for vid, v in grader.index.items()}  # a roster's variants add up under their exercise
+    doc = report_document(class_report(rows, like=like) if rows else None,
+                          class_progress(progress) if progress else None)
     if fmt is ReportFormat.json:
         write_json(doc)
     elif fmt is ReportFormat.markdown:

@@ -13,8 +13,14 @@ document on standard output carries no raw control character but the newline;
 Python's csv module reads LF as it reads RFC 4180's CRLF), and one row per submission with the columns
 :data:`CSV_COLUMNS` (the last, ``steps``, lists every step given with its verdict, for ``report`` to read
 back; a gradebook's import maps the columns it takes).  The
-score is the percentage of the steps given that are right, 0 to 100 with at
-most two decimals (empty for an unusable file: no grade rather than a zero).
+score is the percentage of the exercise's steps (``steps_total``: its forward
+steps, and its backward ones when the file gives any) that are right
+(``steps_right``), 0 to 100 with at most two decimals (empty for an unusable
+file: no grade rather than a zero); ``steps_given`` says how many the file gave.
+A step is named as a student reads it, in the run's language and heads counted from 1
+(``scaled (head 1)``, as the comment names it), in ``first_wrong_step`` and ``steps`` alike.
+``variant_of`` names the student whose roster variant the file handed in (empty
+when it is the student's own, or no roster index knows the student).
 No cell holds a raw control character (each is escaped as ``\\n``, ``\\x07``
 …), and a cell that a spreadsheet would run as a formula (its first character
 ``=``, ``+``, ``-``, ``@``, or one of them after spaces) is neutralised with
@@ -36,14 +42,15 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..audit.batch import CORRECT, UNUSABLE, WRONG, Row, exit_code, summary
+from ..audit.batch import CORRECT, UNUSABLE, WRONG, Row, duplicates, exit_code, place_label, summary
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
 from ..base.messages import plural, t
 from ..base.textsafe import shown
 
 #: The gradebook CSV's columns, in order.
-CSV_COLUMNS = ("student", "exercise", "score", "verdict", "first_wrong_step", "mistakes", "comment", "steps")
+CSV_COLUMNS = ("student", "exercise", "score", "steps_right", "steps_total", "steps_given", "verdict", "first_wrong_step",
+               "mistakes", "comment", "variant_of", "steps")
 #: What joins the keys of the ``mistakes`` cell (a key holds no ``;``).
 MISTAKES_SEP = "; "
 #: The first characters OWASP lists as starting a formula in a spreadsheet (tab and CR are escaped anyway).
@@ -65,8 +72,9 @@ def _words(text: object) -> str:
 def row_dict(row: Row) -> dict[str, Any]:
     """One submission as data: ``file``, ``student``, ``exercise`` (``null`` when unknown), ``verdict``
     (``correct``, ``wrong``, ``unusable``), ``exit_code`` (what ``check FILE`` exits with), ``score`` (the
-    percentage of the steps given that are right, ``null`` for an unusable file), ``steps_right``,
-    ``steps_given``, ``first_wrong`` (the step's place in the file, ``heads[1].weights``, or ``null``),
+    percentage of the exercise's steps that are right, ``steps_right`` of ``steps_total``; ``null`` for an
+    unusable file), ``steps_given`` (how many the file gave), ``variant_of`` (``{"student", "own"}``: whose
+    roster variant the file handed in and the student's own; ``null`` when none), ``first_wrong`` (the step's place in the file, ``heads[1].weights``, or ``null``),
     ``warnings`` (the file's, as ``check FILE --format json`` lists them), ``mistakes`` (each ``{"key", "step"}``: the mistake and the step id it was named at), ``steps`` (every item
     given, ``{"step": place, "verdict"}``), ``comment`` (the sentence for the student) and ``errors`` (an unusable file's
     lines, else ``[]``)."""
@@ -79,7 +87,9 @@ def row_dict(row: Row) -> dict[str, Any]:
         "exit_code": row.exit_code,
         "score": None if score is None else float(percent(score)),
         "steps_right": row.right,
+        "steps_total": row.out_of,
         "steps_given": row.given,
+        "variant_of": None if row.variant_of is None else {"student": row.variant_of[0], "own": row.variant_of[1]},
         "first_wrong": row.first_wrong,
         "mistakes": [{"key": k, "step": s} for k, s in zip(row.mistakes, row.mistake_steps, strict=True)],
         "steps": [{"step": place, "verdict": CORRECT if ok else WRONG} for place, ok in row.steps],
@@ -92,8 +102,10 @@ def row_dict(row: Row) -> dict[str, Any]:
 
 def batch_document(rows: Sequence[Row]) -> dict[str, Any]:
     """``{"submissions": [row_dict, ...], "summary": {"submissions", "correct", "wrong", "unusable",
-    "exit_code"}}``: the JSON of ``check`` over several files or a folder."""
-    return {"submissions": [row_dict(r) for r in rows], "summary": {**summary(rows), "exit_code": exit_code(rows)}}
+    "exit_code"}, "duplicates": [{"student", "files"}]}``: the JSON of ``check`` over several files or a folder;
+    ``duplicates`` the students who handed in more than one file (each file is still a row)."""
+    return {"submissions": [row_dict(r) for r in rows], "summary": {**summary(rows), "exit_code": exit_code(rows)},
+            "duplicates": [{"student": s, "files": list(f)} for s, f in duplicates(rows)]}
 
 
 # --- CSV --------------------------------------------------------------------------------------------
@@ -107,8 +119,9 @@ def csv_cell(text: str) -> str:
 
 
 def steps_cell(row: Row) -> str:
-    """``q:correct; heads[1].weights:wrong``: every item given and its verdict (what ``report`` reads back)."""
-    return MISTAKES_SEP.join(f"{place}:{CORRECT if ok else WRONG}" for place, ok in row.steps)
+    """``q:correct; weights (head 2):wrong``: every item given and its verdict (what ``report`` reads back),
+    heads counted from 1 (:func:`tutor.audit.batch.place_label`)."""
+    return MISTAKES_SEP.join(f"{_words(place_label(place))}:{CORRECT if ok else WRONG}" for place, ok in row.steps)
 
 
 def csv_text(rows: Sequence[Row]) -> str:
@@ -117,9 +130,10 @@ def csv_text(rows: Sequence[Row]) -> str:
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for r in rows:
-        writer.writerow([csv_cell(c) for c in (r.student, r.exercise or "", percent(r.score), r.verdict,
-                                                 r.first_wrong or "", MISTAKES_SEP.join(r.mistakes), _words(r.comment),
-                                                 steps_cell(r))])
+        counts = ("", "", "") if r.verdict == UNUSABLE else (str(r.right), str(r.out_of), str(r.given))
+        writer.writerow([csv_cell(c) for c in (r.student, r.exercise or "", percent(r.score), *counts, r.verdict,
+                                                 _words(place_label(r.first_wrong or "")), MISTAKES_SEP.join(r.mistakes), _words(r.comment),
+                                                 r.variant_of[0] if r.variant_of else "", steps_cell(r))])
     return out.getvalue()
 
 
@@ -135,6 +149,16 @@ def verdict_word(verdict: str) -> str:
     return t(f"batch.verdict.{verdict}")
 
 
+def steps_words(row: Row) -> str:
+    """``1/18`` (the steps right of the exercise's), with how many were given when that is fewer
+    (``1/18 (1 given)``); ``—`` for an unusable file."""
+    if row.verdict == UNUSABLE:
+        return "—"
+    if row.given < row.out_of:
+        return t("batch.steps.given", right=row.right, total=row.out_of, given=row.given)
+    return f"{row.right}/{row.out_of}"
+
+
 def render_batch(rows: Sequence[Row], console: Console) -> None:
     """The submissions as a table (student, exercise, verdict, steps right, first wrong step, comment) and a
     one-line summary.  When the table cannot fit the console's width, each submission is a line (verdict,
@@ -148,7 +172,7 @@ def render_batch(rows: Sequence[Row], console: Console) -> None:
     headers = [t("batch.col.student"), t("batch.col.exercise"), t("batch.col.verdict"), t("batch.col.steps"),
                t("batch.col.first_wrong"), t("batch.col.comment")]
     cells = [[tx(r.student), tx(r.exercise or "—"), tx(verdict_word(r.verdict)),
-              f"{r.right}/{r.given}" if r.verdict != UNUSABLE else "—",
+              steps_words(r),
               tx(r.first_label) if r.first_label is not None else "—", tx(r.comment)] for r in rows]
     boxed = box.SIMPLE_HEAD if uni else box.ASCII
     fixed = Table(box=boxed, show_edge=False)  # the columns never wrapped, measured at their natural width

@@ -16,10 +16,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..audit.batch import place_label
 from ..audit.classview import ClassReport
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
-from ..base.messages import plural, t
+from ..base.messages import join_and, plural, t
 from ..base.textsafe import shown
 from ..practice.stats import mistake_name
 
@@ -32,9 +33,14 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
     """``{"submissions": ..., "progress": ...}``, either ``null`` when its source was not given.
 
     ``submissions``: ``summary`` (how many, and of each verdict), ``steps`` (``{"exercise", "step", "given",
-    "right", "share"}``, ``share`` right of given as a percentage), ``mistakes`` (most made first:
+    "right", "share"}``: ``step`` the place as the files write it, ``heads[0].q``, which the terminal and
+    Markdown name as a student reads it in the run's language, ``q (head 1)``; ``share`` right of given as a fraction from 0 to 1, 4 places, as ``accuracy`` is in
+    ``progress`` and in ``stats``), ``mistakes`` (most made first:
     ``{"key", "name", "submissions", "example", "exercise", "step"}``), ``assign`` (for the most common
-    mistake: ``{"mistake", "exercise", "step", "tiled", "shows", "command"}``, ``null`` when none was made).
+    mistake: ``{"mistake", "tied", "exercise", "step", "tiled", "shows", "command"}``, ``tied`` every mistake
+    made as often as it, itself first; ``null`` when none was made), ``copies`` (``{"student", "exercise",
+    "variant_of"}``: a roster variant handed in by another student) and ``duplicates`` (``{"student",
+    "files"}``: a student who handed in more than one file).
     ``progress``: :func:`tutor.store.export.class_progress`'s document, each mistake with its ``name``.
     """
     subs = None
@@ -43,11 +49,14 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
         subs = {
             "summary": classview.counts,
             "steps": [{"exercise": s.exercise, "step": s.place, "given": s.given, "right": s.right,
-                       "share": float(_percent(s.right, s.given)) if s.given else None} for s in classview.steps],
+                       "share": round(s.right / s.given, 4) if s.given else None} for s in classview.steps],
             "mistakes": [{"key": m.key, "name": mistake_name(m.key), "submissions": m.count, "example": m.example,
                           "exercise": m.exercise, "step": m.step} for m in classview.mistakes],
-            "assign": None if a is None else {"mistake": a.key, "exercise": a.exercise, "step": a.step, "tiled": a.tiled,
+            "assign": None if a is None else {"mistake": a.key, "tied": [m.key for m in classview.most_common],
+                                              "exercise": a.exercise, "step": a.step, "tiled": a.tiled,
                                               "shows": a.shows, "command": a.command},
+            "copies": [{"student": st, "exercise": ex, "variant_of": owner} for st, ex, owner in classview.copies],
+            "duplicates": [{"student": st, "files": list(files)} for st, files in classview.duplicates],
         }
     prog = None
     if progress is not None:
@@ -56,12 +65,32 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
 
 
 def _assign_sentence(a: dict[str, Any]) -> str:
+    """What to assign next; on a tie every mistake made as often is named (``report.assign.tied.*``), the
+    assignment being for the first of them."""
     name = mistake_name(a["mistake"])
-    if a["tiled"]:
-        return t("report.assign.tiled", mistake=name, exercise=a["exercise"])
-    if a["step"] is not None:
-        return t("report.assign.step", mistake=name, exercise=a["exercise"], step=a["step"])
-    return t("report.assign.exercise", mistake=name, exercise=a["exercise"])
+    tied = a.get("tied") or [a["mistake"]]
+    kind = "tiled" if a["tiled"] else "step" if a["step"] is not None else "exercise"
+    fields: dict[str, Any] = {"mistake": name, "exercise": a["exercise"]}
+    if kind == "step":
+        fields["step"] = a["step"]
+    if len(tied) < 2:
+        return t(f"report.assign.{kind}", **fields)
+    return t(f"report.assign.tied.{kind}", mistakes=join_and([mistake_name(k) for k in tied]), **fields)
+
+
+def _retention(skill: dict[str, Any]) -> str:
+    """``lowest 80%, mean 90%`` of the learners who have recalled the skill; ``—`` when none has."""
+    if skill["retention_min"] is None:
+        return "—"
+    return t("report.retention", low=trimmed(100 * skill["retention_min"], 1), mean=trimmed(100 * skill["retention_mean"], 1))
+
+
+def _notes(subs: dict[str, Any]) -> list[str]:
+    """The lines about copied variants and students with more than one file, in the order of the rows."""
+    out = [t("report.copy", student=c["student"], exercise=c["exercise"], owner=c["variant_of"])
+           for c in subs.get("copies", [])]
+    out += [t("batch.duplicate", student=d["student"], files=join_and(d["files"])) for d in subs.get("duplicates", [])]
+    return out
 
 
 # --- a terminal ------------------------------------------------------------------------------------
@@ -88,10 +117,12 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         c = subs["summary"]
         console.print(Text(tx(t("report.submissions", submissions=plural("batch.submissions", c["submissions"]),
                                  correct=c["correct"], wrong=c["wrong"], unusable=c["unusable"])), style="bold"))
+        for note in _notes(subs):
+            console.print(Text(tx(note), style="yellow"), overflow="fold")
         console.print()
         console.print(Text(tx(t("report.by_step")), style="bold"))
         table([t("report.col.exercise"), t("report.col.step"), t("report.col.right"), t("report.col.share")],
-              [[s["exercise"], s["step"], f"{s['right']}/{s['given']}", _percent(s["right"], s["given"]) + "%"]
+              [[s["exercise"], str(place_label(s["step"])), f"{s['right']}/{s['given']}", _percent(s["right"], s["given"]) + "%"]
                for s in subs["steps"]], {2, 3})
         console.print()
         if subs["mistakes"]:
@@ -121,10 +152,9 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
         if prog["skills"]:
             console.print(Text(tx(t("report.skills")), style="bold"))
             table([t("report.col.step"), t("report.col.family"), t("report.col.learners"), t("report.col.due"),
-                   t("report.col.retention")],
-                  [[k["step"], k["family"], str(k["learners"]), str(k["due"]),
-                    t("report.retention", low=trimmed(100 * k["retention_min"], 1),
-                      mean=trimmed(100 * k["retention_mean"], 1))] for k in prog["skills"]], {2, 3})
+                   t("report.col.never_recalled"), t("report.col.retention")],
+                  [[k["step"], k["family"], str(k["learners"]), str(k["due"]), str(k.get("never_recalled", 0)),
+                    _retention(k)] for k in prog["skills"]], {2, 3, 4})
         if prog["mistakes"]:
             console.print(Text(tx(t("report.progress.mistakes")), style="bold"))
             table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],
@@ -161,10 +191,13 @@ def report_markdown(doc: dict[str, Any]) -> str:
     if subs is not None:
         c = subs["summary"]
         out += [_md(t("report.submissions", submissions=plural("batch.submissions", c["submissions"]),
-                      correct=c["correct"], wrong=c["wrong"], unusable=c["unusable"])), "",
-                _heading(2, t('report.by_step')), ""]
+                      correct=c["correct"], wrong=c["wrong"], unusable=c["unusable"])), ""]
+        notes = _notes(subs)
+        if notes:
+            out += ["- " + _md(n) for n in notes] + [""]
+        out += [_heading(2, t('report.by_step')), ""]
         out += _md_table([t("report.col.exercise"), t("report.col.step"), t("report.col.right"), t("report.col.share")],
-                         [[s["exercise"], s["step"], f"{s['right']}/{s['given']}",
+                         [[s["exercise"], str(place_label(s["step"])), f"{s['right']}/{s['given']}",
                            _percent(s["right"], s["given"]) + "%"] for s in subs["steps"]], {2, 3})
         out += ["", _heading(2, t('report.mistakes')), ""]
         if subs["mistakes"]:
@@ -192,10 +225,9 @@ def report_markdown(doc: dict[str, Any]) -> str:
         if prog["skills"]:
             out += ["", _heading(3, t('report.skills')), ""]
             out += _md_table([t("report.col.step"), t("report.col.family"), t("report.col.learners"),
-                              t("report.col.due"), t("report.col.retention")],
+                              t("report.col.due"), t("report.col.never_recalled"), t("report.col.retention")],
                              [[k["step"], k["family"], str(k["learners"]), str(k["due"]),
-                               t("report.retention", low=trimmed(100 * k["retention_min"], 1),
-                                 mean=trimmed(100 * k["retention_mean"], 1))] for k in prog["skills"]], {2, 3})
+                               str(k.get("never_recalled", 0)), _retention(k)] for k in prog["skills"]], {2, 3, 4})
         if prog["mistakes"]:
             out += ["", _heading(3, t('report.progress.mistakes')), ""]
             out += _md_table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],

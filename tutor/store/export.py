@@ -36,7 +36,8 @@ def export_document(stats: Stats, at: datetime | None = None) -> dict[str, Any]:
 
     ``steps``: ``{"step", "correct", "wrong", "shown", "skipped", "first_try"}`` per step kind;
     ``practised``: ``{"exercise", "step", "graded"}``; ``skills``: ``{"step", "family", "due",
-    "retention", "reviews"}`` (``due`` ISO 8601 UTC, ``retention`` 0 to 1 at ``at``, 4 places);
+    "retention", "reviews", "recalled"}`` (``due`` ISO 8601 UTC, ``retention`` 0 to 1 at ``at``, 4 places;
+    ``recalled`` the reviews rated above Again: with none, the retention FSRS predicts is not the learner's);
     ``mistakes``: ``{"key", "kind", "count"}``.  Drill answers are left out, as ``stats`` leaves them out
     of practice.
     """
@@ -51,7 +52,7 @@ def export_document(stats: Stats, at: datetime | None = None) -> dict[str, Any]:
                    "first_try": s.first_try} for s in stats.steps],
         "practised": [{"exercise": ex, "step": step, "graded": n} for (ex, step), n in sorted(stats.practised.items())],
         "skills": [{"step": k.step, "family": k.family, "due": k.due.isoformat(), "retention": round(k.retention, 4),
-                    "reviews": k.reviews} for k in stats.skills if not k.step.startswith("drill:")],
+                    "reviews": k.reviews, "recalled": k.recalled} for k in stats.skills if not k.step.startswith("drill:")],
         "mistakes": [{"key": m.key, "kind": m.kind, "count": m.count} for m in stats.mistakes],
     }
 
@@ -101,6 +102,8 @@ def checked(doc: Any, name: str) -> dict[str, Any]:
         _text(sk.get("step"), name, f"skills[{i}].step")
         _text(sk.get("family"), name, f"skills[{i}].family")
         _count(sk.get("reviews", 0), name, f"skills[{i}].reviews")
+        if "recalled" in sk:  # written since the trial of issue 24; an older file's retention is taken as it is
+            _count(sk["recalled"], name, f"skills[{i}].recalled")
         r = sk.get("retention")
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1:
             raise _bad(name, f"skills[{i}].retention", "retention")
@@ -126,13 +129,17 @@ def class_progress(docs: Sequence[tuple[str, dict[str, Any]]], at: datetime | No
 
     ``{"learners", "steps": [{"step", "learners", "correct", "graded", "accuracy"}], "practised": [{"exercise", "step", "learners",
     "graded"}], "skills": [{"step",
-    "family", "learners", "due", "reviews", "retention_min", "retention_mean"}], "mistakes": [{"key",
-    "learners", "count"}]}``: ``accuracy`` right of graded (``null`` before any), ``due`` how many learners'
-    review of the skill is due at ``at``, the retentions as each file was exported (4 places); mistakes by
-    how many learners made them.  Steps in the order first met, skills by step then family."""
+    "family", "learners", "due", "reviews", "never_recalled", "retention_min", "retention_mean"}], "mistakes": [{"key",
+    "learners", "count"}]}``: ``accuracy`` right of graded as a fraction from 0 to 1 (``null`` before any),
+    ``due`` how many learners' review of the skill is due at ``at``, ``never_recalled`` how many learners
+    reviewed it only with wrong answers (``recalled`` 0), the retentions (fractions, 4 places) as each file was
+    exported, of the learners who have recalled it only (``null`` when none has: FSRS predicts a retrievability of 1
+    just after an Again, which no learner earned); practised per exercise in the contract's order of steps,
+    mistakes by how many learners made them.  Steps in the order first met, skills by step then family."""
     at = at or datetime.now(UTC)
     steps: dict[str, list[int]] = {}
     skills: dict[tuple[str, str], tuple[int, int, int, list[float]]] = {}
+    never: dict[tuple[str, str], int] = {}
     mistakes: dict[str, list[int]] = {}
     practised: dict[tuple[str, str], list[int]] = {}
     for name, doc in docs:
@@ -147,8 +154,11 @@ def class_progress(docs: Sequence[tuple[str, dict[str, Any]]], at: datetime | No
             c[2] += s.get("correct", 0) + s.get("wrong", 0) + s.get("shown", 0)
         for k in doc.get("skills", []):
             n, due, reviews, kept = skills.get((k["step"], k["family"]), (0, 0, 0, []))
+            recalled = k.get("recalled", 1) > 0  # an older file without the count: its retention as written
+            never[k["step"], k["family"]] = never.get((k["step"], k["family"]), 0) + (not recalled)
             skills[k["step"], k["family"]] = (n + 1, due + (_due(k["due"], name, "skills.due") <= at),
-                                              reviews + k.get("reviews", 0), [*kept, float(k["retention"])])
+                                              reviews + k.get("reviews", 0),
+                                              [*kept, float(k["retention"])] if recalled else kept)
         seen = set()
         for m in doc.get("mistakes", []):
             c = mistakes.setdefault(m["key"], [0, 0])
@@ -161,10 +171,19 @@ def class_progress(docs: Sequence[tuple[str, dict[str, Any]]], at: datetime | No
         "steps": [{"step": s, "learners": n, "correct": right, "graded": graded,
                    "accuracy": round(right / graded, 4) if graded else None} for s, (n, right, graded) in steps.items()],
         "practised": [{"exercise": ex, "step": s, "learners": n, "graded": graded}
-                      for (ex, s), (n, graded) in sorted(practised.items())],
-        "skills": [{"step": s, "family": f, "learners": n, "due": due, "reviews": reviews,
-                    "retention_min": round(min(r), 4), "retention_mean": round(sum(r) / len(r), 4)}
+                      for (ex, s), (n, graded) in sorted(practised.items(), key=lambda kv: _step_order(*kv[0]))],
+        "skills": [{"step": s, "family": f, "learners": n, "due": due, "reviews": reviews, "never_recalled": never[s, f],
+                    "retention_min": round(min(r), 4) if r else None,
+                    "retention_mean": round(sum(r) / len(r), 4) if r else None}
                    for (s, f), (n, due, reviews, r) in sorted(skills.items())],
         "mistakes": [{"key": k, "learners": n, "count": count}
                      for k, (n, count) in sorted(mistakes.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))],
     }
+
+
+def _step_order(exercise: str, step: str) -> tuple[str, int, str]:
+    """An (exercise, step) pair's place: by exercise, then in the contract's order of step ids (``q`` before
+    ``scores``), a step id the catalogue does not know last, by name."""
+    from ..steps import STEP_IDS
+
+    return exercise, STEP_IDS.index(step) if step in STEP_IDS else len(STEP_IDS), step

@@ -200,13 +200,16 @@ def _row_of(card: fsrs.Card) -> tuple:
 @dataclass(frozen=True)
 class Skill:
     """One scheduled skill: ``step`` in exercise ``family``, ``due`` (aware UTC), the
-    ``retention`` the scheduler predicts at the time asked (0 to 1), its ``reviews``."""
+    ``retention`` the scheduler predicts at the time asked (0 to 1), its ``reviews``, and ``recalled``: of
+    those, the reviews rated above Again (a right answer).  FSRS predicts a retrievability of 1 just after any
+    review, an Again too, so a skill never recalled (``recalled == 0``) shows 100% that the learner never earned."""
 
     step: str
     family: str
     due: datetime
     retention: float
     reviews: int
+    recalled: int = 0
 
     def is_due(self, at: datetime) -> bool:
         """Whether the skill is due at ``at``."""
@@ -217,13 +220,15 @@ def skills(store: Rows, at: datetime | None = None) -> list[Skill]:
     """Every skill reviewed at least once, with its retention at ``at`` (default: now), soonest due first."""
     at = at or datetime.now(UTC)
     out = []
-    for step, family, *card, reviews in store.read(
-            "SELECT step, family, state, learning_step, stability, difficulty, due, last_review, reviews FROM skills"
+    for step, family, *card, reviews, recalled in store.read(
+            "SELECT step, family, state, learning_step, stability, difficulty, due, last_review, reviews,"
+            " (SELECT COUNT(*) FROM reviews r WHERE r.step = skills.step AND r.family = skills.family"
+            f" AND typeof(r.rating) = 'integer' AND r.rating > {AGAIN}) FROM skills"
             f" WHERE {SKILL_AS_WRITTEN}"):  # rows of another type are left out (counted in Stats.left_out)
         c = card_of(tuple(card), at)
         if c is None:  # values the scheduler does not write: left out too (unreadable_skills counts them)
             continue
-        out.append(Skill(step, family, c.due, float(scheduler().get_card_retrievability(c, at)), reviews))
+        out.append(Skill(step, family, c.due, float(scheduler().get_card_retrievability(c, at)), reviews, recalled))
     return sorted(out, key=lambda s: (s.due, s.step, s.family))
 
 

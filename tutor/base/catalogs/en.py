@@ -2567,6 +2567,19 @@ EN.update({
     "new.file.description.mla": "Generated with seed {seed}. Compute the latent c_KV = x W_DKV, then each head's Q, K = c_KV W_UK and\nV = c_KV W_UV, the scores Q K^T and by the absorbed route (Q W_UK^T) c_KV^T, the scaled scores, the softmax\nweights row by row, and each head's output.",
     "mistake.postnorm_before_add": "post-norm: X normalized before the output is added",
     "mistake.postnorm_columns": "post-norm: X + output normalized over each column (the tokens)",
+    # --- issue 24 fix: batch check and report (trial findings) ---
+    "batch.comment.folder": "This is a folder, not a solution file: it could not be graded.",
+    "batch.folder": "{file}: a folder, not a solution file",
+    "batch.comment.other_variant": "This is {owner}'s variant ({exercise}), not yours: yours is {own}. No step counts.",
+    "batch.duplicate": "{student} handed in more than one file: {files}. Each is graded as a row of its own.",
+    "batch.steps.given": "{right}/{total} ({given} given)",
+    "report.csv.not_ours": "{file}: not a CSV of check --format csv: its first row ({header}) has none of the columns {columns}",
+    "report.assign.tied.exercise": "One of the most common mistakes ({mistakes}): {mistake}. It shows on exercise {exercise}; assign it next.",
+    "report.assign.tied.step": "One of the most common mistakes ({mistakes}): {mistake}. Practise step {step} of exercise {exercise} next.",
+    "report.assign.tied.tiled": "One of the most common mistakes ({mistakes}): {mistake}. Practise the online softmax of exercise {exercise} next.",
+    "report.copy": "{student} handed in {exercise}, the variant of {owner}, not their own.",
+    "report.col.never_recalled": "never recalled",
+    "check.other_variant": "✗ wrong: the steps above are checked against {owner}'s variant ({exercise}), not against yours ({own}), so this file is graded wrong.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

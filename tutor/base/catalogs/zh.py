@@ -2414,7 +2414,7 @@ ZH.update({
     "report.assign.exercise": "最常见的错误：{mistake}。练习 {exercise} 能暴露这个错误，接下来就布置它。",
     "report.assign.step": "最常见的错误：{mistake}。接下来练习 {exercise} 中的 {step} 这一步。",
     "report.assign.tiled": "最常见的错误：{mistake}。接下来练习 {exercise} 的在线 softmax。",
-    "report.example": "{student}，在 {step}",
+    "report.example": "{student}（{step} 这一步）",
     "report.col.exercise": "练习",
     "report.col.step": "步骤",
     "report.col.right": "正确",
@@ -2425,7 +2425,7 @@ ZH.update({
     "report.col.learners": "学习者",
     "report.col.accuracy": "正确率",
     "report.col.family": "系列",
-    "report.col.due": "当前到期",
+    "report.col.due": "待复习",
     "report.col.retention": "记忆保持率",
     "report.col.times": "次数",
     "report.progress": "{learners}的进度，按练习过的步骤",
@@ -2504,6 +2504,19 @@ ZH.update({
     "new.file.description.mla": "由种子 {seed} 生成。先计算潜在向量 c_KV = x W_DKV，再计算每个头的 Q、K = c_KV W_UK 和\nV = c_KV W_UV、注意力分数 Q K^T 以及吸收路线的 (Q W_UK^T) c_KV^T、缩放后的注意力分数、逐行的 softmax\n注意力权重，以及每个头的输出。",
     "mistake.postnorm_before_add": "后置归一化：先归一化 X，再加上输出",
     "mistake.postnorm_columns": "后置归一化：按列（跨词元）归一化 X + output",
+    # --- issue 24 fix: batch check and report (trial findings) ---
+    "batch.comment.folder": "这是一个文件夹，不是解答文件，无法判分。",
+    "batch.folder": "{file}：是文件夹，不是解答文件",
+    "batch.comment.other_variant": "这是 {owner} 的版本（{exercise}），不是你的；你的版本是 {own}。所有步骤都不计分。",
+    "batch.duplicate": "{student} 交了不止一个文件：{files}。每个文件各占一行，分别判分。",
+    "batch.steps.given": "{right}/{total}（给出 {given} 步）",
+    "report.csv.not_ours": "{file}：不是 check --format csv 写出的 CSV：首行（{header}）中没有 {columns} 中的任何一列",
+    "report.assign.tied.exercise": "最常见的错误之一（并列：{mistakes}）：{mistake}。练习 {exercise} 能暴露这个错误，接下来就布置它。",
+    "report.assign.tied.step": "最常见的错误之一（并列：{mistakes}）：{mistake}。接下来练习 {exercise} 中的 {step} 这一步。",
+    "report.assign.tied.tiled": "最常见的错误之一（并列：{mistakes}）：{mistake}。接下来练习 {exercise} 的在线 softmax。",
+    "report.copy": "{student} 交的是 {exercise}，即 {owner} 的版本，而不是自己的版本。",
+    "report.col.never_recalled": "从未答对",
+    "check.other_variant": "✗ 错误：上面的步骤是对照 {owner} 的版本（{exercise}）检查的，不是对照你的版本（{own}），因此这个文件判为错误。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
