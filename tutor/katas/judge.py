@@ -2,10 +2,14 @@
 
 A case passes when the code returned the kata's outputs, each an array of
 the right shape whose entries are within :func:`tolerance` of the expected
-ones (a boolean output: equal).  A failing case is diagnosed by matching:
+ones (a boolean output: equal), and, where the called function's contract
+names it (:attr:`tutor.katas.kata.Kata.dtype_of`), in the input's dtype.  An
+array of complex numbers or objects is named as such (with the way back to
+real numbers).  A failing case is diagnosed by matching:
 :func:`diagnose` recomputes the case with the reference under each
 catalogued mistake (:attr:`tutor.katas.kata.Kata.mistakes`) and keeps those
-whose outputs equal the learner's and differ from the right ones; a mistake
+whose outputs equal the learner's and differ from the right ones, unless the
+mistake would also have changed a case the code passed; a mistake
 with no one value is asked its judge.  When no single mistake matches, two
 at once are tried; when none does, the report says so and shows the first
 wrong entry.  A wrong shape is explained axis by axis
@@ -46,7 +50,8 @@ class Diagnosis:
 @dataclass(frozen=True)
 class CaseVerdict:
     """One case's verdict.  ``problem``: ``None`` (passed), ``exception``, ``count`` (not the number of
-    outputs), ``type`` (an output not an array), ``shape``, ``values``; ``output`` the first wrong
+    outputs), ``type`` (an output not an array of real numbers), ``shape``, ``values``, ``dtype`` (the right
+    values in another dtype than the contract's), ``memory``, ``not_run``; ``output`` the first wrong
     output's name; ``wrong`` its wrong entries (index, expected, got), at most :data:`MAX_WRONG`,
     and ``n_wrong`` how many there are; ``got`` the learner's arrays (``None`` for a non-array)."""
 
