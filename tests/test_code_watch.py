@@ -52,3 +52,18 @@ def test_ctrl_c_ends_the_watch_with_its_summary(tmp_path) -> None:
     child.expect(pytest.importorskip("pexpect").EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_ctrl_c_before_any_check_finished_speaks_of_no_last_check(tmp_path) -> None:
+    """The first check is still importing the file (it sleeps) when Ctrl-C comes: no "the last one did not pass"."""
+    f = tmp_path / "mha.py"
+    f.write_text("import time\nKATA = 'mha'\ntime.sleep(600)\n")
+    child = spawn("code", "check", str(f), "--watch", preexec_fn=default_sigint,
+                  ATTN_TUTOR_HOME=str(tmp_path / "home"))
+    child.expect("checking")
+    child.sendintr()
+    child.expect("watch ended before any check finished: no check ran")
+    child.expect(pytest.importorskip("pexpect").EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "last one" not in (child.before or "")

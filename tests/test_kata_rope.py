@@ -59,11 +59,12 @@ def test_registered_last_in_the_catalogue() -> None:
     assert all(k in EN["cli.code.kata"] and k in ZH["cli.code.kata"] for k in catalog.IDS)  # --help names them all
 
 
-def _code(key: str) -> list[str]:
-    """The code spans (between backticks) of the English sentence ``code.mistake.<key>``; the Chinese has the same."""
+def _code(key: str, flavour: str = "torch") -> list[str]:
+    """The code spans (between backticks) of the English sentence ``code.mistake.<key>``; the Chinese has the same.
+    ``flavour``: "torch" leaves out the NumPy lines (those with ``np.``), "numpy" keeps only them."""
     spans = re.findall(r"`([^`]+)`", EN[f"code.mistake.{key}"])
     assert spans == re.findall(r"`([^`]+)`", ZH[f"code.mistake.{key}"])
-    return spans
+    return [s for s in spans if ("np." in s) == (flavour == "numpy")]
 
 
 def _run(line: str, scope: dict) -> None:
@@ -104,6 +105,48 @@ def test_the_fixes_the_mistakes_name_are_right_in_torch() -> None:
     _run(_code("rope_v_rotated")[-1], step)
     _run(_code("rope_cache_rotated_again")[-1], step)
     assert np.allclose(step["k_cache"].numpy(), case.expected[1]) and np.allclose(step["v_cache"].numpy(), case.expected[2])
+
+
+def test_every_fix_line_in_pytorch_has_its_numpy_line_and_it_is_right() -> None:
+    """A NumPy learner is given NumPy code: each mistake whose sentence shows a PyTorch line shows the NumPy one too,
+    and those lines, run on arrays, rotate as torch_rope does and grow the cache as the kata's step expects."""
+    for m in KATA.mistakes:
+        if _code(m.key) and any("torch." in s for s in _code(m.key)):
+            assert _code(m.key, "numpy"), m.key
+    x, positions, base, d = np.random.default_rng(7).normal(size=(2, 3, 8)), np.array([4, 0, 9]), 10000.0, 8
+    scope: dict = {"np": np, "x": x, "positions": positions, "base": base, "d": d}
+    scope["theta"] = eval(_code("rope_theta_no_2", "numpy")[0], scope)
+    _run(_code("rope_positions_ignored")[0], scope)  # angles = positions[:, None] * theta[None, :]
+    _run(_code("rope_pairing_swapped", "numpy")[0], scope)  # rotate_half(x) = np.concatenate(…)
+    assert _code("rope_sign", "numpy") == _code("rope_pairing_swapped", "numpy")
+    want = {p: torch_rope(torch.tensor(x), torch.tensor(positions), base, p).numpy() for p in ("half", "interleaved")}
+    half = _code("rope_half_interleaved_angles", "numpy")  # emb = …, then the rotation
+    _run(half[0], scope)
+    _run(half[1], scope)
+    assert np.allclose(scope["_"], want["half"])
+    for line in _code("rope_interleaved_half_angles", "numpy"):  # emb = …, rotate_every_two(x) = …
+        _run(line, scope)
+    got = x * np.cos(scope["emb"]) + scope["rotate_every_two"](x) * np.sin(scope["emb"])
+    assert np.allclose(got, want["interleaved"])
+    case = next(c for c in CASES if c.id == "decode-three-half")
+    P, T = case.sizes["P"], case.sizes["T"]
+
+    def apply_rope(t: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return torch_rope(torch.tensor(t), torch.tensor(p), case.inputs["base"], case.inputs["pairing"]).numpy()
+
+    fresh = {"np": np, "P": P, "T": T, "k": case.inputs["k"], "v": case.inputs["v"], "k_cache": case.inputs["k_cache"],
+             "v_cache": case.inputs["v_cache"], "apply_rope": apply_rope}
+    for key in ("rope_positions_from_1", "rope_decode_position_0"):
+        step = dict(fresh)
+        _run(_code(key, "numpy")[-1], step)
+        assert step["positions"].tolist() == list(range(P, P + T))
+    step = dict(fresh)
+    _run(_code("rope_v_rotated", "numpy")[-1], step)
+    _run(_code("rope_cache_rotated_again", "numpy")[-1], step)
+    assert np.allclose(step["k_cache"], case.expected[1]) and np.allclose(step["v_cache"], case.expected[2])
+    step = dict(fresh, k_rot=apply_rope(case.inputs["k"], np.arange(P, P + T)))
+    _run(_code("rope_cache_unrotated", "numpy")[-1], step)
+    assert np.allclose(step["k_cache"], case.expected[1])
 
 
 def test_the_two_pairings_differ_and_agree_up_to_a_permutation() -> None:
@@ -325,7 +368,7 @@ def test_code_list_shows_the_kata_in_english_and_chinese(cli) -> None:
 def test_a_buggy_file_is_told_its_mistake_with_the_fix(cli, tmp_path, lang) -> None:
     f = tmp_path / "rope_bug.py"
     f.write_text(BUGS["cache_rotated_again"][1], encoding="utf-8")
-    r = cli("code", "check", f, "--lang", lang, env={"COLUMNS": "400"})
+    r = cli("code", "check", f, "--lang", lang, env={"COLUMNS": "1000"})  # the sentence on one line
     assert r.code == 1, r.err
     catalogue = EN if lang == "en" else ZH
     assert catalogue["code.mistake.rope_cache_rotated_again"] in r.out

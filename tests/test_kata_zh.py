@@ -139,8 +139,10 @@ def test_autograd_switched_off_says_so_in_the_language_of_the_run(cli, tmp_path)
 def test_a_chinese_pass_asks_the_follow_ups_in_chinese(cli) -> None:
     r = cli("code", "check", FILES / "mha" / "numpy_solution.py", "--lang", "zh")
     assert r.code == 0, r.out + r.err
-    asked = r.out.split(ZH["code.follow_ups"])[1].strip("\n").splitlines()
-    assert asked and all(line.startswith("  - ") and CHINESE.search(line) for line in asked)
+    lines = r.out.split(ZH["code.follow_ups"])[1].strip("\n").splitlines()
+    assert lines and lines[0].startswith("  - ") and all(line.startswith(("  - ", "    ")) for line in lines)
+    asked = "\n".join(lines).split("  - ")[1:]  # a question wrapped to the width goes on under its dash
+    assert asked and all(CHINESE.search(question) for question in asked)
 
 
 def test_chinese_lines_fit_the_terminal(cli) -> None:

@@ -229,6 +229,9 @@ def check_(
     from ..katas.watch import watch_file
 
     summary = watch_file(file, lambda: _watch_step(env, file, kata, python, fmt, time_limit, flavour))
+    if not summary.checks:  # Ctrl-C before the first check finished: there is no last one to speak of
+        write(t("code.watch.summary_none"))
+        return
     write(t("code.watch.summary", checks=summary.checks, passes=summary.passes,
             last=t("code.watch.last_passed") if summary.last else t("code.watch.last_failed")))
 

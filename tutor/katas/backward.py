@@ -199,4 +199,5 @@ KATA = Kata(
     ),
     follow_ups=("gradcheck", "scale-gradients", "fully-masked-row", "flash-attention"),
     by_hand=True,
+    dtype_of={"attention_backward": "q"},  # the starter: "in the inputs' dtype"
 )

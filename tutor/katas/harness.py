@@ -24,8 +24,10 @@ prints can be read as one:
   or ``{"event": "error", "id", "traceback", "exception"}``: one case.
 
 An array crosses as ``{"dtype", "shape", "data"}`` (``data`` nested lists;
-JSON's ``NaN`` and ``Infinity`` for those floats); any other returned value as
-``{"type", "repr"}``.  The flavour: the class (PyTorch) or the function (NumPy)
+JSON's ``NaN`` and ``Infinity`` for those floats); an array of anything but
+booleans, integers and real floats (complex numbers, objects, strings) as
+``{"type", "repr", "array_dtype", "shape"}`` without its entries, which JSON
+cannot carry; any other returned value as ``{"type", "repr"}``.  The flavour: the class (PyTorch) or the function (NumPy)
 the request names; when both flavours are a function, a file that imports
 ``torch`` at its top level is in the PyTorch flavour, and a module-level
 ``FLAVOUR = "numpy"`` or ``"torch"`` says it outright, as ``--flavour`` does (the request's ``flavour``).
@@ -97,11 +99,16 @@ def _from_value(value: Any) -> dict[str, Any]:
         value = value.detach().cpu()
         dtype = str(value.dtype).removeprefix("torch.")
         shape = list(value.shape)
+        if value.is_complex() or not (value.is_floating_point() or dtype == "bool" or "int" in dtype):
+            return {"type": "tensor", "repr": f"a tensor of {dtype}", "array_dtype": dtype, "shape": shape}
         if value.numel() > MAX_ELEMENTS:
             return {"type": "tensor", "repr": f"a tensor of shape {shape} (too large to check)"}
         return {"dtype": dtype, "shape": shape, "data": value.tolist()}
     if kind == "numpy" and hasattr(value, "dtype") and hasattr(value, "shape"):
         shape = list(value.shape)
+        if getattr(value.dtype, "kind", "") not in ("b", "i", "u", "f"):  # complex, object, str, datetime …
+            return {"type": "ndarray", "repr": f"an array of {value.dtype}", "array_dtype": str(value.dtype),
+                    "shape": shape}
         if value.size > MAX_ELEMENTS:
             return {"type": "ndarray", "repr": f"an array of shape {shape} (too large to check)"}
         return {"dtype": str(value.dtype), "shape": shape, "data": value.tolist()}
@@ -211,12 +218,15 @@ def main(argv: list[str]) -> int:
                 tracemalloc.stop()
             else:
                 value = _call(module, flavour, request, case)
-            _send(out, {"event": "result", "id": case["id"], "outputs": _outputs(value), "peak": peak})
+            outputs = _outputs(value)
         except BaseException as exc:  # noqa: BLE001 -- the learner's code raised: their traceback, not ours
             if tracemalloc.is_tracing():
                 tracemalloc.stop()
             _send(out, {"event": "error", "id": case["id"], "traceback": _theirs(exc.__traceback__, folder),
                         "exception": _exception_line(exc)})
+            continue
+        # Sent outside the try: this program's own failure to write a result is not the learner's exception.
+        _send(out, {"event": "result", "id": case["id"], "outputs": outputs, "peak": peak})
     return 0
 
 

@@ -2,10 +2,14 @@
 
 A case passes when the code returned the kata's outputs, each an array of
 the right shape whose entries are within :func:`tolerance` of the expected
-ones (a boolean output: equal).  A failing case is diagnosed by matching:
+ones (a boolean output: equal), and, where the called function's contract
+names it (:attr:`tutor.katas.kata.Kata.dtype_of`), in the input's dtype.  An
+array of complex numbers or objects is named as such (with the way back to
+real numbers).  A failing case is diagnosed by matching:
 :func:`diagnose` recomputes the case with the reference under each
 catalogued mistake (:attr:`tutor.katas.kata.Kata.mistakes`) and keeps those
-whose outputs equal the learner's and differ from the right ones; a mistake
+whose outputs equal the learner's and differ from the right ones, unless the
+mistake would also have changed a case the code passed; a mistake
 with no one value is asked its judge.  When no single mistake matches, two
 at once are tried; when none does, the report says so and shows the first
 wrong entry.  A wrong shape is explained axis by axis
@@ -32,7 +36,7 @@ __all__ = ["PROBLEMS", "CaseVerdict", "Diagnosis", "Report", "diagnose", "judge"
 
 MAX_WRONG = 6  # wrong entries listed per output
 #: Diagnosis keys that are not a catalogued mistake: what went wrong when none is named.
-PROBLEMS = frozenset({"unknown", "exception", "shape", "count", "type", "memory", "not_run"})
+PROBLEMS = frozenset({"unknown", "exception", "shape", "count", "type", "memory", "not_run", "dtype"})
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,8 @@ class Diagnosis:
 @dataclass(frozen=True)
 class CaseVerdict:
     """One case's verdict.  ``problem``: ``None`` (passed), ``exception``, ``count`` (not the number of
-    outputs), ``type`` (an output not an array), ``shape``, ``values``; ``output`` the first wrong
+    outputs), ``type`` (an output not an array of real numbers), ``shape``, ``values``, ``dtype`` (the right
+    values in another dtype than the contract's), ``memory``, ``not_run``; ``output`` the first wrong
     output's name; ``wrong`` its wrong entries (index, expected, got), at most :data:`MAX_WRONG`,
     and ``n_wrong`` how many there are; ``got`` the learner's arrays (``None`` for a non-array)."""
 
@@ -133,21 +138,23 @@ def judge(kata: Kata, cases: Sequence[Case], run: Run) -> Report:
     """Every case of ``run`` judged against ``cases`` (those the run called, in order), mistakes named."""
     by_id = {c.id: c for c in cases}
     reported = {r.id: r for r in reversed(run.cases) if r.id in by_id}  # the first report of an id counts
-    verdicts = [_verdict(kata, c, reported[c.id]) for c in cases if c.id in reported]
+    verdicts = [_verdict(kata, c, reported[c.id], run.flavour or "numpy") for c in cases if c.id in reported]
     if run.status == "ran":  # every case the flavour has must have been reported: none skipped
         flavour = run.flavour or "numpy"
         verdicts += [CaseVerdict(c, False, "not_run", diagnoses=(Diagnosis("not_run", t("code.not_run")),))
                      for c in cases if c.only in (None, flavour) and c.id not in reported]
     passed = {v.case.id: v.passed for v in verdicts}
+    # the small cases the code got right: a mistake that would have changed one of them is not the code's
+    passing = tuple(v.case for v in verdicts if v.passed and _size(v.case) <= LARGE)
     named: dict[str, CaseVerdict] = {}
     # small cases first: a large one (the online softmax's traced case) is asked only the mistakes named on them
     for v in sorted(verdicts, key=lambda v: _size(v.case)):
-        if v.passed or v.problem in ("exception", "count", "type", "memory", "not_run"):
+        if v.passed or v.problem in ("exception", "count", "type", "memory", "not_run", "dtype"):
             named[v.case.id] = v
             continue
         seen = {d.key for n in named.values() for d in n.diagnoses if d.key not in PROBLEMS}
         only = seen if _size(v.case) > LARGE and seen else None
-        named[v.case.id] = _named(kata, v, passed, only)
+        named[v.case.id] = _named(kata, v, passed, only, passing)
     return Report(kata, run.flavour or "numpy", tuple(named[v.case.id] for v in verdicts))
 
 
@@ -163,7 +170,45 @@ def _size(case: Case) -> int:
     return max(sum(int(e.size) for e in case.expected), z.get("B", 1) * z.get("H", 1) * L_q * L_k)
 
 
-def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
+def _not_real(spec_name: str, sent: Mapping[str, Any], case: Case, flavour: str, shape: str) -> Diagnosis | None:
+    """An array of complex numbers, objects or strings (the harness sends its dtype, not its entries): what it
+    is and how to turn it back into the real array the kata asks for (``None``: not such an array)."""
+    dtype = sent.get("array_dtype")
+    if not isinstance(dtype, str):
+        return None
+    if "complex" not in dtype:
+        return Diagnosis("type", t("code.output_not_numeric", name=spec_name, dtype=dtype, shape=shape))
+    pairing = case.inputs.get("pairing") if isinstance(case.inputs, Mapping) else None
+    if pairing not in ("half", "interleaved"):
+        return Diagnosis("type", t("code.output_complex_plain", name=spec_name, dtype=dtype, shape=shape))
+    fix = {("torch", "interleaved"): "torch.view_as_real(z).flatten(-2)",
+           ("torch", "half"): "torch.cat([z.real, z.imag], dim=-1)",
+           ("numpy", "interleaved"): "np.stack([z.real, z.imag], axis=-1).reshape(*z.shape[:-1], -1)",
+           ("numpy", "half"): "np.concatenate([z.real, z.imag], axis=-1)"}[(flavour, str(pairing))]
+    return Diagnosis("type", t(f"code.output_complex.{pairing}", name=spec_name, dtype=dtype, shape=shape, fix=fix))
+
+
+#: Real float dtypes as the harness names them: a result in one of these but not the case's breaks a
+#: kata whose contract names the dtype (:attr:`tutor.katas.kata.Kata.dtype_of`).
+_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
+def _wrong_dtype(kata: Kata, case: Case, sent: Sequence[Mapping[str, Any]], flavour: str) -> Diagnosis | None:
+    """The first output in a float dtype other than the case's, when the called function's contract says the
+    result keeps its input's dtype (``x_rot`` in ``x``'s); ``None`` when every output keeps it."""
+    arg = kata.dtype_of.get(case.call or kata.numpy_name)
+    if arg is None:
+        return None
+    for spec, o in zip(kata.outputs_of(case), sent, strict=True):
+        found = o.get("dtype")
+        if found in _FLOATS and found != case.dtype:
+            fix = f"{spec.name}.to({arg}.dtype)" if flavour == "torch" else f"{spec.name}.astype({arg}.dtype)"
+            return Diagnosis("dtype", t("code.output_dtype", name=spec.name, found=found, expected=case.dtype,
+                                        arg=arg, fix=fix))
+    return None
+
+
+def _verdict(kata: Kata, case: Case, r: CaseRun, flavour: str = "numpy") -> CaseVerdict:
     if r.outputs is None:
         return CaseVerdict(case, False, "exception", exception=r.exception, traceback=r.traceback,
                            diagnoses=(Diagnosis("exception", t("code.exception", exception=r.exception or "")),))
@@ -176,9 +221,10 @@ def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
     got = tuple(_array(o) for o in r.outputs)
     for spec, sent, a in zip(outputs, r.outputs, got, strict=True):
         if a is None:
-            return CaseVerdict(case, False, "type", output=spec.name, got=got, diagnoses=(Diagnosis("type", t(
-                "code.output_type", name=spec.name, found=sent.get("type", sent.get("dtype", "?")),
-                shape=_shape_text(spec.axes, case.sizes))),))
+            shape = _shape_text(spec.axes, case.sizes)
+            said = _not_real(spec.name, sent, case, flavour, shape) or Diagnosis("type", t(
+                "code.output_type", name=spec.name, found=sent.get("type", sent.get("dtype", "?")), shape=shape))
+            return CaseVerdict(case, False, "type", output=spec.name, got=got, diagnoses=(said,))
     for spec, want_a, a in zip(outputs, case.expected, got, strict=True):
         assert a is not None
         if a.shape != want_a.shape:
@@ -189,6 +235,9 @@ def _verdict(kata: Kata, case: Case, r: CaseRun) -> CaseVerdict:
         if n:
             return CaseVerdict(case, False, "values", output=spec.name, wrong=tuple(wrong), n_wrong=n, got=got,
                                peak=r.peak)
+    wrong_dtype = _wrong_dtype(kata, case, r.outputs, flavour)
+    if wrong_dtype is not None:  # the right values in another dtype than the contract's
+        return CaseVerdict(case, False, "dtype", got=got, peak=r.peak, diagnoses=(wrong_dtype,))
     if case.memory_limit is not None and r.peak is not None and r.peak > case.memory_limit:
         full = case.sizes.get("B", 1) * case.sizes.get("H", 1) * case.sizes["L_q"] * case.sizes["L_k"]
         full *= 4 if case.dtype == "float32" else 8
@@ -205,9 +254,10 @@ def _shape_text(axes: Sequence[str], sizes: Mapping[str, int]) -> str:
     return "[" + ", ".join(axes) + "] = [" + ", ".join(str(sizes.get(a, "?")) for a in axes) + "]"
 
 
-def _named(kata: Kata, v: CaseVerdict, passed: Mapping[str, bool], only: set[str] | None = None) -> CaseVerdict:
+def _named(kata: Kata, v: CaseVerdict, passed: Mapping[str, bool], only: set[str] | None = None,
+           passing: Sequence[Case] = ()) -> CaseVerdict:
     found = diagnose(kata, v.case, tuple(a for a in v.got if a is not None), passed, only=only,
-                     pairs=_size(v.case) <= LARGE)
+                     pairs=_size(v.case) <= LARGE, ruled_out_by=passing)
     if v.problem == "shape":
         outputs = kata.outputs_of(v.case)
         spec = next(o for o in outputs if o.name == v.output)
@@ -241,19 +291,34 @@ def _message(m: Mistake) -> str:
 
 
 def diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[str, bool], *,
-             only: set[str] | None = None, pairs: bool = True) -> tuple[Diagnosis, ...]:
+             only: set[str] | None = None, pairs: bool = True,
+             ruled_out_by: Sequence[Case] = ()) -> tuple[Diagnosis, ...]:
     """The catalogued mistakes whose outputs on ``case`` are ``got`` (and not the right ones), each key
     once; two at once when no single one matches (``pairs``); ``()`` when none does.  ``only``: the keys
-    tried first (a large case asks those its small cases showed; all of them when none matches)."""
+    tried first (a large case asks those its small cases showed; all of them when none matches).
+    ``ruled_out_by``: cases the code got right; a mistake (or pair) that would have changed the outputs
+    of one of them is not offered (the code that passed them does not make it)."""
     if only:
-        found = _diagnose(kata, case, got, passed, [m for m in kata.mistakes if m.key in only], pairs=False)
+        found = _diagnose(kata, case, got, passed, [m for m in kata.mistakes if m.key in only], pairs=False,
+                          ruled_out_by=ruled_out_by)
         if found:
             return found
-    return _diagnose(kata, case, got, passed, list(kata.mistakes), pairs=pairs)
+    return _diagnose(kata, case, got, passed, list(kata.mistakes), pairs=pairs, ruled_out_by=ruled_out_by)
+
+
+def _ruled_out(kata: Kata, slips: frozenset[str], passing: Sequence[Case]) -> bool:
+    """Whether ``slips`` would have changed a case the code got right: then the code does not make them."""
+    for c in passing:
+        outs = kata.reference(c.inputs, slips)
+        if outs is None or len(outs) != len(c.expected):
+            continue
+        if not all(_close(o, r, c.dtype) for o, r in zip(outs, c.expected, strict=True)):
+            return True
+    return False
 
 
 def _diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[str, bool], mistakes: list[Mistake],
-              *, pairs: bool) -> tuple[Diagnosis, ...]:
+              *, pairs: bool, ruled_out_by: Sequence[Case] = ()) -> tuple[Diagnosis, ...]:
     right = case.expected
     found: list[Mistake] = []
     slipped: list[Mistake] = []
@@ -263,14 +328,15 @@ def _diagnose(kata: Kata, case: Case, got: tuple[Array, ...], passed: Mapping[st
                 found.append(m)
             continue
         slipped.append(m)
-        if _gives(kata, case, m.slips, got, right):
+        if _gives(kata, case, m.slips, got, right) and not _ruled_out(kata, m.slips, ruled_out_by):
             found.append(m)
     if found:
         return tuple(Diagnosis(m.key, _message(m)) for m in {m.key: m for m in found}.values())
     if not pairs:
         return ()
     two = [(a, b) for a, b in combinations(slipped, 2) if a.key != b.key
-           and _gives(kata, case, a.slips | b.slips, got, right)]
+           and _gives(kata, case, a.slips | b.slips, got, right)
+           and not _ruled_out(kata, a.slips | b.slips, ruled_out_by)]
     return tuple(Diagnosis(f"{a.key}+{b.key}", t("code.two_mistakes", first=_message(a), second=_message(b)))
                  for a, b in two[:2])
 

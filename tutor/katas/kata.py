@@ -150,6 +150,9 @@ class Kata:
     mistakes: tuple[Mistake, ...]
     follow_ups: tuple[str, ...] = ()
     by_hand: bool = False  # PyTorch's autograd is switched off in the learner's program (the backward pass)
+    #: The functions whose contract says their result has an argument's dtype, and that argument
+    #: (``{"apply_rope": "x"}``): a result of the right values in another float dtype fails, named.
+    dtype_of: Mapping[str, str] = field(default_factory=dict)
 
     def outputs_of(self, case: Case) -> tuple[Output, ...]:
         """What ``case``'s call returns: the case's own outputs (a kata of several functions), else the kata's."""

@@ -257,4 +257,5 @@ KATA = Kata(
         Mistake.of("no_scaling"),
     ),
     follow_ups=("rope", "rope-context-extension", "kv-cache"),
+    dtype_of={"apply_rope": "x"},  # the starter: "the same shape and dtype as x"
 )

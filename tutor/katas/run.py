@@ -4,8 +4,11 @@ The one place attn-tutor runs code: the file a learner names on ``attn-tutor
 code check``, as their own program, never a file an exercise, a solution or a
 pack names.  It runs under the interpreter ``--python`` names (by default the
 one running attn-tutor) as ``harness.py`` (:mod:`tutor.katas.harness`), in a
-session of its own (Ctrl-C reaches attn-tutor, which stops the child and all
-it started), with standard input closed, an address-space limit
+session of its own (Ctrl-C reaches attn-tutor, which stops the child's process
+group and, on Linux, every process started under it that still carries the
+run's mark, :data:`MARK`, in its environment, even one that left the group
+with ``setsid`` and was orphaned by a double fork: attn-tutor is their
+reaper, ``PR_SET_CHILD_SUBREAPER``), with standard input closed, an address-space limit
 (``RLIMIT_AS``), a CPU-time limit over the whole run and a wall-clock limit
 per case (a case that runs past it is stopped and named), its standard output
 and error captured (the first :data:`KEEP_OUTPUT` bytes of each, shown escaped
@@ -39,6 +42,10 @@ LOAD_TIME_LIMIT = 120.0  # seconds to start the interpreter and import the file 
 DEFAULT_MEMORY_MB = 2048  # the child's address space (PyTorch's import needs under 1 GiB)
 KEEP_OUTPUT = 64 * 1024  # bytes of the child's standard output and error kept
 MAX_EVENT = 64 * 1024 * 1024  # bytes of events read before the child is stopped as flooding
+#: The variable each run sets, to a token of its own, in the environment of the learner's program: what it starts
+#: inherits it, so the processes of this run left behind (orphans reparented to attn-tutor) are told apart from
+#: another run's in the same process (tests run several at once) and stopped.
+MARK = "ATTN_TUTOR_CODE_RUN"
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,12 @@ class Run:
     stdout: str = ""
     stderr: str = ""
     returncode: int | None = None
+    #: How many cases the file's flavour has (the harness's ``loaded`` event; ``None`` before it): after a
+    #: hang or a crash, those neither reported nor stopped were never run.
+    planned: int | None = None
+    #: Bytes of standard output and error the child wrote beyond the :data:`KEEP_OUTPUT` kept of each.
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
 
 
 def _limits(memory_mb: int, cpu_seconds: int) -> Any:
@@ -101,6 +114,63 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def _become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``prctl(PR_SET_CHILD_SUBREAPER, 1)``): a
+    process the learner's program started, whose parent has died, is then reparented to attn-tutor, not to init,
+    where :func:`_stop_left_behind` finds it.  Whether that holds (``False`` elsewhere)."""
+    if sys.platform != "linux":
+        return False
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0)  # PR_SET_CHILD_SUBREAPER = 36
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> list[int]:
+    """The pids whose parent is this process (``/proc/<pid>/stat``'s fourth field), zombies left out."""
+    me, found = os.getpid(), []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[0] != b"Z" and int(fields[1]) == me:
+            found.append(int(entry.name))
+    return found
+
+
+def _marked(pid: int, token: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"{MARK}={token}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _stop_left_behind(token: str) -> None:
+    """Kill and reap this run's processes reparented to attn-tutor (orphans of the learner's program: a double fork,
+    ``setsid``), and theirs as they in turn are reparented, until none is left (at most 100 rounds)."""
+    for _ in range(100):
+        pids = [pid for pid in _children() if _marked(pid, token)]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *, python: str | None = None,
         time_limit: float = DEFAULT_TIME_LIMIT, memory_mb: int = DEFAULT_MEMORY_MB,
         environ: Mapping[str, str] | None = None) -> Run:
@@ -117,7 +187,9 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
         req = Path(tmp) / "request.json"
         req.write_text(json.dumps({**request, "file": str(file), "cases": list(cases)}), encoding="utf-8")
         read_fd, write_fd = os.pipe()
-        env = None if environ is None else dict(environ)  # None: this process's, inherited
+        token = os.urandom(8).hex()
+        reaper = _become_subreaper()
+        env = {**(os.environ if environ is None else environ), MARK: token}
         cpu = int(LOAD_TIME_LIMIT + time_limit * max(1, len(cases))) + 1
         try:
             proc = subprocess.Popen(
@@ -140,6 +212,8 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
             raise
         finally:
             os.close(read_fd)
+            if reaper:  # what the program started and left behind goes with it, however the run ended
+                _stop_left_behind(token)
             _restore(previous)
 
 
@@ -169,6 +243,7 @@ def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> 
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
     kept = {"stdout": bytearray(), "stderr": bytearray()}
+    dropped = {"stdout": 0, "stderr": 0}  # bytes written beyond what is kept: the report says they were cut
     pending = bytearray()
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + LOAD_TIME_LIMIT
@@ -180,7 +255,7 @@ def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> 
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             _kill(proc)
-            return _finish(proc, events, kept, hang=True, hang_case=current)
+            return _finish(proc, events, kept, dropped, hang=True, hang_case=current)
         for key, _ in sel.select(timeout):
             fd = key.fd if key.data == "events" else key.fileobj
             chunk = os.read(fd if isinstance(fd, int) else fd.fileno(), 65536)
@@ -191,11 +266,12 @@ def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> 
             if key.data != "events":
                 room = KEEP_OUTPUT - len(kept[key.data])
                 kept[key.data] += chunk[:max(0, room)]
+                dropped[key.data] += max(0, len(chunk) - max(0, room))
                 continue
             received += len(chunk)
             if received > MAX_EVENT:
                 _kill(proc)
-                return _finish(proc, events, kept)
+                return _finish(proc, events, kept, dropped)
             pending += chunk
             while b"\n" in pending:
                 line, _, rest = pending.partition(b"\n")
@@ -203,7 +279,7 @@ def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> 
                 event = _event(bytes(line))
                 if event is None:  # not what the harness writes: the learner's code wrote on the pipe
                     _kill(proc)
-                    return Run("tampered", **_common(proc, kept))
+                    return Run("tampered", **_common(proc, kept, dropped))
                 events.append(event)
                 if event["event"] == "loaded":
                     expected = event["cases"]
@@ -215,9 +291,9 @@ def _watch(proc: subprocess.Popen[bytes], events_fd: int, time_limit: float) -> 
                     done += 1
                     if done == expected:  # every case reported: a thread or a child left running is not waited for
                         _kill(proc)
-                        return _finish(proc, events, kept, all_reported=True)
+                        return _finish(proc, events, kept, dropped, all_reported=True)
     proc.wait()
-    return _finish(proc, events, kept)
+    return _finish(proc, events, kept, dropped)
 
 
 _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
@@ -251,14 +327,18 @@ def _event(line: bytes) -> dict[str, Any] | None:
     return event
 
 
-def _common(proc: subprocess.Popen[bytes], kept: dict[str, bytearray]) -> dict[str, Any]:
+def _common(proc: subprocess.Popen[bytes], kept: dict[str, bytearray],
+            dropped: dict[str, int] | None = None) -> dict[str, Any]:
+    cut = dropped or {}
     return {"stdout": kept["stdout"].decode("utf-8", "replace"), "stderr": kept["stderr"].decode("utf-8", "replace"),
-            "returncode": proc.returncode}
+            "returncode": proc.returncode, "stdout_dropped": cut.get("stdout", 0),
+            "stderr_dropped": cut.get("stderr", 0)}
 
 
-def _finish(proc: subprocess.Popen[bytes], events: list[dict[str, Any]], kept: dict[str, bytearray], *,
-            hang: bool = False, hang_case: str | None = None, all_reported: bool = False) -> Run:
-    common = _common(proc, kept)
+def _finish(proc: subprocess.Popen[bytes], events: list[dict[str, Any]], kept: dict[str, bytearray],
+            dropped: dict[str, int], *, hang: bool = False, hang_case: str | None = None,
+            all_reported: bool = False) -> Run:
+    common = _common(proc, kept, dropped)
     for e in events:
         if e["event"] in ("syntax", "load_error", "missing"):
             return Run(e["event"], detail=e, **common)
@@ -268,10 +348,11 @@ def _finish(proc: subprocess.Popen[bytes], events: list[dict[str, Any]], kept: d
         CaseRun(e["id"], tuple(e["outputs"]), peak=e.get("peak")) if e["event"] == "result"
         else CaseRun(e["id"], exception=e["exception"], traceback=e["traceback"])
         for e in events if e["event"] in ("result", "error"))
+    planned = loaded.get("cases")
     if hang:
-        return Run("hang", flavour, cases, why=why, hang_case=hang_case, **common)
+        return Run("hang", flavour, cases, why=why, hang_case=hang_case, planned=planned, **common)
     started = [e["id"] for e in events if e["event"] == "start"]
     if not all_reported and (flavour is None or len(cases) < len(started) or proc.returncode != 0):
         return Run("crash", flavour, cases, why=why, hang_case=started[-1] if len(cases) < len(started) else None,
-                   **common)
-    return Run("ran", flavour, cases, why=why, **common)
+                   planned=planned, **common)
+    return Run("ran", flavour, cases, why=why, planned=planned, **common)

@@ -175,4 +175,5 @@ KATA = Kata(
         Mistake.of("causal_ignored"),
     ),
     follow_ups=("why-scale", "fully-masked-row", "mask-polarity", "stable-softmax", "cache-causal"),
+    dtype_of={"scaled_dot_product_attention": "q"},  # the starter: "in the dtype of q"
 )

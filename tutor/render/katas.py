@@ -125,20 +125,43 @@ def check_lines(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[
         out.append("  " + t("code.hang.marked", case=run.hang_case or "?"))
     elif run.status == "crash":
         out.append("  " + t("code.crash.marked", case=run.hang_case or "?", code=run.returncode))
-    total = len(report.cases) + (1 if run.status in ("hang", "crash") else 0)
+    total, not_run = _counts(report, run)
     passed = sum(v.passed for v in report.cases)
-    for stream, text in (("stdout", run.stdout), ("stderr", run.stderr)):
-        if text.strip():
+    for stream, text, dropped in (("stdout", run.stdout, run.stdout_dropped), ("stderr", run.stderr, run.stderr_dropped)):
+        if text.strip() or dropped:
             out.append(t(f"code.printed.{stream}"))
             out += ["  | " + line for line in shown_output(text)]
+        if dropped:  # only the first KEEP_OUTPUT bytes were kept: say the rest was cut, and how much
+            out += _wrapped(t("code.printed.cut", size=_size_text(dropped)), 2, width)
     if report.passed and run.status == "ran":
         out.append(t("code.passed", n=total))
         if follow_ups:
-            out.append(t("code.follow_ups"))
-            out += ["  " + t("code.follow_up.item", question=shown(q), topic=topic) for _, q, topic in follow_ups]
+            out += _wrapped(t("code.follow_ups"), 0, width)
+            for _, q, topic in follow_ups:  # wrapped as every sentence is: a question is a line or two long
+                out += _wrapped(t("code.follow_up.item", question=shown(q), topic=topic), 2, width)
+    elif run.status in ("hang", "crash") and not_run:
+        out.append(t(f"code.failed.not_run_after_{run.status}", passed=passed, n=total, not_run=not_run))
     else:
         out.append(t("code.failed", passed=passed, n=total))
     return out
+
+
+def _counts(report: Report, run: Run) -> tuple[int, int]:
+    """``(total, not_run)``: the cases of the file's flavour (the run's ``planned``: a hang or a crash stops the
+    run before the rest), and how many of them were neither reported nor the one stopped."""
+    stopped = 1 if run.status in ("hang", "crash") and run.hang_case is not None else 0
+    seen = len(report.cases) + stopped
+    total = max(seen, run.planned or 0) if run.status in ("hang", "crash") else len(report.cases)
+    return total, total - seen
+
+
+def _size_text(n: int) -> str:
+    """A count of bytes as read: ``812 bytes``, ``63.5 KB``, ``49.9 MB`` (powers of 1000)."""
+    if n < 1000:
+        return f"{n} B"
+    if n < 1000**2:
+        return f"{n / 1000:.1f} KB"
+    return f"{n / 1000**2:.1f} MB"
 
 
 def check_document(report: Report, run: Run, file: str, follow_ups: Sequence[tuple[str, str, str]] = ()) -> dict[str, Any]:
@@ -171,9 +194,11 @@ def check_document(report: Report, run: Run, file: str, follow_ups: Sequence[tup
         "kata": kata.id, "flavour": report.flavour, "flavour_because": run.why, "file": file,
         "passed": report.passed and run.status == "ran",
         "cases": [case(v) for v in report.cases],
-        "stopped": None if run.status == "ran" else {"status": run.status, "case": run.hang_case},
+        "stopped": None if run.status == "ran" else {"status": run.status, "case": run.hang_case,
+                                                      "not_run": _counts(report, run)[1]},
         "mistakes": list(report.mistakes),
         "stdout": run.stdout, "stderr": run.stderr,
+        "stdout_cut_bytes": run.stdout_dropped, "stderr_cut_bytes": run.stderr_dropped,
         "follow_ups": [{"id": qid, "question": q, "topic": topic} for qid, q, topic in follow_ups],
     }
 
