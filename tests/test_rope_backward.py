@@ -142,7 +142,14 @@ def test_the_pairs_are_turned_back_on_paper():
     pieces = KINDS["d_k"].arithmetic(sol, step, 4)
     lines = [p for p in pieces if p.label.startswith("d_K[")]
     assert len(lines) == 12
-    assert any("m·θ_1 = 2·(1/100) = 1/50" in p.lines[0] for p in pieces)
+    # a key's position is n, as the hint and the explanation say (the trial found m·θ here), a query's m
+    assert any("n·θ_1 = 2·(1/100) = 1/50" in p.lines[0] for p in pieces)
+    assert not any("m·θ" in str(line) for p in pieces for line in p.lines)
+    assert step.formula == "d_K = R(nθ)ᵀ·d_K_rot" and sol.step("d_q", 0).formula == "d_Q = R(mθ)ᵀ·d_Q_rot"
+    assert any("m·θ_1 = 2·(1/100) = 1/50" in p.lines[0]
+               for p in KINDS["d_q"].arithmetic(sol, sol.step("d_q", 0), 4))
+    forward_keys = KINDS["k_rot"].arithmetic(sol, sol.step("k_rot", 0), 4)
+    assert any("n·θ_1 = 2·(1/100) = 1/50" in p.lines[0] for p in forward_keys)
     work = str(KINDS["d_q"].work(sol, sol.step("d_q", 0), 1, 0))
     assert work.startswith("d_Q_rot[t2, d1]·cos(1) + d_Q_rot[t2, d3]·sin(1) = ")
 
@@ -171,6 +178,7 @@ def test_the_bundled_rope_exercises_explain_their_backward_pass(cli, fmt):
             assert {"d_q_rot", "d_k_rot", "d_q", "d_k"} <= set(ids)
         elif fmt == "markdown":
             assert r"d_Q = R(m\theta)^\top d_{Q_\text{rot}}" in r.out
+            assert r"d_K = R(n\theta)^\top d_{K_\text{rot}}" in r.out
         else:
             assert "d_Q = R(mθ)ᵀ·d_Q_rot" in r.out and "Gradient of Q (d_Q_rot turned back)" in r.out
 
