@@ -328,3 +328,24 @@ def test_a_rope_exercise_past_the_backward_work_limit_is_refused_in_one_line(cli
     r = cli("explain", str(path), "--backward")
     assert r.code == 2 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
     assert "num_heads·L·L_k²·d_model·d_k = 16,384" in r.err and "1·16·16²·3·2 = 24,576" in r.err
+
+
+def test_practice_gives_the_exercises_upstream_at_d_output(cli):
+    """Step 1, d_output = upstream: the hint says the upstream is given, so the prompt shows it (the trial found
+    only the forward output, the upstream revealed by ``show`` alone, counted as missed); typed, it is right."""
+    from tutor.exercise.catalog import resolve
+    from tutor.practice.worked import inputs_for
+
+    ex = resolve("rope-relative-4x2")
+    assert ex.upstream is not None
+    sol = solve(ex, backward=True)
+    given = inputs_for(sol, sol.step("d_output", None))
+    upstream = [g for g in given if str(g.name) == "upstream"]
+    assert len(upstream) == 1 and upstream[0].value == ((1, 0), (0, 1), (1, -1), (2, 0))  # the YAML's upstream
+    code, out, err = cli("practice", "rope-relative-4x2", "--steps", "d_output",
+                         input="1 0; 0 1; 1 -1; 2 0\n", env={"COLUMNS": "100"})
+    assert code == 0, err
+    assert "upstream [4×2]" in out and "Steps right: 1 of 1 (1 at the first try); shown: 0" in out
+    # without an upstream the step's input is the forward output alone, and the formula says all ones
+    plain = solve(resolve("single-head-3x4"), backward=True)
+    assert [str(g.name) for g in inputs_for(plain, plain.step("d_output", None))] == ["head_1"]
