@@ -472,3 +472,21 @@ def test_a_mistake_that_cannot_change_a_step_is_not_said_to_be_invisible_there()
     assert "round_scaled" in varies(ex, ("masked", 0)) and "round_scaled" not in varies(ex, ("weights", 0))
     found = {(f.key, f.step[0]) for f in invisible(solve(ex))}
     assert not {("truncated_weights", "masked"), ("truncated_weights", "weights")} & found
+
+
+def test_a_backward_mistake_is_suggested_with_backward():
+    """The note at a gradient step suggests the other exercise's backward pass (--backward): forward-only, the
+    mistake is never made there. A forward step's note stays as it was."""
+    from tutor.base.messages import Msg
+    from tutor.mistakes.invisible import in_backward, note, suggestion
+    from tutor.steps import solve
+
+    assert in_backward("d_q") and in_backward("d_output") and not in_backward("scores") and not in_backward("tiled")
+    found = suggestion("grad_no_scale", "d_q", "single-head-3x4")
+    assert found is not None
+    sol = solve(resolve("single-head-3x4"), backward=True)
+    said = note(sol, "grad_no_scale", ("d_q", 0), found)
+    assert isinstance(said, Msg)
+    assert f"Try the backward pass of `{found}` (--backward) to be tested on it." in str(said)
+    forward = note(sol, "no_scaling", ("scaled", 0), "single-head-asym-3x4")
+    assert "Try `single-head-asym-3x4` to be tested on it." in str(forward) and "--backward" not in str(forward)

@@ -47,7 +47,7 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
             "mistakes": [{"key": m.key, "name": mistake_name(m.key), "submissions": m.count, "example": m.example,
                           "exercise": m.exercise, "step": m.step} for m in classview.mistakes],
             "assign": None if a is None else {"mistake": a.key, "exercise": a.exercise, "step": a.step, "tiled": a.tiled,
-                                              "shows": a.shows, "command": a.command},
+                                              "shows": a.shows, "backward": a.backward, "command": a.command},
         }
     prog = None
     if progress is not None:
@@ -61,6 +61,8 @@ def _assign_sentence(a: dict[str, Any]) -> str:
         return t("report.assign.tiled", mistake=name, exercise=a["exercise"])
     if a["step"] is not None:
         return t("report.assign.step", mistake=name, exercise=a["exercise"], step=a["step"])
+    if a.get("backward"):  # a gradient's mistake: it shows in that exercise's backward pass only
+        return t("report.assign.exercise.backward", mistake=name, exercise=a["exercise"])
     return t("report.assign.exercise", mistake=name, exercise=a["exercise"])
 
 

@@ -2568,5 +2568,11 @@ EN.update({
     "mistake.postnorm_columns": "post-norm: X + output normalized over each column (the tokens)",
 })
 
+# --- issue 23/24 fix: engine (a backward mistake's suggestion carries --backward) ---
+EN.update({
+    "invisible.try.backward": "Try the backward pass of `{id}` (--backward) to be tested on it.",
+    "report.assign.exercise.backward": "The most common mistake: {mistake}. It shows in the backward pass of exercise {exercise} (--backward); assign it next.",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN

@@ -2505,5 +2505,11 @@ ZH.update({
     "mistake.postnorm_columns": "后置归一化：按列（跨词元）归一化 X + output",
 })
 
+# --- issue 23/24 fix: engine (a backward mistake's suggestion carries --backward) ---
+ZH.update({
+    "invisible.try.backward": "试试 `{id}` 的反向传播（--backward），那道练习能检验出这个错误。",
+    "report.assign.exercise.backward": "最常见的错误：{mistake}。练习 {exercise} 的反向传播（--backward）能暴露这个错误，接下来就布置它。",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH
