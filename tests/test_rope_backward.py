@@ -349,3 +349,17 @@ def test_practice_gives_the_exercises_upstream_at_d_output(cli):
     # without an upstream the step's input is the forward output alone, and the formula says all ones
     plain = solve(resolve("single-head-3x4"), backward=True)
     assert [str(g.name) for g in inputs_for(plain, plain.step("d_output", None))] == ["head_1"]
+
+
+def test_practice_writes_the_worked_entry_with_one_minus_sign(cli):
+    """Hint 2's worked entry is written as explain writes its worked lines (−, √, ·), not the answer grammar's
+    ``(-0.133061)`` beside hint 1's ``−g_a·sin`` (the trial); a label in brackets is kept as it is."""
+    from tutor.exact.numbers import notation_of_work
+
+    assert notation_of_work("d_Q[x-ray, d1] = (-0.1331)·sin(1) + 2*sqrt(2) ≈ -0.05") == \
+        "d_Q[x-ray, d1] = (−0.1331)·sin(1) + 2√2 ≈ −0.05"
+    code, out, err = cli("practice", "rope-relative-4x2", "--steps", "d_q", input="0 0; 0 0; 0 0; 0 0\nhint\nhint\nquit\n",
+                         env={"COLUMNS": "200"})
+    assert code == 0, err
+    worked = out[out.index("one entry worked out"):].splitlines()[1]
+    assert "(−0.133061)·sin(0)" in worked and "-" not in worked.replace("d_Q_rot", "")

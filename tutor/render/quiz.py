@@ -23,6 +23,7 @@ from ..base.cells import pad, widest, width
 from ..base.decimals import fixed, trimmed
 from ..base.messages import Text as Words
 from ..base.messages import join_and, plural, t
+from ..exact.numbers import notation_of_work
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
@@ -281,7 +282,7 @@ class QuizRenderer:
             self.line(t(f"practice.hint.{step.id}{append}", **_hint_fields(step)), indent=3)
         elif h.level == 2:
             self.line(t("practice.hint.2"), "bold")
-            self.line(h.work, indent=3)
+            self.line(notation_of_work(str(h.work)), indent=3)  # paper notation: one minus sign, as the hints write
         else:
             self.line(t("practice.hint.none"))
 
