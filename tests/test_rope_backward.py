@@ -363,3 +363,12 @@ def test_practice_writes_the_worked_entry_with_one_minus_sign(cli):
     assert code == 0, err
     worked = out[out.index("one entry worked out"):].splitlines()[1]
     assert "(−0.133061)·sin(0)" in worked and "-" not in worked.replace("d_Q_rot", "")
+    # a diagnosis quoting a worked entry writes it the same way (the trial's mix of - and −); the learner's own
+    # text ("you wrote") is kept as typed
+    typed = "0.137541 -0.133061; -0.049974 0.022211; 0.075129 -0.224123; -0.363332 -0.5"
+    code, out, err = cli("practice", "rope-relative-4x2", "--steps", "d_q", input=f"{typed}\nquit\n",
+                         env={"COLUMNS": "200"})
+    assert code == 0, err
+    said = next(line for line in out.splitlines() if "should be" in line)
+    assert said.startswith("Diagnosis: d_Q[b3, d2] should be −d_Q_rot[b3, d1]·sin(3) + d_Q_rot[b3, d2]·cos(3) = "
+                           "−0.400758·sin(3) + 0.236785·cos(3) ≈ −0.2910; you wrote -0.5."), said
