@@ -233,13 +233,13 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "answer.log": (
         parse_entry,
         "log(2)",
-        '"log" at column 1 in "log(2)": a logarithm is not part of what answers can be written in (sqrt, exp, e); '
+        '"log" at column 1 in "log(2)": a logarithm is not part of what answers can be written in (sqrt, exp, cos, sin, e); '
         "give it as a decimal (log(2) ≈ 0.6931)",
     ),
     "answer.unknown_name": (
         parse_entry,
         "2*pi",
-        'unknown name "pi" at column 3 in "2*pi" (known: sqrt, exp, e, inf)',
+        'unknown name "pi" at column 3 in "2*pi" (known: sqrt, exp, cos, sin, e, inf)',
     ),
     "answer.needs_parens": (parse_entry, "sqrt 2", '"sqrt" at column 1 in "sqrt 2" needs parentheses, e.g. sqrt(2)'),
     "answer.nan": (parse_entry, "2*nan", '"nan" at column 3 in "2*nan" is not a number'),
@@ -314,7 +314,7 @@ ERRORS: dict[str, tuple[object, object, str]] = {
     "matrix.entry": (
         parse_matrix,
         "1 2; 3 x",
-        'row 2, entry 2: unknown name "x" at column 1 in "x" (known: sqrt, exp, e, inf)',
+        'row 2, entry 2: unknown name "x" at column 1 in "x" (known: sqrt, exp, cos, sin, e, inf)',
     ),
     "matrix.row_entry": (parse_row, "1 2/0", 'entry 2: division by zero at column 2 in "2/0"'),
     "matrix.empty_entry": (parse_matrix, "1, , 2", "row 1, entry 2 is empty"),
@@ -1165,3 +1165,18 @@ def test_a_matrix_with_too_many_entries_is_refused_before_any_entry_is_parsed(te
     with pytest.raises(AnswerError, match="more than 4096 entries"):
         parse_matrix(text)
     assert parsed == []
+
+
+def test_refusals_list_every_name_the_grammar_accepts():
+    """The unknown-name and logarithm refusals name every function the grammar reads (cos and sin
+    were accepted but left out of both lists): each name in the table parses, and each is listed."""
+    from tutor.answers import grammar
+
+    for name in grammar.FUNCTIONS:
+        parse_entry(f"{name}(0)")
+    for text in ("2*pi", "log(2)"):
+        with pytest.raises(AnswerError) as info:
+            parse_entry(text)
+        shown = str(info.value)
+        for name in (*grammar.FUNCTIONS, *grammar.CONSTANTS):
+            assert f"{name}," in shown or f"{name})" in shown, (name, shown)

@@ -268,6 +268,12 @@ def test_every_mistake_maps_to_something_that_exists():
         assert a.exercise in exercises, (key, step)
         if a.step is not None:
             assert KINDS[a.step].exists(exercises[a.exercise]), (key, step)
+        # a mistake made in a gradient is practised in the backward pass (the trial: rope_grad_not_unrotated
+        # assigned as forward-only practice, where it never shows)
+        if a.shows and KINDS[step].backward:
+            assert a.command == f"attn-tutor practice {a.exercise} --backward", (key, step, a.command)
+        elif a.shows:
+            assert "--backward" not in a.command, (key, step, a.command)
     for key in ("single_entry", "nan", "nan_empty_row"):
         a = assignment(key, "weights", "single-head-3x4")
         assert (a.exercise, a.step) == ("single-head-3x4", "weights")
@@ -275,6 +281,31 @@ def test_every_mistake_maps_to_something_that_exists():
         assert assignment(key, "tiled", "single-head-3x4").command == "attn-tutor practice single-head-3x4 --tiled"
     a = assignment("single_entry", "k_new", "single-head-3x4")  # a step that exercise does not have
     assert KINDS["k_new"].exists(exercises[a.exercise])
+
+
+def test_report_assigns_a_backward_mistake_with_backward(cli, tmp_path):
+    """The trial's class: rope_grad_not_unrotated at d_q is assigned as the backward pass of an exercise that
+    shows it (sentence, command and JSON), in English and Chinese."""
+    from tutor.audit.classview import assignment
+
+    a = assignment("rope_grad_not_unrotated", "d_q", "rope-relative-4x2")
+    assert a.shows and a.backward and a.command == f"attn-tutor practice {a.exercise} --backward"
+    assert not assignment("no_scaling", "scaled", "single-head-3x4").backward  # a forward mistake: forward practice
+    rows = tmp_path / "g.csv"
+    rows.write_text(
+        '"student","exercise","score","verdict","first_wrong_step","mistakes","comment","steps"\n'
+        '"s1","rope-relative-4x2","33.33","wrong","d_q","rope_grad_not_unrotated","","d_q_rot:correct; d_q:wrong"\n',
+        encoding="utf-8")
+    code, out, err = cli("report", rows, env={"COLUMNS": "200"})
+    assert code == 0, err
+    assert f"It shows in the backward pass of exercise {a.exercise} (--backward)" in out
+    assert f"attn-tutor practice {a.exercise} --backward" in out
+    code, out, err = cli("report", rows, "--format", "json")
+    assert code == 0, err
+    assign = json.loads(out)["submissions"]["assign"]
+    assert assign["backward"] is True and assign["command"].endswith(" --backward")
+    code, out, err = cli("--lang", "zh", "report", rows, env={"COLUMNS": "200"})
+    assert code == 0 and f"练习 {a.exercise} 的反向传播（--backward）能暴露这个错误" in out
 
 
 # --- stats --export, and report over the class's progress files --------------------------------------------

@@ -124,7 +124,7 @@ def test_malformed_file_is_unusable(cli, monkeypatch):
     code, out, err = cli("check", "malformed.yaml")
     assert (code, out) == (2, "")
     assert err.splitlines() == [
-        'error: malformed.yaml:3:25: scores[1][1]: unknown name "eight" at column 1 in "eight" (known: sqrt, exp, e, inf)',
+        'error: malformed.yaml:3:25: scores[1][1]: unknown name "eight" at column 1 in "eight" (known: sqrt, exp, cos, sin, e, inf)',
         "error: malformed.yaml:4:1: weigths: 'weigths' is not a step name (did you mean 'weights'?)",
         "error: malformed.yaml:5:1: concat: the exercise has one head, so it has no 'concat' step",
     ]

@@ -472,3 +472,63 @@ def test_a_mistake_that_cannot_change_a_step_is_not_said_to_be_invisible_there()
     assert "round_scaled" in varies(ex, ("masked", 0)) and "round_scaled" not in varies(ex, ("weights", 0))
     found = {(f.key, f.step[0]) for f in invisible(solve(ex))}
     assert not {("truncated_weights", "masked"), ("truncated_weights", "weights")} & found
+
+
+def test_a_backward_mistake_is_suggested_with_backward():
+    """The note at a gradient step suggests the other exercise's backward pass (--backward): forward-only, the
+    mistake is never made there. A forward step's note stays as it was."""
+    from tutor.base.messages import Msg
+    from tutor.mistakes.invisible import in_backward, note, suggestion
+    from tutor.steps import solve
+
+    assert in_backward("d_q") and in_backward("d_output") and not in_backward("scores") and not in_backward("tiled")
+    found = suggestion("grad_no_scale", "d_q", "single-head-3x4")
+    assert found is not None
+    sol = solve(resolve("single-head-3x4"), backward=True)
+    said = note(sol, "grad_no_scale", ("d_q", 0), found)
+    assert isinstance(said, Msg)
+    assert f"Try the backward pass of `{found}` (--backward) to be tested on it." in str(said)
+    forward = note(sol, "no_scaling", ("scaled", 0), "single-head-asym-3x4")
+    assert "Try `single-head-asym-3x4` to be tested on it." in str(forward) and "--backward" not in str(forward)
+
+
+ROPE_DECODE = """\
+id: rope-decode
+title: "RoPE decode step"
+past_tokens: [The, cat, sat]
+cache:
+  - k: [[1, 0], [0, 1], [1, 1]]
+    v: [[-1, 1], [1, 0], [0, 1]]
+tokens: ["on"]
+x: [[1, 1]]
+heads:
+  - w_q: [[1, 0], [0, 1]]
+    w_k: [[1, 1], [0, 1]]
+    w_v: [[1, 0], [0, 1]]
+mask: causal_lower_right
+rope: {base: 10000, pairing: interleaved}
+"""
+
+
+def test_rotating_v_in_a_decode_step_is_modelled_and_caught(cli, tmp_path):
+    """With a KV cache, V = [V_cache; V_new]: rotating V turns the new row at its position (3 here), as k_rot turns
+    the new key. The trial found the cached path returned before the mistake was modelled, so validate said it
+    could not be caught. V_new = x·W_V = [1, 1] turned by 3 rad: [cos 3 − sin 3, sin 3 + cos 3], by hand."""
+    from tutor.mistakes.diagnose import diagnose
+    from tutor.mistakes.invisible import VALIDATED, invisible
+    from tutor.steps import Variant, replay, solve
+
+    ex = parse_exercise(ROPE_DECODE, "rope-decode.yaml")
+    wrong = replay(ex, Variant(rope="rotate_v")).values[("v", 0)]
+    c, s = math.cos(3), math.sin(3)
+    assert np.allclose(wrong, [[-1, 1], [1, 0], [0, 1], [c - s, s + c]], atol=1e-12)  # the cache's rows as stored
+    sol = solve(ex)
+    assert np.allclose(sol.step("v", 0).value, [[-1, 1], [1, 0], [0, 1], [1, 1]])
+    assert "rope_v_rotated" not in {f.key for f in invisible(sol, VALIDATED)}
+    got = [d.key for d in diagnose(sol, "v", 0, wrong.tolist(), tolerance=1e-6)]
+    assert got[:1] == ["rope_v_rotated"], got
+    path = tmp_path / "rope-decode.yaml"
+    path.write_text(ROPE_DECODE, encoding="utf-8")
+    code, out, err = cli("validate", str(path))
+    assert code == 0, err
+    assert "rotating V" not in out

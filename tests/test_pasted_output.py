@@ -258,7 +258,7 @@ def test_refused_in_one_line(text, message):
 
 
 def test_nothing_is_evaluated():
-    # the text inside tensor(...) goes through the answer grammar, which knows no names but sqrt, exp, e, inf
+    # the text inside tensor(...) goes through the answer grammar, which knows no names but sqrt, exp, cos, sin, e, inf
     with pytest.raises(AnswerError, match="unknown name \"__import__\"|unexpected character"):
         parse_matrix("tensor([[__import__('os').system('echo hi'), 1]])")
     with pytest.raises(AnswerError, match="only keyword arguments such as dtype=torch.float64"):

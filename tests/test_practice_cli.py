@@ -296,7 +296,7 @@ def test_bad_typed_input_is_one_line_and_a_new_prompt(cli):
     assert code == 0 and err == ""
     complaints = [line for line in out if line.startswith("Not an answer: ")]
     assert len(complaints) == len(bad)
-    assert complaints[0] == 'Not an answer: row 3, entry 2: unknown name "x" at column 1 in "x" (known: sqrt, exp, e, inf). Type'
+    assert complaints[0] == 'Not an answer: row 3, entry 2: unknown name "x" at column 1 in "x" (known: sqrt, exp, cos, sin, e,'
     for line in bad[:-2]:
         shown = line.replace("\x00", "\\x00")  # control characters are echoed visibly
         assert f"Q> {shown}" in out

@@ -142,7 +142,14 @@ def test_the_pairs_are_turned_back_on_paper():
     pieces = KINDS["d_k"].arithmetic(sol, step, 4)
     lines = [p for p in pieces if p.label.startswith("d_K[")]
     assert len(lines) == 12
-    assert any("m·θ_1 = 2·(1/100) = 1/50" in p.lines[0] for p in pieces)
+    # a key's position is n, as the hint and the explanation say (the trial found m·θ here), a query's m
+    assert any("n·θ_1 = 2·(1/100) = 1/50" in p.lines[0] for p in pieces)
+    assert not any("m·θ" in str(line) for p in pieces for line in p.lines)
+    assert step.formula == "d_K = R(nθ)ᵀ·d_K_rot" and sol.step("d_q", 0).formula == "d_Q = R(mθ)ᵀ·d_Q_rot"
+    assert any("m·θ_1 = 2·(1/100) = 1/50" in p.lines[0]
+               for p in KINDS["d_q"].arithmetic(sol, sol.step("d_q", 0), 4))
+    forward_keys = KINDS["k_rot"].arithmetic(sol, sol.step("k_rot", 0), 4)
+    assert any("n·θ_1 = 2·(1/100) = 1/50" in p.lines[0] for p in forward_keys)
     work = str(KINDS["d_q"].work(sol, sol.step("d_q", 0), 1, 0))
     assert work.startswith("d_Q_rot[t2, d1]·cos(1) + d_Q_rot[t2, d3]·sin(1) = ")
 
@@ -171,6 +178,7 @@ def test_the_bundled_rope_exercises_explain_their_backward_pass(cli, fmt):
             assert {"d_q_rot", "d_k_rot", "d_q", "d_k"} <= set(ids)
         elif fmt == "markdown":
             assert r"d_Q = R(m\theta)^\top d_{Q_\text{rot}}" in r.out
+            assert r"d_K = R(n\theta)^\top d_{K_\text{rot}}" in r.out
         else:
             assert "d_Q = R(mθ)ᵀ·d_Q_rot" in r.out and "Gradient of Q (d_Q_rot turned back)" in r.out
 
@@ -320,3 +328,47 @@ def test_a_rope_exercise_past_the_backward_work_limit_is_refused_in_one_line(cli
     r = cli("explain", str(path), "--backward")
     assert r.code == 2 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
     assert "num_heads·L·L_k²·d_model·d_k = 16,384" in r.err and "1·16·16²·3·2 = 24,576" in r.err
+
+
+def test_practice_gives_the_exercises_upstream_at_d_output(cli):
+    """Step 1, d_output = upstream: the hint says the upstream is given, so the prompt shows it (the trial found
+    only the forward output, the upstream revealed by ``show`` alone, counted as missed); typed, it is right."""
+    from tutor.exercise.catalog import resolve
+    from tutor.practice.worked import inputs_for
+
+    ex = resolve("rope-relative-4x2")
+    assert ex.upstream is not None
+    sol = solve(ex, backward=True)
+    given = inputs_for(sol, sol.step("d_output", None))
+    upstream = [g for g in given if str(g.name) == "upstream"]
+    assert len(upstream) == 1 and upstream[0].value == ((1, 0), (0, 1), (1, -1), (2, 0))  # the YAML's upstream
+    code, out, err = cli("practice", "rope-relative-4x2", "--steps", "d_output",
+                         input="1 0; 0 1; 1 -1; 2 0\n", env={"COLUMNS": "100"})
+    assert code == 0, err
+    assert "upstream [4×2]" in out and "Steps right: 1 of 1 (1 at the first try); shown: 0" in out
+    # without an upstream the step's input is the forward output alone, and the formula says all ones
+    plain = solve(resolve("single-head-3x4"), backward=True)
+    assert [str(g.name) for g in inputs_for(plain, plain.step("d_output", None))] == ["head_1"]
+
+
+def test_practice_writes_the_worked_entry_with_one_minus_sign(cli):
+    """Hint 2's worked entry is written as explain writes its worked lines (−, √, ·), not the answer grammar's
+    ``(-0.133061)`` beside hint 1's ``−g_a·sin`` (the trial); a label in brackets is kept as it is."""
+    from tutor.exact.numbers import notation_of_work
+
+    assert notation_of_work("d_Q[x-ray, d1] = (-0.1331)·sin(1) + 2*sqrt(2) ≈ -0.05") == \
+        "d_Q[x-ray, d1] = (−0.1331)·sin(1) + 2√2 ≈ −0.05"
+    code, out, err = cli("practice", "rope-relative-4x2", "--steps", "d_q", input="0 0; 0 0; 0 0; 0 0\nhint\nhint\nquit\n",
+                         env={"COLUMNS": "200"})
+    assert code == 0, err
+    worked = out[out.index("one entry worked out"):].splitlines()[1]
+    assert "(−0.133061)·sin(0)" in worked and "-" not in worked.replace("d_Q_rot", "")
+    # a diagnosis quoting a worked entry writes it the same way (the trial's mix of - and −); the learner's own
+    # text ("you wrote") is kept as typed
+    typed = "0.137541 -0.133061; -0.049974 0.022211; 0.075129 -0.224123; -0.363332 -0.5"
+    code, out, err = cli("practice", "rope-relative-4x2", "--steps", "d_q", input=f"{typed}\nquit\n",
+                         env={"COLUMNS": "200"})
+    assert code == 0, err
+    said = next(line for line in out.splitlines() if "should be" in line)
+    assert said.startswith("Diagnosis: d_Q[b3, d2] should be −d_Q_rot[b3, d1]·sin(3) + d_Q_rot[b3, d2]·cos(3) = "
+                           "−0.400758·sin(3) + 0.236785·cos(3) ≈ −0.2910; you wrote -0.5."), said

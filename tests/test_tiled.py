@@ -498,3 +498,17 @@ def test_an_empty_block_has_one_alpha_everywhere(cli):
     code, out, _ = cli("explain", "causal-left-padding-4x2", "--tiled", "--block-size", "1", "--format", "json")
     row = json.loads(out)["tiled"][0]
     assert [b["alpha"]["exact"] for b in row["blocks"][1:]] == ["0", "0", "0"]
+
+
+def test_a_blocks_keys_are_a_list_in_the_languages_own_separator(cli):
+    """The keys of a block are a list inside prose: 、 in Chinese (the trial found "键 t1, t2"), ", " in English;
+    explain --tiled and practice --tiled alike."""
+    code, out, err = cli("--lang", "zh", "explain", "single-head-3x4", "--tiled", env={"COLUMNS": "120"})
+    assert code == 0, err
+    assert "第 1 块（键 t1、t2）" in out and "键 t1, t2" not in out
+    code, out, err = cli("explain", "single-head-3x4", "--tiled", env={"COLUMNS": "120"})
+    assert code == 0, err
+    assert "block 1 (keys t1, t2)" in out
+    code, out, err = cli("--lang", "zh", "practice", "single-head-3x4", "--tiled", input="quit\n", env={"COLUMNS": "120"})
+    assert code == 0, err
+    assert "（键 t1、t2）" in out

@@ -160,6 +160,12 @@ _OPS = {
 }  # fmt: skip
 _INF_ALONE = re.compile(r"(?P<sign>[+\-−]?)\s*(?:\.?(?:inf|Inf|INF)|infinity|Infinity|∞|oo)")  # oo: sympy's
 _INF_NAMES = {"inf", "Inf", "INF", "infinity", "Infinity", "oo"}
+# The names an answer may use: the grammar's one table.  ``atom`` and ``implicit`` read it, and the
+# refusals of an unknown name or a logarithm list it, so a function added here is named there too.
+FUNCTIONS = ("sqrt", "exp", "cos", "sin")
+CONSTANTS = ("e",)
+WRITABLE = ", ".join(FUNCTIONS + CONSTANTS)  # a code form: the names as typed (half-width commas in every language)
+KNOWN_NAMES = ", ".join((*FUNCTIONS, *CONSTANTS, "inf"))
 _NAN_NAMES = {"nan", "NaN", "NAN"}
 _NAN_ALONE = re.compile(r"[+\-−]?\.?nan", re.IGNORECASE)  # as Python, NumPy, PyTorch and YAML (.nan) write it
 
@@ -292,7 +298,7 @@ class _Parser:
     @staticmethod
     def implicit(t: _Tok) -> bool:
         """Whether ``t`` starts a factor written without ``*``: ``√``, ``sqrt``, ``exp``, ``cos``, ``sin`` or ``(``."""
-        return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in ("sqrt", "exp", "cos", "sin"))
+        return (t.kind == "op" and t.op in ("√", "(")) or (t.kind == "name" and t.op in FUNCTIONS)
 
     def power_of_e(self, t: _Tok) -> bool:
         """Whether ``t`` is ``e`` raised to a power, ``e^x`` or ``e**x``, which multiplies when written
@@ -336,7 +342,7 @@ class _Parser:
             return self.op(t, V.sqrt, v)
         if t.kind == "name":
             name = t.op
-            if name in ("sqrt", "exp", "cos", "sin"):
+            if name in FUNCTIONS:
                 lp = self.take()
                 if not (lp.kind == "op" and lp.op == "("):
                     self.fail("answer.needs_parens", t, name=name)
@@ -353,8 +359,8 @@ class _Parser:
             if name in _NAN_NAMES:
                 self.fail("answer.nan", t, name=name)
             if name.lower() in ("log", "ln"):  # lse = m + log(l): the hint writes it, the grammar has no logarithm
-                self.fail("answer.log", t, name=name)
-            self.fail("answer.unknown_name", t, name=printable(name, 20))
+                self.fail("answer.log", t, name=name, names=WRITABLE)
+            self.fail("answer.unknown_name", t, name=printable(name, 20), names=KNOWN_NAMES)
         self.unexpected(t)
 
     def close(self, opening: _Tok) -> None:

@@ -64,22 +64,28 @@ class MistakeRank:
 @dataclass(frozen=True)
 class Assignment:
     """What to assign for a mistake: practise ``exercise`` (all of it; only ``step`` when given; its
-    online softmax when ``tiled``).  ``shows`` True when the mistake shows on that exercise at that step
-    (a suggestion of :func:`tutor.mistakes.invisible.suggestion`)."""
+    online softmax when ``tiled``; its backward pass when ``backward``).  ``shows`` True when the mistake shows on
+    that exercise at that step (a suggestion of :func:`tutor.mistakes.invisible.suggestion`); ``backward`` True
+    when that step is a gradient (:func:`tutor.mistakes.invisible.in_backward`): forward-only practice never
+    reaches it."""
 
     key: str
     exercise: str
     step: str | None = None
     tiled: bool = False
     shows: bool = False
+    backward: bool = False
 
     @property
     def command(self) -> str:
-        """The command that starts it: ``attn-tutor practice ID`` (``--steps S``, ``--tiled``)."""
+        """The command that starts it: ``attn-tutor practice ID`` (``--steps S``, ``--tiled``, ``--backward``;
+        a gradient step named in ``--steps`` needs no ``--backward``, which practice refuses beside ``--steps``)."""
         if self.tiled:
             return f"attn-tutor practice {self.exercise} --tiled"
         if self.step is not None:
             return f"attn-tutor practice {self.exercise} --steps {self.step}"
+        if self.backward:
+            return f"attn-tutor practice {self.exercise} --backward"
         return f"attn-tutor practice {self.exercise}"
 
 
@@ -155,7 +161,7 @@ def assignment(key: str, step: str, exercise: str) -> Assignment:
     """
     from ..exercise.catalog import bundled
     from ..mistakes.diagnose import MISCONCEPTIONS
-    from ..mistakes.invisible import suggestion
+    from ..mistakes.invisible import in_backward, suggestion
 
     ids = {ex.id for ex in bundled()}
     if step == TILED or key.startswith("tiled_"):
@@ -163,7 +169,7 @@ def assignment(key: str, step: str, exercise: str) -> Assignment:
     if key in {m.key for m in MISCONCEPTIONS}:
         found = suggestion(key, step, exercise)
         if found is not None:
-            return Assignment(key, found, shows=True)
+            return Assignment(key, found, shows=True, backward=in_backward(step))
     return Assignment(key, _with_step(step, exercise), step=step)
 
 

@@ -28,6 +28,13 @@ _ASCII = {
     "█": "#", "▓": "#", "▒": "+", "░": ".", "•": "*", "✓": "ok", "✗": "x", "‘": "'", "’": "'",
     "“": '"', "”": '"', "╶": "-", "─": "-", "│": "|", "├": "+", "└": "+",
     "∘": "(.)", "∂": "d", "δ": "delta",  # the backward pass: elementwise product, partial derivatives
+    # RoPE's angle, the norms' epsilon, a paper's section, a bound, the paged blocks' rounding, squares
+    # and cubes (NFKD would write x² as x2), a division, a sum over a group, CJK's comma and full stop
+    # (tests/test_ascii_fallback.py holds that every character the catalogs and the steps use is here
+    # or NFKD-spelled in ASCII, never a \u escape)
+    "θ": "theta", "ε": "eps", "§": "sec. ", "±": "+/-", "⌈": "ceil(", "⌉": ")", "⌊": "floor(", "⌋": ")",
+    "²": "^2", "³": "^3", "÷": "/", "⋅": "*", "∈": " in ", "∑": "sum", "、": ", ", "。": ". ",
+    "\ufffd": "?",  # an undecodable byte, as the line reader shows it
 }
 _ASCII_RE = re.compile("|".join(sorted(map(re.escape, _ASCII), key=len, reverse=True)))
 
@@ -37,6 +44,7 @@ def asciify(text: str) -> str:
     (``é`` -> ``e``) or, with nothing left in ASCII, is written as its code point (``х`` -> ``\\u0445``)."""
     text = re.sub(r"(\d)√", r"\1*√", text)
     text = re.sub(r"√(\w+)", r"sqrt(\1)", text)
+    text = re.sub(r"(?<=[A-Za-z0-9])θ", "*θ", text)  # R(mθ) -> R(m*theta), as m·θ_0 -> m*theta_0
     text = _ASCII_RE.sub(lambda m: _ASCII[m.group(0)], text)
     if text.isascii():
         return text

@@ -69,6 +69,16 @@ def notation(text: str) -> str:
     return _SQRT.sub(r"√\1", text).replace("*", "·").replace("-inf", "−∞").replace("-", "−")
 
 
+_LABELS = re.compile(r"(\[[^\]]*\])")
+
+
+def notation_of_work(text: str) -> str:
+    """A worked entry (answer-grammar text, :func:`tutor.steps.worked_entry`) as :func:`notation` writes it on paper,
+    its ``[row, column]`` labels as they are (a token may be named ``x-ray``): ``(-0.1331)·sin(1)`` ->
+    ``(−0.1331)·sin(1)``, one minus sign beside the hints' and explanations' ``−``."""
+    return "".join(part if part.startswith("[") else notation(part) for part in _LABELS.split(text))
+
+
 def _exp_text(u: Fraction, t: int, r: Fraction | None = None) -> str:
     """``exp(u·sqrt(t) + r)`` as text: ``exp(1)``, ``exp(sqrt(2)/2)``, ``exp(sqrt(2) - 1/16)``, ``exp(1/16)``.
 

@@ -309,7 +309,10 @@ def note(sol: Solution, key: str, step: Key, suggestion: str | None, exact: bool
         because = Msg("invisible.because.floats")
     text = Msg(f"invisible.{key}", step=name, because=because) if key in _SPECIFIC else \
         Msg("invisible.generic", mistake=Msg(f"invisible.mistake.{key}"), step=name, because=because)
-    return Msg.sentences([text, Msg("invisible.try", id=suggestion)]) if suggestion else text
+    if not suggestion:
+        return text
+    # a mistake made in the backward pass shows only when the suggested exercise is practised with --backward
+    return Msg.sentences([text, Msg("invisible.try.backward" if in_backward(step[0]) else "invisible.try", id=suggestion)])
 
 
 _SPECIFIC = ("kq_transposed",)
@@ -393,6 +396,13 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
 def learning_order() -> tuple[Exercise, ...]:
     """The bundled exercises in learning order: difficulty, then size, then id (what :func:`suggestion` walks)."""
     return _bundled_order()
+
+
+def in_backward(step_id: str) -> bool:
+    """Whether a mistake made at step ``step_id`` is made in the backward pass (a gradient step): the exercise
+    :func:`suggestion` names for it tests it only under ``--backward`` (explain, practice)."""
+    kind = KINDS.get(step_id)
+    return kind is not None and kind.backward
 
 
 def suggestion(key: str, step_id: str, exercise_id: str) -> str | None:

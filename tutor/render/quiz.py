@@ -21,8 +21,9 @@ from .. import practice as quiz
 from ..answers import MIN_PLACES
 from ..base.cells import pad, widest, width
 from ..base.decimals import fixed, trimmed
+from ..base.messages import Msg, join_and, plural, t
 from ..base.messages import Text as Words
-from ..base.messages import join_and, plural, t
+from ..exact.numbers import notation_of_work
 from ..exercise.record import Exercise
 from ..steps import KINDS, Step
 from .rich import INLINE_EXACT, RichRenderer
@@ -228,11 +229,11 @@ class QuizRenderer:
     def diagnoses(self, shown: Sequence[Diagnosis]) -> bool:
         """The mistakes that explain a wrong answer (several: those it cannot tell apart); whether there are any."""
         if len(shown) == 1:
-            self.line(t("practice.diagnosis", message=shown[0].message), "bold")
+            self.line(t("practice.diagnosis", message=_on_paper(shown[0].message)), "bold")
         elif shown:
             self.line(t(f"practice.diagnosis.alike.{len(shown)}"), "bold")
             for d in shown:
-                self.bullet(d.message)
+                self.bullet(_on_paper(d.message))
         return bool(shown)
 
     def where(self, step: Step, cells: Sequence[quiz.Cell], limit: int = 0) -> str:
@@ -281,7 +282,7 @@ class QuizRenderer:
             self.line(t(f"practice.hint.{step.id}{append}", **_hint_fields(step)), indent=3)
         elif h.level == 2:
             self.line(t("practice.hint.2"), "bold")
-            self.line(h.work, indent=3)
+            self.line(notation_of_work(str(h.work)), indent=3)  # paper notation: one minus sign, as the hints write
         else:
             self.line(t("practice.hint.none"))
 
@@ -363,3 +364,14 @@ def _hint_fields(step: Step) -> dict[str, object]:
             "bias": t("practice.hint.bias", b=ops[2].name) if len(ops) > 2 else "",
             "d_k": ops[-1].name.lstrip("√") if ops[-1].name.startswith("√") else "",  # the operand √d_k
             "except": plural("practice.hint.weights.except", len(empty), rows=join_and(empty)) if empty else ""}
+
+
+def _on_paper(message: Words) -> Words:
+    """A diagnosis as practice shows it: the worked entry it quotes (its field ``formula``, answer-grammar text from
+    :func:`tutor.steps.entry_work`) in paper notation, as hint 2 and explain write worked entries, so that one
+    minus sign is shown (``(−0.133061)``, not ``(-0.133061)`` beside the hints' ``−``)."""
+    if isinstance(message, Msg) and message.how == "t" and "formula" in dict(message.fields):
+        fields = dict(message.fields)
+        fields["formula"] = notation_of_work(str(fields["formula"]))
+        return Msg(message.key, **fields)
+    return message

@@ -54,7 +54,7 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
                           "exercise": m.exercise, "step": m.step} for m in classview.mistakes],
             "assign": None if a is None else {"mistake": a.key, "tied": [m.key for m in classview.most_common],
                                               "exercise": a.exercise, "step": a.step, "tiled": a.tiled,
-                                              "shows": a.shows, "command": a.command},
+                                              "shows": a.shows, "backward": a.backward, "command": a.command},
             "copies": [{"student": st, "exercise": ex, "variant_of": owner} for st, ex, owner in classview.copies],
             "duplicates": [{"student": st, "files": list(files)} for st, files in classview.duplicates],
         }
@@ -70,6 +70,8 @@ def _assign_sentence(a: dict[str, Any]) -> str:
     name = mistake_name(a["mistake"])
     tied = a.get("tied") or [a["mistake"]]
     kind = "tiled" if a["tiled"] else "step" if a["step"] is not None else "exercise"
+    if kind == "exercise" and a.get("backward"):  # a gradient's mistake: it shows in that exercise's backward pass only
+        kind = "exercise.backward"
     fields: dict[str, Any] = {"mistake": name, "exercise": a["exercise"]}
     if kind == "step":
         fields["step"] = a["step"]

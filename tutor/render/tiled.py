@@ -84,7 +84,7 @@ class TiledRenderer:
             self.line(t("tiled.row.biased" if ex.has_bias else "tiled.row", query=q, head=head, shape=f"[1×{ex.heads[r.head].d_k}]", L_k=ex.L_k,
                         blocks=len(r.blocks)), "bold")
             for n, b in enumerate(r.blocks, start=1):
-                labels = ", ".join(ex.key_labels[j] for j in b.keys)
+                labels = t("list.sep").join(ex.key_labels[j] for j in b.keys)  # a list in prose: 、 in Chinese
                 scores = ", ".join(self.num(s) for s in b.scores)
                 self.line(t("tiled.block", n=n, keys=labels, scores=scores), indent=2)
                 if b.alpha is not None and str(b.m) == "-inf":  # exp(−∞ − (−∞)) is no number: nothing to rescale

@@ -99,7 +99,7 @@ class TiledPracticeRenderer:
                       indent=2)
             return
         b = row.blocks[e.block]
-        keys = ", ".join(ex.key_labels[j] for j in b.keys)
+        keys = t("list.sep").join(ex.key_labels[j] for j in b.keys)  # a list in prose: 、 in Chinese
         self.line(t("tiled.practice.block", n=e.block + 1, total=len(row.blocks), keys=keys), "bold")
         self.line(t("tiled.practice.block.scores", scores="; ".join(
             f"{ex.key_labels[j]}: {self.num(s)}" for j, s in zip(b.keys, b.scores))), indent=2)

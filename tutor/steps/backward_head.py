@@ -523,6 +523,12 @@ def _kept(ex: Exercise, id: str) -> int:
     return ex.L_past if id == "d_k" else 0
 
 
+def _position_letter(id: str) -> str:
+    """The letter of a row's position in ``id``'s formula and worked lines: ``m`` for a query (``d_q``), ``n``
+    for a key (``d_k``), as the explanations and hints name them (``R(nθ)`` for the keys)."""
+    return "m" if id == "d_q" else "n"
+
+
 def _unrotated(bd: Build, id: str, h: int | None) -> Step:
     """``d_Q`` (``d_K``) with RoPE: ``d_Q_rot`` (``d_K_rot``) turned back pair by pair, ``R(mθ)ᵀ``."""
     ex = bd.ex
@@ -541,7 +547,8 @@ def _unrotated(bd: Build, id: str, h: int | None) -> Step:
     sym = "Q" if id == "d_q" else "K"
     n = ex.L if id == "d_q" else ex.L_k
     tags = kv_tags(ex, h) if id == "d_k" else {}
-    return Step(id, h, f"d_{sym}", f"d_{sym} = R(mθ)ᵀ·d_{sym}_rot", (Operand(f"d_{sym}_rot", (n, d_k)),), "rot",
+    p = _position_letter(id)
+    return Step(id, h, f"d_{sym}", f"d_{sym} = R({p}θ)ᵀ·d_{sym}_rot", (Operand(f"d_{sym}_rot", (n, d_k)),), "rot",
                 eb.grads_exact(g), ex.query_labels if id == "d_q" else ex.key_labels, dims("d", d_k),
                 **tags)  # type: ignore[arg-type]
 
@@ -645,7 +652,7 @@ def _unrotated_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worke
                     return "≈ " + notation(legible(v, places))
                 return result(e, v, places, rounded=rounded)  # type: ignore[arg-type]
 
-            first = notation(f"m·θ_{i} = {pos[r]}·{factor(thetas[i], float(thetas[i]))} = {ang}")
+            first = notation(f"{_position_letter(step.id)}·θ_{i} = {pos[r]}·{factor(thetas[i], float(thetas[i]))} = {ang}")
             out.append(Worked(f"{step.row_labels[r]} ({m.col_labels[a]}, {m.col_labels[b]})", (first,), ": "))
             xa = notation(f"{fa}·cos({ang}) + {fb}·sin({ang}) ") + res(step.exact[r][a], step.value[r][a])
             xb = notation(f"-{fa}·sin({ang}) + {fb}·cos({ang}) ") + res(step.exact[r][b], step.value[r][b])

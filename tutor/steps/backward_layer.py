@@ -82,9 +82,14 @@ def _d_output_slack(r: Replay, head: int | None = None) -> Array:
 
 
 def _d_output_given(sol: Solution, step: Step) -> tuple[Input, ...]:
-    """The forward pass's result, whose gradient the upstream is."""
+    """The forward pass's result, whose gradient the upstream is, and the exercise's ``upstream`` ``[L, d_out]``
+    when it has one: the step copies it, so it is given (without it only ``show`` revealed it, counted as
+    missed); all ones, when the exercise gives none, the formula says."""
     forward = [s for s in sol.steps if not s.id.startswith("d_")]
-    return (given_step(forward[-1]),)
+    ex = sol.exercise
+    if ex.upstream is None:
+        return (given_step(forward[-1]),)
+    return (given_step(forward[-1]), given_matrix("upstream", ex.upstream, step.row_labels, step.col_labels))
 
 
 D_OUTPUT = StepKind(

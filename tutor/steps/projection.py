@@ -322,11 +322,18 @@ def _floats(id: str):
         if _up(r.ex, id):
             c, = r.inputs(KINDS[id], head)
             return None if c is None else c @ floats(_up_weight(r.ex, id, head))  # [L_k, d_c]·[d_c, d] -> [L_k, d]
+        rotate_v = id == "v" and r.variant.rope == "rotate_v" and r.ex.rope is not None  # V turned as Q and K are
         if _cached(r.ex, id):
             new, = r.inputs(KINDS[id], head)
+            if rotate_v and new is not None:  # a decode step: the new rows turned at their positions (L_past on),
+                from .rope import rotated  # as k_rot turns the new keys; the cache's V rows as stored
+
+                if new.shape[1] % 2:
+                    return None
+                new = rotated(r.ex, new, r.ex.key_positions[r.ex.L_past:])  # [L, d_v]
             return _with_cache(r, id, head, new)
         out = _project(r, id[0], head)
-        if out is not None and id == "v" and r.variant.rope == "rotate_v" and r.ex.rope is not None:  # V turned too
+        if out is not None and rotate_v:
             from .rope import rotated
 
             return None if out.shape[1] % 2 else rotated(r.ex, out, r.ex.key_positions)  # [L_k, d_v]

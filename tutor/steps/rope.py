@@ -141,7 +141,8 @@ def _kind(id: str) -> StepKind:
                 ang = frac_text(pos[r] * thetas[i])
                 fa = factor(m.exact[r][a], m.value[r][a], places)
                 fb = factor(m.exact[r][b], m.value[r][b], places)
-                first = notation(f"m·θ_{i} = {pos[r]}·{factor(thetas[i], float(thetas[i]))} = {ang}")  # the angle
+                # the angle: a query's position is m, a key's n (the hints' and the explanation's letters)
+                first = notation(f"{'m' if src == 'q' else 'n'}·θ_{i} = {pos[r]}·{factor(thetas[i], float(thetas[i]))} = {ang}")
                 out.append(Worked(f"{step.row_labels[r]} ({step.col_labels[a]}, {step.col_labels[b]})", (first,), ": "))
                 # [a, b] → [a·cos − b·sin, a·sin + b·cos]: each output of the pair an entry of its own
                 xa = notation(f"{fa}·cos({ang}) - {fb}·sin({ang}) ") + result(step.exact[r][a], step.value[r][a], places)

@@ -719,8 +719,8 @@ EN.update({
     "answer.unexpected_end": 'the answer "{text}" ends too early (expected a number)',
     "answer.unclosed": 'the "(" at column {column} in "{text}" is never closed',
     "answer.unmatched": 'unmatched ")" at column {column} in "{text}"',
-    "answer.unknown_name": 'unknown name "{name}" at column {column} in "{text}" (known: sqrt, exp, e, inf)',
-    "answer.log": '"{name}" at column {column} in "{text}": a logarithm is not part of what answers can be written in (sqrt, exp, e); give it as a decimal (log(2) ≈ 0.6931)',
+    "answer.unknown_name": 'unknown name "{name}" at column {column} in "{text}" (known: {names})',
+    "answer.log": '"{name}" at column {column} in "{text}": a logarithm is not part of what answers can be written in ({names}); give it as a decimal (log(2) ≈ 0.6931)',
     "answer.needs_parens": '"{name}" at column {column} in "{text}" needs parentheses, e.g. {name}(2)',
     "answer.nan": '"{name}" at column {column} in "{text}" is not a number',
     "answer.nan_alone": '"{text}" is not a number, and no value asked for here is NaN (a query that may attend to no key has weights 0 here, not 0/0); give the value it should be',
@@ -2590,6 +2590,13 @@ EN.update({
     "code.output_complex_plain": "{name} should be real numbers, {shape}; yours returned {dtype}, complex numbers: return the real array the kata asks for.",
     "code.output_not_numeric": "{name} should be an array of numbers, {shape}; yours returned an array of {dtype}, which holds no numbers the checker can compare.",
     "code.output_dtype": "{name} has the right values in {found}, but the contract keeps {arg}'s dtype, {expected} here: convert it before returning, `{name} = {fix}`.",
+})
+
+# --- issue 23/24 fix: engine (a backward mistake's suggestion carries --backward) ---
+EN.update({
+    "invisible.try.backward": "Try the backward pass of `{id}` (--backward) to be tested on it.",
+    "report.assign.exercise.backward": "The most common mistake: {mistake}. It shows in the backward pass of exercise {exercise} (--backward); assign it next.",
+    "report.assign.tied.exercise.backward": "One of the most common mistakes ({mistakes}): {mistake}. It shows in the backward pass of exercise {exercise} (--backward); assign it next.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -693,8 +693,8 @@ ZH: dict[str, str] = {
     "answer.unexpected_end": "答案 \"{text}\" 提前结束了（此处应为一个数）",
     "answer.unclosed": "\"{text}\" 第 {column} 个字符处的 \"(\" 没有闭合",
     "answer.unmatched": "\"{text}\" 第 {column} 个字符处的 \")\" 没有与之匹配的左括号",
-    "answer.unknown_name": "\"{text}\" 第 {column} 个字符处有未知名称 \"{name}\"（可用的有：sqrt, exp, e, inf）",
-    "answer.log": "\"{text}\" 第 {column} 个字符处的 \"{name}\"：答案里不能写对数（只支持 sqrt, exp, e）；请写成小数（log(2) ≈ 0.6931）",
+    "answer.unknown_name": "\"{text}\" 第 {column} 个字符处有未知名称 \"{name}\"（可用的有：{names}）",
+    "answer.log": "\"{text}\" 第 {column} 个字符处的 \"{name}\"：答案里不能写对数（只支持 {names}）；请写成小数（log(2) ≈ 0.6931）",
     "answer.needs_parens": "\"{text}\" 第 {column} 个字符处的 \"{name}\" 需要加括号，例如 {name}(2)",
     "answer.nan": "\"{text}\" 第 {column} 个字符处的 \"{name}\" 不是一个数",
     "answer.nan_alone": "\"{text}\" 不是一个数，而这里要求的值没有一个是 NaN（没有可关注的键的查询，在这里权重为 0，而不是 0/0）；请给出它应有的值",
@@ -2527,6 +2527,13 @@ ZH.update({
     "code.output_complex_plain": "{name} 应为实数数组 {shape}；你的代码返回的是 {dtype}，即复数：请返回本题要求的实数数组。",
     "code.output_not_numeric": "{name} 应为数值数组 {shape}；你的代码返回的是 {dtype} 类型的数组，里面没有检查器能比较的数值。",
     "code.output_dtype": "{name} 的数值是对的，但类型是 {found}；约定是与 {arg} 的数据类型（dtype）相同，这里是 {expected}：返回前转换一下，`{name} = {fix}`。",
+})
+
+# --- issue 23/24 fix: engine (a backward mistake's suggestion carries --backward) ---
+ZH.update({
+    "invisible.try.backward": "试试 `{id}` 的反向传播（--backward），那道练习能检验出这个错误。",
+    "report.assign.exercise.backward": "最常见的错误：{mistake}。练习 {exercise} 的反向传播（--backward）能暴露这个错误，接下来就布置它。",
+    "report.assign.tied.exercise.backward": "最常见的错误之一（并列：{mistakes}）：{mistake}。练习 {exercise} 的反向传播（--backward）能暴露这个错误，接下来就布置它。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
