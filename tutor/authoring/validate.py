@@ -253,7 +253,8 @@ EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": (
 
 
 def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
-                    brief: bool = False, force: bool = False, environ: Mapping[str, str] | None = None) -> None:
+                    brief: bool = False, force: bool = False, environ: Mapping[str, str] | None = None,
+                    student: str | None = None) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
@@ -263,7 +264,9 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
     says how to get it); ``blank`` leaves the values out (a
     worksheet).  Control characters are escaped in the file (a page is read
     with ``cat`` too).  ``brief`` leaves out the arithmetic of a hand-sized
-    exercise.  Raises :class:`ValueError` for another suffix and
+    exercise.  ``student``: a worksheet handed to that student (``handouts``): it says how to hand in (a
+    solution file with ``exercise:`` and ``student:``) instead of where the answer key is.
+    Raises :class:`ValueError` for another suffix and
     :class:`TutorError` when the file is refused or cannot be written
     (:func:`tutor.base.outfile.write_file`: an existing file only with ``force``,
     never one that is not a regular file).
@@ -275,11 +278,11 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
     if suffix not in EXPORT_SUFFIXES:
         raise ValueError(f"no handout is written as {suffix!r}")
     if suffix == ".md":
-        text = render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief)
+        text = render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief, student=student)
     elif suffix == ".svg":
         text = export_svg(sol, head=head, precision=precision, blank=blank, brief=brief)
     else:
-        text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief)
+        text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief, student=student)
     from ..base.outfile import write_file
 
     if suffix == ".pdf":  # the page, printed

@@ -31,6 +31,7 @@ from ..base.messages import language, t
 from ..exact.numbers import Exact, NegInf, Rat, Surd, frac_text
 from ..exercise.record import Exercise
 from ..steps import Solution, Step, Worked
+from .markdown import worksheet_line
 from .markdown import EXACT_CELLS, annotation, formula
 from .mathml import ExactMathML, latex_mathml, math
 from .outline import Flow, Header, Named, Outline, Part, Rule, StepItem, outline
@@ -123,11 +124,13 @@ def _shape(rows: int, cols: int) -> str:
 
 
 class PageRenderer:
-    """Builds the HTML page of one outline at one precision (``blank``: a worksheet)."""
+    """Builds the HTML page of one outline at one precision (``blank``: a worksheet; ``student``: the worksheet
+    handed to that student, which says how to hand in rather than where the answer key is)."""
 
-    def __init__(self, precision: int = 4, blank: bool = False):
+    def __init__(self, precision: int = 4, blank: bool = False, student: str | None = None):
         self.places = precision
         self.blank = blank
+        self.student = student
         self.exact_mathml = ExactMathML()
         self.ids: set[str] = set()
 
@@ -266,7 +269,7 @@ class PageRenderer:
         parts.append(paragraph(t("explain.exercise.source", id=h.id, source=h.source) if h.source
                                else t("explain.exercise", id=h.id)))
         if self.blank:
-            parts.append(paragraph(t("handout.worksheet", id=h.id)))
+            parts.append(paragraph(worksheet_line(h.id, self.student)))
         if h.description is not None:
             parts += [paragraph(p) for p in h.description.split("\n\n")]
         parts.append(paragraph(h.sizes))
@@ -369,8 +372,9 @@ def wrap(text: str, room: int) -> list[str]:
     return out
 
 
-def page(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False, brief: bool = False) -> str:
+def page(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False, brief: bool = False,
+         student: str | None = None) -> str:
     """The HTML page of ``sol``'s worked solution (only ``head``, 0-based, when given; the layer's steps are kept):
-    a worksheet when ``blank``; ``brief`` leaves out the arithmetic.  Raises
+    a worksheet when ``blank`` (``student``: handed to that student); ``brief`` leaves out the arithmetic.  Raises
     :class:`~tutor.base.errors.ShapeError` as :func:`tutor.render.outline.outline`."""
-    return PageRenderer(precision, blank).render(outline(sol, head=head, precision=precision, brief=brief, blank=blank))
+    return PageRenderer(precision, blank, student).render(outline(sol, head=head, precision=precision, brief=brief, blank=blank))
