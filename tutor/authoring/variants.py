@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..base.errors import Problem, TutorError
-from ..base.messages import language, t
+from ..base.messages import t
 
 if TYPE_CHECKING:
     from ..exercise.record import Exercise

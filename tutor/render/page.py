@@ -31,8 +31,7 @@ from ..base.messages import language, t
 from ..exact.numbers import Exact, NegInf, Rat, Surd, frac_text
 from ..exercise.record import Exercise
 from ..steps import Solution, Step, Worked
-from .markdown import worksheet_line
-from .markdown import EXACT_CELLS, annotation, formula
+from .markdown import EXACT_CELLS, annotation, formula, worksheet_line
 from .mathml import ExactMathML, latex_mathml, math
 from .outline import Flow, Header, Named, Outline, Part, Rule, StepItem, outline
 from .text import decimal, is_plain, pretty
