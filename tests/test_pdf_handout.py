@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,7 +123,8 @@ def test_the_cli_asks_chromium_for_a_headless_offline_print(cli, tmp_path):
                        'printf "%%PDF-1.4 stand-in" > "${a#--print-to-pdf=}";; esac; done\n')
     args, out = tmp_path / "args", tmp_path / "page.pdf"
     code, stdout, err = cli("explain", "single-head-3x4", "--export", out, env={"PATH": str(bin_), "ARGS": str(args)})
-    assert (code, stdout, err) == (0, "", f"wrote {out}\n")
+    printing = f"printing {out} with Chromium ({bin_ / 'chromium'}); it is stopped after 300 seconds at most\n"
+    assert (code, stdout, err) == (0, "", printing + f"wrote {out}\n")  # said before the wait: a print may hang
     assert out.read_bytes() == b"%PDF-1.4 stand-in"
     argv = args.read_text(encoding="utf-8").splitlines()
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-proxy-server"):
@@ -166,6 +169,36 @@ def test_a_print_that_hangs_is_stopped_with_what_it_started(tmp_path):
     assert len(started) == 2 and all(_gone(p) for p in started)  # the script and the sleep it started
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.timeout(120)
+def test_attn_tutor_stopped_while_printing_stops_chromium_too(tmp_path, signum):
+    """Chromium runs in a session of its own (no terminal signal reaches it): when attn-tutor is sent SIGTERM
+    or SIGHUP while it waits, it kills Chromium's process group before it goes (exit 130, as for Ctrl-C)."""
+    pids, ready = tmp_path / "pids", tmp_path / "ready"
+    os.mkfifo(ready)
+    bin_ = tmp_path / "bin"
+    fake_browser(bin_, f'sleep 300 & echo $! > {pids}; echo $$ >> {pids}; echo up > {ready}; wait\n')
+    out = tmp_path / "page.pdf"
+    proc = subprocess.Popen([sys.executable, "-m", "tutor", "explain", "single-head-3x4", "--export", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PATH": f"{bin_}{os.pathsep}/usr/bin{os.pathsep}/bin",
+                                 "ATTN_TUTOR_LANG": "en"})
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith(f"printing {out} with Chromium")  # said before the wait
+    assert ready.read_text().strip() == "up"  # blocks until the stand-in has started its child
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    started = [int(p) for p in pids.read_text().split()]
+    try:
+        assert len(started) == 2 and all(_gone(p) for p in started)  # the stand-in and the sleep it started
+    finally:  # without the fix they would outlive the test: stopped here, by their own ids
+        for pid in started:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert not out.exists()
+
+
 def test_the_page_printed_is_the_html_export(tmp_path):
     """The PDF is the HTML page (not another rendering): the stand-in copies what it is given."""
     bin_ = tmp_path / "bin"
@@ -174,3 +207,13 @@ def test_the_page_printed_is_the_html_export(tmp_path):
     sol = solve(resolve("single-head-3x4"))
     got = print_pdf(page(sol), tmp_path / "x.pdf", {"PATH": f"{bin_}{os.pathsep}/usr/bin{os.pathsep}/bin"})
     assert got.decode("utf-8") == page(sol)
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_export_name_is_said_to_be_empty(cli, name):
+    """``Path("")`` is ``.``: the option said "file '' is a directory"; it says the name is empty."""
+    code, out, err = cli("explain", "single-head-3x4", "--export", name)
+    assert code == 2 and out == "" and "directory" not in err
+    assert "the file name is empty; give a file whose name ends in one of .html, .htm, .svg, .md, .pdf" in err
+    code, _, err = cli("explain", "single-head-3x4", "--export", name, "--lang", "zh")
+    assert code == 2 and "文件名为空" in err

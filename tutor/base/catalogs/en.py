@@ -2568,6 +2568,8 @@ EN.update({
     # --- issue 23/24 fix round: handouts and the page (class B) ---
     "handout.worksheet.student": "Worksheet: fill in every empty matrix. Hand it in as a solution file with the lines `exercise: {exercise}` and `student: {student}` (the solution format that `attn-tutor check` grades).",
     "cli.new.student": "With --like: a variant for this student (a name or an id), as handouts writes it: the title says whose it is, in English and in the run's language.",
+    "handout.export_empty": "the file name is empty; give a file whose name ends in one of {choices}",
+    "pdf.printing": "printing {path} with Chromium ({browser}); it is stopped after {seconds} seconds at most",
     "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
 })
 
