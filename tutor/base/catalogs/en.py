@@ -2570,6 +2570,7 @@ EN.update({
     "cli.new.student": "With --like: a variant for this student (a name or an id), as handouts writes it: the title says whose it is, in English and in the run's language.",
     "handout.export_empty": "the file name is empty; give a file whose name ends in one of {choices}",
     "pdf.printing": "printing {path} with Chromium ({browser}); it is stopped after {seconds} seconds at most",
+    "html.exercise.source": "Exercise {id} ({source})",
     "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
 })
 
