@@ -11,6 +11,7 @@ and a print that hangs (stopped at its timeout, with what it started).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import stat
@@ -62,6 +63,17 @@ def test_the_pdf_holds_the_numbers_of_the_solution(classic_pdf):
     assert "0.1084" in text and "1.8916" in text  # checked by hand (tests/test_handouts.py)
     assert "1/(1 + 2*exp(sqrt(2)))" in text  # the exact value as text, beside the decimal
     assert "Production view" in text and "[B, H, L, L] = [1, 1, 3, 3]" in text  # the SVG's text labels
+
+
+def test_the_pdf_is_on_a4_paper(classic_pdf):
+    """``@page { size: A4 }``: Chromium prints on 595 x 842 pt (210 x 297 mm), not US Letter (612 x 792)."""
+    path, _ = classic_pdf
+    pdfinfo = shutil.which("pdfinfo")
+    if pdfinfo is None:
+        pytest.skip("pdfinfo (poppler-utils) is not installed")
+    info = subprocess.run([pdfinfo, str(path)], capture_output=True, text=True, check=True, timeout=60).stdout
+    width, height = (float(v) for v in re.search(r"Page size:\s+([\d.]+) x ([\d.]+) pts", info).groups())
+    assert abs(width - 595.28) < 1 and abs(height - 841.89) < 1, info
 
 
 def test_each_step_starts_a_page_of_the_pdf(classic_pdf):
