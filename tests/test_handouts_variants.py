@@ -472,3 +472,13 @@ def test_a_shape_with_too_few_exercises_for_the_class_is_refused(monkeypatch):
         variants.draw_variants(resolve(LIKE), parse_roster("student\nann\nbob\n", "r.csv"))
     assert str(err.value) == (f"in 20 draws the shape of {LIKE} gave student 'bob' only numbers a student above"
                               " already has (1 student above); use a larger exercise")
+
+
+def test_a_roster_over_the_size_limit_is_one_line_that_names_rosters(cli, tmp_path):
+    """The hint is said in parentheses after the message: it has none of its own (no nested brackets)."""
+    roster = _roster(tmp_path, "student\n" + "a" * 1_100_000 + "\n")
+    code, out, err = cli("handouts", "--like", LIKE, "--students", roster, "-o", tmp_path / "out")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert "over the limit of 1,000,000" in err and "rosters" in err
+    hint = err[err.index("; the limit is passed here (") + len("; the limit is passed here ("):].rstrip("\n")
+    assert hint.endswith(")") and "(" not in hint and ")" not in hint[:-1], err
