@@ -2504,7 +2504,7 @@ ZH.update({
     "mistake.postnorm_columns": "后置归一化：按列（跨词元）归一化 X + output",
     # --- issue 23/24 fix round: handouts and the page (class B) ---
     "handout.worksheet.student": "练习纸：填写每个空矩阵。请提交一份解答文件，其中写有 `exercise: {exercise}` 和 `student: {student}` 两行（即 `attn-tutor check` 批改的解答格式）。",
-    "cli.new.student": "与 --like 一起使用：为这名学生（姓名或 id）生成专属版本，与 handouts 写出的相同：标题注明是谁的版本，英文和当前语言各一份。",
+    "cli.new.student": "与 --like 一起使用：为这名学生（姓名或 id）生成专属版本，与 handouts 写出的相同；标题注明是谁的版本，英文原文和当前语言的译文各一份。",
     "handout.export_empty": "文件名为空；请给出以 {choices} 之一结尾的文件名",
     "pdf.printing": "正在用 Chromium（{browser}）打印 {path}；超过 {seconds} 秒仍未完成将被停止",
     "html.exercise.source": "练习 {id}（{source}）",
