@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tutor.authoring.variants import parse_roster, seed_of, slug, variant_id
+from tutor.authoring.variants import MAX_STUDENTS, parse_roster, seed_of, slug, variant_id
 from tutor.base.errors import TutorError
 
 LIKE = "single-head-3x4"
@@ -119,11 +119,28 @@ def test_new_like_with_the_seed_writes_a_variant_again_byte_for_byte(cli, tmp_pa
     assert out == (written / row["exercise_file"]).read_text(encoding="utf-8")
 
 
-def test_the_worksheet_is_what_explain_blank_export_writes(cli, tmp_path, written):
-    row = _index(written)[1]
-    page = tmp_path / "page.md"
-    assert cli("explain", row["exercise"], "--exercises", written, "--blank", "--export", page).code == 0
-    assert page.read_bytes() == (written / row["worksheet_file"]).read_bytes()
+def _hand_in(exercise: str, student: str) -> str:
+    """The worksheet's line for a student, with the YAML forms a solution file would hold (quoted when plain
+    YAML would read another value)."""
+    return (f"Worksheet: fill in every empty matrix. Hand it in as a solution file with the lines `exercise: {exercise}`"
+            f" and `student: {student}` (the solution format that `attn-tutor check` grades).")
+
+
+def test_the_worksheet_is_what_explain_blank_export_writes_but_says_how_to_hand_in(cli, tmp_path, written):
+    """The student's worksheet has no answer key line (``explain ... --format markdown`` would give the
+    answers away): it says how to hand in, the rest is ``explain --blank --export``'s, byte for byte."""
+    students = {"ana.lopez@uni.example": '"ana.lopez@uni.example"', "20240002": '"20240002"', "o-brien": "o-brien"}
+    for row in _index(written):
+        page = tmp_path / "page.md"
+        assert cli("explain", row["exercise"], "--exercises", written, "--blank", "--export", page, "--force").code == 0
+        mine, theirs = (written / row["worksheet_file"]).read_text(encoding="utf-8"), page.read_text(encoding="utf-8")
+        key = f"Worksheet: fill in every empty matrix. The answer key: `attn-tutor explain {row['exercise']} --format markdown`."
+        assert key in theirs and "answer key" not in mine and "--format markdown" not in mine
+        line = _hand_in(row["exercise"], students[row["student"]])
+        assert line in mine and mine == theirs.replace(key, line)
+        # the student's fields, as written there, read back as the roster's id and the variant's id
+        fields = yaml.safe_load(line.split("`")[1] + "\n" + line.split("`")[3])
+        assert fields == {"exercise": row["exercise"], "student": row["student"]}
 
 
 def test_an_html_worksheet_on_request(cli, tmp_path):
@@ -133,7 +150,10 @@ def test_an_html_worksheet_on_request(cli, tmp_path):
     assert row["worksheet_file"] == f"{row['exercise']}.html"
     page = tmp_path / "page.html"
     assert cli("explain", row["exercise"], "--exercises", out, "--blank", "--export", page).code == 0
-    assert page.read_bytes() == (out / row["worksheet_file"]).read_bytes()
+    mine, theirs = (out / row["worksheet_file"]).read_text(encoding="utf-8"), page.read_text(encoding="utf-8")
+    assert "answer key" in theirs and "answer key" not in mine
+    assert (f"Hand it in as a solution file with the lines <code>exercise: {row['exercise']}</code> and"
+            " <code>student: &quot;ana.lopez@uni.example&quot;</code>") in mine
 
 
 # --- check finds the variant: copied numbers are wrong numbers -----------------------------------
@@ -161,17 +181,41 @@ def test_a_copied_solution_is_graded_against_the_copiers_own_variant(cli, tmp_pa
 
 
 def test_in_chinese_the_title_and_the_regenerating_command_say_so(cli, tmp_path):
+    """``title:`` is the English original (the file says so above its translations), the Chinese title is the
+    translation's; the file's own command is the index's, ``--lang zh`` included, and writes it again."""
     out = tmp_path / "zh"
     code, _, err = cli("handouts", "--like", LIKE, "--students", _roster(tmp_path), "-o", out, "--lang", "zh")
     assert code == 0 and err.startswith(f"已将 {LIKE} 的 3 个版本写入 {out}")
     row = _index(out)[1]
-    assert row["command"].endswith(" --lang zh")
-    raw = yaml.safe_load((out / row["exercise_file"]).read_text(encoding="utf-8"))
-    assert raw["title"] == "3 个词元，d_model = 4，单个头（d_k = 2）（学生：张伟）"
+    assert row["command"].endswith(" --lang zh") and " --student '张伟' " in row["command"]
+    text = (out / row["exercise_file"]).read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    assert raw["title"] == "Three tokens, d_model = 4, one head with d_k = 2 (variant of 张伟)"
+    assert raw["translations"]["zh"]["title"] == "3 个词元，d_model = 4，单个头（d_k = 2）（学生：张伟）"
+    assert text.startswith(f"# 由 `{row['command']}` 生成")
     import shlex
 
     code, again, _ = cli(*shlex.split(row["command"])[1:])
-    assert code == 0 and again == (out / row["exercise_file"]).read_text(encoding="utf-8")
+    assert code == 0 and again == text
+    code, shown, _ = cli("explain", row["exercise"], "--exercises", out, "--lang", "en")
+    assert code == 0 and "(variant of 张伟)" in shown and "学生" not in shown
+    worksheet = (out / row["worksheet_file"]).read_text(encoding="utf-8")
+    assert "请提交一份解答文件，其中写有 `exercise: single-head-3x4-20240002` 和 `student: \"20240002\"` 两行" in worksheet
+    assert "答案见" not in worksheet
+
+
+def test_new_student_needs_like_and_no_title(cli):
+    for argv in (("new", "--student", "Ann"), ("new", "--like", LIKE, "--student", "Ann", "--title", "T")):
+        code, out, err = cli(*argv)
+        assert code == 2 and out == "" and "--student goes with --like and without --title" in err, err
+
+
+def test_a_chinese_only_id_gets_a_short_hash_as_its_slug(cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("handouts", "--like", LIKE, "--students", _roster(tmp_path, "student\n张伟\n王芳\n"), "-o", out).code == 0
+    ids = [r["exercise"] for r in _index(out)]
+    assert ids == [f"{LIKE}-s-" + hashlib.sha256(s.encode()).hexdigest()[:8] for s in ("张伟", "王芳")]
+    assert all((out / f"{i}.yaml").is_file() for i in ids)
 
 
 # --- the roster's rules -------------------------------------------------------------------------------
@@ -208,8 +252,6 @@ BAD_ROSTERS = [
     ("student\nann\nbob\nann\n", "roster.csv:4: student 'ann' is already on the row of line 2; each student once"),
     ("student\nAnn.Lee\nann-lee\n", "roster.csv:3: students 'ann-lee' and 'Ann.Lee' (line 2) would both be named"
                                     " 'ann-lee' in the variant's id and file; change one of the ids"),
-    ("student\n张伟\n", "roster.csv:2: student id '张伟' has no ASCII letter or digit to name the variant's file after;"
-                      " use another id column (--column)"),
     ("student,name\nann,\"A\x1b[2Jnn\"\n", "roster.csv:2: the name cell holds U+001B (a control character),"
                                           " a character a terminal acts on or hides; remove it"),
     ("student\nan\x00n\n", "roster.csv:2: this line holds U+0000 (a control character), a character a terminal acts"
@@ -322,8 +364,9 @@ def _renamed(new_id: str):
 def test_help_names_the_id_columns(cli):
     code, out, _ = cli("handouts", "--help", env={"COLUMNS": "200"})
     assert code == 0 and "student, id, email, sis_id or login" in " ".join(out.split())
+    assert "at most 1,000 students" in " ".join(out.split()) and MAX_STUDENTS == 1000
     code, out, _ = cli("handouts", "--help", "--lang", "zh", env={"COLUMNS": "200"})
-    assert code == 0 and "学生名单" in out and "`sis_id`" in out
+    assert code == 0 and "学生名单" in out and "sis_id" in out and "`" not in out and "最多 1000 名学生" in out
 
 
 def test_the_modules_examples_hold():
@@ -332,7 +375,7 @@ def test_the_modules_examples_hold():
     import tutor.authoring.variants
 
     result = doctest.testmod(tutor.authoring.variants)
-    assert result.attempted == 2 and result.failed == 0
+    assert result.attempted == 3 and result.failed == 0
 
 
 def test_crlf_and_commas_as_a_spreadsheet_writes_them():
@@ -429,3 +472,13 @@ def test_a_shape_with_too_few_exercises_for_the_class_is_refused(monkeypatch):
         variants.draw_variants(resolve(LIKE), parse_roster("student\nann\nbob\n", "r.csv"))
     assert str(err.value) == (f"in 20 draws the shape of {LIKE} gave student 'bob' only numbers a student above"
                               " already has (1 student above); use a larger exercise")
+
+
+def test_a_roster_over_the_size_limit_is_one_line_that_names_rosters(cli, tmp_path):
+    """The hint is said in parentheses after the message: it has none of its own (no nested brackets)."""
+    roster = _roster(tmp_path, "student\n" + "a" * 1_100_000 + "\n")
+    code, out, err = cli("handouts", "--like", LIKE, "--students", roster, "-o", tmp_path / "out")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert "over the limit of 1,000,000" in err and "rosters" in err
+    hint = err[err.index("; the limit is passed here (") + len("; the limit is passed here ("):].rstrip("\n")
+    assert hint.endswith(")") and "(" not in hint and ")" not in hint[:-1], err

@@ -388,3 +388,52 @@ def test_the_markdown_handout_has_the_production_view():
     for s in trace:
         assert f"- `{s.name}`: `{s.symbolic} = {s.concrete}`" in text
     assert "### The masks as PyTorch takes them (B = 1)" in text and "- `is_causal=True`" in text
+
+
+# --- the trial's findings (issue 23/24 fix round) ---------------------------------------------------
+
+
+def test_each_exact_value_is_read_once_by_assistive_technology(classic):
+    """The MathML's alttext is what a screen reader says; the same value as text beside it is aria-hidden."""
+    _, _, root = classic
+    first = steps_of(root)[5].all("table")[0].kids("tbody")[0].kids("tr")[0].kids("td")[0]
+    (code,) = first.all("code")
+    assert code.attrs.get("aria-hidden") == "true" and first.all("math")[0].attrs["alttext"] == "1/(1 + 2·exp(√2))"
+    assert all(c.attrs.get("aria-hidden") == "true" for c in root.all("code") if "exact" in (c.attrs.get("class") or ""))
+
+
+def test_a4_paper_and_no_italics_for_chinese(classic):
+    _, text, _ = classic
+    style = text[text.index("<style>"):text.index("</style>")]
+    assert "@page { size: A4; }" in style  # every language: Letter is the US's size only
+    assert ":lang(zh) .why { font-style: normal;" in style and ".why { font-style: italic; }" in style
+
+
+def test_the_production_views_names_leave_room_before_their_shapes():
+    """Laid out by measured widths: a name in bold 13 px monospace (0.62 em a cell at most, two cells for a Han
+    character) and 12 px of room before the shape's text starts."""
+    from tutor.base.cells import width
+
+    for exercise_id in ("two-head-causal-3x4", "single-head-3x4", "gqa-four-heads-2x4"):
+        root = parse(page(solve(resolve(exercise_id))))
+        svg = [s for s in root.all("section") if s.attrs.get("id") == "production"][0].all("svg")[0]
+        texts = svg.kids("text")
+        names = [n for n in texts if n.attrs.get("font-weight") == "bold"]
+        shape_x = {float(n.attrs["x"]) for n in texts if n.attrs.get("font-weight") != "bold"}
+        assert len(shape_x) == 1
+        if exercise_id == "two-head-causal-3x4":
+            assert "transpose" in [n.text() for n in names]  # the name the trial saw run into its shape
+        for name in names:
+            assert float(name.attrs["x"]) + 13 * 0.62 * width(name.text()) + 12 <= min(shape_x), name.text()
+
+
+def test_the_headers_source_is_one_space_from_the_id(cli, tmp_path):
+    folder = tmp_path / "pack"
+    folder.mkdir()
+    code, _, err = cli("new", "--seed", "1", "--id", "mine", "-o", folder / "mine.yaml")
+    assert code == 0, err
+    for lang, expected in (("en", "Exercise mine ("), ("zh", "练习 mine（")):
+        code, out, err = cli("explain", "mine", "--exercises", folder, "--format", "html", "--lang", lang)
+        assert code == 0, err
+        header = parse(out).all("p")[0].text()
+        assert header.startswith(expected) and "  " not in header, header

@@ -654,7 +654,7 @@ def test_the_review_command_of_a_bank_topic_keeps_its_bank(cli, tmp_path):
     ("topic: my-topic\n", "questions: required field is missing (a concept bank file needs questions"),
     (None, "questions[0].wrong_answers[0].why: required field is missing (every wrong answer needs why"),
     (None, "questions[0].key_points: required field is missing (every question needs key_points"),
-    ("questions: []\n" + "#" * 1_000_001, "are far smaller; split or shorten it"),
+    ("questions: []\n" + "#" * 1_000_001, "concept banks are far smaller than this; split or shorten the file"),
 ])
 def test_a_bank_files_errors_speak_of_bank_files(cli, tmp_path, text, said):
     from .test_drill_bank import GOOD

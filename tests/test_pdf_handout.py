@@ -11,9 +11,12 @@ and a print that hangs (stopped at its timeout, with what it started).
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +63,17 @@ def test_the_pdf_holds_the_numbers_of_the_solution(classic_pdf):
     assert "0.1084" in text and "1.8916" in text  # checked by hand (tests/test_handouts.py)
     assert "1/(1 + 2*exp(sqrt(2)))" in text  # the exact value as text, beside the decimal
     assert "Production view" in text and "[B, H, L, L] = [1, 1, 3, 3]" in text  # the SVG's text labels
+
+
+def test_the_pdf_is_on_a4_paper(classic_pdf):
+    """``@page { size: A4 }``: Chromium prints on 595 x 842 pt (210 x 297 mm), not US Letter (612 x 792)."""
+    path, _ = classic_pdf
+    pdfinfo = shutil.which("pdfinfo")
+    if pdfinfo is None:
+        pytest.skip("pdfinfo (poppler-utils) is not installed")
+    info = subprocess.run([pdfinfo, str(path)], capture_output=True, text=True, check=True, timeout=60).stdout
+    width, height = (float(v) for v in re.search(r"Page size:\s+([\d.]+) x ([\d.]+) pts", info).groups())
+    assert abs(width - 595.28) < 1 and abs(height - 841.89) < 1, info
 
 
 def test_each_step_starts_a_page_of_the_pdf(classic_pdf):
@@ -121,7 +135,8 @@ def test_the_cli_asks_chromium_for_a_headless_offline_print(cli, tmp_path):
                        'printf "%%PDF-1.4 stand-in" > "${a#--print-to-pdf=}";; esac; done\n')
     args, out = tmp_path / "args", tmp_path / "page.pdf"
     code, stdout, err = cli("explain", "single-head-3x4", "--export", out, env={"PATH": str(bin_), "ARGS": str(args)})
-    assert (code, stdout, err) == (0, "", f"wrote {out}\n")
+    printing = f"printing {out} with Chromium ({bin_ / 'chromium'}); it is stopped after 300 seconds at most\n"
+    assert (code, stdout, err) == (0, "", printing + f"wrote {out}\n")  # said before the wait: a print may hang
     assert out.read_bytes() == b"%PDF-1.4 stand-in"
     argv = args.read_text(encoding="utf-8").splitlines()
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--no-proxy-server"):
@@ -166,6 +181,36 @@ def test_a_print_that_hangs_is_stopped_with_what_it_started(tmp_path):
     assert len(started) == 2 and all(_gone(p) for p in started)  # the script and the sleep it started
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.timeout(120)
+def test_attn_tutor_stopped_while_printing_stops_chromium_too(tmp_path, signum):
+    """Chromium runs in a session of its own (no terminal signal reaches it): when attn-tutor is sent SIGTERM
+    or SIGHUP while it waits, it kills Chromium's process group before it goes (exit 130, as for Ctrl-C)."""
+    pids, ready = tmp_path / "pids", tmp_path / "ready"
+    os.mkfifo(ready)
+    bin_ = tmp_path / "bin"
+    fake_browser(bin_, f'sleep 300 & echo $! > {pids}; echo $$ >> {pids}; echo up > {ready}; wait\n')
+    out = tmp_path / "page.pdf"
+    proc = subprocess.Popen([sys.executable, "-m", "tutor", "explain", "single-head-3x4", "--export", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PATH": f"{bin_}{os.pathsep}/usr/bin{os.pathsep}/bin",
+                                 "ATTN_TUTOR_LANG": "en"})
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith(f"printing {out} with Chromium")  # said before the wait
+    assert ready.read_text().strip() == "up"  # blocks until the stand-in has started its child
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    started = [int(p) for p in pids.read_text().split()]
+    try:
+        assert len(started) == 2 and all(_gone(p) for p in started)  # the stand-in and the sleep it started
+    finally:  # without the fix they would outlive the test: stopped here, by their own ids
+        for pid in started:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert not out.exists()
+
+
 def test_the_page_printed_is_the_html_export(tmp_path):
     """The PDF is the HTML page (not another rendering): the stand-in copies what it is given."""
     bin_ = tmp_path / "bin"
@@ -174,3 +219,13 @@ def test_the_page_printed_is_the_html_export(tmp_path):
     sol = solve(resolve("single-head-3x4"))
     got = print_pdf(page(sol), tmp_path / "x.pdf", {"PATH": f"{bin_}{os.pathsep}/usr/bin{os.pathsep}/bin"})
     assert got.decode("utf-8") == page(sol)
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_export_name_is_said_to_be_empty(cli, name):
+    """``Path("")`` is ``.``: the option said "file '' is a directory"; it says the name is empty."""
+    code, out, err = cli("explain", "single-head-3x4", "--export", name)
+    assert code == 2 and out == "" and "directory" not in err
+    assert "the file name is empty; give a file whose name ends in one of .html, .htm, .svg, .md, .pdf" in err
+    code, _, err = cli("explain", "single-head-3x4", "--export", name, "--lang", "zh")
+    assert code == 2 and "文件名为空" in err

@@ -156,7 +156,7 @@ def like_id(ex: Exercise, seed: int) -> str:
 
 
 def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = None, title: str | None = None,
-         source: str | None = None) -> str:
+         source: str | None = None, student: str | None = None) -> str:
     """The text of a new exercise with ``ex``'s shape (:func:`~tutor.authoring.shape.shape_of`: the same
     tokens, sizes, heads, mask, key padding, biases and W_O) and fresh small integers drawn from ``seed``.
 
@@ -165,6 +165,8 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
     and the exercise is not dull unless ``allow_dull``.  Deterministic for
     ``(ex, seed)``.  ``source``: how the command written in the file names
     ``ex`` (its file, its pack option), when its id alone would not find it.
+    ``student`` (no ``title``): the title is ``handouts.title`` (a per-student variant), in English in
+    ``title:`` and in the run's language in the file's translation (``new --student``).
     Raises ``ValueError`` when ``ex`` is beyond the format's limits, and
     :class:`~tutor.base.errors.ShapeError` (a ``ValueError``) when ``ex`` uses format
     v2 (grouped K/V heads, a cache, a bias) or v3's ``mla``: its shape is not drawn afresh.
@@ -173,14 +175,14 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
         raise ShapeError(t("new.like.mla", id=ex.id))
     if ex.is_v2:
         raise ShapeError(t("new.like.v2", id=ex.id))
-    text_ = _like_once(ex, seed, allow_dull, id, title, source, seed)
+    text_ = _like_once(ex, seed, allow_dull, id, title, source, seed, student)
     if ex.post_norm:  # post-norm (issue 23): draw again while a row of X + output is one the norm cannot divide
         draw_seed = seed
         for _ in range(GROUP_TRIES):
             if _post_norm_divides(text_):
                 break
             draw_seed = random.Random(draw_seed).randrange(2**31)
-            text_ = _like_once(ex, draw_seed, allow_dull, id, title, source, seed)
+            text_ = _like_once(ex, draw_seed, allow_dull, id, title, source, seed, student)
         return text_
     if not ex.has_norm or allow_dull:
         return text_
@@ -191,7 +193,7 @@ def like(ex: Exercise, seed: int, *, allow_dull: bool = False, id: str | None = 
         if not _hides_more_than_its_sizes(text_):
             break
         draw_seed = random.Random(draw_seed).randrange(2**31)
-        text_ = _like_once(ex, draw_seed, allow_dull, id, title, source, seed)
+        text_ = _like_once(ex, draw_seed, allow_dull, id, title, source, seed, student)
     return text_
 
 
@@ -208,16 +210,18 @@ def _hides_more_than_its_sizes(text_: str) -> bool:
 
 
 def _like_once(ex: Exercise, seed: int, allow_dull: bool, id: str | None, title: str | None, source: str | None,
-               named: int) -> str:
+               named: int, student: str | None = None) -> str:
     """:func:`like`'s text from the numbers of ``seed``; the file names the seed the user gave, ``named``."""
     shape = shape_of(ex)
     level = ex.difficulty or 1
     c = _drawn(shape, LEVELS[level], seed, allow_dull, ex.norm if ex.has_norm else None, ex.norm_eps)
-    command = like_command(source or ex.id, named, allow_dull=allow_dull, id=id, title=title)
+    command = like_command(source or ex.id, named, allow_dull=allow_dull, id=id, title=title, student=student)
     def words() -> tuple[str, str]:
         key = ("new.like.description.rope" if ex.rope is not None  # RoPE: scores in cos, sin
                else "new.like.description" + (".norm" if ex.has_norm else ""))
-        return title or t("new.like.title", title=ex.local_title), t(key, id=ex.id, seed=named)
+        called = (" ".join(t("handouts.title", title=ex.local_title, student=" ".join(student.split())).split())
+                  if student is not None else t("new.like.title", title=ex.local_title))
+        return title or called, t(key, id=ex.id, seed=named)
 
     (english_title, description), translations = _in_english(words)
     d = drafted(shape, c, id=id or like_id(ex, named), title=english_title, description=description, command=command,
@@ -230,11 +234,12 @@ def _like_once(ex: Exercise, seed: int, allow_dull: bool, id: str | None, title:
 
 
 def like_command(source: str, seed: int, *, allow_dull: bool = False, id: str | None = None,
-                 title: str | None = None) -> str:
+                 title: str | None = None, student: str | None = None) -> str:
     """The ``new --like`` command a drawn file says it was written by, and that writes it again: ``source``
     names the exercise (its id, or its file and pack options, already quoted for a shell), then the seed and
-    each option that changes the text (``--id`` and ``--title`` too, so that a per-student variant of
-    ``handouts`` is written again byte for byte)."""
+    each option that changes the text (``--id``, ``--title`` and ``--student`` too, so that a per-student
+    variant of ``handouts`` is written again byte for byte), and ``--lang`` when the run's language is not
+    English (the file's comments and its translation are in it)."""
     import shlex
 
     command = f"attn-tutor new --like {source} --seed {seed}" + (" --allow-dull" if allow_dull else "")
@@ -242,6 +247,10 @@ def like_command(source: str, seed: int, *, allow_dull: bool = False, id: str | 
         command += f" --id {shlex.quote(id)}"
     if title is not None:
         command += f" --title {shlex.quote(' '.join(title.split()))}"  # the file's title is on one line
+    if student is not None:
+        command += f" --student {shlex.quote(' '.join(student.split()))}"
+    if language() != "en":
+        command += f" --lang {language()}"
     return command
 
 

@@ -21,7 +21,7 @@ from ..base.messages import t
 from ..base.textsafe import shown
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from ..exercise import Exercise, Validation
     from ..exercise.catalog import Catalog
@@ -253,7 +253,8 @@ EXPORT_FORMATS = {".html": ("html", "rich"), ".htm": ("html", "rich"), ".svg": (
 
 
 def export_handout(sol: Solution, path: Path, *, head: int | None, precision: int, blank: bool,
-                    brief: bool = False, force: bool = False, environ: Mapping[str, str] | None = None) -> None:
+                    brief: bool = False, force: bool = False, environ: Mapping[str, str] | None = None,
+                    student: str | None = None, say: Callable[[str], None] | None = None) -> None:
     """Write ``sol`` to ``path`` as the handout its suffix names (one of :data:`EXPORT_SUFFIXES`).
 
     ``.md`` is Markdown, ``.svg`` the terminal output as an SVG picture,
@@ -263,7 +264,10 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
     says how to get it); ``blank`` leaves the values out (a
     worksheet).  Control characters are escaped in the file (a page is read
     with ``cat`` too).  ``brief`` leaves out the arithmetic of a hand-sized
-    exercise.  Raises :class:`ValueError` for another suffix and
+    exercise.  ``student``: a worksheet handed to that student (``handouts``): it says how to hand in (a
+    solution file with ``exercise:`` and ``student:``) instead of where the answer key is.  ``say``: told
+    one line before a PDF is waited for (:func:`tutor.render.pdf.print_pdf`).
+    Raises :class:`ValueError` for another suffix and
     :class:`TutorError` when the file is refused or cannot be written
     (:func:`tutor.base.outfile.write_file`: an existing file only with ``force``,
     never one that is not a regular file).
@@ -275,11 +279,11 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
     if suffix not in EXPORT_SUFFIXES:
         raise ValueError(f"no handout is written as {suffix!r}")
     if suffix == ".md":
-        text = render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief)
+        text = render_markdown(sol, head=head, precision=precision, blank=blank, brief=brief, student=student)
     elif suffix == ".svg":
         text = export_svg(sol, head=head, precision=precision, blank=blank, brief=brief)
     else:
-        text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief)
+        text = export_html(sol, head=head, precision=precision, blank=blank, brief=brief, student=student)
     from ..base.outfile import write_file
 
     if suffix == ".pdf":  # the page, printed
@@ -287,7 +291,7 @@ def export_handout(sol: Solution, path: Path, *, head: int | None, precision: in
         from ..render.pdf import print_pdf
 
         check_target(path, force=force)  # before Chromium takes seconds over a file that will be refused
-        write_file(path, print_pdf(shown(text, keep="\n\t"), path, environ or {}), force=force)
+        write_file(path, print_pdf(shown(text, keep="\n\t"), path, environ or {}, say=say), force=force)
         return
     write_file(path, shown(text, keep="\n\t"), force=force)
 

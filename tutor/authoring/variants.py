@@ -18,19 +18,23 @@ for ``k = 1, 2, ...`` instead, so that no two students share their numbers.
 It is written in the exercise (its
 first comment and its description) and so on the worksheet; the index gives
 the command that writes one variant again, byte for byte
-(``attn-tutor new --like ID --seed N --id VARIANT --title TITLE``).
+(``attn-tutor new --like ID --seed N --id VARIANT --student NAME``, and ``--lang``
+in a run in another language than English: the title is English in ``title:``
+and in the run's language in the file's translation).
 
 The roster (:func:`parse_roster`): UTF-8 with or without a byte order mark,
 commas or semicolons (whichever the header row has more of), a header row
 naming a student id column -- the first of :data:`ID_COLUMNS` present, in
 any case (``SIS ID`` is ``sis_id``), or the one named -- and, when it has
 one, a ``name`` column that the variant's title names.  A variant's id is
-``ID-<slug>`` (:func:`slug`: the id's ASCII letters and digits, accents
-dropped, every other run of characters one ``-``), safe as a file name and
-as an exercise id.  Every bad row is one problem naming its line: an empty
-id, an id seen on an earlier row, an id with no letter or digit to name a
-file after, two ids with the same slug (a collision to resolve, never a file
-overwritten), a control character, a cell too long.
+``ID-<slug>`` (:func:`student_slug`: the id's ASCII letters and digits, accents
+dropped, every other run of characters one ``-``; for an id with no ASCII
+letter or digit, such as ``张伟``, ``s-`` and the first 8 hex digits of the
+SHA-256 of its UTF-8 bytes), safe as a file name and as an exercise id.
+Every bad row is one problem naming its line: an empty id, an id seen on an
+earlier row, two ids with the same slug (a collision to resolve, never a file
+overwritten), a control character, a cell too long, more than
+:data:`MAX_STUDENTS` students.
 
 Nothing is written unless everything can be (:func:`write_handouts`): every
 variant is drawn and every target checked first (an existing file only with
@@ -55,7 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..base.errors import Problem, TutorError
-from ..base.messages import language, t
+from ..base.messages import t
 
 if TYPE_CHECKING:
     from ..exercise.record import Exercise
@@ -134,6 +138,16 @@ def slug(text: str) -> str:
     plain = "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
     out = re.sub(r"[^a-z0-9]+", "-", plain.lower()).strip("-")
     return out[:SLUG_LENGTH].rstrip("-")
+
+
+def student_slug(student_id: str) -> str:
+    """A student's part of a variant's id and file names: :func:`slug` of ``student_id``, else (an id with no
+    ASCII letter or digit) ``s-`` and the first 8 hex digits of the SHA-256 of its UTF-8 bytes.
+
+    >>> student_slug("Ana.López@uni.example"), student_slug("张伟")
+    ('ana-lopez-uni-example', 's-a3a0bafd')
+    """
+    return slug(student_id) or "s-" + hashlib.sha256(student_id.encode()).hexdigest()[:8]
 
 
 def variant_id(exercise_id: str, student_slug: str) -> str:
@@ -229,7 +243,7 @@ def parse_roster(text: str, file: str, column: str | None = None) -> Roster:
             problems.append(Problem(file, start, None, "", wrong))
             continue
         sid, name = " ".join(raw_id.split()), " ".join(raw_name.split())
-        student = Student(sid, name, start, slug(sid))
+        student = Student(sid, name, start, student_slug(sid))
         seen[sid] = slugs[student.slug] = student
         students.append(student)
     if problems:
@@ -254,9 +268,7 @@ def _row_problem(raw_id: str, raw_name: str, id_header: str, name_header: str, s
             return t("handouts.roster.too_long", column=header, limit=MAX_CELL)
     if sid in seen:
         return t("handouts.roster.duplicate", id=sid, line=seen[sid].line)
-    s = slug(sid)
-    if not s:
-        return t("handouts.roster.no_slug", id=sid, column=id_header)
+    s = student_slug(sid)
     if s in slugs:
         return t("handouts.roster.collision", id=sid, other=slugs[s].id, line=slugs[s].line, slug=s)
     return None
@@ -289,7 +301,8 @@ def draw_variants(ex: Exercise, roster: Roster, *, source: str | None = None, fo
 
     ``source`` names ``ex`` in the commands written (its file and pack options, quoted for a shell), when its
     id alone would not find it; ``folder``, where the files will be (the exercise's source, as a page names it:
-    ``explain --exercises FOLDER`` names the same).  The title is the run's language's ``handouts.title``.  Raises
+    ``explain --exercises FOLDER`` names the same).  The title is ``handouts.title`` in English, and in the
+    run's language in the file's translation (``new --like ID --student NAME``).  Raises
     :class:`~tutor.base.errors.ShapeError` when ``ex`` is not drawn afresh (format v2, MLA: as
     ``new --like``), :class:`RosterError` when a variant's id is a bundled exercise's (reserved), and
     :class:`TutorError` when :data:`SAME_NUMBERS_TRIES` seeds all draw numbers another student has.
@@ -307,10 +320,9 @@ def draw_variants(ex: Exercise, roster: Roster, *, source: str | None = None, fo
     taken: set[str] = set()  # the numbers of the variants drawn so far
     for student in roster.students:
         vid = variant_id(ex.id, student.slug)
-        title = " ".join(t("handouts.title", title=ex.local_title, student=student.called).split())
         for again in range(SAME_NUMBERS_TRIES):
             seed = seed_of(ex.id, student.id if again == 0 else f"{student.id}\0{again}")
-            text = like(ex, seed, id=vid, title=title, source=source)
+            text = like(ex, seed, id=vid, source=source, student=student.called)
             checked = validate_text(text, str(folder / f"{vid}.yaml") if folder is not None else f"{vid}.yaml")
             if checked.exercise is None:  # the generator's numbers are valid; a title or id would be refused here
                 raise TutorError("\n".join(str(p) for p in checked.problems))
@@ -320,10 +332,8 @@ def draw_variants(ex: Exercise, roster: Roster, *, source: str | None = None, fo
         else:  # the shape has too few different exercises for this class: refused, never two variants alike
             raise TutorError(t("handouts.same_numbers", id=ex.id, n=len(taken), student=student.id, tries=SAME_NUMBERS_TRIES))
         taken.add(numbers)
-        command = like_command(source or ex.id, seed, id=vid, title=title)
-        if language() != "en":  # the file's comments and its translation are in the run's language
-            command += f" --lang {language()}"
-        out.append(Variant(student, vid, seed, title, text, checked.exercise, command))
+        command = like_command(source or ex.id, seed, id=vid, student=student.called)  # the file's own command
+        out.append(Variant(student, vid, seed, checked.exercise.title, text, checked.exercise, command))
     return out
 
 
@@ -403,7 +413,7 @@ def write_handouts(ex: Exercise, variants: Sequence[Variant], out: Path, *, work
             write_file(tmp / exercise_file, v.text, force=False)
             sol = solve(v.exercise)
             verify(sol)  # as explain does, before anything is printed
-            export_handout(sol, tmp / worksheet_file, head=None, precision=4, blank=True)
+            export_handout(sol, tmp / worksheet_file, head=None, precision=4, blank=True, student=v.student.id)
         write_file(tmp / names[-1], index_text(variants, worksheet), force=False)
         if not existed:
             try:

@@ -124,6 +124,7 @@ def new(
     like: Annotated[str | None, typer.Option("--like", help=t("cli.new.like"), show_default=False)] = None,
     allow_dull: Annotated[bool, typer.Option("--allow-dull", help=t("cli.new.allow_dull"))] = False,
     exercises: ExercisesOpt = None,
+    student: Annotated[str | None, typer.Option("--student", help=t("cli.new.student"), show_default=False)] = None,
 ) -> None:
     """Write a generated exercise to ``-o FILE`` (never over an existing one without ``--force``) or stdout.
 
@@ -149,6 +150,10 @@ def new(
                                      param_hint="--id")
     if title is not None:
         _check_title(title)
+    if student is not None:  # a per-student variant's title (handouts): with --like only, instead of --title
+        _check_title(student, "--student")
+        if like is None or title is not None:
+            raise typer.BadParameter(t("new.student_needs_like"), param_hint="--student")
     if like is not None:
         given = [name for name in SHAPE_OPTIONS if _given(ctx, name)]
         if given:
@@ -161,7 +166,7 @@ def new(
 
         source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
         text = draw_like(resolve(like, folders(environment(ctx), exercises)), seed, allow_dull=allow_dull,
-                         id=exercise_id, title=title, source=source)
+                         id=exercise_id, title=title, source=source, student=student)
     else:
         if cache and not _given(ctx, "mask"):  # a decode step: each new token sees the cache and the new tokens up to it
             mask = MaskChoice.causal_lower_right
@@ -205,7 +210,7 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-def _check_title(title: str) -> None:
+def _check_title(title: str, option: str = "--title") -> None:
     """A usage error for a ``--title`` with a character a terminal acts on or hides (ESC, NUL, U+202E,
     U+200B: :func:`tutor.base.textsafe.is_unsafe`), or a byte the locale could not decode: it would be
     written into the file as it is.
@@ -218,9 +223,9 @@ def _check_title(title: str) -> None:
 
     for ch in title:
         if 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte the locale could not decode, kept by surrogateescape
-            raise typer.BadParameter(t("new.bad_title.byte", byte=f"0x{ord(ch) - 0xDC00:02X}"), param_hint="--title")
+            raise typer.BadParameter(t("new.bad_title.byte", byte=f"0x{ord(ch) - 0xDC00:02X}"), param_hint=option)
         if is_unsafe(ch) and not ch.isspace():
-            raise typer.BadParameter(t("new.bad_title", char=codepoint(ch)), param_hint="--title")
+            raise typer.BadParameter(t("new.bad_title", char=codepoint(ch)), param_hint=option)
 
 
 # --- schema --------------------------------------------------------------------------

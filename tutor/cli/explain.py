@@ -34,7 +34,21 @@ if TYPE_CHECKING:
     from ..steps import Solution
 
 BlankOpt = Annotated[bool, typer.Option("--blank", help=t("cli.opt.blank"))]
-ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), dir_okay=False, show_default=False)]
+
+
+def _export_path(value: str) -> Path:
+    """``--export``'s value as a path; an empty one is a usage error that says so (``Path("")`` is ``.``, a
+    folder: "file '' is a directory" would be the message).  A folder, a FIFO, a device are refused later, by
+    :func:`check_export`, with what they are."""
+    if not value.strip():
+        from ..authoring.validate import EXPORT_SUFFIXES
+
+        raise typer.BadParameter(t("handout.export_empty", choices=", ".join(EXPORT_SUFFIXES)))
+    return Path(value)
+
+
+ExportOpt = Annotated[Path | None, typer.Option("--export", help=t("cli.opt.export"), parser=_export_path,
+                                                show_default=False)]
 ForceOpt = Annotated[bool, typer.Option("--force", help=t("cli.opt.force_export"))]
 BriefOpt = Annotated[bool, typer.Option("--brief", help=t("cli.opt.brief"))]
 
@@ -178,7 +192,7 @@ def handout(env: Env, sol: Solution, fmt: str, *, head: int | None, precision: i
         from ..authoring.validate import export_handout
 
         export_handout(sol, export, head=head, precision=precision, blank=blank, brief=brief, force=force,
-                       environ=env.environ)
+                       environ=env.environ, say=warn)
         warn(t("handout.wrote", path=export))
         return
     if fmt == "json":

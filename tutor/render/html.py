@@ -63,11 +63,12 @@ def record(sol: Solution, *, head: int | None = None, precision: int = 4, blank:
 
 
 def export_html(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
-                brief: bool = False) -> str:
-    """A standalone HTML page of the worked solution (a worksheet when ``blank``): :func:`tutor.render.page.page`."""
+                brief: bool = False, student: str | None = None) -> str:
+    """A standalone HTML page of the worked solution (a worksheet when ``blank``, ``student``'s when given):
+    :func:`tutor.render.page.page`."""
     from .page import page
 
-    return page(sol, head=head, precision=precision, blank=blank, brief=brief)
+    return page(sol, head=head, precision=precision, blank=blank, brief=brief, student=student)
 
 
 def export_svg(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,

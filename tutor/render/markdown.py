@@ -225,9 +225,10 @@ class MarkdownRenderer:
     """Builds the Markdown of one solution at one precision; ``blank`` leaves the answers empty;
     ``brief`` leaves out the arithmetic a hand-sized exercise shows under each step."""
 
-    def __init__(self, precision: int = 4, blank: bool = False, *, brief: bool = False):
+    def __init__(self, precision: int = 4, blank: bool = False, *, brief: bool = False, student: str | None = None):
         self.places = precision
         self.blank = blank
+        self.student = student  # a worksheet handed to this student (handouts): how to hand in, no answer key
         self.brief = brief
         self.latex = _Latex()
         self.lines: list[str] = []
@@ -295,7 +296,7 @@ class MarkdownRenderer:
         self.add(f"# {_escape(h.title)}", "")
         self.add(f"*{_escape(t('explain.exercise', id=h.id))}*", "")
         if self.blank:
-            self.add(_escape(t("handout.worksheet", id=h.id)), "")
+            self.add(_escape(worksheet_line(h.id, self.student)), "")
         if h.description is not None:
             self.add(_markdown(h.description), "")
         self.add(_escape(h.sizes), "")
@@ -361,6 +362,25 @@ class MarkdownRenderer:
 
 
 def render_markdown(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False,
-                    brief: bool = False) -> str:
-    """The worked solution of ``sol`` as Markdown (a worksheet when ``blank``; ``brief``: no arithmetic)."""
-    return MarkdownRenderer(precision, blank, brief=brief).solution(sol, head)
+                    brief: bool = False, student: str | None = None) -> str:
+    """The worked solution of ``sol`` as Markdown (a worksheet when ``blank``; ``brief``: no arithmetic;
+    ``student``: the worksheet is that student's, and says how to hand in rather than where the answer key is)."""
+    return MarkdownRenderer(precision, blank, brief=brief, student=student).solution(sol, head)
+
+
+def worksheet_line(exercise_id: str, student: str | None) -> str:
+    """The worksheet's line under its title: with ``student`` (a handout of ``handouts``), how to hand in -- a
+    solution file naming the exercise and the student, as ``check`` reads it -- and no answer key; else where
+    the answer key is (``explain --blank``, the instructor's own worksheet)."""
+    if student is None:
+        return t("handout.worksheet", id=exercise_id)
+    return t("handout.worksheet.student", exercise=_yaml_text(exercise_id), student=_yaml_text(student))
+
+
+def _yaml_text(text: str) -> str:
+    """``text`` as a YAML scalar that reads back as that text (``safe_load``): plain when it can be (``alice``,
+    ``two-head-3x4``), else double-quoted (``"ana@uni.example"``, ``"20231234"``, ``"yes"``, ``"王芳"``)."""
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", text) and text.lower() not in {"true", "false", "null", "yes", "no",
+                                                                            "on", "off", "y", "n"}:
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

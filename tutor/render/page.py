@@ -7,12 +7,16 @@ step's formula as MathML (``<math display="block">``, from the LaTeX the
 Markdown handout writes, :mod:`.mathml`), its shapes, its matrix as a
 ``<table>`` with a ``<caption>`` (its name and shape) and ``<th scope>``
 headers (the token names or column indices) whose cells hold the exact value
-(as text, and as MathML for a fraction, root or exponential) beside its
-decimal, the arithmetic on paper, why the step is there; the attention
+(as text, and as MathML for a fraction, root or exponential, whose
+``alttext`` is what assistive technology reads: the text form beside it is
+``aria-hidden``) beside its decimal, the arithmetic on paper, why the step is there; the attention
 weights as an inline ``<svg>`` heat map and the production view as an
 inline ``<svg>`` diagram, each with a ``<title>`` and its numbers as text
 (readable without colour).  A print style sheet starts each step on a new
-page and needs no background colour.  Nothing is fetched: no ``<link>``, no
+page of A4 paper (``@page { size: A4 }``, for every language: the ISO size
+China and most of the world print on) and needs no background colour; the
+"why" sentences are italic, except in Chinese (no italics for Han
+characters).  Nothing is fetched: no ``<link>``, no
 font, no script.  With ``blank`` every step's table has empty cells to
 write in.  Every word comes from the catalogues; ``lang`` is the run's.
 
@@ -31,7 +35,7 @@ from ..base.messages import language, t
 from ..exact.numbers import Exact, NegInf, Rat, Surd, frac_text
 from ..exercise.record import Exercise
 from ..steps import Solution, Step, Worked
-from .markdown import EXACT_CELLS, annotation, formula
+from .markdown import EXACT_CELLS, annotation, formula, worksheet_line
 from .mathml import ExactMathML, latex_mathml, math
 from .outline import Flow, Header, Named, Outline, Part, Rule, StepItem, outline
 from .text import decimal, is_plain, pretty
@@ -90,12 +94,14 @@ td .decimal { display: block; color: #333; }
 td.blank { min-width: 6em; height: 2.6em; }
 .inputs { display: flex; flex-wrap: wrap; gap: 0 2em; }
 .why { font-style: italic; }
+:lang(zh) .why { font-style: normal; color: #333; }
 .note { border-left: 3px solid #b58900; padding-left: 0.6em; }
 dl.formula dt { font-weight: bold; } dl.formula dd { margin: 0 0 0.4em 1.5em; }
 code, pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
 svg { max-width: 100%; height: auto; }
 figure { margin: 0.6em 0; } figcaption { font-weight: bold; margin-bottom: 0.3em; }
 svg text { font-family: "DejaVu Sans Mono", Menlo, Consolas, "Noto Sans Mono CJK SC", monospace; font-size: 13px; fill: #111; }
+@page { size: A4; }
 @media print {
   body { max-width: none; margin: 0; color: #000; }
   section.step { break-before: page; }
@@ -104,6 +110,13 @@ svg text { font-family: "DejaVu Sans Mono", Menlo, Consolas, "Noto Sans Mono CJK
   a { color: inherit; text-decoration: none; }
 }
 """
+
+
+#: The width of one terminal cell in the production view's SVG, in px: 13 px monospace advances 7.8 px (0.6 em)
+#: a cell, bold and a fallback font (a CJK one: two cells a character) a little more; and the room between a
+#: box's name and its shape.
+CELL_PX = 9
+GAP_PX = 20
 
 
 def _lang() -> str:
@@ -123,11 +136,13 @@ def _shape(rows: int, cols: int) -> str:
 
 
 class PageRenderer:
-    """Builds the HTML page of one outline at one precision (``blank``: a worksheet)."""
+    """Builds the HTML page of one outline at one precision (``blank``: a worksheet; ``student``: the worksheet
+    handed to that student, which says how to hand in rather than where the answer key is)."""
 
-    def __init__(self, precision: int = 4, blank: bool = False):
+    def __init__(self, precision: int = 4, blank: bool = False, student: str | None = None):
         self.places = precision
         self.blank = blank
+        self.student = student
         self.exact_mathml = ExactMathML()
         self.ids: set[str] = set()
 
@@ -163,7 +178,7 @@ class PageRenderer:
         text = frac_text(q)
         if q.denominator == 1:
             return esc(pretty(text))
-        return Markup(math(self.exact_mathml(Rat(q)), alttext=text) + el("code", text, class_="exact"))
+        return Markup(math(self.exact_mathml(Rat(q)), alttext=text) + el("code", text, class_="exact", aria_hidden="true"))
 
     def inputs(self, named: Sequence[Named]) -> Markup:
         return el("div", *(self.named(n) for n in named), class_="inputs") if named else Markup("")
@@ -178,7 +193,9 @@ class PageRenderer:
         shown = el("span", _equals(e, value, self.places), class_="decimal")
         if not with_mathml:
             return shown
-        return Markup(math(self.exact_mathml(e), alttext=pretty(text)) + el("code", text, class_="exact") + shown)
+        # the MathML (its alttext) is what assistive technology reads; the text form says it again: hidden from it
+        return Markup(math(self.exact_mathml(e), alttext=pretty(text)) + el("code", text, class_="exact", aria_hidden="true")
+                      + shown)
 
     def step_table(self, step: Step) -> tuple[Markup, bool]:
         """The step's matrix as a table (empty cells on a worksheet), and whether it is in decimals only
@@ -263,10 +280,10 @@ class PageRenderer:
         """The title, the exercise's id, the description, sizes, the mask (and its matrix, rows headed by the
         queries and columns by the keys), padding, format v2's sentences, the inputs."""
         parts: list[Markup | str] = [el("h1", h.title)]
-        parts.append(paragraph(t("explain.exercise.source", id=h.id, source=h.source) if h.source
+        parts.append(paragraph(t("html.exercise.source", id=h.id, source=h.source) if h.source
                                else t("explain.exercise", id=h.id)))
         if self.blank:
-            parts.append(paragraph(t("handout.worksheet", id=h.id)))
+            parts.append(paragraph(worksheet_line(h.id, self.student)))
         if h.description is not None:
             parts += [paragraph(p) for p in h.description.split("\n\n")]
         parts.append(paragraph(h.sizes))
@@ -304,9 +321,10 @@ class PageRenderer:
         numbers, what made it), then every mask as PyTorch takes it, as code."""
         title_id, desc_id = self.unique("production-title"), self.unique("production-desc")
         rows = [(s.name, f"{s.symbolic} = {s.concrete}", wrap(str(s.note), 80)) for s in o.production]
-        name_w = 16 + 8 * max((cells(n) for n, _, _ in rows), default=4)
-        text_w = 8 * max((cells(line) for _, shape, note in rows for line in (shape, *note)), default=20)
-        w = name_w + text_w + 32
+        # laid out by measured widths: a name's terminal cells times CELL_PX, then GAP_PX before its shape
+        name_w = 10 + CELL_PX * max((cells(n) for n, _, _ in rows), default=4) + GAP_PX
+        text_w = CELL_PX * max((cells(line) for _, shape, note in rows for line in (shape, *note)), default=20)
+        w = name_w + text_w + 16
         out = [el("title", t("explain.production"), id=title_id), el("desc", t("html.production.desc"), id=desc_id)]
         y = 8
         for n, (name, shape, note) in enumerate(rows):
@@ -369,8 +387,9 @@ def wrap(text: str, room: int) -> list[str]:
     return out
 
 
-def page(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False, brief: bool = False) -> str:
+def page(sol: Solution, *, head: int | None = None, precision: int = 4, blank: bool = False, brief: bool = False,
+         student: str | None = None) -> str:
     """The HTML page of ``sol``'s worked solution (only ``head``, 0-based, when given; the layer's steps are kept):
-    a worksheet when ``blank``; ``brief`` leaves out the arithmetic.  Raises
+    a worksheet when ``blank`` (``student``: handed to that student); ``brief`` leaves out the arithmetic.  Raises
     :class:`~tutor.base.errors.ShapeError` as :func:`tutor.render.outline.outline`."""
-    return PageRenderer(precision, blank).render(outline(sol, head=head, precision=precision, brief=brief, blank=blank))
+    return PageRenderer(precision, blank, student).render(outline(sol, head=head, precision=precision, brief=brief, blank=blank))

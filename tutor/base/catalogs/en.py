@@ -641,7 +641,7 @@ EN: dict[str, str] = {
     "file.kind.device": "a device",
     "file.kind.special": "a special file",
     "file.too_large.at": "the file is {size:bytes}, over the limit of {limit}; the limit is passed here",
-    "file.too_large.hint": "the files attn-tutor reads (exercises, solutions, concept banks) are far smaller; split or shorten it",
+    "file.too_large.hint": "exercises, solutions, rosters and concept banks are far smaller than this; split or shorten the file",
     "file.not_utf8.at": "the file is not UTF-8 text: byte {byte} here cannot be decoded",
     "file.not_utf8.hint": "save the file as UTF-8; most editors offer it when saving",
     "yaml.bad_character": "the character {char} is not allowed in YAML",
@@ -2362,7 +2362,7 @@ EN.update({
     # --- issue 24: per-student variants (handouts) ---
     "cli.handouts.help": "Write a variant of an exercise for every student of a roster: fresh numbers from a seed of the exercise and the student, a blank worksheet, and a list of them.",
     "cli.handouts.like": "The exercise every variant has the shape of (id or file), as with new --like.",
-    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column: student, id, email, sis_id or login (any case; the first found), and maybe a name column for the titles.",
+    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column: student, id, email, sis_id or login (any case; the first found), and maybe a name column for the titles; at most 1,000 students.",
     "cli.handouts.output": "The folder to write into (made if missing): ID-STUDENT.yaml and its worksheet per student, and roster-ID.csv, the list with each seed.",
     "cli.handouts.column": "The student id column, by its header (default: the first of student, id, email, sis_id, login).",
     "cli.handouts.worksheet": "The worksheet's format: what explain --blank --export writes as .md or .html.",
@@ -2383,7 +2383,6 @@ EN.update({
     "handouts.roster.empty_id": "the student id ({column}) is empty",
     "handouts.roster.too_long": "the {column} cell is longer than {limit:characters}",
     "handouts.roster.duplicate": "student '{id}' is already on the row of line {line}; each student once",
-    "handouts.roster.no_slug": "student id '{id}' has no ASCII letter or digit to name the variant's file after; use another id column (--column)",
     "handouts.roster.collision": "students '{id}' and '{other}' (line {line}) would both be named '{slug}' in the variant's id and file; change one of the ids",
     "handouts.roster.reserved": "student '{id}' would get the id {variant}, a bundled exercise's; change the id",
     "count.variants.one": "{count} variant",
@@ -2597,6 +2596,13 @@ EN.update({
     "invisible.try.backward": "Try the backward pass of `{id}` (--backward) to be tested on it.",
     "report.assign.exercise.backward": "The most common mistake: {mistake}. It shows in the backward pass of exercise {exercise} (--backward); assign it next.",
     "report.assign.tied.exercise.backward": "One of the most common mistakes ({mistakes}): {mistake}. It shows in the backward pass of exercise {exercise} (--backward); assign it next.",
+    # --- issue 23/24 fix round: handouts and the page (class B) ---
+    "handout.worksheet.student": "Worksheet: fill in every empty matrix. Hand it in as a solution file with the lines `exercise: {exercise}` and `student: {student}` (the solution format that `attn-tutor check` grades).",
+    "cli.new.student": "With --like: a variant for this student (a name or an id), as handouts writes it: the title says whose it is, in English and in the run's language.",
+    "handout.export_empty": "the file name is empty; give a file whose name ends in one of {choices}",
+    "pdf.printing": "printing {path} with Chromium ({browser}); it is stopped after {seconds} seconds at most",
+    "html.exercise.source": "Exercise {id} ({source})",
+    "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -132,7 +132,7 @@ ZH: dict[str, str] = {
     "explain.heatmap.band": "{shade} 大于 {low} 且不超过 {high}",
     "explain.heatmap.legend": "色块：{bands}；无色块：恰好为 0（色块旁的数值经过舍入）。",
     "explain.flow": "维度变化",
-    "explain.flow.each_head": "（共 {heads:heads}，每个头都一样）",
+    "explain.flow.each_head": "（{heads:heads}按同样的步骤计算）",
     "explain.masked_entry": "已屏蔽",
     "explain.note": "注：{note}",
     "explain.next": "下一步：自己动手计算这些步骤，每输入一个答案都会立即检查：",
@@ -630,7 +630,7 @@ ZH: dict[str, str] = {
     "file.kind.device": "设备文件",
     "file.kind.special": "特殊文件",
     "file.too_large.at": "文件大小为 {size:bytes}，超过了上限 {limit}；读到此处时超出上限",
-    "file.too_large.hint": "attn-tutor 读取的文件（练习、解答文件、概念题库）都远比这小；请拆分或精简该文件",
+    "file.too_large.hint": "练习、解答文件、学生名单和概念题库都远比这小；请拆分或精简该文件",
     "file.not_utf8.at": "该文件不是 UTF-8 文本：此处的字节 {byte} 无法解码",
     "file.not_utf8.hint": "请把文件另存为 UTF-8；大多数编辑器在保存时都提供这个选项",
     # --- yaml
@@ -1358,7 +1358,7 @@ ZH: dict[str, str] = {
     "new.file.key_padding_mask": "key_padding_mask：每个键一个 true/false，采用 PyTorch 的极性：true 表示这是填充键，任何查询都不能关注它。",
     # --- explain
     "explain.production.masks": "按 PyTorch 接受的形式给出的掩码（B = 1）",
-    "explain.production.mask.mha.attn_mask": "在这里，布尔 attn_mask 中 True = 屏蔽",
+    "explain.production.mask.mha.attn_mask": "在这里，布尔 attn_mask 中的 True 表示该位置被掩码",
     "explain.production.mask.mha.key_padding_mask": "True = 填充（忽略该键）",
     "explain.production.mask.sdpa.attn_mask": "在这里，布尔 attn_mask 中 True = 可以关注",
     "explain.production.mask.sdpa.attn_mask.combined": "在这里，布尔 attn_mask 中 True = 可以关注（掩码与键填充合而为一）",
@@ -2304,10 +2304,10 @@ ZH.update({
     "count.first_keys.other": "前 {count} 个键",
     # --- issue 24: per-student variants (handouts) ---
     "cli.handouts.help": "按名单为每个学生写出一道练习的专属版本：数值由练习和学生算出的种子生成，附带空白练习纸和一份清单。",
-    "cli.handouts.like": "各版本沿用其形状的练习（id 或文件），与 new --like 相同。",
-    "cli.handouts.students": "学生名单：CSV 文件（UTF-8，逗号或分号分隔），表头须有学生 id 列：`student`、`id`、`email`、`sis_id` 或 `login`（不区分大小写，取最先找到的一列），还可以有 `name` 列，用于标题。",
+    "cli.handouts.like": "作为模板的练习（id 或文件）：各版本与它形状相同，同 new --like。",
+    "cli.handouts.students": "学生名单：CSV 文件（UTF-8，逗号或分号分隔），表头须有学生 id 列：student、id、email、sis_id 或 login（不区分大小写，取最先找到的一列），还可以有 name 列，用于标题；最多 1000 名学生。",
     "cli.handouts.output": "写入的文件夹（不存在时自动创建）：每个学生一个 ID-STUDENT.yaml 及其练习纸，另有清单 roster-ID.csv，列出每个种子。",
-    "cli.handouts.column": "学生 id 所在的列，按表头指定（默认：`student`、`id`、`email`、`sis_id`、`login` 中最先出现的一列）。",
+    "cli.handouts.column": "学生 id 所在的列，按表头指定（默认：student、id、email、sis_id、login 中最先出现的一列）。",
     "cli.handouts.worksheet": "练习纸的格式：即 explain --blank --export 写出的 .md 或 .html。",
     "cli.handouts.force": "覆盖文件夹中已有的文件。",
     "handouts.title": "{title}（学生：{student}）",
@@ -2326,7 +2326,6 @@ ZH.update({
     "handouts.roster.empty_id": "学生 id（{column} 列）为空",
     "handouts.roster.too_long": "{column} 列超过 {limit:characters}",
     "handouts.roster.duplicate": "学生 '{id}' 已出现在第 {line} 行；每个学生只能出现一次",
-    "handouts.roster.no_slug": "学生 id '{id}' 中没有可用作文件名的 ASCII 字母或数字；请改用另一列作为 id（--column）",
     "handouts.roster.collision": "学生 '{id}' 和 '{other}'（第 {line} 行）在版本的 id 和文件名中都会成为 '{slug}'；请修改其中一个 id",
     "handouts.roster.reserved": "学生 '{id}' 的版本 id 会是 {variant}，与一道内置练习重名；请修改该 id",
     "handouts.same_numbers": "按 {id} 的形状为学生 '{student}' 抽了 {tries} 次，得到的数值都已分给排在前面的学生（前面共 {n:students}）；请换一道更大的练习",
@@ -2534,6 +2533,13 @@ ZH.update({
     "invisible.try.backward": "试试 `{id}` 的反向传播（--backward），那道练习能检验出这个错误。",
     "report.assign.exercise.backward": "最常见的错误：{mistake}。练习 {exercise} 的反向传播（--backward）能暴露这个错误，接下来就布置它。",
     "report.assign.tied.exercise.backward": "最常见的错误之一（并列：{mistakes}）：{mistake}。练习 {exercise} 的反向传播（--backward）能暴露这个错误，接下来就布置它。",
+    # --- issue 23/24 fix round: handouts and the page (class B) ---
+    "handout.worksheet.student": "练习纸：填写每个空矩阵。请提交一份解答文件，其中写有 `exercise: {exercise}` 和 `student: {student}` 两行（即 `attn-tutor check` 批改的解答格式）。",
+    "cli.new.student": "与 --like 一起使用：为这名学生（姓名或 id）生成专属版本，与 handouts 写出的相同；标题注明是谁的版本，英文原文和当前语言的译文各一份。",
+    "handout.export_empty": "文件名为空；请给出以 {choices} 之一结尾的文件名",
+    "pdf.printing": "正在用 Chromium（{browser}）打印 {path}；超过 {seconds} 秒仍未完成将被停止",
+    "html.exercise.source": "练习 {id}（{source}）",
+    "new.student_needs_like": "--student 须与 --like 一起使用，且不能与 --title 同时使用：它用于生成专属版本的标题",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
