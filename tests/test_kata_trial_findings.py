@@ -119,7 +119,8 @@ def test_the_interviewers_questions_are_wrapped_to_the_width(cli, lang) -> None:
     assert r.code == 0, r.err
     follow = r.out.split((EN if lang == "en" else ZH)["code.follow_ups"])[1].splitlines()
     assert len(follow) > 3  # three questions, at least one on two lines
-    assert all(cell_len(line) <= 60 for line in r.out.splitlines() if "|" not in line), r.out
+    path = str(ROPE / "numpy_solution.py")  # the report's first line names the file: a path is not broken
+    assert all(cell_len(line) <= 60 for line in r.out.splitlines() if "|" not in line and path not in line), r.out
     assert "rope-scaling" in r.out and not any(line.endswith("-") for line in follow)  # no word broken
 
 

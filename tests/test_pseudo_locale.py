@@ -85,9 +85,10 @@ def speak_pseudo(monkeypatch):
 
 def _labels() -> set[str]:
     """The token labels of the bundled exercises (data, in no language), and words every language writes as is."""
+    from tutor.answers.grammar import CONSTANTS, FUNCTIONS
     from tutor.exercise.catalog import bundled
 
-    out = {"True", "False", "true", "false", "exp", "PAD", "none", "causal"}
+    out = {"True", "False", "true", "false", "PAD", "none", "causal", "inf", *FUNCTIONS, *CONSTANTS}  # the answers' names
     for ex in bundled():  # read as attn-tutor reads them (YAML 1.2: the token "on" is text)
         for labels in (ex.tokens, ex.kv_tokens, ex.past_tokens):
             out |= set(labels or ())

@@ -189,7 +189,11 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
         read_fd, write_fd = os.pipe()
         token = os.urandom(8).hex()
         reaper = _become_subreaper()
-        env = {**(os.environ if environ is None else environ), MARK: token}
+        if environ is None:  # this process's variables, read where attn-tutor reads its environment
+            from ..base.env import Env
+
+            environ = Env.from_process(language="en").environ
+        env = {**environ, MARK: token}
         cpu = int(LOAD_TIME_LIMIT + time_limit * max(1, len(cases))) + 1
         try:
             proc = subprocess.Popen(
