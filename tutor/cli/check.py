@@ -51,6 +51,11 @@ if TYPE_CHECKING:
     from ..base.env import Env
 
 
+#: ``check``'s and ``report``'s ``--exercise`` (the exercise every file is graded against) and ``--tolerance``.
+ExerciseNamedOpt = Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))]
+CheckToleranceOpt = Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"), show_default=False)]
+
+
 class CheckFormat(str, Enum):
     """``--format`` of check: for people, JSON for scripts, or the gradebook CSV (issue 24)."""
 
@@ -62,9 +67,8 @@ class CheckFormat(str, Enum):
 def check(
     ctx: typer.Context,
     solution: Annotated[list[str], typer.Argument(help=t("cli.check.solution"))],
-    exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
-    tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
-                                                    show_default=False)] = None,
+    exercise: ExerciseNamedOpt = None,
+    tolerance: CheckToleranceOpt = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help=t("cli.check.format"))] = CheckFormat.rich,
     exercises: ExercisesOpt = None,
 ) -> None:
@@ -216,9 +220,8 @@ class ReportFormat(str, Enum):
 def report(
     ctx: typer.Context,
     paths: Annotated[list[str], typer.Argument(help=t("cli.report.sources"))],
-    exercise: Annotated[str | None, typer.Option("--exercise", help=t("cli.check.exercise"))] = None,
-    tolerance: Annotated[float | None, typer.Option("--tolerance", help=t("cli.check.tolerance"),
-                                                    show_default=False)] = None,
+    exercise: ExerciseNamedOpt = None,
+    tolerance: CheckToleranceOpt = None,
     fmt: Annotated[ReportFormat, typer.Option("--format", help=t("cli.report.format"))] = ReportFormat.rich,
     exercises: ExercisesOpt = None,
 ) -> None:

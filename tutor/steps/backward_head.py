@@ -580,15 +580,6 @@ def _unrotated_slack(r: Replay, id: str, head: int | None) -> Array:
     return out
 
 
-def _pair_of(ex: Exercise, d_k: int, j: int) -> tuple[int, int, int]:
-    """``(i, a, b)``: column ``j`` belongs to pair ``i`` of columns ``(a, b)``."""
-    assert ex.rope is not None
-    for i, (a, b) in enumerate(ex.rope.pairs(d_k)):
-        if j in (a, b):
-            return i, a, b
-    raise AssertionError(j)
-
-
 def _angle(ex: Exercise, id: str, d_k: int, row: int, i: int) -> str:
     from ..exact.numbers import frac_text
 
@@ -600,6 +591,7 @@ def _angle(ex: Exercise, id: str, d_k: int, row: int, i: int) -> str:
 
 def _unrotated_work(sol: Solution, step: Step, r: int, j: int) -> Text:
     """``d_Q[t1, d1] = d_Q_rot[t1, d1]·cos(1) + d_Q_rot[t1, d2]·sin(1) = … ≈ …`` (the pair turned back)."""
+    from .rope import pair_of
     from .worked import factor
 
     ex = sol.exercise
@@ -609,7 +601,7 @@ def _unrotated_work(sol: Solution, step: Step, r: int, j: int) -> Text:
         return Msg("practice.work.noted", work=f"{m.name}[{rl}, {step.col_labels[j]}] "
                    f"{total(step.exact[r][j], step.value[r][j])}", note=Msg("rope.work.cached_grad"))
     d_k = m.shape[1]
-    i, a, b = _pair_of(ex, d_k, j)
+    i, a, b = pair_of(ex, d_k, j)
     ang = _angle(ex, step.id, d_k, r, i)
     ca, cb = m.col_labels[a], m.col_labels[b]
     fa, fb = factor(m.exact[r][a], m.value[r][a]), factor(m.exact[r][b], m.value[r][b])

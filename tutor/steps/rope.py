@@ -47,6 +47,15 @@ def _rope(ex: Exercise) -> Rope:
     return ex.rope
 
 
+def pair_of(ex: Exercise, d_k: int, j: int) -> tuple[int, int, int]:
+    """``(i, a, b)``: column ``j`` of a rotated matrix (``d_k`` columns) belongs to pair ``i``, of columns
+    ``(a, b)`` (the exercise's pairing: interleaved or half).  Its worked arithmetic and its gradient's read it."""
+    for i, (a, b) in enumerate(_rope(ex).pairs(d_k)):
+        if j in (a, b):
+            return i, a, b
+    raise AssertionError(j)
+
+
 def positions(ex: Exercise, id: str) -> tuple[int, ...]:
     """The positions of the rows ``id`` turns: the queries' (``q_rot``) or the keys' (``k_rot``), from 0."""
     return ex.query_positions if id == "q_rot" else ex.key_positions
@@ -93,13 +102,6 @@ def _kind(id: str) -> StepKind:
         return Step(id, head, f"{sym}_rot", formula, (Operand(sym, (n, d_k)),), "rot", R.exact(),
                     ex.query_labels if src == "q" else ex.key_labels, dims("d", d_k), kv_head=kv,
                     shared=ex.sharing(kv) if kv is not None else ())
-
-    def pair_of(ex: Exercise, d_k: int, j: int) -> tuple[int, int, int]:
-        """``(i, a, b)``: column ``j`` belongs to pair ``i`` of columns ``(a, b)``."""
-        for i, (a, b) in enumerate(_rope(ex).pairs(d_k)):
-            if j in (a, b):
-                return i, a, b
-        raise AssertionError(j)
 
     def angle(ex: Exercise, d_k: int, row: int, i: int) -> str:
         thetas = _rope(ex).thetas(d_k)
