@@ -279,6 +279,16 @@ def test_message_catalogue_doctests():
     assert result.failed == 0 and result.attempted >= 2
 
 
+def test_the_class_workflows_doctests():
+    """The spreadsheet cell rule (written and read back) and the order a folder's submissions are graded in."""
+    import tutor.audit.batch
+    import tutor.base.textsafe
+
+    for module, examples in ((tutor.base.textsafe, 5), (tutor.audit.batch, 1)):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted >= examples, module.__name__
+
+
 @pytest.mark.parametrize("catalog", ["en", "zh"])
 def test_no_message_key_is_given_twice(catalog):
     """A key written twice in a catalogue module (in one dict or across ``EN.update`` blocks) silently keeps

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from ..answers import ROUNDED_AWAY, TRUNCATED
 from ..base.errors import Problem, TutorError
 from ..base.messages import Msg, Text
+from ..base.textsafe import spreadsheet_text
 from ..exercise.record import Exercise
 from .check import INDEPENDENT, Report, StepCheck
 from .plausibility import label
@@ -364,8 +365,7 @@ class Variant:
 def _index_cell(text: str) -> str:
     """A roster index's cell as the roster had it: the ``'`` written before a formula's first character dropped,
     whitespace at the ends dropped and inner runs one space (as the roster was read)."""
-    text = " ".join(text.split())
-    return text[1:] if text[:1] == "'" and text[1:2] in ("=", "+", "-", "@") else text
+    return spreadsheet_text(" ".join(text.split()))
 
 
 def read_index(folders: Sequence[str | Path]) -> dict[str, Variant]:

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING
 
 from ..base.errors import Problem, TutorError
 from ..base.messages import t
+from ..base.textsafe import spreadsheet_cell
 
 if TYPE_CHECKING:
     from ..exercise.record import Exercise
@@ -351,13 +352,9 @@ def index_text(variants: Sequence[Variant], worksheet: str) -> str:
     writer.writerow(INDEX_COLUMNS)
     for v in variants:
         exercise_file, worksheet_file = v.files(worksheet)
-        writer.writerow([_cell(v.student.id), _cell(v.student.name), v.id, v.seed, exercise_file, worksheet_file,
+        writer.writerow([spreadsheet_cell(v.student.id), spreadsheet_cell(v.student.name), v.id, v.seed, exercise_file, worksheet_file,
                          v.command])
     return buffer.getvalue()
-
-
-def _cell(text: str) -> str:
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def index_name(ex: Exercise) -> str:

@@ -14,6 +14,8 @@ character, so applying it twice changes nothing.
 
 :func:`shown_stream` is the same rule for what is written to a terminal
 stream, letting through only the colour sequences (SGR) a renderer emits.
+:func:`spreadsheet_cell` is the rule for a CSV cell a spreadsheet opens (a
+gradebook, a roster index), :func:`spreadsheet_text` reads such a cell back.
 
 Pure: no I/O, usable from every layer.
 """
@@ -97,3 +99,27 @@ def shown_stream(text: str) -> str:
         return shown(text, keep="\n\t")
     parts = _SGR.split(text)  # odd indices are SGR sequences
     return "".join(p if i % 2 else shown(p, keep="\n\t") for i, p in enumerate(parts))
+
+
+#: The first characters OWASP's "CSV Injection" page lists as starting a formula in a spreadsheet.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(text: str) -> str:
+    """``text`` safe in a CSV cell a spreadsheet opens: shown (:func:`shown`), and behind a ``'`` when a
+    spreadsheet would run it as a formula (:data:`FORMULA_START` first, after any spaces), as OWASP advises.
+
+    >>> spreadsheet_cell("=HYPERLINK(1)"), spreadsheet_cell(" -1"), spreadsheet_cell("Ana")
+    ("'=HYPERLINK(1)", "' -1", 'Ana')
+    """
+    text = shown(text)
+    return "'" + text if text.lstrip(" ").startswith(FORMULA_START) else text
+
+
+def spreadsheet_text(cell: str) -> str:
+    """A cell :func:`spreadsheet_cell` wrote, read back: the ``'`` it put before a formula dropped.
+
+    >>> spreadsheet_text("'=HYPERLINK(1)"), spreadsheet_text("'quoted")
+    ('=HYPERLINK(1)', "'quoted")
+    """
+    return cell[1:] if cell[:1] == "'" and cell[1:].lstrip(" ").startswith(FORMULA_START) else cell

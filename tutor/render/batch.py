@@ -46,15 +46,13 @@ from ..audit.batch import CORRECT, UNUSABLE, WRONG, Row, duplicates, exit_code, 
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
 from ..base.messages import plural, t
-from ..base.textsafe import shown
+from ..base.textsafe import shown, spreadsheet_cell
 
 #: The gradebook CSV's columns, in order.
 CSV_COLUMNS = ("student", "exercise", "score", "steps_right", "steps_total", "steps_given", "verdict", "first_wrong_step",
                "mistakes", "comment", "variant_of", "steps")
 #: What joins the keys of the ``mistakes`` cell (a key holds no ``;``).
 MISTAKES_SEP = "; "
-#: The first characters OWASP lists as starting a formula in a spreadsheet (tab and CR are escaped anyway).
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def percent(score: Fraction | None) -> str:
@@ -111,13 +109,6 @@ def batch_document(rows: Sequence[Row]) -> dict[str, Any]:
 # --- CSV --------------------------------------------------------------------------------------------
 
 
-def csv_cell(text: str) -> str:
-    """``text`` safe in a gradebook cell: control characters escaped (:func:`tutor.base.textsafe.shown`), and a
-    leading ``'`` when a spreadsheet would read it as a formula (:data:`FORMULA_START`, after any spaces)."""
-    text = shown(text)
-    return "'" + text if text.lstrip(" ").startswith(FORMULA_START) else text
-
-
 def steps_cell(row: Row) -> str:
     """``q:correct; weights (head 2):wrong``: every item given and its verdict (what ``report`` reads back),
     heads counted from 1 (:func:`tutor.audit.batch.place_label`)."""
@@ -131,7 +122,7 @@ def csv_text(rows: Sequence[Row]) -> str:
     writer.writerow(CSV_COLUMNS)
     for r in rows:
         counts = ("", "", "") if r.verdict == UNUSABLE else (str(r.right), str(r.out_of), str(r.given))
-        writer.writerow([csv_cell(c) for c in (r.student, r.exercise or "", percent(r.score), *counts, r.verdict,
+        writer.writerow([spreadsheet_cell(c) for c in (r.student, r.exercise or "", percent(r.score), *counts, r.verdict,
                                                  _words(place_label(r.first_wrong or "")), MISTAKES_SEP.join(r.mistakes), _words(r.comment),
                                                  r.variant_of[0] if r.variant_of else "", steps_cell(r))])
     return out.getvalue()
