@@ -37,6 +37,40 @@ def test_a_change_is_checked_once_it_holds_still(tmp_path) -> None:
     assert checked == ["a", "abc"]
 
 
+def test_a_ctrl_c_as_soon_as_the_watch_waits_finds_the_check_counted(tmp_path) -> None:
+    """The CI failure of stop 29: the second check had said PASS and "waiting for", and a Ctrl-C that
+    came before the count went up gave "1 check, 0 passed".  ``waiting`` is said after the count."""
+    f = tmp_path / "mine.py"
+    f.write_text("a")
+    said: list[str] = []
+    results = iter([False, True])
+
+    def sleep(_: float) -> None:
+        if f.read_text() == "a":
+            f.write_text("ab")  # a save after the first check
+
+    def waiting() -> None:
+        said.append("waiting")
+        if len(said) == 2:
+            raise KeyboardInterrupt  # Ctrl-C the moment the second "waiting for" shows
+
+    summary = watch_file(f, lambda: next(results), waiting=waiting, sleep=sleep)
+    assert said == ["waiting", "waiting"]
+    assert (summary.checks, summary.passes, summary.last) == (2, 1, True)
+
+
+def test_a_check_that_ctrl_c_interrupts_is_not_counted(tmp_path) -> None:
+    f = tmp_path / "mine.py"
+    f.write_text("a")
+
+    def check() -> bool:
+        raise KeyboardInterrupt
+
+    said: list[str] = []
+    summary = watch_file(f, check, waiting=lambda: said.append("waiting"))
+    assert (summary.checks, summary.passes, summary.last, said) == (0, 0, False, [])
+
+
 def test_ctrl_c_ends_the_watch_with_its_summary(tmp_path) -> None:
     f = tmp_path / "mha.py"
     f.write_text(SOLUTION.read_text().replace("/ math.sqrt(d_k)", ""))

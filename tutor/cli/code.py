@@ -228,7 +228,12 @@ def check_(
         return
     from ..katas.watch import watch_file
 
-    summary = watch_file(file, lambda: _watch_step(env, file, kata, python, fmt, time_limit, flavour))
+    def waiting() -> None:
+        write(t("code.watch.waiting", file=str(file)))
+        sys.stdout.flush()
+
+    summary = watch_file(file, lambda: _watch_step(env, file, kata, python, fmt, time_limit, flavour),
+                         waiting=waiting)
     if not summary.checks:  # Ctrl-C before the first check finished: there is no last one to speak of
         write(t("code.watch.summary_none"))
         return
@@ -247,7 +252,4 @@ def _watch_step(env: Env, file: Path, kata: str | None, python: str | None, fmt:
         for line in str(err).split("\n"):
             warn(t("cli.error", message=line))
         return False
-    finally:
-        write(t("code.watch.waiting", file=str(file)))
-        sys.stdout.flush()
 
