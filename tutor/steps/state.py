@@ -108,14 +108,36 @@ _ROUNDED = {"scaled": "round_scaled", "weights": "round_weights"}
 READ_KNOBS: dict[str, frozenset[str]] = {id: frozenset({knob}) for id, knob in _ROUNDED.items()}
 
 
+#: The float forms of an exercise's matrices and vectors already converted, by the identity of the (immutable)
+#: tuple: the float walk reads the same weights once per head and per misconception (74 walks for ``explain``'s
+#: invisible mistakes), and ``float(Fraction)`` is slow.  The tuple is held beside its array, so its ``id``
+#: cannot be reused while it is here.
+_FLOAT_FORMS: dict[int, tuple[object, Array]] = {}
+_FLOAT_FORMS_KEPT = 256
+
+
+def _float_form(m: Any, convert: Callable[[Any], Array]) -> Array:
+    if not isinstance(m, tuple):  # a list may change: converted each time
+        return convert(m)
+    hit = _FLOAT_FORMS.get(id(m))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    a = convert(m)
+    a.setflags(write=False)  # shared: a caller that changed it would change every later walk
+    if len(_FLOAT_FORMS) >= _FLOAT_FORMS_KEPT:
+        _FLOAT_FORMS.clear()
+    _FLOAT_FORMS[id(m)] = (m, a)
+    return a
+
+
 def floats(m: Sequence[Sequence[Fraction]]) -> Array:
-    """Exact rationals ``[r][c]`` as float64 ``[r, c]``."""
-    return np.array([[float(x) for x in row] for row in m], dtype=np.float64)
+    """Exact rationals ``[r][c]`` as float64 ``[r, c]``, read-only (converted once per tuple)."""
+    return _float_form(m, lambda m: np.array([[float(x) for x in row] for row in m], dtype=np.float64))
 
 
 def vector(v: Sequence[Fraction] | None) -> Array | None:
-    """Exact rationals ``[c]`` as float64 ``[c]`` (``None`` stays ``None``)."""
-    return None if v is None else np.array([float(x) for x in v], dtype=np.float64)
+    """Exact rationals ``[c]`` as float64 ``[c]``, read-only (``None`` stays ``None``)."""
+    return None if v is None else _float_form(v, lambda v: np.array([float(x) for x in v], dtype=np.float64))
 
 
 def mul_slack(A: Array, dA: Array, B: Array, dB: Array) -> Array:
