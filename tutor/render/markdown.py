@@ -216,7 +216,7 @@ def annotation(step: Step) -> str:
         key = "annotation.with_summed" if KINDS[step.id].backward else "annotation.with_shared"
         marker = "\x00"  # where the sentence puts the annotation: the math, between its words in \text{…}
         before, _, after = t(key, annotation=marker, kv=step.kv_head + 1,
-                             heads=", ".join(str(h + 1) for h in step.shared)).partition(marker)
+                             heads=t("list.sep").join(str(h + 1) for h in step.shared)).partition(marker)
         out = _tex_text(before) + out + _tex_text(after)
     return out
 
@@ -365,7 +365,7 @@ class MarkdownRenderer:
             self.add(_escape(line), "")
         self.inputs(h.inputs)
         for n in h.inputs:
-            self.add(_escape_spans(Spans.of("handout.rows", name=n.name, labels=", ".join(n.rows))), "")
+            self.add(_escape_spans(Spans.of("handout.rows", name=n.name, labels=t("list.sep").join(n.rows))), "")
 
     def solution(self, sol: Solution, head: int | None = None) -> str:
         """The whole handout (only ``head`` when given; the layer steps are always kept), with the

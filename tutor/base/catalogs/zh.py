@@ -122,7 +122,7 @@ ZH: dict[str, str] = {
     "explain.kv_head": "第 {kv} 个 K/V 头（对应查询头 {heads}）",
     "explain.layer": "整层",
     "explain.exercise": "练习 {id}",
-    "explain.sizes": "L = {L}, L_k = {L_k}, d_model = {d_model}, 头数 = {heads}, d_k = {d_k}, d_v = {d_v}, d_out = {d_out}",
+    "explain.sizes": "L = {L}，L_k = {L_k}，d_model = {d_model}，头数 = {heads}，d_k = {d_k}，d_v = {d_v}，d_out = {d_out}",
     "explain.mask.causal": "掩码：causal（查询 i 只看 j ≤ i 的键：左上角对齐，与 PyTorch 的 is_causal=True 一致）",
     "explain.mask.matrix": "掩码：给定矩阵（True = 可以关注）",
     "explain.mask.padding": "键填充：{keys} 不可被关注",
