@@ -105,3 +105,17 @@ def test_check_in_chinese_joins_its_lists_with_the_catalogues_separator(cli, tmp
     code, out, err = cli("--lang", "zh", "check", sol)
     assert code == 0, err
     assert "垫子" in out and prose_commas(out) == []
+
+
+def test_the_masks_drill_lists_its_rows_and_lengths_with_the_chinese_separator():
+    """Left padding (lengths 4 and 2, sequence 2 asked): queries 1 and 2 see no key (by hand: causal, and
+    keys 1, 2 are padding); the setting's lengths and the rows are lists in prose."""
+    from tutor.base.messages import use_language
+    from tutor.drills import masks
+
+    s = masks.Scenario("left_padding", 2, 4, 4, "top_left", (4, 2), True, 1)
+    with use_language("zh"):
+        lines = masks.every_convention(s)
+        setting = masks._setting(s)
+    assert "没有可关注的键的行：q1、q2。" in lines
+    assert "4、2" in setting and prose_commas(setting) == []
