@@ -121,7 +121,7 @@ def test_a_file_attn_tutor_fails_on_is_a_row_and_the_others_are_graded(cli, tmp_
     code, out, err = cli("check", folder, "--format", fmt)
     assert code == 2 and err == ""
     assert "Traceback" not in out
-    said = "attn-tutor failed on this file: internal error: KeyError at tutor/audit/batch.py:"
+    said = "attn-tutor failed on this file: internal error: KeyError at "
     if fmt == "csv":
         rows = _csv(out)
         assert [r["verdict"] for r in rows] == ["correct", "unusable", "wrong"]
