@@ -98,6 +98,55 @@ def test_exit_codes_all_right_one_wrong_one_unusable(cli, tmp_path):
     assert rows[3]["score"] == "" and "no-such-exercise" in rows[3]["comment"]
 
 
+def _fails_on(monkeypatch, name: str) -> None:
+    """The grader raises a KeyError (attn-tutor's own bug, not the file's) on the file called ``name``."""
+    from tutor.audit.batch import Grader
+
+    row = Grader.row
+
+    def failing(self, path, sf):
+        if Path(path).name == name:
+            raise KeyError("simulated")
+        return row(self, path, sf)
+
+    monkeypatch.setattr(Grader, "row", failing)
+
+
+@pytest.mark.parametrize("fmt", ["rich", "csv", "json"])
+def test_a_file_attn_tutor_fails_on_is_a_row_and_the_others_are_graded(cli, tmp_path, monkeypatch, fmt):
+    """The run does not end with exit 3: that file is an unusable row whose comment says attn-tutor failed on
+    it (one line, no traceback), the others are graded as before, and the exit code is issue 24's, 2."""
+    folder = _class(tmp_path, {"a.yaml": RIGHT, "b.yaml": RIGHT, "c.yaml": NO_SCALING})
+    _fails_on(monkeypatch, "b.yaml")
+    code, out, err = cli("check", folder, "--format", fmt)
+    assert code == 2 and err == ""
+    assert "Traceback" not in out
+    said = "attn-tutor failed on this file: internal error: KeyError at "
+    if fmt == "csv":
+        rows = _csv(out)
+        assert [r["verdict"] for r in rows] == ["correct", "unusable", "wrong"]
+        assert rows[1]["comment"].startswith(said) and "\n" not in rows[1]["comment"]
+    elif fmt == "json":
+        doc = json.loads(out)
+        assert [r["verdict"] for r in doc["submissions"]] == ["correct", "unusable", "wrong"]
+        assert doc["submissions"][1]["comment"].startswith(said) and doc["summary"]["exit_code"] == 2
+    else:
+        assert said in " ".join(out.split()) and out.count("internal error") == 1
+
+
+def test_the_traceback_of_a_file_attn_tutor_fails_on_only_with_debug(cli, tmp_path, monkeypatch):
+    folder = _class(tmp_path, {"a.yaml": RIGHT, "b.yaml": RIGHT})
+    _fails_on(monkeypatch, "a.yaml")
+    code, _, err = cli("check", folder, "--format", "csv", env={"ATTN_TUTOR_DEBUG": "1"})
+    assert code == 2 and err.startswith("Traceback") and "KeyError: 'simulated'" in err
+
+
+def test_checks_help_says_its_exit_codes(cli):
+    out = " ".join(cli("check", "--help").out.split())
+    assert ("Exit codes: 0 every file right; 1 a file wrong; 2 a file unusable, or one attn-tutor failed on (its "
+            "row says so, and the other files are graded all the same); 3 attn-tutor itself failed.") in out
+
+
 def test_files_and_folders_named_together_and_nothing_to_grade(cli, tmp_path):
     folder = _class(tmp_path, {"a.yaml": RIGHT, "notes.txt": "not a submission", ".hidden.yaml": NO_SCALING})
     (folder / "sub").mkdir()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import html
 import io
 import os
 from pathlib import Path
@@ -154,6 +155,44 @@ def test_an_html_worksheet_on_request(cli, tmp_path):
     assert "answer key" in theirs and "answer key" not in mine
     assert (f"Hand it in as a solution file with the lines <code>exercise: {row['exercise']}</code> and"
             " <code>student: &quot;ana.lopez@uni.example&quot;</code>") in mine
+
+
+#: Student ids that are Markdown (a backtick, runs of them at either end, a table bar, emphasis, a link, raw HTML)
+#: and the names their titles carry.
+MARKUP_IDS = ["a`b", "``e", "f`", "c|d", "*g*_h_", "[x](y)", "<i>k</i>", "m & n"]
+
+
+def test_a_student_id_that_is_markdown_stays_text_on_the_worksheet(cli, tmp_path):
+    """The hand-in line's code span holds the id whole (CommonMark, read by markdown-it, an independent
+    parser: its code span's text is the YAML line, which reads back as the roster's id), and the title (a
+    name with backticks) is text, not a code span; the HTML page's ``<code>`` holds the same line."""
+    from markdown_it import MarkdownIt
+
+    rows = "".join(f'"{s.replace(chr(34), 2 * chr(34))}",`{i}` x\n' for i, s in enumerate(MARKUP_IDS))
+    roster = _roster(tmp_path, "student,name\n" + rows)
+    md, page = tmp_path / "md", tmp_path / "html"
+    assert cli("handouts", "--like", LIKE, "--students", roster, "-o", md).code == 0
+    assert cli("handouts", "--like", LIKE, "--students", roster, "-o", page, "--worksheet", "html").code == 0
+    for i, row in enumerate(_index(md)):
+        assert row["student"] == MARKUP_IDS[i]
+        tokens = MarkdownIt("commonmark").parse((md / row["worksheet_file"]).read_text(encoding="utf-8"))
+        title, hand_in = tokens[1].children, tokens[7].children
+        assert [c.type for c in title] == ["text"] and title[0].content.endswith(f"(variant of `{i}` x)")
+        spans = [c.content for c in hand_in if c.type == "code_inline"]
+        assert spans[0] == f"exercise: {row['exercise']}" and spans[2] == "attn-tutor check"
+        assert yaml.safe_load(spans[1]) == {"student": MARKUP_IDS[i]}
+        html_page = (page / f"{row['exercise']}.html").read_text(encoding="utf-8")
+        assert f"<code>{html.escape(spans[1])}</code> (the solution format" in html_page
+
+
+def test_a_path_with_backticks_is_text_on_the_html_page(cli, tmp_path):
+    """``Exercise ID (SOURCE)``: a file's path is a field, so its backticks open no ``<code>``."""
+    folder = tmp_path / "a`b`c"
+    folder.mkdir()
+    (folder / "ex.yaml").write_bytes((Path(__file__).parent.parent / "exercises" / f"{LIKE}.yaml").read_bytes())
+    code, out, err = cli("explain", folder / "ex.yaml", "--format", "html")
+    assert code == 0, err
+    assert f"<p>Exercise {LIKE} ({html.escape(str(folder / 'ex.yaml'))})</p>" in out
 
 
 # --- check finds the variant: copied numbers are wrong numbers -----------------------------------

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..answers import ROUNDED_AWAY, TRUNCATED
-from ..base.errors import Problem, TutorError
+from ..base.errors import Problem, TutorError, where_raised
 from ..base.messages import Msg, Text
 from ..base.textsafe import spreadsheet_text
 from ..exercise.record import Exercise
@@ -104,6 +104,9 @@ class Row:
     total: int = 0
     #: a roster's variant handed in by another student: ``(whose it is, the submitter's own variant)``
     variant_of: tuple[str, str] | None = None
+    #: what attn-tutor raised when it failed on this file (a bug, not the student's doing): the row is
+    #: unusable, its comment says so, and ``ATTN_TUTOR_DEBUG=1`` prints this traceback
+    failure: Exception | None = field(default=None, compare=False)
 
     @property
     def exit_code(self) -> int:
@@ -226,7 +229,9 @@ class Grader:
 
     def grade(self, path: str) -> Row:
         """The row of the solution file at ``path`` (see :class:`Row`); raises nothing for a bad file.  A folder
-        named like a solution file is a row (unusable: a folder), never skipped in silence."""
+        named like a solution file is a row (unusable: a folder), never skipped in silence; so is a file
+        attn-tutor itself fails on (any other exception: unusable, its comment naming the failure as
+        attn-tutor's, :attr:`Row.failure` what was raised), so that one bug costs one row, not the run."""
         from .solution import load_solution
 
         if os.path.isdir(path):
@@ -238,6 +243,10 @@ class Grader:
         except TutorError as err:
             return Row(path, student_field(path) or student_of(path), None, UNUSABLE, error=err,
                        comment=Msg("batch.comment.unusable", reason=first_line(err)))
+        except Exception as err:  # noqa: BLE001 - attn-tutor failed on this file: a row, and the others are graded
+            said = Msg("batch.internal", kind=type(err).__name__, where=where_raised(err))
+            return Row(path, student_field(path) or student_of(path), None, UNUSABLE, error=TutorError(said),
+                       comment=Msg("batch.comment.internal", reason=said), failure=err)
 
     @property
     def index(self) -> dict[str, Variant]:

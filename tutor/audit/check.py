@@ -216,7 +216,7 @@ def _nan_notes(sol: Solution, g: GivenStep, expected: Array) -> list[Diagnosis]:
         labels = sol.step(g.id, g.head).row_labels
         rows = sorted({i for i, _ in in_empty})
         out.append(Diagnosis("nan_empty_row", Msg.plural("check.nan.empty_row", len(rows), step=name,
-                                                     rows=", ".join(labels[i] for i in rows), torch=torch_empty_row()),
+                                                     rows=Msg.joined("list.sep", [labels[i] for i in rows]), torch=torch_empty_row()),
                              tuple(in_empty)))
     if other:
         out.append(Diagnosis("nan", Msg("check.nan.elsewhere", step=name, cells=cells_text(sol, g, other)),

@@ -145,7 +145,7 @@ def _row_sums(c: _Given) -> list[Finding]:
            for i, message in bad_rows]
     if not bad_rows and empty_rows:
         out.append(Finding("row_sums", g.id, g.head, True,
-                           Msg("check.row_sum.ok_empty", step=c.name, rows=", ".join(empty_rows))))
+                           Msg("check.row_sum.ok_empty", step=c.name, rows=Msg.joined("list.sep", empty_rows))))
     elif not bad_rows:
         out.append(Finding("row_sums", g.id, g.head, True, Msg("check.row_sum.ok", step=c.name)))
     return out
@@ -206,7 +206,7 @@ def _column_range(c: _Given) -> list[Finding]:
     empty = [sol.step(g.id, g.head).row_labels[i] for i in range(g.shape[0]) if not live_rows[i]]
     if empty:  # a zero row (no key to attend) is no weighted average: the bound does not hold for it
         return [Finding("column_range", g.id, g.head, True, Msg.plural(
-            c.ok("check.column.ok_empty"), len(empty), step=c.name, whose=whose, rows=", ".join(empty)))]
+            c.ok("check.column.ok_empty"), len(empty), step=c.name, whose=whose, rows=Msg.joined("list.sep", empty)))]
     return [Finding("column_range", g.id, g.head, True, Msg(c.ok("check.column.ok"), step=c.name, whose=whose))]
 
 

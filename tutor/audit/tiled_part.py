@@ -100,7 +100,7 @@ def read_tiled(r: Reader, value: Any, ex: Exercise) -> TiledGiven | None:
     n = _whole(q)
     row = n - 1 if n is not None and 1 <= n <= ex.L else labels.index(q) if isinstance(q, str) and q in labels else None
     if row is None:
-        r.add(p + ("query",), Msg("tiled.file.query", labels=", ".join(labels)))
+        r.add(p + ("query",), Msg("tiled.file.query", labels=Msg.joined("list.sep", labels)))
     quantities: list[Quantity] = []
     blocks = value.get("blocks", [])
     if not isinstance(blocks, list):

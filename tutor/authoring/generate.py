@@ -29,7 +29,7 @@ from ..exercise.block import row_ok
 from .draft import Draft, as_asked, drafted
 from .draw import GROUP_TRIES, LEVELS, Candidate, Level, draw, matmul, plus, transposed
 from .shape import Shape, shape_of, spec_shape
-from .spec import Spec, command_line, default_id, default_title, tags
+from .spec import Spec, command_line, default_id, default_title, naming_options, tags
 from .write import text
 
 if TYPE_CHECKING:
@@ -240,18 +240,8 @@ def like_command(source: str, seed: int, *, allow_dull: bool = False, id: str | 
     each option that changes the text (``--id``, ``--title`` and ``--student`` too, so that a per-student
     variant of ``handouts`` is written again byte for byte), and ``--lang`` when the run's language is not
     English (the file's comments and its translation are in it)."""
-    import shlex
-
-    command = f"attn-tutor new --like {source} --seed {seed}" + (" --allow-dull" if allow_dull else "")
-    if id is not None:
-        command += f" --id {shlex.quote(id)}"
-    if title is not None:
-        command += f" --title {shlex.quote(' '.join(title.split()))}"  # the file's title is on one line
-    if student is not None:
-        command += f" --student {shlex.quote(' '.join(student.split()))}"
-    if language() != "en":
-        command += f" --lang {language()}"
-    return command
+    return (f"attn-tutor new --like {source} --seed {seed}" + (" --allow-dull" if allow_dull else "")
+            + naming_options(id, title, student))
 
 
 def _in_english(words: Callable[[], tuple[str, str]]) -> tuple[tuple[str, str], tuple[tuple[str, str, str], ...]]:

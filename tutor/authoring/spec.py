@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base.messages import plural, t
+from ..base.messages import language, plural, t
 from ..exercise.checks import LIMITS
 
 MASKS = ("none", "causal", "padding")
@@ -244,8 +244,28 @@ def default_title(spec: Spec) -> str:
     return title[:1].upper() + title[1:]
 
 
+def naming_options(id: str | None = None, title: str | None = None, student: str | None = None) -> str:
+    """The options of a ``new`` command that change a file's text but not its numbers, quoted for a shell and
+    each after a space: ``--id``, ``--title`` and ``--student`` (on one line, as the file has them) when given,
+    and ``--lang`` when the run's language is not English (the file's comments and its translation are in
+    it).  ``""`` for none."""
+    import shlex
+
+    out = ""
+    if id is not None:
+        out += f" --id {shlex.quote(id)}"
+    if title is not None:
+        out += f" --title {shlex.quote(' '.join(title.split()))}"  # the file's title is on one line
+    if student is not None:
+        out += f" --student {shlex.quote(' '.join(student.split()))}"
+    if language() != "en":
+        out += f" --lang {language()}"
+    return out
+
+
 def command_line(spec: Spec) -> str:
-    """The ``attn-tutor new`` command that writes this exercise again."""
+    """The ``attn-tutor new`` command that writes this exercise again, byte for byte: every option that
+    changed the text, the seed, and :func:`naming_options`."""
     parts = ["attn-tutor new", f"--tokens {spec.tokens}", f"--d-model {spec.d_model}", f"--heads {spec.heads}",
              f"--d-k {spec.d_k}", f"--mask {spec.mask}"]
     if spec.cross is not None:
@@ -273,7 +293,7 @@ def command_line(spec: Spec) -> str:
     parts.append(f"--seed {spec.seed}")
     if spec.allow_dull:
         parts.append("--allow-dull")
-    return " ".join(parts)
+    return " ".join(parts) + naming_options(spec.id, spec.title)
 
 
 def tags(spec: Spec) -> list[str]:

@@ -83,3 +83,17 @@ class StoreError(TutorError):
 
 class EngineMismatchError(TutorError):
     """The exact engine and the NumPy core disagree; no solution is printed."""
+
+
+def where_raised(err: BaseException) -> str:
+    """Where ``err`` was raised inside the package, from the package's folder down (``tutor/audit/batch.py:240``),
+    for the one line of an internal error; ``"?"`` when no frame of its traceback is the package's."""
+    import traceback
+    from pathlib import Path
+
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if "tutor" in Path(f.filename).parts]
+    if not frames:
+        return "?"
+    parts = Path(frames[-1].filename).parts
+    inside = parts[len(parts) - 1 - parts[::-1].index("tutor"):]  # from the package folder down
+    return f"{'/'.join(inside)}:{frames[-1].lineno}"

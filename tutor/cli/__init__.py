@@ -24,7 +24,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -72,6 +71,8 @@ COMMANDS: tuple[tuple[str, Callable[..., Any], str], ...] = (
 
 #: The commands that grade answers by the rule of :mod:`tutor.answers.grading`.
 GRADED = ("practice", "check")
+#: The paragraph on its exit codes a command's help ends with, where they say more than 0 ok, 2 bad input.
+EXIT_HELP = {"check": "cli.check.exit"}
 
 
 def _version(value: bool) -> None:
@@ -109,6 +110,8 @@ def build_app() -> typer.Typer:
         text = t(help_key)
         if name in GRADED:  # the one grading rule, said once, in the help of the commands that grade
             text += "\n\n" + t("cli.grading")
+        if name in EXIT_HELP:
+            text += "\n\n" + t(EXIT_HELP[name])
         if isinstance(function, typer.Typer):
             application.add_typer(function, name=name, help=text)
         else:
@@ -513,15 +516,11 @@ def _internal_error(args: list[str], err: Exception, *, debug: bool) -> int:
     (and its traceback first when ``debug``)."""
     import traceback
 
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if "tutor" in Path(f.filename).parts]
-    where = "?"
-    if frames:
-        parts = Path(frames[-1].filename).parts
-        inside = parts[len(parts) - 1 - parts[::-1].index("tutor"):]  # from the package folder down
-        where = f"{'/'.join(inside)}:{frames[-1].lineno}"
+    from ..base.errors import where_raised
+
     if debug:
         traceback.print_exception(err, file=sys.stderr)
-    message = t("cli.internal", kind=type(err).__name__, where=where)
+    message = t("cli.internal", kind=type(err).__name__, where=where_raised(err))
     sys.stderr.write(message + "\n")
     return _fail(args, "internal", EXIT_INTERNAL, message, echo=False)
 

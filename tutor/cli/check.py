@@ -5,7 +5,9 @@ or, with ``--format json``, the report's document.  Several files, or a folder
 (its ``*.yaml``/``*.yml`` files, sorted), are graded into one row each
 (:mod:`tutor.audit.batch`): a table, the gradebook CSV (``--format csv``) or
 the document ``{"submissions": [...], "summary": {...}}``; an unusable file is a
-row, and the run's exit code is the worst of its files' (2 over 1 over 0).
+row, and so is a file attn-tutor itself fails on (unusable, its comment saying the failure is
+attn-tutor's: one bug costs one row, not the run); the run's exit code is the worst of its files' (2 over
+1 over 0).
 ``report`` reads such rows (a folder graded now, or the CSV read back) and
 the class's ``stats --export`` files into the class view (:mod:`tutor.audit.classview`,
 :mod:`tutor.store.export`); it exits 0, or 2 on a source it cannot read.
@@ -87,7 +89,8 @@ def check(
 def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: float | None, fmt: CheckFormat,
                 exercises: list[Path] | None) -> None:
     """Grade every solution file ``named`` (files, folders) into one row each and show the rows as ``fmt``
-    says; exit 2 when a file is unusable, else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
+    says; exit 2 when a file is unusable (or attn-tutor failed on it: its row says so, the others are graded),
+    else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
     from ..audit.batch import Grader, duplicates, exit_code, solution_paths
     from ..base.errors import TutorError
     from ..base.messages import join_and
@@ -99,6 +102,13 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
     grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
                     judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
     rows = [grader.grade(p) for p in paths]
+    if env.debug:  # a file attn-tutor failed on is a row; its traceback, as main prints one for the run's own
+        import sys
+        import traceback
+
+        for row in rows:
+            if row.failure is not None:
+                traceback.print_exception(row.failure, file=env.stderr or sys.stderr)
     if fmt is CheckFormat.json:
         from ..render.batch import batch_document
 

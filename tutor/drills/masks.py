@@ -160,7 +160,7 @@ def every_convention(s: Scenario) -> list[str]:
         lines.append(t(f"drill.masks.causal.{s.causal}", L_q=s.L_q, L_k=s.L_k))
     rows = s.fully_masked()
     if rows:
-        lines.append(t("drill.masks.fully_masked_rows", rows=", ".join(f"q{position(i)}" for i in rows)))
+        lines.append(t("drill.masks.fully_masked_rows", rows=t("list.sep").join(f"q{position(i)}" for i in rows)))
     return lines
 
 
@@ -250,7 +250,7 @@ def _setting(s: Scenario) -> str:
         text = plural("drill.masks.setting.cache", s.L_q, L_k=s.L_k, cached=s.L_k - s.L_q)
     else:
         side = t("drill.masks.side.left" if s.left else "drill.masks.side.right")
-        lengths = ", ".join(str(n) for n in s.lengths)
+        lengths = t("list.sep").join(str(n) for n in s.lengths)  # a list in prose: 、 in Chinese
         key = "drill.masks.setting.cross" if s.kind == "cross_padding" else "drill.masks.setting.causal_padding"
         text = t(key, B=s.B, L_q=s.L_q, L_k=s.L_k, lengths=lengths, side=side)
     return text
@@ -323,7 +323,7 @@ def _fact_question(f: Fact, s: Scenario, setting: str, config: dict[str, object]
     choices = lettered([(r, t(f"drill.masks.result.{r}"), r == f.result, "") for r in results])
     right = next(c for c in choices if c.right)
     masked = s.fully_masked()
-    rows = ", ".join(f"q{position(i)}" for i in masked)
+    rows = t("list.sep").join(f"q{position(i)}" for i in masked)
     ask = (plural("drill.masks.ask.fully_masked", len(masked), rows=rows, batch=position(s.batch),
                   setting=t(f"drill.masks.setting.{f.id}"))
            if f.topic == "fully_masked" else t("drill.masks.ask.neg_1e9", setting=t(f"drill.masks.setting.{f.id}")))

@@ -676,7 +676,7 @@ def _fields(sol: Solution, step_id: str, head: int | None) -> dict[str, object]:
     h = ex.heads[head or 0]
     step = sol.step(step_id, head)
     rows, cols = step.shape
-    empty = ", ".join(ex.query_labels[i] for i in _empty_rows(sol))
+    empty = Msg.joined("list.sep", [ex.query_labels[i] for i in _empty_rows(sol)])
     return {"d_k": h.d_k, "d_model": ex.d_model, "step": step.name, "head": head,
             "rows": rows, "cols": cols, "places": 2, "num_heads": ex.num_heads, "L_k": ex.L_k, "empty_rows": empty,
             "src": "concat" if ex.num_heads > 1 else "head_1", "b_o": " + b_O" if ex.b_o is not None else "",
@@ -687,7 +687,7 @@ def _v3_mask_fields(ex: Exercise) -> dict[str, object]:
     """The fields of the messages on ALiBi's slopes and the sliding window (issue 23)."""
     out: dict[str, object] = {}
     if ex.alibi:
-        out["slopes"] = ", ".join(frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads))
+        out["slopes"] = Msg.joined("list.sep", [frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads)])
     if ex.window is not None:
         out.update(window=ex.window, before=ex.window - 1, sinks=ex.sinks)
     return out

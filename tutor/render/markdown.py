@@ -101,19 +101,74 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>&$~|#])")
 _BLOCK_START = re.compile(r"^(\s*)([-+=>]|\d+(?=[.)]))")
 
 
+class Spans(tuple[tuple[str, bool], ...]):
+    """A catalogue sentence with its fields filled in, cut where the *template* opens and closes a code span
+    (a command in backticks): ``(text, in_code)`` pieces, the fields' text inside them as given.
+
+    A field's backtick or ``|`` is the data's, never markup: a student id ``a`b`` inside
+    ``student: {student}`` stays inside that code span, and a renderer writes each piece in its own notation
+    (:func:`_escape_spans` for Markdown, ``page.prose`` for HTML).  Cutting after filling in would take the
+    data's backticks for the template's.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, key: str, /, **fields: object) -> Spans:
+        """:func:`t` of ``key`` with ``fields``, cut at the template's code spans.  Each text field is filled in
+        as a private-use placeholder first (the catalogue has none), so the cut sees the template's
+        backticks only; numbers keep their counted specs (``{n:rows}``)."""
+        texts = {name: v for name, v in fields.items() if isinstance(v, str)}
+        marks = {name: chr(0xE000 + i) for i, name in enumerate(texts)}
+        filled = t(key, **{**fields, **marks})
+        back = {m: texts[name] for name, m in marks.items()}
+        pieces = ((p[1:-1] if i % 2 else p, bool(i % 2)) for i, p in enumerate(_CODE_SPAN.split(filled)))
+        return cls(("".join(back.get(c, c) for c in p), code) for p, code in pieces if p or code)
+
+    def __str__(self) -> str:
+        return "".join(f"`{p}`" if code else p for p, code in self)
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, shown as written (CommonMark 0.31, section 6.1): fenced by one
+    backtick more than its longest run of backticks, and padded with a space at each end when it starts or
+    ends with a backtick or a space (one space each side is what a reader strips): the id a`b is written
+    between two backticks on each side, x` as two backticks, a space, x`, a space and two backticks."""
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return fence + pad + text + pad + fence
+
+
+def _escape_spans(s: Spans) -> str:
+    """A sentence of :class:`Spans` in Markdown: its code spans fenced by :func:`code_span`, the rest escaped
+    as :func:`_escape` escapes plain text (a field's backticks and ``|`` included)."""
+    out = "".join(code_span(p) if code else _MD_SPECIAL.sub(r"\\\1", p) for p, code in s)
+    return _block_start(out)
+
+
+def _block_start(out: str) -> str:
+    """A list, quote or heading marker at the start of ``out`` escaped (``- x`` -> ``\\- x``, ``1. x`` -> ``1\\. x``)."""
+    return _BLOCK_START.sub(lambda m: m[1] + (m[2] + "\\" if m[2][0].isdigit() else "\\" + m[2]), out, count=1)
+
+
+def _escape_plain(text: str) -> str:
+    """Text from a file that is no Markdown (a title): every markup character escaped, backticks too."""
+    return _block_start(_MD_SPECIAL.sub(r"\\\1", text))
+
+
 def _escape(text: str) -> str:
-    """Plain text (a title, token labels, a sentence of the catalogue) inside Markdown, shown as written.
+    """A sentence of the catalogue inside Markdown, shown as written (one with text from a file or a roster in
+    a code span is a :class:`Spans`, written by :func:`_escape_spans`; a title is :func:`_escape_plain`).
 
     Every character that could start Markdown or HTML -- emphasis ``_ *``,
     links ``[ ]``, raw HTML and entities ``< > &``, math ``$``, strike-through
     ``~``, table cells ``|``, headings ``#``, a stray backtick -- is
     backslash-escaped, as is a list, quote or heading marker at the start;
     a code span (a command in backticks) is left as it is, and is inert
-    anyway.  A title ``<script>`` lands in the ``.md`` as ``\\<script\\>``.
+    anyway.  A ``<script>`` lands in the ``.md`` as ``\\<script\\>``.
     """
     parts = _CODE_SPAN.split(text)
-    out = "".join(p if i % 2 else _MD_SPECIAL.sub(r"\\\1", p) for i, p in enumerate(parts))
-    return _BLOCK_START.sub(lambda m: m[1] + (m[2] + "\\" if m[2][0].isdigit() else "\\" + m[2]), out, count=1)
+    return _block_start("".join(p if i % 2 else _MD_SPECIAL.sub(r"\\\1", p) for i, p in enumerate(parts)))
 
 
 def _markdown(text: str) -> str:
@@ -161,7 +216,7 @@ def annotation(step: Step) -> str:
         key = "annotation.with_summed" if KINDS[step.id].backward else "annotation.with_shared"
         marker = "\x00"  # where the sentence puts the annotation: the math, between its words in \text{…}
         before, _, after = t(key, annotation=marker, kv=step.kv_head + 1,
-                             heads=", ".join(str(h + 1) for h in step.shared)).partition(marker)
+                             heads=t("list.sep").join(str(h + 1) for h in step.shared)).partition(marker)
         out = _tex_text(before) + out + _tex_text(after)
     return out
 
@@ -293,10 +348,10 @@ class MarkdownRenderer:
 
     def header(self, h: Header) -> None:
         """Title, id, description, sizes, mask, and the input sequence(s)."""
-        self.add(f"# {_escape(h.title)}", "")
+        self.add(f"# {_escape_plain(h.title)}", "")  # a title from a file: its backticks are text
         self.add(f"*{_escape(t('explain.exercise', id=h.id))}*", "")
         if self.blank:
-            self.add(_escape(worksheet_line(h.id, self.student)), "")
+            self.add(_escape_spans(worksheet_line(h.id, self.student)), "")
         if h.description is not None:
             self.add(_markdown(h.description), "")
         self.add(_escape(h.sizes), "")
@@ -310,7 +365,7 @@ class MarkdownRenderer:
             self.add(_escape(line), "")
         self.inputs(h.inputs)
         for n in h.inputs:
-            self.add(_escape(t("handout.rows", name=n.name, labels=", ".join(n.rows))), "")
+            self.add(_escape_spans(Spans.of("handout.rows", name=n.name, labels=t("list.sep").join(n.rows))), "")
 
     def solution(self, sol: Solution, head: int | None = None) -> str:
         """The whole handout (only ``head`` when given; the layer steps are always kept), with the
@@ -368,13 +423,13 @@ def render_markdown(sol: Solution, *, head: int | None = None, precision: int = 
     return MarkdownRenderer(precision, blank, brief=brief, student=student).solution(sol, head)
 
 
-def worksheet_line(exercise_id: str, student: str | None) -> str:
+def worksheet_line(exercise_id: str, student: str | None) -> Spans:
     """The worksheet's line under its title: with ``student`` (a handout of ``handouts``), how to hand in -- a
     solution file naming the exercise and the student, as ``check`` reads it -- and no answer key; else where
     the answer key is (``explain --blank``, the instructor's own worksheet)."""
     if student is None:
-        return t("handout.worksheet", id=exercise_id)
-    return t("handout.worksheet.student", exercise=_yaml_text(exercise_id), student=_yaml_text(student))
+        return Spans.of("handout.worksheet", id=exercise_id)
+    return Spans.of("handout.worksheet.student", exercise=_yaml_text(exercise_id), student=_yaml_text(student))
 
 
 def _yaml_text(text: str) -> str:

@@ -15,7 +15,7 @@ show (JSON has no parts).  Pure: no printing.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -147,6 +147,11 @@ class Outline:
     blank: bool = False
 
 
+def _listed(words: Iterable[str]) -> str:
+    """Words listed in a sentence, by the catalogue's ``list.sep``: ``t1, t2, t3``, in Chinese ``t1、t2、t3``."""
+    return t("list.sep").join(words)
+
+
 def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief: bool = False, blank: bool = False,
             keys: bool = False) -> Outline:
     """The outline of ``sol``: every head, or only ``head`` (0-based; the layer's steps are kept).
@@ -179,7 +184,7 @@ def outline(sol: Solution, *, head: int | None = None, precision: int = 4, brief
         done = made.get(id(step))
         if done is None:
             kind = KINDS[step.id]
-            axes = t("handout.scores_axes", rows=", ".join(step.row_labels), cols=", ".join(step.col_labels))
+            axes = t("handout.scores_axes", rows=_listed(step.row_labels), cols=_listed(step.col_labels))
             done = made[id(step)] = StepItem(
                 number, step, str(kind.title_of(step, ex)), tuple(str(w) for w in kind.why(step, ex)),
                 kind.arithmetic(sol if kind.backward else forward, step, precision) if worked else (),
@@ -240,7 +245,7 @@ def _full_forward(forward: Solution, said: dict, precision: int) -> dict:
     else:
         key = "explain.v2.full_forward.differs"
     shown = "; ".join("[" + ", ".join(fixed(e.value(), precision) for e in row) + "]" for row in rows)
-    note = plural(key, ex.L, n=ex.L_k, labels=", ".join(ex.key_labels), step=last.name, rows=shown)
+    note = plural(key, ex.L, n=ex.L_k, labels=_listed(ex.key_labels), step=last.name, rows=shown)
     if ex.mask_kind == "sliding_window":  # issue 23: the full forward is windowed too, not merely causal
         note = join_sentences([note, t("explain.window.full_forward", W=ex.window)])
     return {**said, last.key: (*said.get(last.key, ()), note)}
@@ -256,7 +261,7 @@ def _backward(ex: Exercise, back: tuple[Step, ...], number: int,
         if ex.num_heads > 1 and (step.head, step.kv_head) != shown:
             shown = (step.head, step.kv_head)
             if step.kv_head is not None:  # a group's K/V gradients: its K/V head's, once
-                out.append(Rule(t("explain.kv_head", kv=step.kv_head + 1, heads=", ".join(str(h + 1) for h in step.shared))))
+                out.append(Rule(t("explain.kv_head", kv=step.kv_head + 1, heads=_listed(str(h + 1) for h in step.shared))))
             else:
                 out.append(Rule(t("explain.head", head=step.head + 1) if step.head is not None else t("explain.layer")))
         number += 1
@@ -305,7 +310,7 @@ def _header(ex: Exercise, production_notes: tuple[Text, ...]) -> Header:
     padding = None
     if ex.key_padding is not None:
         pads = [ex.key_labels[j] for j, keep in enumerate(ex.key_padding) if not keep]
-        padding = t("explain.mask.padding", keys=", ".join(pads) or "-")
+        padding = t("explain.mask.padding", keys=_listed(pads) or "-")
     inputs = [Named("X_past", ex.past_x, ex.past_labels)] if ex.past_x is not None else []
     inputs.append(Named("X", ex.x, ex.query_labels))
     if ex.x_kv is not None:
@@ -333,9 +338,9 @@ def _v2_lines(ex: Exercise) -> tuple[str, ...]:
         k = "X_past·W_K" + (" + b_K" if any(h.b_k is not None for h in ex.heads) else "")
         v = "X_past·W_V" + (" + b_V" if any(h.b_v is not None for h in ex.heads) else "")
         out.append(t("explain.v2.cache.past_x" if ex.past_x is not None else "explain.v2.cache", L_past=ex.L_past,
-                     labels=", ".join(ex.past_labels), L=ex.L, k=k, v=v))
+                     labels=_listed(ex.past_labels), L=ex.L, k=k, v=v))
     if ex.alibi:
-        out.append(t("explain.v2.alibi", slopes=", ".join(frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads))))
+        out.append(t("explain.v2.alibi", slopes=_listed(frac_text(alibi_slope(h, ex.num_heads)) for h in range(ex.num_heads))))
     elif ex.has_bias:
         out.append(t("explain.v2.attn_bias"))
     return tuple(out)

@@ -35,7 +35,7 @@ from ..base.messages import language, t
 from ..exact.numbers import Exact, NegInf, Rat, Surd, frac_text
 from ..exercise.record import Exercise
 from ..steps import Solution, Step, Worked
-from .markdown import EXACT_CELLS, annotation, formula, worksheet_line
+from .markdown import EXACT_CELLS, Spans, annotation, formula, worksheet_line
 from .mathml import ExactMathML, latex_mathml, math
 from .outline import Flow, Header, Named, Outline, Part, Rule, StepItem, outline
 from .text import decimal, is_plain, pretty
@@ -68,7 +68,10 @@ _CODE_SPAN = re.compile(r"`([^`\n]*)`")
 
 
 def prose(text: object) -> Markup:
-    """A sentence of the catalogue: escaped, its code spans (a command in backticks) as ``<code>``."""
+    """A sentence of the catalogue: escaped, its code spans (a command in backticks) as ``<code>``; a
+    :class:`~tutor.render.markdown.Spans` (fields from a file or a roster) cut where its template cuts."""
+    if isinstance(text, Spans):
+        return Markup("".join(el("code", p) if code else esc(p) for p, code in text))
     parts = _CODE_SPAN.split(str(text))
     return Markup("".join(el("code", p) if i % 2 else esc(p) for i, p in enumerate(parts)))
 
@@ -280,7 +283,7 @@ class PageRenderer:
         """The title, the exercise's id, the description, sizes, the mask (and its matrix, rows headed by the
         queries and columns by the keys), padding, format v2's sentences, the inputs."""
         parts: list[Markup | str] = [el("h1", h.title)]
-        parts.append(paragraph(t("html.exercise.source", id=h.id, source=h.source) if h.source
+        parts.append(paragraph(Spans.of("html.exercise.source", id=h.id, source=h.source) if h.source
                                else t("explain.exercise", id=h.id)))
         if self.blank:
             parts.append(paragraph(worksheet_line(h.id, self.student)))

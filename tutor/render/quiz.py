@@ -243,8 +243,8 @@ class QuizRenderer:
             return t("practice.cells.all")
         names = [f"({step.row_labels[i]}, {step.col_labels[j]})" for i, j in cells]
         if limit and len(names) > limit:
-            return t("practice.cells.some", cells=", ".join(names[:limit]), count=len(names) - limit)
-        return ", ".join(names)
+            return t("practice.cells.some", cells=t("list.sep").join(names[:limit]), count=len(names) - limit)
+        return t("list.sep").join(names)
 
     def misrounded(self, way: str, step: Step, answer: quiz.Answered, cells: Sequence[quiz.Cell]) -> None:
         """The note for entries cut off (``way`` "truncated") or rounded away from zero ("rounded_away")
@@ -300,7 +300,7 @@ class QuizRenderer:
             self.console.print(Padding(table, (0, 0, 0, 2), expand=False))
         for text, where in listed:
             labels = [f"({r_}, {c})" for r_, c in where]
-            places = ", ".join(labels) + ":"
+            places = t("list.sep").join(labels) + ":"
             exact = self.tx(self.r.notation(text))
             if width(self.tx(places)) + 1 + width(exact) <= self.console.width - 3:  # cells: a label may be Chinese
                 self.line(f"{places} {exact}", indent=3)
@@ -353,7 +353,7 @@ def _runs(numbers: Sequence[int]) -> str:
             runs[-1][1] = n
         else:
             runs.append([n, n])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return t("list.sep").join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _hint_fields(step: Step) -> dict[str, object]:

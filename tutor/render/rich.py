@@ -261,7 +261,7 @@ class RichRenderer:
             for text, where in listed:
                 labels.append([self.tx(f"({r}, {c})") for r, c in where])
                 v = step.value[step.row_labels.index(where[0][0])][step.col_labels.index(where[0][1])]
-                rows.append((", ".join(labels[-1]) + ":", self.tx(f"{self.notation(text)} {self.equals(text, v)}")))
+                rows.append((t("list.sep").join(labels[-1]) + ":", self.tx(f"{self.notation(text)} {self.equals(text, v)}")))
             if max(width(a) + width(b) for a, b in rows) + 6 <= self.console.width:
                 for a, b in rows:
                     self.console.print(Padding(Text(f"{a} {b}"), (0, 0, 0, 5), expand=False))

@@ -482,7 +482,7 @@ def _rot_why(step: Step, ex: Exercise) -> list[Text]:
     out: list[Text] = [Msg(f"step.{step.id}.why")]
     if step.id == "d_k_rot" and ex.grouped and len(kv_group(ex, step.head)) > 1:
         out.append(Msg("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
-                       heads=", ".join(str(h + 1) for h in kv_group(ex, step.head))))
+                       heads=Msg.joined("list.sep", [str(h + 1) for h in kv_group(ex, step.head)])))
     return out
 
 

@@ -235,7 +235,7 @@ def kv_why(step: Step, ex: Exercise) -> list[Text]:
     out: list[Text] = [Msg(f"step.{step.id}.why")]
     if ex.grouped and len(kv_group(ex, step.head)) > 1:
         out.append(Msg("step.d_kv.why.grouped", kv=ex.kv_head(step.head or 0) + 1,
-                     heads=", ".join(str(h + 1) for h in kv_group(ex, step.head))))
+                     heads=Msg.joined("list.sep", [str(h + 1) for h in kv_group(ex, step.head)])))
     if ex.has_cache:
         cached = step.id in ("d_k", "d_v")  # step id: d_K's rows are the cached keys, d_V's the cached values
         out.append(Msg(f"step.{step.id}.why.cache", L_past=ex.L_past) if cached

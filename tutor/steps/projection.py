@@ -140,7 +140,7 @@ def _kind(id: str) -> StepKind:
         if id != "q" and ex.grouped:
             g = ex.kv_head(step.head or 0)
             out.append(Msg("step.kv.why.grouped", G=ex.num_kv_heads, H=ex.num_heads, kv=g + 1,
-                         heads=", ".join(str(h + 1) for h in ex.sharing(g)), ratio=ex.num_heads // ex.num_kv_heads))
+                         heads=Msg.joined("list.sep", [str(h + 1) for h in ex.sharing(g)]), ratio=ex.num_heads // ex.num_kv_heads))
         if _cached(ex, id):
             out.append(Msg("step.kv.why.cache", L_past=ex.L_past, L=len(ex.kv)))
         if _up(ex, id):

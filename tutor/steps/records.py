@@ -91,7 +91,7 @@ class Step:
         if self.kv_head is not None:
             key = "annotation.with_summed" if self.id.startswith("d_") else "annotation.with_shared"  # a K/V gradient adds up
             return Msg(key, annotation=f"{left} → {self.result}", kv=self.kv_head + 1,
-                     heads=", ".join(str(h + 1) for h in self.shared))
+                     heads=Msg.joined("list.sep", [str(h + 1) for h in self.shared]))
         return f"{left} → {self.result}"
 
 

@@ -568,9 +568,9 @@ def _masked_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
         blocked = [step.col_labels[j] for j, v in enumerate(row) if math.isinf(v)]
         parts = []
         if kept:
-            parts.append(Msg("explain.work.kept", keys=", ".join(kept)))
+            parts.append(Msg("explain.work.kept", keys=Msg.joined("list.sep", kept)))
         if blocked:
-            parts.append(Msg("explain.work.blocked", keys=", ".join(blocked)))
+            parts.append(Msg("explain.work.blocked", keys=Msg.joined("list.sep", blocked)))
         out.append(Worked(step.row_labels[i], (Msg.joined("list.sep.clauses", parts),), ": "))
     return tuple(out)
 

@@ -540,6 +540,7 @@ EN: dict[str, str] = {
     "check.verdict.checks.one": "{count} of {total:checks} fails",
     "check.verdict.checks.other": "{count} of {total:checks} fail",
     "cli.check.help": "Audit a written solution (homework, a blog post, an answer key) against its exercise.",
+    "cli.check.exit": "Exit codes: 0 every file right; 1 a file wrong; 2 a file unusable, or one attn-tutor failed on (its row says so, and the other files are graded all the same); 3 attn-tutor itself failed. With several files the worst wins (2 over 1 over 0).",
     "cli.check.solution": "The solution files (YAML) to check, or folders of them (their *.yaml and *.yml files); several are graded into one table, CSV or JSON.",
     "cli.check.exercise": "The exercise (a bundled id or a path); overrides the file's 'exercise:'.",
     # --- validate, new, schema, packs, handouts (issue 5) ----------------------
@@ -2567,6 +2568,8 @@ EN.update({
     "mistake.postnorm_before_add": "post-norm: X normalized before the output is added",
     "mistake.postnorm_columns": "post-norm: X + output normalized over each column (the tokens)",
     # --- issue 24 fix: batch check and report (trial findings) ---
+    "batch.internal": "internal error: {kind} at {where}; a bug in attn-tutor, not a mistake in the file: please report it with the file (ATTN_TUTOR_DEBUG=1 prints the traceback)",
+    "batch.comment.internal": "attn-tutor failed on this file: {reason}",
     "batch.comment.folder": "This is a folder, not a solution file: it could not be graded.",
     "batch.folder": "{file}: a folder, not a solution file",
     "batch.comment.other_variant": "This is {owner}'s variant ({exercise}), not yours: yours is {own}. No step counts.",

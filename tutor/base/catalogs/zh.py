@@ -122,7 +122,7 @@ ZH: dict[str, str] = {
     "explain.kv_head": "第 {kv} 个 K/V 头（对应查询头 {heads}）",
     "explain.layer": "整层",
     "explain.exercise": "练习 {id}",
-    "explain.sizes": "L = {L}, L_k = {L_k}, d_model = {d_model}, 头数 = {heads}, d_k = {d_k}, d_v = {d_v}, d_out = {d_out}",
+    "explain.sizes": "L = {L}，L_k = {L_k}，d_model = {d_model}，头数 = {heads}，d_k = {d_k}，d_v = {d_v}，d_out = {d_out}",
     "explain.mask.causal": "掩码：causal（查询 i 只看 j ≤ i 的键：左上角对齐，与 PyTorch 的 is_causal=True 一致）",
     "explain.mask.matrix": "掩码：给定矩阵（True = 可以关注）",
     "explain.mask.padding": "键填充：{keys} 不可被关注",
@@ -514,6 +514,7 @@ ZH: dict[str, str] = {
     "check.verdict.checks.other": "共 {total:checks}，其中 {count} 项未通过",
     # --- cli
     "cli.check.help": "对照练习，核查一份写好的解答（作业、博客文章、参考答案）。",
+    "cli.check.exit": "退出码：0 表示每个文件都正确；1 表示有文件出错；2 表示有文件无法使用，或者 attn-tutor 处理某个文件时失败（该文件的那一行会说明，其他文件照常判分）；3 表示 attn-tutor 本身失败。有多个文件时取最严重的（2 优先于 1，1 优先于 0）。",
     "cli.check.solution": "要检查的解答文件（YAML），或存放解答文件的文件夹（读取其中的 *.yaml 和 *.yml 文件）；多个文件会汇总成一张表、CSV 或 JSON。",
     "cli.check.exercise": "练习（内置 id 或路径）；会覆盖文件中的 'exercise:'。",
     # --- yaml
@@ -2504,6 +2505,8 @@ ZH.update({
     "mistake.postnorm_before_add": "后置归一化：先归一化 X，再加上输出",
     "mistake.postnorm_columns": "后置归一化：按列（跨词元）归一化 X + output",
     # --- issue 24 fix: batch check and report (trial findings) ---
+    "batch.internal": "内部错误：{kind}，位于 {where}；这是 attn-tutor 的 bug，不是文件里的错误：请连同这个文件一起报告（设置 ATTN_TUTOR_DEBUG=1 可打印调用栈）",
+    "batch.comment.internal": "attn-tutor 处理这个文件时失败：{reason}",
     "batch.comment.folder": "这是一个文件夹，不是解答文件，无法判分。",
     "batch.folder": "{file}：是文件夹，不是解答文件",
     "batch.comment.other_variant": "这是 {owner} 的版本（{exercise}），不是你的；你的版本是 {own}。所有步骤都不计分。",
