@@ -2448,13 +2448,13 @@ EN.update({
     "cli.report.help": "The class view: per step the share of submissions right, the mistakes ranked by how many made them, and what to assign next; or the class's progress, from the files of stats --export.",
     "cli.report.sources": "Folders of solution files (graded now) and of progress files (*.json from stats --export), or the CSV that check --format csv wrote.",
     "cli.report.format": "Output format: rich (for people), markdown, or json (for scripts).",
-    "cli.stats.export": "Write your own record (counts per step, mistakes, review schedule; no paths or names) to this JSON file, for your instructor's report.",
+    "cli.stats.export": "Write your own record (counts per step and per exercise, mistakes, review schedule; no paths, no user or machine name) to this JSON file, for your instructor's report. Exercises are named by id: the id of a variant from handouts is made from your student id.",
     "cli.stats.force": "Replace the --export file if it exists.",
     "stats.exported": "Your progress is in {path}.",
     "progress.not_progress": "{file}: not a progress file (attn-tutor stats --export writes them)",
     "progress.not_json": "{file}: not a JSON document",
     "progress.bad_field": "{file}: {field} should be {expected}",
-    "progress.expected.count": "a whole number from 0",
+    "progress.expected.count": "a whole number from 0 to 10¹²",
     "progress.expected.text": "a text of 1 to 200 characters",
     "progress.expected.list": "a list of mappings",
     "progress.expected.retention": "a number from 0 to 1",
@@ -2492,8 +2492,8 @@ EN.update({
     "report.progress": "Progress of {learners}, per step practised",
     "report.learners.one": "1 learner",
     "report.learners.other": "{count} learners",
-    "report.skills": "Reviews per skill (a step in an exercise family)",
-    "report.retention": "lowest {low}%, mean {mean}%",
+    "report.skills": "Reviews per skill (a step in an exercise family); retention: lowest / mean, of the learners right at least once",
+    "report.retention": "{low}% / {mean}%",
     "report.progress.mistakes": "Mistakes made in practice",
     "mistake.nan": "wrote NaN",
     "mistake.nan_empty_row": "wrote NaN for a query that may attend to no key",
@@ -2577,7 +2577,7 @@ EN.update({
     "report.assign.tied.step": "One of the most common mistakes ({mistakes}): {mistake}. Practise step {step} of exercise {exercise} next.",
     "report.assign.tied.tiled": "One of the most common mistakes ({mistakes}): {mistake}. Practise the online softmax of exercise {exercise} next.",
     "report.copy": "{student} handed in {exercise}, the variant of {owner}, not their own.",
-    "report.col.never_recalled": "never recalled",
+    "report.col.never_recalled": "never right",
     "check.other_variant": "✗ wrong: the steps above are checked against {owner}'s variant ({exercise}), not against yours ({own}), so this file is graded wrong.",
     # --- fix round: the code katas' findings ---
     "code.watch.summary_none": "watch ended before any check finished: no check ran",
@@ -2607,3 +2607,16 @@ EN.update({
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN
+
+# --- fix-report (issue 24 trial, class findings F4, F10-F13): report's sources, progress files, rosters ---
+EN.update({
+    "count.report_files.one": "{count} file",
+    "count.report_files.other": "{count} files",
+    "report.unread": "Not read (left out of this report):",
+    "report.unread.summary": "{files:report_files} could not be read; the report is of the others and lists each with its reason",
+    "report.passed_over": "A folder's *.yaml, *.yml, *.json and *.csv files are read, not its other files or subfolders; not read: {files}",
+    "report.same": "{file} holds the same progress as {other}: counted once.",
+    "report.csv.not_utf8": "{file}: not UTF-8 text (Excel's plain CSV on Chinese Windows is GBK). In Excel, save it as \"CSV UTF-8 (Comma delimited)\", or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv",
+    "progress.expected.first_try": "a whole number from 0 to the step's correct count (a right answer at the first try is a right answer)",
+    "progress.expected.recalled": "a whole number from 0 to the skill's reviews",
+})

@@ -2386,13 +2386,13 @@ ZH.update({
     "cli.report.help": "全班视图：每个步骤有多少比例的提交做对，按犯错人数排序的错误，以及接下来该布置什么；也可以汇总 stats --export 导出的全班进度。",
     "cli.report.sources": "存放解答文件（现在判分）和进度文件（stats --export 写出的 *.json）的文件夹，或 check --format csv 写出的 CSV。",
     "cli.report.format": "输出格式：rich（给人看）、markdown 或 json（给脚本用）。",
-    "cli.stats.export": "把你自己的记录（每个步骤的计数、错误、复习计划；不含路径和名字）写入这个 JSON 文件，供老师的 report 汇总。",
+    "cli.stats.export": "把你自己的记录（每个步骤和每道练习的计数、错误、复习计划；不含路径、用户名和机器名）写入这个 JSON 文件，供老师的 report 汇总。练习以 id 记录：handouts 生成的专属版本，其 id 由你的学号生成。",
     "cli.stats.force": "--export 的文件已存在时替换它。",
     "stats.exported": "你的进度已写入 {path}。",
     "progress.not_progress": "{file}：不是进度文件（由 attn-tutor stats --export 写出）",
     "progress.not_json": "{file}：不是 JSON 文档",
     "progress.bad_field": "{file}：{field} 应为{expected}",
-    "progress.expected.count": "一个从 0 起的整数",
+    "progress.expected.count": "一个从 0 到 10¹² 的整数",
     "progress.expected.text": "一段 1 到 200 个字符的文本",
     "progress.expected.list": "一个由映射组成的列表",
     "progress.expected.retention": "一个 0 到 1 之间的数",
@@ -2429,8 +2429,8 @@ ZH.update({
     "report.col.times": "次数",
     "report.progress": "{learners}的进度，按练习过的步骤",
     "report.learners.other": "{count} 位学习者",
-    "report.skills": "按技能（练习系列中的一个步骤）统计的复习",
-    "report.retention": "最低 {low}%，平均 {mean}%",
+    "report.skills": "按技能（练习系列中的一个步骤）统计的复习；记忆保持率：至少答对过一次的学习者中的最低值 / 平均值",
+    "report.retention": "{low}% / {mean}%",
     "report.progress.mistakes": "练习中犯的错误",
     "mistake.nan": "写了 NaN",
     "mistake.nan_empty_row": "对一个不能关注任何键的查询写了 NaN",
@@ -2544,3 +2544,15 @@ ZH.update({
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH
+
+# --- fix-report（issue 24 试用，班级发现 F4、F10–F13）：report 的来源、进度文件、学生名单 ---
+ZH.update({
+    "count.report_files.other": "{count} 个文件",
+    "report.unread": "未读取（不计入本报告）：",
+    "report.unread.summary": "有 {files:report_files}无法读取；报告只汇总其余文件，并逐一列出原因",
+    "report.passed_over": "文件夹中只读取 *.yaml、*.yml、*.json 和 *.csv 文件，不读其他文件和子文件夹；未读取：{files}",
+    "report.same": "{file} 与 {other} 的进度内容相同：只计一次。",
+    "report.csv.not_utf8": "{file}：不是 UTF-8 文本（中文 Windows 上的 Excel 把普通 CSV 存为 GBK）。请在 Excel 中另存为“CSV UTF-8（逗号分隔）”，或者转换编码：iconv -f GB18030 -t UTF-8 原文件.csv > 新文件.csv",
+    "progress.expected.first_try": "一个从 0 到该步骤 correct 值的整数（首次即答对的答案也算答对）",
+    "progress.expected.recalled": "一个从 0 到该技能复习次数（reviews）的整数",
+})
