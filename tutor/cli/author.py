@@ -255,6 +255,8 @@ def handouts(
                                            dir_okay=False)],
     output: Annotated[Path, typer.Option("-o", "--output", help=t("cli.handouts.output"), show_default=False)],
     column: Annotated[str | None, typer.Option("--column", help=t("cli.handouts.column"), show_default=False)] = None,
+    name_column: Annotated[str | None, typer.Option("--name-column", help=t("cli.handouts.name_column"),
+                                                    show_default=False)] = None,
     worksheet: Annotated[WorksheetChoice, typer.Option("--worksheet", help=t("cli.handouts.worksheet"))] = WorksheetChoice.markdown,
     force: Annotated[bool, typer.Option("--force", help=t("cli.handouts.force"))] = False,
     exercises: ExercisesOpt = None,
@@ -266,7 +268,7 @@ def handouts(
     from ..authoring.variants import draw_variants, index_name, read_roster, write_handouts
     from ..exercise.catalog import resolve
 
-    roster = read_roster(students, str(students), column)  # the roster's problems before any drawing
+    roster = read_roster(students, str(students), column, name_column)  # the roster's problems before any drawing
     ex = resolve(like, folders(environment(ctx), exercises))
     source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
     variants = draw_variants(ex, roster, source=None if source == ex.id else source, folder=output)

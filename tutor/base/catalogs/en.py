@@ -2362,9 +2362,9 @@ EN.update({
     # --- issue 24: per-student variants (handouts) ---
     "cli.handouts.help": "Write a variant of an exercise for every student of a roster: fresh numbers from a seed of the exercise and the student, a blank worksheet, and a list of them.",
     "cli.handouts.like": "The exercise every variant has the shape of (id or file), as with new --like.",
-    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column: student, id, email, sis_id or login (any case; the first found), and maybe a name column for the titles; at most 1,000 students.",
+    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column: student, id, email, sis_id, login, Student ID, SIS User ID or 学号 (any case; the first found), and maybe a column of names for the titles: name, 姓名 or student_name; at most 1,000 students.",
     "cli.handouts.output": "The folder to write into (made if missing): ID-STUDENT.yaml and its worksheet per student, and roster-ID.csv, the list with each seed.",
-    "cli.handouts.column": "The student id column, by its header (default: the first of student, id, email, sis_id, login).",
+    "cli.handouts.column": "The student id column, by its header (default: the first of student, id, email, sis_id, login, Student ID, SIS User ID, 学号).",
     "cli.handouts.worksheet": "The worksheet's format: what explain --blank --export writes as .md or .html.",
     "cli.handouts.force": "Overwrite files already in the folder.",
     "handouts.title": "{title} (variant of {student})",
@@ -2373,7 +2373,7 @@ EN.update({
     "handouts.not_folder": "{path} is {kind}, not a folder; give a folder to write the variants into",
     "handouts.kind.file": "a file",
     "handouts.roster.no_header": "the roster is empty: it needs a header row naming a student id column ({columns})",
-    "handouts.roster.no_id_column": "no student id column in the header row (found {found}); name one {columns}, in any case, or choose it with --column",
+    "handouts.roster.no_id_column": "no student id column in the header row (found {found}); name one {columns}, in any case, or choose it with --column, such as --column {suggest}",
     "handouts.roster.no_column": "no column '{column}' in the header row (found {found})",
     "handouts.roster.no_students": "the roster has a header row but no student: every {column} cell below it is empty",
     "handouts.roster.too_many": "more than {limit} students: split the roster",
@@ -2619,4 +2619,5 @@ EN.update({
     "report.csv.not_utf8": "{file}: not UTF-8 text (Excel's plain CSV on Chinese Windows is GBK). In Excel, save it as \"CSV UTF-8 (Comma delimited)\", or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv",
     "progress.expected.first_try": "a whole number from 0 to the step's correct count (a right answer at the first try is a right answer)",
     "progress.expected.recalled": "a whole number from 0 to the skill's reviews",
+    "cli.handouts.name_column": "The column of names the titles name the students with, by its header (default: the first of name, 姓名, student_name; none when the roster has none).",
 })
