@@ -220,3 +220,28 @@ def test_the_skills_table_keeps_its_headers_on_one_line_at_80_columns(cli, home,
         assert lines[at - 1].split()[-1] not in ("never", "记忆保持率", "从未答对")  # no header's word above the row
         q_row = next(line for line in lines[at:] if line.split()[:1] == ["q"])
         assert q_row.rstrip().endswith("100% / 100%") and max(len(line) for line in lines) <= 80
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii", "gbk"])
+def test_excel_csv_is_the_gradebook_after_a_byte_order_mark(cli_encoded, tmp_path, encoding):
+    """F11: Excel opens a CSV without a byte order mark in the system's code page (GBK on Chinese Windows):
+    excel-csv is the csv's bytes after EF BB BF, whatever the stream's encoding; csv keeps none."""
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("student: 王小明\n" + NO_SCALING, encoding="utf-8")
+    plain = cli_encoded("check", folder, "--format", "csv", encoding=encoding)
+    excel = cli_encoded("check", folder, "--format", "excel-csv", encoding=encoding)
+    one = cli_encoded("check", folder / "a.yaml", "--format", "excel-csv", encoding=encoding)  # one file: a row too
+    assert plain.code == excel.code == one.code == 1
+    assert not plain.stdout.startswith(b"\xef\xbb\xbf") and "王小明".encode() in plain.stdout
+    assert excel.stdout == one.stdout == b"\xef\xbb\xbf" + plain.stdout
+    sheet = tmp_path / "grades.csv"
+    sheet.write_bytes(excel.stdout)
+    assert cli_encoded("report", sheet, "--format", "json", encoding="utf-8").code == 0
+
+
+def test_the_help_names_excel_csv_in_both_languages(cli):
+    out = " ".join(cli("check", "--help", env={"COLUMNS": "1000"}).out.split())
+    assert "excel-csv (the same CSV after a byte order mark, by which Excel, on Chinese Windows too" in out
+    zh = cli("--lang", "zh", "check", "--help", env={"COLUMNS": "1000"}).out
+    assert "excel-csv（同样的 CSV，开头加 BOM" in zh

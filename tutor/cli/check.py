@@ -62,6 +62,7 @@ class CheckFormat(str, Enum):
     rich = "rich"
     json = "json"
     csv = "csv"
+    excel_csv = "excel-csv"  # the same CSV after a byte order mark: Excel on Chinese Windows reads it as UTF-8
 
 
 def check(
@@ -78,7 +79,7 @@ def check(
 
     check_tolerance(tolerance)
     env = environment(ctx)
-    if len(solution) == 1 and not os.path.isdir(solution[0]) and fmt is not CheckFormat.csv:
+    if len(solution) == 1 and not os.path.isdir(solution[0]) and fmt not in (CheckFormat.csv, CheckFormat.excel_csv):
         _check_one(env, solution[0], exercise, tolerance, Format(fmt.value), exercises)
     else:
         check_batch(env, solution, exercise, tolerance, fmt, exercises)
@@ -103,10 +104,10 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
         from ..render.batch import batch_document
 
         write_json(batch_document(rows))
-    elif fmt is CheckFormat.csv:
+    elif fmt in (CheckFormat.csv, CheckFormat.excel_csv):
         from ..render.batch import csv_text
 
-        write_document(csv_text(rows))
+        write_document(csv_text(rows), bom=fmt is CheckFormat.excel_csv)
     else:
         from ..authoring.validate import warning_text
         from ..render.batch import render_batch

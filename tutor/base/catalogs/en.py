@@ -2362,9 +2362,9 @@ EN.update({
     # --- issue 24: per-student variants (handouts) ---
     "cli.handouts.help": "Write a variant of an exercise for every student of a roster: fresh numbers from a seed of the exercise and the student, a blank worksheet, and a list of them.",
     "cli.handouts.like": "The exercise every variant has the shape of (id or file), as with new --like.",
-    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column: student, id, email, sis_id, login, Student ID, SIS User ID or 学号 (any case; the first found), and maybe a column of names for the titles: name, 姓名 or student_name; at most 1,000 students.",
+    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column, the first found of {columns} (any case, a space or hyphen as _), and maybe a column of names for the titles, the first found of {names}; at most 1,000 students.",
     "cli.handouts.output": "The folder to write into (made if missing): ID-STUDENT.yaml and its worksheet per student, and roster-ID.csv, the list with each seed.",
-    "cli.handouts.column": "The student id column, by its header (default: the first of student, id, email, sis_id, login, Student ID, SIS User ID, 学号).",
+    "cli.handouts.column": "The student id column, by its header (default: the first found of {columns}).",
     "cli.handouts.worksheet": "The worksheet's format: what explain --blank --export writes as .md or .html.",
     "cli.handouts.force": "Overwrite files already in the folder.",
     "handouts.title": "{title} (variant of {student})",
@@ -2419,7 +2419,7 @@ EN.update({
     "pdf.timeout": "cannot write {path}: Chromium ({browser}) did not finish printing the page within {seconds} seconds, and was stopped",
     "pdf.failed": "cannot write {path}: Chromium ({browser}) could not print the page (exit status {code}): {reason}",
     # --- issue 24: batch check, report, stats --export ---
-    "cli.check.format": "Output format: rich (for people), json (for scripts) or csv (a gradebook: one row per submission).",
+    "cli.check.format": "Output format: rich (for people), json (for scripts), csv (a gradebook: one row per submission, UTF-8 without a byte order mark) or excel-csv (the same CSV after a byte order mark, by which Excel, on Chinese Windows too, reads it as UTF-8; Canvas and Moodle import it as well).",
     "batch.no_tiled_judge": "a tiled: part cannot be graded here",
     "batch.more_problems.one": "{first} (and {count} more problem)",
     "batch.more_problems.other": "{first} (and {count} more problems)",
@@ -2619,5 +2619,5 @@ EN.update({
     "report.csv.not_utf8": "{file}: not UTF-8 text (Excel's plain CSV on Chinese Windows is GBK). In Excel, save it as \"CSV UTF-8 (Comma delimited)\", or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv",
     "progress.expected.first_try": "a whole number from 0 to the step's correct count (a right answer at the first try is a right answer)",
     "progress.expected.recalled": "a whole number from 0 to the skill's reviews",
-    "cli.handouts.name_column": "The column of names the titles name the students with, by its header (default: the first of name, 姓名, student_name; none when the roster has none).",
+    "cli.handouts.name_column": "The column of names the titles name the students with, by its header (default: the first found of {names}; none when the roster has none).",
 })

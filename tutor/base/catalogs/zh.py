@@ -2305,9 +2305,9 @@ ZH.update({
     # --- issue 24: per-student variants (handouts) ---
     "cli.handouts.help": "按名单为每个学生写出一道练习的专属版本：数值由练习和学生算出的种子生成，附带空白练习纸和一份清单。",
     "cli.handouts.like": "作为模板的练习（id 或文件）：各版本与它形状相同，同 new --like。",
-    "cli.handouts.students": "学生名单：CSV 文件（UTF-8，逗号或分号分隔），表头须有学号列：student、id、email、sis_id、login、Student ID、SIS User ID 或 学号（不区分大小写，取最先找到的一列），还可以有姓名列，用于标题：name、姓名 或 student_name；最多 1000 名学生。",
+    "cli.handouts.students": "学生名单：CSV 文件（UTF-8，逗号或分号分隔），表头须有学号列，取 {columns} 中最先找到的一列（不区分大小写，空格或连字符视同 _），还可以有姓名列，用于标题，取 {names} 中最先找到的一列；最多 1000 名学生。",
     "cli.handouts.output": "写入的文件夹（不存在时自动创建）：每个学生一个 ID-STUDENT.yaml 及其练习纸，另有清单 roster-ID.csv，列出每个种子。",
-    "cli.handouts.column": "学号所在的列，按表头指定（默认：student、id、email、sis_id、login、Student ID、SIS User ID、学号 中最先出现的一列）。",
+    "cli.handouts.column": "学号所在的列，按表头指定（默认：{columns} 中最先找到的一列）。",
     "cli.handouts.worksheet": "练习纸的格式：即 explain --blank --export 写出的 .md 或 .html。",
     "cli.handouts.force": "覆盖文件夹中已有的文件。",
     "handouts.title": "{title}（学生：{student}）",
@@ -2360,7 +2360,7 @@ ZH.update({
     "pdf.timeout": "无法写入 {path}：Chromium（{browser}）在 {seconds} 秒内没有打印完页面，已被终止",
     "pdf.failed": "无法写入 {path}：Chromium（{browser}）无法打印页面（退出状态 {code}）：{reason}",
     # --- issue 24: batch check, report, stats --export ---
-    "cli.check.format": "输出格式：rich（给人看）、json（给脚本用）或 csv（成绩表：每份提交一行）。",
+    "cli.check.format": "输出格式：rich（给人看）、json（给脚本用）、csv（成绩表：每份提交一行，不带字节顺序标记（BOM）的 UTF-8）或 excel-csv（同样的 CSV，开头加 BOM；Excel（包括中文 Windows 上的 Excel）据此按 UTF-8 打开，不会出现乱码；Canvas、Moodle 也能导入）。",
     "batch.no_tiled_judge": "这里无法判分 tiled: 部分",
     "batch.more_problems.other": "{first}（另有 {count} 个问题）",
     "batch.comment.unusable": "无法为这个文件判分：{reason}",
@@ -2555,5 +2555,5 @@ ZH.update({
     "report.csv.not_utf8": "{file}：不是 UTF-8 文本（中文 Windows 上的 Excel 把普通 CSV 存为 GBK）。请在 Excel 中另存为“CSV UTF-8（逗号分隔）”，或者转换编码：iconv -f GB18030 -t UTF-8 原文件.csv > 新文件.csv",
     "progress.expected.first_try": "一个从 0 到该步骤 correct 值的整数（首次即答对的答案也算答对）",
     "progress.expected.recalled": "一个从 0 到该技能复习次数（reviews）的整数",
-    "cli.handouts.name_column": "标题中称呼学生所用的姓名列，按表头指定（默认：name、姓名、student_name 中最先出现的一列；名单中没有时不用）。",
+    "cli.handouts.name_column": "标题中称呼学生所用的姓名列，按表头指定（默认：{names} 中最先找到的一列；名单中没有时不用）。",
 })
