@@ -61,7 +61,7 @@ def test_a_bad_progress_file_is_a_line_of_the_report_not_its_end(cli, home, tmp_
         (folder / name).write_text(text, encoding="utf-8")
     code, out, err = cli("report", folder, "--format", "json")
     assert code == 2
-    assert err == "error: 8 files could not be read; the report is of the others and lists each with its reason\n"
+    assert err == "error: 8 files or CSV rows could not be read; the report is of the others and lists each with its reason\n"
     got = json.loads(out)
     assert got["progress"]["learners"] == 1
     by = {s["step"]: s for s in got["progress"]["steps"]}
@@ -79,7 +79,7 @@ def test_a_bad_progress_file_is_a_line_of_the_report_not_its_end(cli, home, tmp_
     rich = cli("report", folder)
     assert rich.code == 2 and "Not read" in rich.out and "Progress of 1 learner" in rich.out
     zh = cli("--lang", "zh", "report", folder)
-    assert zh.code == 2 and "有 8 个文件无法读取" in zh.err and "未读取（不计入本报告）：" in zh.out
+    assert zh.code == 2 and "有 8 个文件或 CSV 行无法读取" in zh.err and "未读取（不计入本报告）：" in zh.out
 
 
 def test_every_bad_file_is_named_when_none_can_be_read(cli, tmp_path):
@@ -160,8 +160,11 @@ def test_the_csv_read_back_undoes_the_guard_and_skips_an_empty_row(cli, tmp_path
     assert from_csv["submissions"]["mistakes"][0]["example"] == "=cmd|' /C calc'!A0"
     sheet.write_text(text.replace("\n", "\r\n") + ",,,\r\n , ,\r\n", encoding="utf-8")  # CRLF, spaces, short rows
     assert json.loads(cli("report", sheet, "--format", "json").out) == from_dir
-    sheet.write_text(text + ",x,,,,,,,,,,\n", encoding="utf-8")  # not empty: still a row to refuse
-    assert f"{sheet}:4: verdict '' should be correct" in cli("report", sheet).err
+    sheet.write_text(text + ",x,,,,,,,,,,\n", encoding="utf-8")  # not empty: still a row to refuse, the others read
+    code, out, err = cli("report", sheet, "--format", "json")
+    assert code == 2 and json.loads(out)["sources"]["unread"] == [f"{sheet}:4: verdict '' should be correct, wrong or unusable"]
+    assert json.loads(out)["submissions"] == from_dir["submissions"]
+    assert err == "error: 1 file or CSV row could not be read; the report is of the others and lists each with its reason\n"
 
 
 def test_a_gbk_gradebook_gets_the_two_ways_out(cli, tmp_path):

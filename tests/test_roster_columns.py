@@ -63,3 +63,19 @@ def test_a_chinese_roster_gives_titles_with_the_names(cli, tmp_path):
     assert cli("handouts", "--like", "single-head-3x4", "--students", named, "-o", tmp_path / "h2",
                "--name-column", "昵称").code == 0
     assert "(variant of 小明)" in (tmp_path / "h2" / "single-head-3x4-2024001.yaml").read_text(encoding="utf-8")
+
+
+def test_a_roster_excel_saved_as_gbk_says_how_to_save_it_as_utf8(cli, tmp_path):
+    """Same kind as F11: the roster a Chinese instructor opened and saved in Excel is GBK (学 is D1 A7, valid
+    UTF-8 by chance; 号 begins with BA); the line names the
+    byte and the two ways out, and the iconv line does make a roster that is read."""
+    roster = tmp_path / "r.csv"
+    roster.write_bytes("学号,姓名\n2024001,王小明\n".encode("gbk"))
+    code, out, err = cli("handouts", "--like", "single-head-3x4", "--students", roster, "-o", tmp_path / "h")
+    assert code == 2 and err == (f"error: {roster}:1:2: the file is not UTF-8 text: byte 0xBA here cannot be decoded (save it as "
+                                 "UTF-8: Excel's plain CSV on Chinese Windows is GBK, so choose \"CSV UTF-8 (Comma delimited)\" "
+                                 "in Save As, or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv)\n")
+    zh = cli("--lang", "zh", "handouts", "--like", "single-head-3x4", "--students", roster, "-o", tmp_path / "h")
+    assert "另存为时请选“CSV UTF-8（逗号分隔）”" in zh.err and not (tmp_path / "h").exists()
+    roster.write_text(roster.read_bytes().decode("gb18030"), encoding="utf-8")
+    assert cli("handouts", "--like", "single-head-3x4", "--students", roster, "-o", tmp_path / "h").code == 0

@@ -188,11 +188,13 @@ def _with_step(step: str, exercise: str) -> str:
     return found[0].id if found else exercise
 
 
-def rows_from_csv(text: str, name: str) -> list[Row]:
+def rows_from_csv(text: str, name: str, bad: list[str] | None = None) -> list[Row]:
     """The rows of a CSV that ``check --format csv`` wrote (a byte order mark is allowed), as :func:`class_report`
     reads them: each cell as it was before the CSV guarded it (:func:`tutor.base.textsafe.spreadsheet_text`), a
     row of empty cells (a spreadsheet's leftover) skipped; raises :class:`TutorError` naming ``name`` and the
-    line for a CSV that is not one."""
+    line for a CSV that is not one.  A row that cannot be read (a verdict or a steps item edited by hand) is
+    left out and its line said in ``bad`` when it is given (one bad row of thirty does not lose the class);
+    without ``bad`` it raises as the rest does."""
     text = text.removeprefix("\ufeff")
     lines = text.splitlines()
     first = lines[0] if lines else ""
@@ -213,7 +215,12 @@ def rows_from_csv(text: str, name: str) -> list[Row]:
                 continue  # a row of empty cells (,,,,), as a spreadsheet leaves one after an edit: no submission
             if reader.line_num > MAX_ROWS + 1:
                 raise TutorError(Msg("report.csv.too_long", file=name, limit=MAX_ROWS))
-            rows.append(_row(record, name, reader.line_num))
+            try:
+                rows.append(_row(record, name, reader.line_num))
+            except TutorError as err:
+                if bad is None:
+                    raise
+                bad.append(str(err))
         return rows
     except csv.Error as err:
         raise TutorError(Msg("report.csv.bad", file=name, line=reader.line_num, reason=str(err))) from None

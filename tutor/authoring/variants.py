@@ -56,7 +56,7 @@ import shutil
 import stat
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -183,8 +183,9 @@ def read_roster(path: Path, display: str, column: str | None = None, name_column
     from ..exercise.yamlread import read_text
 
     text, problems = read_text(str(path), display)
-    if text is None:
-        raise RosterError(problems)
+    if text is None:  # a roster Excel saved on Chinese Windows is GBK: say how to save it as UTF-8 from there
+        raise RosterError([replace(p, hint=t("handouts.roster.excel_hint")) if str(p.hint) == t("file.not_utf8.hint")
+                           else p for p in problems])
     return parse_roster(text, display, column, name_column)
 
 

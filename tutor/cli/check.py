@@ -277,7 +277,7 @@ def report(
             suffix = Path(path).suffix.lower()
             try:
                 if suffix == ".csv":
-                    rows += rows_from_csv(text_of(path, csv=True), shown(path))
+                    rows += rows_from_csv(text_of(path, csv=True), shown(path), unread)  # a bad row: a line of unread
                 elif suffix == ".json":
                     try:
                         doc = json.loads(text_of(path))

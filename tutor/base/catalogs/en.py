@@ -2610,8 +2610,8 @@ CATALOG = EN
 
 # --- fix-report (issue 24 trial, class findings F4, F10-F13): report's sources, progress files, rosters ---
 EN.update({
-    "count.report_files.one": "{count} file",
-    "count.report_files.other": "{count} files",
+    "count.report_files.one": "{count} file or CSV row",
+    "count.report_files.other": "{count} files or CSV rows",
     "report.unread": "Not read (left out of this report):",
     "report.unread.summary": "{files:report_files} could not be read; the report is of the others and lists each with its reason",
     "report.passed_over": "A folder's *.yaml, *.yml, *.json and *.csv files are read, not its other files or subfolders; not read: {files}",
@@ -2619,5 +2619,6 @@ EN.update({
     "report.csv.not_utf8": "{file}: not UTF-8 text (Excel's plain CSV on Chinese Windows is GBK). In Excel, save it as \"CSV UTF-8 (Comma delimited)\", or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv",
     "progress.expected.first_try": "a whole number from 0 to the step's correct count (a right answer at the first try is a right answer)",
     "progress.expected.recalled": "a whole number from 0 to the skill's reviews",
+    "handouts.roster.excel_hint": "save it as UTF-8: Excel's plain CSV on Chinese Windows is GBK, so choose \"CSV UTF-8 (Comma delimited)\" in Save As, or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv",
     "cli.handouts.name_column": "The column of names the titles name the students with, by its header (default: the first found of {names}; none when the roster has none).",
 })

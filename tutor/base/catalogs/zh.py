@@ -2547,13 +2547,14 @@ CATALOG = ZH
 
 # --- fix-report（issue 24 试用，班级发现 F4、F10–F13）：report 的来源、进度文件、学生名单 ---
 ZH.update({
-    "count.report_files.other": "{count} 个文件",
+    "count.report_files.other": "{count} 个文件或 CSV 行",
     "report.unread": "未读取（不计入本报告）：",
-    "report.unread.summary": "有 {files:report_files}无法读取；报告只汇总其余文件，并逐一列出原因",
+    "report.unread.summary": "有 {files:report_files}无法读取；报告只汇总其余部分，并逐一列出原因",
     "report.passed_over": "文件夹中只读取 *.yaml、*.yml、*.json 和 *.csv 文件，不读其他文件和子文件夹；未读取：{files}",
     "report.same": "{file} 与 {other} 的进度内容相同：只计一次。",
     "report.csv.not_utf8": "{file}：不是 UTF-8 文本（中文 Windows 上的 Excel 把普通 CSV 存为 GBK）。请在 Excel 中另存为“CSV UTF-8（逗号分隔）”，或者转换编码：iconv -f GB18030 -t UTF-8 原文件.csv > 新文件.csv",
     "progress.expected.first_try": "一个从 0 到该步骤 correct 值的整数（首次即答对的答案也算答对）",
     "progress.expected.recalled": "一个从 0 到该技能复习次数（reviews）的整数",
+    "handouts.roster.excel_hint": "请存为 UTF-8：中文 Windows 上 Excel 的普通 CSV 是 GBK，另存为时请选“CSV UTF-8（逗号分隔）”，或者转换编码：iconv -f GB18030 -t UTF-8 原文件.csv > 新文件.csv",
     "cli.handouts.name_column": "标题中称呼学生所用的姓名列，按表头指定（默认：{names} 中最先找到的一列；名单中没有时不用）。",
 })
