@@ -249,7 +249,7 @@ def report(
     rows: list[Row] = []
     unread: list[str] = []  # a source that cannot be read: a line of the report, never the end of it
     passed_over: list[str] = []  # what a folder holds that report does not read (x.txt, a subfolder)
-    same: list[tuple[str, str]] = []  # a progress file that is another one byte for byte in content: counted once
+    same: list[tuple[str, str]] = []  # a progress file whose content (as JSON) is another one's: counted once
     seen: dict[str, str] = {}
 
     def text_of(path: str, csv: bool = False) -> str:
