@@ -207,9 +207,9 @@ def test_a_skill_never_recalled_has_no_retention(cli, tmp_path, home):
     # per exercise, the steps in the contract's order (q, v, scores), not alphabetical (q, scores, v)
     assert [p["step"] for p in prog["practised"]] == ["q", "v", "scores"]
     out = cli("report", folder).out
-    assert "never recalled" in out and "lowest 100%" in out  # q's, not v's
+    assert "never right" in out and "100% / 100%" in out  # q's (lowest / mean), not v's
     v_line = next(line for line in out.splitlines() if line.strip().startswith("v ") and "—" in line)
-    assert "lowest" not in v_line
+    assert "%" not in v_line
 
 
 def test_the_csv_names_steps_as_a_student_reads_them(cli, tmp_path):

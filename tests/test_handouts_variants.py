@@ -296,9 +296,10 @@ BAD_ROSTERS = [
     ("student\nan\x00n\n", "roster.csv:2: this line holds U+0000 (a control character), a character a terminal acts"
                          " on or hides; remove it"),
     ("name,section\nAnn,A\n", "roster.csv:1: no student id column in the header row (found name, section); name one"
-                              " student, id, email, sis_id, login, in any case, or choose it with --column"),
+                              " student, id, email, sis_id, login, student_id, sis_user_id, 学号, in any case, or choose it with"
+                              " --column, such as --column section"),  # name is the names' column
     ("", "roster.csv:1: the roster is empty: it needs a header row naming a student id column"
-         " (student, id, email, sis_id, login)"),
+         " (student, id, email, sis_id, login, student_id, sis_user_id, 学号)"),
     ("student\n\n", "roster.csv: the roster has a header row but no student: every student cell below it is empty"),
     ("student\n\"ann\n", "roster.csv:2: this row is not valid CSV: a quote is not closed, or text follows a closing quote"),
     ("student\n" + "x" * 201 + "\n", "roster.csv:2: the student cell is longer than 200 characters"),
@@ -401,11 +402,14 @@ def _renamed(new_id: str):
 
 
 def test_help_names_the_id_columns(cli):
-    code, out, _ = cli("handouts", "--help", env={"COLUMNS": "200"})
-    assert code == 0 and "student, id, email, sis_id or login" in " ".join(out.split())
+    code, out, _ = cli("handouts", "--help", env={"COLUMNS": "1000"})
+    assert code == 0 and "the first found of student, id, email, sis_id, login, student_id, sis_user_id, 学号 (any case," \
+        in " ".join(out.split())
+    assert "--name-column" in out and "(default: the first found of name, 姓名, student_name;" in " ".join(out.split())
     assert "at most 1,000 students" in " ".join(out.split()) and MAX_STUDENTS == 1000
-    code, out, _ = cli("handouts", "--help", "--lang", "zh", env={"COLUMNS": "200"})
+    code, out, _ = cli("handouts", "--help", "--lang", "zh", env={"COLUMNS": "1000"})
     assert code == 0 and "学生名单" in out and "sis_id" in out and "`" not in out and "最多 1000 名学生" in out
+    assert "取 student、id、email、sis_id、login、student_id、sis_user_id、学号 中最先找到的一列" in out
 
 
 def test_the_modules_examples_hold():

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..base.errors import TutorError
 from ..base.messages import Msg
-from ..base.textsafe import shown
+from ..base.textsafe import shown, spreadsheet_text
 from .batch import CORRECT, TILED, UNUSABLE, WRONG, Row, place_of
 
 #: The columns a CSV must have to be read back (those ``check --format csv`` writes; ``steps`` last).
@@ -188,9 +188,13 @@ def _with_step(step: str, exercise: str) -> str:
     return found[0].id if found else exercise
 
 
-def rows_from_csv(text: str, name: str) -> list[Row]:
+def rows_from_csv(text: str, name: str, bad: list[str] | None = None) -> list[Row]:
     """The rows of a CSV that ``check --format csv`` wrote (a byte order mark is allowed), as :func:`class_report`
-    reads them; raises :class:`TutorError` naming ``name`` and the line for a CSV that is not one."""
+    reads them: each cell as it was before the CSV guarded it (:func:`tutor.base.textsafe.spreadsheet_text`), a
+    row of empty cells (a spreadsheet's leftover) skipped; raises :class:`TutorError` naming ``name`` and the
+    line for a CSV that is not one.  A row that cannot be read (a verdict or a steps item edited by hand) is
+    left out and its line said in ``bad`` when it is given (one bad row of thirty does not lose the class);
+    without ``bad`` it raises as the rest does."""
     text = text.removeprefix("\ufeff")
     lines = text.splitlines()
     first = lines[0] if lines else ""
@@ -207,18 +211,25 @@ def rows_from_csv(text: str, name: str) -> list[Row]:
             raise TutorError(Msg("report.csv.columns", file=name, columns=", ".join(missing)))
         rows = []
         for record in reader:
+            if not any(v.strip() for v in record.values() if isinstance(v, str)):
+                continue  # a row of empty cells (,,,,), as a spreadsheet leaves one after an edit: no submission
             if reader.line_num > MAX_ROWS + 1:
                 raise TutorError(Msg("report.csv.too_long", file=name, limit=MAX_ROWS))
-            rows.append(_row(record, name, reader.line_num))
+            try:
+                rows.append(_row(record, name, reader.line_num))
+            except TutorError as err:
+                if bad is None:
+                    raise
+                bad.append(str(err))
         return rows
     except csv.Error as err:
         raise TutorError(Msg("report.csv.bad", file=name, line=reader.line_num, reason=str(err))) from None
 
 
 def _row(record: dict[str, str | None], name: str, line: int) -> Row:
-    def cell(column: str) -> str:
+    def cell(column: str) -> str:  # as check wrote it: the ' before a formula's first character dropped
         value = record.get(column)
-        return value if isinstance(value, str) else ""
+        return spreadsheet_text(value) if isinstance(value, str) else ""
 
     verdict = cell("verdict")
     if verdict not in (CORRECT, WRONG, UNUSABLE):

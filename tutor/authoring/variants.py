@@ -25,8 +25,9 @@ and in the run's language in the file's translation).
 The roster (:func:`parse_roster`): UTF-8 with or without a byte order mark,
 commas or semicolons (whichever the header row has more of), a header row
 naming a student id column -- the first of :data:`ID_COLUMNS` present, in
-any case (``SIS ID`` is ``sis_id``), or the one named -- and, when it has
-one, a ``name`` column that the variant's title names.  A variant's id is
+any case (``SIS ID`` is ``sis_id``, ``学号`` too), or the one named -- and, when it has
+one, a column of names that the variant's title names (the first of :data:`NAME_COLUMNS`
+present, ``姓名`` too, or the one named).  A variant's id is
 ``ID-<slug>`` (:func:`student_slug`: the id's ASCII letters and digits, accents
 dropped, every other run of characters one ``-``; for an id with no ASCII
 letter or digit, such as ``张伟``, ``s-`` and the first 8 hex digits of the
@@ -50,11 +51,12 @@ import io
 import os
 import re
 import secrets
+import shlex
 import shutil
 import stat
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,10 +68,11 @@ if TYPE_CHECKING:
     from ..exercise.record import Exercise
 
 #: The headers a student id column may have, the first present chosen (compared in lower case, with spaces
-#: and hyphens as underscores).
-ID_COLUMNS = ("student", "id", "email", "sis_id", "login")
-#: The header of the optional column of names (the variant's title says whose it is with it).
-NAME_COLUMN = "name"
+#: and hyphens as underscores): those of the first rosters, then a Chinese 教务系统's (学号) and Canvas's.
+ID_COLUMNS = ("student", "id", "email", "sis_id", "login", "student_id", "sis_user_id", "学号")
+#: The headers the optional column of names may have, the first present chosen as :data:`ID_COLUMNS` is (the
+#: variant's title says whose it is with it).
+NAME_COLUMNS = ("name", "姓名", "student_name")
 #: The most students one roster may have (each variant is drawn and solved: about 0.05 s each).
 MAX_STUDENTS = 1000
 #: The longest student id or name, in characters.
@@ -171,7 +174,7 @@ def _unsafe(text: str) -> str | None:
     return next((codepoint(ch) for ch in text if is_unsafe(ch) and not ch.isspace()), None)
 
 
-def read_roster(path: Path, display: str, column: str | None = None) -> Roster:
+def read_roster(path: Path, display: str, column: str | None = None, name_column: str | None = None) -> Roster:
     """The roster in file ``path`` (``display`` names it in problems): :func:`parse_roster` of its text.
 
     Raises :class:`RosterError` for a file that cannot be read (missing, not a regular file, over
@@ -180,14 +183,16 @@ def read_roster(path: Path, display: str, column: str | None = None) -> Roster:
     from ..exercise.yamlread import read_text
 
     text, problems = read_text(str(path), display)
-    if text is None:
-        raise RosterError(problems)
-    return parse_roster(text, display, column)
+    if text is None:  # a roster Excel saved on Chinese Windows is GBK: say how to save it as UTF-8 from there
+        raise RosterError([replace(p, hint=t("handouts.roster.excel_hint")) if str(p.hint) == t("file.not_utf8.hint")
+                           else p for p in problems])
+    return parse_roster(text, display, column, name_column)
 
 
-def parse_roster(text: str, file: str, column: str | None = None) -> Roster:
+def parse_roster(text: str, file: str, column: str | None = None, name_column: str | None = None) -> Roster:
     """The students of a roster's ``text`` (a byte order mark already dropped), in its order; blank rows
-    are skipped.  ``column``: the id column's header (any case), else the first of :data:`ID_COLUMNS`.
+    are skipped.  ``column``: the id column's header (any case), else the first of :data:`ID_COLUMNS`;
+    ``name_column``: the names' (a header the row must have), else the first of :data:`NAME_COLUMNS`, if any.
 
     Raises :class:`RosterError` with every problem, each at its line (see the module docstring).
     """
@@ -207,13 +212,22 @@ def parse_roster(text: str, file: str, column: str | None = None) -> Roster:
         raise RosterError([Problem(file, 1, None, "", t("handouts.roster.no_header", columns=", ".join(ID_COLUMNS)))])
     wanted = [_header_key(column)] if column is not None else list(ID_COLUMNS)
     at = next((keys.index(k) for k in wanted if k in keys), None)
+    found = ", ".join(n for n in names if n) or "—"
     if at is None:
-        found = ", ".join(n for n in names if n) or "—"
-        message = (t("handouts.roster.no_column", column=column, found=found) if column is not None
-                   else t("handouts.roster.no_id_column", found=found, columns=", ".join(ID_COLUMNS)))
+        if column is not None:
+            message = t("handouts.roster.no_column", column=column, found=found)
+        else:  # the command that would work: the first header that is not one of names
+            suggest = next((n for n, k in zip(names, keys, strict=True) if n and k not in NAME_COLUMNS),
+                           next(n for n in names if n))
+            message = t("handouts.roster.no_id_column", found=found, columns=", ".join(ID_COLUMNS),
+                        suggest=suggest if re.fullmatch(r"[\w.@+-]+", suggest) else shlex.quote(suggest))
         raise RosterError([Problem(file, 1, None, "", message)])
     id_header = names[at]
-    named = next((i for i, k in enumerate(keys) if k == NAME_COLUMN and i != at), None)
+    wanted_names = [_header_key(name_column)] if name_column is not None else list(NAME_COLUMNS)
+    named = next((keys.index(k) for k in wanted_names if k in keys and (name_column is not None or keys.index(k) != at)),
+                 None)
+    if named is None and name_column is not None:
+        raise RosterError([Problem(file, 1, None, "", t("handouts.roster.no_column", column=name_column, found=found))])
     problems: list[Problem] = []
     students: list[Student] = []
     seen: dict[str, Student] = {}

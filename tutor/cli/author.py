@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from ..authoring.variants import ID_COLUMNS, NAME_COLUMNS
 from ..base.messages import t
 from .common import (
     MAX_SEED,
@@ -241,6 +242,12 @@ def schema() -> None:
 # --- handouts (issue 24, item 3: per-student variants) ----------------------------------------------
 
 
+def _listed(headers: tuple[str, ...]) -> str:
+    """Headers as a list in a sentence of the run's language (``list.sep``: ``, `` or ``、``); called in the
+    options' annotations, which are read when the command is built, in the run's language."""
+    return t("list.sep").join(headers)
+
+
 class WorksheetChoice(str, Enum):
     """`handouts --worksheet`: what ``explain --blank --export`` writes, as Markdown or HTML."""
 
@@ -251,10 +258,14 @@ class WorksheetChoice(str, Enum):
 def handouts(
     ctx: typer.Context,
     like: Annotated[str, typer.Option("--like", help=t("cli.handouts.like"), show_default=False)],
-    students: Annotated[Path, typer.Option("--students", help=t("cli.handouts.students"), show_default=False,
-                                           dir_okay=False)],
+    students: Annotated[Path, typer.Option(
+        "--students", help=t("cli.handouts.students", columns=_listed(ID_COLUMNS), names=_listed(NAME_COLUMNS)),
+        show_default=False, dir_okay=False)],
     output: Annotated[Path, typer.Option("-o", "--output", help=t("cli.handouts.output"), show_default=False)],
-    column: Annotated[str | None, typer.Option("--column", help=t("cli.handouts.column"), show_default=False)] = None,
+    column: Annotated[str | None, typer.Option(
+        "--column", help=t("cli.handouts.column", columns=_listed(ID_COLUMNS)), show_default=False)] = None,
+    name_column: Annotated[str | None, typer.Option(
+        "--name-column", help=t("cli.handouts.name_column", names=_listed(NAME_COLUMNS)), show_default=False)] = None,
     worksheet: Annotated[WorksheetChoice, typer.Option("--worksheet", help=t("cli.handouts.worksheet"))] = WorksheetChoice.markdown,
     force: Annotated[bool, typer.Option("--force", help=t("cli.handouts.force"))] = False,
     exercises: ExercisesOpt = None,
@@ -266,7 +277,7 @@ def handouts(
     from ..authoring.variants import draw_variants, index_name, read_roster, write_handouts
     from ..exercise.catalog import resolve
 
-    roster = read_roster(students, str(students), column)  # the roster's problems before any drawing
+    roster = read_roster(students, str(students), column, name_column)  # the roster's problems before any drawing
     ex = resolve(like, folders(environment(ctx), exercises))
     source = " ".join(shlex.quote(str(a)) for a in [like, *(f"--exercises={d}" for d in exercises or ())])
     variants = draw_variants(ex, roster, source=None if source == ex.id else source, folder=output)

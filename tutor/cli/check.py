@@ -64,6 +64,7 @@ class CheckFormat(str, Enum):
     rich = "rich"
     json = "json"
     csv = "csv"
+    excel_csv = "excel-csv"  # the same CSV after a byte order mark: Excel on Chinese Windows reads it as UTF-8
 
 
 def check(
@@ -80,7 +81,7 @@ def check(
 
     check_tolerance(tolerance)
     env = environment(ctx)
-    if len(solution) == 1 and not os.path.isdir(solution[0]) and fmt is not CheckFormat.csv:
+    if len(solution) == 1 and not os.path.isdir(solution[0]) and fmt not in (CheckFormat.csv, CheckFormat.excel_csv):
         _check_one(env, solution[0], exercise, tolerance, Format(fmt.value), exercises)
     else:
         check_batch(env, solution, exercise, tolerance, fmt, exercises)
@@ -113,10 +114,10 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
         from ..render.batch import batch_document
 
         write_json(batch_document(rows))
-    elif fmt is CheckFormat.csv:
+    elif fmt in (CheckFormat.csv, CheckFormat.excel_csv):
         from ..render.batch import csv_text
 
-        write_document(csv_text(rows))
+        write_document(csv_text(rows), bom=fmt is CheckFormat.excel_csv)
     else:
         from ..authoring.validate import warning_text
         from ..render.batch import render_batch
@@ -219,6 +220,10 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
         raise SolutionWrong()
 
 
+#: What ``report`` reads in a folder (by the end of a name, any case): solution files, progress files, gradebooks.
+READ = (".yaml", ".yml", ".json", ".csv")
+
+
 class ReportFormat(str, Enum):
     """``--format`` of report: for people, as Markdown, or JSON for scripts."""
 
@@ -252,31 +257,56 @@ def report(
     solutions: list[str] = []
     progress: list[tuple[str, dict]] = []
     rows: list[Row] = []
+    unread: list[str] = []  # a source that cannot be read: a line of the report, never the end of it
+    passed_over: list[str] = []  # what a folder holds that report does not read (x.txt, a subfolder)
+    same: list[tuple[str, str]] = []  # a progress file whose content (as JSON) is another one's: counted once
+    seen: dict[str, str] = {}
 
-    def text_of(path: str) -> str:
-        text, problems = read_text(path)
+    def text_of(path: str, csv: bool = False) -> str:
+        text, problems = read_text(path, shown(path))
         if text is None:
+            if csv and any(str(p.hint) == t("file.not_utf8.hint") for p in problems):  # Excel's plain CSV: GBK
+                raise TutorError(t("report.csv.not_utf8", file=shown(path)))
             raise TutorError("\n".join(str(p) for p in problems))
         return text
 
     for source in paths:
-        named = [source] if not os.path.isdir(source) else \
-            [os.path.join(source, e) for e in sorted(os.listdir(source))
-             if not e.startswith(".") and (not os.path.isdir(os.path.join(source, e))
-                                           or e.lower().endswith((".yaml", ".yml")))]  # a folder x.yaml: a row saying so
+        if not os.path.isdir(source):
+            named = [source]
+        else:
+            named = []
+            for e in sorted(os.listdir(source)):
+                if e.startswith("."):
+                    continue
+                path = os.path.join(source, e)
+                if e.lower().endswith(READ):  # a folder x.yaml: a row saying so
+                    named.append(path)
+                else:
+                    passed_over.append(shown(e) + ("/" if os.path.isdir(path) else ""))
         for path in named:
             suffix = Path(path).suffix.lower()
-            if suffix == ".csv":
-                rows += rows_from_csv(text_of(path), shown(path))
-            elif suffix == ".json":
-                try:
-                    doc = json.loads(text_of(path))
-                except (ValueError, RecursionError):
-                    raise TutorError(t("progress.not_json", file=shown(path))) from None
-                progress.append((Path(path).stem, checked(doc, shown(path))))
-            elif suffix in (".yaml", ".yml") or path == source:
-                solutions.append(path)
+            try:
+                if suffix == ".csv":
+                    rows += rows_from_csv(text_of(path, csv=True), shown(path), unread)  # a bad row: a line of unread
+                elif suffix == ".json":
+                    try:
+                        doc = json.loads(text_of(path))
+                    except (ValueError, RecursionError):
+                        raise TutorError(t("progress.not_json", file=shown(path))) from None
+                    doc = checked(doc, shown(path))
+                    key = json.dumps(doc, sort_keys=True)
+                    if key in seen:
+                        same.append((shown(path), seen[key]))
+                        continue
+                    seen[key] = shown(path)
+                    progress.append((Path(path).stem, doc))
+                else:
+                    solutions.append(path)
+            except TutorError as err:
+                unread.append(str(err))
     if not solutions and not rows and not progress:
+        if unread:
+            raise TutorError("\n".join(unread))
         raise TutorError(t("report.nothing", where=", ".join(shown(s) for s in paths)))
     grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
                     judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
@@ -285,10 +315,14 @@ def report(
 
     like = {vid: v.like for vid, v in grader.index.items()}  # a roster's variants add up under their exercise
     doc = report_document(class_report(rows, like=like) if rows else None,
-                          class_progress(progress) if progress else None)
+                          class_progress(progress, like=like) if progress else None,
+                          unread=unread, passed_over=passed_over, same=same)
     if fmt is ReportFormat.json:
         write_json(doc)
     elif fmt is ReportFormat.markdown:
         write_document(report_markdown(doc))
     else:
         render_report(doc, console(env))
+    if unread:  # the report holds every reason; on stderr, one line that the run was not whole
+        warn(t("cli.error", message=t("report.unread.summary", files=len(unread))))
+        raise typer.Exit(EXIT_INPUT)

@@ -250,20 +250,21 @@ def write(text: str) -> None:
     sys.stdout.write(shown(text if text.endswith("\n") else text + "\n", keep="\n\t"))
 
 
-def write_document(text: str) -> None:
+def write_document(text: str, *, bom: bool = False) -> None:
     """Write a machine-readable document (JSON, Markdown, HTML, YAML) on stdout.
 
     Control characters are escaped (a document is text: newlines and tabs
     stay).  On a stream that is not UTF-8 (``PYTHONIOENCODING=ascii``,
     ``LC_ALL=C``) the document is written as UTF-8 bytes, as a file of that
-    format is read; JSON is ASCII anyway.
+    format is read; JSON is ASCII anyway.  ``bom``: a byte order mark first
+    (U+FEFF, the bytes EF BB BF), by which Excel knows a CSV is UTF-8.
     """
     text = shown(text if text.endswith("\n") else text + "\n", keep="\n\t")
     document = getattr(sys.stdout, "write_document", None)  # the guarded stdout of main(); a test's capture has none
     if document is not None:
-        document(text)
+        document(text, bom=bom)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(("\ufeff" if bom else "") + text)
 
 
 def write_json(obj: object) -> None:

@@ -117,16 +117,19 @@ class GuardedStream:
         self._guard(lambda: self._stream.write(out))  # type: ignore[union-attr]
         return len(text)
 
-    def write_document(self, text: str) -> None:
-        """Write ``text`` (already escaped) as it is: UTF-8 bytes when the stream has another encoding."""
+    def write_document(self, text: str, bom: bool = False) -> None:
+        """Write ``text`` (already escaped) as it is: UTF-8 bytes when the stream has another encoding; ``bom``:
+        after a byte order mark (U+FEFF, which :meth:`write` would escape as any character a terminal hides)."""
         buffer = getattr(self._stream, "buffer", None)
         if self._utf or buffer is None:
+            if bom and self._utf:
+                self._guard(lambda: self._stream.write("\ufeff"))  # type: ignore[union-attr]
             self.write(text)
             return
 
         def put() -> None:
             self._stream.flush()  # type: ignore[union-attr]
-            buffer.write(text.encode("utf-8", "backslashreplace"))
+            buffer.write(("\ufeff" if bom else "").encode() + text.encode("utf-8", "backslashreplace"))
             buffer.flush()
 
         self._guard(put)

@@ -8,6 +8,7 @@ and what the other two formats read, so the three say the same.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
@@ -29,8 +30,15 @@ def _percent(part: int, whole: int) -> str:
     return trimmed(100 * part / whole, 1) if whole else "—"
 
 
-def report_document(classview: ClassReport | None, progress: dict[str, Any] | None) -> dict[str, Any]:
-    """``{"submissions": ..., "progress": ...}``, either ``null`` when its source was not given.
+def report_document(classview: ClassReport | None, progress: dict[str, Any] | None, *, unread: Sequence[str] = (),
+                    passed_over: Sequence[str] = (), same: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """``{"submissions": ..., "progress": ..., "sources": ...}``, either of the first two ``null`` when its source
+    was not given.
+
+    ``sources``: ``unread`` (a source that could not be read: the line saying which and why, as the error of
+    ``report`` over it alone says it; the report is of the others), ``passed_over`` (what the folders hold that
+    ``report`` does not read: a name, ``x.txt``, or a subfolder's, ``sub/``) and ``same`` (``{"file", "same_as"}``:
+    a progress file whose content is that of another one, counted once).
 
     ``submissions``: ``summary`` (how many, and of each verdict), ``steps`` (``{"exercise", "step", "given",
     "right", "share"}``: ``step`` the place as the files write it, ``heads[0].q``, which the terminal and
@@ -61,7 +69,18 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
     prog = None
     if progress is not None:
         prog = {**progress, "mistakes": [{**m, "name": mistake_name(m["key"])} for m in progress["mistakes"]]}
-    return {"submissions": subs, "progress": prog}
+    sources = {"unread": list(unread), "passed_over": list(passed_over),
+               "same": [{"file": f, "same_as": other} for f, other in same]}
+    return {"submissions": subs, "progress": prog, "sources": sources}
+
+
+def _source_notes(doc: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The lines about the sources: the files not read for a reason (each its reason), and the other notes."""
+    src = doc.get("sources") or {}
+    notes = [t("report.same", file=s["file"], other=s["same_as"]) for s in src.get("same", [])]
+    if src.get("passed_over"):
+        notes.append(t("report.passed_over", files=join_and(src["passed_over"])))
+    return [line for text in src.get("unread", []) for line in text.split("\n")], notes
 
 
 def _assign_sentence(a: dict[str, Any]) -> str:
@@ -81,7 +100,7 @@ def _assign_sentence(a: dict[str, Any]) -> str:
 
 
 def _retention(skill: dict[str, Any]) -> str:
-    """``lowest 80%, mean 90%`` of the learners who have recalled the skill; ``—`` when none has."""
+    """``80% / 90%`` (lowest / mean) of the learners who have recalled the skill; ``—`` when none has."""
     if skill["retention_min"] is None:
         return "—"
     return t("report.retention", low=trimmed(100 * skill["retention_min"], 1), mean=trimmed(100 * skill["retention_mean"], 1))
@@ -109,11 +128,22 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
     def table(headers: list[str], rows: list[list[str]], right: set[int]) -> None:
         tab = Table(box=box.SIMPLE_HEAD if uni else box.ASCII, show_edge=False)
         for i, h in enumerate(headers):
-            tab.add_column(tx(h), justify="right" if i in right else "left", overflow="fold")
+            # a number's column, its header too, never wraps ("never" over "recalled" reads as two columns):
+            # the words of the other columns wrap instead
+            tab.add_column(tx(h), justify="right" if i in right else "left", overflow="fold", no_wrap=i in right)
         for r in rows:
             tab.add_row(*[tx(c) for c in r])
         console.print(Padding(tab, (0, 0, 0, 2), expand=False))
 
+    unread, notes = _source_notes(doc)
+    if unread:
+        console.print(Text(tx(t("report.unread")), style="bold red"))
+        for line in unread:
+            console.print(Text(tx("  " + line), style="red"), overflow="fold")
+    for note in notes:
+        console.print(Text(tx(note), style="yellow"))
+    if unread or notes:
+        console.print()
     subs = doc["submissions"]
     if subs is not None:
         c = subs["summary"]
@@ -156,7 +186,7 @@ def render_report(doc: dict[str, Any], console: Console) -> None:
             table([t("report.col.step"), t("report.col.family"), t("report.col.learners"), t("report.col.due"),
                    t("report.col.never_recalled"), t("report.col.retention")],
                   [[k["step"], k["family"], str(k["learners"]), str(k["due"]), str(k.get("never_recalled", 0)),
-                    _retention(k)] for k in prog["skills"]], {2, 3, 4})
+                    _retention(k)] for k in prog["skills"]], {2, 3, 4, 5})
         if prog["mistakes"]:
             console.print(Text(tx(t("report.progress.mistakes")), style="bold"))
             table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],
@@ -189,6 +219,11 @@ def _md_table(headers: list[str], rows: list[list[str]], right: set[int]) -> lis
 def report_markdown(doc: dict[str, Any]) -> str:
     """The class view as Markdown: a heading per part, the same tables as the terminal's."""
     out: list[str] = [_heading(1, t('report.title')), ""]
+    unread, notes = _source_notes(doc)
+    if unread:
+        out += [_md(t("report.unread")), ""] + ["- " + _md(line) for line in unread] + [""]
+    if notes:
+        out += ["- " + _md(n) for n in notes] + [""]
     subs = doc["submissions"]
     if subs is not None:
         c = subs["summary"]
@@ -229,7 +264,7 @@ def report_markdown(doc: dict[str, Any]) -> str:
             out += _md_table([t("report.col.step"), t("report.col.family"), t("report.col.learners"),
                               t("report.col.due"), t("report.col.never_recalled"), t("report.col.retention")],
                              [[k["step"], k["family"], str(k["learners"]), str(k["due"]),
-                               str(k.get("never_recalled", 0)), _retention(k)] for k in prog["skills"]], {2, 3, 4})
+                               str(k.get("never_recalled", 0)), _retention(k)] for k in prog["skills"]], {2, 3, 4, 5})
         if prog["mistakes"]:
             out += ["", _heading(3, t('report.progress.mistakes')), ""]
             out += _md_table([t("report.col.mistake"), t("report.col.learners"), t("report.col.times")],

@@ -16,7 +16,7 @@ Pure: the caller reads the store and the files.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,8 +64,12 @@ def _bad(name: str, field: str, expected: str) -> TutorError:
     return TutorError(Msg("progress.bad_field", file=name, field=field, expected=Msg(f"progress.expected.{expected}")))
 
 
+#: The largest count a progress file may hold (a learner answers a few thousand times at most).
+MAX_COUNT = 10**12
+
+
 def _count(value: Any, name: str, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**12:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
         raise _bad(name, field, "count")
     return value
 
@@ -94,6 +98,8 @@ def checked(doc: Any, name: str) -> dict[str, Any]:
         _text(s.get("step"), name, f"steps[{i}].step")
         for k in ("correct", "wrong", "shown", "skipped", "first_try"):
             _count(s.get(k, 0), name, f"steps[{i}].{k}")
+        if s.get("first_try", 0) > s.get("correct", 0):  # right at the first try is a part of right
+            raise _bad(name, f"steps[{i}].first_try", "first_try")
     for i, p in enumerate(_items(doc, "practised", name)):
         _text(p.get("exercise"), name, f"practised[{i}].exercise")
         _text(p.get("step"), name, f"practised[{i}].step")
@@ -103,7 +109,8 @@ def checked(doc: Any, name: str) -> dict[str, Any]:
         _text(sk.get("family"), name, f"skills[{i}].family")
         _count(sk.get("reviews", 0), name, f"skills[{i}].reviews")
         if "recalled" in sk:  # written since the trial of issue 24; an older file's retention is taken as it is
-            _count(sk["recalled"], name, f"skills[{i}].recalled")
+            if _count(sk["recalled"], name, f"skills[{i}].recalled") > sk.get("reviews", 0):
+                raise _bad(name, f"skills[{i}].recalled", "recalled")
         r = sk.get("retention")
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r <= 1:
             raise _bad(name, f"skills[{i}].retention", "retention")
@@ -124,7 +131,8 @@ def _due(value: Any, name: str, field: str) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def class_progress(docs: Sequence[tuple[str, dict[str, Any]]], at: datetime | None = None) -> dict[str, Any]:
+def class_progress(docs: Sequence[tuple[str, dict[str, Any]]], at: datetime | None = None,
+                   like: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The class's progress from ``docs`` (``(learner, checked document)``; :func:`checked`) at ``at`` (default now):
 
     ``{"learners", "steps": [{"step", "learners", "correct", "graded", "accuracy"}], "practised": [{"exercise", "step", "learners",
@@ -135,17 +143,26 @@ def class_progress(docs: Sequence[tuple[str, dict[str, Any]]], at: datetime | No
     reviewed it only with wrong answers (``recalled`` 0), the retentions (fractions, 4 places) as each file was
     exported, of the learners who have recalled it only (``null`` when none has: FSRS predicts a retrievability of 1
     just after an Again, which no learner earned); practised per exercise in the contract's order of steps,
-    mistakes by how many learners made them.  Steps in the order first met, skills by step then family."""
+    mistakes by how many learners made them.  Steps in the order first met, skills by step then family.
+
+    ``like`` maps a roster's variant id to the exercise it was drawn like (the roster index of ``handouts``:
+    :func:`tutor.audit.batch.read_index`): the practice on the variants of one exercise adds up under that
+    exercise's id, as :func:`tutor.audit.classview.class_report` adds the submissions up (one exercise handed
+    out to a class, not one exercise per student)."""
     at = at or datetime.now(UTC)
+    like = like or {}
     steps: dict[str, list[int]] = {}
     skills: dict[tuple[str, str], tuple[int, int, int, list[float]]] = {}
     never: dict[tuple[str, str], int] = {}
     mistakes: dict[str, list[int]] = {}
     practised: dict[tuple[str, str], list[int]] = {}
     for name, doc in docs:
+        learner: set[tuple[str, str]] = set()  # a learner who practised two variants of one exercise is one learner of it
         for p in doc.get("practised", []):
-            c = practised.setdefault((p["exercise"], p["step"]), [0, 0])
-            c[0] += 1
+            place = (like.get(p["exercise"], p["exercise"]), p["step"])
+            c = practised.setdefault(place, [0, 0])
+            c[0] += place not in learner
+            learner.add(place)
             c[1] += p.get("graded", 0)
         for s in doc.get("steps", []):
             c = steps.setdefault(s["step"], [0, 0, 0])

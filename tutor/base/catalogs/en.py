@@ -2363,9 +2363,9 @@ EN.update({
     # --- issue 24: per-student variants (handouts) ---
     "cli.handouts.help": "Write a variant of an exercise for every student of a roster: fresh numbers from a seed of the exercise and the student, a blank worksheet, and a list of them.",
     "cli.handouts.like": "The exercise every variant has the shape of (id or file), as with new --like.",
-    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column: student, id, email, sis_id or login (any case; the first found), and maybe a name column for the titles; at most 1,000 students.",
+    "cli.handouts.students": "The roster: a CSV file (UTF-8, commas or semicolons) whose header row names a student id column, the first found of {columns} (any case, a space or hyphen as _), and maybe a column of names for the titles, the first found of {names}; at most 1,000 students.",
     "cli.handouts.output": "The folder to write into (made if missing): ID-STUDENT.yaml and its worksheet per student, and roster-ID.csv, the list with each seed.",
-    "cli.handouts.column": "The student id column, by its header (default: the first of student, id, email, sis_id, login).",
+    "cli.handouts.column": "The student id column, by its header (default: the first found of {columns}).",
     "cli.handouts.worksheet": "The worksheet's format: what explain --blank --export writes as .md or .html.",
     "cli.handouts.force": "Overwrite files already in the folder.",
     "handouts.title": "{title} (variant of {student})",
@@ -2374,7 +2374,7 @@ EN.update({
     "handouts.not_folder": "{path} is {kind}, not a folder; give a folder to write the variants into",
     "handouts.kind.file": "a file",
     "handouts.roster.no_header": "the roster is empty: it needs a header row naming a student id column ({columns})",
-    "handouts.roster.no_id_column": "no student id column in the header row (found {found}); name one {columns}, in any case, or choose it with --column",
+    "handouts.roster.no_id_column": "no student id column in the header row (found {found}); name one {columns}, in any case, or choose it with --column, such as --column {suggest}",
     "handouts.roster.no_column": "no column '{column}' in the header row (found {found})",
     "handouts.roster.no_students": "the roster has a header row but no student: every {column} cell below it is empty",
     "handouts.roster.too_many": "more than {limit} students: split the roster",
@@ -2420,7 +2420,7 @@ EN.update({
     "pdf.timeout": "cannot write {path}: Chromium ({browser}) did not finish printing the page within {seconds} seconds, and was stopped",
     "pdf.failed": "cannot write {path}: Chromium ({browser}) could not print the page (exit status {code}): {reason}",
     # --- issue 24: batch check, report, stats --export ---
-    "cli.check.format": "Output format: rich (for people), json (for scripts) or csv (a gradebook: one row per submission).",
+    "cli.check.format": "Output format: rich (for people), json (for scripts), csv (a gradebook: one row per submission, UTF-8 without a byte order mark) or excel-csv (the same CSV after a byte order mark, by which Excel, on Chinese Windows too, reads it as UTF-8; Canvas and Moodle import it as well).",
     "batch.no_tiled_judge": "a tiled: part cannot be graded here",
     "batch.more_problems.one": "{first} (and {count} more problem)",
     "batch.more_problems.other": "{first} (and {count} more problems)",
@@ -2449,13 +2449,13 @@ EN.update({
     "cli.report.help": "The class view: per step the share of submissions right, the mistakes ranked by how many made them, and what to assign next; or the class's progress, from the files of stats --export.",
     "cli.report.sources": "Folders of solution files (graded now) and of progress files (*.json from stats --export), or the CSV that check --format csv wrote.",
     "cli.report.format": "Output format: rich (for people), markdown, or json (for scripts).",
-    "cli.stats.export": "Write your own record (counts per step, mistakes, review schedule; no paths or names) to this JSON file, for your instructor's report.",
+    "cli.stats.export": "Write your own record (counts per step and per exercise, mistakes, review schedule; no paths, no user or machine name) to this JSON file, for your instructor's report. Exercises are named by id: the id of a variant from handouts is made from your student id.",
     "cli.stats.force": "Replace the --export file if it exists.",
     "stats.exported": "Your progress is in {path}.",
     "progress.not_progress": "{file}: not a progress file (attn-tutor stats --export writes them)",
     "progress.not_json": "{file}: not a JSON document",
     "progress.bad_field": "{file}: {field} should be {expected}",
-    "progress.expected.count": "a whole number from 0",
+    "progress.expected.count": "a whole number from 0 to 10¹²",
     "progress.expected.text": "a text of 1 to 200 characters",
     "progress.expected.list": "a list of mappings",
     "progress.expected.retention": "a number from 0 to 1",
@@ -2493,8 +2493,8 @@ EN.update({
     "report.progress": "Progress of {learners}, per step practised",
     "report.learners.one": "1 learner",
     "report.learners.other": "{count} learners",
-    "report.skills": "Reviews per skill (a step in an exercise family)",
-    "report.retention": "lowest {low}%, mean {mean}%",
+    "report.skills": "Reviews per skill (a step in an exercise family); retention: lowest / mean, of the learners right at least once",
+    "report.retention": "{low}% / {mean}%",
     "report.progress.mistakes": "Mistakes made in practice",
     "mistake.nan": "wrote NaN",
     "mistake.nan_empty_row": "wrote NaN for a query that may attend to no key",
@@ -2580,7 +2580,7 @@ EN.update({
     "report.assign.tied.step": "One of the most common mistakes ({mistakes}): {mistake}. Practise step {step} of exercise {exercise} next.",
     "report.assign.tied.tiled": "One of the most common mistakes ({mistakes}): {mistake}. Practise the online softmax of exercise {exercise} next.",
     "report.copy": "{student} handed in {exercise}, the variant of {owner}, not their own.",
-    "report.col.never_recalled": "never recalled",
+    "report.col.never_recalled": "never right",
     "check.other_variant": "✗ wrong: the steps above are checked against {owner}'s variant ({exercise}), not against yours ({own}), so this file is graded wrong.",
     # --- fix round: the code katas' findings ---
     "code.watch.summary_none": "watch ended before any check finished: no check ran",
@@ -2610,3 +2610,18 @@ EN.update({
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN
+
+# --- fix-report (issue 24 trial, class findings F4, F10-F13): report's sources, progress files, rosters ---
+EN.update({
+    "count.report_files.one": "{count} file or CSV row",
+    "count.report_files.other": "{count} files or CSV rows",
+    "report.unread": "Not read (left out of this report):",
+    "report.unread.summary": "{files:report_files} could not be read; the report is of the others and lists each with its reason",
+    "report.passed_over": "A folder's *.yaml, *.yml, *.json and *.csv files are read, not its other files or subfolders; not read: {files}",
+    "report.same": "{file} holds the same progress as {other}: counted once.",
+    "report.csv.not_utf8": "{file}: not UTF-8 text (Excel's plain CSV on Chinese Windows is GBK). In Excel, save it as \"CSV UTF-8 (Comma delimited)\", or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv",
+    "progress.expected.first_try": "a whole number from 0 to the step's correct count (a right answer at the first try is a right answer)",
+    "progress.expected.recalled": "a whole number from 0 to the skill's reviews",
+    "handouts.roster.excel_hint": "save it as UTF-8: Excel's plain CSV on Chinese Windows is GBK, so choose \"CSV UTF-8 (Comma delimited)\" in Save As, or convert it: iconv -f GB18030 -t UTF-8 OLD.csv > NEW.csv",
+    "cli.handouts.name_column": "The column of names the titles name the students with, by its header (default: the first found of {names}; none when the roster has none).",
+})

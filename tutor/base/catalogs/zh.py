@@ -2306,9 +2306,9 @@ ZH.update({
     # --- issue 24: per-student variants (handouts) ---
     "cli.handouts.help": "按名单为每个学生写出一道练习的专属版本：数值由练习和学生算出的种子生成，附带空白练习纸和一份清单。",
     "cli.handouts.like": "作为模板的练习（id 或文件）：各版本与它形状相同，同 new --like。",
-    "cli.handouts.students": "学生名单：CSV 文件（UTF-8，逗号或分号分隔），表头须有学生 id 列：student、id、email、sis_id 或 login（不区分大小写，取最先找到的一列），还可以有 name 列，用于标题；最多 1000 名学生。",
+    "cli.handouts.students": "学生名单：CSV 文件（UTF-8，逗号或分号分隔），表头须有学号列，取 {columns} 中最先找到的一列（不区分大小写，空格或连字符视同 _），还可以有姓名列，用于标题，取 {names} 中最先找到的一列；最多 1000 名学生。",
     "cli.handouts.output": "写入的文件夹（不存在时自动创建）：每个学生一个 ID-STUDENT.yaml 及其练习纸，另有清单 roster-ID.csv，列出每个种子。",
-    "cli.handouts.column": "学生 id 所在的列，按表头指定（默认：student、id、email、sis_id、login 中最先出现的一列）。",
+    "cli.handouts.column": "学号所在的列，按表头指定（默认：{columns} 中最先找到的一列）。",
     "cli.handouts.worksheet": "练习纸的格式：即 explain --blank --export 写出的 .md 或 .html。",
     "cli.handouts.force": "覆盖文件夹中已有的文件。",
     "handouts.title": "{title}（学生：{student}）",
@@ -2317,7 +2317,7 @@ ZH.update({
     "handouts.not_folder": "{path} 是{kind}，不是文件夹；请指定一个用来存放各版本的文件夹",
     "handouts.kind.file": "一个文件",
     "handouts.roster.no_header": "名单是空的：第一行须是表头，并含学生 id 列（{columns}）",
-    "handouts.roster.no_id_column": "表头里没有学生 id 列（找到的是 {found}）；请把一列命名为 {columns} 之一（不区分大小写），或用 --column 指定",
+    "handouts.roster.no_id_column": "表头里没有学号列（找到的是 {found}）；请把一列命名为 {columns} 之一（不区分大小写），或用 --column 指定，例如 --column {suggest}",
     "handouts.roster.no_column": "表头里没有 '{column}' 列（找到的是 {found}）",
     "handouts.roster.no_students": "名单只有表头，没有学生：表头下方的 {column} 列全为空",
     "handouts.roster.too_many": "学生超过 {limit} 名：请把名单拆开",
@@ -2361,7 +2361,7 @@ ZH.update({
     "pdf.timeout": "无法写入 {path}：Chromium（{browser}）在 {seconds} 秒内没有打印完页面，已被终止",
     "pdf.failed": "无法写入 {path}：Chromium（{browser}）无法打印页面（退出状态 {code}）：{reason}",
     # --- issue 24: batch check, report, stats --export ---
-    "cli.check.format": "输出格式：rich（给人看）、json（给脚本用）或 csv（成绩表：每份提交一行）。",
+    "cli.check.format": "输出格式：rich（给人看）、json（给脚本用）、csv（成绩表：每份提交一行，不带字节顺序标记（BOM）的 UTF-8）或 excel-csv（同样的 CSV，开头加 BOM；Excel（包括中文 Windows 上的 Excel）据此按 UTF-8 打开，不会出现乱码；Canvas、Moodle 也能导入）。",
     "batch.no_tiled_judge": "这里无法判分 tiled: 部分",
     "batch.more_problems.other": "{first}（另有 {count} 个问题）",
     "batch.comment.unusable": "无法为这个文件判分：{reason}",
@@ -2387,13 +2387,13 @@ ZH.update({
     "cli.report.help": "全班视图：每个步骤有多少比例的提交做对，按犯错人数排序的错误，以及接下来该布置什么；也可以汇总 stats --export 导出的全班进度。",
     "cli.report.sources": "存放解答文件（现在判分）和进度文件（stats --export 写出的 *.json）的文件夹，或 check --format csv 写出的 CSV。",
     "cli.report.format": "输出格式：rich（给人看）、markdown 或 json（给脚本用）。",
-    "cli.stats.export": "把你自己的记录（每个步骤的计数、错误、复习计划；不含路径和名字）写入这个 JSON 文件，供老师的 report 汇总。",
+    "cli.stats.export": "把你自己的记录（每个步骤和每道练习的计数、错误、复习计划；不含路径、用户名和机器名）写入这个 JSON 文件，供老师的 report 汇总。练习以 id 记录：handouts 生成的专属版本，其 id 由你的学号生成。",
     "cli.stats.force": "--export 的文件已存在时替换它。",
     "stats.exported": "你的进度已写入 {path}。",
     "progress.not_progress": "{file}：不是进度文件（由 attn-tutor stats --export 写出）",
     "progress.not_json": "{file}：不是 JSON 文档",
     "progress.bad_field": "{file}：{field} 应为{expected}",
-    "progress.expected.count": "一个从 0 起的整数",
+    "progress.expected.count": "一个从 0 到 10¹² 的整数",
     "progress.expected.text": "一段 1 到 200 个字符的文本",
     "progress.expected.list": "一个由映射组成的列表",
     "progress.expected.retention": "一个 0 到 1 之间的数",
@@ -2430,8 +2430,8 @@ ZH.update({
     "report.col.times": "次数",
     "report.progress": "{learners}的进度，按练习过的步骤",
     "report.learners.other": "{count} 位学习者",
-    "report.skills": "按技能（练习系列中的一个步骤）统计的复习",
-    "report.retention": "最低 {low}%，平均 {mean}%",
+    "report.skills": "按技能（练习系列中的一个步骤）统计的复习；记忆保持率：至少答对过一次的学习者中的最低值 / 平均值",
+    "report.retention": "{low}% / {mean}%",
     "report.progress.mistakes": "练习中犯的错误",
     "mistake.nan": "写了 NaN",
     "mistake.nan_empty_row": "对一个不能关注任何键的查询写了 NaN",
@@ -2547,3 +2547,17 @@ ZH.update({
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH
+
+# --- fix-report（issue 24 试用，班级发现 F4、F10–F13）：report 的来源、进度文件、学生名单 ---
+ZH.update({
+    "count.report_files.other": "{count} 个文件或 CSV 行",
+    "report.unread": "未读取（不计入本报告）：",
+    "report.unread.summary": "有 {files:report_files}无法读取；报告只汇总其余部分，并逐一列出原因",
+    "report.passed_over": "文件夹中只读取 *.yaml、*.yml、*.json 和 *.csv 文件，不读其他文件和子文件夹；未读取：{files}",
+    "report.same": "{file} 与 {other} 的进度内容相同：只计一次。",
+    "report.csv.not_utf8": "{file}：不是 UTF-8 文本（中文 Windows 上的 Excel 把普通 CSV 存为 GBK）。请在 Excel 中另存为“CSV UTF-8（逗号分隔）”，或者转换编码：iconv -f GB18030 -t UTF-8 原文件.csv > 新文件.csv",
+    "progress.expected.first_try": "一个从 0 到该步骤 correct 值的整数（首次即答对的答案也算答对）",
+    "progress.expected.recalled": "一个从 0 到该技能复习次数（reviews）的整数",
+    "handouts.roster.excel_hint": "请存为 UTF-8：中文 Windows 上 Excel 的普通 CSV 是 GBK，另存为时请选“CSV UTF-8（逗号分隔）”，或者转换编码：iconv -f GB18030 -t UTF-8 原文件.csv > 新文件.csv",
+    "cli.handouts.name_column": "标题中称呼学生所用的姓名列，按表头指定（默认：{names} 中最先找到的一列；名单中没有时不用）。",
+})
