@@ -188,7 +188,7 @@ def _output_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
     assert ex.w_o is not None
     heads, w_o, b_o = sol.step(*_heads_source(ex)), ex.w_o, ex.b_o
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         pairs = [(factor(heads.exact[i][k], heads.value[i][k], places), factor(w_o[k][j], float(w_o[k][j]), places))
                  for k in range(len(w_o))]
         return pairs, factor(b_o[j], float(b_o[j]), places) if b_o is not None else ""

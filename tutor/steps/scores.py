@@ -152,7 +152,7 @@ def _scores_work(sol: Solution, step: Step, i: int, j: int) -> str:
 def _scores_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     q, k = (sol.step(*key) for key in _scores_inputs(sol.exercise, step.head))
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(exact_factor(q.exact[i][n], q.value[i][n], places), exact_factor(k.exact[j][n], k.value[j][n], places))
                 for n in range(q.shape[1])], ""
 

@@ -270,7 +270,7 @@ def _head_output_why(step: Step, ex: Exercise) -> list[Text]:
 def _head_output_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     weights, values = sol.step("weights", step.head), sol.step("v", step.head)
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(factor(weights.exact[i][k], weights.value[i][k], places), factor(values.exact[k][j], values.value[k][j], places))
                 for k in range(weights.shape[1])], ""
 
