@@ -18,7 +18,7 @@ import pytest
 
 from tutor.base.messages import Msg
 from tutor.exercise.catalog import resolve
-from tutor.steps import KINDS, solve
+from tutor.steps import KINDS, solve, worked_entry
 
 from .conftest import EXERCISES
 
@@ -167,3 +167,24 @@ def test_the_handout_line_of_the_finding_now_adds_up_in_every_renderer(cli):
     _, md, _ = cli("explain", "single-head-3x4", "--format", "markdown")
     assert line in md
     assert "0.0287·1 + 0.4856·2" not in text + md
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_every_worked_entry_of_a_bundled_exercise_adds_up(name):
+    """The one-entry lines ``check``'s comments and ``practice``'s hints print (``worked_entry``): the same
+    rule, and ``=`` only where the terms as written give the result (not ``0.707107·0.707107 + … = 1``)."""
+    ex = resolve(name)
+    sols = [solve(ex)]
+    try:
+        sols.append(solve(ex, backward=True))
+    except Exception:  # an exercise without a backward pass
+        pass
+    bad, computed = [], []
+    for sol in sols:
+        for step in sol.steps:
+            for i in range(step.shape[0]):
+                for j in range(step.shape[1]):
+                    line = str(worked_entry(sol, step, i, j))
+                    bad += [f"{step.id}: {b}" for b in wrong_clauses(line, computed)]
+    assert not bad, "\n".join(bad)
+    assert computed

@@ -166,7 +166,7 @@ def _weights_work(sol: Solution, step: Step, i: int, j: int) -> Text:
         return Msg("practice.work.empty.line", work=head, row=rl)
     if math.isinf(scores.value[i][j]):
         return Msg("practice.work.noted", work=f"{head} = 0", note=Msg("practice.work.blocked", row=rl, col=cl))
-    return f"{head} = {softmax_row(scores, i, j)} {total(step.exact[i][j], step.value[i][j])}"
+    return f"{head} = {softmax_row(scores, i, j, step.value[i][j])} {total(step.exact[i][j], step.value[i][j])}"
 
 
 def _weights_why(step: Step, ex: Exercise) -> list[Text]:

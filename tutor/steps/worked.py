@@ -75,10 +75,11 @@ def exact_factor(e: Exact | Fraction, value: float, places: int = 6, limit: int 
     return factor(e, value, places)
 
 
-def total(e: Exact, value: float, places: int = 4) -> str:
-    """``= 4``, ``= 2*sqrt(2) ≈ 2.8284``, ``≈ 0.1084``: the result of a worked entry."""
+def total(e: Exact, value: float, places: int = 4, *, rounded: bool = False) -> str:
+    """``= 4``, ``= 2*sqrt(2) ≈ 2.8284``, ``≈ 0.1084``: the result of a worked entry.  ``rounded``: the
+    operands written are rounded decimals that do not give an exact result as written (``≈ 1``, not ``= 1``)."""
     if isinstance(e, Rat):
-        return f"= {frac_text(e.q)}"
+        return f"{'≈' if rounded else '='} {frac_text(e.q)}"
     if math.isinf(value):
         return "= -inf"
     text = str(e)
@@ -92,8 +93,10 @@ def dot(pairs: Sequence[tuple[str, str]]) -> str:
     return " + ".join(f"{a}·{b}" for a, b in pairs)
 
 
-def softmax_row(src: Step, i: int, j: int) -> str:
-    """``exp(a_ij) / (exp(a_i1) + …) = 4.1133 / (4.1133 + …)`` for a weights entry (not masked)."""
+def softmax_row(src: Step, i: int, j: int, weight: float | None = None) -> str:
+    """``exp(a_ij) / (exp(a_i1) + …) = 4.1133 / (4.1133 + …)`` for a weights entry (not masked).  With the
+    entry's ``weight``: the exponentials at more than 4 places where the division as written would not round
+    to it at 4 (F8 of the class trial)."""
     row = src.value[i]
     top = max(v for v in row if not math.isinf(v))
     shift = top if abs(top) > 20 else 0.0  # keep exp() readable (and from underflowing): divide by exp(max)
@@ -104,11 +107,17 @@ def softmax_row(src: Step, i: int, j: int) -> str:
         by = f"({fixed(shift, 4)})" if shift < 0 else fixed(shift, 4)
         return f"exp({fixed(v, 4)} - {by})" if shift else f"exp({fixed(v, 4)})"
 
-    def number(v: float) -> str:
-        return "0" if math.isinf(v) else fixed(math.exp(v - shift), 4)
+    def number(v: float, p: int) -> str:
+        return "0" if math.isinf(v) else fixed(math.exp(v - shift), p)
 
+    p = 4
+    while weight is not None and p < MOST_PLACES:
+        terms = [Fraction(number(v, p)) for v in row]
+        if sum(terms) != 0 and rounds_to(terms[j] / sum(terms), weight, 4):
+            break
+        p += 1
     return (f"{power(row[j])} / ({' + '.join(power(v) for v in row)}) = "
-            f"{number(row[j])} / ({' + '.join(number(v) for v in row)})")
+            f"{number(row[j], p)} / ({' + '.join(number(v, p) for v in row)})")
 
 
 def entry_name(step: Step, i: int, j: int) -> str:
@@ -208,6 +217,19 @@ def rounds_to(x: Fraction, value: float, places: int) -> bool:
     if "e" in shown:  # a value that rounds to 0: shown with two significant digits
         return legible(float(x), places) == shown
     return abs(x - Fraction(shown)) < Fraction(1, 2 * 10**places) if places >= 0 else legible(float(x), places) == shown
+
+
+def carried(make: Callable[[int], tuple[list[tuple[str, str]], str]], value: float, places: int = 4,
+            start: int = 6) -> tuple[list[tuple[str, str]], str]:
+    """The operands ``make(p)`` gives (pairs and an added term) at ``start`` places, or more until, computed as
+    written, they round at ``places`` to ``value`` (:func:`adds_up`): for the one-entry lines of ``check`` and
+    ``practice``, as :func:`entry_products` does for a whole step."""
+    p = start
+    pairs, extra = make(p)
+    while not adds_up(pairs, extra, value, places) and p < MOST_PLACES:
+        p += 1
+        pairs, extra = make(p)
+    return pairs, extra
 
 
 def entry_products(step: Step, pairs_of: Callable[[int, int, int], tuple[list[tuple[str, str]], str]],
