@@ -17,6 +17,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+import yaml
 
 from tutor.base.messages import EN, plural, t
 from tutor.exercise.catalog import resolve
@@ -175,6 +176,25 @@ def test_the_classic_description_gives_integer_inputs_as_the_reason_for_integer_
     scores = solve(ex).step("scores", 0)
     assert all(float(v).is_integer() for row in scores.value for v in row)
     assert "X and the weights are integers, so Q, K, V and every score are integers" in " ".join(ex.description.split())
+
+
+# --- token numbering (fix-page, F14) -----------------------------------------------------------------
+
+
+_ZERO_BASED_RANGE = re.compile(r"\b0\s*\.\.\s*[a-z]\b|\b(?:tokens?|queries|query|keys?|词元|查询|键)\s*0\b")
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_a_description_counts_tokens_as_the_tables_label_them(name):
+    """Tables label tokens from 1 (t1, the first token): a description that numbers tokens from 0
+    ("tokens 0..i", "词元 0..i") makes a learner read "t1 sees t0..t1".  Positions (RoPE, a cache's
+    slots) may count from 0: the description says "position" / "位置" there."""
+    doc = yaml.safe_load((EXERCISES / f"{name}.yaml").read_text(encoding="utf-8"))
+    texts = [doc.get("description") or ""] + [
+        (tr or {}).get("description") or "" for tr in (doc.get("translations") or {}).values()
+    ]
+    for text in texts:
+        assert not _ZERO_BASED_RANGE.search(text), (name, _ZERO_BASED_RANGE.search(text))
 
 
 # --- causal alignment --------------------------------------------------------------------------------

@@ -14,7 +14,10 @@ weights as an inline ``<svg>`` heat map and the production view as an
 inline ``<svg>`` diagram, each with a ``<title>`` and its numbers as text
 (readable without colour).  A print style sheet starts each step on a new
 page of A4 paper (``@page { size: A4 }``, for every language: the ISO size
-China and most of the world print on) and needs no background colour; the
+China and most of the world print on), keeps a step's heading and formula
+on the page of its table, and needs no background colour; a table wider
+than the page (:data:`PAGE_EM`) is split by columns into tables that repeat
+the row labels, so that every number prints (up to 16 tokens, 32 columns); the
 "why" sentences are italic, except in Chinese (no italics for Han
 characters).  Nothing is fetched: no ``<link>``, no
 font, no script.  With ``blank`` every step's table has empty cells to
@@ -92,7 +95,7 @@ th, td { border: 1px solid #888; padding: 0.25em 0.6em; text-align: right; verti
 th { font-weight: bold; background: #f2f2f2; }
 td math { math-style: normal; font-size: 1.15em; }
 td .exact { display: block; }
-td code.exact { font-size: 0.8em; color: #444; }
+td code.exact { font-size: 0.8em; color: #444; overflow-wrap: anywhere; }
 td .decimal { display: block; color: #333; }
 td.blank { min-width: 6em; height: 2.6em; }
 .inputs { display: flex; flex-wrap: wrap; gap: 0 2em; }
@@ -104,15 +107,51 @@ code, pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
 svg { max-width: 100%; height: auto; }
 figure { margin: 0.6em 0; } figcaption { font-weight: bold; margin-bottom: 0.3em; }
 svg text { font-family: "DejaVu Sans Mono", Menlo, Consolas, "Noto Sans Mono CJK SC", monospace; font-size: 13px; fill: #111; }
-@page { size: A4; }
+@page { size: A4; margin: 15mm; }
 @media print {
   body { max-width: none; margin: 0; color: #000; }
   section.step { break-before: page; }
-  table, svg, figure { break-inside: avoid; }
+  table, svg, figure, .lead { break-inside: avoid; }
+  h2, h3, h4, dl.formula, caption { break-after: avoid; }
+  table.tall, .lead.tall { break-inside: auto; }
   th { background: none; }
   a { color: inherit; text-decoration: none; }
 }
 """
+
+
+#: How wide a table may be, in em of the page's 16 px font, before it is split by columns into tables that
+#: repeat the row labels (F17 of the class trial: an 8-token step's weights lost t6 to t8 past the right edge of
+#: the printed page).  A4 is 210 mm; less the 15 mm margins of ``@page``, 180 mm = 680 px = 42.5 em; the rest is
+#: room for the estimate of :func:`_cell_em`, which counts characters, not glyphs.
+PAGE_EM = 38.0
+#: How tall a step's table may be, in em, and still be kept on one page with its heading and formula (A4's
+#: 297 mm less the margins is 63 em; the heading, the formula and the shapes take about 12).
+PAGE_HEIGHT_EM = 48.0
+#: Each cell's padding (0.6 em a side) and borders, in em.
+CELL_PAD_EM = 1.3
+
+
+def _text_em(text: str, size: float = 1.0, mono: bool = False) -> float:
+    """About how wide ``text`` prints, in em of the page's font: a terminal cell is 0.6 em in the monospace
+    font; the sans font's digits and letters average a little less, a CJK character fills two cells."""
+    return cells(text) * (0.6 if mono else 0.58) * size
+
+
+def _math_em(text: str) -> float:
+    """About how wide the MathML of exact form ``text`` (``1/(2 + exp(-5/2) + 2*exp(-2))``) prints, in em: the
+    characters MathML prints at 1.15 em (not ``exp(``, brackets, ``*``, spaces; a fraction's numerator sits
+    over its denominator), each exponent's at 0.35 em (a superscript; a fraction there is
+    stacked, its denominator under its numerator).  Measured on Chromium's print of an 8-token exercise's
+    weights: 9.3 em estimated for a cell 7 em wide."""
+    depth = 0
+    for k, ch in enumerate(text):  # a fraction at the top: as wide as the wider of its numerator and denominator
+        depth += (ch == "(") - (ch == ")")
+        if ch == "/" and depth == 0:
+            return max(_math_em(text[:k]), _math_em(text[k + 1:]))
+    exponents = re.findall(r"exp\(([^()]*)\)", text)
+    rest = re.sub(r"[()*\s]", "", re.sub(r"exp\(([^()]*)\)", "e", text))
+    return _text_em(rest, 1.15) + sum(0.35 * len(re.sub(r"/\d+", "", a)) for a in exponents)
 
 
 #: The width of one terminal cell in the production view's SVG, in px: 13 px monospace advances 7.8 px (0.6 em)
@@ -160,13 +199,32 @@ class PageRenderer:
 
     # -- tables ---------------------------------------------------------------------------------------
     def table(self, caption: object, rows: Sequence[Sequence[Markup | str]], row_labels: Sequence[str],
-              col_labels: Sequence[str], *, cell_class: str | None = None) -> Markup:
+              col_labels: Sequence[str], *, cell_class: str | None = None,
+              widths: Sequence[Sequence[float]] | None = None, tall: bool = False) -> Markup:
         """A ``<table>`` with its ``<caption>``, a header row of ``col_labels`` (``<th scope="col">``) and
-        each row headed by its label (``<th scope="row">``)."""
-        head = el("tr", el("td"), *(el("th", c, scope="col") for c in col_labels))
-        body = [el("tr", el("th", label, scope="row"), *(el("td", c, class_=cell_class) for c in row))
-                for label, row in zip(row_labels, rows, strict=True)]
-        return el("table", el("caption", caption), el("thead", head), el("tbody", *body))
+        each row headed by its label (``<th scope="row">``).
+
+        A table wider than :data:`PAGE_EM` (``widths``: each cell's width in em, else estimated from its
+        text) is several tables, each of as many columns as fit, each with the row labels and a caption that
+        says which columns it holds (``weights, shape 16 × 16: columns t1 to t8``): on paper, nothing is cut.
+        ``tall``: taller than a printed page, so it may break across pages (its header row repeated there) where
+        a table otherwise moves whole to the next page, leaving its heading alone on the one before."""
+        if widths is None:
+            widths = [[_text_em(re.sub(r"<[^>]*>", "", str(c))) for c in row] for row in rows]
+        label_em = max((_text_em(r) for r in row_labels), default=0.0) + CELL_PAD_EM
+        col_em = [max([_text_em(c) for c in col_labels[j:j + 1]] + [row[j] for row in widths]) + CELL_PAD_EM
+                  for j in range(len(col_labels))]
+        chunks = _column_chunks(col_em, PAGE_EM - label_em)
+        out = []
+        for first, last in chunks:
+            shown = caption if len(chunks) == 1 else (
+                t("html.caption.column", caption=caption, label=col_labels[first]) if first == last else
+                t("html.caption.columns", caption=caption, first=col_labels[first], last=col_labels[last]))
+            head = el("tr", el("td"), *(el("th", c, scope="col") for c in col_labels[first:last + 1]))
+            body = [el("tr", el("th", label, scope="row"), *(el("td", c, class_=cell_class) for c in row[first:last + 1]))
+                    for label, row in zip(row_labels, rows, strict=True)]
+            out.append(el("table", el("caption", shown), el("thead", head), el("tbody", *body), class_="tall" if tall else None))
+        return Markup("".join(out))
 
     def named(self, n: Named) -> Markup:
         """An input matrix (exact rationals) as a table: rows labelled, columns ``d1 …``."""
@@ -207,13 +265,31 @@ class PageRenderer:
         caption = t("html.caption", name=step.result.name, shape=_shape(rows, cols))
         if self.blank:
             return self.table(caption, [[""] * cols for _ in range(rows)], step.row_labels, step.col_labels,
-                              cell_class="blank"), False
+                              cell_class="blank", widths=[[6.0] * cols for _ in range(rows)]), False  # min-width 6em
         flat = [e for row in step.exact for e in row]
         plain = all(isinstance(e, (Rat, Surd, NegInf)) for e in flat)
         decimals_only = len(flat) > EXACT_CELLS and not plain
         body = [[self.entry(e, v, with_mathml=not decimals_only) for e, v in zip(er, vr, strict=True)]
                 for er, vr in zip(step.exact, step.value, strict=True)]
-        return self.table(caption, body, step.row_labels, step.col_labels), decimals_only
+        widths = [[self.entry_em(e, v, with_mathml=not decimals_only) for e, v in zip(er, vr, strict=True)]
+                  for er, vr in zip(step.exact, step.value, strict=True)]
+        # rows of exact forms (MathML over its text form over the decimal) are about 5.5 em high, others 2 em
+        tall = sum(2.0 if decimals_only or all(is_plain(str(e)) for e in row) else 5.5 for row in step.exact) > PAGE_HEIGHT_EM
+        return self.table(caption, body, step.row_labels, step.col_labels, widths=widths, tall=tall), decimals_only
+
+    def entry_em(self, e: Exact, value: float, *, with_mathml: bool) -> float:
+        """About how wide :meth:`entry` prints, in em: its widest line.  The MathML cannot break: it is taken
+        as wide as its text form without what MathML does not print (``exp(``, brackets, ``*``, the ``1/`` of a
+        fraction, whose numerator sits over the denominator), measured against Chromium's print of an 8-token
+        exercise; the text form at 0.8 em breaks anywhere (``overflow-wrap``), so it counts at most 6 em; then
+        the decimal."""
+        text = str(e)
+        if is_plain(text):
+            return _text_em(pretty(text))
+        shown = _text_em(_equals(e, value, self.places))
+        if not with_mathml:
+            return shown
+        return max(shown, _math_em(text), min(6.0, _text_em(text, 0.8, mono=True)))
 
     # -- the pieces of a step -------------------------------------------------------------------------
     def arithmetic(self, pieces: Sequence[Worked]) -> Markup:
@@ -231,16 +307,21 @@ class PageRenderer:
         arithmetic, why it is there, the notes, the heat map."""
         step = item.step
         sid = self.unique(f"step-{item.number}")
-        parts: list[Markup | str] = [el("h3", f"{item.number}. {item.title}")]
-        parts.append(el("dl", el("dt", t("html.formula")),
-                        el("dd", Markup(math(latex_mathml(formula(step, o.exercise)), block=True, alttext=step.formula))),
-                        el("dt", t("html.shapes")),
-                        el("dd", Markup(math(latex_mathml(annotation(step)), alttext=step.annotation()))),
-                        class_="formula"))
+        lead: list[Markup | str] = [el("h3", f"{item.number}. {item.title}")]
+        lead.append(el("dl", el("dt", t("html.formula")),
+                       el("dd", Markup(math(latex_mathml(formula(step, o.exercise)), block=True, alttext=step.formula))),
+                       el("dt", t("html.shapes")),
+                       el("dd", Markup(math(latex_mathml(annotation(step)), alttext=step.annotation()))),
+                       class_="formula"))
         if item.axes is not None:
-            parts.append(paragraph(item.axes))
+            lead.append(paragraph(item.axes))
         table, decimals_only = self.step_table(step)
-        parts.append(table)
+        # the heading and the formula stay on the page of the (first) table: printed, a heading alone at the foot
+        # of a page with its table on the next was F17 of the class trial
+        first_end = table.find("</table>") + len("</table>\n")
+        lead.append(Markup(table[:first_end]))
+        parts: list[Markup | str] = [el("div", *lead, class_="lead tall" if 'class="tall"' in table else "lead"),
+                                     Markup(table[first_end:])]
         if decimals_only:
             parts.append(paragraph(t("handout.decimals_only", id=o.exercise.id)))
         parts.append(self.arithmetic(item.worked))
@@ -365,6 +446,32 @@ class PageRenderer:
                   Markup('<meta name="viewport" content="width=device-width, initial-scale=1">'),
                   el("title", o.header.title), el("style", Markup(_CSS)))
         return "<!DOCTYPE html>\n" + el("html", head, el("body", el("main", *body)), lang=_lang()) + "\n"
+
+
+def _column_chunks(widths: Sequence[float], room: float) -> list[tuple[int, int]]:
+    """The columns of a table of column ``widths`` (em) in runs that fit ``room`` (em), as ``(first, last)``
+    indices: as few runs as fit, of about the same number of columns each; a column wider than ``room`` alone.
+    ``_column_chunks([5] * 8, 22) == [(0, 3), (4, 7)]``."""
+    n = len(widths)
+    if n == 0 or sum(widths) <= room:
+        return [(0, max(n - 1, 0))]
+    greedy: list[tuple[int, int]] = []
+    start, used = 0, 0.0
+    for j, w in enumerate(widths):
+        if j > start and used + w > room:
+            greedy.append((start, j - 1))
+            start, used = j, 0.0
+        used += w
+    greedy.append((start, n - 1))
+    k = len(greedy)  # as many runs, balanced (16 columns as 8 + 8, not 13 + 3), when they fit
+    size, extra = divmod(n, k)
+    even, start = [], 0
+    for i in range(k):
+        end = start + size + (1 if i < extra else 0)
+        even.append((start, end - 1))
+        start = end
+    fits = all(sum(widths[a:b + 1]) <= room or a == b for a, b in even)
+    return even if fits else greedy
 
 
 def _labels(labels: Sequence[str], n: int) -> list[str]:

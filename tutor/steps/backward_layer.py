@@ -49,7 +49,7 @@ from .grad import (
 from .kind import Input, StepKind, always, dims, given_matrix, given_step
 from .records import Operand, Solution, Step
 from .state import Build, Replay, mul_slack
-from .worked import total
+from .worked import MOST_PLACES, adds_up, total
 
 if TYPE_CHECKING:
     import numpy as np
@@ -314,7 +314,10 @@ def _d_in_work(sol: Solution, step: Step, i: int, j: int) -> str:
         g, w = sol.step(src, h), _proj_w(ex, src, h)
         r = i + (ex.L_past if src in ("d_k", "d_v") else 0)  # with a cache row i of X is key row L_past + i
         parts.append(sum(g.value[r][c] * float(w[j][c]) for c in range(g.shape[1])))
-    terms = " + ".join(num(p) for p in parts)
+    p = 6  # the terms at 6 places, more where they would not sum to the result shown (F8 of the class trial)
+    while not adds_up([(num(x, p).strip("()"), "1") for x in parts], "", step.value[i][j], 4) and p < MOST_PLACES:
+        p += 1
+    terms = " + ".join(num(x, p) for x in parts)
     return f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}] = {terms} {total(step.exact[i][j], step.value[i][j])}"
 
 

@@ -36,7 +36,7 @@ from .records import Operand, Solution, Step
 from .rounding import gamma
 from .state import Build, ExactWalk, Replay
 from .variant import Variant
-from .worked import Worked, factor, result, total
+from .worked import CARRY, MOST_PLACES, Worked, adds_up, factor, result, rounds_to, total, written
 
 if TYPE_CHECKING:
     import numpy as np
@@ -226,7 +226,11 @@ def _residual_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked
         for j in range(step.shape[1]):
             o = out.exact[i][j]
             exact_sum = isinstance(o, Rat)
-            line = (f"{factor(x[i][j], float(x[i][j]), places)} + {factor(o, out.value[i][j], places)} "
+            p = places + CARRY  # output's decimals carried, as in entry_products, until the sum rounds to the result
+            while not adds_up([(factor(x[i][j], float(x[i][j]), p), "1")], factor(o, out.value[i][j], p),
+                              step.value[i][j], places) and p < MOST_PLACES:
+                p += 1
+            line = (f"{factor(x[i][j], float(x[i][j]), p)} + {factor(o, out.value[i][j], p)} "
                     f"{result(step.exact[i][j], step.value[i][j], places, rounded=not exact_sum)}")
             items.append(Worked(f"{step.name}[{step.row_labels[i]}, {step.col_labels[j]}]", (line,)))
     return tuple(items)
@@ -290,6 +294,29 @@ def _out_norm_work(sol: Solution, step: Step, i: int, j: int) -> str:
             f"{total(step.exact[i][j], step.value[i][j])}")
 
 
+def _carried_places(ex: Exercise, res: Step, i: int, mean: float, v: float, places: int) -> int:
+    """The places at which row ``i`` of the residual (and its mean, inside the variance) are written in the
+    arithmetic, so that the mean and the variance as written, computed, round to the ones shown at ``places``
+    (F8 of the class trial: ``(2.2552 + 2.5035) / 2`` is 2.37935, not the 2.3794 shown).  :data:`CARRY`
+    more than ``places`` at first, as in :func:`tutor.steps.worked.entry_products`; more where needed."""
+    n = res.shape[1]
+    eps = Fraction(ex.norm_eps) if ex.norm_eps else Fraction(0)
+    for p in range(places + CARRY, MOST_PLACES + 1):
+        xs = [written(factor(e, x, p)) for e, x in zip(res.exact[i], res.value[i])]
+        if any(x is None for x in xs):
+            return p
+        row = [x for x in xs if x is not None]
+        if ex.norm == "layernorm":
+            m = Fraction(legible(mean, p))
+            ok = rounds_to(sum(row, Fraction(0)) / n, mean, places) and \
+                rounds_to(sum(((x - m) ** 2 for x in row), Fraction(0)) / n + eps, v, places)
+        else:
+            ok = rounds_to(sum((x * x for x in row), Fraction(0)) / n + eps, v, places)
+        if ok:
+            return p
+    return MOST_PLACES
+
+
 def _out_norm_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     """Each row of the residual: its mean (LayerNorm), its variance or mean square plus ε, the root, the row
     divided.  The mean and the variance hold exponentials: their decimals are shown (the entries' exact forms
@@ -299,11 +326,12 @@ def _out_norm_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked
     out = []
     for i in range(step.shape[0]):
         mean, v = _row_stats(sol, i)
-        row = [factor(e, x, places) for e, x in zip(res.exact[i], res.value[i])]
+        p = _carried_places(ex, res, i, mean, v, places)
+        row = [factor(e, x, p) for e, x in zip(res.exact[i], res.value[i])]
         lines = []
         if ex.norm == "layernorm":
             lines.append(f"mean = ({' + '.join(row)}) / {len(row)} ≈ {notation(legible(mean, places))}")
-            terms = " + ".join(f"({x} − {notation(legible(mean, places))})²" for x in row)
+            terms = " + ".join(f"({x} − {notation(legible(mean, p))})²" for x in row)
             what = "var"
         else:
             terms = " + ".join(f"{x}²" for x in row)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
-from ..base.decimals import fixed
+from ..base.decimals import legible
 from ..base.messages import Msg, Text
 from ..exact import backward as eb
 from ..exact.numbers import Exact
@@ -36,7 +36,7 @@ from .kind import Input, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import UNIT
 from .state import Build, Replay
-from .worked import dot, factor, total
+from .worked import as_written, carried, dot, factor, total
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,7 +73,11 @@ def given_of(name: str, m: Sequence[Sequence[Fraction]]) -> M:
 
 def product_work(A: M, B: M, step: Step, i: int, j: int, scale: str = "") -> str:
     """``d_V[t1, d1] = weightsᵀ[t1, :]·d_head_1[:, d1] = 0.1084·1 + … ≈ 0.1658``."""
-    pairs = [(factor(A.exact[i][k], A.value[i][k]), factor(B.exact[k][j], B.value[k][j])) for k in range(len(B.exact))]
+    def make(p: int) -> tuple[list[tuple[str, str]], str]:
+        return [(factor(A.exact[i][k], A.value[i][k], p), factor(B.exact[k][j], B.value[k][j], p))
+                for k in range(len(B.exact))], ""
+
+    pairs = make(6)[0] if scale else carried(make, step.value[i][j])[0]  # divided by a root: no decimal sum to check
     rl, cl = step.row_labels[i], step.col_labels[j]
     body = dot(pairs)
     if scale:
@@ -168,9 +172,10 @@ def bias_work(sol: Solution, step: Step, i: int, j: int) -> str:
     ex = sol.exercise
     src = sol.step(*bias_source(ex, step))
     rows = range(src.shape[0])[new_rows(ex, src.id)]
-    parts = " + ".join(factor(src.exact[r][j], src.value[r][j]) for r in rows)
-    return (f"Σ_rows {src.name}{rows_note(ex, src.id)}[:, {step.col_labels[j]}] = {parts} "
-            f"{total(step.exact[i][j], step.value[i][j])}")
+    terms = [factor(src.exact[r][j], src.value[r][j]) for r in rows]
+    exact = as_written([(x, "1") for x in terms], "", step.exact[i][j])  # "= 6" only if the terms give 6
+    return (f"Σ_rows {src.name}{rows_note(ex, src.id)}[:, {step.col_labels[j]}] = {' + '.join(terms)} "
+            f"{total(step.exact[i][j], step.value[i][j], rounded=not exact)}")
 
 
 def bias_source(ex: Exercise, step: Step) -> Key:
@@ -178,9 +183,10 @@ def bias_source(ex: Exercise, step: Step) -> Key:
     return (src, step.head)
 
 
-def num(v: float) -> str:
-    """A float operand: ``0``, ``3.7832``, ``(-0.1933)``."""
-    text = "0" if v == 0 else fixed(v, 4)
+def num(v: float, places: int = 6) -> str:
+    """A float operand: ``0``, ``3.783215``, ``(-0.193301)``: at 6 places, two more than the result it adds
+    up to (F8 of the class trial: terms at the result's 4 places summed to 1.6749 beside ≈ 1.6750)."""
+    text = "0" if v == 0 else legible(v, places)
     return f"({text})" if text.startswith("-") else text
 
 

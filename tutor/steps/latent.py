@@ -94,7 +94,7 @@ def _c_kv_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ..
     ex = sol.exercise
     x, w = ex.kv, latent(ex).w_dkv
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(factor(x[i][k], float(x[i][k]), places), factor(w[k][j], float(w[k][j]), places))
                 for k in range(len(w))], ""
 
@@ -189,7 +189,7 @@ def _q_absorbed_work(sol: Solution, step: Step, i: int, j: int) -> str:
 def _q_absorbed_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     q, w = sol.step("q", step.head), _w_uk(sol.exercise, step.head)
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(factor(q.exact[i][n], q.value[i][n], places), factor(w[j][n], float(w[j][n]), places))
                 for n in range(q.shape[1])], ""
 
@@ -288,7 +288,7 @@ def _scores_absorbed_work(sol: Solution, step: Step, i: int, j: int) -> str:
 def _scores_absorbed_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     qa, c = sol.step("q_absorbed", step.head), sol.step("c_kv", None)
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(factor(qa.exact[i][n], qa.value[i][n], places), factor(c.exact[j][n], c.value[j][n], places))
                 for n in range(qa.shape[1])], ""
 

@@ -23,7 +23,7 @@ from .kind import Input, StepKind, dims, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import gamma, magnitude
 from .state import Build, ExactWalk, Replay, floats
-from .worked import Worked, dot, entry_products, factor, total
+from .worked import Worked, carried, dot, entry_products, factor, total
 
 if TYPE_CHECKING:
     import numpy as np
@@ -176,10 +176,15 @@ def _output_work(sol: Solution, step: Step, i: int, j: int) -> str:
     assert ex.w_o is not None
     rl, cl = step.row_labels[i], step.col_labels[j]
     heads = sol.step(*_heads_source(ex))
-    pairs = [(factor(heads.exact[i][k], heads.value[i][k]), factor(ex.w_o[k][j], float(ex.w_o[k][j])))
-             for k in range(len(ex.w_o))]
+    w_o, b_o = ex.w_o, ex.b_o
+
+    def make(p: int) -> tuple[list[tuple[str, str]], str]:
+        return ([(factor(heads.exact[i][k], heads.value[i][k], p), factor(w_o[k][j], float(w_o[k][j]), p))
+                 for k in range(len(w_o))], factor(b_o[j], float(b_o[j]), p) if b_o is not None else "")
+
+    pairs, extra = carried(make, step.value[i][j])
     bias = f" + b_O[{cl}]" if ex.b_o is not None else ""
-    bias_value = f" + {factor(ex.b_o[j], float(ex.b_o[j]))}" if ex.b_o is not None else ""
+    bias_value = f" + {extra}" if extra else ""
     return f"{heads.name}[{rl}, :]·W_O[:, {cl}]{bias} = {dot(pairs)}{bias_value} {total(step.exact[i][j], step.value[i][j])}"
 
 
@@ -188,7 +193,7 @@ def _output_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, 
     assert ex.w_o is not None
     heads, w_o, b_o = sol.step(*_heads_source(ex)), ex.w_o, ex.b_o
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         pairs = [(factor(heads.exact[i][k], heads.value[i][k], places), factor(w_o[k][j], float(w_o[k][j]), places))
                  for k in range(len(w_o))]
         return pairs, factor(b_o[j], float(b_o[j]), places) if b_o is not None else ""

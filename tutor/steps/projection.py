@@ -115,7 +115,7 @@ def _kind(id: str) -> StepKind:
         x, _, _, w, b = _parts(sol.exercise, id, step.head)
         xe, xv = _read(sol, x)
 
-        def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+        def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
             pairs = [(factor(xe[i][k], xv[i][k], places), factor(w[k][j], float(w[k][j]), places))
                      for k in range(len(w))]
             return pairs, factor(b[j], float(b[j]), places) if b is not None else ""
@@ -243,7 +243,7 @@ def _up_work(sol: Solution, step: Step, i: int, j: int) -> str:
 def _up_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     c, w = sol.step("c_kv", None), _up_weight(sol.exercise, step.id, step.head)
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(factor(c.exact[i][n], c.value[i][n], places), factor(w[n][j], float(w[n][j]), places))
                 for n in range(len(w))], ""
 

@@ -31,7 +31,7 @@ from .kind import Input, StepKind, always, given_matrix, given_step
 from .records import Key, Operand, Solution, Step
 from .rounding import gamma, magnitude
 from .state import PASS, Build, ExactWalk, Replay, floats, mul_slack
-from .worked import Worked, dot, entry_name, entry_products, exact_factor, factor, result, total
+from .worked import Worked, as_written, dot, entry_name, entry_products, exact_factor, factor, result, total
 
 if TYPE_CHECKING:
     import numpy as np
@@ -146,13 +146,14 @@ def _scores_work(sol: Solution, step: Step, i: int, j: int) -> str:
     q, k = (sol.step(*key) for key in _scores_inputs(sol.exercise, step.head))
     pairs = [(exact_factor(q.exact[i][n], q.value[i][n]), exact_factor(k.exact[j][n], k.value[j][n]))
              for n in range(q.shape[1])]  # RoPE's cos(1) written as such; otherwise as factor() writes it
-    return f"{q.name}[{step.row_labels[i]}, :]·{k.name}[{step.col_labels[j]}, :] = {dot(pairs)} {total(step.exact[i][j], step.value[i][j])}"
+    tail = total(step.exact[i][j], step.value[i][j], rounded=not as_written(pairs, "", step.exact[i][j]))
+    return f"{q.name}[{step.row_labels[i]}, :]·{k.name}[{step.col_labels[j]}, :] = {dot(pairs)} {tail}"
 
 
 def _scores_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     q, k = (sol.step(*key) for key in _scores_inputs(sol.exercise, step.head))
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(exact_factor(q.exact[i][n], q.value[i][n], places), exact_factor(k.exact[j][n], k.value[j][n], places))
                 for n in range(q.shape[1])], ""
 

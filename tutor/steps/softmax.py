@@ -166,7 +166,7 @@ def _weights_work(sol: Solution, step: Step, i: int, j: int) -> Text:
         return Msg("practice.work.empty.line", work=head, row=rl)
     if math.isinf(scores.value[i][j]):
         return Msg("practice.work.noted", work=f"{head} = 0", note=Msg("practice.work.blocked", row=rl, col=cl))
-    return f"{head} = {softmax_row(scores, i, j)} {total(step.exact[i][j], step.value[i][j])}"
+    return f"{head} = {softmax_row(scores, i, j, step.value[i][j])} {total(step.exact[i][j], step.value[i][j])}"
 
 
 def _weights_why(step: Step, ex: Exercise) -> list[Text]:
@@ -270,7 +270,7 @@ def _head_output_why(step: Step, ex: Exercise) -> list[Text]:
 def _head_output_arithmetic(sol: Solution, step: Step, places: int) -> tuple[Worked, ...]:
     weights, values = sol.step("weights", step.head), sol.step("v", step.head)
 
-    def pairs_of(i: int, j: int) -> tuple[list[tuple[str, str]], str]:
+    def pairs_of(i: int, j: int, places: int) -> tuple[list[tuple[str, str]], str]:
         return [(factor(weights.exact[i][k], weights.value[i][k], places), factor(values.exact[k][j], values.value[k][j], places))
                 for k in range(weights.shape[1])], ""
 

@@ -75,10 +75,11 @@ def exact_factor(e: Exact | Fraction, value: float, places: int = 6, limit: int 
     return factor(e, value, places)
 
 
-def total(e: Exact, value: float, places: int = 4) -> str:
-    """``= 4``, ``= 2*sqrt(2) ≈ 2.8284``, ``≈ 0.1084``: the result of a worked entry."""
+def total(e: Exact, value: float, places: int = 4, *, rounded: bool = False) -> str:
+    """``= 4``, ``= 2*sqrt(2) ≈ 2.8284``, ``≈ 0.1084``: the result of a worked entry.  ``rounded``: the
+    operands written are rounded decimals that do not give an exact result as written (``≈ 1``, not ``= 1``)."""
     if isinstance(e, Rat):
-        return f"= {frac_text(e.q)}"
+        return f"{'≈' if rounded else '='} {frac_text(e.q)}"
     if math.isinf(value):
         return "= -inf"
     text = str(e)
@@ -92,8 +93,10 @@ def dot(pairs: Sequence[tuple[str, str]]) -> str:
     return " + ".join(f"{a}·{b}" for a, b in pairs)
 
 
-def softmax_row(src: Step, i: int, j: int) -> str:
-    """``exp(a_ij) / (exp(a_i1) + …) = 4.1133 / (4.1133 + …)`` for a weights entry (not masked)."""
+def softmax_row(src: Step, i: int, j: int, weight: float | None = None) -> str:
+    """``exp(a_ij) / (exp(a_i1) + …) = 4.1133 / (4.1133 + …)`` for a weights entry (not masked).  With the
+    entry's ``weight``: the exponentials at more than 4 places where the division as written would not round
+    to it at 4 (F8 of the class trial)."""
     row = src.value[i]
     top = max(v for v in row if not math.isinf(v))
     shift = top if abs(top) > 20 else 0.0  # keep exp() readable (and from underflowing): divide by exp(max)
@@ -104,11 +107,17 @@ def softmax_row(src: Step, i: int, j: int) -> str:
         by = f"({fixed(shift, 4)})" if shift < 0 else fixed(shift, 4)
         return f"exp({fixed(v, 4)} - {by})" if shift else f"exp({fixed(v, 4)})"
 
-    def number(v: float) -> str:
-        return "0" if math.isinf(v) else fixed(math.exp(v - shift), 4)
+    def number(v: float, p: int) -> str:
+        return "0" if math.isinf(v) else fixed(math.exp(v - shift), p)
 
+    p = 4
+    while weight is not None and p < MOST_PLACES:
+        terms = [Fraction(number(v, p)) for v in row]
+        if sum(terms) != 0 and rounds_to(terms[j] / sum(terms), weight, 4):
+            break
+        p += 1
     return (f"{power(row[j])} / ({' + '.join(power(v) for v in row)}) = "
-            f"{number(row[j])} / ({' + '.join(number(v) for v in row)})")
+            f"{number(row[j], p)} / ({' + '.join(number(v, p) for v in row)})")
 
 
 def entry_name(step: Step, i: int, j: int) -> str:
@@ -180,19 +189,69 @@ def products(pairs: Sequence[tuple[str, str]], extra: str = "") -> str:
     return notation(dot(pairs) + (f" + {extra}" if extra else ""))
 
 
-def entry_products(step: Step, pairs_of: Callable[[int, int], tuple[list[tuple[str, str]], str]],
+#: How many more decimals than its result the operands of a worked line carry at first (``check``'s comments
+#: do the same): 4-place weights times V summed give 1.9711 where the value is 1.9713 (F8 of the class trial), and
+#: a learner who follows the line is marked wrong.  :func:`entry_products` adds more where even these do not.
+CARRY = 2
+
+#: The most decimals an operand is ever given (a line that still did not add up would say ``≈`` of its terms).
+MOST_PLACES = 12
+
+
+def adds_up(pairs: Sequence[tuple[str, str]], extra: str, value: float, places: int) -> bool:
+    """Whether the dot product as written (``pairs`` of operands, an added term ``extra``), computed,
+    rounds at ``places`` to the decimal of ``value`` that the line prints as its result.  A line with an
+    operand that is no plain number (RoPE's ``cos(1)``) is taken as it is: its arithmetic is not decimals."""
+    terms = [f for pair in pairs for f in pair] + ([extra] if extra else [])
+    if any(written(f) is None for f in terms):
+        return True
+    numbers = [(written(a) or Fraction(0)) * (written(b) or Fraction(0)) for a, b in pairs]  # none is None here
+    total_ = sum(numbers, Fraction(0)) + (written(extra) or Fraction(0) if extra else Fraction(0))
+    return math.isinf(value) or rounds_to(total_, value, places)
+
+
+def rounds_to(x: Fraction, value: float, places: int) -> bool:
+    """Whether ``x`` rounds at ``places`` to the decimal of ``value`` shown there (:func:`legible`), and not
+    by a tie (``2.674850`` to 4 places: 2.6748 or 2.6749, as the learner rounds)."""
+    shown = legible(value, places)
+    if "e" in shown:  # a value that rounds to 0: shown with two significant digits
+        return legible(float(x), places) == shown
+    return abs(x - Fraction(shown)) < Fraction(1, 2 * 10**places) if places >= 0 else legible(float(x), places) == shown
+
+
+def carried(make: Callable[[int], tuple[list[tuple[str, str]], str]], value: float, places: int = 4,
+            start: int = 6) -> tuple[list[tuple[str, str]], str]:
+    """The operands ``make(p)`` gives (pairs and an added term) at ``start`` places, or more until, computed as
+    written, they round at ``places`` to ``value`` (:func:`adds_up`): for the one-entry lines of ``check`` and
+    ``practice``, as :func:`entry_products` does for a whole step."""
+    p = start
+    pairs, extra = make(p)
+    while not adds_up(pairs, extra, value, places) and p < MOST_PLACES:
+        p += 1
+        pairs, extra = make(p)
+    return pairs, extra
+
+
+def entry_products(step: Step, pairs_of: Callable[[int, int, int], tuple[list[tuple[str, str]], str]],
                    places: int) -> tuple[Worked, ...]:
     """Every entry of ``step`` as its dot product: ``Q[t1, d1] = 1·1 + 0·1 + 1·0 + 0·0 = 1``.
 
-    ``pairs_of(i, j)`` gives the factors of entry ``(i, j)`` and an added term (``""`` for none).
+    ``pairs_of(i, j, p)`` gives the factors of entry ``(i, j)``, decimals at ``p`` places, and an added
+    term (``""`` for none).  The result is shown at ``places``; the operands at :data:`CARRY` more, and
+    more again until the products as written, computed, round to the result shown (each entry on its own:
+    ``0.028705·1 + 0.485648·2 + 0.485648·2 ≈ 1.9713``, where 4-place weights would sum to 1.9711).
     """
     rows, cols = step.shape
     out = []
     for i in range(rows):
         for j in range(cols):
-            pairs, extra = pairs_of(i, j)
-            e = step.exact[i][j]
-            tail = result(e, step.value[i][j], places, rounded=not as_written(pairs, extra, e))
+            e, value = step.exact[i][j], step.value[i][j]
+            p = places + CARRY
+            pairs, extra = pairs_of(i, j, p)
+            while not adds_up(pairs, extra, value, places) and p < MOST_PLACES:
+                p += 1
+                pairs, extra = pairs_of(i, j, p)
+            tail = result(e, value, places, rounded=not as_written(pairs, extra, e))
             out.append(Worked(entry_name(step, i, j), (f"{products(pairs, extra)} {tail}",)))
     return tuple(out)
 
@@ -221,44 +280,63 @@ def softmax_arithmetic(src: Step, weights: Step, i: int, places: int, *, none_le
     top = max(live)
     shift = top if abs(top) > 20 else 0.0  # exp(-800) underflows to 0: Σ would read 0, each weight 0 / 0
     exps = [0.0 if math.isinf(v) else math.exp(v - shift) for v in row]  # e_j (shifted)
-    total_ = math.fsum(exps)
 
     ones = [not math.isinf(v) and (v == shift if shift else _is_zero(src.exact[i][j])) for j, v in enumerate(row)]  # exp(0) = 1
-
-    def number(j: int) -> str:
-        """e_j as it is carried on: ``1`` for exp(0), else its decimal."""
-        return "1" if ones[j] else notation(legible(exps[j], places))
-
-    def power(j: int) -> str:
-        if math.isinf(row[j]):
-            return "exp(−∞) = 0"
-        if shift:
-            sign = "=" if ones[j] else "≈"
-            by = notation(legible(shift, places))
-            by = f"({by})" if shift < 0 else by  # exp(−800 − (−799.2929))
-            return f"exp({notation(legible(row[j], places))} − {by}) {sign} {number(j)}"
-        if ones[j]:
-            return "exp(0) = 1"
-        return f"exp({notation(str(src.exact[i][j]))}) ≈ {number(j)}"
-
     live_j = [j for j, v in enumerate(row) if not math.isinf(v)]
     exact_sum = all(ones[j] for j in live_j)  # every term is 1: the sum is a whole number
-    total_text = str(len(live_j)) if exact_sum else notation(legible(total_, places))
-    sign = "=" if exact_sum else "≈"
-    sum_line = f"{sum_label} {sign} {' + '.join(number(j) for j in live_j)} {sign} {total_text}" if len(live_j) > 1 else \
-        f"{sum_label} {sign} {total_text}"
-    shares = []
-    for j, v in enumerate(row):
-        w = weights.exact[i][j]
-        if math.isinf(v):
-            shares.append("0")
-            continue
-        if isinstance(w, Rat):
-            num, den = written(number(j)), written(total_text)
-            literal = num is not None and den is not None and den != 0 and num / den == w.q
-            tail = result(w, weights.value[i][j], places, rounded=not literal)
-        else:
-            tail = f"≈ {notation(legible(weights.value[i][j], places))}"
-        shares.append(f"{number(j)} / {total_text} {tail}")
-    return Worked(label, (PART.join(power(j) for j in range(len(row))), sum_line,
-                          f"{weights.name}: " + PART.join(shares)), ": ")
+
+    def lines(p: int) -> tuple[tuple[str, str, str], bool]:
+        """The row's three lines with each e_j at ``p`` places, and whether every weight as written
+        (``e_j / Σ``, both as printed), computed, rounds to the weight shown at ``places``."""
+
+        def number(j: int) -> str:
+            """e_j as it is carried on: ``1`` for exp(0), else its decimal."""
+            return "1" if ones[j] else notation(legible(exps[j], p))
+
+        def power(j: int) -> str:
+            if math.isinf(row[j]):
+                return "exp(−∞) = 0"
+            if shift:
+                sign = "=" if ones[j] else "≈"
+                by = notation(legible(shift, p))
+                by = f"({by})" if shift < 0 else by  # exp(−800 − (−799.2929))
+                return f"exp({notation(legible(row[j], p))} − {by}) {sign} {number(j)}"
+            if ones[j]:
+                return "exp(0) = 1"
+            return f"exp({notation(str(src.exact[i][j]))}) ≈ {number(j)}"
+
+        # Σ is the sum of the e_j as written (F8 of the class trial: the sum of the true e_j, rounded,
+        # is not the sum of the rounded terms printed before it), so the line is "=" wherever it can be
+        terms = [written(number(j)) for j in live_j]
+        carried = sum((x for x in terms if x is not None), Fraction(0))  # every e_j is a plain decimal
+        total_text = notation(legible(float(carried), p))
+        sum_sign = "=" if written(total_text) == carried else "≈"
+        if exact_sum:
+            total_text, sum_sign = str(len(live_j)), "="
+        sign = "=" if exact_sum else "≈"
+        sum_line = f"{sum_label} {sign} {' + '.join(number(j) for j in live_j)} {sum_sign} {total_text}" \
+            if len(live_j) > 1 else f"{sum_label} {sign} {total_text}"
+        shares, adds = [], True
+        den = written(total_text)
+        for j, v in enumerate(row):
+            w = weights.exact[i][j]
+            if math.isinf(v):
+                shares.append("0")
+                continue
+            num = written(number(j))
+            quotient = num / den if num is not None and den else None
+            if quotient is not None and not rounds_to(quotient, weights.value[i][j], places):
+                adds = False
+            if isinstance(w, Rat):
+                tail = result(w, weights.value[i][j], places, rounded=quotient != w.q)
+            else:
+                tail = f"≈ {notation(legible(weights.value[i][j], places))}"
+            shares.append(f"{number(j)} / {total_text} {tail}")
+        return (PART.join(power(j) for j in range(len(row))), sum_line, f"{weights.name}: " + PART.join(shares)), adds
+
+    p = places  # the e_j at the weights' places, and more where the weights as written would not round right
+    text, adds = lines(p)
+    while not adds and p < MOST_PLACES:
+        p += 1
+        text, adds = lines(p)
+    return Worked(label, text, ": ")

@@ -2608,6 +2608,12 @@ EN.update({
     "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
 })
 
+# --- fix-page: a table too wide for the printed page, split by columns (F17 of the class trial) ---
+EN.update({
+    "html.caption.columns": "{caption}: columns {first} to {last}",
+    "html.caption.column": "{caption}: column {label}",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN
 

@@ -2545,6 +2545,12 @@ ZH.update({
     "new.student_needs_like": "--student 须与 --like 一起使用，且不能与 --title 同时使用：它用于生成专属版本的标题",
 })
 
+# --- fix-page: a table too wide for the printed page, split by columns (F17 of the class trial) ---
+ZH.update({
+    "html.caption.columns": "{caption}：{first} 至 {last} 列",
+    "html.caption.column": "{caption}：{label} 列",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH
 
