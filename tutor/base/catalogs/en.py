@@ -2608,6 +2608,20 @@ EN.update({
     "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
 })
 
+# --- fix-check (branch fix-check): batch check, the roster index, files passed over ---
+EN.update({
+    "batch.comment.base_exercise": "This is exercise {exercise} itself, not your variant of it ({own}): your numbers are your variant's. No step counts.",
+    "batch.comment.not_on_roster": "This is {owner}'s variant ({exercise}), and the roster has no student '{student}': a variant counts only for its own student. No step counts; write your student id as the roster has it.",
+    "batch.comment.not_on_roster.base": "This is exercise {exercise} itself, whose students each have a variant of their own, and the roster has no student '{student}'. No step counts; write your student id as the roster has it and hand in your variant.",
+    "check.base_exercise": "✗ wrong: the steps above are checked against exercise {exercise} itself, not against your variant of it ({own}), so this file is graded wrong.",
+    "check.not_on_roster": "✗ wrong: the steps above are checked against {owner}'s variant ({exercise}), and the roster has no student '{student}'; a variant counts only for its own student, so this file is graded wrong.",
+    "check.not_on_roster.base": "✗ wrong: the steps above are checked against exercise {exercise} itself, whose students each have a variant of their own, and the roster has no student '{student}', so this file is graded wrong.",
+    "batch.index.unread": "{reason}; this roster index is not read, so a variant handed in by another student, or by a student not on the roster, is not found",
+    "batch.index.columns.one": "the header row has no {columns} column",
+    "batch.index.columns.other": "the header row has no {columns} columns",
+    "batch.index.columns.hint": "handouts --students writes the index with the columns student, name, exercise and more",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN
 

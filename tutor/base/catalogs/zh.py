@@ -2545,6 +2545,19 @@ ZH.update({
     "new.student_needs_like": "--student 须与 --like 一起使用，且不能与 --title 同时使用：它用于生成专属版本的标题",
 })
 
+# --- fix-check (branch fix-check): batch check, the roster index, files passed over ---
+ZH.update({
+    "batch.comment.base_exercise": "这是练习 {exercise} 本身，不是你的版本（{own}）：你的数字是你那个版本里的。所有步骤都不计分。",
+    "batch.comment.not_on_roster": "这是 {owner} 的版本（{exercise}），而名单上没有学生“{student}”：一个版本只对它所属的学生计分。所有步骤都不计分；请按名单上的写法填写你的学号。",
+    "batch.comment.not_on_roster.base": "这是练习 {exercise} 本身，它的每个学生都有自己的版本，而名单上没有学生“{student}”。所有步骤都不计分；请按名单上的写法填写你的学号，并提交你自己的版本。",
+    "check.base_exercise": "✗ 错误：上面的步骤是对照练习 {exercise} 本身检查的，不是对照你的版本（{own}），因此这个文件判为错误。",
+    "check.not_on_roster": "✗ 错误：上面的步骤是对照 {owner} 的版本（{exercise}）检查的，而名单上没有学生“{student}”；一个版本只对它所属的学生计分，因此这个文件判为错误。",
+    "check.not_on_roster.base": "✗ 错误：上面的步骤是对照练习 {exercise} 本身检查的，它的每个学生都有自己的版本，而名单上没有学生“{student}”，因此这个文件判为错误。",
+    "batch.index.unread": "{reason}；这个名单索引没有读取，因此查不出别的学生或名单之外的人交上来的版本",
+    "batch.index.columns.other": "表头里没有 {columns} 列",
+    "batch.index.columns.hint": "handouts --students 写出的索引有 student、name、exercise 等列",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH
 
