@@ -2620,6 +2620,10 @@ EN.update({
     "batch.index.columns.one": "the header row has no {columns} column",
     "batch.index.columns.other": "the header row has no {columns} columns",
     "batch.index.columns.hint": "handouts --students writes the index with the columns student, name, exercise and more",
+    "solution.unknown.hint.exercise": "the steps of this exercise are {steps}",
+    "solution.unknown.hint.exercise.fields": "the steps of this exercise are {steps}; besides them a solution file may have {fields}",
+    "solution.unknown.hint.exercise.backward": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}",
+    "solution.unknown.hint.exercise.backward.fields": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}; besides them a solution file may have {fields}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

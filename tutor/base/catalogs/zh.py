@@ -2556,6 +2556,10 @@ ZH.update({
     "batch.index.unread": "{reason}；这个名单索引没有读取，因此查不出别的学生或名单之外的人交上来的版本",
     "batch.index.columns.other": "表头里没有 {columns} 列",
     "batch.index.columns.hint": "handouts --students 写出的索引有 student、name、exercise 等列",
+    "solution.unknown.hint.exercise": "这道练习的步骤有：{steps}",
+    "solution.unknown.hint.exercise.fields": "这道练习的步骤有：{steps}；除此之外，解答文件还可以包含 {fields}",
+    "solution.unknown.hint.exercise.backward": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}",
+    "solution.unknown.hint.exercise.backward.fields": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}；除此之外，解答文件还可以包含 {fields}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
