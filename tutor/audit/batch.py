@@ -251,7 +251,7 @@ class Grader:
             return self.row(path, sf)
         except TutorError as err:
             return Row(path, student_field(path) or student_of(path), None, UNUSABLE, error=err,
-                       comment=Msg("batch.comment.unusable", reason=first_line(err)))
+                       comment=Msg("batch.comment.unusable", reason=first_line(err, path)))
         except Exception as err:  # noqa: BLE001 - attn-tutor failed on this file: a row, and the others are graded
             said = Msg("batch.internal", kind=type(err).__name__, where=where_raised(err))
             return Row(path, student_field(path) or student_of(path), None, UNUSABLE, error=TutorError(said),
@@ -286,6 +286,9 @@ class Grader:
         row = from_reports(path, sf, report, tiled)
         total = (len(solution.steps) if solution is not None else 0) + (tiled is not None)
         row = replace(row, total=total)
+        if row.verdict == CORRECT and row.given < total:  # a "correct" row whose score is not 100: said why
+            row = replace(row, comment=Msg("batch.comment.right_missing", given=row.given, total=total,
+                                           missing=total - row.given))
         return other_variant(row, self.roster)
 
     def _solution(self, sf: SolutionFile) -> Any:
@@ -298,10 +301,13 @@ class Grader:
         return self._solved[key]
 
 
-def first_line(err: TutorError) -> Text:
+def first_line(err: TutorError, file: str | None = None) -> Text:
     """The first line of an error's message (an unusable file's reason, one line of a gradebook's comment),
-    with how many more problems it has said after it."""
+    with how many more problems it has said after it.  ``file``: the path the error names the file by, said
+    by the file's name alone (the comment goes back to the student: never the grader's folders)."""
     lines = [line for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    if file:
+        lines = [line.replace(file, os.path.basename(file) or file) for line in lines]
     if len(lines) == 1:
         return lines[0]
     return Msg.plural("batch.more_problems", len(lines) - 1, first=lines[0])

@@ -2624,6 +2624,7 @@ EN.update({
     "solution.unknown.hint.exercise.fields": "the steps of this exercise are {steps}; besides them a solution file may have {fields}",
     "solution.unknown.hint.exercise.backward": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}",
     "solution.unknown.hint.exercise.backward.fields": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}; besides them a solution file may have {fields}",
+    "batch.comment.right_missing": "Every step handed in is right ({given:steps} of the exercise's {total}); the other {missing} were not handed in, and the score counts right steps out of all {total}.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2368,7 +2368,7 @@ ZH.update({
     "batch.comment.first": "第一个错误的步骤是 {step}。{diagnosis}",
     "batch.comment.unexplained": "第一个错误的步骤是 {step}；没有已知的常见错误能解释它。",
     "batch.comment.plausibility": "给出的步骤都正确，但有一项检查未通过：{message}",
-    "batch.comment.right.other": "给出的 {count} 个步骤都正确。",
+    "batch.comment.right.other": "给出的步骤没有错误（共 {count} 步）。",
     "batch.verdict.correct": "✓ 正确",
     "batch.verdict.wrong": "✗ 错误",
     "batch.verdict.unusable": "! 无法判分",
@@ -2560,6 +2560,7 @@ ZH.update({
     "solution.unknown.hint.exercise.fields": "这道练习的步骤有：{steps}；除此之外，解答文件还可以包含 {fields}",
     "solution.unknown.hint.exercise.backward": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}",
     "solution.unknown.hint.exercise.backward.fields": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}；除此之外，解答文件还可以包含 {fields}",
+    "batch.comment.right_missing": "本练习共 {total} 个步骤，你交了其中 {given:steps}，没有错；另外 {missing} 个没有交，分数按全部 {total} 个步骤中做对的个数计算。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
