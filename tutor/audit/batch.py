@@ -49,8 +49,11 @@ from .tiled_part import TiledGiven
 
 #: The verdicts of a row, as ``check --format json`` says them for one file (``unusable``: exit code 2).
 CORRECT, WRONG, UNUSABLE = "correct", "wrong", "unusable"
-#: The suffixes of the solution files a folder is read for (compared without case).
-SUFFIXES = (".yaml", ".yml")
+#: The suffixes of the solution files a folder is read for (compared without case): ``.yaml.txt`` is what
+#: Notepad on Windows saves a ``.yaml`` file as by default.
+SUFFIXES = (".yaml", ".yml", ".yaml.txt", ".yml.txt")
+#: How many of a folder's entries that are not read are named (the rest counted).
+NOT_READ_NAMED = 5
 #: The key of the column ``tiled`` counts under: a ``tiled:`` part is one graded item, like a step.
 TILED = "tiled"
 
@@ -186,35 +189,122 @@ def place_of(name: str) -> str:
     return name
 
 
-def solution_paths(named: Iterable[str]) -> list[str]:
-    """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml``
-    entries (not hidden; a folder so named is listed, and its row says it is a folder), in the order a person sorts names (``s2`` before ``s10``, then by
-    the name itself: :func:`name_order`), as ``folder/name``.  A symbolic link in a folder is
-    listed and then judged by the reader (refused when it leads out of the folder).  A name that is neither
-    a file nor a folder is listed as it is: its row says it cannot be read."""
+@dataclass(frozen=True)
+class Gathered:
+    """What the command line names, gathered (:func:`gather`): ``paths`` the solution files to grade, in order;
+    ``not_read`` each folder with the names of its entries that are not read (subfolders, with a ``/``, and
+    files of other suffixes; hidden ones aside); ``repeated`` the files named more than once (graded once)."""
+
+    paths: tuple[str, ...]
+    not_read: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    repeated: tuple[str, ...] = ()
+
+
+def gather(named: Iterable[str]) -> Gathered:
+    """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml`` entries
+    (and ``*.yaml.txt``/``*.yml.txt``, as Notepad saves them; not hidden; a folder so named is listed, and its
+    row says it is a folder), in the order a person sorts names (``s2`` before ``s10``, then by the name itself:
+    :func:`name_order`), as ``folder/name``.  A symbolic link in a folder is listed and then judged by the
+    reader (refused when it leads out of the folder).  A name that is neither a file nor a folder is listed as
+    it is: its row says it cannot be read.  A path named twice (``a.yaml a.yaml``, or a folder and a file in
+    it) is one file: listed once, and said in :attr:`Gathered.repeated`.  A folder's entries that are not read
+    (its subfolders, files of other suffixes) are said in :attr:`Gathered.not_read`, never passed over in
+    silence."""
     out: list[str] = []
+    seen: set[str] = set()
+    repeated: list[str] = []
+    not_read: list[tuple[str, tuple[str, ...]]] = []
+
+    def add(path: str) -> None:
+        key = os.path.normcase(os.path.abspath(path))
+        if key in seen:
+            if path not in repeated:
+                repeated.append(path)
+            return
+        seen.add(key)
+        out.append(path)
+
     for name in named:
         if os.path.isdir(name):
             try:
                 entries = sorted(os.listdir(name), key=name_order)
             except OSError:
-                out.append(name)  # the reader says why it cannot be read
+                add(name)  # the reader says why it cannot be read
                 continue
+            passed: list[str] = []
             for entry in entries:
                 path = os.path.join(name, entry)
-                if entry.startswith(".") or not entry.lower().endswith(SUFFIXES):
+                if entry.startswith("."):
+                    continue
+                if not entry.lower().endswith(SUFFIXES):
+                    passed.append(entry + "/" if os.path.isdir(path) else entry)
                     continue  # a folder named x.yaml is listed: its row says it is a folder
-                out.append(path)
+                add(path)
+            if passed:
+                not_read.append((name, tuple(passed)))
         else:
-            out.append(name)
-    return out
+            add(name)
+    return Gathered(tuple(out), tuple(not_read), tuple(repeated))
+
+
+def solution_paths(named: Iterable[str]) -> list[str]:
+    """The solution files to grade, in order (:attr:`Gathered.paths` of :func:`gather`)."""
+    return list(gather(named).paths)
+
+
+def not_read_line(names: Sequence[str]) -> Msg:
+    """The warning that a folder's entries ``names`` are not read: the first :data:`NOT_READ_NAMED` named, the
+    rest counted, and what to do (a subfolder is named on its own)."""
+    shown_names = list(names[:NOT_READ_NAMED])
+    more = len(names) - len(shown_names)
+    listed: Text = join_and(shown_names) if not more else \
+        Msg("batch.not_read.more", names=str(Msg("list.sep")).join(shown_names), more=more)
+    return Msg.plural("batch.not_read", len(names), names=listed)
+
+
+def exercise_file_id(path: str) -> str | None:
+    """The ``id`` of the exercise file at ``path`` (a file with an exercise's fields and no ``exercise:``,
+    which the reader refuses as a solution), else ``None``; a symbolic link is not followed here."""
+    from ..exercise.yamlread import parse_yaml, read_text
+    from .solution import _exercise_fields
+
+    if os.path.islink(path):
+        return None
+    try:
+        text, _ = read_text(path)
+        doc = parse_yaml(text, path).value if text is not None else None
+    except (OSError, TutorError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not _exercise_fields(doc):
+        return None
+    found = doc.get("id")
+    return found.strip() if isinstance(found, str) and found.strip() else None
+
+
+def beside(rows: Sequence[Row]) -> tuple[list[Row], list[tuple[str, str]]]:
+    """``rows`` less the exercise files kept beside the submissions: an unusable row that is an exercise file
+    (:func:`exercise_file_id`) whose ``id`` is the exercise of a row graded (``exercise: exercise.yaml``, as the
+    format invites); and those files with their ids.  An exercise file no submission uses stays a row (a
+    student who handed in the exercise instead of a solution gets no grade, and says so)."""
+    used = {r.exercise for r in rows if r.verdict != UNUSABLE and r.exercise is not None}
+    kept: list[Row] = []
+    passed: list[tuple[str, str]] = []
+    for r in rows:
+        found = exercise_file_id(r.file) if r.verdict == UNUSABLE and r.exercise is None else None
+        if found is not None and found in used:
+            passed.append((r.file, found))
+        else:
+            kept.append(r)
+    return kept, passed
 
 
 def student_of(path: str, sf: SolutionFile | None = None) -> str:
     """Who a submission is by: the file's ``student:``, else its file name without the suffix."""
     if sf is not None and sf.student:
         return sf.student
-    return Path(path).stem if Path(path).suffix.lower() in SUFFIXES else Path(path).name
+    name = Path(path).name
+    suffix = next((s for s in SUFFIXES if name.lower().endswith(s) and len(name) > len(s)), "")
+    return name[:len(name) - len(suffix)] if suffix else name
 
 
 class Grader:

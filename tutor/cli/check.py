@@ -96,19 +96,23 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
     """Grade every solution file ``named`` (files, folders) into one row each and show the rows as ``fmt``
     says; exit 2 when a file is unusable (or attn-tutor failed on it: its row says so, the others are graded),
     else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
-    from ..audit.batch import Grader, duplicates, exit_code, solution_paths
+    from ..audit.batch import Grader, beside, duplicates, exit_code, gather, not_read_line
     from ..authoring.validate import warning_text
     from ..authoring.variants import student_slug
-    from ..base.errors import TutorError
-    from ..base.messages import join_and
+    from ..base.errors import Problem, TutorError
+    from ..base.messages import Msg, join_and
     from ..flash.check import audit_tiled
 
-    paths = solution_paths(named)
-    if not paths:
+    gathered = gather(named)
+    said = [Problem(folder, None, None, "", not_read_line(names)) for folder, names in gathered.not_read] + \
+        [Problem(path, None, None, "", Msg("batch.repeated")) for path in gathered.repeated]
+    if not gathered.paths:
+        for p in said:  # what the folders hold instead (an LMS's folder per student), before the error
+            warn(warning_text(p))
         raise TutorError(t("batch.no_files", where=", ".join(shown(n) for n in named)))
     grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
                     judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol), student_key=student_slug)
-    rows = [grader.grade(p) for p in paths]
+    rows, kept_beside = beside([grader.grade(p) for p in gathered.paths])
     if env.debug:  # a file attn-tutor failed on is a row; its traceback, as main prints one for the run's own
         import sys
         import traceback
@@ -116,7 +120,9 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
         for row in rows:
             if row.failure is not None:
                 traceback.print_exception(row.failure, file=env.stderr or sys.stderr)
-    unread = grader.roster.problems  # an index that cannot be read: said in every format, never silent
+    said += [Problem(path, None, None, "", Msg("batch.exercise_beside", id=found)) for path, found in kept_beside]
+    # an index that cannot be read, entries not read, a file named twice: said in every format, never silent
+    unread = [*grader.roster.problems, *said]
     if fmt is CheckFormat.json:
         from ..render.batch import batch_document
 

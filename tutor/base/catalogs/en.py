@@ -2620,11 +2620,16 @@ EN.update({
     "batch.index.columns.one": "the header row has no {columns} column",
     "batch.index.columns.other": "the header row has no {columns} columns",
     "batch.index.columns.hint": "handouts --students writes the index with the columns student, name, exercise and more",
+    "batch.not_read.one": "{names} here is not graded: a folder's *.yaml and *.yml files are, not its other files or its subfolders (name a subfolder to grade the files in it)",
+    "batch.not_read.other": "{count} entries here are not graded: {names}; a folder's *.yaml and *.yml files are, not its other files or its subfolders (name a subfolder to grade the files in it)",
+    "batch.not_read.more": "{names} and {more} more",
+    "batch.repeated": "this file is named more than once; it is graded once",
+    "batch.exercise_beside": "this is the exercise file (id {id}) that submissions here name, not a submission: it is not graded",
+    "batch.comment.right_missing": "Every step handed in is right ({given:steps} of the exercise's {total}); the other {missing} were not handed in, and the score counts right steps out of all {total}.",
     "solution.unknown.hint.exercise": "the steps of this exercise are {steps}",
     "solution.unknown.hint.exercise.fields": "the steps of this exercise are {steps}; besides them a solution file may have {fields}",
     "solution.unknown.hint.exercise.backward": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}",
     "solution.unknown.hint.exercise.backward.fields": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}; besides them a solution file may have {fields}",
-    "batch.comment.right_missing": "Every step handed in is right ({given:steps} of the exercise's {total}); the other {missing} were not handed in, and the score counts right steps out of all {total}.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

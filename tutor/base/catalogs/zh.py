@@ -2556,11 +2556,15 @@ ZH.update({
     "batch.index.unread": "{reason}；这个名单索引没有读取，因此查不出别的学生或名单之外的人交上来的版本",
     "batch.index.columns.other": "表头里没有 {columns} 列",
     "batch.index.columns.hint": "handouts --students 写出的索引有 student、name、exercise 等列",
+    "batch.not_read.other": "这里有 {count} 项没有判分：{names}；只判分文件夹中的 *.yaml 和 *.yml 文件，不含其他文件和子文件夹（子文件夹请单独给出，才会判分其中的文件）",
+    "batch.not_read.more": "{names}，以及另外 {more} 项",
+    "batch.repeated": "这个文件给出了不止一次；只判分一次",
+    "batch.exercise_beside": "这是这里的解答所用的练习文件（id 为 {id}），不是提交的解答：不判分",
+    "batch.comment.right_missing": "本练习共 {total} 个步骤，你交了其中 {given:steps}，没有错；另外 {missing} 个没有交，分数按全部 {total} 个步骤中做对的个数计算。",
     "solution.unknown.hint.exercise": "这道练习的步骤有：{steps}",
     "solution.unknown.hint.exercise.fields": "这道练习的步骤有：{steps}；除此之外，解答文件还可以包含 {fields}",
     "solution.unknown.hint.exercise.backward": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}",
     "solution.unknown.hint.exercise.backward.fields": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}；除此之外，解答文件还可以包含 {fields}",
-    "batch.comment.right_missing": "本练习共 {total} 个步骤，你交了其中 {given:steps}，没有错；另外 {missing} 个没有交，分数按全部 {total} 个步骤中做对的个数计算。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
