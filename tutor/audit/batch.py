@@ -1,10 +1,12 @@
 """A class's submissions graded in one run (issue 24): one :class:`Row` per solution file.
 
-:func:`solution_paths` turns what the command line names (files and
+:func:`gather` turns what the command line names (files and
 folders) into the solution files to grade: a folder gives its ``*.yaml`` and
-``*.yml`` files, sorted by name, not its subfolders (a class's submissions sit
-side by side; a nested folder is named on its own, but one named ``x.yaml``
-is a row that says it is a folder).  :func:`grade` grades one
+``*.yml`` files (and ``*.yaml.txt``, as Notepad saves them), sorted by name, not
+its subfolders (a class's submissions sit side by side; a nested folder is named
+on its own, but one named ``x.yaml`` is a row that says it is a folder); what a
+folder holds besides is said, never passed over in silence, and a file named
+twice is graded once.  :func:`grade` grades one
 file exactly as ``check FILE`` does (the same reader, the same audit, a
 ``tiled:`` part judged by the judge the caller passes in: the online softmax
 lives above this package) and says it as a row: the student (the file's
@@ -22,7 +24,8 @@ exercise itself by a student who has a variant of it, is wrong and no step of it
 counts, its comment saying why (whose variant it is, which is the student's own).
 An index that cannot be read is a warning, never passed over in silence.  A file that cannot be graded (not
 YAML, an unknown exercise, a symbolic link out of its folder, too large) is a
-row with its error, never the end of the run.
+row with its error, never the end of the run; the exercise file the submissions
+name, kept beside them, is not a submission (:func:`beside`).
 
 Pure but for reading the solution files (through :func:`tutor.audit.solution.load_solution`):
 nothing here prints; the rows are data for :mod:`tutor.render.batch`.

@@ -4,10 +4,12 @@ One file named (not a folder) is checked as it always was: its report in words
 or, with ``--format json``, the report's document.  Several files, or a folder
 (its ``*.yaml``/``*.yml`` files, sorted), are graded into one row each
 (:mod:`tutor.audit.batch`): a table, the gradebook CSV (``--format csv``) or
-the document ``{"submissions": [...], "summary": {...}}``; an unusable file is a
+the document ``{"submissions": [...], "summary": {...}, "warnings": [...]}``; an unusable file is a
 row, and so is a file attn-tutor itself fails on (unusable, its comment saying the failure is
 attn-tutor's: one bug costs one row, not the run); the run's exit code is the worst of its files' (2 over
-1 over 0).
+1 over 0).  What the run passes over (a folder's other entries, a file named twice, the exercise file beside
+the submissions, a roster index it cannot read) is a warning line on stderr, or in the document's
+``warnings``.
 ``report`` reads such rows (a folder graded now, or the CSV read back) and
 the class's ``stats --export`` files into the class view (:mod:`tutor.audit.classview`,
 :mod:`tutor.store.export`); it exits 0, or 2 on a source it cannot read.
