@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tutor.audit.batch import gather, student_of
-
 RIGHT = "exercise: single-head-3x4\nq: [[1, 1], [2, 2], [2, 2]]\nscores: [[2, 4, 4], [4, 8, 8], [4, 8, 8]]\n"
 EXERCISE = Path(__file__).resolve().parents[1] / "exercises" / "single-head-3x4.yaml"
 
@@ -63,8 +61,9 @@ def test_a_folder_of_folders_says_so_before_the_error(cli, tmp_path):
 
 
 def test_many_entries_not_read_are_counted_past_five(tmp_path):
+    from tutor.audit.batch import gather, not_read_line
+
     folder = _write(tmp_path / "f", {f"n{i}.txt": "" for i in range(8)})
-    from tutor.audit.batch import not_read_line
 
     names = gather([str(folder)]).not_read[0][1]
     assert names == tuple(f"n{i}.txt" for i in range(8))
@@ -138,5 +137,7 @@ def test_a_correct_row_below_full_marks_says_why(cli, tmp_path):
 
 
 def test_student_of_a_notepad_file():
+    from tutor.audit.batch import student_of
+
     assert [student_of(p) for p in ("s/bob.yaml.txt", "s/Bob.YML.TXT", "s/a.yaml", "s/.yaml")] == \
         ["bob", "Bob", "a", ".yaml"]
