@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 from ..answers import ROUNDED_AWAY, TRUNCATED
 from ..base.errors import Problem, TutorError, where_raised
-from ..base.messages import Msg, Text, join_and
+from ..base.messages import Msg, Text
 from ..base.textsafe import spreadsheet_text
 from ..exercise.record import Exercise
 from .check import INDEPENDENT, Report, StepCheck
@@ -260,8 +260,8 @@ def not_read_line(names: Sequence[str]) -> Msg:
     rest counted, and what to do (a subfolder is named on its own)."""
     shown_names = list(names[:NOT_READ_NAMED])
     more = len(names) - len(shown_names)
-    listed: Text = join_and(shown_names) if not more else \
-        Msg("batch.not_read.more", names=str(Msg("list.sep")).join(shown_names), more=more)
+    listed: Text = Msg.and_list(shown_names) if not more else \
+        Msg("batch.not_read.more", names=Msg.joined("list.sep", shown_names), more=more)
     return Msg.plural("batch.not_read", len(names), names=listed)
 
 
@@ -623,7 +623,7 @@ def roster_index(folders: Sequence[str | Path], key: Callable[[str], str] | None
             header = [h.strip() for h in reader.fieldnames or []]
             missing = [c for c in ("student", "exercise") if c not in header]
             if missing:
-                unread(path, 1, None, Msg.plural("batch.index.columns", len(missing), columns=join_and(missing)),
+                unread(path, 1, None, Msg.plural("batch.index.columns", len(missing), columns=Msg.and_list(missing)),
                        Msg("batch.index.columns.hint"))
                 continue
             like = name[len(INDEX_PREFIX):-len(INDEX_SUFFIX)]

@@ -318,9 +318,8 @@ def _exercise_steps_hint(ex: Exercise, fields: Sequence[str]) -> Msg:
     forward = list(dict.fromkeys(i for i, _ in keys(ex)))
     back = [i for i in dict.fromkeys(i for i, _ in keys(ex, backward=True)) if i not in forward] if ex.mla is None else []
     key = "solution.unknown.hint.exercise" + (".backward" if back else "") + (".fields" if fields else "")
-    sep = str(Msg("list.sep"))  # the run's language's list separator
-    return Msg(key, steps=sep.join(forward), first=back[0] if back else "", last=back[-1] if back else "",
-               fields=sep.join(fields))
+    return Msg(key, steps=Msg.joined("list.sep", forward), first=back[0] if back else "",
+               last=back[-1] if back else "", fields=Msg.joined("list.sep", list(fields)))
 
 
 def _kind(value: Any) -> Text:
