@@ -141,3 +141,9 @@ def test_student_of_a_notepad_file():
 
     assert [student_of(p) for p in ("s/bob.yaml.txt", "s/Bob.YML.TXT", "s/a.yaml", "s/.yaml")] == \
         ["bob", "Bob", "a", ".yaml"]
+
+
+def test_one_student_spelt_two_ways_is_one_student_with_two_files(cli, tmp_path):
+    folder = _write(tmp_path / "s", {"a.yaml": "student: Ann Lee\n" + RIGHT, "b.yaml": "student: ' ann  lee'\n" + RIGHT})
+    _, doc, _ = _doc(cli, folder)
+    assert doc["duplicates"] == [{"student": "Ann Lee", "files": [str(folder / "a.yaml"), str(folder / "b.yaml")]}]

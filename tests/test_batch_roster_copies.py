@@ -136,3 +136,19 @@ def test_an_index_that_cannot_be_read_is_a_warning_in_every_format(cli, tmp_path
     assert any(w["file"] == str(index) and "not read" in w["message"] for w in single["warnings"])
     _, _, err = cli("--lang", "zh", "check", sub, "--exercises", handouts)
     assert "这个名单索引没有读取，因此查不出别的学生或名单之外的人交上来的版本" in err
+
+
+def test_a_tiled_part_of_the_exercise_itself_is_wrong_for_a_student_with_a_variant(cli, tmp_path, handouts):
+    """check FILE of a ``tiled:`` part follows the same rule.  The part is single-head-3x4's query t1 in one block
+    of 3 keys, right (o = (e^(−√2)·1 + 2 + 2) / (e^(−√2) + 2) = 1.891617, as tests/test_check_tiled_file.py works
+    it by hand)."""
+    sub = tmp_path / "t.yaml"
+    sub.write_text(f"student: '2024001'\nexercise: {LIKE}\ntiled:\n  block_size: 3\n  query: t1\n"
+                   "  o: [1.891617, 1.891617]\n", encoding="utf-8")
+    assert cli("check", sub).code == 0  # right numbers, without the roster
+    code, out, _ = cli("check", sub, "--exercises", handouts)
+    assert code == 1 and f"checked against exercise {LIKE} itself, not against your variant" in " ".join(out.split())
+    doc = json.loads(cli("check", sub, "--exercises", handouts, "--format", "json").out)
+    assert (doc["verdict"], doc["roster"]["kind"], doc["tiled"]["verdict"]) == ("wrong", "base_exercise", "correct")
+    rows = _rows(cli, sub, sub, "--exercises", handouts)
+    assert [(r["verdict"], r["roster"]["kind"]) for r in rows] == [("wrong", "base_exercise")]

@@ -704,8 +704,9 @@ def student_field(path: str) -> str | None:
 
 
 def duplicates(rows: Sequence[Row]) -> list[tuple[str, tuple[str, ...]]]:
-    """Every student named by more than one submission, with their files (in the rows' order)."""
-    files: dict[str, list[str]] = {}
+    """Every student named by more than one submission (``Ann`` and `` ann`` are one: whitespace runs as one
+    space, case folded), as the first of them names them, with their files (in the rows' order)."""
+    files: dict[str, tuple[str, list[str]]] = {}
     for r in rows:
-        files.setdefault(r.student, []).append(r.file)
-    return [(s, tuple(f)) for s, f in files.items() if len(f) > 1]
+        files.setdefault(_plain(r.student), (r.student, []))[1].append(r.file)
+    return [(s, tuple(f)) for s, f in files.values() if len(f) > 1]
