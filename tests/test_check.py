@@ -277,9 +277,9 @@ def test_an_empty_matrix_or_row_is_called_empty(cli, tmp_path, value, line):
     ("exercise: single-head-3x4\nq: [[\"__import__('os').system('echo hi')\"]]\n",
      'sol.yaml:2:6: q[0][0]: unexpected character "\'" at column 12 in "__import__(\'os\').system(\'echo hi\')"'),
     ("exercise: single-head-3x4\nsoftmax: [[1]]\n",
-     ("sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps are x_norm, c_kv, q, k_new, v_new, k, v, q_rot, k_rot, scores, q_absorbed, scores_absorbed, scaled, biased, masked, weights, head_output, concat, output, residual, out_norm, d_output, d_concat, d_w_o, d_b_o, d_head_output, d_weights, d_scaled, d_v, d_q_rot, d_q, d_k_rot, d_k, d_w_q, d_w_k, d_w_v, d_b_q, d_b_k, d_b_v, d_x, d_x_kv; besides them a solution file may have exercise, title, source, heads, student, tiled)")),
+     ("sol.yaml:2:1: softmax: 'softmax' is not a step name (the steps of this exercise are q, k, v, scores, scaled, weights, head_output, and those of its backward pass, d_output … d_x; besides them a solution file may have exercise, title, source, heads, student, tiled)")),
     ("exercise: two-head-causal-3x4\nheads:\n  - softmax: [[1]]\n",
-     ("sol.yaml:3:5: heads[0].softmax: 'softmax' is not a step name (the steps are q, k_new, v_new, k, v, q_rot, k_rot, scores, q_absorbed, scores_absorbed, scaled, biased, masked, weights, head_output, d_head_output, d_weights, d_scaled, d_v, d_q_rot, d_q, d_k_rot, d_k, d_w_q, d_w_k, d_w_v, d_b_q, d_b_k, d_b_v)")),
+     ("sol.yaml:3:5: heads[0].softmax: 'softmax' is not a step name (the steps of this exercise are q, k, v, scores, scaled, masked, weights, head_output, concat, output, and those of its backward pass, d_output … d_x)")),
 ])
 def test_unusable_files(text, message):
     with pytest.raises(ExerciseError) as err:

@@ -209,6 +209,10 @@ def test_a_copied_solution_is_graded_against_the_copiers_own_variant(cli, tmp_pa
     assert own != _right_steps(written / zhang["exercise_file"])
     honest = _solution(tmp_path / "ana.yaml", ana["exercise"], own)
     copied = _solution(tmp_path / "zhang.yaml", zhang["exercise"], own)  # Ana's numbers under Zhang's exercise
+    # the file's name, "ana", is not on the roster: a variant counts only for its own student
+    code, out, err = cli("check", honest, "--exercises", written)
+    assert code == 1 and "the roster has no student 'ana'" in " ".join(out.split()), out + err
+    honest.write_text(f"student: {ana['student']}\n" + honest.read_text(encoding="utf-8"), encoding="utf-8")
     code, out, err = cli("check", honest, "--exercises", written)
     assert code == 0, out + err
     code, out, err = cli("check", copied, "--exercises", written)

@@ -101,4 +101,4 @@ def test_an_unknown_key_beside_steps_is_named_and_the_steps_are_listed_alone(cli
     path.write_text("exercise: single-head-3x4\nq: [[1, 1], [2, 2], [2, 2]]\nanswer_key: 3\n")
     code, out, err = cli("check", str(path))
     assert code == 2
-    assert err == (f"error: {path}:3:1: answer_key: 'answer_key' is not a step name (the steps are x_norm, c_kv, q, k_new, v_new, k, v, q_rot, k_rot, scores, q_absorbed, scores_absorbed, scaled, biased, masked, weights, head_output, concat, output, residual, out_norm, d_output, d_concat, d_w_o, d_b_o, d_head_output, d_weights, d_scaled, d_v, d_q_rot, d_q, d_k_rot, d_k, d_w_q, d_w_k, d_w_v, d_b_q, d_b_k, d_b_v, d_x, d_x_kv; besides them a solution file may have exercise, title, source, heads, student, tiled)\n")
+    assert err == (f"error: {path}:3:1: answer_key: 'answer_key' is not a step name (the steps of this exercise are q, k, v, scores, scaled, weights, head_output, and those of its backward pass, d_output … d_x; besides them a solution file may have exercise, title, source, heads, student, tiled)\n")

@@ -1,10 +1,12 @@
 """A class's submissions graded in one run (issue 24): one :class:`Row` per solution file.
 
-:func:`solution_paths` turns what the command line names (files and
+:func:`gather` turns what the command line names (files and
 folders) into the solution files to grade: a folder gives its ``*.yaml`` and
-``*.yml`` files, sorted by name, not its subfolders (a class's submissions sit
-side by side; a nested folder is named on its own, but one named ``x.yaml``
-is a row that says it is a folder).  :func:`grade` grades one
+``*.yml`` files (and ``*.yaml.txt``, as Notepad saves them), sorted by name, not
+its subfolders (a class's submissions sit side by side; a nested folder is named
+on its own, but one named ``x.yaml`` is a row that says it is a folder); what a
+folder holds besides is said, never passed over in silence, and a file named
+twice is graded once.  :func:`grade` grades one
 file exactly as ``check FILE`` does (the same reader, the same audit, a
 ``tiled:`` part judged by the judge the caller passes in: the online softmax
 lives above this package) and says it as a row: the student (the file's
@@ -14,11 +16,16 @@ mistakes named, the steps right out of the exercise's steps (its forward
 steps, and its backward ones when the file gives any: one right step of 18 is
 1/18, not full marks) and how many were given, and a comment a student can
 read (the first wrong step's diagnosis).  When the folders hold a roster index
-(``roster-<ID>.csv``, written by ``handouts --students``) that gives the file's
-student a variant, a file that hands in another student's variant is wrong,
-its comment naming whose it is and which is the student's own.  A file that cannot be graded (not
+(``roster-<ID>.csv``, written by ``handouts --students``), a variant counts only
+for its own student (:func:`judge_copy`): a file that hands in another student's
+variant, a variant or the exercise itself under a student the index does not
+know (ids compared as the roster compares them, or the roster's name), or the
+exercise itself by a student who has a variant of it, is wrong and no step of it
+counts, its comment saying why (whose variant it is, which is the student's own).
+An index that cannot be read is a warning, never passed over in silence.  A file that cannot be graded (not
 YAML, an unknown exercise, a symbolic link out of its folder, too large) is a
-row with its error, never the end of the run.
+row with its error, never the end of the run; the exercise file the submissions
+name, kept beside them, is not a submission (:func:`beside`).
 
 Pure but for reading the solution files (through :func:`tutor.audit.solution.load_solution`):
 nothing here prints; the rows are data for :mod:`tutor.render.batch`.
@@ -45,8 +52,11 @@ from .tiled_part import TiledGiven
 
 #: The verdicts of a row, as ``check --format json`` says them for one file (``unusable``: exit code 2).
 CORRECT, WRONG, UNUSABLE = "correct", "wrong", "unusable"
-#: The suffixes of the solution files a folder is read for (compared without case).
-SUFFIXES = (".yaml", ".yml")
+#: The suffixes of the solution files a folder is read for (compared without case): ``.yaml.txt`` is what
+#: Notepad on Windows saves a ``.yaml`` file as by default.
+SUFFIXES = (".yaml", ".yml", ".yaml.txt", ".yml.txt")
+#: How many of a folder's entries that are not read are named (the rest counted).
+NOT_READ_NAMED = 5
 #: The key of the column ``tiled`` counts under: a ``tiled:`` part is one graded item, like a step.
 TILED = "tiled"
 
@@ -102,11 +112,14 @@ class Row:
     #: the steps the exercise asks for (its forward steps, with its backward ones when the file gives any;
     #: a ``tiled:`` part counts one more): what :attr:`score` is out of (``0``: unknown, then :attr:`given`)
     total: int = 0
-    #: a roster's variant handed in by another student: ``(whose it is, the submitter's own variant)``
+    #: a roster's variant handed in by another student: ``(whose it is, the submitter's own variant)``, the
+    #: second ``""`` for a student the roster index does not know
     variant_of: tuple[str, str] | None = None
     #: what attn-tutor raised when it failed on this file (a bug, not the student's doing): the row is
     #: unusable, its comment says so, and ``ATTN_TUTOR_DEBUG=1`` prints this traceback
     failure: Exception | None = field(default=None, compare=False)
+    #: why a roster index made the row wrong (:func:`judge_copy`), whether or not the variant is someone's
+    copy: Copy | None = None
 
     @property
     def exit_code(self) -> int:
@@ -179,35 +192,122 @@ def place_of(name: str) -> str:
     return name
 
 
-def solution_paths(named: Iterable[str]) -> list[str]:
-    """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml``
-    entries (not hidden; a folder so named is listed, and its row says it is a folder), in the order a person sorts names (``s2`` before ``s10``, then by
-    the name itself: :func:`name_order`), as ``folder/name``.  A symbolic link in a folder is
-    listed and then judged by the reader (refused when it leads out of the folder).  A name that is neither
-    a file nor a folder is listed as it is: its row says it cannot be read."""
+@dataclass(frozen=True)
+class Gathered:
+    """What the command line names, gathered (:func:`gather`): ``paths`` the solution files to grade, in order;
+    ``not_read`` each folder with the names of its entries that are not read (subfolders, with a ``/``, and
+    files of other suffixes; hidden ones aside); ``repeated`` the files named more than once (graded once)."""
+
+    paths: tuple[str, ...]
+    not_read: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    repeated: tuple[str, ...] = ()
+
+
+def gather(named: Iterable[str]) -> Gathered:
+    """The solution files to grade, in order: each file as named; each folder's ``*.yaml``/``*.yml`` entries
+    (and ``*.yaml.txt``/``*.yml.txt``, as Notepad saves them; not hidden; a folder so named is listed, and its
+    row says it is a folder), in the order a person sorts names (``s2`` before ``s10``, then by the name itself:
+    :func:`name_order`), as ``folder/name``.  A symbolic link in a folder is listed and then judged by the
+    reader (refused when it leads out of the folder).  A name that is neither a file nor a folder is listed as
+    it is: its row says it cannot be read.  A path named twice (``a.yaml a.yaml``, or a folder and a file in
+    it) is one file: listed once, and said in :attr:`Gathered.repeated`.  A folder's entries that are not read
+    (its subfolders, files of other suffixes) are said in :attr:`Gathered.not_read`, never passed over in
+    silence."""
     out: list[str] = []
+    seen: set[str] = set()
+    repeated: list[str] = []
+    not_read: list[tuple[str, tuple[str, ...]]] = []
+
+    def add(path: str) -> None:
+        key = os.path.normcase(os.path.abspath(path))
+        if key in seen:
+            if path not in repeated:
+                repeated.append(path)
+            return
+        seen.add(key)
+        out.append(path)
+
     for name in named:
         if os.path.isdir(name):
             try:
                 entries = sorted(os.listdir(name), key=name_order)
             except OSError:
-                out.append(name)  # the reader says why it cannot be read
+                add(name)  # the reader says why it cannot be read
                 continue
+            passed: list[str] = []
             for entry in entries:
                 path = os.path.join(name, entry)
-                if entry.startswith(".") or not entry.lower().endswith(SUFFIXES):
+                if entry.startswith("."):
+                    continue
+                if not entry.lower().endswith(SUFFIXES):
+                    passed.append(entry + "/" if os.path.isdir(path) else entry)
                     continue  # a folder named x.yaml is listed: its row says it is a folder
-                out.append(path)
+                add(path)
+            if passed:
+                not_read.append((name, tuple(passed)))
         else:
-            out.append(name)
-    return out
+            add(name)
+    return Gathered(tuple(out), tuple(not_read), tuple(repeated))
+
+
+def solution_paths(named: Iterable[str]) -> list[str]:
+    """The solution files to grade, in order (:attr:`Gathered.paths` of :func:`gather`)."""
+    return list(gather(named).paths)
+
+
+def not_read_line(names: Sequence[str]) -> Msg:
+    """The warning that a folder's entries ``names`` are not read: the first :data:`NOT_READ_NAMED` named, the
+    rest counted, and what to do (a subfolder is named on its own)."""
+    shown_names = list(names[:NOT_READ_NAMED])
+    more = len(names) - len(shown_names)
+    listed: Text = Msg.and_list(shown_names) if not more else \
+        Msg("batch.not_read.more", names=Msg.joined("list.sep", shown_names), more=more)
+    return Msg.plural("batch.not_read", len(names), names=listed)
+
+
+def exercise_file_id(path: str) -> str | None:
+    """The ``id`` of the exercise file at ``path`` (a file with an exercise's fields and no ``exercise:``,
+    which the reader refuses as a solution), else ``None``; a symbolic link is not followed here."""
+    from ..exercise.yamlread import parse_yaml, read_text
+    from .solution import _exercise_fields
+
+    if os.path.islink(path):
+        return None
+    try:
+        text, _ = read_text(path)
+        doc = parse_yaml(text, path).value if text is not None else None
+    except (OSError, TutorError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not _exercise_fields(doc):
+        return None
+    found = doc.get("id")
+    return found.strip() if isinstance(found, str) and found.strip() else None
+
+
+def beside(rows: Sequence[Row]) -> tuple[list[Row], list[tuple[str, str]]]:
+    """``rows`` less the exercise files kept beside the submissions: an unusable row that is an exercise file
+    (:func:`exercise_file_id`) whose ``id`` is the exercise of a row graded (``exercise: exercise.yaml``, as the
+    format invites); and those files with their ids.  An exercise file no submission uses stays a row (a
+    student who handed in the exercise instead of a solution gets no grade, and says so)."""
+    used = {r.exercise for r in rows if r.verdict != UNUSABLE and r.exercise is not None}
+    kept: list[Row] = []
+    passed: list[tuple[str, str]] = []
+    for r in rows:
+        found = exercise_file_id(r.file) if r.verdict == UNUSABLE and r.exercise is None else None
+        if found is not None and found in used:
+            passed.append((r.file, found))
+        else:
+            kept.append(r)
+    return kept, passed
 
 
 def student_of(path: str, sf: SolutionFile | None = None) -> str:
     """Who a submission is by: the file's ``student:``, else its file name without the suffix."""
     if sf is not None and sf.student:
         return sf.student
-    return Path(path).stem if Path(path).suffix.lower() in SUFFIXES else Path(path).name
+    name = Path(path).name
+    suffix = next((s for s in SUFFIXES if name.lower().endswith(s) and len(name) > len(s)), "")
+    return name[:len(name) - len(suffix)] if suffix else name
 
 
 class Grader:
@@ -219,13 +319,15 @@ class Grader:
     """
 
     def __init__(self, *, exercise: str | None = None, folders: Sequence[str | Path] = (),
-                 tolerance: float | None = None, judge_tiled: TiledJudge | None = None):
+                 tolerance: float | None = None, judge_tiled: TiledJudge | None = None,
+                 student_key: Callable[[str], str] | None = None):
         self.exercise = exercise
         self.folders = list(folders)
         self.tolerance = tolerance
         self.judge_tiled = judge_tiled
+        self.student_key = student_key
         self._solved: dict[tuple[Exercise, bool], Any] = {}
-        self._index: dict[str, Variant] | None = None
+        self._roster: RosterIndex | None = None
 
     def grade(self, path: str) -> Row:
         """The row of the solution file at ``path`` (see :class:`Row`); raises nothing for a bad file.  A folder
@@ -242,22 +344,29 @@ class Grader:
             return self.row(path, sf)
         except TutorError as err:
             return Row(path, student_field(path) or student_of(path), None, UNUSABLE, error=err,
-                       comment=Msg("batch.comment.unusable", reason=first_line(err)))
+                       comment=Msg("batch.comment.unusable", reason=first_line(err, path)))
         except Exception as err:  # noqa: BLE001 - attn-tutor failed on this file: a row, and the others are graded
             said = Msg("batch.internal", kind=type(err).__name__, where=where_raised(err))
             return Row(path, student_field(path) or student_of(path), None, UNUSABLE, error=TutorError(said),
                        comment=Msg("batch.comment.internal", reason=said), failure=err)
 
     @property
+    def roster(self) -> RosterIndex:
+        """The roster indexes of :attr:`folders` (read once; :func:`roster_index`, ids compared by
+        :attr:`student_key`), with the problems of those that could not be read."""
+        if self._roster is None:
+            self._roster = roster_index(self.folders, self.student_key)
+        return self._roster
+
+    @property
     def index(self) -> dict[str, Variant]:
-        """The variants the roster indexes of :attr:`folders` list, by variant id (read once; :func:`read_index`)."""
-        if self._index is None:
-            self._index = read_index(self.folders)
-        return self._index
+        """The variants the roster indexes of :attr:`folders` list, by variant id (:attr:`roster`)."""
+        return self.roster.variants
 
     def row(self, path: str, sf: SolutionFile) -> Row:
         """The row of the parsed solution file ``sf``: its steps audited, its ``tiled:`` part judged.  A roster's
-        variant handed in by a student the index gives another variant is wrong, whatever its numbers."""
+        variant handed in by a student the index gives another variant, or does not know, and the exercise
+        itself handed in by a student with a variant of it, are wrong, whatever their numbers (:func:`judge_copy`)."""
         from .check import audit
 
         solution = self._solution(sf) if sf.steps else None
@@ -270,7 +379,10 @@ class Grader:
         row = from_reports(path, sf, report, tiled)
         total = (len(solution.steps) if solution is not None else 0) + (tiled is not None)
         row = replace(row, total=total)
-        return other_variant(row, self.index)
+        if row.verdict == CORRECT and row.given < total:  # a "correct" row whose score is not 100: said why
+            row = replace(row, comment=Msg("batch.comment.right_missing", given=row.given, total=total,
+                                           missing=total - row.given))
+        return other_variant(row, self.roster)
 
     def _solution(self, sf: SolutionFile) -> Any:
         from ..steps import has_backward, solve
@@ -282,10 +394,13 @@ class Grader:
         return self._solved[key]
 
 
-def first_line(err: TutorError) -> Text:
+def first_line(err: TutorError, file: str | None = None) -> Text:
     """The first line of an error's message (an unusable file's reason, one line of a gradebook's comment),
-    with how many more problems it has said after it."""
+    with how many more problems it has said after it.  ``file``: the path the error names the file by, said
+    by the file's name alone (the comment goes back to the student: never the grader's folders)."""
     lines = [line for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    if file:
+        lines = [line.replace(file, os.path.basename(file) or file) for line in lines]
     if len(lines) == 1:
         return lines[0]
     return Msg.plural("batch.more_problems", len(lines) - 1, first=lines[0])
@@ -364,11 +479,95 @@ MAX_INDEX_BYTES = 2_000_000
 
 @dataclass(frozen=True)
 class Variant:
-    """One row of a roster index: variant ``id`` is student ``student``'s, drawn like exercise ``like``."""
+    """One row of a roster index: variant ``id`` is student ``student``'s (``name``: the roster's name
+    column, ``""`` when it has none), drawn like exercise ``like``."""
 
     id: str
     student: str
     like: str
+    name: str = ""
+
+
+def _plain(text: str) -> str:
+    """``text`` with whitespace at its ends dropped and inner runs one space, case-folded: how a name is
+    compared (and an id, when no ``key`` of the roster's is given)."""
+    return " ".join(text.split()).casefold()
+
+
+#: The verdicts of a roster index on a submission (:func:`judge_copy`): another student's variant; the
+#: exercise or a variant of it handed in by a student the index does not know; the exercise a class was given
+#: variants of, handed in by a student who has one.
+OTHER_VARIANT, NOT_ON_ROSTER, BASE_EXERCISE = "other_variant", "not_on_roster", "base_exercise"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Why a roster index makes a submission of ``exercise`` by ``student`` wrong (:func:`judge_copy`): ``kind``
+    one of :data:`OTHER_VARIANT`, :data:`NOT_ON_ROSTER`, :data:`BASE_EXERCISE`; ``owner`` whose variant
+    ``exercise`` is (``None`` for the exercise the variants were drawn like); ``own`` the student's own variant
+    (``None`` for a student the index does not know); ``like`` the exercise the variants were drawn like."""
+
+    kind: str
+    student: str
+    exercise: str
+    owner: str | None
+    own: str | None
+    like: str
+
+    def comment(self) -> Msg:
+        """What the student reads about it (the row's comment)."""
+        if self.kind == OTHER_VARIANT:
+            return Msg("batch.comment.other_variant", exercise=self.exercise, owner=self.owner, own=self.own)
+        if self.kind == BASE_EXERCISE:
+            return Msg("batch.comment.base_exercise", exercise=self.exercise, own=self.own)
+        if self.owner is not None:
+            return Msg("batch.comment.not_on_roster", exercise=self.exercise, owner=self.owner, student=self.student)
+        return Msg("batch.comment.not_on_roster.base", exercise=self.exercise, student=self.student)
+
+    def verdict_line(self) -> Msg:
+        """What ``check FILE`` says below the report of the steps (they were checked against ``exercise``)."""
+        if self.kind == OTHER_VARIANT:
+            return Msg("check.other_variant", exercise=self.exercise, owner=self.owner, own=self.own)
+        if self.kind == BASE_EXERCISE:
+            return Msg("check.base_exercise", exercise=self.exercise, own=self.own)
+        if self.owner is not None:
+            return Msg("check.not_on_roster", exercise=self.exercise, owner=self.owner, student=self.student)
+        return Msg("check.not_on_roster.base", exercise=self.exercise, student=self.student)
+
+    def as_dict(self) -> dict[str, str | None]:
+        """``{"kind", "owner", "own", "like"}``: the JSON of ``check`` says it so."""
+        return {"kind": self.kind, "owner": self.owner, "own": self.own, "like": self.like}
+
+
+@dataclass(frozen=True)
+class RosterIndex:
+    """The roster indexes of some folders read (:func:`roster_index`): ``variants`` by variant id, and
+    ``problems``, one for each index that could not be read (a warning: its copies are not found).
+
+    ``key`` is how a student id is compared with the roster's (``handouts`` passes the roster's own rule: two
+    ids the roster would refuse as one slug are one student); without it, ids are compared with whitespace
+    runs as one space and case folded."""
+
+    variants: dict[str, Variant] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+    key: Callable[[str], str] | None = None
+
+    def likes(self) -> set[str]:
+        """The exercises the indexes give variants of."""
+        return {v.like for v in self.variants.values()}
+
+    def mine(self, student: str, like: str) -> list[Variant]:
+        """The variants of ``like`` that are ``student``'s: by the student id (compared as the roster compares
+        them, :attr:`key`), else by the roster's name column (whitespace and case aside; a name two students
+        share gives both)."""
+        of_like = [v for v in self.variants.values() if v.like == like]
+        key = self.key or _plain
+        wanted = key(" ".join(student.split()))
+        by_id = [v for v in of_like if key(v.student) == wanted]
+        if by_id:
+            return by_id
+        named = _plain(student)
+        return [v for v in of_like if v.name and _plain(v.name) == named]
 
 
 def _index_cell(text: str) -> str:
@@ -377,13 +576,24 @@ def _index_cell(text: str) -> str:
     return spreadsheet_text(" ".join(text.split()))
 
 
-def read_index(folders: Sequence[str | Path]) -> dict[str, Variant]:
+def roster_index(folders: Sequence[str | Path], key: Callable[[str], str] | None = None) -> RosterIndex:
     """Every variant the roster indexes (``roster-<ID>.csv``, written by ``handouts --students``) in ``folders``
-    list, by variant id; ``like`` is the ``<ID>`` of the index's name.  A file that cannot be read as an index
-    (too large, not UTF-8, no ``student`` and ``exercise`` columns) is passed over: it is not one."""
+    list, by variant id; ``like`` is the ``<ID>`` of the index's name.  An index that cannot be read (not a
+    regular file, over 1,000,000 bytes, not UTF-8 -- saved again by a spreadsheet in a local encoding --, not
+    CSV, without its ``student`` or ``exercise`` column) is a problem of :attr:`RosterIndex.problems`, never
+    passed over without a word: without it, the copies of its variants are not found."""
     import csv
+    import io
+
+    from ..exercise.yamlread import read_text
 
     out: dict[str, Variant] = {}
+    problems: list[Problem] = []
+
+    def unread(file: str, line: int | None, column: int | None, reason: Text, hint: Text = "") -> None:
+        problems.append(Problem(file, line, None if line is None else column, "", Msg("batch.index.unread", reason=reason),
+                                hint))
+
     for folder in folders:
         try:
             names = sorted(os.listdir(folder))
@@ -393,46 +603,77 @@ def read_index(folders: Sequence[str | Path]) -> dict[str, Variant]:
             if not (name.startswith(INDEX_PREFIX) and name.endswith(INDEX_SUFFIX)):
                 continue
             path = os.path.join(folder, name)
+            text, found = read_text(path)
+            if text is None:
+                for p in found:
+                    unread(p.file, p.line, p.column, p.message, p.hint)
+                continue
+            reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+            records: list[dict[Any, Any]] = []
+            start = 1  # the line the row being read starts on
             try:
-                if not os.path.isfile(path) or os.path.getsize(path) > MAX_INDEX_BYTES:
-                    continue
-                with open(path, encoding="utf-8-sig", newline="") as f:
-                    records = list(csv.DictReader(f))
-            except (OSError, UnicodeDecodeError, csv.Error):
+                if reader.fieldnames is not None:  # the header row read
+                    start = reader.line_num + 1
+                for rec in reader:
+                    records.append(rec)
+                    start = reader.line_num + 1
+            except csv.Error:  # Python's words: the roster's own sentence is said instead
+                unread(path, start, None, Msg("handouts.roster.bad_csv"))
+                continue
+            header = [h.strip() for h in reader.fieldnames or []]
+            missing = [c for c in ("student", "exercise") if c not in header]
+            if missing:
+                unread(path, 1, None, Msg.plural("batch.index.columns", len(missing), columns=Msg.and_list(missing)),
+                       Msg("batch.index.columns.hint"))
                 continue
             like = name[len(INDEX_PREFIX):-len(INDEX_SUFFIX)]
             for rec in records:
-                sid, vid = rec.get("student"), rec.get("exercise")
+                rec = {(k or "").strip(): v for k, v in rec.items()}
+                sid, vid, called = rec.get("student"), rec.get("exercise"), rec.get("name")
                 if isinstance(sid, str) and isinstance(vid, str) and sid.strip() and vid.strip():
-                    out.setdefault(vid.strip(), Variant(vid.strip(), _index_cell(sid), like))
-    return out
+                    out.setdefault(vid.strip(), Variant(vid.strip(), _index_cell(sid), like,
+                                                        _index_cell(called) if isinstance(called, str) else ""))
+    return RosterIndex(out, tuple(problems), key)
 
 
-def other_variant(row: Row, index: dict[str, Variant]) -> Row:
-    """``row`` made wrong when its exercise is a roster's variant of another student and its student has a
-    variant of their own in ``index``: nothing in it was computed on that student's numbers, so no step counts
-    as right, and the comment names whose variant it is and which one is the student's."""
-    found = whose(row.student, row.exercise or "", index)
+def read_index(folders: Sequence[str | Path]) -> dict[str, Variant]:
+    """The variants of :func:`roster_index` (its problems left aside), by variant id."""
+    return roster_index(folders).variants
+
+
+def judge_copy(student: str, exercise: str, index: RosterIndex) -> Copy | None:
+    """Why ``index`` makes ``student``'s submission of ``exercise`` wrong, or ``None`` when it does not.
+
+    A roster's variant counts only for its own student (:meth:`RosterIndex.mine`): another student's is
+    :data:`OTHER_VARIANT`; one handed in by a student the index does not know is :data:`NOT_ON_ROSTER` (a copy
+    with the ``student:`` changed to a name not on the roster).  The exercise the variants were drawn like,
+    handed in by a student who has a variant of it, is :data:`BASE_EXERCISE` (its numbers are not the
+    student's); by a student the index does not know, :data:`NOT_ON_ROSTER`.  Any other exercise: ``None``."""
+    theirs = index.variants.get(exercise)
+    if theirs is not None:
+        mine = index.mine(student, theirs.like)
+        if any(v.id == theirs.id for v in mine):
+            return None
+        if not mine:
+            return Copy(NOT_ON_ROSTER, student, exercise, theirs.student, None, theirs.like)
+        return Copy(OTHER_VARIANT, student, exercise, theirs.student, mine[0].id, theirs.like)
+    if exercise in index.likes():
+        mine = index.mine(student, exercise)
+        return Copy(BASE_EXERCISE if mine else NOT_ON_ROSTER, student, exercise, None,
+                    mine[0].id if mine else None, exercise)
+    return None
+
+
+def other_variant(row: Row, index: RosterIndex) -> Row:
+    """``row`` made wrong when ``index`` says so (:func:`judge_copy`): nothing in it was computed on that
+    student's numbers, so no step counts as right, and the comment says why (whose variant it is and which one
+    is the student's)."""
+    found = judge_copy(row.student, row.exercise or "", index)
     if found is None:
         return row
-    theirs, own = found
+    owner = (found.owner, found.own or "") if found.owner is not None else None
     return replace(row, verdict=WRONG, right=0, steps=(), first_wrong=None, first_label=None, mistakes=(),
-                   mistake_steps=(), variant_of=(theirs.student, own), comment=other_variant_comment(theirs, own))
-
-
-def whose(student: str, exercise: str, index: dict[str, Variant]) -> tuple[Variant, str] | None:
-    """When ``exercise`` is another student's variant in ``index`` and ``student`` has a variant of the same
-    exercise there: that variant and the id of the student's own; else ``None``."""
-    theirs = index.get(exercise)
-    if theirs is None or theirs.student == student:
-        return None
-    own = [v.id for v in index.values() if v.student == student and v.like == theirs.like]
-    return (theirs, own[0]) if own else None
-
-
-def other_variant_comment(theirs: Variant, own: str) -> Msg:
-    """What the student reads when they handed in ``theirs``, another student's variant, instead of ``own``."""
-    return Msg("batch.comment.other_variant", exercise=theirs.id, owner=theirs.student, own=own)
+                   mistake_steps=(), variant_of=owner, copy=found, comment=found.comment())
 
 
 def student_field(path: str) -> str | None:
@@ -463,8 +704,9 @@ def student_field(path: str) -> str | None:
 
 
 def duplicates(rows: Sequence[Row]) -> list[tuple[str, tuple[str, ...]]]:
-    """Every student named by more than one submission, with their files (in the rows' order)."""
-    files: dict[str, list[str]] = {}
+    """Every student named by more than one submission (``Ann`` and `` ann`` are one: whitespace runs as one
+    space, case folded), as the first of them names them, with their files (in the rows' order)."""
+    files: dict[str, tuple[str, list[str]]] = {}
     for r in rows:
-        files.setdefault(r.student, []).append(r.file)
-    return [(s, tuple(f)) for s, f in files.items() if len(f) > 1]
+        files.setdefault(_plain(r.student), (r.student, []))[1].append(r.file)
+    return [(s, tuple(f)) for s, f in files.values() if len(f) > 1]

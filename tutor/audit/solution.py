@@ -295,17 +295,31 @@ def _exercise_fields(data: dict[str, Any]) -> list[str]:
     return found
 
 
-def _suggest(name: str, steps: list[str], fields: Sequence[str] = ()) -> Text:
+def _suggest(name: str, steps: list[str], fields: Sequence[str] = (), ex: Exercise | None = None) -> Text:
     """The hint for an unknown key: the step or field it looks like, else the step names (and the other
-    fields a solution file may have, named apart: they are not steps)."""
+    fields a solution file may have, named apart: they are not steps).  With ``ex``, the steps named are
+    those of ``ex``, its backward pass's as their first and last, not every step of the format (41 names
+    are much for a student)."""
     looks = ascii_look_alike(name)  # a Cyrillic 'с' in 'sсores', a zero-width space: what it was meant to be
     choices = steps + list(fields)
     close = [looks] if looks in choices else difflib.get_close_matches(looks, choices, n=1, cutoff=0.6)
     if close:
         return Msg("schema.unknown.hint", suggestion=close[0])
+    if ex is not None:
+        return _exercise_steps_hint(ex, fields)
     if fields:
         return Msg("solution.unknown.hint.fields", steps=", ".join(steps), fields=", ".join(fields))
     return Msg("solution.unknown.hint", steps=", ".join(steps))
+
+
+def _exercise_steps_hint(ex: Exercise, fields: Sequence[str]) -> Msg:
+    """The steps ``ex`` has, and its backward pass's first and last when it has one (not with ``mla``), as the
+    hint of an unknown key says them; ``fields``: the other fields a solution file may have."""
+    forward = list(dict.fromkeys(i for i, _ in keys(ex)))
+    back = [i for i in dict.fromkeys(i for i, _ in keys(ex, backward=True)) if i not in forward] if ex.mla is None else []
+    key = "solution.unknown.hint.exercise" + (".backward" if back else "") + (".fields" if fields else "")
+    return Msg(key, steps=Msg.joined("list.sep", forward), first=back[0] if back else "",
+               last=back[-1] if back else "", fields=Msg.joined("list.sep", list(fields)))
 
 
 def _kind(value: Any) -> Text:
@@ -435,7 +449,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
             if ex.num_heads == 1 and "heads" not in data:
                 take((key,), key, 0, value)
         else:
-            r.add((key,), _unknown(key), _suggest(key, names, (*META_FIELDS, "tiled")), key=True)
+            r.add((key,), _unknown(key), _suggest(key, names, (*META_FIELDS, "tiled"), ex), key=True)
 
     heads = data.get("heads")
     if heads is not None:
@@ -457,7 +471,7 @@ def _read_solution(text: str, filename: str, *, base: Path | None, exercise: Exe
                     elif key in LAYER_STEPS:
                         r.add(p + (key,), Msg("solution.layer_in_head", step=key), key=True)
                     else:
-                        r.add(p + (key,), _unknown(key), _suggest(key, list(HEAD_STEPS)), key=True)
+                        r.add(p + (key,), _unknown(key), _suggest(key, list(HEAD_STEPS), ex=ex), key=True)
 
     if not found and not r.problems and "tiled" not in data:
         r.add((), Msg("solution.no_steps"), Msg("solution.empty.hint"))

@@ -4,10 +4,12 @@ One file named (not a folder) is checked as it always was: its report in words
 or, with ``--format json``, the report's document.  Several files, or a folder
 (its ``*.yaml``/``*.yml`` files, sorted), are graded into one row each
 (:mod:`tutor.audit.batch`): a table, the gradebook CSV (``--format csv``) or
-the document ``{"submissions": [...], "summary": {...}}``; an unusable file is a
+the document ``{"submissions": [...], "summary": {...}, "warnings": [...]}``; an unusable file is a
 row, and so is a file attn-tutor itself fails on (unusable, its comment saying the failure is
 attn-tutor's: one bug costs one row, not the run); the run's exit code is the worst of its files' (2 over
-1 over 0).
+1 over 0).  What the run passes over (a folder's other entries, a file named twice, the exercise file beside
+the submissions, a roster index it cannot read) is a warning line on stderr, or in the document's
+``warnings``.
 ``report`` reads such rows (a folder graded now, or the CSV read back) and
 the class's ``stats --export`` files into the class view (:mod:`tutor.audit.classview`,
 :mod:`tutor.store.export`); it exits 0, or 2 on a source it cannot read.
@@ -49,8 +51,12 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..audit.batch import Copy
     from ..audit.solution import SolutionFile
     from ..base.env import Env
+    from ..base.errors import Problem
 
 
 #: ``check``'s and ``report``'s ``--exercise`` (the exercise every file is graded against) and ``--tolerance``.
@@ -92,17 +98,23 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
     """Grade every solution file ``named`` (files, folders) into one row each and show the rows as ``fmt``
     says; exit 2 when a file is unusable (or attn-tutor failed on it: its row says so, the others are graded),
     else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
-    from ..audit.batch import Grader, duplicates, exit_code, solution_paths
-    from ..base.errors import TutorError
-    from ..base.messages import join_and
+    from ..audit.batch import Grader, beside, duplicates, exit_code, gather, not_read_line
+    from ..authoring.validate import warning_text
+    from ..authoring.variants import student_slug
+    from ..base.errors import Problem, TutorError
+    from ..base.messages import Msg, join_and
     from ..flash.check import audit_tiled
 
-    paths = solution_paths(named)
-    if not paths:
+    gathered = gather(named)
+    said = [Problem(folder, None, None, "", not_read_line(names)) for folder, names in gathered.not_read] + \
+        [Problem(path, None, None, "", Msg("batch.repeated")) for path in gathered.repeated]
+    if not gathered.paths:
+        for p in said:  # what the folders hold instead (an LMS's folder per student), before the error
+            warn(warning_text(p))
         raise TutorError(t("batch.no_files", where=", ".join(shown(n) for n in named)))
     grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
-                    judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
-    rows = [grader.grade(p) for p in paths]
+                    judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol), student_key=student_slug)
+    rows, kept_beside = beside([grader.grade(p) for p in gathered.paths])
     if env.debug:  # a file attn-tutor failed on is a row; its traceback, as main prints one for the run's own
         import sys
         import traceback
@@ -110,18 +122,24 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
         for row in rows:
             if row.failure is not None:
                 traceback.print_exception(row.failure, file=env.stderr or sys.stderr)
+    said += [Problem(path, None, None, "", Msg("batch.exercise_beside", id=found)) for path, found in kept_beside]
+    # an index that cannot be read, entries not read, a file named twice: said in every format, never silent
+    unread = [*grader.roster.problems, *said]
     if fmt is CheckFormat.json:
         from ..render.batch import batch_document
 
-        write_json(batch_document(rows))
+        write_json(batch_document(rows, unread))
     elif fmt in (CheckFormat.csv, CheckFormat.excel_csv):
         from ..render.batch import csv_text
 
+        for p in unread:
+            warn(warning_text(p))
         write_document(csv_text(rows), bom=fmt is CheckFormat.excel_csv)
     else:
-        from ..authoring.validate import warning_text
         from ..render.batch import render_batch
 
+        for p in unread:
+            warn(warning_text(p))
         for row in rows:  # as check FILE says them: on stderr, changing no verdict
             for p in row.warnings:
                 warn(warning_text(p))
@@ -138,50 +156,59 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
 def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float | None, fmt: Format,
                exercises: list[Path] | None) -> None:
     """``check FILE``: the report of one solution file, as it always was."""
-    from ..audit.batch import other_variant_comment, read_index, student_of, whose
+    from ..audit.batch import judge_copy, roster_index, student_of
     from ..audit.check import audit
     from ..audit.solution import load_solution
     from ..authoring.validate import warning_text
+    from ..authoring.variants import student_slug
 
     found = folders(env, exercises)
     sf = load_solution(solution, exercise=exercise, folders=found)
-    copied = whose(student_of(solution, sf), sf.exercise.id, read_index(found))  # another student's roster variant
+    roster = roster_index(found, student_slug)
+    copied = judge_copy(student_of(solution, sf), sf.exercise.id, roster)  # a variant that is not the student's
     if sf.tiled is not None:  # a worked online softmax (issue 13): judged on its own, after any steps
-        _check_tiled(env, sf, tolerance, fmt)
+        _check_tiled(env, sf, tolerance, fmt, copied, roster.problems)
         return
     report = audit(sf, tolerance=tolerance)
     if fmt is Format.json:
         from ..render.check import dumps
 
-        if copied is None:
+        if copied is None and not roster.problems:
             write_document(dumps(report))
         else:
             import json
 
+            from ..render.batch import problem_dict
+
             doc = json.loads(dumps(report))
-            doc["verdict"], doc["exit_code"] = "wrong", EXIT_WRONG
-            doc["variant_of"] = {"student": copied[0].student, "own": copied[1],
-                                 "message": str(other_variant_comment(*copied))}
+            doc["warnings"] = doc.get("warnings", []) + [problem_dict(p) for p in roster.problems]
+            if copied is not None:
+                doc["verdict"], doc["exit_code"] = "wrong", EXIT_WRONG
+                doc["roster"] = {**copied.as_dict(), "message": str(copied.comment())}
+                if copied.owner is not None:
+                    doc["variant_of"] = {"student": copied.owner, "own": copied.own, "message": str(copied.comment())}
             write_json(doc)
     else:
         from ..render.check import render
 
-        for p in report.solution.warnings:
+        for p in (*roster.problems, *report.solution.warnings):
             warn(warning_text(p))
         render(report, console(env))
         if copied is not None:
             out = console(env)
-            theirs, own = copied  # the roster's ids are text from a file: shown escaped
-            text = t("check.other_variant", owner=shown(theirs.student), exercise=theirs.id, own=own)
+            text = shown(str(copied.verdict_line()))  # the roster's ids and the student: are text from files
             out.print(text if is_utf(out.encoding) else asciify(text), style="bold red", overflow="fold", markup=False)
     if report.exit_code == EXIT_WRONG or copied is not None:
         raise SolutionWrong()  # exit code 1, the one way to it
 
 
-def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Format) -> None:
+def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Format, copied: Copy | None = None,
+                 unread: Sequence[Problem] = ()) -> None:
     """``check`` of a file with a ``tiled:`` part (and maybe steps): both reports, under the heading that
     names the file, its exercise, and its ``title:`` and ``source:`` (in JSON too, with its warnings, as
-    for steps alone), on a console of ``env``; exit 1 when either is wrong."""
+    for steps alone), on a console of ``env``; exit 1 when either is wrong, or when a roster index makes the
+    file wrong (``copied``: :func:`tutor.audit.batch.judge_copy`).  ``unread``: the roster indexes that could
+    not be read, warnings."""
     import json
 
     from ..audit.check import audit
@@ -191,13 +218,17 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
     assert sf.tiled is not None  # called only for a file with a tiled: part
     rep = audit_tiled(sf.exercise, sf.tiled, tolerance=tolerance)
     report = audit(sf, tolerance=tolerance) if sf.steps else None
-    wrong = not rep.ok or (report is not None and report.exit_code == EXIT_WRONG)
+    wrong = not rep.ok or (report is not None and report.exit_code == EXIT_WRONG) or copied is not None
     if fmt is Format.json:
+        from ..render.batch import problem_dict
         from ..render.check import dumps, file_dict, warnings_list
 
         doc = json.loads(dumps(report)) if report is not None else {**file_dict(sf), "warnings": warnings_list(sf)}
+        doc["warnings"] = doc.get("warnings", []) + [problem_dict(p) for p in unread]
         doc["tiled"] = tiled_json(sf.exercise, rep)
         doc["verdict"], doc["exit_code"] = ("wrong", EXIT_WRONG) if wrong else ("correct", 0)
+        if copied is not None:
+            doc["roster"] = {**copied.as_dict(), "message": str(copied.comment())}
         write_json(doc)
     else:
         from rich.padding import Padding
@@ -205,7 +236,7 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
 
         from ..render.check import render, render_heading
 
-        for p in sf.warnings:
+        for p in (*unread, *sf.warnings):
             warn(warning_text(p))
         if report is not None:
             render(report, console(env))
@@ -216,6 +247,9 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
             text = line if is_utf(out.encoding) else asciify(line)
             indent = len(text) - len(text.lstrip(" "))
             out.print(Padding(Text(text.lstrip(" "), overflow="fold"), (0, 0, 0, indent), expand=False))
+        if copied is not None:
+            said = shown(str(copied.verdict_line()))  # the roster's ids and the student: are text from files
+            out.print(said if is_utf(out.encoding) else asciify(said), style="bold red", overflow="fold", markup=False)
     if wrong:
         raise SolutionWrong()
 

@@ -45,6 +45,7 @@ from rich.text import Text
 from ..audit.batch import CORRECT, UNUSABLE, WRONG, Row, duplicates, exit_code, place_label, summary
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
+from ..base.errors import Problem
 from ..base.messages import plural, t
 from ..base.textsafe import shown, spreadsheet_cell
 
@@ -72,7 +73,9 @@ def row_dict(row: Row) -> dict[str, Any]:
     (``correct``, ``wrong``, ``unusable``), ``exit_code`` (what ``check FILE`` exits with), ``score`` (the
     percentage of the exercise's steps that are right, ``steps_right`` of ``steps_total``; ``null`` for an
     unusable file), ``steps_given`` (how many the file gave), ``variant_of`` (``{"student", "own"}``: whose
-    roster variant the file handed in and the student's own; ``null`` when none), ``first_wrong`` (the step's place in the file, ``heads[1].weights``, or ``null``),
+    roster variant the file handed in and the student's own, ``null`` for a student the roster does not know;
+    ``null`` when none), ``roster`` (``{"kind", "owner", "own", "like"}``: why a roster index made the file wrong,
+    :func:`tutor.audit.batch.judge_copy`; ``null`` when it did not), ``first_wrong`` (the step's place in the file, ``heads[1].weights``, or ``null``),
     ``warnings`` (the file's, as ``check FILE --format json`` lists them), ``mistakes`` (each ``{"key", "step"}``: the mistake and the step id it was named at), ``steps`` (every item
     given, ``{"step": place, "verdict"}``), ``comment`` (the sentence for the student) and ``errors`` (an unusable file's
     lines, else ``[]``)."""
@@ -87,7 +90,8 @@ def row_dict(row: Row) -> dict[str, Any]:
         "steps_right": row.right,
         "steps_total": row.out_of,
         "steps_given": row.given,
-        "variant_of": None if row.variant_of is None else {"student": row.variant_of[0], "own": row.variant_of[1]},
+        "variant_of": None if row.variant_of is None else {"student": row.variant_of[0], "own": row.variant_of[1] or None},
+        "roster": None if row.copy is None else row.copy.as_dict(),
         "first_wrong": row.first_wrong,
         "mistakes": [{"key": k, "step": s} for k, s in zip(row.mistakes, row.mistake_steps, strict=True)],
         "steps": [{"step": place, "verdict": CORRECT if ok else WRONG} for place, ok in row.steps],
@@ -98,12 +102,20 @@ def row_dict(row: Row) -> dict[str, Any]:
     }
 
 
-def batch_document(rows: Sequence[Row]) -> dict[str, Any]:
+def problem_dict(p: Problem) -> dict[str, Any]:
+    """A warning as ``check``'s JSON lists them: ``file``, ``line``, ``column``, ``field``, ``message``, ``hint``."""
+    return {"file": p.file, "line": p.line, "column": p.column, "field": p.field, "message": _words(p.message),
+            "hint": _words(p.hint)}
+
+
+def batch_document(rows: Sequence[Row], warnings: Sequence[Problem] = ()) -> dict[str, Any]:
     """``{"submissions": [row_dict, ...], "summary": {"submissions", "correct", "wrong", "unusable",
-    "exit_code"}, "duplicates": [{"student", "files"}]}``: the JSON of ``check`` over several files or a folder;
-    ``duplicates`` the students who handed in more than one file (each file is still a row)."""
+    "exit_code"}, "duplicates": [{"student", "files"}], "warnings": [problem_dict, ...]}``: the JSON of ``check``
+    over several files or a folder; ``duplicates`` the students who handed in more than one file (each file is
+    still a row); ``warnings`` those of the run, not of one file (a roster index that could not be read)."""
     return {"submissions": [row_dict(r) for r in rows], "summary": {**summary(rows), "exit_code": exit_code(rows)},
-            "duplicates": [{"student": s, "files": list(f)} for s, f in duplicates(rows)]}
+            "duplicates": [{"student": s, "files": list(f)} for s, f in duplicates(rows)],
+            "warnings": [problem_dict(p) for p in warnings]}
 
 
 # --- CSV --------------------------------------------------------------------------------------------

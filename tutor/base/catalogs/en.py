@@ -2614,6 +2614,30 @@ EN.update({
     "html.caption.column": "{caption}: column {label}",
 })
 
+# --- fix-check (branch fix-check): batch check, the roster index, files passed over ---
+EN.update({
+    "batch.comment.base_exercise": "This is exercise {exercise} itself, not your variant of it ({own}): your numbers are your variant's. No step counts.",
+    "batch.comment.not_on_roster": "This is {owner}'s variant ({exercise}), and the roster has no student '{student}': a variant counts only for its own student. No step counts; write your student id as the roster has it.",
+    "batch.comment.not_on_roster.base": "This is exercise {exercise} itself, whose students each have a variant of their own, and the roster has no student '{student}'. No step counts; write your student id as the roster has it and hand in your variant.",
+    "check.base_exercise": "✗ wrong: the steps above are checked against exercise {exercise} itself, not against your variant of it ({own}), so this file is graded wrong.",
+    "check.not_on_roster": "✗ wrong: the steps above are checked against {owner}'s variant ({exercise}), and the roster has no student '{student}'; a variant counts only for its own student, so this file is graded wrong.",
+    "check.not_on_roster.base": "✗ wrong: the steps above are checked against exercise {exercise} itself, whose students each have a variant of their own, and the roster has no student '{student}', so this file is graded wrong.",
+    "batch.index.unread": "{reason}; this roster index is not read, so a variant handed in by another student, or by a student not on the roster, is not found",
+    "batch.index.columns.one": "the header row has no {columns} column",
+    "batch.index.columns.other": "the header row has no {columns} columns",
+    "batch.index.columns.hint": "handouts --students writes the index with the columns student, name, exercise and more",
+    "batch.not_read.one": "{names} here is not graded: a folder's *.yaml and *.yml files are, not its other files or its subfolders (name a subfolder to grade the files in it)",
+    "batch.not_read.other": "{count} entries here are not graded: {names}; a folder's *.yaml and *.yml files are, not its other files or its subfolders (name a subfolder to grade the files in it)",
+    "batch.not_read.more": "{names} and {more} more",
+    "batch.repeated": "this file is named more than once; it is graded once",
+    "batch.exercise_beside": "this is the exercise file (id {id}) that submissions here name, not a submission: it is not graded",
+    "batch.comment.right_missing": "Every step handed in is right ({given:steps} of the exercise's {total}); the other {missing} were not handed in, and the score counts right steps out of all {total}.",
+    "solution.unknown.hint.exercise": "the steps of this exercise are {steps}",
+    "solution.unknown.hint.exercise.fields": "the steps of this exercise are {steps}; besides them a solution file may have {fields}",
+    "solution.unknown.hint.exercise.backward": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}",
+    "solution.unknown.hint.exercise.backward.fields": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}; besides them a solution file may have {fields}",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN
 

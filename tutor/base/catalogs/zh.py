@@ -2368,7 +2368,7 @@ ZH.update({
     "batch.comment.first": "第一个错误的步骤是 {step}。{diagnosis}",
     "batch.comment.unexplained": "第一个错误的步骤是 {step}；没有已知的常见错误能解释它。",
     "batch.comment.plausibility": "给出的步骤都正确，但有一项检查未通过：{message}",
-    "batch.comment.right.other": "给出的 {count} 个步骤都正确。",
+    "batch.comment.right.other": "给出的步骤没有错误（共 {count} 步）。",
     "batch.verdict.correct": "✓ 正确",
     "batch.verdict.wrong": "✗ 错误",
     "batch.verdict.unusable": "! 无法判分",
@@ -2549,6 +2549,28 @@ ZH.update({
 ZH.update({
     "html.caption.columns": "{caption}：{first} 至 {last} 列",
     "html.caption.column": "{caption}：{label} 列",
+})
+
+# --- fix-check (branch fix-check): batch check, the roster index, files passed over ---
+ZH.update({
+    "batch.comment.base_exercise": "这是练习 {exercise} 本身，不是你的版本（{own}）：你的数字是你那个版本里的。所有步骤都不计分。",
+    "batch.comment.not_on_roster": "这是 {owner} 的版本（{exercise}），而名单上没有学生“{student}”：一个版本只对它所属的学生计分。所有步骤都不计分；请按名单上的写法填写你的学号。",
+    "batch.comment.not_on_roster.base": "这是练习 {exercise} 本身，它的每个学生都有自己的版本，而名单上没有学生“{student}”。所有步骤都不计分；请按名单上的写法填写你的学号，并提交你自己的版本。",
+    "check.base_exercise": "✗ 错误：上面的步骤是对照练习 {exercise} 本身检查的，不是对照你的版本（{own}），因此这个文件判为错误。",
+    "check.not_on_roster": "✗ 错误：上面的步骤是对照 {owner} 的版本（{exercise}）检查的，而名单上没有学生“{student}”；一个版本只对它所属的学生计分，因此这个文件判为错误。",
+    "check.not_on_roster.base": "✗ 错误：上面的步骤是对照练习 {exercise} 本身检查的，它的每个学生都有自己的版本，而名单上没有学生“{student}”，因此这个文件判为错误。",
+    "batch.index.unread": "{reason}；这个名单索引没有读取，因此查不出别的学生或名单之外的人交上来的版本",
+    "batch.index.columns.other": "表头里没有 {columns} 列",
+    "batch.index.columns.hint": "handouts --students 写出的索引有 student、name、exercise 等列",
+    "batch.not_read.other": "这里有 {count} 项没有判分：{names}；只判分文件夹中的 *.yaml 和 *.yml 文件，不含其他文件和子文件夹（子文件夹请单独给出，才会判分其中的文件）",
+    "batch.not_read.more": "{names}，以及另外 {more} 项",
+    "batch.repeated": "这个文件给出了不止一次；只判分一次",
+    "batch.exercise_beside": "这是这里的解答所用的练习文件（id 为 {id}），不是提交的解答：不判分",
+    "batch.comment.right_missing": "本练习共 {total} 个步骤，你交了其中 {given:steps}，没有错；另外 {missing} 个没有交，分数按全部 {total} 个步骤中做对的个数计算。",
+    "solution.unknown.hint.exercise": "这道练习的步骤有：{steps}",
+    "solution.unknown.hint.exercise.fields": "这道练习的步骤有：{steps}；除此之外，解答文件还可以包含 {fields}",
+    "solution.unknown.hint.exercise.backward": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}",
+    "solution.unknown.hint.exercise.backward.fields": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}；除此之外，解答文件还可以包含 {fields}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
