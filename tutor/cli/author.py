@@ -19,7 +19,7 @@ from typing import Annotated
 import typer
 
 from ..authoring.variants import ID_COLUMNS, NAME_COLUMNS
-from ..base.messages import t
+from ..base.messages import language, t
 from .common import (
     MAX_SEED,
     ExercisesOpt,
@@ -244,8 +244,11 @@ def schema() -> None:
 
 def _listed(headers: tuple[str, ...]) -> str:
     """Headers as a list in a sentence of the run's language (``list.sep``: ``, `` or ``、``); called in the
-    options' annotations, which are read when the command is built, in the run's language."""
-    return t("list.sep").join(headers)
+    options' annotations, which are read when the command is built, in the run's language.  The Chinese
+    headers (学号, 姓名) are listed in the Chinese help only: an English help shows no Chinese (they are still
+    read, last of all)."""
+    shown = headers if language() == "zh" else tuple(h for h in headers if h.isascii())
+    return t("list.sep").join(shown)
 
 
 class WorksheetChoice(str, Enum):
