@@ -53,7 +53,7 @@ from .common import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..audit.batch import Copy
+    from ..audit.batch import Copy, Grader
     from ..audit.solution import SolutionFile
     from ..base.env import Env
     from ..base.errors import Problem
@@ -93,17 +93,26 @@ def check(
         check_batch(env, solution, exercise, tolerance, fmt, exercises)
 
 
+def _grader(env: Env, exercise: str | None, exercises: list[Path] | None, tolerance: float | None) -> Grader:
+    """The one grader of batch ``check`` and ``report``: the exercise or folders a submission is found in, the
+    tolerance, the online softmax's audit, and the roster's rule for telling students apart (``a b`` is ``A B``)."""
+    from ..audit.batch import Grader
+    from ..authoring.variants import student_slug
+    from ..flash.check import audit_tiled
+
+    return Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
+                  judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol), student_key=student_slug)
+
+
 def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: float | None, fmt: CheckFormat,
                 exercises: list[Path] | None) -> None:
     """Grade every solution file ``named`` (files, folders) into one row each and show the rows as ``fmt``
     says; exit 2 when a file is unusable (or attn-tutor failed on it: its row says so, the others are graded),
     else 1 when one is wrong (:class:`SolutionWrong`), else 0."""
-    from ..audit.batch import Grader, beside, duplicates, exit_code, gather, not_read_line
+    from ..audit.batch import beside, duplicates, exit_code, gather, not_read_line
     from ..authoring.validate import warning_text
-    from ..authoring.variants import student_slug
     from ..base.errors import Problem, TutorError
     from ..base.messages import Msg, join_and
-    from ..flash.check import audit_tiled
 
     gathered = gather(named)
     said = [Problem(folder, None, None, "", not_read_line(names)) for folder, names in gathered.not_read] + \
@@ -112,8 +121,7 @@ def check_batch(env: Env, named: list[str], exercise: str | None, tolerance: flo
         for p in said:  # what the folders hold instead (an LMS's folder per student), before the error
             warn(warning_text(p))
         raise TutorError(t("batch.no_files", where=", ".join(shown(n) for n in named)))
-    grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
-                    judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol), student_key=student_slug)
+    grader = _grader(env, exercise, exercises, tolerance)
     rows, kept_beside = beside([grader.grade(p) for p in gathered.paths])
     if env.debug:  # a file attn-tutor failed on is a row; its traceback, as main prints one for the run's own
         import sys
@@ -278,11 +286,10 @@ def report(
     --format csv``) and the class's progress files (a folder's ``*.json`` written by ``stats --export``)."""
     import json
 
-    from ..audit.batch import Grader, Row
+    from ..audit.batch import Row
     from ..audit.classview import class_report, rows_from_csv
     from ..base.errors import TutorError
     from ..exercise.yamlread import read_text
-    from ..flash.check import audit_tiled
     from ..store.export import checked, class_progress
     from .practice import check_tolerance
 
@@ -342,8 +349,7 @@ def report(
         if unread:
             raise TutorError("\n".join(unread))
         raise TutorError(t("report.nothing", where=", ".join(shown(s) for s in paths)))
-    grader = Grader(exercise=exercise, folders=folders(env, exercises), tolerance=tolerance,
-                    judge_tiled=lambda ex, given, tol: audit_tiled(ex, given, tolerance=tol))
+    grader = _grader(env, exercise, exercises, tolerance)
     rows += [grader.grade(p) for p in solutions]
     from ..render.report import render_report, report_document, report_markdown
 
