@@ -236,7 +236,7 @@ def test_the_rows_in_chinese(cli, tmp_path):
     folder = _class(tmp_path, {"ann.yaml": RIGHT, "bob.yaml": NO_SCALING})
     out = cli("check", folder, "--lang", "zh", "--format", "csv").out
     rows = _csv(out)
-    assert rows[0]["comment"] == "给出的 2 个步骤都正确。"
+    assert rows[0]["comment"] == "给出的步骤正确（共 2 个）。"
     assert rows[1]["comment"] == "第一个错误的步骤是 scaled。你忘了除以 √d_k：scaled = scores / √2。"
     table = cli("check", folder, "--lang", "zh").out
     assert "✓ 正确" in table and "✗ 错误" in table and table.splitlines()[-1] == "共 2 份提交：1 份正确，1 份错误，0 份无法判分。"

@@ -230,7 +230,7 @@ ZH: dict[str, str] = {
     "store.full": "进度文件 {path} 所在的磁盘已满；请释放一些空间后重试",
     "store.full.reason": "进度文件 {path} 所在的磁盘已满",
     "store.gone_unusable": "进度文件 {path} 在本次练习会话中被删除或替换，而现在位于该处的文件无法写入答案（{reason}）",
-    "store.skills_restarted.other": "进度文件中 {skills} 的复习计划含有 attn-tutor 不会写入的值（是其他程序写入的）：这些计划从本次答案起重新开始，答案已保存。",
+    "store.skills_restarted.other": "进度文件中 {skills} 的复习计划含有 attn-tutor 不会写入的值（是其他程序写入的）：现从本次答案起重新开始，答案已保存。",
     "store.recreated.other": "进度文件 {path} 在本次练习会话中被删除或替换：本次练习会话及其 {count} 个答案已保存到现在位于该处的文件中。",
     "store.damaged_now": "attn-tutor 写入进度文件 {path} 时发现它已损坏，因此不再向它写入任何内容（把它移走即可从头开始，或设置 ATTN_TUTOR_HOME 改用其他文件夹）",
     "store.damaged_now.reason": "进度文件 {path} 被发现已损坏，因此不再向它写入任何内容",
@@ -344,7 +344,7 @@ ZH: dict[str, str] = {
     "stats.next.weak": "{step}，这是你最薄弱的步骤（{graded} 次中答对 {right} 次）",
     "stats.next.new": "{step}，还没有练习过",
     "stats.file": "进度文件：{path}",
-    "stats.left_out.other": "进度文件中有 {count} 行不符合 attn-tutor 的写入格式（值的类型不对或超出范围，是其他程序写入的）；这些行不计入以上统计，其中涉及的复习计划会在下次复习时重新开始。",
+    "stats.left_out.other": "进度文件中有 {count} 行不符合 attn-tutor 的写入格式（值的类型不对或超出范围，是其他程序写入的），未计入以上统计；其中涉及的复习计划会在下次复习时重新开始。",
     # --- diagnose
     "diagnose.no_b_q": "你漏加了偏置 b_Q：Q = X·W_Q + b_Q。",
     "diagnose.no_b_k": "你漏加了偏置 b_K：K = X·W_K + b_K。",
@@ -496,7 +496,7 @@ ZH: dict[str, str] = {
     "check.row_sum.ok_empty": "{step} 的每一行之和在舍入误差范围内都为 1，没有可关注键的查询（{rows}）则为 0",
     "check.row_sum.bad_empty": "{step} 的 {row} 行之和为 {total}，而不是 0：查询 {row} 没有可关注的键，所以它的权重全为 0（舍入允许 ±{allow}）",
     "check.exact_claim": "{cell}：你写的是 {found}，这表示一个精确值；实际值为 {value}——若要写舍入值，请写成 {rounded}",
-    "check.nan.empty_row.other": "{step} 的 {rows} 行中有 nan，这些查询没有可关注的键：一行全为 -inf 的 softmax 是 0/0。在本工具中，这些查询的权重为 0，头输出也为 0。{torch}",
+    "check.nan.empty_row.other": "{step} 的 {rows} 行中有 nan，对应的查询没有可关注的键：一行全为 -inf 的 softmax 是 0/0。在本工具中，没有可关注键的查询权重为 0，头输出也为 0。{torch}",
     "check.row_sum.nan": "{step} 的 {row} 行含有 nan，因此无法求和（注意力权重的一行之和应为 1，没有可关注键的查询则为 0）",
     "check.nan.elsewhere": "nan 不是数，而 {step} 在这些位置应是一个数：{cells}",
     "check.range01.ok": "{step} 的每个元素都在 0 到 1 之间",
@@ -852,7 +852,7 @@ ZH: dict[str, str] = {
     # --- practice
     "practice.hint.weights.except.other": "，但查询 {rows} 对应的行除外：没有可关注的键，0/0 按约定记为 0，所以其权重全为 0",
     # --- check
-    "check.column.ok_empty.other": "{step} 的每一列都落在{whose} 对应列的范围内，只有查询 {rows} 对应的行除外，这些行全为 0：对应的查询没有可关注的键",
+    "check.column.ok_empty.other": "{step} 的每一列都落在{whose} 对应列的范围内，只有查询 {rows} 对应的行除外，那里全为 0：对应的查询没有可关注的键",
     # --- explain
     "explain.causal.cross": "因果交叉注意力不是真实存在的配置：因果掩码是让一个序列按自身的先后顺序约束自己，而交叉注意力的查询来自另一个序列，可以看到该序列的全部键。",
     "explain.causal.offset": "L_q = {L} ≠ L_k = {L_k}：这个因果掩码是左上对齐的（查询 i 能看到 j ≤ i 的键），与 is_causal=True 相同。而键值缓存的解码步需要右下对齐（查询 i 能看到 j ≤ i + {shift} 的键：torch.nn.attention.bias.causal_lower_right）。",
@@ -910,7 +910,7 @@ ZH: dict[str, str] = {
     "diagnose.d_k_order": "你的乘法顺序反了：算的是 Q·d_scaledᵀ，而不是 d_scaledᵀ·Q。由 scaled = Q·Kᵀ/√d_k 得 d_K = d_scaledᵀ·Q/√d_k（[L_k, L]·[L, d_k] = [L_k, d_k]，每个键一行）；Q·d_scaledᵀ 是 [L, L]，相乘的对象也不对。",
     "diagnose.truncated_scaled": "你在 softmax 之前把缩放后的注意力分数截断到了 {places:decimals}（是直接截断，连舍入都不是）；在得出最终答案之前请保持全精度。",
     "diagnose.truncated_weights": "你在乘以 V 之前把注意力权重截断到了 {places:decimals}（是直接截断，连舍入都不是）；在得出最终答案之前请保持全精度。",
-    "diagnose.near.other": "{message}这能解释除 {count} 个元素以外的所有元素，这几个元素另有偏差：{details}。",
+    "diagnose.near.other": "{message}这能解释除 {count} 个元素以外的所有元素；另有偏差的是：{details}。",
     "diagnose.near.cell": "{name}（你写的是 {found}，按这个错误应为 {value}）",
     # --- count
     "count.axes.other": "{count} 个维度",
@@ -1942,7 +1942,7 @@ ZH: dict[str, str] = {
     "new.title.part.causal": "因果掩码",
     "new.title.part.padding": "键填充",
     "practice.work.empty.line": "{work} = 0/0 = 0（查询 {row} 没有可关注的键，0/0 按约定记为 0）",
-    "check.column.ok_empty.nan.other": "除 nan 元素和查询 {rows} 对应的行外，{step} 的每一列都落在{whose} 对应列的范围内；这些行全为 0：对应的查询没有可关注的键",
+    "check.column.ok_empty.nan.other": "除 nan 元素和查询 {rows} 对应的行外，{step} 的每一列都落在{whose} 对应列的范围内；{rows} 行全为 0：对应的查询没有可关注的键",
     "drill.right.marked": "{mark} 正确。",
     "drill.right.marked.message": "{mark} 正确。{message}",
     "drill.choice.answer": "{key}：{text}",
@@ -2368,7 +2368,7 @@ ZH.update({
     "batch.comment.first": "第一个错误的步骤是 {step}。{diagnosis}",
     "batch.comment.unexplained": "第一个错误的步骤是 {step}；没有已知的常见错误能解释它。",
     "batch.comment.plausibility": "给出的步骤都正确，但有一项检查未通过：{message}",
-    "batch.comment.right.other": "给出的 {count} 个步骤都正确。",
+    "batch.comment.right.other": "给出的步骤正确（共 {count} 个）。",
     "batch.verdict.correct": "✓ 正确",
     "batch.verdict.wrong": "✗ 错误",
     "batch.verdict.unusable": "! 无法判分",
