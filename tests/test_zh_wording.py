@@ -60,3 +60,54 @@ def test_one_odd_entry_and_one_right_step_read_as_one_in_chinese():
     assert near == "你忘了除以 √d_k。这能解释除 1 个元素以外的所有元素；另有偏差的是：scaled[t3, t1]。"
     assert right == "给出的步骤正确（共 1 个）。"
     assert right3 == "给出的步骤正确（共 3 个）。"
+
+
+# --- foreign text: the system's, the YAML parser's and click's sentences are English whatever the language of
+# the run; each kind attn-tutor knows is said in words of its own, any other quoted as a detail.
+
+def _latin_words(text: str) -> list[str]:
+    """Runs of two or more ASCII letters: English words (identifiers and paths are left out by the caller)."""
+    import re
+
+    return re.findall(r"[A-Za-z]{2,}", text)
+
+
+@pytest.mark.parametrize("name", ["ENOENT", "EACCES", "ELOOP", "EISDIR", "ENOTDIR", "ENAMETOOLONG", "EROFS", "EIO"])
+def test_a_system_error_is_said_in_chinese_and_in_the_systems_english(name):
+    import errno
+    import os
+
+    from tutor.base.messages import use_language
+    from tutor.base.outfile import os_reason, system_reason
+
+    err = OSError(getattr(errno, name), os.strerror(getattr(errno, name)))
+    with use_language("zh"):
+        said = os_reason(err)
+        assert system_reason(os.strerror(err.errno)) == said
+    assert said == ZH[f"os.errno.{name}"] and not _latin_words(said)
+    with use_language("en"):
+        assert os_reason(err) == os.strerror(err.errno)  # English as the system says it (Linux, where tests run)
+
+
+def test_an_unknown_system_error_is_quoted_as_a_detail():
+    import errno
+
+    from tutor.base.messages import use_language
+    from tutor.base.outfile import os_reason
+
+    with use_language("zh"):
+        assert os_reason(OSError(errno.EXDEV, "Invalid cross-device link")) == "系统报告的错误：“Invalid cross-device link”"
+        assert os_reason(ValueError("embedded null byte")) == "系统报告的错误：“embedded null byte”"
+    with use_language("en"):
+        assert os_reason(OSError(errno.EXDEV, "Invalid cross-device link")) == "Invalid cross-device link"
+
+
+def test_a_loop_of_links_is_said_in_chinese(cli, tmp_path):
+    """F9: "无法读取文件：Too many levels of symbolic links"."""
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    r = cli("--lang", "zh", "validate", tmp_path / "a.yaml")
+    assert r.code == 2
+    assert f"{tmp_path / 'a.yaml'}: 无法读取文件：符号链接层数过多（链接可能构成了循环）" in r.out + r.err
+    r = cli("--lang", "zh", "check", tmp_path / "a.yaml")
+    assert r.code == 2 and "符号链接层数过多" in r.err and "symbolic" not in r.out + r.err

@@ -34,7 +34,7 @@ import yaml
 from ..base.cjk import unspaced
 from ..base.errors import Problem
 from ..base.messages import Text, t
-from ..base.outfile import file_kind
+from ..base.outfile import file_kind, os_reason
 
 Path = tuple[str | int, ...]
 
@@ -618,7 +618,7 @@ def read_text(path: str, display: str | None = None) -> tuple[str | None, list[P
     try:
         fd = os.open(path, flags)
     except OSError as err:
-        return None, [Problem(name, None, None, "", t("file.unreadable", reason=err.strerror or str(err)))]
+        return None, [Problem(name, None, None, "", t("file.unreadable", reason=os_reason(err)))]
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -626,7 +626,7 @@ def read_text(path: str, display: str | None = None) -> tuple[str | None, list[P
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as err:
-        return None, [Problem(name, None, None, "", t("file.unreadable", reason=err.strerror or str(err)))]
+        return None, [Problem(name, None, None, "", t("file.unreadable", reason=os_reason(err)))]
     finally:
         os.close(fd)
     if len(data) > MAX_FILE_BYTES:

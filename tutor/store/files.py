@@ -66,6 +66,7 @@ from pathlib import Path
 
 from ..base.errors import StoreError
 from ..base.messages import t
+from ..base.outfile import os_reason
 from .errors import _CANTOPEN, _CORRUPT, _NOTADB, StoreDamagedError, error
 from .schema import identity, initialise, verify
 
@@ -108,7 +109,7 @@ def _header(path: Path) -> bytes:
         with path.open("rb") as f:
             return f.read(_HEADER)
     except OSError as err:
-        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.unreadable", path=path, reason=os_reason(err))) from None
 
 
 def check_header(path: Path) -> None:
@@ -151,7 +152,8 @@ def check_writable(path: Path) -> None:
         if target.exists() and not os.access(target, os.W_OK):
             statvfs = getattr(os, "statvfs", None)
             read_only_fs = statvfs is not None and bool(statvfs(target).f_flag & getattr(os, "ST_RDONLY", 1))
-            reason = os.strerror(errno.EROFS if read_only_fs else errno.EACCES)
+            code = errno.EROFS if read_only_fs else errno.EACCES
+            reason = os_reason(OSError(code, os.strerror(code)))
             raise StoreError(t("store.readonly", path=path, reason=reason))
 
 
@@ -262,7 +264,7 @@ def open_rolled_back_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], 
         return connect_ro(copy), cleanup
     except OSError as err:
         cleanup()
-        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.unreadable", path=path, reason=os_reason(err))) from None
     except StoreError as err:
         cleanup()
         raise StoreError(str(err).replace(str(copy), str(path))) from None
@@ -308,7 +310,7 @@ def create(path: Path) -> None:
     except sqlite3.Error as err:
         raise error(path, err) from None
     except OSError as err:
-        raise StoreError(t("store.readonly", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.readonly", path=path, reason=os_reason(err))) from None
     finally:
         for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             try:
@@ -346,7 +348,7 @@ def _open_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
         return connect_ro(copy), cleanup
     except OSError as err:
         cleanup()
-        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.unreadable", path=path, reason=os_reason(err))) from None
     except sqlite3.Error as err:
         cleanup()
         raise error(path, err, reading=True) from None

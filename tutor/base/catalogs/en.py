@@ -2606,6 +2606,28 @@ EN.update({
     "pdf.printing": "printing {path} with Chromium ({browser}); it is stopped after {seconds} seconds at most",
     "html.exercise.source": "Exercise {id} ({source})",
     "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
+    # --- fix-zh: the system's errors in the language of the run (tutor.base.outfile.os_reason) ---
+    "os.errno.ENOENT": "No such file or directory",
+    "os.errno.EACCES": "Permission denied",
+    "os.errno.EPERM": "Operation not permitted",
+    "os.errno.ELOOP": "Too many levels of symbolic links",
+    "os.errno.EISDIR": "Is a directory",
+    "os.errno.ENOTDIR": "Not a directory",
+    "os.errno.ENAMETOOLONG": "File name too long",
+    "os.errno.EROFS": "Read-only file system",
+    "os.errno.EEXIST": "File exists",
+    "os.errno.EIO": "Input/output error",
+    "os.errno.EBUSY": "Device or resource busy",
+    "os.errno.EMFILE": "Too many open files",
+    "os.errno.ENFILE": "Too many open files in system",
+    "os.errno.ENXIO": "No such device or address",
+    "os.errno.ETXTBSY": "Text file busy",
+    "os.errno.EINVAL": "Invalid argument",
+    "os.errno.ENOEXEC": "Exec format error",
+    "os.errno.ENOMEM": "Cannot allocate memory",
+    "os.errno.EFBIG": "File too large",
+    "os.errno.EAGAIN": "Resource temporarily unavailable",
+    "os.other": "{detail}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2543,6 +2543,28 @@ ZH.update({
     "pdf.printing": "正在用 Chromium（{browser}）打印 {path}；超过 {seconds} 秒仍未完成将被停止",
     "html.exercise.source": "练习 {id}（{source}）",
     "new.student_needs_like": "--student 须与 --like 一起使用，且不能与 --title 同时使用：它用于生成专属版本的标题",
+    # --- fix-zh: the system's errors in the language of the run (tutor.base.outfile.os_reason) ---
+    "os.errno.ENOENT": "文件或文件夹不存在",
+    "os.errno.EACCES": "没有访问权限",
+    "os.errno.EPERM": "系统不允许这项操作",
+    "os.errno.ELOOP": "符号链接层数过多（链接可能构成了循环）",
+    "os.errno.EISDIR": "这是一个文件夹，不是文件",
+    "os.errno.ENOTDIR": "路径中有一部分不是文件夹",
+    "os.errno.ENAMETOOLONG": "文件名过长",
+    "os.errno.EROFS": "文件系统是只读的",
+    "os.errno.EEXIST": "文件已存在",
+    "os.errno.EIO": "输入/输出错误（磁盘或设备出错）",
+    "os.errno.EBUSY": "设备或资源正忙",
+    "os.errno.EMFILE": "打开的文件过多",
+    "os.errno.ENFILE": "系统中打开的文件过多",
+    "os.errno.ENXIO": "没有这样的设备或地址",
+    "os.errno.ETXTBSY": "文件正在被执行，无法写入",
+    "os.errno.EINVAL": "参数无效",
+    "os.errno.ENOEXEC": "不是可执行文件（格式不对）",
+    "os.errno.ENOMEM": "内存不足",
+    "os.errno.EFBIG": "文件过大",
+    "os.errno.EAGAIN": "资源暂时不可用",
+    "os.other": "系统报告的错误：“{detail}”",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
