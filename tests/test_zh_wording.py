@@ -111,3 +111,50 @@ def test_a_loop_of_links_is_said_in_chinese(cli, tmp_path):
     assert f"{tmp_path / 'a.yaml'}: 无法读取文件：符号链接层数过多（链接可能构成了循环）" in r.out + r.err
     r = cli("--lang", "zh", "check", tmp_path / "a.yaml")
     assert r.code == 2 and "符号链接层数过多" in r.err and "symbolic" not in r.out + r.err
+
+
+#: YAML a person writes by mistake, each a kind of parser problem (tutor.exercise.yamlread.PARSER_PROBLEMS).
+BAD_YAML = {
+    "flow_sequence": "x: [[1, 2]\n", "flow_mapping": "x: {a: 1\ny: 2\n", "mapping_values": "title: a: b\n",
+    "key": "x:\n  - 1\n - 2\n", "token": "x: `y`\n", "end": 'x: "abc\n', "escape": 'x: "a\\qb"\n',
+    "alias": "x: *nope\n", "anchor": "x: & \n", "documents": "x: 1\n---\ny: 2\n",
+}
+
+
+@pytest.mark.parametrize("loader", ["CSafeLoader", "SafeLoader"])  # libyaml's words and PyYAML's own
+@pytest.mark.parametrize("kind", sorted(BAD_YAML))
+def test_each_kind_of_yaml_problem_is_said_in_chinese_by_either_parser(kind, loader):
+    import yaml
+
+    from tutor.base.messages import use_language
+    from tutor.exercise.yamlread import parser_problem
+
+    if not hasattr(yaml, loader):
+        pytest.skip("PyYAML without libyaml")
+    with pytest.raises(yaml.YAMLError) as caught:
+        yaml.compose(BAD_YAML[kind], Loader=getattr(yaml, loader))
+    with use_language("zh"):
+        said = parser_problem(caught.value.problem, caught.value.context)
+    expected = {"key": ("key", "dash")}.get(kind, (kind,))  # a wrong indentation: libyaml says "key", PyYAML "dash"
+    assert said in [ZH[f"yaml.problem.{k}"] for k in expected]
+    assert not _latin_words(said)
+
+
+def test_an_unknown_yaml_problem_is_quoted_as_the_parsers_detail():
+    from tutor.base.messages import use_language
+    from tutor.exercise.yamlread import parser_problem
+
+    with use_language("zh"):
+        assert parser_problem("did not find the expected '>'") == "解析器报告：“did not find the expected '>'”"
+    with use_language("en"):
+        assert parser_problem("did not find the expected '>'") == "did not find the expected '>'"
+
+
+def test_an_unclosed_list_is_said_in_chinese(cli, tmp_path):
+    """F9: "不是有效的 YAML：did not find expected ',' or ']'"."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: a\nx: [[1, 2]\n", encoding="utf-8")
+    r = cli("--lang", "zh", "validate", bad)
+    assert r.code == 2
+    assert f"{bad}:3:1: 不是有效的 YAML：方括号里的列表没有正确结束：这里应为逗号或 ]" in r.out + r.err
+    assert "did not find" not in r.out + r.err

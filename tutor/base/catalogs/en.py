@@ -2628,6 +2628,22 @@ EN.update({
     "os.errno.EFBIG": "File too large",
     "os.errno.EAGAIN": "Resource temporarily unavailable",
     "os.other": "{detail}",
+    # --- fix-zh: the YAML parser's problems in the language of the run (tutor.exercise.yamlread.parser_problem) ---
+    "yaml.problem.flow_sequence": "did not find expected ',' or ']'",
+    "yaml.problem.flow_mapping": "the mapping in braces is not closed: a ',' or a closing brace was expected here",
+    "yaml.problem.key": "did not find expected key",
+    "yaml.problem.dash": "did not find expected '-' indicator",
+    "yaml.problem.mapping_values": "mapping values are not allowed in this context",
+    "yaml.problem.block_sequence": "block sequence entries are not allowed in this context",
+    "yaml.problem.colon": "could not find expected ':'",
+    "yaml.problem.token": "found character that cannot start any token",
+    "yaml.problem.end": "found unexpected end of stream",
+    "yaml.problem.content": "did not find expected node content",
+    "yaml.problem.escape": "found unknown escape character",
+    "yaml.problem.alias": "found undefined alias",
+    "yaml.problem.anchor": "did not find expected alphabetic or numeric character",
+    "yaml.problem.documents": "expected a single document in the stream, but found another document",
+    "yaml.problem.other": "{detail}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2565,6 +2565,22 @@ ZH.update({
     "os.errno.EFBIG": "文件过大",
     "os.errno.EAGAIN": "资源暂时不可用",
     "os.other": "系统报告的错误：“{detail}”",
+    # --- fix-zh: the YAML parser's problems in the language of the run (tutor.exercise.yamlread.parser_problem) ---
+    "yaml.problem.flow_sequence": "方括号里的列表没有正确结束：这里应为逗号或 ]",
+    "yaml.problem.flow_mapping": "花括号里的映射没有正确结束：这里应为逗号或右花括号",
+    "yaml.problem.key": "这里应为下一个字段（`名称: 值`），缩进可能与上面的字段不一致",
+    "yaml.problem.dash": "这里应为下一个列表项（- …），缩进可能与上面的列表项不一致",
+    "yaml.problem.mapping_values": "这里不能写 `名称: 值`：值里含有 `: ` 时请给值加引号，否则请检查缩进",
+    "yaml.problem.block_sequence": "这里不能写列表项（- …）：请检查缩进",
+    "yaml.problem.colon": "缺少冒号：字段应写成 `名称: 值`",
+    "yaml.problem.token": "这个字符不能出现在值的开头（例如 ` 或 @）：请给值加引号",
+    "yaml.problem.end": "文件在引号或括号闭合之前就结束了",
+    "yaml.problem.content": "这里缺少一个值",
+    "yaml.problem.escape": "双引号字符串中有未知的转义字符：请改用单引号，或把反斜杠写成两个（\\\\）",
+    "yaml.problem.alias": "别名（*名称）引用的锚点（&名称）在它之前没有定义",
+    "yaml.problem.anchor": "锚点（&）或别名（*）后面缺少名称",
+    "yaml.problem.documents": "文件里有第二个文档（--- 之后）；一个文件只能有一个文档",
+    "yaml.problem.other": "解析器报告：“{detail}”",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
