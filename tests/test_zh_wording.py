@@ -158,3 +158,30 @@ def test_an_unclosed_list_is_said_in_chinese(cli, tmp_path):
     assert r.code == 2
     assert f"{bad}:3:1: 不是有效的 YAML：方括号里的列表没有正确结束：这里应为逗号或 ]" in r.out + r.err
     assert "did not find" not in r.out + r.err
+
+
+def test_clicks_refusal_of_a_path_is_said_in_chinese(cli, tmp_path):
+    """F9: "'--export' 的值无效：file '…/progress' is a directory" (stats --export DIR); its siblings."""
+    (tmp_path / "a.yaml").write_text("id: a\n", encoding="utf-8")
+    said = {
+        ("stats", "--export", tmp_path): f"'--export' 的值无效：{tmp_path} 是文件夹，这里需要一个文件",
+        ("list", "--exercises", tmp_path / "a.yaml"): f"'--exercises' 的值无效：{tmp_path / 'a.yaml'} 是文件，这里需要一个文件夹",
+        ("list", "--exercises", tmp_path / "none"): f"'--exercises' 的值无效：{tmp_path / 'none'} 不存在",
+    }
+    for argv, sentence in said.items():
+        r = cli("--lang", "zh", *argv)
+        assert r.code == 2 and r.err.splitlines()[0] == f"错误：{sentence}", argv
+    r = cli("stats", "--export", tmp_path)
+    assert r.err.splitlines()[0] == f"error: invalid value for '--export': file '{tmp_path}' is a directory"
+
+
+def test_a_file_click_could_not_open_is_said_with_the_systems_reason_in_chinese():
+    import errno
+    import os
+
+    from tutor.base.messages import use_language
+    from tutor.cli import usage_message
+
+    with use_language("zh"):
+        said = usage_message(f"invalid value for '--out': 'x.txt': {os.strerror(errno.EACCES)}")
+    assert said == "'--out' 的值无效：x.txt：没有访问权限"

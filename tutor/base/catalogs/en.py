@@ -2644,6 +2644,13 @@ EN.update({
     "yaml.problem.anchor": "did not find expected alphabetic or numeric character",
     "yaml.problem.documents": "expected a single document in the stream, but found another document",
     "yaml.problem.other": "{detail}",
+    # --- fix-zh: click's refusals of a path, in the language of the run (tutor.cli.REASONS) ---
+    "cli.usage.reason.is_directory": "{path} is a folder, not a file",
+    "cli.usage.reason.is_file": "{path} is a file, not a folder",
+    "cli.usage.reason.missing": "{path} does not exist",
+    "cli.usage.reason.unreadable": "{path} cannot be read (no permission)",
+    "cli.usage.reason.unwritable": "{path} cannot be written (no permission)",
+    "cli.usage.reason.open": "{path}: {reason}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2581,6 +2581,13 @@ ZH.update({
     "yaml.problem.anchor": "锚点（&）或别名（*）后面缺少名称",
     "yaml.problem.documents": "文件里有第二个文档（--- 之后）；一个文件只能有一个文档",
     "yaml.problem.other": "解析器报告：“{detail}”",
+    # --- fix-zh: click's refusals of a path, in the language of the run (tutor.cli.REASONS) ---
+    "cli.usage.reason.is_directory": "{path} 是文件夹，这里需要一个文件",
+    "cli.usage.reason.is_file": "{path} 是文件，这里需要一个文件夹",
+    "cli.usage.reason.missing": "{path} 不存在",
+    "cli.usage.reason.unreadable": "没有读取 {path} 的权限",
+    "cli.usage.reason.unwritable": "没有写入 {path} 的权限",
+    "cli.usage.reason.open": "{path}：{reason}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
