@@ -185,3 +185,39 @@ def test_a_file_click_could_not_open_is_said_with_the_systems_reason_in_chinese(
     with use_language("zh"):
         said = usage_message(f"invalid value for '--out': 'x.txt': {os.strerror(errno.EACCES)}")
     assert said == "'--out' 的值无效：x.txt：没有访问权限"
+
+
+# --- lists: the tie sentence's names hold "，" (F9) and "和" between two Chinese words takes no space.
+
+@pytest.mark.parametrize(("parts", "said"), [
+    (["w_q", "w_k", "b_q"], "w_q、w_k 和 b_q"),  # Latin beside 和: a space, as the glossary's typography says
+    (["除以了 2", "乘以了 2"], "除以了 2 和乘以了 2"),
+    (["忘了缩放", "除以了错误的常数"], "忘了缩放和除以了错误的常数"),
+    (["「甲」", "「乙」", "「丙」"], "「甲」、「乙」和「丙」"),
+    (["王小明", "b_q"], "王小明和 b_q"),
+])
+def test_chinese_and_takes_a_space_only_beside_latin_letters_or_digits(parts, said):
+    from tutor.base.messages import join_and, use_language
+
+    with use_language("zh"):
+        assert join_and(parts) == said
+    with use_language("en"):
+        assert join_and(["w_q", "w_k", "b_q"]) == "w_q, w_k and b_q"
+
+
+def test_the_tie_sentence_quotes_each_name_in_chinese():
+    """F9: "（并列：除以了 √d_model，而不是 √d_k、除以了 d_k，而不是 √d_k 和 除以了错误的常数）" -- where does a name end?"""
+    from tutor.base.messages import use_language
+    from tutor.render.report import _assign_sentence
+    from tutor.render.report import mistake_name
+
+    a = {"mistake": "scale_sqrt_d_model", "tied": ["scale_sqrt_d_model", "scale_d_k", "scale_constant"],
+         "tiled": False, "step": None, "exercise": "single-head-asym-3x4"}
+    with use_language("zh"):
+        names = [mistake_name(k) for k in a["tied"]]
+        said = _assign_sentence(a)
+    assert "，" in names[0]  # what makes the quotes needed
+    assert f"（并列：「{names[0]}」、「{names[1]}」和「{names[2]}」）：{names[0]}。" in said
+    with use_language("en"):
+        assert "(divided by √d_model instead of √d_k, divided by d_k instead of √d_k and divided by the wrong constant)" \
+            in _assign_sentence(a)

@@ -2651,6 +2651,8 @@ EN.update({
     "cli.usage.reason.unreadable": "{path} cannot be read (no permission)",
     "cli.usage.reason.unwritable": "{path} cannot be written (no permission)",
     "cli.usage.reason.open": "{path}: {reason}",
+    # --- fix-zh: one tied mistake's name in the tie sentence (report.assign.tied.*) ---
+    "report.assign.tied.name": "{name}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

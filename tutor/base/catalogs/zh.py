@@ -2588,6 +2588,8 @@ ZH.update({
     "cli.usage.reason.unreadable": "没有读取 {path} 的权限",
     "cli.usage.reason.unwritable": "没有写入 {path} 的权限",
     "cli.usage.reason.open": "{path}：{reason}",
+    # --- fix-zh: one tied mistake's name in the tie sentence (report.assign.tied.*) ---
+    "report.assign.tied.name": "「{name}」",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
