@@ -221,3 +221,17 @@ def test_the_tie_sentence_quotes_each_name_in_chinese():
     with use_language("en"):
         assert "(divided by √d_model instead of √d_k, divided by d_k instead of √d_k and divided by the wrong constant)" \
             in _assign_sentence(a)
+
+
+def test_the_production_views_masked_line_reads_as_chinese():
+    """F9: "allowed 为：掩码本身，[L, L_k]，对每个序列都相同：[1, 1, L, L_k]，在批量维和头维上广播" was the English
+    word for word; the sentence says what allowed is, its shape in brackets, then how it broadcasts."""
+    from tutor.base.messages import Msg, use_language
+
+    with use_language("zh"):
+        said = {k: str(Msg("trace.masked", allowed=Msg(f"trace.masked.{k}"))) for k in ("mask", "padding", "both")}
+    assert said["mask"] == ("masked_fill(~allowed, -inf)，其中 allowed 即掩码本身（[L, L_k]），各序列共用，"
+                            "以 [1, 1, L, L_k] 的形状在批量维和头维上广播")
+    assert said["padding"] == ("masked_fill(~allowed, -inf)，其中 allowed 即键填充掩码本身（每个序列一份），"
+                               "以 [B, 1, 1, L_k] 的形状在头维和查询维上广播")
+    assert said["both"] == "masked_fill(~allowed, -inf)，其中 allowed 即掩码与键填充取 AND 的结果，以 [B, 1, L, L_k] 的形状在头维上广播"
