@@ -235,3 +235,13 @@ def test_the_production_views_masked_line_reads_as_chinese():
     assert said["padding"] == ("masked_fill(~allowed, -inf)，其中 allowed 即键填充掩码本身（每个序列一份），"
                                "以 [B, 1, 1, L_k] 的形状在头维和查询维上广播")
     assert said["both"] == "masked_fill(~allowed, -inf)，其中 allowed 即掩码与键填充取 AND 的结果，以 [B, 1, L, L_k] 的形状在头维上广播"
+
+
+def test_a_handout_title_says_whose_variant_it_is_without_two_brackets_in_a_row():
+    """F9: "单个头（d_k = 2）（学生：用中文当学号）" and "(variant of 用中文当学号)": the variant is FOR a student."""
+    from tutor.base.messages import t, use_language
+
+    with use_language("zh"):
+        assert t("handouts.title", title="单个头（d_k = 2）", student="王小明") == "单个头（d_k = 2）——学生：王小明"
+    with use_language("en"):
+        assert t("handouts.title", title="One head (d_k = 2)", student="Ana") == "One head (d_k = 2) — variant for Ana"

@@ -2368,7 +2368,7 @@ EN.update({
     "cli.handouts.column": "The student id column, by its header (default: the first found of {columns}).",
     "cli.handouts.worksheet": "The worksheet's format: what explain --blank --export writes as .md or .html.",
     "cli.handouts.force": "Overwrite files already in the folder.",
-    "handouts.title": "{title} (variant of {student})",
+    "handouts.title": "{title} — variant for {student}",
     "handouts.wrote": "wrote {n:variants} of {id} into {path}, each an exercise and its worksheet, and their list with each seed: {index}",
     "handouts.next": "grade a submission against its own variant with `attn-tutor check FILE --exercises {path}`",
     "handouts.not_folder": "{path} is {kind}, not a folder; give a folder to write the variants into",

@@ -2311,7 +2311,7 @@ ZH.update({
     "cli.handouts.column": "学号所在的列，按表头指定（默认：{columns} 中最先找到的一列）。",
     "cli.handouts.worksheet": "练习纸的格式：即 explain --blank --export 写出的 .md 或 .html。",
     "cli.handouts.force": "覆盖文件夹中已有的文件。",
-    "handouts.title": "{title}（学生：{student}）",
+    "handouts.title": "{title}——学生：{student}",
     "handouts.wrote": "已将 {id} 的 {n:variants}写入 {path}，每个版本含一道练习及其练习纸；清单（含每个种子）：{index}",
     "handouts.next": "用 `attn-tutor check FILE --exercises {path}` 按学生自己的版本评分",
     "handouts.not_folder": "{path} 是{kind}，不是文件夹；请指定一个用来存放各版本的文件夹",
