@@ -208,8 +208,7 @@ def test_chinese_and_takes_a_space_only_beside_latin_letters_or_digits(parts, sa
 def test_the_tie_sentence_quotes_each_name_in_chinese():
     """F9: "（并列：除以了 √d_model，而不是 √d_k、除以了 d_k，而不是 √d_k 和 除以了错误的常数）" -- where does a name end?"""
     from tutor.base.messages import use_language
-    from tutor.render.report import _assign_sentence
-    from tutor.render.report import mistake_name
+    from tutor.render.report import _assign_sentence, mistake_name
 
     a = {"mistake": "scale_sqrt_d_model", "tied": ["scale_sqrt_d_model", "scale_d_k", "scale_constant"],
          "tiled": False, "step": None, "exercise": "single-head-asym-3x4"}
