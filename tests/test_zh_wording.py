@@ -244,3 +244,20 @@ def test_a_handout_title_says_whose_variant_it_is_without_two_brackets_in_a_row(
         assert t("handouts.title", title="单个头（d_k = 2）", student="王小明") == "单个头（d_k = 2）——学生：王小明"
     with use_language("en"):
         assert t("handouts.title", title="One head (d_k = 2)", student="Ana") == "One head (d_k = 2) — variant for Ana"
+
+
+def test_an_sqlite_failure_is_said_in_chinese():
+    import sqlite3
+
+    from tutor.base.messages import use_language
+    from tutor.store.errors import reason
+
+    err = sqlite3.OperationalError("attempt to write a readonly database")
+    err.sqlite_errorcode = 8  # type: ignore[attr-defined]  # SQLITE_READONLY, as sqlite3 sets it
+    odd = sqlite3.OperationalError("no such savepoint: x")
+    odd.sqlite_errorcode = 1  # type: ignore[attr-defined]
+    with use_language("zh"):
+        assert reason(err) == "数据库处于只读状态，无法写入"
+        assert reason(odd) == "系统报告的错误：“no such savepoint: x”"
+    with use_language("en"):
+        assert reason(err) == "attempt to write a readonly database"

@@ -67,7 +67,7 @@ from pathlib import Path
 from ..base.errors import StoreError
 from ..base.messages import t
 from ..base.outfile import os_reason
-from .errors import _CANTOPEN, _CORRUPT, _NOTADB, StoreDamagedError, error
+from .errors import _CANTOPEN, _CORRUPT, _NOTADB, StoreDamagedError, error, reason
 from .schema import identity, initialise, verify
 
 FILENAME = "progress.sqlite3"
@@ -153,8 +153,8 @@ def check_writable(path: Path) -> None:
             statvfs = getattr(os, "statvfs", None)
             read_only_fs = statvfs is not None and bool(statvfs(target).f_flag & getattr(os, "ST_RDONLY", 1))
             code = errno.EROFS if read_only_fs else errno.EACCES
-            reason = os_reason(OSError(code, os.strerror(code)))
-            raise StoreError(t("store.readonly", path=path, reason=reason))
+            why = os_reason(OSError(code, os.strerror(code)))
+            raise StoreError(t("store.readonly", path=path, reason=why))
 
 
 def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
@@ -232,14 +232,14 @@ def roll_back(path: Path) -> None:
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except sqlite3.Error as err:
-        raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+        raise StoreError(t("store.unfinished", path=path, reason=reason(err))) from None
     try:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
     except sqlite3.Error as err:
         code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
         if code not in (_CORRUPT, _NOTADB):
-            raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+            raise StoreError(t("store.unfinished", path=path, reason=reason(err))) from None
     finally:
         conn.close()
 

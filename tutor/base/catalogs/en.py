@@ -2653,6 +2653,12 @@ EN.update({
     "cli.usage.reason.open": "{path}: {reason}",
     # --- fix-zh: one tied mistake's name in the tie sentence (report.assign.tied.*) ---
     "report.assign.tied.name": "{name}",
+    # --- fix-zh: SQLite's failures in the language of the run (tutor.store.errors.reason) ---
+    "store.sqlite.readonly": "attempt to write a readonly database",
+    "store.sqlite.ioerr": "disk I/O error",
+    "store.sqlite.cantopen": "unable to open database file",
+    "store.sqlite.perm": "access permission denied",
+    "store.sqlite.nomem": "out of memory",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

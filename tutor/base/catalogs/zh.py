@@ -2590,6 +2590,12 @@ ZH.update({
     "cli.usage.reason.open": "{path}：{reason}",
     # --- fix-zh: one tied mistake's name in the tie sentence (report.assign.tied.*) ---
     "report.assign.tied.name": "「{name}」",
+    # --- fix-zh: SQLite's failures in the language of the run (tutor.store.errors.reason) ---
+    "store.sqlite.readonly": "数据库处于只读状态，无法写入",
+    "store.sqlite.ioerr": "磁盘读写出错",
+    "store.sqlite.cantopen": "无法打开数据库文件",
+    "store.sqlite.perm": "没有访问权限",
+    "store.sqlite.nomem": "内存不足",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
