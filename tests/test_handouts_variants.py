@@ -177,7 +177,7 @@ def test_a_student_id_that_is_markdown_stays_text_on_the_worksheet(cli, tmp_path
         assert row["student"] == MARKUP_IDS[i]
         tokens = MarkdownIt("commonmark").parse((md / row["worksheet_file"]).read_text(encoding="utf-8"))
         title, hand_in = tokens[1].children, tokens[7].children
-        assert [c.type for c in title] == ["text"] and title[0].content.endswith(f"(variant of `{i}` x)")
+        assert [c.type for c in title] == ["text"] and title[0].content.endswith(f"— variant for `{i}` x")
         spans = [c.content for c in hand_in if c.type == "code_inline"]
         assert spans[0] == f"exercise: {row['exercise']}" and spans[2] == "attn-tutor check"
         assert yaml.safe_load(spans[1]) == {"student": MARKUP_IDS[i]}
