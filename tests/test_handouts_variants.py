@@ -81,7 +81,7 @@ def test_every_student_gets_an_exercise_a_worksheet_and_a_row_of_the_index(writt
         assert (row["exercise_file"], row["worksheet_file"]) == (f"{row['exercise']}.yaml", f"{row['exercise']}.md")
         raw = yaml.safe_load((written / row["exercise_file"]).read_text(encoding="utf-8"))
         assert raw["id"] == row["exercise"]
-        assert raw["title"] == f"Three tokens, d_model = 4, one head with d_k = 2 (variant of {row['name']})"
+        assert raw["title"] == f"Three tokens, d_model = 4, one head with d_k = 2 — variant for {row['name']}"
         seed_said = f"(seed {row['seed']})"
         assert seed_said in raw["description"]  # the seed on the exercise ...
         assert seed_said in (written / row["worksheet_file"]).read_text(encoding="utf-8")  # ... and on the worksheet
@@ -177,7 +177,7 @@ def test_a_student_id_that_is_markdown_stays_text_on_the_worksheet(cli, tmp_path
         assert row["student"] == MARKUP_IDS[i]
         tokens = MarkdownIt("commonmark").parse((md / row["worksheet_file"]).read_text(encoding="utf-8"))
         title, hand_in = tokens[1].children, tokens[7].children
-        assert [c.type for c in title] == ["text"] and title[0].content.endswith(f"(variant of `{i}` x)")
+        assert [c.type for c in title] == ["text"] and title[0].content.endswith(f"— variant for `{i}` x")
         spans = [c.content for c in hand_in if c.type == "code_inline"]
         assert spans[0] == f"exercise: {row['exercise']}" and spans[2] == "attn-tutor check"
         assert yaml.safe_load(spans[1]) == {"student": MARKUP_IDS[i]}
@@ -233,15 +233,15 @@ def test_in_chinese_the_title_and_the_regenerating_command_say_so(cli, tmp_path)
     assert row["command"].endswith(" --lang zh") and " --student '张伟' " in row["command"]
     text = (out / row["exercise_file"]).read_text(encoding="utf-8")
     raw = yaml.safe_load(text)
-    assert raw["title"] == "Three tokens, d_model = 4, one head with d_k = 2 (variant of 张伟)"
-    assert raw["translations"]["zh"]["title"] == "3 个词元，d_model = 4，单个头（d_k = 2）（学生：张伟）"
+    assert raw["title"] == "Three tokens, d_model = 4, one head with d_k = 2 — variant for 张伟"
+    assert raw["translations"]["zh"]["title"] == "3 个词元，d_model = 4，单个头（d_k = 2）——学生：张伟"
     assert text.startswith(f"# 由 `{row['command']}` 生成")
     import shlex
 
     code, again, _ = cli(*shlex.split(row["command"])[1:])
     assert code == 0 and again == text
     code, shown, _ = cli("explain", row["exercise"], "--exercises", out, "--lang", "en")
-    assert code == 0 and "(variant of 张伟)" in shown and "学生" not in shown
+    assert code == 0 and "— variant for 张伟" in shown and "学生" not in shown
     worksheet = (out / row["worksheet_file"]).read_text(encoding="utf-8")
     assert "请提交一份解答文件，其中写有 `exercise: single-head-3x4-20240002` 和 `student: \"20240002\"` 两行" in worksheet
     assert "答案见" not in worksheet

@@ -57,12 +57,12 @@ def test_a_chinese_roster_gives_titles_with_the_names(cli, tmp_path):
     with (out / "roster-single-head-3x4.csv").open(encoding="utf-8", newline="") as f:
         index = list(csv.DictReader(f))
     assert [(r["student"], r["name"]) for r in index] == [("2024001", "王小明"), ("2024002", "李雷")]
-    assert "(variant of 王小明)" in (out / "single-head-3x4-2024001.yaml").read_text(encoding="utf-8")
+    assert "— variant for 王小明" in (out / "single-head-3x4-2024001.yaml").read_text(encoding="utf-8")
     named = tmp_path / "named.csv"
     named.write_text("学号,昵称,姓名\n2024001,小明,王小明\n", encoding="utf-8")
     assert cli("handouts", "--like", "single-head-3x4", "--students", named, "-o", tmp_path / "h2",
                "--name-column", "昵称").code == 0
-    assert "(variant of 小明)" in (tmp_path / "h2" / "single-head-3x4-2024001.yaml").read_text(encoding="utf-8")
+    assert "— variant for 小明" in (tmp_path / "h2" / "single-head-3x4-2024001.yaml").read_text(encoding="utf-8")
 
 
 def test_a_roster_excel_saved_as_gbk_says_how_to_save_it_as_utf8(cli, tmp_path):

@@ -86,7 +86,7 @@ def test_the_lists_of_a_worked_solution_read_back_joined_by_the_chinese_separato
     out = cli("--lang", "zh", "explain", _in_chinese(tmp_path, "single-head-3x4"), "--format", "markdown").out
     assert "行对应查询（猫、坐、垫子）；列对应键（猫、坐、垫子）。" in out
     out = cli("--lang", "zh", "explain", _in_chinese(tmp_path, "causal-left-padding-4x2")).out
-    assert "屏蔽 猫、垫子、上面（−∞）" in out  # the padded query 猫 may attend to no key
+    assert "遮蔽 猫、垫子、上面（−∞）" in out  # the padded query 猫 may attend to no key
     out = cli("--lang", "zh", "explain", _in_chinese(tmp_path, "gqa-four-heads-2x4"), "--format", "markdown").out
     assert "由查询头 1、2 共享" in out and "由查询头 3、4 共享" in out
 

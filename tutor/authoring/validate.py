@@ -233,13 +233,13 @@ def write_exercise(text: str, output: Path, *, force: bool = False) -> None:
     a FIFO would block, a device would be written to), or when it cannot be
     written (the reason from the system): :func:`tutor.base.outfile.write_file`.
     """
-    from ..base.outfile import check_target, write_file
+    from ..base.outfile import check_target, os_reason, write_file
 
     check_target(output, force=force)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise TutorError(t("new.unwritable", path=output, reason=err.strerror or str(err))) from err
+        raise TutorError(t("new.unwritable", path=output, reason=os_reason(err))) from err
     write_file(output, text, force=force)
 
 

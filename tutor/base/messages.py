@@ -146,7 +146,23 @@ def join_and(parts: Sequence[Text]) -> str:
     words = [str(p) for p in parts]
     if len(words) == 1:
         return words[0]
-    return t("list.and", rest=t("list.sep").join(words[:-1]), last=words[-1])
+    rest, last = t("list.sep").join(words[:-1]), words[-1]
+    before, _, tail = t("list.and", rest="\0", last="\1").partition("\0")
+    between, _, after = tail.partition("\1")
+    return f"{before}{rest}{_spaced(rest[-1:], between, last[:1])}{last}{after}"
+
+
+def _spaced(left: str, between: str, right: str) -> str:
+    """The words ``between`` two items of a list (" 和 "), without the space the language's typography leaves
+    out where an item's edge is Chinese too: ``w_q 和 w_k`` but ``「甲」和「乙」``, ``除以了 2 和乘以了 2``."""
+    from .cjk import unspaced
+
+    inner = between.strip(" ")
+    if not inner or not unspaced(inner[0]) or not unspaced(inner[-1]):
+        return between
+    head = "" if left and unspaced(left) else between[: len(between) - len(between.lstrip(" "))]
+    foot = "" if right and unspaced(right) else between[len(between.rstrip(" ")):]
+    return f"{head}{inner}{foot}"
 
 
 def join_sentences(sentences: Sequence[Text]) -> str:

@@ -33,16 +33,43 @@ _KINDS = ((stat.S_ISDIR, "file.kind.directory"), (stat.S_ISFIFO, "file.kind.fifo
           (stat.S_ISCHR, "file.kind.device"), (stat.S_ISBLK, "file.kind.device"))
 
 
-def os_reason(err: OSError) -> str:
-    """Why a write failed, as a learner reads it: a full disk (or a quota used up) said in words, which the
-    system's "No space left on device" hides behind a device; else the system's own sentence."""
+#: The system errors attn-tutor says in words of its own (``os.errno.NAME``): the system's sentence
+#: (``strerror``) is in the system's language, English, whatever the language of the run.
+KNOWN_ERRNOS = ("ENOENT", "EACCES", "EPERM", "ELOOP", "EISDIR", "ENOTDIR", "ENAMETOOLONG", "EROFS", "EEXIST", "EIO",
+                "EBUSY", "EMFILE", "ENFILE", "ENXIO", "ETXTBSY", "EINVAL", "ENOEXEC", "ENOMEM", "EFBIG", "EAGAIN")
+
+
+def os_reason(err: BaseException) -> str:
+    """Why a file could not be read or written, in the language of the run: a full disk (or a quota used
+    up) said in words, which the system's "No space left on device" hides behind a device; a known error
+    (:data:`KNOWN_ERRNOS`) by its key; any other the system's own sentence, quoted as a detail
+    (``os.other``).  ``err`` is an ``OSError`` (a ``ValueError`` from a name with a NUL character
+    is said as ``os.other`` too)."""
     import errno
 
-    if err.errno == errno.ENOSPC:
+    code = getattr(err, "errno", None)
+    if code == errno.ENOSPC:
         return t("os.no_space")
-    if err.errno == getattr(errno, "EDQUOT", None):
+    if code == getattr(errno, "EDQUOT", None):
         return t("os.quota")
-    return str(err.strerror or err)
+    name = errno.errorcode.get(code) if isinstance(code, int) else None
+    if name == "EWOULDBLOCK":  # the same number as EAGAIN where both exist
+        name = "EAGAIN"
+    if name in KNOWN_ERRNOS:
+        return t(f"os.errno.{name}")
+    return t("os.other", detail=str(getattr(err, "strerror", None) or err))
+
+
+def system_reason(text: str) -> str:
+    """A system error known only by its sentence (a library's message ends in ``strerror``): said as
+    :func:`os_reason` says the error whose ``strerror`` it is; else ``text`` itself, quoted as a detail."""
+    import errno
+
+    for name in KNOWN_ERRNOS + ("ENOSPC", "EDQUOT"):
+        code = getattr(errno, name, None)
+        if code is not None and os.strerror(code) == text:
+            return os_reason(OSError(code, text))
+    return t("os.other", detail=text)
 
 
 def file_kind(mode: int) -> str:
@@ -63,7 +90,7 @@ def check_target(path: Path, *, force: bool) -> None:
     except FileNotFoundError:
         return
     except OSError as err:  # a loop of links, a name too long, a folder that cannot be searched
-        raise TutorError(t("new.unwritable", path=path, reason=err.strerror or str(err))) from None
+        raise TutorError(t("new.unwritable", path=path, reason=os_reason(err))) from None
     _refuse_special(path, mode)
     if not force:
         raise TutorError(t("new.exists", path=path))

@@ -459,6 +459,12 @@ REASONS = (
     (r"Input should be less than (?P<n>\S+)", "cli.usage.reason.below"),
     (r"Input should be greater than (?P<n>\S+)", "cli.usage.reason.above"),
     (r"Value error, '(?P<value>.*)' is not one of (?P<choices>.*)", "cli.usage.reason.choice"),
+    (r"(?i:file|dir|directory|path) '(?P<path>.*)' is a directory", "cli.usage.reason.is_directory"),
+    (r"(?i:file|dir|directory|path) '(?P<path>.*)' is a file", "cli.usage.reason.is_file"),
+    (r"(?i:file|dir|directory|path) '(?P<path>.*)' does not exist", "cli.usage.reason.missing"),
+    (r"(?i:file|dir|directory|path) '(?P<path>.*)' is not readable", "cli.usage.reason.unreadable"),
+    (r"(?i:file|dir|directory|path) '(?P<path>.*)' is not writable", "cli.usage.reason.unwritable"),
+    (r"'(?P<path>.*)': (?P<reason>[^']*)", "cli.usage.reason.open"),  # a file click could not open: the system's reason
 )
 
 
@@ -484,10 +490,17 @@ def usage_message(message: str) -> str:
 
 
 def _reason(reason: str) -> str:
+    """Why click refused a value (:data:`REASONS`), in the language of the run; a system error's sentence
+    (``strerror``) said as :func:`tutor.base.outfile.system_reason` says it."""
     for pattern, key in REASONS:
         m = re.fullmatch(pattern, reason)
         if m:
-            return t(key, **m.groupdict())
+            fields = m.groupdict()
+            if "reason" in fields:
+                from ..base.outfile import system_reason
+
+                fields["reason"] = system_reason(fields["reason"])
+            return t(key, **fields)
     return reason
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..base.errors import ExerciseError, NotFoundError, Problem
 from ..base.messages import t
+from ..base.outfile import os_reason
 from .load import Validation, load_exercise, validate_document
 from .record import Exercise
 from .yamlread import parse_yaml, read_text
@@ -360,7 +361,7 @@ def resolve_reference(name: str, base: Path, folders: Sequence[str | Path] = (),
     except (FileNotFoundError, NotADirectoryError):
         mode = None
     except (OSError, ValueError) as err:
-        raise RefusedReference(t("reference.unreadable", path=name, reason=getattr(err, "strerror", None) or err)) from None
+        raise RefusedReference(t("reference.unreadable", path=name, reason=os_reason(err))) from None
     if mode is None:
         raise RefusedReference(t("solution.exercise_missing", path=name))
     if not stat.S_ISREG(mode):  # a folder, a FIFO, a device: never opened

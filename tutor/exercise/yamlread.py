@@ -34,7 +34,7 @@ import yaml
 from ..base.cjk import unspaced
 from ..base.errors import Problem
 from ..base.messages import Text, t
-from ..base.outfile import file_kind
+from ..base.outfile import file_kind, os_reason
 
 Path = tuple[str | int, ...]
 
@@ -510,7 +510,39 @@ def _syntax_problems(filename: str, err: yaml.YAMLError, text: str) -> list[Prob
         if line is not None and all(n != line for n, _ in tabs):
             tabs = sorted([*tabs, (line, col or 1)], key=lambda nc: (nc[0] or 0, nc[1] or 0))
         return [Problem(filename, n, c, "", t("yaml.tab"), t("yaml.tab.hint")) for n, c in tabs or [(line, col)]]
-    return [Problem(filename, line, col, "", t("yaml.syntax", problem=problem), t("yaml.syntax.hint"))]
+    return [Problem(filename, line, col, "", t("yaml.syntax", problem=parser_problem(problem, getattr(err, "context", None))),
+                    t("yaml.syntax.hint"))]
+
+
+#: The YAML parser's problems, as libyaml and PyYAML word them (the parser's English whatever the language of
+#: the run), each with the key that says it (``yaml.problem.<kind>``); context (``while parsing a block
+#: collection``) tells PyYAML's one ``expected <block end>`` apart.
+PARSER_PROBLEMS = (
+    (r"did not find expected ',' or '\]'|expected ',' or '\]', but got .*", None, "flow_sequence"),
+    (r"did not find expected ',' or '\}'|expected ',' or '\}', but got .*", None, "flow_mapping"),
+    (r"did not find expected '-' indicator", None, "dash"),
+    (r"expected <block end>, but found .*", r"while parsing a block collection", "dash"),
+    (r"did not find expected key|expected <block end>, but found .*", None, "key"),
+    (r"mapping values are not allowed (?:here|in this context)", None, "mapping_values"),
+    (r"block sequence entries are not allowed (?:here|in this context)", None, "block_sequence"),
+    (r"could not find expected ':'", None, "colon"),
+    (r"found character .*that cannot start any token", None, "token"),
+    (r"found unexpected end of stream", None, "end"),
+    (r"did not find expected node content|expected the node content, but found .*", None, "content"),
+    (r"found unknown escape character.*", None, "escape"),
+    (r"found undefined alias.*", None, "alias"),
+    (r"(?:did not find )?expected alphabetic or numeric character.*", None, "anchor"),
+    (r"but found another document|found unexpected document (?:indicator|separator)", None, "documents"),
+)
+
+
+def parser_problem(problem: str, context: str | None = None) -> str:
+    """The YAML parser's ``problem`` (and its ``context``) in the language of the run: a kind of
+    :data:`PARSER_PROBLEMS` by its key, any other the parser's words quoted as a detail (``yaml.problem.other``)."""
+    for pattern, within, kind in PARSER_PROBLEMS:
+        if re.fullmatch(pattern, problem) and (within is None or re.fullmatch(within, context or "")):
+            return t(f"yaml.problem.{kind}")
+    return t("yaml.problem.other", detail=problem)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -618,7 +650,7 @@ def read_text(path: str, display: str | None = None) -> tuple[str | None, list[P
     try:
         fd = os.open(path, flags)
     except OSError as err:
-        return None, [Problem(name, None, None, "", t("file.unreadable", reason=err.strerror or str(err)))]
+        return None, [Problem(name, None, None, "", t("file.unreadable", reason=os_reason(err)))]
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -626,7 +658,7 @@ def read_text(path: str, display: str | None = None) -> tuple[str | None, list[P
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as err:
-        return None, [Problem(name, None, None, "", t("file.unreadable", reason=err.strerror or str(err)))]
+        return None, [Problem(name, None, None, "", t("file.unreadable", reason=os_reason(err)))]
     finally:
         os.close(fd)
     if len(data) > MAX_FILE_BYTES:

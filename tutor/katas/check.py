@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..base.errors import TutorError
 from ..base.messages import t
+from ..base.outfile import os_reason
 from ..base.textsafe import shown
 from . import catalog, harness, run
 from .judge import Report, judge
@@ -54,7 +55,7 @@ def _read(file: Path) -> str:
         with file.open("rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
     except OSError as err:
-        raise CodeFileError(t("code.file.unreadable", file=shown(str(file)), reason=err.strerror or str(err))) from None
+        raise CodeFileError(t("code.file.unreadable", file=shown(str(file)), reason=os_reason(err))) from None
     if len(data) > MAX_FILE_BYTES:
         raise CodeFileError(t("code.file.too_large", file=shown(str(file)), limit="1 MiB"))
     return data.decode("utf-8-sig", "replace")  # a byte-order mark, as Notepad writes, is no syntax error

@@ -204,9 +204,11 @@ def run(file: Path, request: dict[str, Any], cases: Sequence[dict[str, Any]], *,
                 preexec_fn=_limits(memory_mb, cpu),  # noqa: PLW1509 -- only setrlimit and signal dispositions
             )
         except OSError as err:
+            from ..base.outfile import os_reason
+
             os.close(read_fd)
             os.close(write_fd)
-            return Run("no_python", detail={"python": python or sys.executable, "reason": err.strerror or str(err)})
+            return Run("no_python", detail={"python": python or sys.executable, "reason": os_reason(err)})
         os.close(write_fd)
         previous = _stop_on_hangup()
         try:

@@ -96,7 +96,8 @@ def _assign_sentence(a: dict[str, Any]) -> str:
         fields["step"] = a["step"]
     if len(tied) < 2:
         return t(f"report.assign.{kind}", **fields)
-    return t(f"report.assign.tied.{kind}", mistakes=join_and([mistake_name(k) for k in tied]), **fields)
+    names = [t("report.assign.tied.name", name=mistake_name(k)) for k in tied]  # 「…」 in Chinese: a name holds "，"
+    return t(f"report.assign.tied.{kind}", mistakes=join_and(names), **fields)
 
 
 def _retention(skill: dict[str, Any]) -> str:

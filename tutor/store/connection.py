@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Self
 
 from ..base.errors import StoreError
 from ..base.messages import t
+from ..base.outfile import os_reason
 from . import files, schema
 from .attempt import OUTCOMES, Attempt
 from .errors import StoreDamagedError, StoreFullError, StoreGoneError, error
@@ -94,7 +95,7 @@ class Store:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
-                raise StoreError(t("store.unwritable", path=path, reason=err.strerror or err)) from None
+                raise StoreError(t("store.unwritable", path=path, reason=os_reason(err))) from None
             files.check_writable(path)
             files.create(path)  # complete before it has its name: a kill leaves no half-made store
         files.check_writable(path)

@@ -65,9 +65,21 @@ def error(path: Path, err: sqlite3.Error, *, reading: bool = False) -> StoreErro
     if code == _FULL:
         return StoreFullError(t("store.full", path=path), path)
     if extended == _READONLY_ROLLBACK:
-        return StoreError(t("store.unfinished", path=path, reason=str(err)))
+        return StoreError(t("store.unfinished", path=path, reason=reason(err)))
     if code == _READONLY and reading:
-        return StoreError(t("store.read_failed", path=path, reason=str(err)))
+        return StoreError(t("store.read_failed", path=path, reason=reason(err)))
     if code == _READONLY:
-        return StoreError(t("store.readonly", path=path, reason=str(err)))
-    return StoreError(t("store.failed", path=path, reason=str(err)))
+        return StoreError(t("store.readonly", path=path, reason=reason(err)))
+    return StoreError(t("store.failed", path=path, reason=reason(err)))
+
+
+#: SQLite's primary result codes said in words of attn-tutor's own (``store.sqlite.<code>``): SQLite's
+#: sentence is English whatever the language of the run.
+_SAID = {_READONLY: "readonly", 10: "ioerr", _CANTOPEN: "cantopen", 3: "perm", 7: "nomem"}
+
+
+def reason(err: sqlite3.Error) -> str:
+    """Why SQLite failed, in the language of the run: a result code of :data:`_SAID` by its key, any other
+    SQLite's own sentence quoted as a detail (``os.other``)."""
+    code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
+    return t(f"store.sqlite.{_SAID[code]}") if code in _SAID else t("os.other", detail=str(err))

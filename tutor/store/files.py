@@ -66,7 +66,8 @@ from pathlib import Path
 
 from ..base.errors import StoreError
 from ..base.messages import t
-from .errors import _CANTOPEN, _CORRUPT, _NOTADB, StoreDamagedError, error
+from ..base.outfile import os_reason
+from .errors import _CANTOPEN, _CORRUPT, _NOTADB, StoreDamagedError, error, reason
 from .schema import identity, initialise, verify
 
 FILENAME = "progress.sqlite3"
@@ -108,7 +109,7 @@ def _header(path: Path) -> bytes:
         with path.open("rb") as f:
             return f.read(_HEADER)
     except OSError as err:
-        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.unreadable", path=path, reason=os_reason(err))) from None
 
 
 def check_header(path: Path) -> None:
@@ -151,8 +152,9 @@ def check_writable(path: Path) -> None:
         if target.exists() and not os.access(target, os.W_OK):
             statvfs = getattr(os, "statvfs", None)
             read_only_fs = statvfs is not None and bool(statvfs(target).f_flag & getattr(os, "ST_RDONLY", 1))
-            reason = os.strerror(errno.EROFS if read_only_fs else errno.EACCES)
-            raise StoreError(t("store.readonly", path=path, reason=reason))
+            code = errno.EROFS if read_only_fs else errno.EACCES
+            why = os_reason(OSError(code, os.strerror(code)))
+            raise StoreError(t("store.readonly", path=path, reason=why))
 
 
 def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
@@ -230,14 +232,14 @@ def roll_back(path: Path) -> None:
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except sqlite3.Error as err:
-        raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+        raise StoreError(t("store.unfinished", path=path, reason=reason(err))) from None
     try:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
     except sqlite3.Error as err:
         code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
         if code not in (_CORRUPT, _NOTADB):
-            raise StoreError(t("store.unfinished", path=path, reason=str(err))) from None
+            raise StoreError(t("store.unfinished", path=path, reason=reason(err))) from None
     finally:
         conn.close()
 
@@ -262,7 +264,7 @@ def open_rolled_back_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], 
         return connect_ro(copy), cleanup
     except OSError as err:
         cleanup()
-        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.unreadable", path=path, reason=os_reason(err))) from None
     except StoreError as err:
         cleanup()
         raise StoreError(str(err).replace(str(copy), str(path))) from None
@@ -308,7 +310,7 @@ def create(path: Path) -> None:
     except sqlite3.Error as err:
         raise error(path, err) from None
     except OSError as err:
-        raise StoreError(t("store.readonly", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.readonly", path=path, reason=os_reason(err))) from None
     finally:
         for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             try:
@@ -346,7 +348,7 @@ def _open_copy(path: Path) -> tuple[sqlite3.Connection, Callable[[], None]]:
         return connect_ro(copy), cleanup
     except OSError as err:
         cleanup()
-        raise StoreError(t("store.unreadable", path=path, reason=err.strerror or err)) from None
+        raise StoreError(t("store.unreadable", path=path, reason=os_reason(err))) from None
     except sqlite3.Error as err:
         cleanup()
         raise error(path, err, reading=True) from None

@@ -21,7 +21,7 @@ def attention_backward(q, k, v, d_out, mask=None):
     # out = P·v
     d_v = weights.swapaxes(-1, -2) @ d_out                      # Pᵀ·dO [B, H, L_k, d_v]
     d_weights = d_out @ v.swapaxes(-1, -2)                      # dP = dO·vᵀ [B, H, L_q, L_k]
-    # P = softmax(S)，逐行：dS = P ∘ (dP − Σ_j dP_j P_j)，P 为 0 处（被屏蔽）为 0
+    # P = softmax(S)，逐行：dS = P ∘ (dP − Σ_j dP_j P_j)，P 为 0 处（被掩码）为 0
     row = (d_weights * weights).sum(axis=-1, keepdims=True)     # [B, H, L_q, 1]
     d_scores = weights * (d_weights - row)                      # dS [B, H, L_q, L_k]
     # S = q·kᵀ/√d

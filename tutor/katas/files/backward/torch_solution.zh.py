@@ -19,7 +19,7 @@ def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, d_out:
     # out = P·v
     d_v = weights.transpose(-2, -1) @ d_out                     # Pᵀ·dO [B, H, L_k, d_v]
     d_weights = d_out @ v.transpose(-2, -1)                     # dP = dO·vᵀ [B, H, L_q, L_k]
-    # P = softmax(S)，逐行：dS = P ∘ (dP − Σ_j dP_j P_j)，P 为 0 处（被屏蔽）为 0
+    # P = softmax(S)，逐行：dS = P ∘ (dP − Σ_j dP_j P_j)，P 为 0 处（被掩码）为 0
     row = (d_weights * weights).sum(dim=-1, keepdim=True)       # [B, H, L_q, 1]
     d_scores = weights * (d_weights - row)                      # dS [B, H, L_q, L_k]
     # S = q·kᵀ/√d

@@ -31,7 +31,7 @@ def grouped_query_attention(q, k, v, is_causal=False):
     # 1. 分组大小：多少个查询头共享一个 K/V 头（H // G）。
     # 2. 把 k 和 v 从 G 个头扩展到 H 个头，每个 K/V 头为它对应的那几个相邻查询头重复。
     # 3. 注意力分数 q·kᵀ / √d_k：[B, H, L, L]。
-    # 4. 如果 is_causal，当 j > i 时对查询 i 屏蔽键 j（在 softmax 之前用 masked_fill 填入 -inf）。
+    # 4. 如果 is_causal，当 j > i 时对查询 i 遮蔽键 j（在 softmax 之前用 masked_fill 填入 -inf）。
     # 5. 沿键的轴做 softmax（dim=-1）。
     # 6. out = weights @ v；返回 (out, weights)。
     raise NotImplementedError

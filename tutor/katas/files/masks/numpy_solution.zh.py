@@ -8,7 +8,7 @@ KATA = "masks"
 def attention_masks(key_padding_mask, is_causal=True):
     B, L = key_padding_mask.shape
     real = ~key_padding_mask                        # [B, L]：True = 真实的键（输入中 True = 填充）
-    allowed = real[:, None, None, :]                # [B, 1, 1, L]：填充屏蔽一个键所在的列，每一行都是
+    allowed = real[:, None, None, :]                # [B, 1, 1, L]：填充遮蔽一个键所在的列，每一行都是
     if is_causal:
         causal = np.tril(np.ones((L, L), dtype=bool))  # [L, L]：键 j <= 查询 i
         allowed = allowed & causal                   # 两者都允许才行：AND

@@ -19,7 +19,7 @@ def attention_masks(key_padding_mask, is_causal=True):
       additive: float [B, 1, L, L]，允许处为 0.0，不允许处为 -inf（即 SDPA 的浮点 attn_mask）
     """
     # TODO 1. 真实的键：key_padding_mask 为 False 的位置为 True。  [B, L]
-    # TODO 2. 填充屏蔽的是键所在的列：把键放到最后一个轴上。  [B, 1, 1, L]
+    # TODO 2. 填充遮蔽的是键所在的列：把键放到最后一个轴上。  [B, 1, 1, L]
     # TODO 3. 如果 is_causal，构造因果掩码 [L, L]：对角线及其下方为 True；用 AND 组合。
     # TODO 4. allowed：expand 到 [B, 1, L, L]。
     # TODO 5. additive：允许处为 0.0，不允许处为 -inf。

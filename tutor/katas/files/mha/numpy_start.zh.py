@@ -32,7 +32,7 @@ def multi_head_attention(x, qkv_weight, qkv_bias, out_weight, out_bias, num_head
     # TODO 1: 融合投影：qkv [B, L, 3·D]
     # TODO 2: 拆出 Q、K、V 及各自的头：每个 [B, H, L, d_k]
     # TODO 3: 注意力分数 [B, H, L, L]，乘以 1/√d_k 缩放
-    # TODO 4: 掩码：被屏蔽的分数不分得任何权重
+    # TODO 4: 掩码：被掩码的分数不分得任何权重
     # TODO 5: 在键上做 softmax（没有可关注的键的行：全零，而不是 NaN）
     # TODO 6: context = weights @ V，把各头合并回 [B, L, D]
     # TODO 7: 输出投影
