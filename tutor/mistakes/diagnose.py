@@ -573,9 +573,11 @@ def _m(key: str, variant: Variant, *needs: str) -> Misconception:
     return Misconception(key, f"diagnose.{key}", _varied(variant, *needs), variant, needs=needs)
 
 
-def _special(key: str, steps: tuple[str, ...], fn: Recompute) -> Misconception:
-    """A misconception that is not a variant of the pipeline, shown at ``steps``."""
-    return Misconception(key, f"diagnose.{key}", fn, None, steps)
+def _special(key: str, steps: tuple[str, ...], fn: Recompute, *needs: str) -> Misconception:
+    """A misconception that is not a variant of the pipeline, shown at ``steps``; ``needs``: what the exercise
+    must have for it to be made at all (:func:`needs_met`), which the exercise suggested for it must have too
+    (:func:`tutor.mistakes.invisible.suggestion`)."""
+    return Misconception(key, f"diagnose.{key}", fn, None, steps, needs=needs)
 
 
 #: The catalogue, most specific first: :func:`diagnose` reports matches in this order.
@@ -600,7 +602,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("mask_zero", Variant(mask="zero"), "mask"),
     _special("q_prescaled", ("q",), _q_prescaled),
     _special("scores_prescaled", ("scores",), _scores_prescaled),
-    _special("mask_in_scaled", ("scaled",), _mask_in_scaled),
+    _special("mask_in_scaled", ("scaled",), _mask_in_scaled, "mask"),
     _m("padding_rows", Variant(mask="padding_rows"), "padding"),
     _m("no_mask", Variant(mask="none"), "mask"),
     _m("mask_after_softmax", Variant(mask="after_softmax"), "mask"),

@@ -388,9 +388,27 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
         with np.errstate(all="ignore"):
             reached = replay(ex, m.variant, backward=bw).values if m.variant is not None else None
         for step in origins(m, ex, bw):
-            if (m.key, step) not in hidden and (reached is None or step in reached):
+            if (m.key, step) in hidden:
+                continue
+            if step in reached if reached is not None else _shows(sol, m, step):
                 caught.add((m.key, step[0]))
     return frozenset(caught)
+
+
+def _shows(sol: Solution, m: Misconception, step: Key) -> bool:
+    """Whether misconception ``m``, no variant of the pipeline, can be made at ``step`` of ``sol`` and shows
+    there (:func:`invisible` has not found it to give exactly the right value): a judge's mistake whenever it
+    applies (it is recognised from the answer's signature); a family's when one of its values clearly differs
+    from the right one (none for ``√d_k`` rounded when d_k is a perfect square); any other when it has a value
+    there at all (``mask_in_scaled`` has none without a mask) -- never counted caught for want of a value."""
+    if m.judge is not None:
+        return True
+    right = np.array(sol.step(*step).value, dtype=np.float64)  # [rows, cols]
+    with np.errstate(all="ignore"):
+        found = m.candidates(sol, step[0], step[1])
+    if m.family is None:
+        return bool(found)
+    return any(got.shape != right.shape or _clearly_differ(got, right) for _, got in found)
 
 
 def learning_order() -> tuple[Exercise, ...]:
