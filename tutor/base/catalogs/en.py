@@ -2605,5 +2605,18 @@ EN.update({
     "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
 })
 
+# --- fix-ambig: one answer, several mistakes that fit (one mistake with several possible causes) ---
+EN.update({
+    "count.mistakes.one": "{count} mistake",
+    "count.mistakes.other": "{count} mistakes",
+    "practice.diagnosis.alike.many": "Diagnosis: this answer matches {count:mistakes}, which give the same numbers here:",
+    "batch.comment.first.alike": "{step} is the first wrong step. Your answer matches {count:mistakes}, which give the same numbers here, so it cannot tell which one you made: {diagnoses}",
+    "batch.comment.alike.item": "({n}) {message}",
+    "mistake.group": "one error whose possible causes give the same numbers on its exercise: {mistakes}",
+    "mistake.group.sep": "; or ",
+    "report.assign.apart": "The most common mistake: {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
+    "report.assign.tied.apart": "One of the most common mistakes ({mistakes}): {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN

@@ -2542,5 +2542,17 @@ ZH.update({
     "new.student_needs_like": "--student 须与 --like 一起使用，且不能与 --title 同时使用：它用于生成专属版本的标题",
 })
 
+# --- fix-ambig: one answer, several mistakes that fit (one mistake with several possible causes) ---
+ZH.update({
+    "count.mistakes.other": "{count} 种错误",
+    "practice.diagnosis.alike.many": "诊断：这个答案与 {count:mistakes}都吻合，它们在这里得出的数字相同：",
+    "batch.comment.first.alike": "第一个错误的步骤是 {step}。你的答案与 {count:mistakes}都吻合，它们在这里得出的数字相同，因此无法判断你犯的是哪一种：{diagnoses}",
+    "batch.comment.alike.item": "（{n}）{message}",
+    "mistake.group": "同一个错误，其几种可能的原因在所做的练习上得出相同的数字：{mistakes}",
+    "mistake.group.sep": "；或",
+    "report.assign.apart": "最常见的错误：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
+    "report.assign.tied.apart": "最常见的错误之一（并列：{mistakes}）：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH
