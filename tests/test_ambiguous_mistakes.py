@@ -142,3 +142,15 @@ def test_a_store_written_before_keeps_its_keys_readable(cli, home):
                                 family=resolve("single-head-3x4").family))
     doc = json.loads(cli("stats", "--format", "json").out)
     assert sorted((m["key"], m["count"]) for m in doc["mistakes"]) == [("scale_d_k", 1), ("scale_sqrt_d_model", 1)]
+
+
+def test_practice_says_four_ties_and_shows_them_all(cli):
+    """Head 1 of two-head-causal-3x4: scores [[4, 0, 4], [0, 16, 8], [4, 8, 8]] (Q0 = K0 = [[2, 0], [0, 4], [2, 2]]),
+    halved.  practice stopped at three sentences (and had no words for four)."""
+    for lang, said in (("en", "Diagnosis: this answer matches 4 mistakes, which give the same numbers here:"),
+                       ("zh", "诊断：这个答案与 4 种错误都吻合，它们在这里得出的数字相同：")):
+        res = cli("--lang", lang, "practice", "two-head-causal-3x4", "--steps", "scaled", "--head", "1",
+                  input="2 0 2; 0 8 4; 2 4 4\nquit\n")
+        assert said in res.out
+        after = res.out[res.out.index(said):].splitlines()
+        assert sum(line.lstrip().startswith("•") for line in after) == 4
