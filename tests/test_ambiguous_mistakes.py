@@ -154,3 +154,11 @@ def test_practice_says_four_ties_and_shows_them_all(cli):
         assert said in res.out
         after = res.out[res.out.index(said):].splitlines()
         assert sum(line.lstrip().startswith("•") for line in after) == 4
+
+
+def test_check_of_one_file_names_the_tie_as_alternatives(cli, tmp_path):
+    """``check FILE`` said "Diagnosis: You divided by √d_model ..." three times, each a cause stated as fact."""
+    _write(tmp_path, "bob", HALVED)
+    out = cli("check", tmp_path / "bob.yaml").out
+    assert "Diagnosis: this answer matches three mistakes, which give the same numbers" in out
+    assert out.count("Diagnosis:") == 1 and out.count("    • You divided") == 3
