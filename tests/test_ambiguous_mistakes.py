@@ -19,7 +19,7 @@ import yaml
 
 from tutor.base.messages import use_language
 from tutor.exercise.catalog import resolve
-from tutor.mistakes.diagnose import diagnose, event, group_key, members, tied
+from tutor.mistakes.diagnose import diagnose
 from tutor.steps import solve
 
 SCORES = [[2, 4, 4], [4, 8, 8], [4, 8, 8]]  # single-head-3x4's Q·Kᵀ (Q = K = [[1, 1], [2, 2], [2, 2]]), by hand
@@ -35,6 +35,8 @@ def _write(folder: Path, name: str, scaled: list) -> None:
 
 
 def test_the_divisors_tie_on_the_classic_and_are_one_event():
+    from tutor.mistakes.diagnose import event, group_key, members, tied
+
     ex = resolve("single-head-3x4")
     assert math.sqrt(ex.d_model) == ex.heads[0].d_k == ex.heads[0].d_v == 2  # why they tie
     found = diagnose(solve(ex), "scaled", 0, HALVED, tolerance=1e-9)
@@ -47,6 +49,7 @@ def test_the_divisors_tie_on_the_classic_and_are_one_event():
 def test_more_than_three_ties_are_all_named_in_practice():
     """two-head-causal-3x4: scores / 2 is √d_model = √4, d_k = 2, √d_out = √4 and num_heads = d_v = 2 -- four
     sentences, none dropped (practice stopped at three)."""
+    from tutor.mistakes.diagnose import event
     from tutor.practice.worked import alike
 
     ex = resolve("two-head-causal-3x4")
@@ -96,6 +99,8 @@ def test_report_counts_the_tie_once_and_assigns_an_exercise_that_tells_them_apar
     told = resolve(a["exercise"])
     assert math.sqrt(told.d_model) != told.heads[0].d_k  # there √d_model and d_k are different divisors
     # single-head-asym-3x4 ties the same way: its own check of scores / 2 names the same three
+    from tutor.mistakes.diagnose import event
+
     asym = solve(resolve("single-head-asym-3x4"))
     halved = (np.array(asym.step("scaled", 0).value, dtype=np.float64) * math.sqrt(2) / 2).tolist()
     assert event(diagnose(asym, "scaled", 0, halved, tolerance=1e-9)) == GROUP
