@@ -167,3 +167,31 @@ def test_check_of_one_file_names_the_tie_as_alternatives(cli, tmp_path):
     out = cli("check", tmp_path / "bob.yaml").out
     assert "Diagnosis: this answer matches three mistakes, which give the same numbers" in out
     assert out.count("Diagnosis:") == 1 and out.count("    • You divided") == 3
+
+
+def test_causes_no_exercise_tells_apart_are_said_so():
+    """Two causes no bundled exercise gives different numbers (looked for over all of them) are said to be so;
+    dividing by d_k or by the wrong constant (d_v there: every bundled head has d_v = d_k) is not claimed either
+    way, the family standing for every size at once."""
+    from tutor.audit.batch import WRONG, Row
+    from tutor.audit.classview import class_report
+    from tutor.mistakes import invisible
+    from tutor.render.report import _assign_sentence, report_document
+
+    def assign(key):
+        rows = [Row("a.yaml", "ann", "single-head-3x4", WRONG, "scaled", "scaled", (key,), 0, 1,
+                    steps=(("scaled", False),), mistake_steps=("scaled",))]
+        return report_document(class_report(rows), None)["submissions"]["assign"]
+
+    a = assign("scale_d_k+scale_constant")
+    assert a["step"] == "scaled" and a["apart"] == [] and not a["alike_everywhere"]
+    # a pair looked for and split nowhere: at q neither scaling mistake is made, so no exercise gives them
+    # different numbers there
+    assert invisible.apart(["no_scaling", "scale_d_k"], "q", "single-head-3x4") is None
+    rows = [Row("a.yaml", "ann", "single-head-3x4", WRONG, "q", "q", ("no_scaling+scale_d_k",), 0, 1,
+                steps=(("q", False),), mistake_steps=("q",))]
+    a = report_document(class_report(rows), None)["submissions"]["assign"]
+    assert a["step"] == "q" and a["alike_everywhere"]
+    with use_language("en"):
+        assert _assign_sentence(a).endswith("No bundled exercise gives its possible causes different numbers there, "
+                                            "so practice will not tell them apart either.")

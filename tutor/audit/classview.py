@@ -80,6 +80,9 @@ class Assignment:
     #: for one error whose causes its exercise could not tell apart (a group's key): the causes that give
     #: different numbers on ``exercise`` (:func:`tutor.mistakes.invisible.apart`)
     apart: tuple[str, ...] = ()
+    #: for such an error: no bundled exercise gives its causes (those :func:`tutor.mistakes.invisible.apart`
+    #: compares) different numbers at ``step``
+    alike_everywhere: bool = False
 
     @property
     def command(self) -> str:
@@ -169,7 +172,7 @@ def assignment(key: str, step: str, exercise: str) -> Assignment:
     from ..exercise.catalog import bundled
     from ..mistakes import GROUP_SEP
     from ..mistakes.diagnose import MISCONCEPTIONS, members
-    from ..mistakes.invisible import apart, in_backward, suggestion
+    from ..mistakes.invisible import apart, comparable, in_backward, suggestion
 
     ids = {ex.id for ex in bundled()}
     if step == TILED or key.startswith("tiled_"):
@@ -182,6 +185,8 @@ def assignment(key: str, step: str, exercise: str) -> Assignment:
         told = apart(members(key), step, exercise)
         if told is not None:
             return Assignment(key, told[0], shows=True, backward=in_backward(step), apart=told[1])
+        if len(comparable(members(key))) >= 2:  # looked for, and no bundled exercise tells them apart
+            return Assignment(key, _with_step(step, exercise), step=step, alike_everywhere=True)
     return Assignment(key, _with_step(step, exercise), step=step)
 
 

@@ -436,6 +436,11 @@ def suggestion(key: str, step_id: str, exercise_id: str) -> str | None:
     return None
 
 
+def comparable(keys: Sequence[str]) -> tuple[str, ...]:
+    """The mistakes of ``keys`` :func:`apart` compares: those of the catalogue with one value (not a family), each once."""
+    return tuple(k for k in dict.fromkeys(keys) if k in _BY_KEY and _BY_KEY[k].family is None)
+
+
 def apart(keys: Sequence[str], step_id: str, exercise_id: str) -> tuple[str, tuple[str, ...]] | None:
     """Where the mistakes ``keys``, which one answer could not tell apart (:func:`tutor.mistakes.diagnose.event`),
     give different numbers: the first bundled exercise (in learning order) other than ``exercise_id`` on which each
@@ -443,7 +448,7 @@ def apart(keys: Sequence[str], step_id: str, exercise_id: str) -> tuple[str, tup
     at a step ``step_id`` (:func:`suggestion`'s test) and no two of them give the same numbers there, with their
     keys (at least two); ``None`` when there is none.  single-head-3x4 and single-head-asym-3x4 both have
     √d_model = d_k = 2, so neither tells dividing by √d_model from dividing by d_k; fully-masked-row-3x3 does."""
-    wanted = [_BY_KEY[k] for k in dict.fromkeys(keys) if k in _BY_KEY and _BY_KEY[k].family is None]
+    wanted = [_BY_KEY[k] for k in comparable(keys)]
     if len(wanted) < 2:
         return None
     for ex in _bundled_order():

@@ -20,7 +20,7 @@ from ..audit.batch import place_label
 from ..audit.classview import ClassReport
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
-from ..base.messages import join_and, plural, t
+from ..base.messages import join_and, join_sentences, plural, t
 from ..base.textsafe import shown
 from ..practice.stats import mistake_name
 
@@ -37,9 +37,10 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
     Markdown name as a student reads it in the run's language, ``q (head 1)``; ``share`` right of given as a fraction from 0 to 1, 4 places, as ``accuracy`` is in
     ``progress`` and in ``stats``), ``mistakes`` (most made first:
     ``{"key", "name", "submissions", "example", "exercise", "step"}``), ``assign`` (for the most common
-    mistake: ``{"mistake", "tied", "exercise", "step", "tiled", "shows", "backward", "apart", "command"}``, ``tied``
+    mistake: ``{"mistake", "tied", "exercise", "step", "tiled", "shows", "backward", "apart", "alike_everywhere", "command"}``, ``tied``
     every mistake made as often as it, itself first; ``apart`` for one error whose causes its exercise could
-    not tell apart, those that give different numbers on ``exercise``; ``null`` when none was made), ``copies`` (``{"student", "exercise",
+    not tell apart, those that give different numbers on ``exercise``; ``alike_everywhere`` true when no bundled
+    exercise gives them different numbers at the step; ``null`` when none was made), ``copies`` (``{"student", "exercise",
     "variant_of"}``: a roster variant handed in by another student) and ``duplicates`` (``{"student",
     "files"}``: a student who handed in more than one file).
     ``progress``: :func:`tutor.store.export.class_progress`'s document, each mistake with its ``name``.
@@ -56,7 +57,7 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
             "assign": None if a is None else {"mistake": a.key, "tied": [m.key for m in classview.most_common],
                                               "exercise": a.exercise, "step": a.step, "tiled": a.tiled,
                                               "shows": a.shows, "backward": a.backward, "apart": list(a.apart),
-                                              "command": a.command},
+                                              "alike_everywhere": a.alike_everywhere, "command": a.command},
             "copies": [{"student": st, "exercise": ex, "variant_of": owner} for st, ex, owner in classview.copies],
             "duplicates": [{"student": st, "files": list(files)} for st, files in classview.duplicates],
         }
@@ -79,9 +80,11 @@ def _assign_sentence(a: dict[str, Any]) -> str:
         fields["step"] = a["step"]
     if kind == "exercise" and a.get("apart"):  # one error's causes: the exercise where they give different numbers
         kind, fields["told"] = "apart", join_and([mistake_name(k) for k in a["apart"]])
-    if len(tied) < 2:
-        return t(f"report.assign.{kind}", **fields)
-    return t(f"report.assign.tied.{kind}", mistakes=join_and([mistake_name(k) for k in tied]), **fields)
+    said = t(f"report.assign.{kind}", **fields) if len(tied) < 2 else \
+        t(f"report.assign.tied.{kind}", mistakes=join_and([mistake_name(k) for k in tied]), **fields)
+    if kind == "step" and a.get("alike_everywhere"):  # one error's causes that no bundled exercise tells apart
+        said = join_sentences([said, t("report.assign.alike_everywhere")])
+    return said
 
 
 def _retention(skill: dict[str, Any]) -> str:

@@ -2616,6 +2616,7 @@ EN.update({
     "mistake.group.sep": "; or ",
     "report.assign.apart": "The most common mistake: {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
     "report.assign.tied.apart": "One of the most common mistakes ({mistakes}): {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
+    "report.assign.alike_everywhere": "No bundled exercise gives its possible causes different numbers there, so practice will not tell them apart either.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2552,6 +2552,7 @@ ZH.update({
     "mistake.group.sep": "；或",
     "report.assign.apart": "最常见的错误：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
     "report.assign.tied.apart": "最常见的错误之一（并列：{mistakes}）：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
+    "report.assign.alike_everywhere": "没有哪道内置练习能让它的几种可能原因在这一步得出不同的数字，所以练习也无法区分它们。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
