@@ -126,7 +126,7 @@ def test_practice_records_one_answer_as_one_mistake(cli, tmp_path, home):
     with use_language("zh"):
         from tutor.practice.stats import mistake_name
 
-        assert mistake_name(GROUP) == ("同一个错误，其几种可能的原因在所做的练习上得出相同的数字：除以了 √d_model，而不是 √d_k；"
+        assert mistake_name(GROUP) == ("同一个错误，答案无法区分它的几种可能原因：除以了 √d_model，而不是 √d_k；"
                                        "或除以了 d_k，而不是 √d_k；或除以了错误的常数")
     folder = tmp_path / "progress"
     folder.mkdir()
@@ -195,3 +195,29 @@ def test_causes_no_exercise_tells_apart_are_said_so():
     with use_language("en"):
         assert _assign_sentence(a).endswith("No bundled exercise gives its possible causes different numbers there, "
                                             "so practice will not tell them apart either.")
+
+
+def test_a_tiled_part_that_fits_two_mistakes_is_one_mistake_in_the_row(tmp_path):
+    """The ``tiled:`` part's mistakes that fit its first wrong quantity: one key in the row, each named in the
+    comment as a possibility (the comment stated the first as fact)."""
+    from dataclasses import dataclass
+
+    from tutor.audit.batch import from_reports
+    from tutor.audit.solution import load_solution
+
+    path = tmp_path / "t.yaml"
+    path.write_text("exercise: single-head-3x4\nstudent: tia\nq: [[1, 1], [2, 2], [2, 2]]\n", encoding="utf-8")
+    sf = load_solution(str(path))
+
+    @dataclass(frozen=True)
+    class Outcome:
+        ok: bool
+        diagnoses: tuple[tuple[str, str], ...]
+
+    keys = ("tiled_no_rescale_acc", "tiled_no_rescale_l")
+    row = from_reports(str(path), sf, None, Outcome(False, tuple((k, "") for k in keys)))
+    assert row.mistakes == ("tiled_no_rescale_acc+tiled_no_rescale_l",) and row.mistake_steps == ("tiled",)
+    with use_language("en"):
+        said = str(row.comment)
+    assert said.startswith("tiled is the first wrong step. Your answer fits 2 mistakes as written, so it cannot tell "
+                           "which one you made: (1) You did not rescale acc") and "(2) You did not rescale l" in said

@@ -38,7 +38,7 @@ from ..base.errors import Problem, TutorError
 from ..base.messages import Msg, Text
 from ..base.textsafe import spreadsheet_text
 from ..exercise.record import Exercise
-from ..mistakes.diagnose import event, tied
+from ..mistakes.diagnose import event, group_key, tied
 from .check import INDEPENDENT, Report, StepCheck
 from .plausibility import label
 from .solution import SolutionFile
@@ -348,13 +348,17 @@ def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: Tile
         given += 1
         right += tiled.ok
         items.append((TILED, tiled.ok))
-        mistakes += [(key, TILED) for key, _ in tiled.diagnoses]
+        if tiled.diagnoses:  # the mistakes that fit its first wrong quantity: one error, as practice records it
+            mistakes.append((group_key([key for key, _ in tiled.diagnoses]), TILED))
         if not tiled.ok:
             wrong = True
             if first is None:
                 first, first_label = TILED, TILED
-                comment = (Msg("batch.comment.first", step=TILED, diagnosis=Msg(f"diagnose.{tiled.diagnoses[0][0]}"))
-                           if tiled.diagnoses else Msg("batch.comment.unexplained", step=TILED))
+                said = [Msg(f"diagnose.{key}") for key, _ in tiled.diagnoses]
+                comment = (Msg("batch.comment.first", step=TILED, diagnosis=said[0]) if len(said) == 1 else
+                           Msg("batch.comment.first.fits", step=TILED, count=len(said), diagnoses=Msg.sentences(
+                               [Msg("batch.comment.alike.item", n=n, message=m) for n, m in enumerate(said, 1)]))
+                           if said else Msg("batch.comment.unexplained", step=TILED))
     if not wrong:
         comment = Msg.plural("batch.comment.right", given)
     seen: dict[str, str] = {}
