@@ -532,3 +532,43 @@ def test_rotating_v_in_a_decode_step_is_modelled_and_caught(cli, tmp_path):
     code, out, err = cli("validate", str(path))
     assert code == 0, err
     assert "rotating V" not in out
+
+
+def test_every_suggestion_names_an_exercise_where_the_mistake_can_be_made_and_shows():
+    """Issue 24 trial, F6: "mask applied in the scaled step" suggested single-head-dk4-2x4, which has no mask (the
+    special row carried no ``needs``, and a mistake with no value on an exercise was counted caught there); √d_k
+    rounded was suggested on d_k = 4, a perfect square.  Over the whole catalogue: the exercise suggested for a
+    mistake at a step meets the mistake's needs, and at a step of that id there the mistake's own value (NumPy,
+    compared here) differs from the right one -- a judge's mistake, which has no one value, at least applies."""
+    from tutor.base.errors import TutorError
+    from tutor.mistakes.diagnose import needs_met
+    from tutor.mistakes.invisible import learning_order, origins, suggestion
+
+    def solved(ex):
+        try:
+            return solve(ex, backward=True), True
+        except TutorError:  # the pre-norm block's and MLA's backward pass are refused
+            return solve(ex, backward=False), False
+
+    sols = {ex.id: solved(ex) for ex in learning_order()}
+    checked, wrong = 0, []
+    for m in MISCONCEPTIONS:
+        made_at = {k[0] for sol, bw in sols.values() if needs_met(sol, m.needs) for k in origins(m, sol.exercise, bw)}
+        for step_id in sorted(made_at):
+            found = suggestion(m.key, step_id, "")
+            if found is None:
+                continue
+            sol, bw = sols[found]
+            at = [k for k in origins(m, sol.exercise, bw) if k[0] == step_id]
+            shows = m.judge is not None and bool(at)
+            for k in at if m.judge is None else ():
+                right = np.array(sol.step(*k).value, dtype=np.float64)  # [rows, cols]
+                with np.errstate(all="ignore"):
+                    values = [got for _, got in m.candidates(sol, *k)]
+                shows |= any(v.shape != right.shape or not np.allclose(v, right, rtol=1e-6, atol=1e-9) for v in values)
+            checked += 1
+            if not needs_met(sol, m.needs) or not shows:
+                wrong.append((m.key, step_id, found))
+    assert checked > 100 and not wrong
+    assert suggestion("mask_in_scaled", "scaled", "two-head-causal-3x4") is not None
+    assert resolve(suggestion("mask_in_scaled", "scaled", "two-head-causal-3x4")).has_mask

@@ -512,7 +512,8 @@ def test_two_mistakes_with_the_same_numbers_are_both_named():
     wrong = effects[1]
     assert [d.key for d in wrong.diagnoses] == ["scale_sqrt_d_model", "scale_d_k", "scale_constant"]
     assert wrong.alike == 3 and [d.key for d in wrong.shown] == ["scale_sqrt_d_model", "scale_d_k", "scale_constant"]
-    assert effects[0].diagnosis == "scale_sqrt_d_model"  # the store keeps the first
+    # the store keeps ONE mistake with its three possible causes (trial F5), not three mistakes
+    assert effects[0].diagnoses == ("scale_sqrt_d_model+scale_d_k+scale_constant",)
 
 
 def test_two_mistakes_that_only_round_alike_show_the_first():

@@ -45,6 +45,7 @@ from ..base.errors import Problem, TutorError, where_raised
 from ..base.messages import Msg, Text
 from ..base.textsafe import spreadsheet_text
 from ..exercise.record import Exercise
+from ..mistakes.diagnose import event, group_key, tied
 from .check import INDEPENDENT, Report, StepCheck
 from .plausibility import label
 from .solution import SolutionFile
@@ -86,8 +87,9 @@ class Row:
     writes its place (``heads[1].weights``; ``tiled`` for a wrong ``tiled:``
     part), ``first_label`` its name for a reader (``weights (head 2)``);
     ``mistakes`` the keys of the mistakes named (the first wrong step's
-    diagnoses, then those of steps wrong on their own, then the ``tiled:``
-    part's); ``right`` of ``given`` the items right (each step, and a ``tiled:``
+    mistake, then those of steps wrong on their own, then the ``tiled:``
+    part's; mistakes one step cannot tell apart are one key, theirs joined by
+    ``+``: :func:`tutor.mistakes.diagnose.event`); ``right`` of ``given`` the items right (each step, and a ``tiled:``
     part as one); ``comment`` the sentence for the student; ``error`` the
     :class:`TutorError` that made the file unusable.
     """
@@ -412,11 +414,28 @@ def _first_comment(fw: StepCheck, name: Text) -> Text:
     cut off), else that no known misconception explains it -- what ``check FILE`` shows first there."""
     if not fw.shape_ok:
         return Msg("batch.comment.shape", step=name, found=_dims(fw.given.shape), expected=_dims(fw.expected.shape))
+    alike = tied(fw.diagnoses)
+    if alike > 1:  # mistakes that give the very same numbers here: named together, none of them as the cause
+        items = [Msg("batch.comment.alike.item", n=n, message=d.message) for n, d in enumerate(fw.diagnoses[:alike], 1)]
+        return Msg("batch.comment.first.alike", step=name, count=alike, diagnoses=Msg.sentences(items))
     explained = [d.message for d in fw.diagnoses] + [note for _, note in fw.exact_claims] + \
         [note for key, _, note in fw.notes if key in (TRUNCATED, ROUNDED_AWAY)]
     if explained:
         return Msg("batch.comment.first", step=name, diagnosis=explained[0])
     return Msg("batch.comment.unexplained", step=name)
+
+
+#: The notes on entries written as NaN (:func:`tutor.audit.check.audit`): facts about those entries, each its own.
+_NAN = ("nan", "nan_empty_row")
+
+
+def _events(s: StepCheck) -> list[str]:
+    """The mistakes a wrong step counts as: its mistake (:func:`tutor.mistakes.diagnose.event`: the first
+    diagnosis and those that give its very numbers, one key), after the notes that explain it (a NaN's), never
+    several mistakes for one wrong matrix."""
+    notes = [d.key for d in s.diagnoses if d.key in _NAN]
+    found = event([d for d in s.diagnoses if d.key not in _NAN])
+    return notes + ([found] if found else [])
 
 
 def _dims(shape: tuple[int, ...]) -> str:
@@ -440,11 +459,11 @@ def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: Tile
         fw = report.first_wrong
         if fw is not None:
             first, first_label = fw.given.field, label(ex, *fw.key)
-            mistakes += [(d.key, fw.given.id) for d in fw.diagnoses]
+            mistakes += [(key, fw.given.id) for key in _events(fw)]
             comment = _first_comment(fw, first_label)
         for s in report.steps:
             if s is not fw and s.follows == INDEPENDENT:
-                mistakes += [(d.key, s.given.id) for d in s.diagnoses]
+                mistakes += [(key, s.given.id) for key in _events(s)]
         if fw is None and not report.ok:  # every step right, a plausibility check failed
             bad = next(f for f in report.findings if not f.ok)
             comment = Msg("batch.comment.plausibility", message=bad.message)
@@ -453,13 +472,17 @@ def from_reports(path: str, sf: SolutionFile, report: Report | None, tiled: Tile
         given += 1
         right += tiled.ok
         items.append((TILED, tiled.ok))
-        mistakes += [(key, TILED) for key, _ in tiled.diagnoses]
+        if tiled.diagnoses:  # the mistakes that fit its first wrong quantity: one error, as practice records it
+            mistakes.append((group_key([key for key, _ in tiled.diagnoses]), TILED))
         if not tiled.ok:
             wrong = True
             if first is None:
                 first, first_label = TILED, TILED
-                comment = (Msg("batch.comment.first", step=TILED, diagnosis=Msg(f"diagnose.{tiled.diagnoses[0][0]}"))
-                           if tiled.diagnoses else Msg("batch.comment.unexplained", step=TILED))
+                said = [Msg(f"diagnose.{key}") for key, _ in tiled.diagnoses]
+                comment = (Msg("batch.comment.first", step=TILED, diagnosis=said[0]) if len(said) == 1 else
+                           Msg("batch.comment.first.fits", step=TILED, count=len(said), diagnoses=Msg.sentences(
+                               [Msg("batch.comment.alike.item", n=n, message=m) for n, m in enumerate(said, 1)]))
+                           if said else Msg("batch.comment.unexplained", step=TILED))
     if not wrong:
         comment = Msg.plural("batch.comment.right", given)
     seen: dict[str, str] = {}

@@ -8,6 +8,8 @@ From the rows of :mod:`tutor.audit.batch` (a folder graded now, or the CSV
   how many submissions gave it and how many of those got it right;
 * the mistakes named, ranked by how many submissions made them (each counted
   once per submission), with the first submission that made it as an example;
+  mistakes one answer could not tell apart are one error, one row (their keys
+  joined: :func:`tutor.mistakes.diagnose.group_key`);
 * what to assign next (:func:`assignment`): for the most common mistake, the
   bundled exercise on which that mistake shows at the step where it was made
   (:func:`tutor.mistakes.invisible.suggestion`, the one mapping from a mistake to
@@ -75,6 +77,12 @@ class Assignment:
     tiled: bool = False
     shows: bool = False
     backward: bool = False
+    #: for one error whose causes its exercise could not tell apart (a group's key): the causes that give
+    #: different numbers on ``exercise`` (:func:`tutor.mistakes.invisible.apart`)
+    apart: tuple[str, ...] = ()
+    #: for such an error: no bundled exercise gives its causes (those :func:`tutor.mistakes.invisible.apart`
+    #: compares) different numbers at ``step``
+    alike_everywhere: bool = False
 
     @property
     def command(self) -> str:
@@ -155,13 +163,16 @@ def assignment(key: str, step: str, exercise: str) -> Assignment:
     """What to assign to a class that made mistake ``key`` at step ``step`` (an id; ``tiled``) of ``exercise``.
 
     A misconception of the catalogue: the first bundled exercise (in learning order) other than
-    ``exercise`` on which it shows at ``step`` (:func:`tutor.mistakes.invisible.suggestion`); a slip of the
+    ``exercise`` on which it shows at ``step`` (:func:`tutor.mistakes.invisible.suggestion`); one error with
+    causes its exercise cannot tell apart (a group's key, :func:`tutor.mistakes.diagnose.group_key`): the first
+    on which they give different numbers (:func:`tutor.mistakes.invisible.apart`), never one where they tie again; a slip of the
     online softmax: ``exercise``'s ``--tiled`` drill; anything else, or no such exercise: ``step``
     practised on ``exercise`` when it is bundled, else on the first bundled exercise that has the step.
     """
     from ..exercise.catalog import bundled
-    from ..mistakes.diagnose import MISCONCEPTIONS
-    from ..mistakes.invisible import in_backward, suggestion
+    from ..mistakes import GROUP_SEP
+    from ..mistakes.diagnose import MISCONCEPTIONS, members
+    from ..mistakes.invisible import apart, comparable, in_backward, suggestion
 
     ids = {ex.id for ex in bundled()}
     if step == TILED or key.startswith("tiled_"):
@@ -170,6 +181,12 @@ def assignment(key: str, step: str, exercise: str) -> Assignment:
         found = suggestion(key, step, exercise)
         if found is not None:
             return Assignment(key, found, shows=True, backward=in_backward(step))
+    if GROUP_SEP in key:  # one error with causes its exercise cannot tell apart: where they give different numbers
+        told = apart(members(key), step, exercise)
+        if told is not None:
+            return Assignment(key, told[0], shows=True, backward=in_backward(step), apart=told[1])
+        if len(comparable(members(key))) >= 2:  # looked for, and no bundled exercise tells them apart
+            return Assignment(key, _with_step(step, exercise), step=step, alike_everywhere=True)
     return Assignment(key, _with_step(step, exercise), step=step)
 
 

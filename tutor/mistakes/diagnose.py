@@ -47,8 +47,10 @@ from ..base.messages import Msg, Text
 from ..exact.numbers import frac_text
 from ..exercise.record import Exercise, alibi_slope
 from ..steps import KINDS, STEP_IDS, Key, Solution, Variant, downstream, entry_work, keys, replay, varies
+from . import GROUP_SEP
 
 __all__ = [
+    "GROUP_SEP",
     "MISCONCEPTIONS",
     "Claim",
     "Diagnosis",
@@ -56,12 +58,17 @@ __all__ = [
     "Variant",
     "diagnose",
     "diagnose_claim",
+    "event",
+    "group_key",
     "matches",
+    "members",
     "needs_met",
     "num_text",
     "off_cells",
     "recompute",
     "right_value",
+    "same_numbers",
+    "tied",
     "wrong_cells",
 ]
 
@@ -232,6 +239,12 @@ def matches(value: Array, claim: Claim, *, slack: float = 0.0) -> bool:
         v, lo, hi = value[live], claim.lo[live], claim.hi[live]  # [n]
         off_by = slack * np.maximum(1.0, np.abs(v))  # [n]
         return bool(np.all((lo - off_by <= v) & (v <= hi + off_by)))
+
+
+def same_numbers(a: Array, b: Array) -> bool:
+    """Whether two float recomputations of a step (``[r, c]``) are the same matrix: equal shapes and values to
+    float round-off (:data:`EPS`; ``-inf`` equal to ``-inf``), so no answer can tell them apart."""
+    return _same(a, b)
 
 
 def _same(a: Array, b: Array) -> bool:
@@ -573,9 +586,11 @@ def _m(key: str, variant: Variant, *needs: str) -> Misconception:
     return Misconception(key, f"diagnose.{key}", _varied(variant, *needs), variant, needs=needs)
 
 
-def _special(key: str, steps: tuple[str, ...], fn: Recompute) -> Misconception:
-    """A misconception that is not a variant of the pipeline, shown at ``steps``."""
-    return Misconception(key, f"diagnose.{key}", fn, None, steps)
+def _special(key: str, steps: tuple[str, ...], fn: Recompute, *needs: str) -> Misconception:
+    """A misconception that is not a variant of the pipeline, shown at ``steps``; ``needs``: what the exercise
+    must have for it to be made at all (:func:`needs_met`), which the exercise suggested for it must have too
+    (:func:`tutor.mistakes.invisible.suggestion`)."""
+    return Misconception(key, f"diagnose.{key}", fn, None, steps, needs=needs)
 
 
 #: The catalogue, most specific first: :func:`diagnose` reports matches in this order.
@@ -600,7 +615,7 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("mask_zero", Variant(mask="zero"), "mask"),
     _special("q_prescaled", ("q",), _q_prescaled),
     _special("scores_prescaled", ("scores",), _scores_prescaled),
-    _special("mask_in_scaled", ("scaled",), _mask_in_scaled),
+    _special("mask_in_scaled", ("scaled",), _mask_in_scaled, "mask"),
     _m("padding_rows", Variant(mask="padding_rows"), "padding"),
     _m("no_mask", Variant(mask="none"), "mask"),
     _m("mask_after_softmax", Variant(mask="after_softmax"), "mask"),
@@ -871,3 +886,54 @@ def wrong_cells(sol: Solution, step_id: str, head: int | None, answer: Sequence[
         return [(i, j) for i in range(r) for j in range(c)]
     return off
 
+
+
+# --- one answer, one mistake: the mistakes it cannot tell apart -----------------------------------
+
+def tied(found: Sequence[Diagnosis], value: Callable[[Diagnosis], Array | None] | None = None) -> int:
+    """How many of the leading diagnoses ``found`` give the very numbers of the first (``[rows, cols]``, to
+    float round-off): the mistakes the answer cannot tell apart (on single-head-3x4, where √d_model = √4 =
+    d_k = d_v = 2, dividing by any of them).  ``value(d)``: the step as ``d``'s mistake computes it (default
+    :attr:`Diagnosis.value`; a judge's has none, so it ties with nothing).  0 for none, 1 when the first
+    stands alone."""
+    if len(found) < 2:
+        return len(found)
+    get = value or (lambda d: d.value)
+    first = get(found[0])
+    if first is None:
+        return 1
+    count = 1
+    for d in found[1:]:
+        got = get(d)
+        if got is None or got.shape != first.shape or not _same(got, first):
+            break
+        count += 1
+    return count
+
+
+def group_key(keys: Sequence[str]) -> str:
+    """The key under which mistakes an answer cannot tell apart are recorded and counted, as ONE mistake:
+    their keys in the catalogue's order, each once, joined by :data:`GROUP_SEP`; a lone key is itself.
+
+    >>> group_key(["scale_sqrt_d_model", "scale_d_k", "scale_constant", "scale_constant"]), group_key(["no_scaling"])
+    ('scale_sqrt_d_model+scale_d_k+scale_constant', 'no_scaling')
+    """
+    return GROUP_SEP.join(dict.fromkeys(keys))
+
+
+def members(key: str) -> tuple[str, ...]:
+    """The mistakes a recorded key stands for: those of a group (:func:`group_key`), else the key itself.
+
+    >>> members("scale_d_k+scale_constant"), members("no_scaling")
+    (('scale_d_k', 'scale_constant'), ('no_scaling',))
+    """
+    return tuple(key.split(GROUP_SEP))
+
+
+def event(found: Sequence[Diagnosis]) -> str | None:
+    """What one wrong answer records and counts: the key (:func:`group_key`) of its first diagnosis and of those
+    it cannot tell apart from it (:func:`tied`) -- one mistake with several possible causes, never several
+    mistakes; ``None`` when nothing explains the answer.  A later diagnosis that fits with other numbers is
+    not the answer's mistake as shown (``practice`` shows the first and its ties)."""
+    n = tied(found)
+    return group_key([d.key for d in found[:n]]) if n else None

@@ -35,7 +35,7 @@ from ..base.messages import Msg, Text
 from ..exact.expoly import TooLarge, budget
 from ..exercise.record import Exercise
 from ..steps import KINDS, Key, Solution, downstream, inputs, keys, replay, rounding_bounds, upstream, varies
-from .diagnose import MISCONCEPTIONS, Misconception, needs_met
+from .diagnose import MISCONCEPTIONS, Misconception, needs_met, same_numbers
 
 #: A float difference larger than this fraction of the matrix's magnitude is a real one (no round-off is that large).
 CLEAR = 1e-6
@@ -369,17 +369,21 @@ def _bundled_order() -> tuple[Exercise, ...]:
 
 
 @cache
-def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
-    """The (mistake, step id) pairs exercise ``ex`` catches at a step where the mistake is made."""
+def _solved(ex: Exercise) -> tuple[Solution, bool]:
+    """``ex`` solved with its backward pass when it has one (then ``True``), else forward only."""
     from ..base.errors import TutorError
     from ..steps import solve
 
-    bw = True  # the gradients too: the backward pass's mistakes are suggested like the others
     try:
-        sol = solve(ex, backward=bw)
+        return solve(ex, backward=True), True  # the gradients too: the backward pass's mistakes are suggested like the others
     except TutorError:  # the pre-norm block's and MLA's backward pass are refused (in one line): forward mistakes only
-        bw = False
-        sol = solve(ex, backward=False)
+        return solve(ex, backward=False), False
+
+
+@cache
+def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
+    """The (mistake, step id) pairs exercise ``ex`` catches at a step where the mistake is made."""
+    sol, bw = _solved(ex)
     hidden = {(f.key, f.step) for f in invisible(sol)}
     caught = set()
     for m in MISCONCEPTIONS:
@@ -388,9 +392,27 @@ def _catches(ex: Exercise) -> frozenset[tuple[str, str]]:
         with np.errstate(all="ignore"):
             reached = replay(ex, m.variant, backward=bw).values if m.variant is not None else None
         for step in origins(m, ex, bw):
-            if (m.key, step) not in hidden and (reached is None or step in reached):
+            if (m.key, step) in hidden:
+                continue
+            if step in reached if reached is not None else _shows(sol, m, step):
                 caught.add((m.key, step[0]))
     return frozenset(caught)
+
+
+def _shows(sol: Solution, m: Misconception, step: Key) -> bool:
+    """Whether misconception ``m``, no variant of the pipeline, can be made at ``step`` of ``sol`` and shows
+    there (:func:`invisible` has not found it to give exactly the right value): a judge's mistake whenever it
+    applies (it is recognised from the answer's signature); a family's when one of its values clearly differs
+    from the right one (none for ``√d_k`` rounded when d_k is a perfect square); any other when it has a value
+    there at all (``mask_in_scaled`` has none without a mask) -- never counted caught for want of a value."""
+    if m.judge is not None:
+        return True
+    right = np.array(sol.step(*step).value, dtype=np.float64)  # [rows, cols]
+    with np.errstate(all="ignore"):
+        found = m.candidates(sol, step[0], step[1])
+    if m.family is None:
+        return bool(found)
+    return any(got.shape != right.shape or _clearly_differ(got, right) for _, got in found)
 
 
 def learning_order() -> tuple[Exercise, ...]:
@@ -411,4 +433,32 @@ def suggestion(key: str, step_id: str, exercise_id: str) -> str | None:
     for ex in _bundled_order():
         if ex.id != exercise_id and (key, step_id) in _catches(ex):
             return ex.id
+    return None
+
+
+def comparable(keys: Sequence[str]) -> tuple[str, ...]:
+    """The mistakes of ``keys`` :func:`apart` compares: those of the catalogue with one value (not a family), each once."""
+    return tuple(k for k in dict.fromkeys(keys) if k in _BY_KEY and _BY_KEY[k].family is None)
+
+
+def apart(keys: Sequence[str], step_id: str, exercise_id: str) -> tuple[str, tuple[str, ...]] | None:
+    """Where the mistakes ``keys``, which one answer could not tell apart (:func:`tutor.mistakes.diagnose.event`),
+    give different numbers: the first bundled exercise (in learning order) other than ``exercise_id`` on which each
+    of those with one value (not a family: ``scale_constant`` stands for every size of the exercise at once) shows
+    at a step ``step_id`` (:func:`suggestion`'s test) and no two of them give the same numbers there, with their
+    keys (at least two); ``None`` when there is none.  single-head-3x4 and single-head-asym-3x4 both have
+    √d_model = d_k = 2, so neither tells dividing by √d_model from dividing by d_k; fully-masked-row-3x3 does."""
+    wanted = [_BY_KEY[k] for k in comparable(keys)]
+    if len(wanted) < 2:
+        return None
+    for ex in _bundled_order():
+        if ex.id == exercise_id or not all((m.key, step_id) in _catches(ex) for m in wanted):
+            continue
+        sol, _ = _solved(ex)
+        for step in [s.key for s in sol.steps if s.id == step_id]:
+            with np.errstate(all="ignore"):
+                values = [m.recompute(sol, *step) for m in wanted]
+            if all(v is not None for v in values) and not any(
+                    same_numbers(a, b) for i, a in enumerate(values) for b in values[i + 1:]):  # type: ignore[arg-type]
+                return ex.id, tuple(m.key for m in wanted)
     return None

@@ -378,8 +378,12 @@ def _grade(state: State[Q], answer: Answered, text: str) -> tuple[State[Q], list
         return state, [Coarse(step, answer, g.coarse, state.todo), _prompt(state)]
     diagnoses, alike = state.drill.diagnose(state, answer, g)
     notes = ((TRUNCATED,) if g.truncated else ()) + ((ROUNDED_AWAY,) if g.rounded_away else ())
-    record = _record(state, "wrong", attempt, diagnoses=tuple(d.key for d in diagnoses), notes=notes, answer=text)
-    keys = state.diagnoses + tuple(d.key for d in diagnoses[:1] if d.key not in state.diagnoses)
+    from tutor.mistakes.diagnose import group_key  # here: the machine's clients load the catalogue, not the machine
+
+    # one answer, one mistake: the first diagnosis and those it cannot be told apart from, as one key
+    mistake = group_key([d.key for d in diagnoses[:alike]]) if diagnoses else None
+    record = _record(state, "wrong", attempt, diagnoses=(mistake,) if mistake else (), notes=notes, answer=text)
+    keys = state.diagnoses + ((mistake,) if mistake and mistake not in state.diagnoses else ())
     state = replace(state, attempts=attempt, diagnoses=keys, last_wrong=g.wrong or (), rows=())
     if state.settings.mode == "entry":
         assert g.wrong is not None  # entry mode always answers the question's shape

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..base.messages import t
+from ..mistakes import GROUP_SEP
 
 if TYPE_CHECKING:
     from ..store import Recommendation, Stats
@@ -18,9 +19,13 @@ if TYPE_CHECKING:
 
 def mistake_name(key: str) -> str:
     """What a mistake's key is called where it is counted (``mistake.<key>``; every key a session can
-    store has one, a test holds it); a key only another version wrote is said to be unnamed, with the key."""
+    store has one, a test holds it); a key only another version wrote is said to be unnamed, with the key.  A
+    group's key (:func:`tutor.mistakes.diagnose.group_key`: mistakes one answer could not tell apart) is one
+    error, its possible causes named."""
     from ..base.messages import EN
 
+    if GROUP_SEP in key:  # mistakes one answer could not tell apart: one error, its possible causes named
+        return t("mistake.group", mistakes=t("mistake.group.sep").join(mistake_name(k) for k in key.split(GROUP_SEP)))
     return t(f"mistake.{key}") if f"mistake.{key}" in EN else t("mistake.unnamed", key=key)
 
 

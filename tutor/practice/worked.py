@@ -25,6 +25,8 @@ from .grading import Graded
 from .machine import Drill, Settings, State, begin
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from tutor.mistakes.diagnose import Diagnosis
 
 
@@ -152,14 +154,11 @@ def _hint_cell(state: State[Step]) -> Cell:
     return (0, 0)
 
 
-def alike(sol: Solution, step: Step, diagnoses: Sequence[Diagnosis], limit: int = 3) -> int:
-    """How many of the leading ``diagnoses`` recompute the same matrix as the first (at most ``limit``):
-    mistakes that give the same numbers here, which the answer cannot tell apart."""
-    if len(diagnoses) < 2:
-        return len(diagnoses)
-    import numpy as np
-
-    from tutor.mistakes.diagnose import MISCONCEPTIONS
+def alike(sol: Solution, step: Step, diagnoses: Sequence[Diagnosis]) -> int:
+    """How many of the leading ``diagnoses`` recompute the same matrix as the first
+    (:func:`tutor.mistakes.diagnose.tied`): mistakes that give the same numbers here, which the answer
+    cannot tell apart, all shown and recorded as one (:func:`tutor.mistakes.diagnose.event`)."""
+    from tutor.mistakes.diagnose import MISCONCEPTIONS, tied
 
     recompute = {m.key: m.recompute for m in MISCONCEPTIONS}
 
@@ -169,17 +168,7 @@ def alike(sol: Solution, step: Step, diagnoses: Sequence[Diagnosis], limit: int 
             return d.value
         return recompute[d.key](sol, step.id, step.head) if d.key in recompute else None
 
-    first = value(diagnoses[0])  # [rows, cols] or None
-    if first is None:
-        return 1
-    count = 1
-    for d in diagnoses[1:]:
-        if count == limit:
-            break
-        got = value(d)  # [rows, cols] or None
-        if got is not None and got.shape == first.shape and bool(np.allclose(got, first, rtol=1e-9, atol=1e-12)):
-            count += 1
-    return count
+    return tied(diagnoses, value)
 
 
 # --- what a step needs ------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ..base.messages import Text as Words
 from ..base.messages import plural, t
 from ..base.textsafe import shown
 from ..exact.numbers import Rat
+from ..mistakes.diagnose import tied
 from ..steps import inputs
 from .text import pretty
 
@@ -149,7 +150,13 @@ class CheckRenderer:
                 self.line(t("check.more", count=len(s.wrong) - MAX_ENTRIES_SHOWN), indent=2)
         for _, _, note in s.notes:
             self.line(note, indent=2)
-        for d in s.diagnoses:
+        alike = tied(s.diagnoses)  # mistakes that give the very same numbers: alternatives, none said as the cause
+        if alike > 1:
+            self.line(t(f"practice.diagnosis.alike.{alike}") if alike <= 3 else
+                      t("practice.diagnosis.alike.many", count=alike), "bold", indent=2)
+            for d in s.diagnoses[:alike]:
+                self.line(f"• {d.message}", indent=4)
+        for d in s.diagnoses[alike if alike > 1 else 0:]:
             self.line(t("check.diagnosis", message=d.message), "bold", indent=2)
         explained = {c for c, _ in s.exact_claims} | {c for key, cells, _ in s.notes if key in (TRUNCATED, ROUNDED_AWAY)
                                                        for c in cells}

@@ -231,7 +231,8 @@ class QuizRenderer:
         if len(shown) == 1:
             self.line(t("practice.diagnosis", message=_on_paper(shown[0].message)), "bold")
         elif shown:
-            self.line(t(f"practice.diagnosis.alike.{len(shown)}"), "bold")
+            n = len(shown)  # two and three in words; more (four on two-head-causal-3x4's ÷2) counted
+            self.line(t(f"practice.diagnosis.alike.{n}") if n <= 3 else t("practice.diagnosis.alike.many", count=n), "bold")
             for d in shown:
                 self.bullet(_on_paper(d.message))
         return bool(shown)

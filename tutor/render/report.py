@@ -21,7 +21,7 @@ from ..audit.batch import place_label
 from ..audit.classview import ClassReport
 from ..base.ascii import asciify, is_utf
 from ..base.decimals import trimmed
-from ..base.messages import join_and, plural, t
+from ..base.messages import join_and, join_sentences, plural, t
 from ..base.textsafe import shown
 from ..practice.stats import mistake_name
 
@@ -45,8 +45,10 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
     Markdown name as a student reads it in the run's language, ``q (head 1)``; ``share`` right of given as a fraction from 0 to 1, 4 places, as ``accuracy`` is in
     ``progress`` and in ``stats``), ``mistakes`` (most made first:
     ``{"key", "name", "submissions", "example", "exercise", "step"}``), ``assign`` (for the most common
-    mistake: ``{"mistake", "tied", "exercise", "step", "tiled", "shows", "command"}``, ``tied`` every mistake
-    made as often as it, itself first; ``null`` when none was made), ``copies`` (``{"student", "exercise",
+    mistake: ``{"mistake", "tied", "exercise", "step", "tiled", "shows", "backward", "apart", "alike_everywhere", "command"}``, ``tied``
+    every mistake made as often as it, itself first; ``apart`` for one error whose causes its exercise could
+    not tell apart, those that give different numbers on ``exercise``; ``alike_everywhere`` true when no bundled
+    exercise gives them different numbers at the step; ``null`` when none was made), ``copies`` (``{"student", "exercise",
     "variant_of"}``: a roster variant handed in by another student) and ``duplicates`` (``{"student",
     "files"}``: a student who handed in more than one file).
     ``progress``: :func:`tutor.store.export.class_progress`'s document, each mistake with its ``name``.
@@ -62,7 +64,8 @@ def report_document(classview: ClassReport | None, progress: dict[str, Any] | No
                           "exercise": m.exercise, "step": m.step} for m in classview.mistakes],
             "assign": None if a is None else {"mistake": a.key, "tied": [m.key for m in classview.most_common],
                                               "exercise": a.exercise, "step": a.step, "tiled": a.tiled,
-                                              "shows": a.shows, "backward": a.backward, "command": a.command},
+                                              "shows": a.shows, "backward": a.backward, "apart": list(a.apart),
+                                              "alike_everywhere": a.alike_everywhere, "command": a.command},
             "copies": [{"student": st, "exercise": ex, "variant_of": owner} for st, ex, owner in classview.copies],
             "duplicates": [{"student": st, "files": list(files)} for st, files in classview.duplicates],
         }
@@ -94,10 +97,16 @@ def _assign_sentence(a: dict[str, Any]) -> str:
     fields: dict[str, Any] = {"mistake": name, "exercise": a["exercise"]}
     if kind == "step":
         fields["step"] = a["step"]
+    if kind == "exercise" and a.get("apart"):  # one error's causes: the exercise where they give different numbers
+        kind, fields["told"] = "apart", join_and([t("report.assign.tied.name", name=mistake_name(k)) for k in a["apart"]])
     if len(tied) < 2:
-        return t(f"report.assign.{kind}", **fields)
-    names = [t("report.assign.tied.name", name=mistake_name(k)) for k in tied]  # 「…」 in Chinese: a name holds "，"
-    return t(f"report.assign.tied.{kind}", mistakes=join_and(names), **fields)
+        said = t(f"report.assign.{kind}", **fields)
+    else:
+        names = [t("report.assign.tied.name", name=mistake_name(k)) for k in tied]  # 「…」 in Chinese: a name holds "，"
+        said = t(f"report.assign.tied.{kind}", mistakes=join_and(names), **fields)
+    if kind == "step" and a.get("alike_everywhere"):  # one error's causes that no bundled exercise tells apart
+        said = join_sentences([said, t("report.assign.alike_everywhere")])
+    return said
 
 
 def _retention(skill: dict[str, Any]) -> str:

@@ -26,9 +26,13 @@ class Attempt:
     exercise is recorded under that exercise's id); ``step`` the step id
     (``q``, ``scores``, …) and ``head`` its 0-based head (``None`` for a layer
     step); ``attempt`` the 1-based try at that step in its session and
-    ``hints`` the hints taken before it; ``diagnoses`` the keys of every
-    diagnosis that matched a wrong answer, most specific first (misconceptions
-    of :mod:`tutor.mistakes.diagnose`, or ``single_entry``); ``answer`` the text typed
+    ``hints`` the hints taken before it; ``diagnoses`` the keys of the mistakes a
+    wrong answer showed, most specific first (misconceptions of
+    :mod:`tutor.mistakes.diagnose`, or ``single_entry``): practice records
+    one, the answer's mistake -- several mistakes that give the very same
+    numbers there, which the answer cannot tell apart, are ONE mistake
+    whose key joins theirs with ``+`` (:func:`tutor.mistakes.diagnose.event`;
+    answers saved before kept each key apart); ``answer`` the text typed
     (``None`` for ``shown``/``skipped``); ``at`` when it was answered (ISO
     8601, UTC) -- ``None`` until the store's recorder stamps it; ``notes``
     the grading notes that explain it (``truncated_decimal``: see

@@ -27,7 +27,9 @@ Schema (version 2)::
   (:attr:`tutor.exercise.record.Exercise.family`; ``NULL`` for schema 1's answers).
 * ``mistakes``: every key that matched a wrong answer: ``kind`` is
   ``diagnosis`` (a misconception of :mod:`tutor.mistakes.diagnose`, or
-  ``single_entry``) or ``grading`` (a note of the grading rule, such as
+  ``single_entry``; mistakes the answer cannot tell apart are one row, their
+  keys joined by ``+``, :func:`tutor.mistakes.diagnose.group_key` -- rows
+  written before kept one per key) or ``grading`` (a note of the grading rule, such as
   ``truncated_decimal``), ``rank`` its place among the answer's keys of
   that kind (0 first).  The step and exercise are the answer's.
 * ``skills`` and ``reviews``: the spaced-repetition schedule

@@ -2691,6 +2691,21 @@ EN.update({
     "solution.unknown.hint.exercise.backward.fields": "the steps of this exercise are {steps}, and those of its backward pass, {first} … {last}; besides them a solution file may have {fields}",
 })
 
+# --- fix-ambig: one answer, several mistakes that fit (one mistake with several possible causes) ---
+EN.update({
+    "count.mistakes.one": "{count} mistake",
+    "count.mistakes.other": "{count} mistakes",
+    "practice.diagnosis.alike.many": "Diagnosis: this answer matches {count:mistakes}, which give the same numbers here:",
+    "batch.comment.first.alike": "{step} is the first wrong step. Your answer matches {count:mistakes}, which give the same numbers here, so it cannot tell which one you made: {diagnoses}",
+    "batch.comment.alike.item": "({n}) {message}",
+    "batch.comment.first.fits": "{step} is the first wrong step. Your answer fits {count:mistakes} as written, so it cannot tell which one you made: {diagnoses}",
+    "mistake.group": "one error with several possible causes its answer could not tell apart: {mistakes}",
+    "mistake.group.sep": "; or ",
+    "report.assign.apart": "The most common mistake: {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
+    "report.assign.tied.apart": "One of the most common mistakes ({mistakes}): {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
+    "report.assign.alike_everywhere": "No bundled exercise gives its possible causes different numbers there, so practice will not tell them apart either.",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
 CATALOG = EN
 

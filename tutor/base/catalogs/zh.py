@@ -2626,6 +2626,20 @@ ZH.update({
     "solution.unknown.hint.exercise.backward.fields": "这道练习的步骤有：{steps}，以及反向传播的 {first} … {last}；除此之外，解答文件还可以包含 {fields}",
 })
 
+# --- fix-ambig: one answer, several mistakes that fit (one mistake with several possible causes) ---
+ZH.update({
+    "count.mistakes.other": "{count} 种错误",
+    "practice.diagnosis.alike.many": "诊断：这个答案与 {count:mistakes}都吻合，它们在这里得出的数字相同：",
+    "batch.comment.first.alike": "第一个错误的步骤是 {step}。你的答案与 {count:mistakes}都吻合，它们在这里得出的数字相同，因此无法判断你犯的是哪一种：{diagnoses}",
+    "batch.comment.alike.item": "（{n}）{message}",
+    "batch.comment.first.fits": "第一个错误的步骤是 {step}。按你写出的数字，你的答案与 {count:mistakes}都吻合，因此无法判断你犯的是哪一种：{diagnoses}",
+    "mistake.group": "同一个错误，答案无法区分它的几种可能原因：{mistakes}",
+    "mistake.group.sep": "；或",
+    "report.assign.apart": "最常见的错误：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
+    "report.assign.tied.apart": "最常见的错误之一（并列：{mistakes}）：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
+    "report.assign.alike_everywhere": "没有哪道内置练习能让它的几种可能原因在这一步得出不同的数字，所以练习也无法区分它们。",
+})
+
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
 CATALOG = ZH
 
