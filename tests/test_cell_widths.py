@@ -230,6 +230,7 @@ LEN_ALLOWED: dict[tuple[str, str], str] = {
     ("tutor/render/rich.py", "len(body)"): "indent = len(text) - len(body): the leading spaces, one cell each",
     ("tutor/render/stats.py", "len(group)"): "3 * (len(group) + 1): the borders of a group, one per column",
     ("tutor/render/text.py", "len(argv)"): "n == len(argv) - 1: the last word of a command, an index",
+    ("tutor/render/markdown.py", "len(r)"): "a code span's fence: the longest run of backticks, counted in characters",
 }
 
 #: Format specs that align a value, allowed because the value is a number or ASCII code, by
