@@ -1,0 +1,108 @@
+"""``drill counts`` for a model with a sliding window (rope trial, F3/F3b): every question of one quiz counts
+the same cache, ``min(L, W)`` tokens a sequence (the rolling buffer of Jiang et al. 2023, "Mistral 7B",
+section 2).  The numbers are written out by hand here, from the finding."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from tutor.base.messages import use_language
+from tutor.drills import inference
+from tutor.drills.inference import PRESETS, Model, read_config
+from tutor.drills.record import grade
+
+MISTRAL = PRESETS["mistral-7b-v0.1"]
+#: Mistral 7B's weight matrices (Jiang et al. 2023, Table 1): per layer W_Q 4096·4096, W_K and W_V 4096·1024,
+#: W_O 4096·4096, the SwiGLU 3·4096·14336; the output head 32000·4096.
+M7_MATRICES = 32 * (4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096 + 3 * 4096 * 14336) + 32000 * 4096
+M7_KV_TOKEN = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 heads of 128, bfloat16: 131,072 bytes a token
+
+
+def _ask(maker, m: Model, **sizes):
+    return maker(m, random.Random(0), "t", **sizes)
+
+
+def test_the_finding_decode_reads_the_rolling_buffer_not_8192_tokens():
+    """The finding's Q6 (seed 2): B = 16 at L = 8192 reads 14,220,787,712 + 8,589,934,592 bytes, not 31,400,656,896."""
+    assert M7_MATRICES == 7_110_393_856
+    q = _ask(inference.decode_question, MISTRAL, part="bytes", B=16, L=8192)
+    assert q.answer == 2 * M7_MATRICES + 16 * 4096 * M7_KV_TOKEN == 22_810_722_304
+    assert grade(q, "31,400,656,896").diagnosis == "drill.infer.window.uncapped"
+    window = _ask(inference.window_question, MISTRAL, B=16, L=8192)
+    assert window.answer == 16 * 4096 * M7_KV_TOKEN == q.answer - 2 * M7_MATRICES  # one cache in one quiz
+
+
+def test_decode_flops_time_and_intensity_attend_to_w_keys():
+    flops = 2 * M7_MATRICES + 4 * 32 * 32 * 128 * 4096  # Q·Kᵀ and weights·V over the 4096 keys kept
+    q = _ask(inference.decode_question, MISTRAL, part="flops", B=4, L=8192)
+    assert q.answer == flops == 15_294_529_536 + 4 * 32 * 32 * 128 * 2048
+    assert "min(L, W)" in q.explain[0]
+    read = 2 * M7_MATRICES + 4 * 4096 * M7_KV_TOKEN
+    q = _ask(inference.decode_question, MISTRAL, part="intensity", B=4, L=8192)
+    assert q.answer == Fraction(4 * flops, read)
+    q = _ask(inference.decode_question, MISTRAL, part="time", B=4, L=8192, bandwidth=1000)
+    assert q.answer == Fraction(read * 1000, 1000 * 10**9)
+    # below the window nothing changes: L tokens kept
+    q = _ask(inference.decode_question, MISTRAL, part="bytes", B=4, L=2048)
+    assert q.answer == 2 * M7_MATRICES + 4 * 2048 * M7_KV_TOKEN
+    assert "drill.infer.window.uncapped" not in {v.key for v in q.variants}
+
+
+def test_prefill_writes_the_last_w_tokens_and_says_the_window_is_a_mask():
+    P, B = 8192, 4
+    flops = 2 * M7_MATRICES * P + 4 * 32 * 32 * 128 * P * P  # the plain forward's full P×P scores
+    q = _ask(inference.prefill_question, MISTRAL, part="flops", B=B, P=P)
+    assert q.answer == flops and "part of the mask" in q.prompt
+    q = _ask(inference.prefill_question, MISTRAL, part="intensity", B=B, P=P)
+    assert q.answer == Fraction(B * flops, 2 * M7_MATRICES + B * 4096 * M7_KV_TOKEN)
+
+
+def test_the_quantized_cache_and_the_paged_requests_hold_at_most_w_tokens():
+    q = _ask(inference.quant_question, MISTRAL, B=2, L=8192, bits=8, group=64)
+    values = 2 * 32 * 2 * 4096 * 8 * 128
+    assert q.answer == values + values // 64 * 2
+    held = {q.config["tokens"] for s in range(60) for q in inference.questions(s, 2, ("paged",), MISTRAL)}
+    assert max(held) <= 4096
+
+
+def test_a_layers_questions_of_a_windowed_model_ask_only_lengths_the_window_leaves_whole():
+    lengths = {q.config.get("L") or q.config.get("L_q") for s in range(40)
+               for q in inference.questions(s, 4, ("flops", "weights_memory", "kv_cache"), MISTRAL)}
+    assert lengths and max(lengths) <= 4096
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_every_cache_in_a_mistral_quiz_is_the_rolling_buffers(seed):
+    """Whatever a quiz draws, the bytes of one sequence's cache it implies are 2·32·min(L, 4096)·8·128·2."""
+    for q in inference.questions(seed, 12, None, MISTRAL):
+        c = q.config
+        if q.topic == "decode" and c["part"] == "bytes":
+            assert q.answer - 2 * M7_MATRICES == c["B"] * min(c["L"], 4096) * M7_KV_TOKEN
+        elif q.topic == "window":
+            assert q.answer == c["B"] * min(c["L"], 4096) * M7_KV_TOKEN
+        elif q.topic == "kv_cache":
+            assert c["L"] <= 4096 and q.answer == c["B"] * c["L"] * M7_KV_TOKEN
+
+
+def test_the_finding_config_with_a_window_of_16(tmp_path):
+    """F3b: cfg2.yaml decodes at L = 4096 with 16 keys kept: 2·88,320 + 4·2·4·16·16 = 184,832, not 2,273,792."""
+    path = tmp_path / "cfg2.yaml"
+    path.write_text("num_layers: 2\nd_model: 64\nnum_heads: 4\nvocab_size: 100\ncontext: 4096\nffn_dim: 128\n"
+                    "sliding_window: 16\n", encoding="utf-8")
+    m = read_config(str(path))
+    assert inference.matrix_parameters(m) == 2 * (4 * 64 * 64 + 3 * 64 * 128) + 100 * 64 == 88_320
+    q = _ask(inference.decode_question, m, part="flops", B=1, L=4096)
+    assert q.answer == 2 * 88_320 + 4 * 2 * 4 * 16 * 16 == 184_832
+    q = _ask(inference.decode_question, m, part="bytes", B=3, L=4096)
+    assert q.answer == 2 * 88_320 + 3 * 16 * (2 * 2 * 4 * 16) * 2
+
+
+def test_the_window_is_said_in_both_languages():
+    for lang, words in (("en", "rolling buffer"), ("zh", "滚动缓冲区")):
+        with use_language(lang):
+            q = _ask(inference.decode_question, MISTRAL, part="bytes", B=1, L=8192)
+        assert words in q.prompt and "4096" in q.prompt
+
