@@ -106,3 +106,10 @@ def test_the_window_is_said_in_both_languages():
             q = _ask(inference.decode_question, MISTRAL, part="bytes", B=1, L=8192)
         assert words in q.prompt and "4096" in q.prompt
 
+
+def test_the_bandwidth_is_not_said_to_be_a_gigabyte_a_second():
+    """F4: "1,000 GB/s (10^9 bytes a second)" read as the bandwidth; the unit is what the parenthesis defines."""
+    for lang in ("en", "zh"):
+        with use_language(lang):
+            q = _ask(inference.decode_question, PRESETS["llama-3.1-8b"], part="time", B=1, L=2048, bandwidth=1000)
+        assert "1 GB = 10^9" in q.prompt and "10^9 bytes a second" not in q.prompt and "每秒 10^9" not in q.prompt

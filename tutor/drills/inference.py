@@ -222,7 +222,7 @@ def quant_bytes(values: int, bits: int, group: int, scale_bytes: int = 2) -> int
 
 CONTEXTS = (2048, 4096, 8192, 32768, 131072)
 BATCHES = (1, 4, 8, 16, 32, 64)
-#: Memory bandwidths asked about, in GB/s (10^9 bytes a second).
+#: Memory bandwidths asked about, in GB/s (1 GB = 10^9 bytes).
 BANDWIDTHS = (1000, 2000, 3350)
 
 
