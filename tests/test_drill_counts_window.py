@@ -113,3 +113,32 @@ def test_the_bandwidth_is_not_said_to_be_a_gigabyte_a_second():
         with use_language(lang):
             q = _ask(inference.decode_question, PRESETS["llama-3.1-8b"], part="time", B=1, L=2048, bandwidth=1000)
         assert "1 GB = 10^9" in q.prompt and "10^9 bytes a second" not in q.prompt and "每秒 10^9" not in q.prompt
+
+
+# --- F16: sizes of 1,000 units and more, legible ----------------------------------------------------------------
+
+
+def test_the_finding_1004_gib_is_written_as_such_and_typing_it_is_right():
+    """Llama-3.1-405B decoding B = 4 at L = 131072 reads 2·403,747,897,344 + 4·131072·(2·126·8·128·2) bytes
+    = 1,078,078,734,336 = 1004.04 GiB: printed "(1e+03 GiB)" before."""
+    q = _ask(inference.decode_question, PRESETS["llama-3.1-405b"], part="bytes", B=4, L=131072)
+    assert q.answer == 2 * 403_747_897_344 + 4 * 131072 * 2 * 126 * 8 * 128 * 2 == 1_078_078_734_336
+    assert q.answer_text == "1,078,078,734,336 (1,004 GiB)"
+    assert grade(q, "1004 GiB").outcome == "correct"
+
+
+@pytest.mark.parametrize(("n", "text"), [
+    (1000 * 2**30 + 2**29, "1,001 GiB"),  # 1000.5: half up
+    (1000 * 2**30, "1,000 GiB"), (1023 * 2**20, "1,023 MiB"), (150 * 2**40, "150 TiB"), (5000 * 2**40, "5,000 TiB"),
+    (99 * 2**30 + 2**29, "99.5 GiB"), (29 * 2**30, "29 GiB"), (3 * 2**19, "1.5 MiB"), (999, "999 B"),
+])
+def test_no_size_is_written_in_scientific_notation(n, text):
+    from tutor.drills.counts import human_bytes
+
+    assert human_bytes(n) == text and "e+" not in text
+
+
+def test_no_count_drill_answer_is_written_in_scientific_notation():
+    for s in range(60):
+        for q in inference.questions(s, 12, None, PRESETS["llama-3.1-405b"]) + inference.questions(s, 12):
+            assert "e+" not in q.answer_text and all("e+" not in line for line in q.explain), q.answer_text
