@@ -142,3 +142,30 @@ def test_no_count_drill_answer_is_written_in_scientific_notation():
     for s in range(60):
         for q in inference.questions(s, 12, None, PRESETS["llama-3.1-405b"]) + inference.questions(s, 12):
             assert "e+" not in q.answer_text and all("e+" not in line for line in q.explain), q.answer_text
+
+
+# --- F6: an empty configuration is told what a configuration needs ----------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n"])
+@pytest.mark.parametrize(("lang", "needs", "exercise"), [
+    ("en", "a model configuration needs at least num_layers", "an exercise"), ("zh", "模型配置至少需要 num_layers", "练习")])
+def test_an_empty_configuration_names_a_configurations_fields(tmp_path, text, lang, needs, exercise):
+    from tutor.drills.inference import ModelError
+
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text, encoding="utf-8")
+    with use_language(lang), pytest.raises(ModelError) as err:
+        read_config(str(path))
+    said = str(err.value)
+    assert needs in said and exercise not in said and said.startswith(str(path) + ":1:1: ")
+
+
+def test_a_merge_key_in_a_configuration_gets_a_configurations_hint(tmp_path):
+    from tutor.drills.inference import ModelError
+
+    path = tmp_path / "cfg.yaml"
+    path.write_text("a: &a {num_layers: 2}\n<<: *a\n", encoding="utf-8")
+    with pytest.raises(ModelError) as err:
+        read_config(str(path))
+    assert "write each field out" in str(err.value) and "w_k" not in str(err.value)

@@ -616,8 +616,11 @@ def read_config(path: str) -> Model:
     if text is None:
         raise ModelError(str(problems[0]))
     doc = parse_yaml(text, path)
-    if doc.problems:
-        raise ModelError(str(doc.problems[0]))
+    if doc.problems:  # the reader's hints speak of an exercise: say what a configuration needs (rope trial F6)
+        said = {t(f"yaml.{key}.hint"): t(f"config.yaml.{key}.hint")
+                for key in ("empty", "key_type", "too_deep", "merge_key", "top_level")}
+        first = doc.problems[0]
+        raise ModelError(str(replace(first, hint=said.get(str(first.hint), first.hint))))
     if not isinstance(doc.value, dict):
         raise ModelError(str(doc.problem((), t("drill.infer.config.not_mapping"))))
 

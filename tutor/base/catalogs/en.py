@@ -2610,6 +2610,12 @@ EN.update({
     "drill.infer.model.window": "Every layer attends through a sliding window of W = {W:tokens}, and its KV cache is a rolling buffer that keeps the last W tokens of a sequence (as in Mistral 7B).",
     "drill.infer.decode.setting_window": "{model}\nIts weight matrices hold {params} parameters (every matrix a token is multiplied by, the output head included; looking up a token's embedding is no product). It is decoding a batch of B = {B}, each sequence L = {L:tokens} long, the new token's included; the new token attends to the tokens its layer's cache keeps.",
     "drill.infer.prefill.window": "The window of W = {W:tokens} is part of the mask, so a plain forward still computes the full P×P scores; the KV cache a prompt leaves holds its last min(P, W) tokens.",
+    # F6: a model configuration's YAML problems get hints about a configuration, not an exercise
+    "config.yaml.empty.hint": "a model configuration needs at least num_layers, d_model, num_heads, vocab_size and context",
+    "config.yaml.key_type.hint": "keys are field names, such as num_layers or d_model",
+    "config.yaml.too_deep.hint": "each field of a model configuration holds one number, name or true/false, e.g. num_layers: 32",
+    "config.yaml.merge_key.hint": "write each field out",
+    "config.yaml.top_level.hint": "start the file with fields, e.g. 'num_layers: 32'",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

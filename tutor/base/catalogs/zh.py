@@ -2547,6 +2547,12 @@ ZH.update({
     "drill.infer.model.window": "每一层都通过 W = {W:tokens}的滑动窗口（sliding window）做注意力，键值缓存是一个滚动缓冲区（rolling buffer），只保留一个序列最后的 W 个词元（即 Mistral 7B 的做法）。",
     "drill.infer.decode.setting_window": "{model}\n它的权重矩阵共有 {params} 个参数（词元要与之相乘的每个矩阵，含输出头；查嵌入表不是乘法）。它正在解码一个 B = {B} 的批量，每个序列长 L = {L:tokens}（含新词元）；新词元只关注所在层的缓存中保留的词元。",
     "drill.infer.prefill.window": "W = {W:tokens}的窗口是掩码的一部分，所以普通的前向计算仍会算出完整的 P×P 分数；一条提示留下的键值缓存只保存它最后的 min(P, W) 个词元。",
+    # F6: a model configuration's YAML problems get hints about a configuration, not an exercise
+    "config.yaml.empty.hint": "模型配置至少需要 num_layers、d_model、num_heads、vocab_size 和 context",
+    "config.yaml.key_type.hint": "键是字段名，例如 num_layers 或 d_model",
+    "config.yaml.too_deep.hint": "模型配置的每个字段只放一个数、名字或 true/false，例如 num_layers: 32",
+    "config.yaml.merge_key.hint": "把每个字段逐一写出来",
+    "config.yaml.top_level.hint": "文件开头写字段，例如 'num_layers: 32'",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
