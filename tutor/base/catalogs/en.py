@@ -2616,6 +2616,8 @@ EN.update({
     "config.yaml.too_deep.hint": "each field of a model configuration holds one number, name or true/false, e.g. num_layers: 32",
     "config.yaml.merge_key.hint": "write each field out",
     "config.yaml.top_level.hint": "start the file with fields, e.g. 'num_layers: 32'",
+    # F15: concept choice options
+    "bank.translation.choice_answer": "give choice_answer in both languages or in neither: the right option of --mode choice would otherwise stand out in one of them",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

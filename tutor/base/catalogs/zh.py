@@ -2553,6 +2553,8 @@ ZH.update({
     "config.yaml.too_deep.hint": "模型配置的每个字段只放一个数、名字或 true/false，例如 num_layers: 32",
     "config.yaml.merge_key.hint": "把每个字段逐一写出来",
     "config.yaml.top_level.hint": "文件开头写字段，例如 'num_layers: 32'",
+    # F15: concept choice options
+    "bank.translation.choice_answer": "choice_answer 要么两种语言都给，要么都不给：否则 --mode choice 的正确选项会在其中一种语言里显得突出",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
