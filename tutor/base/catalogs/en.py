@@ -2618,6 +2618,9 @@ EN.update({
     "config.yaml.top_level.hint": "start the file with fields, e.g. 'num_layers: 32'",
     # F15: concept choice options
     "bank.translation.choice_answer": "give choice_answer in both languages or in neither: the right option of --mode choice would otherwise stand out in one of them",
+    # F13: practice asks a sliding window's mask, not gives it
+    "practice.masked.window": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}; else −∞)",
+    "practice.masked.window_sinks": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}, or one of the first S tokens, the sinks, S = {S}; else −∞)",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

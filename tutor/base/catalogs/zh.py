@@ -2555,6 +2555,9 @@ ZH.update({
     "config.yaml.top_level.hint": "文件开头写字段，例如 'num_layers: 32'",
     # F15: concept choice options
     "bank.translation.choice_answer": "choice_answer 要么两种语言都给，要么都不给：否则 --mode choice 的正确选项会在其中一种语言里显得突出",
+    # F13: practice asks a sliding window's mask, not gives it
+    "practice.masked.window": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；否则为 −∞",
+    "practice.masked.window_sinks": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；键 j 是开头 S 个词元（注意力汇聚点，S = {S}）之一时也为 0；否则为 −∞",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
