@@ -234,4 +234,5 @@ def inputs_for(sol: Solution, step: Step) -> tuple[Input, ...]:
 def _mask_is_asked(sol: Solution, step: Step) -> bool:
     """Whether the learner builds ``step``'s mask: the masked scores of a sliding window (with or without sinks).
     Given, its 0s and −∞s left only copying (rope trial F13); a causal mask stays given."""
-    return step.id == "masked" and sol.exercise.mask_kind == "sliding_window" and sol.exercise.window is not None
+    ex = sol.exercise
+    return step.id == "masked" and ex.mask_kind == "sliding_window" and ex.window is not None  # M is the point
