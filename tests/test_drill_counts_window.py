@@ -105,6 +105,10 @@ def test_the_window_is_said_in_both_languages():
         with use_language(lang):
             q = _ask(inference.decode_question, MISTRAL, part="bytes", B=1, L=8192)
         assert words in q.prompt and "4096" in q.prompt
+        assert "。 " not in q.prompt  # sentences joined as the language joins them
+    with use_language("zh"):
+        q = _ask(inference.prefill_question, MISTRAL, part="flops", B=1, P=8192)
+    assert "。 " not in q.prompt and "掩码的一部分" in q.prompt
 
 
 def test_the_bandwidth_is_not_said_to_be_a_gigabyte_a_second():

@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from ..base.errors import TutorError
-from ..base.messages import t
+from ..base.messages import join_sentences, t
 from . import counts
 from .record import COUNT_REL_TOL, Question
 
@@ -309,7 +309,7 @@ def _model_text(m: Model) -> str:
     text = t("drill.infer.model", name=m.name, layers=m.num_layers, num_heads=m.num_heads,
              num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, dtype=m.dtype, e=m.dtype_bytes)
     if m.sliding_window is not None:  # every question about it counts the rolling buffer (Model.cached)
-        text += " " + t("drill.infer.model.window", W=m.sliding_window)
+        text = join_sentences([text, t("drill.infer.model.window", W=m.sliding_window)])
     return text
 
 
@@ -432,7 +432,7 @@ def prefill_question(m: Model, rng: random.Random, qid: str, part: str | None = 
     attention = attention_flops_per_token(m, P) * P
     described = t("drill.infer.prefill.setting", model=_model_text(m), params=_n(M), B=B, P=P)
     if m.sliding_window is not None:  # the window is a mask: the plain forward's P×P scores are counted all the same
-        described += " " + t("drill.infer.prefill.window", W=m.sliding_window)
+        described = join_sentences([described, t("drill.infer.prefill.window", W=m.sliding_window)])
     config: dict[str, Any] = {"matrix_parameters": M, "B": B, "P": P}
     if part == "flops":
         answer: int | Fraction = flops
