@@ -138,12 +138,12 @@ def test_a_chain_follows_the_follow_ups_depth_first_without_repeats():
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_choice_mode_offers_the_short_answer_and_the_wrong_answers(seed):
+def test_choice_mode_offers_the_choice_answer_and_the_wrong_answers(seed):
     bank = load()
     c = random.Random(seed).choice(bank.concepts)
     q = concepts.to_question(c, "choice", random.Random(seed))
     texts = {ch.text for ch in q.choices}
-    assert c.q.short_answer in texts and len(texts) == len(q.choices) == min(4, 1 + len(c.q.wrong_answers))
+    assert (c.q.choice_answer or c.q.short_answer) in texts and len(texts) == len(q.choices) == min(4, 1 + len(c.q.wrong_answers))
     right = next(ch for ch in q.choices if ch.right)
     assert grade(q, right.key.lower()).outcome == "correct"
     for ch in q.choices:

@@ -116,3 +116,29 @@ def test_a_fully_masked_question_comes_with_every_scenario_that_has_such_rows():
         s = masks.random_scenario(rng)
         qs = masks.scenario_questions(s, rng, f"s{n}")
         assert (s.fully_masked() != []) == any(q.topic == "fully_masked" for q in qs)
+
+
+# --- rope trial F8: a window with sinks never covers every key ----------------------------------------------------
+
+
+def test_a_drawn_window_with_sinks_never_covers_every_key():
+    """W + S >= L makes the window-and-sinks mask the causal one (query L - 1 sees keys L - W .. L - 1 and the
+    S sinks): a learner who forgets the window would be marked right.  Over many draws: W + S < L, and the
+    answer's mask differs from the causal one and from the mask without sinks."""
+    import random
+
+    from tutor.drills.masks import random_window_scenario, window_rule
+
+    seen = 0
+    for seed in range(400):
+        s = random_window_scenario(random.Random(seed))
+        if s.kind != "window_sinks":
+            continue
+        seen += 1
+        assert s.window is not None and s.window + s.sinks < s.L_q, s
+        right = window_rule(s.L_q, s.L_k, 0, s.window, s.sinks, "right")
+        causal = [[j <= i for j in range(s.L_k)] for i in range(s.L_q)]
+        forgotten = window_rule(s.L_q, s.L_k, 0, s.window, s.sinks, "sinks_forgotten")
+        as_lists = [[bool(right[i][j]) for j in range(s.L_k)] for i in range(s.L_q)]
+        assert as_lists != causal and as_lists != [[bool(forgotten[i][j]) for j in range(s.L_k)] for i in range(s.L_q)]
+    assert seen > 50

@@ -77,6 +77,7 @@ def speak_pseudo(monkeypatch):
         return q.model_copy(update=dict(
             question=pseudo_text(q.question), model_answer=pseudo_text(q.model_answer),
             short_answer=pseudo_text(q.short_answer), key_points=[pseudo_text(k) for k in q.key_points],
+            choice_answer=pseudo_text(q.choice_answer) if q.choice_answer else None,
             wrong_answers=[bank.WrongAnswer(answer=pseudo_text(w.answer), why=pseudo_text(w.why))
                            for w in q.wrong_answers]))
 

@@ -10,7 +10,9 @@ format is documented in ``docs/concept-bank.md``.  One file::
         question: Why are the scores divided by the square root of d_k?
         key_points: [..., ...]          # what a strong answer must hit (2 to 8)
         model_answer: ...               # a full answer, in this project's words
-        short_answer: ...               # one line: the right option of --mode choice
+        short_answer: ...               # one line: the answer in brief (the interview outline's last line)
+        choice_answer: ...              # optional: the right option of --mode choice, a short claim as long as
+                                        # the wrong answers (else short_answer; length must not give it away)
         wrong_answers:                  # common wrong answers (at least 2): the other options
           - {answer: ..., why: ...}
         follow_ups: [scale-saturation]  # ids asked next, in order (the chain)
@@ -102,6 +104,7 @@ class QuestionWords(_Strict):
     key_points: Annotated[list[Text], Field(min_length=2, max_length=8)]
     model_answer: Text
     short_answer: Text
+    choice_answer: Text | None = None
     wrong_answers: Annotated[list[WrongAnswer], Field(min_length=2, max_length=8)]
 
 
@@ -114,6 +117,9 @@ class ConceptQuestion(_Strict):
     key_points: Annotated[list[Text], Field(min_length=2, max_length=8)]
     model_answer: Text
     short_answer: Text
+    #: the right option of ``--mode choice``, a short claim of the wrong answers' kind and length (rope trial
+    #: F15: the short answer was the longest option in every question, so length alone gave it away)
+    choice_answer: Text | None = None
     wrong_answers: Annotated[list[WrongAnswer], Field(min_length=2, max_length=8)]
     follow_ups: list[Slug] = []
     claims: list[Slug] = []
@@ -328,6 +334,8 @@ def _translation_problems(read: _Read, i: int, q: ConceptQuestion) -> list[Probl
             if len(theirs) != len(ours):
                 out.append(read.doc.problem((*path, field), t("bank.translation.count", field=field, found=len(theirs),
                                                                   expected=len(ours))))
+        if (words.choice_answer is None) != (q.choice_answer is None):  # one language's options would give it away
+            out.append(read.doc.problem(path, t("bank.translation.choice_answer")))
     return out
 
 

@@ -2,8 +2,9 @@
 
 In ``free`` mode the learner answers in their own words, then says for each
 key point whether the answer made it, then reads the model answer and the
-common wrong answers.  In ``choice`` mode the options are the bank's short
-answer and its common wrong answers, shuffled; a wrong pick says why it is
+common wrong answers.  In ``choice`` mode the options are the bank's choice
+answer (a short claim of the wrong answers' length; its short answer where it
+has none) and its common wrong answers, shuffled; a wrong pick says why it is
 wrong.  The bank itself (its schema, its files, its checks) is :mod:`.bank`.
 """
 
@@ -33,12 +34,13 @@ def to_question(c: Concept, mode: Mode, rng: random.Random, follow_up: str | Non
     )
     if mode == "free":
         return Question(kind="free", answer=None, answer_text=q.short_answer, **common)
-    options = [("right", q.short_answer, True, "")] + [(f"wrong-{i + 1}", w.answer, False, w.why)
+    right = q.choice_answer or q.short_answer  # a short claim like the wrong answers: length gives nothing away
+    options = [("right", right, True, "")] + [(f"wrong-{i + 1}", w.answer, False, w.why)
                                                        for i, w in enumerate(q.wrong_answers[:3])]
     rng.shuffle(options)
     choices = lettered(options)
-    right = next(ch for ch in choices if ch.right)
-    return Question(kind="choice", answer=right.key, answer_text=t("drill.choice.answer", key=right.key, text=right.text), choices=choices, **common)
+    chosen = next(ch for ch in choices if ch.right)
+    return Question(kind="choice", answer=chosen.key, answer_text=t("drill.choice.answer", key=chosen.key, text=chosen.text), choices=choices, **common)
 
 
 def chain(bank: Bank, root: Concept, seen: set[str]) -> list[tuple[Concept, str | None]]:

@@ -324,12 +324,16 @@ def kv_cache_question(layer: Layer, layers: int, B: int, L: int, dtype: str, qid
 
 
 def human_bytes(n: int) -> str:
-    """``n`` bytes in the largest binary unit it reaches, to 3 significant figures: ``16 GiB``, ``1.5 MiB``.
+    """``n`` bytes in the largest binary unit it reaches, to 3 significant figures below 100 of it and to a
+    whole number (half up, thousands separated) from 100 on -- never in scientific notation, which wrote
+    1004 GiB as ``1e+03 GiB``: ``16 GiB``, ``1.5 MiB``, ``1,004 GiB``.
 
-    >>> human_bytes(17179869184), human_bytes(1536 * 1024), human_bytes(512)
-    ('16 GiB', '1.5 MiB', '512 B')
+    >>> human_bytes(17179869184), human_bytes(1536 * 1024), human_bytes(512), human_bytes(1_078_078_734_336)
+    ('16 GiB', '1.5 MiB', '512 B', '1,004 GiB')
     """
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
+            if n >= 100 * size:
+                return f"{(2 * n + size) // (2 * size):,} {unit}"
             return f"{n / size:.3g} {unit}"
     return f"{n} B"

@@ -22,12 +22,12 @@ import os
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from typing import Any
 
 from ..base.errors import TutorError
-from ..base.messages import t
+from ..base.messages import join_sentences, t
 from . import counts
 from .record import COUNT_REL_TOL, Question
 
@@ -83,6 +83,12 @@ class Model:
     def element(self) -> tuple[str, int]:
         """The dtype and its bytes, as a question names elements counted for bytes."""
         return self.dtype, self.dtype_bytes
+
+    def cached(self, L: int) -> int:
+        """The tokens a sequence of ``L`` tokens keeps in the cache and attends to: ``min(L, sliding_window)``
+        (Jiang et al. 2023, "Mistral 7B", section 2: a rolling buffer of fixed size W), else ``L``.  Every
+        cache size, decode's attention and the bytes it reads go through here, so one quiz tells one size."""
+        return L if self.sliding_window is None else min(L, self.sliding_window)
 
     @property
     def mla(self) -> bool:
@@ -168,20 +174,22 @@ def attention_flops_per_token(m: Model, L: int) -> int:
 
 
 def decode_flops(m: Model, L: int) -> int:
-    """The FLOPs of the matrix products for one decoded token attending to ``L`` tokens:
-    ``2·matrix_parameters + 4·layers·num_heads·head_dim·L``.
+    """The FLOPs of the matrix products for one decoded token at position ``L``, attending to the
+    ``m.cached(L)`` tokens it keeps (``min(L, W)`` with a sliding window): ``2·matrix_parameters +
+    4·layers·num_heads·head_dim·m.cached(L)``.
 
     Source: Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1 (``2N`` per token
     for ``N`` parameters); ``Q·Kᵀ`` and ``weights·V`` are ``2·num_heads·head_dim·L`` each per layer."""
-    return 2 * matrix_parameters(m) + attention_flops_per_token(m, L)
+    return 2 * matrix_parameters(m) + attention_flops_per_token(m, m.cached(L))
 
 
 def decode_bytes(m: Model, B: int, L: int) -> int:
-    """The bytes read by one decode step of ``B`` sequences with ``L`` tokens cached each: every weight
-    matrix once (the batch shares it) plus each sequence's cache: ``matrix_parameters·e + B·L·values·e``.
+    """The bytes read by one decode step of ``B`` sequences of ``L`` tokens each: every weight matrix once
+    (the batch shares it) plus each sequence's cache of ``m.cached(L)`` tokens (``min(L, W)`` with a sliding
+    window): ``matrix_parameters·e + B·m.cached(L)·values·e``.
     Activations, norms and the one embedding row a token reads are left out (small beside these)."""
     e = m.dtype_bytes
-    return matrix_parameters(m) * e + B * L * kv_values_per_token(m) * e
+    return matrix_parameters(m) * e + B * m.cached(L) * kv_values_per_token(m) * e
 
 
 def prefill_flops(m: Model, P: int) -> int:
@@ -193,7 +201,8 @@ def prefill_flops(m: Model, P: int) -> int:
 
 def prefill_bytes(m: Model, B: int, P: int) -> int:
     """The bytes a prefill of ``B`` sequences of ``P`` tokens reads or writes, counting only the weights
-    (read once) and the KV cache it writes: ``matrix_parameters·e + B·P·values·e``."""
+    (read once) and the KV cache it leaves, ``m.cached(P)`` tokens a sequence (a rolling buffer keeps the last
+    W): ``matrix_parameters·e + B·m.cached(P)·values·e``."""
     return decode_bytes(m, B, P)
 
 
@@ -213,7 +222,7 @@ def quant_bytes(values: int, bits: int, group: int, scale_bytes: int = 2) -> int
 
 CONTEXTS = (2048, 4096, 8192, 32768, 131072)
 BATCHES = (1, 4, 8, 16, 32, 64)
-#: Memory bandwidths asked about, in GB/s (10^9 bytes a second).
+#: Memory bandwidths asked about, in GB/s (1 GB = 10^9 bytes).
 BANDWIDTHS = (1000, 2000, 3350)
 
 
@@ -276,7 +285,9 @@ def _layer_question(kind: str, rng: random.Random, qid: str, model: Model | None
         return makers[kind](rng, qid)
     layer = counts.Layer(model.d_model, model.num_heads, model.num_kv_heads, model.head_dim, model.head_dim, False)
     dtype = model.dtype
-    lengths = contexts(model)
+    # a layer's questions say nothing of a sliding window: only lengths it leaves whole (L <= W), so the
+    # cache they count is the model's (issue 23 trial, F3)
+    lengths = tuple(c for c in contexts(model) if model.cached(c) == c) or (model.cached(model.context),)
     if kind == "params":
         return counts.parameters_question(layer, qid)
     if kind == "flops":
@@ -295,8 +306,16 @@ def _model_text(m: Model) -> str:
     if m.mla:
         return t("drill.infer.model.mla", name=m.name, layers=m.num_layers, num_heads=m.num_heads,
                  head_dim=m.head_dim, d_c=m.kv_lora_rank, d_rope=m.rope_head_dim, dtype=m.dtype, e=m.dtype_bytes)
-    return t("drill.infer.model", name=m.name, layers=m.num_layers, num_heads=m.num_heads,
+    text = t("drill.infer.model", name=m.name, layers=m.num_layers, num_heads=m.num_heads,
              num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, dtype=m.dtype, e=m.dtype_bytes)
+    if m.sliding_window is not None:  # every question about it counts the rolling buffer (Model.cached)
+        text = join_sentences([text, t("drill.infer.model.window", W=m.sliding_window)])
+    return text
+
+
+def _cached_text(m: Model) -> str:
+    """How an explanation writes the tokens a sequence of ``L`` keeps: ``L``, or ``min(L, W)`` with a window."""
+    return "L" if m.sliding_window is None else "min(L, W)"
 
 
 def _variants(answer: int | Fraction, candidates: Sequence[tuple[int | Fraction, str]]) -> Any:
@@ -344,34 +363,41 @@ def decode_question(m: Model, rng: random.Random, qid: str, part: str | None = N
     L = L or rng.choice(contexts(m))
     bandwidth = bandwidth or rng.choice(BANDWIDTHS)
     e, M = m.dtype_bytes, matrix_parameters(m)
-    kv = B * L * kv_values_per_token(m) * e
+    whole = replace(m, sliding_window=None)  # the mistake of keeping all L tokens
+    kept = m.cached(L)  # the rolling buffer's tokens with a sliding window, else L
+    kv = B * kept * kv_values_per_token(m) * e
     weights = M * e
     read = weights + kv
     flops = decode_flops(m, L)
-    described = t("drill.infer.decode.setting", model=_model_text(m), params=_n(M), B=B, L=L)
+    setting = "drill.infer.decode.setting" if m.sliding_window is None else "drill.infer.decode.setting_window"
+    described = t(setting, model=_model_text(m), params=_n(M), B=B, L=L)
     config: dict[str, Any] = {"matrix_parameters": M, "B": B, "L": L}
     if part == "flops":
         answer: int | Fraction = flops
         candidates: list[tuple[int | Fraction, str]] = [
             (flops // 2, "drill.counts.flops.one_per_mac"), (2 * M, "drill.infer.decode.no_attention"),
-            (B * flops, "drill.infer.decode.whole_batch")]
-        explain = (f"2·{_n(M)} + 4·layers·num_heads·head_dim·L = 2·{_n(M)} + 4·{m.num_layers}·{m.num_heads}·"
-                   f"{m.head_dim}·{L} = {_n(flops)}", t("drill.infer.decode.flops.source"))
+            (B * flops, "drill.infer.decode.whole_batch"),
+            (decode_flops(whole, L), "drill.infer.window.uncapped")]
+        explain = (f"2·{_n(M)} + 4·layers·num_heads·head_dim·{_cached_text(m)} = 2·{_n(M)} + 4·{m.num_layers}·"
+                   f"{m.num_heads}·{m.head_dim}·{kept} = {_n(flops)}", t("drill.infer.decode.flops.source"))
         prompt, text, unit = t("drill.infer.decode.ask.flops", setting=described), _n(flops), "flops"
     elif part == "bytes":
         answer = read
         candidates = [(weights, "drill.infer.decode.no_kv"), (kv, "drill.infer.decode.no_weights"),
                       (weights + kv // B, "drill.infer.decode.one_sequence"),
                       (B * weights + kv, "drill.infer.decode.weights_per_sequence"),
-                      (weights + kv // 2, "drill.counts.kv.no_two"), (read * 8, "drill.counts.memory.bits")]
-        explain = (f"{_n(M)}·{e} + B·L·{_n(kv_values_per_token(m))}·{e} = {_n(weights)} + {_n(kv)} = {_bytes_text(read)}",
+                      (weights + kv // 2, "drill.counts.kv.no_two"), (read * 8, "drill.counts.memory.bits"),
+                      (decode_bytes(whole, B, L), "drill.infer.window.uncapped")]
+        explain = (f"{_n(M)}·{e} + B·{_cached_text(m)}·{_n(kv_values_per_token(m))}·{e} = {_n(weights)} + {_n(kv)} = "
+                   f"{_bytes_text(read)}",
                    t("drill.infer.decode.bytes.source"))
         prompt, text, unit = t("drill.infer.decode.ask.bytes", setting=described), _bytes_text(read), "bytes"
     elif part == "intensity":
         answer = Fraction(B * flops, read)
         candidates = [(Fraction(B * flops, weights), "drill.infer.decode.no_kv"),
                       (Fraction(flops, read), "drill.infer.decode.one_token"),
-                      (answer / 2, "drill.counts.flops.one_per_mac")]
+                      (answer / 2, "drill.counts.flops.one_per_mac"),
+                      (Fraction(B * decode_flops(whole, L), decode_bytes(whole, B, L)), "drill.infer.window.uncapped")]
         explain = (f"B·FLOPs / bytes = {B}·{_n(flops)} / {_n(read)} = {_decimal(answer)}",
                    t("drill.infer.decode.intensity.source"))
         prompt, text, unit = t("drill.infer.decode.ask.intensity", setting=described), _decimal(answer), "ratio"
@@ -379,7 +405,9 @@ def decode_question(m: Model, rng: random.Random, qid: str, part: str | None = N
         answer = Fraction(read * 1000, bandwidth * 10**9)
         candidates = [(answer / 1000, "drill.infer.decode.seconds"),
                       (Fraction(read * 1000, bandwidth * 2**30), "drill.infer.decode.gib_bandwidth"),
-                      (Fraction(weights * 1000, bandwidth * 10**9), "drill.infer.decode.no_kv")]
+                      (Fraction(weights * 1000, bandwidth * 10**9), "drill.infer.decode.no_kv"),
+                      (Fraction(decode_bytes(whole, B, L) * 1000, bandwidth * 10**9),
+                       "drill.infer.window.uncapped")]
         explain = (f"{_n(read)} B / ({bandwidth}·10^9 B/s) = {_decimal(answer)} ms", t("drill.infer.decode.time.source"))
         prompt = t("drill.infer.decode.ask.time", setting=described, bandwidth=_n(bandwidth))
         text, unit = f"{_decimal(answer)} ms", "ms"
@@ -403,6 +431,8 @@ def prefill_question(m: Model, rng: random.Random, qid: str, part: str | None = 
     flops = prefill_flops(m, P)
     attention = attention_flops_per_token(m, P) * P
     described = t("drill.infer.prefill.setting", model=_model_text(m), params=_n(M), B=B, P=P)
+    if m.sliding_window is not None:  # the window is a mask: the plain forward's P×P scores are counted all the same
+        described = join_sentences([described, t("drill.infer.prefill.window", W=m.sliding_window)])
     config: dict[str, Any] = {"matrix_parameters": M, "B": B, "P": P}
     if part == "flops":
         answer: int | Fraction = flops
@@ -417,7 +447,9 @@ def prefill_question(m: Model, rng: random.Random, qid: str, part: str | None = 
         answer = Fraction(B * flops, moved)
         candidates = [(Fraction(flops, moved), "drill.infer.decode.one_token"),
                       (Fraction(B * flops, M * m.dtype_bytes), "drill.infer.prefill.no_kv"),
-                      (answer / 2, "drill.counts.flops.one_per_mac")]
+                      (answer / 2, "drill.counts.flops.one_per_mac"),
+                      (Fraction(B * flops, prefill_bytes(replace(m, sliding_window=None), B, P)),
+                       "drill.infer.window.uncapped")]
         explain = (f"B·FLOPs / bytes = {B}·{_n(flops)} / {_n(moved)} = {_decimal(answer)}",
                    t("drill.infer.prefill.intensity.source"))
         prompt, text, unit = t("drill.infer.prefill.ask.intensity", setting=described), _decimal(answer), "ratio"
@@ -439,7 +471,7 @@ def paged_question(m: Model, rng: random.Random, qid: str, part: str | None = No
     how many such requests fit in a given KV memory."""
     part = part or rng.choice(PAGED_PARTS)
     b = block_size or rng.choice(BLOCK_SIZES)
-    most = min(m.context, 8192)
+    most = m.cached(min(m.context, 8192))  # a rolling buffer holds at most W tokens of a request
     n = tokens or rng.randrange(min(100, most), most + 1)
     if n % b == 0 and tokens is None:  # a last block partly empty: a waste to ask about
         n -= 1
@@ -514,7 +546,7 @@ def window_question(m: Model, rng: random.Random, qid: str, B: int | None = None
     B = B or rng.choice(BATCHES[:4])
     L = L or rng.choice([c for c in contexts(m) if c > W] or [m.context])
     e, layers, Hkv, d = m.dtype_bytes, m.num_layers, m.num_kv_heads, m.head_dim
-    kept = min(L, W)
+    kept = m.cached(L) if W == m.sliding_window else min(L, W)  # the model's own window: the rule of every question
     answer = 2 * layers * B * kept * Hkv * d * e
     candidates: list[tuple[int | Fraction, str]] = [
         (2 * layers * B * L * Hkv * d * e, "drill.infer.window.uncapped"), (answer // 2, "drill.counts.kv.no_two"),
@@ -536,14 +568,16 @@ def quant_question(m: Model, rng: random.Random, qid: str, B: int | None = None,
     B, L = _sizes(m, rng, B, L)
     bits = bits or rng.choice((8, 4))
     group = group or rng.choice([g for g in (32, 64, 128) if m.head_dim % g == 0] or [m.head_dim])
-    N = 2 * m.num_layers * B * L * m.num_kv_heads * m.head_dim
+    N = 2 * m.num_layers * B * m.cached(L) * m.num_kv_heads * m.head_dim
     answer = quant_bytes(N, bits, group)
     candidates: list[tuple[int | Fraction, str]] = [
         (N * bits // 8, "drill.infer.quant.no_scales"), (quant_bytes(N, bits, group, 4), "drill.infer.quant.fp32_scales"),
         (quant_bytes(N, 8, group), "drill.infer.quant.int4_byte") if bits == 4 else (0, ""),
         (N * bits // 8 + 2 * N, "drill.infer.quant.scale_per_value"), (quant_bytes(N // 2, bits, group), "drill.counts.kv.no_two"),
-        (N * m.dtype_bytes, "drill.infer.quant.unquantized"), (answer * 8, "drill.counts.memory.bits")]
-    explain = (f"N = 2·layers·B·L·num_kv_heads·head_dim = 2·{m.num_layers}·{B}·{L}·{m.num_kv_heads}·{m.head_dim} = {_n(N)}",
+        (N * m.dtype_bytes, "drill.infer.quant.unquantized"), (answer * 8, "drill.counts.memory.bits"),
+        (quant_bytes(N // m.cached(L) * L, bits, group), "drill.infer.window.uncapped")]
+    explain = (f"N = 2·layers·B·{_cached_text(m)}·num_kv_heads·head_dim = 2·{m.num_layers}·{B}·{m.cached(L)}·"
+               f"{m.num_kv_heads}·{m.head_dim} = {_n(N)}",
                f"N·{bits}/8 + (N/{group})·2 = {_n(N * bits // 8)} + {_n(N // group * 2)} = {_bytes_text(answer)}",
                t("drill.infer.quant.source"))
     prompt = t("drill.infer.quant.ask", model=_model_text(m), B=B, L=L, bits=bits, G=group)
@@ -582,8 +616,11 @@ def read_config(path: str) -> Model:
     if text is None:
         raise ModelError(str(problems[0]))
     doc = parse_yaml(text, path)
-    if doc.problems:
-        raise ModelError(str(doc.problems[0]))
+    if doc.problems:  # the reader's hints speak of an exercise: say what a configuration needs (rope trial F6)
+        said = {t(f"yaml.{key}.hint"): t(f"config.yaml.{key}.hint")
+                for key in ("empty", "key_type", "too_deep", "merge_key", "top_level")}
+        first = doc.problems[0]
+        raise ModelError(str(replace(first, hint=said.get(str(first.hint), first.hint))))
     if not isinstance(doc.value, dict):
         raise ModelError(str(doc.problem((), t("drill.infer.config.not_mapping"))))
 

@@ -381,7 +381,11 @@ def random_window_scenario(rng: random.Random) -> Scenario:
         L_k = L_q + W + rng.choice((1, 2))
         return Scenario(kind, 1, L_q, L_k, "bottom_right", (L_k,), False, 0, W)
     L = rng.choice((4, 5, 6))
-    return Scenario(kind, 1, L, L, "top_left", (L,), False, 0, W, rng.choice((1, 2)) if kind == "window_sinks" else 0)
+    S = 0
+    if kind == "window_sinks":  # W + S >= L covers every key: the mask would be the causal one (rope trial F8)
+        L = max(L, W + 2)
+        S = rng.choice([s for s in (1, 2) if W + s < L])
+    return Scenario(kind, 1, L, L, "top_left", (L,), False, 0, W, S)
 
 
 def window_questions(s: Scenario, rng: random.Random, prefix: str) -> list[Question]:

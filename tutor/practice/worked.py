@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tutor.base.messages import Text
+from tutor.base.messages import Msg, Text
 from tutor.steps import KINDS, Input, Solution, Step, blocked_cells, worked_entry
 from tutor.store.attempt import Attempt, Outcome
 
@@ -52,8 +52,12 @@ class Worked(Drill[Step]):
 
     def opening(self, state: State[Step], before: Step | None) -> list[Effect]:
         step = state.step
-        return [Present(step, state.index + 1, len(state.steps), inputs_for(self.sol, step), self.multi_head,
-                        KINDS[step.id].title_of(step, self.sol.exercise))]
+        title = KINDS[step.id].title_of(step, self.sol.exercise)
+        if _mask_is_asked(self.sol, step):  # M is not given: the title says the rule to build it by
+            ex = self.sol.exercise
+            title = Msg("practice.masked.window_sinks" if ex.sinks else "practice.masked.window", title=title,
+                        W=ex.window, S=ex.sinks)
+        return [Present(step, state.index + 1, len(state.steps), inputs_for(self.sol, step), self.multi_head, title)]
 
     def formula(self, step: Step) -> Text:
         return step.formula
@@ -208,5 +212,16 @@ def head_suffix(step: Step, multi_head: bool) -> str:
 
 def inputs_for(sol: Solution, step: Step) -> tuple[Input, ...]:
     """The matrices ``step`` is computed from, as the learner has them (the right values
-    of the earlier steps): e.g. ``Q`` and ``K`` for ``scores``, ``X``, ``W_Q`` (and ``b_Q``) for ``q``."""
-    return KINDS[step.id].given(sol, step)
+    of the earlier steps): e.g. ``Q`` and ``K`` for ``scores``, ``X``, ``W_Q`` (and ``b_Q``) for ``q``.
+    A sliding window's mask ``M`` is not among them: building it is what the exercise practises."""
+    given = KINDS[step.id].given(sol, step)
+    if _mask_is_asked(sol, step):
+        return tuple(i for i in given if str(i.name) != "M")
+    return given
+
+
+def _mask_is_asked(sol: Solution, step: Step) -> bool:
+    """Whether the learner builds ``step``'s mask: the masked scores of a sliding window (with or without sinks).
+    Given, its 0s and −∞s left only copying (rope trial F13); a causal mask stays given."""
+    ex = sol.exercise
+    return step.id == "masked" and ex.mask_kind == "sliding_window" and ex.window is not None  # M is the point

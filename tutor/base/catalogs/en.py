@@ -2113,16 +2113,16 @@ EN.update({
     "drill.infer.model": "{name}: {layers} layers, num_heads = {num_heads}, num_kv_heads = {num_kv_heads}, head_dim = {head_dim}; weights and cache in {dtype} ({e:bytes} a value).",
     "drill.infer.model.mla": "{name}: {layers} layers, num_heads = {num_heads}, head_dim = {head_dim}; multi-head latent attention (MLA), which caches per token and layer a latent of d_c = {d_c:values} and a RoPE key of d_R = {d_rope:values} shared by the heads; weights and cache in {dtype} ({e:bytes} a value).",
     "drill.infer.decode.setting": "{model}\nIts weight matrices hold {params} parameters (every matrix a token is multiplied by, the output head included; looking up a token's embedding is no product). It is decoding a batch of B = {B}, each sequence with L = {L:tokens} in its KV cache, the new token's included.",
-    "drill.infer.decode.ask.flops": "{setting}\nHow many FLOPs do the matrix products take for one new token of one sequence: the weight matrices, and Q·Kᵀ and weights·V over its L tokens? Count a multiply-add as 2 FLOPs.",
+    "drill.infer.decode.ask.flops": "{setting}\nHow many FLOPs do the matrix products take for one new token of one sequence: the weight matrices, and Q·Kᵀ and weights·V over the keys it attends to? Count a multiply-add as 2 FLOPs.",
     "drill.infer.decode.ask.bytes": "{setting}\nHow many bytes does one decode step of the whole batch read, counting the weight matrices (read once for the batch) and every sequence's KV cache, and nothing else?",
     "drill.infer.decode.ask.intensity": "{setting}\nWhat is the arithmetic intensity of one decode step: the FLOPs of the matrix products for the whole batch (one new token per sequence) divided by the bytes read (the weight matrices once, and every sequence's KV cache)? Type the FLOPs per byte.",
-    "drill.infer.decode.ask.time": "{setting}\nAt a memory bandwidth of {bandwidth} GB/s (10^9 bytes a second), how long does one decode step take at least, if reading the weight matrices once and every sequence's KV cache is all it waits for? Type milliseconds.",
-    "drill.infer.decode.hint": "A decode step reads every weight matrix once (the batch shares it) and each sequence's cache; one new token costs 2 FLOPs per matrix parameter, plus 4·num_heads·head_dim·L per layer for the attention.",
-    "drill.infer.decode.flops.source": "Source: Kaplan et al. 2020, section 2.1 (2 FLOPs per parameter per token); Q·Kᵀ and weights·V add 2·num_heads·head_dim·L FLOPs each per layer; a multiply-add counts 2 FLOPs.",
+    "drill.infer.decode.ask.time": "{setting}\nAt a memory bandwidth of {bandwidth} GB/s (1 GB = 10^9 bytes), how long does one decode step take at least, if reading the weight matrices once and every sequence's KV cache is all it waits for? Type milliseconds.",
+    "drill.infer.decode.hint": "A decode step reads every weight matrix once (the batch shares it) and each sequence's cache; one new token costs 2 FLOPs per matrix parameter, plus 4·num_heads·head_dim per layer for each key it attends to (the tokens its cache keeps).",
+    "drill.infer.decode.flops.source": "Source: Kaplan et al. 2020, section 2.1 (2 FLOPs per parameter per token); Q·Kᵀ and weights·V add 2·num_heads·head_dim FLOPs each per layer for every key attended to; a multiply-add counts 2 FLOPs.",
     "drill.infer.decode.bytes.source": "A decode step reads every weight matrix once for the whole batch, and each sequence's KV cache; activations, the norms' weights and the one embedding row a token reads are left out (small beside these).",
     "drill.infer.decode.intensity.source": "Arithmetic intensity is FLOPs per byte moved (Williams et al. 2009, the roofline model). Without the cache, decode's is about 2·B divided by the bytes of a weight: a GPU such as the A100 or the H100 computes well over a hundred bfloat16 FLOPs in the time it reads one byte (its datasheet's peak FLOP/s over its memory bandwidth), so a decode step waits on memory.",
     "drill.infer.decode.time.source": "A step cannot end before its bytes are read: time ≥ bytes / bandwidth (the roofline model, Williams et al. 2009); the arithmetic and other overheads come on top.",
-    "drill.infer.decode.no_attention": "That leaves out the attention over the cache: Q·Kᵀ and weights·V take 4·layers·num_heads·head_dim·L FLOPs more.",
+    "drill.infer.decode.no_attention": "That leaves out the attention over the cache: Q·Kᵀ and weights·V take 4·layers·num_heads·head_dim FLOPs more for every cached key.",
     "drill.infer.decode.whole_batch": "That is the whole batch; the question asks for one sequence's new token.",
     "drill.infer.decode.no_kv": "That leaves out the KV cache: a decode step reads each sequence's cached K and V too.",
     "drill.infer.decode.no_weights": "That is the KV cache alone; the step reads every weight matrix too.",
@@ -2130,7 +2130,7 @@ EN.update({
     "drill.infer.decode.weights_per_sequence": "That reads the weights once per sequence; the batch shares one read of each weight matrix per step.",
     "drill.infer.decode.one_token": "That divides one sequence's FLOPs by the bytes; the B sequences share the weights read, so the FLOPs of all of them count.",
     "drill.infer.decode.seconds": "That is in seconds; the question asks for milliseconds.",
-    "drill.infer.decode.gib_bandwidth": "That reads the bandwidth as GiB/s (2^30 bytes a second); GB/s is 10^9 bytes a second.",
+    "drill.infer.decode.gib_bandwidth": "That reads the bandwidth in GiB/s (1 GiB = 2^30 bytes); GB/s counts 1 GB = 10^9 bytes.",
     "drill.infer.prefill.setting": "{model}\nIts weight matrices hold {params} parameters (every matrix a token is multiplied by, the output head included; looking up a token's embedding is no product). It is prefilling a batch of B = {B}, each prompt P = {P:tokens} long.",
     "drill.infer.prefill.ask.flops": "{setting}\nHow many FLOPs do the matrix products of one prompt's prefill take: every token through every weight matrix (the output head included), and Q·Kᵀ and weights·V over the full P×P score matrix, as a plain forward computes it before the mask? Count a multiply-add as 2 FLOPs.",
     "drill.infer.prefill.ask.intensity": "{setting}\nWhat is the arithmetic intensity of the prefill: the whole batch's FLOPs (counted as a plain forward computes them: every weight matrix, and the full P×P scores) divided by the bytes of the weight matrices read once and of the KV cache it writes? Type the FLOPs per byte.",
@@ -2160,7 +2160,7 @@ EN.update({
     "drill.infer.mla.no_rope": "That leaves out the decoupled RoPE key; each token caches its d_R values besides the latent.",
     "drill.infer.mla.rope_per_head": "That caches a RoPE key per head; the decoupled key k^R is one, shared by all heads.",
     "drill.infer.mla.as_mha": "That is the cache of multi-head attention (2·num_heads·head_dim per token and layer); MLA caches d_c + d_R.",
-    "drill.infer.window.ask": "{model}\nEvery layer attends through a sliding window of W = {W:tokens}, and its cache is a rolling buffer of W tokens (Mistral 7B's). How many bytes does the KV cache take for a batch of B = {B} at L = {L:tokens}?",
+    "drill.infer.window.ask": "{model}\nHow many bytes does the KV cache take for a batch of B = {B} at L = {L:tokens}?",
     "drill.infer.window.ask_if": "{model}\nIf every layer attended through a sliding window of W = {W:tokens}, with a rolling buffer cache of W tokens (Mistral 7B's), how many bytes would the KV cache take for a batch of B = {B} at L = {L:tokens}?",
     "drill.infer.window.hint": "A rolling buffer keeps K and V of at most W tokens per layer: min(L, W).",
     "drill.infer.window.source": "Source: Jiang et al. 2023, Mistral 7B, section 2: the rolling buffer cache has a fixed size of W, the keys and values of position i stored in slot i mod W.",
@@ -2704,6 +2704,24 @@ EN.update({
     "report.assign.apart": "The most common mistake: {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
     "report.assign.tied.apart": "One of the most common mistakes ({mistakes}): {mistake}. On exercise {exercise}, {told} give different numbers, so an answer there tells which; assign it next.",
     "report.assign.alike_everywhere": "No bundled exercise gives its possible causes different numbers there, so practice will not tell them apart either.",
+})
+
+# --- fix-counts (branch fix-counts): a sliding window in every count of the model ---
+EN.update({
+    "drill.infer.model.window": "Every layer attends through a sliding window of W = {W:tokens}, and its KV cache is a rolling buffer that keeps the last W tokens of a sequence (as in Mistral 7B).",
+    "drill.infer.decode.setting_window": "{model}\nIts weight matrices hold {params} parameters (every matrix a token is multiplied by, the output head included; looking up a token's embedding is no product). It is decoding a batch of B = {B}, each sequence L = {L:tokens} long, the new token's included; the new token attends to the tokens its layer's cache keeps.",
+    "drill.infer.prefill.window": "The window of W = {W:tokens} is part of the mask, so a plain forward still computes the full P×P scores; the KV cache a prompt leaves holds its last min(P, W) tokens.",
+    # F6: a model configuration's YAML problems get hints about a configuration, not an exercise
+    "config.yaml.empty.hint": "a model configuration needs at least num_layers, d_model, num_heads, vocab_size and context",
+    "config.yaml.key_type.hint": "keys are field names, such as num_layers or d_model",
+    "config.yaml.too_deep.hint": "each field of a model configuration holds one number, name or true/false, e.g. num_layers: 32",
+    "config.yaml.merge_key.hint": "write each field out",
+    "config.yaml.top_level.hint": "start the file with fields, e.g. 'num_layers: 32'",
+    # F15: concept choice options
+    "bank.translation.choice_answer": "give choice_answer in both languages or in neither: the right option of --mode choice would otherwise stand out in one of them",
+    # F13: practice asks a sliding window's mask, not gives it
+    "practice.masked.window": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}; else −∞)",
+    "practice.masked.window_sinks": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}, or one of the first S tokens, the sinks, S = {S}; else −∞)",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2048,16 +2048,16 @@ ZH: dict[str, str] = {
     "drill.infer.model": "{name}：{layers} 层，num_heads = {num_heads}，num_kv_heads = {num_kv_heads}，head_dim = {head_dim}；权重和缓存均为 {dtype}（每个值 {e:bytes}）。",
     "drill.infer.model.mla": "{name}：{layers} 层，num_heads = {num_heads}，head_dim = {head_dim}；采用多头潜在注意力（multi-head latent attention，MLA），每个词元在每层缓存一个潜向量（d_c = {d_c:values}）和一个由所有头共享的 RoPE 键（d_R = {d_rope:values}）；权重和缓存均为 {dtype}（每个值 {e:bytes}）。",
     "drill.infer.decode.setting": "{model}\n它的权重矩阵共有 {params} 个参数（词元要与之相乘的每个矩阵，含输出头；查嵌入表不是乘法）。它正在解码一个 B = {B} 的批量，每个序列的键值缓存中有 L = {L:tokens}（含新词元）。",
-    "drill.infer.decode.ask.flops": "{setting}\n为一个序列生成一个新词元，矩阵乘法需要多少 FLOPs？包括各权重矩阵，以及在它的 L 个词元上做的 Q·Kᵀ 和 weights·V。一次乘加计 2 FLOPs。",
+    "drill.infer.decode.ask.flops": "{setting}\n为一个序列生成一个新词元，矩阵乘法需要多少 FLOPs？包括各权重矩阵，以及在它所关注的键上做的 Q·Kᵀ 和 weights·V。一次乘加计 2 FLOPs。",
     "drill.infer.decode.ask.bytes": "{setting}\n整个批量的一个解码步要读取多少字节？只计权重矩阵（整个批量共读一次）和每个序列的键值缓存。",
     "drill.infer.decode.ask.intensity": "{setting}\n一个解码步的算术强度（arithmetic intensity）是多少？即整个批量（每个序列一个新词元）矩阵乘法的 FLOPs，除以读取的字节数（权重矩阵读一次，加上每个序列的键值缓存）。请输入每字节的 FLOPs。",
-    "drill.infer.decode.ask.time": "{setting}\n内存带宽为 {bandwidth} GB/s（每秒 10^9 字节）时，如果一个解码步只需等待读完一次权重矩阵和每个序列的键值缓存，它至少要多长时间？请以毫秒为单位作答。",
-    "drill.infer.decode.hint": "一个解码步把每个权重矩阵读一次（整个批量共用），再读每个序列的缓存；一个新词元的开销是每个矩阵参数 2 FLOPs，加上注意力每层 4·num_heads·head_dim·L。",
-    "drill.infer.decode.flops.source": "出处：Kaplan et al. 2020，第 2.1 节（每个词元每个参数 2 FLOPs）；Q·Kᵀ 和 weights·V 每层各另加 2·num_heads·head_dim·L FLOPs；一次乘加计 2 FLOPs。",
+    "drill.infer.decode.ask.time": "{setting}\n内存带宽为 {bandwidth} GB/s（1 GB = 10^9 字节）时，如果一个解码步只需等待读完一次权重矩阵和每个序列的键值缓存，它至少要多长时间？请以毫秒为单位作答。",
+    "drill.infer.decode.hint": "一个解码步把每个权重矩阵读一次（整个批量共用），再读每个序列的缓存；一个新词元的开销是每个矩阵参数 2 FLOPs，加上注意力部分：它关注的每个键（即缓存中保留的词元）每层 4·num_heads·head_dim。",
+    "drill.infer.decode.flops.source": "出处：Kaplan et al. 2020，第 2.1 节（每个词元每个参数 2 FLOPs）；对所关注的每个键，Q·Kᵀ 和 weights·V 每层各另加 2·num_heads·head_dim FLOPs；一次乘加计 2 FLOPs。",
     "drill.infer.decode.bytes.source": "一个解码步为整个批量把每个权重矩阵读一次，再读每个序列的键值缓存；激活值、归一化层的权重和每个词元读取的那一行嵌入不计在内（与前两者相比很小）。",
     "drill.infer.decode.intensity.source": "算术强度是每搬运一个字节所做的 FLOPs（Williams et al. 2009，屋顶线模型）。不计缓存时，解码的算术强度约为 2·B 除以每个权重的字节数：像 A100 或 H100 这样的 GPU，读一个字节的时间里能完成的 bfloat16 FLOPs 远不止一百次（按其规格表的峰值 FLOP/s 除以内存带宽），所以解码步的瓶颈在内存。",
     "drill.infer.decode.time.source": "字节没读完，一步就结束不了：时间 ≥ 字节数 / 带宽（屋顶线模型，Williams et al. 2009）；计算和其他开销还要另算。",
-    "drill.infer.decode.no_attention": "这漏掉了在缓存上的注意力：Q·Kᵀ 和 weights·V 还要 4·layers·num_heads·head_dim·L FLOPs。",
+    "drill.infer.decode.no_attention": "这漏掉了在缓存上的注意力：对每个缓存的键，Q·Kᵀ 和 weights·V 还要 4·layers·num_heads·head_dim FLOPs。",
     "drill.infer.decode.whole_batch": "这是整个批量的量；题目问的是一个序列的新词元。",
     "drill.infer.decode.no_kv": "这漏掉了键值缓存：解码步还要读取每个序列缓存的 K 和 V。",
     "drill.infer.decode.no_weights": "这只算了键值缓存；这一步还要读取每个权重矩阵。",
@@ -2065,7 +2065,7 @@ ZH: dict[str, str] = {
     "drill.infer.decode.weights_per_sequence": "这给每个序列都读了一遍权重；每一步整个批量只需把每个权重矩阵读一次。",
     "drill.infer.decode.one_token": "这是一个序列的 FLOPs 除以字节数；B 个序列共用读进来的权重，所以它们的 FLOPs 都要算上。",
     "drill.infer.decode.seconds": "这是以秒为单位的；题目问的是毫秒。",
-    "drill.infer.decode.gib_bandwidth": "这把带宽当成了 GiB/s（每秒 2^30 字节）；GB/s 是每秒 10^9 字节。",
+    "drill.infer.decode.gib_bandwidth": "这把带宽当成了 GiB/s（1 GiB = 2^30 字节）；GB/s 中 1 GB = 10^9 字节。",
     "drill.infer.prefill.setting": "{model}\n它的权重矩阵共有 {params} 个参数（词元要与之相乘的每个矩阵，含输出头；查嵌入表不是乘法）。它正在预填充（prefill）一个 B = {B} 的批量，每条提示长 P = {P:tokens}。",
     "drill.infer.prefill.ask.flops": "{setting}\n一条提示的预填充，矩阵乘法需要多少 FLOPs？每个词元都要经过每个权重矩阵（含输出头），Q·Kᵀ 和 weights·V 按完整的 P×P 注意力分数矩阵计算，和普通前向传播在施加掩码之前的算法一样。一次乘加计 2 FLOPs。",
     "drill.infer.prefill.ask.intensity": "{setting}\n预填充的算术强度是多少？即整个批量的 FLOPs（按普通前向传播计算：每个权重矩阵，以及完整的 P×P 注意力分数），除以读一次权重矩阵和写入键值缓存的字节数。请输入每字节的 FLOPs。",
@@ -2095,7 +2095,7 @@ ZH: dict[str, str] = {
     "drill.infer.mla.no_rope": "这漏掉了解耦的 RoPE 键；除了潜向量，每个词元还要缓存它的 d_R 个值。",
     "drill.infer.mla.rope_per_head": "这给每个头都缓存了一个 RoPE 键；解耦的键 k^R 只有一个，由所有头共享。",
     "drill.infer.mla.as_mha": "这是多头注意力的缓存（每个词元每层 2·num_heads·head_dim）；MLA 缓存的是 d_c + d_R。",
-    "drill.infer.window.ask": "{model}\n每一层都通过 W = {W:tokens}的滑动窗口（sliding window）做注意力，缓存是 W 个词元的滚动缓冲区（rolling buffer，即 Mistral 7B 的做法）。批量 B = {B}、L = {L:tokens}时，键值缓存占多少字节？",
+    "drill.infer.window.ask": "{model}\n批量 B = {B}、L = {L:tokens}时，键值缓存占多少字节？",
     "drill.infer.window.ask_if": "{model}\n假如每一层都通过 W = {W:tokens}的滑动窗口（sliding window）做注意力，缓存是 W 个词元的滚动缓冲区（rolling buffer，即 Mistral 7B 的做法），那么批量 B = {B}、L = {L:tokens}时，键值缓存占多少字节？",
     "drill.infer.window.hint": "滚动缓冲区每层最多保留 W 个词元的 K 和 V：min(L, W)。",
     "drill.infer.window.source": "出处：Jiang et al. 2023，Mistral 7B，第 2 节：滚动缓冲区缓存的大小固定为 W，位置 i 的键和值存放在第 i mod W 个槽位。",
@@ -2638,6 +2638,24 @@ ZH.update({
     "report.assign.apart": "最常见的错误：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
     "report.assign.tied.apart": "最常见的错误之一（并列：{mistakes}）：{mistake}。在练习 {exercise} 上，{told}得出的数字各不相同，答案能分辨是哪一种，接下来就布置它。",
     "report.assign.alike_everywhere": "没有哪道内置练习能让它的几种可能原因在这一步得出不同的数字，所以练习也无法区分它们。",
+})
+
+# --- fix-counts (branch fix-counts): a sliding window in every count of the model ---
+ZH.update({
+    "drill.infer.model.window": "每一层都通过 W = {W:tokens}的滑动窗口（sliding window）做注意力，键值缓存是一个滚动缓冲区（rolling buffer），只保留一个序列最后的 W 个词元（即 Mistral 7B 的做法）。",
+    "drill.infer.decode.setting_window": "{model}\n它的权重矩阵共有 {params} 个参数（词元要与之相乘的每个矩阵，含输出头；查嵌入表不是乘法）。它正在解码一个 B = {B} 的批量，每个序列长 L = {L:tokens}（含新词元）；新词元只关注所在层的缓存中保留的词元。",
+    "drill.infer.prefill.window": "W = {W:tokens}的窗口是掩码的一部分，所以普通的前向计算仍会算出完整的 P×P 分数；一条提示留下的键值缓存只保存它最后的 min(P, W) 个词元。",
+    # F6: a model configuration's YAML problems get hints about a configuration, not an exercise
+    "config.yaml.empty.hint": "模型配置至少需要 num_layers、d_model、num_heads、vocab_size 和 context",
+    "config.yaml.key_type.hint": "键是字段名，例如 num_layers 或 d_model",
+    "config.yaml.too_deep.hint": "模型配置的每个字段只放一个数、名字或 true/false，例如 num_layers: 32",
+    "config.yaml.merge_key.hint": "把每个字段逐一写出来",
+    "config.yaml.top_level.hint": "文件开头写字段，例如 'num_layers: 32'",
+    # F15: concept choice options
+    "bank.translation.choice_answer": "choice_answer 要么两种语言都给，要么都不给：否则 --mode choice 的正确选项会在其中一种语言里显得突出",
+    # F13: practice asks a sliding window's mask, not gives it
+    "practice.masked.window": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；否则为 −∞",
+    "practice.masked.window_sinks": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；键 j 是开头 S 个词元（注意力汇聚点，S = {S}）之一时也为 0；否则为 −∞",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
