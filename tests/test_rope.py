@@ -523,3 +523,97 @@ def test_the_bundled_rotate_half_exercise_is_the_shared_torch_case():
 
     ex, shared = resolve("rope-half-causal-3x4"), exercise_from_data(HALF)
     assert (ex.x, ex.heads, ex.mask, ex.rope) == (shared.x, shared.heads, shared.mask, shared.rope)
+
+
+# --- fix-rope F1: the two layouts mixed (the public report "rotate_half against interleaved frequencies") -------
+
+MIXES = {"half_ri": "rope_half_interleaved_angles", "inter_cat": "rope_interleaved_half_angles"}
+
+
+def torch_mixed(x: torch.Tensor, positions: list[int], base: float, mix: str) -> torch.Tensor:
+    """``x·cos + rot(x)·sin`` in torch with the angles laid out for the other layout: ``half_ri`` rotate_half with
+    ``repeat_interleave``'d angles, ``inter_cat`` the interleaved swap with ``cat``'d angles."""
+    n, d = x.shape
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # [d/2]
+    ang = torch.tensor(positions, dtype=torch.float64)[:, None] * theta[None, :]  # [n, d/2]
+    if mix == "half_ri":
+        full = ang.repeat_interleave(2, dim=-1)  # θ_0, θ_0, θ_1, θ_1
+        rot = torch.cat([-x[:, d // 2:], x[:, : d // 2]], -1)  # rotate_half
+    else:
+        full = torch.cat([ang, ang], -1)  # θ_0, θ_1, θ_0, θ_1
+        rot = torch.stack([-x[:, 1::2], x[:, 0::2]], -1).flatten(-2)  # rotate_every_two
+    return x * full.cos() + rot * full.sin()
+
+
+def _mixed_steps(data: dict, mix: str) -> dict[str, np.ndarray]:
+    x = torch.tensor(data["x"], dtype=torch.float64)
+    h = data["heads"][0]
+    q, k, v = (x @ torch.tensor(h[w], dtype=torch.float64) for w in ("w_q", "w_k", "w_v"))
+    pos = list(range(x.shape[0]))
+    base = float(data["rope"]["base"])
+    q_rot, k_rot = torch_mixed(q, pos, base, mix), torch_mixed(k, pos, base, mix)
+    out = torch.nn.functional.scaled_dot_product_attention(q_rot[None], k_rot[None], v[None], is_causal=True)[0]
+    return {"q_rot": q_rot.numpy(), "k_rot": k_rot.numpy(), "head_output": out.numpy()}
+
+
+HALF_AS_INTERLEAVED = {**HALF, "id": "v3-rope-inter4", "rope": {"base": 10000, "pairing": "interleaved"}}
+
+
+@pytest.mark.parametrize("mix", sorted(MIXES))
+@pytest.mark.parametrize("data", [HALF, HALF_AS_INTERLEAVED], ids=["half", "interleaved"])
+def test_practice_names_the_two_layouts_mixed(data, mix):
+    """Either mix, on an exercise of either pairing: named at Q_rot, K_rot and the head's output, and not as the
+    other pairing (the trial's answers got "No known misconception explains it")."""
+    from tutor.mistakes.diagnose import diagnose
+
+    sol = solve(exercise_from_data(data))
+    wrong = _mixed_steps(data, mix)
+    for step in ("q_rot", "k_rot", "head_output"):
+        assert not np.allclose(wrong[step], _values(sol, step, 0), atol=1e-6), step
+        keys_ = [d.key for d in diagnose(sol, step, 0, wrong[step].tolist(), tolerance=1e-6)]
+        assert keys_ == [MIXES[mix]], (step, keys_)
+
+
+def test_the_trials_mixed_answer_is_named_in_practice_and_in_chinese():
+    """The trial's practice answer for Q_rot (rotate_half with repeat_interleave'd angles), typed as exact forms."""
+    from tutor.answers import parse_matrix
+    from tutor.base.messages import use_language
+    from tutor.exercise.catalog import resolve
+    from tutor.mistakes.diagnose import diagnose
+
+    sol = solve(resolve("rope-half-causal-3x4"))
+    typed = parse_matrix("1 0 0 1; -sin(1) cos(1) cos(1/100) sin(1/100); cos(2) cos(2) sin(1/50) sin(1/50)")
+    want = _mixed_steps(HALF, "half_ri")["q_rot"]
+    np.testing.assert_allclose([[float(e.value()) for e in r] for r in typed], want, atol=1e-12)  # torch agrees
+    found = diagnose(sol, "q_rot", 0, want.tolist(), tolerance=1e-9)
+    assert [d.key for d in found] == ["rope_half_interleaved_angles"]
+    assert "θ_0, θ_0, θ_1, θ_1" in str(found[0].message) and "pairs the dimensions half" in str(found[0].message)
+    with use_language("zh"):
+        assert "混用了 RoPE 的两种布局" in str(found[0].message)
+
+
+@pytest.mark.parametrize("mix", sorted(MIXES))
+def test_check_names_the_two_layouts_mixed_in_a_solution_file(cli, tmp_path, mix):
+    wrong = _mixed_steps(HALF, mix)
+    text = "exercise: rope-half-causal-3x4\n" + "".join(
+        f"{s}: [" + ", ".join("[" + ", ".join(f"{v:.4f}" for v in r) + "]" for r in wrong[s]) + "]\n"
+        for s in ("q_rot", "k_rot"))
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(text, encoding="utf-8")
+    r = cli("check", str(sol_path), "--format", "json")
+    doc = json.loads(r.out)
+    assert doc["exit_code"] == 1
+    assert {d["key"] for s in doc["steps"] for d in s["diagnoses"]} == {MIXES[mix]}
+
+
+def test_d_k_2_cannot_show_the_layouts_mixed():
+    """One pair and one angle: both layouts are the same, so the mix gives the right Q_rot (invisible says so)."""
+    from tutor.exercise.catalog import resolve
+    from tutor.mistakes.invisible import invisible
+
+    sol = solve(resolve("rope-relative-4x2"))
+    hidden = {(f.key, f.step[0]) for f in invisible(sol, list(MIXES.values()))}
+    assert {(k, s) for k in MIXES.values() for s in ("q_rot", "k_rot")} <= hidden
+    sol4 = solve(resolve("rope-half-causal-3x4"))
+    assert not {(f.key, f.step[0]) for f in invisible(sol4, list(MIXES.values()))} & {
+        (k, s) for k in MIXES.values() for s in ("q_rot", "k_rot")}

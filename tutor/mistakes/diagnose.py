@@ -656,6 +656,12 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("rope_theta_without_two", Variant(rope="no_two"), "rope"),
     _m("rope_v_rotated", Variant(rope="rotate_v"), "rope"),
     _m("rope_grad_not_unrotated", Variant(rope_grad="not_unrotated"), "rope"),  # d_Q taken as d_Q_rot (backward)
+    # fix-rope (trial findings F1, F12): the two layouts mixed (rotate_half with the interleaved layout's angles,
+    # or the reverse: the public report "rotate_half against interleaved frequencies"); the gradient turned
+    # forward by R(mθ) instead of back by R(mθ)ᵀ
+    _m("rope_half_interleaved_angles", Variant(rope="half_interleaved_angles"), "rope"),
+    _m("rope_interleaved_half_angles", Variant(rope="interleaved_half_angles"), "rope"),
+    _m("rope_grad_turned_forward", Variant(rope_grad="forward"), "rope"),
     # issue 23: multi-head latent attention's absorbed route
     _m("uk_untransposed", Variant(uk_untransposed=True), "mla"),
     # the pre-norm block (issue 23)

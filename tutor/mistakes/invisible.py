@@ -48,8 +48,9 @@ CORE: tuple[str, ...] = (
 
 #: RoPE's mistakes (format v3, issue 23) ``validate`` names when a RoPE exercise cannot catch them: with
 #: d_k = 2 the two pairings coincide (one pair, (0, 1)) and θ_0 = base^0 = 1 with or without the 2.
-CORE_ROPE: tuple[str, ...] = ("rope_pairing_mixed", "rope_positions_from_one", "rope_theta_without_two",
-                              "rope_v_rotated")
+#: The two layouts mixed (rotate_half with the interleaved layout's angles, or the reverse) coincide with d_k = 2 too.
+CORE_ROPE: tuple[str, ...] = ("rope_pairing_mixed", "rope_half_interleaved_angles", "rope_interleaved_half_angles",
+                              "rope_positions_from_one", "rope_theta_without_two", "rope_v_rotated")
 
 #: What ``validate`` names (:func:`uncaught`): the core mistakes, and RoPE's for an exercise with RoPE.
 VALIDATED: tuple[str, ...] = CORE + CORE_ROPE
@@ -245,7 +246,8 @@ def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
 #: The steps where each RoPE mistake is made: the rotations, or V for rotating V (the knob ``rope`` is read by
 #: ``q_rot``, ``k_rot`` and ``v`` alike, so the knobs alone would say every mistake is made at all three).
 _ROPE_MADE_AT = {"rope_pairing_mixed": ("q_rot", "k_rot"), "rope_positions_from_one": ("q_rot", "k_rot"),
-                 "rope_theta_without_two": ("q_rot", "k_rot"), "rope_v_rotated": ("v",)}
+                 "rope_theta_without_two": ("q_rot", "k_rot"), "rope_v_rotated": ("v",),
+                 "rope_half_interleaved_angles": ("q_rot", "k_rot"), "rope_interleaved_half_angles": ("q_rot", "k_rot")}
 
 #: The step a left-out bias changes first.
 _BIAS_STEP = {"b_q": "q", "b_k": "k", "b_v": "v", "b_o": "output"}
@@ -294,9 +296,13 @@ def reason(key: str, sol: Solution, step: Key) -> Text:
     allowed = ex.allowed()
     if key == "no_mask" and allowed is not None and all(all(row) for row in allowed):
         return Msg("invisible.because.blocks_nothing")
-    if key in ("rope_pairing_mixed", "rope_theta_without_two") and ex.rope is not None and hd.d_k == 2:
+    if key in _D_K_2 and ex.rope is not None and hd.d_k == 2:
         return Msg(f"invisible.because.{key}.d_k_2")
     return ""
+
+
+#: RoPE's mistakes d_k = 2 cannot show, each with its reason (``invisible.because.<key>.d_k_2``).
+_D_K_2 = ("rope_pairing_mixed", "rope_half_interleaved_angles", "rope_interleaved_half_angles", "rope_theta_without_two")
 
 
 def note(sol: Solution, key: str, step: Key, suggestion: str | None, exact: bool = True) -> Text:

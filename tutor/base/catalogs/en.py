@@ -2326,7 +2326,7 @@ EN.update({
     "rope.residual": "rope with residual is not built: the pre-norm block's run, which adds X to the output, does not rotate Q and K",
     "rope.residual.hint": "give either rope or residual",
     "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
-    "mistake.rope_pairing_mixed": "RoPE's two pairings mixed",
+    "mistake.rope_pairing_mixed": "RoPE paired the other way (the other layout's pairs)",
     "mistake.rope_positions_from_one": "RoPE positions counted from 1",
     "mistake.rope_theta_without_two": "RoPE angle without the 2 (base^(−i/d_k))",
     "mistake.rope_v_rotated": "V rotated by RoPE",
@@ -2524,7 +2524,7 @@ EN.update({
     "explain.exercise.bundled": "Exercise {id}  (bundled:{file})",
     "step.scores.title.rope": "Scores Q_rot·K_rotᵀ",
     "step.scores.title.mla": "Explicit scores Q·Kᵀ (K = c_KV·W_UK)",
-    "invisible.mistake.rope_pairing_mixed": "mixing RoPE's two pairings (rotate_half's (i, i + d_k/2) for the interleaved (2i, 2i+1), or the reverse)",
+    "invisible.mistake.rope_pairing_mixed": "pairing RoPE's dimensions the other way (rotate_half's (i, i + d_k/2) for the interleaved (2i, 2i+1), or the reverse)",
     "invisible.mistake.rope_positions_from_one": "counting RoPE's positions from 1",
     "invisible.mistake.rope_theta_without_two": "leaving the 2 out of RoPE's angle (base^(−i/d_k) for base^(−2i/d_k))",
     "invisible.mistake.rope_v_rotated": "rotating V as well as Q and K",
@@ -2603,6 +2603,22 @@ EN.update({
     "pdf.printing": "printing {path} with Chromium ({browser}); it is stopped after {seconds} seconds at most",
     "html.exercise.source": "Exercise {id} ({source})",
     "new.student_needs_like": "--student goes with --like and without --title: it makes a variant's title",
+})
+
+EN.update({
+    # --- fix-rope (trial-rope findings): RoPE's two layouts mixed, its gradient turned forward ---
+    "mistake.rope_half_interleaved_angles": "RoPE's layouts mixed: rotate_half with the angles repeated in place (the interleaved layout's)",
+    "mistake.rope_interleaved_half_angles": "RoPE's layouts mixed: interleaved pairs with the angles concatenated (rotate_half's layout)",
+    "mistake.rope_grad_turned_forward": "RoPE's gradient turned forward: R(mθ) for R(mθ)ᵀ",
+    "diagnose.rope_half_interleaved_angles": "You mixed RoPE's two layouts: you turned rotate_half's pairs (i, i + d_k/2), but laid cos and sin out as the interleaved layout does (θ_0, θ_0, θ_1, θ_1, …: repeat_interleave), so the two dimensions of a pair turn by different angles. Both dimensions of pair i turn by m·θ_i: with rotate_half the angles are concatenated with themselves (θ_0, θ_1, …, θ_0, θ_1, …), with the interleaved pairs (2i, 2i+1) each is repeated in place. This exercise pairs the dimensions {pairing}.",
+    "diagnose.rope_interleaved_half_angles": "You mixed RoPE's two layouts: you turned the interleaved pairs (2i, 2i+1), but laid cos and sin out as rotate_half does (θ_0, θ_1, …, θ_0, θ_1, …: the angles concatenated with themselves), so the two dimensions of a pair turn by different angles. Both dimensions of pair i turn by m·θ_i: with the interleaved pairs each angle is repeated in place (θ_0, θ_0, θ_1, θ_1, …), with rotate_half's pairs (i, i + d_k/2) the angles are concatenated. This exercise pairs the dimensions {pairing}.",
+    "diagnose.rope_grad_turned_forward": "You turned the gradient forward instead of back: d_Q = R(mθ)ᵀ·d_Q_rot turns d_Q_rot by −m·θ_i on each pair ([a, b] → [a·cos + b·sin, −a·sin + b·cos]: the sines change sign), and you turned it by R(mθ), as the forward pass turns Q (likewise d_K from d_K_rot by each key's angle).",
+    "invisible.mistake.rope_half_interleaved_angles": "using rotate_half with the angles laid out for the interleaved pairs (θ_0, θ_0, θ_1, θ_1, …)",
+    "invisible.mistake.rope_interleaved_half_angles": "turning the interleaved pairs by the angles laid out for rotate_half (θ_0, θ_1, …, θ_0, θ_1, …)",
+    "invisible.because.rope_half_interleaved_angles.d_k_2": " (d_k = 2: one pair, (0, 1), and one angle, so both layouts are the same)",
+    "invisible.because.rope_interleaved_half_angles.d_k_2": " (d_k = 2: one pair, (0, 1), and one angle, so both layouts are the same)",
+    "invisible.hint.rope_half_interleaved_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
+    "invisible.hint.rope_interleaved_half_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2270,7 +2270,7 @@ ZH.update({
     "rope.residual": "rope 与 residual 一起使用尚未实现：前置归一化块的运行（把 X 加到输出上）不旋转 Q 和 K",
     "rope.residual.hint": "rope 和 residual 二者只给其一",
     "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
-    "mistake.rope_pairing_mixed": "混用了 RoPE 的两种配对方式",
+    "mistake.rope_pairing_mixed": "RoPE 的维度配对弄反了（用了另一种布局的配对）",
     "mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
     "mistake.rope_theta_without_two": "RoPE 角度漏了系数 2（base^(−i/d_k)）",
     "mistake.rope_v_rotated": "把 V 也做了 RoPE 旋转",
@@ -2461,7 +2461,7 @@ ZH.update({
     "explain.exercise.bundled": "练习 {id}（内置：{file}）",
     "step.scores.title.rope": "注意力分数（scores）Q_rot·K_rotᵀ",
     "step.scores.title.mla": "显式计算的注意力分数（scores）Q·Kᵀ（K = c_KV·W_UK）",
-    "invisible.mistake.rope_pairing_mixed": "混用 RoPE 的两种配对方式（把 interleaved 的 (2i, 2i+1) 换成 rotate_half 的 (i, i + d_k/2)，或反过来）",
+    "invisible.mistake.rope_pairing_mixed": "把 RoPE 的维度配对弄反（把 interleaved 的 (2i, 2i+1) 换成 rotate_half 的 (i, i + d_k/2)，或反过来）",
     "invisible.mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
     "invisible.mistake.rope_theta_without_two": "RoPE 的角度漏掉系数 2（把 base^(−2i/d_k) 写成 base^(−i/d_k)）",
     "invisible.mistake.rope_v_rotated": "把 V 也和 Q、K 一起旋转",
@@ -2540,6 +2540,22 @@ ZH.update({
     "pdf.printing": "正在用 Chromium（{browser}）打印 {path}；超过 {seconds} 秒仍未完成将被停止",
     "html.exercise.source": "练习 {id}（{source}）",
     "new.student_needs_like": "--student 须与 --like 一起使用，且不能与 --title 同时使用：它用于生成专属版本的标题",
+})
+
+ZH.update({
+    # --- fix-rope (trial-rope findings): RoPE's two layouts mixed, its gradient turned forward ---
+    "mistake.rope_half_interleaved_angles": "混用了 RoPE 的两种布局：rotate_half 配上原地重复的角度（交错布局的排法）",
+    "mistake.rope_interleaved_half_angles": "混用了 RoPE 的两种布局：交错配对配上拼接的角度（rotate_half 布局的排法）",
+    "mistake.rope_grad_turned_forward": "RoPE 的梯度转错了方向：用了 R(mθ) 而不是 R(mθ)ᵀ",
+    "diagnose.rope_half_interleaved_angles": "你混用了 RoPE 的两种布局：旋转的是 rotate_half 的维度对 (i, i + d_k/2)，cos 和 sin 却按交错布局排列（θ_0, θ_0, θ_1, θ_1, …：即 repeat_interleave），于是同一对中的两个维度转过的角度不同。第 i 对的两个维度都要转 m·θ_i：用 rotate_half 时把角度与自身拼接（θ_0, θ_1, …, θ_0, θ_1, …），用交错配对 (2i, 2i+1) 时把每个角度原地重复两次。这道练习按 {pairing} 方式配对。",
+    "diagnose.rope_interleaved_half_angles": "你混用了 RoPE 的两种布局：旋转的是交错配对 (2i, 2i+1)，cos 和 sin 却按 rotate_half 的方式排列（θ_0, θ_1, …, θ_0, θ_1, …：即角度与自身拼接），于是同一对中的两个维度转过的角度不同。第 i 对的两个维度都要转 m·θ_i：用交错配对时把每个角度原地重复两次（θ_0, θ_0, θ_1, θ_1, …），用 rotate_half 的维度对 (i, i + d_k/2) 时把角度拼接起来。这道练习按 {pairing} 方式配对。",
+    "diagnose.rope_grad_turned_forward": "你把梯度往前转了，而不是转回去：d_Q = R(mθ)ᵀ·d_Q_rot 把 d_Q_rot 的每一对转 −m·θ_i（[a, b] → [a·cos + b·sin, −a·sin + b·cos]：sin 项变号），你却像前向传播旋转 Q 那样用了 R(mθ)（d_K 同理，由 d_K_rot 按每个键的角度转回）。",
+    "invisible.mistake.rope_half_interleaved_angles": "用 rotate_half，却按交错配对排列角度（θ_0, θ_0, θ_1, θ_1, …）",
+    "invisible.mistake.rope_interleaved_half_angles": "旋转交错配对，却按 rotate_half 排列角度（θ_0, θ_1, …, θ_0, θ_1, …）",
+    "invisible.because.rope_half_interleaved_angles.d_k_2": "（d_k = 2：只有一对 (0, 1)、一个角度，两种布局完全相同）",
+    "invisible.because.rope_interleaved_half_angles.d_k_2": "（d_k = 2：只有一对 (0, 1)、一个角度，两种布局完全相同）",
+    "invisible.hint.rope_half_interleaved_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
+    "invisible.hint.rope_interleaved_half_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
