@@ -617,3 +617,46 @@ def test_d_k_2_cannot_show_the_layouts_mixed():
     sol4 = solve(resolve("rope-half-causal-3x4"))
     assert not {(f.key, f.step[0]) for f in invisible(sol4, list(MIXES.values()))} & {
         (k, s) for k in MIXES.values() for s in ("q_rot", "k_rot")}
+
+
+# --- fix-rope F17: stats and practice never recommend an exercise where the learner's mistake cannot show ------
+
+
+def _trial_store(path: Path, mistake: str | None):
+    """The trial's progress: Q, K, V right on rope-half-causal-3x4, Q_rot wrong then shown, K_rot wrong with
+    ``mistake`` (or with no mistake named)."""
+    from tutor.store import Attempt, Store
+
+    store = Store.open(path)
+    s = store.begin_session("rope-half-causal-3x4", mode="matrix", tolerance=None)
+    for step in ("q", "k", "v"):
+        store.record(s, Attempt("rope-half-causal-3x4", step, 0, "correct", 1))
+    store.record(s, Attempt("rope-half-causal-3x4", "q_rot", 0, "wrong", 1))
+    store.record(s, Attempt("rope-half-causal-3x4", "q_rot", 0, "shown", 2))
+    store.record(s, Attempt("rope-half-causal-3x4", "k_rot", 0, "wrong", 1, 0, (mistake,) if mistake else ()))
+    store.end_session(s)
+    return store
+
+
+@pytest.mark.parametrize("mistake, want", [
+    ("rope_pairing_mixed", "rope-half-causal-3x4"),  # d_k = 2 is one pair: both pairings the same
+    ("rope_half_interleaved_angles", "rope-half-causal-3x4"),  # one angle: both layouts the same
+    ("rope_positions_from_one", "rope-relative-4x2"),  # shows with d_k = 2: the easier exercise stays
+    (None, "rope-relative-4x2"),
+])
+def test_the_weak_rotation_is_practised_where_the_mistake_can_show(tmp_path, mistake, want):
+    """The trial: Q_rot the weakest step, the other pairing made at K_rot (it turns Q_rot too); the recommended
+    exercise was rope-relative-4x2, whose d_k = 2 cannot show it."""
+    from tutor.practice.plan import recommendation
+
+    with _trial_store(tmp_path / "p.sqlite3", mistake) as store:
+        _, rec = recommendation(store)
+    assert rec is not None and (rec.step, rec.exercise) == ("q_rot", want)
+
+
+def test_stats_names_the_exercise_that_shows_the_pairing(cli, tmp_path):
+    _trial_store(tmp_path / "progress.sqlite3", "rope_pairing_mixed").close()
+    r = cli("stats", env={"ATTN_TUTOR_HOME": str(tmp_path), "COLUMNS": "120"})
+    assert r.code == 0, r.err
+    assert "RoPE paired the other way (the other layout's pairs)" in r.out and "pairings mixed" not in r.out
+    assert "Practise next: q_rot, your weakest step (0 of 2 right), with rope-half-causal-3x4:" in r.out

@@ -418,3 +418,38 @@ def suggestion(key: str, step_id: str, exercise_id: str) -> str | None:
         if ex.id != exercise_id and (key, step_id) in _catches(ex):
             return ex.id
     return None
+
+
+def changes(ex: Exercise, mistake: str, step_id: str) -> bool:
+    """Whether catalogue mistake ``mistake`` can change a step ``step_id`` of ``ex`` (of some head); False for a
+    key that is no catalogue row."""
+    m = _BY_KEY.get(mistake)
+    return m is not None and any(k[0] == step_id and m.applies(ex, k) for k in keys(ex, backward=in_backward(step_id)))
+
+
+def shows(ex: Exercise, mistakes: Sequence[str], step_id: str) -> bool:
+    """Whether every mistake of ``mistakes`` (catalogue keys; others, such as ``single_entry``, are ignored) can
+    change a step ``step_id`` of exercise ``ex`` and does not give exactly its right value there: an exercise
+    on which a learner can be caught making them at that step.  What ``stats`` and ``practice`` recommend
+    for a weak step the learner made those mistakes at (fix-rope, trial finding F17: a d_k = 2 RoPE exercise
+    was recommended for a pairing mistake it cannot show).  False when ``ex`` cannot be solved with the
+    backward pass a gradient step needs."""
+    from ..base.errors import TutorError
+    from ..steps import solve
+
+    known = [_BY_KEY[k] for k in dict.fromkeys(mistakes) if k in _BY_KEY]
+    if not known:
+        return True
+    backward = in_backward(step_id)
+    try:
+        sol = solve(ex, backward=backward)
+    except TutorError:  # a backward pass refused (the pre-norm block, MLA): it cannot show a gradient's mistake
+        return False
+    hidden = {(f.key, f.step) for f in invisible(sol, [m.key for m in known])}
+    for m in known:
+        if not needs_met(sol, m.needs):
+            return False
+        at = [k for k in keys(ex, backward=backward) if k[0] == step_id and m.applies(ex, k)]
+        if not at or all((m.key, k) in hidden for k in at):
+            return False
+    return True
