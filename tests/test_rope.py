@@ -660,3 +660,50 @@ def test_stats_names_the_exercise_that_shows_the_pairing(cli, tmp_path):
     assert r.code == 0, r.err
     assert "RoPE paired the other way (the other layout's pairs)" in r.out and "pairings mixed" not in r.out
     assert "Practise next: q_rot, your weakest step (0 of 2 right), with rope-half-causal-3x4:" in r.out
+
+
+# --- fix-rope F5: no "cut off instead of rounded" on entries a named mistake explains ------------------------------
+
+
+def _rotv_output() -> np.ndarray:
+    """The head's output with V rotated too, by torch, each entry rounded right to 4 places; at least one of them
+    looks like the right value cut off (what made the trial's note fire)."""
+    from tutor.answers import judge as judge_entry
+
+    got = np.round(_wrong(HALF, "rotate_v")["head_output"], 4)
+    sol = solve(exercise_from_data(HALF))
+    step = sol.step("head_output", 0)
+    assert any(judge_entry(parse_entry(f"{got[i, j]:.4f}"), step.exact[i][j]).truncated
+               for i in range(got.shape[0]) for j in range(got.shape[1]))
+    return got
+
+
+def test_check_says_no_cut_off_where_the_named_mistake_explains_the_decimals(cli, tmp_path):
+    got = _rotv_output()
+    (tmp_path / "half.yaml").write_text(json.dumps(HALF), encoding="utf-8")
+    rows = "[" + ", ".join("[" + ", ".join(f"{v:.4f}" for v in r) + "]" for r in got) + "]"
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(f"exercise: {tmp_path / 'half.yaml'}\nheads:\n  - head_output: {rows}\n", encoding="utf-8")
+    doc = json.loads(cli("check", str(sol_path), "--format", "json").out)
+    (step,) = doc["steps"]
+    assert [d["key"] for d in step["diagnoses"]] == ["rope_v_rotated"]
+    assert step["notes"] == []
+    # a sibling: the right values with that entry cut off, which no mistake explains, keep the note
+    right = _values(solve(exercise_from_data(HALF)), "head_output", 0)
+    rows2 = [[f"{v:.4f}" for v in r] for r in right]
+    rows2[1][1] = f"{math.trunc(right[1, 1] * 10**4) / 10**4:.4f}"
+    assert rows2[1][1] != f"{right[1, 1]:.4f}"
+    sol_path.write_text(f"exercise: {tmp_path / 'half.yaml'}\nheads:\n  - head_output: [" +
+                        ", ".join("[" + ", ".join(r) + "]" for r in rows2) + "]\n", encoding="utf-8")
+    step = json.loads(cli("check", str(sol_path), "--format", "json").out)["steps"][0]
+    assert [(n["key"], n["cells"]) for n in step["notes"]] == [("truncated_decimal", [[1, 1]])]
+
+
+def test_practice_says_no_cut_off_where_the_named_mistake_explains_the_decimals(cli, tmp_path):
+    got = _rotv_output()
+    (tmp_path / "half.yaml").write_text(json.dumps(HALF), encoding="utf-8")
+    typed = "; ".join(" ".join(f"{v:.4f}" for v in r) for r in got)
+    r = cli("practice", str(tmp_path / "half.yaml"), "--steps", "head_output", input=typed + "\nquit\n",
+            env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
+    assert "You turned V too" in r.out, r.out
+    assert "cut off instead of rounded" not in r.out

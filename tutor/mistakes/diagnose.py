@@ -56,6 +56,7 @@ __all__ = [
     "Variant",
     "diagnose",
     "diagnose_claim",
+    "explained_cells",
     "matches",
     "needs_met",
     "num_text",
@@ -782,6 +783,22 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, 
     if not found and (slip := _single_entry(sol, step_id, head, claim, off)) is not None:
         found.append(slip)
     return found
+
+
+def explained_cells(found: Sequence[Diagnosis], claim: Claim) -> set[tuple[int, int]]:
+    """The 0-based cells of ``claim`` that one of the mistakes ``found`` explains: the step as that mistake
+    computes it (:attr:`Diagnosis.value`) lies in the entry's claim (within :data:`ROUND_OFF`).  There a wrong
+    decimal is that mistake's value rounded, so no note on how it was rounded (cut off, away from zero) applies
+    (fix-rope, trial finding F5)."""
+    out: set[tuple[int, int]] = set()
+    for d in found:
+        if d.value is None or d.value.shape != claim.shape:
+            continue
+        r, c = claim.shape
+        out |= {(i, j) for i in range(r) for j in range(c)
+                if matches(d.value[i:i + 1, j:j + 1], Claim(claim.lo[i:i + 1, j:j + 1], claim.hi[i:i + 1, j:j + 1]),
+                           slack=ROUND_OFF)}
+    return out
 
 
 def _some_entries(got: Array, right: Array, claim: Claim,
