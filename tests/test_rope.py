@@ -707,3 +707,28 @@ def test_practice_says_no_cut_off_where_the_named_mistake_explains_the_decimals(
             env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
     assert "You turned V too" in r.out, r.out
     assert "cut off instead of rounded" not in r.out
+
+
+# --- fix-rope F2: practice says the pairing at Q_rot and K_rot, as explain does ----------------------------------
+
+
+@pytest.mark.parametrize("id, pairing", [("rope-half-causal-3x4", "Pairing half: dimensions (i, i + d_k/2)"),
+                                         ("rope-relative-4x2", "Pairing interleaved: dimensions (2i, 2i+1)")])
+def test_practice_states_the_pairing_in_the_prompt_and_the_first_hint(cli, tmp_path, id, pairing):
+    env = {"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)}
+    r = cli("practice", id, "--steps", "q_rot,k_rot", input="hint\nskip\nquit\n", env=env)
+    prompt = r.out.split("Step 1 of 2")[1].split("Q_rot>")[0]
+    assert pairing in prompt, r.out
+    hint = next(line for line in r.out.splitlines() if line.startswith("Hint: "))
+    assert pairing in hint
+    assert pairing in r.out.split("Step 2 of 2")[1]  # K_rot too
+    explained = cli("explain", id, env=env).out
+    assert pairing in explained  # the same sentence explain prints
+    r = cli("--lang", "zh", "practice", id, "--steps", "q_rot", input="quit\n", env=env)
+    assert ("配对方式 half：维度 (i, i + d_k/2)" if "half" in pairing else "配对方式 interleaved：维度 (2i, 2i+1)") in r.out
+
+
+def test_practice_says_no_pairing_at_other_steps(cli, tmp_path):
+    r = cli("practice", "rope-half-causal-3x4", "--steps", "scores", input="quit\n",
+            env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
+    assert "Pairing" not in r.out

@@ -2619,6 +2619,7 @@ EN.update({
     "invisible.because.rope_interleaved_half_angles.d_k_2": " (d_k = 2: one pair, (0, 1), and one angle, so both layouts are the same)",
     "invisible.hint.rope_half_interleaved_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
     "invisible.hint.rope_interleaved_half_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
+    "practice.hint.formula.pairing": "{formula}. {pairing}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2556,6 +2556,7 @@ ZH.update({
     "invisible.because.rope_interleaved_half_angles.d_k_2": "（d_k = 2：只有一对 (0, 1)、一个角度，两种布局完全相同）",
     "invisible.hint.rope_half_interleaved_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
     "invisible.hint.rope_interleaved_half_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
+    "practice.hint.formula.pairing": "{formula}。{pairing}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
