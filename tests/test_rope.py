@@ -732,3 +732,29 @@ def test_practice_says_no_pairing_at_other_steps(cli, tmp_path):
     r = cli("practice", "rope-half-causal-3x4", "--steps", "scores", input="quit\n",
             env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
     assert "Pairing" not in r.out
+
+
+# --- fix-rope F14: RoPE with attention sinks numbers positions by the text, and says it is not StreamingLLM's ---
+
+
+@pytest.mark.parametrize("sinks", [1, 0])
+def test_rope_with_sinks_says_its_positions_are_the_texts(cli, tmp_path, sinks):
+    path = tmp_path / "rws.yaml"
+    args = ["new", "--rope", "half", "--d-k", "4", "--window", "2", "--tokens", "4", "--seed", "2", "-o", str(path)]
+    r = cli(*args, *(["--sinks", str(sinks)] if sinks else []))
+    assert r.code == 0, r.err
+    said = "this file does not" in path.read_text(encoding="utf-8")
+    assert said == bool(sinks)
+    env = {"COLUMNS": "400"}
+    explained = cli("explain", str(path), env=env).out
+    assert ("StreamingLLM (Xiao et al. 2023, §3.2) numbers positions within the cache instead" in explained) == bool(sinks)
+    r = cli("validate", str(path), env=env)
+    assert r.code == 0
+    assert ("warning: rope: with attention sinks this exercise numbers positions by the text" in r.out + r.err) == bool(sinks)
+    zh = cli("--lang", "zh", "explain", str(path), env=env).out
+    assert ("StreamingLLM（Xiao et al. 2023，§3.2）则按缓存内的位置编号" in zh) == bool(sinks)
+    if sinks:  # what the sentence says: the sink key (t1, position 0) and the last query (position 3) are 3 apart
+        from tutor.exercise.load import load_exercise
+
+        ex = load_exercise(str(path))
+        assert ex.sinks == 1 and ex.key_positions[0] == 0 and ex.query_positions[-1] == 3

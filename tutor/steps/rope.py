@@ -160,6 +160,8 @@ def _kind(id: str) -> StepKind:
         out.append(Msg(f"step.rope.why.{rope.pairing}"))
         if _cached_rows(ex, id):
             out.append(Msg("step.k_rot.why.cache", L_past=ex.L_past))
+        if ex.window is not None and ex.sinks:  # text positions, not StreamingLLM's places in the cache (trial F14)
+            out.append(Msg("step.rope.why.sinks"))
         return out
 
     return StepKind(

@@ -2620,6 +2620,10 @@ EN.update({
     "invisible.hint.rope_half_interleaved_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
     "invisible.hint.rope_interleaved_half_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
     "practice.hint.formula.pairing": "{formula}. {pairing}",
+    "step.rope.why.sinks": "Positions here are places in the text, as in training: each attention sink keeps its own position (from 0), and the query at position m is turned by m·θ_i however far past the window it is. StreamingLLM (Xiao et al. 2023, §3.2) numbers positions within the cache instead: it caches the keys before RoPE and turns each by its place in the cache at every step, so this exercise's rotations are not StreamingLLM's.",
+    "v3.rope.sinks": "with attention sinks this exercise numbers positions by the text (a query at position m is turned by m·θ_i, a sink by its own position); StreamingLLM numbers them within the cache, turning the cached keys by their places in it at every step",
+    "v3.rope.sinks.hint": "explain says so at Q_rot and K_rot; attn-tutor does not compute StreamingLLM's numbering",
+    "new.file.rope.sinks": "With sinks, positions are those of the text: a query at position m turns by m * base^(-2i/d_k), a sink by its own position. StreamingLLM numbers positions within the cache instead, turning the cached keys by their places in it at every step; this file does not.",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -2557,6 +2557,10 @@ ZH.update({
     "invisible.hint.rope_half_interleaved_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
     "invisible.hint.rope_interleaved_half_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
     "practice.hint.formula.pairing": "{formula}。{pairing}",
+    "step.rope.why.sinks": "这里的位置是词元在文本中的位置，与训练时相同：每个注意力汇聚点保持自己的位置（从 0 开始），位置为 m 的查询按 m·θ_i 旋转，无论它已越过窗口多远。StreamingLLM（Xiao et al. 2023，§3.2）则按缓存内的位置编号：它在 RoPE 之前缓存键，每一步按键在缓存中的位置重新旋转，所以这道练习的旋转不是 StreamingLLM 的做法。",
+    "v3.rope.sinks": "与注意力汇聚点同时使用时，这道练习按文本中的位置编号（位置为 m 的查询按 m·θ_i 旋转，汇聚点按它自己的位置旋转）；StreamingLLM 按缓存内的位置编号，每一步按缓存中的位置旋转已缓存的键",
+    "v3.rope.sinks.hint": "explain 会在 Q_rot 和 K_rot 处说明这一点；attn-tutor 不计算 StreamingLLM 的编号方式",
+    "new.file.rope.sinks": "有汇聚点时，位置是词元在文本中的位置：位置为 m 的查询按 m * base^(-2i/d_k) 旋转，汇聚点按它自己的位置旋转。StreamingLLM 则按缓存内的位置编号，每一步按缓存中的位置旋转已缓存的键；本文件不是这样做的。",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
