@@ -758,3 +758,36 @@ def test_rope_with_sinks_says_its_positions_are_the_texts(cli, tmp_path, sinks):
 
         ex = load_exercise(str(path))
         assert ex.sinks == 1 and ex.key_positions[0] == 0 and ex.query_positions[-1] == 3
+
+
+# --- fix-rope F20: a bare integer is an exact form in practice as in check ---------------------------------------
+
+
+
+@pytest.mark.parametrize("written, cell, value", [("0", (2, 0), "cos(2)"), ("1", (1, 1), "cos(1/100)")])
+def test_a_whole_number_is_graded_alike_by_check_and_practice(cli, tmp_path, written, cell, value):
+    """Q_rot of rope-half-causal-3x4 right but one entry written as a whole number: 0 for cos(2) ≈ −0.4161 (the
+    trial: "too coarse" in practice, wrong in check), 1 for cos(1/100) ≈ 0.99995 (wrong in check): wrong in both."""
+    sol = solve(exercise_from_data(HALF))
+    right = _values(sol, "q_rot", 0)
+    i, j = cell
+    assert abs(right[i, j] - float(written)) < 0.5 and right[i, j] != float(written)
+    np.testing.assert_allclose(right[i, j], {"cos(2)": math.cos(2), "cos(1/100)": math.cos(1 / 100)}[value], atol=1e-15)
+    rows = [[f"{v:.6f}" for v in r] for r in right]
+    rows[i][j] = written
+    (tmp_path / "half.yaml").write_text(json.dumps(HALF), encoding="utf-8")
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(f"exercise: {tmp_path / 'half.yaml'}\nheads:\n  - q_rot: [" +
+                        ", ".join("[" + ", ".join(r) + "]" for r in rows) + "]\n", encoding="utf-8")
+    doc = json.loads(cli("check", str(sol_path), "--format", "json").out)
+    assert doc["exit_code"] == 1 and doc["steps"][0]["wrong_cells"] == [[i, j]]
+    typed = "; ".join(" ".join(r) for r in rows)
+    r = cli("practice", str(tmp_path / "half.yaml"), "--steps", "q_rot", input=typed + "\nquit\n",
+            env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
+    assert "1 of 12 entries wrong" in r.out and "Give at least 2 decimals" not in r.out, r.out
+
+
+def test_the_help_says_a_whole_number_is_exact(cli):
+    r = cli("practice", "--help", env={"COLUMNS": "400"})
+    assert "an exact form (a whole number such as 1, 1/3, sqrt(2)/2, -inf) must be exactly equal: 1 for 0.9965 is " \
+           "wrong, write 1.00" in " ".join(r.out.split())

@@ -1235,7 +1235,7 @@ ZH: dict[str, str] = {
     "check.note.rounded_away_decimal": "{cells}：向远离零的方向舍入了，而不是四舍五入（{value} 保留 {places:decimals} 是 {rounded}，而不是 {written}）。",
     "check.note.truncated_decimal": "{cells}：直接截断了，没有四舍五入（{value} 保留 {places:decimals} 是 {rounded}，而不是 {written}）。",
     # --- cli
-    "cli.grading": "判分规则（practice 和 check 相同）：一个小数表示它的值精确到末位的半个单位以内（0.45 表示 0.445 到 0.455；0.4458 表示 0.44575 到 0.44585），真实值落在这个范围之外就判错；精确形式（1/3, sqrt(2)/2, -inf）必须完全相等。practice 要求至少保留 2 位小数（更粗略的答案即使范围包含真实值，也既不算对也不算错）；check 则不论精度，按写出的值判分。--tolerance T 改为：每个小数与真实值相差不超过 T 即算对。",
+    "cli.grading": "判分规则（practice 和 check 相同）：一个小数表示它的值精确到末位的半个单位以内（0.45 表示 0.445 到 0.455；0.4458 表示 0.44575 到 0.44585），真实值落在这个范围之外就判错；精确形式（整数如 1，以及 1/3、sqrt(2)/2、-inf）必须完全相等：0.9965 写成 1 判为错误，应写 1.00。practice 要求至少保留 2 位小数（更粗略的答案即使范围包含真实值，也既不算对也不算错）；check 则不论精度，按写出的值判分。--tolerance T 改为：每个小数与真实值相差不超过 T 即算对。",
     "cli.check.tolerance": "每个小数与真实值相差不超过这个距离就判为正确，而不是按它写出的舍入精度判分。精确形式仍按精确值判分。",
     "cli.practice.restart": "从头开始这些步骤，而不是接着同一练习、同一组步骤中未完成的练习会话继续。",
     "cli.practice.due": "按复习计划练习到期的内容（间隔重复）：从这些到期步骤所属系列中选一个练习，练其中到期的步骤。",
