@@ -791,3 +791,23 @@ def test_the_help_says_a_whole_number_is_exact(cli):
     r = cli("practice", "--help", env={"COLUMNS": "400"})
     assert "an exact form (a whole number such as 1, 1/3, sqrt(2)/2, -inf) must be exactly equal: 1 for 0.9965 is " \
            "wrong, write 1.00" in " ".join(r.out.split())
+
+
+# --- fix-rope F19: a rope field without a pairing says the one it took -------------------------------------------
+
+
+@pytest.mark.parametrize("rope, warned", [("{}", True), ("{base: 10000}", True), ("{pairing: interleaved}", False),
+                                          ("{base: 10000, pairing: half}", False)])
+def test_validate_names_the_pairing_a_rope_field_left_out(cli, tmp_path, rope, warned):
+    path = tmp_path / "r.yaml"
+    path.write_text("id: r0\ntitle: t\nx: [[1, 0], [0, 1]]\nheads:\n"
+                    "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [1, 1]], w_v: [[1, 0], [0, 1]]}\n"
+                    f"rope: {rope}\n", encoding="utf-8")
+    r = cli("validate", str(path), env={"COLUMNS": "400"})
+    assert r.code == 0, r.err
+    said = "warning: rope: no pairing given, so it is interleaved: dimensions (2i, 2i+1) turn together"
+    assert (said in r.out + r.err) == warned
+    r = cli("--lang", "zh", "validate", str(path), env={"COLUMNS": "400"})
+    assert ("没有给出配对方式，因此按 interleaved 处理" in r.out + r.err) == warned
+    if warned:  # what it says is what explain takes
+        assert "Pairing interleaved: dimensions (2i, 2i+1) turn together" in cli("explain", str(path)).out

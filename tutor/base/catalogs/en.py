@@ -2624,6 +2624,8 @@ EN.update({
     "v3.rope.sinks": "with attention sinks this exercise numbers positions by the text (a query at position m is turned by m·θ_i, a sink by its own position); StreamingLLM numbers them within the cache, turning the cached keys by their places in it at every step",
     "v3.rope.sinks.hint": "explain says so at Q_rot and K_rot; attn-tutor does not compute StreamingLLM's numbering",
     "new.file.rope.sinks": "With sinks, positions are those of the text: a query at position m turns by m * base^(-2i/d_k), a sink by its own position. StreamingLLM numbers positions within the cache instead, turning the cached keys by their places in it at every step; this file does not.",
+    "v3.rope.pairing_default": "no pairing given, so it is interleaved: dimensions (2i, 2i+1) turn together (RoFormer, GPT-J); GPT-NeoX and LLaMA pair (i, i + d_k/2), the half pairing",
+    "v3.rope.pairing_default.hint": "write the pairing you mean in the rope field: pairing: interleaved, or pairing: half",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.
