@@ -811,3 +811,22 @@ def test_validate_names_the_pairing_a_rope_field_left_out(cli, tmp_path, rope, w
     assert ("没有给出配对方式，因此按 interleaved 处理" in r.out + r.err) == warned
     if warned:  # what it says is what explain takes
         assert "Pairing interleaved: dimensions (2i, 2i+1) turn together" in cli("explain", str(path)).out
+
+
+# --- fix-rope F10: a rope base written as a float or with an exponent is asked in digits, with its range ---------
+
+
+@pytest.mark.parametrize("base", ["1e308", "10000.0", "1e4"])
+def test_a_rope_base_not_in_digits_gets_the_range(cli, tmp_path, base):
+    path = tmp_path / "r.yaml"
+    path.write_text("id: r0\ntitle: t\nx: [[1, 0], [0, 1]]\nheads:\n"
+                    "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [1, 1]], w_v: [[1, 0], [0, 1]]}\n"
+                    f"rope: {{base: {base}, pairing: half}}\n", encoding="utf-8")
+    r = cli("validate", str(path), env={"COLUMNS": "400"})
+    assert r.code == 2
+    lines = [line for line in (r.out + r.err).splitlines() if "rope.base" in line]
+    assert lines == [f"{path}:6:14: rope.base: expected a whole number from 2 up, found the number {base} (write "
+                     "RoPE's base in digits, without a decimal point or an exponent (10000, not 1e4 or 10000.0), from 2 "
+                     "to 1,000,000,000,000)"]
+    r = cli("--lang", "zh", "validate", str(path), env={"COLUMNS": "400"})
+    assert "不带小数点或指数（写 10000，不要写 1e4 或 10000.0），取值为 2 到 1,000,000,000,000" in r.out + r.err

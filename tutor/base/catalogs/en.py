@@ -2626,6 +2626,7 @@ EN.update({
     "new.file.rope.sinks": "With sinks, positions are those of the text: a query at position m turns by m * base^(-2i/d_k), a sink by its own position. StreamingLLM numbers positions within the cache instead, turning the cached keys by their places in it at every step; this file does not.",
     "v3.rope.pairing_default": "no pairing given, so it is interleaved: dimensions (2i, 2i+1) turn together (RoFormer, GPT-J); GPT-NeoX and LLaMA pair (i, i + d_k/2), the half pairing",
     "v3.rope.pairing_default.hint": "write the pairing you mean in the rope field: pairing: interleaved, or pairing: half",
+    "hint.rope_base.digits": "write RoPE's base in digits, without a decimal point or an exponent (10000, not 1e4 or 10000.0), from 2 to {limit}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

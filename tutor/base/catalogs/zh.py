@@ -2563,6 +2563,7 @@ ZH.update({
     "new.file.rope.sinks": "有汇聚点时，位置是词元在文本中的位置：位置为 m 的查询按 m * base^(-2i/d_k) 旋转，汇聚点按它自己的位置旋转。StreamingLLM 则按缓存内的位置编号，每一步按缓存中的位置旋转已缓存的键；本文件不是这样做的。",
     "v3.rope.pairing_default": "没有给出配对方式，因此按 interleaved 处理：维度 (2i, 2i+1) 为一对，一起旋转（RoFormer、GPT-J）；GPT-NeoX 和 LLaMA 按 (i, i + d_k/2) 配对，即 half 方式",
     "v3.rope.pairing_default.hint": "在 rope 字段中写出你想要的配对方式：pairing: interleaved 或 pairing: half",
+    "hint.rope_base.digits": "RoPE 的 base 请直接用数字写出，不带小数点或指数（写 10000，不要写 1e4 或 10000.0），取值为 2 到 {limit}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
