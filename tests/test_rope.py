@@ -830,3 +830,16 @@ def test_a_rope_base_not_in_digits_gets_the_range(cli, tmp_path, base):
                      "to 1,000,000,000,000)"]
     r = cli("--lang", "zh", "validate", str(path), env={"COLUMNS": "400"})
     assert "不带小数点或指数（写 10000，不要写 1e4 或 10000.0），取值为 2 到 1,000,000,000,000" in r.out + r.err
+
+
+# --- fix-rope F9: the --tiled refusal after a norm names no command the learner did not type ---------------------
+
+
+@pytest.mark.parametrize("command", ["explain", "practice"])
+def test_tiled_after_a_norm_is_refused_in_words_for_any_command(cli, command):
+    r = cli(command, "prenorm-rmsnorm-3x2", "--tiled")
+    assert r.code == 2
+    assert r.err.strip() == ("error: exercise prenorm-rmsnorm-3x2: the online softmax is not walked after a norm (each "
+                             "row's scores mix several square roots); use --tiled on an exercise without norm")
+    r = cli("--lang", "zh", command, "prenorm-rmsnorm-3x2", "--tiled")
+    assert "请对没有 norm 的练习使用 --tiled" in r.err and r.code == 2

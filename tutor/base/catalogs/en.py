@@ -2058,7 +2058,7 @@ EN.update({
     "solution.no_step.residual": "the exercise has no residual: true, so it has no 'residual' step",
     "block.backward": "exercise {id}: the backward pass through the pre-norm block (norm, residual) is not built; leave out --backward",
     "explain.block": "Before the heads: the norm",
-    "block.tiled": "exercise {id}: the online softmax is not walked after a norm (each row's scores mix several square roots); practise it on an exercise without norm",
+    "block.tiled": "exercise {id}: the online softmax is not walked after a norm (each row's scores mix several square roots); use --tiled on an exercise without norm",
     "mistake.norm_columns": "norm over each column (the tokens) instead of each row",
     "mistake.rmsnorm_mean": "the mean subtracted in RMSNorm",
     "mistake.residual_forgotten": "the residual forgotten",

@@ -2147,7 +2147,7 @@ ZH: dict[str, str] = {
     "solution.no_step.residual": "这道练习没有 residual: true，所以没有 'residual' 步骤",
     "block.backward": "练习 {id}：穿过前置归一化块（norm、residual）的反向传播尚未实现；请去掉 --backward",
     "explain.block": "进入各头之前：归一化",
-    "block.tiled": "练习 {id}：归一化之后不演示在线 softmax（每一行的注意力分数混有几个不同的平方根）；请在没有 norm 的练习上练习它",
+    "block.tiled": "练习 {id}：归一化之后不演示在线 softmax（每一行的注意力分数混有几个不同的平方根）；请对没有 norm 的练习使用 --tiled",
     "mistake.norm_columns": "按列（跨词元）归一化，而不是按行",
     "mistake.rmsnorm_mean": "RMSNorm 里减去了均值",
     "mistake.residual_forgotten": "漏加残差",
