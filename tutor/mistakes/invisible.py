@@ -421,10 +421,11 @@ def suggestion(key: str, step_id: str, exercise_id: str) -> str | None:
 
 
 def changes(ex: Exercise, mistake: str, step_id: str) -> bool:
-    """Whether catalogue mistake ``mistake`` can change a step ``step_id`` of ``ex`` (of some head); False for a
-    key that is no catalogue row."""
+    """Whether catalogue mistake ``mistake``, a variant of the pipeline, can change a step ``step_id`` of ``ex`` (of
+    some head): its knobs turn that step or one it is computed from.  False for a key that is no catalogue row, and
+    for a mistake that is no variant (``transposed`` is one matrix written transposed, not every later one)."""
     m = _BY_KEY.get(mistake)
-    return m is not None and any(k[0] == step_id and m.applies(ex, k) for k in keys(ex, backward=in_backward(step_id)))
+    return m is not None and m.variant is not None and any(k[0] == step_id and m.applies(ex, k) for k in keys(ex, backward=in_backward(step_id)))
 
 
 def shows(ex: Exercise, mistakes: Sequence[str], step_id: str) -> bool:
