@@ -805,8 +805,10 @@ def test_practice_asks_for_two_decimals_for_a_value_that_is_not_an_integer() -> 
     assert practice_verdict(judge(parse_entry("0.1"), w)) == "coarse"  # holds the value, but coarser than 2 places
     assert practice_verdict(judge(parse_entry("0.2"), w)) == "wrong"  # [0.15, 0.25] does not hold it
     assert practice_verdict(judge(parse_entry("0.11"), w)) == "right"
-    assert practice_verdict(judge(parse_entry("0"), w)) == "coarse"  # an integer within 1/2 of the value
-    assert practice_verdict(judge(parse_entry("1"), _rat(9965, 10000))) == "coarse"  # "1 for 0.9965 is refused"
+    # a whole number is an exact form, in practice as in check (fix-rope, F20): wrong unless exactly equal
+    assert practice_verdict(judge(parse_entry("0"), w)) == "wrong"
+    assert practice_verdict(judge(parse_entry("1"), _rat(9965, 10000))) == "wrong"
+    assert judge(parse_entry("1"), _rat(9965, 10000)).near  # close: the note says an exact form must be exact
     assert practice_verdict(judge(parse_entry("1"), w)) == "wrong"  # 1 is 0.89 from 0.108
     assert practice_verdict(judge(parse_entry("2"), _rat(2))) == "right"  # an integer value wants no decimals
     assert practice_verdict(judge(parse_entry("2.0"), _rat(2))) == "right"

@@ -564,6 +564,8 @@ TESTED = {
     "postnorm_before_add", "postnorm_columns",
     # issue 23, RoPE's backward pass: named by practice and check, tests/test_rope_backward.py
     "rope_grad_not_unrotated",
+    # fix-rope: the two layouts mixed (tests/test_rope.py) and the gradient turned forward (tests/test_rope_backward.py)
+    "rope_half_interleaved_angles", "rope_interleaved_half_angles", "rope_grad_turned_forward",
 }
 
 

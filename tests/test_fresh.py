@@ -100,7 +100,8 @@ def test_like_keeps_the_shape_of_every_bundled_exercise(exercise_id):
         if any(hd.d_k == ex.d_model for hd in ex.heads):
             forced.add("scale_sqrt_d_model")
         if ex.rope is not None and any(hd.d_k == 2 for hd in ex.heads):  # one pair: both pairings, θ_0 = 1 either way
-            forced |= {"rope_pairing_mixed", "rope_theta_without_two"}
+            forced |= {"rope_pairing_mixed", "rope_theta_without_two", "rope_half_interleaved_angles",
+                       "rope_interleaved_half_angles"}
         assert {key for key, _ in uncaught(sol)} <= forced, (exercise_id, seed, uncaught(sol))
 
 

@@ -74,8 +74,10 @@ def test_an_integer_for_a_value_that_is_not_one(cli):
     assert round(w, 4) == 0.9965
     typed = f"1 0 0; 1 0 0; {ROW2[0]:.4f} {ROW2[1]:.4f} {ROW2[1]:.4f}"  # "1 for 0.9965", "0 for 0.0035"
     code, out, _ = practise(cli, typed + "\nquit\n", "two-head-causal-3x4", "--steps", "weights", "--head", "2")
-    assert "Give at least 2 decimals for (t2, t1), (t2, t2) (e.g. 1.00): a coarser value is neither right nor " \
-           "wrong, and nothing is recorded. Type the matrix again." in " ".join(out)
+    # a whole number is an exact form, in practice as in check (fix-rope, F20): wrong, and the note says why
+    assert ("(t2, t1), (t2, t2): close, but a whole number, fraction or exact form must be exact; write a decimal "
+            "such as 1.00 instead.") in " ".join(out)
+    assert "Give at least 2 decimals" not in " ".join(out)
 
 
 def test_truncation_is_named_in_practice_and_in_check(cli, tmp_path):

@@ -85,7 +85,7 @@ def test_the_exact_walk_mirrors_the_float_walk_under_every_variant():
     # and the backward pass's (issue 13), which change no forward step: the float walk under them is the right one
     backward = {"softmax_grad_elementwise", "grad_no_scale", "d_k_not_transposed", "masked_grad_leak", "bias_grad_mean",
                 "kv_grad_not_summed", "softmax_grad_diagonal", "d_k_order", "d_k_order_transposed",
-                "rope_grad_not_unrotated"}
+                "rope_grad_not_unrotated", "rope_grad_turned_forward"}
     assert {m.key for m in MISCONCEPTIONS if m.variant is not None and not supports(m.variant)} == {
         "heads_averaged", "heads_split_reshape", "heads_merge_reshape",
         "kv_tile_order", "decode_top_left", "cache_reprojected", "bias_after_softmax", "alibi_sign",
@@ -93,6 +93,7 @@ def test_the_exact_walk_mirrors_the_float_walk_under_every_variant():
         "scale_after_softmax",  # the weights divided after the softmax: the float walk alone (issue 20, C)
         # RoPE's (issue 23): cos and sin in the exponents are not algebraic, the floats decide
         "rope_pairing_mixed", "rope_positions_from_one", "rope_theta_without_two", "rope_v_rotated",
+        "rope_half_interleaved_angles", "rope_interleaved_half_angles",
     } | backward
     right = {ex.id: replay(ex, RIGHT).values for ex in bundled()}
     for m in MISCONCEPTIONS:

@@ -76,14 +76,17 @@ def test_validate_names_the_rope_mistakes_d_k_2_cannot_catch(cli):
     code, out, err = cli("validate", str(EXERCISES / "rope-relative-4x2.yaml"), env={"COLUMNS": "400"})
     assert code == 0
     text = out + err
-    assert ("cannot catch mixing RoPE's two pairings (rotate_half's (i, i + d_k/2) for the interleaved (2i, 2i+1), "
-            "or the reverse) at Q_rot, K_rot (d_k = 2: both pairings make the one pair (0, 1))") in text
+    assert ("cannot catch pairing RoPE's dimensions the other way (rotate_half's (i, i + d_k/2) for the interleaved "
+            "(2i, 2i+1), or the reverse) at Q_rot, K_rot (d_k = 2: both pairings make the one pair (0, 1))") in text
+    assert ("cannot catch using rotate_half with the angles laid out for the interleaved pairs (θ_0, θ_0, θ_1, θ_1, …) "
+            "at Q_rot, K_rot (d_k = 2: one pair, (0, 1), and one angle, so both layouts are the same)") in text
+    assert "cannot catch turning the interleaved pairs by the angles laid out for rotate_half" in text
     assert "cannot catch leaving the 2 out of RoPE's angle" in text
     assert "counting RoPE's positions from 1" not in text and "rotating V" not in text
     code, out, err = cli("validate", str(EXERCISES / "rope-half-causal-3x4.yaml"), env={"COLUMNS": "400"})
     assert code == 0 and "RoPE" not in out + err
     code, out, err = cli("validate", str(EXERCISES / "rope-relative-4x2.yaml"), "--lang", "zh", env={"COLUMNS": "400"})
-    assert "混用 RoPE 的两种配对方式" in out + err and "（d_k = 2：两种配对方式都只有一对 (0, 1)）" in out + err
+    assert "把 RoPE 的维度配对弄反" in out + err and "用 rotate_half，却按交错配对排列角度" in out + err and "（d_k = 2：两种配对方式都只有一对 (0, 1)）" in out + err
 
 
 def test_the_rope_mistakes_are_made_at_the_rotations_or_at_v():
@@ -94,6 +97,7 @@ def test_the_rope_mistakes_are_made_at_the_rotations_or_at_v():
     ex = resolve("rope-half-causal-3x4")
     made = {m.key: [k[0] for k in origins(m, ex)] for m in MISCONCEPTIONS if m.key in CORE_ROPE}
     assert made == {"rope_pairing_mixed": ["q_rot", "k_rot"], "rope_positions_from_one": ["q_rot", "k_rot"],
+                    "rope_half_interleaved_angles": ["q_rot", "k_rot"], "rope_interleaved_half_angles": ["q_rot", "k_rot"],
                     "rope_theta_without_two": ["q_rot", "k_rot"], "rope_v_rotated": ["v"]}
 
 

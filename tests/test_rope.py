@@ -523,3 +523,323 @@ def test_the_bundled_rotate_half_exercise_is_the_shared_torch_case():
 
     ex, shared = resolve("rope-half-causal-3x4"), exercise_from_data(HALF)
     assert (ex.x, ex.heads, ex.mask, ex.rope) == (shared.x, shared.heads, shared.mask, shared.rope)
+
+
+# --- fix-rope F1: the two layouts mixed (the public report "rotate_half against interleaved frequencies") -------
+
+MIXES = {"half_ri": "rope_half_interleaved_angles", "inter_cat": "rope_interleaved_half_angles"}
+
+
+def torch_mixed(x: torch.Tensor, positions: list[int], base: float, mix: str) -> torch.Tensor:
+    """``x·cos + rot(x)·sin`` in torch with the angles laid out for the other layout: ``half_ri`` rotate_half with
+    ``repeat_interleave``'d angles, ``inter_cat`` the interleaved swap with ``cat``'d angles."""
+    n, d = x.shape
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # [d/2]
+    ang = torch.tensor(positions, dtype=torch.float64)[:, None] * theta[None, :]  # [n, d/2]
+    if mix == "half_ri":
+        full = ang.repeat_interleave(2, dim=-1)  # θ_0, θ_0, θ_1, θ_1
+        rot = torch.cat([-x[:, d // 2:], x[:, : d // 2]], -1)  # rotate_half
+    else:
+        full = torch.cat([ang, ang], -1)  # θ_0, θ_1, θ_0, θ_1
+        rot = torch.stack([-x[:, 1::2], x[:, 0::2]], -1).flatten(-2)  # rotate_every_two
+    return x * full.cos() + rot * full.sin()
+
+
+def _mixed_steps(data: dict, mix: str) -> dict[str, np.ndarray]:
+    x = torch.tensor(data["x"], dtype=torch.float64)
+    h = data["heads"][0]
+    q, k, v = (x @ torch.tensor(h[w], dtype=torch.float64) for w in ("w_q", "w_k", "w_v"))
+    pos = list(range(x.shape[0]))
+    base = float(data["rope"]["base"])
+    q_rot, k_rot = torch_mixed(q, pos, base, mix), torch_mixed(k, pos, base, mix)
+    out = torch.nn.functional.scaled_dot_product_attention(q_rot[None], k_rot[None], v[None], is_causal=True)[0]
+    return {"q_rot": q_rot.numpy(), "k_rot": k_rot.numpy(), "head_output": out.numpy()}
+
+
+HALF_AS_INTERLEAVED = {**HALF, "id": "v3-rope-inter4", "rope": {"base": 10000, "pairing": "interleaved"}}
+
+
+@pytest.mark.parametrize("mix", sorted(MIXES))
+@pytest.mark.parametrize("data", [HALF, HALF_AS_INTERLEAVED], ids=["half", "interleaved"])
+def test_practice_names_the_two_layouts_mixed(data, mix):
+    """Either mix, on an exercise of either pairing: named at Q_rot, K_rot and the head's output, and not as the
+    other pairing (the trial's answers got "No known misconception explains it")."""
+    from tutor.mistakes.diagnose import diagnose
+
+    sol = solve(exercise_from_data(data))
+    wrong = _mixed_steps(data, mix)
+    for step in ("q_rot", "k_rot", "head_output"):
+        assert not np.allclose(wrong[step], _values(sol, step, 0), atol=1e-6), step
+        keys_ = [d.key for d in diagnose(sol, step, 0, wrong[step].tolist(), tolerance=1e-6)]
+        assert keys_ == [MIXES[mix]], (step, keys_)
+
+
+def test_the_trials_mixed_answer_is_named_in_practice_and_in_chinese():
+    """The trial's practice answer for Q_rot (rotate_half with repeat_interleave'd angles), typed as exact forms."""
+    from tutor.answers import parse_matrix
+    from tutor.base.messages import use_language
+    from tutor.exercise.catalog import resolve
+    from tutor.mistakes.diagnose import diagnose
+
+    sol = solve(resolve("rope-half-causal-3x4"))
+    typed = parse_matrix("1 0 0 1; -sin(1) cos(1) cos(1/100) sin(1/100); cos(2) cos(2) sin(1/50) sin(1/50)")
+    want = _mixed_steps(HALF, "half_ri")["q_rot"]
+    np.testing.assert_allclose([[float(e.value()) for e in r] for r in typed], want, atol=1e-12)  # torch agrees
+    found = diagnose(sol, "q_rot", 0, want.tolist(), tolerance=1e-9)
+    assert [d.key for d in found] == ["rope_half_interleaved_angles"]
+    assert "θ_0, θ_0, θ_1, θ_1" in str(found[0].message) and "pairs the dimensions half" in str(found[0].message)
+    with use_language("zh"):
+        assert "混用了 RoPE 的两种布局" in str(found[0].message)
+
+
+@pytest.mark.parametrize("mix", sorted(MIXES))
+def test_check_names_the_two_layouts_mixed_in_a_solution_file(cli, tmp_path, mix):
+    wrong = _mixed_steps(HALF, mix)
+    text = "exercise: rope-half-causal-3x4\n" + "".join(
+        f"{s}: [" + ", ".join("[" + ", ".join(f"{v:.4f}" for v in r) + "]" for r in wrong[s]) + "]\n"
+        for s in ("q_rot", "k_rot"))
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(text, encoding="utf-8")
+    r = cli("check", str(sol_path), "--format", "json")
+    doc = json.loads(r.out)
+    assert doc["exit_code"] == 1
+    assert {d["key"] for s in doc["steps"] for d in s["diagnoses"]} == {MIXES[mix]}
+
+
+def test_d_k_2_cannot_show_the_layouts_mixed():
+    """One pair and one angle: both layouts are the same, so the mix gives the right Q_rot (invisible says so)."""
+    from tutor.exercise.catalog import resolve
+    from tutor.mistakes.invisible import invisible
+
+    sol = solve(resolve("rope-relative-4x2"))
+    hidden = {(f.key, f.step[0]) for f in invisible(sol, list(MIXES.values()))}
+    assert {(k, s) for k in MIXES.values() for s in ("q_rot", "k_rot")} <= hidden
+    sol4 = solve(resolve("rope-half-causal-3x4"))
+    assert not {(f.key, f.step[0]) for f in invisible(sol4, list(MIXES.values()))} & {
+        (k, s) for k in MIXES.values() for s in ("q_rot", "k_rot")}
+
+
+# --- fix-rope F17: stats and practice never recommend an exercise where the learner's mistake cannot show ------
+
+
+def _trial_store(path: Path, mistake: str | None):
+    """The trial's progress: Q, K, V right on rope-half-causal-3x4, Q_rot wrong then shown, K_rot wrong with
+    ``mistake`` (or with no mistake named)."""
+    from tutor.store import Attempt, Store
+
+    store = Store.open(path)
+    s = store.begin_session("rope-half-causal-3x4", mode="matrix", tolerance=None)
+    for step in ("q", "k", "v"):
+        store.record(s, Attempt("rope-half-causal-3x4", step, 0, "correct", 1))
+    store.record(s, Attempt("rope-half-causal-3x4", "q_rot", 0, "wrong", 1))
+    store.record(s, Attempt("rope-half-causal-3x4", "q_rot", 0, "shown", 2))
+    store.record(s, Attempt("rope-half-causal-3x4", "k_rot", 0, "wrong", 1, 0, (mistake,) if mistake else ()))
+    store.end_session(s)
+    return store
+
+
+@pytest.mark.parametrize("mistake, want", [
+    ("rope_pairing_mixed", "rope-half-causal-3x4"),  # d_k = 2 is one pair: both pairings the same
+    ("rope_half_interleaved_angles", "rope-half-causal-3x4"),  # one angle: both layouts the same
+    ("rope_positions_from_one", "rope-relative-4x2"),  # shows with d_k = 2: the easier exercise stays
+    (None, "rope-relative-4x2"),
+])
+def test_the_weak_rotation_is_practised_where_the_mistake_can_show(tmp_path, mistake, want):
+    """The trial: Q_rot the weakest step, the other pairing made at K_rot (it turns Q_rot too); the recommended
+    exercise was rope-relative-4x2, whose d_k = 2 cannot show it."""
+    from tutor.practice.plan import recommendation
+
+    with _trial_store(tmp_path / "p.sqlite3", mistake) as store:
+        _, rec = recommendation(store)
+    assert rec is not None and (rec.step, rec.exercise) == ("q_rot", want)
+
+
+def test_stats_names_the_exercise_that_shows_the_pairing(cli, tmp_path):
+    _trial_store(tmp_path / "progress.sqlite3", "rope_pairing_mixed").close()
+    r = cli("stats", env={"ATTN_TUTOR_HOME": str(tmp_path), "COLUMNS": "120"})
+    assert r.code == 0, r.err
+    assert "RoPE paired the other way (the other layout's pairs)" in r.out and "pairings mixed" not in r.out
+    assert "Practise next: q_rot, your weakest step (0 of 2 right), with rope-half-causal-3x4:" in r.out
+
+
+# --- fix-rope F5: no "cut off instead of rounded" on entries a named mistake explains ------------------------------
+
+
+def _rotv_output() -> np.ndarray:
+    """The head's output with V rotated too, by torch, each entry rounded right to 4 places; at least one of them
+    looks like the right value cut off (what made the trial's note fire)."""
+    from tutor.answers import judge as judge_entry
+
+    got = np.round(_wrong(HALF, "rotate_v")["head_output"], 4)
+    sol = solve(exercise_from_data(HALF))
+    step = sol.step("head_output", 0)
+    assert any(judge_entry(parse_entry(f"{got[i, j]:.4f}"), step.exact[i][j]).truncated
+               for i in range(got.shape[0]) for j in range(got.shape[1]))
+    return got
+
+
+def test_check_says_no_cut_off_where_the_named_mistake_explains_the_decimals(cli, tmp_path):
+    got = _rotv_output()
+    (tmp_path / "half.yaml").write_text(json.dumps(HALF), encoding="utf-8")
+    rows = "[" + ", ".join("[" + ", ".join(f"{v:.4f}" for v in r) + "]" for r in got) + "]"
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(f"exercise: {tmp_path / 'half.yaml'}\nheads:\n  - head_output: {rows}\n", encoding="utf-8")
+    doc = json.loads(cli("check", str(sol_path), "--format", "json").out)
+    (step,) = doc["steps"]
+    assert [d["key"] for d in step["diagnoses"]] == ["rope_v_rotated"]
+    assert step["notes"] == []
+    # a sibling: the right values with that entry cut off, which no mistake explains, keep the note
+    right = _values(solve(exercise_from_data(HALF)), "head_output", 0)
+    rows2 = [[f"{v:.4f}" for v in r] for r in right]
+    rows2[1][1] = f"{math.trunc(right[1, 1] * 10**4) / 10**4:.4f}"
+    assert rows2[1][1] != f"{right[1, 1]:.4f}"
+    sol_path.write_text(f"exercise: {tmp_path / 'half.yaml'}\nheads:\n  - head_output: [" +
+                        ", ".join("[" + ", ".join(r) + "]" for r in rows2) + "]\n", encoding="utf-8")
+    step = json.loads(cli("check", str(sol_path), "--format", "json").out)["steps"][0]
+    assert [(n["key"], n["cells"]) for n in step["notes"]] == [("truncated_decimal", [[1, 1]])]
+
+
+def test_practice_says_no_cut_off_where_the_named_mistake_explains_the_decimals(cli, tmp_path):
+    got = _rotv_output()
+    (tmp_path / "half.yaml").write_text(json.dumps(HALF), encoding="utf-8")
+    typed = "; ".join(" ".join(f"{v:.4f}" for v in r) for r in got)
+    r = cli("practice", str(tmp_path / "half.yaml"), "--steps", "head_output", input=typed + "\nquit\n",
+            env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
+    assert "You turned V too" in r.out, r.out
+    assert "cut off instead of rounded" not in r.out
+
+
+# --- fix-rope F2: practice says the pairing at Q_rot and K_rot, as explain does ----------------------------------
+
+
+@pytest.mark.parametrize("id, pairing", [("rope-half-causal-3x4", "Pairing half: dimensions (i, i + d_k/2)"),
+                                         ("rope-relative-4x2", "Pairing interleaved: dimensions (2i, 2i+1)")])
+def test_practice_states_the_pairing_in_the_prompt_and_the_first_hint(cli, tmp_path, id, pairing):
+    env = {"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)}
+    r = cli("practice", id, "--steps", "q_rot,k_rot", input="hint\nskip\nquit\n", env=env)
+    prompt = r.out.split("Step 1 of 2")[1].split("Q_rot>")[0]
+    assert pairing in prompt, r.out
+    hint = next(line for line in r.out.splitlines() if line.startswith("Hint: "))
+    assert pairing in hint
+    assert pairing in r.out.split("Step 2 of 2")[1]  # K_rot too
+    explained = cli("explain", id, env=env).out
+    assert pairing in explained  # the same sentence explain prints
+    r = cli("--lang", "zh", "practice", id, "--steps", "q_rot", input="quit\n", env=env)
+    assert ("配对方式 half：维度 (i, i + d_k/2)" if "half" in pairing else "配对方式 interleaved：维度 (2i, 2i+1)") in r.out
+
+
+def test_practice_says_no_pairing_at_other_steps(cli, tmp_path):
+    r = cli("practice", "rope-half-causal-3x4", "--steps", "scores", input="quit\n",
+            env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
+    assert "Pairing" not in r.out
+
+
+# --- fix-rope F14: RoPE with attention sinks numbers positions by the text, and says it is not StreamingLLM's ---
+
+
+@pytest.mark.parametrize("sinks", [1, 0])
+def test_rope_with_sinks_says_its_positions_are_the_texts(cli, tmp_path, sinks):
+    path = tmp_path / "rws.yaml"
+    args = ["new", "--rope", "half", "--d-k", "4", "--window", "2", "--tokens", "4", "--seed", "2", "-o", str(path)]
+    r = cli(*args, *(["--sinks", str(sinks)] if sinks else []))
+    assert r.code == 0, r.err
+    said = "this file does not" in path.read_text(encoding="utf-8")
+    assert said == bool(sinks)
+    env = {"COLUMNS": "400"}
+    explained = cli("explain", str(path), env=env).out
+    assert ("StreamingLLM (Xiao et al. 2023, §3.2) numbers positions within the cache instead" in explained) == bool(sinks)
+    r = cli("validate", str(path), env=env)
+    assert r.code == 0
+    assert ("warning: rope: with attention sinks this exercise numbers positions by the text" in r.out + r.err) == bool(sinks)
+    zh = cli("--lang", "zh", "explain", str(path), env=env).out
+    assert ("StreamingLLM（Xiao et al. 2023，§3.2）则按缓存内的位置编号" in zh) == bool(sinks)
+    if sinks:  # what the sentence says: the sink key (t1, position 0) and the last query (position 3) are 3 apart
+        from tutor.exercise.load import load_exercise
+
+        ex = load_exercise(str(path))
+        assert ex.sinks == 1 and ex.key_positions[0] == 0 and ex.query_positions[-1] == 3
+
+
+# --- fix-rope F20: a bare integer is an exact form in practice as in check ---------------------------------------
+
+
+
+@pytest.mark.parametrize("written, cell, value", [("0", (2, 0), "cos(2)"), ("1", (1, 1), "cos(1/100)")])
+def test_a_whole_number_is_graded_alike_by_check_and_practice(cli, tmp_path, written, cell, value):
+    """Q_rot of rope-half-causal-3x4 right but one entry written as a whole number: 0 for cos(2) ≈ −0.4161 (the
+    trial: "too coarse" in practice, wrong in check), 1 for cos(1/100) ≈ 0.99995 (wrong in check): wrong in both."""
+    sol = solve(exercise_from_data(HALF))
+    right = _values(sol, "q_rot", 0)
+    i, j = cell
+    assert abs(right[i, j] - float(written)) < 0.5 and right[i, j] != float(written)
+    np.testing.assert_allclose(right[i, j], {"cos(2)": math.cos(2), "cos(1/100)": math.cos(1 / 100)}[value], atol=1e-15)
+    rows = [[f"{v:.6f}" for v in r] for r in right]
+    rows[i][j] = written
+    (tmp_path / "half.yaml").write_text(json.dumps(HALF), encoding="utf-8")
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(f"exercise: {tmp_path / 'half.yaml'}\nheads:\n  - q_rot: [" +
+                        ", ".join("[" + ", ".join(r) + "]" for r in rows) + "]\n", encoding="utf-8")
+    doc = json.loads(cli("check", str(sol_path), "--format", "json").out)
+    assert doc["exit_code"] == 1 and doc["steps"][0]["wrong_cells"] == [[i, j]]
+    typed = "; ".join(" ".join(r) for r in rows)
+    r = cli("practice", str(tmp_path / "half.yaml"), "--steps", "q_rot", input=typed + "\nquit\n",
+            env={"COLUMNS": "200", "ATTN_TUTOR_HOME": str(tmp_path)})
+    assert "1 of 12 entries wrong" in r.out and "Give at least 2 decimals" not in r.out, r.out
+
+
+def test_the_help_says_a_whole_number_is_exact(cli):
+    r = cli("practice", "--help", env={"COLUMNS": "400"})
+    assert "an exact form (a whole number such as 1, 1/3, sqrt(2)/2, -inf) must be exactly equal: 1 for 0.9965 is " \
+           "wrong, write 1.00" in " ".join(r.out.split())
+
+
+# --- fix-rope F19: a rope field without a pairing says the one it took -------------------------------------------
+
+
+@pytest.mark.parametrize("rope, warned", [("{}", True), ("{base: 10000}", True), ("{pairing: interleaved}", False),
+                                          ("{base: 10000, pairing: half}", False)])
+def test_validate_names_the_pairing_a_rope_field_left_out(cli, tmp_path, rope, warned):
+    path = tmp_path / "r.yaml"
+    path.write_text("id: r0\ntitle: t\nx: [[1, 0], [0, 1]]\nheads:\n"
+                    "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [1, 1]], w_v: [[1, 0], [0, 1]]}\n"
+                    f"rope: {rope}\n", encoding="utf-8")
+    r = cli("validate", str(path), env={"COLUMNS": "400"})
+    assert r.code == 0, r.err
+    said = "warning: rope: no pairing given, so it is interleaved: dimensions (2i, 2i+1) turn together"
+    assert (said in r.out + r.err) == warned
+    r = cli("--lang", "zh", "validate", str(path), env={"COLUMNS": "400"})
+    assert ("没有给出配对方式，因此按 interleaved 处理" in r.out + r.err) == warned
+    if warned:  # what it says is what explain takes
+        assert "Pairing interleaved: dimensions (2i, 2i+1) turn together" in cli("explain", str(path)).out
+
+
+# --- fix-rope F10: a rope base written as a float or with an exponent is asked in digits, with its range ---------
+
+
+@pytest.mark.parametrize("base", ["1e308", "10000.0", "1e4"])
+def test_a_rope_base_not_in_digits_gets_the_range(cli, tmp_path, base):
+    path = tmp_path / "r.yaml"
+    path.write_text("id: r0\ntitle: t\nx: [[1, 0], [0, 1]]\nheads:\n"
+                    "  - {w_q: [[1, 0], [0, 1]], w_k: [[1, 0], [1, 1]], w_v: [[1, 0], [0, 1]]}\n"
+                    f"rope: {{base: {base}, pairing: half}}\n", encoding="utf-8")
+    r = cli("validate", str(path), env={"COLUMNS": "400"})
+    assert r.code == 2
+    lines = [line for line in (r.out + r.err).splitlines() if "rope.base" in line]
+    assert lines == [f"{path}:6:14: rope.base: expected a whole number from 2 up, found the number {base} (write "
+                     "RoPE's base in digits, without a decimal point or an exponent (10000, not 1e4 or 10000.0), from 2 "
+                     "to 1,000,000,000,000)"]
+    r = cli("--lang", "zh", "validate", str(path), env={"COLUMNS": "400"})
+    assert "不带小数点或指数（写 10000，不要写 1e4 或 10000.0），取值为 2 到 1,000,000,000,000" in r.out + r.err
+
+
+# --- fix-rope F9: the --tiled refusal after a norm names no command the learner did not type ---------------------
+
+
+@pytest.mark.parametrize("command", ["explain", "practice"])
+def test_tiled_after_a_norm_is_refused_in_words_for_any_command(cli, command):
+    r = cli(command, "prenorm-rmsnorm-3x2", "--tiled")
+    assert r.code == 2
+    assert r.err.strip() == ("error: exercise prenorm-rmsnorm-3x2: the online softmax is not walked after a norm (each "
+                             "row's scores mix several square roots); use --tiled on an exercise without norm")
+    r = cli("--lang", "zh", command, "prenorm-rmsnorm-3x2", "--tiled")
+    assert "请对没有 norm 的练习使用 --tiled" in r.err and r.code == 2

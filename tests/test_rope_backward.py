@@ -372,3 +372,50 @@ def test_practice_writes_the_worked_entry_with_one_minus_sign(cli):
     said = next(line for line in out.splitlines() if "should be" in line)
     assert said.startswith("Diagnosis: d_Q[b3, d2] should be −d_Q_rot[b3, d1]·sin(3) + d_Q_rot[b3, d2]·cos(3) = "
                            "−0.400758·sin(3) + 0.236785·cos(3) ≈ −0.2910; you wrote -0.5."), said
+
+
+# --- fix-rope F12: the gradient turned forward by R(mθ) instead of back by R(mθ)ᵀ --------------------------------
+
+
+def _turned_forward(data: dict, want: dict[str, np.ndarray], id: str) -> np.ndarray:
+    """What a learner who turns d_Q_rot (d_K_rot) forward writes for d_Q (d_K), in torch: the forward rotation of
+    tests/test_rope.py applied to autograd's d_Q_rot; a cached key's row (stored rotated) is copied, as the right
+    d_K does."""
+    past = len(data["cache"][0]["k"]) if "cache" in data else 0
+    g = torch.tensor(want[f"{id}_rot"], dtype=torch.float64)
+    kept = past if id == "d_k" else 0
+    L = g.shape[0] - kept
+    turned = torch_rope(g[kept:], list(range(past, past + L)), float(data["rope"]["base"]), data["rope"]["pairing"])
+    return torch.cat([g[:kept], turned]).numpy()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_gradient_turned_forward_is_named(case):
+    """practice --backward's diagnosis: d_Q (d_K) turned by R(mθ) is named as such, not as "not turned back"."""
+    from tutor.mistakes.diagnose import diagnose
+
+    data = CASES[case]
+    sol = solve(exercise_from_data(data), backward=True)
+    want = torch_grads(data)
+    for id in ("d_q", "d_k"):
+        wrong = _turned_forward(data, want, id)
+        if np.allclose(wrong, want[id], atol=1e-9):  # only rows at position 0 (or cached): nothing to tell
+            continue
+        got = [d.key for d in diagnose(sol, id, 0, wrong.tolist(), tolerance=1e-6)]
+        assert got == ["rope_grad_turned_forward"], (case, id, got)
+
+
+def test_check_names_the_gradient_turned_forward_in_a_solution_file(cli, tmp_path):
+    """The trial's d_Q (rounded to 4 places from torch), in English and in Chinese."""
+    data = {**CASES["half_causal"], "id": "rope-half-causal-3x4"}
+    wrong = _turned_forward(data, torch_grads(data), "d_q")
+    rows = "[" + ", ".join("[" + ", ".join(f"{v:.4f}" for v in r) + "]" for r in wrong) + "]"
+    sol_path = tmp_path / "sol.yaml"
+    sol_path.write_text(f"exercise: {tmp_path / 'half.yaml'}\nheads:\n  - d_q: {rows}\n", encoding="utf-8")
+    (tmp_path / "half.yaml").write_text(json.dumps(CASES["half_causal"]), encoding="utf-8")
+    r = cli("check", str(sol_path), "--format", "json")
+    doc = json.loads(r.out)
+    assert doc["exit_code"] == 1, r.out
+    assert [d["key"] for s in doc["steps"] for d in s["diagnoses"]] == ["rope_grad_turned_forward"]
+    r = cli("--lang", "zh", "check", str(sol_path), env={"COLUMNS": "200"})
+    assert "你把梯度往前转了" in r.out, r.out

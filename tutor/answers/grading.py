@@ -23,9 +23,11 @@ rule (:func:`practice_verdict`, and :mod:`tutor.audit.check`):
 
 * ``practice`` asks for at least :data:`MIN_PLACES` decimal places for a
   value that is not an integer: a coarser decimal whose interval contains the
-  true value (``0.1`` for 0.1084), or an integer within ½ of it (``1`` for
-  0.9965), gets "give at least 2 decimals" -- neither right nor wrong, and not
-  recorded as an attempt;
+  true value (``0.1`` for 0.1084) gets "give at least 2 decimals" -- neither
+  right nor wrong, and not recorded as an attempt.  A whole number is an exact
+  form in ``practice`` as in ``check``: ``1`` for 0.9965 is wrong (with the note
+  that an exact form must be exact), ``0`` for cos(2) too (the rope trial, F20:
+  ``practice`` called them coarse while ``check`` called them wrong);
 * ``check`` audits what was published at any precision: the rule alone gives
   the verdict, and entries written to fewer than 2 places are noted.
 
@@ -77,9 +79,8 @@ class Judgement:
     ``lo``, ``hi``: the claim as floats (``lo == hi`` for an exact form);
     ``places``: the decimal places the claim is written to (``None`` for an
     exact form, and under ``--tolerance``); ``coarse``: the true value is not
-    an integer and the entry is written coarser than :data:`MIN_PLACES`
-    places -- a decimal with fewer places, or an integer within ½ of the
-    value (a claim at 0 places); ``truncated``: wrong, and the true value cut
+    an integer and the entry is a decimal written to fewer than :data:`MIN_PLACES`
+    places (never an exact form: a whole number claims exactly itself); ``truncated``: wrong, and the true value cut
     towards zero at ``places`` gives exactly the entry (its rounding does
     not); ``rounded_away``: wrong, and the true value rounded away from
     zero at ``places`` gives exactly the entry (its nearest is towards
@@ -111,9 +112,7 @@ def judge(entry: Entry, true: Exact, *, tolerance: float | None = None, strict: 
     if entry.infinity or math.isinf(value) or strict or entry.is_exact:
         right = equals_exactly(entry, true)
         near = not right and math.isfinite(v) and math.isfinite(value) and abs(v - value) <= NEAR
-        coarse = (not right and not strict and _is_integer_text(entry) and not _is_integer(true)
-                  and math.isfinite(value) and abs(v - value) <= 0.5)
-        return Judgement(right, v, v, None, coarse, False, near and not coarse)
+        return Judgement(right, v, v, None, False, False, near)  # exact: a whole number too, never "coarse"
     assert entry.number is not None
     written = entry.fraction
     places = entry.places if entry.places is not None else least_places(entry.text)
@@ -138,9 +137,10 @@ def judge(entry: Entry, true: Exact, *, tolerance: float | None = None, strict: 
 
 def practice_verdict(j: Judgement) -> Verdict:
     """``practice``'s policy on a :class:`Judgement`: ``coarse`` ("give at least 2 decimals",
-    neither right nor wrong) for an entry written coarser than :data:`MIN_PLACES` places for a
-    value that is not an integer whose claim holds it, else ``right`` or ``wrong`` by the rule."""
-    if j.coarse and (j.right or j.lo == j.hi):  # a decimal that holds the value, or an integer within 1/2 of it
+    neither right nor wrong) for a decimal written to fewer than :data:`MIN_PLACES` places for a
+    value that is not an integer whose claim holds it, else ``right`` or ``wrong`` by the rule (an exact
+    form, a whole number included, is right only when exactly equal, as in ``check``)."""
+    if j.coarse and j.right:  # a decimal that holds the value
         return "coarse"
     return "right" if j.right else "wrong"
 
@@ -211,11 +211,6 @@ def _is_integer(true: Exact) -> bool:
     from tutor.exact.numbers import Rat
 
     return isinstance(true, Rat) and true.q.denominator == 1
-
-
-def _is_integer_text(entry: Entry) -> bool:
-    """An entry written as a whole number (``1``, ``-2``), the one exact form that reads as a rounded value."""
-    return entry.fraction is not None and entry.fraction.denominator == 1 and entry.text.lstrip("+-−").isdigit()
 
 
 def _rational(true: Exact) -> Fraction:

@@ -33,7 +33,7 @@ from ..answers import MIN_PLACES, ROUNDED_AWAY, TRUNCATED, Entry, judge
 from ..base.decimals import fixed, trimmed
 from ..base.messages import Msg, Text
 from ..exercise.record import Exercise
-from ..mistakes.diagnose import EPS, Claim, Diagnosis, diagnose_claim, matches, right_value
+from ..mistakes.diagnose import EPS, Claim, Diagnosis, diagnose_claim, explained_cells, matches, right_value
 from ..steps import Key, Solution, inputs, keys, replay, torch_empty_row, upstream
 from .plausibility import Finding, cell_name, cells_text, findings, label
 from .solution import GivenStep, SolutionFile
@@ -254,20 +254,42 @@ def _judged(sol: Solution, g: GivenStep, tolerance: float | None) -> tuple[tuple
                     away.append((i, j))
             elif verdict.coarse:
                 coarse.append((i, j))
-    notes = []
-    for key, cells in ((TRUNCATED, cut), (ROUNDED_AWAY, away)):
-        if not cells:
-            continue
-        i, j = cells[0]
-        e = g.entries[i][j]
-        assert isinstance(e, Entry) and e.places is not None
-        notes.append((key, tuple(cells), Msg(f"check.note.{key}", cells=cells_text(sol, g, cells),
-                                           value=trimmed(step.value[i][j], max(e.places, 0) + 3), places=e.places,
-                                           rounded=fixed(step.value[i][j], max(e.places, 0)), written=e.text)))
+    notes = [_decimal_note(sol, g, key, tuple(cells)) for key, cells in ((TRUNCATED, cut), (ROUNDED_AWAY, away))
+             if cells]
     if coarse:
         notes.append(("coarse_decimal", tuple(coarse), Msg("check.note.coarse", cells=cells_text(sol, g, coarse),
                                                          places=MIN_PLACES)))
     return tuple(wrong), tuple(notes)
+
+
+def _decimal_note(sol: Solution, g: GivenStep, key: str,
+                  cells: tuple[tuple[int, int], ...]) -> tuple[str, tuple[tuple[int, int], ...], Text]:
+    """The grading note ``key`` (``truncated_decimal``, ``rounded_away_decimal``) on ``cells`` of ``g``: the first
+    one's right value, rounded to the places written, beside what was written."""
+    step = sol.step(g.id, g.head)
+    i, j = cells[0]
+    e = g.entries[i][j]
+    assert isinstance(e, Entry) and e.places is not None
+    return (key, cells, Msg(f"check.note.{key}", cells=cells_text(sol, g, list(cells)),
+                            value=trimmed(step.value[i][j], max(e.places, 0) + 3), places=e.places,
+                            rounded=fixed(step.value[i][j], max(e.places, 0)), written=e.text))
+
+
+def _unexplained(sol: Solution, g: GivenStep, notes: Sequence[tuple[str, tuple[tuple[int, int], ...], Text]],
+                 diagnoses: Sequence[Diagnosis], claim: Claim) -> tuple[tuple[str, tuple[tuple[int, int], ...], Text], ...]:
+    """``notes`` without the decimals cut off or rounded away at entries a named mistake explains: there the
+    mistake's value, not the right one, rounds to what was written (the rope trial, F5: V rotated too, each entry
+    rounded right from it, was told "cut off instead of rounded")."""
+    explained = explained_cells(diagnoses, claim)
+    out = []
+    for key, cells, text in notes:
+        if key in (TRUNCATED, ROUNDED_AWAY) and explained & set(cells):
+            left = tuple(c for c in cells if c not in explained)
+            if left:
+                out.append(_decimal_note(sol, g, key, left))
+            continue
+        out.append((key, cells, text))
+    return tuple(out)
 
 
 # --- the audit -------------------------------------------------------------------------------------
@@ -317,6 +339,7 @@ def audit(sf: SolutionFile, sol: Solution | None = None, *, tolerance: float | N
         noted = {cell for cell, _ in exact}
         # a slip in one entry that is only an exact number for a rounded value: the note says it better
         diagnoses = tuple(d for d in diagnoses if not (d.key == "single_entry" and set(d.cells) <= noted))
+        notes = _unexplained(sol, g, notes, diagnoses, claim)
         ups = upstream(ex, key)
         given_ups = [k for k in ups if sf.given(*k) is not None]
         wrong_ups = [k for k in wrong_keys if k in ups]

@@ -161,7 +161,8 @@ def text(d: Draft) -> str:
         slopes = ", ".join(frac_text(alibi_slope(h, len(d.heads))) for h in range(len(d.heads)))
         out += [*_comment(t("new.file.alibi", slopes=slopes)), "alibi: true"]
     if d.rope is not None:  # format v3 (issue 23)
-        out += [*_comment(t("new.file.rope")), f"rope: {{base: {d.rope[0]}, pairing: {d.rope[1]}}}"]
+        sinks = _comment(t("new.file.rope.sinks")) if d.window is not None and d.window[1] else []  # text positions
+        out += [*_comment(t("new.file.rope")), *sinks, f"rope: {{base: {d.rope[0]}, pairing: {d.rope[1]}}}"]
     if d.norm is not None:  # the pre-norm block (issue 23)
         post = d.norm_placement == "post"
         out += [*_comment(t(f"new.file.post.{d.norm}" if post else f"new.file.{d.norm}")), f"norm: {d.norm}"]

@@ -32,6 +32,8 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
     norm each row of Q and K carries its own square root, and the rotation's exact engine takes rational Q and K;
     the block's run has no rotation): not built yet.
     A KV cache is taken as RoPE's: its keys already rotated, each at its own position ``0 … L_past − 1``.
+    With attention sinks, a warning: positions are the text's, not StreamingLLM's places in the cache; without a
+    ``pairing``, a warning naming the one taken (interleaved), since the LLaMA family pairs half.
     """
     block = f.rope
     rope = record.Rope(base=block.base, pairing=block.pairing)
@@ -64,4 +66,8 @@ def finish(ex: record.Exercise, f: Any, doc: Document) -> tuple[list[Problem], r
         add(("rope",), "rope.residual")
     if problems:
         return problems, None
+    if "pairing" not in block.model_fields_set:  # the default is the bug the issue is about: say which one was taken
+        doc.warnings.append(doc.problem(("rope",), t("v3.rope.pairing_default"), t("v3.rope.pairing_default.hint")))
+    if ex.window is not None and ex.sinks:  # a warning: text positions, not StreamingLLM's places in the cache
+        doc.warnings.append(doc.problem(("rope",), t("v3.rope.sinks"), t("v3.rope.sinks.hint")))
     return [], dataclasses.replace(ex, rope=rope)

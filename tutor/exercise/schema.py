@@ -286,7 +286,12 @@ MAX_ROPE_BASE = 10**12  # 10000 in RoFormer and LLaMA 2, 500000 in LLaMA 3: a ha
 
 
 def _parse_rope_base(value: Any) -> int:
-    n = _parse_int(value)
+    try:
+        n = _parse_int(value)
+    except PydanticCustomError:
+        if isinstance(value, YNum | float):  # 1e308, 10000.0: a number, but not written in digits (rope trial F10)
+            raise _fail(t("expected.rope_base"), value, t("hint.rope_base.digits", limit=f"{MAX_ROPE_BASE:,}")) from None
+        raise
     if not 2 <= n <= MAX_ROPE_BASE:
         raise _fail(t("expected.rope_base"), value, t("hint.rope_base", limit=f"{MAX_ROPE_BASE:,}"))
     return n

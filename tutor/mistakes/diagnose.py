@@ -59,6 +59,7 @@ __all__ = [
     "diagnose",
     "diagnose_claim",
     "event",
+    "explained_cells",
     "group_key",
     "matches",
     "members",
@@ -671,6 +672,12 @@ MISCONCEPTIONS: tuple[Misconception, ...] = (
     _m("rope_theta_without_two", Variant(rope="no_two"), "rope"),
     _m("rope_v_rotated", Variant(rope="rotate_v"), "rope"),
     _m("rope_grad_not_unrotated", Variant(rope_grad="not_unrotated"), "rope"),  # d_Q taken as d_Q_rot (backward)
+    # fix-rope (trial findings F1, F12): the two layouts mixed (rotate_half with the interleaved layout's angles,
+    # or the reverse: the public report "rotate_half against interleaved frequencies"); the gradient turned
+    # forward by R(mθ) instead of back by R(mθ)ᵀ
+    _m("rope_half_interleaved_angles", Variant(rope="half_interleaved_angles"), "rope"),
+    _m("rope_interleaved_half_angles", Variant(rope="interleaved_half_angles"), "rope"),
+    _m("rope_grad_turned_forward", Variant(rope_grad="forward"), "rope"),
     # issue 23: multi-head latent attention's absorbed route
     _m("uk_untransposed", Variant(uk_untransposed=True), "mla"),
     # the pre-norm block (issue 23)
@@ -791,6 +798,22 @@ def diagnose_claim(sol: Solution, step_id: str, head: int | None, claim: Claim, 
     if not found and (slip := _single_entry(sol, step_id, head, claim, off)) is not None:
         found.append(slip)
     return found
+
+
+def explained_cells(found: Sequence[Diagnosis], claim: Claim) -> set[tuple[int, int]]:
+    """The 0-based cells of ``claim`` that one of the mistakes ``found`` explains: the step as that mistake
+    computes it (:attr:`Diagnosis.value`) lies in the entry's claim (within :data:`ROUND_OFF`).  There a wrong
+    decimal is that mistake's value rounded, so no note on how it was rounded (cut off, away from zero) applies
+    (fix-rope, trial finding F5)."""
+    out: set[tuple[int, int]] = set()
+    for d in found:
+        if d.value is None or d.value.shape != claim.shape:
+            continue
+        r, c = claim.shape
+        out |= {(i, j) for i in range(r) for j in range(c)
+                if matches(d.value[i:i + 1, j:j + 1], Claim(claim.lo[i:i + 1, j:j + 1], claim.hi[i:i + 1, j:j + 1]),
+                           slack=ROUND_OFF)}
+    return out
 
 
 def _some_entries(got: Array, right: Array, claim: Claim,

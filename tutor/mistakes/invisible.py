@@ -48,8 +48,9 @@ CORE: tuple[str, ...] = (
 
 #: RoPE's mistakes (format v3, issue 23) ``validate`` names when a RoPE exercise cannot catch them: with
 #: d_k = 2 the two pairings coincide (one pair, (0, 1)) and θ_0 = base^0 = 1 with or without the 2.
-CORE_ROPE: tuple[str, ...] = ("rope_pairing_mixed", "rope_positions_from_one", "rope_theta_without_two",
-                              "rope_v_rotated")
+#: The two layouts mixed (rotate_half with the interleaved layout's angles, or the reverse) coincide with d_k = 2 too.
+CORE_ROPE: tuple[str, ...] = ("rope_pairing_mixed", "rope_half_interleaved_angles", "rope_interleaved_half_angles",
+                              "rope_positions_from_one", "rope_theta_without_two", "rope_v_rotated")
 
 #: What ``validate`` names (:func:`uncaught`): the core mistakes, and RoPE's for an exercise with RoPE.
 VALIDATED: tuple[str, ...] = CORE + CORE_ROPE
@@ -245,7 +246,8 @@ def by_step(sol: Solution) -> dict[Key, tuple[str, ...]]:
 #: The steps where each RoPE mistake is made: the rotations, or V for rotating V (the knob ``rope`` is read by
 #: ``q_rot``, ``k_rot`` and ``v`` alike, so the knobs alone would say every mistake is made at all three).
 _ROPE_MADE_AT = {"rope_pairing_mixed": ("q_rot", "k_rot"), "rope_positions_from_one": ("q_rot", "k_rot"),
-                 "rope_theta_without_two": ("q_rot", "k_rot"), "rope_v_rotated": ("v",)}
+                 "rope_theta_without_two": ("q_rot", "k_rot"), "rope_v_rotated": ("v",),
+                 "rope_half_interleaved_angles": ("q_rot", "k_rot"), "rope_interleaved_half_angles": ("q_rot", "k_rot")}
 
 #: The step a left-out bias changes first.
 _BIAS_STEP = {"b_q": "q", "b_k": "k", "b_v": "v", "b_o": "output"}
@@ -294,9 +296,13 @@ def reason(key: str, sol: Solution, step: Key) -> Text:
     allowed = ex.allowed()
     if key == "no_mask" and allowed is not None and all(all(row) for row in allowed):
         return Msg("invisible.because.blocks_nothing")
-    if key in ("rope_pairing_mixed", "rope_theta_without_two") and ex.rope is not None and hd.d_k == 2:
+    if key in _D_K_2 and ex.rope is not None and hd.d_k == 2:
         return Msg(f"invisible.because.{key}.d_k_2")
     return ""
+
+
+#: RoPE's mistakes d_k = 2 cannot show, each with its reason (``invisible.because.<key>.d_k_2``).
+_D_K_2 = ("rope_pairing_mixed", "rope_half_interleaved_angles", "rope_interleaved_half_angles", "rope_theta_without_two")
 
 
 def note(sol: Solution, key: str, step: Key, suggestion: str | None, exact: bool = True) -> Text:
@@ -462,3 +468,39 @@ def apart(keys: Sequence[str], step_id: str, exercise_id: str) -> tuple[str, tup
                     same_numbers(a, b) for i, a in enumerate(values) for b in values[i + 1:]):  # type: ignore[arg-type]
                 return ex.id, tuple(m.key for m in wanted)
     return None
+
+
+def changes(ex: Exercise, mistake: str, step_id: str) -> bool:
+    """Whether catalogue mistake ``mistake``, a variant of the pipeline, can change a step ``step_id`` of ``ex`` (of
+    some head): its knobs turn that step or one it is computed from.  False for a key that is no catalogue row, and
+    for a mistake that is no variant (``transposed`` is one matrix written transposed, not every later one)."""
+    m = _BY_KEY.get(mistake)
+    return m is not None and m.variant is not None and any(k[0] == step_id and m.applies(ex, k) for k in keys(ex, backward=in_backward(step_id)))
+
+
+def shows(ex: Exercise, mistakes: Sequence[str], step_id: str) -> bool:
+    """Whether every mistake of ``mistakes`` (catalogue keys; others, such as ``single_entry``, are ignored) can
+    change a step ``step_id`` of exercise ``ex`` and does not give exactly its right value there: an exercise
+    on which a learner can be caught making them at that step.  What ``stats`` and ``practice`` recommend
+    for a weak step the learner made those mistakes at (fix-rope, trial finding F17: a d_k = 2 RoPE exercise
+    was recommended for a pairing mistake it cannot show).  False when ``ex`` cannot be solved with the
+    backward pass a gradient step needs."""
+    from ..base.errors import TutorError
+    from ..steps import solve
+
+    known = [_BY_KEY[k] for k in dict.fromkeys(mistakes) if k in _BY_KEY]
+    if not known:
+        return True
+    backward = in_backward(step_id)
+    try:
+        sol = solve(ex, backward=backward)
+    except TutorError:  # a backward pass refused (the pre-norm block, MLA): it cannot show a gradient's mistake
+        return False
+    hidden = {(f.key, f.step) for f in invisible(sol, [m.key for m in known])}
+    for m in known:
+        if not needs_met(sol, m.needs):
+            return False
+        at = [k for k in keys(ex, backward=backward) if k[0] == step_id and m.applies(ex, k)]
+        if not at or all((m.key, k) in hidden for k in at):
+            return False
+    return True

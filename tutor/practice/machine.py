@@ -377,6 +377,10 @@ def _grade(state: State[Q], answer: Answered, text: str) -> tuple[State[Q], list
         state = _retry(replace(state, rows=()), answer, g.coarse)
         return state, [Coarse(step, answer, g.coarse, state.todo), _prompt(state)]
     diagnoses, alike = state.drill.diagnose(state, answer, g)
+    if diagnoses and (g.truncated or g.rounded_away):  # a decimal a named mistake explains was rounded from its value
+        explained = _explained(diagnoses, answer, state.settings.tolerance)
+        g = replace(g, truncated=tuple(c for c in g.truncated if c not in explained),
+                    rounded_away=tuple(c for c in g.rounded_away if c not in explained))
     notes = ((TRUNCATED,) if g.truncated else ()) + ((ROUNDED_AWAY,) if g.rounded_away else ())
     from tutor.mistakes.diagnose import group_key  # here: the machine's clients load the catalogue, not the machine
 
@@ -391,6 +395,18 @@ def _grade(state: State[Q], answer: Answered, text: str) -> tuple[State[Q], list
     wrong = Wrong(step, answer, g.wrong, g.inexact, diagnoses, attempt, state.todo, g.blocked, alike, g.coarse,
                   g.truncated, g.rounded_away)
     return state, record + [wrong, _prompt(state)]
+
+
+def _explained(found: Sequence[Diagnosis], answer: Answered, tolerance: float | None) -> set[Cell]:
+    """The cells of ``answer`` one of the mistakes ``found`` explains (:func:`tutor.mistakes.diagnose.explained_cells`)."""
+    import numpy as np
+
+    from tutor.answers import claim as claim_of
+    from tutor.mistakes.diagnose import Claim, explained_cells
+
+    bounds = [[claim_of(e, tolerance=tolerance) for e in row] for row in answer]
+    return explained_cells(found, Claim(np.array([[b[0] for b in row] for row in bounds], dtype=np.float64),  # [r, c]
+                                        np.array([[b[1] for b in row] for row in bounds], dtype=np.float64)))
 
 
 def _retry(state: State[Q], answer: Answered, cells: Sequence[Cell]) -> State[Q]:

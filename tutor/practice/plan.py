@@ -195,7 +195,8 @@ def step_kinds(ex: Exercise) -> set[str]:
 
 
 def recommendation(store: Store | None, folders: Sequence[Path] = ()) -> tuple[Stats, Recommendation | None]:
-    """The learner's stats (empty without a ``store``) and the exercise that trains their weakest step.
+    """The learner's stats (empty without a ``store``) and the exercise that trains their weakest step: one on
+    which the mistakes they made at that step can show, when the first pick cannot show them and another can.
 
     The candidates are the bundled exercises and those of the packs ``folders``
     (the command line passes ``--exercises``, then ``ATTN_TUTOR_PATH``); ``None``
@@ -205,7 +206,27 @@ def recommendation(store: Store | None, folders: Sequence[Path] = ()) -> tuple[S
     from ..store import Stats, recommend
 
     stats = store.stats() if store is not None else Stats()
-    return stats, recommend(stats, [(ex.id, step_kinds(ex), ex.difficulty) for ex in exercises(folders)])
+    found = list(exercises(folders))
+    options = [(ex.id, step_kinds(ex), ex.difficulty) for ex in found]
+    rec = recommend(stats, options)
+    if rec is None:
+        return stats, None
+    # the mistakes the learner made that change this step (made at it, or where they were made they change it too:
+    # RoPE's other pairing made at K_rot turns Q_rot as well): an exercise on which they cannot show trains nothing
+    # of them (a d_k = 2 RoPE exercise for a pairing mistake: both pairings are one pair there)
+    from ..mistakes.invisible import changes, shows
+
+    by_id = {ex.id: ex for ex in found}
+    made = [m.key for m in stats.mistakes if m.kind == "diagnosis" and any(
+        p.step == rec.step or (p.exercise in by_id and changes(by_id[p.exercise], m.key, rec.step)) for p in m.places)]
+    if made:
+        if not shows(by_id[rec.exercise], made, rec.step):
+            able = {id for id, kinds, _ in options if rec.step in kinds and id != rec.exercise
+                    and shows(by_id[id], made, rec.step)}
+            if able:  # the step stays the weakest; only the exercises that can show the mistakes train it
+                rec = recommend(stats, [(id, kinds if id in able else kinds - {rec.step}, diff)
+                                        for id, kinds, diff in options]) or rec
+    return stats, rec
 
 
 def heads_by_id(folders: Sequence[Path] = ()) -> dict[str, int]:

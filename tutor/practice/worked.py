@@ -40,6 +40,15 @@ class Present(Opening):
     inputs: tuple[Input, ...]
     multi_head: bool
     title: Text = ""  # the step's title for its exercise (:meth:`tutor.steps.StepKind.title_of`); "" = its kind's
+    note: Text = ""  # what the formula leaves to the exercise, said under it: RoPE's pairing ("" = nothing)
+
+
+def _pairing(sol: Solution, step: Step) -> Text:
+    """RoPE's pairing, for its rotations (``Q_rot``, ``K_rot``): which dimensions turn together, as ``explain``
+    says it (``step.rope.why.<pairing>``); the formula does not say it, and a learner who guesses it is marked
+    "paired the other way" (the rope trial, F2).  ``""`` for any other step."""
+    rope = sol.exercise.rope
+    return Msg(f"step.rope.why.{rope.pairing}") if rope is not None and step.id in ("q_rot", "k_rot") else ""
 
 
 @dataclass(frozen=True)
@@ -57,10 +66,12 @@ class Worked(Drill[Step]):
             ex = self.sol.exercise
             title = Msg("practice.masked.window_sinks" if ex.sinks else "practice.masked.window", title=title,
                         W=ex.window, S=ex.sinks)
-        return [Present(step, state.index + 1, len(state.steps), inputs_for(self.sol, step), self.multi_head, title)]
+        return [Present(step, state.index + 1, len(state.steps), inputs_for(self.sol, step), self.multi_head, title,
+                        _pairing(self.sol, step))]
 
     def formula(self, step: Step) -> Text:
-        return step.formula
+        pairing = _pairing(self.sol, step)
+        return Msg("practice.hint.formula.pairing", formula=step.formula, pairing=pairing) if pairing else step.formula
 
     def worked(self, state: State[Step]) -> tuple[Cell | None, str]:
         i, j = _hint_cell(state)

@@ -167,6 +167,8 @@ class QuizRenderer:
         self.console.print()
         self.line(head, "bold")
         self.line(step.formula, "cyan", indent=3)
+        if p.note:  # what the formula leaves to the exercise (RoPE's pairing)
+            self.line(str(p.note), indent=3)
         items: list[RenderableType] = []
         for inp in p.inputs:
             items += self.matrix_tables(inp.name, inp.exact, inp.value, inp.row_labels, inp.col_labels)

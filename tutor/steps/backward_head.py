@@ -555,8 +555,9 @@ def _unrotated(bd: Build, id: str, h: int | None) -> Step:
 
 def _unrotated_floats(r: Replay, id: str, head: int | None) -> Array | None:
     """``d_Q_rot`` (``d_K_rot``) turned back, ``[n, d_k]``, under RoPE's mistakes (the angles as the forward
-    took them); ``rope_grad="not_unrotated"``: left as it is (the gradient of Q taken as that of Q_rot)."""
-    from .rope import turned_back
+    took them); ``rope_grad="not_unrotated"``: left as it is (the gradient of Q taken as that of Q_rot);
+    ``"forward"``: turned forward by ``R(mθ)`` instead of back by ``R(mθ)ᵀ``."""
+    from .rope import rotated, turned_back
 
     (M,) = r.inputs(KINDS_ROPE[id], head)
     if M is None or M.shape != (len(_positions(r.ex, id)), r.ex.heads[head or 0].d_k):  # a mistake upstream
@@ -564,7 +565,8 @@ def _unrotated_floats(r: Replay, id: str, head: int | None) -> Array | None:
     if r.variant.rope_grad == "not_unrotated":
         return M
     kept = _kept(r.ex, id)
-    new = turned_back(r.ex, M[kept:], _positions(r.ex, id)[kept:], r.variant.rope)  # [n − kept, d_k]
+    turn = rotated if r.variant.rope_grad == "forward" else turned_back  # "forward": by R(mθ), not R(mθ)ᵀ
+    new = turn(r.ex, M[kept:], _positions(r.ex, id)[kept:], r.variant.rope)  # [n − kept, d_k]
     return np.vstack([M[:kept], new]) if kept else new
 
 

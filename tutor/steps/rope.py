@@ -11,7 +11,7 @@ positions through ``m − n`` only.
 
 Each kind's engines, side by side: the exact build (:mod:`tutor.exact.rotary`:
 cosines and sines of rational angles kept exact), the float walk under
-RoPE's mistakes (the other pairing, positions from 1, ``θ`` without the 2;
+RoPE's mistakes (the other pairing, the two layouts mixed, positions from 1, ``θ`` without the 2;
 V turned too is :mod:`tutor.steps.projection`'s), the decoder's reading
 (:func:`tutor.numeric.rotary.apply_rope`) and its rounding bound.  There is
 no exact walk: the exact walk's values (:mod:`tutor.exact.expoly`) have
@@ -160,6 +160,8 @@ def _kind(id: str) -> StepKind:
         out.append(Msg(f"step.rope.why.{rope.pairing}"))
         if _cached_rows(ex, id):
             out.append(Msg("step.k_rot.why.cache", L_past=ex.L_past))
+        if ex.window is not None and ex.sinks:  # text positions, not StreamingLLM's places in the cache (trial F14)
+            out.append(Msg("step.rope.why.sinks"))
         return out
 
     return StepKind(
@@ -178,12 +180,43 @@ def _kind(id: str) -> StepKind:
 
 def rotated(ex: Exercise, M: Array, rows: tuple[int, ...], mistake: str = "right") -> Array:
     """``M [n, d]`` turned as RoPE does, or as ``mistake`` does it (:attr:`~tutor.steps.Variant.rope`):
-    ``pairing`` the other pairing, ``from_one`` positions counted from 1, ``no_two`` ``θ_i = base^(−i/d)``.
+    ``pairing`` the other pairing, ``from_one`` positions counted from 1, ``no_two`` ``θ_i = base^(−i/d)``,
+    a key of :data:`MIXED` one layout's pairs turned by the other layout's angles.
     ``rows`` are the rows' positions.  ``[n, d]``."""
     from ..numeric.rotary import rotate_pairs
 
     angles, pairing = _angles(ex, M.shape[1], rows, mistake)
+    if mistake in MIXED:
+        return _mixed(M, angles, MIXED[mistake], back=False)
     return rotate_pairs(M, angles, pairing)  # [n, d/2] angles -> [n, d]
+
+
+#: The two layouts mixed (issue 23, the public report "rotate_half against interleaved frequencies"): a knob value
+#: of :attr:`~tutor.steps.Variant.rope` -> the layout whose pairs are turned.  ``half_interleaved_angles``:
+#: ``x·cos + rotate_half(x)·sin`` with cos, sin of the angles repeated in place (``repeat_interleave``:
+#: θ_0, θ_0, θ_1, θ_1, …, the interleaved layout's); ``interleaved_half_angles``: the pairs (2i, 2i+1) turned by
+#: cos, sin of the angles concatenated with themselves (θ_0, θ_1, …, θ_0, θ_1, …, rotate_half's).  Either may be
+#: made on an exercise of either pairing.
+MIXED = {"half_interleaved_angles": "half", "interleaved_half_angles": "interleaved"}
+
+
+def _mixed(M: Array, angles: Array, layout: str, *, back: bool) -> Array:
+    """``M [n, d]`` through ``x·cos + rot(x)·sin`` with ``rot`` the pair swap of ``layout`` (``rotate_half``, or
+    ``(−x_{2i+1}, x_{2i})`` for interleaved) and cos, sin of ``angles [n, d/2]`` laid out for the OTHER layout.
+    ``back``: the transpose of that map (``g·cos − rot(g·sin)``: ``rot`` is antisymmetric), what turning a
+    gradient back with the same mix gives.  ``[n, d]``."""
+    full = np.repeat(angles, 2, axis=-1) if layout == "half" else np.concatenate([angles, angles], axis=-1)  # [n, d]
+    cos, sin = np.cos(full), np.sin(full)  # [n, d]
+
+    def rot(x: Array) -> Array:
+        d = x.shape[-1]
+        if layout == "half":
+            return np.concatenate([-x[:, d // 2:], x[:, : d // 2]], axis=-1)  # rotate_half
+        out = np.empty_like(x)
+        out[:, 0::2], out[:, 1::2] = -x[:, 1::2], x[:, 0::2]  # rotate_every_two
+        return out
+
+    return M * cos - rot(M * sin) if back else M * cos + rot(M) * sin
 
 
 def turned_back(ex: Exercise, M: Array, rows: tuple[int, ...], mistake: str = "right") -> Array:
@@ -193,6 +226,8 @@ def turned_back(ex: Exercise, M: Array, rows: tuple[int, ...], mistake: str = "r
     from ..numeric.rotary import rotate_pairs
 
     angles, pairing = _angles(ex, M.shape[1], rows, mistake)
+    if mistake in MIXED:
+        return _mixed(M, angles, MIXED[mistake], back=True)
     return rotate_pairs(M, -angles, pairing)  # [n, d/2] angles -> [n, d]
 
 

@@ -102,9 +102,12 @@ class Variant:
     kv_grad: str = "sum"  # grouped K/V heads: "own" = d_K, d_V from this query head only (not summed over the group)
     # RoPE (format v3, issue 23): "right"; "pairing" = the other pairing (rotate_half's on interleaved pairs, or
     # the reverse); "from_one" = positions counted from 1; "no_two" = θ_i = base^(−i/d_k), the 2 left out;
-    # "rotate_v" = V turned as well as Q and K
+    # "rotate_v" = V turned as well as Q and K; the two layouts mixed (tutor.steps.rope.MIXED):
+    # "half_interleaved_angles" = x·cos + rotate_half(x)·sin with cos, sin of repeat_interleave'd angles,
+    # "interleaved_half_angles" = the pairs (2i, 2i+1) turned by cos, sin of cat([angles, angles])
     rope: str = "right"
-    # the backward pass through RoPE (issue 23): "not_unrotated" = d_Q, d_K taken as d_Q_rot, d_K_rot (not turned back)
+    # the backward pass through RoPE (issue 23): "not_unrotated" = d_Q, d_K taken as d_Q_rot, d_K_rot (not turned
+    # back); "forward" = turned forward by R(mθ) instead of back by R(mθ)ᵀ (the sign of sin not flipped)
     rope_grad: str = "right"
     # multi-head latent attention (format v3, mla): W_UK absorbed untransposed, Q·W_UK for Q·W_UKᵀ (chains when d_c = d_k)
     uk_untransposed: bool = False

@@ -1315,7 +1315,7 @@ EN.update({
     "check.note.coarse": "{cells}: written to fewer than {places:decimals}; right within that rounding, which says little.",
     "check.note.rounded_away_decimal": "{cells}: rounded away from zero, not to the nearest ({value} to {places:decimals} is {rounded}, not {written}).",
     "check.note.truncated_decimal": "{cells}: cut off instead of rounded ({value} to {places:decimals} is {rounded}, not {written}).",
-    "cli.grading": "Grading (practice and check alike): a decimal claims its value to within half a unit in its last place (0.45 claims 0.445 to 0.455; 0.4458 claims 0.44575 to 0.44585) and is wrong when the true value lies outside; an exact form (1/3, sqrt(2)/2, -inf) must be exactly equal. practice asks for at least 2 decimals (a coarser answer that holds the value is neither right nor wrong); check judges what is written at any precision. --tolerance T judges every decimal within T of its value instead.",
+    "cli.grading": "Grading (practice and check alike): a decimal claims its value to within half a unit in its last place (0.45 claims 0.445 to 0.455; 0.4458 claims 0.44575 to 0.44585) and is wrong when the true value lies outside; an exact form (a whole number such as 1, 1/3, sqrt(2)/2, -inf) must be exactly equal: 1 for 0.9965 is wrong, write 1.00. practice asks for at least 2 decimals (a coarser answer that holds the value is neither right nor wrong); check judges what is written at any precision. --tolerance T judges every decimal within T of its value instead.",
     "cli.check.tolerance": "Judge every decimal within this distance of its value, instead of by the rounding it is written to. Exact forms stay exact.",
     # resume, and where a session begins
     "cli.practice.restart": "Begin the steps anew instead of resuming an unfinished session of the same exercise and steps.",
@@ -2059,7 +2059,7 @@ EN.update({
     "solution.no_step.residual": "the exercise has no residual: true, so it has no 'residual' step",
     "block.backward": "exercise {id}: the backward pass through the pre-norm block (norm, residual) is not built; leave out --backward",
     "explain.block": "Before the heads: the norm",
-    "block.tiled": "exercise {id}: the online softmax is not walked after a norm (each row's scores mix several square roots); practise it on an exercise without norm",
+    "block.tiled": "exercise {id}: the online softmax is not walked after a norm (each row's scores mix several square roots); use --tiled on an exercise without norm",
     "mistake.norm_columns": "norm over each column (the tokens) instead of each row",
     "mistake.rmsnorm_mean": "the mean subtracted in RMSNorm",
     "mistake.residual_forgotten": "the residual forgotten",
@@ -2327,7 +2327,7 @@ EN.update({
     "rope.residual": "rope with residual is not built: the pre-norm block's run, which adds X to the output, does not rotate Q and K",
     "rope.residual.hint": "give either rope or residual",
     "answer.trig_range": 'the argument of {name} at column {column} in "{text}" is beyond ±{limit} (radians)',
-    "mistake.rope_pairing_mixed": "RoPE's two pairings mixed",
+    "mistake.rope_pairing_mixed": "RoPE paired the other way (the other layout's pairs)",
     "mistake.rope_positions_from_one": "RoPE positions counted from 1",
     "mistake.rope_theta_without_two": "RoPE angle without the 2 (base^(−i/d_k))",
     "mistake.rope_v_rotated": "V rotated by RoPE",
@@ -2525,7 +2525,7 @@ EN.update({
     "explain.exercise.bundled": "Exercise {id}  (bundled:{file})",
     "step.scores.title.rope": "Scores Q_rot·K_rotᵀ",
     "step.scores.title.mla": "Explicit scores Q·Kᵀ (K = c_KV·W_UK)",
-    "invisible.mistake.rope_pairing_mixed": "mixing RoPE's two pairings (rotate_half's (i, i + d_k/2) for the interleaved (2i, 2i+1), or the reverse)",
+    "invisible.mistake.rope_pairing_mixed": "pairing RoPE's dimensions the other way (rotate_half's (i, i + d_k/2) for the interleaved (2i, 2i+1), or the reverse)",
     "invisible.mistake.rope_positions_from_one": "counting RoPE's positions from 1",
     "invisible.mistake.rope_theta_without_two": "leaving the 2 out of RoPE's angle (base^(−i/d_k) for base^(−2i/d_k))",
     "invisible.mistake.rope_v_rotated": "rotating V as well as Q and K",
@@ -2722,6 +2722,30 @@ EN.update({
     # F13: practice asks a sliding window's mask, not gives it
     "practice.masked.window": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}; else −∞)",
     "practice.masked.window_sinks": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}, or one of the first S tokens, the sinks, S = {S}; else −∞)",
+})
+
+EN.update({
+    # --- fix-rope (trial-rope findings): RoPE's two layouts mixed, its gradient turned forward ---
+    "mistake.rope_half_interleaved_angles": "RoPE's layouts mixed: rotate_half with the angles repeated in place (the interleaved layout's)",
+    "mistake.rope_interleaved_half_angles": "RoPE's layouts mixed: interleaved pairs with the angles concatenated (rotate_half's layout)",
+    "mistake.rope_grad_turned_forward": "RoPE's gradient turned forward: R(mθ) for R(mθ)ᵀ",
+    "diagnose.rope_half_interleaved_angles": "You mixed RoPE's two layouts: you turned rotate_half's pairs (i, i + d_k/2), but laid cos and sin out as the interleaved layout does (θ_0, θ_0, θ_1, θ_1, …: repeat_interleave), so the two dimensions of a pair turn by different angles. Both dimensions of pair i turn by m·θ_i: with rotate_half the angles are concatenated with themselves (θ_0, θ_1, …, θ_0, θ_1, …), with the interleaved pairs (2i, 2i+1) each is repeated in place. This exercise pairs the dimensions {pairing}.",
+    "diagnose.rope_interleaved_half_angles": "You mixed RoPE's two layouts: you turned the interleaved pairs (2i, 2i+1), but laid cos and sin out as rotate_half does (θ_0, θ_1, …, θ_0, θ_1, …: the angles concatenated with themselves), so the two dimensions of a pair turn by different angles. Both dimensions of pair i turn by m·θ_i: with the interleaved pairs each angle is repeated in place (θ_0, θ_0, θ_1, θ_1, …), with rotate_half's pairs (i, i + d_k/2) the angles are concatenated. This exercise pairs the dimensions {pairing}.",
+    "diagnose.rope_grad_turned_forward": "You turned the gradient forward instead of back: d_Q = R(mθ)ᵀ·d_Q_rot turns d_Q_rot by −m·θ_i on each pair ([a, b] → [a·cos + b·sin, −a·sin + b·cos]: the sines change sign), and you turned it by R(mθ), as the forward pass turns Q (likewise d_K from d_K_rot by each key's angle).",
+    "invisible.mistake.rope_half_interleaved_angles": "using rotate_half with the angles laid out for the interleaved pairs (θ_0, θ_0, θ_1, θ_1, …)",
+    "invisible.mistake.rope_interleaved_half_angles": "turning the interleaved pairs by the angles laid out for rotate_half (θ_0, θ_1, …, θ_0, θ_1, …)",
+    "invisible.because.rope_half_interleaved_angles.d_k_2": " (d_k = 2: one pair, (0, 1), and one angle, so both layouts are the same)",
+    "invisible.because.rope_interleaved_half_angles.d_k_2": " (d_k = 2: one pair, (0, 1), and one angle, so both layouts are the same)",
+    "invisible.hint.rope_half_interleaved_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
+    "invisible.hint.rope_interleaved_half_angles": "use d_k = 4 or more, where the two layouts of the angles differ",
+    "practice.hint.formula.pairing": "{formula}. {pairing}",
+    "step.rope.why.sinks": "Positions here are places in the text, as in training: each attention sink keeps its own position (from 0), and the query at position m is turned by m·θ_i however far past the window it is. StreamingLLM (Xiao et al. 2023, §3.2) numbers positions within the cache instead: it caches the keys before RoPE and turns each by its place in the cache at every step, so this exercise's rotations are not StreamingLLM's.",
+    "v3.rope.sinks": "with attention sinks this exercise numbers positions by the text (a query at position m is turned by m·θ_i, a sink by its own position); StreamingLLM numbers them within the cache, turning the cached keys by their places in it at every step",
+    "v3.rope.sinks.hint": "explain says so at Q_rot and K_rot; attn-tutor does not compute StreamingLLM's numbering",
+    "new.file.rope.sinks": "With sinks, positions are those of the text: a query at position m turns by m * base^(-2i/d_k), a sink by its own position. StreamingLLM numbers positions within the cache instead, turning the cached keys by their places in it at every step; this file does not.",
+    "v3.rope.pairing_default": "no pairing given, so it is interleaved: dimensions (2i, 2i+1) turn together (RoFormer, GPT-J); GPT-NeoX and LLaMA pair (i, i + d_k/2), the half pairing",
+    "v3.rope.pairing_default.hint": "write the pairing you mean in the rope field: pairing: interleaved, or pairing: half",
+    "hint.rope_base.digits": "write RoPE's base in digits, without a decimal point or an exponent (10000, not 1e4 or 10000.0), from 2 to {limit}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``en``.

@@ -1236,7 +1236,7 @@ ZH: dict[str, str] = {
     "check.note.rounded_away_decimal": "{cells}：向远离零的方向舍入了，而不是四舍五入（{value} 保留 {places:decimals} 是 {rounded}，而不是 {written}）。",
     "check.note.truncated_decimal": "{cells}：直接截断了，没有四舍五入（{value} 保留 {places:decimals} 是 {rounded}，而不是 {written}）。",
     # --- cli
-    "cli.grading": "判分规则（practice 和 check 相同）：一个小数表示它的值精确到末位的半个单位以内（0.45 表示 0.445 到 0.455；0.4458 表示 0.44575 到 0.44585），真实值落在这个范围之外就判错；精确形式（1/3, sqrt(2)/2, -inf）必须完全相等。practice 要求至少保留 2 位小数（更粗略的答案即使范围包含真实值，也既不算对也不算错）；check 则不论精度，按写出的值判分。--tolerance T 改为：每个小数与真实值相差不超过 T 即算对。",
+    "cli.grading": "判分规则（practice 和 check 相同）：一个小数表示它的值精确到末位的半个单位以内（0.45 表示 0.445 到 0.455；0.4458 表示 0.44575 到 0.44585），真实值落在这个范围之外就判错；精确形式（整数如 1，以及 1/3、sqrt(2)/2、-inf）必须完全相等：0.9965 写成 1 判为错误，应写 1.00。practice 要求至少保留 2 位小数（更粗略的答案即使范围包含真实值，也既不算对也不算错）；check 则不论精度，按写出的值判分。--tolerance T 改为：每个小数与真实值相差不超过 T 即算对。",
     "cli.check.tolerance": "每个小数与真实值相差不超过这个距离就判为正确，而不是按它写出的舍入精度判分。精确形式仍按精确值判分。",
     "cli.practice.restart": "从头开始这些步骤，而不是接着同一练习、同一组步骤中未完成的练习会话继续。",
     "cli.practice.due": "按复习计划练习到期的内容（间隔重复）：从这些到期步骤所属系列中选一个练习，练其中到期的步骤。",
@@ -2148,7 +2148,7 @@ ZH: dict[str, str] = {
     "solution.no_step.residual": "这道练习没有 residual: true，所以没有 'residual' 步骤",
     "block.backward": "练习 {id}：穿过前置归一化块（norm、residual）的反向传播尚未实现；请去掉 --backward",
     "explain.block": "进入各头之前：归一化",
-    "block.tiled": "练习 {id}：归一化之后不演示在线 softmax（每一行的注意力分数混有几个不同的平方根）；请在没有 norm 的练习上练习它",
+    "block.tiled": "练习 {id}：归一化之后不演示在线 softmax（每一行的注意力分数混有几个不同的平方根）；请对没有 norm 的练习使用 --tiled",
     "mistake.norm_columns": "按列（跨词元）归一化，而不是按行",
     "mistake.rmsnorm_mean": "RMSNorm 里减去了均值",
     "mistake.residual_forgotten": "漏加残差",
@@ -2271,7 +2271,7 @@ ZH.update({
     "rope.residual": "rope 与 residual 一起使用尚未实现：前置归一化块的运行（把 X 加到输出上）不旋转 Q 和 K",
     "rope.residual.hint": "rope 和 residual 二者只给其一",
     "answer.trig_range": "\"{text}\" 第 {column} 个字符处 {name} 的参数超出了 ±{limit}（弧度）",
-    "mistake.rope_pairing_mixed": "混用了 RoPE 的两种配对方式",
+    "mistake.rope_pairing_mixed": "RoPE 的维度配对弄反了（用了另一种布局的配对）",
     "mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
     "mistake.rope_theta_without_two": "RoPE 角度漏了系数 2（base^(−i/d_k)）",
     "mistake.rope_v_rotated": "把 V 也做了 RoPE 旋转",
@@ -2462,7 +2462,7 @@ ZH.update({
     "explain.exercise.bundled": "练习 {id}（内置：{file}）",
     "step.scores.title.rope": "注意力分数（scores）Q_rot·K_rotᵀ",
     "step.scores.title.mla": "显式计算的注意力分数（scores）Q·Kᵀ（K = c_KV·W_UK）",
-    "invisible.mistake.rope_pairing_mixed": "混用 RoPE 的两种配对方式（把 interleaved 的 (2i, 2i+1) 换成 rotate_half 的 (i, i + d_k/2)，或反过来）",
+    "invisible.mistake.rope_pairing_mixed": "把 RoPE 的维度配对弄反（把 interleaved 的 (2i, 2i+1) 换成 rotate_half 的 (i, i + d_k/2)，或反过来）",
     "invisible.mistake.rope_positions_from_one": "RoPE 的位置从 1 开始计数",
     "invisible.mistake.rope_theta_without_two": "RoPE 的角度漏掉系数 2（把 base^(−2i/d_k) 写成 base^(−i/d_k)）",
     "invisible.mistake.rope_v_rotated": "把 V 也和 Q、K 一起旋转",
@@ -2656,6 +2656,30 @@ ZH.update({
     # F13: practice asks a sliding window's mask, not gives it
     "practice.masked.window": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；否则为 −∞",
     "practice.masked.window_sinks": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；键 j 是开头 S 个词元（注意力汇聚点，S = {S}）之一时也为 0；否则为 −∞",
+})
+
+ZH.update({
+    # --- fix-rope (trial-rope findings): RoPE's two layouts mixed, its gradient turned forward ---
+    "mistake.rope_half_interleaved_angles": "混用了 RoPE 的两种布局：rotate_half 配上原地重复的角度（交错布局的排法）",
+    "mistake.rope_interleaved_half_angles": "混用了 RoPE 的两种布局：交错配对配上拼接的角度（rotate_half 布局的排法）",
+    "mistake.rope_grad_turned_forward": "RoPE 的梯度转错了方向：用了 R(mθ) 而不是 R(mθ)ᵀ",
+    "diagnose.rope_half_interleaved_angles": "你混用了 RoPE 的两种布局：旋转的是 rotate_half 的维度对 (i, i + d_k/2)，cos 和 sin 却按交错布局排列（θ_0, θ_0, θ_1, θ_1, …：即 repeat_interleave），于是同一对中的两个维度转过的角度不同。第 i 对的两个维度都要转 m·θ_i：用 rotate_half 时把角度与自身拼接（θ_0, θ_1, …, θ_0, θ_1, …），用交错配对 (2i, 2i+1) 时把每个角度原地重复两次。这道练习按 {pairing} 方式配对。",
+    "diagnose.rope_interleaved_half_angles": "你混用了 RoPE 的两种布局：旋转的是交错配对 (2i, 2i+1)，cos 和 sin 却按 rotate_half 的方式排列（θ_0, θ_1, …, θ_0, θ_1, …：即角度与自身拼接），于是同一对中的两个维度转过的角度不同。第 i 对的两个维度都要转 m·θ_i：用交错配对时把每个角度原地重复两次（θ_0, θ_0, θ_1, θ_1, …），用 rotate_half 的维度对 (i, i + d_k/2) 时把角度拼接起来。这道练习按 {pairing} 方式配对。",
+    "diagnose.rope_grad_turned_forward": "你把梯度往前转了，而不是转回去：d_Q = R(mθ)ᵀ·d_Q_rot 把 d_Q_rot 的每一对转 −m·θ_i（[a, b] → [a·cos + b·sin, −a·sin + b·cos]：sin 项变号），你却像前向传播旋转 Q 那样用了 R(mθ)（d_K 同理，由 d_K_rot 按每个键的角度转回）。",
+    "invisible.mistake.rope_half_interleaved_angles": "用 rotate_half，却按交错配对排列角度（θ_0, θ_0, θ_1, θ_1, …）",
+    "invisible.mistake.rope_interleaved_half_angles": "旋转交错配对，却按 rotate_half 排列角度（θ_0, θ_1, …, θ_0, θ_1, …）",
+    "invisible.because.rope_half_interleaved_angles.d_k_2": "（d_k = 2：只有一对 (0, 1)、一个角度，两种布局完全相同）",
+    "invisible.because.rope_interleaved_half_angles.d_k_2": "（d_k = 2：只有一对 (0, 1)、一个角度，两种布局完全相同）",
+    "invisible.hint.rope_half_interleaved_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
+    "invisible.hint.rope_interleaved_half_angles": "使用 d_k = 4 或更大：这时两种角度排列不同",
+    "practice.hint.formula.pairing": "{formula}。{pairing}",
+    "step.rope.why.sinks": "这里的位置是词元在文本中的位置，与训练时相同：每个注意力汇聚点保持自己的位置（从 0 开始），位置为 m 的查询按 m·θ_i 旋转，无论它已越过窗口多远。StreamingLLM（Xiao et al. 2023，§3.2）则按缓存内的位置编号：它在 RoPE 之前缓存键，每一步按键在缓存中的位置重新旋转，所以这道练习的旋转不是 StreamingLLM 的做法。",
+    "v3.rope.sinks": "与注意力汇聚点同时使用时，这道练习按文本中的位置编号（位置为 m 的查询按 m·θ_i 旋转，汇聚点按它自己的位置旋转）；StreamingLLM 按缓存内的位置编号，每一步按缓存中的位置旋转已缓存的键",
+    "v3.rope.sinks.hint": "explain 会在 Q_rot 和 K_rot 处说明这一点；attn-tutor 不计算 StreamingLLM 的编号方式",
+    "new.file.rope.sinks": "有汇聚点时，位置是词元在文本中的位置：位置为 m 的查询按 m * base^(-2i/d_k) 旋转，汇聚点按它自己的位置旋转。StreamingLLM 则按缓存内的位置编号，每一步按缓存中的位置旋转已缓存的键；本文件不是这样做的。",
+    "v3.rope.pairing_default": "没有给出配对方式，因此按 interleaved 处理：维度 (2i, 2i+1) 为一对，一起旋转（RoFormer、GPT-J）；GPT-NeoX 和 LLaMA 按 (i, i + d_k/2) 配对，即 half 方式",
+    "v3.rope.pairing_default.hint": "在 rope 字段中写出你想要的配对方式：pairing: interleaved 或 pairing: half",
+    "hint.rope_base.digits": "RoPE 的 base 请直接用数字写出，不带小数点或指数（写 10000，不要写 1e4 或 10000.0），取值为 2 到 {limit}",
 })
 
 #: The catalogue :mod:`tutor.base.messages` loads for ``zh``.
