@@ -31,7 +31,8 @@ def test_the_classic_row_t1_arithmetic_is_what_torch_computes(cli):
     weights = torch.softmax(scaled, dim=-1)[0]
     line = next(line.strip() for line in out.splitlines() if line.strip().startswith("t1: exp("))
     assert line == f"t1: exp(√2) ≈ {e[0]:.4f},  exp(2√2) ≈ {e[1]:.4f},  exp(2√2) ≈ {e[2]:.4f}"
-    assert f"≈ {e.sum():.4f}" in out and f"{e.sum():.4f}" == "37.9509"
+    # the sum of the terms as printed, which here is torch's sum to 4 places too
+    assert f"Σ ≈ {e[0]:.4f} + {e[1]:.4f} + {e[2]:.4f} = {e.sum():.4f}" in out and f"{e.sum():.4f}" == "37.9509"
     assert f"{e[0]:.4f} / {e.sum():.4f} ≈ {weights[0]:.4f}" in out
 
 

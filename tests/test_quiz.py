@@ -344,14 +344,15 @@ def test_an_exact_entry_near_the_value_is_wrong_and_explained():
     assert wrong.wrong == ((0, 1),) and wrong.inexact == ((0, 1),)
 
 
-def test_an_integer_for_a_value_that_is_not_one_asks_for_decimals():
-    # scaled[t1, t2] = 2√2 ≈ 2.83: "3" is within 1/2 of it (a claim at 0 places): neither right nor wrong;
-    # "2" is not: wrong
+def test_an_integer_for_a_value_that_is_not_one_is_wrong_as_in_check():
+    # scaled[t1, t2] = 2√2 ≈ 2.83: a whole number is an exact form (tutor.answers.grading), in practice as in
+    # check: "3" and "2" are both wrong (not "give more decimals"); a coarse decimal still gets that
     state, _ = start(classic(), steps=["scaled"])
-    _, effects = handle(state, Answer("1.41 3 2.83; 2.83 5.66 5.66; 2.83 5.66 5.66"))
+    for whole in ("3", "2"):
+        _, effects = handle(state, Answer(f"1.41 {whole} 2.83; 2.83 5.66 5.66; 2.83 5.66 5.66"))
+        assert kinds(effects) == ["Attempt", "Wrong", "Prompt"] and effects[1].wrong == ((0, 1),)
+    _, effects = handle(state, Answer("1.41 2.8 2.83; 2.83 5.66 5.66; 2.83 5.66 5.66"))
     assert kinds(effects) == ["Coarse", "Prompt"] and effects[0].cells == ((0, 1),)
-    _, effects = handle(state, Answer("1.41 2 2.83; 2.83 5.66 5.66; 2.83 5.66 5.66"))
-    assert kinds(effects) == ["Attempt", "Wrong", "Prompt"] and effects[1].wrong == ((0, 1),)
 
 
 def test_masked_scores_take_minus_inf():
