@@ -353,7 +353,9 @@ def test_markdown_handout_shows_a_hostile_title_and_tokens_as_text(evil, cli):
     ("[click](javascript:alert(1))", "\\[click\\](javascript:alert(1))"),
     ("`<script>", "\\`\\<script\\>"),  # an unmatched backtick opens no code span
     ("$\\frac{1}{0}$ ~~gone~~ | cell | &amp; #tag", "\\$\\\\frac{1}{0}\\$ \\~\\~gone\\~\\~ \\| cell \\| \\&amp; \\#tag"),
-    ("run `attn-tutor list` now", "run `attn-tutor list` now"),  # a code span is inert and kept
+    # a title is plain text, as on the terminal and the HTML page (<h1>run `attn-tutor list` now</h1>): its
+    # backticks are shown, never a code span (a variant's title holds a student id, which may have one)
+    ("run `attn-tutor list` now", "run \\`attn-tutor list\\` now"),
     ("- not a list", "\\- not a list"),
 ])
 def test_markdown_escapes_every_character_that_would_start_markup(tmp_path, cli, title, rendered):
@@ -577,6 +579,12 @@ def test_a_closed_descriptor_is_never_reused_by_a_file_opened_later(tmp_path):
 DECIMAL = re.compile(r"[−-]?\d+\.\d+")
 
 
+#: A table's top and bottom borders (rich's rounded box, or its ASCII one): a line that is a lone "+" (a
+#: formula's operator wrapped at 20 columns) is none.
+_BORDER_TOP = re.compile(r"╭[─┬]*╮|\+[-+]*-[-+]*\+")
+_BORDER_BOTTOM = re.compile(r"╰[─┴]*╯|\+[-+]*-[-+]*\+")
+
+
 def reading_streams(text: str) -> list[str]:
     """The text as it is read: each table column top to bottom, each run of other lines, pieces joined.
 
@@ -590,13 +598,13 @@ def reading_streams(text: str) -> list[str]:
     in_table = False
     for line in lines + [""]:
         s = line.strip()
-        if s[:1] in ("╭", "+") and not in_table and set(s) <= set("╭┬╮+-─"):
+        if not in_table and _BORDER_TOP.fullmatch(s):
             in_table, columns = True, {}
             streams.append("".join(paragraph))
             paragraph = []
             continue
         if in_table:
-            if s[:1] in ("╰", "+") and set(s) <= set("╰┴╯+-─"):
+            if _BORDER_BOTTOM.fullmatch(s):
                 in_table = False
                 streams += ["".join(c) for c in columns.values()]
             elif s[:1] in ("│", "|"):
