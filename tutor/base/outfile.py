@@ -43,8 +43,8 @@ def os_reason(err: BaseException) -> str:
     """Why a file could not be read or written, in the language of the run: a full disk (or a quota used
     up) said in words, which the system's "No space left on device" hides behind a device; a known error
     (:data:`KNOWN_ERRNOS`) by its key; any other the system's own sentence, quoted as a detail
-    (``os.other``).  ``err`` is an ``OSError`` (a ``ValueError`` from a name with a NUL character
-    is said as ``os.other`` too)."""
+    (``os.unlisted``).  ``err`` is an ``OSError`` (a ``ValueError`` from a name with a NUL character
+    is said as ``os.unlisted`` too)."""
     import errno
 
     code = getattr(err, "errno", None)
@@ -57,7 +57,7 @@ def os_reason(err: BaseException) -> str:
         name = "EAGAIN"
     if name in KNOWN_ERRNOS:
         return t(f"os.errno.{name}")
-    return t("os.other", detail=str(getattr(err, "strerror", None) or err))
+    return t("os.unlisted", detail=str(getattr(err, "strerror", None) or err))
 
 
 def system_reason(text: str) -> str:
@@ -69,7 +69,7 @@ def system_reason(text: str) -> str:
         code = getattr(errno, name, None)
         if code is not None and os.strerror(code) == text:
             return os_reason(OSError(code, text))
-    return t("os.other", detail=text)
+    return t("os.unlisted", detail=text)
 
 
 def file_kind(mode: int) -> str:

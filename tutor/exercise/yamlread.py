@@ -538,11 +538,11 @@ PARSER_PROBLEMS = (
 
 def parser_problem(problem: str, context: str | None = None) -> str:
     """The YAML parser's ``problem`` (and its ``context``) in the language of the run: a kind of
-    :data:`PARSER_PROBLEMS` by its key, any other the parser's words quoted as a detail (``yaml.problem.other``)."""
+    :data:`PARSER_PROBLEMS` by its key, any other the parser's words quoted as a detail (``yaml.problem.unlisted``)."""
     for pattern, within, kind in PARSER_PROBLEMS:
         if re.fullmatch(pattern, problem) and (within is None or re.fullmatch(within, context or "")):
             return t(f"yaml.problem.{kind}")
-    return t("yaml.problem.other", detail=problem)
+    return t("yaml.problem.unlisted", detail=problem)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

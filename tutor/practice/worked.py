@@ -48,7 +48,9 @@ def _pairing(sol: Solution, step: Step) -> Text:
     says it (``step.rope.why.<pairing>``); the formula does not say it, and a learner who guesses it is marked
     "paired the other way" (the rope trial, F2).  ``""`` for any other step."""
     rope = sol.exercise.rope
-    return Msg(f"step.rope.why.{rope.pairing}") if rope is not None and step.id in ("q_rot", "k_rot") else ""
+    if rope is None or step.id not in ("q_rot", "k_rot"):  # the rotations: their formula line shows no pairing
+        return ""
+    return Msg(f"step.rope.why.{rope.pairing}")
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,6 @@ _SAID = {_READONLY: "readonly", 10: "ioerr", _CANTOPEN: "cantopen", 3: "perm", 7
 
 def reason(err: sqlite3.Error) -> str:
     """Why SQLite failed, in the language of the run: a result code of :data:`_SAID` by its key, any other
-    SQLite's own sentence quoted as a detail (``os.other``)."""
+    SQLite's own sentence quoted as a detail (``os.unlisted``)."""
     code = (getattr(err, "sqlite_errorcode", None) or 0) & 0xFF
-    return t(f"store.sqlite.{_SAID[code]}") if code in _SAID else t("os.other", detail=str(err))
+    return t(f"store.sqlite.{_SAID[code]}") if code in _SAID else t("os.unlisted", detail=str(err))

@@ -2627,7 +2627,7 @@ EN.update({
     "os.errno.ENOMEM": "Cannot allocate memory",
     "os.errno.EFBIG": "File too large",
     "os.errno.EAGAIN": "Resource temporarily unavailable",
-    "os.other": "{detail}",
+    "os.unlisted": "{detail}",
     # --- fix-zh: the YAML parser's problems in the language of the run (tutor.exercise.yamlread.parser_problem) ---
     "yaml.problem.flow_sequence": "did not find expected ',' or ']'",
     "yaml.problem.flow_mapping": "the mapping in braces is not closed: a ',' or a closing brace was expected here",
@@ -2643,7 +2643,7 @@ EN.update({
     "yaml.problem.alias": "found undefined alias",
     "yaml.problem.anchor": "did not find expected alphabetic or numeric character",
     "yaml.problem.documents": "expected a single document in the stream, but found another document",
-    "yaml.problem.other": "{detail}",
+    "yaml.problem.unlisted": "{detail}",
     # --- fix-zh: click's refusals of a path, in the language of the run (tutor.cli.REASONS) ---
     "cli.usage.reason.is_directory": "{path} is a folder, not a file",
     "cli.usage.reason.is_file": "{path} is a file, not a folder",
@@ -2720,8 +2720,8 @@ EN.update({
     # F15: concept choice options
     "bank.translation.choice_answer": "give choice_answer in both languages or in neither: the right option of --mode choice would otherwise stand out in one of them",
     # F13: practice asks a sliding window's mask, not gives it
-    "practice.masked.window": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}; else −∞)",
-    "practice.masked.window_sinks": "{title} (M is yours to build: M_ij = 0 where key j is query i's own token or one of the W − 1 tokens before it, W = {W}, or one of the first S tokens, the sinks, S = {S}; else −∞)",
+    "practice.masked.window": "{title} (M is yours to build: M_ij = 0 where i − W < j ≤ i, key j being query i's own token or one of the W − 1 before it, W = {W}; else −∞)",
+    "practice.masked.window_sinks": "{title} (M is yours to build: M_ij = 0 where i − W < j ≤ i, key j being query i's own token or one of the W − 1 before it, W = {W}, and where key j is one of the first S tokens, the sinks, S = {S}; else −∞)",
 })
 
 EN.update({

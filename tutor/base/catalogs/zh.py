@@ -2564,7 +2564,7 @@ ZH.update({
     "os.errno.ENOMEM": "内存不足",
     "os.errno.EFBIG": "文件过大",
     "os.errno.EAGAIN": "资源暂时不可用",
-    "os.other": "系统报告的错误：“{detail}”",
+    "os.unlisted": "系统报告的错误：“{detail}”",
     # --- fix-zh: the YAML parser's problems in the language of the run (tutor.exercise.yamlread.parser_problem) ---
     "yaml.problem.flow_sequence": "方括号里的列表没有正确结束：这里应为逗号或 ]",
     "yaml.problem.flow_mapping": "花括号里的映射没有正确结束：这里应为逗号或右花括号",
@@ -2580,7 +2580,7 @@ ZH.update({
     "yaml.problem.alias": "别名（*名称）引用的锚点（&名称）在它之前没有定义",
     "yaml.problem.anchor": "锚点（&）或别名（*）后面缺少名称",
     "yaml.problem.documents": "文件里有第二个文档（--- 之后）；一个文件只能有一个文档",
-    "yaml.problem.other": "解析器报告：“{detail}”",
+    "yaml.problem.unlisted": "解析器报告：“{detail}”",
     # --- fix-zh: click's refusals of a path, in the language of the run (tutor.cli.REASONS) ---
     "cli.usage.reason.is_directory": "{path} 是文件夹，这里需要一个文件",
     "cli.usage.reason.is_file": "{path} 是文件，这里需要一个文件夹",
@@ -2654,8 +2654,8 @@ ZH.update({
     # F15: concept choice options
     "bank.translation.choice_answer": "choice_answer 要么两种语言都给，要么都不给：否则 --mode choice 的正确选项会在其中一种语言里显得突出",
     # F13: practice asks a sliding window's mask, not gives it
-    "practice.masked.window": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；否则为 −∞",
-    "practice.masked.window_sinks": "{title}；M 由你自己写出：键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一时（W = {W}），M_ij = 0；键 j 是开头 S 个词元（注意力汇聚点，S = {S}）之一时也为 0；否则为 −∞",
+    "practice.masked.window": "{title}；M 由你自己写出：i − W < j ≤ i 时（即键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一，W = {W}），M_ij = 0；否则为 −∞",
+    "practice.masked.window_sinks": "{title}；M 由你自己写出：i − W < j ≤ i 时（即键 j 是查询 i 自己的词元，或是它前面 W − 1 个词元之一，W = {W}），M_ij = 0；键 j 是开头 S 个词元（注意力汇聚点，S = {S}）之一时也为 0；否则为 −∞",
 })
 
 ZH.update({
