@@ -539,23 +539,21 @@ class Copy:
 
     def comment(self) -> Msg:
         """What the student reads about it (the row's comment)."""
-        if self.kind == OTHER_VARIANT:
-            return Msg("batch.comment.other_variant", exercise=self.exercise, owner=self.owner, own=self.own)
-        if self.kind == BASE_EXERCISE:
-            return Msg("batch.comment.base_exercise", exercise=self.exercise, own=self.own)
-        if self.owner is not None:
-            return Msg("batch.comment.not_on_roster", exercise=self.exercise, owner=self.owner, student=self.student)
-        return Msg("batch.comment.not_on_roster.base", exercise=self.exercise, student=self.student)
+        return self._said("batch.comment")
 
     def verdict_line(self) -> Msg:
         """What ``check FILE`` says below the report of the steps (they were checked against ``exercise``)."""
+        return self._said("check")
+
+    def _said(self, prefix: str) -> Msg:
+        """The sentence of this kind under ``prefix`` (``batch.comment``: the row's comment; ``check``: the verdict)."""
         if self.kind == OTHER_VARIANT:
-            return Msg("check.other_variant", exercise=self.exercise, owner=self.owner, own=self.own)
+            return Msg(f"{prefix}.other_variant", exercise=self.exercise, owner=self.owner, own=self.own)
         if self.kind == BASE_EXERCISE:
-            return Msg("check.base_exercise", exercise=self.exercise, own=self.own)
+            return Msg(f"{prefix}.base_exercise", exercise=self.exercise, own=self.own)
         if self.owner is not None:
-            return Msg("check.not_on_roster", exercise=self.exercise, owner=self.owner, student=self.student)
-        return Msg("check.not_on_roster.base", exercise=self.exercise, student=self.student)
+            return Msg(f"{prefix}.not_on_roster", exercise=self.exercise, owner=self.owner, student=self.student)
+        return Msg(f"{prefix}.not_on_roster.base", exercise=self.exercise, student=self.student)
 
     def as_dict(self) -> dict[str, str | None]:
         """``{"kind", "owner", "own", "like"}``: the JSON of ``check`` says it so."""
