@@ -158,7 +158,7 @@ def test_files_and_folders_named_together_and_nothing_to_grade(cli, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     code, out, err = cli("check", empty)
-    assert code == 2 and err.startswith("error: no solution files (*.yaml, *.yml) in ")
+    assert code == 2 and err.startswith("error: no solution files (*.yaml, *.yml, *.yaml.txt) in ")
 
 
 def test_a_folder_is_read_in_the_order_a_person_sorts_names(cli, tmp_path):

@@ -39,7 +39,7 @@ def test_notepads_yaml_txt_is_graded_and_what_is_not_read_is_said(cli, tmp_path)
     assert [(r["student"], r["verdict"]) for r in doc["submissions"]] == [("alice", "correct"), ("bob", "correct")]
     assert doc["warnings"] == [{"file": str(folder), "line": None, "column": None, "field": "",
                                 "message": "2 entries here are not graded: nested/ and notes.pdf; a folder's *.yaml "
-                                           "and *.yml files are, not its other files or its subfolders (name a "
+                                           "and *.yml files (and *.yaml.txt) are, not its other files or its subfolders (name a "
                                            "subfolder to grade the files in it)", "hint": ""}]
     for fmt in ("rich", "csv"):
         code, out, err = cli("check", folder, "--format", fmt)
@@ -55,9 +55,9 @@ def test_a_folder_of_folders_says_so_before_the_error(cli, tmp_path):
     code, out, err = cli("check", lms)
     assert code == 2 and out == ""
     assert err.splitlines() == [
-        f"{lms}: warning: 2 entries here are not graded: alice/ and bob/; a folder's *.yaml and *.yml files are, "
+        f"{lms}: warning: 2 entries here are not graded: alice/ and bob/; a folder's *.yaml and *.yml files (and *.yaml.txt) are, "
         "not its other files or its subfolders (name a subfolder to grade the files in it)",
-        f"error: no solution files (*.yaml, *.yml) in {lms}"]
+        f"error: no solution files (*.yaml, *.yml, *.yaml.txt) in {lms}"]
 
 
 def test_many_entries_not_read_are_counted_past_five(tmp_path):

@@ -135,11 +135,27 @@ def test_files_a_folder_holds_that_report_does_not_read_are_named(cli, home, tmp
     (folder / ".hidden").write_text("", encoding="utf-8")
     code, out, err = cli("report", folder, "--format", "json")
     assert code == 0 and json.loads(out)["sources"]["passed_over"] == ["sub/", "x.txt"]
-    line = ("A folder's *.yaml, *.yml, *.json and *.csv files are read, not its other files or subfolders; "
+    line = ("A folder's *.yaml, *.yml, *.yaml.txt, *.json and *.csv files are read, not its other files or subfolders; "
             "not read: sub/ and x.txt")
     assert line in cli("report", folder).out
     assert "- " + line.replace("*", "\\*").replace("_", "\\_") in cli("report", folder, "--format", "markdown").out
     assert "未读取：sub/ 和 x.txt" in cli("--lang", "zh", "report", folder).out
+
+
+def test_report_reads_the_solution_files_batch_check_grades(cli, tmp_path):
+    """Notepad's bob.yaml.txt is graded by `check DIR` (fix-check); `report DIR` read only *.yaml and *.yml
+    and named it "not read": the two now take a folder's solution files by one list (audit.batch.SUFFIXES)."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "ann.yaml").write_text(RIGHT + "student: ann\n", encoding="utf-8")
+    (folder / "bob.yaml.txt").write_text(NO_SCALING + "student: bob\n", encoding="utf-8")
+    checked = json.loads(cli("check", folder, "--format", "json").out)
+    assert sorted(r["student"] for r in checked["submissions"]) == ["ann", "bob"]
+    code, out, _ = cli("report", folder, "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["sources"]["passed_over"] == []
+    assert "bob.yaml.txt" not in cli("report", folder).out
+    assert "2 submissions: 1 correct, 1 wrong, 0 unusable." in cli("report", folder).out
 
 
 def test_the_csv_read_back_undoes_the_guard_and_skips_an_empty_row(cli, tmp_path):

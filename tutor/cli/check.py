@@ -262,10 +262,6 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
         raise SolutionWrong()
 
 
-#: What ``report`` reads in a folder (by the end of a name, any case): solution files, progress files, gradebooks.
-READ = (".yaml", ".yml", ".json", ".csv")
-
-
 class ReportFormat(str, Enum):
     """``--format`` of report: for people, as Markdown, or JSON for scripts."""
 
@@ -286,7 +282,7 @@ def report(
     --format csv``) and the class's progress files (a folder's ``*.json`` written by ``stats --export``)."""
     import json
 
-    from ..audit.batch import Row
+    from ..audit.batch import SUFFIXES, Row
     from ..audit.classview import class_report, rows_from_csv
     from ..base.errors import TutorError
     from ..exercise.yamlread import read_text
@@ -302,6 +298,7 @@ def report(
     passed_over: list[str] = []  # what a folder holds that report does not read (x.txt, a subfolder)
     same: list[tuple[str, str]] = []  # a progress file whose content (as JSON) is another one's: counted once
     seen: dict[str, str] = {}
+    read = (*SUFFIXES, ".json", ".csv")  # solution files as batch check reads them (*.yaml.txt too), progress, gradebooks
 
     def text_of(path: str, csv: bool = False) -> str:
         text, problems = read_text(path, shown(path))
@@ -320,7 +317,7 @@ def report(
                 if e.startswith("."):
                     continue
                 path = os.path.join(source, e)
-                if e.lower().endswith(READ):  # a folder x.yaml: a row saying so
+                if e.lower().endswith(read):  # a folder x.yaml: a row saying so
                     named.append(path)
                 else:
                     passed_over.append(shown(e) + ("/" if os.path.isdir(path) else ""))
