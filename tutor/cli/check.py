@@ -186,15 +186,9 @@ def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float |
         else:
             import json
 
-            from ..render.batch import problem_dict
-
-            doc = json.loads(dumps(report))
-            doc["warnings"] = doc.get("warnings", []) + [problem_dict(p) for p in roster.problems]
+            doc = _with_roster(json.loads(dumps(report)), copied, roster.problems)
             if copied is not None:
                 doc["verdict"], doc["exit_code"] = "wrong", EXIT_WRONG
-                doc["roster"] = {**copied.as_dict(), "message": str(copied.comment())}
-                if copied.owner is not None:
-                    doc["variant_of"] = {"student": copied.owner, "own": copied.own, "message": str(copied.comment())}
             write_json(doc)
     else:
         from ..render.check import render
@@ -203,11 +197,31 @@ def _check_one(env: Env, solution: str, exercise: str | None, tolerance: float |
             warn(warning_text(p))
         render(report, console(env))
         if copied is not None:
-            out = console(env)
-            text = shown(str(copied.verdict_line()))  # the roster's ids and the student: are text from files
-            out.print(text if is_utf(out.encoding) else asciify(text), style="bold red", overflow="fold", markup=False)
+            _say_copy(env, copied)
     if report.exit_code == EXIT_WRONG or copied is not None:
         raise SolutionWrong()  # exit code 1, the one way to it
+
+
+def _with_roster(doc: dict, copied: Copy | None, unread: Sequence[Problem]) -> dict:
+    """``check FILE --format json``'s document with what a roster index says: the indexes that could not be read
+    (``warnings``), and a variant that is not the student's (``roster``; ``variant_of`` when its owner is known)."""
+    from ..render.batch import problem_dict
+
+    doc["warnings"] = doc.get("warnings", []) + [problem_dict(p) for p in unread]
+    if copied is not None:
+        message = str(copied.comment())
+        doc["roster"] = {**copied.as_dict(), "message": message}
+        if copied.owner is not None:
+            doc["variant_of"] = {"student": copied.owner, "own": copied.own, "message": message}
+    return doc
+
+
+def _say_copy(env: Env, copied: Copy) -> None:
+    """``check FILE``'s last line when a roster index makes the file wrong, in bold red; the roster's ids and
+    the student are text from files: shown escaped."""
+    out = console(env)
+    text = shown(str(copied.verdict_line()))
+    out.print(text if is_utf(out.encoding) else asciify(text), style="bold red", overflow="fold", markup=False)
 
 
 def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Format, copied: Copy | None = None,
@@ -228,15 +242,12 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
     report = audit(sf, tolerance=tolerance) if sf.steps else None
     wrong = not rep.ok or (report is not None and report.exit_code == EXIT_WRONG) or copied is not None
     if fmt is Format.json:
-        from ..render.batch import problem_dict
         from ..render.check import dumps, file_dict, warnings_list
 
         doc = json.loads(dumps(report)) if report is not None else {**file_dict(sf), "warnings": warnings_list(sf)}
-        doc["warnings"] = doc.get("warnings", []) + [problem_dict(p) for p in unread]
+        doc = _with_roster(doc, copied, unread)
         doc["tiled"] = tiled_json(sf.exercise, rep)
         doc["verdict"], doc["exit_code"] = ("wrong", EXIT_WRONG) if wrong else ("correct", 0)
-        if copied is not None:
-            doc["roster"] = {**copied.as_dict(), "message": str(copied.comment())}
         write_json(doc)
     else:
         from rich.padding import Padding
@@ -256,8 +267,7 @@ def _check_tiled(env: Env, sf: SolutionFile, tolerance: float | None, fmt: Forma
             indent = len(text) - len(text.lstrip(" "))
             out.print(Padding(Text(text.lstrip(" "), overflow="fold"), (0, 0, 0, indent), expand=False))
         if copied is not None:
-            said = shown(str(copied.verdict_line()))  # the roster's ids and the student: are text from files
-            out.print(said if is_utf(out.encoding) else asciify(said), style="bold red", overflow="fold", markup=False)
+            _say_copy(env, copied)
     if wrong:
         raise SolutionWrong()
 
