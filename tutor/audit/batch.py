@@ -252,11 +252,6 @@ def gather(named: Iterable[str]) -> Gathered:
     return Gathered(tuple(out), tuple(not_read), tuple(repeated))
 
 
-def solution_paths(named: Iterable[str]) -> list[str]:
-    """The solution files to grade, in order (:attr:`Gathered.paths` of :func:`gather`)."""
-    return list(gather(named).paths)
-
-
 def not_read_line(names: Sequence[str]) -> Msg:
     """The warning that a folder's entries ``names`` are not read: the first :data:`NOT_READ_NAMED` named, the
     rest counted, and what to do (a subfolder is named on its own)."""
